@@ -1,0 +1,113 @@
+"""Hardware, model and dataset catalogs, loaded from ``data/`` once and validated.
+
+Each table is a :class:`Table` of typed records::
+
+    from aisize import catalog
+    gpu = catalog.accelerators["h100-sxm"]
+    gpu.memory_bytes, gpu.bf16_flops_per_s, gpu.source
+    catalog.servers.filter(accelerator="h100-sxm")
+    catalog.links.frame()          # a pandas DataFrame view
+
+Figures are in base units (bytes, bytes/s, FLOP/s, W, s); every row has a source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterator
+from functools import cached_property
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from aisize.catalog.loader import CatalogError, load_table
+from aisize.catalog.records import (Accelerator, Dataset, Link, OtherModel, Server,
+                                    StorageSystem, Transformer)
+
+__all__ = ["Table", "CatalogError", "data_dir", "accelerators", "servers", "links", "storage",
+           "transformers", "other_models", "datasets", "Accelerator", "Server", "Link",
+           "StorageSystem", "Transformer", "OtherModel", "Dataset"]
+
+R = TypeVar("R")
+
+
+def data_dir() -> Path:
+    """The folder holding the catalog CSVs: ``$AISIZE_DATA_DIR``, the checkout's
+    ``data/``, or the copy packaged inside an installed wheel."""
+    if os.environ.get("AISIZE_DATA_DIR"):
+        return Path(os.environ["AISIZE_DATA_DIR"])
+    here = Path(__file__).resolve().parent
+    checkout = here.parents[1] / "data"
+    return checkout if checkout.is_dir() else here.parent / "_data"
+
+
+class Table(Generic[R]):
+    """One catalog table, read on first use: lookup by id, iterate, filter, DataFrame."""
+
+    def __init__(self, filename: str, record_type: type[R], path: Path | None = None):
+        self.filename = filename
+        self.record_type = record_type
+        self._path = path
+
+    @property
+    def path(self) -> Path:
+        return self._path or data_dir() / self.filename
+
+    @cached_property
+    def _rows(self) -> dict[str, R]:
+        return {r.id: r for r in load_table(self.path, self.record_type)}
+
+    def __getitem__(self, id: str) -> R:
+        try:
+            return self._rows[id]
+        except (KeyError, TypeError):
+            raise ValueError(f"{self.filename[:-4]} id {id!r} is not in the catalog; "
+                             f"known: {', '.join(self._rows)}") from None
+
+    def get(self, id: str, default=None):
+        return self._rows.get(id, default)
+
+    def __contains__(self, id) -> bool:
+        return id in self._rows
+
+    def __iter__(self) -> Iterator[R]:
+        return iter(self._rows.values())
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def ids(self) -> list[str]:
+        return list(self._rows)
+
+    def filter(self, predicate: Callable[[R], bool] | None = None, **equals) -> list[R]:
+        """Records for which ``predicate`` holds and every ``field=value`` matches."""
+        return [r for r in self if (predicate is None or predicate(r))
+                and all(getattr(r, k) == v for k, v in equals.items())]
+
+    def frame(self):
+        """The table as a pandas DataFrame indexed by id, in base units."""
+        import pandas as pd
+
+        return pd.DataFrame([dataclasses.asdict(r) for r in self]).set_index("id")
+
+
+accelerators: Table[Accelerator] = Table("accelerators.csv", Accelerator)
+servers: Table[Server] = Table("servers.csv", Server)
+links: Table[Link] = Table("links.csv", Link)
+storage: Table[StorageSystem] = Table("storage.csv", StorageSystem)
+transformers: Table[Transformer] = Table("transformers.csv", Transformer)
+other_models: Table[OtherModel] = Table("other_models.csv", OtherModel)
+datasets: Table[Dataset] = Table("datasets.csv", Dataset)
+
+TABLES: dict[str, Table] = {t.filename[:-4]: t for t in
+                            (accelerators, servers, links, storage, transformers, other_models, datasets)}
+
+
+def model(id: str) -> Transformer | OtherModel:
+    """A model by id from either model table."""
+    if id in transformers:
+        return transformers[id]
+    if id in other_models:
+        return other_models[id]
+    raise ValueError(f"model id {id!r} is not in the catalog; known: "
+                     f"{', '.join(transformers.ids() + other_models.ids())}")

@@ -1,0 +1,170 @@
+"""Typed catalog records: one frozen dataclass per table in ``data/``.
+
+Each dataclass is also its table's schema (see :mod:`aisize.catalog.loader`):
+the first field is the id, a field's suffix names its base unit, and
+``Optional`` fields may be left empty in the CSV. Every record carries the
+``source`` of its figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """A GPU or AI accelerator, per device. Peaks are DENSE (no 2:4 sparsity)."""
+
+    id: str
+    name: str
+    vendor: str
+    form_factor: str
+    memory_type: str
+    memory_label: str  # the vendor's nominal label, e.g. "80 GB"
+    memory_bytes: float  # physical memory capacity
+    memory_visible_bytes: float | None  # what nvidia-smi / rocm-smi reports, where published
+    memory_bandwidth_bytes_per_s: float
+    fp32_flops_per_s: float  # non-tensor FP32
+    tf32_flops_per_s: float | None
+    fp16_flops_per_s: float | None  # dense tensor-core FP16
+    bf16_flops_per_s: float | None
+    fp8_flops_per_s: float | None
+    int8_flops_per_s: float | None  # dense INT8 tensor ops/s
+    fp4_flops_per_s: float | None
+    scaleup_link: str | None  # id in links.csv
+    scaleup_bidirectional_bytes_per_s: float | None  # per GPU, both directions together
+    scaleup_domain: int  # GPUs that share one scale-up (NVLink/xGMI) domain
+    pcie_gen: int
+    tdp_watts: float
+    source: str
+    note: str | None
+
+
+@dataclass(frozen=True)
+class Server:
+    """A GPU server (or rack-scale system) as sold."""
+
+    id: str
+    name: str
+    vendor: str
+    accelerator: str  # id in accelerators.csv
+    gpus: int
+    host_memory_bytes: float
+    cpu: str
+    cpu_cores: int  # physical cores, all sockets
+    compute_nics: int  # scale-out (GPU fabric) NICs
+    compute_nic_link: str  # id in links.csv
+    storage_nics: int  # NICs for the storage / in-band network
+    storage_nic_link: str | None
+    local_nvme_bytes: float | None
+    power_watts: float  # maximum system power
+    rack_units: int | None
+    source: str
+    note: str | None
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link or port type. Bandwidth is per direction; the vendor's own figure is kept beside it."""
+
+    id: str
+    name: str
+    kind: str  # pcie | nvlink | infinity-fabric | infiniband | ethernet
+    bandwidth_per_direction_bytes_per_s: float
+    vendor_figure: str  # as the vendor writes it, e.g. "900 GB/s (both directions)"
+    vendor_figure_bidirectional: bool
+    latency_seconds: float | None  # typical one-hop latency
+    source: str
+    note: str | None
+
+
+@dataclass(frozen=True)
+class StorageSystem:
+    """A storage reference point: a whole system, a building block, a guidance figure or a drive."""
+
+    id: str
+    name: str
+    kind: str  # shared-fs | building-block | guidance | local-nvme
+    scope: str  # what the figures are per: system | unit | node | drive
+    read_bandwidth_bytes_per_s: float
+    write_bandwidth_bytes_per_s: float | None
+    read_iops_per_s: float | None
+    write_iops_per_s: float | None
+    iops_io_size_bytes: float | None  # IO size the IOPS figures were measured at
+    latency_seconds: float | None
+    capacity_bytes: float | None
+    rack_units: int | None
+    source: str
+    note: str | None
+
+
+@dataclass(frozen=True)
+class Transformer:
+    """A transformer language model's architecture, from its published config."""
+
+    id: str
+    name: str
+    family: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn_hidden: int  # dense MLP inner size
+    ffn_type: str  # gelu | swiglu | relu
+    vocab: int
+    tied_embeddings: bool
+    max_seq: int
+    position: str  # learned | rope | alibi
+    norm: str  # layernorm | rmsnorm
+    bias: bool  # linear layers carry biases
+    attention: str  # mha | gqa | mqa | mla
+    experts: int  # routed experts per MoE layer (1 = dense)
+    experts_per_token: int
+    shared_experts: int
+    moe_ffn_hidden: int | None  # inner size of one expert
+    dense_layers: int  # leading layers with a dense MLP in an MoE model
+    q_lora_rank: int | None  # MLA only
+    kv_lora_rank: int | None  # MLA only
+    qk_rope_head_dim: int | None  # MLA only
+    qk_nope_head_dim: int | None  # MLA only
+    v_head_dim: int | None  # MLA only
+    encoder_only: bool  # BERT-style (token-type embeddings, pooler)
+    published_params: float  # the model card's parameter count
+    published_active_params: float | None  # MoE: parameters active per token
+    source: str
+    note: str | None
+
+
+@dataclass(frozen=True)
+class OtherModel:
+    """A non-LLM model (vision, segmentation, recommendation) described by totals."""
+
+    id: str
+    name: str
+    family: str  # cnn | unet | recsys | ...
+    params: float
+    forward_per_sample_flops: float  # forward pass, one sample (2 x multiply-adds)
+    input_sample_bytes: float  # one input sample as the model reads it
+    default_batch: int
+    dataset: str  # id in datasets.csv
+    source: str
+    note: str | None
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A training dataset: sample count and bytes per sample, raw and in record format."""
+
+    id: str
+    name: str
+    modality: str
+    samples: int
+    total_bytes: float | None
+    sample_bytes: float  # mean bytes per sample as distributed (e.g. one JPEG)
+    record_sample_bytes: float | None  # mean bytes per sample in a record/shard format
+    tokens: float | None  # text datasets: training tokens
+    files: int | None
+    file_format: str
+    source: str
+    note: str | None

@@ -1,0 +1,88 @@
+"""Input checks used where values enter the package.
+
+Every public function checks its inputs with these before any arithmetic, so a
+bad value fails with a ``ValueError`` that names the parameter, the value and
+what is allowed, instead of surfacing later as NaN, a negative time or a numpy
+traceback. Each check accepts a scalar or an array (for vectorized sweeps) and
+returns it as a float or a float ndarray.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from numbers import Real
+
+import numpy as np
+
+# Anything larger is a typo, not a cluster (1e30 bytes is a million yottabytes).
+ABSURD = 1e30
+
+
+def _as_numeric(name: str, value):
+    if isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, str):
+        raise ValueError(f"{name}={value!r} is not allowed: must be a number")
+    if isinstance(value, Real):
+        return float(value)
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} is not allowed: must be a number or an array of numbers") from None
+    if arr.dtype == object or arr.size == 0:
+        raise ValueError(f"{name}={value!r} is not allowed: must be a number or a non-empty array of numbers")
+    return arr
+
+
+def _fail(name: str, value, rule: str):
+    arr = np.asarray(value)
+    shown = value if arr.ndim == 0 else f"array containing {arr.flat[0]!r}"
+    raise ValueError(f"{name}={shown!r} is not allowed: must be {rule}")
+
+
+def _first_bad(arr, mask):
+    return arr if np.ndim(arr) == 0 else np.asarray(arr)[mask].flat[0]
+
+
+def number(name: str, value, *, low: float = -ABSURD, high: float = ABSURD,
+           low_inclusive: bool = True, high_inclusive: bool = True):
+    """Check that ``value`` is finite and within [low, high] (ends as chosen)."""
+    v = _as_numeric(name, value)
+    lo_ok = (v >= low) if low_inclusive else (v > low)
+    hi_ok = (v <= high) if high_inclusive else (v < high)
+    bad = ~(np.isfinite(v) & lo_ok & hi_ok)
+    if np.any(bad):
+        lo = "[" if low_inclusive else "("
+        hi = "]" if high_inclusive else ")"
+        _fail(name, _first_bad(v, bad), f"a finite number in {lo}{low:g}, {high:g}{hi}")
+    return v
+
+
+def positive(name: str, value, *, high: float = ABSURD):
+    """Check ``0 < value <= high``."""
+    return number(name, value, low=0.0, high=high, low_inclusive=False)
+
+
+def non_negative(name: str, value, *, high: float = ABSURD):
+    """Check ``0 <= value <= high``."""
+    return number(name, value, low=0.0, high=high)
+
+
+def fraction(name: str, value, *, allow_zero: bool = False):
+    """Check a share or utilisation: ``0 < value <= 1`` (``0 <= value`` if allowed)."""
+    return number(name, value, low=0.0, high=1.0, low_inclusive=allow_zero)
+
+
+def integer(name: str, value, *, low: int = 1, high: int = 10**12):
+    """Check a whole number (scalar or array) in ``[low, high]``; returns int or int ndarray."""
+    v = number(name, value, low=low, high=high)
+    bad = v != np.round(v)
+    if np.any(bad):
+        _fail(name, _first_bad(v, bad), f"a whole number in [{low}, {high}]")
+    return int(v) if np.ndim(v) == 0 else v.astype(np.int64)
+
+
+def choice(name: str, value, allowed: Iterable):
+    """Check that ``value`` is one of ``allowed``."""
+    allowed = list(allowed)
+    if isinstance(value, Iterable) and not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name}={value!r} is not allowed: must be one of {', '.join(map(repr, allowed))}")
+    return value
