@@ -1,0 +1,27 @@
+"""Built-in scenarios (``data/presets/*.yaml``), replaying the cases in DESIGN.md section 1."""
+
+from __future__ import annotations
+
+from aisize.catalog import data_dir
+from aisize.scenario.io import ScenarioError, load
+from aisize.scenario.model import Scenario
+
+# The app opens with this one: a single server, small and instantly understandable.
+DEFAULT_PRESET = "xe9680-genai"
+
+
+def _folder():
+    return data_dir() / "presets"
+
+
+def preset_names() -> list[str]:
+    """Names of the built-in scenarios, sorted."""
+    return sorted(p.stem for p in _folder().glob("*.yaml"))
+
+
+def preset(name: str = DEFAULT_PRESET) -> Scenario:
+    """A built-in scenario by name."""
+    names = preset_names()
+    if name not in names:
+        raise ScenarioError(f"preset {name!r} does not exist; allowed: {', '.join(names)}")
+    return load(_folder() / f"{name}.yaml")
