@@ -174,7 +174,9 @@ def load_table(path: Path, record_type: type) -> list:
         for row in reader:
             line = reader.line_num
             if None in row:
-                raise CatalogError(path, "row has more cells than the header has columns", line=line)
+                raise CatalogError(path, f"row has {len(row) - 1 + len(row[None])} cells but the header has "
+                                   f"{len(row) - 1} columns", line=line,
+                                   column=f"#{len(row)} (after the last header column)")
             values = {c.field: _cell(path, c, row, line) for c in columns}
             key = values[id_field]
             if key in seen:

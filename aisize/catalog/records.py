@@ -24,7 +24,7 @@ class Accelerator:
     memory_bytes: float  # physical memory capacity
     memory_visible_bytes: float | None  # what nvidia-smi / rocm-smi reports, where published
     memory_bandwidth_bytes_per_s: float
-    fp32_flops_per_s: float  # non-tensor FP32
+    fp32_flops_per_s: float | None  # non-tensor FP32 (Gaudi publishes none)
     tf32_flops_per_s: float | None
     fp16_flops_per_s: float | None  # dense tensor-core FP16
     bf16_flops_per_s: float | None

@@ -4,7 +4,8 @@ All five are one model, :func:`ggc`: the M/M/c waiting time (Erlang C) scaled
 by the Allen–Cunneen factor (c_a² + c_s²)/2. That factor is 1 for M/M/c (exact)
 and, with c = 1 and Poisson arrivals, turns the formula into Pollaczek–Khinchine
 (exact mean for M/G/1 and M/D/1). Percentiles come from
-:mod:`aisize.queueing.distribution` (exact for M/M/c, approximate otherwise).
+the distribution described at :func:`response_tail` (exact for M/M/c,
+approximate otherwise).
 
 Inputs broadcast against each other; outputs are floats for scalar inputs and
 arrays of the broadcast shape otherwise. Utilisation ρ = λ·S/c ≥ 1 gives
@@ -19,10 +20,130 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize import checks
-from aisize.queueing.distribution import PERCENTILES, response_quantile, wait_quantile
 
 # c above this is a typo, not a system (the recursion costs O(c)).
 MAX_SERVERS = 10**6
+
+# Percentiles reported in QueueResult.
+PERCENTILES = (0.50, 0.95, 0.99)
+_MAX_ROOT_STEPS = 60  # Illinois steps; it usually stops after 6-12
+_CV_DETERMINISTIC = 1e-6  # service cv below this is treated as deterministic (avoids 1/cv overflow)
+
+
+def _service_phases(s, cs):
+    """Two-moment fit of the service time: S = d + Y, Y a mixture of exponentials.
+
+    c_s ≤ 1: d = S(1 − c_s), Y exponential with mean S·c_s (c_s = 0: Y = 0,
+    deterministic; c_s = 1: exponential, exact). c_s > 1: d = 0, Y a
+    two-phase hyperexponential with balanced means. Returns
+    (d, w1, r1, w2, r2): phase weights and rates; the weight left over,
+    1 − w1 − w2, is an atom of Y at zero.
+    """
+    low = cs <= 1.0
+    cs2 = cs * cs
+    p1 = 0.5 * (1.0 + np.sqrt(np.maximum(cs2 - 1.0, 0.0) / (cs2 + 1.0)))
+    d = np.where(low, s * (1.0 - np.where(cs > _CV_DETERMINISTIC, np.minimum(cs, 1.0), 0.0)), 0.0)
+    has_exp = cs > _CV_DETERMINISTIC
+    w1 = np.where(low, np.where(has_exp, 1.0, 0.0), p1)
+    r1 = np.where(low, 1.0 / (s * np.where(has_exp, cs, 1.0)), 2.0 * p1 / s)
+    w2 = np.where(low, 0.0, 1.0 - p1)
+    r2 = np.where(low, r1, 2.0 * (1.0 - p1) / s)
+    return d, w1, r1, w2, r2
+
+
+def _wait_rate(p_wait, wait_mean):
+    """Rate θ of the exponential conditional wait, θ = P(wait)/W_q (0 wait → no wait)."""
+    waits = (p_wait > 0) & (wait_mean > 0)
+    pw = np.where(waits, p_wait, 0.0)
+    return pw, np.where(waits, pw / np.where(waits, wait_mean, 1.0), 1.0)
+
+
+def _sum_exp_tail(lo, hi, x):
+    """P(Exp(lo) + Exp(hi) > x), stable for lo ≈ hi (hypoexponential tail)."""
+    m, big = np.minimum(lo, hi), np.maximum(lo, hi)
+    delta = big - m
+    pos = delta > 0
+    frac = np.where(pos, -np.expm1(-delta * x) / np.where(pos, delta, 1.0), x)
+    return np.exp(-m * x) * (1.0 + m * frac)
+
+
+def _tail_x(x, pw, theta, w1, r1, w2, r2):
+    """P(W_q + Y > x) for x ≥ 0, Y the exponential part of the service fit."""
+    w0 = 1.0 - w1 - w2
+    no_wait = w1 * np.exp(-r1 * x) + w2 * np.exp(-r2 * x)  # Y's atom at 0 is not > x
+    waited = w0 * np.exp(-theta * x) + w1 * _sum_exp_tail(theta, r1, x) + w2 * _sum_exp_tail(theta, r2, x)
+    return (1.0 - pw) * no_wait + pw * waited
+
+
+def response_tail(t, p_wait, wait_mean, service_seconds, service_cv):
+    """P(W_q + S > t) [1] for the queue's response-time distribution.
+
+    The wait is 0 with probability 1 − P(wait), else exponential with mean
+    W_q/P(wait) — exact for M/M/c (P(W_q > t) = C·e^{−(cμ−λ)t}), the
+    standard exponential (heavy-traffic) approximation otherwise. The service
+    time is the two-moment fit of :func:`_service_phases`. W_q + S is then a
+    mixture of exponential and hypoexponential terms whose tail is explicit;
+    for M/M/1 it reduces to exponential with rate μ − λ.
+
+    References
+    ----------
+    .. [1] Gross et al., Fundamentals of Queueing Theory, 4th ed., 2008, eq. 2.40.
+    .. [2] J. F. C. Kingman, "The single server queue in heavy traffic",
+       Proc. Cambridge Phil. Soc. 57, 1961 (exponential wait in heavy traffic).
+    .. [3] W. Whitt, "Approximating a point process by a renewal process",
+       Oper. Res. 30, 1982 (balanced-means H2 fit).
+    """
+    d, w1, r1, w2, r2 = _service_phases(service_seconds, service_cv)
+    pw, theta = _wait_rate(p_wait, wait_mean)
+    tail = _tail_x(np.maximum(t - d, 0.0), pw, theta, w1, r1, w2, r2)
+    return np.where(t < d, 1.0, tail)
+
+
+def wait_quantile(p, p_wait, wait_mean):
+    """p-quantile of W_q [s]: ln(P(wait)/(1 − p))/θ when P(wait) > 1 − p, else 0."""
+    pw, theta = _wait_rate(p_wait, wait_mean)
+    waits = pw > 1.0 - p
+    return np.where(waits, np.log(np.where(waits, pw, 1.0) / (1.0 - p)) / theta, 0.0)
+
+
+def response_quantile(p, p_wait, wait_mean, service_seconds, service_cv):
+    """p-quantile of W_q + S [s], solving :func:`response_tail` = 1 − p numerically.
+
+    Vectorized Illinois (modified regula falsi) on the log of the tail, which
+    is nearly linear in t, so it converges in a handful of steps. The bracket
+    [d, d + (2·ln(1/(1 − p)) + 3)/r_min] holds the quantile because W_q + Y is
+    stochastically smaller than a sum of two exponentials at the smallest
+    rate r_min, whose tail (1 + r·x)e^{−r·x} is below 1 − p there.
+    """
+    d, w1, r1, w2, r2 = _service_phases(service_seconds, service_cv)
+    pw, theta = _wait_rate(p_wait, wait_mean)
+    rates = [np.where(w > 0, r, np.inf) for w, r in ((w1, r1), (w2, r2))]
+    r_min = np.minimum(np.minimum(*rates), np.where(pw > 0, theta, np.inf))
+    r_min = np.where(np.isfinite(r_min), r_min, 1.0 / service_seconds)
+    log_target = np.log(1.0 - p)
+
+    def g(x):
+        return np.log(np.maximum(_tail_x(x, pw, theta, w1, r1, w2, r2), 1e-300)) - log_target
+
+    shape = np.broadcast(p, d, pw).shape
+    lo = np.zeros(shape)
+    hi = np.broadcast_to((2.0 * np.log(1.0 / (1.0 - p)) + 3.0) / r_min, shape).copy()
+    g_lo, g_hi = np.broadcast_to(g(lo), shape).copy(), np.broadcast_to(g(hi), shape).copy()
+    at_zero = g_lo <= 0  # an atom at x = 0 already covers p (e.g. deterministic, rarely waits)
+    g_lo = np.where(at_zero, 1.0, g_lo)
+    side = np.zeros(shape)  # +1: lo moved last, −1: hi moved last
+    x = hi
+    for _ in range(_MAX_ROOT_STEPS):
+        x = hi - g_hi * (hi - lo) / (g_hi - g_lo)
+        gx = g(x)
+        up = gx > 0
+        lo, hi = np.where(up, x, lo), np.where(up, hi, x)
+        g_hi = np.where(up & (side > 0), 0.5 * g_hi, np.where(up, g_hi, gx))
+        g_lo = np.where(~up & (side < 0), 0.5 * g_lo, np.where(up, gx, g_lo))
+        side = np.where(up, 1.0, -1.0)
+        if np.all(np.abs(gx) < 1e-12) or np.all(hi - lo <= 1e-14 * hi):
+            break
+    return d + np.where(at_zero, 0.0, x)
 
 
 @dataclass(frozen=True)
@@ -137,7 +258,7 @@ def ggc(arrival_rate_per_s, service_seconds, servers=1, *, service_cv=1.0, arriv
         Coefficient of variation of the inter-arrival time c_a [1], ≥ 0 (1: Poisson).
 
     W_q = C(c, a)/(c·μ − λ) · (c_a² + c_s²)/2, with C the Erlang C probability;
-    P(wait) is taken as C; percentiles as in :mod:`aisize.queueing.distribution`.
+    P(wait) is taken as C; percentiles as in :func:`response_tail`.
 
     References
     ----------
@@ -159,8 +280,8 @@ def ggc(arrival_rate_per_s, service_seconds, servers=1, *, service_cv=1.0, arriv
     # compute on a harmless load where unstable, then overwrite with inf
     a_ok = np.where(stable, a, 0.5 * c)
     rho_ok = a_ok / c
-    if scalar:
-        b = np.asarray(erlang_b_scalar(int(c), float(a_ok)))
+    if rho.size == 1:  # plain-float recursion: ~10x faster than numpy on one element
+        b = np.full(rho.shape, erlang_b_scalar(int(c.flat[0]), float(a_ok.flat[0])))
     else:
         b = _erlang_b_array(c, a_ok)
     p_wait = erlang_c_from_b(b, rho_ok)
@@ -184,7 +305,7 @@ def mmc(arrival_rate_per_s, service_seconds, servers) -> QueueResult:
     """M/M/c queue (exact): Poisson arrivals, exponential service, c servers.
 
     Parameters as :func:`ggc`. Response percentiles use the exact
-    distribution of W_q + S (see :mod:`aisize.queueing.distribution`).
+    distribution of W_q + S (see :func:`response_tail`).
 
     References
     ----------

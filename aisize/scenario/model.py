@@ -17,7 +17,7 @@ from aisize import catalog
 
 SCHEMA_VERSION = 1
 
-Name = Annotated[str, Field(min_length=1, max_length=80, pattern=r"^[\w .,:()/+-]+$")]
+Name = Annotated[str, Field(min_length=1, max_length=80, pattern=r"^[\w .,:'()/+-]+$")]
 Positive = Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)]
 Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=1, le=1_000_000)]

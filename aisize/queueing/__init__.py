@@ -1,0 +1,40 @@
+"""Queueing: Little's law, analytic queues, latency curves, sizing, multi-class, simulation.
+
+See DESIGN.md section 2 ("Queueing") for the formulas and their sources.
+"""
+
+from aisize.queueing.analytic import (
+    QueueResult,
+    erlang_b,
+    erlang_c,
+    ggc,
+    md1,
+    mg1,
+    mm1,
+    mmc,
+    response_quantile,
+    response_tail,
+    wait_quantile,
+)
+from aisize.queueing.curves import (
+    ConcurrencyCurve,
+    Station,
+    inference_station,
+    knee_concurrency,
+    knee_load,
+    latency_vs_concurrency,
+    latency_vs_load,
+    storage_station,
+)
+from aisize.queueing.little import little, outstanding_ios
+from aisize.queueing.multiclass import JobClass, MultiClassResult, multiclass
+from aisize.queueing.simulate import SimulationResult, simulate
+from aisize.queueing.sizing import SizingResult, servers_for_target
+
+__all__ = [
+    "ConcurrencyCurve", "JobClass", "MultiClassResult", "QueueResult", "SimulationResult",
+    "SizingResult", "Station", "erlang_b", "erlang_c", "ggc", "inference_station",
+    "knee_concurrency", "knee_load", "latency_vs_concurrency", "latency_vs_load", "little",
+    "md1", "mg1", "mm1", "mmc", "multiclass", "outstanding_ios", "response_quantile",
+    "response_tail", "servers_for_target", "simulate", "storage_station", "wait_quantile",
+]

@@ -1,0 +1,207 @@
+"""Latency vs load and vs concurrency for a storage system or an inference replica, and the knee.
+
+A service is modelled as one station of c parallel channels with mean service
+time S (:class:`Station`). Open system (requests arrive at a rate, whatever the
+backlog): G/G/c of :mod:`aisize.queueing.analytic`. Closed system (a fixed
+number N of requests always outstanding, as with a benchmark's queue depth or
+N clients each sending the next request when the last returns, no think time):
+every one of the N jobs is at the station, so exactly min(N, c) are in service
+and, by Little's law, X(N) = min(N, c)/S and R(N) = N/X(N) = S·max(1, N/c).
+That is what exact mean value analysis gives for one multi-server station with
+zero think time, whatever the service distribution — so it is exact, not a bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize import checks
+from aisize.queueing.analytic import MAX_SERVERS, QueueResult, ggc, response_quantile
+
+_KNEE_GRID = 512  # utilisation points per refinement round
+_KNEE_ROUNDS = 3  # 512³ ≈ 1.3e8: the knee to ~1e-8 of capacity
+_STATISTICS = {"mean": None, "p50": 0.50, "p95": 0.95, "p99": 0.99}
+
+
+@dataclass(frozen=True)
+class Station:
+    """One service centre: c parallel channels, mean service time S, its coefficient of variation."""
+
+    servers: int  # parallel channels c [1]
+    service_seconds: float  # mean service time S, the unloaded latency [s]
+    service_cv: float = 1.0  # coefficient of variation of S [1]
+
+    def __post_init__(self):
+        checks.integer("servers", self.servers, low=1, high=MAX_SERVERS)
+        checks.positive("service_seconds", self.service_seconds)
+        checks.non_negative("service_cv", self.service_cv, high=1e3)
+
+    @property
+    def capacity_per_s(self) -> float:
+        """Maximum throughput c/S [1/s]."""
+        return self.servers / self.service_seconds
+
+
+@dataclass(frozen=True)
+class ConcurrencyCurve:
+    """Closed-system curve: throughput and latency at each concurrency N."""
+
+    concurrency: float | np.ndarray  # requests outstanding N [1]
+    throughput_per_s: float | np.ndarray  # X(N) = min(N, c)/S [1/s]
+    response_mean_seconds: float | np.ndarray  # R(N) = S·max(1, N/c) [s]
+    utilisation: float | np.ndarray  # min(N, c)/c [1]
+
+
+@dataclass(frozen=True)
+class Knee:
+    """Highest load keeping the chosen latency statistic within factor × unloaded."""
+
+    arrival_rate_per_s: float  # [1/s]
+    utilisation: float  # [1]
+    unloaded_seconds: float  # the statistic at zero load [s]
+    limit_seconds: float  # factor × unloaded [s]
+
+
+def storage_station(iops_max_per_s, base_latency_seconds, service_cv=1.0) -> Station:
+    """A storage system as a station: c = IOPS_max × base latency channels (Little's law), S = base latency.
+
+    Parameters
+    ----------
+    iops_max_per_s : float
+        Rated IOPS at saturation [1/s], > 0.
+    base_latency_seconds : float
+        Unloaded IO latency [s], > 0.
+    service_cv : float
+        Coefficient of variation of the per-IO service time [1] (1: exponential).
+
+    c is rounded to the nearest whole channel (at least 1), so the station's
+    capacity c/S may differ slightly from IOPS_max. Example: 2.5 M IOPS at
+    100 µs → 250 channels.
+
+    References
+    ----------
+    .. [1] Little, Operations Research 9(3), 1961 (L = λ·W).
+    """
+    iops = checks.positive("iops_max_per_s", iops_max_per_s)
+    lat = checks.positive("base_latency_seconds", base_latency_seconds)
+    channels = max(1, int(round(iops * lat)))
+    return Station(channels, float(lat), float(checks.non_negative("service_cv", service_cv, high=1e3)))
+
+
+def inference_station(replicas, slots_per_replica, request_seconds, service_cv=1.0) -> Station:
+    """Inference serving as a station: replicas × concurrent slots channels, S = unloaded request latency.
+
+    Parameters
+    ----------
+    replicas : int
+        Model replicas [1], ≥ 1.
+    slots_per_replica : int
+        Requests one replica serves at once without slowing (batch slots) [1], ≥ 1.
+    request_seconds : float
+        Unloaded end-to-end latency of one request [s], > 0.
+    service_cv : float
+        Coefficient of variation of request latency [1] (output lengths vary).
+
+    References
+    ----------
+    .. [1] Kleinrock, Queueing Systems Vol. 1, 1975, section 3.5 (M/M/c).
+    """
+    r = checks.integer("replicas", replicas, low=1, high=MAX_SERVERS)
+    k = checks.integer("slots_per_replica", slots_per_replica, low=1, high=MAX_SERVERS)
+    s = checks.positive("request_seconds", request_seconds)
+    cv = checks.non_negative("service_cv", service_cv, high=1e3)
+    return Station(r * k, float(s), float(cv))
+
+
+def latency_vs_load(station: Station, arrival_rate_per_s) -> QueueResult:
+    """Open-system latency at each arrival rate (vectorized over arrival_rate_per_s [1/s]).
+
+    Rates at or above the station's capacity give ``stable=False`` and inf.
+
+    References
+    ----------
+    .. [1] Allen, Probability, Statistics and Queueing Theory, 1990, section 6.4.
+    """
+    return ggc(arrival_rate_per_s, station.service_seconds, station.servers, service_cv=station.service_cv)
+
+
+def latency_vs_concurrency(station: Station, concurrency) -> ConcurrencyCurve:
+    """Closed-system throughput and latency at N outstanding requests (exact, see module docstring).
+
+    Parameters
+    ----------
+    station : Station
+    concurrency : float or array
+        Requests kept outstanding N (queue depth, concurrent clients) [1], > 0.
+
+    References
+    ----------
+    .. [1] E. D. Lazowska, J. Zahorjan, G. S. Graham, K. C. Sevcik, Quantitative
+       System Performance, Prentice-Hall 1984, ch. 5 (bounds) and ch. 6 (MVA).
+    """
+    n = checks.positive("concurrency", concurrency, high=1e12)
+    busy = np.minimum(n, station.servers)
+    x = busy / station.service_seconds
+    r = n / x
+    u = busy / station.servers
+    out = (n, x, r, u) if np.ndim(n) else tuple(float(v) for v in (n, x, r, u))
+    return ConcurrencyCurve(*out)
+
+
+def knee_concurrency(station: Station, factor=2.0):
+    """Highest whole concurrency N with R(N) ≤ factor × S: floor(factor · c).
+
+    Parameters
+    ----------
+    station : Station
+    factor : float or array
+        Allowed latency growth over unloaded [1], > 1.
+
+    References
+    ----------
+    .. [1] Lazowska et al., Quantitative System Performance, 1984, section 5.3
+       (the saturation point N* = c·(S + Z)/S with Z = 0).
+    """
+    f = checks.number("factor", factor, low=1.0, high=1e6, low_inclusive=False)
+    n = np.floor(f * station.servers * (1.0 + 1e-12))
+    return int(n) if np.ndim(n) == 0 else n.astype(np.int64)
+
+
+def knee_load(station: Station, factor: float = 2.0, statistic: str = "mean") -> Knee:
+    """Highest open-system arrival rate at which a latency statistic stays within factor × unloaded.
+
+    Parameters
+    ----------
+    station : Station
+    factor : float
+        Allowed latency growth over unloaded [1], > 1.
+    statistic : str
+        "mean", "p50", "p95" or "p99" response time.
+
+    Latency rises monotonically with load, so a grid of utilisations is scanned
+    in one vectorized call and the bracketing cell refined (3 rounds of 512).
+
+    References
+    ----------
+    .. [1] Allen, Probability, Statistics and Queueing Theory, 1990, section 6.4.
+    """
+    f = checks.number("factor", factor, low=1.0, high=1e6, low_inclusive=False)
+    checks.choice("statistic", statistic, _STATISTICS)
+    p = _STATISTICS[statistic]
+    s, cs, c = station.service_seconds, station.service_cv, station.servers
+    unloaded = s if p is None else float(response_quantile(p, 0.0, 0.0, s, cs))
+    limit = f * unloaded
+    field = "response_mean_seconds" if p is None else f"response_{statistic}_seconds"
+    lo, hi = 0.0, 1.0
+    for _ in range(_KNEE_ROUNDS):
+        u = np.linspace(lo, hi, _KNEE_GRID + 2)[1:-1]
+        ok = getattr(ggc(u * c / s, s, c, service_cv=cs), field) <= limit
+        last = int(np.nonzero(ok)[0][-1]) if ok.any() else -1
+        lo, hi = (lo if last < 0 else u[last]), (u[last + 1] if last + 1 < u.size else hi)
+    return Knee(float(lo * c / s), float(lo), float(unloaded), float(limit))
+
+
+__all__ = ["ConcurrencyCurve", "Knee", "Station", "inference_station", "knee_concurrency",
+           "knee_load", "latency_vs_concurrency", "latency_vs_load", "storage_station"]

@@ -1,0 +1,113 @@
+"""Transformer parameter counts from architecture fields (aisize/architecture.py)."""
+
+import dataclasses
+import json
+
+import pytest
+
+from aisize import catalog
+from aisize.architecture import active_params, transformer_from_hf_config, transformer_params
+
+# meta-llama/Llama-2-7b-hf config.json, as published (keys that matter for the count).
+LLAMA2_7B_CONFIG = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 11008, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 32, "vocab_size": 32000, "max_position_embeddings": 4096,
+    "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": False,
+    "torch_dtype": "float16", "_name_or_path": "meta-llama/Llama-2-7b-hf",
+}
+
+
+@pytest.mark.parametrize("row", list(catalog.transformers), ids=lambda r: r.id)
+def test_every_catalog_model_matches_its_published_count(row):
+    # 1 % on totals, 2 % on MoE active counts (published figures are rounded, e.g. "37B").
+    count = transformer_params(row)
+    assert count.total == pytest.approx(row.published_params, rel=0.01)
+    assert count.total == count.embedding + count.attention + count.mlp + count.norm + count.head
+    if row.published_active_params is not None:
+        assert count.active == pytest.approx(row.published_active_params, rel=0.02)
+    else:
+        assert count.active == count.total
+
+
+def test_llama2_7b_from_hf_config_is_exact():
+    # HF tensor count of Llama-2-7b-hf weights: 6,738,415,616. reference/training_runs.csv's
+    # 6,738,417,664 also counts 32 layers x 64 rotary inv_freq buffers (2,048) stored in the
+    # early safetensors files; those are not parameters.
+    arch = transformer_from_hf_config(LLAMA2_7B_CONFIG)
+    count = transformer_params(arch)
+    assert count.total == 6_738_415_616
+    assert 6_738_417_664 - count.total == 32 * 128 // 2
+    assert count.embedding == 32000 * 4096 and count.head == 32000 * 4096
+    assert (arch.attention, arch.ffn_type, arch.norm) == ("mha", "swiglu", "rmsnorm")
+    assert arch.published_params == count.total
+
+
+def test_from_hf_config_reads_a_file(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA2_7B_CONFIG))
+    assert transformer_params(transformer_from_hf_config(path, id="l2")).total == 6_738_415_616
+
+
+def test_gpt2_xl_and_bert_large_exact_counts():
+    # Sum of model.parameters() for HF gpt2-xl (1,557,611,200) and BertModel bert-large (335,141,888).
+    gpt2 = {"model_type": "gpt2", "n_layer": 48, "n_embd": 1600, "n_head": 25, "n_positions": 1024,
+            "vocab_size": 50257}
+    bert = {"model_type": "bert", "num_hidden_layers": 24, "hidden_size": 1024, "num_attention_heads": 16,
+            "intermediate_size": 4096, "vocab_size": 30522, "max_position_embeddings": 512,
+            "type_vocab_size": 2}
+    assert transformer_params(transformer_from_hf_config(gpt2)).total == 1_557_611_200
+    assert transformer_params(transformer_from_hf_config(bert)).total == 335_141_888
+
+
+def test_mixtral_and_deepseek_v3_active():
+    # Mixtral paper: 46.7B total, 12.9B active; DeepSeek-V3 report: 671B total, 37B activated.
+    mixtral = {"model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096,
+               "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+               "vocab_size": 32000, "max_position_embeddings": 32768, "num_local_experts": 8,
+               "num_experts_per_tok": 2}
+    m = transformer_from_hf_config(mixtral)
+    assert m.attention == "gqa"
+    assert transformer_params(m).total == pytest.approx(46.7e9, rel=0.001)
+    assert active_params(m) == pytest.approx(12.9e9, rel=0.002)
+    ds = {"model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168,
+          "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 18432,
+          "moe_intermediate_size": 2048, "n_routed_experts": 256, "n_shared_experts": 1,
+          "num_experts_per_tok": 8, "first_k_dense_replace": 3, "q_lora_rank": 1536,
+          "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+          "vocab_size": 129280, "max_position_embeddings": 163840}
+    d = transformer_from_hf_config(ds)
+    assert transformer_params(d).total == pytest.approx(671e9, rel=0.001)
+    assert active_params(d) == pytest.approx(37e9, rel=0.02)
+    assert d == dataclasses.replace(catalog.transformers["deepseek-v3"], id=d.id, name=d.name,
+                                    family=d.family, max_seq=d.max_seq, published_params=d.published_params,
+                                    published_active_params=d.published_active_params,
+                                    source=d.source, note=d.note)
+
+
+def test_opt_13b_matches_vllm_kv_dimensions():
+    # vLLM paper: OPT-13B, 40 layers x hidden 5120 -> 2 x 5120 x 40 x 2 B = 800 KiB per token.
+    opt = catalog.transformers["opt-13b"]
+    assert 2 * opt.kv_heads * opt.head_dim * opt.layers * 2 == 800 * 1024
+
+
+def test_unknown_model_type_and_missing_key():
+    with pytest.raises(ValueError, match="model_type"):
+        transformer_from_hf_config({"model_type": "t5"})
+    broken = {k: v for k, v in LLAMA2_7B_CONFIG.items() if k != "intermediate_size"}
+    with pytest.raises(ValueError, match="intermediate_size"):
+        transformer_from_hf_config(broken)
+    with pytest.raises(ValueError, match="config"):
+        transformer_from_hf_config("/nonexistent/config.json")
+
+
+def test_bad_architecture_fields_raise():
+    row = catalog.transformers["llama-2-7b"]
+    with pytest.raises(ValueError, match="kv_heads"):
+        transformer_params(dataclasses.replace(row, kv_heads=64))
+    with pytest.raises(ValueError, match="ffn_type"):
+        transformer_params(dataclasses.replace(row, ffn_type="geglu"))
+    with pytest.raises(ValueError, match="experts_per_token"):
+        transformer_params(dataclasses.replace(row, experts=8, experts_per_token=9, moe_ffn_hidden=1))
+    with pytest.raises(ValueError, match="moe_ffn_hidden"):
+        transformer_params(dataclasses.replace(row, experts=8, experts_per_token=2))
