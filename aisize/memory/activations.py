@@ -1,0 +1,183 @@
+"""Activation memory of transformer layers (Korthikanti et al.) and of other models.
+
+Per layer, 16-bit activations, 1-byte dropout masks, Korthikanti et al. count
+(sec. 4.1): attention 11sbh + 5as^2b, MLP 19sbh, two LayerNorms 4sbh, in all
+sbh(34 + 5as/h). The same count, tensor by tensor, generalises it:
+
+* replicated under TP without SP (Korthikanti eq. 2: 10sbh): the two norm
+  inputs 4, the QKV input 2, the MLP input 2, and 2 dropout masks (1 each).
+* split by TP: Q 2·q, K and V 4·kv (q = a·d_h/h, kv = k_v·d_h/h; GQA shrinks kv),
+  the attention output fed to the out-projection 2·q, and the MLP inner
+  tensors 2·r per saved tensor (r = ffn_hidden/h): GeLU saves its input and
+  output (2 tensors), ReLU its output (1, reused by the down-projection),
+  SwiGLU/GeGLU in eager PyTorch the gate, act(gate), up and their product (4).
+  GPT-3 (q = kv = 1, GeLU, r = 4): 2 + 4 + 2 + 16 = 24 -> sbh(10 + 24/t).
+* the score term per a·s²·b: softmax output 2, dropout mask 1, dropout output 2
+  = 5 with attention dropout; 2 without (the softmax output feeds the V matmul).
+  FlashAttention keeps no s x s matrix: 0, plus its fp32 log-sum-exp, 4 B per
+  head per token (Dao et al. 2022, arXiv:2205.14135, algorithm 2).
+
+So a Llama-style layer (SwiGLU, r = 11008/4096, no dropout, MHA) stores
+sbh(8 + 8 + 8·2.6875) = 37.5 sbh plus 2as²b. Modes (Korthikanti Table 2):
+TP sbh(rep + par/t) + score/t; TP+SP all ÷t; selective recompute drops the
+score term; full recompute keeps the layer input 2sbh (÷t with SP).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize import checks
+from aisize.compute import RECOMPUTE
+
+FFN_TYPES = ("gelu", "relu", "swiglu", "geglu")
+# Saved MLP inner tensors (size ffn_hidden) per FFN type, eager PyTorch autograd.
+FFN_SAVED_TENSORS = {"gelu": 2, "relu": 1, "swiglu": 4, "geglu": 4}
+FLASH_STATS_BYTES_PER_HEAD_TOKEN = 4.0  # fp32 log-sum-exp, arXiv:2205.14135 alg. 2
+CROSS_ENTROPY_BYTES = 4.0  # fp32 logits kept for the loss, Korthikanti sec. 4.3 (4sbv)
+# Other models: stored activation elements per forward FLOP, calibrated on
+# ResNet-50 (torchsummary "Forward/backward pass size 286.56 MB" at fp32 with
+# gradients = 35.8 M saved elements per 224x224 sample; 8.2 GFLOP forward,
+# He et al. 2016 Table 1: 4.1 G multiply-adds). A coarse rule for CNNs; pass a
+# measured figure where one exists.
+ACTIVATION_ELEMENTS_PER_FORWARD_FLOP = 35.8e6 / 8.2e9
+
+
+@dataclass(frozen=True)
+class ActivationConstants:
+    """Per-layer activation bytes = s·b·h·(replicated_sbh + parallel_sbh) + score_as2b·a·s²·b."""
+
+    replicated_sbh: float  # not divided by TP unless sequence parallel
+    parallel_sbh: float  # divided by TP
+    score_as2b: float  # attention score matrices (divided by TP)
+    flash: bool  # FlashAttention: no score term, fp32 log-sum-exp instead
+
+
+def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool = True,
+                         q_ratio=1.0, kv_ratio=1.0, flash_attention: bool = False) -> ActivationConstants:
+    """The constants of the per-layer activation formula for an architecture.
+
+    Parameters
+    ----------
+    ffn_type : gelu | relu | swiglu | geglu
+    ffn_ratio : MLP inner size / hidden size (MoE: experts per token x expert size / h)
+    dropout : attention and residual dropout on (GPT-3 style) or off (Llama style)
+    q_ratio : a·d_h / h (1 for standard attention)
+    kv_ratio : k_v·d_h / h (1 for MHA, 1/8 for Llama-3-70B GQA)
+    flash_attention : attention kernel that keeps no s x s matrices
+
+    Returns
+    -------
+    :class:`ActivationConstants`; GPT-3 defaults give 10 + 24 and 5 (Korthikanti eq. 1-2).
+
+    References
+    ----------
+    .. [1] Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.1-4.2, eq. 1-2, Table 2.
+    .. [2] Shazeer 2020, "GLU Variants Improve Transformer", arXiv:2002.05202 (SwiGLU).
+    """
+    checks.choice("ffn_type", ffn_type, FFN_TYPES)
+    r = checks.positive("ffn_ratio", ffn_ratio)
+    q = checks.positive("q_ratio", q_ratio)
+    kv = checks.positive("kv_ratio", kv_ratio)
+    d = 1.0 if dropout else 0.0
+    replicated = 4.0 + 2.0 + 2.0 + 2.0 * d
+    parallel = 2.0 * q + 4.0 * kv + 2.0 * q + 2.0 * FFN_SAVED_TENSORS[ffn_type] * r
+    score = 0.0 if flash_attention else 2.0 + 3.0 * d
+    return ActivationConstants(replicated, parallel, score, bool(flash_attention))
+
+
+def _recompute_code(recompute) -> int:
+    return RECOMPUTE.index(checks.choice("recompute", recompute, RECOMPUTE))
+
+
+def _layer_bytes(c: ActivationConstants, s, b, h, a, t, sp, code):
+    """Vectorized core; ``sp`` bool/array, ``code`` 0 none / 1 selective / 2 full."""
+    sbh = s * b * h
+    rep = np.where(sp, c.replicated_sbh / t, c.replicated_sbh)
+    attn = c.score_as2b * a * s * s * b / t
+    if c.flash:
+        attn = attn + FLASH_STATS_BYTES_PER_HEAD_TOKEN * a * s * b / t
+    stored = sbh * (rep + c.parallel_sbh / t) + np.where(code == 1, 0.0, attn)
+    full = 2.0 * sbh / np.where(sp, t, 1)
+    return np.where(code == 2, full, stored)
+
+
+def layer_activation_bytes(seq_len, micro_batch, hidden, heads, *, tp=1, sequence_parallel=False,
+                           recompute: str = "none", constants: ActivationConstants | None = None):
+    """Activation bytes one transformer layer stores for one micro-batch, per GPU.
+
+    Parameters
+    ----------
+    seq_len : s [tokens]; micro_batch : b [sequences]; hidden : h; heads : a
+    tp : tensor-parallel degree t, must divide heads
+    sequence_parallel : shard the replicated part over t as well
+    recompute : none | selective | full
+    constants : from :func:`activation_constants` (default: GPT-3 style)
+
+    Returns
+    -------
+    bytes per layer per micro-batch [B], at 16-bit activations
+
+    References
+    ----------
+    .. [1] Korthikanti et al. 2022, arXiv:2205.05198, eq. 1-3 and Table 2.
+    """
+    s = checks.positive("seq_len", seq_len)
+    b = checks.positive("micro_batch", micro_batch)
+    h = checks.positive("hidden", hidden)
+    a = checks.integer("heads", heads, high=10**6)
+    t = checks.integer("tp", tp, high=10**4)
+    if np.any(np.asarray(a) % np.asarray(t)):
+        raise ValueError(f"tp={tp!r} is not allowed: must divide heads={heads!r}")
+    code = _recompute_code(recompute)
+    return _layer_bytes(constants or activation_constants(), s, b, h, a, t, bool(sequence_parallel), code)
+
+
+def _stage_bytes(per_layer, layers_per_stage, in_flight, interleave_factor):
+    return per_layer * layers_per_stage * in_flight * interleave_factor
+
+
+def pipeline_in_flight(pp, num_microbatches, virtual_stages=1):
+    """Micro-batches whose activations the first pipeline stage holds, and the
+    interleaving factor: 1F1B keeps min(p, m); interleaving (v chunks per stage)
+    multiplies the first stage's memory by 1 + (p - 1)/(p·v).
+
+    Returns
+    -------
+    (in_flight [count], factor [dimensionless])
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, sec. 2.2.1-2.2.2 (1F1B, interleaved).
+    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.3.
+    """
+    p = checks.integer("pp", pp, high=10**4)
+    m = checks.integer("num_microbatches", num_microbatches, high=10**9)
+    v = checks.integer("virtual_stages", virtual_stages, high=10**3)
+    return np.minimum(p, m), np.where(v > 1, 1.0 + (p - 1) / (p * v), 1.0)
+
+
+def _edge_bytes(s, b, h, vocab, t, sp, dropout, in_flight):
+    """(first-stage embedding-dropout bytes, last-stage output-layer bytes)."""
+    first = dropout * s * b * h * in_flight / t
+    last = 4.0 * s * b * h / t + CROSS_ENTROPY_BYTES * s * b * vocab / t
+    return first, last
+
+
+def other_model_activation_bytes(forward_per_sample_flops, micro_batch, *, bytes_per_element=2.0):
+    """Stored activations of a non-transformer model (CNN, U-Net) per micro-batch [B].
+
+    Rule: saved elements = forward FLOPs x :data:`ACTIVATION_ELEMENTS_PER_FORWARD_FLOP`
+    (calibrated on ResNet-50), times bytes per element (2 for 16-bit).
+
+    References
+    ----------
+    .. [1] He et al. 2016, "Deep Residual Learning", arXiv:1512.03385, Table 1.
+    .. [2] sksq96/pytorch-summary (torchsummary) ResNet-50 output, 286.56 MB forward/backward.
+    """
+    flops = checks.positive("forward_per_sample_flops", forward_per_sample_flops)
+    b = checks.positive("micro_batch", micro_batch)
+    e = checks.positive("bytes_per_element", bytes_per_element)
+    return flops * ACTIVATION_ELEMENTS_PER_FORWARD_FLOP * e * b

@@ -1,0 +1,203 @@
+"""Fabric sizing: NICs per server, leaf/spine(/core) switch counts, the storage network.
+
+A fat tree (folded Clos) of switches with ``radix`` ports. Each leaf gives
+``down = floor(radix * o / (1 + o))`` ports to endpoints and the rest up, for a
+leaf oversubscription o = down:up (1 = non-blocking). Two tiers: every spine
+port reaches a different leaf, so at most ``radix`` leaves, spines =
+ceil(leaves x up / radix). Beyond that, three tiers: pods of radix/2 leaves and
+``up`` aggregation switches each (half their ports down, half up), cores =
+ceil(aggregation uplinks / radix), at most ``radix`` pods. Non-blocking limits:
+radix^2/2 endpoints for two tiers, radix^3/4 for three (the k-ary fat tree).
+
+Rail-optimized servers give each GPU its own NIC and cable NIC i of every server
+to the leaves of rail i, so leaves come in groups of ``rails``.
+
+References
+----------
+.. [1] C. E. Leiserson, "Fat-trees", IEEE Trans. Computers C-34(10), 1985.
+.. [2] M. Al-Fares, A. Loukissas, A. Vahdat, "A Scalable, Commodity Data Center
+   Network Architecture", SIGCOMM 2008, section 3 (k-ary fat tree: k^3/4 hosts,
+   5k^2/4 switches; k = 48 gives 27,648 hosts).
+.. [3] NVIDIA DGX SuperPOD Reference Architecture, DGX H100 (RA-11333-001),
+   "Network Fabrics", table 4 (compute fabric component count: 1 SU 8 leaf /
+   4 spine, 2 SU 16 / 8, 4 SU 32 / 16, QM9700 64-port NDR switches, rail-optimized).
+.. [4] NVIDIA DGX SuperPOD Reference Architecture, DGX B200, compute fabric table
+   (16 SU = 4,096 GPUs: 128 leaf, 128 spine, 64 core).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize import checks
+from aisize.catalog.records import Link, Server
+from aisize.network.collectives import DEFAULT_EFFICIENCY
+
+DEFAULT_GPUS_PER_NIC = 1  # rail-optimized: one compute NIC per GPU [3]
+
+
+@dataclass(frozen=True)
+class Nics:
+    """Compute NICs per server and the scale-out bandwidth each GPU gets."""
+
+    nics_per_server: int
+    rails: int  # separate leaf groups the server's NICs land on (1 when not rail-optimized)
+    per_gpu_bytes_per_s: float  # per direction [B/s]
+
+
+def compute_nics(gpus_per_server, nic_bytes_per_s, *, gpus_per_nic=DEFAULT_GPUS_PER_NIC,
+                 rail_optimized=True) -> Nics:
+    """Compute-fabric NICs per server and scale-out bandwidth per GPU.
+
+    Parameters
+    ----------
+    gpus_per_server : GPUs per server [count]
+    nic_bytes_per_s : one NIC port's rate per direction [B/s]
+    gpus_per_nic : GPUs sharing one NIC [count] (1 in DGX/HGX designs)
+    rail_optimized : NIC i of every server goes to rail i's leaves
+
+    References
+    ----------
+    .. [1] NVIDIA DGX SuperPOD RA (DGX H100), "Compute fabric" (8 x 400 Gb/s NICs, rail-aligned).
+    """
+    gpus = checks.integer("gpus_per_server", gpus_per_server, high=10**4)
+    nic = checks.positive("nic_bytes_per_s", nic_bytes_per_s)
+    per_nic = checks.integer("gpus_per_nic", gpus_per_nic, high=10**4)
+    nics = -(-gpus // per_nic)
+    return Nics(nics, nics if rail_optimized else 1, nics * nic / gpus)
+
+
+def compute_nics_for(server: Server, nic_link: Link, *, rail_optimized=True) -> Nics:
+    """:func:`compute_nics` from a catalog server (its NIC count) and NIC link."""
+    gpus_per_nic = max(1, server.gpus // max(1, server.compute_nics))
+    return compute_nics(server.gpus, nic_link.bandwidth_per_direction_bytes_per_s,
+                        gpus_per_nic=gpus_per_nic, rail_optimized=rail_optimized)
+
+
+@dataclass(frozen=True)
+class FatTree:
+    """Switch and cable counts of a fat-tree fabric."""
+
+    endpoints: float  # ports the fabric serves [count]
+    tiers: float  # 1 (a single switch), 2 or 3
+    leaves: float
+    spines: float  # second tier (aggregation in a three-tier tree)
+    cores: float  # third tier (0 for one or two tiers)
+    switches: float
+    endpoint_cables: float
+    leaf_spine_cables: float
+    spine_core_cables: float
+    max_endpoints_two_tier: float
+
+
+def fat_tree(endpoints, radix, *, oversubscription=1.0, rails=1) -> FatTree:
+    """Leaf/spine(/core) switches for ``endpoints`` ports at a switch radix.
+
+    Parameters
+    ----------
+    endpoints : NIC ports to connect [count]
+    radix : ports per switch [count], even, >= 4 (QM9700 NDR: 64)
+    oversubscription : leaf down:up port ratio [-], >= 1 typical (1 = non-blocking)
+    rails : leaf groups (rail-optimized fabrics round leaves up per rail) [count]
+
+    Returns
+    -------
+    :class:`FatTree`; a single switch (tiers = 1) when endpoints fit on one
+    switch and there is one rail.
+
+    References
+    ----------
+    .. [1] Al-Fares et al., SIGCOMM 2008, section 3.
+    .. [2] NVIDIA DGX SuperPOD RA (DGX H100), table 4; (DGX B200), compute fabric table.
+    """
+    e = checks.integer("endpoints", endpoints, high=10**8)
+    k = checks.integer("radix", radix, low=4, high=10**4)
+    if np.any(np.asarray(k) % 2):
+        raise ValueError(f"radix={radix!r} is not allowed: must be an even number of ports")
+    o = checks.number("oversubscription", oversubscription, low=0.0, high=64.0, low_inclusive=False)
+    r = checks.integer("rails", rails, high=10**4)
+    down = np.floor(k * o / (1.0 + o))
+    down = np.clip(down, 1, k - 1)
+    up = k - down
+    leaves = r * np.ceil(e / r / down)
+    max_two = k * down  # at most `radix` leaves
+    half = k // 2
+    max_three = k * half * down
+    if np.any(e > max_three):
+        raise ValueError(f"endpoints={endpoints!r} is not allowed: more than a three-tier fat tree "
+                         f"of radix {radix} holds at oversubscription {oversubscription}")
+    single = (e <= k) & (r == 1)
+    three = leaves > k
+    spines_two = np.ceil(leaves * up / k)
+    pods = np.ceil(leaves / half)
+    agg = pods * up
+    cores = np.where(three, np.ceil(agg * half / k), 0.0)
+    spines = np.where(three, agg, spines_two)
+    spines = np.where(single, 0.0, spines)
+    leaves = np.where(single, 1.0, leaves)
+    tiers = np.where(single, 1.0, np.where(three, 3.0, 2.0))
+    leaf_spine = np.where(single, 0.0, leaves * up)
+    spine_core = np.where(three, agg * half, 0.0)
+    switches = leaves + spines + cores
+    return FatTree(e * 1.0, _scalar(tiers), _scalar(leaves), _scalar(spines), _scalar(cores),
+                   _scalar(switches), e * 1.0, _scalar(leaf_spine), _scalar(spine_core),
+                   _scalar(max_two))
+
+
+def _scalar(x):
+    return float(x) if np.ndim(x) == 0 else x
+
+
+def compute_fabric(servers, nics: Nics, radix, *, oversubscription=1.0) -> FatTree:
+    """Compute fabric for ``servers`` servers with :func:`compute_nics`'s NICs.
+
+    References
+    ----------
+    .. [1] NVIDIA DGX SuperPOD RA (DGX H100), table 4 (32 servers x 8 rails -> 8 leaves, 4 spines).
+    """
+    n = checks.integer("servers", servers, high=10**7)
+    return fat_tree(n * nics.nics_per_server, radix, oversubscription=oversubscription,
+                    rails=nics.rails)
+
+
+@dataclass(frozen=True)
+class StorageNetwork:
+    """A separate storage network: NICs per server and its switches."""
+
+    nics_per_server: float  # storage NICs each server needs for its read demand
+    server_bytes_per_s: float  # achieved storage bandwidth per server [B/s]
+    fabric: FatTree
+
+
+def storage_network(servers, read_bytes_per_s_per_server, nic_bytes_per_s, storage_ports, radix, *,
+                    min_nics_per_server=1, oversubscription=1.0,
+                    efficiency=DEFAULT_EFFICIENCY) -> StorageNetwork:
+    """Storage NICs per server and the storage fabric's switches.
+
+    Parameters
+    ----------
+    servers : GPU servers [count]
+    read_bytes_per_s_per_server : storage read demand of one server [B/s]
+    nic_bytes_per_s : one storage NIC port, per direction [B/s]
+    storage_ports : ports of the storage system on this fabric [count]
+    radix : ports per switch [count]
+    min_nics_per_server : floor on storage NICs (e.g. 2 for redundancy) [count]
+    oversubscription : leaf down:up ratio [-]
+    efficiency : achieved share of the NIC rate, (0, 1]
+
+    References
+    ----------
+    .. [1] NVIDIA DGX SuperPOD RA (DGX H100), "Storage fabric" (a separate InfiniBand
+       fabric, two storage ports per DGX).
+    """
+    n = checks.integer("servers", servers, high=10**7)
+    demand = checks.non_negative("read_bytes_per_s_per_server", read_bytes_per_s_per_server)
+    nic = checks.positive("nic_bytes_per_s", nic_bytes_per_s)
+    ports = checks.integer("storage_ports", storage_ports, high=10**7)
+    floor = checks.integer("min_nics_per_server", min_nics_per_server, high=10**3)
+    eff = checks.fraction("efficiency", efficiency)
+    nics = np.maximum(floor, np.ceil(demand / (nic * eff)))
+    fabric = fat_tree(n * nics + ports, radix, oversubscription=oversubscription)
+    return StorageNetwork(_scalar(nics), _scalar(nics * nic * eff), fabric)

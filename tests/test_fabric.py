@@ -1,0 +1,87 @@
+"""Tests for aisize.network.fabric against NVIDIA DGX SuperPOD switch counts and Al-Fares et al. 2008."""
+
+import numpy as np
+import pytest
+
+from aisize.catalog.records import Link, Server
+from aisize.network import fabric
+
+NDR_BYTES_PER_S = 50e9  # 400 Gb/s
+QM9700_RADIX = 64  # NVIDIA Quantum-2 QM9700: 64 NDR ports
+
+
+@pytest.mark.parametrize("sus, leaves, spines", [(1, 8, 4), (2, 16, 8), (4, 32, 16)])
+def test_dgx_superpod_h100_compute_fabric(sus, leaves, spines):
+    # DGX SuperPOD RA (DGX H100) table 4: fabric built for full SUs of 32 nodes x 8 rails
+    nics = fabric.compute_nics(8, NDR_BYTES_PER_S)
+    tree = fabric.compute_fabric(32 * sus, nics, QM9700_RADIX)
+    assert (tree.tiers, tree.leaves, tree.spines, tree.cores) == (2, leaves, spines, 0)
+    assert tree.leaf_spine_cables == 256 * sus  # table 4: spine-leaf cables 256 / 512 / 1024
+
+
+@pytest.mark.parametrize("sus, leaves, spines, cores", [(16, 128, 128, 64), (32, 256, 256, 128), (64, 512, 512, 256)])
+def test_dgx_superpod_b200_three_tier(sus, leaves, spines, cores):
+    # DGX SuperPOD RA (DGX B200) compute fabric table: 16 SU = 4,096 GPUs -> 128 / 128 / 64
+    tree = fabric.fat_tree(256 * sus, QM9700_RADIX, rails=8)
+    assert (tree.tiers, tree.leaves, tree.spines, tree.cores) == (3, leaves, spines, cores)
+    assert tree.spine_core_cables == 256 * sus
+
+
+def test_k_ary_fat_tree_al_fares():
+    # Al-Fares et al. SIGCOMM 2008: k = 48 supports 27,648 hosts with 5k^2/4 = 2,880 switches
+    tree = fabric.fat_tree(27_648, 48)
+    assert tree.tiers == 3 and tree.switches == 2_880
+    assert tree.cores == 48**2 / 4
+    assert tree.max_endpoints_two_tier == 48**2 / 2  # two-tier non-blocking limit k^2/2
+
+
+def test_three_tier_limit_raises():
+    with pytest.raises(ValueError, match="endpoints"):
+        fabric.fat_tree(48**3 // 4 + 1, 48)
+
+
+def test_oversubscription_needs_fewer_spines():
+    full = fabric.fat_tree(1024, 64)
+    over = fabric.fat_tree(1024, 64, oversubscription=3.0)  # 48 down, 16 up per leaf
+    assert over.leaves == np.ceil(1024 / 48) and over.spines == np.ceil(22 * 16 / 64)
+    assert over.spines < full.spines
+
+
+def test_single_switch_and_vectorized():
+    assert fabric.fat_tree(40, 64).tiers == 1
+    tree = fabric.fat_tree(np.array([40, 256, 4096]), 64)
+    np.testing.assert_array_equal(tree.tiers, [1, 2, 3])
+
+
+def test_nics_rail_optimized_and_shared():
+    rail = fabric.compute_nics(8, NDR_BYTES_PER_S)
+    assert (rail.nics_per_server, rail.rails, rail.per_gpu_bytes_per_s) == (8, 8, 50e9)
+    shared = fabric.compute_nics(8, NDR_BYTES_PER_S, gpus_per_nic=2, rail_optimized=False)
+    assert (shared.nics_per_server, shared.rails, shared.per_gpu_bytes_per_s) == (4, 1, 25e9)
+    # the HPE Apollo 6500 seed: 8 V100 with 4 x 100 Gb/s EDR -> 6.25 GB/s per GPU
+    apollo = Server("apollo", "HPE Apollo 6500 Gen10", "HPE", "v100-sxm2-32gb", 8, 768e9, "Xeon", 40, 4,
+                    "ib-edr", 0, None, None, 3500, 4, "HPE QuickSpecs", None)
+    edr = Link("ib-edr", "EDR", "infiniband", 12.5e9, "100 Gb/s", False, None, "IBTA", None)
+    assert fabric.compute_nics_for(apollo, edr).per_gpu_bytes_per_s == 6.25e9
+
+
+def test_storage_network():
+    # SuperPOD "best" per-node read (40 GB/s) over NDR at 80 %: 1 NIC by bandwidth, 2 for redundancy
+    net = fabric.storage_network(32, 40e9, NDR_BYTES_PER_S, storage_ports=16, radix=64, min_nics_per_server=2)
+    assert net.nics_per_server == 2
+    assert net.fabric.endpoints == 32 * 2 + 16
+    more = fabric.storage_network(32, 100e9, NDR_BYTES_PER_S, storage_ports=16, radix=64)
+    assert more.nics_per_server == 3
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: fabric.fat_tree(100, 63), "radix"),
+    (lambda: fabric.fat_tree(100, 2), "radix"),
+    (lambda: fabric.fat_tree(0, 64), "endpoints"),
+    (lambda: fabric.fat_tree(100, 64, oversubscription=0.0), "oversubscription"),
+    (lambda: fabric.compute_nics(8, 0.0), "nic_bytes_per_s"),
+    (lambda: fabric.storage_network(4, -1.0, 1e9, 2, 64), "read_bytes_per_s_per_server"),
+])
+def test_bad_input(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
