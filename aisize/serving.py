@@ -74,6 +74,16 @@ def prefill_seconds(flops, tp, peak_flops_per_s, efficiency=PREFILL_COMPUTE_EFFI
     return f / (t * peak * eff)
 
 
+def _replica_rates(tp, memory_bytes_per_s, peak_flops_per_s, memory_efficiency, compute_efficiency):
+    """Checked (tp, achieved HBM rate per GPU, achieved FLOP rate per GPU)."""
+    t = checks.integer("tp", tp, high=1024)
+    bw = checks.positive("memory_bytes_per_s", memory_bytes_per_s) * checks.fraction(
+        "memory_efficiency", memory_efficiency)
+    peak = checks.positive("peak_flops_per_s", peak_flops_per_s) * checks.fraction(
+        "compute_efficiency", compute_efficiency)
+    return t, bw, peak
+
+
 def decode_step_seconds(batch, context_tokens, weights_bytes, kv_bytes_per_token, active_params,
                         tp, memory_bytes_per_s, peak_flops_per_s, *,
                         memory_efficiency=DECODE_MEMORY_EFFICIENCY,
@@ -104,11 +114,8 @@ def decode_step_seconds(batch, context_tokens, weights_bytes, kv_bytes_per_token
     w = checks.positive("weights_bytes", weights_bytes)
     kv = checks.non_negative("kv_bytes_per_token", kv_bytes_per_token)
     n = checks.positive("active_params", active_params)
-    t = checks.integer("tp", tp, high=1024)
-    bw = checks.positive("memory_bytes_per_s", memory_bytes_per_s) * checks.fraction(
-        "memory_efficiency", memory_efficiency)
-    peak = checks.positive("peak_flops_per_s", peak_flops_per_s) * checks.fraction(
-        "compute_efficiency", compute_efficiency)
+    t, bw, peak = _replica_rates(tp, memory_bytes_per_s, peak_flops_per_s, memory_efficiency,
+                                 compute_efficiency)
     memory_s = (w + b * ctx * kv) / (t * bw)
     compute_s = 2.0 * n * b / (t * peak)
     return np.maximum(memory_s, compute_s)
@@ -140,11 +147,8 @@ def max_batch(tpot_seconds, context_tokens, weights_bytes, kv_bytes_per_token, a
     w = checks.positive("weights_bytes", weights_bytes)
     kv = checks.positive("kv_bytes_per_token", kv_bytes_per_token)
     n = checks.positive("active_params", active_params)
-    t = checks.integer("tp", tp, high=1024)
-    bw = checks.positive("memory_bytes_per_s", memory_bytes_per_s) * checks.fraction(
-        "memory_efficiency", memory_efficiency)
-    peak = checks.positive("peak_flops_per_s", peak_flops_per_s) * checks.fraction(
-        "compute_efficiency", compute_efficiency)
+    t, bw, peak = _replica_rates(tp, memory_bytes_per_s, peak_flops_per_s, memory_efficiency,
+                                 compute_efficiency)
     cap = checks.non_negative("kv_capacity_bytes", kv_capacity_bytes)
     by_memory = (tpot * t * bw - w) / (ctx * kv)
     by_compute = tpot * t * peak / (2.0 * n)
