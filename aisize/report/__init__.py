@@ -1,0 +1,130 @@
+"""Customer reports: one parameterized notebook rendered headless to HTML and PDF.
+
+    from aisize.report import render
+    result = render(preset="xe9680-genai", fmt="both", out_dir="reports", customer="ACME")
+    result.html_path, result.pdf_path, result.seconds
+
+Steps: validate (parameters, paths, scenario) -> execute (papermill) -> HTML
+(nbconvert, no remote references) -> PDF (Chromium). Any failure is a
+:class:`ReportError` naming the step; a failed execution keeps its partial
+notebook in the output folder.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from aisize.report.execute import ReportError
+from aisize.report.parameters import ParameterError
+
+__all__ = ["render", "ReportResult", "ReportError", "ParameterError", "NOTEBOOK", "FORMATS"]
+
+FORMATS = ("html", "pdf", "both")
+
+
+def _notebook_path() -> Path:
+    here = Path(__file__).resolve()
+    checkout = here.parents[2] / "notebooks" / "report.ipynb"
+    return checkout if checkout.is_file() else here.parent / "report.ipynb"
+
+
+NOTEBOOK = _notebook_path()
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """Where the report went and how long it took."""
+
+    html_path: Path | None
+    pdf_path: Path | None
+    notebook_path: Path
+    seconds: float
+
+
+def _validate(scenario_path, preset, fmt, out_dir, title, customer, sections, name, notebook):
+    from aisize.report import parameters as P
+    from aisize.report import sections as S
+    from aisize.scenario import DEFAULT_PRESET, ScenarioError, load
+    from aisize.scenario import preset as load_preset
+
+    if fmt not in FORMATS:
+        raise ParameterError(f"format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    if scenario_path is not None and preset is not None:
+        raise ParameterError("give a scenario file or a preset, not both")
+    values = {"title": title if title is not None else S.DEFAULT_TITLE,
+              "customer": customer if customer is not None else ""}
+    if sections is not None:
+        values["sections"] = sections
+    try:
+        if scenario_path is not None:
+            path = P.scenario_file(scenario_path)
+            values.update(scenario_path=str(path), preset="")
+            scenario, default_name = load(path), path.stem
+        else:
+            values.update(scenario_path="", preset=P.coerce("preset", preset or DEFAULT_PRESET, "str"))
+            scenario, default_name = load_preset(values["preset"]), values["preset"]
+    except ScenarioError as exc:
+        raise ParameterError(str(exc)) from None
+    values = P.validate(values, notebook)
+    if "sections" in values:
+        try:
+            S.check_sections(values["sections"])
+        except ValueError as exc:
+            raise ParameterError(str(exc)) from None
+    out = P.output_dir(out_dir)
+    stem = P.slug(default_name) if name is None else name
+    paths = {s: P.output_path(out, stem, s) for s in (".ipynb", ".html", ".pdf")}
+    footer = " · ".join(t for t in (values["title"], values["customer"], scenario.name) if t)
+    return values, paths, footer
+
+
+def render(scenario_path=None, preset=None, fmt: str = "both", out_dir=".", title=None,
+           customer=None, sections: Sequence[str] | None = None, *, name: str | None = None,
+           notebook=None, progress: Callable[[str, float], None] | None = None) -> ReportResult:
+    """Render a report of a scenario file or a built-in preset to HTML, PDF or both.
+
+    Parameters
+    ----------
+    scenario_path : a .yaml/.yml/.json scenario file; give this or ``preset`` (default preset if neither).
+    preset : a built-in scenario name (``aisize.scenario.preset_names()``).
+    fmt : "html", "pdf" or "both" (the PDF is printed from the HTML, which is kept).
+    out_dir : folder for the executed notebook, the HTML and the PDF (created if missing).
+    title, customer : shown on the title page and in the page footer.
+    sections : section names to include [default: all]; see ``aisize.report.sections.SECTIONS``.
+    name : file name stem of the outputs [default: from the preset or the scenario file].
+    notebook : the report notebook [default: notebooks/report.ipynb].
+    progress : called with (step, seconds) after each step: validate, execute, HTML, PDF.
+    """
+    from aisize.report.execute import execute
+    from aisize.report.html import to_html
+
+    start = time.perf_counter()
+    notebook = Path(notebook) if notebook is not None else NOTEBOOK
+    tick = [start]
+
+    def done(step: str) -> None:
+        now = time.perf_counter()
+        if progress:
+            progress(step, now - tick[0])
+        tick[0] = now
+
+    values, paths, footer = _validate(scenario_path, preset, fmt, out_dir, title, customer,
+                                      sections, name, notebook)
+    done("validate")
+    execute(notebook, paths[".ipynb"], values, cwd=paths[".ipynb"].parent)
+    done("execute")
+    html_path = to_html(paths[".ipynb"], paths[".html"], title=values["title"])
+    done("HTML")
+    pdf_path = None
+    if fmt in ("pdf", "both"):
+        from aisize.report.pdf import to_pdf
+
+        pdf_path = to_pdf(html_path, paths[".pdf"], footer=footer)
+        done("PDF")
+        if fmt == "pdf":
+            html_path.unlink()
+            html_path = None
+    return ReportResult(html_path, pdf_path, paths[".ipynb"], time.perf_counter() - start)

@@ -1,0 +1,85 @@
+"""Headless notebook execution with papermill, and the error every report step raises.
+
+A failed run keeps its partial executed notebook in the output folder and
+raises :class:`ReportError` naming the step, the failing cell (its index in
+the source notebook and its first line) and the exception.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEFAULT_TIMEOUT_S = 300  # per cell; a report cell that runs longer is stuck, not slow
+
+
+class ReportError(Exception):
+    """A report step failed. ``step`` is "validate", "execute", "HTML" or "PDF"."""
+
+    def __init__(self, step: str, message: str, *, cell_index: int | None = None,
+                 cell_line: str | None = None, notebook_path: Path | None = None):
+        self.step = step
+        self.message = message
+        self.cell_index = cell_index
+        self.cell_line = cell_line
+        self.notebook_path = notebook_path
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = ""
+        if self.cell_index is not None:
+            where = f" in cell {self.cell_index} ({self.cell_line!r})"
+        kept = f"; partial notebook kept at {self.notebook_path}" if self.notebook_path else ""
+        return f"{self.step} failed{where}: {self.message}{kept}"
+
+
+def _source_index(executed: Path) -> tuple[int | None, str | None]:
+    """(index in the source notebook, first line) of the cell that raised, from the saved notebook."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(executed, as_version=4)
+    except Exception:  # the partial file is a best effort; the exception text still names the cell
+        return None, None
+    # Cells papermill added (error banner, injected parameters) are not in the source notebook.
+    source_cells = [c for c in nb.cells if not {"papermill-error-cell-tag", "injected-parameters"}
+                    & set(c.get("metadata", {}).get("tags", []))]
+    for index, cell in enumerate(source_cells):
+        failed = cell.get("metadata", {}).get("papermill", {}).get("exception") or any(
+            o.get("output_type") == "error" for o in cell.get("outputs", []))
+        if failed:
+            lines = cell.source.strip().splitlines()
+            return index, lines[0] if lines else ""
+    return None, None
+
+
+def execute(notebook: Path, output: Path, parameters: dict, *, cwd: Path | None = None,
+            timeout_s: float = DEFAULT_TIMEOUT_S) -> Path:
+    """Run ``notebook`` with already validated ``parameters``; the executed copy goes to ``output``.
+
+    Parameters
+    ----------
+    notebook : the source .ipynb with a cell tagged "parameters".
+    output : where the executed notebook is written (also on failure).
+    parameters : names and values checked by :func:`aisize.report.parameters.validate`.
+    cwd : working folder of the kernel [default: the notebook's folder].
+    timeout_s : limit per cell [s].
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    try:
+        papermill.execute_notebook(str(notebook), str(output), parameters=parameters,
+                                   kernel_name="python3", progress_bar=False, log_output=False,
+                                   cwd=str(cwd or Path(notebook).parent), execution_timeout=timeout_s,
+                                   # the kernel's warning about TCP transport is noise on a CLI's stderr
+                                   extra_arguments=["--IPKernelApp.log_level=ERROR"])
+    except PapermillExecutionError as exc:
+        index, line = _source_index(output)
+        if index is None:
+            index, line = exc.cell_index, next(iter((exc.source or "").strip().splitlines()), "")
+        raise ReportError("execute", f"{exc.ename}: {exc.evalue}", cell_index=index,
+                          cell_line=line, notebook_path=output if output.exists() else None) from None
+    except Exception as exc:  # kernel died, cell timed out, notebook unreadable
+        raise ReportError("execute", f"{type(exc).__name__}: {exc}",
+                          notebook_path=output if output.exists() else None) from exc
+    return output

@@ -1,0 +1,298 @@
+"""Reports: every preset to HTML and PDF, offline HTML, parameter checks before execution,
+and a failing cell reported with the partial notebook kept."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+from html import unescape
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from aisize import catalog
+from aisize.report import NOTEBOOK, ParameterError, ReportError, render
+from aisize.report import cli as report_cli
+from aisize.report import html as report_html
+from aisize.report import parameters as P
+from aisize.report import sections as S
+from aisize.scenario import dumps, preset, preset_names
+
+PRESETS = preset_names()
+INJECTION = "\"; import os; os.system('touch /tmp/pwned') #"
+needs_poppler = pytest.mark.skipif(not shutil.which("pdftotext"), reason="poppler-utils not installed")
+
+
+def squash(text: str) -> str:
+    """Text without whitespace, so a table cell wrapped over two lines still matches."""
+    return re.sub(r"\s+", "", text)
+
+
+def expected_params(model_id: str) -> str:
+    """The report's rounding of a model's parameter count, from the catalog (the API's value)."""
+    m = catalog.model(model_id)
+    n = m.published_params if isinstance(m, catalog.Transformer) else m.params
+    return f"{n / 1e9:,.1f} B" if n >= 1e9 else f"{n / 1e6:,.1f} M"
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """Each preset rendered once to HTML and PDF (or the exception it raised)."""
+    out = tmp_path_factory.mktemp("reports")
+    results = {}
+    for name in PRESETS:
+        try:
+            results[name] = render(preset=name, fmt="both", out_dir=out, customer="ACME Corp")
+        except Exception as exc:  # reported by the test for that preset
+            results[name] = exc
+    return results
+
+
+def result_for(rendered, name):
+    result = rendered[name]
+    if isinstance(result, Exception):
+        pytest.fail(f"preset {name} did not render: {result}")
+    return result
+
+
+@pytest.fixture
+def no_papermill(monkeypatch):
+    """Fail the test if papermill is asked to execute anything."""
+    import papermill
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("papermill was called although the parameters are invalid")
+
+    monkeypatch.setattr(papermill, "execute_notebook", refuse)
+
+
+@pytest.mark.slow
+@needs_poppler
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_renders_to_html_and_pdf(rendered, name):
+    result = result_for(rendered, name)
+    scenario = preset(name)
+    assert result.html_path.is_file() and result.pdf_path.is_file()
+    assert result.pdf_path.read_bytes().startswith(b"%PDF-")
+    # -raw keeps the text in content order, so a wrapped table cell stays together
+    text = subprocess.run(["pdftotext", "-raw", str(result.pdf_path), "-"], capture_output=True,
+                          text=True, check=True).stdout
+    flat = squash(text)
+    assert squash(scenario.name) in flat
+    assert "ACMECorp" in flat
+    for w in scenario.workloads:
+        assert squash(w.name) in flat, w.name
+        if getattr(w, "model", None):  # key figure: the catalog's parameter count, as rounded
+            assert squash(expected_params(w.model)) in flat, (w.model, expected_params(w.model))
+    info = subprocess.run(["pdfinfo", str(result.pdf_path)], capture_output=True, text=True,
+                          check=True).stdout
+    pages = int(re.search(r"^Pages:\s+(\d+)", info, re.MULTILINE).group(1))
+    assert 2 <= pages <= 30  # a title page and the sections, not a runaway layout
+    assert "Page1of" in flat  # the footer
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PRESETS)
+def test_html_is_offline(rendered, name):
+    html = result_for(rendered, name).html_path.read_text(encoding="utf-8")
+    assert report_html.remote_references(html) == []
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.IGNORECASE)
+    assert not re.search(r"""(src|href)\s*=\s*["']?[^"'>]*cdn""", html, re.IGNORECASE)
+    assert "<script" not in html.lower() and "mathjax" not in html.lower()
+    assert "Content-Security-Policy" in html
+    # the sources are shown as plain text, never as links
+    scenario = preset(name)
+    for _, record in S.used_rows(scenario):
+        assert record.source in unescape(html)
+    assert "<a " not in html
+
+
+@pytest.mark.slow
+def test_charts_are_inline_svg(rendered):
+    html = result_for(rendered, "xe9680-genai").html_path.read_text(encoding="utf-8")
+    assert '<figure class="aisize-figure"><svg' in html
+    assert "<img" not in html
+
+
+@pytest.mark.slow
+def test_executed_notebook_is_kept(rendered):
+    result = result_for(rendered, "xe9680-genai")
+    nb = nbformat.read(result.notebook_path, as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and "ACME Corp" in injected[0].source
+
+
+def test_committed_notebook_has_no_outputs():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+    assert any("parameters" in c.metadata.get("tags", []) for c in code)
+
+
+def test_declared_parameters_are_typed():
+    assert P.declared_parameters(NOTEBOOK) == {"scenario_path": "str", "preset": "str",
+                                               "title": "str", "customer": "str",
+                                               "sections": "list"}
+
+
+@pytest.mark.parametrize("values, match", [
+    ({"colour": "red"}, "unknown parameter 'colour'"),
+    ({"x=1;import os": 1}, "not a plain identifier"),
+    ({"__import__('os')": 1}, "not a plain identifier"),
+    ({"title": 5}, "title: expected text"),
+    ({"title": INJECTION}, "title: .* not allowed"),
+    ({"customer": "a\nb"}, "customer: .* not allowed"),
+    ({"sections": "summary"}, None),  # a comma-separated string is a list
+    ({"sections": [1, 2]}, r"sections\[0\]: expected text"),
+    ({"sections": {"a": 1}}, "sections: expected a list"),
+])
+def test_validate_names_and_types(values, match):
+    if match is None:
+        assert P.validate(values, NOTEBOOK) == {"sections": ["summary"]}
+    else:
+        with pytest.raises(ParameterError, match=match):
+            P.validate(values, NOTEBOOK)
+
+
+@pytest.mark.parametrize("value, type_name, expected", [
+    ("3", "int", 3), (2.0, "int", 2), ("0.5", "float", 0.5), (1, "float", 1.0),
+    ("true", "bool", True), (False, "bool", False), (["a", "b"], "list", ["a", "b"]),
+])
+def test_coerce_to_declared_type(value, type_name, expected):
+    assert P.coerce("p", value, type_name) == expected
+
+
+@pytest.mark.parametrize("value, type_name", [
+    ("nan", "float"), (float("inf"), "float"), (True, "int"), (2.5, "int"), ("yes", "bool"),
+    (object(), "float"), (b"bytes", "str"), ([["nested"]], "list"), ("x" * 2000, "str"),
+])
+def test_coerce_rejects(value, type_name):
+    with pytest.raises(ParameterError, match="^validate failed: p"):
+        P.coerce("p", value, type_name)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(preset=INJECTION), "preset"),
+    (dict(preset="no-such-preset"), "does not exist"),
+    (dict(title=INJECTION), "title"),
+    (dict(customer=["ACME"]), "customer: expected text"),
+    (dict(sections=["summary", "nope"]), "sections: unknown"),
+    (dict(sections=[]), "sections: none chosen"),
+    (dict(name="../escape"), "name: '../escape' must be a plain file name"),
+    (dict(name="sub/report"), "name"),
+    (dict(name=".."), "name"),
+    (dict(fmt="docx"), "format"),
+    (dict(scenario_path="missing.yaml"), "does not exist"),
+    (dict(scenario_path="/etc/passwd"), "must be a .yaml/.yml/.json file"),
+    (dict(scenario_path="a.yaml", preset="xe9680-genai"), "not both"),
+])
+def test_bad_parameters_rejected_before_execution(tmp_path, monkeypatch, no_papermill, kwargs, match):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    with pytest.raises(ParameterError, match=match):
+        render(out_dir=out, **kwargs)
+    assert not list(tmp_path.rglob("*.ipynb")) and not list(tmp_path.rglob("*.html"))
+    assert not Path("/tmp/pwned").exists()
+
+
+def test_invalid_scenario_file_rejected_before_execution(tmp_path, no_papermill):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(dumps(preset("xe9680-genai")).replace("llama-3-8b", "llama-99"))
+    with pytest.raises(ParameterError, match="llama-99"):
+        render(scenario_path=bad, out_dir=tmp_path / "out")
+    assert not list(tmp_path.rglob("*.ipynb"))
+
+
+def test_output_path_stays_inside(tmp_path):
+    assert P.output_path(tmp_path, "report-1.v2", ".pdf") == (tmp_path / "report-1.v2.pdf").resolve()
+    for name in ("../x", "a/b", "a\\b", "", ".hidden", "x" * 200, "a..b"):
+        with pytest.raises(ParameterError, match="name"):
+            P.output_path(tmp_path, name, ".pdf")
+
+
+@pytest.mark.slow
+def test_failing_cell_is_reported_and_partial_notebook_kept(tmp_path):
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    nb.cells = [params, nbformat.v4.new_code_cell("ok = 'first cell ran'"),
+                nbformat.v4.new_code_cell("raise RuntimeError('boom for ' + preset)\nnever = 1"),
+                nbformat.v4.new_code_cell("after = 'not reached'")]
+    failing = tmp_path / "failing.ipynb"
+    nbformat.write(nb, failing)
+    out = tmp_path / "out"
+    with pytest.raises(ReportError) as info:
+        render(preset="xe9680-genai", fmt="html", out_dir=out, notebook=failing)
+    err = info.value
+    assert err.step == "execute"
+    assert err.cell_index == 2 and err.cell_line == "raise RuntimeError('boom for ' + preset)"
+    assert "RuntimeError: boom for xe9680-genai" in str(err) and "cell 2" in str(err)
+    assert err.notebook_path == (out / "xe9680-genai.ipynb").resolve() and err.notebook_path.is_file()
+    kept = nbformat.read(err.notebook_path, as_version=4)
+    assert any(o.get("output_type") == "error" for c in kept.cells for o in c.get("outputs", []))
+    assert not (out / "xe9680-genai.html").exists()
+
+
+def test_sections_escape_user_text():
+    scenario = preset("xe9680-genai")
+    page = S.title_page(scenario, title="<b>T</b>", customer="O'Brien & <script>x</script>")
+    assert "<script>" not in page and "&lt;script&gt;" in page and "O&#x27;Brien &amp;" in page
+    assert str(S.table(["h"], [["<i>x</i>"]])).count("&lt;i&gt;") == 1
+
+
+def test_assumptions_show_every_policy_and_who_set_it():
+    scenario = preset("hpe-weka-resnet")  # sets mfu: 0.35
+    html = S.assumptions_table(scenario)
+    for field in type(scenario.policies).model_fields:
+        assert S.POLICY_TEXT[field][0].replace("&", "&amp;") in html
+    row = re.search(r"<tr><td>Model FLOPs utilisation \(MFU\)</td><td>(.*?)</td><td>(.*?)</td>", html)
+    assert row.groups() == ("35 %", "scenario")
+    assert "<td>Target GPU utilisation</td><td>90 %</td><td>default</td>" in html
+
+
+def test_section_selection_and_numbering():
+    scenario = preset("xe9680-genai")
+    assert S.section("summary", scenario, ["sources"]) is None
+    assert "<h2>2. Sources</h2>" in S.section("sources", scenario, ["sources", "summary"])
+    with pytest.raises(ValueError, match="sections: unknown"):
+        S.section("sources", scenario, ["bogus"])
+
+
+def test_remote_reference_detector():
+    found = report_html.remote_references(
+        '<script src="https://cdn.example/x.js"></script><link href=//cdn.example/a.css>'
+        '<style>@import "http://x/y.css"; div{background:url( https://x/i.png )}</style>')
+    assert len(found) == 4
+    assert report_html.remote_references('<p>see https://example.com/doc.pdf</p><a href="#x">') == []
+
+
+def test_cli_rejects_bad_name(tmp_path, capsys, no_papermill):
+    parser = argparse.ArgumentParser(prog="aisize")
+    report_cli.add_report_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["report", "--preset", "xe9680-genai", "--out", str(tmp_path),
+                              "--name", "../../etc/x"])
+    assert args.func(args) == report_cli.EXIT_USAGE
+    assert "name: '../../etc/x' must be a plain file name" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_cli_html_with_progress(tmp_path, capsys):
+    scenario_file = tmp_path / "my scenario.yaml"
+    scenario_file.write_text(dumps(preset("llama3-70b-pretrain")))
+    parser = argparse.ArgumentParser(prog="aisize")
+    report_cli.add_report_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["report", str(scenario_file), "--format", "html", "--out",
+                              str(tmp_path / "out"), "--title", "Sizing for O'Brien & Co",
+                              "--sections", "summary,sources"])
+    assert args.func(args) == 0
+    captured = capsys.readouterr()
+    steps = [line.split()[2] for line in captured.err.splitlines()]
+    assert steps == ["validate", "execute", "HTML", "total"]
+    html_path = Path(captured.out.strip())
+    assert html_path == (tmp_path / "out" / "my-scenario.html").resolve()
+    html = html_path.read_text(encoding="utf-8")
+    assert "Sizing for O'Brien &amp; Co" in html and "my scenario.yaml" in html
+    assert "1. Scenario summary" in html and "2. Sources" in html and "Assumptions</h2>" not in html
