@@ -3,15 +3,18 @@
 # pyproject.toml changes), then start the app / run the whole test suite.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
 PORT ?= 8866
+# Optional extras to install; CI adds the PyTorch cross-check: make test EXTRAS=test,torch
+EXTRAS ?= test
+comma := ,
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: app test bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 app: $(STAMP)
