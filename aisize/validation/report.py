@@ -1,0 +1,123 @@
+"""Published vs predicted for every validation case, and the error per family.
+
+:func:`validate` runs each case of ``data/validation/cases.csv`` through the
+engine and returns one row per case: the published value and aisize's
+prediction in the published unit, the signed error in %, the case's tolerance
+and status. Cases that need an input the source does not give (an MFU) have no
+prediction and no error: their status is ``needs input`` and ``implied`` says
+what the published figure implies. :func:`summary` gives, per family, the number
+of cases and the median and maximum absolute error of those with a prediction.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aisize import checks
+from aisize.validation.cases import FAMILIES, load_cases, unit_factor
+from aisize.validation.predict import predict
+from aisize.validation.ranges import mfu_range
+
+RESULT_COLUMNS = ("case", "family", "kind", "published", "predicted", "unit", "error_pct", "tolerance_pct",
+                  "within_tolerance", "status", "expected_status", "implied", "implied_mfu", "assumptions",
+                  "tolerance_basis", "description", "source")
+SUMMARY_COLUMNS = ("family", "cases", "compared", "ok", "outside", "needs_input", "median_abs_error_pct",
+                   "max_abs_error_pct")
+
+
+def _row(case: dict, highest_mfu: float) -> dict:
+    factor = unit_factor(case["unit"])
+    published = case["published"]
+    p = predict(case["kind"], case["inputs"], published * factor)
+    implied = p.implied
+    if p.implied_mfu > highest_mfu:  # no published run got there: suspect the FLOP count or the figure
+        implied += f", above every published MFU ({highest_mfu:.1%})"
+    predicted = p.value / factor
+    if math.isnan(predicted):
+        error, within, status = math.nan, pd.NA, "needs input"
+    else:
+        error = (predicted - published) / published * 100.0
+        within = abs(error) <= case["tolerance_pct"]
+        status = "ok" if within else "outside"
+    return {"case": case["id"], "family": case["family"], "kind": case["kind"], "published": published,
+            "predicted": predicted, "unit": case["unit"], "error_pct": error,
+            "tolerance_pct": case["tolerance_pct"], "within_tolerance": within, "status": status,
+            "expected_status": case["expected_status"], "implied": implied, "implied_mfu": p.implied_mfu,
+            "assumptions": p.assumptions, "tolerance_basis": case["tolerance_basis"],
+            "description": case["description"], "source": case["source"]}
+
+
+def validate(family: str | None = None, *, path: str | Path | None = None) -> pd.DataFrame:
+    """Every validation case: published, predicted, error and status.
+
+    Parameters
+    ----------
+    family : memory | flops-time | storage | throughput; None or "" for all
+    path : a cases CSV (default ``data/validation/cases.csv``)
+
+    Returns
+    -------
+    DataFrame with columns case, family, kind, published, predicted, unit (as
+    published), error_pct ((predicted - published) / published x 100),
+    tolerance_pct, within_tolerance, status (ok | outside | needs input),
+    expected_status, implied, implied_mfu [ratio], assumptions, tolerance_basis,
+    description, source.
+
+    References
+    ----------
+    .. [1] each case's ``source``; the engine functions it calls.
+    """
+    if family:
+        checks.choice("family", family, FAMILIES)
+    cases = load_cases(path)
+    if family:
+        cases = cases[cases["family"] == family]
+    highest = mfu_range().high
+    rows = [_row(c, highest) for c in cases.to_dict("records")]
+    frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+    frame["within_tolerance"] = frame["within_tolerance"].astype("boolean")
+    return frame
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per family: cases, compared (with a prediction), ok, outside, needs input, median and max |error| [%].
+
+    Parameters
+    ----------
+    df : the result of :func:`validate`
+    """
+    missing = [c for c in ("family", "error_pct", "status") if c not in df.columns]
+    if missing:
+        raise ValueError(f"df is not allowed: missing column(s) {', '.join(missing)} (pass validate()'s result)")
+    rows = []
+    for fam in [f for f in FAMILIES if f in set(df["family"])]:
+        part = df[df["family"] == fam]
+        err = part["error_pct"].abs().dropna().to_numpy()
+        rows.append({"family": fam, "cases": len(part), "compared": len(err),
+                     "ok": int((part["status"] == "ok").sum()),
+                     "outside": int((part["status"] == "outside").sum()),
+                     "needs_input": int((part["status"] == "needs input").sum()),
+                     "median_abs_error_pct": float(np.median(err)) if len(err) else math.nan,
+                     "max_abs_error_pct": float(err.max()) if len(err) else math.nan})
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+def error_chart(df: pd.DataFrame):
+    """Altair bar chart of the signed error per case [%] (symlog axis), coloured by status.
+
+    Cases without a prediction (needs input) are left out; the tolerance is a tick beside each bar.
+    """
+    import altair as alt
+
+    data = df[df["error_pct"].notna()][["case", "family", "error_pct", "tolerance_pct", "status"]]
+    base = alt.Chart(data).encode(y=alt.Y("case:N", sort=None, title=None))
+    bars = base.mark_bar().encode(
+        x=alt.X("error_pct:Q", title="error vs published [%] (symlog)", scale=alt.Scale(type="symlog")),
+        color=alt.Color("status:N", scale=alt.Scale(domain=["ok", "outside"], range=["#4c78a8", "#e45756"])),
+        tooltip=["case", "family", alt.Tooltip("error_pct:Q", format=".3g"), "tolerance_pct", "status"])
+    ticks = base.mark_tick(color="black", thickness=1).encode(x="tolerance_pct:Q")
+    return (bars + ticks).properties(width=420, height=alt.Step(12), title="aisize vs published figures")
