@@ -1,0 +1,127 @@
+"""Speed of the served app in a real browser (Debian's Chromium, headless).
+
+Measures, on the real server (``aisize.app.serve.start``):
+
+(a) page open -> first complete render (result number and chart drawn), with
+    a preheated kernel: each open, in a fresh browser context (empty cache),
+    waits until the pool has a fresh kernel that has executed the notebook;
+    the first open also pays for a cold browser and is reported apart;
+(b) slider move -> every dependent output updated: one ArrowRight on the GPU
+    slider, timed until the result number's text and the chart's marked
+    point have both changed.
+
+Targets: page open < 3 s, p95 per update < 100 ms. Prints the figures.
+
+    .venv/bin/python benchmarks/bench_app.py [--opens 5] [--moves 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+from aisize.app import serve
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-quic"]
+RENDERED = ".vega-embed .mark-symbol path"
+POOL_FILLED = re.compile(r"Kernel pool of .* is filled")
+# The pool reports "filled" when the kernel has started; the notebook then
+# still executes in it (imports, Altair's offline bundle): give it this long.
+SETTLE_SECONDS = 12.0
+
+# Arms a promise that resolves, with the milliseconds from the next keydown,
+# once the result text and the marked point both differ from `before`.
+ARM = """before => { window.updated = new Promise(resolve => {
+  let t0 = null;
+  document.addEventListener('keydown', () => { t0 = performance.now(); },
+                            {once: true, capture: true});
+  const observer = new MutationObserver(() => {
+    const [text, point] = (%s)();
+    if (t0 !== null && text !== before[0] && point !== before[1]) {
+      observer.disconnect();
+      resolve(performance.now() - t0);
+    }
+  });
+  observer.observe(document.body, {subtree: true, childList: true, characterData: true,
+                                   attributes: true});
+}); }"""
+STATE = """() => [document.querySelector('.aisize-result').textContent,
+  document.querySelector('.vega-embed .mark-symbol path').getAttribute('transform')]"""
+ARM = ARM % STATE
+
+
+def wait_for_warm_pool(server: serve.Server, fills_seen: int, timeout: float = 120.0) -> int:
+    """Wait for the pool's next "filled" report, then let the notebook finish."""
+    deadline = time.monotonic() + timeout
+    while len(POOL_FILLED.findall(server.log())) <= fills_seen:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the kernel pool did not refill")
+        time.sleep(0.2)
+    time.sleep(SETTLE_SECONDS)
+    return fills_seen + 1
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def bench(opens: int, moves: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
+        server = serve.start(Path(tmp) / "voila.log")
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            fills = 0
+            open_ms, last_page = [], None
+            for _ in range(opens):
+                fills = wait_for_warm_pool(server, fills)
+                if last_page is not None:
+                    last_page.context.close()
+                page = browser.new_context(viewport={"width": 1100, "height": 900}).new_page()
+                t0 = time.perf_counter()
+                page.goto(server.url)
+                page.wait_for_selector(".aisize-result", timeout=60_000)
+                page.wait_for_selector(RENDERED, timeout=60_000)
+                open_ms.append((time.perf_counter() - t0) * 1e3)
+                last_page = page
+            # the pool refills after the last open; let that finish before timing updates
+            wait_for_warm_pool(server, fills)
+            page = last_page
+            page.focus(".noUi-handle")
+            update_ms = []
+            for _ in range(moves):
+                page.evaluate(ARM, page.evaluate(STATE))
+                page.keyboard.press("ArrowRight")
+                update_ms.append(page.evaluate("window.updated"))
+        finally:
+            browser.close()
+            server.stop()
+    print(f"page open -> first complete render, preheated kernel: first (cold browser) "
+          f"{open_ms[0]:.0f} ms; next {opens - 1}: median {statistics.median(open_ms[1:]):.0f} ms, "
+          f"max {max(open_ms[1:]):.0f} ms (target < 3000 ms)")
+    print(f"slider move -> result and chart updated ({moves} moves): "
+          f"p50 {percentile(update_ms, 50):.0f} ms, p95 {percentile(update_ms, 95):.0f} ms, "
+          f"max {max(update_ms):.0f} ms (target p95 < 100 ms)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--opens", type=int, default=6, help="page opens to time (>= 2)")
+    parser.add_argument("--moves", type=int, default=30, help="slider moves to time")
+    args = parser.parse_args()
+    if args.opens < 2 or args.moves < 1:
+        parser.error("--opens must be >= 2 and --moves >= 1")
+    bench(args.opens, args.moves)
+
+
+if __name__ == "__main__":
+    main()
