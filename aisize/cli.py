@@ -30,6 +30,46 @@ def _cmd_preset(args) -> int:
     return 0
 
 
+def _cmd_size(args) -> int:
+    from aisize.plan import to_json, write_csv, write_excel
+    from aisize.plan import plan as make_plan
+    from aisize.plan.summary import summary_text
+    from aisize.scenario import load
+
+    p = make_plan(load(args.scenario))
+    try:
+        if args.json:
+            sys.stdout.write(to_json(p))
+        elif args.csv:
+            for path in write_csv(p, args.csv):
+                print(path)
+        elif args.excel:
+            print(write_excel(p, args.excel))
+        else:
+            sys.stdout.write(summary_text(p))
+    except OSError as exc:
+        raise ValueError(f"cannot write the output: {exc}") from None
+    return 0
+
+
+def _cmd_sweep(args) -> int:
+    from aisize.plan import sweep
+    from aisize.plan.summary import parse_vary
+    from aisize.scenario import load
+
+    path, values = parse_vary(args.vary)
+    table = sweep(load(args.scenario), path, values)
+    if args.csv:
+        try:
+            table.to_csv(args.csv, index=False)
+        except OSError as exc:
+            raise ValueError(f"cannot write {args.csv}: {exc}") from None
+        print(args.csv)
+    else:
+        sys.stdout.write(table.to_string(index=False, float_format=lambda x: f"{x:,.4g}") + "\n")
+    return 0
+
+
 def _cmd_app(args) -> int:
     from aisize.app.serve import run
 
@@ -51,6 +91,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="preset name (see `aisize presets`)")
     p.add_argument("--format", choices=("yaml", "json"), default="yaml")
     p.set_defaults(func=_cmd_preset)
+
+    p = sub.add_parser("size", help="plan a scenario file: GPUs, servers, network, storage, findings")
+    p.add_argument("scenario", help="scenario file (.yaml or .json; see `aisize preset NAME`)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="the whole plan as JSON on stdout")
+    out.add_argument("--csv", metavar="DIR", help="write bom.csv, workloads.csv, storage.csv, findings.csv")
+    out.add_argument("--excel", metavar="FILE", help="write an Excel workbook (one sheet per table)")
+    p.set_defaults(func=_cmd_size)
+
+    p = sub.add_parser("sweep", help="vary one input of a scenario and tabulate the plan's key outputs")
+    p.add_argument("scenario", help="scenario file (.yaml or .json)")
+    p.add_argument("--vary", required=True, metavar="PATH=LO:HI:N | PATH=a,b,c",
+                   help="dotted input path and values, e.g. workloads.0.target_days=1:8:4 or "
+                        "hardware.scale_out_link=eth-10g,eth-40g")
+    p.add_argument("--csv", metavar="FILE", help="write the table as CSV instead of printing it")
+    p.set_defaults(func=_cmd_sweep)
 
     p = sub.add_parser("app", help="serve the interactive workbook (Voila) on this machine")
     p.add_argument("--port", type=int, default=8866)

@@ -16,12 +16,14 @@ import numpy as np
 from aisize import checks
 
 RECOMPUTE = ("none", "selective", "full")
+METHODS = ("full", "lora")  # lora: frozen base weights (LoRA, QLoRA) need no weight gradients
 DEFAULT_MFU = 0.4  # assumption: large published runs land at 35-50 % (reference/training_runs.csv)
 CHINCHILLA_TOKENS_PER_PARAM = 20.0  # Hoffmann et al. 2022, arXiv:2203.15556, Table 3 (~20 tokens/param)
 CHINCHILLA_FAR_FACTOR = 2.0  # assumption: warn when D/N is over 2x or under 1/2 of 20
 
 
-def flops_per_token(params, *, layers=0, hidden=0, seq_len=0, recompute: str = "none"):
+def flops_per_token(params, *, layers=0, hidden=0, seq_len=0, recompute: str = "none",
+                    method: str = "full"):
     """Training FLOPs per token [FLOP]: 6N + 12·L·h·s, plus recomputation.
 
     Parameters
@@ -29,6 +31,10 @@ def flops_per_token(params, *, layers=0, hidden=0, seq_len=0, recompute: str = "
     params : N, parameters a token passes through (MoE: active) [count]
     layers, hidden, seq_len : L, h, s for the attention term (0 omits it)
     recompute : none | selective (+4·L·h·s) | full (+2N + 4·L·h·s: one more forward)
+    method : "full" trains every weight; "lora" freezes the base (LoRA/QLoRA): the
+        backward pass still propagates activation gradients (2N) but computes no
+        weight gradients (the other 2N), so 4N + 12·L·h·s (adapter FLOPs are
+        negligible at small rank)
 
     Returns
     -------
@@ -39,14 +45,17 @@ def flops_per_token(params, *, layers=0, hidden=0, seq_len=0, recompute: str = "
     .. [1] Kaplan et al. 2020, arXiv:2001.08361, sec. 2.1 (C = 6N per token).
     .. [2] Chowdhery et al. 2022 (PaLM), arXiv:2204.02311, appendix B (6N + 12LHQT).
     .. [3] Korthikanti et al. 2022, arXiv:2205.05198, sec. 5 (recompute overheads).
+    .. [4] Hu et al. 2021, "LoRA", arXiv:2106.09685, sec. 4 ("we do not need to
+       calculate the gradients ... for most parameters": frozen weights get none).
     """
     n = checks.positive("params", params)
     L = checks.non_negative("layers", layers)
     h = checks.non_negative("hidden", hidden)
     s = checks.non_negative("seq_len", seq_len)
     mode = checks.choice("recompute", recompute, RECOMPUTE)
+    weight_grads = 2.0 * n if checks.choice("method", method, METHODS) == "full" else 0.0
     attention_fwd = 4.0 * L * h * s
-    model = 6.0 * n + 3.0 * attention_fwd
+    model = 4.0 * n + weight_grads + 3.0 * attention_fwd
     extra = {"none": 0.0, "selective": attention_fwd, "full": 2.0 * n + attention_fwd}[mode]
     return model + extra
 

@@ -17,7 +17,7 @@ from aisize.memory.activations import ActivationConstants
 from aisize.memory.states import FRAMEWORK_STAGES, per_param_bytes
 from aisize.memory.training import TrainingMemory, _memory, transformer_memory_inputs
 from aisize.network.collectives import DEFAULT_EFFICIENCY
-from aisize.precision import peak_flops_per_s, training_precision
+from aisize.precision import bytes_per_element, peak_flops_per_s, training_precision
 from aisize.step_time import (DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_DP_OVERLAP, RECOMPUTE, StepTime, _step)
 from aisize.units import bidirectional_to_per_direction
 
@@ -90,7 +90,8 @@ def evaluate_layouts(grid: dict, *, inputs: dict, seq_len, global_batch, precisi
                   micro_batch=mb, tp=tp, pp=pp, dp=dp, ep=ep, sp=sequence_parallel, code=code, stage=st,
                   in_flight=in_flight, interleave=1.0, consts=consts, act_scale=p.activation_scale,
                   dropout=1.0 if inputs["dropout"] else 0.0, unit=unit, framework=framework,
-                  weight_bytes=p.weight_bytes)
+                  weight_bytes=p.weight_bytes, trainable_share=inputs.get("trainable_share", 1.0),
+                  frozen_dtype_bytes=inputs.get("frozen_dtype_bytes", 0.0))
     grad_bytes = unit["grad32"] if framework in ("megatron", "fsdp") else unit["grad"]
     step = _step(active_params=active_params, dense_params=total_params - routed_params,
                  routed_params=routed_params, experts_per_token=experts_per_token, layers=inputs["layers"],
@@ -106,7 +107,7 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
                    sequence_parallel=True, flash_attention=True, dropout=False, micro_batches=None,
                    stages=None, recomputes=RECOMPUTE, headroom=0.05, top=10,
                    compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY, scaleup_bytes_per_s=None,
-                   scaleup_domain=None):
+                   scaleup_domain=None, lora_rank=None, qlora=False):
     """The fastest layouts that fit, with their memory breakdowns, as a pandas DataFrame.
 
     Parameters
@@ -121,6 +122,9 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
     top : rows returned
     scaleup_bytes_per_s, scaleup_domain : override the accelerator's NVLink rate (per
         direction) and domain size
+    lora_rank : LoRA rank on all linear layers (None: full training); memory counts the
+        frozen base at bf16 (nf4 with ``qlora``) and the adapters' full training states.
+        The step time still books full-training FLOPs and gradient traffic (conservative).
 
     Returns
     -------
@@ -151,7 +155,12 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
                        scaleup_domain=domain, stages=stages or FRAMEWORK_STAGES[framework],
                        recomputes=recomputes, micro_batches=micro_batches, experts=model.experts)
     pc = transformer_params(model)
-    inputs = transformer_memory_inputs(model, pp=grid["pp"], dropout=dropout, flash_attention=flash_attention)
+    if qlora and lora_rank is None:
+        raise ValueError("qlora=True is not allowed without lora_rank: QLoRA trains LoRA adapters")
+    inputs = transformer_memory_inputs(model, pp=grid["pp"], dropout=dropout, flash_attention=flash_attention,
+                                       lora_rank=lora_rank)
+    if lora_rank is not None:
+        inputs["frozen_dtype_bytes"] = bytes_per_element("nf4" if qlora else "bf16")
     mem, step = evaluate_layouts(grid, inputs=inputs, seq_len=checks.positive("seq_len", seq_len),
                                  global_batch=global_batch, precision=precision, optimizer=optimizer,
                                  framework=framework, active_params=pc.active, total_params=pc.total,

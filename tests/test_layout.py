@@ -55,6 +55,22 @@ def test_search_matches_scalar_functions():
     assert 0.2 < best.mfu < 0.6
 
 
+def test_lora_search_matches_scalar_lora_memory():
+    # LoRA on Llama-3-70B fits one 8-GPU server (the XE9680 seed case) where full training does not.
+    assert search_layouts(LLAMA3_70B, H100, 8, global_batch=64, seq_len=4096,
+                          scaleout_bytes_per_s=NIC).empty
+    df = search_layouts(LLAMA3_70B, H100, 8, global_batch=64, seq_len=4096, scaleout_bytes_per_s=NIC,
+                        lora_rank=16, top=3)
+    best = df.iloc[0]
+    mem = transformer_training_memory(
+        LLAMA3_70B, seq_len=4096, micro_batch=int(best.micro_batch), tp=int(best.tp), pp=int(best.pp),
+        dp=int(best.dp), sequence_parallel=True, recompute=best.recompute, zero_stage=int(best.zero_stage),
+        num_microbatches=64 // (int(best.micro_batch) * int(best.dp)), lora_rank=16)
+    assert best.total_bytes == pytest.approx(mem.total_bytes)
+    with pytest.raises(ValueError, match="qlora"):
+        search_layouts(LLAMA3_70B, H100, 8, global_batch=64, seq_len=4096, scaleout_bytes_per_s=NIC, qlora=True)
+
+
 def test_nothing_fits_gives_empty_frame():
     df = search_layouts(LLAMA3_70B, H100, 1, global_batch=8, seq_len=4096, scaleout_bytes_per_s=NIC)
     assert df.empty

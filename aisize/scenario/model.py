@@ -61,6 +61,7 @@ class Training(_Strict):
     team: Name = "default"
     model: str
     method: Literal["full", "lora", "qlora"] = "full"
+    lora_rank: Annotated[int, Field(ge=1, le=4096)] = 16  # LoRA/QLoRA only; QLoRA's paper uses 64
     precision: Literal[TRAIN_PRECISIONS] = "bf16"  # type: ignore[valid-type]
     optimizer: Literal[OPTIMIZERS] = "adamw"  # type: ignore[valid-type]
     tokens_billion: Positive | None = None

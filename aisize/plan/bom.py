@@ -1,0 +1,149 @@
+"""A plan as tables (bill of materials, workloads, storage, findings) and as JSON, CSV or Excel."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aisize.units import GB, TB
+
+SIGNIFICANT = 6  # floats in JSON keep 6 significant digits
+
+
+def _round(x: float):
+    if not math.isfinite(x):
+        return None  # JSON has no inf/nan: "unbounded" or "not applicable"
+    return float(f"{x:.{SIGNIFICANT}g}")
+
+
+def _jsonable(obj):
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if hasattr(obj, "model_dump"):  # the pydantic Scenario
+        return obj.model_dump(mode="json")
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return _round(float(obj))
+    return obj
+
+
+def to_dict(plan) -> dict:
+    """The whole plan as plain JSON-compatible data (units in the keys; inf and nan as null)."""
+    return _jsonable(plan)
+
+
+def to_json(plan, *, indent: int = 2) -> str:
+    """The whole plan as JSON text."""
+    return json.dumps(to_dict(plan), indent=indent, allow_nan=False) + "\n"
+
+
+def bom_table(plan) -> pd.DataFrame:
+    """Bill of materials: item, quantity, unit, and one column per GPU workload (its share)."""
+    gpu_work = plan.training + plan.inference
+    names = [w.name for w in gpu_work]
+    net, st = plan.network, plan.storage
+    fab, sfab = net.compute_fabric, net.storage_fabric
+
+    def row(item, qty, unit, per=None):
+        return {"item": item, "quantity": qty, "unit": unit} | dict(zip(names, per or [None] * len(names)))
+
+    rows = [
+        row(f"GPU {plan.accelerator}", plan.gpus, "GPUs", [w.gpus for w in gpu_work]),
+        row(f"server {plan.server}", plan.servers, "servers", [w.servers for w in gpu_work]),
+        row("racks", plan.racks, "racks"),
+        row("server power", plan.power_watts / 1e3, "kW",
+            [plan.power_watts / max(plan.servers, 1) * w.servers / 1e3 for w in gpu_work]),
+        row(f"compute NIC {net.compute_link}", net.compute_nics, "NICs",
+            [net.compute_nics_per_server * w.servers for w in gpu_work]),
+        row("compute fabric switches", fab["switches"], "switches"),
+        row(f"storage NIC {net.storage_link}", net.storage_nics, "NICs",
+            [net.storage_nics_per_server * w.servers for w in gpu_work]),
+        row("storage fabric switches", sfab["switches"], "switches"),
+        row(f"storage {st.system} ({st.scope})", st.units, st.scope + "s"),
+        row("storage capacity, raw", st.capacity_bytes["raw_bytes"] / TB, "TB"),
+    ]
+    return pd.DataFrame(rows)
+
+
+def workloads_table(plan) -> pd.DataFrame:
+    """One row per workload with its headline figures (base units converted in the column names)."""
+    rows = []
+    for t in plan.training:
+        c = t.checkpoint
+        rows.append({"workload": t.name, "kind": "training", "model": t.model, "gpus": t.gpus,
+                     "servers": t.servers, "days": t.training_days, "goodput": t.goodput,
+                     "mfu_assumed": t.mfu_assumed, "mfu_predicted": t.mfu_predicted,
+                     "layout": f"TP{t.layout.tensor_parallel} PP{t.layout.pipeline_parallel} "
+                               f"DP{t.layout.data_parallel} ZeRO-{t.layout.zero_stage} mb{t.layout.micro_batch} "
+                               f"{t.layout.recompute}",
+                     "memory_per_gpu_gb": t.memory_bytes["total_bytes"] / GB, "memory_fits": t.memory_fits,
+                     "read_gb_per_s": t.read_bytes_per_s / GB,
+                     "checkpoint_gb": c.checkpoint_bytes / GB if c else None,
+                     "checkpoint_write_s": c.write_seconds if c else None,
+                     "restore_s": c.restore_seconds if c else None,
+                     "host_ram_gb": t.host_memory_needed_bytes / GB, "host_ram_fits": t.host_memory_fits})
+    for i in plan.inference:
+        rows.append({"workload": i.name, "kind": "inference", "model": i.model, "gpus": i.gpus,
+                     "servers": i.servers, "replicas": i.replicas, "tensor_parallel": i.tensor_parallel,
+                     "batch": i.batch, "ttft_s": i.ttft_seconds, "tpot_ms": i.tpot_seconds * 1e3,
+                     "latency_p95_s": i.latency_p95_seconds, "utilisation": i.utilisation,
+                     "memory_per_gpu_gb": i.memory_per_gpu_bytes["total_bytes"] / GB, "memory_fits": i.fits,
+                     "host_ram_gb": i.host_memory_needed_bytes / GB, "host_ram_fits": i.host_memory_fits})
+    for d in plan.dataprep:
+        rows.append({"workload": d.name, "kind": "data-prep", "gpus": 0, "servers": 0,
+                     "read_gb_per_s": d.read_bytes_per_s / GB, "write_gb_per_s": d.write_bytes_per_s / GB})
+    return pd.DataFrame(rows)
+
+
+def storage_table(plan) -> pd.DataFrame:
+    """The IO blend: one row per storage workload and a total row [GB/s, operations/s]."""
+    df = pd.DataFrame(list(plan.storage.workloads))
+    for c in ("read_bytes_per_s", "write_bytes_per_s", "read_peak_bytes_per_s", "write_peak_bytes_per_s"):
+        df[c.replace("bytes_per_s", "gb_per_s")] = df.pop(c) / GB
+    total = df.select_dtypes("number").sum().to_dict() | {"name": "total", "kind": ""}
+    total["read_share"] = plan.storage.read_share
+    return pd.concat([df, pd.DataFrame([total])], ignore_index=True)
+
+
+def findings_table(plan) -> pd.DataFrame:
+    return pd.DataFrame([dataclasses.asdict(f) for f in plan.findings], columns=["severity", "area", "text"])
+
+
+TABLES = {"bom": bom_table, "workloads": workloads_table, "storage": storage_table, "findings": findings_table}
+
+
+def write_csv(plan, out_dir) -> list[Path]:
+    """Write bom.csv, workloads.csv, storage.csv and findings.csv into ``out_dir`` (created)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, table in TABLES.items():
+        path = out / f"{name}.csv"
+        table(plan).to_csv(path, index=False)
+        paths.append(path)
+    return paths
+
+
+def write_excel(plan, path) -> Path:
+    """Write one Excel workbook with a sheet per table (needs openpyxl)."""
+    import importlib.util
+
+    if importlib.util.find_spec("openpyxl") is None:
+        raise ValueError("Excel export is not available: install openpyxl")
+    path = Path(path)
+    with pd.ExcelWriter(path, engine="openpyxl") as xl:
+        for name, table in TABLES.items():
+            table(plan).to_excel(xl, sheet_name=name, index=False)
+    return path

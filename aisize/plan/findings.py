@@ -1,0 +1,233 @@
+"""Plain-language findings about a plan: what does not fit, what binds, what is over-provisioned.
+
+One function per kind of finding, each returning a list of :class:`Finding`;
+:func:`findings` runs them all (problems first) and ends with the assumptions used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aisize.plan import context as C
+from aisize.units import GB, GiB
+
+SEVERITIES = ("problem", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One statement about a plan."""
+
+    severity: str  # problem | warning | info
+    area: str  # memory | host | storage | network | compute | checkpoint | inference | assumptions
+    text: str
+
+
+def _gb(x: float) -> str:
+    return f"{x / GB:,.1f} GB"
+
+
+def memory_fit(plan) -> list[Finding]:
+    out = []
+    for t in plan.training:
+        if not t.memory_fits:
+            out.append(Finding("problem", "memory", (
+                f"{t.name}: needs {t.memory_bytes['total_bytes'] / GiB:,.1f} GiB per GPU with layout "
+                f"TP{t.layout.tensor_parallel} PP{t.layout.pipeline_parallel} ZeRO-{t.layout.zero_stage} "
+                f"micro-batch {t.layout.micro_batch}, but {plan.accelerator} offers "
+                f"{t.gpu_memory_usable_bytes / GiB:,.1f} GiB after headroom: it does not fit")))
+    for i in plan.inference:
+        if not i.fits:
+            out.append(Finding("problem", "memory", (
+                f"{i.name}: weights and one {i.kv_bytes_per_user / GB:,.2f} GB context do not fit "
+                f"{i.tensor_parallel} x {plan.accelerator}")))
+    return out
+
+
+def host_memory(plan) -> list[Finding]:
+    out = [Finding("problem", "host", f"{p.name}: needs {_gb(p.host_memory_needed_bytes)} of host RAM per "
+                   f"server; {plan.server} has {_gb(p.server_host_memory_bytes)}")
+           for p in plan.training + plan.inference if not p.host_memory_fits]
+    need = plan.host_memory_needed_bytes
+    if need and not out and plan.server_host_memory_bytes > C.OVERPROVISION_FACTOR * need:
+        out.append(Finding("info", "host", (
+            f"host RAM is over-provisioned for this plan: {plan.server} has {_gb(plan.server_host_memory_bytes)}, "
+            f"{plan.server_host_memory_bytes / need:.1f}x the {_gb(need)} the plan needs per server")))
+    return out
+
+
+def storage_binding(plan) -> list[Finding]:
+    s = plan.storage
+    out = []
+    over = {k: u for k, u in s.utilisation.items() if u is not None and u > 1.0}
+    if s.scope in ("system", "node") and over:
+        worst = max(over, key=over.get)
+        out.append(Finding("problem", "storage", (
+            f"storage {s.system} is too small: {worst} demand is {over[worst]:.1f}x what it supplies "
+            f"({', '.join(f'{k} {v:.1f}x' for k, v in over.items())})")))
+    elif s.scope in ("unit", "drive"):
+        out.append(Finding("info", "storage", (
+            f"storage: {s.units:.0f} x {s.system}; {s.binding} binds (units by read {s.units_by['read']:.0f}, "
+            f"write {s.units_by['write']:.0f}, IOPS {s.units_by['iops']:.0f}, capacity {s.units_by['capacity']:.0f})")))
+    else:
+        out.append(Finding("info", "storage", (
+            f"storage {s.system}: {s.binding} binds at {s.utilisation[s.binding]:.0%} of what it supplies")))
+    return out
+
+
+def storage_overprovisioned(plan) -> list[Finding]:
+    s = plan.storage
+    used = [u for u in s.utilisation.values() if u is not None]
+    if used and max(used) < 1.0 / C.OVERPROVISION_FACTOR:
+        return [Finding("info", "storage", (
+            f"storage is over-provisioned: the busiest constraint ({s.binding}) uses {max(used):.0%} of "
+            f"{s.units:.0f} x {s.system}"))]
+    return []
+
+
+def storage_latency(plan) -> list[Finding]:
+    s = plan.storage
+    ops = s.read_iops + s.write_iops
+    if s.io_utilisation >= 1.0:
+        return [Finding("problem", "storage", f"storage IO queue is unstable: {ops:,.0f} operations/s exceed "
+                        f"{s.supply_iops:,.0f}/s; latency grows without bound")]
+    out = []
+    if ops > s.knee_iops:
+        out.append(Finding("warning", "storage", (
+            f"storage runs past its latency knee: {ops:,.0f} operations/s against a knee of {s.knee_iops:,.0f}/s; "
+            f"p95 latency {s.latency_p95_seconds * 1e3:,.2f} ms")))
+    if s.units_at_knee is not None:
+        out.append(Finding("info", "storage", (
+            f"{s.units_at_knee:.0f} x {s.system} keep the blend below the latency knee "
+            f"(mean latency within {C.KNEE_FACTOR:g}x unloaded)")))
+    return out
+
+
+def data_stalls(plan) -> list[Finding]:
+    out = []
+    allowed = 1.0 - plan.policies["target_gpu_utilisation"]  # sizing to u x demand accepts 1 - u
+    for j in plan.storage.jobs:
+        if j.stall_fraction > 0:
+            bad = j.stall_fraction > allowed + 1e-9
+            out.append(Finding("problem" if bad else "info", "storage", (
+                f"{j.name}: GPUs wait for data {j.stall_fraction:.0%} of the time (supplied "
+                f"{_gb(min(j.storage_share_bytes_per_s, j.network_feed_bytes_per_s))}/s of "
+                f"{_gb(j.ideal_read_bytes_per_s)}/s)" + ("" if bad else ", within the target utilisation"))))
+        if j.bottleneck_gpus is not None:
+            out.append(Finding("info", "storage", (
+                f"{j.name}: storage becomes the bottleneck at about {j.bottleneck_gpus:,.0f} GPUs")))
+    return out
+
+
+def network_links(plan) -> list[Finding]:
+    out = []
+    link = plan.network.compute_link
+    for j in plan.storage.jobs:
+        u = j.link_utilisation
+        if u > 1.0:
+            out.append(Finding("problem", "network", (
+                f"{j.name}: the {link} links are below the data demand ({u:.1f}x their capacity); "
+                "use faster or more NICs")))
+        elif u > C.LINK_WARNING_UTILISATION:
+            out.append(Finding("warning", "network", f"{j.name}: training data fills {u:.0%} of the {link} links"))
+        else:
+            out.append(Finding("info", "network", f"{j.name}: training data uses {u:.0%} of the {link} links"))
+    return out
+
+
+def inference_targets(plan) -> list[Finding]:
+    out = []
+    for i in plan.inference:
+        if not i.tpot_met:
+            out.append(Finding("problem", "inference", (
+                f"{i.name}: even one sequence decodes at {i.tpot_seconds * 1e3:,.1f} ms/token with TP "
+                f"{i.tensor_parallel}: the time-per-output-token target is unreachable")))
+        elif not i.latency_target_met:
+            out.append(Finding("warning", "inference", (
+                f"{i.name}: no replica count holds p95 latency under {i.latency_target_seconds:,.1f} s")))
+        if i.requests_per_s > i.knee_requests_per_s:
+            out.append(Finding("warning", "inference", (
+                f"{i.name}: {i.requests_per_s:g} requests/s is past the latency knee "
+                f"({i.knee_requests_per_s:,.1f}/s): a small rise in load raises latency sharply")))
+    return out
+
+
+def compute_notes(plan) -> list[Finding]:
+    out = []
+    for t in plan.training:
+        if t.chinchilla_note:
+            out.append(Finding("info", "compute", f"{t.name}: {t.chinchilla_note}"))
+        if t.mfu_predicted is not None:
+            ratio = t.mfu_predicted / t.mfu_assumed
+            if ratio > C.MFU_GAP_FACTOR or ratio < 1.0 / C.MFU_GAP_FACTOR:
+                out.append(Finding("warning", "compute", (
+                    f"{t.name}: the step-time model predicts MFU {t.mfu_predicted:.2f}, the plan assumes "
+                    f"{t.mfu_assumed:.2f}: check the assumption")))
+    return out
+
+
+def checkpoints(plan) -> list[Finding]:
+    out = []
+    for t in plan.training:
+        if t.goodput <= 0:
+            out.append(Finding("problem", "checkpoint", (
+                f"{t.name}: goodput 0: failures come faster than checkpoints and restarts; the job never "
+                "finishes (raise the node MTBF, cut the restart time or use fewer servers)")))
+        elif t.goodput < C.GOODPUT_WARNING:
+            out.append(Finding("warning", "checkpoint", (
+                f"{t.name}: goodput {t.goodput:.0%}: failures and checkpoints cost over "
+                f"{1 - C.GOODPUT_WARNING:.0%} of wall time")))
+        c = t.checkpoint
+        if c is not None and c.write_bytes_per_s < c.write_bytes_per_s_for_stall:
+            out.append(Finding("warning", "checkpoint", (
+                f"{t.name}: checkpoints write at {_gb(c.write_bytes_per_s)}/s; keeping writes under "
+                f"{C.CHECKPOINT_MAX_STALL:.0%} of training needs {_gb(c.write_bytes_per_s_for_stall)}/s")))
+    return out
+
+
+def assumptions(plan) -> list[Finding]:
+    items = ", ".join(f"{k} = {v}" for k, v in plan.assumptions.items())
+    out = [Finding("info", "assumptions", f"assumptions used: {items}")]
+    if plan.storage.write_assumed:
+        out.append(Finding("info", "assumptions", (
+            f"{plan.storage_system} publishes no write rate: writes assumed at "
+            f"{C.UNKNOWN_WRITE_SHARE:.0%} of its read rate")))
+    return out
+
+
+CHECKS = (memory_fit, host_memory, storage_binding, storage_overprovisioned, storage_latency, data_stalls,
+          network_links, inference_targets, compute_notes, checkpoints, assumptions)
+
+
+def findings(plan) -> list[Finding]:
+    """Every finding about ``plan``, problems first, then warnings, then information."""
+    found = [f for check in CHECKS for f in check(plan)]
+    return sorted(found, key=lambda f: SEVERITIES.index(f.severity))
+
+
+def assumptions_used(policies) -> dict:
+    """Every policy value and every named planner or engine default a plan uses, with its value."""
+    from aisize import host, serving, step_time
+    from aisize.memory import inference as inf_mem
+    from aisize.network import collectives
+    from aisize.plan import inference as inf_plan
+    from aisize.plan import training
+
+    engine = {
+        "step_time.compute_efficiency": step_time.DEFAULT_COMPUTE_EFFICIENCY,
+        "step_time.dp_overlap": step_time.DEFAULT_DP_OVERLAP,
+        "serving.decode_memory_efficiency": serving.DECODE_MEMORY_EFFICIENCY,
+        "serving.prefill_compute_efficiency": serving.PREFILL_COMPUTE_EFFICIENCY,
+        "memory.inference.serving_memory_utilization": inf_mem.SERVING_MEMORY_UTILIZATION,
+        "host.os_and_application_bytes": host.OS_AND_APPLICATION_BYTES,
+        "host.loader_workers_per_gpu": host.DEFAULT_LOADER_WORKERS_PER_GPU,
+        "network.link_efficiency": collectives.DEFAULT_EFFICIENCY,
+        "plan.default_seq_len": training.DEFAULT_SEQ_LEN,
+        "plan.inference_latency_percentile": inf_plan.PERCENTILE,
+        "plan.inference_fallback_utilisation": inf_plan.FALLBACK_UTILISATION,
+    }
+    return ({f"policies.{k}": v for k, v in policies.model_dump(mode="json").items()}
+            | {f"plan.{k}": v for k, v in C.planner_assumptions().items()} | engine)
+
+
+__all__ = ["Finding", "findings", "assumptions_used", "SEVERITIES"]

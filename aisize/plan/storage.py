@@ -1,0 +1,182 @@
+"""The shared storage of a plan: the IO blend of every workload, capacity, units, stalls, latency.
+
+Glue only: aisize.storage.blender (blend), capacity (capacity_plan), sizing
+(storage_units_for), demand (data_stall), aisize.network.links (link_feed_for)
+and aisize.queueing (storage_station, latency_vs_load, knee_load).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from aisize.network.fabric import Nics
+from aisize.network.links import link_feed_for
+from aisize.plan import context as C
+from aisize.plan.dataprep import DataPrepPlan, dataprep_workload
+from aisize.plan.inference import InferencePlan
+from aisize.plan.training import TrainingPlan
+from aisize.queueing import knee_load, latency_vs_load, storage_station
+from aisize.storage.blender import blend, checkpoint_bursts, inference_model_loading, training_reads, workload
+from aisize.storage.capacity import capacity_plan
+from aisize.storage.demand import data_stall
+from aisize.storage.sizing import storage_units_for
+from aisize.units import HOUR
+
+
+@dataclass(frozen=True)
+class JobStorage:
+    """What storage and network give one training job."""
+
+    name: str
+    ideal_read_bytes_per_s: float  # all its GPUs at 100 %
+    storage_share_bytes_per_s: float  # its share of the storage's read supply
+    network_feed_bytes_per_s: float  # its servers' scale-out links (link_feed_for)
+    link_utilisation: float  # demand at the target utilisation / link feed, per server
+    stall_fraction: float  # share of step time waiting for data
+    bottleneck_gpus: float | None  # GPUs at which the storage supply runs out (None: scales per node)
+
+
+@dataclass(frozen=True)
+class StoragePlan:
+    """Aggregate IO, capacity, supply, units and latency of the shared storage."""
+
+    system: str
+    scope: str  # system | unit | node | drive
+    read_bytes_per_s: float  # blend averages [B/s]
+    write_bytes_per_s: float
+    read_peak_bytes_per_s: float  # bursts coinciding
+    write_peak_bytes_per_s: float
+    read_iops: float
+    write_iops: float
+    metadata_ops_per_s: float
+    read_share: float
+    dominant_workload: str
+    dominant_peak_workload: str
+    workloads: tuple  # one dict per blended workload (name, kind, bytes/s, IO sizes, read share)
+    capacity_bytes: dict  # datasets, checkpoints, data preparation, model repository, usable, raw
+    units: float  # systems, building blocks, drives or nodes the supply counts
+    units_by: dict  # units each constraint needs (read, write, iops, capacity)
+    binding: str  # the constraint with the highest need / supply
+    utilisation: dict  # need / supply per constraint (None where the storage gives no figure)
+    supply_read_bytes_per_s: float
+    supply_write_bytes_per_s: float
+    supply_iops: float
+    supply_capacity_bytes: float | None
+    write_assumed: bool
+    io_utilisation: float  # of the storage station at the blend's operations/s
+    latency_mean_seconds: float
+    latency_p95_seconds: float
+    knee_iops: float  # operations/s at which mean latency reaches KNEE_FACTOR x unloaded
+    units_at_knee: float | None  # building blocks that keep the blend below the knee (unit/drive scope)
+    jobs: tuple  # JobStorage per training job
+
+
+def _blend_workloads(training, inference, dataprep):
+    out = []
+    for t in training:
+        out.append(training_reads(t.name, t.read_bytes_per_s, io_bytes=t.read_io_bytes,
+                                  metadata_ops_per_s=t.metadata_ops_per_s))
+        if t.checkpoint is not None:
+            c = t.checkpoint
+            out.append(checkpoint_bursts(f"{t.name} checkpoints", c.checkpoint_bytes, c.write_seconds,
+                                         c.interval_seconds))
+    for i in inference:
+        if i.model_loads_per_hour > 0:
+            period = HOUR / i.model_loads_per_hour
+            out.append(inference_model_loading(f"{i.name} model loading", i.weights_bytes, i.replicas,
+                                               min(C.MODEL_LOAD_SECONDS, period), period))
+    out += [dataprep_workload(d) for d in dataprep]
+    return out or [workload("(no storage IO)", "mixed")]
+
+
+def _capacity(training, inference, dataprep, policies):
+    datasets = {(t.dataset if t.model_kind == "other" else t.name): t.dataset_bytes for t in training}
+    ckpt = sum(t.checkpoint.checkpoint_bytes for t in training if t.checkpoint is not None)
+    prep = sum(d.capacity_bytes for d in dataprep)
+    models = sum({(i.model, i.weights_bytes): i.weights_bytes for i in inference}.values())
+    cap = capacity_plan(sum(datasets.values()), checkpoint_bytes=ckpt,
+                        checkpoints_retained=policies.checkpoint_retention, scratch_bytes=prep + models,
+                        protection=policies.storage_usable_ratio)
+    return {"datasets_bytes": cap.dataset_bytes, "checkpoints_bytes": cap.checkpoint_bytes,
+            "data_preparation_bytes": prep, "model_repository_bytes": models,
+            "usable_bytes": cap.usable_bytes, "raw_bytes": cap.raw_bytes}
+
+
+@lru_cache(maxsize=128)
+def _knee_iops(station) -> float:
+    return float(knee_load(station, C.KNEE_FACTOR).arrival_rate_per_s)
+
+
+def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferencePlan, ...],
+                 dataprep: tuple[DataPrepPlan, ...], ctx: C.HardwareContext, policies, servers: int,
+                 nics: Nics) -> StoragePlan:
+    """Blend every workload on the scenario's storage and size it by the record's scope."""
+    b = blend(_blend_workloads(training, inference, dataprep))
+    cap = _capacity(training, inference, dataprep, policies)
+    ops = b.read_iops + b.write_iops
+    mean_io = (b.read_bytes_per_s + b.write_bytes_per_s) / ops if ops else C.READ_IO_BYTES
+    rec = dataclasses.replace(ctx.storage, write_bandwidth_bytes_per_s=ctx.storage_write_bytes_per_s)
+    need = {"read": b.read_bytes_per_s, "write": b.write_bytes_per_s, "iops": ops, "capacity": cap["raw_bytes"]}
+    rated_iops = rec.read_iops_per_s is not None
+    sized = storage_units_for(rec, read_bytes_per_s=need["read"], write_bytes_per_s=need["write"],
+                              iops=ops if rated_iops else 0.0,
+                              capacity_bytes=need["capacity"] if rec.capacity_bytes else 0.0)
+    units = float(max(servers, 1)) if rec.scope == "node" else (1.0 if rec.scope == "system" else sized.units)
+    per = {"read": rec.read_bandwidth_bytes_per_s, "write": rec.write_bandwidth_bytes_per_s,
+           "iops": rec.read_iops_per_s, "capacity": rec.capacity_bytes}
+    supply = {k: (v * units if v is not None else None) for k, v in per.items()}
+    # the station serves at most the rated IOPS and what the read bandwidth allows at the blend's IO size
+    bw_iops = supply["read"] / mean_io
+    supply_iops = min(supply["iops"], bw_iops) if supply["iops"] else bw_iops
+    util = {k: (need[k] / supply[k] if supply[k] else None) for k in need}
+    binding = max((k for k in util if util[k] is not None), key=lambda k: util[k])
+    latency = ctx.storage.latency_seconds or C.STORAGE_LATENCY_SECONDS
+    station = storage_station(supply_iops, latency)
+    q = latency_vs_load(station, max(ops, 1e-9))
+    knee = _knee_iops(station)
+    at_knee = None
+    if rec.scope in ("unit", "drive"):
+        one = storage_station(supply_iops / units, latency)
+        at_knee = float(math.ceil(ops / _knee_iops(one))) if ops else 1.0
+    jobs = _jobs(training, b, supply["read"], ctx, nics, policies, rec.scope)
+    return StoragePlan(
+        rec.id, rec.scope, b.read_bytes_per_s, b.write_bytes_per_s, b.read_peak_bytes_per_s,
+        b.write_peak_bytes_per_s, b.read_iops, b.write_iops, b.metadata_ops_per_s, b.read_share,
+        b.dominant_bandwidth, b.dominant_peak, tuple(_rows(b.table)), cap, units,
+        {"read": sized.by_read, "write": sized.by_write, "iops": sized.by_iops, "capacity": sized.by_capacity},
+        binding, util, supply["read"], supply["write"], float(supply_iops), supply["capacity"],
+        ctx.storage_write_assumed, float(q.utilisation), float(q.response_mean_seconds),
+        float(q.response_p95_seconds), knee, at_knee, jobs)
+
+
+def _rows(table) -> list[dict]:
+    rows = []
+    for r in table.to_dict("records"):
+        total = r["read_bytes_per_s"] + r["write_bytes_per_s"]
+        rows.append({k: r[k] for k in ("name", "kind", "read_bytes_per_s", "write_bytes_per_s",
+                                       "read_peak_bytes_per_s", "write_peak_bytes_per_s", "read_iops",
+                                       "write_iops", "read_io_bytes", "write_io_bytes", "metadata_ops_per_s")}
+                    | {"read_share": r["read_bytes_per_s"] / total if total else 0.0})
+    return rows
+
+
+def _jobs(training, b, supply_read, ctx, nics: Nics, policies, scope) -> tuple[JobStorage, ...]:
+    """Each training job's storage share (proportional to ideal demand when short) and data stall."""
+    ideal_reads = b.read_bytes_per_s + sum(t.ideal_read_bytes_per_s - t.read_bytes_per_s for t in training)
+    scale = min(1.0, supply_read / ideal_reads) if ideal_reads else 1.0
+    out = []
+    for t in training:
+        share = t.ideal_read_bytes_per_s * scale
+        per_server = t.dataset_bytes / t.servers  # one epoch's bytes through one server
+        feed = link_feed_for(ctx.scale_out_link, per_server, t.sample_bytes, links=nics.nics_per_server)
+        feed_total = float(feed.bytes_per_s) * t.servers
+        supplied = min(share, feed_total)
+        stall = float(data_stall(supplied, t.ideal_read_bytes_per_s).stall_fraction)
+        per_gpu = t.ideal_read_bytes_per_s / t.gpus
+        bottleneck = None if scope == "node" else supply_read / per_gpu
+        out.append(JobStorage(t.name, t.ideal_read_bytes_per_s, share, feed_total,
+                              t.read_bytes_per_s / feed_total, stall, bottleneck))
+    return tuple(out)

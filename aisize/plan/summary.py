@@ -1,0 +1,51 @@
+"""Plain-text summary of a plan (the CLI's default output) and parsing of ``--vary`` specs."""
+
+from __future__ import annotations
+
+import numpy as np
+import yaml
+
+from aisize.plan.bom import bom_table, workloads_table
+from aisize.units import GB, TB
+
+
+def summary_text(p) -> str:
+    """A compact text report: totals, bill of materials, workloads, storage, findings."""
+    s = p.storage
+    lines = [f"{p.scenario_name}",
+             f"  {p.gpus} x {p.accelerator} in {p.servers} x {p.server}, {p.racks} rack(s), "
+             f"{p.power_watts / 1e3:,.1f} kW",
+             f"  storage {s.system} ({s.scope}): {s.units:g} unit(s), {s.binding} binds; "
+             f"read {s.read_bytes_per_s / GB:,.2f} GB/s, write {s.write_bytes_per_s / GB:,.2f} GB/s, "
+             f"{s.read_iops + s.write_iops:,.0f} IO/s, raw {s.capacity_bytes['raw_bytes'] / TB:,.1f} TB, "
+             f"p95 latency {s.latency_p95_seconds * 1e3:,.2f} ms", "", "Bill of materials"]
+    fmt = (lambda x: f"{x:,.4g}")
+    lines.append(bom_table(p).to_string(index=False, float_format=fmt, na_rep=""))
+    lines += ["", "Workloads", workloads_table(p).to_string(index=False, float_format=fmt, na_rep="")]
+    lines += ["", "Findings"]
+    lines += [f"  [{f.severity}] {f.area}: {f.text}" for f in p.findings if f.area != "assumptions"]
+    lines += [f"  [{f.severity}] {f.area}: {f.text}" for f in p.findings if f.area == "assumptions"]
+    return "\n".join(lines) + "\n"
+
+
+def _value(text: str):
+    v = yaml.safe_load(text)
+    return v if isinstance(v, (int, float, str, bool)) else text
+
+
+def parse_vary(spec: str) -> tuple[str, list]:
+    """``PATH=LO:HI:N`` (N values from LO to HI; whole numbers stay whole) or ``PATH=a,b,c``."""
+    path, sep, rest = spec.partition("=")
+    if not sep or not path or not rest:
+        raise ValueError(f"--vary {spec!r} is not allowed: write PATH=LO:HI:N or PATH=a,b,c")
+    if rest.count(":") == 2 and "," not in rest:
+        lo, hi, n = (_value(x) for x in rest.split(":"))
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (lo, hi)) \
+                or not isinstance(n, int) or not 1 <= n <= 1000:
+            raise ValueError(f"--vary {spec!r} is not allowed: LO and HI must be numbers and N a whole "
+                             "number from 1 to 1000")
+        values = np.linspace(lo, hi, n)
+        if isinstance(lo, int) and isinstance(hi, int):
+            return path, sorted({int(round(v)) for v in values})
+        return path, [float(v) for v in values]
+    return path, [_value(x.strip()) for x in rest.split(",") if x.strip()]

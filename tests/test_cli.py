@@ -1,0 +1,74 @@
+"""The command line: `size` and `sweep` outputs, and exit status 2 with a named field on bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aisize.cli import main
+
+
+@pytest.fixture
+def scenario(tmp_path, capsys):
+    assert main(["preset", "xe9680-genai"]) == 0
+    path = tmp_path / "s.yaml"
+    path.write_text(capsys.readouterr().out)
+    return path
+
+
+def test_size_prints_a_summary(scenario, capsys):
+    assert main(["size", str(scenario)]) == 0
+    out = capsys.readouterr().out
+    assert "Bill of materials" in out and "Findings" in out
+
+
+def test_size_json_csv_excel(scenario, tmp_path, capsys):
+    assert main(["size", str(scenario), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gpus"] > 0
+    assert main(["size", str(scenario), "--csv", str(tmp_path / "csv")]) == 0
+    assert (tmp_path / "csv" / "bom.csv").exists()
+    assert main(["size", str(scenario), "--excel", str(tmp_path / "plan.xlsx")]) == 0
+    assert (tmp_path / "plan.xlsx").stat().st_size > 0
+
+
+def test_sweep_prints_and_writes(scenario, tmp_path, capsys):
+    assert main(["sweep", str(scenario), "--vary", "policies.mfu=0.3:0.5:3"]) == 0
+    out = capsys.readouterr().out
+    assert "policies.mfu" in out and len(out.strip().splitlines()) == 4
+    assert main(["sweep", str(scenario), "--vary", "hardware.server=dgx-h100,dgx-b200",
+                 "--csv", str(tmp_path / "t.csv")]) == 0
+    assert (tmp_path / "t.csv").read_text().count("\n") == 3
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda t: t.replace("  mfu: 0.4", "  mfuu: 0.4"), ["policies.mfuu", "unknown key"]),
+    (lambda t: t.replace("requests_per_s: 20.0", "requests_per_s: lots"), ["requests_per_s", "lots"]),
+    (lambda t: t.replace("  mfu: 0.4", "  mfu: 1.5"), ["policies.mfu", "less than or equal to 0.9"]),
+    (lambda t: t.replace("server: dell-xe9680-h100", "server: nope"), ["hardware.server", "allowed:", "dgx-h100"]),
+    (lambda t: t.replace("method: lora", "method: dora"), ["workloads.0.training.method", "'full', 'lora' or 'qlora'"]),
+    (lambda t: t + "\n  - [unbalanced", ["not valid YAML"]),
+])
+def test_bad_scenario_exits_2_naming_the_field(scenario, capsys, edit, expected):
+    scenario.write_text(edit(scenario.read_text()))
+    assert main(["size", str(scenario)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    for text in expected:
+        assert text in err
+
+
+def test_missing_file_and_bad_vary_exit_2(scenario, tmp_path, capsys):
+    assert main(["size", str(tmp_path / "none.yaml")]) == 2
+    assert "cannot be read" in capsys.readouterr().err
+    assert main(["sweep", str(scenario), "--vary", "policies.mfu"]) == 2
+    assert "--vary" in capsys.readouterr().err
+    assert main(["sweep", str(scenario), "--vary", "policies.nope=1,2"]) == 2
+    assert "policies.nope" in capsys.readouterr().err
+
+
+def test_unwritable_output_exits_2(scenario, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["size", str(scenario), "--csv", str(blocker / "sub")]) == 2
+    assert "cannot write" in capsys.readouterr().err

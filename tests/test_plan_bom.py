@@ -1,0 +1,104 @@
+"""Exports (JSON, CSV, Excel, tables) and sensitivity (sweep, compare) of a plan."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from aisize.plan import bom_table, compare, plan, sweep, to_json, write_csv, write_excel
+from aisize.plan.summary import parse_vary, summary_text
+from aisize.scenario import ScenarioError, preset
+
+
+@pytest.fixture(scope="module")
+def genai():
+    return plan(preset("xe9680-genai"))
+
+
+def test_json_is_the_whole_plan(genai):
+    data = json.loads(to_json(genai))
+    assert data["gpus"] == genai.gpus and data["servers"] == genai.servers
+    assert len(data["training"]) == 2 and data["inference"][0]["replicas"] == genai.inference[0].replicas
+    assert data["storage"]["binding"] == genai.storage.binding
+    assert data["scenario"]["name"] == "Dell XE9680 generative AI"
+    assert {"severity", "area", "text"} == set(data["findings"][0])
+
+
+def test_json_writes_unbounded_values_as_null():
+    from aisize.scenario import from_dict, to_dict
+
+    d = to_dict(preset("llama3-70b-pretrain"))
+    d["policies"]["node_mtbf_hours"] = 20
+    data = json.loads(to_json(plan(from_dict(d))))
+    assert data["training"][0]["training_days"] is None
+
+
+def test_bom_columns_sum_to_totals(genai):
+    bom = bom_table(genai).set_index("item")
+    names = [w.name for w in genai.training + genai.inference]
+    for item in (f"GPU {genai.accelerator}", f"server {genai.server}"):
+        assert bom.loc[item, names].sum() == bom.loc[item, "quantity"]
+    assert bom.loc["server power", names].sum() == pytest.approx(bom.loc["server power", "quantity"])
+
+
+def test_csv_and_excel(genai, tmp_path):
+    paths = write_csv(genai, tmp_path / "out")
+    assert sorted(p.name for p in paths) == ["bom.csv", "findings.csv", "storage.csv", "workloads.csv"]
+    assert pd.read_csv(tmp_path / "out" / "bom.csv").quantity.iloc[0] == genai.gpus
+    storage = pd.read_csv(tmp_path / "out" / "storage.csv")
+    assert storage.name.iloc[-1] == "total"
+    xl = write_excel(genai, tmp_path / "plan.xlsx")
+    assert set(pd.ExcelFile(xl).sheet_names) == {"bom", "workloads", "storage", "findings"}
+
+
+def test_summary_text_names_totals_and_findings(genai):
+    text = summary_text(genai)
+    assert f"{genai.gpus} x h100-sxm" in text and "Findings" in text and "Bill of materials" in text
+
+
+def test_sweep_target_days_trades_gpus_for_time():
+    t = sweep(preset("xe9680-genai"), "workloads.Full fine-tune 8B.target_days", [0.25, 1.0])
+    assert list(t["workloads.Full fine-tune 8B.target_days"]) == [0.25, 1.0]
+    assert t.gpus.iloc[0] > t.gpus.iloc[1]
+
+
+def test_sweep_gpu_type_storage_and_rate():
+    servers = sweep(preset("xe9680-genai"), "hardware.server", ["dell-xe9680-h100", "dgx-b200"])
+    assert servers.training_days.iloc[1] < servers.training_days.iloc[0]
+    storage = sweep(preset("hpe-weka-resnet"), "hardware.storage", ["hpe-weka-flash", "chassis-4u-15gbs"])
+    assert list(storage.storage_units) == [1.0, 1.0]
+    rate = sweep(preset("littles-law"), "workloads.1.requests_per_s", [10, 200])
+    assert rate.inference_replicas.iloc[1] > rate.inference_replicas.iloc[0]
+
+
+def test_sweep_rejects_bad_paths_and_values():
+    with pytest.raises(ScenarioError, match="allowed: .*hardware"):
+        sweep(preset("xe9680-genai"), "hardwar.server", ["dgx-h100"])
+    with pytest.raises(ScenarioError, match="workload"):
+        sweep(preset("xe9680-genai"), "workloads.9.gpus", [8])
+    with pytest.raises(ScenarioError, match="policies.mfu"):
+        sweep(preset("xe9680-genai"), "policies.mfu", [2.0])
+
+
+def test_compare_side_by_side():
+    table = compare([preset("xe9680-genai"), preset("littles-law")])
+    assert list(table.columns) == ["Dell XE9680 generative AI", "Little's law - CNN training and NLP inference"]
+    assert table.loc["gpus"].tolist() == [plan(preset("xe9680-genai")).gpus, plan(preset("littles-law")).gpus]
+
+
+@pytest.mark.parametrize("spec, path, values", [
+    ("policies.mfu=0.3:0.5:3", "policies.mfu", [0.3, 0.4, 0.5]),
+    ("workloads.0.gpus=8:32:4", "workloads.0.gpus", [8, 16, 24, 32]),
+    ("hardware.scale_out_link=eth-10g,eth-40g", "hardware.scale_out_link", ["eth-10g", "eth-40g"]),
+])
+def test_parse_vary(spec, path, values):
+    p, v = parse_vary(spec)
+    assert p == path and v == pytest.approx(values) if isinstance(values[0], float) else v == values
+
+
+@pytest.mark.parametrize("spec", ["policies.mfu", "=1:2:3", "policies.mfu=a:b:3", "policies.mfu=1:2:0"])
+def test_parse_vary_rejects(spec):
+    with pytest.raises(ValueError, match="--vary"):
+        parse_vary(spec)
