@@ -108,6 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", metavar="FILE", help="write the table as CSV instead of printing it")
     p.set_defaults(func=_cmd_sweep)
 
+    from aisize.report.cli import add_report_parser
+    from aisize.validation import cli as validation_cli
+
+    add_report_parser(sub)
+
+    p = sub.add_parser("validate", help="compare aisize's estimates with published figures")
+    validation_cli.configure_parser(p)
+    p.set_defaults(func=validation_cli.run)
+
     p = sub.add_parser("app", help="serve the interactive workbook (Voila) on this machine")
     p.add_argument("--port", type=int, default=8866)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")

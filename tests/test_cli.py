@@ -72,3 +72,19 @@ def test_unwritable_output_exits_2(scenario, tmp_path, capsys):
     blocker.write_text("x")
     assert main(["size", str(scenario), "--csv", str(blocker / "sub")]) == 2
     assert "cannot write" in capsys.readouterr().err
+
+
+def test_validate_subcommand_runs_the_validation_suite(capsys):
+    from aisize.cli import main
+
+    assert main(["validate", "--family", "storage"]) == 0
+    out = capsys.readouterr().out
+    assert "ckpt-llama-3-405b" in out and "MFU range" in out
+
+
+def test_report_subcommand_rejects_a_bad_name_before_running(capsys, tmp_path):
+    from aisize.cli import main
+
+    assert main(["report", "--preset", "xe9680-genai", "--out", str(tmp_path), "--name", "../x"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
