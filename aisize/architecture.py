@@ -319,3 +319,20 @@ def transformer_from_hf_config(config: dict | str | Path, id: str | None = None)
     moe = draft.experts > 1
     return Transformer(**{**draft.__dict__, "published_params": float(count.total),
                           "published_active_params": float(count.active) if moe else None})
+
+
+def attention_dim(arch: Transformer) -> int:
+    """H·Q of PaLM's attention FLOPs (12·L·H·Q·s per token): heads x head dimension.
+
+    MLA (DeepSeek) scores queries and keys at qk_nope + qk_rope dims per head and
+    mixes values at v_head_dim, so its width is the mean of the two times heads.
+
+    References
+    ----------
+    .. [1] Chowdhery et al. 2022 (PaLM), arXiv:2204.02311, appendix B.
+    .. [2] DeepSeek-AI 2024, DeepSeek-V3 technical report, arXiv:2412.19437, sec. 2.1.1.
+    """
+    if arch.attention == "mla":
+        qk = arch.qk_nope_head_dim + arch.qk_rope_head_dim
+        return arch.heads * (qk + arch.v_head_dim) // 2
+    return arch.heads * arch.head_dim

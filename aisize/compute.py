@@ -1,9 +1,9 @@
 """Training compute: FLOPs, time at an MFU, GPUs for a deadline, GPU-hours, energy.
 
 Model FLOPs per token are 6N (2 forward, 4 backward per parameter) plus
-12·L·h·s for attention scores (PaLM appendix B); MFU counts these. Hardware
-FLOPs add recomputation: full recompute runs the forward twice (8N + 16·L·h·s),
-selective recompute re-runs the attention scores (+4·L·h·s). MoE models use
+12·L·H·Q·s for attention scores (PaLM appendix B); MFU counts these. Hardware
+FLOPs add recomputation: full recompute runs the forward twice (8N + 16·L·H·Q·s),
+selective recompute re-runs the attention scores (+4·L·H·Q·s). MoE models use
 active parameters here and all parameters for memory.
 """
 
@@ -22,18 +22,21 @@ CHINCHILLA_TOKENS_PER_PARAM = 20.0  # Hoffmann et al. 2022, arXiv:2203.15556, Ta
 CHINCHILLA_FAR_FACTOR = 2.0  # assumption: warn when D/N is over 2x or under 1/2 of 20
 
 
-def flops_per_token(params, *, layers=0, hidden=0, seq_len=0, recompute: str = "none",
+def flops_per_token(params, *, layers=0, attention_dim=0, seq_len=0, recompute: str = "none",
                     method: str = "full"):
-    """Training FLOPs per token [FLOP]: 6N + 12·L·h·s, plus recomputation.
+    """Training FLOPs per token [FLOP]: 6N + 12·L·H·Q·s, plus recomputation.
 
     Parameters
     ----------
     params : N, parameters a token passes through (MoE: active) [count]
-    layers, hidden, seq_len : L, h, s for the attention term (0 omits it)
-    recompute : none | selective (+4·L·h·s) | full (+2N + 4·L·h·s: one more forward)
+    layers, seq_len : L, s for the attention term (0 omits it)
+    attention_dim : H·Q, attention heads x head dimension (PaLM appendix B); the
+        hidden size for most models, not for PaLM (12,288 vs 18,432) or MLA models;
+        :func:`aisize.architecture.attention_dim` gives it for a catalog model
+    recompute : none | selective (+4·L·H·Q·s) | full (+2N + 4·L·H·Q·s: one more forward)
     method : "full" trains every weight; "lora" freezes the base (LoRA/QLoRA): the
         backward pass still propagates activation gradients (2N) but computes no
-        weight gradients (the other 2N), so 4N + 12·L·h·s (adapter FLOPs are
+        weight gradients (the other 2N), so 4N + 12·L·H·Q·s (adapter FLOPs are
         negligible at small rank)
 
     Returns
@@ -50,7 +53,7 @@ def flops_per_token(params, *, layers=0, hidden=0, seq_len=0, recompute: str = "
     """
     n = checks.positive("params", params)
     L = checks.non_negative("layers", layers)
-    h = checks.non_negative("hidden", hidden)
+    h = checks.non_negative("attention_dim", attention_dim)
     s = checks.non_negative("seq_len", seq_len)
     mode = checks.choice("recompute", recompute, RECOMPUTE)
     weight_grads = 2.0 * n if checks.choice("method", method, METHODS) == "full" else 0.0

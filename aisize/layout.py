@@ -95,7 +95,8 @@ def evaluate_layouts(grid: dict, *, inputs: dict, seq_len, global_batch, precisi
     grad_bytes = unit["grad32"] if framework in ("megatron", "fsdp") else unit["grad"]
     step = _step(active_params=active_params, dense_params=total_params - routed_params,
                  routed_params=routed_params, experts_per_token=experts_per_token, layers=inputs["layers"],
-                 hidden=inputs["hidden"], seq_len=seq_len, global_batch=global_batch, micro_batch=mb, tp=tp,
+                 hidden=inputs["hidden"], attention_dim=inputs.get("attention_dim", inputs["hidden"]),
+                 seq_len=seq_len, global_batch=global_batch, micro_batch=mb, tp=tp,
                  pp=pp, dp=dp, ep=ep, virtual_stages=1, code=code, sp=sequence_parallel, stage=st,
                  grad_bytes=grad_bytes, peak=peak, efficiency=compute_efficiency, up_bw=up_bw, out_bw=out_bw,
                  domain=domain, dp_overlap=dp_overlap, link_efficiency=link_efficiency)
@@ -137,7 +138,7 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
     """
     import pandas as pd
 
-    from aisize.architecture import transformer_params
+    from aisize.architecture import attention_dim, transformer_params
 
     usable = accelerator.memory_visible_bytes or accelerator.memory_bytes
     room = checks.number("headroom", headroom, low=0.0, high=1.0, high_inclusive=False)
@@ -159,6 +160,7 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
         raise ValueError("qlora=True is not allowed without lora_rank: QLoRA trains LoRA adapters")
     inputs = transformer_memory_inputs(model, pp=grid["pp"], dropout=dropout, flash_attention=flash_attention,
                                        lora_rank=lora_rank)
+    inputs["attention_dim"] = attention_dim(model)
     if lora_rank is not None:
         inputs["frozen_dtype_bytes"] = bytes_per_element("nf4" if qlora else "bf16")
     mem, step = evaluate_layouts(grid, inputs=inputs, seq_len=checks.positive("seq_len", seq_len),

@@ -92,13 +92,13 @@ def _collective(op, payload, n_in, n_out, up_bw, out_bw, **kw):
     return two_tier_collective_seconds(op, p, i, o, up_bw, out_bw, **kw)[inv].reshape(payload.shape)
 
 
-def _step(*, active_params, dense_params, routed_params, experts_per_token, layers, hidden, seq_len,
+def _step(*, active_params, dense_params, routed_params, experts_per_token, layers, hidden, attention_dim, seq_len,
           global_batch, micro_batch, tp, pp, dp, ep, virtual_stages, code, sp, stage, grad_bytes,
           peak, efficiency, up_bw, out_bw, domain, dp_overlap, link_efficiency):
     """Vectorized core (inputs checked by the caller; arrays broadcast)."""
     gpus = tp * pp * dp
     tokens = global_batch * seq_len
-    per_token = [flops_per_token(active_params, layers=layers, hidden=hidden, seq_len=seq_len, recompute=r)
+    per_token = [flops_per_token(active_params, layers=layers, attention_dim=attention_dim, seq_len=seq_len, recompute=r)
                  for r in RECOMPUTE]
     hw_flops = np.choose(code, per_token) * tokens
     compute = hw_flops / (gpus * peak * efficiency)
@@ -137,6 +137,7 @@ def _step(*, active_params, dense_params, routed_params, experts_per_token, laye
 
 
 def step_time(*, active_params, layers, hidden, seq_len, global_batch, micro_batch, peak_flops_per_s,
+              attention_dim=None,
               scaleup_bytes_per_s, scaleout_bytes_per_s, scaleup_domain=8, total_params=None,
               routed_params=0.0, experts_per_token=1, tp=1, pp=1, dp=1, ep=1, virtual_stages=1,
               recompute="none", sequence_parallel=False, zero_stage=0, grad_bytes=2.0,
@@ -150,6 +151,8 @@ def step_time(*, active_params, layers, hidden, seq_len, global_batch, micro_bat
     total_params : all parameters (default: active_params) [count]; routed_params :
         routed-expert parameters within total [count]; experts_per_token : k
     layers, hidden, seq_len : L, h, s; global_batch : sequences per step; micro_batch : b
+    attention_dim : H·Q for the attention FLOPs (default: hidden; see
+        :func:`aisize.compute.flops_per_token`)
     peak_flops_per_s : dense peak per GPU at the training precision [FLOP/s]
     scaleup_bytes_per_s : NVLink-class rate per GPU per direction [B/s]
     scaleout_bytes_per_s : network rate per GPU per direction [B/s]
@@ -192,7 +195,9 @@ def step_time(*, active_params, layers, hidden, seq_len, global_batch, micro_bat
     as_arr = np.asarray
     return _step(active_params=na, dense_params=nt - routed, routed_params=routed,
                  experts_per_token=checks.integer("experts_per_token", experts_per_token),
-                 layers=L, hidden=checks.positive("hidden", hidden), seq_len=checks.positive("seq_len", seq_len),
+                 layers=L, hidden=checks.positive("hidden", hidden),
+                 attention_dim=hidden if attention_dim is None else checks.positive("attention_dim", attention_dim),
+                 seq_len=checks.positive("seq_len", seq_len),
                  global_batch=gb, micro_batch=b, tp=as_arr(t), pp=as_arr(p), dp=as_arr(d), ep=as_arr(e),
                  virtual_stages=checks.integer("virtual_stages", virtual_stages, high=10**3),
                  code=as_arr(RECOMPUTE.index(checks.choice("recompute", recompute, RECOMPUTE))),

@@ -111,3 +111,12 @@ def test_bad_architecture_fields_raise():
         transformer_params(dataclasses.replace(row, experts=8, experts_per_token=9, moe_ffn_hidden=1))
     with pytest.raises(ValueError, match="moe_ffn_hidden"):
         transformer_params(dataclasses.replace(row, experts=8, experts_per_token=2))
+
+
+def test_attention_dim_is_heads_times_head_dim():
+    from aisize.architecture import attention_dim
+
+    # Llama-3-70B: 64 heads x 128 = 8192 = hidden; DeepSeek-V3 MLA: 128 heads x
+    # (192 query/key dims + 128 value dims) / 2 (config.json of deepseek-ai/DeepSeek-V3).
+    assert attention_dim(catalog.transformers["llama-3-70b"]) == 8192
+    assert attention_dim(catalog.transformers["deepseek-v3"]) == 128 * (192 + 128) // 2

@@ -7,7 +7,8 @@ from aisize.compute import (chinchilla, energy_joules, flops_per_token, gpu_hour
                             seconds_from_throughput, training_flops, training_seconds)
 from aisize.units import HOUR
 
-PALM = dict(params=540.35e9, layers=118, hidden=18432, seq_len=2048)
+# PaLM 540B: 48 heads x 256 head dim = 12,288 = H·Q (multi-query; hidden is 18,432), appendix B
+PALM = dict(params=540.35e9, layers=118, attention_dim=12288, seq_len=2048)
 
 
 def test_gpt3_training_flops():
@@ -29,7 +30,7 @@ def test_palm_mfu_from_throughput():
 def test_full_recompute_is_8n():
     # Korthikanti et al. 2022 sec. 5 / Narayanan et al. 2021: full recomputation adds one forward (8N).
     assert flops_per_token(1e9, recompute="full") == 8e9
-    assert flops_per_token(1e9, layers=10, hidden=100, seq_len=50, recompute="full") == 8e9 + 16 * 10 * 100 * 50
+    assert flops_per_token(1e9, layers=10, attention_dim=100, seq_len=50, recompute="full") == 8e9 + 16 * 10 * 100 * 50
 
 
 def test_time_gpus_hours_energy_round_trip():
@@ -87,7 +88,7 @@ def test_lora_skips_weight_gradients():
     # fine-tuning because frozen weights get no gradients. FLOPs fall from 6N to 4N (1.5x): the
     # measured 1.25x sits below that bound (attention and optimizer work do not shrink).
     assert flops_per_token(1e9, method="lora") == 4e9
-    assert flops_per_token(1e9, layers=10, hidden=100, seq_len=50, method="lora") == 4e9 + 12 * 10 * 100 * 50
+    assert flops_per_token(1e9, layers=10, attention_dim=100, seq_len=50, method="lora") == 4e9 + 12 * 10 * 100 * 50
     ratio = flops_per_token(175e9, method="full") / flops_per_token(175e9, method="lora")
     assert 1.25 <= ratio <= 1.5
     assert flops_per_token(1e9, recompute="full", method="lora") == 6e9

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from aisize import catalog
+from aisize.architecture import attention_dim
 from aisize.compute import chinchilla, energy_joules, gpu_hours, gpus_needed, training_flops, training_seconds
 from aisize.host import host_for_server
 from aisize.layout import search_layouts
@@ -189,6 +190,7 @@ def _transformer_layout(arch, w, gpus, seq, gb, dtype, opt, ctx, policies, lora)
         w = w.model_copy(update={"layout": _frugal(tp)})
     lay, m = _fixed_transformer_layout(arch, w, gpus, gb, dtype, opt, lora)
     st = step_time(active_params=pc.active, total_params=pc.total, layers=arch.layers, hidden=arch.hidden,
+                   attention_dim=attention_dim(arch),
                    seq_len=seq, global_batch=gb, micro_batch=lay.micro_batch,
                    peak_flops_per_s=peak_flops_per_s(ctx.accelerator, training_precision(dtype).compute_dtype),
                    scaleup_bytes_per_s=up, scaleout_bytes_per_s=ctx.scaleout_bytes_per_s,
@@ -221,7 +223,7 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
             catalog.datasets[w.dataset].tokens * 1e9 * w.epochs
         lora = {} if w.method == "full" else {"lora_rank": w.lora_rank, "qlora": w.method == "qlora"}
         method = "full" if w.method == "full" else "lora"
-        flops = training_flops(pc.active, tokens, layers=arch.layers, hidden=arch.hidden, seq_len=seq,
+        flops = training_flops(pc.active, tokens, layers=arch.layers, attention_dim=attention_dim(arch), seq_len=seq,
                                method=method)
         trainable = pc.total
         if lora:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aisize import catalog
-from aisize.architecture import transformer_params
+from aisize.architecture import attention_dim, transformer_params
 from aisize.compute import flops_per_token, seconds_from_throughput, training_flops
 from aisize.memory.activations import activation_constants, layer_activation_bytes
 from aisize.memory.inference import transformer_kv_bytes_per_token, weight_bytes
@@ -72,7 +72,7 @@ def _peak(inputs: dict) -> tuple[float, str]:
 
 
 def _attention(inputs: dict) -> dict:
-    return {k: float(inputs[k]) for k in ("layers", "hidden", "seq_len") if k in inputs}
+    return {k: float(inputs[k]) for k in ("layers", "attention_dim", "seq_len") if k in inputs}
 
 
 def zero_states(inputs: dict) -> Prediction:
@@ -167,7 +167,7 @@ def throughput(inputs: dict, published_base: float) -> Prediction:
     else:
         m, s = _model(inputs), float(inputs["seq_len"])
         n = transformer_params(m).total
-        per_sample = float(flops_per_token(n, layers=m.layers, hidden=m.hidden, seq_len=s)) * s
+        per_sample = float(flops_per_token(n, layers=m.layers, attention_dim=attention_dim(m), seq_len=s)) * s
         flops_how = f"(6N + 12·L·h·s) x {s:g} tokens per sequence, N = {n:,} (embeddings included)"
     gpus = float(inputs["gpus"])
     mfu = published_base / (gpus * samples_per_s_from_flops(per_sample, peak, efficiency=1.0))
