@@ -55,6 +55,72 @@ def test_swiglu_no_dropout_constants():
     assert g.parallel_sbh == pytest.approx(2 + 0.5 + 2 + 8 * 3.5)
 
 
+# Eager (Hugging Face) implementations, derived tensor by tensor from transformers'
+# models/llama/modeling_llama.py (LlamaRMSNorm.forward, eager_attention_forward, repeat_kv)
+# and matched to the byte by tests/test_torch_crosscheck.py.
+
+def test_eager_llama_layer_hf_rmsnorm_and_fp32_softmax():
+    # Llama-2-7B (h 4096, a 32, f 11008, MHA, no dropout): each LlamaRMSNorm saves its fp32 input 4 +
+    # bf16 normalised 2 sbh + fp32 rstd 4 B/token; the fp32 softmax 4 + its bf16 copy 2 per as^2b.
+    c = activation_constants("swiglu", 11008 / 4096, dropout=False, norm_impl="eager", softmax_fp32=True)
+    assert (c.replicated_sbh, c.replicated_sb, c.score_as2b) == (16.0, 8.0, 6.0)
+    assert (c.final_norm_sbh, c.final_norm_sb) == (6.0, 4.0)
+    s, b, h, a = 4096, 1, 4096, 32
+    assert layer_activation_bytes(s, b, h, a, constants=c) == pytest.approx(
+        s * b * h * (45.5 + 8 / h) + 6 * a * s * s * b)
+    # sequence parallelism shards the per-token statistics with the rest of the replicated part
+    assert layer_activation_bytes(s, b, h, a, tp=4, sequence_parallel=True, constants=c) == pytest.approx(
+        s * b * h * (45.5 + 8 / h) / 4 + 6 * a * s * s * b / 4)
+
+
+def test_fp32_softmax_with_dropout_and_fused_defaults():
+    # fp32 softmax output 4 + 1-byte dropout mask + 16-bit dropout output 2 = 7; bf16: Korthikanti's 5.
+    assert activation_constants(softmax_fp32=True).score_as2b == 7.0
+    assert activation_constants().score_as2b == 5.0
+    assert activation_constants(softmax_fp32=True, flash_attention=True).score_as2b == 0.0
+    c = activation_constants()
+    assert (c.replicated_sb, c.final_norm_sbh, c.final_norm_sb) == (0.0, 2.0, 0.0)
+
+
+def test_eager_gqa_saves_k_and_v_at_all_heads():
+    # Llama-3-70B (k_v/a = 8/64): repeat_kv expands K, V to 64 heads before the score matmul,
+    # 4 sbh instead of 4 x 1/8 = 0.5 sbh; FlashAttention (or SDPA enable_gqa) reads them grouped.
+    kw = dict(ffn_type="swiglu", ffn_ratio=28672 / 8192, dropout=False, kv_ratio=8 / 64, heads_per_kv=8)
+    eager, flash = activation_constants(**kw), activation_constants(flash_attention=True, **kw)
+    assert eager.parallel_sbh - flash.parallel_sbh == pytest.approx(4 * (1 - 1 / 8))
+
+
+def test_eager_final_norm_on_the_last_stage():
+    # The final LlamaRMSNorm adds 4 sbh + 4 B/token to Korthikanti's 4sbh output-layer edge, and
+    # every layer 8 sbh + 8 B/token for its two norms: totals with pp = 1, no recompute.
+    kw = dict(layer_params=2e8, embed_params=1.3e8, output_params=1.3e8, layers=32, hidden=4096, heads=32,
+              vocab=32000, seq_len=4096, micro_batch=1, dropout=False)
+    fused = activation_constants("swiglu", 11008 / 4096, dropout=False)
+    eager = activation_constants("swiglu", 11008 / 4096, dropout=False, norm_impl="eager")
+    diff = (training_memory(constants=eager, **kw).activations_bytes
+            - training_memory(constants=fused, **kw).activations_bytes)
+    sb = 4096 * 1
+    assert diff == pytest.approx(32 * (8 * sb * 4096 + 8 * sb) + 4 * sb * 4096 + 4 * sb)
+
+
+def test_planner_norm_default_is_fused():
+    # transformer_memory_inputs: RMSNorm models default to fused kernels (Korthikanti's 2 sbh a norm);
+    # eager applies HF's upcasting RMSNorm; LayerNorm models stay fused (nn.LayerNorm is one kernel).
+    from aisize.memory.training import transformer_memory_inputs
+
+    llama, gpt = _hf(), _hf(model_type="gpt2", n_embd=1024, n_layer=24, n_head=16, n_positions=1024,
+                             vocab_size=50257)
+    assert transformer_memory_inputs(llama)["constants"].replicated_sbh == 8.0
+    assert transformer_memory_inputs(llama, norm_impl="eager")["constants"].replicated_sbh == 16.0
+    assert transformer_memory_inputs(gpt, norm_impl="eager")["constants"].replicated_sbh == 8.0
+    gqa = _hf(num_key_value_heads=8)  # 32 query heads share 8 K/V heads
+    eager = transformer_memory_inputs(gqa, flash_attention=False)["constants"].parallel_sbh
+    flash = transformer_memory_inputs(gqa)["constants"].parallel_sbh
+    assert eager - flash == pytest.approx(4 * (1 - 8 / 32))
+    with pytest.raises(ValueError, match="norm_impl"):
+        transformer_memory_inputs(gpt, norm_impl="apex")
+
+
 def test_pipeline_first_stage_holds_p_microbatches():
     # Narayanan et al. 2021 sec. 2.2.1 (1F1B); Korthikanti sec. 4.2.3 (interleaved factor 1 + (p-1)/(p v)).
     assert pipeline_in_flight(8, 32)[0] == 8 and pipeline_in_flight(8, 4)[0] == 4
@@ -116,6 +182,10 @@ def test_bad_training_input():
         training_memory(dp=6, ep=4, **kw)
     with pytest.raises(ValueError, match="ffn_type"):
         activation_constants("tanh")
+    with pytest.raises(ValueError, match="norm_impl"):
+        activation_constants(norm_impl="apex")
+    with pytest.raises(ValueError, match="heads_per_kv"):
+        activation_constants(heads_per_kv=0.5)
 
 
 def _hf(**extra):

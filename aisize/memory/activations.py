@@ -4,8 +4,9 @@ Per layer, 16-bit activations, 1-byte dropout masks, Korthikanti et al. count
 (sec. 4.1): attention 11sbh + 5as^2b, MLP 19sbh, two LayerNorms 4sbh, in all
 sbh(34 + 5as/h). The same count, tensor by tensor, generalises it:
 
-* replicated under TP without SP (Korthikanti eq. 2: 10sbh): the two norm
-  inputs 4, the QKV input 2, the MLP input 2, and 2 dropout masks (1 each).
+* replicated under TP without SP (Korthikanti eq. 2: 10sbh): what the two norms
+  save (2 each, fused; 6 each plus 4 B per token, eager RMSNorm: see below),
+  the QKV input 2, the MLP input 2, and 2 dropout masks (1 each).
 * split by TP: Q 2·q, K and V 4·kv (q = a·d_h/h, kv = k_v·d_h/h; GQA shrinks kv),
   the attention output fed to the out-projection 2·q, and the MLP inner
   tensors 2·r per saved tensor (r = ffn_hidden/h): GeLU saves its input and
@@ -17,8 +18,25 @@ sbh(34 + 5as/h). The same count, tensor by tensor, generalises it:
   FlashAttention keeps no s x s matrix: 0, plus its fp32 log-sum-exp, 4 B per
   head per token (Dao et al. 2022, arXiv:2205.14135, algorithm 2).
 
+Implementations (defaults = Korthikanti = Megatron-style fused kernels):
+
+* ``norm_impl="fused"``: one kernel (Megatron/Apex/Transformer Engine fused
+  LayerNorm or RMSNorm, torch.nn.LayerNorm) saves its 16-bit input, 2 sbh; its fp32
+  mean/rstd (4-8 B per token, 8/h-16/h sbh a layer) are neglected as in Korthikanti.
+* ``norm_impl="eager"``: Hugging Face ``LlamaRMSNorm.forward`` (x.to(fp32),
+  x * rsqrt(mean(x²) + eps), weight * x.to(bf16)) saves the fp32 input 4, the
+  bf16 normalised tensor 2 and the fp32 rstd 4 B per token: 6 sbh + 4sb a norm.
+* ``softmax_fp32``: eager attention that upcasts the softmax (HF Llama
+  ``eager_attention_forward``: softmax(dtype=float32).to(bf16); Megatron's
+  unfused softmax with attention_softmax_in_fp32) saves its fp32 output 4 and
+  the bf16 copy fed onward 2: 6 per a·s²·b without dropout, 7 with.
+* without FlashAttention, GQA K and V are expanded to all a heads before the
+  score matmul (HF ``repeat_kv``, Megatron's repeat_interleave) and saved at that
+  width: 4·kv·(a/k_v) = 4·q instead of 4·kv.
+
 So a Llama-style layer (SwiGLU, r = 11008/4096, no dropout, MHA) stores
-sbh(8 + 8 + 8·2.6875) = 37.5 sbh plus 2as²b. Modes (Korthikanti Table 2):
+sbh(8 + 8 + 8·2.6875) = 37.5 sbh plus 2as²b fused; eager (HF, no SDPA)
+sbh(45.5 + 8/h) plus 6as²b. Modes (Korthikanti Table 2):
 TP sbh(rep + par/t) + score/t; TP+SP all ÷t; selective recompute drops the
 score term; full recompute keeps the layer input 2sbh (÷t with SP).
 """
@@ -35,8 +53,15 @@ from aisize.compute import RECOMPUTE
 FFN_TYPES = ("gelu", "relu", "swiglu", "geglu")
 # Saved MLP inner tensors (size ffn_hidden) per FFN type, eager PyTorch autograd.
 FFN_SAVED_TENSORS = {"gelu": 2, "relu": 1, "swiglu": 4, "geglu": 4}
+NORM_IMPLS = ("fused", "eager")
+# Bytes one norm saves: (per s·b·h element, per token). fused: 16-bit input
+# (Korthikanti sec. 4.1; statistics neglected); eager HF LlamaRMSNorm: fp32
+# input 4 + bf16 normalised 2, and one fp32 rstd per token.
+NORM_SAVED_BYTES = {"fused": (2.0, 0.0), "eager": (6.0, 4.0)}
 FLASH_STATS_BYTES_PER_HEAD_TOKEN = 4.0  # fp32 log-sum-exp, arXiv:2205.14135 alg. 2
 CROSS_ENTROPY_BYTES = 4.0  # fp32 logits kept for the loss, Korthikanti sec. 4.3 (4sbv)
+OUTPUT_INPUT_BYTES = 2.0  # 16-bit input of the output projection, Korthikanti sec. 4.3
+
 # Other models: stored activation elements per forward FLOP, calibrated on
 # ResNet-50 (torchsummary "Forward/backward pass size 286.56 MB" at fp32 with
 # gradients = 35.8 M saved elements per 224x224 sample; 8.2 GFLOP forward,
@@ -47,17 +72,23 @@ ACTIVATION_ELEMENTS_PER_FORWARD_FLOP = 35.8e6 / 8.2e9
 
 @dataclass(frozen=True)
 class ActivationConstants:
-    """Per-layer activation bytes = s·b·h·(replicated_sbh + parallel_sbh) + score_as2b·a·s²·b."""
+    """Per-layer activation bytes = s·b·h·(replicated_sbh + parallel_sbh) + replicated_sb·s·b
+    + score_as2b·a·s²·b; the last stage adds final_norm_sbh·s·b·h + final_norm_sb·s·b."""
 
     replicated_sbh: float  # not divided by TP unless sequence parallel
     parallel_sbh: float  # divided by TP
     score_as2b: float  # attention score matrices (divided by TP)
     flash: bool  # FlashAttention: no score term, fp32 log-sum-exp instead
+    replicated_sb: float = 0.0  # per-token norm statistics [B/token], replicated like replicated_sbh
+    final_norm_sbh: float = 2.0  # the final norm before the output layer (last stage)
+    final_norm_sb: float = 0.0  # its per-token statistics [B/token]
 
 
 def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool = True,
-                         q_ratio=1.0, kv_ratio=1.0, flash_attention: bool = False) -> ActivationConstants:
-    """The constants of the per-layer activation formula for an architecture.
+                         q_ratio=1.0, kv_ratio=1.0, flash_attention: bool = False,
+                         norm_impl: str = "fused", softmax_fp32: bool = False,
+                         heads_per_kv=1.0) -> ActivationConstants:
+    """The constants of the per-layer activation formula for an architecture and implementation.
 
     Parameters
     ----------
@@ -67,6 +98,14 @@ def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool
     q_ratio : a·d_h / h (1 for standard attention)
     kv_ratio : k_v·d_h / h (1 for MHA, 1/8 for Llama-3-70B GQA)
     flash_attention : attention kernel that keeps no s x s matrices
+    norm_impl : fused | eager. fused (default): one kernel saves the 16-bit input,
+        2 sbh a norm [1]. eager: HF LlamaRMSNorm upcasting to fp32 saves the fp32
+        input 4 + bf16 normalised 2 = 6 sbh and an fp32 rstd, 4 B per token [3]
+    softmax_fp32 : eager attention upcasting the softmax [3]: fp32 output 4 + the
+        16-bit copy fed to the V matmul 2 = 6 per a·s²·b (7 with dropout's mask);
+        ignored with flash_attention
+    heads_per_kv : a / k_v, query heads per K/V head (1 for MHA and MLA). Without
+        flash_attention, K and V are saved expanded to all heads [3]: 4·kv·a/k_v sbh
 
     Returns
     -------
@@ -74,18 +113,29 @@ def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool
 
     References
     ----------
-    .. [1] Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.1-4.2, eq. 1-2, Table 2.
+    .. [1] Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.1-4.3, eq. 1-2, Table 2.
     .. [2] Shazeer 2020, "GLU Variants Improve Transformer", arXiv:2002.05202 (SwiGLU).
+    .. [3] Hugging Face transformers 5.x, models/llama/modeling_llama.py: ``LlamaRMSNorm.forward``,
+       ``eager_attention_forward`` (softmax(dtype=torch.float32).to(query.dtype)), ``repeat_kv``.
     """
     checks.choice("ffn_type", ffn_type, FFN_TYPES)
+    checks.choice("norm_impl", norm_impl, NORM_IMPLS)
     r = checks.positive("ffn_ratio", ffn_ratio)
     q = checks.positive("q_ratio", q_ratio)
     kv = checks.positive("kv_ratio", kv_ratio)
+    g = checks.number("heads_per_kv", heads_per_kv, low=1.0)
     d = 1.0 if dropout else 0.0
-    replicated = 4.0 + 2.0 + 2.0 + 2.0 * d
-    parallel = 2.0 * q + 4.0 * kv + 2.0 * q + 2.0 * FFN_SAVED_TENSORS[ffn_type] * r
-    score = 0.0 if flash_attention else 2.0 + 3.0 * d
-    return ActivationConstants(replicated, parallel, score, bool(flash_attention))
+    norm_sbh, norm_sb = NORM_SAVED_BYTES[norm_impl]
+    replicated = 2.0 * norm_sbh + 2.0 + 2.0 + 2.0 * d
+    kv_saved = kv if flash_attention else kv * g  # eager GQA saves K, V after repeat_kv
+    parallel = 2.0 * q + 4.0 * kv_saved + 2.0 * q + 2.0 * FFN_SAVED_TENSORS[ffn_type] * r
+    softmax = 4.0 if softmax_fp32 else 2.0
+    # A new 16-bit tensor feeds the V matmul (dropout output or the cast-down copy)
+    # unless that input is the softmax output itself.
+    matmul_input = 2.0 if (dropout or softmax_fp32) else 0.0
+    score = 0.0 if flash_attention else softmax + d + matmul_input
+    return ActivationConstants(replicated, parallel, score, bool(flash_attention), 2.0 * norm_sb,
+                               norm_sbh, norm_sb)
 
 
 def _recompute_code(recompute) -> int:
@@ -95,7 +145,8 @@ def _recompute_code(recompute) -> int:
 def _layer_bytes(c: ActivationConstants, s, b, h, a, t, sp, code):
     """Vectorized core; ``sp`` bool/array, ``code`` 0 none / 1 selective / 2 full."""
     sbh = s * b * h
-    rep = np.where(sp, c.replicated_sbh / t, c.replicated_sbh)
+    rep_sbh = c.replicated_sbh + c.replicated_sb / h  # per-token statistics folded in
+    rep = np.where(sp, rep_sbh / t, rep_sbh)
     attn = c.score_as2b * a * s * s * b / t
     if c.flash:
         attn = attn + FLASH_STATS_BYTES_PER_HEAD_TOKEN * a * s * b / t
@@ -159,10 +210,12 @@ def pipeline_in_flight(pp, num_microbatches, virtual_stages=1):
     return np.minimum(p, m), np.where(v > 1, 1.0 + (p - 1) / (p * v), 1.0)
 
 
-def _edge_bytes(s, b, h, vocab, t, sp, dropout, in_flight):
-    """(first-stage embedding-dropout bytes, last-stage output-layer bytes)."""
+def _edge_bytes(c: ActivationConstants, s, b, h, vocab, t, sp, dropout, in_flight):
+    """(first-stage embedding-dropout bytes, last-stage bytes: final norm, output-layer
+    input, fp32 logits; Korthikanti sec. 4.3: 4sbh/t + 4sbv/t with a fused norm)."""
     first = dropout * s * b * h * in_flight / t
-    last = 4.0 * s * b * h / t + CROSS_ENTROPY_BYTES * s * b * vocab / t
+    norm = c.final_norm_sbh + c.final_norm_sb / h
+    last = (norm + OUTPUT_INPUT_BYTES) * s * b * h / t + CROSS_ENTROPY_BYTES * s * b * vocab / t
     return first, last
 
 

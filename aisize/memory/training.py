@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from aisize import checks
-from aisize.memory.activations import (ActivationConstants, _edge_bytes, _layer_bytes,
+from aisize.memory.activations import (NORM_IMPLS, ActivationConstants, _edge_bytes, _layer_bytes,
                                        _recompute_code, activation_constants, pipeline_in_flight)
 from aisize.memory.states import FRAMEWORK_STAGES, _factors, _states, per_param_bytes, tidy
 from aisize.precision import bytes_per_element, training_precision
@@ -90,7 +90,7 @@ def _memory(*, layer_params, expert_params, embed_params, output_params, layers,
     first_params = body + (embed_params + single * output_params) / tp
     last_params = body + (single * embed_params + output_params) / tp
     layer_act = _layer_bytes(consts, seq_len, micro_batch, hidden, heads, tp, sp, code) * (act_scale * per_stage)
-    first_edge, last_edge = _edge_bytes(seq_len, micro_batch, hidden, vocab, tp, sp, dropout, in_flight)
+    first_edge, last_edge = _edge_bytes(consts, seq_len, micro_batch, hidden, vocab, tp, sp, dropout, in_flight)
     first_act = layer_act * (in_flight * interleave) + first_edge + single * last_edge
     last_act = np.where(single, first_act, layer_act + last_edge)
 
@@ -242,7 +242,8 @@ def _lora_layer_params(arch, rank) -> float:
     return lora_adapter_params(rank, 1, [(h, q), (h, kv), (h, kv), (q, h)] + mlp)
 
 
-def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=True, lora_rank=None) -> dict:
+def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=True, lora_rank=None,
+                              norm_impl="fused", softmax_fp32=False) -> dict:
     """The plain numbers :func:`training_memory` needs, from a catalog Transformer.
 
     Splits :func:`aisize.architecture.transformer_params` into per-layer,
@@ -251,6 +252,11 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
     derives the activation constants (FFN type and size, GQA/MLA widths; MoE:
     (experts per token + shared) x expert size). With ``lora_rank`` the layer
     parameters include the adapters and ``trainable_share`` is their share.
+    ``norm_impl`` (fused | eager) applies to RMSNorm models; LayerNorm models are
+    always fused (torch.nn.LayerNorm is one native kernel). Default fused: production
+    stacks (Megatron, TorchTitan, DeepSpeed, Liger) use fused norms; eager is HF's
+    upcasting LlamaRMSNorm. ``softmax_fp32``: eager attention upcasting the softmax
+    (HF Llama family). See :func:`aisize.memory.activations.activation_constants`.
 
     References
     ----------
@@ -270,10 +276,15 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
     if model.attention == "mla":
         qk = model.qk_nope_head_dim + model.qk_rope_head_dim
         q_ratio, kv_ratio = model.heads * qk / h, model.heads * (qk + model.v_head_dim) / (2 * h)
+        heads_per_kv = 1.0
     else:
         q_ratio, kv_ratio = model.heads * model.head_dim / h, model.kv_heads * model.head_dim / h
+        heads_per_kv = model.heads / model.kv_heads
+    checks.choice("norm_impl", norm_impl, NORM_IMPLS)
     consts = activation_constants(model.ffn_type, ratio, dropout=dropout, q_ratio=q_ratio,
-                                  kv_ratio=kv_ratio, flash_attention=flash_attention)
+                                  kv_ratio=kv_ratio, flash_attention=flash_attention,
+                                  norm_impl=norm_impl if model.norm == "rmsnorm" else "fused",
+                                  softmax_fp32=softmax_fp32, heads_per_kv=heads_per_kv)
     share = 1.0
     if lora_rank is not None:
         adapters = _lora_layer_params(model, lora_rank)
@@ -285,7 +296,8 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
 
 
 def transformer_training_memory(model, *, seq_len, micro_batch, pp=1, dropout=False, flash_attention=True,
-                                lora_rank=None, qlora=False, **kwargs) -> TrainingMemory:
+                                lora_rank=None, qlora=False, norm_impl="fused", softmax_fp32=False,
+                                **kwargs) -> TrainingMemory:
     """Per-GPU training memory of a catalog :class:`~aisize.catalog.Transformer`.
 
     Parameters
@@ -294,6 +306,8 @@ def transformer_training_memory(model, *, seq_len, micro_batch, pp=1, dropout=Fa
     seq_len, micro_batch, pp : as in :func:`training_memory`
     dropout : dropout on (GPT-3, OPT) or off (Llama, Mistral, DeepSeek configs: 0.0)
     flash_attention : attention kernel without s x s matrices
+    norm_impl, softmax_fp32 : implementation the activations assume (fused | eager norm,
+        fp32 eager softmax), see :func:`transformer_memory_inputs`
     lora_rank : LoRA rank on all linear layers; None trains every parameter
     qlora : frozen base stored as NF4 (QLoRA; embeddings are counted at NF4 too,
         though QLoRA keeps them 16-bit: under 1 % of a 7B model's bytes at NF4)
@@ -308,7 +322,7 @@ def transformer_training_memory(model, *, seq_len, micro_batch, pp=1, dropout=Fa
     if qlora and lora_rank is None:
         raise ValueError("qlora=True is not allowed without lora_rank: QLoRA trains LoRA adapters")
     inputs = transformer_memory_inputs(model, pp=pp, dropout=dropout, flash_attention=flash_attention,
-                                       lora_rank=lora_rank)
+                                       lora_rank=lora_rank, norm_impl=norm_impl, softmax_fp32=softmax_fp32)
     frozen = "nf4" if qlora else "bf16"
     return training_memory(seq_len=seq_len, micro_batch=micro_batch, pp=pp, frozen_dtype=frozen,
                            **inputs, **kwargs)
