@@ -72,7 +72,9 @@ def served_app(tmp_path_factory):
     app.stop()
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API keeps an event loop running while it is open,
+# and the report tests' own sync_playwright() refuses to start inside it.
+@pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM.exists() or shutil.which(str(CHROMIUM)) is None:
         pytest.skip(f"{CHROMIUM} is not installed (Debian package 'chromium')")
