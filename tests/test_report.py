@@ -17,8 +17,12 @@ from aisize import catalog
 from aisize.report import NOTEBOOK, ParameterError, ReportError, render
 from aisize.report import cli as report_cli
 from aisize.report import html as report_html
+from aisize.report import pdf as report_pdf
 from aisize.report import parameters as P
+from aisize.plan import plan
+from aisize.report import markup as M
 from aisize.report import sections as S
+from aisize.report.training_sections import time_range_days
 from aisize.scenario import dumps, preset, preset_names
 
 PRESETS = preset_names()
@@ -90,8 +94,25 @@ def test_preset_renders_to_html_and_pdf(rendered, name):
     info = subprocess.run(["pdfinfo", str(result.pdf_path)], capture_output=True, text=True,
                           check=True).stdout
     pages = int(re.search(r"^Pages:\s+(\d+)", info, re.MULTILINE).group(1))
-    assert 2 <= pages <= 30  # a title page and the sections, not a runaway layout
+    # a title page and one page or more per section, not a runaway layout
+    sections = [n for n in S.SECTIONS if S.SECTIONS[n][2](S.context(scenario))]
+    assert len(sections) + 1 <= pages <= 30
     assert "Page1of" in flat  # the footer
+    # key figures: the planner's values in the report's rounding
+    p = plan(scenario)
+    assert squash(f"The plan needs {p.gpus:,} GPUs in {p.servers:,} servers") in flat
+    for t in p.training:
+        line = f"{t.name}: {M.days(t.training_days)} days on {t.gpus:,} GPUs"
+        line += f", target {t.target_days:g} days" if t.target_days is not None else ""
+        r = time_range_days(t)
+        if r is not None:  # the planner's time-to-train range (published MFUs, measured spread)
+            line += f" (range {M.days(t.days_low)} to {M.days(t.days_high)} days)"
+        assert squash(line) in flat, line
+    for f in p.findings:
+        text = "assumptions used:" if f.text.startswith("assumptions used:") else f.text
+        assert squash(text) in flat, text
+    for heading in ("Billofmaterials", "Assumptions", "Sources", "Appendix:accuracy"):
+        assert heading in flat
 
 
 @pytest.mark.slow
@@ -108,6 +129,28 @@ def test_html_is_offline(rendered, name):
     for _, record in S.used_rows(scenario):
         assert record.source in unescape(html)
     assert "<a " not in html
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path(report_pdf.CHROMIUM).is_file(), reason="Chromium not installed")
+def test_nothing_is_wider_than_the_printed_page(rendered):
+    """A table or chart wider than A4 between the margins makes Chromium shrink every page to fit."""
+    from playwright.sync_api import sync_playwright
+
+    mm = 210 - sum(float(report_pdf.MARGIN[k].removesuffix("mm")) for k in ("left", "right"))
+    width = round(mm / 25.4 * 96)  # CSS pixels
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=report_pdf.CHROMIUM, args=report_pdf.CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": width, "height": 1000})
+        for name in PRESETS:
+            page.goto(result_for(rendered, name).html_path.as_uri())
+            page.add_style_tag(content=report_pdf.PRINT_CSS)
+            page.emulate_media(media="print")
+            wide = page.evaluate("""(w) => [...document.querySelectorAll('table, figure, .aisize-facts')]
+                .filter(e => e.getBoundingClientRect().right > w + 1)
+                .map(e => (e.querySelector('caption') || e).textContent.slice(0, 60))""", width)
+            assert wide == [], (name, wide)
+        browser.close()
 
 
 @pytest.mark.slow
@@ -258,6 +301,15 @@ def test_section_selection_and_numbering():
     assert "<h2>2. Sources</h2>" in S.section("sources", scenario, ["sources", "summary"])
     with pytest.raises(ValueError, match="sections: unknown"):
         S.section("sources", scenario, ["bogus"])
+
+
+def test_sections_that_do_not_apply_are_skipped_and_not_numbered():
+    ctx = S.context(preset("llama3-70b-pretrain"))  # training only: no inference section
+    chosen = ["executive", "training", "inference", "storage"]
+    assert S.section("inference", ctx, chosen) is None
+    assert "<h2>3. Data path and storage</h2>" in S.section("storage", ctx, chosen)
+    contents = S.title_page(ctx, sections=chosen)
+    assert "<li>Training: memory and time</li>" in contents and "<li>Inference</li>" not in contents
 
 
 def test_remote_reference_detector():

@@ -26,7 +26,8 @@ PRINT_CSS = """
 @page { size: A4; }
 html { font-size: 10pt; }
 body.aisize-report { max-width: none; padding: 0; }
-table, figure, svg, .aisize-facts, .jp-OutputArea-output:not(:has(section)) { break-inside: avoid; }
+table, figure, svg, .aisize-facts, .aisize-keep, ul.aisize-list,
+.jp-OutputArea-output:not(:has(section)) { break-inside: avoid; }
 tr, .aisize-fact { break-inside: avoid; }
 thead { display: table-header-group; }
 h1, h2, h3, caption { break-after: avoid; }

@@ -1,0 +1,91 @@
+"""Queueing (latency against load for inference and storage, with the knee) and the IO blender."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from aisize import catalog, charts
+from aisize.plan import context as plan_context
+from aisize.plan import latency_curve
+from aisize.queueing import knee_concurrency, latency_vs_concurrency, outstanding_ios, storage_station
+from aisize.report.context import ReportContext
+from aisize.report.markup import Html, block, duration, facts, figure, note, pct, per_s, rate, sig, table
+
+CURVE_POINTS = 60
+
+
+def storage_curve(ctx: ReportContext) -> tuple[pd.DataFrame, int, float]:
+    """(latency vs outstanding IOs, knee concurrency, the blend's outstanding IOs) of the shared storage.
+
+    The station is the one :mod:`aisize.plan.storage` queues the blend on: the
+    supplied IOPS at the record's unloaded latency (the planner's default where
+    the catalog gives none).
+    """
+    s = ctx.plan.storage
+    latency = catalog.storage[s.system].latency_seconds or plan_context.STORAGE_LATENCY_SECONDS
+    station = storage_station(s.supply_iops, latency)
+    knee = int(knee_concurrency(station, plan_context.KNEE_FACTOR))
+    at = float(outstanding_ios(s.read_iops + s.write_iops, s.latency_mean_seconds))
+    top = max(2.0 * knee, 1.2 * at, 2.0)
+    n = np.linspace(top / CURVE_POINTS, top, CURVE_POINTS)
+    c = latency_vs_concurrency(station, n)
+    return pd.DataFrame({"concurrency": n, "response_mean_seconds": c.response_mean_seconds}), knee, at
+
+
+def queueing(ctx: ReportContext) -> Html:
+    """Latency against load: each inference service (open system) and the shared storage (closed)."""
+    p, s = ctx.plan, ctx.plan.storage
+    out = [note(f"A queue's latency stays near its unloaded value until the load nears its capacity, then "
+                f"rises sharply. The knee marks the load at which mean latency reaches "
+                f"{plan_context.KNEE_FACTOR:g}× unloaded; plan to run below it.")]
+    if p.inference:
+        rows = [[i.name, f"{i.requests_per_s:g}/s", per_s(i.knee_requests_per_s),
+                 pct(i.requests_per_s / i.knee_requests_per_s) if i.knee_requests_per_s else "—",
+                 pct(i.utilisation), duration(i.latency_p95_seconds)] for i in p.inference]
+        out.append(block(table(["Service", "Planned load", "Knee", "Load / knee", "Utilisation",
+                                "p95 latency"], rows, caption="Inference queues", css="numeric")))
+        for i in p.inference:
+            chart = charts.latency_vs_load(latency_curve(i, CURVE_POINTS), i.knee_requests_per_s,
+                                           i.requests_per_s, i.latency_target_seconds,
+                                           title=f"{i.name}: request latency vs load")
+            out.append(block(figure(chart, f"{i.name}: mean and p95 request latency against the request "
+                                           "rate, with the knee, the planned load and the latency target.")))
+    curve, knee, at = storage_curve(ctx)
+    ops = s.read_iops + s.write_iops
+    rows = [["IO operations (blend average)", per_s(ops)], ["Supplied IO operations", per_s(s.supply_iops)],
+            ["Utilisation", pct(s.io_utilisation, 1)], ["Knee", per_s(s.knee_iops)],
+            ["Outstanding IOs (Little's law)", sig(at)], ["Outstanding IOs at the knee", f"{knee:,}"],
+            ["Mean latency", duration(s.latency_mean_seconds)], ["p95 latency", duration(s.latency_p95_seconds)]]
+    if s.units_at_knee is not None:
+        rows.append([f"{s.scope.capitalize()}s that keep the blend below the knee", f"{s.units_at_knee:g}"])
+    out.append(block(table(["Shared storage", ""], rows, caption="Storage queue", css="numeric narrow")))
+    chart = charts.latency_vs_concurrency(curve, knee, at, latency_unit="ms",
+                                          title="Shared storage: latency vs outstanding IOs")
+    out.append(block(figure(chart, "Mean IO latency of the shared storage against the IOs kept outstanding "
+                                   "(closed system), with the knee and the blend's operating point.")))
+    return Html("".join(out))
+
+
+_KIND = {"training": "training reads", "checkpoint": "checkpoint writes", "inference": "model loading",
+         "data-prep": "data preparation"}
+
+
+def blender(ctx: ReportContext) -> Html:
+    """Every workload's IO on the shared storage, averages and bursts, and the blend they make."""
+    s = ctx.plan.storage
+    rows = [[w["name"], _KIND.get(w["kind"], w["kind"]), rate(w["read_bytes_per_s"]),
+             rate(w["write_bytes_per_s"]), rate(w["read_peak_bytes_per_s"]), rate(w["write_peak_bytes_per_s"]),
+             per_s(w["read_iops"] + w["write_iops"]), f"{sig(w['read_io_bytes'] / 1024)} KiB",
+             pct(w["read_share"])] for w in s.workloads]
+    rows.append([Html("<strong>Blend</strong>"), "", rate(s.read_bytes_per_s), rate(s.write_bytes_per_s),
+                 rate(s.read_peak_bytes_per_s), rate(s.write_peak_bytes_per_s),
+                 per_s(s.read_iops + s.write_iops), "", pct(s.read_share)])
+    blend = table(["Workload", "IO", "Read", "Write", "Read peak", "Write peak", "IO/s", "Read IO size",
+                   "Read share"], rows, caption="IO of each workload (averages and bursts)", css="numeric")
+    cards = facts([("Read share of bytes", pct(s.read_share)), ("Metadata operations", per_s(s.metadata_ops_per_s)),
+                   ("Largest average", s.dominant_workload), ("Largest burst", s.dominant_peak_workload)])
+    return Html(cards + block(blend, note("Averages add; peaks are the rates while a burst runs (checkpoint "
+                                          "writes, model loads) and are summed as if they coincided."))
+                + block(figure(charts.io_blend(list(s.workloads)),
+                               "Average read and write rate each workload puts on the shared storage.")))

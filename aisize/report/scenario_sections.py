@@ -1,0 +1,237 @@
+"""Sections about the scenario itself: summary, workloads, assumptions and sources.
+
+Built from the scenario, the plan's assumption list and the catalog only. Every
+text from a user or a file is escaped; sources are plain text, never links.
+"""
+
+from __future__ import annotations
+
+from aisize import catalog
+from aisize.report.markup import Html, esc, facts, figure, note, number, table
+from aisize.scenario import Scenario
+from aisize.scenario.model import DataPrep, Inference, Training
+from aisize.units import GiB, MiB
+
+_LABELS = {"full": "full", "lora": "LoRA", "qlora": "QLoRA", "adamw": "AdamW",
+           "sgd-momentum": "SGD + momentum", "adam-8bit": "8-bit Adam", "lion": "Lion",
+           "adafactor": "Adafactor"}
+
+
+def model_params(model_id: str) -> float:
+    """Parameter count of a catalog model: the model card's figure, or the total for non-LLMs."""
+    m = catalog.model(model_id)
+    return m.published_params if isinstance(m, catalog.Transformer) else m.params
+
+
+def _work(w) -> tuple[str, str, str]:
+    """(type, work, target) cells describing one workload."""
+    if isinstance(w, Training):
+        kind = (f"Training: {_LABELS.get(w.method, w.method)}, {w.precision}, "
+                f"{_LABELS.get(w.optimizer, w.optimizer)}")
+        if w.tokens_billion is not None:
+            work = f"{number(w.tokens_billion * 1e9)} tokens"
+            work += f", sequence {w.seq_len:,}" if w.seq_len else ""
+        else:
+            work = f"{catalog.datasets[w.dataset].name} × {w.epochs:g} epochs"
+        target = (f"{w.target_days:g} day{'' if w.target_days == 1 else 's'}"
+                  if w.target_days is not None else f"{w.gpus:,} GPUs")
+        return kind, work, target
+    if isinstance(w, Inference):
+        kind = f"Inference: {w.weight_precision} weights, {w.kv_precision} KV cache"
+        work = (f"{w.requests_per_s:g} requests/s, {w.prompt_tokens:,} prompt → "
+                f"{w.output_tokens:,} output tokens")
+        target = f"TTFT ≤ {w.ttft_target_ms:,g} ms, TPOT ≤ {w.tpot_target_ms:,g} ms"
+        return kind, work, target
+    assert isinstance(w, DataPrep)
+    work = (f"read {w.read_gb_per_s:g} GB/s, write {w.write_gb_per_s:g} GB/s, "
+            f"{w.io_size_kib:g} KiB IOs, {w.metadata_ops_per_s:,.0f} metadata ops/s")
+    return "Data preparation", work, f"{w.capacity_tb:,g} TB capacity"
+
+
+def workloads_table(scenario: Scenario) -> Html:
+    """One row per workload: team, type, model and size, amount of work, target."""
+    rows = []
+    for w in scenario.workloads:
+        kind, work, target = _work(w)
+        model = getattr(w, "model", None)
+        rows.append([w.name, w.team, kind, catalog.model(model).name if model else "—",
+                     number(model_params(model)) if model else "—", work, target])
+    return table(["Workload", "Team", "Type", "Model", "Parameters", "Work", "Target"], rows,
+                 caption="Workloads", css="workloads")
+
+
+def _model_chart(scenario: Scenario) -> Html:
+    import altair as alt
+    import pandas as pd
+
+    data = pd.DataFrame([{"workload": w.name, "params_billion": model_params(w.model) / 1e9,
+                          "label": number(model_params(w.model))}
+                         for w in scenario.workloads if getattr(w, "model", None)])
+    if data.empty:
+        return Html("")
+    base = alt.Chart(data).encode(x=alt.X("params_billion:Q", title="Parameters (billions)"),
+                                  y=alt.Y("workload:N", title=None, sort=None))
+    bars = base.mark_bar(color="#1f4e79")
+    labels = base.mark_text(align="left", dx=4, color="#1d2733").encode(text="label:N")
+    chart = (bars + labels).properties(width=420, height=28 * len(data))
+    return figure(chart, "Model size of each workload")
+
+
+def summary(scenario: Scenario) -> Html:
+    """Description, key facts, hardware choices and the workloads table."""
+    hw = scenario.hardware
+    server = catalog.servers[hw.server]
+    gpu = catalog.accelerators[server.accelerator]
+    fixed_gpus = sum(w.gpus for w in scenario.workloads if isinstance(w, Training) and w.gpus)
+    teams = sorted({w.team for w in scenario.workloads})
+    cards = facts([("Workloads", f"{len(scenario.workloads)}"), ("Teams", f"{len(teams)}"),
+                   ("GPUs per server", f"{server.gpus} × {gpu.name}"),
+                   ("GPUs fixed by the scenario", f"{fixed_gpus:,}" if fixed_gpus else "none")])
+    paragraphs = "".join(f"<p>{esc(p)}</p>" for p in scenario.description.splitlines() if p.strip())
+    link = hw.scale_out_link or server.compute_nic_link
+    link_name = catalog.links[link].name if link in catalog.links else link
+    hardware = table(["Choice", "Catalog entry"], [
+        ["Server", server.name], ["Accelerator", gpu.name],
+        ["Scale-out link", link_name + ("" if hw.scale_out_link else " (the server's compute NIC)")],
+        ["Shared storage", catalog.storage[hw.storage].name]], caption="Hardware", css="hardware")
+    return Html(f"{paragraphs}{cards}{hardware}{workloads_table(scenario)}{_model_chart(scenario)}")
+
+
+# label, unit (how the value is shown), why it matters; keys missing here are shown by name.
+POLICY_TEXT: dict[str, tuple[str, str, str]] = {
+    "mfu": ("Model FLOPs utilisation (MFU)", "%",
+            "Share of peak dense FLOP/s a training step achieves; large runs land at 35-50 %."),
+    "target_gpu_utilisation": ("Target GPU utilisation", "%",
+                               "Storage keeps GPUs busy this share of the time (MLPerf Storage's bar)."),
+    "checkpoint_interval_minutes": ("Checkpoint interval", "min",
+                                    "auto: Young/Daly, sqrt(2 x MTBF x checkpoint write time)."),
+    "checkpoint_retention": ("Checkpoints retained", "", "Checkpoints kept per training job."),
+    "checkpoint_bytes_per_param": ("Checkpoint size per parameter", "B",
+                                   "bf16 weights + fp32 master, momentum and variance."),
+    "node_mtbf_hours": ("Node MTBF", "h", "Per server; the cluster's MTBF is this ÷ servers."),
+    "restart_minutes": ("Restart time", "min", "Restart after a failure, before the checkpoint is read."),
+    "memory_headroom": ("GPU memory headroom", "%", "Kept free for framework, fragmentation, CUDA context."),
+    "host_ram_ratio": ("Host RAM / GPU memory", "×", "Host RAM per server ÷ its total GPU memory."),
+    "storage_usable_ratio": ("Usable / raw storage", "%", "Capacity left after data protection."),
+    "switch_radix": ("Switch radix", "ports", "Ports per fabric switch."),
+    "oversubscription": ("Fabric oversubscription", ":1",
+                         "Leaf downlink ÷ uplink bandwidth; 1:1 is non-blocking."),
+}
+
+# The planner's and engine's named defaults (aisize.plan.findings.assumptions_used keys).
+DEFAULT_TEXT: dict[str, tuple[str, str, str]] = {
+    "plan.rack_units": ("Rack height", "U", "Servers per rack are limited by rack height and power."),
+    "plan.rack_power_watts": ("Rack power budget", "kW", "Air-cooled rack; a rack-scale system is one rack."),
+    "plan.checkpoint_max_stall": ("Checkpoint stall allowed", "%",
+                                  "Blocking checkpoint writes may take at most this share of training."),
+    "plan.tokens_per_step": ("Default global batch", "tokens", "Llama 2 trained with 4M tokens per step."),
+    "plan.pretraining_tokens": ("Pre-training threshold", "tokens",
+                                "Full training on this many tokens or more gets the Chinchilla note."),
+    "plan.unknown_write_share": ("Write rate when unpublished", "%",
+                                 "Share of the read rate assumed for storage rated for reads only."),
+    "plan.storage_latency_seconds": ("Unloaded storage latency", "ms",
+                                     "Small-IO latency of networked flash when the catalog gives none."),
+    "plan.model_load_seconds": ("Model load time", "s", "An inference fleet reloads its weights this fast."),
+    "plan.inference_service_cv": ("Request-time variability (CV)", "",
+                                  "Fixed prompt and output lengths: request time is deterministic."),
+    "plan.knee_factor": ("Latency knee", "×", "Load at which mean latency reaches this multiple of unloaded."),
+    "plan.overprovision_factor": ("Over-provisioning threshold", "×",
+                                  "More than this multiple of the need is reported."),
+    "plan.mfu_gap_factor": ("MFU gap reported", "×", "Predicted vs assumed MFU apart by more is reported."),
+    "plan.goodput_warning": ("Goodput warning", "%", "Lower goodput is reported (Llama 3 reports > 90 %)."),
+    "plan.link_warning_utilisation": ("Busy-link warning", "%", "A data link busier than this is reported."),
+    "plan.read_io_bytes": ("Training read IO size", "MiB", "Record-format (TFRecord-like) training reads."),
+    "plan.default_seq_len": ("Default sequence length", "tokens", "Capped at the model's context length."),
+    "plan.inference_latency_percentile": ("Latency target percentile", "%",
+                                          "The request-latency target holds at this percentile."),
+    "plan.inference_fallback_utilisation": ("Replica load if target unreachable", "%",
+                                            "Keeps the queue stable below the knee."),
+    "step_time.compute_efficiency": ("Matmul efficiency (step-time model)", "%",
+                                     "Share of peak FLOP/s the step's math reaches."),
+    "step_time.dp_overlap": ("Gradient reduction overlap", "%",
+                             "Share of the backward pass the all-reduce hides under."),
+    "serving.decode_memory_efficiency": ("Decode memory-bandwidth efficiency", "%",
+                                         "Share of HBM bandwidth token decoding achieves."),
+    "serving.prefill_compute_efficiency": ("Prefill compute efficiency", "%",
+                                           "Share of peak FLOP/s prompt processing achieves."),
+    "memory.inference.serving_memory_utilization": ("Serving memory utilisation", "%",
+                                                    "GPU memory the inference server claims (vLLM default)."),
+    "host.os_and_application_bytes": ("OS and application RAM", "GiB", "Per server: kernel, drivers, framework."),
+    "host.loader_workers_per_gpu": ("Data-loader workers per GPU", "", "Each holds prefetched batches in RAM."),
+    "network.link_efficiency": ("Link efficiency", "%", "Share of link bandwidth collectives achieve."),
+}
+
+_SCALE = {"kW": 1e-3, "ms": 1e3, "MiB": 1 / MiB, "GiB": 1 / GiB}
+
+
+def _show(value, unit: str) -> str:
+    if isinstance(value, str) or unit in (":1", "×"):
+        return f"{value}" if isinstance(value, str) else f"{value:g}{unit}"
+    if unit == "%":
+        return f"{value * 100:g} %"
+    if unit == "tokens":
+        return f"{number(value)} tokens" if value >= 1e6 else f"{value:,g} tokens"
+    return f"{value * _SCALE.get(unit, 1):,g} {unit}".strip()
+
+
+def _origin(key: str) -> str:
+    module = key.rsplit(".", 1)[0]
+    return "planner default" if module == "plan" else f"engine default ({module})"
+
+
+def assumptions_table(scenario: Scenario, assumptions: dict | None = None) -> Html:
+    """Every value the plan uses: policies (set by the scenario or defaulted), then every planner
+    and engine default from ``assumptions`` (the plan's list; computed from the policies if None)."""
+    from aisize.plan.findings import assumptions_used
+
+    assumptions = assumptions if assumptions is not None else assumptions_used(scenario.policies)
+    rows = []
+    for model, names in ((scenario.policies, type(scenario.policies).model_fields),
+                         (scenario.hardware, ("switch_radix", "oversubscription"))):
+        for name in names:
+            label, unit, why = POLICY_TEXT.get(name, (name.replace("_", " ").capitalize(), "", ""))
+            origin = "scenario" if name in model.model_fields_set else "default"
+            rows.append([label, _show(getattr(model, name), unit), origin, why])
+    policies = table(["Assumption", "Value", "Set by", "Why it matters"], rows,
+                     caption="Scenario policies", css="assumptions")
+    rows = []
+    for key, value in assumptions.items():
+        if key.startswith("policies."):
+            continue  # shown above, with who set it
+        label, unit, why = DEFAULT_TEXT.get(key, (key, "", ""))
+        rows.append([label, _show(value, unit), _origin(key), why])
+    defaults = table(["Assumption", "Value", "Set by", "Why it matters"], rows,
+                     caption="Planner and engine defaults", css="assumptions")
+    return Html(f"{policies}{defaults}" + note(
+        "Defaults are named constants of aisize's modules; change a policy in the scenario file "
+        "to override it."))
+
+
+def used_rows(scenario: Scenario) -> list[tuple[str, object]]:
+    """(table name, record) for every catalog row the scenario uses, without repeats."""
+    hw = scenario.hardware
+    server = catalog.servers[hw.server]
+    gpu = catalog.accelerators[server.accelerator]
+    wanted = [("servers", hw.server), ("accelerators", server.accelerator),
+              ("links", gpu.scaleup_link), ("links", server.compute_nic_link),
+              ("links", server.storage_nic_link), ("links", hw.scale_out_link),
+              # PCIe carries tensor-parallel traffic only where the GPU has no NVLink-class link
+              ("links", None if gpu.scaleup_bidirectional_bytes_per_s else f"pcie-gen{gpu.pcie_gen}-x16"),
+              ("storage", hw.storage)]
+    for w in scenario.workloads:
+        model = getattr(w, "model", None)
+        if model:
+            m = catalog.model(model)
+            wanted.append(("transformers" if isinstance(m, catalog.Transformer) else "other_models",
+                           model))
+            wanted.append(("datasets", getattr(m, "dataset", None)))
+        wanted.append(("datasets", getattr(w, "dataset", None)))
+    found = {(name, id_): catalog.TABLES[name].get(id_) for name, id_ in wanted if id_}
+    return [(name, record) for (name, _), record in found.items() if record is not None]
+
+
+def sources_table(scenario: Scenario) -> Html:
+    """The source of every catalog figure the scenario uses, as plain text."""
+    rows = [[name.replace("_", " "), r.id, r.name, Html(f'<span class="source">{esc(r.source)}</span>')]
+            for name, r in used_rows(scenario)]
+    return table(["Table", "Id", "Entry", "Source"], rows, css="sources")

@@ -1,0 +1,139 @@
+"""Training: time to train (with its range from published MFUs), layout and memory, checkpoints."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from aisize import charts
+from aisize.report.context import ReportContext
+from aisize.report.markup import (DASH, Html, block, count, days, duration, figure, gb, h3, mwh, note,
+                                  pct, rate, sig, table, yes_no)
+from aisize.validation.ranges import MfuRange, mfu_range
+
+SWEEP_FACTORS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8)  # target times around the planned one, for the chart
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """A job's time to train [days]: low / expected (the plan's) / high, and what the spread rests on."""
+
+    low_days: float
+    expected_days: float
+    high_days: float
+    basis: str
+    mfu: MfuRange | None  # the published MFUs behind an MFU-based range (transformers)
+
+
+def time_range_days(t) -> TimeRange | None:
+    """The planner's time-to-train range of a job, or None where it has no spread to show.
+
+    Transformers: the plan's time at the lowest and highest MFU that published
+    runs of a similar scale reached (``aisize.validation.ranges``, applied by the
+    planner); measured throughputs: their spread across frameworks.
+    """
+    if not (math.isfinite(t.training_days) and t.days_low < t.days_high):
+        return None
+    mfu = mfu_range(t.gpus) if t.model_kind == "transformer" else None
+    return TimeRange(t.days_low, t.training_days, t.days_high, t.days_range_basis, mfu)
+
+
+def _layout(t) -> str:
+    lay = t.layout
+    text = (f"TP {lay.tensor_parallel} · PP {lay.pipeline_parallel} · DP {lay.data_parallel}"
+            + (f" · EP {lay.expert_parallel}" if lay.expert_parallel > 1 else "")
+            + f" · ZeRO-{lay.zero_stage} · micro-batch {lay.micro_batch} · recompute {lay.recompute}")
+    return text + ("" if lay.searched else " (given)")
+
+
+def time_table(ctx: ReportContext) -> Html:
+    rows = [[t.name, count(t.gpus), count(t.servers), pct(t.mfu_assumed),
+             pct(t.mfu_predicted) if t.mfu_predicted is not None else DASH, pct(t.goodput, 1),
+             days(t.training_days), f"{t.target_days:g}" if t.target_days is not None else DASH,
+             sig(t.gpu_hours), mwh(t.energy_joules)] for t in ctx.plan.training]
+    return table(["Workload", "GPUs", "Servers", "MFU assumed", "MFU predicted", "Goodput",
+                  "Time [days]", "Target [days]", "GPU-hours", "GPU energy"], rows,
+                 caption="Time to train", css="numeric")
+
+
+def range_table(ctx: ReportContext) -> Html:
+    rows = []
+    for t in ctx.plan.training:
+        r = time_range_days(t)
+        low, high = (days(r.low_days), days(r.high_days)) if r is not None else (DASH, DASH)
+        rows.append([t.name, count(t.gpus), low, days(t.training_days), high, t.days_range_basis])
+    return table(["Workload", "GPUs", "Low [days]", "Expected [days]", "High [days]", "What the range rests on"],
+                 rows, caption="Time-to-train range", css="numeric range")
+
+
+def memory_table(ctx: ReportContext) -> Html:
+    rows = [[t.name, _layout(t), count(t.layout.global_batch), gb(t.memory_bytes["total_bytes"]),
+             gb(t.gpu_memory_usable_bytes), yes_no(t.memory_fits), gb(t.host_memory_needed_bytes),
+             gb(t.server_host_memory_bytes), yes_no(t.host_memory_fits)] for t in ctx.plan.training]
+    return table(["Workload", "Parallel layout", "Global batch", "GPU memory need", "Usable per GPU",
+                  "Fits", "Host RAM need", "Host RAM", "Fits"], rows,
+                 caption="Layout and memory (memory per GPU; host RAM per server)", css="numeric wrap2")
+
+
+def checkpoint_table(ctx: ReportContext) -> Html:
+    rows = []
+    for t in ctx.plan.training:
+        c = t.checkpoint
+        if c is None:
+            rows.append([t.name, "no checkpoints", DASH, DASH, DASH, DASH, DASH, pct(t.goodput, 1)])
+            continue
+        rows.append([t.name, gb(c.checkpoint_bytes), rate(c.write_bytes_per_s), duration(c.write_seconds),
+                     duration(c.interval_seconds), duration(c.mtbf_seconds), duration(c.restore_seconds),
+                     pct(t.goodput, 1)])
+    return table(["Workload", "Checkpoint", "Write rate", "Write time", "Interval", "Cluster MTBF",
+                  "Restore", "Goodput"], rows, caption="Checkpoints and goodput", css="numeric")
+
+
+def gpus_vs_days_frame(ctx: ReportContext, t):
+    """GPUs this job needs at target times around its own (the rest of the plan held fixed)."""
+    import pandas as pd
+
+    from aisize.plan import sweep
+
+    index = next(i for i, w in enumerate(ctx.scenario.workloads) if w.name == t.name)
+    centre = t.target_days if t.target_days is not None else t.training_days
+    others = ctx.plan.gpus - t.gpus
+    rows = []
+    for factor in SWEEP_FACTORS:
+        try:
+            out = sweep(ctx.scenario, f"workloads.{index}.target_days", [centre * factor])
+        except ValueError:  # a given layout that does not divide that GPU count: leave the point out
+            continue
+        rows.append({"target_days": centre * factor, "gpus": int(out["gpus"].iloc[0]) - others})
+    return pd.DataFrame(rows, columns=["target_days", "gpus"])
+
+
+def _charts(ctx: ReportContext, t) -> Html:
+    parts = [figure(charts.memory_breakdown(t.memory_bytes, t.gpu_memory_bytes, t.gpu_memory_usable_bytes,
+                                            title=f"{t.name}: memory per GPU"),
+                    f"{t.name}: memory per GPU by line item against the GPU's memory and the usable "
+                    "share after headroom.")]
+    if math.isfinite(t.training_days) and t.training_days > 0:
+        frame = gpus_vs_days_frame(ctx, t)
+        if len(frame) >= 2:
+            parts.append(figure(charts.gpus_vs_days(frame, t.training_days, t.gpus,
+                                                    title=f"{t.name}: GPUs needed vs target time"),
+                                f"{t.name}: GPUs needed (whole servers) for target times around the "
+                                f"plan's; the red point is the plan ({days(t.training_days)} days on "
+                                f"{count(t.gpus)} GPUs)."))
+    return Html("".join(block(p) for p in parts))
+
+
+def training(ctx: ReportContext) -> Html:
+    """Time to train and its range, layout and memory, checkpoints, and per-job charts."""
+    p = ctx.plan
+    intro = note("Time is model FLOPs ÷ (GPUs × peak × MFU), stretched by goodput (time lost to "
+                 "checkpoints, failures and restarts). The range below puts the lowest and highest MFU that "
+                 "published runs of a similar scale reached in place of the assumed one (or, for models "
+                 "trained at a measured sample rate, the spread of the measurements).")
+    out = [block(time_table(ctx), intro), block(range_table(ctx)), block(memory_table(ctx)),
+           block(checkpoint_table(ctx))]
+    for t in p.training:
+        out.append(h3(f"{t.name}"))
+        out.append(_charts(ctx, t))
+    return Html("".join(out))

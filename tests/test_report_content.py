@@ -1,0 +1,169 @@
+"""Report content without rendering: the report's rounding, and every section agreeing with the API
+(plan, validation ranges and summary) it shows."""
+
+from __future__ import annotations
+
+import math
+import re
+from html import unescape
+
+import pytest
+
+from aisize.plan import bom_table, plan
+from aisize.queueing import latency_vs_load, storage_station
+from aisize.report import markup as M
+from aisize.report import sections as S
+from aisize.report.queue_sections import storage_curve
+from aisize.report.scenario_sections import DEFAULT_TEXT, POLICY_TEXT
+from aisize.report.training_sections import gpus_vs_days_frame, time_range_days
+from aisize.scenario import preset, preset_names
+from aisize.validation import mfu_range, summary, validate
+
+PRESETS = preset_names()
+
+
+@pytest.fixture(scope="module")
+def contexts():
+    return {name: S.context(preset(name)) for name in PRESETS}
+
+
+def text(html: str) -> str:
+    """The visible text of an HTML fragment, whitespace collapsed."""
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html)))
+
+
+@pytest.mark.parametrize("value, expected", [
+    (210.96, "211"), (0.4476093, "0.448"), (9.996, "10.0"), (0.0149, "0.0149"), (1017.25, "1,017"),
+    (0, "0"), (-0.0456, "-0.0456"), (math.inf, "unbounded"), (float("nan"), "—"),
+])
+def test_sig_rounds_to_three_significant_digits(value, expected):
+    assert M.sig(value) == expected
+
+
+@pytest.mark.parametrize("fmt, value, expected", [
+    (M.pct, 0.4193, "42 %"), (M.pct, 1e-7, "< 1 %"), (M.pct, None, "—"),
+    (M.duration, 0.0338, "33.8 ms"), (M.duration, 56.21, "56.2 s"), (M.duration, 628.1, "10.5 min"),
+    (M.duration, 18e6, "208 days"), (M.duration, math.inf, "never (unbounded)"),
+    (M.rate, 2e9, "2.00 GB/s"), (M.rate, 186647.2, "187 kB/s"), (M.gb, 4.65e11, "465 GB"),
+    (M.gb, 3.2e13, "32.0 TB"), (M.mwh, 216571282.79, "0.0602 MWh"),
+])
+def test_formatters(fmt, value, expected):
+    assert fmt(value) == expected
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_assumption_of_the_plan_is_listed_with_its_value(contexts, name):
+    ctx = contexts[name]
+    html = S.assumptions_table(ctx.scenario, ctx.plan.assumptions)
+    for key, value in ctx.plan.assumptions.items():
+        if key.startswith("policies."):
+            assert POLICY_TEXT[key.split(".", 1)[1]][0] in unescape(html), key
+            continue
+        assert key in DEFAULT_TEXT, f"{key}: a planner/engine default without a label in the report"
+        label, unit, _ = DEFAULT_TEXT[key]
+        row = re.search(rf"<tr><td>{re.escape(label)}</td><td>(.*?)</td><td>(.*?)</td>", html)
+        assert row, key
+        assert row.group(2) == ("planner default" if key.startswith("plan.") else
+                                f"engine default ({key.rsplit('.', 1)[0]})")
+    assert "<td>Rack power budget</td><td>40 kW</td>" in html
+    assert "<td>Unloaded storage latency</td><td>0.2 ms</td>" in html
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_time_range_table_shows_the_planners_range(contexts, name):
+    ctx = contexts[name]
+    html = S.section("training", ctx, ["training"]).split("<caption>Time-to-train range")[1]
+    for t in ctx.plan.training:
+        r = time_range_days(t)
+        row = re.search(rf"<tr><td>{re.escape(t.name)}</td><td>{t.gpus:,}</td><td>(.*?)</td><td>(.*?)</td>"
+                        rf"<td>(.*?)</td><td>(.*?)</td></tr>", html)
+        low, expected, high, basis = row.groups()
+        assert expected == M.days(t.training_days) and unescape(basis) == t.days_range_basis
+        if r is None:  # no spread (a given or assumed throughput): no range shown
+            assert t.days_low == t.days_high and (low, high) == ("—", "—")
+        else:
+            assert (low, high) == (M.days(t.days_low), M.days(t.days_high))
+            assert r.low_days <= r.expected_days <= r.high_days and r.low_days < r.high_days
+
+
+def test_time_range_rests_on_published_mfus_for_transformers(contexts):
+    t = contexts["llama3-70b-pretrain"].plan.training[0]
+    r = time_range_days(t)
+    assert r.mfu == mfu_range(t.gpus)
+    # time x MFU is constant: the plan's time at its assumed MFU, the range's ends at the published extremes
+    assert r.low_days * r.mfu.high == pytest.approx(t.training_days * t.mfu_assumed, rel=1e-9)
+    assert r.high_days * r.mfu.low == pytest.approx(t.training_days * t.mfu_assumed, rel=1e-9)
+    assert f"{len(r.mfu.cases)} published runs" in r.basis
+
+
+def test_time_range_of_a_measured_sample_rate_is_not_mfu_based(contexts):
+    t = contexts["hpe-weka-resnet"].plan.training[0]
+    r = time_range_days(t)
+    assert t.model_kind == "other" and (r is None or r.mfu is None)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_executive_summary_shows_totals_and_every_finding(contexts, name):
+    ctx = contexts[name]
+    shown = text(S.section("executive", ctx, ["executive"]))
+    p = ctx.plan
+    assert f"The plan needs {p.gpus:,} GPUs in {p.servers:,} servers" in shown
+    for t in p.training:
+        assert f"{t.name}: {M.days(t.training_days)} days on {t.gpus:,} GPUs" in shown
+    for f in p.findings:
+        assert (f.text if f.area != "assumptions" or "used:" not in f.text else "assumptions used:") in shown
+    assert shown.count("Problem") == sum(f.severity == "problem" for f in p.findings)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_bill_of_materials_matches_the_planner(contexts, name):
+    ctx = contexts[name]
+    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td></tr>",
+                      S.section("bom", ctx, ["bom"]).split("Share of each")[0])
+    df = bom_table(ctx.plan)
+    assert [(q, u) for _, q, u in rows] == [(M.count(q) if u not in ("kW", "TB") and float(q).is_integer()
+                                             else (M.sig(q) if u in ("kW", "TB") else f"{q:,g}"), u)
+                                            for q, u in zip(df["quantity"], df["unit"])]
+
+
+def test_gpus_vs_days_passes_through_the_plan(contexts):
+    for name, index in (("llama3-70b-pretrain", 0), ("xe9680-genai", 1)):  # GPUs given; a target time
+        ctx = contexts[name]
+        t = ctx.plan.training[index]
+        frame = gpus_vs_days_frame(ctx, t)
+        centre = t.target_days if t.target_days is not None else t.training_days
+        assert list(frame.loc[frame["target_days"] == centre, "gpus"]) == [t.gpus], name
+        assert frame["gpus"].is_monotonic_decreasing and len(frame) >= 4  # more time, fewer GPUs
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_storage_queue_chart_uses_the_planner_station(contexts, name):
+    """The report rebuilds the storage station for its chart; at the blend's load it must give the
+    planner's latency (fails if the planner's station changes and the report's does not)."""
+    ctx = contexts[name]
+    s = ctx.plan.storage
+    curve, knee, at = storage_curve(ctx)
+    latency = curve["response_mean_seconds"].min()
+    station = storage_station(s.supply_iops, latency)
+    ops = max(s.read_iops + s.write_iops, 1e-9)
+    assert float(latency_vs_load(station, ops).response_mean_seconds) == pytest.approx(
+        s.latency_mean_seconds, rel=1e-9)
+    assert knee >= 1 and at >= 0
+
+
+def test_accuracy_appendix_shows_the_validation_summary(contexts):
+    shown = text(S.section("accuracy", contexts["xe9680-genai"], ["accuracy"]))
+    for r in summary(validate()).to_dict("records"):
+        assert f"{r['cases']} {r['compared']} {r['ok']} {r['outside']} {r['needs_input']}" in shown, r
+    assert "Published runs behind this plan's time-to-train ranges" in shown
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_section_renders_for_every_preset(contexts, name):
+    ctx = contexts[name]
+    for section in S.SECTIONS:
+        html = S.section(section, ctx, list(S.SECTIONS))
+        applies = S.SECTIONS[section][2](ctx)
+        assert (html is not None) == applies
+        if html is not None:
+            assert "nan" not in text(html).lower().split() and "None" not in text(html).split()
