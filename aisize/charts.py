@@ -1,0 +1,244 @@
+"""Altair chart builders shared by the app and the reports.
+
+Pure functions: plan figures or DataFrames in, an ``alt.Chart`` (or layer) out,
+each with a title and axis titles that carry their units. Nothing here computes
+a sizing figure: the numbers come from :mod:`aisize.plan`, :mod:`aisize.queueing`
+and :mod:`aisize.validation`; these functions only convert units for display
+and draw. The app renders them with ``alt.JupyterChart`` (offline), the report
+as SVG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import altair as alt
+import pandas as pd
+
+from aisize.units import GB, TB, GiB, MB
+
+WIDTH, HEIGHT = 440, 240
+BLUE, ORANGE, RED, GREY = "#4c78a8", "#f58518", "#e45756", "#7f7f7f"
+
+# Params a viewer may set to move a marker without a new chart (JupyterChart.params.<name>).
+MARK = "marked"  # operating point of latency_vs_load / latency_vs_concurrency
+MARK_DAYS, MARK_GPUS = "marked_days", "marked_gpus"  # chosen point of gpus_vs_days
+
+# Memory line items in drawing order (training and inference breakdowns), with display names.
+MEMORY_ITEMS = {
+    "weights_bytes": "weights", "gradients_bytes": "gradients", "master_weights_bytes": "master weights",
+    "optimizer_moments_bytes": "optimizer moments", "activations_bytes": "activations",
+    "kv_cache_bytes": "KV cache", "activation_workspace_bytes": "activation workspace",
+    "temporary_buffers_bytes": "temporary buffers", "communication_buffers_bytes": "communication buffers",
+    "cuda_context_bytes": "CUDA context", "fragmentation_bytes": "fragmentation",
+}
+
+
+def _frame(rows) -> pd.DataFrame:
+    return rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+
+
+def memory_breakdown(memory_bytes: Mapping[str, float], gpu_memory_bytes: float,
+                     usable_bytes: float | None = None, *, title: str = "Memory per GPU") -> alt.LayerChart:
+    """Stacked bar of the per-GPU memory line items [GiB] against the GPU's memory (red rule).
+
+    Parameters
+    ----------
+    memory_bytes : line items [B], e.g. ``TrainingPlan.memory_bytes`` or
+        ``InferencePlan.memory_per_gpu_bytes`` (``total_bytes`` and ``host_bytes`` are not drawn)
+    gpu_memory_bytes : the GPU's memory [B]
+    usable_bytes : memory after headroom [B] (dashed rule), optional
+    """
+    rows = [{"item": MEMORY_ITEMS[k], "order": i, "gib": float(memory_bytes[k]) / GiB, "bar": "need"}
+            for i, k in enumerate(MEMORY_ITEMS) if float(memory_bytes.get(k, 0.0) or 0.0) > 0.0]
+    data = pd.DataFrame(rows, columns=["item", "order", "gib", "bar"])
+    x_max = max(data["gib"].sum(), gpu_memory_bytes / GiB) * 1.08
+    x = alt.X("sum(gib):Q", title="memory per GPU [GiB]", scale=alt.Scale(domain=[0, x_max]))
+    bars = alt.Chart(data).mark_bar(height=34).encode(
+        x=x, y=alt.Y("bar:N", title=None, axis=None),
+        color=alt.Color("item:N", title="line item", sort=list(MEMORY_ITEMS.values()),
+                        scale=alt.Scale(scheme="tableau20")),
+        order=alt.Order("order:Q"),
+        tooltip=["item:N", alt.Tooltip("gib:Q", title="GiB", format=",.2f")])
+    limits = [{"limit": "GPU memory", "gib": gpu_memory_bytes / GiB}]
+    if usable_bytes is not None:
+        limits.append({"limit": "usable after headroom", "gib": usable_bytes / GiB})
+    rules = alt.Chart(pd.DataFrame(limits)).mark_rule(color=RED, size=2).encode(
+        x="gib:Q", strokeDash=alt.StrokeDash("limit:N", title="limit",
+                                             scale=alt.Scale(domain=["GPU memory", "usable after headroom"],
+                                                             range=[[1, 0], [4, 3]])),
+        tooltip=["limit:N", alt.Tooltip("gib:Q", title="GiB", format=",.1f")])
+    return (bars + rules).properties(width=WIDTH, height=70, title=title)
+
+
+def gpus_vs_days(frame: pd.DataFrame, marked_days: float | None = None, marked_gpus: float | None = None, *,
+                 title: str = "GPUs needed vs target time") -> alt.LayerChart:
+    """GPUs needed [count] against the target time [days] (log-log), the chosen target marked.
+
+    ``frame`` has columns ``target_days`` and ``gpus`` (e.g. from :func:`aisize.plan.sweep`).
+    """
+    data = _frame(frame)[["target_days", "gpus"]]
+    x = alt.X("target_days:Q", title="target time to train [days] (log)", scale=alt.Scale(type="log"))
+    y = alt.Y("gpus:Q", title="GPUs needed [count] (log)", scale=alt.Scale(type="log"))
+    line = alt.Chart(data).mark_line(point=True, color=BLUE, interpolate="step-before").encode(
+        x=x, y=y, tooltip=[alt.Tooltip("target_days:Q", title="days", format=",.3g"),
+                           alt.Tooltip("gpus:Q", title="GPUs", format=",d")])
+    if marked_days is None or marked_gpus is None:
+        return line.properties(width=WIDTH, height=HEIGHT, title=title)
+    # the marked point reads two params, so a viewer can move it without a new chart
+    mark = (alt.Chart(pd.DataFrame([{"what": "chosen"}]))
+            .transform_calculate(target_days=MARK_DAYS, gpus=MARK_GPUS)
+            .mark_point(filled=True, size=140, color=RED).encode(
+                x=x, y=y, tooltip=[alt.Tooltip("target_days:Q", title="chosen days", format=",.3g"),
+                                   alt.Tooltip("gpus:Q", title="GPUs", format=",d")]))
+    return alt.layer(line, mark).add_params(alt.param(name=MARK_DAYS, value=float(marked_days)),
+                                            alt.param(name=MARK_GPUS, value=float(marked_gpus))).properties(
+        width=WIDTH, height=HEIGHT, title=title)
+
+
+def latency_vs_load(curve: pd.DataFrame, knee_requests_per_s: float, requests_per_s: float | None = None,
+                    target_seconds: float | None = None, *,
+                    title: str = "Request latency vs load") -> alt.LayerChart:
+    """Mean and p95 latency [s] against request rate [requests/s], with the knee and the planned load.
+
+    ``curve`` is :func:`aisize.plan.latency_curve`'s frame (``requests_per_s``,
+    ``latency_mean_seconds``, ``latency_p95_seconds``).
+    """
+    data = _frame(curve).melt(id_vars=["requests_per_s"], value_vars=["latency_mean_seconds",
+                                                                        "latency_p95_seconds"],
+                              var_name="statistic", value_name="seconds")
+    data["statistic"] = data["statistic"].map({"latency_mean_seconds": "mean", "latency_p95_seconds": "p95"})
+    x = alt.X("requests_per_s:Q", title="request rate [requests/s]")
+    lines = alt.Chart(data).mark_line().encode(
+        x=x, y=alt.Y("seconds:Q", title="latency [s]"),
+        color=alt.Color("statistic:N", title="latency", scale=alt.Scale(range=[BLUE, ORANGE])),
+        tooltip=[alt.Tooltip("requests_per_s:Q", title="requests/s", format=",.3g"), "statistic:N",
+                 alt.Tooltip("seconds:Q", title="s", format=",.3g")])
+    return _with_markers(alt.layer(lines, *_markers(x, knee_requests_per_s, "knee", requests_per_s, "planned load",
+                                                    target_seconds)), requests_per_s).properties(
+        width=WIDTH, height=HEIGHT, title=title)
+
+
+def _with_markers(chart, at):
+    return chart if at is None else chart.add_params(alt.param(name=MARK, value=float(at)))
+
+
+def _markers(x, knee, knee_label, at=None, at_label="", target_seconds=None) -> list:
+    """Labelled vertical rules at the knee (dashed red) and the operating point (grey); a target rule."""
+    field = x.shorthand.split(":")[0]
+    out = []
+    for value, label, color, dash, param in ((knee, knee_label, RED, [6, 3], None), (at, at_label, GREY, [1, 0], MARK)):
+        if value is None:
+            continue
+        # the operating point reads the MARK param (its value is `at`): moving it needs no new chart
+        base = alt.Chart(pd.DataFrame([{"where": label, field: float(value)}]))
+        if param is not None:
+            base = base.transform_calculate(**{field: param})
+        base = base.encode(x=alt.X(f"{field}:Q"))
+        out.append(base.mark_rule(color=color, size=2, strokeDash=dash).encode(
+            tooltip=["where:N", alt.Tooltip(f"{field}:Q", format=",.4g")]))
+        out.append(base.mark_text(color=color, align="left", dx=4, dy=4, baseline="top", y=0,
+                                  fontWeight="bold").encode(text="where:N"))
+    if target_seconds is not None:
+        row = pd.DataFrame([{"seconds": target_seconds, "what": "latency target"}])
+        base = alt.Chart(row).encode(y="seconds:Q")
+        out.append(base.mark_rule(color=GREY, strokeDash=[2, 2]).encode(
+            tooltip=["what:N", alt.Tooltip("seconds:Q", title="s", format=",.3g")]))
+        out.append(base.mark_text(color=GREY, align="right", x="width", dy=-6).encode(text="what:N"))
+    return out
+
+
+def latency_vs_concurrency(frame: pd.DataFrame, knee_concurrency: float, concurrency: float | None = None, *,
+                           latency_unit: str = "ms",
+                           title: str = "Latency vs concurrency") -> alt.LayerChart:
+    """Closed-system mean latency against requests outstanding, the knee marked.
+
+    ``frame`` has ``concurrency`` [count] and ``response_mean_seconds`` [s] (from
+    :func:`aisize.queueing.latency_vs_concurrency`); ``latency_unit`` is "ms" or "s".
+    """
+    scale = {"ms": 1e3, "s": 1.0}[latency_unit]
+    data = _frame(frame)[["concurrency", "response_mean_seconds"]]
+    data["latency"] = data.pop("response_mean_seconds") * scale
+    x = alt.X("concurrency:Q", title="requests outstanding [count]")
+    line = alt.Chart(data).mark_line(color=BLUE).encode(
+        x=x, y=alt.Y("latency:Q", title=f"mean latency [{latency_unit}]"),
+        tooltip=[alt.Tooltip("concurrency:Q", format=",.4g"),
+                 alt.Tooltip("latency:Q", title=latency_unit, format=",.4g")])
+    return _with_markers(alt.layer(line, *_markers(x, knee_concurrency, "knee", concurrency, "operating point")),
+                         concurrency).properties(width=WIDTH, height=HEIGHT, title=title)
+
+
+def _rate_unit(values: Iterable[float]) -> tuple[str, float]:
+    """GB/s when any rate reaches 1 GB/s, else MB/s (so small blends stay readable)."""
+    top = max([float(v) for v in values], default=0.0)
+    return ("GB/s", GB) if top >= GB else ("MB/s", MB)
+
+
+def io_blend(rows, *, title: str = "Storage IO blend: average rate by workload") -> alt.Chart:
+    """Horizontal stacked bars of each workload's average read and write rate [GB/s or MB/s].
+
+    ``rows`` are ``StoragePlan.workloads`` dicts (or a DataFrame with ``name``,
+    ``read_bytes_per_s``, ``write_bytes_per_s``).
+    """
+    df = _frame(rows)
+    unit, div = _rate_unit(list(df["read_bytes_per_s"]) + list(df["write_bytes_per_s"]))
+    data = df.melt(id_vars=["name"], value_vars=["read_bytes_per_s", "write_bytes_per_s"],
+                   var_name="direction", value_name="rate")
+    data["direction"] = data["direction"].map({"read_bytes_per_s": "read", "write_bytes_per_s": "write"})
+    data["rate"] = data["rate"] / div
+    return alt.Chart(data).mark_bar().encode(
+        x=alt.X("sum(rate):Q", title=f"average rate [{unit}]"),
+        y=alt.Y("name:N", title=None, sort=list(df["name"])),
+        color=alt.Color("direction:N", title="direction", scale=alt.Scale(domain=["read", "write"],
+                                                                         range=[BLUE, ORANGE])),
+        tooltip=["name:N", "direction:N", alt.Tooltip("rate:Q", title=unit, format=",.4g")],
+    ).properties(width=WIDTH - 80, height=alt.Step(22), title=title)
+
+
+CAPACITY_ITEMS = {"datasets_bytes": "datasets", "checkpoints_bytes": "checkpoints",
+                  "data_preparation_bytes": "data preparation", "model_repository_bytes": "model repository"}
+
+
+def capacity_breakdown(capacity_bytes: Mapping[str, float], *, title: str = "Storage capacity") -> alt.LayerChart:
+    """Stacked bar of what the storage keeps [TB], with the raw capacity after data protection (rule).
+
+    ``capacity_bytes`` is ``StoragePlan.capacity_bytes``.
+    """
+    data = pd.DataFrame([{"item": v, "order": i, "tb": float(capacity_bytes.get(k, 0.0)) / TB, "bar": "usable"}
+                         for i, (k, v) in enumerate(CAPACITY_ITEMS.items())])
+    bars = alt.Chart(data).mark_bar(height=34).encode(
+        x=alt.X("sum(tb):Q", title="capacity [TB]"), y=alt.Y("bar:N", title=None, axis=None),
+        color=alt.Color("item:N", title="kept", sort=list(CAPACITY_ITEMS.values())), order="order:Q",
+        tooltip=["item:N", alt.Tooltip("tb:Q", title="TB", format=",.2f")])
+    raw = pd.DataFrame([{"limit": "raw (after data protection)", "tb": capacity_bytes["raw_bytes"] / TB}])
+    rule = alt.Chart(raw).mark_rule(color=RED, size=2).encode(
+        x="tb:Q", tooltip=["limit:N", alt.Tooltip("tb:Q", title="TB", format=",.2f")])
+    return (bars + rule).properties(width=WIDTH, height=70, title=title)
+
+
+def collective_time(frame: pd.DataFrame, op: str, marked_gpus: int | None = None, *,
+                    title: str | None = None) -> alt.LayerChart:
+    """Time of one collective [s] against the GPUs taking part [count] (log2 axis), one count marked.
+
+    ``frame`` has ``gpus`` and ``seconds`` (from :func:`aisize.network.collective_seconds`).
+    """
+    data = _frame(frame)[["gpus", "seconds"]]
+    x = alt.X("gpus:Q", title="GPUs [count] (log2)", scale=alt.Scale(type="log", base=2))
+    y = alt.Y("seconds:Q", title=f"{op} time [s]")
+    layers = [alt.Chart(data).mark_line(color=BLUE).encode(
+        x=x, y=y, tooltip=[alt.Tooltip("gpus:Q", format=",d"), alt.Tooltip("seconds:Q", format=",.4g")])]
+    if marked_gpus is not None:
+        layers.append(alt.Chart(data[data["gpus"] == marked_gpus]).mark_point(filled=True, size=120, color=RED)
+                      .encode(x=x, y=y, tooltip=[alt.Tooltip("gpus:Q", format=",d"),
+                                                 alt.Tooltip("seconds:Q", format=",.4g")]))
+    return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=title or f"{op} time vs GPUs")
+
+
+def validation_errors(df: pd.DataFrame) -> alt.LayerChart:
+    """Signed error of each validation case vs its published figure [%] (from :func:`aisize.validation.validate`).
+
+    Delegates to :func:`aisize.validation.error_chart`, so the app and the reports draw the same chart.
+    """
+    from aisize.validation import error_chart
+
+    return error_chart(df)

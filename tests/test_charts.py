@@ -1,0 +1,115 @@
+"""Chart builders: pure (data in, chart out), titled, axes with units, data equal to the inputs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aisize import charts
+from aisize.units import GB, TB, GiB
+
+
+def spec(chart) -> dict:
+    return json.loads(chart.to_json())
+
+
+def datasets(chart) -> list[list[dict]]:
+    return list(spec(chart)["datasets"].values())
+
+
+def axis_titles(node) -> list[str]:
+    """Every x/y title in a (layered) spec."""
+    out = []
+    if isinstance(node, dict):
+        for channel in ("x", "y"):
+            title = node.get("encoding", {}).get(channel, {}).get("title")
+            if title:
+                out.append(title)
+        for value in node.values():
+            out += axis_titles(value)
+    elif isinstance(node, list):
+        for value in node:
+            out += axis_titles(value)
+    return out
+
+
+MEMORY = {"weights_bytes": 16 * GiB, "gradients_bytes": 16 * GiB, "optimizer_moments_bytes": 64 * GiB,
+          "activations_bytes": 0.0, "host_bytes": 5 * GiB, "total_bytes": 96 * GiB}
+
+
+def test_memory_breakdown_draws_the_line_items_in_gib_against_the_gpu():
+    chart = charts.memory_breakdown(MEMORY, 80 * GiB, 72 * GiB, title="Memory per GPU: test")
+    s = spec(chart)
+    assert s["title"] == "Memory per GPU: test"
+    assert "memory per GPU [GiB]" in axis_titles(s)
+    rows = [r for d in datasets(chart) for r in d if "item" in r]
+    # zero items, host memory and the total are not drawn
+    assert {r["item"]: r["gib"] for r in rows} == {"weights": 16, "gradients": 16, "optimizer moments": 64}
+    limits = [r for d in datasets(chart) for r in d if "limit" in r]
+    assert [r["gib"] for r in limits] == [80, 72]
+
+
+def test_gpus_vs_days_marks_the_chosen_point_with_params():
+    frame = pd.DataFrame({"target_days": [1, 2, 4], "gpus": [64, 32, 16]})
+    s = spec(charts.gpus_vs_days(frame, 2, 32))
+    assert {p["name"]: p["value"] for p in s["params"]} == {charts.MARK_DAYS: 2, charts.MARK_GPUS: 32}
+    assert "target time to train [days] (log)" in axis_titles(s) and "GPUs needed [count] (log)" in axis_titles(s)
+    assert s["title"]
+
+
+def test_latency_vs_load_has_the_curve_the_knee_and_the_load():
+    curve = pd.DataFrame({"requests_per_s": [1.0, 2.0], "latency_mean_seconds": [1.0, 1.5],
+                          "latency_p95_seconds": [1.2, 2.0]})
+    chart = charts.latency_vs_load(curve, knee_requests_per_s=1.8, requests_per_s=1.2, target_seconds=3.0)
+    s = spec(chart)
+    assert {"request rate [requests/s]", "latency [s]"} <= set(axis_titles(s))
+    assert {p["name"]: p["value"] for p in s["params"]} == {charts.MARK: 1.2}
+    rows = [r for d in datasets(chart) for r in d]
+    assert {"where": "knee", "requests_per_s": 1.8} in rows
+    assert sorted(r["seconds"] for r in rows if r.get("statistic") == "p95") == [1.2, 2.0]
+
+
+def test_latency_vs_concurrency_converts_to_the_unit():
+    frame = pd.DataFrame({"concurrency": [1.0, 8.0, 16.0], "response_mean_seconds": [2e-4, 2e-4, 4e-4]})
+    chart = charts.latency_vs_concurrency(frame, knee_concurrency=16, concurrency=4, latency_unit="ms")
+    assert "mean latency [ms]" in axis_titles(spec(chart))
+    rows = [r for d in datasets(chart) for r in d if "latency" in r]
+    assert [r["latency"] for r in rows] == pytest.approx([0.2, 0.2, 0.4])
+    with pytest.raises(KeyError):
+        charts.latency_vs_concurrency(frame, 16, latency_unit="minutes")
+
+
+def test_io_blend_picks_a_readable_unit():
+    rows = [{"name": "train", "read_bytes_per_s": 2 * GB, "write_bytes_per_s": 0.0},
+            {"name": "ckpt", "read_bytes_per_s": 0.0, "write_bytes_per_s": 0.5 * GB}]
+    chart = charts.io_blend(rows)
+    assert "average rate [GB/s]" in axis_titles(spec(chart))
+    small = charts.io_blend([{"name": "a", "read_bytes_per_s": 4e6, "write_bytes_per_s": 1e6}])
+    assert "average rate [MB/s]" in axis_titles(spec(small))
+    assert sorted(r["rate"] for d in datasets(small) for r in d) == [1.0, 4.0]
+
+
+def test_capacity_breakdown_in_tb():
+    cap = {"datasets_bytes": 10 * TB, "checkpoints_bytes": 30 * TB, "data_preparation_bytes": 0.0,
+           "model_repository_bytes": 1 * TB, "usable_bytes": 41 * TB, "raw_bytes": 51.25 * TB}
+    chart = charts.capacity_breakdown(cap)
+    assert "capacity [TB]" in axis_titles(spec(chart))
+    assert [r["tb"] for d in datasets(chart) for r in d if r.get("limit")] == [51.25]
+
+
+def test_collective_time_marks_one_count():
+    frame = pd.DataFrame({"gpus": np.arange(2, 9), "seconds": np.linspace(0.1, 0.7, 7)})
+    chart = charts.collective_time(frame, "all-reduce", 4)
+    assert "all-reduce time [s]" in axis_titles(spec(chart))
+    marked = [d for d in datasets(chart) if len(d) == 1]
+    assert marked[0][0]["gpus"] == 4
+
+
+def test_builders_are_pure():
+    frame = pd.DataFrame({"concurrency": [1.0, 2.0], "response_mean_seconds": [1.0, 1.0]})
+    before = frame.copy()
+    charts.latency_vs_concurrency(frame, 2, latency_unit="s")
+    pd.testing.assert_frame_equal(frame, before)
