@@ -1,26 +1,48 @@
-"""The app's widgets in-process (no browser): controls drive the shown results."""
+"""The app in-process (no browser): controls edit the scenario, shown figures equal the package's API."""
 
 from __future__ import annotations
 
+import base64
+import copy
+import datetime
 import re
 
 import pytest
 
+from aisize import catalog
 from aisize.app import build_app, serve
-from aisize.app import widgets as app_widgets
-from aisize.network import collective_seconds
-from aisize.units import GB
+from aisize.app.sections import network as net
+from aisize.app.state import AppState
+from aisize.plan import plan, to_json
+from aisize.queueing import knee_concurrency
+from aisize.scenario import DEFAULT_PRESET, dumps, from_dict, preset, to_dict
+from aisize.units import GB, MB, GiB
 
 
-def shown_seconds(result_html: str) -> float:
-    match = re.search(r"<b class='aisize-result'>([0-9.]+) (ms|s)</b>", result_html)
-    assert match, result_html
-    return float(match[1]) * (1e-3 if match[2] == "ms" else 1.0)
+MODIFIED = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
 
 
-def api_seconds(op: str, gpus: int) -> float:
-    return float(collective_seconds(op, app_widgets.PAYLOAD_BYTES, gpus,
-                                    app_widgets.link_bytes_per_s()))
+def shown(section_html: str, key: str):
+    """The figure with data-key ``key``: a float where it is a number, else the text."""
+    match = re.search(rf"data-key='{re.escape(key)}'>([^<]*)<", section_html)
+    assert match, f"{key} not shown in {section_html[:200]}"
+    text = match[1].replace(",", "")
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def api_plan(edit=None):
+    data = to_dict(preset(DEFAULT_PRESET))
+    if edit:
+        edit(data)
+    return plan(from_dict(data))
+
+
+@pytest.fixture(scope="module")
+def base_plan():
+    return api_plan()
 
 
 @pytest.fixture
@@ -28,66 +50,189 @@ def app():
     return build_app(display=False)
 
 
-def test_page_assumptions_are_the_stated_ones():
-    # 7e9 parameters x 2 bytes (BF16) = 14 GB; 400 Gbit/s = 50 GB/s per direction
-    assert app_widgets.PAYLOAD_BYTES == 14 * GB
-    assert app_widgets.link_bytes_per_s() == 50 * GB
+def test_opens_on_the_default_preset(app, base_plan):
+    assert app.preset.value == DEFAULT_PRESET
+    assert app.state.data == to_dict(preset(DEFAULT_PRESET))
+    assert preset(DEFAULT_PRESET).name in app.title.value
+    t = base_plan.training[0]
+    figures = app["Training"].figures.value
+    assert shown(figures, "training.gpus") == t.gpus
+    assert shown(figures, "training.days") == pytest.approx(t.training_days, rel=5e-4)
+    assert shown(figures, "training.memory") == pytest.approx(t.memory_bytes["total_bytes"] / GiB, rel=5e-4)
+    assert app["Training"].memory_chart.chart is not None  # the first tab is drawn at once
 
 
-def test_initial_result_is_the_api_result(app):
-    assert app.op.value == "all-reduce"
-    assert shown_seconds(app.result.value) == pytest.approx(
-        api_seconds("all-reduce", app_widgets.GPUS_DEFAULT), rel=5e-4)
+def test_target_days_slider_resizes_the_job(app):
+    training = app["Training"]
+    training.days.value = 0.25
+    expected = api_plan(lambda d: d["workloads"][0].update(target_days=training.days.value)).training[0]
+    assert shown(training.figures.value, "training.gpus") == expected.gpus
+    assert shown(training.figures.value, "training.servers") == expected.servers
+    assert shown(training.figures.value, "training.days") == pytest.approx(expected.training_days, rel=5e-4)
+    assert training.days_chart.chart.params.marked_gpus == expected.gpus
+    assert app["Summary"].stale  # hidden sections catch up when shown
+    app.open_tab("Summary")
+    assert shown(app["Summary"].figures.value, "summary.gpus") == api_plan(
+        lambda d: d["workloads"][0].update(target_days=training.days.value)).gpus
 
 
-def test_ring_all_reduce_worked_number(app):
-    # Patarasuk & Yuan 2009: ring all-reduce sends 2 (n-1)/n S per GPU. 8 GPUs,
-    # S = 14 GB, 50 GB/s at 0.8 efficiency: 2 * 7/8 * 14e9 / 40e9 = 0.6125 s,
-    # plus 2 (n-1) = 14 steps of zero latency.
-    assert shown_seconds(app.result.value) == pytest.approx(0.6125, rel=5e-4)
+@pytest.mark.parametrize("field,value", [("model", "llama-2-13b"), ("precision", "fp8"), ("optimizer", "sgd-momentum"),
+                                         ("method", "qlora")])
+def test_training_dropdowns(app, field, value):
+    training = app["Training"]
+    getattr(training, field).value = value
+    expected = api_plan(lambda d: d["workloads"][0].update({field: value})).training[0]
+    assert training.error.value == ""
+    assert shown(training.figures.value, "training.memory") == pytest.approx(
+        expected.memory_bytes["total_bytes"] / GiB, rel=5e-4)
+    assert shown(training.figures.value, "training.gpus") == expected.gpus
 
 
-@pytest.mark.parametrize("op,gpus", [("all-reduce", 64), ("all-gather", 2),
-                                     ("reduce-scatter", 256), ("broadcast", 17),
-                                     ("all-to-all", 100)])
-def test_controls_update_result_and_chart(app, op, gpus):
-    app.op.value = op
-    app.gpus.value = gpus
-    assert shown_seconds(app.result.value) == pytest.approx(api_seconds(op, gpus), rel=5e-4)
-    assert app.chart.params.gpus == gpus
-    assert f"{op} time" in app.chart.chart.to_json()
+def test_fixed_layout_and_the_layouts_table(app):
+    training = app["Training"]
+    assert "<table" in training.layouts.value and "micro-batch" in training.layouts.value
+    training.parallel.value = "fixed"
+    training.tp.value = 8
+    expected = api_plan(lambda d: d["workloads"][0].update(layout={
+        "tensor_parallel": 8, "pipeline_parallel": 1, "expert_parallel": 1, "zero_stage": 1, "micro_batch": 1,
+        "recompute": "selective"})).training[0]
+    assert shown(training.figures.value, "training.layout").startswith("TP8 PP1")
+    assert shown(training.figures.value, "training.memory") == pytest.approx(
+        expected.memory_bytes["total_bytes"] / GiB, rel=5e-4)
 
 
-def test_slider_move_moves_the_marked_point_without_a_new_chart(app):
-    before = app.chart.chart
-    app.gpus.value = 32
-    assert app.chart.chart is before
-    assert app.chart.params.gpus == 32
+def test_invalid_layout_shows_a_message_and_keeps_the_last_result(app):
+    training = app["Training"]
+    training.parallel.value = "fixed"
+    before_data, before_figures = copy.deepcopy(app.state.data), training.figures.value
+    training.tp.value = 64  # 8 GPUs: TP x PP = 64 does not divide them
+    assert "must divide gpus" in training.error.value and "aisize-error" in training.error.value
+    assert app.state.data == before_data and training.figures.value == before_figures
+    for bad in ("Traceback", "nan", "NaN"):
+        assert bad not in training.error.value + training.figures.value
+    training.tp.value = 2  # a valid value clears the message
+    assert training.error.value == ""
 
 
-def test_out_of_range_slider_values_are_clamped(app):
-    # values arrive from the browser: the slider clamps them to its range
-    app.gpus.value = 10**6
-    assert app.gpus.value == app_widgets.GPUS_MAX
-    assert shown_seconds(app.result.value) == pytest.approx(
-        api_seconds("all-reduce", app_widgets.GPUS_MAX), rel=5e-4)
+def test_inference_controls(app):
+    inference = app.open_tab("Inference")
+    inference.rate.value = 200.0
+    inference.output.value = 512
+    expected = api_plan(lambda d: d["workloads"][2].update(requests_per_s=inference.rate.value,
+                                                           output_tokens=512)).inference[0]
+    f = inference.figures.value
+    assert shown(f, "inference.replicas") == expected.replicas
+    assert shown(f, "inference.gpus") == expected.gpus
+    assert shown(f, "inference.latency_p95") == pytest.approx(expected.latency_p95_seconds, rel=5e-4)
+    assert shown(f, "inference.kv_per_token") == pytest.approx(expected.kv_bytes_per_token / MB, rel=5e-4)
+    assert shown(f, "inference.kv_per_user") == pytest.approx(expected.kv_bytes_per_user / GB, rel=5e-4)
+    assert inference.latency_chart.chart.params.marked == inference.rate.value
+
+
+def test_kv_cache_per_token_of_llama_3_8b(app):
+    # Llama 3 8B: 32 layers x 8 KV heads x 128 dims x 2 (K and V) x 2 bytes (bf16) = 131,072 B/token
+    # (Meta Llama 3 model card: 8 KV heads, GQA; AI Engineering formula 2 * L * kv_heads * d_head * bytes)
+    inference = app.open_tab("Inference")
+    # shown to four significant digits
+    assert shown(inference.figures.value, "inference.kv_per_token") == pytest.approx(0.131072, rel=5e-4)
+
+
+def test_a_marker_move_does_not_redraw_the_chart(app):
+    inference = app.open_tab("Inference")
+    chart_before = inference.latency_chart.chart.chart
+    inference.rate.value = 22.4  # same replicas, only the planned load moves
+    assert inference.latency_chart.chart.chart is chart_before
+    assert inference.latency_chart.chart.params.marked == inference.rate.value
+
+
+def test_data_path_utilisation(app):
+    datapath = app.open_tab("Data path")
+    datapath.utilisation.value = 0.6
+    expected = api_plan(lambda d: d["policies"].update(target_gpu_utilisation=0.6)).storage
+    assert shown(datapath.figures.value, "storage.read") == pytest.approx(expected.read_bytes_per_s / GB, rel=5e-4)
+    assert datapath.blend_chart.chart is not None and datapath.capacity_chart.chart is not None
+
+
+def test_collective_explorer_ring_all_reduce(app):
+    # Patarasuk & Yuan 2009: ring all-reduce sends 2 (n-1)/n S per GPU. 8 GPUs, S = 14 GB,
+    # ib-ndr 400 Gbit/s = 50 GB/s per GPU at 0.8 efficiency: 2 * 7/8 * 14e9 / 40e9 = 0.6125 s
+    network = app.open_tab("Network")
+    assert network.link_bytes_per_s() == 50 * GB
+    assert "612.5 ms" in network.result.value
+    network.op.value, network.gpus.value = "all-gather", 64
+    expected = net.result_seconds("all-gather", net.PAYLOAD_GB_DEFAULT, 64, 50 * GB)
+    assert net.format_seconds(float(expected)) in network.result.value
+    assert "all-gather time" in network.chart.chart.chart.to_json()
+
+
+def test_network_link_changes_the_scale_out_rate(app):
+    network = app.open_tab("Network")
+    network.link.value = "eth-100g"
+    assert network.link_bytes_per_s() == pytest.approx(catalog.links["eth-100g"].bandwidth_per_direction_bytes_per_s
+                                                       * app.state.plan.network.compute_nics_per_server / 8)
+    assert shown(network.figures.value, "network.compute_link") == "eth-100g"
+
+
+def test_queueing_knee(app):
+    from aisize.app.sections.queueing import stations
+
+    queueing = app.open_tab("Queueing")
+    station, _ = stations(app.state.plan)[queueing.station.value]
+    assert shown(queueing.figures.value, "queueing.knee") == knee_concurrency(station, 2.0)
+    assert queueing.chart.chart is not None
+
+
+def test_summary_downloads_are_the_plan(app):
+    summary = app.open_tab("Summary")
+    payload = re.search(r"download='plan.json' href='data:application/json;base64,([^']+)'", summary.downloads.value)
+    assert base64.b64decode(payload[1]).decode() == to_json(app.state.plan)
+    assert "bom.csv" in summary.downloads.value and "findings.csv" in summary.downloads.value
+    assert f">{app.state.plan.gpus}<" in summary.bom.value
+
+
+def test_accuracy_tab(app):
+    accuracy = app.open_tab("Accuracy")
+    assert "memory" in accuracy.table.value and accuracy.chart.chart is not None
+
+
+def test_preset_upload_and_reset(app):
+    app.preset.value = "llama3-70b-pretrain"
+    assert shown(app["Training"].figures.value, "training.gpus") == 1024
+    text = dumps(preset("io-blender")).encode()
+    app.upload.value = ({"name": "mine.yaml", "type": "", "size": len(text), "content": memoryview(text),
+                         "last_modified": MODIFIED},)
+    assert app.state.data == to_dict(preset("io-blender")) and app.status.value == ""
+    app.reset.click()
+    assert app.state.data == to_dict(preset(DEFAULT_PRESET))
+
+
+@pytest.mark.parametrize("content", [b"!!python/object/apply:os.system ['true']", b"workloads: []",
+                                     b"\xff\xfe", b"name: x\nworkloads:\n  - kind: training\n    name: a\n"])
+def test_bad_uploads_are_refused(app, content):
+    before = copy.deepcopy(app.state.data)
+    app.upload.value = ({"name": "bad.yaml", "type": "", "size": len(content), "content": memoryview(content),
+                         "last_modified": MODIFIED},)
+    assert "aisize-error" in app.status.value and "Traceback" not in app.status.value
+    assert app.state.data == before
+
+
+@pytest.mark.parametrize("path,value", [(("workloads", 2, "requests_per_s"), -1.0),
+                                        (("workloads", 2, "requests_per_s"), float("nan")),
+                                        (("workloads", 0, "model"), "__import__('os')"),
+                                        (("hardware", "server"), "<script>"),
+                                        (("policies", "mfu"), 5.0),
+                                        (("workloads", 9, "model"), "llama-2-7b")])
+def test_untrusted_values_are_validated(path, value):
+    state = AppState()
+    before, before_plan = copy.deepcopy(state.data), state.plan
+    refused = state.set(path, value)
+    assert refused and "Traceback" not in refused
+    assert state.data == before and state.plan is before_plan
 
 
 def test_options_not_offered_are_rejected(app):
     with pytest.raises(Exception, match="Invalid selection"):
-        app.op.value = "__import__('os')"
-    assert app.op.value == "all-reduce"
-
-
-def test_format_seconds():
-    assert app_widgets.format_seconds(0.6125) == "612.5 ms"
-    assert app_widgets.format_seconds(1.22512) == "1.225 s"
-    assert app_widgets.format_seconds(0.0) == "0 s"
-
-
-def test_result_html_rejects_an_unknown_operation():
-    with pytest.raises(ValueError, match="op"):
-        app_widgets.result_html("<script>", 8)
+        app["Training"].model.value = "__import__('os')"
 
 
 # The launcher's command line (served for real by tests/browser).

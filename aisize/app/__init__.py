@@ -1,4 +1,4 @@
-"""The aisize Voila app: widgets (:mod:`aisize.app.widgets`) and launcher (:mod:`aisize.app.serve`).
+"""The aisize Voila app: the page (:mod:`aisize.app.layout`), its sections, and the launcher (:mod:`aisize.app.serve`).
 
 ``build_app`` and ``App`` are imported on first use, so that the launcher
 (``aisize app``) starts without importing Altair and ipywidgets.
@@ -9,7 +9,7 @@ __all__ = ["App", "build_app"]
 
 def __getattr__(name: str):
     if name in __all__:
-        from aisize.app import widgets
+        from aisize.app import layout
 
-        return getattr(widgets, name)
+        return getattr(layout, name)
     raise AttributeError(f"module 'aisize.app' has no attribute {name!r}")

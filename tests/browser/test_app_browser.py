@@ -6,6 +6,7 @@ Run with ``pytest -m browser tests/browser``; needs Debian's ``chromium``.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 import urllib.error
@@ -14,47 +15,64 @@ import uuid
 
 import pytest
 
-from aisize.app import widgets as app_widgets
-from aisize.network import collective_seconds
+from aisize.plan import plan
+from aisize.scenario import DEFAULT_PRESET, from_dict, preset, to_dict
+from aisize.units import GiB
 
 pytestmark = pytest.mark.browser
 
 RENDER_MS = 60_000
 UPDATE_MS = 20_000
 # Text that must never reach the page: kernel errors and server error pages.
-ERROR_TEXT = ("Traceback", "Error:", "Exception", "Internal Server Error", "is not allowed")
+ERROR_TEXT = ("Traceback", "Error:", "Exception", "Internal Server Error", "is not allowed", "NaN")
 
 
-def displayed_seconds(text: str) -> float:
-    """'612.5 ms' or '1.225 s' as seconds."""
-    match = re.fullmatch(r"\s*([0-9.]+(?:e[-+]?\d+)?) (ms|s)\s*", text)
-    assert match, f"not a duration: {text!r}"
-    return float(match[1]) * (1e-3 if match[2] == "ms" else 1.0)
+def api_plan(edit):
+    data = to_dict(preset(DEFAULT_PRESET))
+    edit(data)
+    return plan(from_dict(data))
 
 
-def expected_seconds(op: str, gpus: int) -> float:
-    """The package API's answer for the page's stated payload and link."""
-    return float(collective_seconds(op, app_widgets.PAYLOAD_BYTES, gpus,
-                                    app_widgets.link_bytes_per_s()))
+def figure(page, key: str) -> str:
+    return page.inner_text(f"[data-key='{key}']")
+
+
+def number(text: str) -> float:
+    return float(text.replace(",", ""))
 
 
 def open_app(page, url: str):
     response = page.goto(url)
-    page.wait_for_selector(".aisize-result", timeout=RENDER_MS)
-    page.wait_for_selector(".vega-embed .mark-symbol path", timeout=RENDER_MS)
+    page.wait_for_selector("[data-key='training.gpus']", timeout=RENDER_MS)
+    page.wait_for_selector(".vega-embed svg.marks", timeout=RENDER_MS)
     return response
 
 
-def wait_for_result_change(page, old: str) -> str:
+def open_tab(page, title: str) -> None:
+    page.click(f".lm-TabBar-tab:has-text('{title}')")
+
+
+def control(page, label: str, inner: str):
+    """The visible control labelled ``label`` (its ``inner`` element: select, .noUi-handle, ...)."""
+    return page.locator(f".widget-inline-hbox:has(label:text-is('{label}')) {inner} >> visible=true").first
+
+
+def wait_for_change(page, key: str, old: str) -> str:
     page.wait_for_function(
-        "old => { const e = document.querySelector('.aisize-result');"
-        " return e && e.textContent !== old; }", arg=old, timeout=UPDATE_MS)
-    return page.inner_text(".aisize-result")
+        "([key, old]) => { const e = document.querySelector(`[data-key='${key}']`);"
+        " return e && e.offsetParent !== null && e.textContent !== old; }", arg=[key, old], timeout=UPDATE_MS)
+    return figure(page, key)
 
 
-def marked_point(page) -> str:
-    """The chart's marked point (its SVG transform), to see the chart follow the slider."""
-    return page.get_attribute(".vega-embed .mark-symbol path", "transform")
+def assert_clean(page, requests_made) -> None:
+    body = page.inner_text("body")
+    for text in ERROR_TEXT:
+        assert text not in body
+    assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+    assert page.locator(".aisize-error").count() == 0
+    assert requests_made.seen, "the request handler saw nothing: the check would be vacuous"
+    assert requests_made.blocked == []
+    assert page.evaluate("window.cspViolations") == []
 
 
 def test_page_renders_offline_with_csp(served_app, page, requests_made, tmp_path):
@@ -63,15 +81,20 @@ def test_page_renders_offline_with_csp(served_app, page, requests_made, tmp_path
     assert "default-src 'self'" in csp and "connect-src 'self'" in csp
     assert page.title() == "aisize — AI cluster sizing workbook"
     assert "aisize — AI cluster sizing workbook" in page.inner_text("h1")
-    assert page.locator(".vega-embed svg.marks").count() == 1
+    assert preset(DEFAULT_PRESET).name in page.inner_text(".aisize-title")
+    base = plan(preset(DEFAULT_PRESET))
+    assert number(figure(page, "training.gpus")) == base.training[0].gpus
+    assert page.locator(".vega-embed svg.marks").count() >= 2  # memory and GPUs-vs-days charts
     page.screenshot(path=tmp_path / "app.png", full_page=True)
-    body = page.inner_text("body")
-    for text in ERROR_TEXT:
-        assert text not in body
-    assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
-    assert requests_made.seen, "the request handler saw nothing: the check would be vacuous"
-    assert requests_made.blocked == []
-    assert page.evaluate("window.cspViolations") == []
+    for tab in ("Inference", "Data path", "Network", "Queueing", "Summary", "Accuracy"):
+        open_tab(page, tab)
+        if tab == "Summary":
+            page.wait_for_selector("[data-key='summary.gpus'] >> visible=true", timeout=RENDER_MS)
+        else:
+            page.wait_for_selector(".vega-embed svg.marks >> visible=true", timeout=RENDER_MS)
+        page.screenshot(path=tmp_path / f"app-{tab.replace(' ', '-').lower()}.png", full_page=True)
+    assert number(figure(page, "summary.gpus")) == base.gpus
+    assert_clean(page, requests_made)
 
 
 def test_page_loads_nothing_external_even_without_csp(served_app, page_without_csp, requests_made):
@@ -81,39 +104,49 @@ def test_page_loads_nothing_external_even_without_csp(served_app, page_without_c
     assert requests_made.blocked == []
 
 
-def test_slider_and_dropdown_update_result_and_chart(served_app, page, requests_made, tmp_path):
+def test_slider_and_dropdown_update_the_figures(served_app, page, requests_made, tmp_path):
     open_app(page, served_app.url)
-    text = page.inner_text(".aisize-result")
-    assert displayed_seconds(text) == pytest.approx(
-        expected_seconds("all-reduce", app_widgets.GPUS_DEFAULT), rel=5e-4)
 
-    # one step right with the keyboard, as a user would
-    point = marked_point(page)
-    page.focus(".noUi-handle")
+    # a dropdown: the first training job's model
+    old = figure(page, "training.memory")
+    control(page, "Model", "select").select_option("llama-2-7b")
+    shown = number(wait_for_change(page, "training.memory", old))
+    expected = api_plan(lambda d: d["workloads"][0].update(model="llama-2-7b")).training[0]
+    assert shown == pytest.approx(expected.memory_bytes["total_bytes"] / GiB, rel=5e-4)
+    assert number(figure(page, "training.gpus")) == expected.gpus
+
+    # a slider, one step right with the keyboard: the request rate (log slider, 20 steps a decade)
+    open_tab(page, "Inference")
+    page.wait_for_selector("[data-key='inference.utilisation'] >> visible=true", timeout=RENDER_MS)
+    old = figure(page, "inference.utilisation")
+    control(page, "Request rate [requests/s]", ".noUi-handle").focus()
     page.keyboard.press("ArrowRight")
-    text = wait_for_result_change(page, text)
-    gpus = app_widgets.GPUS_DEFAULT + 1
-    assert displayed_seconds(text) == pytest.approx(expected_seconds("all-reduce", gpus), rel=5e-4)
-    page.wait_for_function("old => document.querySelector('.vega-embed .mark-symbol path')"
-                           ".getAttribute('transform') !== old", arg=point, timeout=UPDATE_MS)
+    shown = number(wait_for_change(page, "inference.utilisation", old))
+    # the slider's exponents run from log10(0.1) = -1 in steps of 0.05: one step right of 20 is 10^1.35
+    low, step = -1.0, 0.05
+    rate = 10 ** (low + (math.floor((math.log10(20.0) - low) / step + 1e-9) + 1) * step)
 
-    # a typed value in the slider's readout
-    page.click(".widget-readout")
-    page.keyboard.press("Control+A")
-    page.keyboard.type("64")
-    page.keyboard.press("Enter")
-    text = wait_for_result_change(page, text)
-    assert displayed_seconds(text) == pytest.approx(expected_seconds("all-reduce", 64), rel=5e-4)
+    def edit(d):
+        d["workloads"][0]["model"] = "llama-2-7b"
+        d["workloads"][2]["requests_per_s"] = rate
+    expected = api_plan(edit).inference[0]
+    assert shown == pytest.approx(expected.utilisation, rel=5e-4)
+    assert number(figure(page, "inference.latency_p95")) == pytest.approx(expected.latency_p95_seconds, rel=5e-4)
+    assert number(figure(page, "inference.replicas")) == expected.replicas
+    page.screenshot(path=tmp_path / "app-after-changes.png", full_page=True)
+    assert_clean(page, requests_made)
 
-    page.select_option("select", "all-gather")
-    text = wait_for_result_change(page, text)
-    assert displayed_seconds(text) == pytest.approx(expected_seconds("all-gather", 64), rel=5e-4)
-    assert "all-gather time" in page.inner_text(".vega-embed")
-    page.screenshot(path=tmp_path / "app-all-gather-64.png", full_page=True)
-    for bad in ERROR_TEXT:
-        assert bad not in page.inner_text("body")
+
+def test_an_invalid_combination_shows_a_message_not_a_traceback(served_app, page, requests_made):
+    open_app(page, served_app.url)
+    gpus = figure(page, "training.gpus")
+    control(page, "Parallelism", "select").select_option("fixed")
+    control(page, "TP", "select").select_option("64")
+    page.wait_for_selector(".aisize-error >> visible=true", timeout=UPDATE_MS)
+    assert "must divide gpus" in page.inner_text(".aisize-error >> visible=true")
+    assert figure(page, "training.gpus") == gpus  # the last valid result stays
+    assert "Traceback" not in page.inner_text("body")
     assert requests_made.blocked == []
-    assert page.evaluate("window.cspViolations") == []
 
 
 def http_status(url: str, method: str = "GET") -> tuple[int, bytes]:

@@ -1,0 +1,181 @@
+"""Widget factories (labels with units, ranges, tooltips), figure cards, tables, and chart slots.
+
+Shown figures are spans ``<span class='aisize-value' data-key=KEY>`` so tests and
+the browser can read them back; every number is formatted with four
+significant digits (:func:`num`). Widgets are only assigned when their value
+changes, so unaffected outputs do not flicker.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable, Iterable, Sequence
+
+import altair as alt
+import ipywidgets as widgets
+import pandas as pd
+
+LABEL_WIDTH = "165px"
+CONTROL_WIDTH = "420px"
+COLUMN_WIDTH = "440px"
+# vega-embed's menu without "Open in Vega Editor" (an external site) and the source views.
+EMBED_OPTIONS = {"actions": {"export": True, "source": False, "compiled": False, "editor": False}}
+
+
+def _style(kwargs: dict) -> dict:
+    kwargs.setdefault("style", {"description_width": LABEL_WIDTH})
+    kwargs.setdefault("layout", widgets.Layout(width=CONTROL_WIDTH))
+    return kwargs
+
+
+def dropdown(label: str, options, value, tooltip: str, **kwargs) -> widgets.Dropdown:
+    """A dropdown; ``options`` are values or (label, value) pairs."""
+    return widgets.Dropdown(options=options, value=value, description=label, 
+                            tooltip=tooltip, **_style(kwargs))
+
+
+def float_slider(label: str, value: float, low: float, high: float, step: float, tooltip: str,
+                 fmt: str = ".3g", **kwargs) -> widgets.FloatSlider:
+    return widgets.FloatSlider(value=value, min=low, max=high, step=step, description=label,
+                               tooltip=tooltip, readout_format=fmt,
+                               continuous_update=False, **_style(kwargs))
+
+
+def log_slider(label: str, value: float, low: float, high: float, tooltip: str, steps_per_decade: int = 20,
+               fmt: str = ".4g", **kwargs) -> widgets.FloatLogSlider:
+    """A slider over [low, high] in equal ratio steps (``steps_per_decade`` per factor 10)."""
+    return widgets.FloatLogSlider(value=value, base=10, min=math.log10(low), max=math.log10(high),
+                                  step=1.0 / steps_per_decade, description=label, 
+                                  tooltip=tooltip, readout_format=fmt, continuous_update=False,
+                                  **_style(kwargs))
+
+
+def int_slider(label: str, value: int, low: int, high: int, step: int, tooltip: str, **kwargs) -> widgets.IntSlider:
+    return widgets.IntSlider(value=value, min=low, max=high, step=step, description=label,
+                             tooltip=tooltip, continuous_update=False,
+                             **_style(kwargs))
+
+
+def error_box() -> widgets.HTML:
+    """Where a refused change is explained (empty when all is well)."""
+    return widgets.HTML("", layout=widgets.Layout(width="100%"))
+
+
+def error_html(text: str | None) -> str:
+    return "" if not text else f"<div class='aisize-error'>⚠ {html.escape(text)}</div>"
+
+
+def assign(widget, name: str, value) -> bool:
+    """Set ``widget.name`` only when it differs (no message, no redraw otherwise).
+
+    A value a selection widget does not offer is left alone (the control keeps its choice).
+    """
+    offered = getattr(widget, "_options_values", None)
+    if name == "value" and offered is not None and value not in offered:
+        return False
+    if getattr(widget, name) != value:
+        setattr(widget, name, value)
+        return True
+    return False
+
+
+def num(x, digits: int = 4) -> str:
+    """A number for display: four significant digits, thousands separators; '—' for none, '∞' for inf."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if isinstance(x, float) and math.isinf(x):
+        return "∞"
+    if isinstance(x, (int,)) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e15):
+        return f"{int(x):,}"
+    text = f"{x:,.{digits}g}" if abs(x) >= 1 else f"{x:.{digits}g}"
+    if "e" in text:
+        return f"{x:.{digits - 1}e}"
+    return text
+
+
+def card(key: str, label: str, value, unit: str = "", tooltip: str = "", *, state: str = "") -> str:
+    """One headline figure: label above, value and unit below; ``state`` "bad"/"good" colours it."""
+    shown = value if isinstance(value, str) else num(value)
+    cls = f"aisize-card {state}".strip()
+    return (f"<div class='{cls}' title='{html.escape(tooltip, quote=True)}'>"
+            f"<div class='aisize-label'>{html.escape(label)}</div>"
+            f"<div><span class='aisize-value' data-key='{html.escape(key)}'>{html.escape(shown)}</span>"
+            f" <span class='aisize-unit'>{html.escape(unit)}</span></div></div>")
+
+
+def cards(items: Iterable[str]) -> str:
+    return "<div class='aisize-cards'>" + "".join(items) + "</div>"
+
+
+def table(frame: pd.DataFrame, *, cls: str = "aisize-table", formats: dict | None = None) -> str:
+    """A DataFrame as an HTML table; numbers via :func:`num` unless ``formats`` maps a column to a function."""
+    formats = formats or {}
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    rows = []
+    for record in frame.itertuples(index=False):
+        cells = []
+        for column, value in zip(frame.columns, record):
+            if column in formats:
+                text = formats[column](value)
+            elif isinstance(value, bool):
+                text = "yes" if value else "no"
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                text = num(float(value)) if not (isinstance(value, float) and math.isnan(value)) else ""
+            else:
+                text = "" if value is None else str(value)
+            cells.append(f"<td>{html.escape(text)}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def controls_column(children) -> widgets.VBox:
+    """The fixed-width column of controls on a section's left."""
+    return widgets.VBox(list(children), layout=widgets.Layout(width=COLUMN_WIDTH, min_width=COLUMN_WIDTH,
+                                                              flex="0 0 auto"))
+
+
+def figures_column(children) -> widgets.VBox:
+    """The column of figures and charts right of the controls, taking the remaining width."""
+    return widgets.VBox(list(children), layout=widgets.Layout(flex="1 1 auto", min_width="0",
+                                                              padding="0 0 0 10px"))
+
+
+def heading(text: str, note: str = "") -> widgets.HTML:
+    extra = f"<span class='aisize-note'> — {html.escape(note)}</span>" if note else ""
+    return widgets.HTML(f"<h3 class='aisize-h'>{html.escape(text)}{extra}</h3>")
+
+
+class ChartSlot:
+    """One offline Altair chart on the page, redrawn only when its inputs (``key``) change."""
+
+    def __init__(self, width: str = "auto"):
+        self.chart: alt.JupyterChart | None = None
+        self.key = None
+        self.box = widgets.Box(layout=widgets.Layout(width=width))
+
+    def show(self, key, build: Callable[[], alt.TopLevelMixin], params: dict | None = None) -> bool:
+        """Draw ``build()`` unless ``key`` equals the last one drawn; then set the chart's ``params``
+        (markers the chart reads, e.g. :data:`aisize.charts.MARK`). Returns True if it redrew."""
+        if self.chart is not None and key == self.key:
+            for name, value in (params or {}).items():
+                if getattr(self.chart.params, name) != value:
+                    setattr(self.chart.params, name, value)
+            return False
+        spec = build()
+        if self.chart is None:
+            self.chart = alt.JupyterChart(spec, embed_options=EMBED_OPTIONS)
+            self.box.children = (self.chart,)
+        else:
+            self.chart.chart = spec
+        self.key = key
+        return True
+
+
+def frame_key(frame: pd.DataFrame) -> tuple:
+    """A hashable, exact key of a DataFrame's values (to compare chart inputs)."""
+    return tuple(frame.columns), tuple(map(tuple, frame.to_numpy().tolist()))
+
+
+def options(ids: Sequence[str]) -> list[tuple[str, str]]:
+    return [(i, i) for i in ids]

@@ -1,0 +1,172 @@
+"""The page: a scenario bar (preset, upload, download, reset) above one tab per section.
+
+``build_app()`` is what ``notebooks/app.ipynb`` calls. It opens on
+:data:`aisize.scenario.DEFAULT_PRESET`. The first tab draws its charts at once;
+the others when first shown, so the page opens fast.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import altair as alt
+import ipywidgets as widgets
+
+from aisize.app import controls as K
+from aisize.app.sections import Section
+from aisize.app.sections.accuracy import AccuracySection
+from aisize.app.sections.datapath import DataPathSection
+from aisize.app.sections.inference import InferenceSection
+from aisize.app.sections.network import NetworkSection
+from aisize.app.sections.queueing import QueueingSection
+from aisize.app.sections.summary import SummarySection, download_link
+from aisize.app.sections.training import TrainingSection
+from aisize.app.state import AppState, message
+from aisize.scenario import DEFAULT_PRESET, ScenarioError, dumps, loads, preset, preset_names, to_dict
+
+SECTIONS = (TrainingSection, InferenceSection, DataPathSection, NetworkSection, QueueingSection, SummarySection,
+            AccuracySection)
+TITLES = tuple(cls.title for cls in SECTIONS)
+MAX_UPLOAD_BYTES = 1_000_000
+
+CSS = """<style>
+.aisize-bar {background:#f3f6fa; border:1px solid #d8e0ea; border-radius:6px; padding:6px 10px; margin-bottom:6px}
+.aisize-title h2 {margin:2px 0 0 0; font-size:17px} .aisize-title p {margin:2px 0; color:#555; font-size:12px}
+.aisize-cards {display:flex; flex-wrap:wrap; gap:6px; margin:4px 0}
+.aisize-card {border:1px solid #d8e0ea; border-left:4px solid #4c78a8; border-radius:4px; padding:4px 8px;
+  min-width:118px; background:#fff}
+.aisize-card.good {border-left-color:#54a24b} .aisize-card.bad {border-left-color:#e45756; background:#fff5f5}
+.aisize-label {font-size:11px; color:#666} .aisize-value {font-size:17px; font-weight:600; color:#1f2d3d}
+.aisize-unit {font-size:11px; color:#666}
+.aisize-error {color:#a4161a; background:#fff0f0; border:1px solid #f5c2c7; border-radius:4px; padding:4px 8px;
+  margin:4px 0; white-space:normal}
+.aisize-note {color:#666; font-size:12px} .aisize-h {margin:10px 0 2px 0; font-size:14px; color:#1f2d3d}
+.aisize-table {border-collapse:collapse; font-size:12px; margin:2px 0}
+.aisize-table th {background:#eef2f7; text-align:left; padding:3px 8px; border-bottom:1px solid #ccd}
+.aisize-table td {padding:2px 8px; border-bottom:1px solid #eee; text-align:right}
+.aisize-table td:first-child {text-align:left}
+.aisize-findings {padding-left:16px; margin:2px 0} .aisize-finding {margin:2px 0; font-size:13px}
+.aisize-finding.problem {color:#a4161a} .aisize-finding.warning {color:#8a5a00}
+.aisize-download {margin-right:14px; font-size:13px}
+</style>"""
+
+
+@dataclass
+class App:
+    """The page's parts; ``view`` is what the notebook displays.
+
+    A section is built the first time its tab is shown (or asked for, ``app[title]``):
+    the page opens with the widgets of the first tab only.
+    """
+
+    state: AppState
+    sections: dict  # title -> Section, those built so far
+    preset: widgets.Dropdown
+    upload: widgets.FileUpload
+    reset: widgets.Button
+    status: widgets.HTML
+    title: widgets.HTML
+    download: widgets.HTML
+    tabs: widgets.Tab
+    view: widgets.VBox
+
+    def __getitem__(self, title: str) -> Section:
+        if title not in self.sections:
+            index = TITLES.index(title)
+            section = self.sections[title] = SECTIONS[index](self.state)
+            self.tabs.children[index].children = (section.view,)
+        return self.sections[title]
+
+    def open_tab(self, title: str) -> Section:
+        """Select the tab ``title`` (as a click would) and return its section."""
+        self.tabs.selected_index = TITLES.index(title)
+        return self[title]
+
+
+def upload_text(value) -> tuple[str, str]:
+    """(text, "yaml"|"json") of one uploaded file (FileUpload's value). Raises ScenarioError."""
+    files = list(value)
+    if len(files) != 1:
+        raise ScenarioError("upload one scenario file (.yaml, .yml or .json)")
+    f = files[0]
+    name, content = str(f.get("name", "")), bytes(f.get("content", b""))
+    if len(content) > MAX_UPLOAD_BYTES:
+        raise ScenarioError(f"{name}: {len(content)} bytes; a scenario file is at most {MAX_UPLOAD_BYTES}")
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{name}: not UTF-8 text") from None
+    return text, "json" if name.lower().endswith(".json") else "yaml"
+
+
+def build_app(display: bool = True, data: dict | None = None) -> App:
+    """Build the page (on ``data``, default the built-in default scenario), wire it, and display it."""
+    alt.JupyterChart.enable_offline()
+    state = AppState(data)
+    choose = K.dropdown("Preset", preset_names(), DEFAULT_PRESET if data is None else None,
+                        "Load a built-in scenario", style={"description_width": "50px"},
+                        layout=widgets.Layout(width="300px"))
+    upload = widgets.FileUpload(accept=".yaml,.yml,.json", multiple=False, description="Load file",
+                                tooltip="Load a scenario file (YAML or JSON) from your computer",
+                                layout=widgets.Layout(width="120px"))
+    reset = widgets.Button(description="Reset", icon="undo", tooltip="Back to the default scenario",
+                           layout=widgets.Layout(width="90px"))
+    status, title, download = widgets.HTML(), widgets.HTML(), widgets.HTML()
+    tabs = widgets.Tab(children=[widgets.Box() for _ in SECTIONS], titles=list(TITLES))
+    bar = widgets.VBox([widgets.HBox([choose, upload, reset, download],
+                                     layout=widgets.Layout(align_items="center")), title, status])
+    bar.add_class("aisize-bar")
+    view = widgets.VBox([widgets.HTML(CSS), bar, tabs])
+    app = App(state, {}, choose, upload, reset, status, title, download, tabs, view)
+
+    def show_scenario(plan) -> None:
+        d = state.data
+        K.assign(title, "value", f"<div class='aisize-title'><h2>{html.escape(d['name'])}</h2>"
+                                 f"<p>{html.escape(d['description'])}</p></div>")
+        K.assign(download, "value", download_link("scenario.yaml", dumps(plan.scenario).encode(),
+                                                  "Save scenario"))
+
+    def take(new_data, what: str) -> None:
+        refused = state.replace(new_data)
+        K.assign(status, "value", K.error_html(f"{what}: {refused}") if refused else "")
+
+    def on_preset(change) -> None:
+        if change["new"] is not None:
+            take(to_dict(preset(change["new"])), f"preset {change['new']}")
+
+    def on_upload(change) -> None:
+        if not change["new"]:
+            return
+        try:
+            text, fmt = upload_text(change["new"])
+            take(to_dict(loads(text, fmt=fmt)), "uploaded file")
+        except ScenarioError as error:
+            K.assign(status, "value", K.error_html(f"uploaded file: {message(error)}"))
+        upload.value = ()
+
+    def on_reset(_) -> None:
+        if choose.value == DEFAULT_PRESET:
+            take(to_dict(preset(DEFAULT_PRESET)), "reset")
+        choose.value = DEFAULT_PRESET
+
+    def on_tab(change) -> None:
+        for title_, section in app.sections.items():
+            if TITLES.index(title_) != change["new"]:
+                section.hide()
+        if change["new"] is not None:
+            app[TITLES[change["new"]]].show()
+
+    state.subscribe(show_scenario)
+    show_scenario(state.plan)
+    choose.observe(on_preset, names="value")
+    upload.observe(on_upload, names="value")
+    reset.on_click(on_reset)
+    tabs.observe(on_tab, names="selected_index")
+    tabs.selected_index = 0
+    app[TITLES[0]].show()
+    if display:
+        from IPython.display import display as show
+
+        show(view)
+    return app

@@ -1,0 +1,132 @@
+"""Data path: shared storage, the GPUs' target utilisation and checkpoint policy.
+
+Shows storage read/write demand and what binds, each training job's data stall,
+capacity, checkpoint bandwidth and RTO, and the IO blender breakdown.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import pandas as pd
+
+from aisize import catalog, charts
+from aisize.app import controls as K
+from aisize.app.sections import Section
+from aisize.plan import context as C
+from aisize.plan.bom import storage_table
+from aisize.units import GB, TB
+
+INTERVALS = [("auto (Young/Daly)", "auto")] + [(f"{m} min", float(m)) for m in (10, 15, 30, 60, 120, 240, 480)]
+
+
+class DataPathSection(Section):
+    title = "Data path"
+
+    def __init__(self, state):
+        self.storage = K.dropdown("Storage system", [(f"{s.id} ({s.scope})", s.id) for s in catalog.storage],
+                                  None, "Shared storage (catalog id): its rated read/write rates, IOPS, capacity")
+        self.job = K.dropdown("Training job", [], None, "Which training job's dataset to set")
+        self.dataset = K.dropdown("Dataset", [("(none: tokens of a corpus)", "")]
+                                  + K.options(catalog.datasets.ids()), None,
+                                  "Dataset the job reads; vision models read its samples for each epoch")
+        self.utilisation = K.float_slider("GPU busy target [ratio]", 0.9, 0.5, 1.0, 0.01,
+                                          "Share of time GPUs compute, not wait for data (MLPerf Storage "
+                                          "passes at 0.90); sets the read demand", fmt=".2f")
+        self.interval = K.dropdown("Checkpoint interval", INTERVALS, "auto",
+                                   "Time between checkpoints; auto is the Young/Daly optimum")
+        self.retention = K.int_slider("Checkpoints kept [count]", 3, 1, 20, 1, "Checkpoints retained on storage")
+        self.usable = K.float_slider("Usable/raw [ratio]", 0.8, 0.3, 1.0, 0.05,
+                                     "Share of raw capacity left after data protection", fmt=".2f")
+        self.figures, self.jobs, self.blend = widgets.HTML(), widgets.HTML(), widgets.HTML()
+        self.blend_chart, self.capacity_chart = K.ChartSlot(), K.ChartSlot()
+        super().__init__(state)
+        self.bind(self.storage, lambda: ("hardware", "storage"))
+        self.bind(self.dataset, lambda: None if self.job.value is None else ("workloads", self.job.value, "dataset"),
+                  lambda v: v or None)
+        self.bind(self.utilisation, lambda: ("policies", "target_gpu_utilisation"), float)
+        self.bind(self.interval, lambda: ("policies", "checkpoint_interval_minutes"))
+        self.bind(self.retention, lambda: ("policies", "checkpoint_retention"), int)
+        self.bind(self.usable, lambda: ("policies", "storage_usable_ratio"), float)
+        self.job.observe(lambda _: self.quietly(self.sync), names="value")
+        left = K.controls_column([self.storage, self.utilisation, self.interval, self.retention, self.usable,
+                             self.job, self.dataset, self.error])
+        self.view.children = [
+            widgets.HBox([left, K.figures_column([self.figures, self.capacity_chart.box])]),
+            K.heading("Training jobs: data stall and checkpoints"), self.jobs,
+            K.heading("IO blender", "every workload on the shared storage"),
+            widgets.VBox([self.blend_chart.box, self.blend])]
+        self.quietly(self.sync)
+
+    def sync(self) -> None:
+        from aisize.app.sections import selected
+
+        data = self.state.data
+        pol = data["policies"]
+        K.assign(self.storage, "value", data["hardware"]["storage"])
+        K.assign(self.utilisation, "value", pol["target_gpu_utilisation"])
+        interval = pol["checkpoint_interval_minutes"]
+        K.assign(self.interval, "value", interval if interval == "auto" else float(interval))
+        K.assign(self.retention, "value", pol["checkpoint_retention"])
+        K.assign(self.usable, "value", pol["storage_usable_ratio"])
+        selected(self.job, self.state.workloads("training"))
+        self.dataset.disabled = self.job.value is None
+        if self.job.value is not None:
+            K.assign(self.dataset, "value", data["workloads"][self.job.value]["dataset"] or "")
+
+    def update(self, plan) -> None:
+        s = plan.storage
+        K.assign(self.figures, "value", self._figures(s))
+        K.assign(self.jobs, "value", K.table(self._jobs_table(plan)) if plan.training else
+                 "<p class='aisize-note'>No training job.</p>")
+        table = storage_table(plan)
+        keep = ["name", "kind", "read_gb_per_s", "write_gb_per_s", "read_peak_gb_per_s", "write_peak_gb_per_s",
+                "read_iops", "write_iops", "read_share"]
+        shown = table[keep].rename(columns={"read_gb_per_s": "read [GB/s]", "write_gb_per_s": "write [GB/s]",
+                                            "read_peak_gb_per_s": "read peak [GB/s]",
+                                            "write_peak_gb_per_s": "write peak [GB/s]", "read_iops": "read [IO/s]",
+                                            "write_iops": "write [IO/s]", "read_share": "read share"})
+        K.assign(self.blend, "value", K.table(shown))
+        rows = pd.DataFrame(list(s.workloads))
+        self.blend_chart.show(K.frame_key(rows[["name", "read_bytes_per_s", "write_bytes_per_s"]]),
+                              lambda: charts.io_blend(rows))
+        self.capacity_chart.show(tuple(sorted(s.capacity_bytes.items())),
+                                 lambda: charts.capacity_breakdown(s.capacity_bytes,
+                                                                   title=f"Storage capacity ({s.system})"))
+
+    @staticmethod
+    def _figures(s) -> str:
+        util = {k: v for k, v in s.utilisation.items() if v is not None}
+        return K.cards([
+            K.card("storage.read", "Read demand (average)", s.read_bytes_per_s / GB, "GB/s"),
+            K.card("storage.read_peak", "Read peak", s.read_peak_bytes_per_s / GB, "GB/s",
+                   "When bursts (model loads) coincide"),
+            K.card("storage.write", "Write demand (average)", s.write_bytes_per_s / GB, "GB/s"),
+            K.card("storage.write_peak", "Write peak", s.write_peak_bytes_per_s / GB, "GB/s",
+                   "Checkpoint bursts coinciding"),
+            K.card("storage.iops", "IO operations", s.read_iops + s.write_iops, "IO/s"),
+            K.card("storage.units", "Storage units", s.units, s.scope + "s"),
+            K.card("storage.binding", "Binding constraint", s.binding, "",
+                   "; ".join(f"{k} {v:.1%}" for k, v in util.items()),
+                   state="bad" if max(util.values(), default=0) > 1 else ""),
+            K.card("storage.raw", "Raw capacity", s.capacity_bytes["raw_bytes"] / TB, "TB"),
+            K.card("storage.latency_p95", "IO latency p95", s.latency_p95_seconds * 1e3, "ms"),
+        ])
+
+    @staticmethod
+    def _jobs_table(plan) -> pd.DataFrame:
+        rows = []
+        stalls = {j.name: j for j in plan.storage.jobs}
+        for t in plan.training:
+            c, j = t.checkpoint, stalls.get(t.name)
+            rows.append({"job": t.name, "read need [GB/s]": t.read_bytes_per_s / GB,
+                         "data stall": j.stall_fraction if j else None,
+                         "link use": j.link_utilisation if j else None,
+                         "dataset [TB]": t.dataset_bytes / TB,
+                         "checkpoint [GB]": c.checkpoint_bytes / GB if c else None,
+                         "ckpt write [GB/s]": c.write_bytes_per_s / GB if c else None,
+                         f"needed for ≤{C.CHECKPOINT_MAX_STALL:.0%} stall [GB/s]": c.write_bytes_per_s_for_stall / GB if c else None,
+                         "write [s]": c.write_seconds if c else None,
+                         "interval [min]": c.interval_seconds / 60 if c else None,
+                         "RTO [min]": c.restore_seconds / 60 if c else None,
+                         "goodput": t.goodput})
+        return pd.DataFrame(rows)

@@ -1,0 +1,246 @@
+"""Training: the selected training job's model, GPU, precision, optimizer, layout and target time.
+
+Shows GPUs, servers and time to train (low / expected / high from published
+MFUs, :func:`aisize.validation.time_range`), the per-GPU memory breakdown
+against the GPU's memory, GPUs needed against the target time
+(:func:`aisize.plan.sweep`) and the fastest layouts that fit
+(:func:`aisize.layout.search_layouts`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from functools import lru_cache
+
+import ipywidgets as widgets
+import pandas as pd
+
+from aisize import catalog, charts
+from aisize.app import controls as K
+from aisize.app.sections import Section, selected
+from aisize.layout import search_layouts
+from aisize.plan import context as C
+from aisize.plan import sweep
+from aisize.plan.training import DEFAULT_SEQ_LEN
+from aisize.scenario import from_dict
+from aisize.scenario.model import OPTIMIZERS, RECOMPUTE, TRAIN_PRECISIONS
+from aisize.units import DAY, HOUR, GiB
+from aisize.validation import mfu_range, time_range
+
+SWEEP_DAYS = (0.25, 0.5, 1, 2, 4, 7, 14, 30, 60, 120, 365)
+TP_OPTIONS, PP_OPTIONS = (1, 2, 4, 8, 16, 32, 64), (1, 2, 4, 8, 16, 32, 64)
+MICRO_BATCH_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+LAYOUT_COLUMNS = {"tp": "TP", "pp": "PP", "dp": "DP", "zero_stage": "ZeRO", "micro_batch": "micro-batch",
+                  "recompute": "recompute", "step_seconds": "step [s]", "mfu": "MFU",
+                  "total_bytes": "memory/GPU [GiB]"}
+
+
+@lru_cache(maxsize=64)
+def gpus_vs_days(job_and_hardware: str) -> pd.DataFrame:
+    """GPUs one training job needs at each of SWEEP_DAYS (the job alone on the scenario's hardware)."""
+    data = json.loads(job_and_hardware)
+    frame = sweep(from_dict(data), "workloads.0.target_days", SWEEP_DAYS)
+    return frame.rename(columns={"workloads.0.target_days": "target_days"})[["target_days", "gpus"]]
+
+
+def best_layouts(scenario, index: int, plan_job, top: int = 5) -> pd.DataFrame:
+    """The fastest layouts that fit for a transformer job at the plan's GPU count and batch (empty otherwise)."""
+    w = scenario.workloads[index]
+    if w.model not in catalog.transformers:
+        return pd.DataFrame()
+    arch, ctx = catalog.transformers[w.model], C.resolve(scenario.hardware)
+    lora = {} if w.method == "full" else {"lora_rank": w.lora_rank, "qlora": w.method == "qlora"}
+    up = ctx.scaleup_bytes_per_s or (ctx.pcie_link.bandwidth_per_direction_bytes_per_s if ctx.pcie_link
+                                     else ctx.scaleout_bytes_per_s)
+    df = search_layouts(arch, ctx.accelerator, plan_job.gpus, global_batch=plan_job.layout.global_batch,
+                        seq_len=w.seq_len or min(arch.max_seq, DEFAULT_SEQ_LEN),
+                        scaleout_bytes_per_s=ctx.scaleout_bytes_per_s,
+                        precision=C.training_dtype(ctx.accelerator, w.precision),
+                        optimizer=C.SCENARIO_OPTIMIZERS[w.optimizer], headroom=scenario.policies.memory_headroom,
+                        top=top, scaleup_bytes_per_s=up, **lora)
+    out = df[list(LAYOUT_COLUMNS)].copy()
+    out["total_bytes"] = out["total_bytes"] / GiB
+    return out.rename(columns=LAYOUT_COLUMNS)
+
+
+class TrainingSection(Section):
+    title = "Training"
+
+    def __init__(self, state):
+        self.job = K.dropdown("Training job", [], None, "Which training workload of the scenario these controls edit")
+        self.model = K.dropdown("Model", K.options(catalog.transformers.ids() + catalog.other_models.ids()),
+                                None, "Model to train (catalog id)")
+        self.server = K.dropdown("Server (GPU)", [(f"{s.id} ({s.gpus}× {s.accelerator})", s.id)
+                                                  for s in catalog.servers], None,
+                                 "Server model and its GPUs; applies to every workload of the scenario")
+        self.method = K.dropdown("Method", ["full", "lora", "qlora"], None,
+                                 "Full training, or LoRA / QLoRA adapters on a frozen base")
+        self.precision = K.dropdown("Precision", list(TRAIN_PRECISIONS), None, "Training number format")
+        self.optimizer = K.dropdown("Optimizer", list(OPTIMIZERS), None, "Optimizer (sets its state bytes/param)")
+        self.tokens = K.log_slider("Tokens [billion]", 1.0, 0.01, 100_000, "Training tokens, in billions "
+                                   "(LLMs; vision models train for epochs of a dataset)")
+        self.size_by = widgets.ToggleButtons(options=[("by target time", "days"), ("by GPU count", "gpus")],
+                                             description="Size", tooltip="Derive GPUs from a target time, "
+                                             "or fix the GPUs and derive the time",
+                                             style={"description_width": K.LABEL_WIDTH, "button_width": "124px"},
+                                             layout=widgets.Layout(width=K.CONTROL_WIDTH))
+        self.days = K.log_slider("Target time [days]", 1.0, 0.1, 730, "Wall-clock time the job must finish in "
+                                 "[days]; GPUs are derived (whole servers)")
+        self.gpus = K.log_slider("GPUs [count]", 8, 1, 65_536, "GPUs the job runs on", steps_per_decade=30,
+                                 fmt=".0f")
+        self.mfu = K.float_slider("MFU assumed [ratio]", 0.4, 0.05, 0.9, 0.01, "Model FLOPs utilisation: "
+                                  "share of dense peak a run achieves (policy; large runs 0.35-0.50)", fmt=".2f")
+        self.parallel = K.dropdown("Parallelism", [("auto (search)", "auto"), ("fixed", "fixed")], "auto",
+                                   "Search the fastest layout that fits, or fix TP/PP/ZeRO/micro-batch")
+        small = dict(layout=widgets.Layout(width="136px"), style={"description_width": "56px"})
+        self.tp = K.dropdown("TP", list(TP_OPTIONS), 1, "Tensor parallel degree: must divide the heads", **small)
+        self.pp = K.dropdown("PP", list(PP_OPTIONS), 1, "Pipeline parallel stages", **small)
+        self.zero = K.dropdown("ZeRO", [0, 1, 2, 3], 1, "ZeRO stage: sharding of optimizer/grads/weights", **small)
+        self.micro = K.dropdown("μbatch", list(MICRO_BATCH_OPTIONS), 1, "Micro-batch [sequences]", **small)
+        self.recompute = K.dropdown("recomp.", list(RECOMPUTE), "selective", "Activation recomputation", **small)
+        self.figures = widgets.HTML()
+        self.range_note = widgets.HTML()
+        self.memory_chart, self.days_chart = K.ChartSlot(), K.ChartSlot()
+        self.layouts = widgets.HTML()
+        super().__init__(state)
+        w = self._path
+        self.bind(self.model, w("model"))
+        self.bind(self.server, lambda: ("hardware", "server"))
+        for name in ("method", "precision", "optimizer"):
+            self.bind(getattr(self, name), w(name))
+        self.bind(self.tokens, w("tokens_billion"), float)
+        self.bind(self.days, w("target_days"), float)
+        self.bind(self.gpus, w("gpus"), lambda v: int(round(v)))
+        self.bind(self.mfu, lambda: ("policies", "mfu"), float)
+        self.size_by.observe(self._on_size_by, names="value")
+        self.bind(self.parallel, w("layout"), self._layout_value)
+        for knob in (self.tp, self.pp, self.zero, self.micro, self.recompute):
+            self.bind(knob, w("layout"), lambda _: self._layout_value("fixed"))
+        self.job.observe(lambda _: self._on_plan(self.state.plan), names="value")
+        manual = widgets.VBox([widgets.HBox([self.tp, self.pp, self.zero]),
+                               widgets.HBox([self.micro, self.recompute])])
+        left = K.controls_column([self.job, self.model, self.server, self.method, self.precision, self.optimizer,
+                             self.tokens, self.size_by, self.days, self.gpus, self.mfu, self.parallel, manual,
+                             self.error])
+        right = K.figures_column([self.figures, self.range_note, self.memory_chart.box])
+        self.view.children = [widgets.HBox([left, right]), K.heading("GPUs needed vs target time"),
+                              widgets.HBox([self.days_chart.box, K.figures_column(
+                                  [K.heading("Fastest layouts that fit", "at the planned GPU count"),
+                                   self.layouts])])]
+        self.quietly(self.sync)
+
+    def _path(self, field):
+        return lambda: None if self.job.value is None else ("workloads", self.job.value, field)
+
+    def _layout_value(self, mode):
+        if mode == "auto":
+            return "auto"
+        return {"tensor_parallel": self.tp.value, "pipeline_parallel": self.pp.value, "expert_parallel": 1,
+                "zero_stage": self.zero.value, "micro_batch": self.micro.value, "recompute": self.recompute.value}
+
+    def _on_size_by(self, change) -> None:
+        if self._syncing or self.job.value is None:
+            return
+        t = self._plan_job(self.state.plan)
+        if change["new"] == "gpus":
+            refused = self.state.set(("workloads", self.job.value, "gpus"), int(t.gpus))
+        else:
+            refused = self.state.set(("workloads", self.job.value, "target_days"),
+                                     float(min(max(t.training_days, 0.1), 730)))
+        if refused:
+            K.assign(self.error, "value", K.error_html(refused))
+
+    def _plan_job(self, plan):
+        name = self.state.data["workloads"][self.job.value]["name"]
+        return next(t for t in plan.training if t.name == name)
+
+    def sync(self) -> None:
+        selected(self.job, self.state.workloads("training"))
+        data = self.state.data
+        K.assign(self.server, "value", data["hardware"]["server"])
+        K.assign(self.mfu, "value", data["policies"]["mfu"])
+        if self.job.value is None:
+            return
+        w = data["workloads"][self.job.value]
+        for name in ("model", "method", "precision", "optimizer"):
+            K.assign(getattr(self, name), "value", w[name])
+        self.tokens.disabled = w["tokens_billion"] is None
+        if w["tokens_billion"] is not None:
+            K.assign(self.tokens, "value", w["tokens_billion"])
+        K.assign(self.size_by, "value", "gpus" if w["gpus"] is not None else "days")
+        self.days.disabled, self.gpus.disabled = w["gpus"] is not None, w["target_days"] is not None
+        if w["target_days"] is not None:
+            K.assign(self.days, "value", w["target_days"])
+        if w["gpus"] is not None:
+            K.assign(self.gpus, "value", w["gpus"])
+        lay = w["layout"]
+        K.assign(self.parallel, "value", "auto" if lay == "auto" else "fixed")
+        if lay != "auto":
+            for knob, key in ((self.tp, "tensor_parallel"), (self.pp, "pipeline_parallel"),
+                              (self.zero, "zero_stage"), (self.micro, "micro_batch"), (self.recompute, "recompute")):
+                K.assign(knob, "value", lay[key])
+        for knob in (self.tp, self.pp, self.zero, self.micro, self.recompute):
+            knob.disabled = lay == "auto"
+
+    def update(self, plan) -> None:
+        if self.job.value is None:
+            K.assign(self.figures, "value", "<p>This scenario has no training job.</p>")
+            return
+        t = self._plan_job(plan)
+        K.assign(self.figures, "value", self._figures(t))
+        if t.model_kind == "transformer" and t.mfu_assumed:
+            r = dataclasses.replace(mfu_range(t.gpus), expected=t.mfu_assumed)
+            note = (f"<p class='aisize-note'>Time range from published MFUs {r.low:.2f}–{r.high:.2f} "
+                    f"({len(r.cases)} {r.rule}).</p>")
+        else:
+            note = "<p class='aisize-note'>Time from the model's throughput per GPU.</p>"
+        K.assign(self.range_note, "value", note)
+        mem_key = (tuple(sorted(t.memory_bytes.items())), t.gpu_memory_bytes, t.gpu_memory_usable_bytes)
+        self.memory_chart.show(mem_key, lambda: charts.memory_breakdown(
+            t.memory_bytes, t.gpu_memory_bytes, t.gpu_memory_usable_bytes,
+            title=f"Memory per GPU: {t.name} ({plan.accelerator})").properties(width=charts.WIDTH - 80))
+        curve = self._curve(plan)
+        marked = t.target_days if t.target_days is not None else t.training_days
+        self.days_chart.show((K.frame_key(curve), t.name), lambda: charts.gpus_vs_days(
+            curve, marked, t.gpus, title=f"GPUs needed vs target time: {t.name}"),
+            params={charts.MARK_DAYS: float(marked), charts.MARK_GPUS: float(t.gpus)})
+        layouts = best_layouts(plan.scenario, self.job.value, t)
+        K.assign(self.layouts, "value", K.table(layouts) if len(layouts) else
+                 "<p class='aisize-note'>No searched layouts: the model is not a transformer, or nothing fits.</p>")
+
+    def _curve(self, plan) -> pd.DataFrame:
+        data = self.state.data
+        job = dict(data["workloads"][self.job.value], gpus=None, target_days=1.0)
+        single = {"name": data["name"], "hardware": data["hardware"], "policies": data["policies"],
+                  "workloads": [job]}
+        try:
+            return gpus_vs_days(json.dumps(single, sort_keys=True))
+        except (ValueError, ArithmeticError):
+            return pd.DataFrame({"target_days": [], "gpus": []})
+
+    def _figures(self, t) -> str:
+        lay = t.layout
+        items = [K.card("training.gpus", "GPUs", t.gpus, "GPUs", "GPUs the job runs on (whole servers)"),
+                 K.card("training.servers", "Servers", t.servers, "servers"),
+                 K.card("training.days", "Time to train", t.training_days, "days",
+                        "Expected wall-clock time at the assumed MFU, after goodput")]
+        if t.model_kind == "transformer" and t.mfu_assumed:
+            r = dataclasses.replace(mfu_range(t.gpus), expected=t.mfu_assumed)
+            low, _, high = time_range(t.training_seconds, r)
+            items.append(K.card("training.days_range", "Range (high–low MFU)",
+                                f"{K.num(low / DAY)}–{K.num(high / DAY)}", "days"))
+        items += [K.card("training.memory", "Memory per GPU", t.memory_bytes["total_bytes"] / GiB, "GiB",
+                         f"usable {t.gpu_memory_usable_bytes / GiB:.1f} GiB", state="good" if t.memory_fits else "bad"),
+                  K.card("training.fits", "Fits in GPU memory", "yes" if t.memory_fits else "no", "",
+                         state="good" if t.memory_fits else "bad"),
+                  K.card("training.layout", "Layout", f"TP{lay.tensor_parallel} PP{lay.pipeline_parallel} "
+                         f"DP{lay.data_parallel} Z{lay.zero_stage} mb{lay.micro_batch}", "",
+                         "searched" if lay.searched else "fixed by the user"),
+                  K.card("training.mfu_predicted", "MFU predicted", t.mfu_predicted, "",
+                         "From the step-time model of the chosen layout"),
+                  K.card("training.goodput", "Goodput", t.goodput, "",
+                         "Share of time doing useful work after checkpoints and failures"),
+                  K.card("training.gpu_hours", "GPU-hours", t.gpu_hours, "h"),
+                  K.card("training.energy", "GPU energy", t.energy_joules / HOUR / 1e6, "MWh")]
+        return K.cards(items)

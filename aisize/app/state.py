@@ -1,0 +1,84 @@
+"""The app's one piece of state: a scenario (dict form), its last valid plan, and who listens.
+
+Every edit arrives from the browser, so it is untrusted: :meth:`AppState.set`
+applies it to a copy of the scenario dict, validates the copy with
+:func:`aisize.scenario.from_dict` and plans it; only when both succeed does the
+copy become the state and the listeners see the new plan. Otherwise the state
+and the plan stay as they were and the message (no traceback) is returned for
+the page to show next to the control.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+from aisize.plan import Plan, plan
+from aisize.scenario import DEFAULT_PRESET, ScenarioError, from_dict, preset, to_dict
+
+# What a planner or validation failure may raise; anything else is a bug and propagates.
+INPUT_ERRORS = (ScenarioError, ValueError, ArithmeticError, KeyError, TypeError)
+MAX_MESSAGE_CHARS = 600
+
+
+def message(error: Exception) -> str:
+    """A short, plain message for the page: the error's text without its class or a traceback."""
+    text = str(error).strip() or type(error).__name__
+    text = text.replace("invalid scenario:\n  ", "").replace("\n  ", "; ")
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + " …"
+
+
+def set_path(data: dict, path: tuple, value) -> dict:
+    """A deep copy of ``data`` with ``path`` (keys and list indexes) set to ``value``.
+
+    A workload's ``gpus`` and ``target_days`` exclude each other (the schema wants
+    exactly one), so setting one clears the other.
+    """
+    out = copy.deepcopy(data)
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    if len(path) == 3 and path[0] == "workloads" and path[2] in ("gpus", "target_days") and value is not None:
+        node["target_days" if path[2] == "gpus" else "gpus"] = None
+    return out
+
+
+class AppState:
+    """The scenario being edited, its last valid plan, and the callbacks run after each change."""
+
+    def __init__(self, data: dict | None = None):
+        self.data: dict = to_dict(from_dict(data)) if data is not None else to_dict(preset(DEFAULT_PRESET))
+        self.plan: Plan = plan(from_dict(self.data))
+        self.listeners: list[Callable[[Plan], None]] = []
+
+    @property
+    def scenario(self):
+        return self.plan.scenario
+
+    def workloads(self, kind: str) -> list[tuple[int, str]]:
+        """(index in ``workloads``, name) of each workload of ``kind`` (training, inference, data-prep)."""
+        return [(i, w["name"]) for i, w in enumerate(self.data["workloads"]) if w["kind"] == kind]
+
+    def set(self, path: tuple, value) -> str | None:
+        """Set one field; plan; notify. Returns None, or the message of why it was refused."""
+        try:
+            candidate = set_path(self.data, path, value)
+        except (KeyError, IndexError, TypeError) as error:
+            return f"{'.'.join(map(str, path))}: cannot be set ({error})"
+        return self.replace(candidate)
+
+    def replace(self, data) -> str | None:
+        """Take a whole scenario dict (preset, upload, reset). Returns None, or why it was refused."""
+        try:
+            scenario = from_dict(data)
+            new_plan = plan(scenario)
+        except INPUT_ERRORS as error:
+            return message(error)
+        self.data, self.plan = to_dict(scenario), new_plan
+        for listener in list(self.listeners):
+            listener(new_plan)
+        return None
+
+    def subscribe(self, listener: Callable[[Plan], None]) -> None:
+        self.listeners.append(listener)
