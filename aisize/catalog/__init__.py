@@ -22,11 +22,11 @@ from typing import Generic, TypeVar
 
 from aisize.catalog.loader import CatalogError, load_table
 from aisize.catalog.records import (Accelerator, Dataset, Link, OtherModel, Server,
-                                    StorageSystem, Transformer)
+                                    StorageSystem, Throughput, Transformer)
 
 __all__ = ["Table", "CatalogError", "data_dir", "accelerators", "servers", "links", "storage",
-           "transformers", "other_models", "datasets", "Accelerator", "Server", "Link",
-           "StorageSystem", "Transformer", "OtherModel", "Dataset"]
+           "transformers", "other_models", "datasets", "throughput", "Accelerator", "Server", "Link",
+           "StorageSystem", "Transformer", "OtherModel", "Dataset", "Throughput"]
 
 R = TypeVar("R")
 
@@ -98,9 +98,11 @@ storage: Table[StorageSystem] = Table("storage.csv", StorageSystem)
 transformers: Table[Transformer] = Table("transformers.csv", Transformer)
 other_models: Table[OtherModel] = Table("other_models.csv", OtherModel)
 datasets: Table[Dataset] = Table("datasets.csv", Dataset)
+throughput: Table[Throughput] = Table("throughput.csv", Throughput)
 
 TABLES: dict[str, Table] = {t.filename[:-4]: t for t in
-                            (accelerators, servers, links, storage, transformers, other_models, datasets)}
+                            (accelerators, servers, links, storage, transformers, other_models, datasets,
+                             throughput)}
 
 
 def model(id: str) -> Transformer | OtherModel:

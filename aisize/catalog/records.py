@@ -150,6 +150,26 @@ class OtherModel:
     dataset: str  # id in datasets.csv
     source: str
     note: str | None
+    # bytes autograd saves for backward per sample at 16-bit activations, MEASURED
+    # (tests/torch_cnn.py); empty: aisize.memory.activations estimates it from FLOPs
+    activations_per_sample_bytes: float | None = None
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """A measured training throughput: samples/s per GPU of one model on one accelerator."""
+
+    id: str
+    model: str  # id in other_models.csv or transformers.csv
+    accelerator: str  # id in accelerators.csv
+    precision: str  # fp32 | tf32 | fp16 (AMP, mixed fp16) | bf16
+    gpus: int  # GPUs in the measurement
+    samples_per_gpu_per_s: float  # the measurement's total / gpus
+    framework: str
+    config: str | None  # what else fixes the figure (sequence length, XLA, NHWC)
+    batch_per_gpu: int | None
+    source: str
+    note: str | None
 
 
 @dataclass(frozen=True)

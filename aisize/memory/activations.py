@@ -62,12 +62,19 @@ FLASH_STATS_BYTES_PER_HEAD_TOKEN = 4.0  # fp32 log-sum-exp, arXiv:2205.14135 alg
 CROSS_ENTROPY_BYTES = 4.0  # fp32 logits kept for the loss, Korthikanti sec. 4.3 (4sbv)
 OUTPUT_INPUT_BYTES = 2.0  # 16-bit input of the output projection, Korthikanti sec. 4.3
 
-# Other models: stored activation elements per forward FLOP, calibrated on
-# ResNet-50 (torchsummary "Forward/backward pass size 286.56 MB" at fp32 with
-# gradients = 35.8 M saved elements per 224x224 sample; 8.2 GFLOP forward,
-# He et al. 2016 Table 1: 4.1 G multiply-adds). A coarse rule for CNNs; pass a
-# measured figure where one exists.
-ACTIVATION_ELEMENTS_PER_FORWARD_FLOP = 35.8e6 / 8.2e9
+# Other models: bytes saved for backward per forward FLOP at 16-bit activations,
+# MEASURED on ResNet-50 v1.5 (tests/torch_cnn.py): PyTorch 2.13 on CPU, model in
+# bf16, 224 x 224, saved-for-backward tensors counted once per storage (in-place
+# ReLU shares BatchNorm's output; the max-pool's int64 indices included):
+# 43,759,576 B per image over 8.18 GFLOP forward (2 x 4.09 G multiply-adds,
+# torchvision). The rule does not transfer across architectures: ResNet-152
+# measures 89.5 MB per image, the rule says 123 MB (+38 %: its added 14 x 14
+# blocks are FLOP-heavy and activation-light); VGG-16 measures 42.8 MB, the rule
+# says 166 MB (+287 %). Catalog models carry their measured figure
+# (OtherModel.activations_per_sample_bytes); the rule is for models without one.
+RESNET50_SAVED_BYTES_PER_SAMPLE = 43_759_576.0  # bf16, 224 x 224, measured (see above)
+RESNET50_FORWARD_FLOPS = 8.18e9
+SAVED_BYTES_PER_FORWARD_FLOP_16BIT = RESNET50_SAVED_BYTES_PER_SAMPLE / RESNET50_FORWARD_FLOPS
 
 
 @dataclass(frozen=True)
@@ -219,18 +226,34 @@ def _edge_bytes(c: ActivationConstants, s, b, h, vocab, t, sp, dropout, in_fligh
     return first, last
 
 
-def other_model_activation_bytes(forward_per_sample_flops, micro_batch, *, bytes_per_element=2.0):
+def other_model_activation_bytes(forward_per_sample_flops, micro_batch, *, bytes_per_element=2.0,
+                                 measured_bytes_per_sample=None):
     """Stored activations of a non-transformer model (CNN, U-Net) per micro-batch [B].
 
-    Rule: saved elements = forward FLOPs x :data:`ACTIVATION_ELEMENTS_PER_FORWARD_FLOP`
-    (calibrated on ResNet-50), times bytes per element (2 for 16-bit).
+    Parameters
+    ----------
+    forward_per_sample_flops : forward FLOPs of one sample [FLOP]
+    micro_batch : samples per GPU [count]
+    bytes_per_element : 2 for 16-bit activations (mixed precision), 4 for fp32
+    measured_bytes_per_sample : bytes saved for backward per sample, measured at
+        16-bit [B]; None: :data:`SAVED_BYTES_PER_FORWARD_FLOP_16BIT` x forward FLOPs
+
+    Returns
+    -------
+    bytes per micro-batch [B]: per-sample bytes at 16-bit x bytes_per_element / 2 x micro_batch
 
     References
     ----------
-    .. [1] He et al. 2016, "Deep Residual Learning", arXiv:1512.03385, Table 1.
-    .. [2] sksq96/pytorch-summary (torchsummary) ResNet-50 output, 286.56 MB forward/backward.
+    .. [1] measured here: tests/torch_cnn.py (ResNet-50 v1.5 as torchvision builds it, PyTorch 2.13
+       CPU, bf16, ``torch.autograd.graph.saved_tensors_hooks``, unique storages); cross-checked in
+       tests/test_torch_cnn.py.
+    .. [2] He et al. 2016, "Deep Residual Learning", arXiv:1512.03385, Table 1 (architecture).
     """
     flops = checks.positive("forward_per_sample_flops", forward_per_sample_flops)
     b = checks.positive("micro_batch", micro_batch)
     e = checks.positive("bytes_per_element", bytes_per_element)
-    return flops * ACTIVATION_ELEMENTS_PER_FORWARD_FLOP * e * b
+    if measured_bytes_per_sample is None:
+        per_sample = flops * SAVED_BYTES_PER_FORWARD_FLOP_16BIT
+    else:
+        per_sample = checks.positive("measured_bytes_per_sample", measured_bytes_per_sample)
+    return per_sample * (e / 2.0) * b

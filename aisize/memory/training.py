@@ -167,6 +167,9 @@ def training_memory(*, layer_params, embed_params, output_params, layers, hidden
     e = checks.integer("ep", ep, high=10**5)
     share = checks.fraction("trainable_share", trainable_share)
     stage = checks.integer("zero_stage", zero_stage, low=0, high=3)
+    sp = checks.flag("sequence_parallel", sequence_parallel)
+    offload_optimizer = checks.flag("offload_optimizer", offload_optimizer)
+    offload_params = checks.flag("offload_params", offload_params)
     if np.any(np.asarray(a) % t):
         raise ValueError(f"tp={tp!r} is not allowed: must divide heads={heads!r}")
     if np.any(pp_ > L):
@@ -182,12 +185,12 @@ def training_memory(*, layer_params, embed_params, output_params, layers, hidden
     in_flight, interleave = pipeline_in_flight(pp_, m, virtual_stages)
     return _memory(layer_params=lp, expert_params=xp, embed_params=emb, output_params=outp, layers=L,
                    hidden=h, heads=a, vocab=V, seq_len=s, micro_batch=b, tp=t, pp=pp_, dp=d, ep=e,
-                   sp=bool(sequence_parallel), code=_recompute_code(recompute), stage=stage,
+                   sp=sp, code=_recompute_code(recompute), stage=stage,
                    in_flight=in_flight, interleave=interleave, consts=constants or activation_constants(),
-                   act_scale=p.activation_scale, dropout=1.0 if dropout else 0.0, unit=unit,
+                   act_scale=p.activation_scale, dropout=1.0 if checks.flag("dropout", dropout) else 0.0, unit=unit,
                    framework=framework, weight_bytes=p.weight_bytes, trainable_share=share,
-                   frozen_dtype_bytes=bytes_per_element(frozen_dtype),
-                   offload_optimizer=bool(offload_optimizer), offload_params=bool(offload_params))
+                   frozen_dtype_bytes=bytes_per_element(frozen_dtype, name="frozen_dtype"),
+                   offload_optimizer=offload_optimizer, offload_params=offload_params)
 
 
 def fits(memory: TrainingMemory | float, capacity_bytes, *, headroom=0.05) -> Fit:
@@ -207,7 +210,8 @@ def fits(memory: TrainingMemory | float, capacity_bytes, *, headroom=0.05) -> Fi
     cap = checks.positive("capacity_bytes", capacity_bytes)
     room = checks.number("headroom", headroom, low=0.0, high=1.0, high_inclusive=False)
     usable = cap * (1.0 - room)
-    return Fit(np.asarray(need <= usable) if np.ndim(need) else bool(need <= usable), cap, usable, usable - need)
+    ok = need <= usable
+    return Fit(np.asarray(ok) if np.ndim(ok) else bool(ok), cap, usable, usable - need)
 
 
 def max_micro_batch(capacity_bytes, *, headroom=0.05, **kwargs):
@@ -345,7 +349,8 @@ def other_model_training_memory(model, *, micro_batch, precision="fp16", optimiz
     st = model_states(model.params, precision=precision, optimizer=optimizer, framework=framework,
                       zero_stage=zero_stage, dp=dp)
     act = other_model_activation_bytes(model.forward_per_sample_flops, micro_batch,
-                                       bytes_per_element=2.0 * training_precision(precision).activation_scale)
+                                       bytes_per_element=2.0 * training_precision(precision).activation_scale,
+                                       measured_bytes_per_sample=model.activations_per_sample_bytes)
     temp = GRAD_BUCKET_BYTES * (dp > 1)
     return TrainingMemory(st.weights_bytes, st.gradients_bytes, st.master_weights_bytes,
                           st.optimizer_moments_bytes, act, temp, NCCL_BYTES_PER_COMMUNICATOR * (dp > 1),

@@ -83,8 +83,10 @@ def workloads_table(plan) -> pd.DataFrame:
     for t in plan.training:
         c = t.checkpoint
         rows.append({"workload": t.name, "kind": "training", "model": t.model, "gpus": t.gpus,
-                     "servers": t.servers, "days": t.training_days, "goodput": t.goodput,
+                     "servers": t.servers, "days": t.training_days, "days_low": t.days_low,
+                     "days_high": t.days_high, "goodput": t.goodput,
                      "mfu_assumed": t.mfu_assumed, "mfu_predicted": t.mfu_predicted,
+                     "samples_per_s_per_gpu": t.samples_per_s_per_gpu, "throughput_basis": t.throughput_basis,
                      "layout": f"TP{t.layout.tensor_parallel} PP{t.layout.pipeline_parallel} "
                                f"DP{t.layout.data_parallel} ZeRO-{t.layout.zero_stage} mb{t.layout.micro_batch} "
                                f"{t.layout.recompute}",

@@ -166,6 +166,17 @@ def compute_notes(plan) -> list[Finding]:
     return out
 
 
+def throughput_basis(plan) -> list[Finding]:
+    """What each job's time rests on: a measurement, a calibrated estimate or the assumed MFU."""
+    out = []
+    for t in plan.training:
+        text = (f"{t.name}: throughput {t.throughput_basis} ({t.mfu_assumed:.1%} MFU); {t.training_days:,.3g} "
+                f"days, range {t.days_low:,.3g}-{t.days_high:,.3g} ({t.days_range_basis})")
+        out.append(Finding("info", "compute", text + (f"; source: {t.throughput_source}" if t.throughput_source
+                                                      else "")))
+    return out
+
+
 def checkpoints(plan) -> list[Finding]:
     out = []
     for t in plan.training:
@@ -196,7 +207,7 @@ def assumptions(plan) -> list[Finding]:
 
 
 CHECKS = (memory_fit, host_memory, storage_binding, storage_overprovisioned, storage_latency, data_stalls,
-          network_links, inference_targets, compute_notes, checkpoints, assumptions)
+          network_links, inference_targets, compute_notes, throughput_basis, checkpoints, assumptions)
 
 
 def findings(plan) -> list[Finding]:

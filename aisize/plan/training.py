@@ -6,6 +6,7 @@ aisize.memory, aisize.step_time, aisize.storage, aisize.host).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -21,9 +22,11 @@ from aisize.plan import context as C
 from aisize.precision import peak_flops_per_s, training_precision
 from aisize.step_time import step_time
 from aisize.storage import checkpoint as ck
-from aisize.storage.demand import TRAINING_FLOPS_PER_FORWARD_FLOP, read_demand, samples_per_s_for_model
+from aisize.storage.demand import TRAINING_FLOPS_PER_FORWARD_FLOP, ResolvedThroughput, read_demand, \
+    resolve_samples_per_s
 from aisize.storage.io import io_profile_for_format
 from aisize.units import DAY, HOUR, MINUTE
+from aisize.validation.ranges import mfu_range, time_range
 
 DEFAULT_SEQ_LEN = 4096  # assumption when a scenario gives none (capped at the model's context)
 PASSES = 4  # GPUs <-> goodput fixed-point passes (converges in 2-3)
@@ -77,7 +80,7 @@ class TrainingPlan:
     samples: float | None
     model_flops: float
     peak_flops_per_s: float
-    mfu_assumed: float
+    mfu_assumed: float  # MFU the time rests on: the policy (LLMs) or what the throughput implies (others)
     mfu_predicted: float | None  # from aisize.step_time (full training only)
     step_seconds_predicted: float | None
     goodput: float
@@ -105,6 +108,12 @@ class TrainingPlan:
     host_memory_needed_bytes: float
     server_host_memory_bytes: float
     host_memory_fits: bool
+    throughput_rule: str  # scenario | measured | calibrated | policy-mfu (aisize.storage.demand)
+    throughput_basis: str  # what samples_per_s_per_gpu (or the MFU) rests on, in words
+    throughput_source: str | None  # the measurement's source, where one is used
+    days_low: float  # fastest plausible time (see _days_range) [days]
+    days_high: float  # slowest plausible time [days]
+    days_range_basis: str  # how days_low / days_high were obtained
 
 
 def _checkpoint(params, gpus, servers, ctx: C.HardwareContext, policies) -> CheckpointResult:
@@ -201,6 +210,42 @@ def _transformer_layout(arch, w, gpus, seq, gb, dtype, opt, ctx, policies, lora)
     return lay, m.as_dict(), None if lora_run else float(st.mfu), None if lora_run else float(st.step_seconds)
 
 
+def _days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput | None):
+    """(low, high, basis) around ``days``.
+
+    Transformers (``tp`` None): time scales as policy MFU / m over the MFUs of
+    published runs of a similar scale (aisize.validation.ranges). Measured or
+    calibrated throughput: time scales as rate / r over the spread of the
+    measurements (frameworks; multi-GPU rows for multi-GPU jobs), not by MFU.
+    A given or policy-MFU throughput has no evidence of a spread: low = high.
+    """
+    if not math.isfinite(days):
+        return days, days, "no range: the job does not finish"
+    if tp is None:
+        r = dataclasses.replace(mfu_range(gpus), expected=policy_mfu)
+        low, _, high = time_range(days, r)
+        return float(low), float(high), (f"MFU {r.low:.0%}-{r.high:.0%} of {len(r.cases)} published runs "
+                                          f"({r.rule}) against the assumed {policy_mfu:.0%}")
+    if tp.rule in ("measured", "calibrated"):
+        rate = tp.samples_per_s_per_gpu
+        return (days * rate / tp.high_samples_per_s_per_gpu, days * rate / tp.low_samples_per_s_per_gpu,
+                f"spread of measured throughputs ({tp.low_samples_per_s_per_gpu:,.0f}-"
+                f"{tp.high_samples_per_s_per_gpu:,.0f} samples/s per GPU across frameworks), not MFU-based")
+    return days, days, ("no range: throughput given by the scenario" if tp.rule == "scenario" else
+                        "no range: no measurement to spread the assumed MFU (published MFU ranges are of LLM runs)")
+
+
+def _throughput(w, model, acc, precision, peak, per_server, policies) -> ResolvedThroughput:
+    """The scenario's samples/s per GPU if given, else aisize.storage.demand.resolve_samples_per_s."""
+    if w.samples_per_s_per_gpu:
+        rate = float(w.samples_per_s_per_gpu)
+        eff = rate * TRAINING_FLOPS_PER_FORWARD_FLOP * model.forward_per_sample_flops / peak
+        return ResolvedThroughput(rate, rate, rate, eff, "scenario",
+                                  f"given by the scenario: {rate:,.0f} samples/s per GPU", None)
+    return resolve_samples_per_s(model, acc, precision=precision, gpus=w.gpus or per_server,
+                                 efficiency=policies.mfu)
+
+
 def _frugal(tp: int):
     from aisize.scenario import Layout
 
@@ -233,6 +278,7 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
         gb = w.global_batch or gpus * math.ceil(max(1, round(C.TOKENS_PER_STEP / seq)) / gpus)
         lay, mem, mfu_pred, step_pred = _transformer_layout(arch, w, gpus, seq, gb, dtype, opt, ctx, policies, lora)
         gp = _goodput(cp)
+        tp, mfu_used = None, policies.mfu
         running = float(training_seconds(flops, gpus, peak, mfu=policies.mfu, goodput=1.0))
         seconds = running / gp if gp else math.inf
         per_gpu_rate = tokens / running / gpus  # tokens/s per GPU while running
@@ -247,8 +293,8 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
         epochs = w.epochs or 1.0
         samples = data.samples * epochs
         precision = dtype if dtype in ("fp32", "fp16", "bf16", "fp8") else "bf16"
-        rate = w.samples_per_s_per_gpu or float(samples_per_s_for_model(model, acc, precision=precision,
-                                                                        efficiency=policies.mfu))
+        tp = _throughput(w, model, acc, precision, peak, per, policies)
+        rate, mfu_used = tp.samples_per_s_per_gpu, tp.efficiency
         flops = TRAINING_FLOPS_PER_FORWARD_FLOP * model.forward_per_sample_flops * samples
         # time = samples / (GPUs x samples/s) / goodput: training_seconds with the per-GPU
         # rate in place of peak x MFU (mfu=1), so one formula serves both
@@ -276,11 +322,13 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
                            checkpoint_shard_bytes=cp.shard_bytes if cp else 0.0,
                            offloaded_optimizer_bytes=mem.get("host_bytes", 0.0) * min(per, gpus))
     hm = host.memory
+    days = seconds / DAY
+    low, high, range_basis = _days_range(days, policies.mfu, int(gpus), tp)
     return TrainingPlan(
         w.name, w.team, w.model, kind, dataset_id, w.method, int(gpus), int(servers), params, float(trainable),
         tokens, samples,
-        float(flops), float(peak), policies.mfu, mfu_pred, step_pred,
-        gp, seconds, seconds / DAY, w.target_days,
+        float(flops), float(peak), float(mfu_used), mfu_pred, step_pred,
+        gp, seconds, days, w.target_days,
         float(gpu_hours(gpus, seconds)) if gp else math.inf,
         float(energy_joules(gpus, seconds, acc.tdp_watts)) if gp else math.inf, lay, mem, float(ctx.gpu_memory_bytes),
         float(fit.usable_bytes), bool(fit.fits), note, float(per_gpu_rate), float(sample_bytes),
@@ -290,4 +338,8 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
         float(io.mean_io_bytes),
         float(dataset_bytes), cp,
         {k: float(v) for k, v in vars(hm).items()}, float(hm.total_bytes), float(ctx.server.host_memory_bytes),
-        bool(host.memory_fits))
+        bool(host.memory_fits),
+        throughput_rule=tp.rule if tp else "policy-mfu",
+        throughput_basis=tp.basis if tp else f"FLOPs at the assumed MFU {policies.mfu:.0%}",
+        throughput_source=tp.source if tp else None,
+        days_low=float(low), days_high=float(high), days_range_basis=range_basis)
