@@ -86,3 +86,20 @@ def choice(name: str, value, allowed: Iterable):
     if isinstance(value, Iterable) and not isinstance(value, str) or value not in allowed:
         raise ValueError(f"{name}={value!r} is not allowed: must be one of {', '.join(map(repr, allowed))}")
     return value
+
+
+def flag(name: str, value) -> bool:
+    """Check a yes/no switch: True or False (numpy bools and 0/1 too), never text or None."""
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and value in (0, 1)):
+        return bool(value)
+    raise ValueError(f"{name}={value!r} is not allowed: must be True or False")
+
+
+def scalar(name: str, value) -> float:
+    """``value`` (checked by one of the above) as one float; an array is refused, naming ``name``.
+
+    For parameters that take no array, e.g. ``scalar("params", positive("params", params))``.
+    """
+    if np.ndim(value) != 0:
+        raise ValueError(f"{name}={value!r} is not allowed: must be a single number, not an array")
+    return float(value)

@@ -154,8 +154,8 @@ def chinchilla(params, tokens) -> Chinchilla:
     .. [1] Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models",
        arXiv:2203.15556, Table 3 (e.g. 70B params -> 1.4T tokens).
     """
-    n = float(checks.positive("params", params))
-    d = float(checks.positive("tokens", tokens))
+    n = checks.scalar("params", checks.positive("params", params))
+    d = checks.scalar("tokens", checks.positive("tokens", tokens))
     optimal = CHINCHILLA_TOKENS_PER_PARAM * n
     ratio = d / optimal
     note = ""

@@ -106,28 +106,29 @@ OPTIMIZERS: dict[str, Optimizer] = {
 }
 
 
-def bits_per_element(dtype: str) -> float:
+def bits_per_element(dtype: str, *, name: str = "dtype") -> float:
     """Effective storage bits per element of ``dtype``, block scales included [bit].
 
     Parameters
     ----------
     dtype : a key of :data:`BITS_PER_ELEMENT`
+    name : the caller's parameter name, shown if ``dtype`` is unknown
 
     References
     ----------
     .. [1] see the module docstring, [1]-[5].
     """
-    return BITS_PER_ELEMENT[checks.choice("dtype", dtype, BITS_PER_ELEMENT)]
+    return BITS_PER_ELEMENT[checks.choice(name, dtype, BITS_PER_ELEMENT)]
 
 
-def bytes_per_element(dtype: str) -> float:
+def bytes_per_element(dtype: str, *, name: str = "dtype") -> float:
     """Effective storage bytes per element of ``dtype`` [B] (bits / 8).
 
     References
     ----------
     .. [1] see the module docstring, [1]-[5].
     """
-    return bits_per_element(dtype) / BITS_PER_BYTE
+    return bits_per_element(dtype, name=name) / BITS_PER_BYTE
 
 
 def training_precision(precision: str) -> TrainingPrecision:

@@ -178,7 +178,8 @@ def replica_performance(prompt_tokens, output_tokens, tpot_target_seconds, *, ac
     """
     ctx = checks.positive("prompt_tokens", prompt_tokens) + 0.5 * checks.positive(
         "output_tokens", output_tokens)
-    batch = max_batch(tpot_target_seconds, ctx, weights_bytes, kv_bytes_per_token, active_params, tp,
+    tpot = checks.positive("tpot_target_seconds", tpot_target_seconds)
+    batch = max_batch(tpot, ctx, weights_bytes, kv_bytes_per_token, active_params, tp,
                       memory_bytes_per_s, peak_flops_per_s, kv_capacity_bytes)
     used = np.maximum(batch, 1.0)  # a replica that misses the target still runs one sequence
     step = decode_step_seconds(used, ctx, weights_bytes, kv_bytes_per_token, active_params, tp,

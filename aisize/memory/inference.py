@@ -16,7 +16,7 @@ import numpy as np
 from aisize import checks
 from aisize.memory.states import tidy
 from aisize.memory.training import CUDA_CONTEXT_BYTES
-from aisize.precision import bytes_per_element
+from aisize.precision import BITS_PER_ELEMENT, bytes_per_element
 
 # vLLM defaults (docs, EngineArgs): gpu_memory_utilization 0.9 of HBM is the
 # budget; block_size 16 tokens; max_num_batched_tokens 8192 for a prefill chunk.
@@ -93,7 +93,7 @@ def kv_bytes_per_token(layers, kv_heads, head_dim, kv_dtype: str = "fp16", *, tp
     k = checks.integer("kv_heads", kv_heads, high=10**5)
     d = checks.integer("head_dim", head_dim, high=10**5)
     t = checks.integer("tp", tp, high=10**4)
-    return 2.0 * L * k * d * bytes_per_element(kv_dtype) / np.minimum(t, k)
+    return 2.0 * L * k * d * bytes_per_element(kv_dtype, name="kv_dtype") / np.minimum(t, k)
 
 
 def mla_kv_bytes_per_token(layers, kv_lora_rank, qk_rope_head_dim, kv_dtype: str = "bf16"):
@@ -108,7 +108,7 @@ def mla_kv_bytes_per_token(layers, kv_lora_rank, qk_rope_head_dim, kv_dtype: str
     L = checks.integer("layers", layers, high=10**5)
     r = checks.integer("kv_lora_rank", kv_lora_rank, high=10**6)
     rope = checks.integer("qk_rope_head_dim", qk_rope_head_dim, high=10**6)
-    return L * (r + rope) * bytes_per_element(kv_dtype)
+    return L * (r + rope) * bytes_per_element(kv_dtype, name="kv_dtype")
 
 
 def paged_tokens(seq_len, block_tokens=PAGED_BLOCK_TOKENS):
@@ -153,6 +153,7 @@ def inference_memory(*, params, kv_bytes_per_token_per_gpu, hidden, ffn_hidden, 
     ----------
     .. [1] Kwon et al. 2023, arXiv:2309.06180; vLLM EngineArgs docs (defaults).
     """
+    checks.choice("weight_dtype", weight_dtype, BITS_PER_ELEMENT)
     t = checks.integer("tp", tp, high=10**4)
     kv_tok = checks.positive("kv_bytes_per_token_per_gpu", kv_bytes_per_token_per_gpu)
     h = checks.positive("hidden", hidden)

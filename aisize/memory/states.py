@@ -130,7 +130,7 @@ def _factors(dp, stage, *, framework, unit, trainable_share=1.0, frozen_bytes=0.
         per_param = unit[source] * trainable_share
         if source in ("weight", "weight_if_mixed"):
             per_param = per_param + (1.0 - trainable_share) * frozen_bytes
-        if per_param == 0.0:
+        if np.all(per_param == 0.0):  # per_param is an array when the parameter counts are
             continue
         if shard_from not in share:
             share[shard_from] = np.where(stage >= shard_from, 1.0 / dp, 1.0) if shard_from < NEVER else 1.0
@@ -189,9 +189,11 @@ def model_states(trainable_params, *, precision: str = "bf16", optimizer: str = 
     unit = per_param_bytes(precision, optimizer, framework)
     trainable = checks.positive("trainable_params", trainable_params)
     frozen = checks.non_negative("frozen_params", frozen_params)
-    frozen_bytes = bytes_per_element(frozen_dtype)
+    frozen_bytes = bytes_per_element(frozen_dtype, name="frozen_dtype")
     dp = checks.integer("dp", dp, high=10**7)
     stage = checks.integer("zero_stage", zero_stage, low=0, high=3)
+    offload_optimizer = checks.flag("offload_optimizer", offload_optimizer)
+    offload_params = checks.flag("offload_params", offload_params)
     allowed = FRAMEWORK_STAGES[framework]
     if not np.all(np.isin(stage, allowed)):
         raise ValueError(f"zero_stage={zero_stage!r} is not allowed: framework {framework!r} offers "
@@ -201,8 +203,8 @@ def model_states(trainable_params, *, precision: str = "bf16", optimizer: str = 
                          "parameter offload needs stage 3")
     total = trainable + frozen
     factors = _factors(dp, stage, framework=framework, unit=unit, trainable_share=trainable / total,
-                       frozen_bytes=frozen_bytes, offload_optimizer=bool(offload_optimizer),
-                       offload_params=bool(offload_params))
+                       frozen_bytes=frozen_bytes, offload_optimizer=offload_optimizer,
+                       offload_params=offload_params)
     return _states(total, factors)
 
 

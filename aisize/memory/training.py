@@ -187,8 +187,8 @@ def training_memory(*, layer_params, embed_params, output_params, layers, hidden
                    hidden=h, heads=a, vocab=V, seq_len=s, micro_batch=b, tp=t, pp=pp_, dp=d, ep=e,
                    sp=sp, code=_recompute_code(recompute), stage=stage,
                    in_flight=in_flight, interleave=interleave, consts=constants or activation_constants(),
-                   act_scale=p.activation_scale, dropout=1.0 if checks.flag("dropout", dropout) else 0.0, unit=unit,
-                   framework=framework, weight_bytes=p.weight_bytes, trainable_share=share,
+                   act_scale=p.activation_scale, dropout=1.0 if checks.flag("dropout", dropout) else 0.0,
+                   unit=unit, framework=framework, weight_bytes=p.weight_bytes, trainable_share=share,
                    frozen_dtype_bytes=bytes_per_element(frozen_dtype, name="frozen_dtype"),
                    offload_optimizer=offload_optimizer, offload_params=offload_params)
 

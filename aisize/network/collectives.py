@@ -175,6 +175,12 @@ def two_tier_collective_seconds(op: str, payload_bytes, n_inner, n_outer,
     s = checks.non_negative("payload_bytes", payload_bytes)
     ni = checks.integer("n_inner", n_inner, high=10**5)
     no = checks.integer("n_outer", n_outer, high=10**7)
+    # checked here so a bad rate is named as the caller gave it, not as the inner call's parameter
+    inner_bytes_per_s = checks.positive("inner_bytes_per_s", inner_bytes_per_s)
+    outer_bytes_per_s = checks.positive("outer_bytes_per_s", outer_bytes_per_s)
+    inner_latency_seconds = checks.non_negative("inner_latency_seconds", inner_latency_seconds)
+    outer_latency_seconds = checks.non_negative("outer_latency_seconds", outer_latency_seconds)
+    efficiency = checks.fraction("efficiency", efficiency)
 
     def inner(kind, size):
         return collective_seconds(kind, size, ni, inner_bytes_per_s,

@@ -66,7 +66,7 @@ def compute_nics(gpus_per_server, nic_bytes_per_s, *, gpus_per_nic=DEFAULT_GPUS_
     nic = checks.positive("nic_bytes_per_s", nic_bytes_per_s)
     per_nic = checks.integer("gpus_per_nic", gpus_per_nic, high=10**4)
     nics = -(-gpus // per_nic)
-    return Nics(nics, nics if rail_optimized else 1, nics * nic / gpus)
+    return Nics(nics, nics if checks.flag("rail_optimized", rail_optimized) else 1, nics * nic / gpus)
 
 
 def compute_nics_for(server: Server, nic_link: Link, *, rail_optimized=True) -> Nics:

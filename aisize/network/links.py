@@ -138,7 +138,7 @@ def staging_seconds(epoch_bytes_per_server, storage_read_bytes_per_s, pcie_bytes
     eff = checks.fraction("efficiency", efficiency)
     t_storage = epoch / storage
     t_pcie = epoch / (gpus * pcie * eff)
-    total = np.maximum(t_storage, t_pcie) if pipelined else t_storage + t_pcie
+    total = np.maximum(t_storage, t_pcie) if checks.flag("pipelined", pipelined) else t_storage + t_pcie
     return Staging(t_storage, t_pcie, total, t_pcie > t_storage)
 
 
@@ -191,8 +191,11 @@ def gradient_sync(gradient_bytes, dp_per_domain, dp_domains, scaleup_bytes_per_s
     """
     back = checks.non_negative("backward_seconds", backward_seconds)
     share = checks.fraction("overlappable_share", overlappable_share, allow_zero=True)
-    comm = two_tier_collective_seconds("all-reduce", gradient_bytes, dp_per_domain, dp_domains,
-                                       scaleup_bytes_per_s, scaleout_bytes_per_s,
+    comm = two_tier_collective_seconds("all-reduce", checks.non_negative("gradient_bytes", gradient_bytes),
+                                       checks.integer("dp_per_domain", dp_per_domain, high=10**5),
+                                       checks.integer("dp_domains", dp_domains, high=10**7),
+                                       checks.positive("scaleup_bytes_per_s", scaleup_bytes_per_s),
+                                       checks.positive("scaleout_bytes_per_s", scaleout_bytes_per_s),
                                        efficiency=efficiency)
     return _overlap(comm, back * share)
 
@@ -229,7 +232,8 @@ def tensor_parallel_traffic(tokens_per_microbatch, hidden, layers, tp, scaleup_b
     m = checks.integer("microbatches", microbatches, high=10**6)
     elem = checks.positive("bytes_per_element", bytes_per_element, high=16)
     hide = checks.non_negative("overlappable_seconds", overlappable_seconds)
-    one = collective_seconds("all-reduce", tokens * h * elem, tp, scaleup_bytes_per_s,
+    one = collective_seconds("all-reduce", tokens * h * elem, checks.integer("tp", tp, high=10**4),
+                             checks.positive("scaleup_bytes_per_s", scaleup_bytes_per_s),
                              latency_seconds=latency_seconds, efficiency=efficiency)
     return _overlap(TP_ALL_REDUCES_PER_LAYER * n_layers * m * one, hide)
 
@@ -266,7 +270,10 @@ def moe_all_to_all(tokens_per_gpu, hidden, moe_layers, experts_per_token, ep_per
     k = checks.integer("experts_per_token", experts_per_token, high=10**4)
     elem = checks.positive("bytes_per_element", bytes_per_element, high=16)
     hide = checks.non_negative("overlappable_seconds", overlappable_seconds)
-    one = two_tier_collective_seconds("all-to-all", tokens * k * h * elem, ep_per_domain, ep_domains,
-                                      scaleup_bytes_per_s, scaleout_bytes_per_s,
+    one = two_tier_collective_seconds("all-to-all", tokens * k * h * elem,
+                                      checks.integer("ep_per_domain", ep_per_domain, high=10**5),
+                                      checks.integer("ep_domains", ep_domains, high=10**7),
+                                      checks.positive("scaleup_bytes_per_s", scaleup_bytes_per_s),
+                                      checks.positive("scaleout_bytes_per_s", scaleout_bytes_per_s),
                                       efficiency=efficiency)
     return _overlap(MOE_ALL_TO_ALLS_PER_LAYER * n_layers * one, hide)

@@ -93,6 +93,21 @@ def response_tail(t, p_wait, wait_mean, service_seconds, service_cv):
     .. [3] W. Whitt, "Approximating a point process by a renewal process",
        Oper. Res. 30, 1982 (balanced-means H2 fit).
     """
+    t = checks.non_negative("t", t)
+    return _response_tail(t, *_checked_wait(p_wait, wait_mean), *_checked_service(service_seconds, service_cv))
+
+
+def _checked_wait(p_wait, wait_mean):
+    return checks.fraction("p_wait", p_wait, allow_zero=True), checks.non_negative("wait_mean", wait_mean)
+
+
+def _checked_service(service_seconds, service_cv):
+    return (checks.positive("service_seconds", service_seconds),
+            checks.non_negative("service_cv", service_cv, high=1e3))
+
+
+def _response_tail(t, p_wait, wait_mean, service_seconds, service_cv):
+    """:func:`response_tail` on checked inputs (the queue models call this directly)."""
     d, w1, r1, w2, r2 = _service_phases(service_seconds, service_cv)
     pw, theta = _wait_rate(p_wait, wait_mean)
     tail = _tail_x(np.maximum(t - d, 0.0), pw, theta, w1, r1, w2, r2)
@@ -101,6 +116,12 @@ def response_tail(t, p_wait, wait_mean, service_seconds, service_cv):
 
 def wait_quantile(p, p_wait, wait_mean):
     """p-quantile of W_q [s]: ln(P(wait)/(1 − p))/θ when P(wait) > 1 − p, else 0."""
+    p = checks.number("p", p, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    return _wait_quantile(p, *_checked_wait(p_wait, wait_mean))
+
+
+def _wait_quantile(p, p_wait, wait_mean):
+    """:func:`wait_quantile` on checked inputs."""
     pw, theta = _wait_rate(p_wait, wait_mean)
     waits = pw > 1.0 - p
     return np.where(waits, np.log(np.where(waits, pw, 1.0) / (1.0 - p)) / theta, 0.0)
@@ -115,11 +136,22 @@ def response_quantile(p, p_wait, wait_mean, service_seconds, service_cv):
     stochastically smaller than a sum of two exponentials at the smallest
     rate r_min, whose tail (1 + r·x)e^{−r·x} is below 1 − p there.
     """
+    p = checks.number("p", p, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    return _response_quantile(p, *_checked_wait(p_wait, wait_mean),
+                              *_checked_service(service_seconds, service_cv))
+
+
+def _response_quantile(p, p_wait, wait_mean, service_seconds, service_cv):
+    """:func:`response_quantile` on checked inputs."""
     d, w1, r1, w2, r2 = _service_phases(service_seconds, service_cv)
     pw, theta = _wait_rate(p_wait, wait_mean)
     rates = [np.where(w > 0, r, np.inf) for w, r in ((w1, r1), (w2, r2))]
-    r_min = np.minimum(np.minimum(*rates), np.where(pw > 0, theta, np.inf))
+    # A wait rarer than (1 − p)/2 stays out of the bracket: the service alone passes its bound with
+    # probability ≤ (1 − p)/2, so W_q + Y does with ≤ 1 − p. Keeps hi finite when θ underflows.
+    rare = pw <= 0.5 * (1.0 - p)
+    r_min = np.minimum(np.minimum(*rates), np.where((pw > 0) & ~rare, theta, np.inf))
     r_min = np.where(np.isfinite(r_min), r_min, 1.0 / service_seconds)
+    share = np.where(rare & (pw > 0), 0.5 * (1.0 - p), 1.0 - p)
     log_target = np.log(1.0 - p)
 
     def g(x):
@@ -127,7 +159,7 @@ def response_quantile(p, p_wait, wait_mean, service_seconds, service_cv):
 
     shape = np.broadcast(p, d, pw).shape
     lo = np.zeros(shape)
-    hi = np.broadcast_to((2.0 * np.log(1.0 / (1.0 - p)) + 3.0) / r_min, shape).copy()
+    hi = np.broadcast_to((2.0 * np.log(1.0 / share) + 3.0) / r_min, shape).copy()
     g_lo, g_hi = np.broadcast_to(g(lo), shape).copy(), np.broadcast_to(g(hi), shape).copy()
     at_zero = g_lo <= 0  # an atom at x = 0 already covers p (e.g. deterministic, rarely waits)
     g_lo = np.where(at_zero, 1.0, g_lo)
@@ -293,8 +325,8 @@ def ggc(arrival_rate_per_s, service_seconds, servers=1, *, service_cv=1.0, arriv
     out["queue_length_mean"] = np.where(stable, lam * wait_mean, inf)
     out["in_system_mean"] = np.where(stable, lam * (wait_mean + s), inf)
     p = np.asarray(PERCENTILES).reshape((-1,) + (1,) * rho.ndim)
-    wq = wait_quantile(p, p_wait, wait_mean)
-    rq = response_quantile(p, p_wait, wait_mean, s, cs)
+    wq = _wait_quantile(p, p_wait, wait_mean)
+    rq = _response_quantile(p, p_wait, wait_mean, s, cs)
     for i, name in enumerate(("p50", "p95", "p99")):
         out[f"wait_{name}_seconds"] = np.where(stable, wq[i], inf)
         out[f"response_{name}_seconds"] = np.where(stable, rq[i], inf)

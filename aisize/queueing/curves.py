@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize import checks
-from aisize.queueing.analytic import MAX_SERVERS, QueueResult, ggc, response_quantile
+from aisize.queueing.analytic import MAX_SERVERS, QueueResult, _response_quantile, ggc
 
 _KNEE_GRID = 512  # utilisation points per refinement round
 _KNEE_ROUNDS = 3  # 512³ ≈ 1.3e8: the knee to ~1e-8 of capacity
@@ -34,9 +34,10 @@ class Station:
     service_cv: float = 1.0  # coefficient of variation of S [1]
 
     def __post_init__(self):
-        checks.integer("servers", self.servers, low=1, high=MAX_SERVERS)
-        checks.positive("service_seconds", self.service_seconds)
-        checks.non_negative("service_cv", self.service_cv, high=1e3)
+        # one station per object: sweeps vary the load, not the station
+        checks.scalar("servers", checks.integer("servers", self.servers, low=1, high=MAX_SERVERS))
+        checks.scalar("service_seconds", checks.positive("service_seconds", self.service_seconds))
+        checks.scalar("service_cv", checks.non_negative("service_cv", self.service_cv, high=1e3))
 
     @property
     def capacity_per_s(self) -> float:
@@ -84,10 +85,11 @@ def storage_station(iops_max_per_s, base_latency_seconds, service_cv=1.0) -> Sta
     ----------
     .. [1] Little, Operations Research 9(3), 1961 (L = λ·W).
     """
-    iops = checks.positive("iops_max_per_s", iops_max_per_s)
-    lat = checks.positive("base_latency_seconds", base_latency_seconds)
+    iops = checks.scalar("iops_max_per_s", checks.positive("iops_max_per_s", iops_max_per_s))
+    lat = checks.scalar("base_latency_seconds", checks.positive("base_latency_seconds", base_latency_seconds))
+    cv = checks.scalar("service_cv", checks.non_negative("service_cv", service_cv, high=1e3))
     channels = max(1, int(round(iops * lat)))
-    return Station(channels, float(lat), float(checks.non_negative("service_cv", service_cv, high=1e3)))
+    return Station(channels, lat, cv)
 
 
 def inference_station(replicas, slots_per_replica, request_seconds, service_cv=1.0) -> Station:
@@ -108,11 +110,12 @@ def inference_station(replicas, slots_per_replica, request_seconds, service_cv=1
     ----------
     .. [1] Kleinrock, Queueing Systems Vol. 1, 1975, section 3.5 (M/M/c).
     """
-    r = checks.integer("replicas", replicas, low=1, high=MAX_SERVERS)
-    k = checks.integer("slots_per_replica", slots_per_replica, low=1, high=MAX_SERVERS)
-    s = checks.positive("request_seconds", request_seconds)
-    cv = checks.non_negative("service_cv", service_cv, high=1e3)
-    return Station(r * k, float(s), float(cv))
+    r = checks.scalar("replicas", checks.integer("replicas", replicas, low=1, high=MAX_SERVERS))
+    k = checks.scalar("slots_per_replica", checks.integer("slots_per_replica", slots_per_replica, low=1,
+                                                          high=MAX_SERVERS))
+    s = checks.scalar("request_seconds", checks.positive("request_seconds", request_seconds))
+    cv = checks.scalar("service_cv", checks.non_negative("service_cv", service_cv, high=1e3))
+    return Station(int(r * k), s, cv)
 
 
 def latency_vs_load(station: Station, arrival_rate_per_s) -> QueueResult:
@@ -187,11 +190,11 @@ def knee_load(station: Station, factor: float = 2.0, statistic: str = "mean") ->
     ----------
     .. [1] Allen, Probability, Statistics and Queueing Theory, 1990, section 6.4.
     """
-    f = checks.number("factor", factor, low=1.0, high=1e6, low_inclusive=False)
+    f = checks.scalar("factor", checks.number("factor", factor, low=1.0, high=1e6, low_inclusive=False))
     checks.choice("statistic", statistic, _STATISTICS)
     p = _STATISTICS[statistic]
     s, cs, c = station.service_seconds, station.service_cv, station.servers
-    unloaded = s if p is None else float(response_quantile(p, 0.0, 0.0, s, cs))
+    unloaded = s if p is None else float(_response_quantile(p, 0.0, 0.0, s, cs))
     limit = f * unloaded
     field = "response_mean_seconds" if p is None else f"response_{statistic}_seconds"
     lo, hi = 0.0, 1.0

@@ -65,4 +65,5 @@ def outstanding_ios(iops_per_s, latency_seconds):
     ----------
     .. [1] Little, Operations Research 9(3), 1961 (L = λ·W).
     """
-    return little(rate_per_s=iops_per_s, time_seconds=latency_seconds)
+    return little(rate_per_s=checks.positive("iops_per_s", iops_per_s),
+                  time_seconds=checks.positive("latency_seconds", latency_seconds))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize import checks
-from aisize.queueing.analytic import MAX_SERVERS, QueueResult, ggc, response_quantile, wait_quantile
+from aisize.queueing.analytic import MAX_SERVERS, QueueResult, _response_quantile, _wait_quantile, ggc
 
 
 @dataclass(frozen=True)
@@ -90,8 +90,8 @@ def multiclass(classes, servers=1) -> MultiClassResult:
     per = []
     for li, si, ci in zip(lam, s, cv):
         si_b = np.broadcast_to(si, stable.shape)
-        rq = response_quantile(pct, pw, wq_ok, si_b, np.broadcast_to(ci, stable.shape))
-        wqq = wait_quantile(pct, pw, wq_ok)
+        rq = _response_quantile(pct, pw, wq_ok, si_b, np.broadcast_to(ci, stable.shape))
+        wqq = _wait_quantile(pct, pw, wq_ok)
         fin = {
             "utilisation": li * si / c, "stable": stable, "prob_wait": pw,
             "wait_mean_seconds": wq, "response_mean_seconds": wq + si_b,

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize import checks
-from aisize.queueing.analytic import MAX_SERVERS, erlang_c_from_b, ggc, response_quantile, response_tail
+from aisize.queueing.analytic import (MAX_SERVERS, _response_quantile, _response_tail, erlang_c_from_b,
+                                      ggc)
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def servers_for_target(arrival_rate_per_s, service_seconds, target_seconds, perc
     lam, s, target, cs, ca = (np.broadcast_to(np.asarray(x, float), shape).ravel() for x in (lam, s, target, cs, ca))
     p = None if percentile is None else np.broadcast_to(np.asarray(percentile, float), shape).ravel()
     a = lam * s
-    unloaded = s if p is None else response_quantile(p, 0.0, 0.0, s, cs)
+    unloaded = s if p is None else _response_quantile(p, 0.0, 0.0, s, cs)
     feasible = target > unloaded * (1.0 + 1e-12)
     found = np.zeros(a.size, dtype=np.int64)
     todo = feasible.copy()
@@ -104,7 +105,7 @@ def servers_for_target(arrival_rate_per_s, service_seconds, target_seconds, perc
         if p is None:
             ok = wq + s <= target
         else:
-            ok = response_tail(target, pw, wq, s, cs) <= 1.0 - p
+            ok = _response_tail(target, pw, wq, s, cs) <= 1.0 - p
         ok &= stable & todo
         hit = ok.any(axis=0)
         found = np.where(hit, k0 + np.argmax(ok, axis=0), found)
@@ -117,7 +118,7 @@ def servers_for_target(arrival_rate_per_s, service_seconds, target_seconds, perc
         resp = q.response_mean_seconds
     else:
         wq_ok = np.where(feasible, q.wait_mean_seconds, 0.0)  # c = 1 stands in where infeasible
-        resp = response_quantile(p, np.where(feasible, q.prob_wait, 0.0), wq_ok, s, cs)
+        resp = _response_quantile(p, np.where(feasible, q.prob_wait, 0.0), wq_ok, s, cs)
     out = (np.where(feasible, found, 0), feasible, np.where(feasible, a / c, math.inf),
            np.where(feasible, resp, math.inf))
     if len(shape) == 0:

@@ -1,7 +1,8 @@
 """Reading and writing scenarios as YAML or JSON, safely.
 
-Files arrive by mail: they are parsed with ``yaml.safe_load`` (no object
-construction), limited in size and nesting depth, and validated against the
+Files arrive by mail: they are parsed with PyYAML's safe loader (no object
+construction), limited in size, nesting depth and aliased size (a "billion
+laughs" document is refused before it is expanded), and validated against the
 schema. Every failure is a :class:`ScenarioError` whose message names the field
 path and what is allowed; nothing in a file is ever executed.
 """
@@ -9,6 +10,7 @@ path and what is allowed; nothing in a file is ever executed.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -18,6 +20,8 @@ from aisize.scenario.model import SCHEMA_VERSION, Scenario
 
 MAX_FILE_BYTES = 1_000_000  # a scenario is a page of text; anything larger is not one
 MAX_DEPTH = 12
+MAX_NODES = 100_000  # values after expanding YAML aliases; a full scenario has a few hundred
+MAX_SHOWN = 80  # characters of a rejected value quoted in a message
 
 
 class ScenarioError(ValueError):
@@ -34,15 +38,27 @@ def _depth(obj, level: int = 0) -> int:
     return level
 
 
+def _key(part) -> str:
+    """A path part as written in a file; odd keys (empty, spaces, dots, very long) are quoted."""
+    text = str(part)
+    return text if re.fullmatch(r"[\w-]{1,80}", text) else repr(text[:MAX_SHOWN])
+
+
 def _describe(err: dict) -> str:
-    path = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-after")) or "(top)"
+    path = ".".join(_key(p) for p in err["loc"] if not str(p).startswith("function-after")) or "(top)"
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         msg = "unknown key (check the spelling; see `aisize preset NAME` for a valid file)"
     shown = err.get("input")
     if err["type"] in ("missing", "extra_forbidden") or isinstance(shown, (dict, list)):
         return f"{path}: {msg}"
-    return f"{path}: {msg} (got {shown!r})"
+    msg = msg.replace(repr(shown), _brief(shown))  # validators quote the value: keep it short
+    return f"{path}: {msg} (got {_brief(shown)})"
+
+
+def _brief(value) -> str:
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
 
 
 def from_dict(data) -> Scenario:
@@ -52,8 +68,8 @@ def from_dict(data) -> Scenario:
     if _depth(data) > MAX_DEPTH:
         raise ScenarioError(f"scenario is nested deeper than {MAX_DEPTH} levels")
     version = data.get("schema_version", SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
-        raise ScenarioError(f"schema_version: {version!r} is not supported; this aisize reads "
+    if type(version) is not int or version != SCHEMA_VERSION:  # True == 1 and 1.0 == 1: not versions
+        raise ScenarioError(f"schema_version: {_brief(version)} is not supported; this aisize reads "
                             f"version {SCHEMA_VERSION}")
     try:
         return Scenario.model_validate(data)
@@ -67,11 +83,46 @@ def loads(text: str, *, fmt: str = "yaml") -> Scenario:
     if len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES:
         raise ScenarioError(f"scenario text is larger than {MAX_FILE_BYTES} bytes")
     try:
-        data = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+        data = json.loads(text) if fmt == "json" else _safe_yaml(text)
     except (yaml.YAMLError, json.JSONDecodeError, RecursionError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ScenarioError(f"scenario is not valid {fmt.upper()}: {first}") from None
     return from_dict(data)
+
+
+def _expanded_size(node, depth: int, memo: dict) -> int:
+    """Values ``node`` stands for once its aliases are expanded (shared nodes counted each time)."""
+    if depth > MAX_DEPTH:
+        raise ScenarioError(f"scenario is nested deeper than {MAX_DEPTH} levels")
+    if id(node) in memo:
+        return memo[id(node)]
+    memo[id(node)] = MAX_NODES + 1  # an alias to an enclosing node (a cycle) counts as too large
+    if isinstance(node, yaml.MappingNode):
+        children = [n for pair in node.value for n in pair]
+    else:
+        children = node.value if isinstance(node, yaml.SequenceNode) else []
+    size = 1
+    for child in children:
+        size += _expanded_size(child, depth + 1, memo)
+        if size > MAX_NODES:
+            break
+    memo[id(node)] = size
+    return size
+
+
+def _safe_yaml(text: str):
+    """``yaml.safe_load``, but the node graph is measured before it is built into Python objects."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node, 0, {}) > MAX_NODES:
+            raise ScenarioError(f"scenario expands to more than {MAX_NODES} values (YAML aliases); "
+                                "write the values out instead")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def load(path) -> Scenario:

@@ -31,6 +31,17 @@ RECOMPUTE = ("none", "selective", "full")
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, data):
+        # pydantic reads true as 1.0 for a float field; in a file that is a typo, not a number
+        if isinstance(data, dict):
+            for key, value in data.items():
+                field = cls.model_fields.get(key) if isinstance(key, str) else None
+                if isinstance(value, bool) and field is not None and field.annotation is not bool:
+                    raise ValueError(f"{key}={value!r} is not allowed: must be a number or text, not true/false")
+        return data
+
 
 def _in_table(table: catalog.Table, field: str, value: str | None) -> str | None:
     if value is not None and value not in table:

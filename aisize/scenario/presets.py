@@ -23,5 +23,6 @@ def preset(name: str = DEFAULT_PRESET) -> Scenario:
     """A built-in scenario by name."""
     names = preset_names()
     if name not in names:
-        raise ScenarioError(f"preset {name!r} does not exist; allowed: {', '.join(names)}")
+        shown = repr(name) if len(repr(name)) <= 80 else repr(name)[:80] + "..."
+        raise ScenarioError(f"preset {shown} does not exist; allowed: {', '.join(names)}")
     return load(_folder() / f"{name}.yaml")

@@ -65,20 +65,21 @@ def workload(name: str, kind: str, *, read_bytes_per_s=0.0, write_bytes_per_s=0.
     .. [1] WEKA 2023, part 4 (average vs peak utilisation of a shared system).
     """
     checks.choice("kind", kind, KINDS)
-    r = float(checks.non_negative("read_bytes_per_s", read_bytes_per_s))
-    w = float(checks.non_negative("write_bytes_per_s", write_bytes_per_s))
-    rp = r if read_peak_bytes_per_s is None else float(
-        checks.non_negative("read_peak_bytes_per_s", read_peak_bytes_per_s))
-    wp = w if write_peak_bytes_per_s is None else float(
-        checks.non_negative("write_peak_bytes_per_s", write_peak_bytes_per_s))
+    r = checks.scalar("read_bytes_per_s", checks.non_negative("read_bytes_per_s", read_bytes_per_s))
+    w = checks.scalar("write_bytes_per_s", checks.non_negative("write_bytes_per_s", write_bytes_per_s))
+    rp = r if read_peak_bytes_per_s is None else checks.scalar(
+        "read_peak_bytes_per_s", checks.non_negative("read_peak_bytes_per_s", read_peak_bytes_per_s))
+    wp = w if write_peak_bytes_per_s is None else checks.scalar(
+        "write_peak_bytes_per_s", checks.non_negative("write_peak_bytes_per_s", write_peak_bytes_per_s))
     if rp < r:
         raise ValueError(f"read_peak_bytes_per_s={rp!r} is not allowed: must be >= read_bytes_per_s={r!r}")
     if wp < w:
         raise ValueError(f"write_peak_bytes_per_s={wp!r} is not allowed: must be >= write_bytes_per_s={w!r}")
     return Workload(name, kind, r, w, rp, wp,
-                    float(checks.positive("read_io_bytes", read_io_bytes)),
-                    float(checks.positive("write_io_bytes", write_io_bytes)),
-                    float(checks.non_negative("metadata_ops_per_s", metadata_ops_per_s)))
+                    checks.scalar("read_io_bytes", checks.positive("read_io_bytes", read_io_bytes)),
+                    checks.scalar("write_io_bytes", checks.positive("write_io_bytes", write_io_bytes)),
+                    checks.scalar("metadata_ops_per_s",
+                                  checks.non_negative("metadata_ops_per_s", metadata_ops_per_s)))
 
 
 def training_reads(name: str, read_bytes_per_s, *, io_bytes=STREAMING_IO_BYTES,
@@ -108,9 +109,11 @@ def inference_model_loading(name: str, model_bytes, replicas, load_seconds, relo
     load_seconds : target time to load [s]
     reload_interval_seconds : mean time between fleet (re)loads [s], >= load_seconds
     """
-    size = checks.positive("model_bytes", model_bytes) * checks.integer("replicas", replicas, high=10**7)
-    load = checks.positive("load_seconds", load_seconds)
-    period = checks.number("reload_interval_seconds", reload_interval_seconds, low=load)
+    size = (checks.scalar("model_bytes", checks.positive("model_bytes", model_bytes))
+            * checks.scalar("replicas", checks.integer("replicas", replicas, high=10**7)))
+    load = checks.scalar("load_seconds", checks.positive("load_seconds", load_seconds))
+    period = checks.scalar("reload_interval_seconds",
+                           checks.number("reload_interval_seconds", reload_interval_seconds, low=load))
     return workload(name, "inference", read_bytes_per_s=size / period,
                     read_peak_bytes_per_s=size / load, read_io_bytes=io_bytes)
 
@@ -124,9 +127,9 @@ def checkpoint_bursts(name: str, checkpoint_bytes, write_seconds, interval_secon
     ----------
     .. [1] mlcommons/storage v2.0 checkpointing workload (bursts of large writes).
     """
-    c = checks.positive("checkpoint_bytes", checkpoint_bytes)
-    w = checks.positive("write_seconds", write_seconds)
-    t = checks.number("interval_seconds", interval_seconds, low=w)
+    c = checks.scalar("checkpoint_bytes", checks.positive("checkpoint_bytes", checkpoint_bytes))
+    w = checks.scalar("write_seconds", checks.positive("write_seconds", write_seconds))
+    t = checks.scalar("interval_seconds", checks.number("interval_seconds", interval_seconds, low=w))
     return workload(name, "checkpoint", write_bytes_per_s=c / t, write_peak_bytes_per_s=c / w,
                     write_io_bytes=io_bytes)
 
@@ -134,9 +137,9 @@ def checkpoint_bursts(name: str, checkpoint_bytes, write_seconds, interval_secon
 def mixed(name: str, total_bytes_per_s, read_share, *, read_io_bytes=STREAMING_IO_BYTES,
           write_io_bytes=SMALL_IO_BYTES, peak_to_average=1.0, metadata_ops_per_s=0.0) -> Workload:
     """A workload known by its total bandwidth and read share of bytes (e.g. 47/53)."""
-    total = checks.non_negative("total_bytes_per_s", total_bytes_per_s)
-    share = checks.fraction("read_share", read_share, allow_zero=True)
-    peak = checks.number("peak_to_average", peak_to_average, low=1.0, high=1e6)
+    total = checks.scalar("total_bytes_per_s", checks.non_negative("total_bytes_per_s", total_bytes_per_s))
+    share = checks.scalar("read_share", checks.fraction("read_share", read_share, allow_zero=True))
+    peak = checks.scalar("peak_to_average", checks.number("peak_to_average", peak_to_average, low=1.0, high=1e6))
     return workload(name, "mixed", read_bytes_per_s=total * share,
                     write_bytes_per_s=total * (1 - share),
                     read_peak_bytes_per_s=peak * total * share,

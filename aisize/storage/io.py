@@ -102,10 +102,10 @@ def io_profile_for_format(file_format, samples_per_s, sample_bytes, *, io_bytes=
     """
     checks.choice("file_format", file_format, FORMATS)
     size = checks.positive("sample_bytes", sample_bytes)
+    shard = FORMATS[file_format] if shard_bytes is None else checks.positive("shard_bytes", shard_bytes)
     if file_format == "files":
         per_file = 1.0
     else:
-        shard = FORMATS[file_format] if shard_bytes is None else checks.positive("shard_bytes", shard_bytes)
         per_file = np.maximum(1.0, np.floor(shard / size))
     return io_profile(samples_per_s, size, samples_per_file=per_file, io_bytes=io_bytes,
                       metadata_ops_per_file=metadata_ops_per_file)
