@@ -7,10 +7,11 @@ import math
 import re
 from html import unescape
 
+import numpy as np
 import pytest
 
-from aisize.plan import bom_table, plan
-from aisize.queueing import latency_vs_load, storage_station
+from aisize.plan import bom_table, plan, sweep
+from aisize.queueing import latency_vs_load
 from aisize.report import markup as M
 from aisize.report import sections as S
 from aisize.report.queue_sections import storage_curve
@@ -89,11 +90,27 @@ def test_time_range_table_shows_the_planners_range(contexts, name):
 def test_time_range_rests_on_published_mfus_for_transformers(contexts):
     t = contexts["llama3-70b-pretrain"].plan.training[0]
     r = time_range_days(t)
-    assert r.mfu == mfu_range(t.gpus)
+    published = mfu_range(t.gpus)  # aisize.validation.ranges, applied by the planner only
+    assert r.mfu is t.days_range_mfu
+    assert (r.mfu.low, r.mfu.high, r.mfu.cases, r.mfu.expected) == (published.low, published.high,
+                                                                     published.cases, t.mfu_assumed)
     # time x MFU is constant: the plan's time at its assumed MFU, the range's ends at the published extremes
     assert r.low_days * r.mfu.high == pytest.approx(t.training_days * t.mfu_assumed, rel=1e-9)
     assert r.high_days * r.mfu.low == pytest.approx(t.training_days * t.mfu_assumed, rel=1e-9)
     assert f"{len(r.mfu.cases)} published runs" in r.basis
+
+
+def test_report_computes_no_range_and_no_station_of_its_own():
+    """One formula, one place: the report reads ranges, stations and sweeps from the plan."""
+    from pathlib import Path
+
+    import aisize.report as report
+
+    for path in Path(report.__file__).parent.glob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        for name in ("mfu_range(", "time_range(", "storage_station(", "inference_station(",
+                     "STORAGE_LATENCY_SECONDS", "KNEE_FACTOR", "sweep(", "search_layouts("):
+            assert name not in source, (path.name, name)
 
 
 def test_time_range_of_a_measured_sample_rate_is_not_mfu_based(contexts):
@@ -134,21 +151,28 @@ def test_gpus_vs_days_passes_through_the_plan(contexts):
         centre = t.target_days if t.target_days is not None else t.training_days
         assert list(frame.loc[frame["target_days"] == centre, "gpus"]) == [t.gpus], name
         assert frame["gpus"].is_monotonic_decreasing and len(frame) >= 4  # more time, fewer GPUs
+        # each point is what plan() gives the scenario with that target (sweep), this job's share
+        others = ctx.plan.gpus - t.gpus
+        for days, gpus in zip(frame["target_days"][::3], frame["gpus"][::3]):
+            out = sweep(ctx.scenario, f"workloads.{t.name}.target_days", [days])
+            assert int(out["gpus"].iloc[0]) - others == gpus, (name, days)
 
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_storage_queue_chart_uses_the_planner_station(contexts, name):
-    """The report rebuilds the storage station for its chart; at the blend's load it must give the
-    planner's latency (fails if the planner's station changes and the report's does not)."""
+    """The chart's curve, knee and operating point are the plan's storage station's."""
     ctx = contexts[name]
     s = ctx.plan.storage
     curve, knee, at = storage_curve(ctx)
-    latency = curve["response_mean_seconds"].min()
-    station = storage_station(s.supply_iops, latency)
+    c, S = s.station.servers, s.station.service_seconds
+    # closed system, one multi-server station: R(N) = S * max(1, N/c) (Lazowska et al. 1984, ch. 6)
+    assert curve["response_mean_seconds"].to_numpy() == pytest.approx(
+        S * np.maximum(1.0, curve["concurrency"].to_numpy() / c), rel=1e-12)
     ops = max(s.read_iops + s.write_iops, 1e-9)
-    assert float(latency_vs_load(station, ops).response_mean_seconds) == pytest.approx(
+    assert float(latency_vs_load(s.station, ops).response_mean_seconds) == pytest.approx(
         s.latency_mean_seconds, rel=1e-9)
-    assert knee >= 1 and at >= 0
+    assert knee == s.knee_concurrency == int(2 * c) and at == s.outstanding_ios >= 0
+    assert curve["concurrency"].max() >= 2 * knee - 1e-9
 
 
 def test_accuracy_appendix_shows_the_validation_summary(contexts):

@@ -4,16 +4,25 @@
     from aisize.plan import plan, findings, bom_table, to_json
     p = plan(preset("xe9680-genai"))
     p.gpus, p.servers, p.storage.binding, [f.text for f in p.findings]
+
+Views for charts, from the same glue the plan uses: ``layout_candidates`` (best
+layouts of a training job), ``gpus_vs_days`` (its GPUs against target time),
+``latency_curve`` / ``storage_latency_curve`` / ``concurrency_curve`` (the
+planned queues' ``station``).
 """
 
 from aisize.plan.bom import bom_table, to_json, write_csv, write_excel
 from aisize.plan.cluster import NetworkPlan, Plan, plan
+from aisize.plan.explore import gpus_vs_days, layout_candidates
 from aisize.plan.findings import Finding, findings
-from aisize.plan.inference import InferencePlan, latency_curve
+from aisize.plan.inference import InferencePlan
+from aisize.plan.job import CheckpointResult
+from aisize.plan.queues import concurrency_curve, latency_curve, storage_latency_curve
 from aisize.plan.sensitivity import compare, sweep
 from aisize.plan.storage import JobStorage, StoragePlan
-from aisize.plan.training import CheckpointResult, LayoutChoice, TrainingPlan
+from aisize.plan.training import LayoutChoice, TrainingPlan
 
 __all__ = ["plan", "Plan", "sweep", "compare", "findings", "Finding", "to_json", "write_csv", "write_excel",
            "bom_table", "TrainingPlan", "InferencePlan", "StoragePlan", "NetworkPlan", "JobStorage",
-           "CheckpointResult", "LayoutChoice", "latency_curve"]
+           "CheckpointResult", "LayoutChoice", "latency_curve", "storage_latency_curve", "concurrency_curve",
+           "layout_candidates", "gpus_vs_days"]

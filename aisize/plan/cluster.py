@@ -10,8 +10,9 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from aisize.network.fabric import compute_fabric, compute_nics_for, storage_network
+from aisize.network.fabric import Nics, compute_fabric, compute_nics_for, storage_network
 from aisize.plan import context as C
+from aisize.plan import job as J
 from aisize.plan.dataprep import DataPrepPlan, plan_dataprep
 from aisize.plan.inference import InferencePlan, plan_inference
 from aisize.plan.storage import StoragePlan, plan_storage
@@ -20,7 +21,13 @@ from aisize.plan.training import TrainingPlan, plan_training
 
 @dataclass(frozen=True)
 class NetworkPlan:
-    """Compute fabric (scale-out) and storage network of all GPU servers."""
+    """Compute fabric (scale-out) and storage network of all GPU servers.
+
+    The storage fabric's endpoints are the GPU servers' storage NICs plus the storage
+    system's own ports: enough ports of the storage link to carry the storage's supplied
+    read rate (ceil(supply_read_bytes_per_s / port rate), at least one). In xe9680-genai,
+    3 servers x 2 NICs + 1 port (12 GB/s on a 12.5 GB/s port) = 7 endpoints.
+    """
 
     compute_link: str
     compute_nics_per_server: int
@@ -31,6 +38,9 @@ class NetworkPlan:
     storage_nics_per_server: float
     storage_nics: float
     storage_fabric: dict
+    scaleup_link: str  # link tensor-parallel traffic crosses inside a server: NVLink, else PCIe (job.scaleup)
+    scaleup_per_gpu_bytes_per_s: float  # per GPU, per direction
+    scaleup_domain: int  # GPUs one scale-up domain joins
 
 
 @dataclass(frozen=True)
@@ -73,8 +83,9 @@ def _racks(ctx: C.HardwareContext, servers: int) -> tuple[int, int]:
     return math.ceil(servers / per), per
 
 
-def _network(ctx: C.HardwareContext, hardware, servers: int, read_per_server: float, supply_read: float):
-    nics = compute_nics_for(ctx.server, ctx.scale_out_link)
+def _network(ctx: C.HardwareContext, hardware, servers: int, nics: Nics, read_per_server: float,
+             supply_read: float) -> NetworkPlan:
+    """Both fabrics; the storage system connects with enough ports for its supplied read rate (all units)."""
     n = max(servers, 1)
     fabric = compute_fabric(n, nics, hardware.switch_radix, oversubscription=hardware.oversubscription)
     link = ctx.storage_nic_link.bandwidth_per_direction_bytes_per_s
@@ -84,8 +95,8 @@ def _network(ctx: C.HardwareContext, hardware, servers: int, read_per_server: fl
     net = NetworkPlan(ctx.scale_out_link.id, nics.nics_per_server, nics.nics_per_server * servers,
                       nics.per_gpu_bytes_per_s, dataclasses.asdict(fabric), ctx.storage_nic_link.id,
                       float(store.nics_per_server), float(store.nics_per_server) * servers,
-                      dataclasses.asdict(store.fabric))
-    return net, nics
+                      dataclasses.asdict(store.fabric), *J.scaleup(ctx), int(ctx.accelerator.scaleup_domain))
+    return net
 
 
 def plan(scenario) -> Plan:
@@ -104,9 +115,9 @@ def plan(scenario) -> Plan:
     servers = sum(p.servers for p in training + inference)
     racks, per_rack = _racks(ctx, servers)
     read_per_server = sum(t.read_bytes_per_s for t in training) / max(servers, 1)
-    supply_read = ctx.storage.read_bandwidth_bytes_per_s * (servers if ctx.storage.scope == "node" else 1)
-    net, nics = _network(ctx, scenario.hardware, servers, read_per_server, supply_read)
+    nics = compute_nics_for(ctx.server, ctx.scale_out_link)
     storage = plan_storage(training, inference, dataprep, ctx, pol, servers, nics)
+    net = _network(ctx, scenario.hardware, servers, nics, read_per_server, storage.supply_read_bytes_per_s)
     host_need = max([p.host_memory_needed_bytes for p in training + inference], default=0.0)
     p = Plan(scenario.name, ctx.server.id, ctx.accelerator.id, ctx.storage.id, training, inference, dataprep,
              int(gpus), int(servers), int(racks), int(per_rack), float(servers * ctx.server.power_watts),

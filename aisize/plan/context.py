@@ -110,6 +110,14 @@ def training_dtype(accelerator: Accelerator, precision: str) -> str:
     return precision
 
 
+@lru_cache(maxsize=256)
+def mfu_range_for(gpus: int):
+    """:func:`aisize.validation.ranges.mfu_range` at a GPU count, cached (it filters a table per call)."""
+    from aisize.validation.ranges import mfu_range
+
+    return mfu_range(gpus)
+
+
 def planner_assumptions() -> dict[str, object]:
     """The planner's own named assumptions with their values."""
     names = ("RACK_UNITS", "RACK_POWER_WATTS", "CHECKPOINT_MAX_STALL", "TOKENS_PER_STEP",

@@ -18,7 +18,8 @@ from aisize.host import host_for_server
 from aisize.memory.inference import (inference_memory, kv_capacity, transformer_kv_bytes_per_token,
                                      weight_bytes)
 from aisize.plan import context as C
-from aisize.queueing import inference_station, knee_load, latency_vs_load, servers_for_target
+from aisize.queueing import Station, inference_station, knee_concurrency, knee_load, latency_vs_load, \
+    servers_for_target
 from aisize.serving import replica_performance
 
 TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -62,6 +63,8 @@ class InferencePlan:
     host_memory_needed_bytes: float
     server_host_memory_bytes: float
     host_memory_fits: bool
+    station: Station  # replicas x batch slots channels, S = request_seconds (inference_station)
+    knee_concurrency: int  # requests in flight at which mean latency reaches KNEE_FACTOR x unloaded (closed)
 
 
 def _evaluate(arch, w, ctx: C.HardwareContext, tps: np.ndarray):
@@ -128,26 +131,10 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
         pick(perf.output_tokens_per_s), target, bool(size.feasible), replicas, gpus, servers, w.requests_per_s,
         float(q.utilisation), float(q.response_mean_seconds), float(q.response_p95_seconds),
         float(knee.arrival_rate_per_s), w.model_loads_per_hour, float(host.memory.total_bytes),
-        float(ctx.server.host_memory_bytes), bool(host.memory_fits))
+        float(ctx.server.host_memory_bytes), bool(host.memory_fits), station,
+        int(knee_concurrency(station, C.KNEE_FACTOR)))
 
 
 @lru_cache(maxsize=256)
 def _knee(station):
     return knee_load(station, C.KNEE_FACTOR)
-
-
-def latency_curve(p: InferencePlan, points: int = 50):
-    """Latency vs request rate for a planned service (for charts): a DataFrame up to 99 % load.
-
-    References
-    ----------
-    .. [1] :func:`aisize.queueing.latency_vs_load` (G/G/c, Allen-Cunneen).
-    """
-    import pandas as pd
-
-    station = inference_station(p.replicas, max(p.batch, 1), p.request_seconds, C.INFERENCE_SERVICE_CV)
-    rates = np.linspace(0.01, 0.99, points) * station.capacity_per_s
-    q = latency_vs_load(station, rates)
-    return pd.DataFrame({"requests_per_s": rates, "utilisation": q.utilisation,
-                         "latency_mean_seconds": q.response_mean_seconds,
-                         "latency_p95_seconds": q.response_p95_seconds})

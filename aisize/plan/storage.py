@@ -18,7 +18,7 @@ from aisize.plan import context as C
 from aisize.plan.dataprep import DataPrepPlan, dataprep_workload
 from aisize.plan.inference import InferencePlan
 from aisize.plan.training import TrainingPlan
-from aisize.queueing import knee_load, latency_vs_load, storage_station
+from aisize.queueing import Station, knee_concurrency, knee_load, latency_vs_load, outstanding_ios, storage_station
 from aisize.storage.blender import blend, checkpoint_bursts, inference_model_loading, training_reads, workload
 from aisize.storage.capacity import capacity_plan
 from aisize.storage.demand import data_stall
@@ -72,6 +72,9 @@ class StoragePlan:
     knee_iops: float  # operations/s at which mean latency reaches KNEE_FACTOR x unloaded
     units_at_knee: float | None  # building blocks that keep the blend below the knee (unit/drive scope)
     jobs: tuple  # JobStorage per training job
+    station: Station  # the queue the blend runs on: supply_iops x unloaded latency channels (storage_station)
+    knee_concurrency: int  # outstanding IOs at which mean latency reaches KNEE_FACTOR x unloaded (closed system)
+    outstanding_ios: float  # IOs the blend keeps in flight (Little's law at latency_mean_seconds; inf: unstable)
 
 
 def _blend_workloads(training, inference, dataprep):
@@ -105,6 +108,11 @@ def _capacity(training, inference, dataprep, policies):
             "usable_bytes": cap.usable_bytes, "raw_bytes": cap.raw_bytes}
 
 
+def unloaded_latency_seconds(ctx: C.HardwareContext) -> float:
+    """Small-IO latency of the storage with nothing queued [s]: the catalog's figure, else the planner's default."""
+    return ctx.storage.latency_seconds or C.STORAGE_LATENCY_SECONDS
+
+
 @lru_cache(maxsize=128)
 def _knee_iops(station) -> float:
     return float(knee_load(station, C.KNEE_FACTOR).arrival_rate_per_s)
@@ -133,7 +141,7 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
     supply_iops = min(supply["iops"], bw_iops) if supply["iops"] else bw_iops
     util = {k: (need[k] / supply[k] if supply[k] else None) for k in need}
     binding = max((k for k in util if util[k] is not None), key=lambda k: util[k])
-    latency = ctx.storage.latency_seconds or C.STORAGE_LATENCY_SECONDS
+    latency = unloaded_latency_seconds(ctx)
     station = storage_station(supply_iops, latency)
     q = latency_vs_load(station, max(ops, 1e-9))
     knee = _knee_iops(station)
@@ -149,7 +157,16 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
         {"read": sized.by_read, "write": sized.by_write, "iops": sized.by_iops, "capacity": sized.by_capacity},
         binding, util, supply["read"], supply["write"], float(supply_iops), supply["capacity"],
         ctx.storage_write_assumed, float(q.utilisation), float(q.response_mean_seconds),
-        float(q.response_p95_seconds), knee, at_knee, jobs)
+        float(q.response_p95_seconds), knee, at_knee, jobs, station=station,
+        knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)),
+        outstanding_ios=_outstanding(ops, float(q.response_mean_seconds)))
+
+
+def _outstanding(ops: float, latency_seconds: float) -> float:
+    """Little's law at the blend: 0 without IO, unbounded where the queue is unstable."""
+    if not ops:
+        return 0.0
+    return float(outstanding_ios(ops, latency_seconds)) if math.isfinite(latency_seconds) else math.inf
 
 
 def _rows(table) -> list[dict]:

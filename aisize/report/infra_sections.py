@@ -125,11 +125,10 @@ def _fabric_rows(n) -> list[list]:
 def network(ctx: ReportContext) -> Html:
     """Scale-up link, compute fabric and storage network, and how busy the training data keeps the links."""
     p, n = ctx.plan, ctx.plan.network
-    acc = catalog.accelerators[p.accelerator]
     hw = ctx.scenario.hardware
-    scaleup = (f"{_name('links', acc.scaleup_link)}: {rate(acc.scaleup_bidirectional_bytes_per_s / 2)} per "
-               f"direction per GPU, {acc.scaleup_domain} GPUs per domain" if acc.scaleup_link
-               else "none (tensor-parallel traffic crosses PCIe)")
+    scaleup = (f"{_name('links', n.scaleup_link)}: {rate(n.scaleup_per_gpu_bytes_per_s)} per direction per GPU"
+               + (f", {n.scaleup_domain} GPUs per domain" if catalog.accelerators[p.accelerator].scaleup_link
+                  else " (no NVLink: tensor-parallel traffic crosses it)"))
     cards = facts([("Scale-out per GPU", rate(n.scaleout_per_gpu_bytes_per_s)),
                    ("Compute NICs", f"{n.compute_nics:,.0f}"), ("Storage NICs", f"{n.storage_nics:,.0f}"),
                    ("Switches", f"{n.compute_fabric['switches'] + n.storage_fabric['switches']:,.0f}")])

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
+import math
+
 import pandas as pd
 
-from aisize import catalog, charts
-from aisize.plan import context as plan_context
-from aisize.plan import latency_curve
-from aisize.queueing import knee_concurrency, latency_vs_concurrency, outstanding_ios, storage_station
+from aisize import charts
+from aisize.plan import latency_curve, storage_latency_curve
 from aisize.report.context import ReportContext
 from aisize.report.markup import Html, block, duration, facts, figure, note, pct, per_s, rate, sig, table
 
@@ -18,19 +17,11 @@ CURVE_POINTS = 60
 def storage_curve(ctx: ReportContext) -> tuple[pd.DataFrame, int, float]:
     """(latency vs outstanding IOs, knee concurrency, the blend's outstanding IOs) of the shared storage.
 
-    The station is the one :mod:`aisize.plan.storage` queues the blend on: the
-    supplied IOPS at the record's unloaded latency (the planner's default where
-    the catalog gives none).
+    All three are the plan's: :func:`aisize.plan.storage_latency_curve` on ``StoragePlan.station``,
+    ``StoragePlan.knee_concurrency`` and ``StoragePlan.outstanding_ios``.
     """
     s = ctx.plan.storage
-    latency = catalog.storage[s.system].latency_seconds or plan_context.STORAGE_LATENCY_SECONDS
-    station = storage_station(s.supply_iops, latency)
-    knee = int(knee_concurrency(station, plan_context.KNEE_FACTOR))
-    at = float(outstanding_ios(s.read_iops + s.write_iops, s.latency_mean_seconds))
-    top = max(2.0 * knee, 1.2 * at, 2.0)
-    n = np.linspace(top / CURVE_POINTS, top, CURVE_POINTS)
-    c = latency_vs_concurrency(station, n)
-    return pd.DataFrame({"concurrency": n, "response_mean_seconds": c.response_mean_seconds}), knee, at
+    return storage_latency_curve(s, points=CURVE_POINTS), s.knee_concurrency, s.outstanding_ios
 
 
 def queueing(ctx: ReportContext) -> Html:
@@ -38,7 +29,7 @@ def queueing(ctx: ReportContext) -> Html:
     p, s = ctx.plan, ctx.plan.storage
     out = [note(f"A queue's latency stays near its unloaded value until the load nears its capacity, then "
                 f"rises sharply. The knee marks the load at which mean latency reaches "
-                f"{plan_context.KNEE_FACTOR:g}× unloaded; plan to run below it.")]
+                f"{p.assumptions['plan.knee_factor']:g}× unloaded; plan to run below it.")]
     if p.inference:
         rows = [[i.name, f"{i.requests_per_s:g}/s", per_s(i.knee_requests_per_s),
                  pct(i.requests_per_s / i.knee_requests_per_s) if i.knee_requests_per_s else "—",
@@ -60,7 +51,7 @@ def queueing(ctx: ReportContext) -> Html:
     if s.units_at_knee is not None:
         rows.append([f"{s.scope.capitalize()}s that keep the blend below the knee", f"{s.units_at_knee:g}"])
     out.append(block(table(["Shared storage", ""], rows, caption="Storage queue", css="numeric narrow")))
-    chart = charts.latency_vs_concurrency(curve, knee, at, latency_unit="ms",
+    chart = charts.latency_vs_concurrency(curve, knee, at if math.isfinite(at) else None, latency_unit="ms",
                                           title="Shared storage: latency vs outstanding IOs")
     out.append(block(figure(chart, "Mean IO latency of the shared storage against the IOs kept outstanding "
                                    "(closed system), with the knee and the blend's operating point.")))

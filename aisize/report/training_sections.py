@@ -1,4 +1,9 @@
-"""Training: time to train (with its range from published MFUs), layout and memory, checkpoints."""
+"""Training: time to train (with its range from published MFUs), layout and memory, checkpoints.
+
+Every figure is the plan's: the time range is ``TrainingPlan.days_low`` / ``days_high`` (and the
+published MFUs behind it, ``days_range_mfu``), GPUs against target time is
+:func:`aisize.plan.gpus_vs_days`.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,10 @@ import math
 from dataclasses import dataclass
 
 from aisize import charts
+from aisize.plan import gpus_vs_days
 from aisize.report.context import ReportContext
 from aisize.report.markup import (DASH, Html, block, count, days, duration, figure, gb, h3, mwh, note,
                                   pct, rate, sig, table, yes_no)
-from aisize.validation.ranges import MfuRange, mfu_range
 
 SWEEP_FACTORS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8)  # target times around the planned one, for the chart
 
@@ -22,20 +27,18 @@ class TimeRange:
     expected_days: float
     high_days: float
     basis: str
-    mfu: MfuRange | None  # the published MFUs behind an MFU-based range (transformers)
+    mfu: object | None  # the plan's days_range_mfu: published MFUs behind an MFU-based range (transformers)
 
 
 def time_range_days(t) -> TimeRange | None:
-    """The planner's time-to-train range of a job, or None where it has no spread to show.
+    """The plan's time-to-train range of a job (its ``days_*`` fields), or None where it has no spread.
 
     Transformers: the plan's time at the lowest and highest MFU that published
-    runs of a similar scale reached (``aisize.validation.ranges``, applied by the
-    planner); measured throughputs: their spread across frameworks.
+    runs of a similar scale reached; measured throughputs: their spread across frameworks.
     """
     if not (math.isfinite(t.training_days) and t.days_low < t.days_high):
         return None
-    mfu = mfu_range(t.gpus) if t.model_kind == "transformer" else None
-    return TimeRange(t.days_low, t.training_days, t.days_high, t.days_range_basis, mfu)
+    return TimeRange(t.days_low, t.training_days, t.days_high, t.days_range_basis, t.days_range_mfu)
 
 
 def _layout(t) -> str:
@@ -90,22 +93,14 @@ def checkpoint_table(ctx: ReportContext) -> Html:
 
 
 def gpus_vs_days_frame(ctx: ReportContext, t):
-    """GPUs this job needs at target times around its own (the rest of the plan held fixed)."""
-    import pandas as pd
+    """GPUs this job needs at target times around its own (:func:`aisize.plan.gpus_vs_days`).
 
-    from aisize.plan import sweep
-
-    index = next(i for i, w in enumerate(ctx.scenario.workloads) if w.name == t.name)
+    Points the planner refuses (a given layout or batch that does not divide that GPU count, beyond
+    the engines' GPU limit) are left out.
+    """
     centre = t.target_days if t.target_days is not None else t.training_days
-    others = ctx.plan.gpus - t.gpus
-    rows = []
-    for factor in SWEEP_FACTORS:
-        try:
-            out = sweep(ctx.scenario, f"workloads.{index}.target_days", [centre * factor])
-        except ValueError:  # a given layout that does not divide that GPU count: leave the point out
-            continue
-        rows.append({"target_days": centre * factor, "gpus": int(out["gpus"].iloc[0]) - others})
-    return pd.DataFrame(rows, columns=["target_days", "gpus"])
+    frame = gpus_vs_days(ctx.scenario, t.name, [centre * f for f in SWEEP_FACTORS])
+    return frame.loc[frame["plannable"], ["target_days", "gpus"]].reset_index(drop=True)
 
 
 def _charts(ctx: ReportContext, t) -> Html:

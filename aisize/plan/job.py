@@ -1,0 +1,261 @@
+"""One training job as the planner reads it: the scenario -> engine glue, in one place.
+
+:func:`job_inputs` resolves a scenario's training entry once (training
+precision, optimizer, sequence length, LoRA, the work and the rate it runs at);
+:func:`search` runs the layout search with the planner's links; :func:`size`
+sizes the job for target times (vectorized, the GPUs <-> goodput fixed point)
+with its checkpoints. ``plan_training``, ``layout_candidates`` and
+``gpus_vs_days`` all go through these, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from aisize import catalog
+from aisize.architecture import attention_dim
+from aisize.compute import gpus_needed, training_flops, training_seconds
+from aisize.layout import layout_grid, search_layouts
+from aisize.memory.training import transformer_memory_inputs
+from aisize.plan import context as C
+from aisize.precision import peak_flops_per_s, training_precision
+from aisize.storage import checkpoint as ck
+from aisize.storage.demand import TRAINING_FLOPS_PER_FORWARD_FLOP, ResolvedThroughput, resolve_samples_per_s
+from aisize.units import DAY, HOUR, MINUTE
+
+DEFAULT_SEQ_LEN = 4096  # assumption when a scenario gives none (capped at the model's context)
+PASSES = 4  # GPUs <-> goodput fixed-point passes (converges in 2-3)
+MIN_GOODPUT = 1e-3  # floor while sizing, so a job that never finishes still gets a GPU count
+MAX_GPUS = 10**7  # the engines' limit on ranks (aisize.storage.checkpoint.checkpoint_size)
+
+
+@dataclass(frozen=True)
+class CheckpointResult:
+    """Checkpointing of one job (sizes [B], rates [B/s], times [s]); arrays when sized for several targets."""
+
+    checkpoint_bytes: float
+    shard_bytes: float
+    write_bytes_per_s: float  # achieved, N:N
+    write_seconds: float
+    interval_seconds: float
+    mtbf_seconds: float
+    restore_seconds: float  # RTO: read back + restart
+    write_bytes_per_s_for_stall: float  # to keep writes under CHECKPOINT_MAX_STALL of the interval
+    storage_bound: bool  # the storage, not the servers' NICs, limits the write
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """A training job's inputs to the engine, resolved from the scenario and the hardware."""
+
+    kind: str  # transformer | other
+    model: object  # catalog Transformer or OtherModel
+    dtype: str  # training precision the GPU runs (context.training_dtype)
+    optimizer: str  # aisize.precision optimizer name
+    peak_flops_per_s: float  # dense peak at the training precision's compute dtype
+    seq_len: int | None  # tokens per sequence (transformers)
+    method: str  # full | lora (qlora is lora with a 4-bit base)
+    lora_rank: int | None
+    qlora: bool
+    tokens: float | None  # training tokens (transformers)
+    samples: float | None  # training samples (other models)
+    flops: float  # model FLOPs of the whole run [FLOP]
+    work: float  # FLOPs (transformers) or samples (other models)
+    rate: float  # per GPU: peak FLOP/s (transformers) or samples/s (other models)
+    mfu: float  # share of ``rate`` achieved: the policy MFU, or 1 where the rate is achieved already
+    checkpoint_params: float  # parameters whose training state a checkpoint holds
+    throughput: ResolvedThroughput | None  # what the samples/s rest on (other models)
+    dataset: object | None  # catalog Dataset read (other models)
+    memory_precision: str  # precision the memory model of an other model uses
+
+    def lora(self) -> dict:
+        """LoRA keyword arguments of the memory and layout engines (empty for full training)."""
+        return {} if self.lora_rank is None else {"lora_rank": self.lora_rank, "qlora": self.qlora}
+
+
+def _throughput(w, model, acc, precision, peak, per_server, policies) -> ResolvedThroughput:
+    """The scenario's samples/s per GPU if given, else aisize.storage.demand.resolve_samples_per_s."""
+    if w.samples_per_s_per_gpu:
+        rate = float(w.samples_per_s_per_gpu)
+        eff = rate * TRAINING_FLOPS_PER_FORWARD_FLOP * model.forward_per_sample_flops / peak
+        return ResolvedThroughput(rate, rate, rate, eff, "scenario",
+                                  f"given by the scenario: {rate:,.0f} samples/s per GPU", None)
+    return resolve_samples_per_s(model, acc, precision=precision, gpus=w.gpus or per_server,
+                                 efficiency=policies.mfu)
+
+
+@lru_cache(maxsize=256)
+def job_inputs(w, ctx: C.HardwareContext, policies) -> JobInputs:
+    """Resolve a :class:`~aisize.scenario.Training` entry on the hardware (cached; inputs are frozen)."""
+    acc = ctx.accelerator
+    dtype = C.training_dtype(acc, w.precision)
+    opt = C.SCENARIO_OPTIMIZERS[w.optimizer]
+    peak = peak_flops_per_s(acc, training_precision(dtype).compute_dtype)
+    if w.model in catalog.transformers:
+        arch = catalog.transformers[w.model]
+        pc = C.params_of(arch)
+        seq = w.seq_len or min(arch.max_seq, DEFAULT_SEQ_LEN)
+        tokens = w.tokens_billion * 1e9 if w.tokens_billion is not None else \
+            catalog.datasets[w.dataset].tokens * 1e9 * w.epochs
+        method = "full" if w.method == "full" else "lora"
+        rank = None if method == "full" else w.lora_rank
+        flops = training_flops(pc.active, tokens, layers=arch.layers, attention_dim=attention_dim(arch),
+                               seq_len=seq, method=method)
+        trainable = pc.total
+        if rank is not None:  # a LoRA checkpoint holds the adapters' training state only
+            share = transformer_memory_inputs(arch, lora_rank=rank)["trainable_share"]
+            trainable = share * pc.total / (1.0 - share)
+        return JobInputs(kind="transformer", model=arch, dtype=dtype, optimizer=opt, peak_flops_per_s=peak,
+                         seq_len=seq, method=method, lora_rank=rank, qlora=w.method == "qlora", tokens=tokens,
+                         samples=None, flops=float(flops), work=float(flops), rate=peak, mfu=policies.mfu,
+                         checkpoint_params=float(trainable), throughput=None, dataset=None, memory_precision=dtype)
+    model = catalog.other_models[w.model]
+    data = catalog.datasets[w.dataset or model.dataset]
+    samples = data.samples * (w.epochs or 1.0)
+    precision = dtype if dtype in ("fp32", "fp16", "bf16", "fp8") else "bf16"
+    tp = _throughput(w, model, acc, precision, peak, ctx.server.gpus, policies)
+    # time = samples / (GPUs x samples/s): training_seconds with the per-GPU rate in place of
+    # peak x MFU (mfu=1), so one formula serves both kinds
+    flops = TRAINING_FLOPS_PER_FORWARD_FLOP * model.forward_per_sample_flops * samples
+    return JobInputs(kind="other", model=model, dtype=dtype, optimizer=opt, peak_flops_per_s=peak, seq_len=None,
+                     method="full", lora_rank=None, qlora=False, tokens=None, samples=float(samples),
+                     flops=float(flops), work=float(samples), rate=tp.samples_per_s_per_gpu, mfu=1.0,
+                     checkpoint_params=float(model.params), throughput=tp, dataset=data, memory_precision=precision)
+
+
+def scaleup(ctx: C.HardwareContext) -> tuple[str, float]:
+    """(catalog link id, per GPU per direction [B/s]) of the link tensor-parallel traffic crosses.
+
+    NVLink-class where the GPU has one, else its PCIe generation, else the scale-out NICs.
+    """
+    if ctx.scaleup_bytes_per_s:
+        return ctx.accelerator.scaleup_link, ctx.scaleup_bytes_per_s
+    if ctx.pcie_link:
+        return ctx.pcie_link.id, ctx.pcie_link.bandwidth_per_direction_bytes_per_s
+    return ctx.scale_out_link.id, ctx.scaleout_bytes_per_s
+
+
+def scaleup_bytes_per_s(ctx: C.HardwareContext) -> float:
+    """Per GPU, per direction, the scale-up rate of :func:`scaleup` [B/s]."""
+    return scaleup(ctx)[1]
+
+
+def global_batch(w, seq_len: int, gpus):
+    """Sequences per step: the scenario's, else TOKENS_PER_STEP rounded up to a multiple of the GPUs."""
+    if w.global_batch:
+        return np.broadcast_to(w.global_batch, np.shape(gpus)) if np.ndim(gpus) else int(w.global_batch)
+    gb = gpus * np.ceil(max(1, round(C.TOKENS_PER_STEP / seq_len)) / np.asarray(gpus))
+    return gb.astype(np.int64) if np.ndim(gb) else int(gb)
+
+
+def fixed_layout_divides(layout, gpus, gb):
+    """(TP x PP divides the GPUs, micro-batch x DP divides the global batch) of a given layout (vectorized)."""
+    g = np.asarray(gpus, dtype=np.int64)
+    tp_pp = layout.tensor_parallel * layout.pipeline_parallel
+    divides = g % tp_pp == 0
+    dp = np.maximum(g // tp_pp, 1)
+    return divides, divides & (np.asarray(gb, dtype=np.int64) % (layout.micro_batch * dp) == 0)
+
+
+def layouts_exist(job: JobInputs, ctx: C.HardwareContext, gpus, gb) -> np.ndarray:
+    """Whether any consistent layout (:func:`aisize.layout.layout_grid`) exists at each GPU count and batch.
+
+    A derived global batch (a multiple of the GPUs) always admits one; a given one may not
+    (2,048 sequences cannot be split over 8,464 GPUs in whole micro-batches).
+    """
+    a, domain = job.model, ctx.accelerator.scaleup_domain
+    pairs = zip(np.ravel(gpus), np.ravel(np.broadcast_to(gb, np.shape(gpus))))
+    return np.array([_layout_exists(int(g), int(b), a.heads, a.layers, a.experts, domain) for g, b in pairs],
+                    dtype=bool)
+
+
+@lru_cache(maxsize=4096)
+def _layout_exists(gpus: int, gb: int, heads: int, layers: int, experts: int, domain: int) -> bool:
+    # micro-batch 1 divides whatever a larger one divides; ZeRO stage and recompute do not constrain
+    grid = layout_grid(gpus, heads=heads, layers=layers, global_batch=gb, scaleup_domain=domain, stages=(0,),
+                       recomputes=("none",), micro_batches=(1,), experts=experts)
+    return len(grid["tp"]) > 0
+
+
+def search(job: JobInputs, ctx: C.HardwareContext, policies, gpus: int, gb: int, top: int):
+    """:func:`aisize.layout.search_layouts` for the job on ``gpus`` GPUs with the planner's links and headroom."""
+    return search_layouts(job.model, ctx.accelerator, gpus, global_batch=gb, seq_len=job.seq_len,
+                          scaleout_bytes_per_s=ctx.scaleout_bytes_per_s, precision=job.dtype,
+                          optimizer=job.optimizer, headroom=policies.memory_headroom, top=top,
+                          scaleup_bytes_per_s=scaleup_bytes_per_s(ctx), **job.lora())
+
+
+def checkpoints(params, gpus, servers, ctx: C.HardwareContext, policies) -> CheckpointResult:
+    """N:N checkpoints of a job on ``gpus`` GPUs in ``servers`` servers (vectorized over both)."""
+    size = ck.checkpoint_size(params, bytes_per_param=policies.checkpoint_bytes_per_param, ranks=gpus)
+    nic = ctx.server.storage_nics * ctx.storage_nic_link.bandwidth_per_direction_bytes_per_s
+    supply_read, supply_write = C.storage_supply(ctx, servers)
+    write = ck.checkpoint_write(size.total_bytes, nic, supply_write, writers=servers, pattern="N:N")
+    mtbf = ck.cluster_mtbf(policies.node_mtbf_hours * HOUR, servers)
+    if policies.checkpoint_interval_minutes == "auto":
+        interval = ck.young_daly_interval(mtbf, write.seconds)
+    else:
+        interval = policies.checkpoint_interval_minutes * MINUTE
+    interval = np.maximum(interval, write.seconds)  # cannot start the next before the last is written
+    rto = ck.restore_seconds(size.total_bytes, np.minimum(servers * nic, supply_read),
+                             restart_seconds=policies.restart_minutes * MINUTE)
+    need = ck.write_bandwidth_for_stall(size.total_bytes, interval, C.CHECKPOINT_MAX_STALL)
+    return CheckpointResult(size.total_bytes, size.shard_bytes, write.bytes_per_s, write.seconds, interval,
+                            mtbf, rto, need, write.storage_bound)
+
+
+def goodput(cp: CheckpointResult | None):
+    """Share of wall time making progress (Daly, first order); 1 without checkpoints."""
+    if cp is None:
+        return 1.0
+    return ck.goodput(cp.mtbf_seconds, cp.interval_seconds, cp.write_seconds, cp.restore_seconds)
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """GPUs, servers, checkpoints and time of a job (arrays over target times, or scalars)."""
+
+    gpus: np.ndarray
+    servers: np.ndarray
+    checkpoint: CheckpointResult | None
+    goodput: np.ndarray
+    running_seconds: np.ndarray  # compute time at goodput 1 [s]
+    seconds: np.ndarray  # wall time: running / goodput (inf where goodput is 0) [s]
+
+
+def size(job: JobInputs, w, ctx: C.HardwareContext, policies, target_seconds=None, max_gpus=None) -> Sizing:
+    """GPUs (whole servers) for target times [s], iterating GPUs <-> goodput; or the scenario's GPUs.
+
+    ``target_seconds`` None: the job runs on ``w.gpus`` (or its own target_days). ``max_gpus``:
+    cap the GPUs (a target that needs more is missed: its time comes out longer); None, as
+    ``plan()`` uses it, lets an engine refuse a count beyond its limits.
+
+    References
+    ----------
+    .. [1] :func:`aisize.compute.gpus_needed` (inverse of FLOPs / (GPUs x peak x MFU)), then
+       :func:`aisize.storage.checkpoint.goodput` (Daly 2006) at that size, repeated.
+    """
+    per = ctx.server.gpus
+    if target_seconds is None and w.gpus is not None:
+        gpus = np.asarray(float(w.gpus))
+    else:
+        t = np.asarray(w.target_days * DAY if target_seconds is None else target_seconds, dtype=float)
+        gp, gpus = np.ones(t.shape), np.full(t.shape, float(per))
+        for _ in range(PASSES):
+            gpus = np.ceil(gpus_needed(job.work, t, job.rate, mfu=job.mfu, goodput=gp) / per) * per
+            if max_gpus is not None:
+                gpus = np.minimum(gpus, max_gpus)
+            if w.checkpoint:
+                gp = np.maximum(goodput(checkpoints(job.checkpoint_params, gpus, np.ceil(gpus / per), ctx,
+                                                    policies)), MIN_GOODPUT)
+    servers = np.ceil(gpus / per)
+    cp = checkpoints(job.checkpoint_params, gpus, servers, ctx, policies) if w.checkpoint else None
+    gp = np.asarray(goodput(cp), dtype=float) * np.ones(np.shape(gpus))
+    running = np.asarray(training_seconds(job.work, gpus, job.rate, mfu=job.mfu, goodput=1.0))
+    with np.errstate(divide="ignore"):
+        seconds = np.where(gp > 0, running / np.where(gp > 0, gp, 1.0), math.inf)
+    return Sizing(gpus, servers, cp, gp, running, seconds)

@@ -1,0 +1,95 @@
+"""Latency curves of a plan's queues, for charts: the stations are the ones the planner sized.
+
+Open system (requests arrive at a rate): :func:`latency_curve` of an inference
+service. Closed system (a fixed number of requests outstanding):
+:func:`concurrency_curve` of any planned station, :func:`storage_latency_curve`
+of the shared storage. The stations come from ``StoragePlan.station`` and
+``InferencePlan.station``, so a chart never rebuilds one from planner constants.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from aisize import checks
+from aisize.plan.inference import InferencePlan
+from aisize.plan.storage import StoragePlan
+from aisize.queueing import Station, latency_vs_concurrency, latency_vs_load
+
+STORAGE_CURVE_POINTS = 60
+STORAGE_CURVE_SPAN = (2.0, 1.2)  # default storage curve: to 2x the knee or 1.2x the blend, whichever is more
+
+
+def latency_curve(p: InferencePlan, points: int = 50) -> pd.DataFrame:
+    """Latency vs request rate for a planned service (open system): a DataFrame up to 99 % load.
+
+    Parameters
+    ----------
+    p : an :class:`InferencePlan` (its ``station``)
+    points : rates from 1 % to 99 % of the station's capacity [count]
+
+    Returns
+    -------
+    DataFrame: ``requests_per_s`` [1/s], ``utilisation`` [1], ``latency_mean_seconds`` and
+    ``latency_p95_seconds`` [s].
+
+    References
+    ----------
+    .. [1] :func:`aisize.queueing.latency_vs_load` (G/G/c, Allen-Cunneen).
+    """
+    n = int(checks.scalar("points", checks.integer("points", points, low=2, high=10**6)))
+    rates = np.linspace(0.01, 0.99, n) * p.station.capacity_per_s
+    q = latency_vs_load(p.station, rates)
+    return pd.DataFrame({"requests_per_s": rates, "utilisation": q.utilisation,
+                         "latency_mean_seconds": q.response_mean_seconds,
+                         "latency_p95_seconds": q.response_p95_seconds})
+
+
+def concurrency_curve(station: Station, concurrency) -> pd.DataFrame:
+    """Throughput and mean latency at each number of requests kept outstanding (closed system).
+
+    Parameters
+    ----------
+    station : a planned station (``StoragePlan.station``, ``InferencePlan.station``)
+    concurrency : requests (IOs) outstanding [count], > 0, scalar or array
+
+    Returns
+    -------
+    DataFrame: ``concurrency``, ``throughput_per_s`` [1/s], ``response_mean_seconds`` [s],
+    ``utilisation`` [1].
+
+    References
+    ----------
+    .. [1] :func:`aisize.queueing.latency_vs_concurrency` (exact MVA for one multi-server station,
+       Lazowska et al. 1984, ch. 6).
+    """
+    c = latency_vs_concurrency(station, np.atleast_1d(np.asarray(concurrency, dtype=float)))
+    return pd.DataFrame({"concurrency": c.concurrency, "throughput_per_s": c.throughput_per_s,
+                         "response_mean_seconds": c.response_mean_seconds, "utilisation": c.utilisation})
+
+
+def storage_latency_curve(plan, concurrency=None, points: int = STORAGE_CURVE_POINTS) -> pd.DataFrame:
+    """Mean IO latency of the shared storage against outstanding IOs: :func:`concurrency_curve` of its station.
+
+    Parameters
+    ----------
+    plan : a :class:`~aisize.plan.Plan` or its :class:`StoragePlan`
+    concurrency : outstanding IOs [count], scalar or array; default ``points`` evenly spaced up
+        to 2x the knee or 1.2x the blend's outstanding IOs (when finite), whichever is more
+    points : points of the default grid [count]
+
+    References
+    ----------
+    .. [1] :func:`aisize.queueing.latency_vs_concurrency`; Little's law for the blend's point.
+    """
+    s = plan if isinstance(plan, StoragePlan) else plan.storage
+    if concurrency is None:
+        n = int(checks.scalar("points", checks.integer("points", points, low=2, high=10**6)))
+        knee_span, blend_span = STORAGE_CURVE_SPAN
+        blend = s.outstanding_ios if math.isfinite(s.outstanding_ios) else 0.0  # unstable: no point to show
+        top = max(knee_span * s.knee_concurrency, blend_span * blend, 2.0)
+        concurrency = np.linspace(top / n, top, n)
+    return concurrency_curve(s.station, concurrency)
