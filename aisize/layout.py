@@ -155,6 +155,10 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
     grid = layout_grid(gpus, heads=model.heads, layers=model.layers, global_batch=global_batch,
                        scaleup_domain=domain, stages=stages or FRAMEWORK_STAGES[framework],
                        recomputes=recomputes, micro_batches=micro_batches, experts=model.experts)
+    if grid["tp"].size == 0:
+        raise ValueError(f"global_batch={global_batch!r} is not allowed for gpus={gpus!r}: no TP x PP x DP "
+                         f"layout splits it into whole micro-batches (DP must divide the global batch; "
+                         f"TP must divide heads={model.heads}, PP the layers={model.layers})")
     pc = transformer_params(model)
     if qlora and lora_rank is None:
         raise ValueError("qlora=True is not allowed without lora_rank: QLoRA trains LoRA adapters")

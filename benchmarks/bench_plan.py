@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import time
 
-from aisize.plan import plan
-from aisize.plan import inference, storage, training
+from aisize.plan import clear_caches, plan
 from aisize.scenario import from_dict, preset, preset_names, to_dict
 
 REPEATS = 20
 
 
 def clear() -> None:
-    for f in (training.plan_training, inference.plan_inference, inference._knee, storage._knee_iops):
-        f.cache_clear()
+    clear_caches()
 
 
 def ms(fn, repeats=REPEATS) -> float:

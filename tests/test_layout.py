@@ -90,3 +90,14 @@ def test_search_bad_precision():
     with pytest.raises(ValueError, match="precision"):
         search_layouts(LLAMA3_70B, H100, 8, global_batch=8, seq_len=4096, scaleout_bytes_per_s=NIC,
                        precision="int3")
+
+
+def test_no_consistent_layout_is_a_clear_error():
+    # 8,464 GPUs = 2^4 x 23^2; TP (divides 64 heads) and PP (divides 80 layers) cannot take the
+    # 23^2, so DP = 8,464 / (TP x PP) keeps it and never divides the 2,048-sequence batch.
+    from aisize import catalog
+    from aisize.layout import search_layouts
+
+    with pytest.raises(ValueError, match="global_batch=2048 is not allowed for gpus=8464"):
+        search_layouts(catalog.transformers["llama-3-70b"], catalog.accelerators["h100-sxm"], 8464,
+                       global_batch=2048, seq_len=8192, scaleout_bytes_per_s=50e9)

@@ -22,7 +22,19 @@ from aisize.plan.sensitivity import compare, sweep
 from aisize.plan.storage import JobStorage, StoragePlan
 from aisize.plan.training import LayoutChoice, TrainingPlan
 
-__all__ = ["plan", "Plan", "sweep", "compare", "findings", "Finding", "to_json", "write_csv", "write_excel",
+
+
+def clear_caches() -> None:
+    """Forget every memoised planner result (benchmarks measure cold plans with it)."""
+    from aisize.plan import context, inference, job, storage, training
+
+    for f in (context.resolve, context.params_of, context.mfu_range_for, inference.plan_inference,
+              inference._knee, job.job_inputs, job._layout_exists, storage._knee_iops,
+              training.plan_training):
+        f.cache_clear()
+
+
+__all__ = ["clear_caches", "plan", "Plan", "sweep", "compare", "findings", "Finding", "to_json", "write_csv", "write_excel",
            "bom_table", "TrainingPlan", "InferencePlan", "StoragePlan", "NetworkPlan", "JobStorage",
            "CheckpointResult", "LayoutChoice", "latency_curve", "storage_latency_curve", "concurrency_curve",
            "layout_candidates", "gpus_vs_days"]

@@ -29,7 +29,11 @@ def summary_text(p) -> str:
 
 
 def _value(text: str):
-    v = yaml.safe_load(text)
+    """A --vary value as YAML reads a scalar (1, 0.5, true, eth-10g); anything else stays text."""
+    try:
+        v = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text  # e.g. "=" or "!!python/name:x": a plain string the scenario check will judge
     return v if isinstance(v, (int, float, str, bool)) else text
 
 
