@@ -160,3 +160,15 @@ def test_multiclass_identical_classes_equal_single_class():
 def test_bad_inputs_name_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_erlang_b_log_sum_agrees_with_the_recursion():
+    # The two array evaluations of the same formula (chosen by cost) must agree.
+    from aisize.queueing.analytic import _erlang_b_logsum, _erlang_b_recursion
+
+    rng = np.random.default_rng(7)
+    c = rng.integers(1, 8000, 400)
+    a = c * rng.uniform(0.02, 1.4, 400)
+    ref = _erlang_b_recursion(c, a)
+    assert np.allclose(_erlang_b_logsum(c, a), ref, rtol=1e-9, atol=1e-14)
+    assert _erlang_b_logsum(np.array([11]), np.array([10.0]))[0] == pytest.approx(0.163232, abs=1e-6)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize import checks
-from aisize.queueing.analytic import MAX_SERVERS, QueueResult, _response_quantile, ggc
+from aisize.queueing.analytic import MAX_SERVERS, QueueResult, _allen_cunneen_wait, _response_quantile, ggc
 
-_KNEE_GRID = 512  # utilisation points per refinement round
-_KNEE_ROUNDS = 3  # 512³ ≈ 1.3e8: the knee to ~1e-8 of capacity
+_KNEE_GRID = 64  # utilisation points per refinement round
+_KNEE_ROUNDS = 5  # 65⁵ ≈ 1.2e9: the knee to ~1e-9 of capacity
 _STATISTICS = {"mean": None, "p50": 0.50, "p95": 0.95, "p99": 0.99}
 
 
@@ -184,7 +184,7 @@ def knee_load(station: Station, factor: float = 2.0, statistic: str = "mean") ->
         "mean", "p50", "p95" or "p99" response time.
 
     Latency rises monotonically with load, so a grid of utilisations is scanned
-    in one vectorized call and the bracketing cell refined (3 rounds of 512).
+    in one vectorized call and the bracketing cell refined (5 rounds of 64).
 
     References
     ----------
@@ -200,7 +200,11 @@ def knee_load(station: Station, factor: float = 2.0, statistic: str = "mean") ->
     lo, hi = 0.0, 1.0
     for _ in range(_KNEE_ROUNDS):
         u = np.linspace(lo, hi, _KNEE_GRID + 2)[1:-1]
-        ok = getattr(ggc(u * c / s, s, c, service_cv=cs), field) <= limit
+        if p is None:  # the mean needs no percentile solve
+            _, _, wait = _allen_cunneen_wait(u * c / s, s, float(c), cs, 1.0)
+            ok = wait + s <= limit
+        else:
+            ok = getattr(ggc(u * c / s, s, c, service_cv=cs), field) <= limit
         last = int(np.nonzero(ok)[0][-1]) if ok.any() else -1
         lo, hi = (lo if last < 0 else u[last]), (u[last + 1] if last + 1 < u.size else hi)
     return Knee(float(lo * c / s), float(lo), float(unloaded), float(limit))

@@ -18,6 +18,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import pandas as pd
 
@@ -188,12 +189,43 @@ class Blend:
     dominant_bandwidth: str  # workload with the most average bytes/s
     dominant_peak: str  # workload with the highest peak bytes/s
     dominant_iops: str  # workload with the most operations/s
-    table: pd.DataFrame  # one row per workload
-    io_sizes: pd.DataFrame  # IO-size mix: io_bytes, direction, ops and bytes shares
+    workloads: tuple  # the Workloads blended
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """One row per workload, with its share of the blend's average bytes."""
+        t = pd.DataFrame([{"name": w.name, "kind": w.kind, "read_bytes_per_s": w.read_bytes_per_s,
+                           "write_bytes_per_s": w.write_bytes_per_s,
+                           "read_peak_bytes_per_s": w.read_peak_bytes_per_s,
+                           "write_peak_bytes_per_s": w.write_peak_bytes_per_s,
+                           "read_iops": w.read_iops, "write_iops": w.write_iops,
+                           "read_io_bytes": w.read_io_bytes, "write_io_bytes": w.write_io_bytes,
+                           "metadata_ops_per_s": w.metadata_ops_per_s} for w in self.workloads])
+        total = self.read_bytes_per_s + self.write_bytes_per_s
+        t["bytes_share"] = (t.read_bytes_per_s + t.write_bytes_per_s) / total if total else 0.0
+        return t
+
+    @cached_property
+    def io_sizes(self) -> pd.DataFrame:
+        """IO-size mix: io_bytes, direction, ops and bytes per second and their shares."""
+        t, cols = self.table, ["io_bytes", "ops_per_s", "bytes_per_s"]
+        sizes = pd.concat([
+            t[[f"{d}_io_bytes", f"{d}_iops", f"{d}_bytes_per_s"]].set_axis(cols, axis=1).assign(direction=d)
+            for d in ("read", "write")]).groupby(["direction", "io_bytes"], as_index=False).sum()
+        sizes = sizes[sizes.ops_per_s > 0].reset_index(drop=True)
+        ops, total = self.read_iops + self.write_iops, self.read_bytes_per_s + self.write_bytes_per_s
+        sizes["ops_share"] = sizes.ops_per_s / ops if ops else 0.0
+        sizes["bytes_share"] = sizes.bytes_per_s / total if total else 0.0
+        return sizes
 
 
 def blend(workloads) -> Blend:
     """Combine workloads sharing one storage system.
+
+    Averages and IOPS add up; peaks add up as if every burst coincided (the
+    worst case a storage system must absorb). The per-workload table and the
+    IO-size mix are built on first use, so a plan that only needs the totals
+    stays fast.
 
     Parameters
     ----------
@@ -203,32 +235,21 @@ def blend(workloads) -> Blend:
     ----------
     .. [1] WEKA 2023, parts 3-4 (the IO blender).
     """
-    items = list(workloads)
+    items = tuple(workloads)
     if not items or not all(isinstance(w, Workload) for w in items):
         raise ValueError(f"workloads={workloads!r} is not allowed: must be a non-empty list of Workload")
-    t = pd.DataFrame([{"name": w.name, "kind": w.kind, "read_bytes_per_s": w.read_bytes_per_s,
-                       "write_bytes_per_s": w.write_bytes_per_s,
-                       "read_peak_bytes_per_s": w.read_peak_bytes_per_s,
-                       "write_peak_bytes_per_s": w.write_peak_bytes_per_s,
-                       "read_iops": w.read_iops, "write_iops": w.write_iops,
-                       "read_io_bytes": w.read_io_bytes, "write_io_bytes": w.write_io_bytes,
-                       "metadata_ops_per_s": w.metadata_ops_per_s} for w in items])
-    r, wr = t.read_bytes_per_s.sum(), t.write_bytes_per_s.sum()
-    ri, wi = t.read_iops.sum(), t.write_iops.sum()
+    r = sum(w.read_bytes_per_s for w in items)
+    wr = sum(w.write_bytes_per_s for w in items)
+    ri, wi = sum(w.read_iops for w in items), sum(w.write_iops for w in items)
     total, ops = r + wr, ri + wi
-    t["bytes_share"] = (t.read_bytes_per_s + t.write_bytes_per_s) / total if total else 0.0
-    cols = ["io_bytes", "ops_per_s", "bytes_per_s"]
-    sizes = pd.concat([
-        t[[f"{d}_io_bytes", f"{d}_iops", f"{d}_bytes_per_s"]].set_axis(cols, axis=1).assign(direction=d)
-        for d in ("read", "write")]).groupby(["direction", "io_bytes"], as_index=False).sum()
-    sizes = sizes[sizes.ops_per_s > 0].reset_index(drop=True)
-    sizes["ops_share"] = sizes.ops_per_s / ops if ops else 0.0
-    sizes["bytes_share"] = sizes.bytes_per_s / total if total else 0.0
-    peak = t.read_peak_bytes_per_s + t.write_peak_bytes_per_s
-    return Blend(float(r), float(wr), float(t.read_peak_bytes_per_s.sum()),
-                 float(t.write_peak_bytes_per_s.sum()), float(ri), float(wi),
-                 float(t.metadata_ops_per_s.sum()), float(r / total) if total else 0.0,
+
+    def busiest(key):
+        return max(items, key=key).name  # first of equals, as pandas' idxmax
+
+    return Blend(float(r), float(wr), float(sum(w.read_peak_bytes_per_s for w in items)),
+                 float(sum(w.write_peak_bytes_per_s for w in items)), float(ri), float(wi),
+                 float(sum(w.metadata_ops_per_s for w in items)), float(r / total) if total else 0.0,
                  float(ri / ops) if ops else 0.0,
-                 str(t.name[(t.read_bytes_per_s + t.write_bytes_per_s).idxmax()]),
-                 str(t.name[peak.idxmax()]),
-                 str(t.name[(t.read_iops + t.write_iops + t.metadata_ops_per_s).idxmax()]), t, sizes)
+                 busiest(lambda w: w.read_bytes_per_s + w.write_bytes_per_s),
+                 busiest(lambda w: w.read_peak_bytes_per_s + w.write_peak_bytes_per_s),
+                 busiest(lambda w: w.read_iops + w.write_iops + w.metadata_ops_per_s), items)
