@@ -21,6 +21,7 @@ Targets: page open < 3 s, p95 per update < 100 ms. Prints the figures.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import tempfile
@@ -84,6 +85,7 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def bench(opens: int, moves: int) -> None:
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         server = serve.start(Path(tmp) / "voila.log")
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -124,6 +126,9 @@ def bench(opens: int, moves: int) -> None:
     print(f"request-rate slider move -> figures and chart updated ({moves} moves): "
           f"p50 {percentile(update_ms, 50):.0f} ms, p95 {percentile(update_ms, 95):.0f} ms, "
           f"max {max(update_ms):.0f} ms (target p95 < 100 ms)")
+    # a 2-core machine shared with other work: the load says how much to trust the figures
+    print("load average (1, 5, 15 min) before " + ", ".join(f"{x:.2f}" for x in load_before)
+          + "; after " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 def main() -> None:

@@ -145,6 +145,48 @@ def test_a_marker_move_does_not_redraw_the_chart(app):
     assert inference.latency_chart.chart.params.marked == inference.rate.value
 
 
+def test_a_new_curve_swaps_the_rows_of_the_drawn_chart(app):
+    from aisize import charts
+    from aisize.app import controls as K
+    from aisize.plan import latency_curve
+
+    inference = app.open_tab("Inference")
+    slot = inference.latency_chart
+    chart_before = slot.chart.chart
+    inference.rate.value = 200.0  # more replicas: a new curve and knee, the same chart
+    expected = api_plan(lambda d: d["workloads"][2].update(requests_per_s=inference.rate.value)).inference[0]
+    assert expected.replicas > 1 and slot.chart.chart is chart_before
+    rows = charts.latency_vs_load_data(latency_curve(expected), expected.knee_requests_per_s,
+                                       expected.latency_target_seconds)
+    sent = {u["name"]: u["value"] for u in slot.chart._py_to_js_updates}
+    assert sent[charts.LOAD_CURVE] == rows[charts.LOAD_CURVE] and sent[charts.LOAD_KNEE] == rows[charts.LOAD_KNEE]
+    assert slot.chart.spec["datasets"] == rows  # the kernel's copy of the spec follows
+    assert f"({expected.replicas} replicas)" in getattr(slot.chart.params, K.TITLE)
+    assert slot.chart.params.marked == inference.rate.value
+
+
+def test_a_rebuilt_chart_can_be_sent_the_same_rows_again():
+    import altair as alt
+
+    from aisize.app import controls as K
+
+    def build(rows):
+        return lambda: alt.Chart(alt.NamedData(name="d")).mark_point().encode(x="x:Q").properties(
+            datasets={"d": rows})
+
+    a, b = [{"x": 1.0}], [{"x": 2.0}]
+    slot = K.ChartSlot()
+    assert slot.show("one", build(a), data={"d": a})
+    assert not slot.show("one", build(b), data={"d": b})
+    assert slot.chart._py_to_js_updates == [{"namespace": "data", "name": "d", "scope": [], "value": b}]
+    assert slot.show("two", build(b), data={"d": b})  # a new structure: a new chart, nothing pending
+    assert slot.chart._py_to_js_updates is None
+    assert not slot.show("two", build(a), data={"d": a})
+    assert slot.chart._py_to_js_updates[0]["value"] == a and slot.chart.spec["datasets"] == {"d": a}
+    with pytest.raises(KeyError, match="no dataset"):
+        slot.show("two", build(a), data={"other": b})
+
+
 def test_data_path_utilisation(app):
     datapath = app.open_tab("Data path")
     datapath.utilisation.value = 0.6

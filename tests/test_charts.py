@@ -72,6 +72,20 @@ def test_latency_vs_load_has_the_curve_the_knee_and_the_load():
     assert sorted(r["seconds"] for r in rows if r.get("statistic") == "p95") == [1.2, 2.0]
 
 
+def test_latency_charts_draw_their_named_datasets():
+    curve = pd.DataFrame({"requests_per_s": [1.0, 2.0], "latency_mean_seconds": [1.0, 1.5],
+                          "latency_p95_seconds": [1.2, 2.0]})
+    rows = charts.latency_vs_load_data(curve, 1.8, 3.0)
+    assert spec(charts.latency_vs_load(curve, 1.8, 1.2, 3.0))["datasets"] == rows
+    assert rows[charts.LOAD_CURVE][0] == {"requests_per_s": 1.0, "statistic": "mean", "seconds": 1.0}
+    assert rows[charts.LOAD_TARGET] == [{"seconds": 3.0, "what": "latency target"}]
+    assert charts.LOAD_TARGET not in spec(charts.latency_vs_load(curve, 1.8))["datasets"]
+    frame = pd.DataFrame({"concurrency": [1.0, 8.0], "response_mean_seconds": [0.5, 1.0]})
+    rows = charts.latency_vs_concurrency_data(frame, 8, "s")
+    assert spec(charts.latency_vs_concurrency(frame, 8, 2, latency_unit="s"))["datasets"] == rows
+    assert rows[charts.CONCURRENCY_KNEE] == [{"where": "knee", "concurrency": 8.0}]
+
+
 def test_latency_vs_concurrency_converts_to_the_unit():
     frame = pd.DataFrame({"concurrency": [1.0, 8.0, 16.0], "response_mean_seconds": [2e-4, 2e-4, 4e-4]})
     chart = charts.latency_vs_concurrency(frame, knee_concurrency=16, concurrency=4, latency_unit="ms")

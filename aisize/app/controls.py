@@ -146,30 +146,69 @@ def heading(text: str, note: str = "") -> widgets.HTML:
     return widgets.HTML(f"<h3 class='aisize-h'>{html.escape(text)}{extra}</h3>")
 
 
+# The param a slot's chart title reads (ChartSlot.show(title=...)): a new title needs no new chart.
+TITLE = "chart_title"
+
+
 class ChartSlot:
-    """One offline Altair chart on the page, redrawn only when its inputs (``key``) change."""
+    """One offline Altair chart on the page, rebuilt only when its structure (``key``) changes.
+
+    Between rebuilds, markers move through the chart's params and, for a chart drawn from
+    named datasets, new rows go to the drawn view as a Vega changeset (JupyterChart's
+    ``_py_to_js_updates``): no Altair construction or validation, no re-embedding.
+    """
 
     def __init__(self, width: str = "auto"):
         self.chart: alt.JupyterChart | None = None
         self.key = None
+        self.data: dict[str, list] = {}  # the rows of each named dataset now drawn
         self.box = widgets.Box(layout=widgets.Layout(width=width))
 
-    def show(self, key, build: Callable[[], alt.TopLevelMixin], params: dict | None = None) -> bool:
-        """Draw ``build()`` unless ``key`` equals the last one drawn; then set the chart's ``params``
-        (markers the chart reads, e.g. :data:`aisize.charts.MARK`). Returns True if it redrew."""
+    def show(self, key, build: Callable[[], alt.TopLevelMixin], params: dict | None = None,
+             data: dict[str, list] | None = None, title: str | None = None) -> bool:
+        """Draw ``build()`` unless ``key`` equals the last one drawn; else set the chart's ``params``
+        (markers the chart reads, e.g. :data:`aisize.charts.MARK`), send the ``data`` rows (dataset
+        name -> rows, those ``build()`` puts in the chart's ``datasets``) that changed, and set
+        ``title`` (the title then reads the :data:`TITLE` param). Returns True if it rebuilt."""
+        params = dict(params or {})
+        if title is not None:
+            params[TITLE] = title
         if self.chart is not None and key == self.key:
-            for name, value in (params or {}).items():
-                if getattr(self.chart.params, name) != value:
-                    setattr(self.chart.params, name, value)
+            with self.chart.hold_sync():  # one message for the params and the rows
+                for name, value in params.items():
+                    if getattr(self.chart.params, name) != value:
+                        setattr(self.chart.params, name, value)
+                self._send(data or {})
             return False
         spec = build()
+        if title is not None:
+            spec = spec.add_params(alt.param(name=TITLE, value=title)).properties(
+                title=alt.TitleParams(text=alt.ExprRef(expr=TITLE)))
         if self.chart is None:
             self.chart = alt.JupyterChart(spec, embed_options=EMBED_OPTIONS)
             self.box.children = (self.chart,)
         else:
-            self.chart.chart = spec
+            with self.chart.hold_sync():
+                self.chart.chart = spec
+                # forget the rows sent to the previous view, so the same rows can be sent again
+                self.chart._py_to_js_updates = None
         self.key = key
+        self.data = dict(data or {})
         return True
+
+    def _send(self, data: dict[str, list]) -> None:
+        changed = {name: rows for name, rows in data.items() if self.data.get(name) != rows}
+        if not changed:
+            return
+        datasets = self.chart.spec.get("datasets", {})
+        for name, rows in changed.items():
+            if name not in datasets:
+                raise KeyError(f"chart has no dataset {name!r} (has {sorted(datasets)})")
+            # the kernel-side spec follows too (no message: the view gets the changeset below)
+            datasets[name] = rows
+        self.data.update(changed)
+        self.chart._py_to_js_updates = [{"namespace": "data", "name": name, "scope": [], "value": rows}
+                                        for name, rows in changed.items()]
 
 
 def frame_key(frame: pd.DataFrame) -> tuple:

@@ -38,6 +38,7 @@ class InferenceSection(Section):
         self.tp = K.dropdown("Tensor parallel", TP_CHOICES, "auto", "GPUs per replica; must divide the heads")
         self.figures = widgets.HTML()
         self.memory_chart, self.latency_chart = K.ChartSlot(), K.ChartSlot()
+        self._curve_at = (None, None)  # (inputs, frame) of the last latency curve
         super().__init__(state)
         w = self._path
         self.bind(self.model, w("model"))
@@ -84,13 +85,22 @@ class InferenceSection(Section):
         self.memory_chart.show(mem_key, lambda: charts.memory_breakdown(
             i.memory_per_gpu_bytes, i.gpu_memory_bytes,
             title=f"Memory per GPU: {i.name} ({plan.accelerator})").properties(width=charts.WIDTH - 80))
-        curve = latency_curve(i)
+        # the chart's shape is fixed per service; a new curve, knee or title only swaps rows and params
+        curve = self._curve(i)
+        target = i.latency_target_seconds
         self.latency_chart.show(
-            (K.frame_key(curve), i.knee_requests_per_s, i.latency_target_seconds, i.name, i.replicas),
-            lambda: charts.latency_vs_load(curve, i.knee_requests_per_s, i.requests_per_s,
-                                           i.latency_target_seconds,
-                                           title=f"Request latency vs load: {i.name} ({i.replicas} replicas)"),
-            params={charts.MARK: float(i.requests_per_s)})
+            (i.name, target is None),
+            lambda: charts.latency_vs_load(curve, i.knee_requests_per_s, i.requests_per_s, target),
+            params={charts.MARK: float(i.requests_per_s)},
+            data=charts.latency_vs_load_data(curve, i.knee_requests_per_s, target),
+            title=f"Request latency vs load: {i.name} ({i.replicas} replicas)")
+
+    def _curve(self, i):
+        """:func:`latency_curve` of ``i``, kept while its inputs stay (a load move keeps the curve)."""
+        key = (i.replicas, i.batch, i.request_seconds)
+        if self._curve_at[0] != key:
+            self._curve_at = (key, latency_curve(i))
+        return self._curve_at[1]
 
     @staticmethod
     def _figures(i) -> str:

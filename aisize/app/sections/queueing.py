@@ -83,6 +83,6 @@ class QueueingSection(Section):
         grid = np.unique(np.geomspace(1, max(SPAN * knee, n, 4), POINTS).round())
         curve = latency_vs_concurrency(station, grid)
         frame = pd.DataFrame({"concurrency": curve.concurrency, "response_mean_seconds": curve.response_mean_seconds})
-        self.chart.show((K.frame_key(frame), unit, knee, self.station.value), lambda: charts.latency_vs_concurrency(
-            frame, knee, n, latency_unit=unit, title=f"Latency vs concurrency: {self.station.value}"),
-            params={charts.MARK: n})
+        self.chart.show(unit, lambda: charts.latency_vs_concurrency(frame, knee, n, latency_unit=unit),
+                        params={charts.MARK: n}, data=charts.latency_vs_concurrency_data(frame, knee, unit),
+                        title=f"Latency vs concurrency: {self.station.value}")
