@@ -38,6 +38,9 @@ def _frame(rows) -> pd.DataFrame:
     return rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
 
 
+LIMIT_DASHES = {"GPU memory": [1, 0], "usable after headroom": [4, 3]}  # solid, dashed
+
+
 def memory_breakdown(memory_bytes: Mapping[str, float], gpu_memory_bytes: float,
                      usable_bytes: float | None = None, *, title: str = "Memory per GPU") -> alt.LayerChart:
     """Stacked bar of the per-GPU memory line items [GiB] against the GPU's memory (red rule).
@@ -63,10 +66,11 @@ def memory_breakdown(memory_bytes: Mapping[str, float], gpu_memory_bytes: float,
     limits = [{"limit": "GPU memory", "gib": gpu_memory_bytes / GiB}]
     if usable_bytes is not None:
         limits.append({"limit": "usable after headroom", "gib": usable_bytes / GiB})
+    # the legend lists only the limits drawn: a domain entry without a rule would still get a swatch
+    drawn = [x["limit"] for x in limits]
     rules = alt.Chart(pd.DataFrame(limits)).mark_rule(color=RED, size=2).encode(
         x="gib:Q", strokeDash=alt.StrokeDash("limit:N", title="limit",
-                                             scale=alt.Scale(domain=["GPU memory", "usable after headroom"],
-                                                             range=[[1, 0], [4, 3]])),
+                                             scale=alt.Scale(domain=drawn, range=[LIMIT_DASHES[k] for k in drawn])),
         tooltip=["limit:N", alt.Tooltip("gib:Q", title="GiB", format=",.1f")])
     return (bars + rules).properties(width=WIDTH, height=70, title=title)
 
@@ -75,7 +79,7 @@ def gpus_vs_days(frame: pd.DataFrame, marked_days: float | None = None, marked_g
                  title: str = "GPUs needed vs target time") -> alt.LayerChart:
     """GPUs needed [count] against the target time [days] (log-log), the chosen target marked.
 
-    ``frame`` has columns ``target_days`` and ``gpus`` (e.g. from :func:`aisize.plan.sweep`).
+    ``frame`` has columns ``target_days`` and ``gpus`` (e.g. from :func:`aisize.plan.gpus_vs_days`).
     """
     data = _frame(frame)[["target_days", "gpus"]]
     x = alt.X("target_days:Q", title="target time to train [days] (log)", scale=alt.Scale(type="log"))
@@ -187,7 +191,7 @@ def latency_vs_concurrency(frame: pd.DataFrame, knee_concurrency: float, concurr
     """Closed-system mean latency against requests outstanding, the knee marked.
 
     ``frame`` has ``concurrency`` [count] and ``response_mean_seconds`` [s] (from
-    :func:`aisize.queueing.latency_vs_concurrency`); ``latency_unit`` is "ms" or "s". The rows
+    :func:`aisize.plan.concurrency_curve`); ``latency_unit`` is "ms" or "s". The rows
     live in the named datasets of :func:`latency_vs_concurrency_data`.
     """
     data = latency_vs_concurrency_data(frame, knee_concurrency, latency_unit)

@@ -89,8 +89,14 @@ def test_training_dropdowns(app, field, value):
 
 
 def test_fixed_layout_and_the_layouts_table(app):
+    from aisize.plan import layout_candidates
+
     training = app["Training"]
     assert "<table" in training.layouts.value and "micro-batch" in training.layouts.value
+    rows = re.findall(r"<tr>(.*?)</tr>", training.layouts.value, re.S)[1:]  # the planner's candidates
+    assert len(rows) == len(layout_candidates(app.state.plan.scenario, training.job.value, 5)) > 0
+    lay, first = app.state.plan.training[0].layout, re.findall(r"<td[^>]*>([^<]*)</td>", rows[0])
+    assert list(map(int, first[:3])) == [lay.tensor_parallel, lay.pipeline_parallel, lay.data_parallel]
     training.parallel.value = "fixed"
     training.tp.value = 8
     expected = api_plan(lambda d: d["workloads"][0].update(layout={
@@ -99,6 +105,72 @@ def test_fixed_layout_and_the_layouts_table(app):
     assert shown(training.figures.value, "training.layout").startswith("TP8 PP1")
     assert shown(training.figures.value, "training.memory") == pytest.approx(
         expected.memory_bytes["total_bytes"] / GiB, rel=5e-4)
+
+
+@pytest.mark.parametrize("name", [DEFAULT_PRESET, "llama3-70b-pretrain"])
+def test_gpus_vs_days_chart_shows_the_plannable_points(app, name):
+    from aisize.app.sections.training import SWEEP_DAYS
+    from aisize.plan import gpus_vs_days
+
+    app.preset.value, training = name, app["Training"]
+    frame = gpus_vs_days(app.state.plan.scenario, app.state.plan.training[0].name, SWEEP_DAYS)
+    ok = frame.loc[frame["plannable"]]
+    drawn = [r for d in training.days_chart.chart.spec["datasets"].values() for r in d if "gpus" in r]
+    assert [(r["target_days"], r["gpus"]) for r in drawn] == list(zip(ok["target_days"], ok["gpus"]))
+    # Llama 3 70B, global batch 2048: the planner refuses GPU counts whose data-parallel degree cannot
+    # divide the batch, and 0.25 days needs more GPUs than the engines allow; the note says how many
+    refused = len(frame) - len(ok)
+    assert (refused > 0) == (name != DEFAULT_PRESET) and (len(drawn) >= 4 or refused)
+    assert (f"{refused} of {len(SWEEP_DAYS)} target times left out" in training.days_note.value) == (refused > 0)
+
+
+@pytest.mark.parametrize("name", ["llama3-70b-pretrain", "hpe-weka-resnet"])
+def test_time_range_is_the_plans(app, name):
+    app.preset.value = name
+    t = app.state.plan.training[0]
+    figures = app["Training"].figures.value
+    assert t.days_low < t.training_days <= t.days_high  # measured throughputs have a range too
+    low, high = shown(figures, "training.days_range").split("–")
+    assert float(low) == pytest.approx(t.days_low, rel=5e-4) and float(high) == pytest.approx(t.days_high, rel=5e-4)
+    note = app["Training"].range_note.value
+    if t.days_range_mfu is not None:
+        r = t.days_range_mfu
+        assert f"{r.low:.2f}–{r.high:.2f} ({len(r.cases)} {r.rule})" in note
+    else:
+        assert "measured throughputs" in note
+
+
+def test_app_computes_no_planner_figure_of_its_own():
+    """One formula, one place: the app reads stations, knees, ranges, sweeps and layouts from the plan."""
+    import ast
+    from pathlib import Path
+
+    import aisize.app as app_package
+
+    private_modules = {"aisize.plan.context", "aisize.plan.job", "aisize.plan.training", "aisize.plan.storage",
+                       "aisize.plan.inference"}
+    engine = {"search_layouts", "mfu_range", "time_range", "storage_station", "inference_station",
+              "knee_concurrency", "knee_load", "sweep", "latency_vs_concurrency", "latency_vs_load", "days_range"}
+    constants = {"KNEE_FACTOR", "STORAGE_LATENCY_SECONDS", "DEFAULT_SEQ_LEN", "INFERENCE_SERVICE_CV",
+                 "CHECKPOINT_MAX_STALL", "SCENARIO_OPTIMIZERS", "MAX_GPUS"}
+    root = Path(app_package.__file__).parent
+    paths = [p for p in root.rglob("*.py") if "jupyter" not in p.parts]
+    assert len(paths) >= 10
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            where = f"{path.relative_to(root)}:{getattr(node, 'lineno', '?')}"
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                base = getattr(node, "module", None)
+                names = {a.name for a in node.names}
+                assert not ({base} | {f"{base}.{n}" for n in names} | names) & private_modules, where
+                assert not names & (engine | constants), where
+            elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+                f = node.func
+                # a chart builder of the same name draws, it does not compute
+                drawing = isinstance(f, ast.Attribute) and getattr(f.value, "id", None) == "charts"
+                assert drawing or getattr(f, "id", getattr(f, "attr", None)) not in engine, where
+            elif isinstance(node, (ast.Name, ast.Attribute)):
+                assert getattr(node, "id", getattr(node, "attr", None)) not in constants, where
 
 
 def test_invalid_layout_shows_a_message_and_keeps_the_last_result(app):
@@ -215,12 +287,25 @@ def test_network_link_changes_the_scale_out_rate(app):
     assert shown(network.figures.value, "network.compute_link") == "eth-100g"
 
 
-def test_queueing_knee(app):
+@pytest.mark.parametrize("which", ["storage", "inference"])
+def test_queueing_shows_the_planners_stations_and_knees(app, which):
     from aisize.app.sections.queueing import stations
+    from aisize.plan import concurrency_curve
 
     queueing = app.open_tab("Queueing")
-    station, _ = stations(app.state.plan)[queueing.station.value]
-    assert shown(queueing.figures.value, "queueing.knee") == knee_concurrency(station, 2.0)
+    p = app.state.plan
+    planned = p.storage if which == "storage" else p.inference[0]
+    if which == "inference":
+        queueing.station.value = f"inference: {planned.name}"
+    q = stations(p)[queueing.station.value]
+    assert q.station is planned.station and q.knee_concurrency == planned.knee_concurrency
+    # closed system, one c-channel station: latency doubles the unloaded at N = 2c (Lazowska et al. 1984, ch. 6)
+    assert shown(queueing.figures.value, "queueing.knee") == knee_concurrency(q.station, 2.0) == int(
+        2 * q.station.servers)
+    assert "2x unloaded" in queueing.figures.value  # plan.assumptions["plan.knee_factor"]
+    at = concurrency_curve(q.station, queueing.outstanding.value).iloc[0]
+    assert shown(queueing.figures.value, "queueing.latency") == pytest.approx(
+        at.response_mean_seconds * (1e3 if q.unit == "ms" else 1.0), rel=5e-4)
     assert queueing.chart.chart is not None
 
 

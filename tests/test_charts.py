@@ -52,6 +52,20 @@ def test_memory_breakdown_draws_the_line_items_in_gib_against_the_gpu():
     assert [r["gib"] for r in limits] == [80, 72]
 
 
+def dash_scale(chart) -> dict:
+    """The strokeDash scale of the memory chart's limit rules."""
+    layer = next(l for l in spec(chart)["layer"] if "strokeDash" in l.get("encoding", {}))
+    return layer["encoding"]["strokeDash"]["scale"]
+
+
+def test_memory_breakdown_legend_lists_only_the_limits_drawn():
+    # inference plans give no usable-after-headroom figure: no dashed rule, so no such legend entry
+    alone = dash_scale(charts.memory_breakdown(MEMORY, 80 * GiB))
+    assert alone == {"domain": ["GPU memory"], "range": [[1, 0]]}
+    both = dash_scale(charts.memory_breakdown(MEMORY, 80 * GiB, 72 * GiB))
+    assert both == {"domain": ["GPU memory", "usable after headroom"], "range": [[1, 0], [4, 3]]}
+
+
 def test_gpus_vs_days_marks_the_chosen_point_with_params():
     frame = pd.DataFrame({"target_days": [1, 2, 4], "gpus": [64, 32, 16]})
     s = spec(charts.gpus_vs_days(frame, 2, 32))

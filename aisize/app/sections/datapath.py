@@ -12,7 +12,6 @@ import pandas as pd
 from aisize import catalog, charts
 from aisize.app import controls as K
 from aisize.app.sections import Section
-from aisize.plan import context as C
 from aisize.plan.bom import storage_table
 from aisize.units import GB, TB
 
@@ -116,6 +115,7 @@ class DataPathSection(Section):
     def _jobs_table(plan) -> pd.DataFrame:
         rows = []
         stalls = {j.name: j for j in plan.storage.jobs}
+        max_stall = plan.assumptions["plan.checkpoint_max_stall"]  # the stall the planner sizes checkpoints for
         for t in plan.training:
             c, j = t.checkpoint, stalls.get(t.name)
             rows.append({"job": t.name, "read need [GB/s]": t.read_bytes_per_s / GB,
@@ -124,7 +124,7 @@ class DataPathSection(Section):
                          "dataset [TB]": t.dataset_bytes / TB,
                          "checkpoint [GB]": c.checkpoint_bytes / GB if c else None,
                          "ckpt write [GB/s]": c.write_bytes_per_s / GB if c else None,
-                         f"needed for ≤{C.CHECKPOINT_MAX_STALL:.0%} stall [GB/s]": c.write_bytes_per_s_for_stall / GB if c else None,
+                         f"needed for ≤{max_stall:.0%} stall [GB/s]": c.write_bytes_per_s_for_stall / GB if c else None,
                          "write [s]": c.write_seconds if c else None,
                          "interval [min]": c.interval_seconds / 60 if c else None,
                          "RTO [min]": c.restore_seconds / 60 if c else None,

@@ -80,7 +80,7 @@ class InferenceSection(Section):
             K.assign(self.figures, "value", "<p>This scenario has no inference service.</p>")
             return
         i = self._plan_service(plan)
-        K.assign(self.figures, "value", self._figures(i))
+        K.assign(self.figures, "value", self._figures(i, plan.assumptions["plan.knee_factor"]))
         mem_key = (tuple(sorted(i.memory_per_gpu_bytes.items())), i.gpu_memory_bytes)
         self.memory_chart.show(mem_key, lambda: charts.memory_breakdown(
             i.memory_per_gpu_bytes, i.gpu_memory_bytes,
@@ -96,14 +96,14 @@ class InferenceSection(Section):
             title=f"Request latency vs load: {i.name} ({i.replicas} replicas)")
 
     def _curve(self, i):
-        """:func:`latency_curve` of ``i``, kept while its inputs stay (a load move keeps the curve)."""
-        key = (i.replicas, i.batch, i.request_seconds)
+        """:func:`latency_curve` of ``i``, kept while its station stays (a load move keeps the curve)."""
+        key = i.station
         if self._curve_at[0] != key:
             self._curve_at = (key, latency_curve(i))
         return self._curve_at[1]
 
     @staticmethod
-    def _figures(i) -> str:
+    def _figures(i, knee_factor: float) -> str:
         ok = (lambda flag: "good" if flag else "bad")
         return K.cards([
             K.card("inference.replicas", "Replicas", i.replicas, "", "Copies of the model serving in parallel"),
@@ -122,5 +122,5 @@ class InferenceSection(Section):
                    f"target {i.latency_target_seconds:.3g} s", state=ok(i.latency_target_met)),
             K.card("inference.utilisation", "Utilisation", i.utilisation, ""),
             K.card("inference.knee", "Knee", i.knee_requests_per_s, "requests/s",
-                   "Load at which mean latency doubles over unloaded"),
+                   f"Load at which mean latency reaches {knee_factor:g}x unloaded"),
         ])

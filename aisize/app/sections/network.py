@@ -89,6 +89,8 @@ class NetworkSection(Section):
                    f"{n.compute_nics_per_server} per server"),
             K.card("network.per_gpu", "Scale-out per GPU", n.scaleout_per_gpu_bytes_per_s / GB, "GB/s",
                    "Per direction"),
+            K.card("network.scaleup", "Scale-up per GPU", n.scaleup_per_gpu_bytes_per_s / GB, "GB/s",
+                   f"{n.scaleup_link}, per direction, {n.scaleup_domain} GPUs a domain (tensor-parallel traffic)"),
             K.card("network.compute_switches", "Compute switches", n.compute_fabric["switches"], "switches"),
             K.card("network.storage_nics", "Storage NICs", n.storage_nics, "NICs", n.storage_link),
             K.card("network.storage_switches", "Storage switches", n.storage_fabric["switches"], "switches")]))

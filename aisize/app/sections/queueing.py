@@ -1,38 +1,42 @@
 """Queueing: latency vs concurrency of the shared storage or an inference fleet, the knee marked.
 
 A closed system (N requests always outstanding, like a benchmark's queue depth):
-:func:`aisize.queueing.latency_vs_concurrency` and the knee
-:func:`aisize.queueing.knee_concurrency` (latency twice the unloaded), on the
-same stations the planner sizes (:func:`aisize.queueing.storage_station`,
-:func:`aisize.queueing.inference_station`).
+:func:`aisize.plan.concurrency_curve` of the stations the planner sized
+(``StoragePlan.station``, ``InferencePlan.station``) and their planned knees
+(``knee_concurrency``: latency ``plan.knee_factor`` times the unloaded).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import ipywidgets as widgets
 import numpy as np
-import pandas as pd
 
 from aisize import charts
 from aisize.app import controls as K
 from aisize.app.sections import Section
-from aisize.plan import context as C
-from aisize.queueing import (inference_station, knee_concurrency, latency_vs_concurrency, little,
-                             storage_station)
+from aisize.plan import concurrency_curve
+from aisize.queueing import Station, little
 
 POINTS = 120
 SPAN = 4.0  # the chart runs to this many times the knee
 
 
-def stations(plan) -> dict:
-    """{label: (Station, latency unit)} for the shared storage and each inference service of a plan."""
-    ctx = C.resolve(plan.scenario.hardware)
+class Queue(NamedTuple):
+    """A planned station as shown: the station, its planned knee [requests outstanding], the latency unit."""
+
+    station: Station
+    knee_concurrency: int
+    unit: str
+
+
+def stations(plan) -> dict[str, Queue]:
+    """{label: Queue} for the shared storage and each inference service of a plan (the planner's stations)."""
     s = plan.storage
-    out = {f"shared storage ({s.system})": (
-        storage_station(s.supply_iops, ctx.storage.latency_seconds or C.STORAGE_LATENCY_SECONDS), "ms")}
+    out = {f"shared storage ({s.system})": Queue(s.station, s.knee_concurrency, "ms")}
     for i in plan.inference:
-        out[f"inference: {i.name}"] = (inference_station(i.replicas, max(i.batch, 1), i.request_seconds,
-                                                         C.INFERENCE_SERVICE_CV), "s")
+        out[f"inference: {i.name}"] = Queue(i.station, i.knee_concurrency, "s")
     return out
 
 
@@ -61,10 +65,10 @@ class QueueingSection(Section):
             self.station.value = keep
 
     def update(self, plan) -> None:
-        station, unit = stations(plan)[self.station.value]
-        knee = knee_concurrency(station, C.KNEE_FACTOR)
+        station, knee, unit = stations(plan)[self.station.value]
+        factor = plan.assumptions["plan.knee_factor"]
         n = float(self.outstanding.value)
-        here = latency_vs_concurrency(station, n)
+        here = concurrency_curve(station, n).iloc[0]
         scale = 1e3 if unit == "ms" else 1.0
         K.assign(self.figures, "value", K.cards([
             K.card("queueing.channels", "Parallel channels", station.servers, "",
@@ -72,7 +76,7 @@ class QueueingSection(Section):
             K.card("queueing.unloaded", "Unloaded latency", station.service_seconds * scale, unit),
             K.card("queueing.capacity", "Throughput limit", station.capacity_per_s, "per s"),
             K.card("queueing.knee", "Knee", knee, "outstanding",
-                   f"Latency reaches {C.KNEE_FACTOR:g}x unloaded beyond this"),
+                   f"Latency reaches {factor:g}x unloaded beyond this"),
             K.card("queueing.latency", "Latency at the marked point", here.response_mean_seconds * scale, unit,
                    state="bad" if n > knee else "good"),
             K.card("queueing.throughput", "Throughput there", here.throughput_per_s, "per s",
@@ -81,8 +85,7 @@ class QueueingSection(Section):
                    float(little(rate_per_s=here.throughput_per_s, time_seconds=here.response_mean_seconds)),
                    "in flight")]))
         grid = np.unique(np.geomspace(1, max(SPAN * knee, n, 4), POINTS).round())
-        curve = latency_vs_concurrency(station, grid)
-        frame = pd.DataFrame({"concurrency": curve.concurrency, "response_mean_seconds": curve.response_mean_seconds})
+        frame = concurrency_curve(station, grid)
         self.chart.show(unit, lambda: charts.latency_vs_concurrency(frame, knee, n, latency_unit=unit),
                         params={charts.MARK: n}, data=charts.latency_vs_concurrency_data(frame, knee, unit),
                         title=f"Latency vs concurrency: {self.station.value}")

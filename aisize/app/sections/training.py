@@ -1,17 +1,15 @@
 """Training: the selected training job's model, GPU, precision, optimizer, layout and target time.
 
-Shows GPUs, servers and time to train (low / expected / high from published
-MFUs, :func:`aisize.validation.time_range`), the per-GPU memory breakdown
-against the GPU's memory, GPUs needed against the target time
-(:func:`aisize.plan.sweep`) and the fastest layouts that fit
-(:func:`aisize.layout.search_layouts`).
+Shows GPUs, servers and time to train with the plan's range (``TrainingPlan.days_low`` /
+``days_high``: published MFUs, or the spread of measured throughputs), the per-GPU memory
+breakdown against the GPU's memory, GPUs needed against the target time
+(:func:`aisize.plan.gpus_vs_days`) and the fastest layouts that fit
+(:func:`aisize.plan.layout_candidates`): every figure is the planner's.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from functools import lru_cache
+import html
 
 import ipywidgets as widgets
 import pandas as pd
@@ -19,14 +17,9 @@ import pandas as pd
 from aisize import catalog, charts
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
-from aisize.layout import search_layouts
-from aisize.plan import context as C
-from aisize.plan import sweep
-from aisize.plan.training import DEFAULT_SEQ_LEN
-from aisize.scenario import from_dict
+from aisize.plan import gpus_vs_days, layout_candidates
 from aisize.scenario.model import OPTIMIZERS, RECOMPUTE, TRAIN_PRECISIONS
-from aisize.units import DAY, HOUR, GiB
-from aisize.validation import mfu_range, time_range
+from aisize.units import HOUR, GiB
 
 SWEEP_DAYS = (0.25, 0.5, 1, 2, 4, 7, 14, 30, 60, 120, 365)
 TP_OPTIONS, PP_OPTIONS = (1, 2, 4, 8, 16, 32, 64), (1, 2, 4, 8, 16, 32, 64)
@@ -36,32 +29,35 @@ LAYOUT_COLUMNS = {"tp": "TP", "pp": "PP", "dp": "DP", "zero_stage": "ZeRO", "mic
                   "total_bytes": "memory/GPU [GiB]"}
 
 
-@lru_cache(maxsize=64)
-def gpus_vs_days(job_and_hardware: str) -> pd.DataFrame:
-    """GPUs one training job needs at each of SWEEP_DAYS (the job alone on the scenario's hardware)."""
-    data = json.loads(job_and_hardware)
-    frame = sweep(from_dict(data), "workloads.0.target_days", SWEEP_DAYS)
-    return frame.rename(columns={"workloads.0.target_days": "target_days"})[["target_days", "gpus"]]
-
-
-def best_layouts(scenario, index: int, plan_job, top: int = 5) -> pd.DataFrame:
-    """The fastest layouts that fit for a transformer job at the plan's GPU count and batch (empty otherwise)."""
-    w = scenario.workloads[index]
-    if w.model not in catalog.transformers:
+def best_layouts(scenario, index: int, top: int = 5) -> pd.DataFrame:
+    """The plan's fastest layouts that fit for workload ``index`` (empty for a model that is not a transformer),
+    as shown: the layout columns, step time, MFU and memory per GPU [GiB]."""
+    df = layout_candidates(scenario, index, top)
+    if not len(df):
         return pd.DataFrame()
-    arch, ctx = catalog.transformers[w.model], C.resolve(scenario.hardware)
-    lora = {} if w.method == "full" else {"lora_rank": w.lora_rank, "qlora": w.method == "qlora"}
-    up = ctx.scaleup_bytes_per_s or (ctx.pcie_link.bandwidth_per_direction_bytes_per_s if ctx.pcie_link
-                                     else ctx.scaleout_bytes_per_s)
-    df = search_layouts(arch, ctx.accelerator, plan_job.gpus, global_batch=plan_job.layout.global_batch,
-                        seq_len=w.seq_len or min(arch.max_seq, DEFAULT_SEQ_LEN),
-                        scaleout_bytes_per_s=ctx.scaleout_bytes_per_s,
-                        precision=C.training_dtype(ctx.accelerator, w.precision),
-                        optimizer=C.SCENARIO_OPTIMIZERS[w.optimizer], headroom=scenario.policies.memory_headroom,
-                        top=top, scaleup_bytes_per_s=up, **lora)
     out = df[list(LAYOUT_COLUMNS)].copy()
     out["total_bytes"] = out["total_bytes"] / GiB
     return out.rename(columns=LAYOUT_COLUMNS)
+
+
+def days_curve(scenario, name: str) -> tuple[pd.DataFrame, int]:
+    """(``target_days``, ``gpus``) at each of SWEEP_DAYS the planner can plan for job ``name``, and how
+    many targets it refuses (:func:`aisize.plan.gpus_vs_days`, ``plannable``)."""
+    frame = gpus_vs_days(scenario, name, SWEEP_DAYS)
+    kept = frame.loc[frame["plannable"], ["target_days", "gpus"]].reset_index(drop=True)
+    return kept, len(frame) - len(kept)
+
+
+def range_note(t) -> str:
+    """What the plan's time range rests on, in words (HTML)."""
+    r = t.days_range_mfu
+    if r is not None:
+        return (f"<p class='aisize-note'>Time range from published MFUs {r.low:.2f}–{r.high:.2f} "
+                f"({len(r.cases)} {r.rule}).</p>")
+    if t.days_low < t.days_high:
+        return f"<p class='aisize-note'>Time range from the {html.escape(t.days_range_basis)}.</p>"
+    return (f"<p class='aisize-note'>Time from {html.escape(t.throughput_basis)}; "
+            f"{html.escape(t.days_range_basis)}.</p>")
 
 
 class TrainingSection(Section):
@@ -102,7 +98,8 @@ class TrainingSection(Section):
         self.figures = widgets.HTML()
         self.range_note = widgets.HTML()
         self.memory_chart, self.days_chart = K.ChartSlot(), K.ChartSlot()
-        self.layouts = widgets.HTML()
+        self.layouts, self.days_note = widgets.HTML(), widgets.HTML()
+        self._curve_at = (None, None)  # (inputs, (frame, refused)) of the last GPUs-vs-days curve
         super().__init__(state)
         w = self._path
         self.bind(self.model, w("model"))
@@ -125,7 +122,7 @@ class TrainingSection(Section):
                              self.error])
         right = K.figures_column([self.figures, self.range_note, self.memory_chart.box])
         self.view.children = [widgets.HBox([left, right]), K.heading("GPUs needed vs target time"),
-                              widgets.HBox([self.days_chart.box, K.figures_column(
+                              widgets.HBox([widgets.VBox([self.days_chart.box, self.days_note]), K.figures_column(
                                   [K.heading("Fastest layouts that fit", "at the planned GPU count"),
                                    self.layouts])])]
         self.quietly(self.sync)
@@ -189,35 +186,33 @@ class TrainingSection(Section):
             return
         t = self._plan_job(plan)
         K.assign(self.figures, "value", self._figures(t))
-        if t.model_kind == "transformer" and t.mfu_assumed:
-            r = dataclasses.replace(mfu_range(t.gpus), expected=t.mfu_assumed)
-            note = (f"<p class='aisize-note'>Time range from published MFUs {r.low:.2f}–{r.high:.2f} "
-                    f"({len(r.cases)} {r.rule}).</p>")
-        else:
-            note = "<p class='aisize-note'>Time from the model's throughput per GPU.</p>"
-        K.assign(self.range_note, "value", note)
+        K.assign(self.range_note, "value", range_note(t))
         mem_key = (tuple(sorted(t.memory_bytes.items())), t.gpu_memory_bytes, t.gpu_memory_usable_bytes)
         self.memory_chart.show(mem_key, lambda: charts.memory_breakdown(
             t.memory_bytes, t.gpu_memory_bytes, t.gpu_memory_usable_bytes,
             title=f"Memory per GPU: {t.name} ({plan.accelerator})").properties(width=charts.WIDTH - 80))
-        curve = self._curve(plan)
+        curve, refused = self._curve(plan, t.name)
         marked = t.target_days if t.target_days is not None else t.training_days
         self.days_chart.show((K.frame_key(curve), t.name), lambda: charts.gpus_vs_days(
             curve, marked, t.gpus, title=f"GPUs needed vs target time: {t.name}"),
             params={charts.MARK_DAYS: float(marked), charts.MARK_GPUS: float(t.gpus)})
-        layouts = best_layouts(plan.scenario, self.job.value, t)
+        K.assign(self.days_note, "value", "" if not refused else (
+            f"<p class='aisize-note'>{refused} of {len(SWEEP_DAYS)} target times left out: the planner refuses "
+            "them (beyond the engines' GPU limit, or a given layout or global batch that does not divide "
+            "the GPU count).</p>"))
+        layouts = best_layouts(plan.scenario, self.job.value)
         K.assign(self.layouts, "value", K.table(layouts) if len(layouts) else
                  "<p class='aisize-note'>No searched layouts: the model is not a transformer, or nothing fits.</p>")
 
-    def _curve(self, plan) -> pd.DataFrame:
-        data = self.state.data
-        job = dict(data["workloads"][self.job.value], gpus=None, target_days=1.0)
-        single = {"name": data["name"], "hardware": data["hardware"], "policies": data["policies"],
-                  "workloads": [job]}
-        try:
-            return gpus_vs_days(json.dumps(single, sort_keys=True))
-        except (ValueError, ArithmeticError):
-            return pd.DataFrame({"target_days": [], "gpus": []})
+    def _curve(self, plan, name: str) -> tuple[pd.DataFrame, int]:
+        """:func:`days_curve` of job ``name``, kept while the job (but for its own GPUs and target time, which
+        the sweep replaces), the hardware and the policies stay: a target-time move keeps the curve."""
+        s = plan.scenario
+        w = next(x for x in s.workloads if x.name == name)
+        key = (w.model_copy(update={"gpus": None, "target_days": None}), s.hardware, s.policies)
+        if self._curve_at[0] != key:
+            self._curve_at = (key, days_curve(s, name))
+        return self._curve_at[1]
 
     def _figures(self, t) -> str:
         lay = t.layout
@@ -225,11 +220,10 @@ class TrainingSection(Section):
                  K.card("training.servers", "Servers", t.servers, "servers"),
                  K.card("training.days", "Time to train", t.training_days, "days",
                         "Expected wall-clock time at the assumed MFU, after goodput")]
-        if t.model_kind == "transformer" and t.mfu_assumed:
-            r = dataclasses.replace(mfu_range(t.gpus), expected=t.mfu_assumed)
-            low, _, high = time_range(t.training_seconds, r)
-            items.append(K.card("training.days_range", "Range (high–low MFU)",
-                                f"{K.num(low / DAY)}–{K.num(high / DAY)}", "days"))
+        if t.days_low < t.days_high:
+            label = "Range (high–low MFU)" if t.days_range_mfu is not None else "Range (measured throughputs)"
+            items.append(K.card("training.days_range", label, f"{K.num(t.days_low)}–{K.num(t.days_high)}", "days",
+                                t.days_range_basis))
         items += [K.card("training.memory", "Memory per GPU", t.memory_bytes["total_bytes"] / GiB, "GiB",
                          f"usable {t.gpu_memory_usable_bytes / GiB:.1f} GiB", state="good" if t.memory_fits else "bad"),
                   K.card("training.fits", "Fits in GPU memory", "yes" if t.memory_fits else "no", "",
