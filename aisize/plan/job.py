@@ -227,6 +227,28 @@ class Sizing:
     seconds: np.ndarray  # wall time: running / goodput (inf where goodput is 0) [s]
 
 
+FEASIBLE_SEARCH_SERVERS = 256  # how many extra servers to try for a count the batch can split over
+
+
+def _next_splittable(job: JobInputs, w, ctx: C.HardwareContext, gpus, per: int, max_gpus):
+    """Round each GPU count up, a server at a time, to one the scenario's global batch can be
+    split over by some layout: a deadline met with 600 GPUs is met with 640 when 2,048
+    sequences cannot be divided among 600. A fixed layout is left as given (plan() says why it
+    does not divide), as are counts with no such neighbour."""
+    if not isinstance(job.model, catalog.Transformer) or not w.global_batch or not isinstance(w.layout, str):
+        return gpus  # a derived batch is a multiple of the GPUs: always splittable
+    out = np.array(gpus, dtype=float)
+    for i, g in np.ndenumerate(out):
+        for step in range(FEASIBLE_SEARCH_SERVERS + 1):
+            candidate = int(g) + step * per
+            if max_gpus is not None and candidate > max_gpus:
+                break
+            if layouts_exist(job, ctx, np.asarray([candidate]), w.global_batch)[0]:
+                out[i] = candidate
+                break
+    return out
+
+
 def size(job: JobInputs, w, ctx: C.HardwareContext, policies, target_seconds=None, max_gpus=None) -> Sizing:
     """GPUs (whole servers) for target times [s], iterating GPUs <-> goodput; or the scenario's GPUs.
 
@@ -252,6 +274,7 @@ def size(job: JobInputs, w, ctx: C.HardwareContext, policies, target_seconds=Non
             if w.checkpoint:
                 gp = np.maximum(goodput(checkpoints(job.checkpoint_params, gpus, np.ceil(gpus / per), ctx,
                                                     policies)), MIN_GOODPUT)
+        gpus = _next_splittable(job, w, ctx, gpus, per, max_gpus)
     servers = np.ceil(gpus / per)
     cp = checkpoints(job.checkpoint_params, gpus, servers, ctx, policies) if w.checkpoint else None
     gp = np.asarray(goodput(cp), dtype=float) * np.ones(np.shape(gpus))
