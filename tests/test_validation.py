@@ -67,8 +67,9 @@ def test_summary_per_family():
     s = summary(RESULTS).set_index("family")
     assert list(s.index) == ["memory", "flops-time", "storage", "throughput"]
     assert s.loc["storage", "max_abs_error_pct"] < 0.5
-    assert s.loc["throughput", "needs_input"] == s.loc["throughput", "cases"]
-    assert math.isnan(s.loc["throughput", "median_abs_error_pct"])
+    # training throughput needs an MFU no source gives; decode throughput (lmdeploy) is compared
+    assert s.loc["throughput", "needs_input"] == 12 and s.loc["throughput", "compared"] == 5
+    assert s.loc["throughput", "max_abs_error_pct"] < 25
     assert (s["cases"] == s["compared"] + s["needs_input"]).all()
     with pytest.raises(ValueError, match="df"):
         summary(pd.DataFrame({"x": [1]}))

@@ -24,7 +24,7 @@ COLUMNS = ("id", "family", "kind", "description", "published", "unit", "inputs",
            "tolerance_basis", "expected_status", "source")
 # Units of published figures beyond aisize.units.UNITS, as factors to base units.
 EXTRA_UNITS = {"GPU-h": HOUR,  # GPU-hours -> GPU-seconds
-               "images/s": 1.0, "sequences/s": 1.0}
+               "images/s": 1.0, "sequences/s": 1.0, "tokens/s": 1.0}
 PARAMS_OR_MODEL = ("zero-states", "weights", "training-flops", "mfu-from-throughput", "gpu-hours",
                    "checkpoint-size")
 
