@@ -267,3 +267,24 @@ def test_crafted_widget_messages_cannot_break_the_plan(served_app):
     finally:
         client.close()
     assert kernel_alive(served_app, kernel)
+
+
+def test_closing_a_tab_shuts_its_kernel_down(served_app, browser):
+    # Voila's page sends a shutdown beacon on unload with the _xsrf cookie's value;
+    # aisize/app/jupyter/voila.py makes the server set that cookie, so the beacon passes
+    # the XSRF check and the kernel's memory returns at once, not only after culling.
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(served_app.url)
+    page.wait_for_selector("[data-key='training.gpus']", timeout=120_000)
+    assert any(c["name"] == "_xsrf" for c in context.cookies())
+    config = page.inner_text("#jupyter-config-data")
+    kernel_id = json.loads(config)["kernelId"]
+    assert kernel_alive(served_app, kernel_id)
+    page.close(run_before_unload=True)
+    context.close()
+    deadline = time.monotonic() + 30
+    while kernel_alive(served_app, kernel_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not kernel_alive(served_app, kernel_id)
+    assert f"Kernel shutdown: {kernel_id}" in served_app.log()
