@@ -39,37 +39,19 @@ from pathlib import Path
 import psutil
 from playwright.sync_api import sync_playwright
 
+import bench_app  # the sibling script: run as `python benchmarks/bench_load.py`
 from aisize.app import serve
 from aisize.units import GiB, MiB
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-quic"]
-# Selectors and the update detector as in bench_app.py (copied: that script is being reworked).
+CHROMIUM, CHROMIUM_ARGS = bench_app.CHROMIUM, bench_app.CHROMIUM_ARGS
+# Selectors as in bench_app.py; the update detector is bench_app's.
 FIGURE = "[data-key='training.gpus']"
 UTILISATION = "[data-key='inference.utilisation'] >> visible=true"
 RATE_HANDLE = (".widget-inline-hbox:has(label:text-is('Request rate [requests/s]')) .noUi-handle"
                " >> visible=true")
-STATE = """() => { const charts = [...document.querySelectorAll('.vega-embed svg.marks')]
-    .filter(e => e.getBoundingClientRect().width > 0);
-  return [document.querySelector("[data-key='inference.utilisation']").textContent,
-          charts[charts.length - 1].innerHTML]; }"""
+STATE = bench_app.STATE  # the utilisation figure and the last chart on screen
 # Resolves window.updated with the ms from the next keydown until both the figure and the chart changed.
-ARM = """before => { window.updated = new Promise(resolve => {
-  let t0 = null;
-  document.addEventListener('keydown', () => { t0 = performance.now(); },
-                            {once: true, capture: true});
-  const observer = new MutationObserver(() => {
-    const [text, point] = (%s)();
-    if (t0 !== null && text !== before[0] && point !== before[1]) {
-      observer.disconnect();
-      resolve(performance.now() - t0);
-    }
-  });
-  observer.observe(document.body, {subtree: true, childList: true, characterData: true,
-                                   attributes: true});
-}); }""" % STATE
+ARM = bench_app.ARM
 TWO_CHARTS = ("() => [...document.querySelectorAll('.vega-embed svg.marks')]"
               ".filter(e => e.getBoundingClientRect().width > 0).length >= 2")
 OPEN_MS = 120_000
