@@ -95,25 +95,23 @@ def kernels(server: serve.Server) -> list[psutil.Process]:
     return out
 
 
-def rss(processes: list[psutil.Process]) -> int:
+def _memory(processes: list[psutil.Process], read) -> int:
     total = 0
     for p in processes:
         try:
-            total += p.memory_info().rss
-        except psutil.NoSuchProcess:
+            total += read(p)
+        except psutil.NoSuchProcess:  # a kernel culled or shut down meanwhile
             pass
     return total
+
+
+def rss(processes: list[psutil.Process]) -> int:
+    return _memory(processes, lambda p: p.memory_info().rss)
 
 
 def uss(processes: list[psutil.Process]) -> int:
     """Memory unique to the processes (freed when they exit): RSS counts shared libraries once per kernel."""
-    total = 0
-    for p in processes:
-        try:
-            total += p.memory_full_info().uss
-        except psutil.NoSuchProcess:
-            pass
-    return total
+    return _memory(processes, lambda p: p.memory_full_info().uss)
 
 
 def open_session(browser, url: str) -> tuple[Session, float]:
