@@ -1,0 +1,109 @@
+"""Steady state of one replica under continuous batching at a given concurrency.
+
+With ``B`` requests in flight, every iteration produces one token per request:
+a request spends one iteration finishing its prefill (which samples its first
+token) and ``O - 1`` decoding, so on average ``m = B / O`` prefills complete per
+iteration and ``B (O - 1) / O`` sequences decode, at a mean context of
+``I + O / 2`` [1, 2]. Output tokens per second are ``B`` over the mean iteration.
+
+How prefills spread over iterations decides the mean iteration, because an
+iteration's time is convex in its tokens (weights are read once whatever the
+batch, so a few prompt tokens ride along free while many turn it compute-bound):
+
+- ``"burst"`` (every request waiting from the start: a max-throughput benchmark):
+  without chunking, prompts are admitted in order while the token budget lasts, so
+  they arrive in cohorts of ``q = (budget - decode tokens) // I`` and a share
+  ``m / q`` of iterations carries one [3];
+- ``"poisson"`` (requests arriving at random): without chunking the number of
+  prefills in an iteration is Poisson with mean m, so a share ``1 - e^-m`` of
+  iterations carries prefills, ``m / (1 - e^-m)`` of them on average;
+- with chunked prefill (Sarathi-Serve [1]) either way the prompt tokens spread
+  evenly, ``m·I`` per iteration, within the budget left after the decode tokens.
+
+Concurrency is bounded by the engine's batch limit, the KV pool (each request
+holding blocks for its whole length when the engine reserves them) and the token
+budget (``B (I + O - 1) / O`` tokens per iteration on average).
+
+References
+----------
+.. [1] Agrawal et al. 2024 (Sarathi-Serve), OSDI'24, arXiv:2403.02310, sec. 3-4.
+.. [2] DESIGN.md section 2, "Serving (one replica)".
+.. [3] TensorRT-LLM ``microBatchScheduler.cpp``: requests are taken in order; a
+       context request costs its prompt; the first that does not fit ends the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize.serving.iteration import iteration_time
+
+ARRIVALS = ("burst", "poisson")
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """A replica's steady state at a concurrency (per replica unless said)."""
+
+    concurrency: object  # requests in flight [count]
+    iteration_seconds: object  # mean iteration: the mean TPOT [s]
+    decode_iteration_seconds: object  # an iteration without prefill work [s]
+    prefill_iteration_seconds: object  # an iteration carrying prefill work [s]
+    prefill_share: object  # share of iterations that carry prefill work
+    prefill_iterations: object  # iterations a prompt's prefill spans (1 without chunking)
+    output_tokens_per_s: object
+    requests_per_s: object
+
+
+def token_budget_concurrency(input_tokens, output_tokens, max_num_tokens):
+    """Largest concurrency whose mean iteration fits the token budget [count]."""
+    i = np.asarray(input_tokens, dtype=float)
+    o = np.asarray(output_tokens, dtype=float)
+    return np.floor(max_num_tokens * o / (i + o - 1.0))
+
+
+def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_tokens, max_num_tokens,
+                 chunked_prefill, shape, arrivals="burst") -> SteadyState:
+    """Iteration times and throughput of a replica holding ``concurrency`` requests.
+
+    Parameters
+    ----------
+    costs, rates, calib : see :func:`~aisize.serving.iteration.iteration_time`
+    concurrency : requests in flight, B (within the limits above) [count]
+    input_tokens, output_tokens : I, O per request [tokens]
+    max_num_tokens : the engine's token budget per iteration [tokens]
+    chunked_prefill : whether prompts are split across iterations
+    shape : :class:`~aisize.serving.shapes.ReplicaShape`
+    arrivals : "burst" (all requests waiting) or "poisson" (random arrivals)
+    """
+    b = np.asarray(concurrency, dtype=float)
+    i = np.asarray(input_tokens, dtype=float)
+    o = np.asarray(output_tokens, dtype=float)
+    m = b / o  # prefills completing per iteration
+    decoding = b - m
+    kw = shape.kwargs()
+
+    def run(prefill_tokens, prompts):
+        return iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=i + 0.5 * o,
+                              prefill_tokens=prefill_tokens, prefill_prompts=prompts, prompt_tokens=i,
+                              **kw).seconds
+
+    decode_only = run(0.0 * b, 0.0 * b)
+    budget = np.maximum(max_num_tokens - decoding, 1.0)  # prompt tokens an iteration may still take
+    if chunked_prefill:
+        with_prefill = run(m * i, m)
+        share = np.ones_like(with_prefill)
+        spans = np.ceil(i / budget)
+    else:
+        if arrivals == "burst":
+            per = np.maximum(np.floor(budget / i), 1.0)
+            share = np.minimum(m / per, 1.0)
+        else:
+            share = -np.expm1(-m)
+            per = m / np.maximum(share, 1e-12)
+        with_prefill = run(per * i, per)
+        spans = np.ones_like(with_prefill)
+    mean = (1.0 - share) * decode_only + share * with_prefill
+    return SteadyState(b, mean, decode_only, with_prefill, share, spans, b / mean, b / mean / o)
