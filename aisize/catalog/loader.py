@@ -4,7 +4,8 @@ The record dataclass is the schema. A field's name says its unit dimension
 (``memory_bytes``, ``read_bandwidth_bytes_per_s``); the CSV states the figure in
 the unit of its source, either in the header (``memory [GiB]``) or in a paired
 column (``bandwidth`` + ``bandwidth_unit``) when the unit varies by row. The
-loader converts to base units. Any problem (missing or unknown column, missing,
+loader converts to base units. A field with a default may be left out of the
+table or left empty in a row: it takes the default. Any problem (missing or unknown column, missing,
 non-numeric or negative value, unknown unit, missing source, duplicate id) is a
 :class:`CatalogError` naming the file, the line and the column.
 """
@@ -73,6 +74,7 @@ class _Column(typing.NamedTuple):
     header: str  # the CSV column holding the figure
     unit: str | None  # unit from the header, or None if a unit column is used
     unit_header: str | None  # paired per-row unit column
+    default: object  # the field's default (empty cell), or dataclasses.MISSING when required
 
 
 def _plan_columns(path: Path, record_type: type, headers: list[str]) -> list[_Column]:
@@ -87,6 +89,8 @@ def _plan_columns(path: Path, record_type: type, headers: list[str]) -> list[_Co
     for f in dataclasses.fields(record_type):
         kind, dimension, optional = _field_kind(f.name, hints[f.name])
         stem = _stem(f.name, dimension)
+        if stem not in parsed and f.default is not dataclasses.MISSING:
+            continue  # a column added later: tables written before it keep the default
         if stem not in parsed:
             raise CatalogError(path, f"missing column {stem!r} (for field {f.name})", line=1)
         header, unit = parsed[stem]
@@ -100,7 +104,7 @@ def _plan_columns(path: Path, record_type: type, headers: list[str]) -> list[_Co
             used.add(f"{stem}_unit")
         elif unit is not None:
             _check_unit(path, unit, dimension if kind == "quantity" else "count", 1, header)
-        columns.append(_Column(f.name, kind, dimension, optional, header, unit, unit_header))
+        columns.append(_Column(f.name, kind, dimension, optional, header, unit, unit_header, f.default))
     extra = sorted(set(parsed) - used)
     if extra:
         raise CatalogError(path, f"unknown column(s) {extra}; this table has "
@@ -129,6 +133,8 @@ def _number(path: Path, text: str, line: int, column: str) -> float:
 def _cell(path: Path, col: _Column, row: dict, line: int):
     text = (row.get(col.header) or "").strip()
     if not text:
+        if col.default is not dataclasses.MISSING:
+            return col.default
         if col.optional:
             return None
         what = "source" if col.field == "source" else "value"

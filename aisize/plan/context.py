@@ -74,8 +74,8 @@ def resolve(hardware) -> HardwareContext:
 
 @lru_cache(maxsize=128)
 def params_of(model):
-    """:func:`aisize.architecture.transformer_params` of a catalog Transformer, cached (records are frozen)."""
-    from aisize.architecture import transformer_params
+    """:func:`aisize.models.transformer_params` of a catalog Transformer, cached (records are frozen)."""
+    from aisize.models import transformer_params
 
     return transformer_params(model)
 

@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from aisize import catalog
-from aisize.architecture import attention_dim
+from aisize.models import attention_dim
 from aisize.compute import gpus_needed, training_flops, training_seconds
 from aisize.layout import layout_grid, search_layouts
 from aisize.memory.training import transformer_memory_inputs
