@@ -18,14 +18,21 @@ LLAMA2_7B_CONFIG = {
 }
 
 
+# Published figures rounded coarser than 1 %: Kimi K2's card says "1T" (count 1,026 B); Llama 4
+# Scout's 109 B includes its vision encoder, which a record leaves out (count 107.8 B).
+COARSE = {"kimi-k2": 0.05, "llama-4-scout": 0.015}
+
+
 @pytest.mark.parametrize("row", list(catalog.transformers), ids=lambda r: r.id)
 def test_every_catalog_model_matches_its_published_count(row):
-    # 1 % on totals, 2 % on MoE active counts (published figures are rounded, e.g. "37B").
+    # 1 % on totals, 3 % on MoE active counts (published as "37B", "3.3B"); vendors count
+    # active with the embedding table (Meta, DeepSeek, Qwen) or without it (OpenAI).
     count = transformer_params(row)
-    assert count.total == pytest.approx(row.published_params, rel=0.01)
+    assert count.total == pytest.approx(row.published_params, rel=COARSE.get(row.id, 0.01))
     assert count.total == count.embedding + count.attention + count.mlp + count.norm + count.head
     if row.published_active_params is not None:
-        assert count.active == pytest.approx(row.published_active_params, rel=0.02)
+        error = min(abs(a / row.published_active_params - 1) for a in (count.active, count.active_excl_embedding))
+        assert error <= 0.03
     else:
         assert count.active == count.total
 
