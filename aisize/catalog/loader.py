@@ -161,6 +161,10 @@ def _cell(path: Path, col: _Column, row: dict, line: int):
     return value * factor
 
 
+def _record(path: Path, record_type: type, columns: list[_Column], row: dict, line: int | None):
+    return record_type(**{c.field: _cell(path, c, row, line) for c in columns})
+
+
 def load_table(path: Path, record_type: type) -> list:
     """Read ``path`` and return one ``record_type`` per row, in file order.
 
@@ -183,13 +187,30 @@ def load_table(path: Path, record_type: type) -> list:
                 raise CatalogError(path, f"row has {len(row) - 1 + len(row[None])} cells but the header has "
                                    f"{len(row) - 1} columns", line=line,
                                    column=f"#{len(row)} (after the last header column)")
-            values = {c.field: _cell(path, c, row, line) for c in columns}
-            key = values[id_field]
+            record = _record(path, record_type, columns, row, line)
+            key = getattr(record, id_field)
             if key in seen:
                 raise CatalogError(path, f"duplicate id {key!r} (first on line {seen[key]})",
                                    line=line, column=id_field)
             seen[key] = line
-            records.append(record_type(**values))
+            records.append(record)
     if not records:
         raise CatalogError(path, "table has no rows")
     return records
+
+
+def parse_row(where: str, record_type: type, headers: list[str], values: dict):
+    """One record from a mapping written like a CSV row of a table with ``headers``.
+
+    Keys are the column names without their unit (``memory``, ``bf16``, ``host_memory``
+    with ``host_memory_unit``); values are in the units the table's header states. The
+    same checks as a catalog file apply; errors name ``where`` and the key.
+    """
+    columns = _plan_columns(Path(where), record_type, headers)
+    by_stem = {(_HEADER.match(h)["stem"]): h for h in headers}
+    unknown = sorted(set(values) - set(by_stem))
+    if unknown:
+        raise CatalogError(Path(where), f"unknown field(s) {unknown}; allowed: {sorted(by_stem)}")
+    row = {by_stem[k]: "" if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
+           for k, v in values.items()}
+    return _record(Path(where), record_type, columns, row, None)
