@@ -89,6 +89,16 @@ class Table(Generic[R]):
                     rows.update({r.id: r for r in load_table(folder / self.filename, self.record_type)})
         return rows
 
+    def parse_rows(self, rows, where: str) -> dict[str, R]:
+        """Records from rows written inline like this table's CSV rows (a scenario's custom hardware).
+
+        Each row is a mapping of column names (without units) to values in our CSV's units;
+        errors name ``where``, the row's index and the field.
+        """
+        headers = self.headers()
+        return {r.id: r for r in (parse_row(f"{where}[{i}]", self.record_type, headers, dict(row))
+                                  for i, row in enumerate(rows))}
+
     def headers(self) -> list[str]:
         """Our CSV's column headers (names with units), for rows written inline."""
         with self.path.open(newline="", encoding="utf-8") as handle:

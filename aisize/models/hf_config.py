@@ -158,8 +158,10 @@ def from_hf_config(config, *, id: str | None = None, source: str | None = None) 
         raise ValueError(f"model_type={model_type!r} is not supported; supported: "
                          f"{', '.join(supported_model_types())}")
     fields = BUILDERS[model_type](HfConfig(text, where))
-    name = id or data.get("_name_or_path") or (Path(where).parent.name if where != "config dict" else None) \
-        or model_type
+    origin = source or (where if where != "config dict" else None)
+    named = None if origin is None else (Path(origin).parent.name if Path(origin).name == "config.json"
+                                         else Path(origin).stem)
+    name = id or data.get("_name_or_path") or named or model_type
     note = "built from config.json by aisize.models.from_hf_config; published_params is the architecture count"
     if outer is not None:
         note += f"; language model of the {outer!r} checkpoint (its vision encoder is not counted)"

@@ -64,7 +64,10 @@ def _from_json(kind: str, text: str) -> Transformer:
     if kind == "hf_config":
         from aisize.models.hf_config import from_hf_config
 
-        return from_hf_config(data["hf_config"], id=data.get("id"), source=data.get("source"))
+        # a scenario embeds the file's content in "config" and keeps the path as its source
+        config = data.get("config") or data["hf_config"]
+        source = data.get("source") or (data["hf_config"] if isinstance(data["hf_config"], str) else None)
+        return from_hf_config(config, id=data.get("id"), source=source)
     return from_fields(data)
 
 
@@ -74,7 +77,8 @@ def resolve(model) -> Transformer:
     Parameters
     ----------
     model : a catalog id (``"llama-3-70b"``); a Transformer record (returned as is); a
-        mapping ``{"hf_config": <config dict or path>, "id": ..., "source": ...}``; a
+        mapping ``{"hf_config": <config dict or path>, "id": ..., "config": <the parsed
+        file, which wins over the path>}``; a
         mapping of inline record fields (see :func:`from_fields`); or a pydantic object
         whose ``model_dump()`` is one of these mappings (a scenario's ``model:``).
 
