@@ -37,7 +37,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from aisize import checks
+from aisize import checks, models
 from aisize.precision import BITS_PER_ELEMENT, bytes_per_element
 
 HEAD_PRECISION = "bf16"  # embedding and output head stay 16-bit [5]
@@ -50,6 +50,7 @@ class ModelCosts:
     Bytes [B], FLOPs [FLOP], counts of layers and experts.
     """
 
+    model: object  # the Transformer record
     layers: int
     hidden: int
     vocab: int
@@ -60,7 +61,8 @@ class ModelCosts:
     head_flops_per_token: float  # output head, at sampling positions only
     attention_flops_per_pair: float  # 4·d_attn summed over full-attention layers, per (query, key) pair
     window_attention_flops_per_pair: float  # the same over sliding-window layers
-    window_tokens: float  # sliding window (inf when no layer has one)
+    window_tokens: float  # sliding window or attention chunk (inf when no layer has one)
+    window_chunked: bool  # chunked attention (Llama 4): a query sees its chunk only
     dense_weight_bytes: float  # read once per iteration: attention, dense MLPs, shared experts, head
     expert_bytes: float  # one routed expert of one layer
     moe_layers: int
@@ -70,23 +72,25 @@ class ModelCosts:
     kv_bytes_per_token_window: float  # per token (up to the window), summed over sliding layers
     weights_bytes: float  # everything resident: all experts, embedding and head
     head_bytes: float  # the 16-bit embedding and output head, part of weights_bytes
+    kv_precision: str
 
     def kv_bytes(self, context_tokens):
-        """KV bytes of one sequence holding ``context_tokens`` [B] (vectorized)."""
-        c = np.asarray(context_tokens, dtype=float)
-        return self.kv_bytes_per_token_full * c + self.kv_bytes_per_token_window * np.minimum(c, self.window_tokens)
+        """KV bytes of one sequence holding ``context_tokens`` [B] (vectorized, whole model)."""
+        return models.kv_bytes_per_sequence(self.model, context_tokens, self.kv_precision)
 
     def attention_flops(self, queries, context_tokens):
         """FLOPs of ``queries`` new tokens attending to a context that ends at ``context_tokens``.
 
-        Exact causal sum for a chunk of q queries ending at position c: q keys
-        ... the mean query sees c - (q - 1)/2 keys; window layers see at most the window.
+        Causal: the q queries ending at position c see c - (q - 1)/2 keys on average;
+        a sliding-window layer sees at most its window, a chunked one (Llama 4) half its
+        chunk on average once the context is longer than one chunk.
         """
         q = np.asarray(queries, dtype=float)
         c = np.asarray(context_tokens, dtype=float)
-        mean_keys = np.maximum(c - 0.5 * (q - 1.0), 0.0)
-        return q * (self.attention_flops_per_pair * mean_keys
-                    + self.window_attention_flops_per_pair * np.minimum(mean_keys, self.window_tokens))
+        keys = np.maximum(c - 0.5 * (q - 1.0), 0.0)
+        w = self.window_tokens
+        windowed = np.where(keys <= w, keys, 0.5 * w) if self.window_chunked else np.minimum(keys, w)
+        return q * (self.attention_flops_per_pair * keys + self.window_attention_flops_per_pair * windowed)
 
     def expert_bytes_read(self, tokens):
         """Routed-expert weight bytes an iteration of ``tokens`` tokens reads [B] (vectorized).
@@ -101,43 +105,9 @@ class ModelCosts:
         return self.moe_layers * touched * self.expert_bytes
 
 
-def _layer_params(m):
-    """(attention, dense MLP, one routed expert, shared experts, router) parameters of one layer."""
-    h, a = m.hidden, m.heads
-    if m.attention == "mla":
-        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
-        q = h * a * qk if m.q_lora_rank is None else h * m.q_lora_rank + m.q_lora_rank * a * qk
-        attn = q + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * a * (m.qk_nope_head_dim + m.v_head_dim)
-        attn += a * m.v_head_dim * h
-    else:
-        attn = 2 * h * a * m.head_dim + 2 * h * m.kv_heads * m.head_dim
-    mats = 3 if m.ffn_type in ("swiglu", "geglu") else 2
-    dense = mats * h * m.ffn_hidden
-    if m.experts > 1:
-        expert = mats * h * m.moe_ffn_hidden
-        shared_inner = getattr(m, "shared_ffn_hidden", None) or m.shared_experts * m.moe_ffn_hidden
-        shared = mats * h * shared_inner
-        router = m.experts * h
-    else:
-        expert = shared = router = 0
-    return attn, dense, expert, shared, router
-
-
-def _attention_width(m) -> int:
-    if m.attention == "mla":
-        return m.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) // 2
-    return m.heads * m.head_dim
-
-
-def _kv_elements_per_layer(m) -> int:
-    if m.attention == "mla":
-        return m.kv_lora_rank + m.qk_rope_head_dim
-    return 2 * m.kv_heads * m.head_dim
-
-
 @lru_cache(maxsize=512)
 def model_costs(model, weight_precision: str, kv_precision: str) -> ModelCosts:
-    """:class:`ModelCosts` of a catalog Transformer record at a weight and KV precision.
+    """:class:`ModelCosts` of a model record at a weight and KV precision.
 
     Parameters
     ----------
@@ -147,34 +117,30 @@ def model_costs(model, weight_precision: str, kv_precision: str) -> ModelCosts:
 
     References
     ----------
-    See the module docstring.
+    See the module docstring; parameter counts from :func:`aisize.models.params`.
     """
     wb = bytes_per_element(checks.choice("weight_precision", weight_precision, BITS_PER_ELEMENT))
-    kb = bytes_per_element(kv_precision, name="kv_precision")
     hb = bytes_per_element(HEAD_PRECISION)
-    attn, dense, expert, shared, router = _layer_params(model)
-    L = model.layers
-    moe = L - model.dense_layers if model.experts > 1 else 0
-    dense_layers = L - moe
-    k = model.experts_per_token if moe else 0
-    dense_linear = L * attn + dense_layers * dense + moe * shared
+    pc = models.params(model)
+    moe = pc.moe_layers
+    routed = moe * model.experts * pc.routed_expert
+    # linear weights outside the routed experts (attention, dense MLPs, shared experts, routers)
+    dense = pc.total - pc.embedding - pc.head - pc.norm - routed
     head = model.vocab * model.hidden
-    window = getattr(model, "sliding_window", None)
-    window_layers = getattr(model, "sliding_layers", 0) if window else 0
-    full_layers = L - window_layers
-    pair = 4.0 * _attention_width(model)
-    kv_layer = _kv_elements_per_layer(model) * kb
-    resident_linear = L * attn + dense_layers * dense + moe * (shared + model.experts * expert)
-    embed_and_head = head * (1 if model.tied_embeddings else 2)
+    window = model.sliding_window if model.sliding_layers else None
+    pair = 4.0 * models.attention_dim(model)
+    kv_layer = float(models.layer_kv_bytes_per_token(model, kv_precision))
     return ModelCosts(
-        layers=L, hidden=model.hidden, vocab=model.vocab, heads=model.heads,
+        model=model, layers=model.layers, hidden=model.hidden, vocab=model.vocab, heads=model.heads,
         kv_heads=1 if model.attention == "mla" else model.kv_heads,
-        dense_flops_per_token=2.0 * dense_linear, expert_flops_per_token=2.0 * moe * k * expert,
+        dense_flops_per_token=2.0 * dense, expert_flops_per_token=2.0 * moe * model.experts_per_token * pc.routed_expert,
         head_flops_per_token=2.0 * head,
-        attention_flops_per_pair=pair * full_layers, window_attention_flops_per_pair=pair * window_layers,
-        window_tokens=float(window) if window else np.inf,
-        dense_weight_bytes=(L * attn + dense_layers * dense + moe * shared) * wb + moe * router * hb + head * hb,
-        expert_bytes=expert * wb, moe_layers=moe, experts=model.experts if moe else 1, experts_per_token=max(k, 1),
-        kv_bytes_per_token_full=kv_layer * full_layers, kv_bytes_per_token_window=kv_layer * window_layers,
-        weights_bytes=resident_linear * wb + moe * router * hb + embed_and_head * hb,
-        head_bytes=embed_and_head * hb)
+        attention_flops_per_pair=pair * (model.layers - model.sliding_layers),
+        window_attention_flops_per_pair=pair * model.sliding_layers,
+        window_tokens=float(window) if window else np.inf, window_chunked=model.window_kind == "chunked",
+        dense_weight_bytes=dense * wb + head * hb, expert_bytes=pc.routed_expert * wb, moe_layers=moe,
+        experts=model.experts if moe else 1, experts_per_token=model.experts_per_token if moe else 1,
+        kv_bytes_per_token_full=kv_layer * (model.layers - model.sliding_layers),
+        kv_bytes_per_token_window=kv_layer * model.sliding_layers,
+        weights_bytes=(pc.total - pc.embedding - pc.head) * wb + (pc.embedding + pc.head) * hb,
+        head_bytes=(pc.embedding + pc.head) * hb, kv_precision=kv_precision)

@@ -11,7 +11,9 @@ iteration may carry, and they decide throughput as much as the GPU does:
   the runtime's own peak, in blocks of ``block_tokens``;
 - admission: with ``reserve_full_sequence`` a request is admitted only when blocks
   for its whole prompt + output are free (TensorRT-LLM's GUARANTEED_NO_EVICT), so
-  concurrency is the pool over (prompt + output) rounded up to blocks.
+  concurrency is the pool over (prompt + output) rounded up to blocks;
+- ``windowed_kv``: whether sliding-window and chunked-attention layers allocate only
+  their window (vLLM's hybrid allocator) or the whole context like full layers.
 
 :data:`TRTLLM_BENCH` holds trtllm-bench 1.0's defaults for the PyTorch backend;
 when it is given no limits, :func:`trtllm_bench_limits` reproduces the
@@ -57,6 +59,7 @@ class Engine:
     reserve_full_sequence: bool  # admit only when blocks for prompt + output are free
     max_batch_size: int | None = None
     max_num_tokens: int | None = None
+    windowed_kv: bool = True  # sliding/chunked layers allocate only their window (else the whole context)
     runtime_reserve_bytes: float = 3.5 * GiB  # CUDA context, NCCL, CUDA graphs [5]
     activation_bytes_per_token_hidden: float = 22.0  # profiling peak = tokens x hidden x this [5]
     source: str = ""

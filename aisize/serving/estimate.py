@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aisize import catalog, checks
+from aisize import checks, models
 from aisize.serving.calibration import TRTLLM_1_0, Calibration
 from aisize.serving.costs import model_costs
 from aisize.serving.engine import TRTLLM_BENCH, Engine
@@ -89,15 +89,6 @@ class ServingEstimate:
         return 1.0 / self.tpot_s if self.tpot_s > 0 else float("inf")
 
 
-def resolve_model(model):
-    """A catalog Transformer for a catalog id or an already built record."""
-    if isinstance(model, str):
-        return catalog.transformers[model]
-    if all(hasattr(model, f) for f in ("layers", "hidden", "heads", "kv_heads", "experts")):
-        return model
-    raise ValueError(f"model={model!r} is not allowed: give a catalog id or a model built from a config")
-
-
 def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv_precision="fp8",
              input_tokens, output_tokens, requests_per_s=None, pipeline_parallel=1, attention_dp=None,
              max_batch_size=None, max_num_tokens=None, length_cv=0.0, stage_link_bytes_per_s=None,
@@ -130,7 +121,7 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     ----------
     See the modules of :mod:`aisize.serving`; DESIGN.md section 2, "Serving (one replica)".
     """
-    m = resolve_model(model)
+    m = models.resolve(model)
     i = int(checks.integer("input_tokens", input_tokens, high=MAX_TOKENS))
     o = int(checks.integer("output_tokens", output_tokens, high=MAX_TOKENS))
     tp = int(checks.integer("tensor_parallel", tensor_parallel, high=4096))
@@ -229,3 +220,25 @@ def _breakdown(costs, rates, calib, shape, batch, i, o) -> dict:
     keys = ("linear_seconds", "experts_seconds", "head_seconds", "elementwise_seconds", "decode_attention_seconds",
             "prefill_attention_seconds", "communication_seconds", "overhead_seconds", "host_seconds")
     return {k: float(getattr(it, k)) for k in keys}
+
+
+def decode_step(model, accelerator, *, batch, context_tokens, tensor_parallel=1, weight_precision="bf16",
+                kv_precision="fp8", calibration: Calibration = TRTLLM_1_0) -> dict:
+    """One decode iteration of a static batch (no prefill in flight), by kind of work [s].
+
+    What a static-batch benchmark measures between tokens: ``batch`` sequences at a
+    mean context of ``context_tokens``, on ``tensor_parallel`` GPUs. The dict's
+    ``seconds`` is the iteration; the other keys are its parts.
+    """
+    m = models.resolve(model)
+    b = checks.positive("batch", batch, high=1e7)
+    ctx = checks.non_negative("context_tokens", context_tokens, high=MAX_TOKENS)
+    tp = int(checks.integer("tensor_parallel", tensor_parallel, high=4096))
+    check_shape(m, tensor_parallel=tp, attention_dp=1, pipeline_parallel=1)
+    dev = device(accelerator, weight_precision, kv_precision)
+    costs = model_costs(m, weight_precision, kv_precision)
+    rates = achieved_rates(dev, calibration)
+    it = iteration_time(costs, rates, calibration, decode_sequences=b, decode_context=ctx, prefill_tokens=0.0,
+                        prefill_prompts=0.0, prompt_tokens=ctx, gpus=tp)
+    parts = _breakdown(costs, rates, calibration, ReplicaShape(tp), b, ctx, 0)
+    return {"seconds": float(it.seconds), "uncalibrated": rates.uncalibrated, **parts}

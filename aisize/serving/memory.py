@@ -80,6 +80,8 @@ def replica_memory(costs, engine, memory_bytes, *, sequence_tokens, max_num_toke
     runtime = engine.runtime_reserve_bytes + activation_peak_bytes(costs, max_num_tokens / dp, tp)
     pool = np.maximum(memory_bytes - weights - runtime, 0.0) * engine.kv_memory_fraction
     blocks = np.ceil(np.asarray(sequence_tokens, dtype=float) / engine.block_tokens) * engine.block_tokens
-    per_seq = costs.kv_bytes(blocks) / np.minimum(tp, costs.kv_heads) / pp
+    whole = costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window
+    kv = costs.kv_bytes(blocks) if engine.windowed_kv else whole * blocks
+    per_seq = kv / np.minimum(tp, costs.kv_heads) / pp
     sequences = dp * np.floor(pool / per_seq)
     return ReplicaMemory(weights, runtime, pool, per_seq, sequences, sequences >= 1)

@@ -57,11 +57,22 @@ class SteadyState:
     requests_per_s: object
 
 
-def token_budget_concurrency(input_tokens, output_tokens, max_num_tokens):
-    """Largest concurrency whose mean iteration fits the token budget [count]."""
+def token_budget_concurrency(input_tokens, output_tokens, max_num_tokens, *, whole_prompts=False):
+    """Largest concurrency whose iterations fit the token budget [count].
+
+    On average an iteration carries ``B (I + O - 1) / O`` tokens. When prompts are
+    not chunked they come whole: at most ``q = (budget - decode tokens) // I`` per
+    iteration, so at most ``O·q`` requests are in flight (one prefill per request
+    lifetime of O iterations).
+    """
     i = np.asarray(input_tokens, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
-    return np.floor(max_num_tokens * o / (i + o - 1.0))
+    b = np.floor(max_num_tokens * o / (i + o - 1.0))
+    if whole_prompts:
+        for _ in range(3):  # B -> decode tokens -> prompts per iteration -> B (converges in a step or two)
+            per = np.maximum(np.floor((max_num_tokens - b * (o - 1.0) / o) / i), 1.0)
+            b = np.minimum(b, o * per)
+    return b
 
 
 def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_tokens, max_num_tokens,

@@ -77,7 +77,8 @@ def max_throughput(costs, device, rates, calib, engine, limits: EngineLimits, *,
                          max_num_tokens=limits.max_num_tokens, gpus=shape.tensor_parallel,
                          attention_dp=shape.attention_dp, pipeline_parallel=shape.pipeline_parallel)
     by_batch = limits.max_batch_size * dp
-    by_tokens = token_budget_concurrency(input_tokens, output_tokens, limits.max_num_tokens) * dp
+    by_tokens = token_budget_concurrency(input_tokens, output_tokens, limits.max_num_tokens,
+                                         whole_prompts=not engine.chunked_prefill) * dp
     by_kv = mem.sequences
     concurrency = np.maximum(np.minimum(np.minimum(by_batch, by_kv), by_tokens), 1.0)
     state = steady_state(costs, rates, calib, concurrency=concurrency, input_tokens=input_tokens,
