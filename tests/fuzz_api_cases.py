@@ -103,19 +103,16 @@ CASES = {
         recompute=Choice(*activations.RECOMPUTE), zero_stage=ints(0, 3), precision=Choice("bf16", "fp16"),
         optimizer=Choice("adamw", "sgd"), trainable_share=frac(0.01), sequence_parallel=FLAG,
         offload_optimizer=FLAG)),
-    "serving.prefill_flops": (serving.prefill_flops, dict(
-        active_params=pos(1e6, 1e12), prompt_tokens=ints(1, 32768), layers=ints(1, 128), hidden=ints(64, 16384))),
-    "serving.prefill_seconds": (serving.prefill_seconds, dict(
-        flops=pos(1e9, 1e18), tp=ints(1, 8), peak_flops_per_s=pos(1e12, 1e16), efficiency=frac())),
-    "serving.decode_step_seconds": (serving.decode_step_seconds, dict(
-        batch=ints(1, 512), context_tokens=ints(1, 32768), weights_bytes=pos(1e8, 1e12),
-        kv_bytes_per_token=pos(1e3, 1e6), active_params=pos(1e8, 1e12), tp=ints(1, 8),
-        memory_bytes_per_s=pos(1e11, 1e13), peak_flops_per_s=pos(1e13, 1e16), memory_efficiency=frac(),
-        compute_efficiency=frac())),
-    "serving.max_batch": (serving.max_batch, dict(
-        tpot_seconds=pos(1e-3, 1), context_tokens=ints(1, 32768), weights_bytes=pos(1e8, 1e11),
-        kv_bytes_per_token=pos(1e3, 1e6), active_params=pos(1e8, 1e11), tp=ints(1, 8),
-        memory_bytes_per_s=pos(1e11, 1e13), peak_flops_per_s=pos(1e13, 1e16), kv_capacity_bytes=nn(1e12))),
+    "serving.estimate": (serving.estimate, dict(
+        model=Choice("llama-3-8b", "llama-3.1-70b", "qwen3-30b-a3b", "llama-4-scout"),
+        accelerator=Choice("h100-sxm", "h200-sxm", "b200", "gb200", "a100-sxm-80gb"),
+        tensor_parallel=st.sampled_from([1, 2, 4, 8]), weight_precision=Choice("bf16", "fp8", "nvfp4", "int4-g128"),
+        kv_precision=Choice("fp8", "bf16"), input_tokens=ints(1, 32768), output_tokens=ints(1, 8192),
+        requests_per_s=pos(1e-2, 1e3), length_cv=nn(3))),
+    "serving.decode_step": (serving.decode_step, dict(
+        model=Choice("llama-3-8b", "llama-3.1-70b", "qwen3-30b-a3b"), accelerator=Choice("h100-sxm", "b200"),
+        batch=ints(1, 4096), context_tokens=ints(1, 32768), tensor_parallel=st.sampled_from([1, 2, 4, 8]),
+        weight_precision=Choice("bf16", "fp8"), kv_precision=Choice("fp8", "bf16"))),
     "traffic_factor": (collectives.traffic_factor, dict(op=Choice(*collectives.OPS), n=ints(1, 4096))),
     "steps": (collectives.steps, dict(op=Choice(*collectives.OPS), n=ints(1, 4096),
                                       algorithm=Choice(*collectives.ALGORITHMS))),
@@ -257,11 +254,6 @@ CASES = {
         capacity_bytes=pos(2e10, 3e11), kv_bytes_per_token_per_gpu=pos(1e3, 1e6), seq_len=ints(1, 32768),
         utilization=frac(0.5), block_tokens=ints(1, 64))),
     "fits": (training.fits, dict(memory=nn(1e11), capacity_bytes=pos(1e9, 3e11), headroom=st.floats(0.0, 0.5))),
-    "replica_performance": (serving.replica_performance, dict(
-        prompt_tokens=ints(1, 8192), output_tokens=ints(1, 4096), tpot_target_seconds=pos(1e-2, 1),
-        active_params=pos(1e8, 1e11), layers=ints(1, 128), hidden=ints(64, 16384), weights_bytes=pos(1e8, 1e11),
-        kv_bytes_per_token=pos(1e3, 1e6), tp=ints(1, 8), memory_bytes_per_s=pos(1e11, 1e13),
-        peak_flops_per_s=pos(1e13, 1e16), kv_capacity_bytes=nn(1e12))),
     "io_profile_for_format": (storage_io.io_profile_for_format, dict(
         file_format=Choice(*storage_io.FORMATS), samples_per_s=nn(1e6), sample_bytes=pos(1, 1e9),
         io_bytes=pos(512, 1e8), shard_bytes=pos(1e6, 1e10), metadata_ops_per_file=ints(0, 10))),
@@ -296,6 +288,8 @@ SCALAR_ONLY = {
     "knee_load": {"station_servers", "station_seconds", "station_cv", "factor"},
     "storage_station": {"iops_max_per_s", "base_latency_seconds", "service_cv"},
     "inference_station": {"replicas", "slots_per_replica", "request_seconds", "service_cv"},
+    "serving.estimate": {"tensor_parallel", "input_tokens", "output_tokens", "requests_per_s", "length_cv"},
+    "serving.decode_step": {"batch", "context_tokens", "tensor_parallel"},
 }
 # Result fields that may be negative (a shortfall) by design.
 SIGNED_FIELDS = {"free_bytes", "memory_headroom_bytes", "cores_headroom"}

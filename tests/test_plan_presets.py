@@ -34,7 +34,7 @@ def test_totals_are_sums_of_parts(name):
                                                 + cap["data_preparation_bytes"] + cap["model_repository_bytes"])
     assert cap["raw_bytes"] == pytest.approx(cap["usable_bytes"] / p.policies["storage_usable_ratio"])
     assert p.network.compute_nics == p.network.compute_nics_per_server * p.servers
-    assert all(i.gpus == i.replicas * i.tensor_parallel for i in p.inference)
+    assert all(i.gpus == i.replicas * i.gpus_per_replica for i in p.inference if i.serving_mode == "aggregated")
     assert {"problem", "warning", "info"} >= {f.severity for f in p.findings}
 
 

@@ -191,7 +191,12 @@ class Inference(_Strict):
     output_tokens: Count = 256
     ttft_target_ms: Annotated[float, Field(gt=0, le=600_000)] = 2000.0
     tpot_target_ms: Annotated[float, Field(gt=0, le=60_000)] = 50.0
-    tensor_parallel: Count | Literal["auto"] = "auto"
+    slo_statistic: Literal["p95", "mean"] = "p95"  # what the TTFT and TPOT targets bound
+    tensor_parallel: Annotated[int, Field(ge=1, le=512)] | Literal["auto"] = "auto"  # GPUs per pipeline stage
+    pipeline_parallel: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] = "auto"  # stages (may span servers)
+    serving: Literal["aggregated", "disaggregated"] = "aggregated"  # disaggregated: prefill and decode pools
+    engine: Literal["trtllm", "vllm"] = "trtllm"  # scheduler limits (aisize.serving.ENGINES)
+    length_cv: Annotated[float, Field(ge=0, le=10)] = 0.0  # spread of request lengths (coefficient of variation)
     model_loads_per_hour: Annotated[float, Field(ge=0, le=1e6)] = 1.0
 
     _model = field_validator("model")(

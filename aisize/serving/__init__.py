@@ -9,9 +9,9 @@ capacity), ``latency`` (TTFT/TPOT under load), ``shapes`` (TP/PP/EP/attention-DP
 """
 
 from aisize.serving.calibration import TRTLLM_1_0, Calibration
-from aisize.serving.engine import TRTLLM_BENCH, VLLM, Engine
+from aisize.serving.engine import ENGINES, TRTLLM_BENCH, VLLM, Engine
 from aisize.serving.estimate import ServingEstimate, decode_step, estimate
 from aisize.serving.search import SearchResult, pareto, search
 
-__all__ = ["estimate", "ServingEstimate", "decode_step", "search", "SearchResult", "pareto", "Calibration", "TRTLLM_1_0", "Engine", "TRTLLM_BENCH",
+__all__ = ["estimate", "ServingEstimate", "decode_step", "search", "SearchResult", "pareto", "Calibration", "TRTLLM_1_0", "Engine", "ENGINES", "TRTLLM_BENCH",
            "VLLM"]

@@ -53,6 +53,7 @@ class Engine:
     """Scheduler settings of a serving engine. ``None`` limits are chosen by the heuristic."""
 
     name: str
+    key: str  # short name (ENGINES key)
     kv_memory_fraction: float  # share of free memory after weights and runtime peak given to KV
     block_tokens: int  # paged-KV block size [tokens]
     chunked_prefill: bool  # prefills split to fit the token budget (Sarathi-Serve)
@@ -66,15 +67,17 @@ class Engine:
 
 
 TRTLLM_BENCH = Engine(
-    name="TensorRT-LLM 1.0 trtllm-bench (PyTorch backend)", kv_memory_fraction=0.95, block_tokens=32,
+    name="TensorRT-LLM 1.0 trtllm-bench (PyTorch backend)", key="trtllm", kv_memory_fraction=0.95, block_tokens=32,
     chunked_prefill=False, reserve_full_sequence=True,
     source="trtllm-bench throughput defaults, TensorRT-LLM 1.0 (tuning.py, perf-overview.md @00f37686)")
 
 VLLM = Engine(
-    name="vLLM 0.x defaults", kv_memory_fraction=0.9, block_tokens=16, chunked_prefill=True,
+    name="vLLM defaults", key="vllm", kv_memory_fraction=0.9, block_tokens=16, chunked_prefill=True,
     reserve_full_sequence=False, max_batch_size=256, max_num_tokens=8192,
     source="vLLM EngineArgs defaults: gpu_memory_utilization 0.9, block_size 16, max_num_seqs 256, "
            "max_num_batched_tokens 8192 with chunked prefill")
+
+ENGINES = {"trtllm": TRTLLM_BENCH, "vllm": VLLM}
 
 _BATCH_CAP = 4096  # tuning.py: min(kv_cache_max_requests, 4096)
 _TOKEN_CAP = 32768  # tuning.py: min(raw_bs x (1 + isl/osl), 32768)

@@ -16,14 +16,14 @@ the highest throughput is used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from aisize import checks, models
 from aisize.serving.calibration import TRTLLM_1_0, Calibration
 from aisize.serving.costs import model_costs
-from aisize.serving.engine import TRTLLM_BENCH, Engine
+from aisize.serving.engine import ENGINES, TRTLLM_BENCH, Engine
 from aisize.serving.hardware import device, scaleout_bytes_per_s
 from aisize.serving.iteration import achieved_rates, iteration_time
 from aisize.serving.latency import loaded_state
@@ -39,6 +39,7 @@ class ServingEstimate:
 
     model: str
     accelerator: str
+    engine: str  # ENGINES key
     gpus: int
     tensor_parallel: int  # GPUs per pipeline stage
     pipeline_parallel: int
@@ -56,6 +57,7 @@ class ServingEstimate:
     max_requests_per_s: float  # capacity: the rate at the largest admissible concurrency
     max_output_tokens_per_s: float  # capacity in output tokens/s
     batch_size: float  # mean requests in flight
+    max_concurrency: float  # requests in flight at capacity (batch limit, KV pool, token budget)
     max_batch_size: int  # engine's batch limit (per attention-DP group and stage)
     max_num_tokens: int  # engine's token budget per iteration
     limited_by: str  # what caps concurrency at capacity: batch size, KV cache or token budget
@@ -74,6 +76,8 @@ class ServingEstimate:
     within_context: bool  # input + output fit the model's context window
     uncalibrated: bool  # the GPU's generation has no fitted efficiency
     notes: tuple = ()
+    model_record: object = field(default=None, repr=False, compare=False)  # the Transformer used
+    accelerator_record: object = field(default=None, repr=False, compare=False)  # the Accelerator used
 
     @property
     def e2e_s(self) -> float:
@@ -89,10 +93,15 @@ class ServingEstimate:
         return 1.0 / self.tpot_s if self.tpot_s > 0 else float("inf")
 
 
+def _scalar(name, check, value, **kw):
+    """A checked single number (these entry points size one replica, not a sweep)."""
+    return checks.scalar(name, check(name, value, **kw))
+
+
 def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv_precision="fp8",
              input_tokens, output_tokens, requests_per_s=None, pipeline_parallel=1, attention_dp=None,
              max_batch_size=None, max_num_tokens=None, length_cv=0.0, stage_link_bytes_per_s=None,
-             engine: Engine = TRTLLM_BENCH, calibration: Calibration = TRTLLM_1_0) -> ServingEstimate:
+             engine: Engine | str = TRTLLM_BENCH, calibration: Calibration = TRTLLM_1_0) -> ServingEstimate:
     """Throughput, latencies and memory of one serving replica.
 
     Parameters
@@ -110,7 +119,8 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     length_cv : coefficient of variation of the lengths, for the admission queue
     stage_link_bytes_per_s : link between pipeline stages per GPU per direction [B/s];
         None: NVLink when the replica fits one scale-up domain, else the GPU's scale-out NIC
-    engine, calibration : scheduler settings and fitted constants (default TensorRT-LLM 1.0)
+    engine, calibration : scheduler settings (an :class:`Engine` or an ``ENGINES`` key) and fitted
+        constants (default TensorRT-LLM 1.0)
 
     Returns
     -------
@@ -122,13 +132,15 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     See the modules of :mod:`aisize.serving`; DESIGN.md section 2, "Serving (one replica)".
     """
     m = models.resolve(model)
-    i = int(checks.integer("input_tokens", input_tokens, high=MAX_TOKENS))
-    o = int(checks.integer("output_tokens", output_tokens, high=MAX_TOKENS))
-    tp = int(checks.integer("tensor_parallel", tensor_parallel, high=4096))
-    pp = int(checks.integer("pipeline_parallel", pipeline_parallel, high=1024))
+    if isinstance(engine, str):
+        engine = ENGINES[checks.choice("engine", engine, ENGINES)]
+    i = int(_scalar("input_tokens", checks.integer, input_tokens, high=MAX_TOKENS))
+    o = int(_scalar("output_tokens", checks.integer, output_tokens, high=MAX_TOKENS))
+    tp = int(_scalar("tensor_parallel", checks.integer, tensor_parallel, high=4096))
+    pp = int(_scalar("pipeline_parallel", checks.integer, pipeline_parallel, high=1024))
     if requests_per_s is not None:
-        checks.positive("requests_per_s", requests_per_s, high=1e9)
-    cv = checks.non_negative("length_cv", length_cv, high=100.0)
+        requests_per_s = _scalar("requests_per_s", checks.positive, requests_per_s, high=1e9)
+    cv = _scalar("length_cv", checks.non_negative, length_cv, high=100.0)
     dev = device(accelerator, weight_precision, kv_precision)
     costs = model_costs(m, weight_precision, kv_precision)
     rates = achieved_rates(dev, calibration)
@@ -148,11 +160,11 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
         if best is None or score > best[0]:
             best = (score, shape, limits, cap)
     _, shape, limits, cap = best
-    return _result(m, dev, costs, rates, calibration, engine, (weight_precision, kv_precision), shape, limits, cap,
+    return _result(m, accelerator, dev, costs, rates, calibration, engine, (weight_precision, kv_precision), shape, limits, cap,
                    i, o, requests_per_s, cv)
 
 
-def _result(m, dev, costs, rates, calib, engine, precisions, shape, limits, cap, i, o, rate,
+def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits, cap, i, o, rate,
             cv) -> ServingEstimate:
     notes = []
     within = i + o <= m.max_seq
@@ -199,17 +211,18 @@ def _result(m, dev, costs, rates, calib, engine, precisions, shape, limits, cap,
         occupancy = min(batch / max(float(cap.memory.sequences), 1.0), 1.0)
     breakdown = _breakdown(costs, rates, calib, shape, batch if np.isfinite(batch) else slots, i, o)
     return ServingEstimate(
-        model=m.id, accelerator=dev.id, gpus=shape.gpus, tensor_parallel=shape.tensor_parallel,
+        model=m.id, accelerator=dev.id, engine=engine.key, gpus=shape.gpus, tensor_parallel=shape.tensor_parallel,
         pipeline_parallel=shape.pipeline_parallel, attention_dp=shape.attention_dp,
         expert_parallel=shape.tensor_parallel if costs.moe_layers else 1, weight_precision=precisions[0],
         kv_precision=precisions[1], gemm_dtype=dev.gemm_dtype, input_tokens=i, output_tokens=o, feasible=fits, reason=reason,
         output_tokens_per_s=out, requests_per_s=served, max_requests_per_s=capacity_rps,
-        max_output_tokens_per_s=capacity_rps * o, batch_size=batch, max_batch_size=int(limits.max_batch_size),
+        max_output_tokens_per_s=capacity_rps * o, batch_size=batch, max_concurrency=slots, max_batch_size=int(limits.max_batch_size),
         max_num_tokens=int(limits.max_num_tokens), limited_by=cap.limited_by, utilisation=util, stable=stable,
         ttft_s=ttft, ttft_p95_s=ttft95, tpot_s=tpot, tpot_p95_s=tpot95, queue_s=queue,
         weights_per_gpu_bytes=float(cap.memory.weights_bytes), kv_pool_bytes=float(cap.memory.kv_pool_bytes),
         kv_occupancy=occupancy, kv_bytes_per_token=float(costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window),
-        iteration_breakdown=breakdown, within_context=within, uncalibrated=rates.uncalibrated, notes=tuple(notes))
+        iteration_breakdown=breakdown, within_context=within, uncalibrated=rates.uncalibrated, notes=tuple(notes),
+        model_record=m, accelerator_record=acc)
 
 
 def _breakdown(costs, rates, calib, shape, batch, i, o) -> dict:
@@ -231,9 +244,9 @@ def decode_step(model, accelerator, *, batch, context_tokens, tensor_parallel=1,
     ``seconds`` is the iteration; the other keys are its parts.
     """
     m = models.resolve(model)
-    b = checks.positive("batch", batch, high=1e7)
-    ctx = checks.non_negative("context_tokens", context_tokens, high=MAX_TOKENS)
-    tp = int(checks.integer("tensor_parallel", tensor_parallel, high=4096))
+    b = _scalar("batch", checks.positive, batch, high=1e7)
+    ctx = _scalar("context_tokens", checks.non_negative, context_tokens, high=MAX_TOKENS)
+    tp = int(_scalar("tensor_parallel", checks.integer, tensor_parallel, high=4096))
     check_shape(m, tensor_parallel=tp, attention_dp=1, pipeline_parallel=1)
     dev = device(accelerator, weight_precision, kv_precision)
     costs = model_costs(m, weight_precision, kv_precision)

@@ -57,7 +57,7 @@ class Device:
     attention_peak_flops_per_s: float
     memory_bandwidth_bytes_per_s: float
     memory_bytes: float  # usable (what nvidia-smi shows, where the catalog has it)
-    link_bytes_per_s: float  # scale-up link per direction (0: none)
+    link_bytes_per_s: float  # scale-up link per direction (PCIe peer-to-peer where there is no NVLink)
     scaleup_domain: int
     grace_hosted: bool
 
@@ -74,7 +74,15 @@ def generation(accelerator_id: str) -> str | None:
 
 def device(accelerator, weight_precision: str, kv_precision: str) -> Device:
     """The :class:`Device` view of a catalog accelerator (id or record) for a precision pair."""
-    acc = catalog.accelerators[accelerator] if isinstance(accelerator, str) else accelerator
+    if isinstance(accelerator, str):
+        if accelerator not in catalog.accelerators:
+            raise ValueError(f"accelerator={accelerator[:60]!r} is not in the catalog; known: "
+                             f"{', '.join(catalog.accelerators.ids())}")
+        acc = catalog.accelerators[accelerator]
+    elif hasattr(accelerator, "memory_bandwidth_bytes_per_s"):
+        acc = accelerator
+    else:
+        raise ValueError(f"accelerator={accelerator!r} is not allowed: give a catalog accelerator id or record")
     wp = checks.choice("weight_precision", weight_precision, WEIGHT_PRECISIONS)
     kv = checks.choice("kv_precision", kv_precision, KV_PRECISIONS)
     checks.choice("weight_precision", wp, BITS_PER_ELEMENT)
@@ -84,8 +92,11 @@ def device(accelerator, weight_precision: str, kv_precision: str) -> Device:
                          f"of the peaks {GEMM_DTYPES[wp]} (catalog row {acc.id!r})")
     attention = "fp8" if kv == "fp8" and _peak(acc, "fp8") else next(
         (d for d in ("bf16", "fp16", "tf32", "fp32") if _peak(acc, d)))
-    link = (bidirectional_to_per_direction(acc.scaleup_bidirectional_bytes_per_s)
-            if acc.scaleup_bidirectional_bytes_per_s else 0.0)
+    if acc.scaleup_bidirectional_bytes_per_s:
+        link = bidirectional_to_per_direction(acc.scaleup_bidirectional_bytes_per_s)
+    else:  # no NVLink-class link: GPUs exchange activations peer-to-peer over PCIe
+        pcie = catalog.links.get(f"pcie-gen{acc.pcie_gen}-x16")
+        link = pcie.bandwidth_per_direction_bytes_per_s if pcie else 0.0
     return Device(acc.id, generation(acc.id), dtype, float(_peak(acc, dtype)), float(_peak(acc, attention)),
                   float(acc.memory_bandwidth_bytes_per_s), float(acc.memory_visible_bytes or acc.memory_bytes),
                   float(link), int(acc.scaleup_domain), acc.id.startswith(GRACE_HOSTED))

@@ -127,7 +127,8 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
         split into p micro-batches that follow each other through the stages [5], so
         one round (every sequence advancing one token) takes p stage-times of one
         micro-batch; a stage runs L/p layers, the last one also the output head
-    stage_link_bytes_per_s : rate of the link between stages (default: the scale-up link)
+    stage_link_bytes_per_s : datasheet rate per GPU per direction of the link between stages
+        (default: the scale-up link); collectives reach ``calib.link_efficiency`` of it
 
     Returns
     -------
@@ -162,7 +163,8 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
     overhead = costs.layers * calib.layer_overhead_seconds + costs.moe_layers * calib.moe_layer_overhead_seconds
     host = rates.host_seconds_per_sequence * sampled * pp / dp
     # a round is p stage-times; a stage runs 1/p of every per-layer term, the last one the head
-    link = rates.link_bytes_per_s if stage_link_bytes_per_s is None else stage_link_bytes_per_s
+    link = rates.link_bytes_per_s if stage_link_bytes_per_s is None else (
+        np.asarray(stage_link_bytes_per_s, dtype=float) * calib.link_efficiency)
     send = np.where(pp > 1, pp * (n / dp * costs.hidden * ACTIVATION_BYTES / tp / link + LINK_LATENCY_SECONDS), 0.0)
     return IterationTime(linear, experts, head * pp, elementwise, decode_attention, prefill_attention,
                          comm + send, overhead + 0.0 * n, host)

@@ -107,7 +107,8 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     ttft = wq + 0.5 * mean + t_prefill
     ttft95 = wq95 + 0.95 * mean + t_prefill
     n = np.maximum(o - 1.0, 1.0)
-    tpot95 = t0 + (t1 - t0) * np.minimum(p + Z95 * np.sqrt(p * (1.0 - p) / n), 1.0)
+    with np.errstate(invalid="ignore"):  # unstable points may hold inf - inf; they are replaced below
+        tpot95 = t0 + (t1 - t0) * np.minimum(p + Z95 * np.sqrt(p * (1.0 - p) / n), 1.0)
     inf = np.inf
     return LoadedState(lam, stable, util, np.where(stable, np.minimum(lam_s * o * mean, c), inf),
                        mean, t0, t1, np.where(stable, ttft, inf), np.where(stable, ttft95, inf),

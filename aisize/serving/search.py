@@ -45,7 +45,7 @@ from aisize.serving.hardware import device, scaleout_bytes_per_s
 from aisize.serving.iteration import achieved_rates, iteration_time
 from aisize.serving.latency import Z95
 from aisize.serving.memory import replica_memory
-from aisize.serving.shapes import ReplicaShape, divisors
+from aisize.serving.shapes import ShapeGrid, divisors
 from aisize.serving.steady import steady_state
 
 BATCHES = tuple(2 ** k for k in range(13))  # 1 .. 4096 requests in flight
@@ -89,12 +89,12 @@ def _aggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link):
     budget = np.asarray(BUDGETS, dtype=float)[None, None, :]
     chunked = budget > 0
     budget = np.where(chunked, np.maximum(budget, b + 1.0), np.maximum(UNCHUNKED_BUDGET, i + b))
-    shape = _Shape(tp, dp, pp, link)
+    shape = ShapeGrid(tp, dp, pp, link)
     tp, dp, pp, b, budget, chunked = np.broadcast_arrays(tp, dp, pp, b, budget, chunked)
     out = {}
     for flag in (False, True):
         sel = chunked == flag
-        s = _Shape(tp[sel], dp[sel], pp[sel], link)
+        s = ShapeGrid(tp[sel], dp[sel], pp[sel], link)
         st = steady_state(costs, rates, calib, concurrency=b[sel], input_tokens=i, output_tokens=o,
                           max_num_tokens=budget[sel] * dp[sel] * pp[sel], chunked_prefill=flag, shape=s,
                           arrivals="poisson")
@@ -133,11 +133,11 @@ def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic)
                                                                          budget)
     dec = iteration_time(costs, rates, calib, decode_sequences=b, decode_context=i + 0.5 * o, prefill_tokens=0.0 * b,
                          prefill_prompts=0.0 * b, prompt_tokens=float(i),
-                         **_Shape(d_tp, d_dp, d_pp, link).kwargs()).seconds
+                         **ShapeGrid(d_tp, d_dp, d_pp, link).kwargs()).seconds
     prompts = np.floor(budget / i)
     pre = iteration_time(costs, rates, calib, decode_sequences=0.0 * b, decode_context=float(i),
                          prefill_tokens=prompts * i, prefill_prompts=prompts, prompt_tokens=float(i),
-                         **_Shape(p_tp, p_dp, p_pp, link).kwargs()).seconds
+                         **ShapeGrid(p_tp, p_dp, p_pp, link).kwargs()).seconds
     kv_bytes = costs.kv_bytes(float(i))
     transfer = kv_bytes / (nic * p_tp * p_pp)  # every prefill GPU ships its shard over its own NIC
     mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=float(i),
@@ -153,16 +153,6 @@ def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic)
                 ttft_p95_s=1.95 * pre + transfer, tokens_per_s_per_gpu=o / (prefill_gpu_s + decode_gpu_s),
                 tokens_per_s_per_user=1.0 / dec, fits=mem.sequences >= b, kv_transfer_s=transfer,
                 prefill_share_of_gpus=prefill_gpu_s / (prefill_gpu_s + decode_gpu_s))
-
-
-class _Shape(ReplicaShape):
-    """A ReplicaShape whose fields are arrays (for the grid)."""
-
-    def __init__(self, tp, dp, pp, link):  # noqa: D107 - arrays, not the dataclass's ints
-        object.__setattr__(self, "tensor_parallel", tp)
-        object.__setattr__(self, "attention_dp", dp)
-        object.__setattr__(self, "pipeline_parallel", pp)
-        object.__setattr__(self, "stage_link_bytes_per_s", link)
 
 
 def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=None, tpot_target_s=None,

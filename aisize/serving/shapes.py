@@ -51,6 +51,23 @@ class ReplicaShape:
                     pipeline_parallel=self.pipeline_parallel, stage_link_bytes_per_s=self.stage_link_bytes_per_s)
 
 
+class ShapeGrid(ReplicaShape):
+    """A :class:`ReplicaShape` whose fields are arrays, to evaluate many shapes in one call."""
+
+    def __init__(self, tensor_parallel, attention_dp, pipeline_parallel, stage_link_bytes_per_s=None):  # noqa: D107
+        object.__setattr__(self, "tensor_parallel", tensor_parallel)
+        object.__setattr__(self, "attention_dp", attention_dp)
+        object.__setattr__(self, "pipeline_parallel", pipeline_parallel)
+        object.__setattr__(self, "stage_link_bytes_per_s", stage_link_bytes_per_s)
+
+    @classmethod
+    def of(cls, shapes, nvlink_bytes_per_s: float) -> "ShapeGrid":
+        """A column grid (n x 1 arrays) of a list of shapes; stages on NVLink get ``nvlink_bytes_per_s``."""
+        col = (lambda f: np.array([getattr(s, f) for s in shapes], dtype=float)[:, None])
+        links = np.array([s.stage_link_bytes_per_s or nvlink_bytes_per_s for s in shapes], dtype=float)[:, None]
+        return cls(col("tensor_parallel"), col("attention_dp"), col("pipeline_parallel"), links)
+
+
 def check_shape(model, *, tensor_parallel, attention_dp, pipeline_parallel) -> None:
     """Raise a clear ValueError when a shape cannot hold the model."""
     tp = checks.integer("tensor_parallel", tensor_parallel, high=4096)
