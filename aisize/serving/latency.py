@@ -10,11 +10,16 @@ iteration model with ``m / (1 - e^-m)`` prefills, the conditional mean), so
 - TPOT: a request decodes over ``O - 1`` iterations; the number that carry a
   prefill is binomial with p = 1 - e^-m, so its mean TPOT is T and its p95 is
   ``T0 + (T1 - T0)·(p + 1.645·sqrt(p(1-p)/(O-1)))`` (normal approximation).
-- TTFT: admission wait + the wait for the next iteration to start (uniform over
-  one iteration) + the iteration carrying the prefill. Admission is a queue for
-  the replica's ``c`` slots (the concurrency its batch limit and KV pool allow),
-  each held for ``S = T + (O - 1)·T``: M/G/c with the Allen-Cunneen correction
-  for the service-time variability of the lengths [2], and the Erlang C tail for p95 [3].
+- TPOT p95 also allows for the batch's own fluctuation: with slots to spare the
+  requests in flight are Poisson, so the p95 batch is ``B + 1.645·sqrt(B)``.
+- TTFT: admission wait + the wait for the token budget + the wait for the next
+  iteration to start (length-biased: ``E[T²]/2E[T]``) + the iteration(s) carrying the
+  prefill. Admission is a queue for the replica's ``c`` slots (the concurrency its
+  batch limit and KV pool allow), each held for ``S = T + (O - 1)·T``: M/G/c with
+  the Allen-Cunneen correction for the lengths' variability [2] and the Erlang C
+  tail for p95 [3]. Without chunked prefill at most ``q = budget // I`` whole prompts
+  fit one iteration, so prompts queue as M/D/q with service ``T1``; with chunking
+  they share the budget left after decoding (M/D/1, service = a prompt's share).
 
 λ at or beyond the replica's capacity is unstable: reported as such, with
 infinite latencies, never as a negative wait.
@@ -32,7 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aisize.queueing import erlang_c
+from aisize.queueing import erlang_c, ggc
+from aisize.serving.iteration import iteration_time
 from aisize.serving.steady import steady_state
 
 Z95 = 1.6448536269514722  # standard normal 95th percentile
@@ -79,10 +85,13 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     stable = util < 1.0
     lam_s = np.where(stable, lam, 0.5 * cap)  # evaluate unstable points somewhere finite, then mark them
 
-    def state(t):
-        return steady_state(costs, rates, calib, concurrency=np.maximum(np.minimum(lam_s * o * t, slots), 1e-9),
+    def state_at(concurrency):
+        return steady_state(costs, rates, calib, concurrency=np.maximum(concurrency, 1e-9),
                             input_tokens=input_tokens, output_tokens=output_tokens, max_num_tokens=max_num_tokens,
                             chunked_prefill=chunked_prefill, shape=shape, arrivals="poisson")
+
+    def state(t):
+        return state_at(np.minimum(lam_s * o * t, slots))
 
     t = np.zeros(np.broadcast(lam_s, o).shape) + 1e-3
     for _ in range(_ITERATIONS):  # damped fixed point: T -> B = λ·O·T -> T
@@ -100,15 +109,46 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     rate = (c - offered) / hold  # c·μ - λ
     wq = ac * pw / rate
     wq95 = ac * np.maximum(np.log(np.maximum(pw, 1e-300) / 0.05), 0.0) / rate
-    # prefill: one iteration, or with chunking its spans, stretched by the prompts queued for the budget
-    budget_load = np.minimum(lam_s * mean * np.asarray(input_tokens, dtype=float)
-                             / np.maximum(max_num_tokens - st.concurrency, 1.0), 0.95)
-    t_prefill = st.prefill_iterations * t1 / (1.0 - budget_load) if chunked_prefill else t1
-    ttft = wq + 0.5 * mean + t_prefill
-    ttft95 = wq95 + 0.95 * mean + t_prefill
+    # prompts queue for the token budget: without chunking at most q whole prompts fit an iteration
+    # (q "servers", each busy for the iteration that carries the prefill); with chunking the prompt
+    # tokens share the budget left after the decode tokens (one server, service = a prompt's share)
+    i = np.asarray(input_tokens, dtype=float)
+    room = np.maximum(max_num_tokens - st.concurrency * (o - 1.0) / o, 1.0)
+    residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean)
+    # a request's prefill iteration also carries the prompts that arrived during the iteration it
+    # waited out, whose length is size-biased: E[T²]/E[T] = 2 x the residual
+    fit = room / i if chunked_prefill else np.maximum(np.floor(room / i), 1.0)
+    mine = np.minimum(1.0 + 2.0 * lam_s * residual, np.maximum(fit, 1.0))
+    own = iteration_time(costs, rates, calib, decode_sequences=st.concurrency * (o - 1.0) / o,
+                         decode_context=i + 0.5 * o, prefill_tokens=np.minimum(mine * i, room), prefill_prompts=mine,
+                         prompt_tokens=i, **shape.kwargs()).seconds
+    t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t1, own)
+    if chunked_prefill:  # prompts share the budget left after decoding: one server, a prompt's share each
+        servers, service = 1.0, t1 * i / room
+    else:
+        servers, service = fit, t1
+    pq = ggc(np.maximum(lam_s, 1e-12), np.maximum(service, 1e-12), servers, service_cv=0.0)
+    stable = stable & np.asarray(pq.stable, dtype=bool)
+    # an arrival waits out the iteration in progress; it lands in long iterations more often
+    # (length-biased residual E[T²] / 2E[T]); at p95, nearly a whole prefill-carrying iteration
+    residual95 = 0.95 * np.where(p > 0.05, t1, t0)
+    # the M/D/q wait already holds the residual of the prefill in service (ρ·S/2); keep only the
+    # backlog beyond it, the residual of whatever iteration is running being counted above
+    rho_pf = np.minimum(lam_s * service / servers, 1.0)
+    with np.errstate(invalid="ignore"):
+        backlog = np.maximum(pq.wait_mean_seconds - rho_pf * service / 2.0, 0.0)
+        backlog95 = np.maximum(pq.wait_p95_seconds - rho_pf * service / 2.0, 0.0)
+        ttft = wq + backlog + residual + t_prefill
+        ttft95 = wq95 + backlog95 + residual95 + t_prefill
     n = np.maximum(o - 1.0, 1.0)
+    # TPOT p95: a request's iterations carry a binomial number of prefills, and the batch itself
+    # fluctuates (requests in a system with ample slots are Poisson: p95 at B + 1.645 sqrt(B))
+    b95 = np.minimum(st.concurrency + Z95 * np.sqrt(st.concurrency), np.maximum(slots, 1.0))
+    hi = state_at(b95)
     with np.errstate(invalid="ignore"):  # unstable points may hold inf - inf; they are replaced below
-        tpot95 = t0 + (t1 - t0) * np.minimum(p + Z95 * np.sqrt(p * (1.0 - p) / n), 1.0)
+        spread = np.minimum(p + Z95 * np.sqrt(p * (1.0 - p) / n), 1.0)
+        tpot95 = np.maximum(hi.decode_iteration_seconds + (hi.prefill_iteration_seconds
+                                                          - hi.decode_iteration_seconds) * spread, mean)
     inf = np.inf
     return LoadedState(lam, stable, util, np.where(stable, np.minimum(lam_s * o * mean, c), inf),
                        mean, t0, t1, np.where(stable, ttft, inf), np.where(stable, ttft95, inf),

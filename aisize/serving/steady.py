@@ -17,8 +17,10 @@ batch, so a few prompt tokens ride along free while many turn it compute-bound):
 - ``"poisson"`` (requests arriving at random): without chunking the number of
   prefills in an iteration is Poisson with mean m, so a share ``1 - e^-m`` of
   iterations carries prefills, ``m / (1 - e^-m)`` of them on average;
-- with chunked prefill (Sarathi-Serve [1]) either way the prompt tokens spread
-  evenly, ``m·I`` per iteration, within the budget left after the decode tokens.
+- with chunked prefill (Sarathi-Serve [1]) a waiting queue fills every iteration's
+  budget, so the prompt tokens spread evenly (``m·I`` per iteration); with random
+  arrivals prompts still come whole while they fit the budget, and a longer one spans
+  ``ceil(I / budget)`` iterations of a full budget.
 
 Concurrency is bounded by the engine's batch limit, the KV pool (each request
 holding blocks for its whole length when the engine reserves them) and the token
@@ -103,18 +105,21 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
 
     decode_only = run(0.0 * b, 0.0 * b)
     budget = np.maximum(max_num_tokens - decoding, 1.0)  # prompt tokens an iteration may still take
-    if chunked_prefill:
+    if chunked_prefill and arrivals == "burst":  # a waiting queue fills every iteration's budget
         with_prefill = run(m * i, m)
         share = np.ones_like(with_prefill)
         spans = np.ceil(i / budget)
     else:
+        # whole prompts while they fit the budget; with chunking a longer prompt spans
+        # ceil(I / budget) iterations of a full budget each
+        fit = budget / i if chunked_prefill else np.maximum(np.floor(budget / i), 1.0)
+        spans = np.where(chunked_prefill & (i > budget), np.ceil(i / budget), 1.0)
         if arrivals == "burst":
-            per = np.maximum(np.floor(budget / i), 1.0)
-            share = np.minimum(m / per, 1.0)
-        else:
-            share = -np.expm1(-m)
-            per = m / np.maximum(share, 1e-12)
-        with_prefill = run(per * i, per)
-        spans = np.ones_like(with_prefill)
+            per = fit
+        else:  # a Poisson number, given at least one, capped by what fits
+            per = np.minimum(m / np.maximum(-np.expm1(-m), 1e-12), np.maximum(fit, 1.0))
+        per = np.where(spans > 1, 1.0 / spans, per)
+        share = np.minimum(m / per, 1.0)
+        with_prefill = run(np.minimum(per * i, budget), per)
     mean = (1.0 - share) * decode_only + share * with_prefill
     return SteadyState(b, mean, decode_only, with_prefill, share, spans, b / mean, b / mean / o)
