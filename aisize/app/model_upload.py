@@ -60,7 +60,7 @@ class ModelUpload:
                                    style={"description_width": "60px"}, layout=widgets.Layout(width="300px"))
         self.upload = widgets.FileUpload(accept=".json", multiple=False, description="Load config.json",
                                          tooltip="A Hugging Face config.json (read here, never fetched from the Hub)",
-                                         layout=widgets.Layout(width="150px"))
+                                         layout=widgets.Layout(width="185px"))
         self.info = widgets.HTML(layout=widgets.Layout(flex="1 1 auto"))
         self.view = widgets.HBox([self.workload, self.upload, self.info], layout=widgets.Layout(align_items="center"))
         self.workload.observe(lambda _: self.show(), names="value")
