@@ -66,8 +66,9 @@ def own_rows(scenario: Scenario) -> dict[str, dict]:
 
 
 def hardware_record(scenario: Scenario, table: str, id_: str | None, own: dict | None = None):
-    """(record, from the scenario?) of ``id_`` in ``table``: the scenario's own row first, as the
-    planner resolves it; (None, False) when ``id_`` is None or in neither."""
+    """(record, from the scenario?) of ``id_`` in catalog table ``table`` (any of ours): the
+    scenario's own row first, as the planner resolves it; (None, False) when ``id_`` is None or
+    in neither. ``own`` is :func:`own_rows` when the caller has it already."""
     own = own_rows(scenario) if own is None else own
     if id_ in own.get(table, {}):
         return own[table][id_], True

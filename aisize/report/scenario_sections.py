@@ -251,8 +251,7 @@ def used_rows(scenario: Scenario) -> list[tuple[str, object]]:
     found = {}
     for name, id_ in wanted:
         if id_ and (name, id_) not in found:
-            record, is_own = (hardware_record(scenario, name, id_, own) if name in own
-                              else (catalog.TABLES[name].get(id_), False))
+            record, is_own = hardware_record(scenario, name, id_, own)
             found[(name, id_)] = (f"{name} ({OWN_LABEL})" if is_own else name, record)
     return [(label, record) for label, record in found.values() if record is not None]
 
