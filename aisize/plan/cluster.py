@@ -218,9 +218,10 @@ def _pool_plan(pool: P.Pool, placed, hardware, placement: Placement, prices) -> 
     if pool.max_racks is not None and racks > pool.max_racks:  # guarded by the packer's limit; kept as a check
         raise ValueError(f"{pool.spec.field_path}.max_racks: {racks} racks needed, {pool.max_racks} allowed")
     names = tuple(w for w, a in placement.assignment.items() if a["pool"] == pool.spec.name)
+    spans = any(s.peak_nics > 0 for s in placement.servers if s.pool == pool.spec.name)
     return PoolPlan(pool.spec.name, ctx.server.id, ctx.accelerator.id, n, n * ctx.server.gpus, racks, pool.per_rack,
                     float(n * ctx.server.power_watts), placed.lower_bound_servers, pool.spec.fixed, names,
-                    pool_fabric(ctx, hardware, n, prices))
+                    pool_fabric(ctx, hardware, n, prices, spans=spans))
 
 
 __all__ = ["Plan", "PoolPlan", "NetworkPlan", "plan", "storage_network"]

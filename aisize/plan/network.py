@@ -63,11 +63,17 @@ class NetworkPlan:
     compute_links: float = 0.0  # cables/optics of the compute fabrics
 
 
-def pool_fabric(ctx: C.HardwareContext, hardware, servers: int, prices) -> PoolFabric:
-    """The cheapest compute fabric for ``servers`` of a pool at the price table's prices."""
+def pool_fabric(ctx: C.HardwareContext, hardware, servers: int, prices, *, spans: bool = True) -> PoolFabric:
+    """The cheapest compute fabric for ``servers`` of a pool at the price table's prices.
+
+    ``spans`` False (no workload of the pool runs across servers) needs no compute fabric at all
+    unless ``hardware.fabric`` asks for one: the storage network carries data and model loads.
+    """
     nics = compute_nics_for(ctx.server, ctx.scale_out_link)
-    if servers == 0:
-        return PoolFabric(ctx.scale_out_link.id, nics.nics_per_server, "none", "no servers", hardware.fabric_growth,
+    if servers == 0 or (not spans and hardware.fabric == "auto"):
+        why = "no servers" if servers == 0 else ("no workload of the pool runs across servers: no compute fabric "
+                                                 "is needed (the storage network carries data and model loads)")
+        return PoolFabric(ctx.scale_out_link.id, nics.nics_per_server, "none", why, hardware.fabric_growth,
                           0, 0.0, dict(_EMPTY), ())
     link = ctx.scale_out_link
     switch = priced("switch", 1, "switches", switch_price_id(link.kind, link.id), prices).unit_usd
