@@ -168,6 +168,7 @@ def plan(scenario) -> Plan:
     placement, chosen, filled = pack([p.spec for p in pools], {n: [(c.pool, c.demand) for c in cs]
                                                               for n, cs in cands.items()},
                                      _order(scenario, cands), slots.count(), tuple(fill))
+    placement = dataclasses.replace(placement, slot_labels=slots.labels())
     picked = {n: next(c for c in cs if c.pool == chosen[n]) for n, cs in cands.items()}
     training = tuple(picked[w.name].plan for w in scenario.workloads if w.kind == "training")
     inference = tuple(picked[w.name].plan for w in scenario.workloads if w.kind == "inference")

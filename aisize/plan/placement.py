@@ -106,6 +106,7 @@ class Placement:
     servers: tuple[ServerUse, ...]
     assignment: dict  # workload -> {"pool": name, "servers": [indices], "items": [GPUs...]}
     method: str
+    slot_labels: tuple = ()  # a name per time slot (aisize.plan.timeline.Slots.labels)
 
 
 def _new_server(spec: PoolSpec, index: int, slots) -> _Server:

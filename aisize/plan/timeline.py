@@ -30,6 +30,15 @@ class Slots:
     def count(self) -> int:
         return len(self.phases) * len(self.segments)
 
+    def labels(self) -> tuple[str, ...]:
+        """A name per slot: the phase, and the hours of the day when the day is split."""
+        def hours(seg):
+            return f"{seg[0] % 24:02g}-{seg[1] % 24:02g} h"
+        phase = (lambda p: "all the time" if p == "always" else p)
+        return tuple(phase(p) if len(self.segments) == 1 else
+                     (hours(seg) if p == "always" else f"{p}, {hours(seg)}")
+                     for p in self.phases for seg in self.segments)
+
 
 def _boundaries(windows) -> list[float]:
     points = sorted({h % 24.0 for w in windows for h in w})

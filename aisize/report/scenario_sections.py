@@ -42,6 +42,13 @@ def _work(w) -> tuple[str, str, str]:
                 f"{w.output_tokens:,} output tokens")
         target = f"TTFT ≤ {w.ttft_target_ms:,g} ms, TPOT ≤ {w.tpot_target_ms:,g} ms"
         return kind, work, target
+    if w.kind == "job-stream":
+        rate = f"{w.jobs_per_day:g} jobs/day" if w.jobs_per_day is not None else f"{w.jobs_per_week:g} jobs/week"
+        work = f"{rate} of {w.gpus_per_job:,} GPUs × {w.hours_per_job:g} h ({w.hours_distribution})"
+        target = (f"{w.wait_statistic} wait ≤ {w.target_wait_hours:g} h" if w.target_wait_hours is not None else
+                  f"utilisation ≤ {w.target_utilisation:.0%}" if w.target_utilisation is not None else
+                  f"{w.gpus} GPUs" if w.gpus != "rest" else "the rest of its pool")
+        return "Job stream (training/fine-tuning jobs)", work, target
     assert isinstance(w, DataPrep)
     work = (f"read {w.read_gb_per_s:g} GB/s, write {w.write_gb_per_s:g} GB/s, "
             f"{w.io_size_kib:g} KiB IOs, {w.metadata_ops_per_s:,.0f} metadata ops/s")
