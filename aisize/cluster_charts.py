@@ -23,17 +23,19 @@ def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerCha
     data = pd.DataFrame([{**r, "label": f"{r['workload']} ({r['gpus']} GPUs, {r['hours']})"} for r in rows])
     bands = pd.DataFrame([{"phase": p["name"] + (" (ongoing)" if p["ongoing"] else ""), "start": p["start_day"],
                            "end": p["start_day"] + p["days"]} for p in phases])
-    shade = alt.Chart(bands).mark_rect(opacity=0.08, color=GREY).encode(
-        x=alt.X("start:Q", title="day"), x2="end:Q", tooltip=["phase:N", "start:Q", "end:Q"])
-    names = alt.Chart(bands).mark_text(align="left", dx=3, dy=-4, color=GREY, baseline="bottom").encode(
-        x="start:Q", y=alt.value(0), text="phase:N")
+    shade = alt.Chart(bands).mark_rect(opacity=0.12).encode(
+        x=alt.X("start:Q", title="day"), x2="end:Q",
+        color=alt.Color("phase:N", title="phase", sort=list(bands["phase"]),
+                        scale=alt.Scale(range=["#bab0ac", "#ffffff", "#9d755d", "#eeeeee"])),
+        tooltip=["phase:N", "start:Q", "end:Q"])
     bars = alt.Chart(data).mark_bar(height=14).encode(
         x=alt.X("start_day:Q", title="day"), x2="end_day:Q",
         y=alt.Y("label:N", title=None, sort=None),
         color=alt.Color("team:N", title="team"),
         tooltip=["workload:N", "kind:N", "team:N", "phase:N", "pool:N", "hours:N", "gpus:Q",
                  alt.Tooltip("start_day:Q", format=",.2f"), alt.Tooltip("end_day:Q", format=",.2f")])
-    return (shade + names + bars).properties(width=WIDTH, height=max(60, 24 * len(data)), title=title)
+    return (shade + bars).resolve_scale(color="independent").properties(
+        width=WIDTH, height=max(60, 24 * len(data)), title=title)
 
 
 def packing_rows(placement, slot_labels) -> pd.DataFrame:
