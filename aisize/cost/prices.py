@@ -85,12 +85,17 @@ class PriceTable:
         return [k for k, p in self.rows.items() if category is None or p.category == category]
 
     def with_overrides(self, overrides: dict) -> PriceTable:
-        """A copy with ``overrides`` (id -> USD) applied; each is checked and marked "overridden"."""
+        """A copy with ``overrides`` (id -> USD) applied; each is checked and marked "overridden".
+
+        A ``server-<id>`` not in the table (a server the scenario defines itself) becomes a new row.
+        """
         check_overrides(overrides, self)
         rows = dict(self.rows)
         for id_, value in overrides.items():
-            rows[id_] = replace(rows[id_], usd=float(value), kind="overridden", date="",
-                                source="scenario cost.prices", note=f"data/prices.csv: {rows[id_].usd:g}")
+            old = rows.get(id_) or Price(id_, "server", id_.removeprefix("server-"), "per server", 0.0, "", "", "", "")
+            note = f"data/prices.csv: {old.usd:g}" if id_ in self.rows else "a server of the scenario's own"
+            rows[id_] = replace(old, usd=float(value), kind="overridden", date="", source="scenario cost.prices",
+                                note=note)
         return PriceTable(rows)
 
 
@@ -130,12 +135,15 @@ def load() -> PriceTable:
 
 
 def check_overrides(overrides: dict, table: PriceTable | None = None) -> None:
-    """Raise ValueError naming ``cost.prices.<id>`` for an unknown id or a value out of range."""
+    """Raise ValueError naming ``cost.prices.<id>`` for an unknown id or a value out of range.
+
+    ``server-<id>`` ids outside the table are allowed (servers a scenario defines; the scenario checks them).
+    """
     table = table or load()
     for id_, value in overrides.items():
-        if id_ not in table:
+        if id_ not in table and not id_.startswith("server-"):
             raise ValueError(f"cost.prices: {id_!r} is not a price id; ids: {', '.join(table.ids())}")
-        _check_value(f"cost.prices.{id_}", value, table[id_].unit)
+        _check_value(f"cost.prices.{id_}", value, table[id_].unit if id_ in table else "per server")
 
 
 def check_cloud_rate(id_: str) -> None:

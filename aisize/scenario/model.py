@@ -9,11 +9,13 @@ to a default.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from aisize import catalog
+from aisize import catalog, models
+from aisize.models.hf_config import read_config
 
 SCHEMA_VERSION = 1
 
@@ -47,6 +49,77 @@ def _in_table(table: catalog.Table, field: str, value: str | None) -> str | None
     if value is not None and value not in table:
         raise ValueError(f"{field} {value!r} is not in the catalog; allowed: {', '.join(table.ids())}")
     return value
+
+
+def _in_ids(field: str, value: str, table: catalog.Table, custom: dict) -> None:
+    if value not in table and value not in custom:
+        raise ValueError(f"{field} {value!r} is neither in the catalog nor among the scenario's own rows; "
+                         f"allowed: {', '.join(list(custom) + table.ids())}")
+
+
+class _Hashable(_Strict):
+    # free-form mappings (a config.json, an inline catalog row) still hash: plans are cached by input
+    def __hash__(self):
+        return hash(json.dumps(self.model_dump(mode="json"), sort_keys=True))
+
+
+class HfConfigModel(_Hashable):
+    """A model read from a Hugging Face ``config.json`` (never the Hub).
+
+    ``hf_config`` is the file's path (or a folder holding it); the file's content is
+    embedded in ``config`` when the scenario is read, so a saved scenario stands alone
+    (the app fills ``config`` from an uploaded file and names the upload in ``hf_config``).
+    """
+
+    hf_config: Annotated[str, Field(min_length=1, max_length=1000)]
+    id: Name | None = None
+    config: dict | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _embed(cls, data):
+        if isinstance(data, dict) and data.get("config") is None and isinstance(data.get("hf_config"), str):
+            data = {**data, "config": read_config(data["hf_config"])[0]}
+        return data
+
+    @model_validator(mode="after")
+    def _builds(self):
+        models.resolve(self)
+        return self
+
+
+class InlineModel(_Hashable):
+    """A model given by its architecture fields (those of a catalog transformers.csv row;
+    see :func:`aisize.models.from_fields` for the defaults), ``id`` and ``source`` required."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, validate_default=True)
+    id: Name
+    source: Annotated[str, Field(min_length=1, max_length=1000)]
+
+    @model_validator(mode="after")
+    def _builds(self):
+        models.resolve(self)
+        return self
+
+
+def _model_kind(value) -> str:
+    if isinstance(value, dict):
+        return "hf_config" if "hf_config" in value else "fields"
+    return "fields" if isinstance(value, InlineModel) else ("hf_config" if isinstance(value, HfConfigModel) else "id")
+
+
+# a catalog id, {hf_config: path}, or the architecture fields inline
+ModelRef = Annotated[Union[Annotated[str, Tag("id")], Annotated[HfConfigModel, Tag("hf_config")],
+                           Annotated[InlineModel, Tag("fields")]], Discriminator(_model_kind)]
+
+
+class CatalogRow(_Hashable):
+    """A custom accelerator, server or storage system written like a row of our CSV
+    (column names without units, values in the CSV's units); ``source`` is required."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, validate_default=True)
+    id: Name
+    source: Annotated[str, Field(min_length=1, max_length=1000)]
 
 
 class Layout(_Strict):
@@ -96,7 +169,7 @@ class Pool(_Strict):
     max_servers: Count | None = None  # site limit on this pool's servers
     max_racks: Count | None = None  # rack limit (racks hold what rack units and the power budget allow)
 
-    _server = field_validator("server")(lambda v: _in_table(catalog.servers, "server", v))
+    # the server may be a catalog id or one of hardware.servers (checked by Scenario)
     _link = field_validator("scale_out_link")(lambda v: _in_table(catalog.links, "scale_out_link", v))
 
 
@@ -186,7 +259,7 @@ class Training(_Strict):
     kind: Literal["training"] = "training"
     name: Name
     team: Name = "default"
-    model: str
+    model: ModelRef
     method: Literal["full", "lora", "qlora"] = "full"
     lora_rank: Annotated[int, Field(ge=1, le=4096)] = 16  # LoRA/QLoRA only; QLoRA's paper uses 64
     precision: Literal[TRAIN_PRECISIONS] = "bf16"  # type: ignore[valid-type]
@@ -222,7 +295,7 @@ class Inference(_Strict):
     kind: Literal["inference"] = "inference"
     name: Name
     team: Name = "default"
-    model: str
+    model: ModelRef
     weight_precision: Literal[WEIGHT_PRECISIONS] = "bf16"  # type: ignore[valid-type]
     kv_precision: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
     requests_per_s: Positive
@@ -235,7 +308,8 @@ class Inference(_Strict):
     pool: Name | None = None  # a pool name (aisize.plan.placement); None: placed by the planner
     when: When = When()
 
-    _model = field_validator("model")(lambda v: _in_table(catalog.transformers, "model", v))
+    _model = field_validator("model")(
+        lambda v: _in_table(catalog.transformers, "model", v) if isinstance(v, str) else v)
 
 
 class DataPrep(_Strict):
@@ -264,14 +338,33 @@ class Hardware(_Strict):
     oversubscription: Annotated[float, Field(ge=1, le=16)] = 1.0
     fabric: Literal["auto", "single-switch", "fat-tree", "rail-optimized"] = "auto"  # auto: the cheapest
     fabric_growth: Annotated[float, Field(ge=0, le=10)] = 0.25  # spare ports the fabric keeps for growth
+    # custom hardware, checked like catalog rows; server/storage may name their ids
+    accelerators: Annotated[tuple[CatalogRow, ...], Field(max_length=50)] = ()
+    servers: Annotated[tuple[CatalogRow, ...], Field(max_length=50)] = ()
+    storage_systems: Annotated[tuple[CatalogRow, ...], Field(max_length=50)] = ()
 
-    _server = field_validator("server")(lambda v: _in_table(catalog.servers, "server", v))
     _link = field_validator("scale_out_link")(lambda v: _in_table(catalog.links, "scale_out_link", v))
-    _storage = field_validator("storage")(lambda v: _in_table(catalog.storage, "storage", v))
+
+    @model_validator(mode="after")
+    def _known_ids(self):
+        accs, servers, stores = self.custom_records()
+        _in_ids("server", self.server, catalog.servers, servers)
+        _in_ids("storage", self.storage, catalog.storage, stores)
+        for s in servers.values():
+            _in_ids(f"servers[{s.id}].accelerator", s.accelerator, catalog.accelerators, accs)
+        return self
+
+    def custom_records(self):
+        """(accelerators, servers, storage systems) written in the scenario, as catalog records."""
+        return (catalog.accelerators.parse_rows([r.model_dump() for r in self.accelerators], "accelerators"),
+                catalog.servers.parse_rows([r.model_dump() for r in self.servers], "servers"),
+                catalog.storage.parse_rows([r.model_dump() for r in self.storage_systems], "storage_systems"))
 
     @property
     def gpu(self) -> str:
-        return catalog.servers[self.server].accelerator
+        custom = {r.id: r for r in self.servers}
+        return custom[self.server].model_dump()["accelerator"] if self.server in custom else \
+            catalog.servers[self.server].accelerator
 
 
 class Policies(_Strict):
@@ -325,8 +418,17 @@ def _unique(items, what: str) -> list[str]:
 
 
 def _check_references(s: Scenario) -> None:
-    """Every workload's pool and phase is declared (messages name the field path)."""
+    """Every pool's server exists, every workload's pool and phase is declared, every priced server is known."""
     pools, phases = _unique(s.pools, "pool"), _unique(s.phases, "phase")
+    custom = s.hardware.custom_records()[1]
+    for i, p in enumerate(s.pools):
+        _in_ids(f"pools.{i}.server", p.server, catalog.servers, custom)
+    from aisize.cost.prices import load, server_price_id
+
+    for id_ in s.cost.prices:
+        if id_ not in load() and id_ not in {server_price_id(k) for k in custom}:
+            raise ValueError(f"cost.prices: {id_!r} is not a price id of data/prices.csv or of a server in "
+                             f"hardware.servers; ids: {', '.join(load().ids())}")
     if "always" in phases:
         raise ValueError("phases: 'always' is reserved for workloads that run all the time; rename the phase")
     for i, w in enumerate(s.workloads):
@@ -340,7 +442,9 @@ def _check_references(s: Scenario) -> None:
                              f"{', '.join(phases) or '(none: add a phases list)'}")
 
 
-def _in_model_tables(value: str) -> str:
+def _in_model_tables(value):
+    if not isinstance(value, str):
+        return value
     if value not in catalog.transformers and value not in catalog.other_models:
         known = catalog.transformers.ids() + catalog.other_models.ids()
         raise ValueError(f"model {value!r} is not in the catalog; allowed: {', '.join(known)}")
