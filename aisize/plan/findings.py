@@ -19,8 +19,8 @@ class Finding:
     """One statement about a plan."""
 
     severity: str  # problem | warning | info
-    area: str  # memory | host | storage | network | compute | checkpoint | inference | placement | queue | cost
-    # | assumptions
+    area: str  # memory | host | storage | network | fabric | compute | checkpoint | inference | placement | queue
+    # | cost | assumptions
     text: str
 
 
@@ -252,7 +252,7 @@ def cost(plan) -> list[Finding]:
 
 
 def fabric(plan) -> list[Finding]:
-    return [Finding("info", "network", f"pool {p.name} compute fabric: {p.fabric.reason}")
+    return [Finding("info", "fabric", f"pool {p.name} compute fabric: {p.fabric.reason}")
             for p in plan.pools if p.servers]
 
 
