@@ -131,6 +131,8 @@ def _phase_days(scenario, training_days: dict) -> list[tuple[float, bool, str]]:
                   if w.name in training_days and w.when.phase == p.name and math.isfinite(training_days[w.name])]
         if finite:
             out.append((max(finite), False, "its longest training job"))
+        elif not any(getattr(w, "when", None) is not None and w.when.phase == p.name for w in scenario.workloads):
+            out.append((0.0, False, "no workload runs in it"))
         elif i == n - 1:
             out.append((ONGOING_DISPLAY_DAYS, True, "open-ended (the last phase runs on)"))
         else:
@@ -146,7 +148,7 @@ def build_timeline(scenario, placed: dict, installed_gpus: int) -> Timeline:
     """The timeline of a planned scenario.
 
     ``placed`` maps each GPU workload's name to (kind, team, pool, gpus, days or None, busy GPUs):
-    ``days`` is a training job's length (None for services and job streams), ``busy GPUs`` the
+    A declared phase no workload runs in lasts 0 days. ``days`` is a training job's length (None for services and job streams), ``busy GPUs`` the
     GPUs it keeps busy on average while it runs (a job stream: its offered load).
     """
     training_days = {n: v[4] for n, v in placed.items() if v[4] is not None}
@@ -175,7 +177,7 @@ def build_timeline(scenario, placed: dict, installed_gpus: int) -> Timeline:
         for k, ph in enumerate(phases):  # average GPUs busy in each phase
             if steady:
                 rates[k] += busy_gpus * share
-            elif always or ph["name"] == w.when.phase:
+            elif (always or ph["name"] == w.when.phase) and ph["days"] > 0:
                 run = _overlap(first, first + length, ph["start_day"], ph["start_day"] + ph["days"])
                 rates[k] += busy_gpus * share * run / ph["days"]
         rows.append({"workload": w.name, "kind": kind, "team": team, "phase": w.when.phase, "pool": pool,
