@@ -140,3 +140,15 @@ def test_plans_choose_the_cheapest_fabric():
     assert p.pools[0].fabric.design == "single-switch" and p.network.compute_fabric["switches"] == 1
     big = plan(preset("llama3-70b-pretrain"))  # 1,024 NICs + 25 %: 40 leaves + 20 spines either way
     assert big.pools[0].fabric.design == "rail-optimized" and big.network.compute_fabric["switches"] == 60
+
+
+def test_a_fabric_too_large_for_the_growth_margin_names_the_fields():
+    from aisize.plan import plan
+    from aisize.scenario import from_dict, preset, to_dict
+
+    d = to_dict(preset("llama3-70b-pretrain"))
+    d["workloads"][0].update(gpus=65536, global_batch=65536)  # 65,536 ports fill a radix-64 3-tier tree
+    with pytest.raises(ValueError, match=r"hardware\.fabric_growth.*more than a three-tier fat tree"):
+        plan(from_dict(d))
+    d["hardware"]["fabric_growth"] = 0.0
+    assert plan(from_dict(d)).network.compute_fabric["tiers"] == 3

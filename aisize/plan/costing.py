@@ -43,7 +43,8 @@ class CostPlan:
     rent_usd_per_year: float  # the busy GPU-hours rented at the cloud rate
     own_usd_per_year: float  # amortised capital + operating
     break_even_utilisation: float  # share of hours busy at which owning costs what renting them would
-    break_even_months: float  # months until renting the busy GPU-hours has cost what buying and running does
+    break_even_months: float | None  # months until renting the busy GPU-hours has cost what buying and running
+    # does; None: never (renting costs no more a year than running the owned cluster)
     assumed: tuple[str, ...]  # ids of prices used that are assumptions to replace
     unpriced: tuple[str, ...]  # items with no price row (counted at $0)
     prices_used: tuple  # dicts: id, item, unit, usd, kind, date, source
@@ -119,17 +120,22 @@ def plan_cost(plan, pools) -> CostPlan:
         plan.power_watts * cfg.average_power_share / 1e3 * pue * HOURS_PER_YEAR, rate, tuple(pool_rows),
         tuple(_training(plan, by_pool, pool_of)), tuple(_inference(plan, by_pool, pool_of)),
         tuple(_streams(plan, by_pool, pool_of)), util, cfg.cloud_rate, cloud, rent, own,
-        float(break_even_utilisation(rate, cloud)), float(break_even_months(capital, opex, rent)),
+        float(break_even_utilisation(rate, cloud)), _finite(break_even_months(capital, opex, rent)),
         tuple(i for i in used if prices[i].assumed), tuple(x.item for x in lines if x.kind == "unpriced"),
         tuple({"id": i, "item": prices[i].item, "unit": prices[i].unit, "usd": prices[i].usd, "kind": prices[i].kind,
                "date": prices[i].date, "source": prices[i].source} for i in used))
 
 
+def _finite(x) -> float | None:
+    """``x`` as a float, or None where it is unbounded (a job that never ends, a break-even never reached)."""
+    return float(x) if math.isfinite(x) else None
+
+
 def _training(plan, by_pool, pool_of):
     for t in plan.training:
         r = by_pool[pool_of[t.name]]
-        yield {"workload": t.name, "pool": pool_of[t.name], "gpu_hours": t.gpu_hours, "usd_per_gpu_hour": r,
-               "usd": t.gpu_hours * r if math.isfinite(t.gpu_hours) else math.inf}
+        yield {"workload": t.name, "pool": pool_of[t.name], "gpu_hours": _finite(t.gpu_hours), "usd_per_gpu_hour": r,
+               "usd": _finite(t.gpu_hours * r)}
 
 
 def _inference(plan, by_pool, pool_of):
@@ -142,7 +148,7 @@ def _inference(plan, by_pool, pool_of):
                "tokens_per_s_at_load": at_load, "tokens_per_s_capacity": capacity,
                "usd_per_million_tokens": float(per_million_tokens(per_hour, at_load)),
                "usd_per_million_tokens_at_capacity": float(per_million_tokens(per_hour, capacity))
-               if capacity > 0 else math.inf}
+               if capacity > 0 else None}
 
 
 def _streams(plan, by_pool, pool_of):

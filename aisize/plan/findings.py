@@ -247,7 +247,8 @@ def cost(plan) -> list[Finding]:
     else:
         out.append(Finding("info", "cost", (
             f"owning (${c.own_usd_per_year:,.0f}/year) costs less than renting the busy GPU-hours at {c.cloud_rate} "
-            f"(${c.rent_usd_per_year:,.0f}/year); it pays back in {c.break_even_months:,.1f} months")))
+            f"(${c.rent_usd_per_year:,.0f}/year)" + ("" if c.break_even_months is None else
+                                                    f"; it pays back in {c.break_even_months:,.1f} months"))))
     return out
 
 

@@ -78,9 +78,13 @@ def pool_fabric(ctx: C.HardwareContext, hardware, servers: int, prices, *, spans
     link = ctx.scale_out_link
     switch = priced("switch", 1, "switches", switch_price_id(link.kind, link.id), prices).unit_usd
     optics = priced("link", 1, "links", OPTICS_PRICE, prices).unit_usd
-    c = choose_fabric(servers, nics, hardware.switch_radix, oversubscription=hardware.oversubscription,
-                      growth=hardware.fabric_growth, design=hardware.fabric, switch_cost=switch or 1.0,
-                      link_cost=optics)
+    try:
+        c = choose_fabric(servers, nics, hardware.switch_radix, oversubscription=hardware.oversubscription,
+                          growth=hardware.fabric_growth, design=hardware.fabric, switch_cost=switch or 1.0,
+                          link_cost=optics)
+    except ValueError as exc:
+        raise ValueError(f"hardware.fabric_growth / hardware.switch_radix / hardware.fabric: {servers} servers of "
+                         f"{ctx.server.id} with {hardware.fabric_growth:.0%} growth: {exc}") from None
     return PoolFabric(link.id, nics.nics_per_server, c.design, c.reason, c.growth, c.ports_sized_for, c.links,
                       dataclasses.asdict(c.tree), c.candidates)
 

@@ -10,8 +10,8 @@ from aisize.plan.bom import bom_table, cost_table, job_streams_table, placement_
 from aisize.units import GB, TB
 
 
-def _money(x: float) -> str:
-    return "unbounded" if x == float("inf") else f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+def _money(x: float | None) -> str:
+    return "unbounded" if x is None or x == float("inf") else f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
 
 
 def cost_lines(p) -> list[str]:
@@ -23,9 +23,10 @@ def cost_lines(p) -> list[str]:
            f"  renting the busy GPU-hours at {c.cloud_rate} ({_money(c.cloud_usd_per_gpu_hour)}/GPU-hour): "
            f"{_money(c.rent_usd_per_year)}/year; owning: {_money(c.own_usd_per_year)}/year; break-even at "
            f"{c.break_even_utilisation:.0%} busy, "
-           + (f"after {c.break_even_months:,.1f} months" if c.break_even_months != float("inf")
+           + (f"after {c.break_even_months:,.1f} months" if c.break_even_months is not None
               else "never at this use")]
-    out += [f"  {t['workload']}: {_money(t['usd'])} per run ({t['gpu_hours']:,.0f} GPU-hours)" for t in c.training]
+    out += [f"  {t['workload']}: {_money(t['usd'])} per run ("
+            + ("unbounded" if t["gpu_hours"] is None else f"{t['gpu_hours']:,.0f}") + " GPU-hours)" for t in c.training]
     out += [f"  {i['workload']}: {_money(i['usd_per_million_tokens'])} per million output tokens at the planned "
             f"load ({_money(i['usd_per_million_tokens_at_capacity'])} at full capacity)" for i in c.inference]
     out += [f"  {j['workload']}: {_money(j['usd_per_job'])} per job, {_money(j['usd_per_job_with_idle'])} with "

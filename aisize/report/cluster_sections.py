@@ -23,10 +23,10 @@ SIM_SEED = 7
 
 
 def usd(x: float) -> str:
-    """Dollars for the report: "$1,234,567", "$2.39", "unbounded"."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
+    """Dollars for the report: "$1,234,567", "$2.39"; None (the plan's unbounded) as "unbounded"."""
+    if isinstance(x, float) and math.isnan(x):
         return DASH
-    if math.isinf(x):
+    if x is None or math.isinf(x):
         return "unbounded"
     return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
 
@@ -128,7 +128,7 @@ def jobqueue(ctx: ReportContext) -> Html:
 def cost(ctx: ReportContext) -> Html:
     """Capital by line, operating cost, $/GPU-hour, each workload's cost and the break-even against renting."""
     c = ctx.plan.cost
-    months = "never at this use" if math.isinf(c.break_even_months) else f"{sig(c.break_even_months)} months"
+    months = "never at this use" if c.break_even_months is None else f"{sig(c.break_even_months)} months"
     out = [facts([("Capital", usd(c.capital_usd)), ("Operating per year", usd(c.operating_usd_per_year)),
                   ("Per GPU-hour", usd(c.usd_per_gpu_hour)), ("GPUs busy", pct(c.gpu_utilisation)),
                   ("Break-even busy share", pct(c.break_even_utilisation)), ("Pays back", months)]),

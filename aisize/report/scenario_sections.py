@@ -153,6 +153,8 @@ DEFAULT_TEXT: dict[str, tuple[str, str, str]] = {
                                           "The request-latency target holds at this percentile."),
     "plan.inference_fallback_utilisation": ("Replica load if target unreachable", "%",
                                             "Keeps the queue stable below the knee."),
+    "plan.ongoing_display_days": ("Open-ended phase drawn", "days",
+                                  "A last phase without an end (a service) is drawn this long on the timeline."),
     "step_time.compute_efficiency": ("Matmul efficiency (step-time model)", "%",
                                      "Share of peak FLOP/s the step's math reaches."),
     "step_time.dp_overlap": ("Gradient reduction overlap", "%",

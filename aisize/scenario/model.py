@@ -144,6 +144,13 @@ class When(_Strict):
     phase: Name = "always"  # "always", or the name of one of the scenario's phases
     hours: tuple[Annotated[float, Field(ge=0, le=24)], Annotated[float, Field(ge=0, le=24)]] | None = None
 
+    @field_validator("hours", mode="before")
+    @classmethod
+    def _hours_are_numbers(cls, value):
+        if isinstance(value, (list, tuple)) and any(isinstance(h, bool) for h in value):
+            raise ValueError(f"hours={list(value)!r} is not allowed: two hours of the day, not true/false")
+        return value
+
     @model_validator(mode="after")
     def _window(self):
         if self.hours is not None and self.hours[0] % 24 == self.hours[1] % 24:

@@ -20,14 +20,15 @@ from aisize.cost import load_prices, server_price_id
 from aisize.plan.bom import cost_table
 
 
-def _usd(x: float) -> str:
-    return "unbounded" if x == float("inf") else f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+def _usd(x: float | None) -> str:
+    """Dollars; None (the plan's "unbounded": a job that never ends) as "unbounded"."""
+    return "unbounded" if x is None or x == float("inf") else f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
 
 
 def workload_costs(cost) -> pd.DataFrame:
     """One row per workload: its pool's $/GPU-hour and what a run, a job or a million tokens costs."""
     rows = [{"workload": t["workload"], "what": "one training run", "usd": t["usd"],
-             "basis": f"{t['gpu_hours']:,.0f} GPU-hours at {_usd(t['usd_per_gpu_hour'])}"} for t in cost.training]
+             "basis": f"{K.num(t['gpu_hours'])} GPU-hours at {_usd(t['usd_per_gpu_hour'])}"} for t in cost.training]
     rows += [{"workload": i["workload"], "what": "1 M output tokens", "usd": i["usd_per_million_tokens"],
               "basis": f"{i['gpus']} GPUs at {_usd(i['usd_per_hour'])}/h for {i['tokens_per_s_at_load']:,.0f} "
                        f"tokens/s (full capacity: {_usd(i['usd_per_million_tokens_at_capacity'])})"}
@@ -98,8 +99,8 @@ class CostSection(Section):
             K.card("cost.break_even", "Break-even", 100 * c.break_even_utilisation, "% busy",
                    "Owning costs what renting the busy hours would at this share of hours busy",
                    state="good" if c.gpu_utilisation >= c.break_even_utilisation else "bad"),
-            K.card("cost.payback", "Pays back in", "never" if months == float("inf") else f"{months:,.1f}",
-                   "" if months == float("inf") else "months")]))
+            K.card("cost.payback", "Pays back in", "never" if months is None else f"{months:,.1f}",
+                   "" if months is None else "months")]))
         self.chart.show((id(c),), lambda: cc.cost_breakdown(c, title=f"Cost per year ({plan.scenario_name})"))
         K.assign(self.capital, "value", K.table(cost_table(plan)))
         K.assign(self.workloads, "value", K.table(workload_costs(c), formats={"usd": _usd}))
