@@ -178,7 +178,7 @@ def test_committed_notebook_has_no_outputs():
 def test_declared_parameters_are_typed():
     assert P.declared_parameters(NOTEBOOK) == {"scenario_path": "str", "preset": "str",
                                                "title": "str", "customer": "str",
-                                               "sections": "list"}
+                                               "sections": "list", "compare_path": "str"}
 
 
 @pytest.mark.parametrize("values, match", [

@@ -46,6 +46,7 @@ def test_placement_section_lists_every_server_and_the_timeline(shared):
     assert shown.count("Holds (workload: GPUs)") == 1
     for s in p.placement.servers:
         assert "; ".join(f"{w['workload']}: {w['gpus']}" for w in s.workloads) in shown
+    assert "1-8" in shown  # the eight pre-training servers hold the same: one row
     for r in p.timeline.rows:
         assert r["workload"] in shown
     assert "<svg" in S.section("placement", shared, S.SECTIONS)

@@ -109,6 +109,21 @@ def placement_table(plan) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def placement_groups(plan) -> pd.DataFrame:
+    """:func:`placement_table` with runs of servers that hold the same thing merged ("servers" 1-128)."""
+    table = placement_table(plan)
+    if table.empty:
+        return table.assign(servers=[])
+    same = ["pool", "holds", "peak_gpus_used", "peak_host_ram_gb", "peak_nics"]
+    key = (table[same] != table[same].shift()).any(axis=1).cumsum()
+    rows = []
+    for _, g in table.groupby(key, sort=False):
+        first, last = int(g["server"].iloc[0]), int(g["server"].iloc[-1])
+        rows.append(g.iloc[0].to_dict() | {"server": f"{first}" if first == last else f"{first}-{last}",
+                                           "count": len(g)})
+    return pd.DataFrame(rows)[["pool", "server", "count"] + [c for c in table.columns if c not in ("pool", "server")]]
+
+
 def timeline_table(plan) -> pd.DataFrame:
     """One row per GPU workload: phase, pool, start and end day, hours of the day, GPUs."""
     return pd.DataFrame([{k: v for k, v in r.items()} for r in plan.timeline.rows])

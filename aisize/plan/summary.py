@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import yaml
 
-from aisize.plan.bom import bom_table, cost_table, job_streams_table, placement_table, timeline_table, \
+from aisize.plan.bom import bom_table, cost_table, job_streams_table, placement_groups, timeline_table, \
     workloads_table
 from aisize.units import GB, TB
 
@@ -51,7 +51,7 @@ def summary_text(p) -> str:
     lines.append(bom_table(p).to_string(index=False, float_format=fmt, na_rep=""))
     lines += [f"  compute fabric: {p.network.fabric_reason}"]
     lines += ["", f"Placement ({p.placement.method})"]
-    lines.append(placement_table(p).to_string(index=False, float_format=fmt, na_rep=""))
+    lines.append(placement_groups(p).to_string(index=False, float_format=fmt, na_rep=""))
     lines += ["", "Timeline [days]", timeline_table(p).to_string(index=False, float_format=fmt, na_rep="")]
     if p.job_streams:
         lines += ["", "Job streams", job_streams_table(p).to_string(index=False, float_format=fmt, na_rep="")]

@@ -13,6 +13,7 @@ import pandas as pd
 
 from aisize import cluster_charts as cc
 from aisize.plan import job_wait_curve
+from aisize.plan.bom import placement_groups
 from aisize.queueing import simulate_job_stream
 from aisize.report.context import ReportContext
 from aisize.report.markup import DASH, Html, block, count, duration, esc, facts, figure, h3, note, para, pct, sig, \
@@ -34,9 +35,10 @@ def usd(x: float) -> str:
 def placement(ctx: ReportContext) -> Html:
     """Pools, how workloads were packed onto servers in each time slot, and the timeline."""
     p = ctx.plan
-    pools = [[x.name, x.server, count(x.servers), "auto" if x.fixed_servers is None else count(x.fixed_servers),
-              count(x.lower_bound_servers), count(x.gpus), count(x.racks), sig(x.power_watts / 1e3), x.fabric.design,
-              ", ".join(x.workloads)] for x in p.pools]
+    pools = [[x.name if x.name == x.server else f"{x.name} ({x.server})", count(x.servers),
+              "auto" if x.fixed_servers is None else count(x.fixed_servers), count(x.lower_bound_servers),
+              count(x.gpus), count(x.racks), sig(x.power_watts / 1e3), x.fabric.design] for x in p.pools]
+    members = "; ".join(f"{x.name}: {', '.join(x.workloads) or 'nothing'}" for x in p.pools)
     shared = sum(len(s.workloads) > 1 for s in p.placement.servers)
     out = [facts([("Servers", count(p.servers)), ("GPUs installed", count(p.gpus)),
                   ("GPUs busy at once (most)", count(p.gpus_busy_peak)), ("Servers shared", count(shared))]),
@@ -44,17 +46,18 @@ def placement(ctx: ReportContext) -> Html:
                 "training job's share of a server and each job slot of a job stream needs GPUs (inside one "
                 "scale-up domain), host RAM and fabric ports in every time slot it runs, and keeps its server "
                 "in all of them. Workloads that never run at the same time share GPUs."),
-           block(table(["Pool", "Server", "Servers", "Fixed", "Lower bound", "GPUs", "Racks", "kW (max)", "Fabric",
-                        "Workloads"], pools, caption="Pools", css="numeric"))]
+           block(table(["Pool (server)", "Servers", "Fixed", "Lower bound", "GPUs", "Racks", "kW (max)", "Fabric"],
+                       pools, caption="Pools", css="numeric"), note(f"Workloads by pool: {members}."))]
     out.append(block(figure(cc.packing(p.placement, p.placement.slot_labels),
                             "GPUs in use on each server, by workload, in each time slot (phase and hours of the "
                             "day)."), note("The lower bound is the busiest slot's GPUs divided by the GPUs of a "
                                            "server: no packing can use fewer servers.")))
-    rows = [[s.pool, count(s.server + 1), "; ".join(f"{w['workload']}: {w['gpus']}" for w in s.workloads),
-             f"{s.peak_gpus_used} / {s.gpus}", f"{sig(s.peak_host_bytes / 1e9)} / {sig(s.host_bytes / 1e9)}",
-             f"{s.peak_nics:g} / {s.nics}"] for s in p.placement.servers]
-    out.append(block(table(["Pool", "Server", "Holds (workload: GPUs)", "GPUs used (busiest slot)",
-                            "Host RAM GB", "Fabric ports"], rows, caption="Packing", css="numeric")))
+    rows = [[r["pool"], r["server"], r["holds"], f"{r['peak_gpus_used']} / {r['gpus']}",
+             f"{sig(r['peak_host_ram_gb'])} / {sig(r['host_ram_gb'])}", f"{r['peak_nics']:g} / {r['nics']}"]
+            for r in placement_groups(p).to_dict("records")]
+    out.append(block(table(["Pool", "Servers", "Holds (workload: GPUs)", "GPUs used (busiest slot)",
+                            "Host RAM GB", "Fabric ports"], rows, caption="Packing (servers holding the same merged)",
+                           css="numeric")))
     out.append(_timeline(ctx))
     return Html("".join(out))
 
