@@ -361,7 +361,8 @@ def test_report_has_cost_placement_and_timeline(rendered, name):
                           check=True).stdout
     flat = squash(text)
     p = plan(preset(name))
-    for heading in ("Placementandtimeline", "Timeline", "Packing", "Costperyear", "Capitalbybill-of-materialsline"):
+    for heading in ("Placementandtimeline", "Timeline", "Packing", "Costperyear", "Capitalbybill-of-materialsline",
+                    "Operatingcost"):
         assert heading in flat, heading
     assert squash(usd(p.cost.capital_usd)) in flat and squash(usd(p.cost.usd_per_gpu_hour)) in flat
     if p.job_streams:

@@ -146,9 +146,11 @@ def cost(ctx: ReportContext) -> Html:
                                                   "operating cost.")))
     rows = [[x.item, f"{x.quantity:,.4g}", x.unit, usd(x.unit_usd), usd(x.usd), x.kind] for x in c.capital_lines]
     rows.append([Html("<strong>Total capital</strong>"), "", "", "", usd(c.capital_usd), ""])
-    rows += [[f"{x['item']} (per year)", "", "", "", usd(x["usd_per_year"]), x["basis"]] for x in c.operating_lines]
-    out.append(block(table(["Item", "Quantity", "Unit", "Unit price", "USD", "Price / basis"], rows,
-                           caption="Capital by bill-of-materials line, and operating cost", css="numeric")))
+    out.append(block(table(["Item", "Quantity", "Unit", "Unit price", "USD", "Price"], rows,
+                           caption="Capital by bill-of-materials line", css="numeric")))
+    yearly = [[x["item"], usd(x["usd_per_year"]), x["basis"]] for x in c.operating_lines]
+    yearly.append([Html("<strong>Operating per year</strong>"), usd(c.operating_usd_per_year), ""])
+    out.append(block(table(["Item", "USD per year", "Basis"], yearly, caption="Operating cost")))
     work = [[t["workload"], "one training run", usd(t["usd"]), f"{sig(t['gpu_hours'])} GPU-hours"]
             for t in c.training]
     work += [[i["workload"], "1 M output tokens", usd(i["usd_per_million_tokens"]),
