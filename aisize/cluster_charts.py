@@ -108,7 +108,7 @@ def cost_breakdown(cost, *, title: str = "Cost per year") -> alt.Chart:
     """Horizontal bars: each line's cost per year, capital amortised straight-line over the life."""
     data = cost_rows(cost)
     return alt.Chart(data).mark_bar().encode(
-        x=alt.X("usd_per_year:Q", title="USD per year"),
+        x=alt.X("usd_per_year:Q", title="USD per year", axis=alt.Axis(format="~s")),
         y=alt.Y("item:N", title=None, sort="-x"),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE])),
         tooltip=["item:N", "kind:N", alt.Tooltip("usd_per_year:Q", format="$,.0f")]).properties(

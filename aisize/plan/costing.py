@@ -54,16 +54,16 @@ def _capital(plan, pools, prices) -> tuple[list[CostLine], dict[str, float]]:
     """Priced lines, and the server capital of each pool."""
     lines, servers = [], {}
     for pool, pp in zip(pools, plan.pools):
-        line = priced(f"server {pp.server} ({pp.name})", pp.servers, "servers", server_price_id(pp.server), prices)
+        named = "" if pp.name == pp.server else f" ({pp.name})"  # the implicit pool is named after its server
+        line = priced(f"server {pp.server}{named}", pp.servers, "servers", server_price_id(pp.server), prices)
         lines.append(line)
         servers[pp.name] = line.usd
         f = pp.fabric
         if f.design != "none":
             link = pool.ctx.scale_out_link
-            lines.append(priced(f"compute fabric switch {link.id} ({pp.name})", f.fabric["switches"], "switches",
+            lines.append(priced(f"compute fabric switch {link.id}{named}", f.fabric["switches"], "switches",
                                 switch_price_id(link.kind, link.id), prices))
-            lines.append(priced(f"compute fabric optics and cables ({pp.name})", f.links, "links", OPTICS_PRICE,
-                                prices))
+            lines.append(priced(f"compute fabric optics and cables{named}", f.links, "links", OPTICS_PRICE, prices))
     net, st = plan.network, plan.storage
     first = pools[0].ctx.storage_nic_link
     sfab = net.storage_fabric
@@ -102,7 +102,7 @@ def plan_cost(plan, pools) -> CostPlan:
                   "basis": f"{plan.power_watts / 1e3:,.1f} kW max x {cfg.average_power_share:.0%} average x PUE "
                            f"{pue:g} x 8,760 h x ${kwh_rate:g}/kWh"},
                  {"item": "rack space", "usd_per_year": plan.racks * rack * 12.0,
-                  "basis": f"{plan.racks} racks x ${rack:,.0f}/month"},
+                  "basis": f"{plan.racks} rack{'' if plan.racks == 1 else 's'} x ${rack:,.0f}/month"},
                  {"item": "support", "usd_per_year": support * capital,
                   "basis": f"{support:.0%} of capital per year"}]
     opex = sum(x["usd_per_year"] for x in operating)
