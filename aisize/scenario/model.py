@@ -45,15 +45,21 @@ class _Strict(BaseModel):
         return data
 
 
+def _short(value) -> str:
+    """A value's repr cut to a readable length (a typo may be megabytes long)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _in_table(table: catalog.Table, field: str, value: str | None) -> str | None:
     if value is not None and value not in table:
-        raise ValueError(f"{field} {value!r} is not in the catalog; allowed: {', '.join(table.ids())}")
+        raise ValueError(f"{field} {_short(value)} is not in the catalog; allowed: {', '.join(table.ids())}")
     return value
 
 
 def _in_ids(field: str, value: str, table: catalog.Table, custom: dict) -> None:
     if value not in table and value not in custom:
-        raise ValueError(f"{field} {value!r} is neither in the catalog nor among the scenario's own rows; "
+        raise ValueError(f"{field} {_short(value)} is neither in the catalog nor among the scenario's own rows; "
                          f"allowed: {', '.join(list(custom) + table.ids())}")
 
 
@@ -454,5 +460,5 @@ def _in_model_tables(value):
         return value
     if value not in catalog.transformers and value not in catalog.other_models:
         known = catalog.transformers.ids() + catalog.other_models.ids()
-        raise ValueError(f"model {value!r} is not in the catalog; allowed: {', '.join(known)}")
+        raise ValueError(f"model {_short(value)} is not in the catalog; allowed: {', '.join(known)}")
     return value
