@@ -18,6 +18,9 @@ from aisize.app import controls as K
 from aisize.app.model_upload import ModelUpload
 from aisize.app.sections import Section
 from aisize.app.sections.accuracy import AccuracySection
+from aisize.app.sections.cluster import ClusterSection
+from aisize.app.sections.compare import CompareSection
+from aisize.app.sections.cost import CostSection
 from aisize.app.sections.datapath import DataPathSection
 from aisize.app.sections.inference import InferenceSection
 from aisize.app.sections.network import NetworkSection
@@ -27,8 +30,8 @@ from aisize.app.sections.training import TrainingSection
 from aisize.app.state import AppState, message
 from aisize.scenario import DEFAULT_PRESET, ScenarioError, dumps, loads, preset, preset_names, to_dict
 
-SECTIONS = (TrainingSection, InferenceSection, DataPathSection, NetworkSection, QueueingSection, SummarySection,
-            AccuracySection)
+SECTIONS = (TrainingSection, InferenceSection, DataPathSection, NetworkSection, QueueingSection, ClusterSection,
+            CostSection, SummarySection, CompareSection, AccuracySection)
 TITLES = tuple(cls.title for cls in SECTIONS)
 MAX_UPLOAD_BYTES = 1_000_000
 

@@ -45,6 +45,13 @@ def _work(w) -> tuple[str, str, str]:
                 f"{w.output_tokens:,} output tokens")
         target = f"TTFT ≤ {w.ttft_target_ms:,g} ms, TPOT ≤ {w.tpot_target_ms:,g} ms"
         return kind, work, target
+    if w.kind == "job-stream":
+        rate = f"{w.jobs_per_day:g} jobs/day" if w.jobs_per_day is not None else f"{w.jobs_per_week:g} jobs/week"
+        work = f"{rate} of {w.gpus_per_job:,} GPUs × {w.hours_per_job:g} h ({w.hours_distribution})"
+        target = (f"{w.wait_statistic} wait ≤ {w.target_wait_hours:g} h" if w.target_wait_hours is not None else
+                  f"utilisation ≤ {w.target_utilisation:.0%}" if w.target_utilisation is not None else
+                  f"{w.gpus} GPUs" if w.gpus != "rest" else "the rest of its pool")
+        return "Job stream (training/fine-tuning jobs)", work, target
     assert isinstance(w, DataPrep)
     work = (f"read {w.read_gb_per_s:g} GB/s, write {w.write_gb_per_s:g} GB/s, "
             f"{w.io_size_kib:g} KiB IOs, {w.metadata_ops_per_s:,.0f} metadata ops/s")
@@ -151,6 +158,8 @@ DEFAULT_TEXT: dict[str, tuple[str, str, str]] = {
     "plan.link_warning_utilisation": ("Busy-link warning", "%", "A data link busier than this is reported."),
     "plan.read_io_bytes": ("Training read IO size", "MiB", "Record-format (TFRecord-like) training reads."),
     "plan.default_seq_len": ("Default sequence length", "tokens", "Capped at the model's context length."),
+    "plan.ongoing_display_days": ("Open-ended phase drawn", "days",
+                                  "A last phase without an end (a service) is drawn this long on the timeline."),
     "step_time.compute_efficiency": ("Matmul efficiency (step-time model)", "%",
                                      "Share of peak FLOP/s the step's math reaches."),
     "step_time.dp_overlap": ("Gradient reduction overlap", "%",

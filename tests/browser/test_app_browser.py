@@ -291,3 +291,20 @@ def test_more_replicas_redraw_the_latency_curve_in_place(served_app, page, reque
     page.wait_for_function(f"() => {chart}.textContent.includes('({replicas} replicas)')", timeout=UPDATE_MS)
     page.wait_for_function(f"before => ({ticks})() !== before", arg=before, timeout=UPDATE_MS)
     assert_clean(page, requests_made)
+
+
+def test_cost_tab_shows_the_plans_cost_and_follows_the_life(served_app, page, requests_made, tmp_path):
+    open_app(page, served_app.url)
+    open_tab(page, "Cost")
+    page.wait_for_selector("[data-key='cost.capital'] >> visible=true", timeout=RENDER_MS)
+    base = api_plan(lambda d: None).cost
+    assert number(figure(page, "cost.capital").replace("$", "")) == round(base.capital_usd)
+    assert number(figure(page, "cost.per_gpu_hour")) == pytest.approx(base.usd_per_gpu_hour, abs=0.005)
+    old = figure(page, "cost.per_gpu_hour")
+    control(page, "Life [years]", ".noUi-handle").focus()
+    page.keyboard.press("ArrowRight")  # 4 -> 4.5 years
+    shown = number(wait_for_change(page, "cost.per_gpu_hour", old))
+    longer = api_plan(lambda d: d["cost"].update(life_years=4.5)).cost
+    assert shown == pytest.approx(longer.usd_per_gpu_hour, abs=0.005) and shown < base.usd_per_gpu_hour
+    page.screenshot(path=tmp_path / "app-cost.png", full_page=True)
+    assert_clean(page, requests_made)
