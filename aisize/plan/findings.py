@@ -306,6 +306,7 @@ def assumptions_used(policies) -> dict:
     """Every policy value and every named planner or engine default a plan uses, with its value."""
     from aisize import host, serving, step_time
     from aisize.network import collectives
+    from aisize.plan import inference as inf_plan
     from aisize.plan import timeline, training
 
     engine = {
@@ -316,6 +317,7 @@ def assumptions_used(policies) -> dict:
         "network.link_efficiency": collectives.DEFAULT_EFFICIENCY,
         "plan.default_seq_len": training.DEFAULT_SEQ_LEN,
         "plan.ongoing_display_days": timeline.ONGOING_DISPLAY_DAYS,
+        "plan.inference_fallback_utilisation": inf_plan.FALLBACK_UTILISATION,
     } | {f"serving.{row['constant']}": row["value"] for row in serving.TRTLLM_1_0.as_table()}
     return ({f"policies.{k}": v for k, v in policies.model_dump(mode="json").items()}
             | {f"plan.{k}": v for k, v in C.planner_assumptions().items()} | engine)

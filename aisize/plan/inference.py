@@ -22,6 +22,7 @@ from aisize.serving.disaggregated import DisaggregatedPools, size_pools
 from aisize.serving.sizing import candidate_shapes, choose_fleet
 
 MAX_SERVERS_PER_REPLICA = 16  # pipeline stages may span up to this many servers
+FALLBACK_UTILISATION = 0.7  # assumption: replicas' load when no shape meets the targets
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,10 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
                                pipeline_parallel=shape.pipeline_parallel, attention_dp=shape.attention_dp,
                                stage_link_bytes_per_s=shape.stage_link_bytes_per_s, length_cv=w.length_cv,
                                engine=engine, calibration=cal)
-        if replicas is None:  # no shape meets the targets: keep the fleet stable below the knee instead
-            replicas = max(math.ceil(w.requests_per_s / max(cap.max_requests_per_s * 0.7, 1e-12)), 1)
+        if replicas is None and not cap.feasible:  # nothing fits: one replica shows what fails
+            replicas = 1
+        elif replicas is None:  # no shape meets the targets: keep the fleet at 70 % of capacity instead
+            replicas = max(math.ceil(w.requests_per_s / (cap.max_requests_per_s * FALLBACK_UTILISATION)), 1)
         est = serving.estimate(arch, ctx.accelerator, tensor_parallel=shape.tensor_parallel, **kw,
                                requests_per_s=w.requests_per_s / replicas, pipeline_parallel=shape.pipeline_parallel,
                                attention_dp=shape.attention_dp, stage_link_bytes_per_s=shape.stage_link_bytes_per_s,

@@ -158,6 +158,8 @@ DEFAULT_TEXT: dict[str, tuple[str, str, str]] = {
     "plan.link_warning_utilisation": ("Busy-link warning", "%", "A data link busier than this is reported."),
     "plan.read_io_bytes": ("Training read IO size", "MiB", "Record-format (TFRecord-like) training reads."),
     "plan.default_seq_len": ("Default sequence length", "tokens", "Capped at the model's context length."),
+    "plan.inference_fallback_utilisation": ("Replica load if no shape meets the SLOs", "%",
+                                            "Sizes such a service at this share of capacity."),
     "plan.ongoing_display_days": ("Open-ended phase drawn", "days",
                                   "A last phase without an end (a service) is drawn this long on the timeline."),
     "step_time.compute_efficiency": ("Matmul efficiency (step-time model)", "%",
