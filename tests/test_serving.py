@@ -149,3 +149,10 @@ def test_a_prompt_beyond_the_context_window_is_flagged():
     e = serving.estimate("llama-3-8b", "h100-sxm", tensor_parallel=1, weight_precision="fp8",
                          input_tokens=1_000_000, output_tokens=128)
     assert not e.within_context and "context window of 8,192" in e.notes[0]
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "llama-4-scout", "gemma-3-27b", "deepseek-r1", "gpt-oss-120b"])
+def test_fast_kv_sizes_agree_with_the_models_package(model):
+    c = model_costs(catalog.transformers[model], "fp8", "fp8")
+    ctx = np.array([1.0, 100.0, 1024.0, 5000.0, 131072.0])
+    assert c.kv_bytes(ctx) == pytest.approx(models.kv_bytes_per_sequence(model, ctx, "fp8"))

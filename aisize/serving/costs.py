@@ -75,8 +75,14 @@ class ModelCosts:
     kv_precision: str
 
     def kv_bytes(self, context_tokens):
-        """KV bytes of one sequence holding ``context_tokens`` [B] (vectorized, whole model)."""
-        return models.kv_bytes_per_sequence(self.model, context_tokens, self.kv_precision)
+        """KV bytes of one sequence holding ``context_tokens`` [B] (vectorized, whole model).
+
+        The rule of :func:`aisize.models.kv_bytes_per_sequence` (windowed layers stop at their
+        window) on this record's per-token figures, without its input checks: this runs in the
+        inner loop of every search (tests/test_serving.py checks the two agree).
+        """
+        c = np.asarray(context_tokens, dtype=float)
+        return self.kv_bytes_per_token_full * c + self.kv_bytes_per_token_window * np.minimum(c, self.window_tokens)
 
     def attention_flops(self, queries, context_tokens):
         """FLOPs of ``queries`` new tokens attending to a context that ends at ``context_tokens``.

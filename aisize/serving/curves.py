@@ -63,11 +63,15 @@ def latency_curve(est, points: int = 50, *, replicas: int = 1) -> pd.DataFrame:
                          "latency_p95_seconds": ls.ttft_p95_seconds + (o - 1) * ls.tpot_p95_seconds})
 
 
-def knee_requests_per_s(est, factor: float = 2.0, points: int = 200) -> float:
-    """Per-replica rate at which mean request latency reaches ``factor`` x its light-load value [1/s]."""
+def knee_requests_per_s(est, factor: float = 2.0, points: int = 48) -> float:
+    """Per-replica rate at which mean request latency reaches ``factor`` x its light-load value [1/s]
+    (interpolated on a curve of ``points`` rates; the top of the curve when it never gets there)."""
     f = checks.number("factor", factor, low=1.0, high=1e3, low_inclusive=False)
     curve = latency_curve(est, points)
     lat = curve.latency_mean_seconds.to_numpy()
-    over = np.flatnonzero(lat >= f * lat[0])
     rate = curve.requests_per_s.to_numpy()
-    return float(rate[over[0]] if over.size else rate[-1])
+    over = np.flatnonzero(lat >= f * lat[0])
+    if not over.size:
+        return float(rate[-1])
+    k = max(int(over[0]), 1)
+    return float(np.interp(f * lat[0], lat[k - 1:k + 1], rate[k - 1:k + 1]))

@@ -5,7 +5,8 @@ mean iteration time T holds ``B = λ·(T + (O-1)·T)`` requests (Little's law [1
 and each iteration carries a Poisson number of new prefills with mean ``m = λ·T``.
 Iterations without a prefill take ``T0``; those with one take ``T1`` (the
 iteration model with ``m / (1 - e^-m)`` prefills, the conditional mean), so
-``T = e^-m·T0 + (1 - e^-m)·T1``: a fixed point in T, solved by damped iteration.
+``T = e^-m·T0 + (1 - e^-m)·T1``. B and T depend on each other; B is the root of
+``λ·O·T(B) = B``, found by regula falsi (Illinois).
 
 - TPOT: a request decodes over ``O - 1`` iterations; the number that carry a
   prefill is binomial with p = 1 - e^-m, so its mean TPOT is T and its p95 is
@@ -42,7 +43,7 @@ from aisize.serving.iteration import iteration_time
 from aisize.serving.steady import steady_state
 
 Z95 = 1.6448536269514722  # standard normal 95th percentile
-_ITERATIONS = 60
+_ITERATIONS = 12  # Illinois steps for Little's-law concurrency (converges to < 0.1 %)
 
 
 @dataclass(frozen=True)
@@ -90,13 +91,26 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
                             input_tokens=input_tokens, output_tokens=output_tokens, max_num_tokens=max_num_tokens,
                             chunked_prefill=chunked_prefill, shape=shape, arrivals="poisson")
 
-    def state(t):
-        return state_at(np.minimum(lam_s * o * t, slots))
-
-    t = np.zeros(np.broadcast(lam_s, o).shape) + 1e-3
-    for _ in range(_ITERATIONS):  # damped fixed point: T -> B = λ·O·T -> T
-        t = 0.5 * t + 0.5 * state(t).iteration_seconds
-    st = state(t)
+    # Little's law B = λ·O·T(B): the root of h(B) = λ·O·T(B) - B in (0, slots], by the Illinois
+    # variant of regula falsi (h falls as B grows until the replica saturates at the slots)
+    shape_b = np.broadcast(lam_s, o, slots).shape
+    lo, hi = np.full(shape_b, 1e-9), np.broadcast_to(np.maximum(slots, 1e-9), shape_b).astype(float)
+    h_lo = lam_s * o * state_at(lo).iteration_seconds - lo
+    h_hi = lam_s * o * state_at(hi).iteration_seconds - hi
+    side = np.zeros(shape_b)
+    b = hi.copy()
+    for _ in range(_ITERATIONS):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            b = np.where(h_hi >= 0, hi, (lo * h_hi - hi * h_lo) / (h_hi - h_lo))
+        b = np.clip(np.nan_to_num(b, nan=hi), lo, hi)
+        hb = lam_s * o * state_at(b).iteration_seconds - b
+        right = hb < 0  # the root is at or below b
+        hi, h_hi = np.where(right, b, hi), np.where(right, hb, h_hi)
+        lo, h_lo = np.where(right, lo, b), np.where(right, h_lo, hb)
+        h_lo = np.where(right & (side == -1), h_lo / 2, h_lo)  # Illinois: halve the stale end
+        h_hi = np.where(~right & (side == 1), h_hi / 2, h_hi)
+        side = np.where(right, -1, 1)
+    st = state_at(b)
     mean, t0, t1, p = st.iteration_seconds, st.decode_iteration_seconds, st.prefill_iteration_seconds, st.prefill_share
     hold = (st.prefill_iterations + o - 1.0) * mean  # a slot is held while prefilling and for O - 1 decodes
     c = np.maximum(np.floor(slots), 1.0)
