@@ -198,6 +198,8 @@ def test_inference_controls(app):
     assert shown(f, "inference.latency_p95") == pytest.approx(expected.latency_p95_seconds, rel=5e-4)
     assert shown(f, "inference.kv_per_token") == pytest.approx(expected.kv_bytes_per_token / MB, rel=5e-4)
     assert shown(f, "inference.kv_per_user") == pytest.approx(expected.kv_bytes_per_user / GB, rel=5e-4)
+    assert shown(f, "inference.ttft") == pytest.approx(expected.ttft_p95_seconds * 1e3, rel=5e-4)
+    assert shown(f, "inference.tpot") == pytest.approx(expected.tpot_p95_seconds * 1e3, rel=5e-4)
     assert inference.latency_chart.chart.params.marked == inference.rate.value
 
 
@@ -228,12 +230,12 @@ def test_a_new_curve_swaps_the_rows_of_the_drawn_chart(app):
     inference.rate.value = 200.0  # more replicas: a new curve and knee, the same chart
     expected = api_plan(lambda d: d["workloads"][2].update(requests_per_s=inference.rate.value)).inference[0]
     assert expected.replicas > 1 and slot.chart.chart is chart_before
-    rows = charts.latency_vs_load_data(latency_curve(expected), expected.knee_requests_per_s,
-                                       expected.latency_target_seconds)
+    rows = charts.serving_latency_data(latency_curve(expected), expected.ttft_target_seconds,
+                                       expected.tpot_target_seconds)
     sent = {u["name"]: u["value"] for u in slot.chart._py_to_js_updates}
-    assert sent[charts.LOAD_CURVE] == rows[charts.LOAD_CURVE] and sent[charts.LOAD_KNEE] == rows[charts.LOAD_KNEE]
+    assert sent[charts.SERVING_CURVE] == rows[charts.SERVING_CURVE]
     assert slot.chart.spec["datasets"] == rows  # the kernel's copy of the spec follows
-    assert f"({expected.replicas} replicas)" in getattr(slot.chart.params, K.TITLE)
+    assert f"({expected.replicas} replicas of" in getattr(slot.chart.params, K.TITLE)
     assert slot.chart.params.marked == inference.rate.value
 
 
