@@ -36,7 +36,7 @@ from aisize.architecture import transformer_from_hf_config, transformer_params  
 from aisize.memory.activations import layer_activation_bytes  # noqa: E402
 from aisize.memory.inference import kv_bytes_per_token, transformer_kv_bytes_per_token  # noqa: E402
 from aisize.memory.states import model_states  # noqa: E402
-from aisize.memory.training import transformer_memory_inputs, transformer_training_memory  # noqa: E402
+from aisize.training import transformer_memory_inputs, transformer_training_memory  # noqa: E402
 from aisize.precision import training_precision  # noqa: E402
 
 pytestmark = pytest.mark.torch

@@ -15,7 +15,7 @@ import numpy as np
 
 from aisize import checks
 from aisize.memory.states import tidy
-from aisize.memory.training import CUDA_CONTEXT_BYTES
+from aisize.memory.overheads import CUDA_CONTEXT_BYTES
 from aisize.precision import BITS_PER_ELEMENT, bytes_per_element
 
 # vLLM defaults (docs, EngineArgs): gpu_memory_utilization 0.9 of HBM is the

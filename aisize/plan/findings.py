@@ -218,15 +218,16 @@ def findings(plan) -> list[Finding]:
 
 def assumptions_used(policies) -> dict:
     """Every policy value and every named planner or engine default a plan uses, with its value."""
-    from aisize import host, serving, step_time
+    from aisize import host, serving
+    from aisize.training import efficiency_constants, step_time
     from aisize.memory import inference as inf_mem
     from aisize.network import collectives
     from aisize.plan import inference as inf_plan
     from aisize.plan import training
 
     engine = {
-        "step_time.compute_efficiency": step_time.DEFAULT_COMPUTE_EFFICIENCY,
-        "step_time.dp_overlap": step_time.DEFAULT_DP_OVERLAP,
+        "training.dp_overlap": step_time.DP_OVERLAP,
+        "training.async_tp_hidden_share": step_time.ASYNC_TP_HIDDEN_SHARE,
         "serving.decode_memory_efficiency": serving.DECODE_MEMORY_EFFICIENCY,
         "serving.prefill_compute_efficiency": serving.PREFILL_COMPUTE_EFFICIENCY,
         "memory.inference.serving_memory_utilization": inf_mem.SERVING_MEMORY_UTILIZATION,
@@ -237,6 +238,7 @@ def assumptions_used(policies) -> dict:
         "plan.inference_latency_percentile": inf_plan.PERCENTILE,
         "plan.inference_fallback_utilisation": inf_plan.FALLBACK_UTILISATION,
     }
+    engine |= {f"training.{c['name']}": c["value"] for c in efficiency_constants()}
     return ({f"policies.{k}": v for k, v in policies.model_dump(mode="json").items()}
             | {f"plan.{k}": v for k, v in C.planner_assumptions().items()} | engine)
 
