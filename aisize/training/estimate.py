@@ -19,10 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize import checks
+from aisize.compute import flops_per_token
 from aisize.memory.states import FRAMEWORK_STAGES, tidy
 from aisize.precision import bytes_per_element
 from aisize.training import comm
-from aisize.training.dims import resolve
+from aisize.training.dims import model_dims, resolve
 from aisize.training.efficiency import efficiency_constants
 from aisize.training.evaluate import evaluate
 from aisize.training.memory import TrainingMemory
@@ -79,6 +80,7 @@ class TrainingEstimate:
     tokens_per_s: float
     tokens_per_s_per_gpu: float
     mfu: float
+    hfu: float  # hardware FLOPs (recompute included, Korthikanti et al. sec. 6) / (time x GPUs x peak)
     peak_memory_bytes: float
     fits: bool
 
@@ -156,6 +158,7 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     """
     m = resolve(model)
     acc = accelerator_record(accelerator)
+    d = model_dims(m)
     n = _int("gpus", gpus, 10**7)
     tp = _int("tensor_parallel", tensor_parallel, 10**4)
     pp = _int("pipeline_parallel", pipeline_parallel, 10**4)
@@ -221,6 +224,9 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     layout = Layout(n, tp, pp, cp, dp, ep, schedule, v, b, n_pipe, accumulation, gb, s, recompute, precision,
                     compiled, framework, stage, sp, async_tp, cp_method)
     total = float(np.asarray(mem.total_bytes))
+    hw = (flops_per_token(d.active_params, layers=d.layers, attention_dim=d.attention_dim, seq_len=s,
+                          recompute=recompute)
+          / flops_per_token(d.active_params, layers=d.layers, attention_dim=d.attention_dim, seq_len=s))
     return TrainingEstimate(m.id, acc.id, layout, step, mem, float(capacity), eng.generation, float(step.step_seconds),
-                            float(step.tokens_per_s), float(step.tokens_per_s_per_gpu), float(step.mfu), total,
-                            bool(total <= capacity))
+                            float(step.tokens_per_s), float(step.tokens_per_s_per_gpu), float(step.mfu),
+                            float(step.mfu * hw), total, bool(total <= capacity))

@@ -36,6 +36,9 @@ TORCHTITAN_GPUS = {"H100": "h100-sxm", "A100": "a100-sxm-80gb"}
 TOKENS_TOLERANCE_PCT = 15.0  # issue 17: tokens/s per GPU within 15 % on 80 % of the rows
 MEMORY_TOLERANCE_PCT = 10.0  # issue 17: peak memory within 10 % where given
 MFU_TOLERANCE_PCT = 15.0  # issue 17: MFU of large published runs within 15 % (relative)
+# Share of wall time a large run makes progress: Llama 3 reports over 90 % effective training
+# time on 16k H100 (Llama Team 2024, arXiv:2407.21783, sec. 3.3.4); published GPU-hours include the rest.
+RUN_GOODPUT = 0.90
 COLUMNS = ("case", "metric", "published", "predicted", "unit", "error_pct", "tolerance_pct", "within_tolerance",
            "layout", "source")
 
@@ -116,35 +119,84 @@ def run_rows(path: str | None = None) -> tuple[dict, ...]:
 
 
 def runs_table(path: str | None = None) -> pd.DataFrame:
-    """MFU (or HFU, or GPU-hours) of the published large runs: published vs predicted."""
-    from aisize.compute import flops_per_token
+    """MFU, HFU or GPU-hours of the published large runs: published vs predicted.
+
+    GPU-hours: the run's tokens at the predicted tokens/s per GPU, over
+    :data:`RUN_GOODPUT` (published GPU-hours include restarts and lost work).
+    """
     from aisize.training import estimate
 
     rows = []
     for r in run_rows(path):
-        model = _record(r["model"], r["overrides"])
+        if not r["accelerator"]:
+            rows.append(_row(r["case"], r["metric"], float(r["published"]), math.nan, r["unit"], MFU_TOLERANCE_PCT,
+                             "", r["source"]) | {"note": r["note"]})
+            continue
         kw = dict(gpus=int(r["gpus"]), tensor_parallel=int(r["tp"]), pipeline_parallel=int(r["pp"]),
                   micro_batch=int(r["micro_batch"]), global_batch=int(r["global_batch"]), seq_len=int(r["seq_len"]),
                   recompute=r["recompute"], precision=r["precision"], framework=r["framework"],
+                  compiled=r["compiled"] == "true",
                   pipeline_microbatches=int(r["pipeline_microbatches"]) if r["pipeline_microbatches"] else None)
-        if not r["accelerator"]:
-            rows.append(_row(r["case"], r["metric"], float(r["published"]), math.nan, r["unit"], MFU_TOLERANCE_PCT,
-                             f"not expressible: {r['note']}", r["source"]))
-            continue
-        est = estimate(model, r["accelerator"], **kw)
+        est = estimate(_record(r["model"], r["overrides"]), r["accelerator"], **kw)
         if r["metric"] == "MFU":
             value = 100.0 * est.mfu
         elif r["metric"] == "HFU":
-            hw = flops_per_token(est.step.model_flops / est.step.tokens, recompute="none")  # placeholder
-            value = 100.0 * est.mfu * hw / hw
-        else:  # GPU-hours of the whole run at the predicted rate, over the published goodput
-            tokens = float(r["tokens"])
-            value = tokens / est.tokens_per_s_per_gpu / 3600.0
+            value = 100.0 * est.hfu
+        else:
+            value = float(r["tokens"]) / est.tokens_per_s_per_gpu / 3600.0 / RUN_GOODPUT
         rows.append(_row(r["case"], r["metric"], float(r["published"]), value, r["unit"], MFU_TOLERANCE_PCT,
-                         _layout_text(kw) + f", {r['framework']}", r["source"]))
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+                         _layout_text(kw) + f", {r['framework']}", r["source"]) | {"note": r["note"]})
+    return pd.DataFrame(rows, columns=[*COLUMNS, "note"])
 
 
+@lru_cache(maxsize=1)
 def training_table() -> pd.DataFrame:
-    """Every training-family row: torchtitan tokens/s and memory, then the large runs."""
-    return pd.concat([torchtitan_table(), runs_table()], ignore_index=True)
+    """Every training-family row: torchtitan tokens/s and memory, then the large runs (cached)."""
+    return pd.concat([torchtitan_table().assign(note=""), runs_table()], ignore_index=True)
+
+
+# Rows known to miss their tolerance, reported rather than hidden by a wider one (why, in words).
+KNOWN_OUTSIDE = {
+    ("C5", "tokens/s per GPU"): "torchtitan's CP 2 row runs faster than its CP 1 and CP 4 neighbours imply; "
+                                "aisize's smooth attention cost lands 17 % low",
+    ("C13", "peak memory"): "PP 8 with FSDP2: about 9 GiB more than aisize books for unsharded parameters "
+                            "and accumulated gradients",
+    ("C14", "peak memory"): "interleaved PP: aisize books one chunk's unsharded gradients at the peak",
+    ("Llama-2-7B", "GPU-hours"): "the published GPU-hours imply 47 % MFU (at 90 % goodput); torchtitan "
+                                 "measures 58-61 % on the same GPUs with 2024 software",
+    ("Llama-2-13B", "GPU-hours"): "the published GPU-hours imply 43 % MFU (at 90 % goodput); torchtitan "
+                                  "measures 61 % for this model on 64 A100 (row C20)",
+}
+
+
+def expected_status(row: dict) -> str:
+    """The status a training-family row is expected to have (see :data:`KNOWN_OUTSIDE`)."""
+    if not math.isfinite(row["predicted"]):
+        return "needs input"
+    key = (row["case"].split()[0] if row["case"][:1] == "C" and row["case"][1:2].isdigit() else row["case"],
+           row["metric"])
+    return "outside" if key in KNOWN_OUTSIDE else "ok"
+
+
+def training_results() -> pd.DataFrame:
+    """The training family in :func:`aisize.validation.validate`'s columns."""
+    rows = []
+    for r in training_table().to_dict("records"):
+        missing = not math.isfinite(r["predicted"])
+        status = "needs input" if missing else ("ok" if r["within_tolerance"] else "outside")
+        implied, implied_mfu = "", math.nan
+        if missing:
+            implied_mfu = r["published"] / 100.0 if r["unit"] == "%" else math.nan
+            implied = f"implied MFU {r['published']:.1f} % (published); {r['note']}"
+        key = r["case"].split()[0] if r["case"][:1] == "C" and r["case"][1:2].isdigit() else r["case"]
+        rows.append({
+            "case": f"training {r['case']} {r['metric']}", "family": "training",
+            "kind": "torchtitan" if r["case"][:1] == "C" and r["case"][1:2].isdigit() else "published-run",
+            "published": r["published"], "predicted": r["predicted"], "unit": r["unit"], "error_pct": r["error_pct"],
+            "tolerance_pct": r["tolerance_pct"], "within_tolerance": pd.NA if missing else bool(r["within_tolerance"]),
+            "status": status, "expected_status": expected_status(r), "implied": implied, "implied_mfu": implied_mfu,
+            "assumptions": r["layout"], "tolerance_basis": KNOWN_OUTSIDE.get((key, r["metric"]),
+                                                                              "issue 17 acceptance threshold"),
+            "description": f"{r['case']}: {r['metric']}" + (f" ({r['note']})" if r["note"] else ""),
+            "source": r["source"]})
+    return pd.DataFrame(rows)
