@@ -60,9 +60,16 @@ def torchtitan_kwargs(row: dict) -> tuple[str, str, dict]:
 
 @lru_cache(maxsize=2)
 def torchtitan_rows(path: str | None = None) -> tuple[dict, ...]:
-    """The rows of ``training_torchtitan.csv`` as dicts of text."""
+    """The rows of ``training_torchtitan.csv`` as dicts of text ("same" source and note spelled out)."""
     frame = pd.read_csv(path or validation_dir() / "training_torchtitan.csv", dtype=str, keep_default_na=False)
-    return tuple(frame.to_dict("records"))
+    rows, last = [], {}
+    for r in frame.to_dict("records"):
+        for key in ("source", "note"):
+            if r[key] == "same":
+                r[key] = last.get(key, "")
+            last[key] = r[key]
+        rows.append(r)
+    return tuple(rows)
 
 
 def _layout_text(kw: dict) -> str:
