@@ -76,11 +76,11 @@ def test_runs_that_cannot_be_expressed_say_why():
 def test_llama2_gpu_hours_are_predicted_and_reported():
     llama = RUNS[RUNS["metric"] == "GPU-hours"]
     assert len(llama) == 3 and llama["predicted"].notna().all()
-    # aisize's steady state (torchtitan-calibrated) over Llama 3's 90 % goodput: 70B within 15 %,
-    # 7B and 13B low (their published GPU-hours imply 43-47 % MFU; torchtitan measures ~60 %)
+    # aisize's steady state (torchtitan-calibrated) over Llama 3's 90 % goodput: 7B and 70B within 15 %,
+    # 13B low (its published GPU-hours imply 43 % MFU; torchtitan measures 61 % for it, row C20)
     by = llama.set_index("case")
-    assert abs(by.loc["Llama-2-70B", "error_pct"]) <= 15
-    assert -30 < by.loc["Llama-2-7B", "error_pct"] < 0 and -30 < by.loc["Llama-2-13B", "error_pct"] < 0
+    assert abs(by.loc["Llama-2-70B", "error_pct"]) <= 15 and abs(by.loc["Llama-2-7B", "error_pct"]) <= 15
+    assert -30 < by.loc["Llama-2-13B", "error_pct"] < -15
 
 
 def test_check_tool_layout_convention():

@@ -53,23 +53,25 @@ GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
 # Ampere (no reference row). Blackwell: assumed equal to Hopper (no reference row),
 # and fp4 equal to fp8: replace when published runs exist.
 GEMM_EFFICIENCY = {
-    ("volta", "16"): 0.76, ("ampere", "16"): 0.76,
-    ("hopper", "16"): 0.52, ("hopper", "8"): 0.53,
-    ("blackwell", "16"): 0.52, ("blackwell", "8"): 0.53, ("blackwell", "4"): 0.53,
+    ("volta", "16"): 0.82, ("ampere", "16"): 0.82,
+    ("hopper", "16"): 0.565, ("hopper", "8"): 0.60,
+    ("blackwell", "16"): 0.565, ("blackwell", "8"): 0.60, ("blackwell", "4"): 0.60,
 }
 # FlashAttention forward+backward share of the 16-bit peak, long sequences. Fitted on
 # the torchtitan rows (PyTorch SDPA's FlashAttention-2 kernels on A100 and H100);
 # FlashAttention-2's own figures are 50-73 % on A100 and 35 % on H100 [2][3].
-ATTENTION_EFFICIENCY = {"volta": 0.42, "ampere": 0.42, "hopper": 0.20, "blackwell": 0.20}
+ATTENTION_EFFICIENCY = {"volta": 0.48, "ampere": 0.48, "hopper": 0.215, "blackwell": 0.215}
 # FlashAttention-2 tiles queries in blocks of 128 rows (head dim 128); with a causal
 # mask the diagonal tiles are half wasted: useful share s / (s + 128) [2].
 FLASH_TILE_TOKENS = 128.0
 # Share of HBM bandwidth memory-bound kernels (elementwise, reductions, casts,
 # optimizer) sustain. Fitted on the torchtitan rows.
-HBM_EFFICIENCY = 0.60
+HBM_EFFICIENCY = 0.61
 # Coefficient of variation of one rank's step time (jitter, stragglers). Fitted on the
-# torchtitan Llama 3.1 8B rows on 8 vs 128 GPUs (same per-GPU work, 2-3 % slower).
-STEP_TIME_CV = 0.003
+# torchtitan Llama 3.1 8B rows on 8 vs 128 GPUs (same per-GPU work, 2-3 % slower at 128),
+# the only reference rows that isolate it: 1 + 0.029 sqrt(2 ln n) is 6 % on 8 GPUs, 9 % on
+# 128, 13 % on 16,384.
+STEP_TIME_CV = 0.029
 # Backward of an elementwise op reads its saved input and the incoming gradient and
 # writes the outgoing one: about twice the forward's bytes.
 BACKWARD_BYTES_RATIO = 2.0

@@ -28,6 +28,8 @@ Per layer and micro-batch, on a GPU holding 1/t of the layer (tensor parallel) a
   Norms and residuals run on tokens/t with sequence parallelism (else on every
   token); rotary, activation and casts on the rank's 1/t share. Backward moves
   :data:`~aisize.training.efficiency.BACKWARD_BYTES_RATIO` times the forward bytes.
+  Context parallelism adds the merge of each chunk's partial attention output
+  (:data:`CP_MERGE_BYTES` per output element and chunk).
 * **low-precision casts** (:mod:`aisize.training.recipes`): the inputs of the
   linear layers forward, their output gradients backward.
 * **recomputation**: ``full`` re-runs the whole forward; ``selective`` as PyTorch's
@@ -60,6 +62,11 @@ RESIDUAL_BYTES = {"eager": 6.0, "fused": 4.0}
 ROPE_BYTES = {"eager": 20.0, "fused": 4.0}
 GATED_ACTIVATION_BYTES = {"eager": 10.0, "fused": 6.0}
 ACTIVATION_BYTES = 4.0
+# Context parallelism runs attention chunk by chunk and merges each chunk's partial output
+# with the running one by their log-sum-exp (fp32: read both, write one: 12 B per output
+# element per chunk; the backward accumulates dQ the same way). Ring attention, Liu et al.
+# 2023 (arXiv:2310.01889) sec. 3; PyTorch's context_parallel ``_SDPAMerger``.
+CP_MERGE_BYTES = 12.0
 # Bytes per logit of the loss, forward and backward: torchtitan's cross_entropy on
 # logits.float() (to fp32, log-softmax's two passes, its backward, back to bf16): 40;
 # a fused (vocab-parallel) cross entropy, as Megatron-LM's, one fp32 pass each way: 16.
@@ -128,7 +135,9 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, code, sel
     per_row = 2.0 * (norm + RESIDUAL_BYTES[impl]) * h
     per_head = (ROPE_BYTES[impl] * (d.q_width + d.k_width) if d.rope else 0.0) \
         + (GATED_ACTIVATION_BYTES[impl] if d.ffn_gated else ACTIVATION_BYTES) * f
-    elem_fwd = row_tokens * per_row + tokens * per_head / tp
+    cp = seq_len * micro_batch / tokens
+    merge = np.where(cp > 1, cp * tokens * d.q_width / tp * CP_MERGE_BYTES, 0.0)
+    elem_fwd = row_tokens * per_row + tokens * per_head / tp + merge
     cast = cast_bytes_per_element(recipe, compiled) * share
     cast_fwd = cast * tokens * (2.0 * h + (d.q_width + f) / tp)
     cast_bwd = cast * tokens * (2.0 * h + (d.q_width + d.k_width + d.v_width + f * (2 if d.ffn_gated else 1)) / tp)

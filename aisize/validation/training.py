@@ -169,8 +169,6 @@ KNOWN_OUTSIDE = {
     ("C13", "peak memory"): "PP 8 with FSDP2: about 9 GiB more than aisize books for unsharded parameters "
                             "and accumulated gradients",
     ("C14", "peak memory"): "interleaved PP: aisize books one chunk's unsharded gradients at the peak",
-    ("Llama-2-7B", "GPU-hours"): "the published GPU-hours imply 47 % MFU (at 90 % goodput); torchtitan "
-                                 "measures 58-61 % on the same GPUs with 2024 software",
     ("Llama-2-13B", "GPU-hours"): "the published GPU-hours imply 43 % MFU (at 90 % goodput); torchtitan "
                                   "measures 61 % for this model on 64 A100 (row C20)",
 }

@@ -224,9 +224,9 @@ class TrainingSection(Section):
         layouts = shown_layouts(candidates)
         K.assign(self.layouts, "value", K.table(layouts) if len(layouts) else
                  "<p class='aisize-note'>No searched layouts: the model is not a transformer, or nothing fits.</p>")
-        if len(candidates):
-            self.step_chart.show(K.frame_key(candidates), lambda: charts_training.step_breakdown(
-                candidates, title=f"Step time by part: {t.name}"))
+        if len(candidates):  # one chart per job; new candidates arrive as rows, not a new chart
+            self.step_chart.show(t.name, lambda: charts_training.step_breakdown(
+                candidates, title=f"Step time by part: {t.name}"), data=charts_training.step_breakdown_rows(candidates))
 
     def _curve(self, plan, name: str) -> tuple[pd.DataFrame, int]:
         """:func:`days_curve` of job ``name``, kept while the job (but for its own GPUs and target time, which
