@@ -20,9 +20,9 @@ from aisize import catalog
 from aisize.architecture import attention_dim
 from aisize.compute import gpus_needed, training_flops, training_seconds
 from aisize.plan import context as C
-from aisize.precision import peak_flops_per_s, training_precision
+from aisize.precision import peak_flops_per_s
 from aisize.storage import checkpoint as ck
-from aisize.training import (TRAINING_FLOPS_PER_FORWARD_FLOP, ResolvedThroughput, layout_grid,
+from aisize.training import (TRAINING_FLOPS_PER_FORWARD_FLOP, ResolvedThroughput, layout_grid, recipe,
                              resolve_samples_per_s, search_layouts, transformer_memory_inputs)
 from aisize.units import DAY, HOUR, MINUTE
 
@@ -58,7 +58,7 @@ class JobInputs:
     model: object  # catalog Transformer or OtherModel
     dtype: str  # training precision the GPU runs (context.training_dtype)
     optimizer: str  # aisize.precision optimizer name
-    peak_flops_per_s: float  # dense peak at the training precision's compute dtype
+    peak_flops_per_s: float  # dense peak of the precision's GEMMs (its low-precision format, if any)
     seq_len: int | None  # tokens per sequence (transformers)
     method: str  # full | lora (qlora is lora with a 4-bit base)
     lora_rank: int | None
@@ -96,7 +96,8 @@ def job_inputs(w, ctx: C.HardwareContext, policies) -> JobInputs:
     acc = ctx.accelerator
     dtype = C.training_dtype(acc, w.precision)
     opt = C.SCENARIO_OPTIMIZERS[w.optimizer]
-    peak = peak_flops_per_s(acc, training_precision(dtype).compute_dtype)
+    r = recipe(dtype, acc)  # a format the GPU has no tensor cores for is refused here, by name
+    peak = peak_flops_per_s(acc, r.low_dtype or r.high_dtype)
     if w.model in catalog.transformers:
         arch = catalog.transformers[w.model]
         pc = C.params_of(arch)

@@ -19,7 +19,8 @@ from aisize.plan import context as C
 from aisize.plan import job as J
 from aisize.plan.job import DEFAULT_SEQ_LEN, CheckpointResult  # noqa: F401  (part of this module's API)
 from aisize.storage.demand import read_demand
-from aisize.training import ResolvedThroughput, fits, other_model_training_memory
+from aisize.precision import peak_flops_per_s
+from aisize.training import ResolvedThroughput, fits, other_model_training_memory, recipe
 from aisize.training.step_time import PARTS
 from aisize.storage.io import io_profile_for_format
 from aisize.units import DAY
@@ -63,7 +64,7 @@ class TrainingPlan:
     model_flops: float
     peak_flops_per_s: float
     mfu_assumed: float  # MFU the time rests on: the policy (LLMs) or what the throughput implies (others)
-    mfu_predicted: float | None  # from aisize.training's step time (full training only)
+    mfu_predicted: float | None  # from aisize.training's step time, against peak_flops_per_s (full training only)
     step_seconds_predicted: float | None
     goodput: float
     training_seconds: float
@@ -209,6 +210,9 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
         arch, seq, tokens = job.model, job.seq_len, job.tokens
         gb = J.global_batch(w, seq, gpus)
         lay, mem, mfu_pred, step_pred, parts = _transformer_layout(job, w, gpus, gb, ctx, policies)
+        if mfu_pred is not None:  # the engine measures MFU against the 16-bit peak; the plan against its own
+            mfu_pred *= peak_flops_per_s(ctx.accelerator, recipe(job.dtype, ctx.accelerator).high_dtype) \
+                / job.peak_flops_per_s
         tp, mfu_used = None, policies.mfu
         per_gpu_rate = tokens / float(sz.running_seconds) / gpus  # tokens/s per GPU while running
         sample_bytes = 2.0 if arch.vocab < 65_536 else 4.0  # DESIGN.md "Datasets"
@@ -243,8 +247,8 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
     days = seconds / DAY
     low, high, range_basis, range_mfu = days_range(days, policies.mfu, gpus, tp)
     predicted_days = None
-    if mfu_pred is not None and gp:  # the same work at the predicted MFU, stretched by the same goodput
-        predicted_days = float(days * policies.mfu / mfu_pred)
+    if step_pred is not None and gp:  # the job's steps at the predicted step time, stretched by the same goodput
+        predicted_days = float(tokens / (lay.global_batch * seq) * step_pred / gp / DAY)
     return TrainingPlan(
         w.name, w.team, w.model, kind, dataset_id, w.method, gpus, servers, params, job.checkpoint_params,
         tokens, samples,
