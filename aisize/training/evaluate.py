@@ -8,7 +8,7 @@ always agree. Inputs are unchecked here; the callers check them where they enter
 from __future__ import annotations
 
 from aisize.training.dims import model_dims
-from aisize.training.memory import TrainingMemory, memory_breakdown
+from aisize.training.memory import TrainingMemory, memory_breakdown, peak_memory_bytes
 from aisize.training.memory_inputs import transformer_memory_inputs
 from aisize.training.schedules import in_flight
 from aisize.training.setup import Engine
@@ -23,11 +23,12 @@ def fused_kernels(framework: str, compiled: bool) -> bool:
 def evaluate(model, eng: Engine, *, framework: str, compiled: bool, seq_len, micro_batch, microbatches,
              accumulation, tp, pp, cp, dp, ep, virtual_stages, schedule_code, code, sp, stage, async_tp=False,
              cp_method="all-gather", dp_overlap=DP_OVERLAP, lora_rank=None,
-             frozen_dtype_bytes=0.0) -> tuple[TrainingMemory, StepTime]:
+             frozen_dtype_bytes=0.0, memory: str = "breakdown") -> tuple[TrainingMemory, StepTime]:
     """(memory of the largest stage, step time) of layouts given as broadcastable arrays.
 
     ``micro_batch``: sequences per pipeline micro-batch; ``microbatches``: micro-batches per
-    pipeline flush; ``accumulation``: flushes per optimizer step.
+    pipeline flush; ``accumulation``: flushes per optimizer step. ``memory="peak"`` returns
+    only the peak bytes per GPU instead of the breakdown (what ranking a large grid needs).
     """
     d = model_dims(model)
     fused = fused_kernels(framework, compiled)
@@ -41,7 +42,8 @@ def evaluate(model, eng: Engine, *, framework: str, compiled: bool, seq_len, mic
     inputs = transformer_memory_inputs(model, pp=pp, norm_impl="fused" if fused else "eager", lora_rank=lora_rank)
     held, interleave = in_flight(pp, microbatches, virtual_stages)
     L = d.layers
-    mem = memory_breakdown(
+    core = memory_breakdown if memory == "breakdown" else peak_memory_bytes
+    mem = core(
         layer_params=inputs["layer_params"], expert_params=inputs["expert_params"],
         embed_params=inputs["embed_params"], output_params=inputs["output_params"],
         layers_first=-(-L // pp), layers_last=L // pp, hidden=d.hidden, heads=d.heads, vocab=d.vocab,

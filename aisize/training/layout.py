@@ -148,16 +148,20 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
     return Grid(N, G, S, T, P, C, K, V, B, Z, R, E, dp, m, ok)
 
 
+GRID_FIELDS = ("gpus", "global_batch", "seq_len", "tp", "pp", "cp", "schedule", "virtual_stages", "micro_batch",
+               "zero_stage", "recompute", "ep", "dp", "microbatches")
+
+
 def evaluate_grid(model, grid: Grid, eng, *, framework: str, compiled: bool, async_tp=False, cp_method="all-gather",
-                  lora_rank=None, frozen_dtype_bytes=0.0) -> tuple[TrainingMemory, StepTime]:
-    """Memory and step time of every layout of ``grid`` (broadcast arrays; invalid points are garbage)."""
-    dp = np.maximum(grid.dp, 1)
-    m = np.maximum(grid.microbatches, 1)
+                  lora_rank=None, frozen_dtype_bytes=0.0, memory="peak") -> tuple[TrainingMemory, StepTime]:
+    """Peak memory per GPU (or, ``memory="breakdown"``, its line items) and step time of every layout
+    of ``grid`` (broadcast arrays; invalid points are garbage)."""
     return evaluate(model, eng, framework=framework, compiled=compiled, seq_len=grid.seq_len,
-                    micro_batch=grid.micro_batch, microbatches=m, accumulation=1, tp=grid.tp, pp=grid.pp,
-                    cp=grid.cp, dp=dp, ep=grid.ep, virtual_stages=grid.virtual_stages, schedule_code=grid.schedule,
-                    code=grid.recompute, sp=grid.tp > 1, stage=grid.zero_stage, async_tp=async_tp,
-                    cp_method=cp_method, lora_rank=lora_rank, frozen_dtype_bytes=frozen_dtype_bytes)
+                    micro_batch=grid.micro_batch, microbatches=np.maximum(grid.microbatches, 1), accumulation=1,
+                    tp=grid.tp, pp=grid.pp, cp=grid.cp, dp=np.maximum(grid.dp, 1), ep=grid.ep,
+                    virtual_stages=grid.virtual_stages, schedule_code=grid.schedule, code=grid.recompute,
+                    sp=grid.tp > 1, stage=grid.zero_stage, async_tp=async_tp, cp_method=cp_method,
+                    lora_rank=lora_rank, frozen_dtype_bytes=frozen_dtype_bytes, memory=memory)
 
 
 def _pick(a, multi, size):
@@ -167,10 +171,13 @@ def _pick(a, multi, size):
     return a[tuple(i if s > 1 else np.zeros_like(i) for i, s in zip(multi, a.shape))]
 
 
-def rank_layouts(grid: Grid, mem: TrainingMemory, step: StepTime, usable_bytes, *, top: int):
-    """Flat indices of the ``top`` fastest consistent layouts that fit, fastest first, and the seconds array."""
+def rank_layouts(grid: Grid, mem, step: StepTime, usable_bytes, *, top: int):
+    """Flat indices of the ``top`` fastest consistent layouts that fit, fastest first, and the seconds array.
+
+    ``mem``: peak bytes per GPU, or a breakdown with ``total_bytes``.
+    """
     seconds = step.step_seconds
-    total = mem.total_bytes
+    total = getattr(mem, "total_bytes", mem)
     keep = grid.valid & (total <= usable_bytes)
     flat = np.flatnonzero(keep)
     if flat.size == 0:
@@ -183,29 +190,38 @@ def rank_layouts(grid: Grid, mem: TrainingMemory, step: StepTime, usable_bytes, 
     return flat[order], seconds
 
 
-def layout_frame(grid: Grid, mem: TrainingMemory, step: StepTime, usable_bytes, *, top: int):
-    """The ``top`` fastest layouts that fit as a DataFrame: layout, step-time parts, MFU, tokens/s, memory."""
+def layout_frame(model, grid: Grid, mem, step: StepTime, usable_bytes, eng, *, top: int, framework: str,
+                 compiled: bool, **options):
+    """The ``top`` fastest layouts that fit as a DataFrame: layout, step-time parts, MFU, tokens/s, memory.
+
+    The chosen layouts are evaluated again, alone, with their memory breakdown (``options``:
+    the keywords of :func:`evaluate_grid`).
+    """
     import pandas as pd
 
     best, _ = rank_layouts(grid, mem, step, usable_bytes, top=top)
+    empty = best.size == 0
+    if empty:  # nothing fits: the columns of one (unused) grid point, no rows
+        best = np.zeros(1, dtype=np.int64)
     multi = np.unravel_index(best, grid.shape)
     size = best.size
-    cols = {name: _pick(getattr(grid, name), multi, size) for name in
+    rows = Grid(**{name: _pick(getattr(grid, name), multi, size) for name in GRID_FIELDS},
+                valid=np.ones(size, dtype=bool))
+    mem_rows, step_rows = evaluate_grid(model, rows, eng, framework=framework, compiled=compiled,
+                                        memory="breakdown", **options)
+    cols = {name: getattr(rows, name) for name in
             ("gpus", "seq_len", "tp", "pp", "cp", "dp", "ep", "micro_batch", "zero_stage")}
-    cols["schedule"] = np.asarray(SCHEDULES)[_pick(grid.schedule, multi, size)]
-    cols["virtual_stages"] = _pick(grid.virtual_stages, multi, size)
-    cols["microbatches"] = _pick(grid.microbatches, multi, size)
-    cols["recompute"] = np.asarray(RECOMPUTE)[_pick(grid.recompute, multi, size)]
-    cols["global_batch"] = _pick(grid.global_batch, multi, size)
-    cols["step_seconds"] = _pick(step.step_seconds, multi, size)
-    cols["mfu"] = _pick(step.mfu, multi, size)
-    cols["tokens_per_s"] = _pick(step.tokens_per_s, multi, size)
-    cols["tokens_per_s_per_gpu"] = _pick(step.tokens_per_s_per_gpu, multi, size)
-    for name in PARTS:
-        cols[name] = _pick(getattr(step, name), multi, size)
-    for name, value in mem.as_dict().items():
-        cols[name] = _pick(value, multi, size)
-    return pd.DataFrame(cols).reset_index(drop=True)
+    cols["schedule"] = np.asarray(SCHEDULES)[rows.schedule]
+    cols["virtual_stages"] = rows.virtual_stages
+    cols["microbatches"] = rows.microbatches
+    cols["recompute"] = np.asarray(RECOMPUTE)[rows.recompute]
+    cols["global_batch"] = rows.global_batch
+    for name in ("step_seconds", "mfu", "tokens_per_s", "tokens_per_s_per_gpu", *PARTS):
+        cols[name] = np.broadcast_to(getattr(step_rows, name), (size,))
+    for name, value in mem_rows.as_dict().items():
+        cols[name] = np.broadcast_to(value, (size,))
+    frame = pd.DataFrame(cols)
+    return frame.iloc[:0] if empty else frame
 
 
 def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len: int, precision="bf16",
@@ -269,7 +285,8 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
                          f"into whole micro-batches (DP must divide the global batch; TP must divide "
                          f"heads={m.heads}; CP the sequence)")
     frozen = bytes_per_element("nf4" if qlora else "bf16") if lora_rank is not None else 0.0
-    mem, step = evaluate_grid(m, grid, eng, framework=framework, compiled=compiled, async_tp=async_tp,
-                              cp_method=cp_method, lora_rank=lora_rank, frozen_dtype_bytes=frozen)
+    options = dict(async_tp=async_tp, cp_method=cp_method, lora_rank=lora_rank, frozen_dtype_bytes=frozen)
+    peak, step = evaluate_grid(m, grid, eng, framework=framework, compiled=compiled, **options)
     usable = (acc.memory_visible_bytes or acc.memory_bytes) * (1.0 - room)
-    return layout_frame(grid, mem, step, usable, top=top)
+    return layout_frame(m, grid, peak, step, usable, eng, top=top, framework=framework, compiled=compiled,
+                        **options)

@@ -114,13 +114,14 @@ def sac_saved_sbh(hidden, q_width, k_width, v_width, ffn_width, gated) -> float:
     return 2.0 * (hidden + q_width + saved) / hidden
 
 
-def memory_breakdown(*, layer_params, expert_params, embed_params, output_params, layers_first, layers_last,
+def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params, layers_first, layers_last,
                      hidden, heads, vocab, seq_len, micro_batch, tp, pp, dp, ep, cp=1, sp, code, stage,
                      in_flight, interleave, virtual_stages=1, consts: ActivationConstants, act_scale, dropout,
                      unit, framework, weight_bytes, gather_bytes=None, compiled=False, sac_sbh=None,
                      kv_width=0.0, trainable_share=1.0, frozen_dtype_bytes=0.0, offload_optimizer=False,
-                     offload_params=False) -> TrainingMemory:
-    """Vectorized core over plain numbers, inputs unchecked (the public functions check them).
+                     offload_params=False) -> tuple[TrainingMemory, TrainingMemory]:
+    """(first stage, last stage) breakdowns: the vectorized core, inputs unchecked (the public functions
+    check them). With one stage both are the same.
 
     ``seq_len`` is the sequence share of one GPU (s / cp); ``dp`` the data-parallel
     degree (states shard over dp x cp); ``layers_first`` / ``layers_last`` the layers of
@@ -128,9 +129,8 @@ def memory_breakdown(*, layer_params, expert_params, embed_params, output_params
     """
     fsdp = framework == "fsdp"
     gather = weight_bytes if gather_bytes is None else gather_bytes
-    body_first = layers_first * layer_params / tp
     single = pp == 1
-    first_params = body_first + (embed_params + single * output_params) / tp
+    first_params = layers_first * layer_params / tp + (embed_params + single * output_params) / tp
     last_params = layers_last * layer_params / tp + (single * embed_params + output_params) / tp
     experts = layers_first * expert_params / (tp * ep)
 
@@ -151,39 +151,50 @@ def memory_breakdown(*, layer_params, expert_params, embed_params, output_params
     last_edge = last_edge - CROSS_ENTROPY_BYTES * logits  # booked as loss_buffers_bytes
     if fsdp:  # torchtitan's output layer saves its all-gathered input
         last_edge = last_edge + 2.0 * sbh * (1.0 - 1.0 / tp)
-    first_act = layer_act * layers_first * in_flight * interleave + first_edge
-    last_act = layer_act * layers_last + last_edge
-    first_loss, last_loss = single * loss, loss
 
     kw = dict(stage=stage, framework=framework, unit=unit, trainable_share=trainable_share,
               frozen_bytes=frozen_dtype_bytes, offload_optimizer=offload_optimizer, offload_params=offload_params)
     shard = dp * cp
     dense_f = state_factors(shard, **kw)
     moe = states_of(experts, state_factors(np.maximum(shard / ep, 1.0), **kw))
-    on_gpu = dense_f["weights"] + dense_f["gradients"] + dense_f["master_weights"] + dense_f["optimizer_moments"]
-    pick = (first_params - last_params) * on_gpu + (first_act + first_loss - last_act - last_loss) >= 0
-    dense = states_of(np.where(pick, first_params, last_params), dense_f)
-    act = np.where(pick, first_act, last_act)
-    loss_bytes = np.where(pick, first_loss, last_loss)
-
-    stage_params = np.where(pick, first_params, last_params) + experts
     layer_local = (layer_params + expert_params / ep) / tp
-    if fsdp:
-        zero3 = np.where(pp > 1, stage_params * (gather + REDUCE_BYTES / virtual_stages),
-                         GATHERED_LAYERS * gather * layer_local + REDUCE_BYTES * layer_local)
-    else:
-        zero3 = GATHERED_LAYERS * weight_bytes * layer_local
-    temp = np.where(stage >= 3, zero3, GRAD_BUCKET_BYTES * (shard > 1)) + workspace * act_scale
-    temp = temp + np.where(sp & (tp > 1), 2.0 * sbh, 0.0)
-    temp = temp + 2.0 * kv_width / tp * seq_len * micro_batch * (cp - 1)
-    temp = temp + np.where(pp > 1, 2.0 * 2.0 * sbh / tp * in_flight, 0.0)
+    common = workspace * act_scale + np.where(sp & (tp > 1), 2.0 * sbh, 0.0)
+    common = common + 2.0 * kv_width / tp * seq_len * micro_batch * (cp - 1)
+    common = common + np.where(pp > 1, 2.0 * 2.0 * sbh / tp * in_flight, 0.0)
     comms = NCCL_BYTES_PER_COMMUNICATOR * ((tp > 1) * 1.0 + (pp > 1) + (dp > 1) + (ep > 1) + (cp > 1))
-    frag = ALLOCATOR_FRAGMENTATION_SHARE["compiled" if compiled else "eager"] * (act + loss_bytes + temp)
-    return TrainingMemory(
-        dense.weights_bytes + moe.weights_bytes, dense.gradients_bytes + moe.gradients_bytes,
-        dense.master_weights_bytes + moe.master_weights_bytes,
-        dense.optimizer_moments_bytes + moe.optimizer_moments_bytes, act, loss_bytes, temp, comms,
-        CUDA_CONTEXT_BYTES, frag, dense.host_bytes + moe.host_bytes)
+    share = ALLOCATOR_FRAGMENTATION_SHARE["compiled" if compiled else "eager"]
+
+    def one(params, act, loss_bytes) -> TrainingMemory:
+        dense = states_of(params, dense_f)
+        if fsdp:
+            zero3 = np.where(pp > 1, (params + experts) * (gather + REDUCE_BYTES / virtual_stages),
+                             GATHERED_LAYERS * gather * layer_local + REDUCE_BYTES * layer_local)
+        else:
+            zero3 = GATHERED_LAYERS * weight_bytes * layer_local
+        temp = np.where(stage >= 3, zero3, GRAD_BUCKET_BYTES * (shard > 1)) + common
+        return TrainingMemory(
+            dense.weights_bytes + moe.weights_bytes, dense.gradients_bytes + moe.gradients_bytes,
+            dense.master_weights_bytes + moe.master_weights_bytes,
+            dense.optimizer_moments_bytes + moe.optimizer_moments_bytes, act, loss_bytes, temp, comms,
+            CUDA_CONTEXT_BYTES, share * (act + loss_bytes + temp), dense.host_bytes + moe.host_bytes)
+
+    first = one(first_params, layer_act * layers_first * in_flight * interleave + first_edge, single * loss)
+    last = one(last_params, layer_act * layers_last + last_edge, loss)
+    return first, last
+
+
+def memory_breakdown(**kw) -> TrainingMemory:
+    """The breakdown of the stage that needs more memory, first or last (keywords of :func:`stage_breakdowns`)."""
+    first, last = stage_breakdowns(**kw)
+    pick = first.total_bytes >= last.total_bytes
+    return TrainingMemory(*(np.where(pick, getattr(first, f.name), getattr(last, f.name))
+                            for f in fields(TrainingMemory)))
+
+
+def peak_memory_bytes(**kw):
+    """Per-GPU bytes of the stage that needs more memory (keywords of :func:`stage_breakdowns`)."""
+    first, last = stage_breakdowns(**kw)
+    return np.maximum(first.total_bytes, last.total_bytes)
 
 
 def training_memory(*, layer_params, embed_params, output_params, layers, hidden, heads, vocab,

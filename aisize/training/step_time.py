@@ -81,13 +81,10 @@ class StepTime:
     tokens: float  # per step, all GPUs
     gpus: float
     peak_flops_per_s: float  # the 16-bit dense peak MFU is measured against
+    step_seconds: float  # the sum of the parts (PARTS)
 
     def __post_init__(self):
         tidy(self)
-
-    @property
-    def step_seconds(self):
-        return sum(getattr(self, name) for name in PARTS)
 
     @property
     def mfu(self):
@@ -181,8 +178,9 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
 
     step = compute + n_mb * comm_mb + pp_time + dp_exposed + ep_time + bubble
     gpus = tp * pp * cp * dp
-    straggle = step * (straggler_factor(gpus) - 1.0)
+    factor = straggler_factor(gpus)
+    straggle = step * (factor - 1.0)
     tokens = dp * n_mb * micro_batch * seq_len
     model = flops_per_token(d.active_params, layers=L, attention_dim=d.attention_dim, seq_len=seq_len)
     return StepTime(compute, n_mb * layers_here * tp_layer, n_mb * layers_here * cp_layer, pp_time, dp_exposed,
-                    ep_time, bubble, straggle, model * tokens, tokens, gpus * 1.0, high_peak)
+                    ep_time, bubble, straggle, model * tokens, tokens, gpus * 1.0, high_peak, step * factor)
