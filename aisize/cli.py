@@ -70,6 +70,27 @@ def _cmd_sweep(args) -> int:
     return 0
 
 
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def _cmd_model(args) -> int:
+    from pathlib import Path
+
+    from aisize import models
+    from aisize.models.hf_config import read_config
+    from aisize.models.summary import model_text
+
+    if Path(args.model).exists():
+        config, _ = read_config(args.model)
+        record = models.from_hf_config(args.model)
+        dtype = _TORCH_DTYPES.get(config.get("torch_dtype") or config.get("dtype"))
+        sys.stdout.write(model_text(record, safetensors_bytes=models.safetensors_total_bytes(args.model),
+                                    checkpoint_dtype=dtype))
+    else:
+        sys.stdout.write(model_text(models.resolve(args.model)))
+    return 0
+
+
 def _cmd_app(args) -> int:
     from aisize.app.serve import run
 
@@ -82,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Size AI training and inference clusters: GPUs, servers, host RAM, "
                     "network, storage and queueing.")
     parser.add_argument("--version", action="version", version=f"aisize {__version__}")
+    parser.add_argument("--catalog", metavar="DIR", action="append", default=[],
+                        help="a folder of CSVs named like ours whose rows add to or replace the built-in "
+                             "catalog (repeatable; also $AISIZE_CATALOG)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("presets", help="list the built-in scenarios")
@@ -117,6 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     validation_cli.configure_parser(p)
     p.set_defaults(func=validation_cli.run)
 
+    p = sub.add_parser("model", help="describe a model: architecture, parameters, weight and KV bytes")
+    p.add_argument("model", help="a config.json, a folder holding one (with model.safetensors.index.json, "
+                                 "its total_size is shown), or a catalog model id")
+    p.set_defaults(func=_cmd_model)
+
     p = sub.add_parser("app", help="serve the interactive workbook (Voila) on this machine")
     p.add_argument("--port", type=int, default=8866)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
@@ -131,6 +160,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        if args.catalog:
+            from aisize import catalog
+
+            for folder in args.catalog:
+                catalog.use_overlay(folder)
         return args.func(args)
     except ValueError as exc:  # ScenarioError, CatalogError and input checks are ValueErrors
         print(f"aisize {args.command}: error: {exc}", file=sys.stderr)

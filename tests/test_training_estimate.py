@@ -204,3 +204,16 @@ def test_virtual_stage_rule():
     check_virtual_stages(126, 8, 2, "interleaved-1f1b")  # uneven stages: chunks of 7 or 8 layers
     with pytest.raises(ValueError, match="must divide the 20 layers per pipeline stage"):
         check_virtual_stages(80, 4, 3, "interleaved-1f1b")
+
+
+def test_windowed_layers_attend_to_their_window_only():
+    # gemma-3-27b: 52 of 62 layers slide over 1,024 tokens (config.json); at 32k tokens attention
+    # costs the 10 global layers' 2·s plus the windowed ones' ~2·w per token (x H·Q)
+    d = model_dims("gemma-3-27b")
+    full = 2.0 * 32768
+    assert d.window_layers and d.attention_keys(32768) < 0.3 * full
+    assert model_dims("llama-3-8b").attention_keys(32768) == pytest.approx(full)
+    w = d.window
+    win = 4.0 * (w - w * w / (2.0 * 32768))
+    share = d.window_layers / d.layers
+    assert d.attention_keys(32768) == pytest.approx((1 - share) * full + share * win)

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 
 from aisize import catalog
-from aisize.architecture import transformer_from_hf_config
+from aisize.models import from_hf_config
 from aisize.training import estimate, layout_grid, search_layouts
 from aisize.units import GB
 
 H100 = catalog.accelerators["h100-sxm"]
 # meta-llama/Meta-Llama-3-70B config.json
-LLAMA3_70B = transformer_from_hf_config({
+LLAMA3_70B = from_hf_config({
     "model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192, "num_attention_heads": 64,
     "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 128256,
     "max_position_embeddings": 8192, "tie_word_embeddings": False, "rms_norm_eps": 1e-5})

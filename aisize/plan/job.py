@@ -16,8 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from aisize import catalog
-from aisize.architecture import attention_dim
+from aisize import catalog, models
 from aisize.compute import gpus_needed, training_flops, training_seconds
 from aisize.plan import context as C
 from aisize.precision import peak_flops_per_s
@@ -98,15 +97,15 @@ def job_inputs(w, ctx: C.HardwareContext, policies) -> JobInputs:
     opt = C.SCENARIO_OPTIMIZERS[w.optimizer]
     r = recipe(dtype, acc)  # a format the GPU has no tensor cores for is refused here, by name
     peak = peak_flops_per_s(acc, r.low_dtype or r.high_dtype)
-    if w.model in catalog.transformers:
-        arch = catalog.transformers[w.model]
+    if not (isinstance(w.model, str) and w.model in catalog.other_models):
+        arch = models.resolve(w.model)
         pc = C.params_of(arch)
         seq = w.seq_len or min(arch.max_seq, DEFAULT_SEQ_LEN)
         tokens = w.tokens_billion * 1e9 if w.tokens_billion is not None else \
             catalog.datasets[w.dataset].tokens * 1e9 * w.epochs
         method = "full" if w.method == "full" else "lora"
         rank = None if method == "full" else w.lora_rank
-        flops = training_flops(pc.active, tokens, layers=arch.layers, attention_dim=attention_dim(arch),
+        flops = training_flops(pc.active, tokens, layers=arch.layers, attention_dim=models.attention_dim(arch),
                                seq_len=seq, method=method)
         trainable = pc.total
         if rank is not None:  # a LoRA checkpoint holds the adapters' training state only

@@ -9,11 +9,13 @@ to a default.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from aisize import catalog
+from aisize import catalog, models
+from aisize.models.hf_config import read_config
 
 SCHEMA_VERSION = 1
 
@@ -44,10 +46,87 @@ class _Strict(BaseModel):
         return data
 
 
+def _short(value) -> str:
+    """A value's repr cut to a readable length (a typo may be megabytes long)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _in_table(table: catalog.Table, field: str, value: str | None) -> str | None:
     if value is not None and value not in table:
-        raise ValueError(f"{field} {value!r} is not in the catalog; allowed: {', '.join(table.ids())}")
+        raise ValueError(f"{field} {_short(value)} is not in the catalog; allowed: {', '.join(table.ids())}")
     return value
+
+
+def _in_ids(field: str, value: str, table: catalog.Table, custom: dict) -> None:
+    if value not in table and value not in custom:
+        raise ValueError(f"{field} {_short(value)} is neither in the catalog nor among the scenario's own rows; "
+                         f"allowed: {', '.join(list(custom) + table.ids())}")
+
+
+class _Hashable(_Strict):
+    # free-form mappings (a config.json, an inline catalog row) still hash: plans are cached by input
+    def __hash__(self):
+        return hash(json.dumps(self.model_dump(mode="json"), sort_keys=True))
+
+
+class HfConfigModel(_Hashable):
+    """A model read from a Hugging Face ``config.json`` (never the Hub).
+
+    ``hf_config`` is the file's path (or a folder holding it); the file's content is
+    embedded in ``config`` when the scenario is read, so a saved scenario stands alone
+    (the app fills ``config`` from an uploaded file and names the upload in ``hf_config``).
+    """
+
+    hf_config: Annotated[str, Field(min_length=1, max_length=1000)]
+    id: Name | None = None
+    config: dict | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _embed(cls, data):
+        if isinstance(data, dict) and data.get("config") is None and isinstance(data.get("hf_config"), str):
+            data = {**data, "config": read_config(data["hf_config"])[0]}
+        return data
+
+    @model_validator(mode="after")
+    def _builds(self):
+        models.resolve(self)
+        return self
+
+
+class InlineModel(_Hashable):
+    """A model given by its architecture fields (those of a catalog transformers.csv row;
+    see :func:`aisize.models.from_fields` for the defaults), ``id`` and ``source`` required."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, validate_default=True)
+    id: Name
+    source: Annotated[str, Field(min_length=1, max_length=1000)]
+
+    @model_validator(mode="after")
+    def _builds(self):
+        models.resolve(self)
+        return self
+
+
+def _model_kind(value) -> str:
+    if isinstance(value, dict):
+        return "hf_config" if "hf_config" in value else "fields"
+    return "fields" if isinstance(value, InlineModel) else ("hf_config" if isinstance(value, HfConfigModel) else "id")
+
+
+# a catalog id, {hf_config: path}, or the architecture fields inline
+ModelRef = Annotated[Union[Annotated[str, Tag("id")], Annotated[HfConfigModel, Tag("hf_config")],
+                           Annotated[InlineModel, Tag("fields")]], Discriminator(_model_kind)]
+
+
+class CatalogRow(_Hashable):
+    """A custom accelerator, server or storage system written like a row of our CSV
+    (column names without units, values in the CSV's units); ``source`` is required."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, validate_default=True)
+    id: Name
+    source: Annotated[str, Field(min_length=1, max_length=1000)]
 
 
 class Layout(_Strict):
@@ -81,7 +160,7 @@ class Training(_Strict):
     kind: Literal["training"] = "training"
     name: Name
     team: Name = "default"
-    model: str
+    model: ModelRef
     method: Literal["full", "lora", "qlora"] = "full"
     lora_rank: Annotated[int, Field(ge=1, le=4096)] = 16  # LoRA/QLoRA only; QLoRA's paper uses 64
     precision: Literal[TRAIN_PRECISIONS] = "bf16"  # type: ignore[valid-type]
@@ -115,7 +194,7 @@ class Inference(_Strict):
     kind: Literal["inference"] = "inference"
     name: Name
     team: Name = "default"
-    model: str
+    model: ModelRef
     weight_precision: Literal[WEIGHT_PRECISIONS] = "bf16"  # type: ignore[valid-type]
     kv_precision: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
     requests_per_s: Positive
@@ -126,7 +205,8 @@ class Inference(_Strict):
     tensor_parallel: Count | Literal["auto"] = "auto"
     model_loads_per_hour: Annotated[float, Field(ge=0, le=1e6)] = 1.0
 
-    _model = field_validator("model")(lambda v: _in_table(catalog.transformers, "model", v))
+    _model = field_validator("model")(
+        lambda v: _in_table(catalog.transformers, "model", v) if isinstance(v, str) else v)
 
 
 class DataPrep(_Strict):
@@ -153,14 +233,33 @@ class Hardware(_Strict):
     storage: str = "superpod-h100-better"
     switch_radix: Annotated[int, Field(ge=4, le=1024)] = 64
     oversubscription: Annotated[float, Field(ge=1, le=16)] = 1.0
+    # custom hardware, checked like catalog rows; server/storage may name their ids
+    accelerators: Annotated[tuple[CatalogRow, ...], Field(max_length=50)] = ()
+    servers: Annotated[tuple[CatalogRow, ...], Field(max_length=50)] = ()
+    storage_systems: Annotated[tuple[CatalogRow, ...], Field(max_length=50)] = ()
 
-    _server = field_validator("server")(lambda v: _in_table(catalog.servers, "server", v))
     _link = field_validator("scale_out_link")(lambda v: _in_table(catalog.links, "scale_out_link", v))
-    _storage = field_validator("storage")(lambda v: _in_table(catalog.storage, "storage", v))
+
+    @model_validator(mode="after")
+    def _known_ids(self):
+        accs, servers, stores = self.custom_records()
+        _in_ids("server", self.server, catalog.servers, servers)
+        _in_ids("storage", self.storage, catalog.storage, stores)
+        for s in servers.values():
+            _in_ids(f"servers[{s.id}].accelerator", s.accelerator, catalog.accelerators, accs)
+        return self
+
+    def custom_records(self):
+        """(accelerators, servers, storage systems) written in the scenario, as catalog records."""
+        return (catalog.accelerators.parse_rows([r.model_dump() for r in self.accelerators], "accelerators"),
+                catalog.servers.parse_rows([r.model_dump() for r in self.servers], "servers"),
+                catalog.storage.parse_rows([r.model_dump() for r in self.storage_systems], "storage_systems"))
 
     @property
     def gpu(self) -> str:
-        return catalog.servers[self.server].accelerator
+        custom = {r.id: r for r in self.servers}
+        return custom[self.server].model_dump()["accelerator"] if self.server in custom else \
+            catalog.servers[self.server].accelerator
 
 
 class Policies(_Strict):
@@ -197,8 +296,10 @@ class Scenario(_Strict):
         return self
 
 
-def _in_model_tables(value: str) -> str:
+def _in_model_tables(value):
+    if not isinstance(value, str):
+        return value
     if value not in catalog.transformers and value not in catalog.other_models:
         known = catalog.transformers.ids() + catalog.other_models.ids()
-        raise ValueError(f"model {value!r} is not in the catalog; allowed: {', '.join(known)}")
+        raise ValueError(f"model {_short(value)} is not in the catalog; allowed: {', '.join(known)}")
     return value

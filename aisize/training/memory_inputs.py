@@ -27,7 +27,7 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
                               norm_impl="fused", softmax_fp32=False) -> dict:
     """The plain numbers :func:`training_memory` needs, from a catalog Transformer (or its id).
 
-    Splits :func:`aisize.architecture.transformer_params` into per-layer,
+    Splits :func:`aisize.models.transformer_params` into per-layer,
     routed-expert (all experts of one layer, on average), embedding and output
     parts (a tied output layer is a copy on the last stage when pp > 1), and
     derives the activation constants (FFN type and size, GQA/MLA widths; MoE:

@@ -8,7 +8,8 @@ Per layer and micro-batch, on a GPU holding 1/t of the layer (tensor parallel) a
   (:func:`aisize.training.efficiency.gemm_seconds`); backward runs two GEMMs of the
   same size per linear (input gradient, weight gradient) [1].
 * **attention** (causal FlashAttention): 2·s·H·Q·tokens/t FLOPs forward (half of
-  PaLM's 4·s·H·Q non-causal count), 2.5x that backward [2].
+  PaLM's 4·s·H·Q non-causal count; windowed layers count their window,
+  :meth:`~aisize.training.dims.ModelDims.attention_keys`), 2.5x that backward [2].
 * **memory-bound work**, bytes per element (16-bit activations), counted op by op:
 
   ===================== ================================ ==========================
@@ -127,7 +128,8 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, code, sel
 
     # each kernel call sees one context-parallel chunk of the sequence (the whole sequence without CP)
     chunk = tokens / micro_batch
-    attn_fwd = 2.0 * seq_len * d.attention_dim * tokens / tp / (high_peak * E.attention_efficiency(gen, chunk))
+    attn_fwd = (d.attention_keys(seq_len) * d.attention_dim * tokens / tp
+                / (high_peak * E.attention_efficiency(gen, chunk)))
 
     h, f = d.hidden, d.ffn_width
     norm = RMSNORM_BYTES[impl] if d.norm == "rmsnorm" else LAYERNORM_BYTES

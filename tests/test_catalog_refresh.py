@@ -1,0 +1,42 @@
+"""Rows added for 2026 (issue 15): datasheet spot checks and that older ids still resolve."""
+
+import pytest
+
+from aisize import catalog, models
+
+
+def test_new_accelerators_carry_dense_peaks_per_precision():
+    # verda.com per-GPU dense table: GB300 FP4 15, FP8 5, BF16 2.5 PFLOPS; B300 FP4 14, FP8 4.5.
+    gb300, b300 = catalog.accelerators["gb300"], catalog.accelerators["b300"]
+    assert (gb300.fp4_flops_per_s, gb300.fp8_flops_per_s, gb300.bf16_flops_per_s) == pytest.approx(
+        (15e15, 5e15, 2.5e15))
+    assert (b300.fp4_flops_per_s, b300.fp8_flops_per_s) == pytest.approx((14e15, 4.5e15))
+    # AMD ISSCC 2026: MI355X FP8 5 PFLOPS; FP4 dense = 20.1 / 2 (the row says derived)
+    mi = catalog.accelerators["mi355x"]
+    assert mi.fp8_flops_per_s == pytest.approx(5e15) and "DERIVED" in mi.note
+    assert catalog.accelerators["h20"].bf16_flops_per_s == pytest.approx(148e12)
+    assert catalog.accelerators["xeon-6980p"].memory_bandwidth_bytes_per_s == pytest.approx(844.8e9)
+
+
+def test_every_server_names_a_known_accelerator_and_each_new_gpu_has_a_server():
+    for gpu in ("b300", "gb300", "mi355x", "h20", "rtx-pro-6000-server", "h100-nvl", "xeon-6980p", "epyc-9965"):
+        assert catalog.servers.filter(accelerator=gpu), gpu
+    assert catalog.servers["gb300-nvl72"].gpus == 72 and catalog.servers["dgx-b300"].power_watts == 14.5e3
+
+
+@pytest.mark.parametrize("id, total, active", [
+    ("llama-3.1-8b", 8.03e9, None), ("llama-3.3-70b", 70.55e9, None), ("llama-4-maverick", 400.7e9, 17.2e9),
+    ("qwen2.5-72b", 72.7e9, None), ("qwen3-30b-a3b", 30.5e9, 3.35e9), ("gpt-oss-120b", 116.83e9, 5.71e9),
+    ("deepseek-r1", 671e9, 37.6e9), ("gemma-3-27b", 27.0e9, None), ("mistral-large-2", 122.6e9, None),
+    ("kimi-k2", 1026.4e9, 32.9e9),
+])
+def test_new_models_resolve_with_their_counts(id, total, active):
+    count = models.params(id)
+    assert count.total == pytest.approx(total, rel=0.002)
+    if active:
+        assert count.active == pytest.approx(active, rel=0.005)
+
+
+def test_older_ids_still_resolve():
+    for id in ("llama-3-8b", "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3", "dgx-h100", "h100-sxm"):
+        assert id in catalog.transformers or id in catalog.servers or id in catalog.accelerators
