@@ -2,7 +2,7 @@
 
 A framework profile says which per-parameter components it keeps and from
 which ZeRO stage each is sharded over the data-parallel group (N_d) or becomes
-transient (gathered only while a layer runs; :mod:`aisize.memory.training`
+transient (gathered only while a layer runs; :mod:`aisize.training.memory`
 books that as a temporary buffer). Stage k shards: 1 the optimizer side
 (master + moments), 2 also gradients, 3 also weights.
 

@@ -50,7 +50,8 @@ def layout_candidates(scenario, workload, top: int = 10) -> pd.DataFrame:
     -------
     :func:`aisize.training.search_layouts`'s DataFrame (layout columns ``tp``, ``pp``, ``cp``, ``dp``,
     ``ep``, ``schedule``, ``virtual_stages``, ``zero_stage``, ``micro_batch``, ``recompute``; the
-    step-time parts; ``step_seconds``, ``mfu``, ``tokens_per_s`` and every memory line item [B] per GPU), searched exactly as ``plan()`` searches (its first row is the
+    step-time parts; ``step_seconds``, ``mfu``, ``tokens_per_s`` and every memory line item [B] per GPU),
+    searched exactly as ``plan()`` searches (its first row is the
     plan's layout when the layout is "auto"); empty for a model that is not a transformer.
 
     References

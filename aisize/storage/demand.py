@@ -67,7 +67,7 @@ def read_demand(samples_per_s_per_gpu, sample_bytes, *, gpus=1,
     Parameters
     ----------
     samples_per_s_per_gpu : samples one GPU consumes at full speed [1/s]
-        (:func:`samples_per_s_from_batch`, :func:`samples_per_s_from_flops`, or measured)
+        (:func:`samples_per_s_from_batch`, :func:`aisize.training.samples_per_s`, or measured)
     sample_bytes : bytes read per sample [B]
     gpus : GPUs reading [count]
     target_utilisation : GPU utilisation to sustain, (0, 1] (MLPerf Storage: 0.9)

@@ -142,7 +142,8 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
     m = np.where((dp > 0) & (G % np.maximum(B * dp, 1) == 0), G // np.maximum(B * dp, 1), 0)
     inter = K == SCHEDULE_CODES["interleaved-1f1b"]
     sched_ok = np.where(K == SCHEDULE_CODES["1f1b"], True, P >= 2)
-    sched_ok = sched_ok & ~inter | (inter & (P >= 2) & (layers >= P * V) & ((layers % P != 0) | ((layers // P) % V == 0)))
+    chunks_ok = (P >= 2) & (layers >= P * V) & ((layers % P != 0) | ((layers // P) % V == 0))
+    sched_ok = (sched_ok & ~inter) | (inter & chunks_ok)
     ok = (dp > 0) & (S % C == 0) & (m > 0) & (dp % np.maximum(E, 1) == 0) & sched_ok
     ok = ok & np.ones(tuple(len(np.ravel(a)) for a in ax), dtype=bool)
     return Grid(N, G, S, T, P, C, K, V, B, Z, R, E, dp, m, ok)

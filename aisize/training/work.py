@@ -160,7 +160,8 @@ def head_seconds(d: ModelDims, *, tokens, tp, framework: str, high_peak, gen: st
     """Output projection (16-bit in every recipe) and loss of one micro-batch on the last stage [s]."""
     e = E.gemm_efficiency(gen, "16")
     gemm = 3.0 * E.gemm_seconds(tokens, d.hidden, d.vocab / tp, high_peak, e, hbm_bytes_per_s)
-    loss = E.memory_seconds(LOSS_BYTES_PER_LOGIT.get(framework, FUSED_LOSS_BYTES_PER_LOGIT) * tokens * d.vocab / tp, hbm_bytes_per_s)
+    per_logit = LOSS_BYTES_PER_LOGIT.get(framework, FUSED_LOSS_BYTES_PER_LOGIT)
+    loss = E.memory_seconds(per_logit * tokens * d.vocab / tp, hbm_bytes_per_s)
     return gemm + loss
 
 
