@@ -219,15 +219,15 @@ def findings(plan) -> list[Finding]:
 def assumptions_used(policies) -> dict:
     """Every policy value and every named planner or engine default a plan uses, with its value."""
     from aisize import host, serving
-    from aisize.training import efficiency_constants, step_time
+    from aisize import training as engine_training
     from aisize.memory import inference as inf_mem
     from aisize.network import collectives
     from aisize.plan import inference as inf_plan
     from aisize.plan import training
 
     engine = {
-        "training.dp_overlap": step_time.DP_OVERLAP,
-        "training.async_tp_hidden_share": step_time.ASYNC_TP_HIDDEN_SHARE,
+        "training.dp_overlap": engine_training.DP_OVERLAP,
+        "training.async_tp_hidden_share": engine_training.ASYNC_TP_HIDDEN_SHARE,
         "serving.decode_memory_efficiency": serving.DECODE_MEMORY_EFFICIENCY,
         "serving.prefill_compute_efficiency": serving.PREFILL_COMPUTE_EFFICIENCY,
         "memory.inference.serving_memory_utilization": inf_mem.SERVING_MEMORY_UTILIZATION,
@@ -238,7 +238,7 @@ def assumptions_used(policies) -> dict:
         "plan.inference_latency_percentile": inf_plan.PERCENTILE,
         "plan.inference_fallback_utilisation": inf_plan.FALLBACK_UTILISATION,
     }
-    engine |= {f"training.{c['name']}": c["value"] for c in efficiency_constants()}
+    engine |= {f"training.{c['name']}": c["value"] for c in engine_training.efficiency_constants()}
     return ({f"policies.{k}": v for k, v in policies.model_dump(mode="json").items()}
             | {f"plan.{k}": v for k, v in C.planner_assumptions().items()} | engine)
 

@@ -20,8 +20,7 @@ from aisize.plan import job as J
 from aisize.plan.job import DEFAULT_SEQ_LEN, CheckpointResult  # noqa: F401  (part of this module's API)
 from aisize.storage.demand import read_demand
 from aisize.precision import peak_flops_per_s
-from aisize.training import ResolvedThroughput, fits, other_model_training_memory, recipe
-from aisize.training.step_time import PARTS
+from aisize.training import PARTS, ResolvedThroughput, fits, other_model_training_memory, recipe
 from aisize.storage.io import io_profile_for_format
 from aisize.units import DAY
 from aisize.validation.ranges import MfuRange, time_range

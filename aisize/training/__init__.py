@@ -29,7 +29,7 @@ from aisize.training.memory import (Fit, TrainingMemory, fits, max_micro_batch, 
 from aisize.training.memory_inputs import transformer_memory_inputs, transformer_training_memory
 from aisize.training.recipes import PRECISIONS, recipe
 from aisize.training.schedules import SCHEDULES, pipeline_in_flight
-from aisize.training.step_time import StepTime
+from aisize.training.step_time import ASYNC_TP_HIDDEN_SHARE, DP_OVERLAP, PARTS, StepTime
 from aisize.training.throughput import (DEFAULT_MFU, TRAINING_FLOPS_PER_FORWARD_FLOP, ResolvedThroughput,
                                         resolve_samples_per_s, samples_per_s, samples_per_s_for_model,
                                         samples_per_s_from_flops)
@@ -37,7 +37,7 @@ from aisize.training.throughput import (DEFAULT_MFU, TRAINING_FLOPS_PER_FORWARD_
 __all__ = ["estimate", "TrainingEstimate", "Layout", "search_layouts", "layout_grid", "evaluate_grid",
            "rank_layouts", "layout_frame", "Grid", "TrainingMemory", "Fit", "fits", "max_micro_batch",
            "training_memory", "transformer_training_memory", "transformer_memory_inputs",
-           "other_model_training_memory", "StepTime", "SCHEDULES", "pipeline_in_flight", "PRECISIONS", "recipe",
+           "other_model_training_memory", "StepTime", "PARTS", "DP_OVERLAP", "ASYNC_TP_HIDDEN_SHARE", "SCHEDULES", "pipeline_in_flight", "PRECISIONS", "recipe",
            "efficiency_constants", "generation", "samples_per_s", "resolve_samples_per_s",
            "samples_per_s_for_model", "samples_per_s_from_flops", "ResolvedThroughput",
            "TRAINING_FLOPS_PER_FORWARD_FLOP", "DEFAULT_MFU"]
