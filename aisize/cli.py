@@ -70,6 +70,33 @@ def _cmd_sweep(args) -> int:
     return 0
 
 
+def _cmd_compare(args) -> int:
+    from aisize.plan import plan as make_plan
+    from aisize.plan.comparison import compare_text, comparison_dict, comparison_table
+    from aisize.scenario import load
+
+    a, b = make_plan(load(args.a)), make_plan(load(args.b))
+    if args.report:
+        from aisize.report.compare import render_comparison
+
+        for path in render_comparison(args.a, args.b, out_dir=args.report, fmt=args.format):
+            print(path)
+        return 0
+    try:
+        if args.json:
+            import json
+
+            sys.stdout.write(json.dumps(comparison_dict(a, b), indent=2, allow_nan=False) + "\n")
+        elif args.csv:
+            comparison_table(a, b).to_csv(args.csv, index=False)
+            print(args.csv)
+        else:
+            sys.stdout.write(compare_text(a, b))
+    except OSError as exc:
+        raise ValueError(f"cannot write the output: {exc}") from None
+    return 0
+
+
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 
@@ -131,6 +158,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "hardware.scale_out_link=eth-10g,eth-40g")
     p.add_argument("--csv", metavar="FILE", help="write the table as CSV instead of printing it")
     p.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser("compare", help="plan two scenarios and put them side by side, differences marked")
+    p.add_argument("a", metavar="A", help="first scenario file (.yaml or .json)")
+    p.add_argument("b", metavar="B", help="second scenario file")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="the comparison as JSON on stdout")
+    out.add_argument("--csv", metavar="FILE", help="write the comparison as CSV")
+    out.add_argument("--report", metavar="DIR", help="render a comparison report (HTML and/or PDF) into DIR")
+    p.add_argument("--format", choices=("html", "pdf", "both"), default="html",
+                   help="report format with --report (default html)")
+    p.set_defaults(func=_cmd_compare)
 
     from aisize.report.cli import add_report_parser
     from aisize.validation import cli as validation_cli

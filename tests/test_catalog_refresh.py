@@ -40,3 +40,20 @@ def test_new_models_resolve_with_their_counts(id, total, active):
 def test_older_ids_still_resolve():
     for id in ("llama-3-8b", "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3", "dgx-h100", "h100-sxm"):
         assert id in catalog.transformers or id in catalog.servers or id in catalog.accelerators
+
+
+# MLPerf Storage v1.0 (github.com/mlcommons/storage_results_v1.0 @ 64c2ce4): each row's
+# train_throughput_mean_MB_per_second (DLIO's "MB" is MiB) and the system's raw_capacity_GiB.
+MLPERF_STORAGE_V1 = {"ddn-ai400x2t": (99_017.79, 343_040), "weka-wekapod-8": (34_569.2, 235_520),
+                     "hammerspace-aws-22": (28_825.6, 141_733), "hpe-clusterstor-e1000": (40_977.3, 366_010),
+                     "huawei-oceanstor-a800": (695_480.3, 457_764)}
+
+
+@pytest.mark.parametrize("id", MLPERF_STORAGE_V1)
+def test_mlperf_storage_rows_are_the_reported_read_rates(id):
+    mib_per_s, raw_gib = MLPERF_STORAGE_V1[id]
+    row = catalog.storage[id]
+    assert row.read_bandwidth_bytes_per_s == pytest.approx(mib_per_s * 2**20, rel=1e-3)
+    assert row.capacity_bytes == pytest.approx(raw_gib * 2**30, rel=1e-3)
+    assert row.write_bandwidth_bytes_per_s is None and row.read_iops_per_s is None  # the benchmark only reads
+    assert "64c2ce48578aabb20cff572c0495564d289e4955" in row.source and "MiB" in row.note

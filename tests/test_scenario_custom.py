@@ -11,16 +11,8 @@ import pytest
 from aisize import models
 from aisize.plan import plan, to_json
 from aisize.scenario import ScenarioError, dumps, from_dict, loads
+from custom_scenario import GPU, SERVER, STORE
 from hf_configs import QWEN2_5_7B
-
-GPU = dict(id="site-gpu", name="Site GPU", vendor="ACME", form_factor="SXM", memory_type="HBM3",
-           memory_label="100 GB", memory=100, memory_bandwidth=4, bf16=1000, fp16=1000, scaleup_link="nvlink-4",
-           scaleup_bidirectional=900, scaleup_domain=8, pcie_gen=5, tdp=500, source="ACME datasheet rev 2")
-SERVER = dict(id="site-server", name="Site server", vendor="ACME", accelerator="site-gpu", gpus=8, host_memory=2,
-              host_memory_unit="TiB", cpu="2x x86", cpu_cores=128, compute_nics=8, compute_nic_link="ib-ndr",
-              storage_nics=2, storage_nic_link="eth-100g", power=8, source="ACME quote 2026-01")
-STORE = dict(id="site-store", name="Site flash", kind="shared-fs", scope="system", read_bandwidth=50,
-             write_bandwidth=20, source="vendor datasheet")
 
 
 @pytest.fixture

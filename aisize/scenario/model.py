@@ -150,6 +150,129 @@ class Layout(_Strict):
         return self
 
 
+class When(_Strict):
+    """When a workload runs: always (a service), in one named phase, and/or within hours of the day.
+
+    Workloads that never run at the same time may share servers (aisize.plan.timeline).
+    ``hours`` is [start, end) in hours of the day; an end before the start wraps past midnight
+    ([22, 6] is a nightly window).
+    """
+
+    phase: Name = "always"  # "always", or the name of one of the scenario's phases
+    hours: tuple[Annotated[float, Field(ge=0, le=24)], Annotated[float, Field(ge=0, le=24)]] | None = None
+
+    @field_validator("hours", mode="before")
+    @classmethod
+    def _hours_are_numbers(cls, value):
+        if isinstance(value, (list, tuple)) and any(isinstance(h, bool) for h in value):
+            raise ValueError(f"hours={list(value)!r} is not allowed: two hours of the day, not true/false")
+        return value
+
+    @model_validator(mode="after")
+    def _window(self):
+        if self.hours is not None and self.hours[0] % 24 == self.hours[1] % 24:
+            raise ValueError(f"hours={list(self.hours)} is not allowed: start and end must differ "
+                             "(leave hours out for all day)")
+        return self
+
+
+class Phase(_Strict):
+    """One step of the scenario's timeline (phases run one after another, in the order listed)."""
+
+    name: Name
+    days: Annotated[float, Field(gt=0, le=36500)] | None = None  # default: its longest training job
+
+
+class Pool(_Strict):
+    """A group of identical servers workloads are placed on (aisize.plan.placement)."""
+
+    name: Name
+    server: str
+    servers: Count | Literal["auto"] = "auto"  # a fixed count, or "auto": as many as the packing needs
+    scale_out_link: str | None = None  # default: the server's own compute NIC
+    max_servers: Count | None = None  # site limit on this pool's servers
+    max_racks: Count | None = None  # rack limit (racks hold what rack units and the power budget allow)
+
+    # the server may be a catalog id or one of hardware.servers (checked by Scenario)
+    _link = field_validator("scale_out_link")(lambda v: _in_table(catalog.links, "scale_out_link", v))
+
+
+class JobStream(_Strict):
+    """A stream of training or fine-tuning jobs sharing a partition of GPUs (aisize.queueing.jobs).
+
+    Give the rate (``jobs_per_day`` or ``jobs_per_week``), the GPUs and mean hours of one job and
+    how job lengths vary, then exactly one of: a wait target (``target_wait_hours`` on the mean
+    or p95 wait), a utilisation target, or the partition's ``gpus`` ("rest": whatever the pool
+    has left after the other workloads are placed).
+    """
+
+    kind: Literal["job-stream"] = "job-stream"
+    name: Name
+    team: Name = "default"
+    jobs_per_day: Positive | None = None
+    jobs_per_week: Positive | None = None
+    gpus_per_job: Count
+    hours_per_job: Annotated[float, Field(gt=0, le=100_000)]
+    hours_distribution: Literal["exponential", "lognormal", "deterministic"] = "exponential"
+    hours_cv: Annotated[float, Field(gt=0, le=100)] = 1.0  # lognormal only
+    target_wait_hours: Annotated[float, Field(gt=0, le=100_000)] | None = None
+    wait_statistic: Literal["mean", "p95"] = "mean"
+    target_utilisation: Share | None = None
+    gpus: Count | Literal["rest"] | None = None
+    pool: Name | None = None
+    when: When = When()
+
+    @model_validator(mode="after")
+    def _rate_and_target(self):
+        if (self.jobs_per_day is None) == (self.jobs_per_week is None):
+            raise ValueError("give exactly one of jobs_per_day and jobs_per_week")
+        given = [k for k in ("target_wait_hours", "target_utilisation", "gpus") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of target_wait_hours, target_utilisation and gpus"
+                             + (f" (got {', '.join(given)})" if given else ""))
+        if self.hours_distribution != "lognormal" and "hours_cv" in self.model_fields_set:
+            raise ValueError(f"hours_cv applies to hours_distribution lognormal only; {self.hours_distribution} "
+                             "job lengths have a fixed coefficient of variation")
+        return self
+
+    @property
+    def jobs_per_s(self) -> float:
+        per_day = self.jobs_per_day if self.jobs_per_day is not None else self.jobs_per_week / 7.0
+        return per_day / 86400.0
+
+    @property
+    def job_cv(self) -> float:
+        return {"exponential": 1.0, "deterministic": 0.0}.get(self.hours_distribution, self.hours_cv)
+
+
+class Cost(_Strict):
+    """Cost assumptions: amortisation life, power draw, the cloud rate compared with, price overrides.
+
+    ``prices`` overrides any row of ``data/prices.csv`` by id (US dollars in the row's unit).
+    """
+
+    life_years: Annotated[float, Field(gt=0, le=30)] = 4.0
+    average_power_share: Share = 0.8  # average draw / the server's maximum power (assumption)
+    cloud_rate: str = "aws-p5-capacity-block"  # a price id of kind cloud-rate ($ per GPU-hour)
+    prices: dict[Annotated[str, Field(max_length=80)], float] = Field(default_factory=dict, max_length=500)
+
+    @field_validator("prices")
+    @classmethod
+    def _known_and_not_negative(cls, prices):
+        from aisize.cost.prices import check_overrides
+
+        check_overrides(prices)
+        return prices
+
+    @field_validator("cloud_rate")
+    @classmethod
+    def _cloud_rate(cls, value):
+        from aisize.cost.prices import check_cloud_rate
+
+        check_cloud_rate(value)
+        return value
+
+
 class Training(_Strict):
     """A pre-training or fine-tuning job.
 
@@ -175,6 +298,8 @@ class Training(_Strict):
     layout: Layout | Literal["auto"] = "auto"
     samples_per_s_per_gpu: Positive | None = None  # a measured throughput overrides the FLOPs estimate
     checkpoint: bool = True
+    pool: Name | None = None  # a pool name (aisize.plan.placement); None: placed by the planner
+    when: When = When()
 
     _model = field_validator("model")(lambda v: _in_model_tables(v))
     _dataset = field_validator("dataset")(lambda v: _in_table(catalog.datasets, "dataset", v))
@@ -204,6 +329,8 @@ class Inference(_Strict):
     tpot_target_ms: Annotated[float, Field(gt=0, le=60_000)] = 50.0
     tensor_parallel: Count | Literal["auto"] = "auto"
     model_loads_per_hour: Annotated[float, Field(ge=0, le=1e6)] = 1.0
+    pool: Name | None = None  # a pool name (aisize.plan.placement); None: placed by the planner
+    when: When = When()
 
     _model = field_validator("model")(
         lambda v: _in_table(catalog.transformers, "model", v) if isinstance(v, str) else v)
@@ -222,7 +349,7 @@ class DataPrep(_Strict):
     capacity_tb: Annotated[float, Field(ge=0, le=1e6)] = 0.0
 
 
-Workload = Annotated[Union[Training, Inference, DataPrep], Field(discriminator="kind")]
+Workload = Annotated[Union[Training, Inference, DataPrep, JobStream], Field(discriminator="kind")]
 
 
 class Hardware(_Strict):
@@ -233,6 +360,8 @@ class Hardware(_Strict):
     storage: str = "superpod-h100-better"
     switch_radix: Annotated[int, Field(ge=4, le=1024)] = 64
     oversubscription: Annotated[float, Field(ge=1, le=16)] = 1.0
+    fabric: Literal["auto", "single-switch", "fat-tree", "rail-optimized"] = "auto"  # auto: the cheapest
+    fabric_growth: Annotated[float, Field(ge=0, le=10)] = 0.25  # spare ports the fabric keeps for growth
     # custom hardware, checked like catalog rows; server/storage may name their ids
     accelerators: Annotated[tuple[CatalogRow, ...], Field(max_length=50)] = ()
     servers: Annotated[tuple[CatalogRow, ...], Field(max_length=50)] = ()
@@ -286,6 +415,9 @@ class Scenario(_Strict):
     hardware: Hardware = Hardware()
     policies: Policies = Policies()
     workloads: Annotated[list[Workload], Field(min_length=1, max_length=200)]
+    pools: Annotated[list[Pool], Field(max_length=50)] = []  # none: one pool of hardware.server
+    phases: Annotated[list[Phase], Field(max_length=50)] = []
+    cost: Cost = Cost()
 
     @model_validator(mode="after")
     def _unique_names(self):
@@ -294,6 +426,44 @@ class Scenario(_Strict):
         if dupes:
             raise ValueError(f"workload names must be unique; repeated: {dupes}")
         return self
+
+    @model_validator(mode="after")
+    def _pools_and_phases_named(self):
+        _check_references(self)
+        return self
+
+
+def _unique(items, what: str) -> list[str]:
+    names = [x.name for x in items]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"{what} names must be unique; repeated: {dupes}")
+    return names
+
+
+def _check_references(s: Scenario) -> None:
+    """Every pool's server exists, every workload's pool and phase is declared, every priced server is known."""
+    pools, phases = _unique(s.pools, "pool"), _unique(s.phases, "phase")
+    custom = s.hardware.custom_records()[1]
+    for i, p in enumerate(s.pools):
+        _in_ids(f"pools.{i}.server", p.server, catalog.servers, custom)
+    from aisize.cost.prices import load, server_price_id
+
+    for id_ in s.cost.prices:
+        if id_ not in load() and id_ not in {server_price_id(k) for k in custom}:
+            raise ValueError(f"cost.prices: {id_!r} is not a price id of data/prices.csv or of a server in "
+                             f"hardware.servers; ids: {', '.join(load().ids())}")
+    if "always" in phases:
+        raise ValueError("phases: 'always' is reserved for workloads that run all the time; rename the phase")
+    for i, w in enumerate(s.workloads):
+        pool = getattr(w, "pool", None)
+        if pool is not None and pool not in pools:
+            raise ValueError(f"workloads.{i}.pool: {pool!r} is not a declared pool; declared: "
+                             f"{', '.join(pools) or '(none: add a pools list)'}")
+        when = getattr(w, "when", None)
+        if when is not None and when.phase != "always" and when.phase not in phases:
+            raise ValueError(f"workloads.{i}.when.phase: {when.phase!r} is not a declared phase; declared: "
+                             f"{', '.join(phases) or '(none: add a phases list)'}")
 
 
 def _in_model_tables(value):
