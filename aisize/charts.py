@@ -28,7 +28,7 @@ MARK_DAYS, MARK_GPUS = "marked_days", "marked_gpus"  # chosen point of gpus_vs_d
 MEMORY_ITEMS = {
     "weights_bytes": "weights", "gradients_bytes": "gradients", "master_weights_bytes": "master weights",
     "optimizer_moments_bytes": "optimizer moments", "activations_bytes": "activations",
-    "kv_cache_bytes": "KV cache", "activation_workspace_bytes": "activation workspace",
+    "loss_buffers_bytes": "logits and loss", "kv_cache_bytes": "KV cache", "activation_workspace_bytes": "activation workspace",
     "temporary_buffers_bytes": "temporary buffers", "communication_buffers_bytes": "communication buffers",
     "cuda_context_bytes": "CUDA context", "fragmentation_bytes": "fragmentation",
 }

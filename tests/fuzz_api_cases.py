@@ -11,8 +11,11 @@ import math
 
 from hypothesis import strategies as st
 
-from aisize import compute, host, serving, step_time
-from aisize.memory import activations, inference, states, training
+from aisize import compute, host, serving
+from aisize import training as training_pkg
+from aisize.memory import activations, inference, states
+from aisize.training import memory as training
+from aisize.training import schedules, throughput
 from aisize.network import collectives, fabric, links
 from aisize.queueing import analytic, curves, sizing
 from aisize.storage import blender, capacity, checkpoint
@@ -79,7 +82,7 @@ CASES = {
     "layer_activation_bytes": (activations.layer_activation_bytes, dict(
         seq_len=ints(1, 8192), micro_batch=ints(1, 16), hidden=ints(64, 16384), heads=ints(1, 128),
         recompute=Choice(*activations.RECOMPUTE))),
-    "pipeline_in_flight": (activations.pipeline_in_flight, dict(
+    "pipeline_in_flight": (schedules.pipeline_in_flight, dict(
         pp=ints(1, 16), num_microbatches=ints(1, 256), virtual_stages=ints(1, 4))),
     "other_model_activation_bytes": (activations.other_model_activation_bytes, dict(
         forward_per_sample_flops=pos(1e6, 1e12), micro_batch=ints(1, 512), bytes_per_element=pos(0.5, 4))),
@@ -243,13 +246,11 @@ CASES = {
                                                                         time_seconds=time_seconds),
                          dict(rate_per_s=pos(1e-3, 1e6), time_seconds=pos(1e-6, 1e3))),
     "outstanding_ios": (little.outstanding_ios, dict(iops_per_s=pos(1e-3, 1e7), latency_seconds=pos(1e-6, 1))),
-    "step_time": (lambda **kw: step_time.step_time(**kw), dict(
-        active_params=pos(1e8, 1e12), layers=ints(4, 96), hidden=st.sampled_from([1024, 4096, 8192]),
-        seq_len=ints(128, 8192), global_batch=st.sampled_from([64, 256, 1024]), micro_batch=st.sampled_from([1, 2]),
-        peak_flops_per_s=pos(1e13, 1e16), scaleup_bytes_per_s=pos(1e10, 1e12),
-        scaleout_bytes_per_s=pos(1e9, 1e11), tp=st.sampled_from([1, 2, 8]), pp=st.sampled_from([1, 2, 4]),
-        dp=st.sampled_from([1, 2, 8]), recompute=Choice("none", "selective", "full"), zero_stage=ints(0, 3),
-        compute_efficiency=frac(), dp_overlap=frac(0.0), link_efficiency=frac(), sequence_parallel=FLAG)),
+    "training.estimate": (training_pkg.estimate, dict(
+        model=Choice("llama-3-8b", "llama-2-13b"), accelerator=Choice("h100-sxm", "a100-sxm-80gb"),
+        gpus=st.sampled_from([8, 16, 32]), micro_batch=st.sampled_from([1, 2]), global_batch=st.sampled_from([128, 256]),
+        seq_len=st.sampled_from([2048, 4096]), recompute=Choice("none", "selective", "full"),
+        compiled=FLAG, dp_overlap=frac(0.0))),
     "kv_capacity": (inference.kv_capacity, dict(
         capacity_bytes=pos(2e10, 3e11), kv_bytes_per_token_per_gpu=pos(1e3, 1e6), seq_len=ints(1, 32768),
         utilization=frac(0.5), block_tokens=ints(1, 64))),
@@ -275,13 +276,14 @@ CASES = {
     "wait_quantile": (analytic.wait_quantile, dict(p=st.floats(0.01, 0.999), p_wait=frac(0.0), wait_mean=nn(10))),
     "demand.samples_per_s_from_batch": (demand.samples_per_s_from_batch, dict(
         batch=ints(1, 4096), compute_seconds=pos(1e-3, 10))),
-    "demand.samples_per_s_from_flops": (demand.samples_per_s_from_flops, dict(
+    "samples_per_s_from_flops": (throughput.samples_per_s_from_flops, dict(
         training_flops_per_sample=pos(1e6, 1e15), peak_flops_per_s=pos(1e12, 1e16), efficiency=frac())),
 }
 
 # Parameters that must stay scalar (e.g. they pick a code path), and those whose arrays are not supported.
 SCALAR_ONLY = {
     "chinchilla": {"params", "tokens"},
+    "training.estimate": set(CASES["training.estimate"][1]),
     **{c: set(CASES[c][1]) for c in CASES if c.startswith("blender.")},
     "latency_vs_load": {"station_servers", "station_seconds"},
     "latency_vs_concurrency": {"station_servers", "station_seconds"},

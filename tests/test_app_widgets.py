@@ -93,15 +93,19 @@ def test_fixed_layout_and_the_layouts_table(app):
 
     training = app["Training"]
     assert "<table" in training.layouts.value and "micro-batch" in training.layouts.value
+    # the candidates' step time by part: one stacked bar per layout (aisize.charts_training)
+    drawn = [r for d in training.step_chart.chart.spec["datasets"].values() for r in d if "part" in r]
+    assert {r["part"] for r in drawn} >= {"compute"} and len({r["layout"] for r in drawn}) > 1
     rows = re.findall(r"<tr>(.*?)</tr>", training.layouts.value, re.S)[1:]  # the planner's candidates
     assert len(rows) == len(layout_candidates(app.state.plan.scenario, training.job.value, 5)) > 0
     lay, first = app.state.plan.training[0].layout, re.findall(r"<td[^>]*>([^<]*)</td>", rows[0])
-    assert list(map(int, first[:3])) == [lay.tensor_parallel, lay.pipeline_parallel, lay.data_parallel]
+    assert list(map(int, first[:4])) == [lay.tensor_parallel, lay.pipeline_parallel, lay.data_parallel,
+                                        lay.context_parallel]
     training.parallel.value = "fixed"
     training.tp.value = 8
     expected = api_plan(lambda d: d["workloads"][0].update(layout={
         "tensor_parallel": 8, "pipeline_parallel": 1, "expert_parallel": 1, "zero_stage": 1, "micro_batch": 1,
-        "recompute": "selective"})).training[0]
+        "recompute": "selective", "context_parallel": 1, "schedule": "1f1b", "virtual_stages": 1})).training[0]
     assert shown(training.figures.value, "training.layout").startswith("TP8 PP1")
     assert shown(training.figures.value, "training.memory") == pytest.approx(
         expected.memory_bytes["total_bytes"] / GiB, rel=5e-4)

@@ -112,7 +112,7 @@ def test_assumptions_list_every_policy():
     text = next(f.text for f in p.findings if f.area == "assumptions" and "assumptions used" in f.text)
     for key in to_dict(preset("littles-law"))["policies"]:
         assert f"policies.{key} =" in text
-    assert "step_time.compute_efficiency" in text and "plan.rack_power_watts" in text
+    assert "training.GEMM_EFFICIENCY[hopper, 16-bit]" in text and "plan.rack_power_watts" in text
     assert _has(p, "info", "assumptions", "publishes no write rate")
 
 

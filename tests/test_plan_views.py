@@ -33,7 +33,7 @@ def test_layout_candidates_rank_the_plans_own_search(plans, name):
             assert df.empty
             continue
         assert 1 <= len(df) <= 4 and df["step_seconds"].is_monotonic_increasing
-        assert (df["tp"] * df["pp"] * df["dp"] == t.gpus).all()
+        assert (df["tp"] * df["pp"] * df["cp"] * df["dp"] == t.gpus).all()
         if t.layout.searched:  # the plan keeps the top candidate
             top = df.iloc[0]
             lay = t.layout

@@ -304,14 +304,15 @@ def findings(plan) -> list[Finding]:
 
 def assumptions_used(policies) -> dict:
     """Every policy value and every named planner or engine default a plan uses, with its value."""
-    from aisize import host, serving, step_time
+    from aisize import host, serving
+    from aisize import training as engine_training
     from aisize.network import collectives
     from aisize.plan import inference as inf_plan
     from aisize.plan import timeline, training
 
     engine = {
-        "step_time.compute_efficiency": step_time.DEFAULT_COMPUTE_EFFICIENCY,
-        "step_time.dp_overlap": step_time.DEFAULT_DP_OVERLAP,
+        "training.dp_overlap": engine_training.DP_OVERLAP,
+        "training.async_tp_hidden_share": engine_training.ASYNC_TP_HIDDEN_SHARE,
         "host.os_and_application_bytes": host.OS_AND_APPLICATION_BYTES,
         "host.loader_workers_per_gpu": host.DEFAULT_LOADER_WORKERS_PER_GPU,
         "network.link_efficiency": collectives.DEFAULT_EFFICIENCY,
@@ -319,6 +320,7 @@ def assumptions_used(policies) -> dict:
         "plan.ongoing_display_days": timeline.ONGOING_DISPLAY_DAYS,
         "plan.inference_fallback_utilisation": inf_plan.FALLBACK_UTILISATION,
     } | {f"serving.{row['constant']}": row["value"] for row in serving.TRTLLM_1_0.as_table()}
+    engine |= {f"training.{c['name']}": c["value"] for c in engine_training.efficiency_constants()}
     return ({f"policies.{k}": v for k, v in policies.model_dump(mode="json").items()}
             | {f"plan.{k}": v for k, v in C.planner_assumptions().items()} | engine)
 

@@ -13,6 +13,7 @@ from aisize.report.markup import Html, esc, facts, figure, note, number, table
 from aisize.report.provenance import OWN_LABEL, hardware_record, model_origin, own_row_figures, own_rows
 from aisize.scenario import Scenario
 from aisize.scenario.model import DataPrep, Inference, Training
+from aisize.training import efficiency_constants
 from aisize.units import GiB, MiB
 
 _LABELS = {"full": "full", "lora": "LoRA", "qlora": "QLoRA", "adamw": "AdamW",
@@ -162,10 +163,10 @@ DEFAULT_TEXT: dict[str, tuple[str, str, str]] = {
                                             "Sizes such a service at this share of capacity."),
     "plan.ongoing_display_days": ("Open-ended phase drawn", "days",
                                   "A last phase without an end (a service) is drawn this long on the timeline."),
-    "step_time.compute_efficiency": ("Matmul efficiency (step-time model)", "%",
-                                     "Share of peak FLOP/s the step's math reaches."),
-    "step_time.dp_overlap": ("Gradient reduction overlap", "%",
-                             "Share of the backward pass the all-reduce hides under."),
+    "training.dp_overlap": ("Gradient reduction overlap", "%",
+                            "Share of the compute the data-parallel traffic hides under."),
+    "training.async_tp_hidden_share": ("Async TP overlap", "%",
+                                       "Share of tensor-parallel traffic async TP hides behind the GEMMs."),
     "serving.gemm_efficiency[hopper]": ("GEMM efficiency, Hopper (serving, fitted)", "%",
                                         "Share of the FP8 tensor peak the linear layers reach."),
     "serving.gemm_efficiency[blackwell]": ("GEMM efficiency, Blackwell (serving, fitted)", "%",
@@ -190,6 +191,19 @@ DEFAULT_TEXT: dict[str, tuple[str, str, str]] = {
     "host.loader_workers_per_gpu": ("Data-loader workers per GPU", "", "Each holds prefetched batches in RAM."),
     "network.link_efficiency": ("Link efficiency", "%", "Share of link bandwidth collectives achieve."),
 }
+
+def _training_text(name: str, source: str) -> tuple[str, str, str]:
+    """Label, unit and origin of one of aisize.training.efficiency_constants()."""
+    unit = {"FLASH_TILE_TOKENS": "tokens", "STEP_TIME_CV": "", "BACKWARD_BYTES_RATIO": "×",
+            "ATTENTION_BACKWARD_RATIO": "×"}.get(name, "%")
+    label = (name.replace("GEMM_EFFICIENCY", "Matmul efficiency").replace("ATTENTION_EFFICIENCY", "Attention efficiency")
+             .replace("HBM_EFFICIENCY", "Memory-bound kernel efficiency").replace("FLASH_TILE_TOKENS", "Attention tile")
+             .replace("STEP_TIME_CV", "Step-time jitter (CV)").replace("BACKWARD_BYTES_RATIO", "Backward / forward bytes")
+             .replace("ATTENTION_BACKWARD_RATIO", "Attention backward / forward FLOPs"))
+    return label, unit, source
+
+
+DEFAULT_TEXT |= {f"training.{c['name']}": _training_text(c["name"], c["source"]) for c in efficiency_constants()}
 
 _SCALE = {"kW": 1e-3, "ms": 1e3, "MiB": 1 / MiB, "GiB": 1 / GiB}
 

@@ -28,7 +28,8 @@ from aisize.memory.states import model_states
 from aisize.precision import peak_flops_per_s
 from aisize.serving import TRTLLM_1_0, decode_step
 from aisize.storage.checkpoint import checkpoint_size
-from aisize.storage.demand import TRAINING_FLOPS_PER_FORWARD_FLOP, mlperf_read_demand, samples_per_s_from_flops
+from aisize.storage.demand import mlperf_read_demand
+from aisize.training import TRAINING_FLOPS_PER_FORWARD_FLOP, samples_per_s_from_flops
 from aisize.units import TFLOP
 
 # Transformer fields a case may override on a catalog model (e.g. MLPerf's 128-head Llama 3 70B).
