@@ -8,6 +8,7 @@ is recomputed here.
 from __future__ import annotations
 
 from aisize import charts, serving
+from aisize.plan import context as plan_context
 from aisize.plan import latency_curve
 from aisize.report.context import ReportContext
 from aisize.report.markup import DASH, Html, block, count, duration, figure, gb, note, pct, per_s, sig, table, yes_no
@@ -45,6 +46,7 @@ def inference(ctx: ReportContext) -> Html:
     mem_t = table(["Service", "Weights (model)", "KV cache / request", "Memory / GPU", "GPU memory", "Fits",
                    "Host RAM need / server", "Fits"], mem, caption="Memory", css="numeric")
     acc = serving_summary()
+    hardware = plan_context.resolve(ctx.scenario.hardware)
     out = [block(fleet_t, note(
         "A replica is TP GPUs per pipeline stage times PP stages (stages may span servers); MoE models may "
         "split attention into data-parallel groups with experts spread over all the stage's GPUs. The shape "
@@ -80,18 +82,18 @@ def inference(ctx: ReportContext) -> Html:
                                                            title=f"{i.name}: TTFT and TPOT vs load"),
                                     f"{i.name}: mean and p95 latencies as the request rate rises, with the "
                                     "targets (red) and the planned load (grey).")))
-            out.append(block(_frontier(i)))
+            out.append(block(_frontier(i, hardware.scaleout_bytes_per_s)))
     return Html("".join(out))
 
 
-def _frontier(i) -> Html:
+def _frontier(i, scaleout_bytes_per_s) -> Html:
     """The configuration search's frontier for the service's model, GPU, lengths and targets."""
     e = i.estimate
     r = serving.search(e.model_record, e.accelerator_record or e.accelerator, input_tokens=e.input_tokens,
                        output_tokens=e.output_tokens, ttft_target_s=i.ttft_target_seconds,
                        tpot_target_s=i.tpot_target_seconds, statistic=i.slo_statistic,
                        weight_precisions=(e.weight_precision,), kv_precisions=(e.kv_precision,),
-                       engine=serving.ENGINES[e.engine])
+                       scaleout_bytes_per_s=scaleout_bytes_per_s, engine=serving.ENGINES[e.engine])
     caption = (f"{i.name}: {r.configurations:,} configurations (shapes × batches × token budgets, aggregated and "
                f"disaggregated); the line is the frontier of those that fit, grey points those meeting the targets.")
     if not len(r.frontier):

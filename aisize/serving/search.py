@@ -41,7 +41,8 @@ from aisize import checks, models
 from aisize.serving.calibration import TRTLLM_1_0
 from aisize.serving.costs import model_costs
 from aisize.serving.engine import TRTLLM_BENCH
-from aisize.serving.hardware import device, scaleout_bytes_per_s
+from aisize.serving.hardware import device
+from aisize.serving.hardware import scaleout_bytes_per_s as server_scaleout_bytes_per_s
 from aisize.serving.iteration import achieved_rates, iteration_time
 from aisize.serving.latency import Z95
 from aisize.serving.memory import replica_memory
@@ -157,7 +158,8 @@ def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic)
 
 def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=None, tpot_target_s=None,
            statistic="p95", weight_precisions=("fp8",), kv_precisions=("fp8",), max_gpus_per_replica=None,
-           pipeline_parallels=(1,), modes=MODES, engine=TRTLLM_BENCH, calibration=TRTLLM_1_0) -> SearchResult:
+           pipeline_parallels=(1,), modes=MODES, scaleout_bytes_per_s=None, engine=TRTLLM_BENCH,
+           calibration=TRTLLM_1_0) -> SearchResult:
     """Evaluate every configuration, keep the feasible ones, and return the frontier and the best.
 
     Parameters
@@ -170,6 +172,8 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
     max_gpus_per_replica : GPUs a replica may use (default: the scale-up domain x stages)
     pipeline_parallels : stage counts to try (stages beyond one scale-up domain use its scale-out NICs)
     modes : "aggregated" and/or "disaggregated"
+    scaleout_bytes_per_s : NIC rate per GPU per direction (KV transfer, stages across servers);
+        default: the catalog's first server with this GPU
 
     Returns
     -------
@@ -194,13 +198,14 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
             rates = achieved_rates(dev, calibration)
             limit = max_gpus_per_replica or dev.scaleup_domain * max(pipeline_parallels)
             shapes = _shapes(m, dev, int(limit), pipeline_parallels)
-            link = scaleout_bytes_per_s(dev.id) if max(pipeline_parallels) > 1 else None
+            nic = scaleout_bytes_per_s or server_scaleout_bytes_per_s(dev.id)
+            link = nic if max(pipeline_parallels) > 1 else None
             parts = []
             if "aggregated" in modes:
                 parts.append(_aggregated(m, costs, dev, rates, calibration, engine, i, o, shapes, link))
             if "disaggregated" in modes:
-                nic = scaleout_bytes_per_s(dev.id) * calibration.link_efficiency
-                parts.append(_disaggregated(m, costs, dev, rates, calibration, engine, i, o, shapes, link, nic))
+                parts.append(_disaggregated(m, costs, dev, rates, calibration, engine, i, o, shapes, link,
+                                            nic * calibration.link_efficiency))
             for part in parts:
                 count += part["batch"].size
                 frames.append(_frame(part, wp, kv, ttft_t, tpot_t, stat))
