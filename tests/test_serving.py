@@ -156,3 +156,21 @@ def test_fast_kv_sizes_agree_with_the_models_package(model):
     c = model_costs(catalog.transformers[model], "fp8", "fp8")
     ctx = np.array([1.0, 100.0, 1024.0, 5000.0, 131072.0])
     assert c.kv_bytes(ctx) == pytest.approx(models.kv_bytes_per_sequence(model, ctx, "fp8"))
+
+
+def test_serving_at_scale_preset_spans_servers_and_disaggregates():
+    from aisize import plan, scenario
+
+    p = plan.plan(scenario.preset("serving-at-scale"))
+    by = {i.name: i for i in p.inference}
+    per_server = catalog.servers[p.server].gpus
+    for name in ("Reasoning R1", "Assistant 405B"):  # a replica too big for one 8-GPU server: stages over two
+        i = by[name]
+        assert i.gpus_per_replica > per_server and i.pipeline_parallel >= 2 and i.ttft_met and i.tpot_met
+    rag = by["RAG chat 70B"]
+    assert rag.serving_mode == "disaggregated" and rag.pools.prefill_gpus > 0 and rag.pools.decode_gpus > 0
+    assert rag.gpus == rag.pools.prefill_gpus + rag.pools.decode_gpus
+    # every request's KV cache (4,096 prompt tokens, FP8) crosses the network once
+    assert rag.pools.kv_bytes_per_request == pytest.approx(4096 * models.kv_bytes_per_token("llama-3.3-70b", "fp8"))
+    assert rag.pools.kv_link_bytes_per_s == pytest.approx(30 * rag.pools.kv_bytes_per_request)
+    assert any("disaggregated" in f.text and "KV cache" in f.text for f in p.findings)

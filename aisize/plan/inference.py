@@ -13,12 +13,15 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from aisize import models, serving
 from aisize.host import host_for_server
 from aisize.plan import context as C
 from aisize.queueing import Station, inference_station, knee_concurrency
 from aisize.serving.costs import model_costs
-from aisize.serving.disaggregated import DisaggregatedPools, size_pools
+from aisize.serving.disaggregated import DisaggregatedPools, pools_latency, size_pools
+from aisize.serving.memory import weights_per_gpu_bytes
 from aisize.serving.sizing import candidate_shapes, choose_fleet
 
 MAX_SERVERS_PER_REPLICA = 16  # pipeline stages may span up to this many servers
@@ -33,12 +36,13 @@ class InferencePlan:
     team: str
     model: str  # model id
     model_source: str  # where the architecture came from
-    serving_mode: str  # aggregated | disaggregated
+    serving_mode: str  # aggregated | disaggregated (then shape and batch are the decode pool's)
     tensor_parallel: int  # GPUs per pipeline stage
     pipeline_parallel: int
     attention_dp: int
     tp_searched: bool
-    gpus_per_replica: int
+    gpus_per_replica: int  # an aggregated replica, or a decode replica when disaggregated
+    replica_gpus: tuple  # GPUs of every replica (prefill replicas first when disaggregated)
     weights_bytes: float  # whole model at the weight precision
     kv_bytes_per_token: float  # whole model at the KV precision
     kv_bytes_per_user: float  # (prompt + output) tokens of one request
@@ -80,9 +84,19 @@ class InferencePlan:
     host_memory_fits: bool
     station: Station  # replicas x slots channels, S = time a request holds a slot
     knee_concurrency: int  # requests in flight at which mean latency reaches KNEE_FACTOR x unloaded (closed)
-    estimate: serving.ServingEstimate | None  # the replica at its share of the rate
+    estimate: serving.ServingEstimate | None  # the aggregated replica at its share of the rate (None: disaggregated)
     pools: DisaggregatedPools | None  # prefill/decode pools when disaggregated
     notes: tuple = ()
+
+    @property
+    def feasible(self) -> bool:
+        """Some replica shape holds the model (else the figures describe the largest one tried)."""
+        return self.fits
+
+    @property
+    def stable(self) -> bool:
+        """The planned load leaves every replica below its capacity (latencies are finite)."""
+        return math.isfinite(self.ttft_seconds) and self.utilisation < 1.0
 
 
 def _source(w) -> str:
@@ -140,56 +154,84 @@ def _fallback_shape(shapes):
     return max(shapes, key=lambda s: s.gpus) if shapes else None
 
 
-def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t) -> InferencePlan:
-    stat_ttft = (est.ttft_p95_s if w.slo_statistic == "p95" else est.ttft_s) if est else math.inf
-    stat_tpot = (est.tpot_p95_s if w.slo_statistic == "p95" else est.tpot_s) if est else math.inf
-    gpus_per_replica = shape.gpus if shape else 0
-    mode = "aggregated"
-    if pools is not None and (not fleet.feasible or (pools.feasible and pools.gpus <= replicas * gpus_per_replica)):
-        mode = "disaggregated"
-    gpus = pools.gpus if mode == "disaggregated" else replicas * gpus_per_replica
-    if mode == "disaggregated":
-        stat_ttft, stat_tpot = pools.ttft_statistic_s, pools.tpot_statistic_s
-    fits = est is not None and est.feasible
-    seq = w.prompt_tokens + w.output_tokens
-    kv_token = float(models.kv_bytes_per_token(arch, w.kv_precision))
-    batch = est.batch_size if est and math.isfinite(est.batch_size) else 0.0
+def _aggregated(w, ctx, shape, replicas, est) -> dict:
+    """The fleet figures of aggregated serving: ``replicas`` copies of ``shape`` at their share of the rate."""
     mem = {"weights_bytes": est.weights_per_gpu_bytes if est else 0.0,
            "kv_cache_bytes": est.kv_pool_bytes * est.kv_occupancy if est else 0.0,
            "runtime_bytes": (ctx.gpu_memory_bytes - est.weights_per_gpu_bytes
-                             - est.kv_pool_bytes / serving.TRTLLM_BENCH.kv_memory_fraction) if est else 0.0}
-    mem["total_bytes"] = sum(mem.values())
-    hold = est.e2e_s if est and math.isfinite(est.e2e_s) else 1.0
-    slots = max(int(est.max_batch_size * shape.attention_dp * shape.pipeline_parallel), 1) if est else 1
-    station = inference_station(max(replicas, 1), slots, max(hold, 1e-9), C.INFERENCE_SERVICE_CV)
-    ttft_met, tpot_met = stat_ttft <= ttft_t, stat_tpot <= tpot_t
+                             - est.kv_pool_bytes / serving.ENGINES[w.engine].kv_memory_fraction) if est else 0.0}
+    fin = (lambda x: x if est else math.inf)
+    return dict(
+        serving_mode="aggregated", tensor_parallel=shape.tensor_parallel if shape else 0,
+        pipeline_parallel=shape.pipeline_parallel if shape else 0, attention_dp=shape.attention_dp if shape else 0,
+        gpus_per_replica=shape.gpus if shape else 0, replicas=replicas,
+        replica_gpus=((shape.gpus,) * replicas) if shape else (), memory_per_gpu_bytes=mem,
+        batch=int(round(est.batch_size)) if est and math.isfinite(est.batch_size) else 0,
+        max_batch=max(int(est.max_batch_size * shape.attention_dp * shape.pipeline_parallel), 1) if est else 1,
+        ttft_seconds=fin(est and est.ttft_s), ttft_p95_seconds=fin(est and est.ttft_p95_s),
+        tpot_seconds=fin(est and est.tpot_s), tpot_p95_seconds=fin(est and est.tpot_p95_s),
+        output_tokens_per_s_per_replica=est.max_output_tokens_per_s if est else 0.0,
+        utilisation=fin(est and est.utilisation), estimate=est)
+
+
+def _disaggregated(w, ctx, arch, pools) -> dict:
+    """The fleet figures of disaggregated serving: the prefill and decode pools of ``pools``."""
+    costs = model_costs(arch, w.weight_precision, w.kv_precision)
+    d_tp, d_pp, d_dp = pools.decode_tensor_parallel, pools.decode_pipeline_parallel, pools.decode_attention_dp
+    weights = float(weights_per_gpu_bytes(costs, d_tp, d_dp, d_pp))
+    kv = pools.decode_batch * float(costs.kv_bytes(w.prompt_tokens + w.output_tokens)) / (
+        min(d_tp // d_dp, costs.kv_heads) * d_pp * d_dp)
+    mem = {"weights_bytes": weights, "kv_cache_bytes": kv}
+    p_gpus, d_gpus = pools.prefill_gpus // max(pools.prefill_replicas, 1), pools.decode_gpus // pools.decode_replicas
+    at = {k: float(v[0]) for k, v in pools_latency(pools, np.array([w.requests_per_s])).items()}
+    return dict(
+        serving_mode="disaggregated", tensor_parallel=d_tp, pipeline_parallel=d_pp, attention_dp=d_dp,
+        gpus_per_replica=d_gpus, replicas=pools.prefill_replicas + pools.decode_replicas,
+        replica_gpus=(p_gpus,) * pools.prefill_replicas + (d_gpus,) * pools.decode_replicas,
+        memory_per_gpu_bytes=mem,
+        batch=int(round(w.requests_per_s / pools.decode_replicas * w.output_tokens * at["tpot_seconds"]))
+        if math.isfinite(at["tpot_seconds"]) else pools.decode_batch,
+        max_batch=pools.decode_batch, ttft_seconds=at["ttft_seconds"], ttft_p95_seconds=at["ttft_p95_seconds"],
+        tpot_seconds=at["tpot_seconds"], tpot_p95_seconds=at["tpot_p95_seconds"],
+        output_tokens_per_s_per_replica=pools.decode_batch / pools.tpot_s, utilisation=at["utilisation"],
+        estimate=None)
+
+
+def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t) -> InferencePlan:
+    agg_gpus = replicas * (shape.gpus if shape else 0)
+    use_pools = pools is not None and pools.feasible and (not fleet.feasible or pools.gpus <= agg_gpus)
+    v = _disaggregated(w, ctx, arch, pools) if use_pools else _aggregated(w, ctx, shape, replicas, est)
+    v["memory_per_gpu_bytes"]["total_bytes"] = sum(v["memory_per_gpu_bytes"].values())
+    stat = w.slo_statistic
+    ttft_met = (v["ttft_p95_seconds"] if stat == "p95" else v["ttft_seconds"]) <= ttft_t
+    tpot_met = (v["tpot_p95_seconds"] if stat == "p95" else v["tpot_seconds"]) <= tpot_t
+    reason = "" if use_pools else fleet.reason
+    if w.serving == "disaggregated" and not use_pools and pools is not None and not pools.feasible:
+        reason = "; ".join(r for r in (f"disaggregated: {pools.reason}", fleet.reason) if r)
+    gpus = sum(v["replica_gpus"])
+    mean_request = v["ttft_seconds"] + (w.output_tokens - 1) * v["tpot_seconds"]
+    hold = mean_request if math.isfinite(mean_request) else 1.0
+    station = inference_station(max(v["replicas"], 1), v["max_batch"], max(hold, 1e-9), C.INFERENCE_SERVICE_CV)
     host = host_for_server(ctx.server, ctx.accelerator, ratio=policies.host_ram_ratio)
-    notes = list(est.notes) if est else []
-    within = seq <= arch.max_seq
-    p95_request = (est.ttft_p95_s + (w.output_tokens - 1) * est.tpot_p95_s) if est else math.inf
+    seq = w.prompt_tokens + w.output_tokens
+    kv_token = float(models.kv_bytes_per_token(arch, w.kv_precision))
     return InferencePlan(
-        name=w.name, team=w.team, model=arch.id, model_source=_source(w), serving_mode=mode,
-        tensor_parallel=shape.tensor_parallel if shape else 0, pipeline_parallel=shape.pipeline_parallel if shape else 0,
-        attention_dp=shape.attention_dp if shape else 0, tp_searched=w.tensor_parallel == "auto",
-        gpus_per_replica=gpus_per_replica,
+        name=w.name, team=w.team, model=arch.id, model_source=_source(w), tp_searched=w.tensor_parallel == "auto",
         weights_bytes=float(model_costs(arch, w.weight_precision, w.kv_precision).weights_bytes),
         kv_bytes_per_token=kv_token, kv_bytes_per_user=kv_token * seq, gpu_memory_bytes=float(ctx.gpu_memory_bytes),
-        memory_per_gpu_bytes=mem, fits=fits, batch=int(round(batch)), max_batch=slots, slo_statistic=w.slo_statistic,
-        ttft_target_seconds=ttft_t, tpot_target_seconds=tpot_t, ttft_met=bool(ttft_met), tpot_met=bool(tpot_met),
-        slo_reason=fleet.reason, best_ttft_seconds=fleet.best_ttft_s, best_tpot_seconds=fleet.best_tpot_s,
-        ttft_seconds=est.ttft_s if est else math.inf, ttft_p95_seconds=est.ttft_p95_s if est else math.inf,
-        tpot_seconds=est.tpot_s if est else math.inf, tpot_p95_seconds=est.tpot_p95_s if est else math.inf,
-        request_seconds=hold, output_tokens_per_s_per_replica=est.max_output_tokens_per_s if est else 0.0,
-        latency_target_seconds=ttft_t + w.output_tokens * tpot_t,
-        latency_target_met=bool(ttft_met and tpot_met), replicas=replicas, gpus=gpus,
-        servers=math.ceil(gpus / ctx.server.gpus), requests_per_s=w.requests_per_s,
-        utilisation=est.utilisation if est else math.inf, latency_mean_seconds=est.e2e_s if est else math.inf,
-        latency_p95_seconds=p95_request, knee_requests_per_s=_knee(est, replicas),
-        within_context=within, context_window=arch.max_seq, uncalibrated=bool(est.uncalibrated) if est else False,
+        fits=(est is not None and est.feasible) or use_pools, slo_statistic=stat, ttft_target_seconds=ttft_t,
+        tpot_target_seconds=tpot_t, ttft_met=bool(ttft_met), tpot_met=bool(tpot_met), slo_reason=reason,
+        best_ttft_seconds=fleet.best_ttft_s, best_tpot_seconds=fleet.best_tpot_s, request_seconds=hold,
+        latency_target_seconds=ttft_t + w.output_tokens * tpot_t, latency_target_met=bool(ttft_met and tpot_met),
+        gpus=gpus, servers=math.ceil(gpus / ctx.server.gpus), requests_per_s=w.requests_per_s,
+        latency_mean_seconds=mean_request,
+        latency_p95_seconds=v["ttft_p95_seconds"] + (w.output_tokens - 1) * v["tpot_p95_seconds"],
+        knee_requests_per_s=_knee(v["estimate"], v["replicas"]), within_context=seq <= arch.max_seq,
+        context_window=arch.max_seq, uncalibrated=bool(est.uncalibrated) if est else False,
         model_loads_per_hour=w.model_loads_per_hour, host_memory_needed_bytes=float(host.memory.total_bytes),
         server_host_memory_bytes=float(ctx.server.host_memory_bytes), host_memory_fits=bool(host.memory_fits),
-        station=station, knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)), estimate=est, pools=pools,
-        notes=tuple(notes))
+        station=station, knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)), pools=pools,
+        notes=tuple(est.notes) if est else (), **v)
 
 
 def _knee(est, replicas) -> float:

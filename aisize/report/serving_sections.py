@@ -16,24 +16,21 @@ from aisize.validation.serving import serving_summary
 
 
 def _shape(i) -> str:
-    text = f"TP {i.tensor_parallel}"
-    if i.pipeline_parallel > 1:
-        text += f" × PP {i.pipeline_parallel}"
-    if i.attention_dp > 1:
-        text += f", attention DP {i.attention_dp}"
+    text = f"TP{i.tensor_parallel}" + (f"×PP{i.pipeline_parallel}" if i.pipeline_parallel > 1 else "")
+    text += f" ADP{i.attention_dp}" if i.attention_dp > 1 else ""
     return text + ("" if i.tp_searched else " (given)")
 
 
 def inference(ctx: ReportContext) -> Html:
     """Per service: shape, fleet, SLOs under the planned load, disaggregated pools, memory and charts."""
     p = ctx.plan
-    fleet = [[i.name, i.model, i.serving_mode, _shape(i), f"{i.estimate.weight_precision} / "
-              f"{i.estimate.kv_precision}" if i.estimate else DASH, count(i.batch), count(i.max_batch),
+    fleet = [[i.name, i.serving_mode, _shape(i), f"{i.estimate.weight_precision}/{i.estimate.kv_precision}"
+              if i.estimate else DASH, f"{count(i.batch)} / {count(i.max_batch)}",
               f"{sig(i.output_tokens_per_s_per_replica)}/s", count(i.replicas), count(i.gpus), count(i.servers)]
              for i in p.inference]
-    fleet_t = table(["Service", "Model", "Mode", "Replica shape", "Weights / KV", "Batch (mean)", "Batch (max)",
-                     "Capacity / replica", "Replicas", "GPUs", "Servers"], fleet,
-                    caption="Serving plan: replica shape and fleet", css="numeric")
+    fleet_t = table(["Service", "Mode", "Shape", "Weights / KV", "Batch mean / max", "Capacity / replica",
+                     "Replicas", "GPUs", "Servers"], fleet, caption="Serving plan: replica shape and fleet",
+                    css="numeric")
     slo = [[i.name, f"{i.requests_per_s:g}/s", pct(i.utilisation), duration(i.ttft_seconds),
             duration(i.ttft_p95_seconds), duration(i.tpot_seconds), duration(i.tpot_p95_seconds),
             f"{duration(i.ttft_target_seconds)} / {duration(i.tpot_target_seconds)} ({i.slo_statistic})",
@@ -48,8 +45,9 @@ def inference(ctx: ReportContext) -> Html:
     acc = serving_summary()
     hardware = plan_context.resolve(ctx.scenario.hardware)
     out = [block(fleet_t, note(
-        "A replica is TP GPUs per pipeline stage times PP stages (stages may span servers); MoE models may "
-        "split attention into data-parallel groups with experts spread over all the stage's GPUs. The shape "
+        "Shape: TP GPUs per pipeline stage × PP stages (stages may span servers); ADP: attention data-parallel "
+        "groups of an MoE model, its experts spread over all the stage's GPUs; a disaggregated service shows its "
+        "decode pool. The shape "
         "and replica count are the fewest GPUs that keep the TTFT and TPOT targets at the planned load. "
         "Capacity is the replica's output tokens/s with every request waiting (max throughput).")),
         block(slo_t, note(

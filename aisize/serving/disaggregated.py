@@ -28,7 +28,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from aisize.queueing import ggc
 from aisize.serving.costs import model_costs
 from aisize.serving.hardware import device
 from aisize.serving.iteration import achieved_rates, iteration_time
+from aisize.serving.latency import littles_law_concurrency
 from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ShapeGrid
 
@@ -89,6 +90,7 @@ class DisaggregatedPools:
     tpot_s: float  # decode-only iteration: mean and p95 alike
     ttft_statistic_s: float
     tpot_statistic_s: float
+    context: dict = field(default_factory=dict, repr=False, compare=False)  # what the latency curve needs
 
     @property
     def gpus(self) -> int:
@@ -164,11 +166,40 @@ def size_pools(model, accelerator, *, weight_precision, kv_precision, input_toke
     p_shape, d_shape = shapes[kp], shapes[kd]
     kv_req = float(costs.kv_bytes(i))
     link = lam * kv_req
+    context = dict(costs=costs, rates=rates, calibration=calibration, prefill_shape=p_shape, decode_shape=d_shape,
+                   input_tokens=i, output_tokens=o, prefill_seconds=float(t_pre[kp]), prefill_service_s=float(service[kp]))
     return DisaggregatedPools(
         True, "", p_shape.tensor_parallel, p_shape.pipeline_parallel, d_shape.tensor_parallel,
         d_shape.pipeline_parallel, d_shape.attention_dp, n_p, n_d, int(n_p * gpus[kp]), int(n_d * gpus[kd]), q,
         int(d_batch), kv_req, float(transfer[kp]), link, link / (n_p * gpus[kp] * nic), ttft, ttft95, td,
-        ttft95 if statistic == "p95" else ttft, td)
+        ttft95 if statistic == "p95" else ttft, td, context)
+
+
+def pools_latency(pools: DisaggregatedPools, requests_per_s):
+    """TTFT and TPOT (mean and p95) of fixed pools as the request rate changes (vectorized) [s].
+
+    Returns a dict of arrays: ``utilisation`` (the busier pool's), ``ttft_seconds``, ``ttft_p95_seconds``,
+    ``tpot_seconds``, ``tpot_p95_seconds``; inf where a pool is overloaded.
+    """
+    c = pools.context
+    lam = np.asarray(requests_per_s, dtype=float)
+    g = ggc(np.maximum(lam, 1e-12), c["prefill_service_s"], pools.prefill_replicas, service_cv=0.0)
+    t_pre = c["prefill_seconds"]
+    ttft = np.where(g.stable, g.wait_mean_seconds + 1.5 * t_pre + pools.kv_transfer_s, np.inf)
+    ttft95 = np.where(g.stable, g.wait_p95_seconds + 1.95 * t_pre + pools.kv_transfer_s, np.inf)
+    # decode: B = (λ / replicas)·O·T_d(B) (Little's law), at most the decode batch
+    def t_of(batch):
+        return decode_iteration_seconds(c["costs"], c["rates"], c["calibration"], c["decode_shape"], batch=batch,
+                                        input_tokens=c["input_tokens"], output_tokens=c["output_tokens"])
+
+    b = littles_law_concurrency(lam / pools.decode_replicas * c["output_tokens"], t_of, float(pools.decode_batch))
+    t = t_of(b)
+    util_d = lam / pools.decode_replicas * c["output_tokens"] * t / pools.decode_batch  # >= 1: saturated
+    util = np.maximum(np.asarray(g.utilisation, dtype=float), util_d)
+    ok = util < 1.0
+    tpot = np.where(ok, t, np.inf)
+    return {"utilisation": util, "ttft_seconds": np.where(ok, ttft, np.inf), "ttft_p95_seconds": np.where(ok, ttft95, np.inf),
+            "tpot_seconds": tpot, "tpot_p95_seconds": tpot}
 
 
 def _infeasible(reason: str) -> DisaggregatedPools:
@@ -177,5 +208,5 @@ def _infeasible(reason: str) -> DisaggregatedPools:
                               inf)
 
 
-__all__ = ["DisaggregatedPools", "size_pools", "prefill_iteration_seconds", "decode_iteration_seconds",
+__all__ = ["DisaggregatedPools", "size_pools", "pools_latency", "prefill_iteration_seconds", "decode_iteration_seconds",
            "kv_transfer_seconds"]

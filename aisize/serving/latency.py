@@ -64,6 +64,34 @@ class LoadedState:
     queue_seconds: object  # mean admission wait
 
 
+def littles_law_concurrency(tokens_per_s, iteration_seconds, slots):
+    """Requests in flight B with ``B = λ·O·T(B)`` (Little's law), at most ``slots`` (vectorized).
+
+    ``tokens_per_s`` is λ·O; ``iteration_seconds(B)`` the mean iteration at concurrency B.
+    The root of ``h(B) = λ·O·T(B) - B`` on (0, slots] by the Illinois variant of regula falsi
+    (h falls as B grows until the replica saturates; it returns ``slots`` when h(slots) >= 0).
+    """
+    rate = np.asarray(tokens_per_s, dtype=float)
+    shape = np.broadcast(rate, slots).shape
+    lo, hi = np.full(shape, 1e-9), np.broadcast_to(np.maximum(slots, 1e-9), shape).astype(float)
+    h_lo = rate * iteration_seconds(lo) - lo
+    h_hi = rate * iteration_seconds(hi) - hi
+    side = np.zeros(shape)
+    b = hi.copy()
+    for _ in range(_ITERATIONS):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            b = np.where(h_hi >= 0, hi, (lo * h_hi - hi * h_lo) / (h_hi - h_lo))
+        b = np.clip(np.nan_to_num(b, nan=1e-9), lo, hi)
+        hb = rate * iteration_seconds(b) - b
+        right = hb < 0  # the root is at or below b
+        hi, h_hi = np.where(right, b, hi), np.where(right, hb, h_hi)
+        lo, h_lo = np.where(right, lo, b), np.where(right, h_lo, hb)
+        h_lo = np.where(right & (side == -1), h_lo / 2, h_lo)  # Illinois: halve the stale end
+        h_hi = np.where(~right & (side == 1), h_hi / 2, h_hi)
+        side = np.where(right, -1, 1)
+    return b
+
+
 def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s, slots, input_tokens,
                  output_tokens, max_num_tokens, chunked_prefill, shape, length_cv=0.0) -> LoadedState:
     """Mean and p95 latencies of a replica serving ``requests_per_s`` (Poisson).
@@ -91,25 +119,7 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
                             input_tokens=input_tokens, output_tokens=output_tokens, max_num_tokens=max_num_tokens,
                             chunked_prefill=chunked_prefill, shape=shape, arrivals="poisson")
 
-    # Little's law B = λ·O·T(B): the root of h(B) = λ·O·T(B) - B in (0, slots], by the Illinois
-    # variant of regula falsi (h falls as B grows until the replica saturates at the slots)
-    shape_b = np.broadcast(lam_s, o, slots).shape
-    lo, hi = np.full(shape_b, 1e-9), np.broadcast_to(np.maximum(slots, 1e-9), shape_b).astype(float)
-    h_lo = lam_s * o * state_at(lo).iteration_seconds - lo
-    h_hi = lam_s * o * state_at(hi).iteration_seconds - hi
-    side = np.zeros(shape_b)
-    b = hi.copy()
-    for _ in range(_ITERATIONS):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            b = np.where(h_hi >= 0, hi, (lo * h_hi - hi * h_lo) / (h_hi - h_lo))
-        b = np.clip(np.nan_to_num(b, nan=hi), lo, hi)
-        hb = lam_s * o * state_at(b).iteration_seconds - b
-        right = hb < 0  # the root is at or below b
-        hi, h_hi = np.where(right, b, hi), np.where(right, hb, h_hi)
-        lo, h_lo = np.where(right, lo, b), np.where(right, h_lo, hb)
-        h_lo = np.where(right & (side == -1), h_lo / 2, h_lo)  # Illinois: halve the stale end
-        h_hi = np.where(~right & (side == 1), h_hi / 2, h_hi)
-        side = np.where(right, -1, 1)
+    b = littles_law_concurrency(lam_s * o, lambda x: state_at(x).iteration_seconds, slots)
     st = state_at(b)
     mean, t0, t1, p = st.iteration_seconds, st.decode_iteration_seconds, st.prefill_iteration_seconds, st.prefill_share
     hold = (st.prefill_iterations + o - 1.0) * mean  # a slot is held while prefilling and for O - 1 decodes
