@@ -61,7 +61,7 @@ class ModelCosts:
     head_flops_per_token: float  # output head, at sampling positions only
     attention_flops_per_pair: float  # 4·d_attn summed over full-attention layers, per (query, key) pair
     window_attention_flops_per_pair: float  # the same over sliding-window layers
-    window_tokens: float  # sliding window or attention chunk (inf when no layer has one)
+    window_tokens: float  # sliding window or attention chunk (0 when no layer has one)
     window_chunked: bool  # chunked attention (Llama 4): a query sees its chunk only
     dense_weight_bytes: float  # read once per iteration: attention, dense MLPs, shared experts, head
     expert_bytes: float  # one routed expert of one layer
@@ -143,7 +143,7 @@ def model_costs(model, weight_precision: str, kv_precision: str) -> ModelCosts:
         head_flops_per_token=2.0 * head,
         attention_flops_per_pair=pair * (model.layers - model.sliding_layers),
         window_attention_flops_per_pair=pair * model.sliding_layers,
-        window_tokens=float(window) if window else np.inf, window_chunked=model.window_kind == "chunked",
+        window_tokens=float(window) if window else 0.0, window_chunked=model.window_kind == "chunked",
         dense_weight_bytes=dense * wb + head * hb, expert_bytes=pc.routed_expert * wb, moe_layers=moe,
         experts=model.experts if moe else 1, experts_per_token=model.experts_per_token if moe else 1,
         kv_bytes_per_token_full=kv_layer * (model.layers - model.sliding_layers),
