@@ -14,7 +14,8 @@ FAMILY_TEXT = {"memory": "GPU memory (weights, optimizer states, activations)",
                "flops-time": "Training FLOPs, GPU-hours and time",
                "storage": "Storage demand and checkpoints",
                "throughput": "Throughput (needs a measured efficiency)",
-               "training": "Training step time, peak memory and MFU (torchtitan runs, published large runs)"}
+               "training": "Training step time, peak memory and MFU (torchtitan runs, published large runs)",
+               "serving": "Serving throughput (TensorRT-LLM max-throughput runs; the calibration's fit)"}
 
 
 def _err(value: float) -> str:
@@ -49,6 +50,10 @@ def accuracy(ctx: ReportContext) -> Html:
                  "(data/validation/cases.csv). Throughput cases need a measured efficiency, so they show what "
                  "the published figure implies rather than an error.")
     return Html(block(fam, intro) + block(worst_t)
-                + block(figure(charts.validation_errors(df), "Signed error of each case against its published "
-                               "figure (symlog axis); the tick is the case's tolerance."))
+                + block(figure(charts.validation_errors(df[df["family"] != "serving"]),
+                               "Signed error of each case against its published figure (symlog axis); the tick "
+                               "is the case's tolerance."))
+                + block(figure(charts.serving_validation(df[df["family"] == "serving"]),
+                               "Serving: predicted against published output tokens/s for every TensorRT-LLM run "
+                               "(log axes); the band is ±15 %. The same runs fitted the serving calibration."))
                 + block(runs_t))

@@ -64,13 +64,14 @@ def run(args: argparse.Namespace) -> int:
                              "cases": list(r.cases)}}
         print(json.dumps(out, indent=2))
     else:
-        print(_text_table(table[list(TABLE_COLUMNS)]))
+        print(_text_table(table[~table["family"].isin(("training", "serving"))][list(TABLE_COLUMNS)]))
         print()
-        training = table[table["family"] == "training"][list(TRAINING_COLUMNS)]
-        if len(training):
-            print("training family: published vs predicted vs error vs source")
-            print(_text_table(training.assign(source=training["source"].str.slice(0, SOURCE_CHARS))))
-            print()
+        for fam in ("training", "serving"):
+            part = table[table["family"] == fam][list(TRAINING_COLUMNS)]
+            if len(part):
+                print(f"{fam} family: published vs predicted vs error vs source")
+                print(_text_table(part.assign(source=part["source"].str.slice(0, SOURCE_CHARS))))
+                print()
         print(_text_table(summ))
         print()
         print(f"MFU range ({r.rule}): low {r.low:.1%}, expected {r.expected:.1%}, high {r.high:.1%}")

@@ -56,9 +56,10 @@ def validate(family: str | None = None, *, path: str | Path | None = None) -> pd
 
     Parameters
     ----------
-    family : memory | flops-time | storage | throughput | training; None or "" for all
-    path : a cases CSV (default ``data/validation/cases.csv``, with the training family's tables
-        beside it: :mod:`aisize.validation.training`); a given path holds its cases only
+    family : memory | flops-time | storage | throughput | training | serving; None or "" for all
+    path : a cases CSV (default ``data/validation/cases.csv``, with the training and serving
+        families' tables beside it: :mod:`aisize.validation.training`, :mod:`aisize.validation.serving`);
+        a given path holds its cases only
 
     Returns
     -------
@@ -84,6 +85,10 @@ def validate(family: str | None = None, *, path: str | Path | None = None) -> pd
         from aisize.validation.training import training_results
 
         frame = pd.concat([frame, training_results()[list(RESULT_COLUMNS)]], ignore_index=True)
+    if path is None and family in (None, "", "serving"):
+        from aisize.validation.serving import serving_results
+
+        frame = pd.concat([frame, serving_results()[list(RESULT_COLUMNS)]], ignore_index=True)
     frame["within_tolerance"] = frame["within_tolerance"].astype("boolean")
     return frame
 
