@@ -43,7 +43,8 @@ from aisize.serving.costs import model_costs
 from aisize.serving.engine import TRTLLM_BENCH
 from aisize.serving.hardware import device
 from aisize.serving.hardware import scaleout_bytes_per_s as server_scaleout_bytes_per_s
-from aisize.serving.iteration import achieved_rates, iteration_time
+from aisize.serving.disaggregated import decode_iteration_seconds, kv_transfer_seconds, prefill_iteration_seconds
+from aisize.serving.iteration import achieved_rates
 from aisize.serving.latency import Z95
 from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ShapeGrid, divisors
@@ -132,15 +133,12 @@ def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic)
     budget = np.maximum(np.asarray(PREFILL_BUDGETS, dtype=float)[None, None, :], float(i))
     p_tp, p_dp, p_pp, d_tp, d_dp, d_pp, b, budget = np.broadcast_arrays(p_tp, p_dp, p_pp, d_tp, d_dp, d_pp, b,
                                                                          budget)
-    dec = iteration_time(costs, rates, calib, decode_sequences=b, decode_context=i + 0.5 * o, prefill_tokens=0.0 * b,
-                         prefill_prompts=0.0 * b, prompt_tokens=float(i),
-                         **ShapeGrid(d_tp, d_dp, d_pp, link).kwargs()).seconds
+    dec = decode_iteration_seconds(costs, rates, calib, ShapeGrid(d_tp, d_dp, d_pp, link), batch=b, input_tokens=i,
+                                   output_tokens=o)
     prompts = np.floor(budget / i)
-    pre = iteration_time(costs, rates, calib, decode_sequences=0.0 * b, decode_context=float(i),
-                         prefill_tokens=prompts * i, prefill_prompts=prompts, prompt_tokens=float(i),
-                         **ShapeGrid(p_tp, p_dp, p_pp, link).kwargs()).seconds
-    kv_bytes = costs.kv_bytes(float(i))
-    transfer = kv_bytes / (nic * p_tp * p_pp)  # every prefill GPU ships its shard over its own NIC
+    pre = prefill_iteration_seconds(costs, rates, calib, ShapeGrid(p_tp, p_dp, p_pp, link), prompts=prompts,
+                                    input_tokens=i)
+    transfer = kv_transfer_seconds(costs, i, nic, p_tp * p_pp)
     mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=float(i),
                          gpus=d_tp, attention_dp=d_dp, pipeline_parallel=d_pp)
     p_gpus, d_gpus = p_tp * p_pp, d_tp * d_pp
@@ -158,8 +156,8 @@ def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic)
 
 def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=None, tpot_target_s=None,
            statistic="p95", weight_precisions=("fp8",), kv_precisions=("fp8",), max_gpus_per_replica=None,
-           pipeline_parallels=(1,), modes=MODES, scaleout_bytes_per_s=None, engine=TRTLLM_BENCH,
-           calibration=TRTLLM_1_0) -> SearchResult:
+           pipeline_parallels=(1,), modes=MODES, scaleout_bytes_per_s=None, gpu_hour_usd=None,
+           engine=TRTLLM_BENCH, calibration=TRTLLM_1_0) -> SearchResult:
     """Evaluate every configuration, keep the feasible ones, and return the frontier and the best.
 
     Parameters
@@ -174,6 +172,8 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
     modes : "aggregated" and/or "disaggregated"
     scaleout_bytes_per_s : NIC rate per GPU per direction (KV transfer, stages across servers);
         default: the catalog's first server with this GPU
+    gpu_hour_usd : price of one GPU-hour; when given, every configuration gets
+        ``usd_per_million_output_tokens`` = price / (3,600 x tokens/s per GPU) x 10^6
 
     Returns
     -------
@@ -211,6 +211,9 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
                 frames.append(_frame(part, wp, kv, ttft_t, tpot_t, stat))
     seconds = time.perf_counter() - start
     allc = pd.concat(frames, ignore_index=True)
+    if gpu_hour_usd is not None:
+        price = checks.non_negative("gpu_hour_usd", gpu_hour_usd, high=1e6)
+        allc["usd_per_million_output_tokens"] = price / 3600.0 / allc["tokens_per_s_per_gpu"] * 1e6
     fit = allc[allc.fits]
     feasible = fit[fit.meets_targets].sort_values("tokens_per_s_per_gpu", ascending=False)
     best = feasible.iloc[0].to_dict() if len(feasible) else None
