@@ -3,7 +3,7 @@
 See DESIGN.md section 2 ("Queueing") for the formulas and their sources.
 """
 
-from aisize.queueing.analytic import (
+from aisize.queueing.analytic import (mgc_wait, 
     QueueResult,
     erlang_b,
     erlang_c,
@@ -33,7 +33,7 @@ from aisize.queueing.multiclass import JobClass, MultiClassResult, multiclass
 from aisize.queueing.simulate import SimulationResult, simulate
 from aisize.queueing.sizing import SizingResult, servers_for_target
 
-__all__ = [
+__all__ = ["mgc_wait", 
     "ConcurrencyCurve", "JobClass", "JobQueue", "MultiGpuSimulation", "job_queue", "simulate_job_stream",
     "simulate_multi_gpu", "slots_for_target", "wait_curve", "MultiClassResult", "QueueResult", "SimulationResult",
     "SizingResult", "Station", "erlang_b", "erlang_c", "ggc", "inference_station",

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aisize.queueing import erlang_c, ggc
+from aisize.queueing import mgc_wait
 from aisize.serving.iteration import iteration_time
 from aisize.serving.steady import steady_state
 
@@ -127,12 +127,9 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     offered = lam_s * hold
     util = np.maximum(util, offered / c)  # random arrivals mix prefills less well than a waiting queue
     stable = util < 1.0
-    offered = np.minimum(offered, 0.9999 * c)
-    pw = erlang_c(c, offered)
-    ac = 0.5 * (1.0 + np.asarray(length_cv, dtype=float) ** 2)  # (c_a² + c_s²)/2 with Poisson arrivals
-    rate = (c - offered) / hold  # c·μ - λ
-    wq = ac * pw / rate
-    wq95 = ac * np.maximum(np.log(np.maximum(pw, 1e-300) / 0.05), 0.0) / rate
+    # admission: M/G/c over the replica's slots, the lengths' spread as the service CV (Allen-Cunneen)
+    ok_adm, _, wq, wq95 = mgc_wait(np.maximum(lam_s, 1e-12), hold, c, service_cv=length_cv)
+    stable = stable & ok_adm
     # prompts queue for the token budget: without chunking at most q whole prompts fit an iteration
     # (q "servers", each busy for the iteration that carries the prefill); with chunking the prompt
     # tokens share the budget left after the decode tokens (one server, service = a prompt's share)
@@ -151,8 +148,9 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
         servers, service = 1.0, t1 * i / room
     else:
         servers, service = fit, t1
-    pq = ggc(np.maximum(lam_s, 1e-12), np.maximum(service, 1e-12), servers, service_cv=0.0)
-    stable = stable & np.asarray(pq.stable, dtype=bool)
+    ok_pf, _, pf_wait, pf_wait95 = mgc_wait(np.maximum(lam_s, 1e-12), np.maximum(service, 1e-12), servers,
+                                            service_cv=0.0)
+    stable = stable & ok_pf
     # an arrival waits out the iteration in progress; it lands in long iterations more often
     # (length-biased residual E[T²] / 2E[T]); at p95, nearly a whole prefill-carrying iteration
     residual95 = 0.95 * np.where(p > 0.05, t1, t0)
@@ -160,8 +158,8 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     # backlog beyond it, the residual of whatever iteration is running being counted above
     rho_pf = np.minimum(lam_s * service / servers, 1.0)
     with np.errstate(invalid="ignore"):
-        backlog = np.maximum(pq.wait_mean_seconds - rho_pf * service / 2.0, 0.0)
-        backlog95 = np.maximum(pq.wait_p95_seconds - rho_pf * service / 2.0, 0.0)
+        backlog = np.maximum(pf_wait - rho_pf * service / 2.0, 0.0)
+        backlog95 = np.maximum(pf_wait95 - rho_pf * service / 2.0, 0.0)
         ttft = wq + backlog + residual + t_prefill
         ttft95 = wq95 + backlog95 + residual95 + t_prefill
     n = np.maximum(o - 1.0, 1.0)
