@@ -172,3 +172,17 @@ def test_erlang_b_log_sum_agrees_with_the_recursion():
     ref = _erlang_b_recursion(c, a)
     assert np.allclose(_erlang_b_logsum(c, a), ref, rtol=1e-9, atol=1e-14)
     assert _erlang_b_logsum(np.array([11]), np.array([10.0]))[0] == pytest.approx(0.163232, abs=1e-6)
+
+
+def test_mgc_wait_matches_ggc_mean_and_the_mm_c_tail():
+    from aisize.queueing import ggc, mgc_wait
+
+    lam, s, c = np.array([5.0, 9.0, 30.0]), 0.1, np.array([1, 1, 4])
+    stable, p_wait, mean, p95 = mgc_wait(lam, s, c, service_cv=1.0)
+    g = ggc(lam, s, c, service_cv=1.0)
+    assert mean == pytest.approx(g.wait_mean_seconds) and p_wait == pytest.approx(g.prob_wait)
+    # M/M/1 at rho 0.9: P(W > t) = 0.9 e^(-(mu - lambda) t): p95 = ln(0.9 / 0.05) / (10 - 9) s
+    assert p95[1] == pytest.approx(math.log(0.9 / 0.05))
+    assert p95 == pytest.approx(g.wait_p95_seconds, rel=1e-6)
+    unstable = mgc_wait(12.0, s, 1)
+    assert not unstable[0] and math.isinf(unstable[2])
