@@ -174,3 +174,24 @@ def test_serving_at_scale_preset_spans_servers_and_disaggregates():
     assert rag.pools.kv_bytes_per_request == pytest.approx(4096 * models.kv_bytes_per_token("llama-3.3-70b", "fp8"))
     assert rag.pools.kv_link_bytes_per_s == pytest.approx(30 * rag.pools.kv_bytes_per_request)
     assert any("disaggregated" in f.text and "KV cache" in f.text for f in p.findings)
+
+
+def test_planned_service_with_a_tensor_parallel_that_splits_no_heads_is_refused():
+    from aisize import plan, scenario
+
+    d = scenario.preset("xe9680-genai").model_dump()
+    d["workloads"][2]["tensor_parallel"] = 3
+    with pytest.raises(ValueError, match="tensor_parallel=3 .*32 heads"):
+        plan.plan(scenario.Scenario.model_validate(d))
+
+
+def test_an_unreachable_ttft_is_a_problem_naming_the_target_and_the_best():
+    from aisize import plan, scenario
+
+    d = scenario.preset("xe9680-genai").model_dump()
+    d["workloads"][2]["ttft_target_ms"] = 10
+    p = plan.plan(scenario.Scenario.model_validate(d))
+    i = p.inference[0]
+    assert not i.ttft_met and i.best_ttft_seconds > 0.010
+    text = [f.text for f in p.findings if f.severity == "problem" and f.area == "inference"]
+    assert any(f"TTFT p95 target 10 ms (best achievable {i.best_ttft_seconds * 1e3:,.4g} ms)" in t for t in text)

@@ -27,7 +27,7 @@ from aisize.serving.costs import model_costs
 from aisize.serving.hardware import device
 from aisize.serving.iteration import achieved_rates
 from aisize.serving.latency import loaded_state
-from aisize.serving.shapes import ReplicaShape, ShapeGrid, attention_dp_choices
+from aisize.serving.shapes import ReplicaShape, ShapeGrid, attention_dp_choices, check_shape
 from aisize.serving.throughput import engine_limits, max_throughput
 
 RATE_GRID = 48  # per-replica rates evaluated per shape, geometric from 0.1 % to 99.5 % of capacity
@@ -58,6 +58,9 @@ def candidate_shapes(model, dev, *, scaleout_bytes_per_s, tensor_parallel="auto"
     MoE models also try attention data parallelism.
     """
     domain = max(dev.scaleup_domain, 1)
+    if tensor_parallel != "auto":
+        check_shape(model, tensor_parallel=tensor_parallel, attention_dp=1,
+                    pipeline_parallel=1 if pipeline_parallel == "auto" else pipeline_parallel)
     tps = [tensor_parallel] if tensor_parallel != "auto" else [
         t for t in (1, 2, 4, 8, 16, 32, 64, 72) if t <= domain and model.heads % t == 0]
     pps = [pipeline_parallel] if pipeline_parallel != "auto" else [
