@@ -93,12 +93,6 @@ CASES = {
         tp=ints(1, 8))),
     "mla_kv_bytes_per_token": (inference.mla_kv_bytes_per_token, dict(
         layers=ints(1, 128), kv_lora_rank=ints(16, 1024), qk_rope_head_dim=ints(16, 128))),
-    "paged_tokens": (inference.paged_tokens, dict(seq_len=ints(1, 100_000), block_tokens=ints(1, 64))),
-    "inference_memory": (inference.inference_memory, dict(
-        params=pos(1e6, 1e12), kv_bytes_per_token_per_gpu=pos(1e3, 1e6), hidden=ints(64, 16384),
-        ffn_hidden=ints(64, 65536), vocab=ints(1000, 256_000), seq_len=ints(1, 32768), batch=ints(1, 256),
-        weight_dtype=Choice("bf16", "fp8", "int4"), tp=ints(1, 8), block_tokens=ints(1, 64),
-        max_batched_tokens=ints(256, 16384))),
     "training_memory": (training.training_memory, dict(
         layer_params=pos(1e6, 1e9), embed_params=pos(1e6, 1e9), output_params=pos(1e6, 1e9), layers=ints(1, 96),
         hidden=ints(64, 16384), heads=st.sampled_from([8, 16, 32, 64]), vocab=ints(1000, 256_000),
@@ -251,9 +245,6 @@ CASES = {
         gpus=st.sampled_from([8, 16, 32]), micro_batch=st.sampled_from([1, 2]), global_batch=st.sampled_from([128, 256]),
         seq_len=st.sampled_from([2048, 4096]), recompute=Choice("none", "selective", "full"),
         compiled=FLAG, dp_overlap=frac(0.0))),
-    "kv_capacity": (inference.kv_capacity, dict(
-        capacity_bytes=pos(2e10, 3e11), kv_bytes_per_token_per_gpu=pos(1e3, 1e6), seq_len=ints(1, 32768),
-        utilization=frac(0.5), block_tokens=ints(1, 64))),
     "fits": (training.fits, dict(memory=nn(1e11), capacity_bytes=pos(1e9, 3e11), headroom=st.floats(0.0, 0.5))),
     "io_profile_for_format": (storage_io.io_profile_for_format, dict(
         file_format=Choice(*storage_io.FORMATS), samples_per_s=nn(1e6), sample_bytes=pos(1, 1e9),
@@ -302,9 +293,6 @@ DOCUMENTED_INF = {"compression_tradeoff": {"bytes_saved_per_core"}}
 # Positional extra arguments some functions need that are not fuzzed.
 EXTRA = {
     "lora_adapter_params": dict(matrix_shapes=[(4096, 4096), (4096, 11008)]),
-    "kv_capacity": dict(memory=inference.inference_memory(
-        params=7e9, kv_bytes_per_token_per_gpu=5e5, hidden=4096, ffn_hidden=11008, vocab=32000, seq_len=4096,
-        batch=1)),
     "host_verdict": dict(memory=host.host_memory(8, 80e9), cores=host.cpu_cores(1000.0, 0.01, 8)),
     "blender.workload": dict(name="w"), "blender.mixed": dict(name="w"),
     "blender.inference_model_loading": dict(name="w"), "blender.checkpoint_bursts": dict(name="w"),

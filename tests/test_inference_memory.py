@@ -1,10 +1,9 @@
-"""Inference memory: KV cache per token against vLLM, Llama and DeepSeek figures; weights; capacity."""
+"""Inference memory: KV cache per token against vLLM, Llama and DeepSeek figures; weights."""
 
 import pytest
 
 from aisize.models import from_hf_config
-from aisize.memory import (inference_memory, kv_bytes_per_token, kv_capacity, mla_kv_bytes_per_token,
-                           paged_tokens, transformer_kv_bytes_per_token, weight_bytes)
+from aisize.memory import kv_bytes_per_token, mla_kv_bytes_per_token, transformer_kv_bytes_per_token, weight_bytes
 from aisize.units import GB, GiB, KiB
 
 # meta-llama/Llama-2-7b-hf config.json (Touvron et al. 2023, Table 1 / model card)
@@ -39,11 +38,6 @@ def test_deepseek_v3_mla_576_elements():
     assert mla_kv_bytes_per_token(61, 512, 64, "fp8") == 61 * 576
 
 
-def test_paged_rounding():
-    # vLLM KV blocks of 16 tokens (Kwon et al. sec. 4.1): a 17-token sequence takes two blocks.
-    assert paged_tokens(17) == 32 and paged_tokens(16) == 16
-
-
 def test_weight_bytes_quantized():
     # Llama-2-7B, 6,738,415,616 parameters: fp16 13.5 GB; MXFP4 at 4.25 bits (OCP MX v1.0) 3.58 GB.
     n = 6_738_415_616
@@ -52,24 +46,10 @@ def test_weight_bytes_quantized():
     assert weight_bytes(n, "int4-g128", tp=2) == pytest.approx(n * 4.125 / 16)
 
 
-def test_capacity_fills_the_reserved_budget():
-    # vLLM reserves gpu_memory_utilization (0.9) of HBM; the KV budget is what weights etc. leave.
-    per_tok = kv_bytes_per_token(32, 32, 128, "fp16")
-    mem = inference_memory(params=6.74e9, kv_bytes_per_token_per_gpu=per_tok, hidden=4096, ffn_hidden=11008,
-                           vocab=32000, seq_len=4096, batch=1)
-    cap = kv_capacity(80 * GiB, memory=mem, kv_bytes_per_token_per_gpu=per_tok, seq_len=4096)
-    used = 0.9 * 80 * GiB - (mem.total_bytes - mem.kv_cache_bytes)
-    assert cap.kv_budget_bytes == pytest.approx(used)
-    assert cap.tokens * per_tok <= used < (cap.tokens + 1) * per_tok
-    assert cap.sequences == cap.tokens // 4096
-    assert mem.kv_cache_bytes == pytest.approx(4096 * per_tok)
-
-
 @pytest.mark.parametrize("call, name", [
     (lambda: kv_bytes_per_token(0, 8, 128), "layers"),
     (lambda: kv_bytes_per_token(32, 8, 128, "fp12"), "dtype"),
     (lambda: weight_bytes(-1, "bf16"), "params"),
-    (lambda: paged_tokens(100, block_tokens=0), "block_tokens"),
     (lambda: kv_bytes_per_token(32, 8, 128, tp=0), "tp"),
 ])
 def test_bad_input(call, name):

@@ -195,3 +195,17 @@ def test_an_unreachable_ttft_is_a_problem_naming_the_target_and_the_best():
     assert not i.ttft_met and i.best_ttft_seconds > 0.010
     text = [f.text for f in p.findings if f.severity == "problem" and f.area == "inference"]
     assert any(f"TTFT p95 target 10 ms (best achievable {i.best_ttft_seconds * 1e3:,.4g} ms)" in t for t in text)
+
+
+@pytest.mark.parametrize("model,gpu,wp,isl,osl,limits,pool_tokens,concurrency", [
+    # trtllm-bench 1.0 arithmetic at kv_cache_free_gpu_mem_fraction 0.95 (tuning.py for the limits; the
+    # runtime pool is (memory - weights - profiling peak) x 0.95, KvCacheCreator): 8B FP8 on H100, KV
+    # 65,536 B/token, 2,176-token requests in 32-token blocks; 70B NVFP4 on B200, KV 163,840 B/token
+    ("llama-3.1-8b", "h100-sxm", "fp8", 2048, 128, (640, 9216), (1.00e6, 1.07e6), (470, 492)),
+    ("llama-3.3-70b", "b200", "nvfp4", 1000, 1000, (512, 2048), (0.82e6, 0.86e6), (405, 425)),
+])
+def test_engine_limits_and_kv_pool_follow_trtllm_bench(model, gpu, wp, isl, osl, limits, pool_tokens, concurrency):
+    e = serving.estimate(model, gpu, tensor_parallel=1, weight_precision=wp, input_tokens=isl, output_tokens=osl)
+    assert (e.max_batch_size, e.max_num_tokens) == limits
+    assert pool_tokens[0] <= e.kv_pool_bytes / e.kv_bytes_per_token <= pool_tokens[1]
+    assert concurrency[0] <= e.max_concurrency <= concurrency[1] and e.limited_by == "KV cache"

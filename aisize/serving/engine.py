@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize import checks
+from aisize.precision import bytes_per_element
 from aisize.units import GiB
 
 
@@ -79,6 +80,7 @@ VLLM = Engine(
 
 ENGINES = {"trtllm": TRTLLM_BENCH, "vllm": VLLM}
 
+_HEURISTIC_BYTES = {"fp8": 1.0, "nvfp4": 0.5}  # tuning.py BYTES_PER_ELEM (others: 2)
 _BATCH_CAP = 4096  # tuning.py: min(kv_cache_max_requests, 4096)
 _TOKEN_CAP = 32768  # tuning.py: min(raw_bs x (1 + isl/osl), 32768)
 
@@ -133,9 +135,10 @@ def trtllm_bench_kv_requests(costs, weight_precision, memory_bytes, gpus, tensor
     """Requests of ``input + output`` tokens trtllm-bench's heuristic believes the KV cache holds.
 
     ``(memory x gpus - engine size) x fraction / (KV bytes per token x (I + O))``, with
-    its own simplifications: KV heads counted as ``max(tp, kv_heads)`` and an NVFP4
-    engine sized from its packed element count (two FP4 values per byte, then 0.5 B per
-    element: half the real size of the quantized layers) [4].
+    its own simplifications: the engine is the checkpoint's element count at 1 B (FP8),
+    0.5 B (NVFP4) or 2 B per element, an NVFP4 checkpoint counting two FP4 values per
+    element (so half the real size of its quantized layers), and KV heads counted as
+    ``max(tp, kv_heads)`` [4].
 
     Parameters
     ----------
@@ -143,9 +146,14 @@ def trtllm_bench_kv_requests(costs, weight_precision, memory_bytes, gpus, tensor
     memory_bytes : usable memory per GPU [B]; gpus, tensor_parallel : replica shape [count]
     fraction : the KV memory fraction; input_tokens, output_tokens : [tokens]
     """
-    engine_bytes = costs.weights_bytes
-    if weight_precision == "nvfp4":
-        engine_bytes = costs.weights_bytes - 0.5 * (costs.weights_bytes - costs.head_bytes)
+    linear = costs.weights_bytes - costs.head_bytes  # bytes of the quantized layers
+    head_params = costs.head_bytes / 2.0  # the 16-bit embedding and head, in parameters
+    per = _HEURISTIC_BYTES.get(weight_precision, 2.0)
+    linear_params = linear / bytes_per_element(weight_precision)
+    if weight_precision == "nvfp4":  # packed: two FP4 values per counted element
+        linear_params /= 2.0
+    params = linear_params + head_params
+    engine_bytes = params * per
     per_token = costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window
     per_token = per_token * np.maximum(tensor_parallel, costs.kv_heads) / costs.kv_heads
     free = np.maximum(memory_bytes * gpus - engine_bytes, 0.0) * fraction
