@@ -160,7 +160,10 @@ def _aggregated(w, ctx, shape, replicas, est) -> dict:
            "kv_cache_bytes": est.kv_pool_bytes * est.kv_occupancy if est else 0.0,
            "runtime_bytes": (ctx.gpu_memory_bytes - est.weights_per_gpu_bytes
                              - est.kv_pool_bytes / serving.ENGINES[w.engine].kv_memory_fraction) if est else 0.0}
-    fin = (lambda x: x if est else math.inf)
+
+    def fin(value):  # the estimate's figure, or unbounded when there is no replica
+        return value if est else math.inf
+
     return dict(
         serving_mode="aggregated", tensor_parallel=shape.tensor_parallel if shape else 0,
         pipeline_parallel=shape.pipeline_parallel if shape else 0, attention_dp=shape.attention_dp if shape else 0,

@@ -13,5 +13,6 @@ from aisize.serving.engine import ENGINES, TRTLLM_BENCH, VLLM, Engine
 from aisize.serving.estimate import ServingEstimate, decode_step, estimate
 from aisize.serving.search import SearchResult, pareto, search
 
-__all__ = ["estimate", "ServingEstimate", "decode_step", "search", "SearchResult", "pareto", "Calibration", "TRTLLM_1_0", "Engine", "ENGINES", "TRTLLM_BENCH",
+__all__ = ["estimate", "ServingEstimate", "decode_step", "search", "SearchResult", "pareto", "Calibration",
+           "TRTLLM_1_0", "Engine", "ENGINES", "TRTLLM_BENCH",
            "VLLM"]

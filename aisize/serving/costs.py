@@ -139,7 +139,8 @@ def model_costs(model, weight_precision: str, kv_precision: str) -> ModelCosts:
     return ModelCosts(
         model=model, layers=model.layers, hidden=model.hidden, vocab=model.vocab, heads=model.heads,
         kv_heads=1 if model.attention == "mla" else model.kv_heads,
-        dense_flops_per_token=2.0 * dense, expert_flops_per_token=2.0 * moe * model.experts_per_token * pc.routed_expert,
+        dense_flops_per_token=2.0 * dense,
+        expert_flops_per_token=2.0 * moe * model.experts_per_token * pc.routed_expert,
         head_flops_per_token=2.0 * head,
         attention_flops_per_pair=pair * (model.layers - model.sliding_layers),
         window_attention_flops_per_pair=pair * model.sliding_layers,

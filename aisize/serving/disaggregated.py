@@ -54,7 +54,8 @@ def prefill_iteration_seconds(costs, rates, calib, shape, *, prompts, input_toke
 
 def decode_iteration_seconds(costs, rates, calib, shape, *, batch, input_tokens, output_tokens):
     """A decode-only iteration of ``batch`` sequences at the mean context ``I + O/2`` [s]."""
-    return iteration_time(costs, rates, calib, decode_sequences=batch, decode_context=input_tokens + 0.5 * output_tokens,
+    return iteration_time(costs, rates, calib, decode_sequences=batch,
+                          decode_context=input_tokens + 0.5 * output_tokens,
                           prefill_tokens=0.0 * batch, prefill_prompts=0.0 * batch, prompt_tokens=float(input_tokens),
                           **shape.kwargs()).seconds
 
@@ -147,7 +148,8 @@ def size_pools(model, accelerator, *, weight_precision, kv_precision, input_toke
     # decode pool: per shape and batch, the decode-only iteration; keep batches meeting TPOT and fitting
     b = DECODE_BATCHES[None, :]
     t_dec = decode_iteration_seconds(costs, rates, calibration, grid, batch=b, input_tokens=i, output_tokens=o)
-    mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=b, gpus=grid.tensor_parallel,
+    mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=b,
+                         gpus=grid.tensor_parallel,
                          attention_dp=grid.attention_dp, pipeline_parallel=grid.pipeline_parallel)
     ok = (t_dec <= tpot_target_s) & (mem.sequences >= b)
     per_gpu = np.where(ok, b / (o * t_dec) / gpus[:, None], 0.0)  # requests/s per decode GPU
@@ -167,7 +169,8 @@ def size_pools(model, accelerator, *, weight_precision, kv_precision, input_toke
     kv_req = float(costs.kv_bytes(i))
     link = lam * kv_req
     context = dict(costs=costs, rates=rates, calibration=calibration, prefill_shape=p_shape, decode_shape=d_shape,
-                   input_tokens=i, output_tokens=o, prefill_seconds=float(t_pre[kp]), prefill_service_s=float(service[kp]))
+                   input_tokens=i, output_tokens=o, prefill_seconds=float(t_pre[kp]),
+                   prefill_service_s=float(service[kp]))
     return DisaggregatedPools(
         True, "", p_shape.tensor_parallel, p_shape.pipeline_parallel, d_shape.tensor_parallel,
         d_shape.pipeline_parallel, d_shape.attention_dp, n_p, n_d, int(n_p * gpus[kp]), int(n_d * gpus[kd]), q,
@@ -198,7 +201,8 @@ def pools_latency(pools: DisaggregatedPools, requests_per_s):
     util = np.maximum(np.asarray(g.utilisation, dtype=float), util_d)
     ok = util < 1.0
     tpot = np.where(ok, t, np.inf)
-    return {"utilisation": util, "ttft_seconds": np.where(ok, ttft, np.inf), "ttft_p95_seconds": np.where(ok, ttft95, np.inf),
+    return {"utilisation": util, "ttft_seconds": np.where(ok, ttft, np.inf),
+            "ttft_p95_seconds": np.where(ok, ttft95, np.inf),
             "tpot_seconds": tpot, "tpot_p95_seconds": tpot}
 
 

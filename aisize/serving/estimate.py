@@ -160,8 +160,8 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
         if best is None or score > best[0]:
             best = (score, shape, limits, cap)
     _, shape, limits, cap = best
-    return _result(m, accelerator, dev, costs, rates, calibration, engine, (weight_precision, kv_precision), shape, limits, cap,
-                   i, o, requests_per_s, cv)
+    return _result(m, accelerator, dev, costs, rates, calibration, engine, (weight_precision, kv_precision), shape,
+                   limits, cap, i, o, requests_per_s, cv)
 
 
 def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits, cap, i, o, rate,
@@ -214,13 +214,16 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
         model=m.id, accelerator=dev.id, engine=engine.key, gpus=shape.gpus, tensor_parallel=shape.tensor_parallel,
         pipeline_parallel=shape.pipeline_parallel, attention_dp=shape.attention_dp,
         expert_parallel=shape.tensor_parallel if costs.moe_layers else 1, weight_precision=precisions[0],
-        kv_precision=precisions[1], gemm_dtype=dev.gemm_dtype, input_tokens=i, output_tokens=o, feasible=fits, reason=reason,
+        kv_precision=precisions[1], gemm_dtype=dev.gemm_dtype, input_tokens=i, output_tokens=o, feasible=fits,
+        reason=reason,
         output_tokens_per_s=out, requests_per_s=served, max_requests_per_s=capacity_rps,
-        max_output_tokens_per_s=capacity_rps * o, batch_size=batch, max_concurrency=slots, max_batch_size=int(limits.max_batch_size),
+        max_output_tokens_per_s=capacity_rps * o, batch_size=batch, max_concurrency=slots,
+        max_batch_size=int(limits.max_batch_size),
         max_num_tokens=int(limits.max_num_tokens), limited_by=cap.limited_by, utilisation=util, stable=stable,
         ttft_s=ttft, ttft_p95_s=ttft95, tpot_s=tpot, tpot_p95_s=tpot95, queue_s=queue,
         weights_per_gpu_bytes=float(cap.memory.weights_bytes), kv_pool_bytes=float(cap.memory.kv_pool_bytes),
-        kv_occupancy=occupancy, kv_bytes_per_token=float(costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window),
+        kv_occupancy=occupancy,
+        kv_bytes_per_token=float(costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window),
         iteration_breakdown=breakdown, within_context=within, uncalibrated=rates.uncalibrated, notes=tuple(notes),
         model_record=m, accelerator_record=acc)
 

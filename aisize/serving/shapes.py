@@ -63,7 +63,9 @@ class ShapeGrid(ReplicaShape):
     @classmethod
     def of(cls, shapes, nvlink_bytes_per_s: float) -> "ShapeGrid":
         """A column grid (n x 1 arrays) of a list of shapes; stages on NVLink get ``nvlink_bytes_per_s``."""
-        col = (lambda f: np.array([getattr(s, f) for s in shapes], dtype=float)[:, None])
+        def col(field):
+            return np.array([getattr(s, field) for s in shapes], dtype=float)[:, None]
+
         links = np.array([s.stage_link_bytes_per_s or nvlink_bytes_per_s for s in shapes], dtype=float)[:, None]
         return cls(col("tensor_parallel"), col("attention_dp"), col("pipeline_parallel"), links)
 

@@ -97,7 +97,6 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
     if not fitting:
         return FleetChoice(None, 0, 0.0, False, "no shape holds the weights and one request's KV cache", np.inf,
                            np.inf, len(shapes))
-    n = len(fitting)
     frac = np.geomspace(1e-3, 0.995, RATE_GRID)
     capacity = np.array([float(c.state.requests_per_s) for c in caps])
     slots = np.array([float(c.state.concurrency) for c in caps])
