@@ -143,7 +143,7 @@ def _inference(plan, by_pool, pool_of):
     for i in plan.inference:
         per_hour = i.gpus * by_pool[pool_of[i.name]]
         at_load = i.requests_per_s * out_tokens[i.name]
-        capacity = i.replicas * i.output_tokens_per_s_per_replica
+        capacity = i.capacity_output_tokens_per_s
         yield {"workload": i.name, "pool": pool_of[i.name], "gpus": i.gpus, "usd_per_hour": per_hour,
                "tokens_per_s_at_load": at_load, "tokens_per_s_capacity": capacity,
                "usd_per_million_tokens": float(per_million_tokens(per_hour, at_load)),

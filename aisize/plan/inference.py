@@ -64,7 +64,8 @@ class InferencePlan:
     tpot_seconds: float
     tpot_p95_seconds: float
     request_seconds: float  # mean time from arrival to last token
-    output_tokens_per_s_per_replica: float  # the replica's capacity (max throughput)
+    output_tokens_per_s_per_replica: float  # the replica's capacity (max throughput; a decode replica's)
+    capacity_output_tokens_per_s: float  # the whole fleet's (disaggregated: the tighter of its two pools)
     latency_target_seconds: float  # ttft target + output tokens x tpot target
     latency_target_met: bool
     replicas: int
@@ -174,6 +175,7 @@ def _aggregated(w, ctx, shape, replicas, est) -> dict:
         ttft_seconds=fin(est and est.ttft_s), ttft_p95_seconds=fin(est and est.ttft_p95_s),
         tpot_seconds=fin(est and est.tpot_s), tpot_p95_seconds=fin(est and est.tpot_p95_s),
         output_tokens_per_s_per_replica=est.max_output_tokens_per_s if est else 0.0,
+        capacity_output_tokens_per_s=replicas * est.max_output_tokens_per_s if est else 0.0,
         utilisation=fin(est and est.utilisation), estimate=est)
 
 
@@ -196,8 +198,9 @@ def _disaggregated(w, ctx, arch, pools) -> dict:
         if math.isfinite(at["tpot_seconds"]) else pools.decode_batch,
         max_batch=pools.decode_batch, ttft_seconds=at["ttft_seconds"], ttft_p95_seconds=at["ttft_p95_seconds"],
         tpot_seconds=at["tpot_seconds"], tpot_p95_seconds=at["tpot_p95_seconds"],
-        output_tokens_per_s_per_replica=pools.decode_batch / pools.tpot_s, utilisation=at["utilisation"],
-        estimate=None)
+        output_tokens_per_s_per_replica=pools.decode_batch / pools.tpot_s,
+        capacity_output_tokens_per_s=w.requests_per_s * w.output_tokens / max(at["utilisation"], 1e-12),
+        utilisation=at["utilisation"], estimate=None)
 
 
 def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t) -> InferencePlan:
