@@ -120,8 +120,10 @@ def inference_candidate(w, index: int, pool_index: int, pool: Pool, policies, sl
     spec = pool.spec
     per_replica = max(i.replica_gpus, default=1)  # a replica spans servers only when larger than one
     pieces = [piece for g in i.replica_gpus for piece in split(g, spec.gpus_per_server)] or split(1, spec.gpus_per_server)
+    # a disaggregated service ships every request's KV cache from prefill to decode GPUs over the fabric
+    talks = per_replica if i.serving_mode == "aggregated" else spec.gpus_per_server + 1
     d = Demand(w.name, f"workloads.{index}", tuple(pieces), _host_per_gpu(i.host_memory_needed_bytes, spec),
-               _nics_per_gpu(per_replica, spec), slots)
+               _nics_per_gpu(talks, spec), slots)
     why = ("" if i.fits and i.host_memory_fits else
            f"weights and one context do not fit {i.tensor_parallel} x {pool.ctx.accelerator.id}" if not i.fits
            else f"needs {i.host_memory_needed_bytes / GiB:,.0f} GiB of host RAM per server")
