@@ -209,3 +209,12 @@ def test_engine_limits_and_kv_pool_follow_trtllm_bench(model, gpu, wp, isl, osl,
     assert (e.max_batch_size, e.max_num_tokens) == limits
     assert pool_tokens[0] <= e.kv_pool_bytes / e.kv_bytes_per_token <= pool_tokens[1]
     assert concurrency[0] <= e.max_concurrency <= concurrency[1] and e.limited_by == "KV cache"
+
+
+def test_preemption_point_lies_beyond_a_full_reservation_capacity():
+    # TensorRT-LLM reserves a whole request's blocks, so its KV-bound capacity comes before the cache in
+    # use (each sequence at its mean context I + O/2) fills the pool: that point is further out
+    e = serving.estimate("llama-3.1-8b", "h100-sxm", tensor_parallel=1, weight_precision="fp8", input_tokens=128,
+                         output_tokens=2048)
+    assert e.limited_by == "KV cache"
+    assert e.max_requests_per_s < e.preemption_requests_per_s < 2.5 * e.max_requests_per_s

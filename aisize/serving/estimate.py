@@ -28,6 +28,7 @@ from aisize.serving.hardware import device, scaleout_bytes_per_s
 from aisize.serving.iteration import achieved_rates, iteration_time
 from aisize.serving.latency import loaded_state
 from aisize.serving.shapes import ReplicaShape, attention_dp_choices, check_shape
+from aisize.serving.steady import steady_state
 from aisize.serving.throughput import engine_limits, max_throughput
 
 MAX_TOKENS = 10**8  # a longer request is a typo, not a workload
@@ -71,6 +72,8 @@ class ServingEstimate:
     weights_per_gpu_bytes: float
     kv_pool_bytes: float  # per GPU
     kv_occupancy: float  # share of the KV pool the batch holds
+    preemption_requests_per_s: float  # rate at which the cache in use (mean context) fills the pool: beyond it an
+    #                                   engine that does not reserve whole requests preempts, one that does queues
     kv_bytes_per_token: float  # whole model, at the KV precision, while every layer's cache grows
     iteration_breakdown: dict  # a decode iteration at the batch, per kind of work [s]
     within_context: bool  # input + output fit the model's context window
@@ -206,9 +209,11 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
         if not stable:
             notes.append(f"requests_per_s={rate:g} is at or beyond this replica's capacity of "
                          f"{capacity_rps:.3g} requests/s: the queue grows without bound")
-    occupancy = 0.0
+    occupancy, preempt = 0.0, 0.0
     if fits and np.isfinite(batch):
         occupancy = min(batch / max(float(cap.memory.sequences), 1.0), 1.0)
+    if fits:
+        preempt = _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o)
     breakdown = _breakdown(costs, rates, calib, shape, batch if np.isfinite(batch) else slots, i, o)
     return ServingEstimate(
         model=m.id, accelerator=dev.id, engine=engine.key, gpus=shape.gpus, tensor_parallel=shape.tensor_parallel,
@@ -222,10 +227,23 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
         max_num_tokens=int(limits.max_num_tokens), limited_by=cap.limited_by, utilisation=util, stable=stable,
         ttft_s=ttft, ttft_p95_s=ttft95, tpot_s=tpot, tpot_p95_s=tpot95, queue_s=queue,
         weights_per_gpu_bytes=float(cap.memory.weights_bytes), kv_pool_bytes=float(cap.memory.kv_pool_bytes),
-        kv_occupancy=occupancy,
+        kv_occupancy=occupancy, preemption_requests_per_s=preempt,
         kv_bytes_per_token=float(costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window),
         iteration_breakdown=breakdown, within_context=within, uncalibrated=rates.uncalibrated, notes=tuple(notes),
         model_record=m, accelerator_record=acc)
+
+
+def _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o) -> float:
+    """Request rate at which the KV cache in use, each sequence at its mean context ``I + O/2``, fills the
+    pool (Little's law at that concurrency, random arrivals) [1/s]."""
+    per_token = float(cap.memory.kv_bytes_per_sequence) / float(
+        np.ceil((i + o) / engine.block_tokens) * engine.block_tokens)
+    groups = shape.attention_dp * shape.pipeline_parallel
+    full = groups * float(cap.memory.kv_pool_bytes) / (per_token * (i + 0.5 * o))
+    st = steady_state(costs, rates, calib, concurrency=full, input_tokens=i, output_tokens=o,
+                      max_num_tokens=limits.max_num_tokens * groups, chunked_prefill=engine.chunked_prefill,
+                      shape=shape, arrivals="poisson")
+    return float(st.requests_per_s)
 
 
 def _breakdown(costs, rates, calib, shape, batch, i, o) -> dict:
