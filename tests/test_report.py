@@ -42,17 +42,35 @@ def expected_params(model_id: str) -> str:
     return f"{n / 1e9:,.1f} B" if n >= 1e9 else f"{n / 1e6:,.1f} M"
 
 
+needs_chromium = pytest.mark.skipif(report_pdf.chromium_path() is None,
+                                    reason="Chromium not installed (or hidden by AISIZE_CHROMIUM)")
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    """Each preset rendered once to HTML and PDF (or the exception it raised)."""
+    """Each preset rendered once to HTML (or the exception it raised), with the browser hidden:
+    an HTML report never needs Chromium."""
     out = tmp_path_factory.mktemp("reports")
     results = {}
-    for name in PRESETS:
-        try:
-            results[name] = render(preset=name, fmt="both", out_dir=out, customer="ACME Corp")
-        except Exception as exc:  # reported by the test for that preset
-            results[name] = exc
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(report_pdf.CHROMIUM_ENV, "/nonexistent/chromium")
+        for name in PRESETS:
+            try:
+                results[name] = render(preset=name, fmt="html", out_dir=out, customer="ACME Corp")
+            except Exception as exc:  # reported by the test for that preset
+                results[name] = exc
     return results
+
+
+@pytest.fixture(scope="module")
+def printed(rendered):
+    """Each preset's HTML report printed to PDF, with the footer ``render`` gives it."""
+    pdfs = {}
+    for name in PRESETS:
+        html_path = result_for(rendered, name).html_path
+        footer = " · ".join((S.DEFAULT_TITLE, "ACME Corp", preset(name).name))
+        pdfs[name] = report_pdf.to_pdf(html_path, html_path.with_suffix(".pdf"), footer=footer)
+    return pdfs
 
 
 def result_for(rendered, name):
@@ -74,15 +92,15 @@ def no_papermill(monkeypatch):
 
 
 @pytest.mark.slow
+@needs_chromium
 @needs_poppler
 @pytest.mark.parametrize("name", PRESETS)
-def test_preset_renders_to_html_and_pdf(rendered, name):
-    result = result_for(rendered, name)
+def test_preset_prints_to_pdf(printed, name):
+    pdf_path = printed[name]
     scenario = preset(name)
-    assert result.html_path.is_file() and result.pdf_path.is_file()
-    assert result.pdf_path.read_bytes().startswith(b"%PDF-")
+    assert pdf_path.read_bytes().startswith(b"%PDF-")
     # -raw keeps the text in content order, so a wrapped table cell stays together
-    text = subprocess.run(["pdftotext", "-raw", str(result.pdf_path), "-"], capture_output=True,
+    text = subprocess.run(["pdftotext", "-raw", str(pdf_path), "-"], capture_output=True,
                           text=True, check=True).stdout
     flat = squash(text)
     assert squash(scenario.name) in flat
@@ -91,7 +109,7 @@ def test_preset_renders_to_html_and_pdf(rendered, name):
         assert squash(w.name) in flat, w.name
         if getattr(w, "model", None):  # key figure: the catalog's parameter count, as rounded
             assert squash(expected_params(w.model)) in flat, (w.model, expected_params(w.model))
-    info = subprocess.run(["pdfinfo", str(result.pdf_path)], capture_output=True, text=True,
+    info = subprocess.run(["pdfinfo", str(pdf_path)], capture_output=True, text=True,
                           check=True).stdout
     pages = int(re.search(r"^Pages:\s+(\d+)", info, re.MULTILINE).group(1))
     # a title page and one page or more per section, not a runaway layout
@@ -132,7 +150,7 @@ def test_html_is_offline(rendered, name):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not Path(report_pdf.CHROMIUM).is_file(), reason="Chromium not installed")
+@needs_chromium
 def test_nothing_is_wider_than_the_printed_page(rendered):
     """A table or chart wider than A4 between the margins makes Chromium shrink every page to fit."""
     from playwright.sync_api import sync_playwright
@@ -140,7 +158,8 @@ def test_nothing_is_wider_than_the_printed_page(rendered):
     mm = 210 - sum(float(report_pdf.MARGIN[k].removesuffix("mm")) for k in ("left", "right"))
     width = round(mm / 25.4 * 96)  # CSS pixels
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=report_pdf.CHROMIUM, args=report_pdf.CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=str(report_pdf.chromium_path()),
+                                     args=report_pdf.CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": width, "height": 1000})
         for name in PRESETS:
             page.goto(result_for(rendered, name).html_path.as_uri())
@@ -348,3 +367,19 @@ def test_cli_html_with_progress(tmp_path, capsys):
     html = html_path.read_text(encoding="utf-8")
     assert "Sizing for O'Brien &amp; Co" in html and "my scenario.yaml" in html
     assert "1. Scenario summary" in html and "2. Sources" in html and "Assumptions</h2>" not in html
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_render_both_writes_html_and_pdf(tmp_path):
+    result = render(preset="xe9680-genai", fmt="both", out_dir=tmp_path, customer="ACME Corp",
+                    sections=["summary"])
+    assert result.html_path.is_file() and result.pdf_path.read_bytes().startswith(b"%PDF-")
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "both"])
+def test_pdf_without_a_browser_is_refused_before_execution(tmp_path, monkeypatch, no_papermill, fmt):
+    monkeypatch.setenv(report_pdf.CHROMIUM_ENV, str(tmp_path / "no-chromium"))
+    with pytest.raises(ParameterError, match="PDF needs Chromium, not found at .*no-chromium.*--format html"):
+        render(preset="xe9680-genai", fmt=fmt, out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
