@@ -32,9 +32,14 @@ settings.register_profile("nightly", derandomize=False, deadline=None, print_blo
                           suppress_health_check=[HealthCheck.too_slow])
 
 
+def chosen() -> str:
+    """The profile named by ``$HYPOTHESIS_PROFILE`` (default ``ci``)."""
+    return os.environ.get(PROFILE_ENV) or "ci"
+
+
 def load() -> str:
-    """Load the profile named by ``$HYPOTHESIS_PROFILE`` (default ``ci``); returns its name."""
-    name = os.environ.get(PROFILE_ENV) or "ci"
+    """Load the chosen profile; returns its name."""
+    name = chosen()
     settings.load_profile(name)  # an unknown name raises InvalidArgument listing the profiles
     return name
 

@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from fuzz_profiles import examples
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,7 @@ from aisize import scenario as sc
 from aisize.plan import plan
 from aisize.scenario.io import MAX_FILE_BYTES
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(40))
 PRESETS = {name: sc.to_dict(sc.preset(name)) for name in sc.preset_names()}
 
 
@@ -124,7 +125,7 @@ def test_every_numeric_leaf_rejects_absurd_values_by_path(name, value):
         assert value is not True and (value in (0, None, "1")), f"{path}={value!r} was accepted"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(st.one_of(st.text(max_size=400), st.binary(max_size=400).map(lambda b: b.decode("latin-1"))),
        st.sampled_from(["yaml", "json"]))
 def test_random_text_raises_only_scenario_error(text, fmt):
@@ -254,7 +255,7 @@ def valid_mutation(draw):
         assume(False)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(30), suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.filter_too_much])
 @given(valid_mutation())
 def test_plan_of_a_valid_mutation_is_sane_or_a_value_error(scenario):
