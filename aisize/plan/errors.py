@@ -31,8 +31,7 @@ MEANING = {
     "flops": "needs {v} floating-point operations, more than aisize plans (1e30)",
     "seconds": "would take {v} seconds, more than aisize plans",
     "seconds_at_expected_mfu": "would take {v} seconds, more than aisize plans",
-    "tp": "needs a tensor-parallel degree of {v}, more than one server's GPUs allow",
-    "tensor_parallel": "needs a tensor-parallel degree of {v}, more than one server's GPUs allow",
+    "tp": "needs a tensor-parallel degree of {v}, more than aisize plans",
 }
 
 # The fields a user can change, per workload kind.
@@ -66,18 +65,16 @@ def _user_fields(kind: str) -> set[str]:
     return set(cls.model_fields) | set(model.Policies.model_fields) | set(model.Hardware.model_fields)
 
 
-def _what(text: str, kind: str | None) -> str:
-    """The error's text in the user's terms."""
+def _what(text: str, kind: str | None) -> tuple[str, bool]:
+    """The error's text in the user's terms, and whether it was translated (so needs a hint)."""
     match = _CHECK.match(text.strip())
-    if not match:
-        return text.strip()
+    if not match or (kind is not None and match["name"] in _user_fields(kind)):
+        return text.strip(), False  # already in the user's terms
     name, value = match["name"], match["value"]
-    if kind is not None and name in _user_fields(kind):
-        return text.strip()  # already names the user's field
     if name in MEANING:
         reason = match["reason"].removeprefix("more than a three-tier fat tree of ").strip()
-        return MEANING[name].format(v=_shown(value), reason=reason)
-    return f"an intermediate figure is out of range ({_shown(value)}: {match['reason']})"
+        return MEANING[name].format(v=_shown(value), reason=reason), True
+    return f"an intermediate figure is out of range ({_shown(value)}: {match['reason']})", True
 
 
 def _culprit(scenario, plan_one: Callable) -> tuple[int, object] | None:
@@ -98,8 +95,8 @@ def planning_error(error: Exception, scenario, plan_one: Callable) -> ValueError
     text = str(error) if isinstance(error, ValueError) else f"the figures overflow ({type(error).__name__}: {error})"
     culprit = _culprit(scenario, plan_one) if len(scenario.workloads) > 1 else (0, scenario.workloads[0])
     if culprit is None:
-        return ValueError(f"{TOGETHER}: {_what(text, None)}")
+        return ValueError(f"{TOGETHER}: {_what(text, None)[0]}")
     index, workload = culprit
-    what = _what(text, workload.kind)
-    hint = "" if "hardware." in what else f"; check its {DRIVERS[workload.kind]}"
+    what, translated = _what(text, workload.kind)
+    hint = f"; check its {DRIVERS[workload.kind]}" if translated and "hardware." not in what else ""
     return ValueError(f"workloads.{index} ({workload.name!r}): {what}{hint}")

@@ -52,11 +52,11 @@ def _in_table(table: catalog.Table, field: str, value: str | None) -> str | None
 class Layout(_Strict):
     """A parallel layout fixed by the user instead of searched ("auto")."""
 
-    tensor_parallel: Count = 1
-    pipeline_parallel: Count = 1
-    expert_parallel: Count = 1
+    tensor_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
+    pipeline_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
+    expert_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
     zero_stage: Literal[0, 1, 2, 3] = 1
-    micro_batch: Count = 1
+    micro_batch: Annotated[int, Field(ge=1, le=65_536)] = 1
     recompute: Literal[RECOMPUTE] = "selective"  # type: ignore[valid-type]
 
 
@@ -112,7 +112,7 @@ class Inference(_Strict):
     output_tokens: Count = 256
     ttft_target_ms: Annotated[float, Field(ge=1, le=600_000)] = 2000.0
     tpot_target_ms: Annotated[float, Field(ge=0.1, le=60_000)] = 50.0
-    tensor_parallel: Count | Literal["auto"] = "auto"
+    tensor_parallel: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] = "auto"
     model_loads_per_hour: Annotated[float, Field(ge=0, le=3600)] = 1.0  # 0 (never), or >= 0.001
 
     _model = field_validator("model")(lambda v: _in_table(catalog.transformers, "model", v))
