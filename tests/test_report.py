@@ -337,6 +337,35 @@ def test_remote_reference_detector():
         '<style>@import "http://x/y.css"; div{background:url( https://x/i.png )}</style>')
     assert len(found) == 4
     assert report_html.remote_references('<p>see https://example.com/doc.pdf</p><a href="#x">') == []
+    assert report_html.remote_references(  # attributes without quotes, srcset, inline style, SVG, script
+        '<img src=//x/a.png srcset="a.png 1x, https://x/b.png 2x"><div style="background:url(//x/y)">'
+        '<svg><image xlink:href="https://x/z"/></svg><script>fetch("https://x/q")</script>') == [
+        "src=//x/a.png", "srcset=https://x/b.png", "style: //x/y", "xlink:href=https://x/z",
+        "<script>: https://x/q"]
+
+
+QUOTED_SNIPPET = ('Their portal embeds <img src="https://cdn.example.com/logo.png"> and links '
+                  "<a href='http://example.com/terms'>terms</a> (quoted as text).")
+
+
+@pytest.mark.parametrize("escaped", [
+    '<p>Their portal embeds &lt;img src="https://cdn.example.com/logo.png"&gt;</p>',
+    "<p>&lt;a href='http://example.com/terms'&gt;terms&lt;/a&gt;</p>",
+    "<td>&lt;style&gt;@import url(https://x/y.css)&lt;/style&gt;</td>",
+])
+def test_urls_quoted_as_text_are_not_references(escaped):
+    assert report_html.remote_references(escaped) == []
+
+
+@pytest.mark.slow
+def test_a_description_quoting_html_with_urls_renders(tmp_path):
+    """A description that quotes an HTML snippet once failed the remote-reference check."""
+    scenario_file = tmp_path / "quoted.yaml"
+    scenario_file.write_text(dumps(preset("xe9680-genai").model_copy(update={"description": QUOTED_SNIPPET})))
+    result = render(scenario_path=scenario_file, fmt="html", out_dir=tmp_path / "out", sections=["summary"])
+    html = result.html_path.read_text(encoding="utf-8")
+    assert report_html.remote_references(html) == []
+    assert "&lt;img src=" in html and "https://cdn.example.com/logo.png" in html
 
 
 def test_cli_rejects_bad_name(tmp_path, capsys, no_papermill):
