@@ -73,7 +73,8 @@ def _cmd_sweep(args) -> int:
 def _cmd_app(args) -> int:
     from aisize.app.serve import run
 
-    return run(port=args.port, host=args.host)
+    return run(port=args.port, host=args.host, max_sessions=args.max_sessions,
+               allowed_hosts=tuple(args.allow_host))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("app", help="serve the interactive workbook (Voila) on this machine")
     p.add_argument("--port", type=int, default=8866)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    p.add_argument("--max-sessions", type=int, default=16,
+                   help="pages served at once, ~250 MiB each; past that visitors see 'busy, try again' (default 16)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a host name users reach the app by (e.g. behind a proxy); repeat for more. "
+                        "IP addresses and localhost are always accepted")
     p.set_defaults(func=_cmd_app)
     return parser
 
