@@ -77,6 +77,13 @@ def _cmd_app(args) -> int:
                allowed_hosts=tuple(args.allow_host))
 
 
+def _cmd_team(args) -> int:
+    from aisize.app.team import run
+
+    return run(ip=args.ip, port=args.port, state_dir=args.state, admin=args.admin,
+               allowed_hosts=tuple(args.allow_host))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aisize",
@@ -127,6 +134,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a host name users reach the app by (e.g. behind a proxy); repeat for more. "
                         "IP addresses and localhost are always accepted")
     p.set_defaults(func=_cmd_app)
+
+    p = sub.add_parser("team", help="serve the workbook to a team: JupyterHub with logins, one server per user",
+                       description="Run JupyterHub with deploy/jupyterhub_config.py: people sign up, the admin "
+                                   "approves them at /hub/authorize, each gets their own workbook. Needs "
+                                   "pip install 'aisize[team]' and configurable-http-proxy from npm (make team).")
+    p.add_argument("--ip", default="127.0.0.1", help="address to bind (default loopback; 0.0.0.0 for a network)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--state", default="aisize-team", metavar="DIR",
+                   help="folder for the hub's database, cookie secret and users' folders (default ./aisize-team)")
+    p.add_argument("--admin", default="admin", help="the admin user name (sign up with it first; default admin)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a host name people reach the hub by; repeat for more (IP addresses and localhost always work)")
+    p.set_defaults(func=_cmd_team)
     return parser
 
 
