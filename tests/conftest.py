@@ -37,6 +37,10 @@ def missing_pieces() -> list[str]:
         out.append("PyTorch (cross-check): pip install -e '.[torch]'")
     if _missing("jupyterhub"):
         out.append("JupyterHub (team server test): pip install -e '.[team]'")
+    from aisize.app.team import find_proxy
+
+    if find_proxy() is None:
+        out.append("configurable-http-proxy (team server test): make test installs it with npm")
     return out
 
 
