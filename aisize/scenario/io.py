@@ -56,6 +56,8 @@ def _describe(err: dict) -> str:
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         msg = "unknown key (check the spelling; see `aisize preset NAME` for a valid file)"
+    # a quoted value inside the message (a bad discriminator tag, a literal) is kept short too
+    msg = re.sub(r"'([^']{%d,})'" % (MAX_SHOWN + 1), lambda m: repr(m[1][:MAX_SHOWN]) + "...", msg)
     shown = err.get("input")
     if err["type"] in ("missing", "extra_forbidden") or isinstance(shown, (dict, list)):
         return f"{path}: {msg}"
