@@ -70,6 +70,54 @@ def _cmd_sweep(args) -> int:
     return 0
 
 
+def _cmd_compare(args) -> int:
+    from aisize.plan import plan as make_plan
+    from aisize.plan.comparison import compare_text, comparison_dict, comparison_table
+    from aisize.scenario import load
+
+    a, b = make_plan(load(args.a)), make_plan(load(args.b))
+    if args.report:
+        from aisize.report.compare import render_comparison
+
+        for path in render_comparison(args.a, args.b, out_dir=args.report, fmt=args.format):
+            print(path)
+        return 0
+    try:
+        if args.json:
+            import json
+
+            sys.stdout.write(json.dumps(comparison_dict(a, b), indent=2, allow_nan=False) + "\n")
+        elif args.csv:
+            comparison_table(a, b).to_csv(args.csv, index=False)
+            print(args.csv)
+        else:
+            sys.stdout.write(compare_text(a, b))
+    except OSError as exc:
+        raise ValueError(f"cannot write the output: {exc}") from None
+    return 0
+
+
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def _cmd_model(args) -> int:
+    from pathlib import Path
+
+    from aisize import models
+    from aisize.models.hf_config import read_config
+    from aisize.models.summary import model_text
+
+    if Path(args.model).exists():
+        config, _ = read_config(args.model)
+        record = models.from_hf_config(args.model)
+        dtype = _TORCH_DTYPES.get(config.get("torch_dtype") or config.get("dtype"))
+        sys.stdout.write(model_text(record, safetensors_bytes=models.safetensors_total_bytes(args.model),
+                                    checkpoint_dtype=dtype))
+    else:
+        sys.stdout.write(model_text(models.resolve(args.model)))
+    return 0
+
+
 def _cmd_app(args) -> int:
     from aisize.app.serve import run
 
@@ -90,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Size AI training and inference clusters: GPUs, servers, host RAM, "
                     "network, storage and queueing.")
     parser.add_argument("--version", action="version", version=f"aisize {__version__}")
+    parser.add_argument("--catalog", metavar="DIR", action="append", default=[],
+                        help="a folder of CSVs named like ours whose rows add to or replace the built-in "
+                             "catalog (repeatable; also $AISIZE_CATALOG)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("presets", help="list the built-in scenarios")
@@ -116,6 +167,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", metavar="FILE", help="write the table as CSV instead of printing it")
     p.set_defaults(func=_cmd_sweep)
 
+    p = sub.add_parser("compare", help="plan two scenarios and put them side by side, differences marked")
+    p.add_argument("a", metavar="A", help="first scenario file (.yaml or .json)")
+    p.add_argument("b", metavar="B", help="second scenario file")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="the comparison as JSON on stdout")
+    out.add_argument("--csv", metavar="FILE", help="write the comparison as CSV")
+    out.add_argument("--report", metavar="DIR", help="render a comparison report (HTML and/or PDF) into DIR")
+    p.add_argument("--format", choices=("html", "pdf", "both"), default="html",
+                   help="report format with --report (default html)")
+    p.set_defaults(func=_cmd_compare)
+
     from aisize.report.cli import add_report_parser
     from aisize.validation import cli as validation_cli
 
@@ -124,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="compare aisize's estimates with published figures")
     validation_cli.configure_parser(p)
     p.set_defaults(func=validation_cli.run)
+
+    p = sub.add_parser("model", help="describe a model: architecture, parameters, weight and KV bytes")
+    p.add_argument("model", help="a config.json, a folder holding one (with model.safetensors.index.json, "
+                                 "its total_size is shown), or a catalog model id")
+    p.set_defaults(func=_cmd_model)
 
     p = sub.add_parser("app", help="serve the interactive workbook (Voila) on this machine")
     p.add_argument("--port", type=int, default=8866)
@@ -157,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        if args.catalog:
+            from aisize import catalog
+
+            for folder in args.catalog:
+                catalog.use_overlay(folder)
         return args.func(args)
     except ValueError as exc:  # ScenarioError, CatalogError and input checks are ValueErrors
         print(f"aisize {args.command}: error: {exc}", file=sys.stderr)

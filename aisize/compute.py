@@ -32,7 +32,7 @@ def flops_per_token(params, *, layers=0, attention_dim=0, seq_len=0, recompute: 
     layers, seq_len : L, s for the attention term (0 omits it)
     attention_dim : H·Q, attention heads x head dimension (PaLM appendix B); the
         hidden size for most models, not for PaLM (12,288 vs 18,432) or MLA models;
-        :func:`aisize.architecture.attention_dim` gives it for a catalog model
+        :func:`aisize.models.attention_dim` gives it for a catalog model
     recompute : none | selective (+4·L·H·Q·s) | full (+2N + 4·L·H·Q·s: one more forward)
     method : "full" trains every weight; "lora" freezes the base (LoRA/QLoRA): the
         backward pass still propagates activation gradients (2N) but computes no

@@ -138,7 +138,7 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
     """
     import pandas as pd
 
-    from aisize.architecture import attention_dim, transformer_params
+    from aisize.models import attention_dim, transformer_params
 
     usable = accelerator.memory_visible_bytes or accelerator.memory_bytes
     room = checks.number("headroom", headroom, low=0.0, high=1.0, high_inclusive=False)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from aisize import catalog
-from aisize.architecture import transformer_params
+from aisize.models import transformer_params
 from aisize.layout import evaluate_layouts, layout_frame, layout_grid
 from aisize.memory.training import transformer_memory_inputs
 from aisize.precision import peak_flops_per_s

@@ -189,12 +189,12 @@ def test_bad_training_input():
 
 
 def _hf(**extra):
-    from aisize.architecture import transformer_from_hf_config
+    from aisize.models import from_hf_config
 
     base = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
             "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000,
             "max_position_embeddings": 4096, "tie_word_embeddings": False, "rms_norm_eps": 1e-5}
-    return transformer_from_hf_config(base | extra)
+    return from_hf_config(base | extra)
 
 
 def test_qlora_llama2_7b_weights_at_nf4():

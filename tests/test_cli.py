@@ -45,7 +45,7 @@ def test_sweep_prints_and_writes(scenario, tmp_path, capsys):
     (lambda t: t.replace("  mfu: 0.4", "  mfuu: 0.4"), ["policies.mfuu", "unknown key"]),
     (lambda t: t.replace("requests_per_s: 20.0", "requests_per_s: lots"), ["requests_per_s", "lots"]),
     (lambda t: t.replace("  mfu: 0.4", "  mfu: 1.5"), ["policies.mfu", "less than or equal to 0.9"]),
-    (lambda t: t.replace("server: dell-xe9680-h100", "server: nope"), ["hardware.server", "allowed:", "dgx-h100"]),
+    (lambda t: t.replace("server: dell-xe9680-h100", "server: nope"), ["hardware: server 'nope'", "allowed:", "dgx-h100"]),
     (lambda t: t.replace("method: lora", "method: dora"), ["workloads.0.training.method", "'full', 'lora' or 'qlora'"]),
     (lambda t: t + "\n  - [unbalanced", ["not valid YAML"]),
 ])

@@ -85,3 +85,70 @@ def test_storage_network():
 def test_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# --- choosing the cheapest fabric (aisize.network.fabric.choose_fabric) ---
+
+from aisize.network.fabric import Nics, choose_fabric  # noqa: E402
+
+EIGHT_RAILS = Nics(8, 8, 50e9)  # DGX/HGX H100: 8 x 400 Gb/s NICs, one per GPU, rail-aligned
+
+
+def test_a_small_cluster_gets_one_switch():
+    # 3 servers x 8 NICs = 24 ports (+25 % growth = 30) fit one 64-port switch; the rail-optimized
+    # reference design would take 8 rail leaves + 4 spines = 12 switches (what aisize planned before)
+    c = choose_fabric(3, EIGHT_RAILS, 64)
+    assert c.design == "single-switch" and c.tree.switches == 1 and c.ports_sized_for == 30
+    assert dict((d, s) for d, s, _, _ in c.candidates)["rail-optimized"] == 12
+    assert "30 ports" in c.reason
+
+
+def test_growth_margin_moves_to_a_fat_tree_when_one_switch_has_no_room_left():
+    assert choose_fabric(7, EIGHT_RAILS, 64, growth=0.0).design == "single-switch"  # 56 ports
+    c = choose_fabric(7, EIGHT_RAILS, 64, growth=0.25)  # 70 ports
+    assert c.design == "fat-tree" and c.tree.tiers == 2
+
+
+def test_the_reference_design_where_it_costs_no_more():
+    # SuperPOD 1 SU (32 x DGX H100, no growth): rail-optimized 8 leaves + 4 spines = 12 switches, the same
+    # as a plain fat tree, and chosen for keeping same-rail traffic on one leaf [NVIDIA RA-11333-001, table 4]
+    c = choose_fabric(32, EIGHT_RAILS, 64, growth=0.0)
+    assert c.design == "rail-optimized" and (c.tree.leaves, c.tree.spines) == (8, 4)
+    # asked for explicitly, it is used even where a single switch would do
+    assert choose_fabric(2, EIGHT_RAILS, 64, design="rail-optimized").tree.switches == 12
+
+
+def test_links_can_tip_the_choice():
+    # at 32 servers + 25 % growth a plain fat tree needs fewer switches (15 vs 24): chosen on switches alone
+    assert choose_fabric(32, EIGHT_RAILS, 64).design == "fat-tree"
+
+
+def test_a_forced_design_that_cannot_carry_the_ports_is_refused():
+    with pytest.raises(ValueError, match="design='single-switch'.*do not fit one 64-port switch"):
+        choose_fabric(16, EIGHT_RAILS, 64, design="single-switch")
+
+
+def test_plans_choose_the_cheapest_fabric():
+    from aisize.plan import plan
+    from aisize.scenario import from_dict, preset, to_dict
+
+    p = plan(preset("xe9680-genai"))  # every job fits one server: no compute fabric at all
+    assert p.network.compute_fabric["switches"] <= 1
+    d = to_dict(preset("xe9680-genai"))
+    d["workloads"][1].update(target_days=None, gpus=16)  # the 8B fine-tune now spans two servers
+    p = plan(from_dict(d))
+    assert p.pools[0].fabric.design == "single-switch" and p.network.compute_fabric["switches"] == 1
+    big = plan(preset("llama3-70b-pretrain"))  # 1,024 NICs + 25 %: 40 leaves + 20 spines either way
+    assert big.pools[0].fabric.design == "rail-optimized" and big.network.compute_fabric["switches"] == 60
+
+
+def test_a_fabric_too_large_for_the_growth_margin_names_the_fields():
+    from aisize.plan import plan
+    from aisize.scenario import from_dict, preset, to_dict
+
+    d = to_dict(preset("llama3-70b-pretrain"))
+    d["workloads"][0].update(gpus=65536, global_batch=65536)  # 65,536 ports fill a radix-64 3-tier tree
+    with pytest.raises(ValueError, match=r"hardware\.fabric_growth.*more than a three-tier fat tree"):
+        plan(from_dict(d))
+    d["hardware"]["fabric_growth"] = 0.0
+    assert plan(from_dict(d)).network.compute_fabric["tiers"] == 3

@@ -2,7 +2,7 @@
 
 import pytest
 
-from aisize.architecture import transformer_from_hf_config
+from aisize.models import from_hf_config
 from aisize.memory import (inference_memory, kv_bytes_per_token, kv_capacity, mla_kv_bytes_per_token,
                            paged_tokens, transformer_kv_bytes_per_token, weight_bytes)
 from aisize.units import GB, GiB, KiB
@@ -16,7 +16,7 @@ LLAMA2_7B = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096
 def test_llama2_7b_512_kib_per_token():
     # 2 x 32 layers x 32 KV heads x 128 x 2 B = 524,288 B = 512 KiB (bytes exact).
     assert kv_bytes_per_token(32, 32, 128, "fp16") == 524288
-    assert transformer_kv_bytes_per_token(transformer_from_hf_config(LLAMA2_7B), "fp16") == 512 * KiB
+    assert transformer_kv_bytes_per_token(from_hf_config(LLAMA2_7B), "fp16") == 512 * KiB
 
 
 def test_opt13b_800_kb_per_token_and_1_6_gb_per_request():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from aisize.architecture import transformer_from_hf_config
+from aisize.models import from_hf_config
 from aisize.catalog.records import Accelerator
 from aisize.layout import layout_grid, search_layouts
 from aisize.memory import transformer_training_memory
@@ -20,7 +20,7 @@ H100 = Accelerator(id="h100-test", name="H100 SXM", vendor="NVIDIA", form_factor
                    scaleup_bidirectional_bytes_per_s=900e9, scaleup_domain=8, pcie_gen=5, tdp_watts=700,
                    source="NVIDIA H100 datasheet", note=None)
 # meta-llama/Meta-Llama-3-70B config.json
-LLAMA3_70B = transformer_from_hf_config({
+LLAMA3_70B = from_hf_config({
     "model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192, "num_attention_heads": 64,
     "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 128256,
     "max_position_embeddings": 8192, "tie_word_embeddings": False, "rms_norm_eps": 1e-5})

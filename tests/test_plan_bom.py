@@ -35,22 +35,27 @@ def test_json_writes_unbounded_values_as_null():
     assert data["training"][0]["training_days"] is None
 
 
-def test_bom_columns_sum_to_totals(genai):
+def test_bom_lists_installed_gpus_and_each_workloads_share(genai):
     bom = bom_table(genai).set_index("item")
     names = [w.name for w in genai.training + genai.inference]
-    for item in (f"GPU {genai.accelerator}", f"server {genai.server}"):
-        assert bom.loc[item, names].sum() == bom.loc[item, "quantity"]
-    assert bom.loc["server power", names].sum() == pytest.approx(bom.loc["server power", "quantity"])
+    gpu, server = f"GPU {genai.accelerator}", f"server {genai.server}"
+    assert bom.loc[gpu, "quantity"] == genai.gpus == 16 and bom.loc[server, "quantity"] == genai.servers == 2
+    assert list(bom.loc[gpu, names]) == [w.gpus for w in genai.training + genai.inference]
+    # the fine-tunes run together, then the service reuses a server: shares exceed the installed GPUs
+    assert bom.loc[gpu, names].sum() == 17 > bom.loc[gpu, "quantity"]
+    assert list(bom.loc[server, names]) == [len(genai.placement.assignment[n]["servers"]) for n in names]
 
 
 def test_csv_and_excel(genai, tmp_path):
     paths = write_csv(genai, tmp_path / "out")
-    assert sorted(p.name for p in paths) == ["bom.csv", "findings.csv", "storage.csv", "workloads.csv"]
+    assert sorted(p.name for p in paths) == ["bom.csv", "cost.csv", "findings.csv", "job_streams.csv",
+                                             "placement.csv", "storage.csv", "timeline.csv", "workloads.csv"]
     assert pd.read_csv(tmp_path / "out" / "bom.csv").quantity.iloc[0] == genai.gpus
     storage = pd.read_csv(tmp_path / "out" / "storage.csv")
     assert storage.name.iloc[-1] == "total"
     xl = write_excel(genai, tmp_path / "plan.xlsx")
-    assert set(pd.ExcelFile(xl).sheet_names) == {"bom", "workloads", "storage", "findings"}
+    assert set(pd.ExcelFile(xl).sheet_names) == {"bom", "cost", "placement", "timeline", "job_streams", "workloads",
+                                                 "storage", "findings"}
 
 
 def test_summary_text_names_totals_and_findings(genai):

@@ -1,4 +1,8 @@
-"""Each built-in scenario plans sensibly, and plan totals are the sums of their parts (golden)."""
+"""Each built-in scenario plans sensibly, and plan totals are the sums of their parts (golden).
+
+Workloads share servers (aisize.plan.placement): the servers are the packed pools' servers, and
+every GPU a workload uses is a GPU of a server it was placed on.
+"""
 
 from __future__ import annotations
 
@@ -19,12 +23,19 @@ def _with(name: str, edit) -> object:
 @pytest.mark.parametrize("name", preset_names())
 def test_totals_are_sums_of_parts(name):
     p = plan(preset(name))
-    gpu_work = p.training + p.inference
-    assert p.gpus == sum(w.gpus for w in gpu_work) > 0
-    assert p.servers == sum(w.servers for w in gpu_work)
+    gpu_work = p.training + p.inference + p.job_streams
+    assert p.servers == sum(x.servers for x in p.pools) == len(p.placement.servers)
+    assert p.gpus == sum(x.servers * catalog.servers[x.server].gpus for x in p.pools) > 0
+    assert p.gpus_busy_peak <= p.gpus
     per = catalog.servers[p.server].gpus
-    assert all(w.servers == -(-w.gpus // per) for w in gpu_work)  # jobs do not share servers
-    assert p.power_watts == pytest.approx(p.servers * catalog.servers[p.server].power_watts)
+    assert all(w.servers == -(-w.gpus // per) for w in p.training + p.inference)  # servers a job spans
+    held = {}
+    for s in p.placement.servers:
+        assert s.peak_gpus_used <= s.gpus
+        for w in s.workloads:
+            held[w["workload"]] = held.get(w["workload"], 0) + w["gpus"]
+    assert held == {w.name: w.gpus for w in gpu_work}  # every GPU a workload uses is placed once
+    assert p.power_watts == pytest.approx(sum(x.servers * catalog.servers[x.server].power_watts for x in p.pools))
     assert p.racks * p.servers_per_rack >= p.servers
     s = p.storage
     assert s.read_bytes_per_s == pytest.approx(sum(r["read_bytes_per_s"] for r in s.workloads))

@@ -197,7 +197,7 @@ def test_committed_notebook_has_no_outputs():
 def test_declared_parameters_are_typed():
     assert P.declared_parameters(NOTEBOOK) == {"scenario_path": "str", "preset": "str",
                                                "title": "str", "customer": "str",
-                                               "sections": "list"}
+                                               "sections": "list", "compare_path": "str"}
 
 
 @pytest.mark.parametrize("values, match", [
@@ -396,6 +396,25 @@ def test_cli_html_with_progress(tmp_path, capsys):
     html = html_path.read_text(encoding="utf-8")
     assert "Sizing for O'Brien &amp; Co" in html and "my scenario.yaml" in html
     assert "1. Scenario summary" in html and "2. Sources" in html and "Assumptions</h2>" not in html
+
+
+@pytest.mark.slow
+@needs_chromium
+@needs_poppler
+@pytest.mark.parametrize("name", ["xe9680-genai", "shared-cluster"])
+def test_report_has_cost_placement_and_timeline(printed, name):
+    from aisize.report.cluster_sections import usd
+
+    text = subprocess.run(["pdftotext", "-raw", str(printed[name]), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    flat = squash(text)
+    p = plan(preset(name))
+    for heading in ("Placementandtimeline", "Timeline", "Packing", "Costperyear", "Capitalbybill-of-materialsline",
+                    "Operatingcost"):
+        assert heading in flat, heading
+    assert squash(usd(p.cost.capital_usd)) in flat and squash(usd(p.cost.usd_per_gpu_hour)) in flat
+    if p.job_streams:
+        assert "Jobqueue" in flat and "Waitvs GPUs".replace(" ", "") in flat
 
 
 @pytest.mark.slow

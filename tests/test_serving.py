@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from aisize import catalog, serving
-from aisize.architecture import transformer_params
+from aisize.models import transformer_params
 from aisize.memory import transformer_kv_bytes_per_token, weight_bytes
 
 A100 = catalog.accelerators["a100-sxm-80gb"]

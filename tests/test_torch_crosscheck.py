@@ -32,7 +32,7 @@ transformers = pytest.importorskip("transformers")
 
 import torch_measure as tm  # noqa: E402  (pytest puts tests/ on sys.path: prepend import mode)
 
-from aisize.architecture import transformer_from_hf_config, transformer_params  # noqa: E402
+from aisize.models import from_hf_config, transformer_params  # noqa: E402
 from aisize.memory.activations import layer_activation_bytes  # noqa: E402
 from aisize.memory.inference import kv_bytes_per_token, transformer_kv_bytes_per_token  # noqa: E402
 from aisize.memory.states import model_states  # noqa: E402
@@ -68,7 +68,7 @@ def _model(name: str, attn: str = "sdpa", dtype: str = "bf16"):
     torch.manual_seed(0)
     config = _config(name, attn)
     cls = transformers.LlamaForCausalLM if config.model_type == "llama" else transformers.GPT2LMHeadModel
-    return cls(config).to(DTYPES[dtype]), transformer_from_hf_config(config.to_dict(), id=name)
+    return cls(config).to(DTYPES[dtype]), from_hf_config(config.to_dict(), id=name)
 
 
 def _ids(seq_len: int, batch: int):

@@ -66,6 +66,21 @@ def error_html(text: str | None) -> str:
     return "" if not text else f"<div class='aisize-error'>⚠ {html.escape(text)}</div>"
 
 
+def uploaded_text(value, what: str, max_bytes: int) -> tuple[str, str]:
+    """(file name, text) of the one file a FileUpload's ``value`` holds: untrusted, so its count,
+    size and encoding are checked. Raises ValueError naming the file and ``what`` was expected."""
+    files = list(value)
+    if len(files) != 1:
+        raise ValueError(f"upload one {what}")
+    name, content = str(files[0].get("name", ""))[:200], bytes(files[0].get("content", b""))
+    if len(content) > max_bytes:
+        raise ValueError(f"{name}: {len(content):,} bytes; a {what} is at most {max_bytes:,}")
+    try:
+        return name, content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{name}: not UTF-8 text") from None
+
+
 def assign(widget, name: str, value) -> bool:
     """Set ``widget.name`` only when it differs (no message, no redraw otherwise).
 

@@ -1,4 +1,5 @@
-"""The page: a scenario bar (preset, upload, download, reset) above one tab per section.
+"""The page: a scenario bar (preset, upload, download, reset; a workload's model from an uploaded
+config.json) above one tab per section.
 
 ``build_app()`` is what ``notebooks/app.ipynb`` calls. It opens on
 :data:`aisize.scenario.DEFAULT_PRESET`. The first tab draws its charts at once;
@@ -14,8 +15,12 @@ import altair as alt
 import ipywidgets as widgets
 
 from aisize.app import controls as K
+from aisize.app.model_upload import ModelUpload
 from aisize.app.sections import Section
 from aisize.app.sections.accuracy import AccuracySection
+from aisize.app.sections.cluster import ClusterSection
+from aisize.app.sections.compare import CompareSection
+from aisize.app.sections.cost import CostSection
 from aisize.app.sections.datapath import DataPathSection
 from aisize.app.sections.inference import InferenceSection
 from aisize.app.sections.network import NetworkSection
@@ -25,8 +30,8 @@ from aisize.app.sections.training import TrainingSection
 from aisize.app.state import AppState, message
 from aisize.scenario import DEFAULT_PRESET, ScenarioError, dumps, loads, preset, preset_names, to_dict
 
-SECTIONS = (TrainingSection, InferenceSection, DataPathSection, NetworkSection, QueueingSection, SummarySection,
-            AccuracySection)
+SECTIONS = (TrainingSection, InferenceSection, DataPathSection, NetworkSection, QueueingSection, ClusterSection,
+            CostSection, SummarySection, CompareSection, AccuracySection)
 TITLES = tuple(cls.title for cls in SECTIONS)
 MAX_UPLOAD_BYTES = 1_000_000
 
@@ -65,6 +70,7 @@ class App:
     preset: widgets.Dropdown
     upload: widgets.FileUpload
     reset: widgets.Button
+    model: ModelUpload
     status: widgets.HTML
     title: widgets.HTML
     download: widgets.HTML
@@ -86,17 +92,10 @@ class App:
 
 def upload_text(value) -> tuple[str, str]:
     """(text, "yaml"|"json") of one uploaded file (FileUpload's value). Raises ScenarioError."""
-    files = list(value)
-    if len(files) != 1:
-        raise ScenarioError("upload one scenario file (.yaml, .yml or .json)")
-    f = files[0]
-    name, content = str(f.get("name", "")), bytes(f.get("content", b""))
-    if len(content) > MAX_UPLOAD_BYTES:
-        raise ScenarioError(f"{name}: {len(content)} bytes; a scenario file is at most {MAX_UPLOAD_BYTES}")
     try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ScenarioError(f"{name}: not UTF-8 text") from None
+        name, text = K.uploaded_text(value, "scenario file (.yaml, .yml or .json)", MAX_UPLOAD_BYTES)
+    except ValueError as error:
+        raise ScenarioError(str(error)) from None
     return text, "json" if name.lower().endswith(".json") else "yaml"
 
 
@@ -112,13 +111,14 @@ def build_app(display: bool = True, data: dict | None = None) -> App:
                                 layout=widgets.Layout(width="120px"))
     reset = widgets.Button(description="Reset", icon="undo", tooltip="Back to the default scenario",
                            layout=widgets.Layout(width="90px"))
+    model = ModelUpload(state)
     status, title, download = widgets.HTML(), widgets.HTML(), widgets.HTML()
     tabs = widgets.Tab(children=[widgets.Box() for _ in SECTIONS], titles=list(TITLES))
     bar = widgets.VBox([widgets.HBox([choose, upload, reset, download],
-                                     layout=widgets.Layout(align_items="center")), title, status])
+                                     layout=widgets.Layout(align_items="center")), model.view, title, status])
     bar.add_class("aisize-bar")
     view = widgets.VBox([widgets.HTML(CSS), bar, tabs])
-    app = App(state, {}, choose, upload, reset, status, title, download, tabs, view)
+    app = App(state, {}, choose, upload, reset, model, status, title, download, tabs, view)
 
     def show_scenario(plan) -> None:
         d = state.data

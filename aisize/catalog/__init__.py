@@ -9,10 +9,15 @@ Each table is a :class:`Table` of typed records::
     catalog.links.frame()          # a pandas DataFrame view
 
 Figures are in base units (bytes, bytes/s, FLOP/s, W, s); every row has a source.
+
+A site keeps its own rows in overlay folders (``$AISIZE_CATALOG``, several joined by
+the path separator, or :func:`use_overlay`): a CSV there named like one of ours, with
+our columns, adds rows or replaces ours with the same id, checked by the same loader.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import os
 from collections.abc import Callable, Iterator
@@ -20,11 +25,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from aisize.catalog.loader import CatalogError, load_table
+from aisize.catalog.loader import CatalogError, load_table, parse_row
 from aisize.catalog.records import (Accelerator, Dataset, Link, OtherModel, Server,
                                     StorageSystem, Throughput, Transformer)
 
-__all__ = ["Table", "CatalogError", "data_dir", "accelerators", "servers", "links", "storage",
+__all__ = ["Table", "CatalogError", "data_dir", "overlay_dirs", "use_overlay", "parse_row", "accelerators", "servers", "links", "storage",
            "transformers", "other_models", "datasets", "throughput", "Accelerator", "Server", "Link",
            "StorageSystem", "Transformer", "OtherModel", "Dataset", "Throughput"]
 
@@ -41,6 +46,26 @@ def data_dir() -> Path:
     return checkout if checkout.is_dir() else here.parent / "_data"
 
 
+_OVERLAYS: list[Path] = []
+
+
+def overlay_dirs() -> list[Path]:
+    """Overlay folders in the order they apply: ``$AISIZE_CATALOG``, then :func:`use_overlay`'s."""
+    env = [Path(p) for p in os.environ.get("AISIZE_CATALOG", "").split(os.pathsep) if p.strip()]
+    return env + _OVERLAYS
+
+
+def use_overlay(path) -> None:
+    """Add a user catalog folder whose CSVs add to or replace our rows (checked on next use)."""
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise CatalogError(folder, "catalog overlay must be a folder holding CSV files named like "
+                           f"ours ({', '.join(TABLES)} .csv)")
+    _OVERLAYS.append(folder)
+    for table in TABLES.values():
+        table.__dict__.pop("_rows", None)
+
+
 class Table(Generic[R]):
     """One catalog table, read on first use: lookup by id, iterate, filter, DataFrame."""
 
@@ -55,7 +80,29 @@ class Table(Generic[R]):
 
     @cached_property
     def _rows(self) -> dict[str, R]:
-        return {r.id: r for r in load_table(self.path, self.record_type)}
+        rows = {r.id: r for r in load_table(self.path, self.record_type)}
+        if self._path is None:
+            for folder in overlay_dirs():
+                if not folder.is_dir():
+                    raise CatalogError(folder, "AISIZE_CATALOG names a folder that does not exist")
+                if (folder / self.filename).is_file():
+                    rows.update({r.id: r for r in load_table(folder / self.filename, self.record_type)})
+        return rows
+
+    def parse_rows(self, rows, where: str) -> dict[str, R]:
+        """Records from rows written inline like this table's CSV rows (a scenario's custom hardware).
+
+        Each row is a mapping of column names (without units) to values in our CSV's units;
+        errors name ``where``, the row's index and the field.
+        """
+        headers = self.headers()
+        return {r.id: r for r in (parse_row(f"{where}[{i}]", self.record_type, headers, dict(row))
+                                  for i, row in enumerate(rows))}
+
+    def headers(self) -> list[str]:
+        """Our CSV's column headers (names with units), for rows written inline."""
+        with self.path.open(newline="", encoding="utf-8") as handle:
+            return next(csv.reader(handle))
 
     def __getitem__(self, id: str) -> R:
         try:

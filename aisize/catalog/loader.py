@@ -4,7 +4,8 @@ The record dataclass is the schema. A field's name says its unit dimension
 (``memory_bytes``, ``read_bandwidth_bytes_per_s``); the CSV states the figure in
 the unit of its source, either in the header (``memory [GiB]``) or in a paired
 column (``bandwidth`` + ``bandwidth_unit``) when the unit varies by row. The
-loader converts to base units. Any problem (missing or unknown column, missing,
+loader converts to base units. A field with a default may be left out of the
+table or left empty in a row: it takes the default. Any problem (missing or unknown column, missing,
 non-numeric or negative value, unknown unit, missing source, duplicate id) is a
 :class:`CatalogError` naming the file, the line and the column.
 """
@@ -73,6 +74,7 @@ class _Column(typing.NamedTuple):
     header: str  # the CSV column holding the figure
     unit: str | None  # unit from the header, or None if a unit column is used
     unit_header: str | None  # paired per-row unit column
+    default: object  # the field's default (empty cell), or dataclasses.MISSING when required
 
 
 def _plan_columns(path: Path, record_type: type, headers: list[str]) -> list[_Column]:
@@ -87,6 +89,8 @@ def _plan_columns(path: Path, record_type: type, headers: list[str]) -> list[_Co
     for f in dataclasses.fields(record_type):
         kind, dimension, optional = _field_kind(f.name, hints[f.name])
         stem = _stem(f.name, dimension)
+        if stem not in parsed and f.default is not dataclasses.MISSING:
+            continue  # a column added later: tables written before it keep the default
         if stem not in parsed:
             raise CatalogError(path, f"missing column {stem!r} (for field {f.name})", line=1)
         header, unit = parsed[stem]
@@ -100,7 +104,7 @@ def _plan_columns(path: Path, record_type: type, headers: list[str]) -> list[_Co
             used.add(f"{stem}_unit")
         elif unit is not None:
             _check_unit(path, unit, dimension if kind == "quantity" else "count", 1, header)
-        columns.append(_Column(f.name, kind, dimension, optional, header, unit, unit_header))
+        columns.append(_Column(f.name, kind, dimension, optional, header, unit, unit_header, f.default))
     extra = sorted(set(parsed) - used)
     if extra:
         raise CatalogError(path, f"unknown column(s) {extra}; this table has "
@@ -129,6 +133,8 @@ def _number(path: Path, text: str, line: int, column: str) -> float:
 def _cell(path: Path, col: _Column, row: dict, line: int):
     text = (row.get(col.header) or "").strip()
     if not text:
+        if col.default is not dataclasses.MISSING:
+            return col.default
         if col.optional:
             return None
         what = "source" if col.field == "source" else "value"
@@ -155,6 +161,10 @@ def _cell(path: Path, col: _Column, row: dict, line: int):
     return value * factor
 
 
+def _record(path: Path, record_type: type, columns: list[_Column], row: dict, line: int | None):
+    return record_type(**{c.field: _cell(path, c, row, line) for c in columns})
+
+
 def load_table(path: Path, record_type: type) -> list:
     """Read ``path`` and return one ``record_type`` per row, in file order.
 
@@ -177,13 +187,30 @@ def load_table(path: Path, record_type: type) -> list:
                 raise CatalogError(path, f"row has {len(row) - 1 + len(row[None])} cells but the header has "
                                    f"{len(row) - 1} columns", line=line,
                                    column=f"#{len(row)} (after the last header column)")
-            values = {c.field: _cell(path, c, row, line) for c in columns}
-            key = values[id_field]
+            record = _record(path, record_type, columns, row, line)
+            key = getattr(record, id_field)
             if key in seen:
                 raise CatalogError(path, f"duplicate id {key!r} (first on line {seen[key]})",
                                    line=line, column=id_field)
             seen[key] = line
-            records.append(record_type(**values))
+            records.append(record)
     if not records:
         raise CatalogError(path, "table has no rows")
     return records
+
+
+def parse_row(where: str, record_type: type, headers: list[str], values: dict):
+    """One record from a mapping written like a CSV row of a table with ``headers``.
+
+    Keys are the column names without their unit (``memory``, ``bf16``, ``host_memory``
+    with ``host_memory_unit``); values are in the units the table's header states. The
+    same checks as a catalog file apply; errors name ``where`` and the key.
+    """
+    columns = _plan_columns(Path(where), record_type, headers)
+    by_stem = {(_HEADER.match(h)["stem"]): h for h in headers}
+    unknown = sorted(set(values) - set(by_stem))
+    if unknown:
+        raise CatalogError(Path(where), f"unknown field(s) {unknown}; allowed: {sorted(by_stem)}")
+    row = {by_stem[k]: "" if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
+           for k, v in values.items()}
+    return _record(Path(where), record_type, columns, row, None)

@@ -122,8 +122,8 @@ class Transformer:
     experts: int  # routed experts per MoE layer (1 = dense)
     experts_per_token: int
     shared_experts: int
-    moe_ffn_hidden: int | None  # inner size of one expert
-    dense_layers: int  # leading layers with a dense MLP in an MoE model
+    moe_ffn_hidden: int | None  # inner size of one routed expert
+    dense_layers: int  # layers with a dense MLP in an MoE model (wherever they are)
     q_lora_rank: int | None  # MLA only
     kv_lora_rank: int | None  # MLA only
     qk_rope_head_dim: int | None  # MLA only
@@ -134,6 +134,22 @@ class Transformer:
     published_active_params: float | None  # MoE: parameters active per token
     source: str
     note: str | None
+    # Fields added with Hugging Face import; empty in a CSV row means the default.
+    shared_ffn_hidden: int | None = None  # inner size of a layer's shared experts together
+    sliding_window: int | None = None  # tokens a windowed layer attends to (its KV stops growing there)
+    sliding_layers: int = 0  # layers that use the window
+    window_kind: str = "sliding"  # sliding (last W tokens) | chunked (Llama 4: tokens of the same W-chunk)
+    attention_bias: str | None = None  # none | qkv | qkvo; empty: as ``bias``
+    qk_norm: bool = False  # RMSNorm weights on queries and keys, head_dim each (Qwen3, Gemma 3)
+    norms_per_layer: int = 2  # Gemma 2/3 add norms after attention and MLP: 4
+    attention_sinks: bool = False  # one learned sink logit per head (gpt-oss)
+    router_bias: bool = False  # a bias per routed expert on the router (gpt-oss, DeepSeek-V3)
+    shared_expert_gate: bool = False  # Qwen2-MoE: a sigmoid gate (h weights) on the shared expert
+
+    def __post_init__(self):
+        # older rows give only shared_experts: those experts have the routed experts' size
+        if self.shared_ffn_hidden is None and self.shared_experts and self.moe_ffn_hidden:
+            object.__setattr__(self, "shared_ffn_hidden", self.shared_experts * self.moe_ffn_hidden)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,9 @@
 """Inference memory per GPU: weights at their precision, KV cache, workspace, and what fits.
 
-KV cache per token = 2 (K and V) · L · k_v · d_h · bytes; MLA (DeepSeek-V2/V3)
-caches one compressed latent of kv_lora_rank + qk_rope_head_dim elements per
-layer (576 for DeepSeek-V3). Tensor parallelism splits KV heads over
-min(t, k_v) GPUs (beyond k_v the heads are replicated); the MLA latent is
-replicated on every TP rank. Paged caches (vLLM) allocate whole blocks.
+KV-cache sizes come from :mod:`aisize.models.kv_cache` (GQA, MLA, sliding windows);
+they are re-exported here under their earlier names (``kv_bytes_per_token`` for the
+per-layer-shape formula, ``transformer_kv_bytes_per_token`` for a model). Paged caches
+(vLLM) allocate whole blocks.
 """
 
 from __future__ import annotations
@@ -16,7 +15,13 @@ import numpy as np
 from aisize import checks
 from aisize.memory.states import tidy
 from aisize.memory.training import CUDA_CONTEXT_BYTES
+from aisize.models.kv_cache import gqa_kv_bytes_per_token as kv_bytes_per_token
+from aisize.models.kv_cache import kv_bytes_per_token as transformer_kv_bytes_per_token
+from aisize.models.kv_cache import mla_kv_bytes_per_token
 from aisize.precision import BITS_PER_ELEMENT, bytes_per_element
+
+__all__ = ["InferenceMemory", "KvCapacity", "weight_bytes", "kv_bytes_per_token", "mla_kv_bytes_per_token",
+           "transformer_kv_bytes_per_token", "paged_tokens", "inference_memory", "kv_capacity"]
 
 # vLLM defaults (docs, EngineArgs): gpu_memory_utilization 0.9 of HBM is the
 # budget; block_size 16 tokens; max_num_batched_tokens 8192 for a prefill chunk.
@@ -75,42 +80,6 @@ def weight_bytes(params, dtype: str = "bf16", *, tp=1):
     return n * bytes_per_element(dtype) / t
 
 
-def kv_bytes_per_token(layers, kv_heads, head_dim, kv_dtype: str = "fp16", *, tp=1):
-    """KV-cache bytes per token per GPU: 2·L·k_v·d_h·bytes / min(t, k_v) [B].
-
-    Parameters
-    ----------
-    layers : L; kv_heads : k_v (= heads for MHA, 1 for MQA); head_dim : d_h
-    kv_dtype : cache dtype (fp16, bf16, fp8, ...); tp : tensor-parallel degree
-
-    References
-    ----------
-    .. [1] Kwon et al. 2023, "vLLM / PagedAttention", arXiv:2309.06180, sec. 3
-       (OPT-13B: 2 x 5120 x 40 x 2 B = 800 KB per token).
-    .. [2] Ainslie et al. 2023, "GQA", arXiv:2305.13245; Shazeer 2019, "MQA", arXiv:1911.02150.
-    """
-    L = checks.integer("layers", layers, high=10**5)
-    k = checks.integer("kv_heads", kv_heads, high=10**5)
-    d = checks.integer("head_dim", head_dim, high=10**5)
-    t = checks.integer("tp", tp, high=10**4)
-    return 2.0 * L * k * d * bytes_per_element(kv_dtype, name="kv_dtype") / np.minimum(t, k)
-
-
-def mla_kv_bytes_per_token(layers, kv_lora_rank, qk_rope_head_dim, kv_dtype: str = "bf16"):
-    """MLA cache bytes per token per GPU: L·(kv_lora_rank + qk_rope_head_dim)·bytes [B].
-
-    Replicated on each TP rank. DeepSeek-V3: 512 + 64 = 576 elements per layer.
-
-    References
-    ----------
-    .. [1] DeepSeek-AI 2024, "DeepSeek-V2", arXiv:2405.04434, sec. 2.1.2-2.1.3, Table 1.
-    """
-    L = checks.integer("layers", layers, high=10**5)
-    r = checks.integer("kv_lora_rank", kv_lora_rank, high=10**6)
-    rope = checks.integer("qk_rope_head_dim", qk_rope_head_dim, high=10**6)
-    return L * (r + rope) * bytes_per_element(kv_dtype, name="kv_dtype")
-
-
 def paged_tokens(seq_len, block_tokens=PAGED_BLOCK_TOKENS):
     """Tokens a paged cache allocates for a sequence: whole blocks [tokens].
 
@@ -123,13 +92,6 @@ def paged_tokens(seq_len, block_tokens=PAGED_BLOCK_TOKENS):
     return np.ceil(s / blk) * blk
 
 
-def transformer_kv_bytes_per_token(model, kv_dtype: str = "bf16", *, tp=1):
-    """KV bytes per token per GPU of a catalog Transformer (MLA-aware) [B]."""
-    if model.attention == "mla":
-        return mla_kv_bytes_per_token(model.layers, model.kv_lora_rank, model.qk_rope_head_dim, kv_dtype)
-    return kv_bytes_per_token(model.layers, model.kv_heads, model.head_dim, kv_dtype, tp=tp)
-
-
 def inference_memory(*, params, kv_bytes_per_token_per_gpu, hidden, ffn_hidden, vocab, seq_len, batch,
                      weight_dtype="bf16", tp=1, block_tokens=PAGED_BLOCK_TOKENS,
                      max_batched_tokens=MAX_BATCHED_TOKENS) -> InferenceMemory:
@@ -138,7 +100,7 @@ def inference_memory(*, params, kv_bytes_per_token_per_gpu, hidden, ffn_hidden, 
     Parameters
     ----------
     params : all parameters (MoE: every expert) [count]
-    kv_bytes_per_token_per_gpu : from :func:`kv_bytes_per_token` [B]
+    kv_bytes_per_token_per_gpu : from :func:`aisize.models.kv_bytes_per_token` [B]
     hidden, ffn_hidden, vocab : h, f, V; seq_len : s (prompt + output) [tokens]; batch : sequences
     weight_dtype : storage dtype of the weights; tp : GPUs the model is split over
     block_tokens : paged-cache block size; max_batched_tokens : prefill chunk [tokens]

@@ -250,7 +250,7 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
                               norm_impl="fused", softmax_fp32=False) -> dict:
     """The plain numbers :func:`training_memory` needs, from a catalog Transformer.
 
-    Splits :func:`aisize.architecture.transformer_params` into per-layer,
+    Splits :func:`aisize.models.transformer_params` into per-layer,
     routed-expert (all experts of one layer, on average), embedding and output
     parts (a tied output layer is a copy on the last stage when pp > 1), and
     derives the activation constants (FFN type and size, GQA/MLA widths; MoE:
@@ -266,7 +266,7 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
     ----------
     .. [1] Korthikanti et al. 2022, arXiv:2205.05198, sec. 4; Hu et al. 2021, arXiv:2106.09685.
     """
-    from aisize.architecture import transformer_params
+    from aisize.models import transformer_params
 
     pc = transformer_params(model)
     h, L = model.hidden, model.layers

@@ -201,3 +201,105 @@ def storage_network(servers, read_bytes_per_s_per_server, nic_bytes_per_s, stora
     nics = np.maximum(floor, np.ceil(demand / (nic * eff)))
     fabric = fat_tree(n * nics + ports, radix, oversubscription=oversubscription)
     return StorageNetwork(_scalar(nics), _scalar(nics * nic * eff), fabric)
+
+
+FABRIC_DESIGNS = ("single-switch", "fat-tree", "rail-optimized")
+
+
+@dataclass(frozen=True)
+class FabricChoice:
+    """The compute fabric chosen for a set of servers, and the designs it was weighed against."""
+
+    design: str  # single-switch | fat-tree | rail-optimized
+    tree: FatTree  # switch and cable counts of the chosen design (sized for the growth margin)
+    endpoints: int  # NIC ports connected today
+    ports_sized_for: int  # endpoints x (1 + growth), rounded up: the ports the fabric offers
+    growth: float  # spare share of ports kept for growth
+    links: float  # cables/optics bought today: endpoints + switch-to-switch links
+    cost: float  # switches x switch_cost + links x link_cost (the caller's units, e.g. dollars)
+    reason: str
+    candidates: tuple  # (design, switches, links, cost) of every design that could carry the ports
+
+
+def _candidate(design: str, ports: int, radix: int, oversubscription: float, rails: int):
+    if design == "single-switch":
+        return fat_tree(ports, radix, oversubscription=oversubscription) if ports <= radix else None
+    if design == "fat-tree":
+        return None if ports <= radix else fat_tree(ports, radix, oversubscription=oversubscription)
+    return fat_tree(ports, radix, oversubscription=oversubscription, rails=rails) if rails > 1 else None
+
+
+def _switches(n: float) -> str:
+    return f"{n:g} switch" + ("" if n == 1 else "es")
+
+
+def choose_fabric(servers, nics: Nics, radix, *, oversubscription=1.0, growth=0.25, design="auto",
+                  switch_cost=1.0, link_cost=0.0) -> FabricChoice:
+    """The cheapest compute fabric that carries the servers' NICs, with ports spare for growth.
+
+    Every candidate is non-blocking at the requested leaf ``oversubscription``, so
+    all meet the bandwidth; they differ in switches and cables. Candidates: one
+    switch (when the ports fit its radix), a leaf-spine(-core) fat tree, and the
+    rail-optimized fat tree of the reference design (NIC i of every server on
+    rail i's leaves [1]; leaves come in groups of ``rails``). The fabric is sized
+    for ceil(endpoints x (1 + growth)) ports; cables are counted for today's
+    endpoints plus the switch-to-switch links. ``design="auto"`` takes the
+    cheapest by ``switches x switch_cost + links x link_cost`` (by default the
+    fewest switches); at equal cost the rail-optimized design wins, since it
+    keeps same-rail traffic on one leaf at no extra cost. Another ``design``
+    forces that design (ValueError when it cannot carry the ports).
+
+    Parameters
+    ----------
+    servers : servers on the fabric [count]
+    nics : :func:`compute_nics` of one server (NICs per server and rails)
+    radix : ports per switch [count]
+    oversubscription : leaf down:up port ratio [-]
+    growth : spare share of ports, >= 0 (0.25: a quarter more servers can join)
+    design : "auto" or one of ``FABRIC_DESIGNS``
+    switch_cost, link_cost : cost of one switch and of one link's optics and cable (>= 0)
+
+    References
+    ----------
+    .. [1] NVIDIA DGX SuperPOD Reference Architecture (DGX H100), "Compute fabric"
+       (rail-optimized, 8 rails; table 4 switch counts).
+    .. [2] Al-Fares et al., SIGCOMM 2008, section 3 (fat tree sizing; :func:`fat_tree`).
+    """
+    n = checks.scalar("servers", checks.integer("servers", servers, high=10**7))
+    k = checks.scalar("radix", checks.integer("radix", radix, low=4, high=10**4))
+    g = checks.scalar("growth", checks.non_negative("growth", growth, high=10.0))
+    sw = checks.scalar("switch_cost", checks.non_negative("switch_cost", switch_cost))
+    lc = checks.scalar("link_cost", checks.non_negative("link_cost", link_cost))
+    if design != "auto":
+        checks.choice("design", design, FABRIC_DESIGNS)
+    endpoints = int(n) * nics.nics_per_server
+    ports = max(int(np.ceil(endpoints * (1.0 + g) - 1e-9)), 1)
+    found = []
+    for name in FABRIC_DESIGNS:
+        tree = _candidate(name, ports, int(k), oversubscription, nics.rails)
+        if tree is not None:
+            links = endpoints + tree.leaf_spine_cables + tree.spine_core_cables
+            found.append((name, tree, links, tree.switches * sw + links * lc))
+    if design != "auto":
+        pick = [c for c in found if c[0] == design]
+        if not pick:
+            why = (f"{ports} ports do not fit one {int(k)}-port switch" if design == "single-switch" else
+                   f"{ports} ports fit one switch" if design == "fat-tree" else
+                   "the servers' NICs are not on separate rails")
+            raise ValueError(f"design={design!r} is not allowed here: {why}; allowed: "
+                             f"{', '.join(c[0] for c in found)} or auto")
+        chosen = pick[0]
+        reason = f"{design} as asked"
+    else:
+        cheapest = min(c[3] for c in found)
+        tied = [c for c in found if c[3] <= cheapest * (1 + 1e-12)]
+        chosen = next((c for c in tied if c[0] == "rail-optimized"), tied[0])
+        others = "; ".join(f"{c[0]} {_switches(c[1].switches)}" for c in found if c is not chosen)
+        reason = (f"{chosen[0]}: the cheapest design for {endpoints} NIC ports + {g:.0%} growth = {ports} ports "
+                  f"on {int(k)}-port switches ({_switches(chosen[1].switches)}"
+                  + (f"; {others})" if others else ")"))
+        if chosen[0] == "rail-optimized" and len(tied) > 1:
+            reason += "; rail-optimized costs the same and keeps same-rail traffic on one leaf"
+    name, tree, links, cost = chosen
+    table = tuple((c[0], float(c[1].switches), float(c[2]), float(c[3])) for c in found)
+    return FabricChoice(name, tree, endpoints, ports, float(g), float(links), float(cost), reason, table)

@@ -12,14 +12,18 @@ planned queues' ``station``).
 """
 
 from aisize.plan.bom import bom_table, to_json, write_csv, write_excel
-from aisize.plan.cluster import NetworkPlan, Plan, plan
+from aisize.plan.cluster import NetworkPlan, Plan, PoolPlan, plan
+from aisize.plan.costing import CostPlan
 from aisize.plan.explore import gpus_vs_days, layout_candidates
 from aisize.plan.findings import Finding, findings
 from aisize.plan.inference import InferencePlan
+from aisize.plan.jobstreams import JobStreamPlan, job_wait_curve
+from aisize.plan.placement import Placement
 from aisize.plan.job import CheckpointResult
 from aisize.plan.queues import concurrency_curve, latency_curve, storage_latency_curve
 from aisize.plan.sensitivity import compare, sweep
 from aisize.plan.storage import JobStorage, StoragePlan
+from aisize.plan.timeline import Timeline
 from aisize.plan.training import LayoutChoice, TrainingPlan
 
 
@@ -37,4 +41,5 @@ def clear_caches() -> None:
 __all__ = ["clear_caches", "plan", "Plan", "sweep", "compare", "findings", "Finding", "to_json", "write_csv", "write_excel",
            "bom_table", "TrainingPlan", "InferencePlan", "StoragePlan", "NetworkPlan", "JobStorage",
            "CheckpointResult", "LayoutChoice", "latency_curve", "storage_latency_curve", "concurrency_curve",
-           "layout_candidates", "gpus_vs_days"]
+           "layout_candidates", "gpus_vs_days", "PoolPlan", "CostPlan", "JobStreamPlan", "job_wait_curve",
+           "Placement", "Timeline"]

@@ -1,4 +1,5 @@
-"""A plan as tables (bill of materials, workloads, storage, findings) and as JSON, CSV or Excel."""
+"""A plan as tables (bill of materials, cost, placement, timeline, job streams, workloads, storage, findings)
+and as JSON, CSV or Excel."""
 
 from __future__ import annotations
 
@@ -50,31 +51,95 @@ def to_json(plan, *, indent: int = 2) -> str:
 
 
 def bom_table(plan) -> pd.DataFrame:
-    """Bill of materials: item, quantity, unit, and one column per GPU workload (its share)."""
-    gpu_work = plan.training + plan.inference
-    names = [w.name for w in gpu_work]
+    """Bill of materials: item, quantity, unit, and one column per GPU workload.
+
+    A workload's column holds the GPUs it uses and the servers it sits on; servers are shared
+    (:mod:`aisize.plan.placement`), so those columns need not add up to the totals.
+    """
+    names = [w.name for w in plan.training + plan.inference + plan.job_streams]
     net, st = plan.network, plan.storage
     fab, sfab = net.compute_fabric, net.storage_fabric
+    where = plan.placement.assignment
 
     def row(item, qty, unit, per=None):
         return {"item": item, "quantity": qty, "unit": unit} | dict(zip(names, per or [None] * len(names)))
 
-    rows = [
-        row(f"GPU {plan.accelerator}", plan.gpus, "GPUs", [w.gpus for w in gpu_work]),
-        row(f"server {plan.server}", plan.servers, "servers", [w.servers for w in gpu_work]),
+    gpus = [w.gpus for w in plan.training + plan.inference + plan.job_streams]
+    rows = [row(f"GPU {plan.accelerator}" if len(plan.pools) == 1 else "GPUs (all pools)", plan.gpus, "GPUs",
+                gpus)]
+    for p in plan.pools:
+        label = f"server {p.server}" if len(plan.pools) == 1 else f"server {p.server} ({p.name})"
+        rows.append(row(label, p.servers, "servers", [len(where[n]["servers"]) if where[n]["pool"] == p.name
+                                                      else 0 for n in names]))
+    rows += [
         row("racks", plan.racks, "racks"),
-        row("server power", plan.power_watts / 1e3, "kW",
-            [plan.power_watts / max(plan.servers, 1) * w.servers / 1e3 for w in gpu_work]),
-        row(f"compute NIC {net.compute_link}", net.compute_nics, "NICs",
-            [net.compute_nics_per_server * w.servers for w in gpu_work]),
+        row("server power", plan.power_watts / 1e3, "kW"),
+        row(f"compute NIC {net.compute_link}", net.compute_nics, "NICs"),
         row("compute fabric switches", fab["switches"], "switches"),
-        row(f"storage NIC {net.storage_link}", net.storage_nics, "NICs",
-            [net.storage_nics_per_server * w.servers for w in gpu_work]),
+        row("compute fabric links (optics, cables)", net.compute_links, "links"),
+        row(f"storage NIC {net.storage_link}", net.storage_nics, "NICs"),
         row("storage fabric switches", sfab["switches"], "switches"),
         row(f"storage {st.system} ({st.scope})", st.units, st.scope + "s"),
         row("storage capacity, raw", st.capacity_bytes["raw_bytes"] / TB, "TB"),
     ]
     return pd.DataFrame(rows)
+
+
+def cost_table(plan) -> pd.DataFrame:
+    """Capital by bill-of-materials line: quantity, unit price, total and where the price comes from [USD]."""
+    c = plan.cost
+    rows = [{"item": x.item, "quantity": x.quantity, "unit": x.unit, "unit_usd": x.unit_usd, "capital_usd": x.usd,
+             "price": x.price_id, "price_kind": x.kind} for x in c.capital_lines]
+    rows.append({"item": "total capital", "quantity": None, "unit": "", "unit_usd": None,
+                 "capital_usd": c.capital_usd, "price": "", "price_kind": ""})
+    rows += [{"item": f"operating: {x['item']} (per year)", "quantity": None, "unit": "", "unit_usd": None,
+              "capital_usd": None, "usd_per_year": x["usd_per_year"], "price": x["basis"], "price_kind": ""}
+             for x in c.operating_lines]
+    return pd.DataFrame(rows)
+
+
+def placement_table(plan) -> pd.DataFrame:
+    """One row per server: its pool, GPUs, what it holds (workload: GPUs) and its busiest slot's use."""
+    rows = []
+    for s in plan.placement.servers:
+        rows.append({"pool": s.pool, "server": s.server + 1, "gpus": s.gpus,
+                     "holds": "; ".join(f"{w['workload']}: {w['gpus']}" for w in s.workloads),
+                     "peak_gpus_used": s.peak_gpus_used, "peak_host_ram_gb": s.peak_host_bytes / GB,
+                     "host_ram_gb": s.host_bytes / GB, "peak_nics": s.peak_nics, "nics": s.nics})
+    return pd.DataFrame(rows)
+
+
+def placement_groups(plan) -> pd.DataFrame:
+    """:func:`placement_table` with runs of servers that hold the same thing merged ("servers" 1-128)."""
+    table = placement_table(plan)
+    if table.empty:
+        return table.assign(servers=[])
+    same = ["pool", "holds", "peak_gpus_used", "peak_host_ram_gb", "peak_nics"]
+    key = (table[same] != table[same].shift()).any(axis=1).cumsum()
+    rows = []
+    for _, g in table.groupby(key, sort=False):
+        first, last = int(g["server"].iloc[0]), int(g["server"].iloc[-1])
+        rows.append(g.iloc[0].to_dict() | {"server": f"{first}" if first == last else f"{first}-{last}",
+                                           "count": len(g)})
+    return pd.DataFrame(rows)[["pool", "server", "count"] + [c for c in table.columns if c not in ("pool", "server")]]
+
+
+def timeline_table(plan) -> pd.DataFrame:
+    """One row per GPU workload: phase, pool, start and end day, hours of the day, GPUs."""
+    return pd.DataFrame([{k: v for k, v in r.items()} for r in plan.timeline.rows])
+
+
+def job_streams_table(plan) -> pd.DataFrame:
+    """One row per job stream: rate, job size and length, target, GPUs, utilisation and waits [h]."""
+    return pd.DataFrame([{"workload": s.name, "jobs_per_day": s.jobs_per_day, "gpus_per_job": s.gpus_per_job,
+                          "hours_per_job": s.job_seconds / 3600.0, "distribution": s.hours_distribution,
+                          "target": s.target, "target_met": s.target_met, "gpus": s.gpus, "slots": s.slots,
+                          "utilisation": s.utilisation, "stable": s.stable,
+                          "wait_mean_h": s.wait_mean_seconds / 3600.0, "wait_p95_h": s.wait_p95_seconds / 3600.0}
+                         for s in plan.job_streams],
+                        columns=["workload", "jobs_per_day", "gpus_per_job", "hours_per_job", "distribution",
+                                 "target", "target_met", "gpus", "slots", "utilisation", "stable", "wait_mean_h",
+                                 "wait_p95_h"])
 
 
 def workloads_table(plan) -> pd.DataFrame:
@@ -103,6 +168,10 @@ def workloads_table(plan) -> pd.DataFrame:
                      "latency_p95_s": i.latency_p95_seconds, "utilisation": i.utilisation,
                      "memory_per_gpu_gb": i.memory_per_gpu_bytes["total_bytes"] / GB, "memory_fits": i.fits,
                      "host_ram_gb": i.host_memory_needed_bytes / GB, "host_ram_fits": i.host_memory_fits})
+    for j in plan.job_streams:
+        rows.append({"workload": j.name, "kind": "job-stream", "gpus": j.gpus,
+                     "servers": len(plan.placement.assignment[j.name]["servers"]), "utilisation": j.utilisation,
+                     "wait_mean_h": j.wait_mean_seconds / 3600.0, "wait_p95_h": j.wait_p95_seconds / 3600.0})
     for d in plan.dataprep:
         rows.append({"workload": d.name, "kind": "data-prep", "gpus": 0, "servers": 0,
                      "read_gb_per_s": d.read_bytes_per_s / GB, "write_gb_per_s": d.write_bytes_per_s / GB})
@@ -123,11 +192,13 @@ def findings_table(plan) -> pd.DataFrame:
     return pd.DataFrame([dataclasses.asdict(f) for f in plan.findings], columns=["severity", "area", "text"])
 
 
-TABLES = {"bom": bom_table, "workloads": workloads_table, "storage": storage_table, "findings": findings_table}
+TABLES = {"bom": bom_table, "cost": cost_table, "placement": placement_table, "timeline": timeline_table,
+          "job_streams": job_streams_table, "workloads": workloads_table, "storage": storage_table,
+          "findings": findings_table}
 
 
 def write_csv(plan, out_dir) -> list[Path]:
-    """Write bom.csv, workloads.csv, storage.csv and findings.csv into ``out_dir`` (created)."""
+    """Write one CSV per table of :data:`TABLES` (bom.csv, cost.csv, ..., findings.csv) into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []

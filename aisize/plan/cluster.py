@@ -1,7 +1,13 @@
-"""The whole plan: every workload, then servers, racks, power, fabric and shared storage.
+"""The whole plan: every workload on its pool, packed onto servers over time, then fabric, storage, cost.
 
-Jobs do not share servers: each workload gets ceil(GPUs / GPUs per server)
-servers, and the totals are sums of the parts (golden-tested).
+Each GPU workload is planned on the hardware of the pools it may use
+(:mod:`aisize.plan.pools`); job streams get the GPUs their wait target needs
+(:mod:`aisize.plan.jobstreams`); the packer puts them on servers, sharing
+servers among workloads that fit together or never run at the same time
+(:mod:`aisize.plan.placement`, :mod:`aisize.plan.timeline`). Servers, GPUs,
+racks and power are those of the packed pools; the compute fabric is the
+cheapest design that carries them with the stated growth margin
+(:func:`aisize.network.fabric.choose_fabric`); cost last (:mod:`aisize.plan.costing`).
 """
 
 from __future__ import annotations
@@ -10,51 +16,51 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from aisize.network.fabric import Nics, compute_fabric, compute_nics_for, storage_network
+from aisize.cost import load_prices
+from aisize.network.fabric import compute_nics_for, storage_network
 from aisize.plan import context as C
 from aisize.plan import job as J
+from aisize.plan import pools as P
 from aisize.plan.dataprep import DataPrepPlan, plan_dataprep
-from aisize.plan.inference import InferencePlan, plan_inference
+from aisize.plan.inference import InferencePlan
+from aisize.plan.jobstreams import JobStreamPlan, plan_job_stream, target_slots
+from aisize.plan.network import NetworkPlan, PoolFabric, network_plan, pool_fabric
+from aisize.plan.placement import Placement, pack
 from aisize.plan.storage import StoragePlan, plan_storage
-from aisize.plan.training import TrainingPlan, plan_training
+from aisize.plan.timeline import Timeline, active_slots, build_timeline
+from aisize.plan.training import TrainingPlan
 
 
 @dataclass(frozen=True)
-class NetworkPlan:
-    """Compute fabric (scale-out) and storage network of all GPU servers.
+class PoolPlan:
+    """One pool after packing: its servers, GPUs, racks, power and compute fabric."""
 
-    The storage fabric's endpoints are the GPU servers' storage NICs plus the storage
-    system's own ports: enough ports of the storage link to carry the storage's supplied
-    read rate (ceil(supply_read_bytes_per_s / port rate), at least one). In xe9680-genai,
-    3 servers x 2 NICs + 1 port (12 GB/s on a 12.5 GB/s port) = 7 endpoints.
-    """
-
-    compute_link: str
-    compute_nics_per_server: int
-    compute_nics: int
-    scaleout_per_gpu_bytes_per_s: float
-    compute_fabric: dict  # aisize.network.fabric.FatTree fields
-    storage_link: str
-    storage_nics_per_server: float
-    storage_nics: float
-    storage_fabric: dict
-    scaleup_link: str  # link tensor-parallel traffic crosses inside a server: NVLink, else PCIe (job.scaleup)
-    scaleup_per_gpu_bytes_per_s: float  # per GPU, per direction
-    scaleup_domain: int  # GPUs one scale-up domain joins
+    name: str
+    server: str
+    accelerator: str
+    servers: int
+    gpus: int
+    racks: int
+    servers_per_rack: int
+    power_watts: float  # at the servers' maximum power
+    lower_bound_servers: int  # fewest servers any packing could use (GPUs alone)
+    fixed_servers: int | None
+    workloads: tuple[str, ...]
+    fabric: PoolFabric
 
 
 @dataclass(frozen=True)
 class Plan:
-    """A scenario's bill of materials and the figures behind it. Totals are sums of the parts."""
+    """A scenario's bill of materials and the figures behind it."""
 
     scenario_name: str
-    server: str
+    server: str  # the first pool's server (every pool in ``pools``)
     accelerator: str
     storage_system: str
     training: tuple[TrainingPlan, ...]
     inference: tuple[InferencePlan, ...]
     dataprep: tuple[DataPrepPlan, ...]
-    gpus: int
+    gpus: int  # GPUs installed in all pools' servers
     servers: int
     racks: int
     servers_per_rack: int
@@ -67,6 +73,12 @@ class Plan:
     assumptions: dict
     findings: tuple = ()  # aisize.plan.findings.Finding, filled by plan()
     scenario: object = None  # the aisize.scenario.Scenario planned
+    job_streams: tuple[JobStreamPlan, ...] = ()
+    pools: tuple[PoolPlan, ...] = ()
+    placement: Placement | None = None
+    timeline: Timeline | None = None
+    cost: object = None  # aisize.plan.costing.CostPlan
+    gpus_busy_peak: int = 0  # the most GPUs workloads hold at one time
 
     @property
     def workloads(self) -> tuple:
@@ -74,36 +86,76 @@ class Plan:
         return self.training + self.inference + self.dataprep
 
 
-def _racks(ctx: C.HardwareContext, servers: int) -> tuple[int, int]:
-    """(racks, servers per rack): by rack units and by the rack power budget; a rack-scale system is a rack."""
-    s = ctx.server
-    if s.rack_units is None:
-        return servers, 1
-    per = max(1, min(C.RACK_UNITS // s.rack_units, int(C.RACK_POWER_WATTS // s.power_watts)))
-    return math.ceil(servers / per), per
+def _candidates(scenario, pools, slots, policies, stream_slots):
+    """{workload: [Candidate, ...]} for every GPU workload, in the pools it may use (fitting ones first)."""
+    names = [p.spec.name for p in pools]
+    declared = any(p.declared for p in pools)
+    out = {}
+    for index, w in enumerate(scenario.workloads):
+        if w.kind == "data-prep":
+            continue
+        which = [names.index(w.pool)] if w.pool is not None else range(len(pools))
+        found = []
+        for k in which:
+            args = (w, index, k, pools[k], policies, slots.active[w.name])
+            if w.kind == "training":
+                found.append(P.training_candidate(*args))
+            elif w.kind == "inference":
+                found.append(P.inference_candidate(*args))
+            else:
+                found.append(P.stream_candidate(*args, stream_slots.get(w.name) or 1))
+        fitting = [c for c in found if c.fits]
+        if declared and not fitting:
+            field = f"workloads.{index}.pool" if w.pool is not None else f"workloads.{index}"
+            if w.kind == "job-stream":
+                field = f"workloads.{index}.gpus_per_job"
+            reasons = "; ".join(f"pool {pools[c.pool].spec.name!r} ({pools[c.pool].spec.server}): {c.why}"
+                                for c in found)
+            raise ValueError(f"{field}: no pool can hold {w.name!r}: {reasons}")
+        if not fitting and w.kind == "job-stream":
+            raise ValueError(f"workloads.{index}.gpus_per_job: {found[0].why}")
+        out[w.name] = fitting or found[:1]  # the implicit pool keeps a misfit: findings report it
+    return out
 
 
-def _network(ctx: C.HardwareContext, hardware, servers: int, nics: Nics, read_per_server: float,
-             supply_read: float) -> NetworkPlan:
-    """Both fabrics; the storage system connects with enough ports for its supplied read rate (all units)."""
-    n = max(servers, 1)
-    fabric = compute_fabric(n, nics, hardware.switch_radix, oversubscription=hardware.oversubscription)
-    link = ctx.storage_nic_link.bandwidth_per_direction_bytes_per_s
-    store = storage_network(n, read_per_server, link, max(1, math.ceil(supply_read / link)),
-                            hardware.switch_radix, min_nics_per_server=max(1, ctx.server.storage_nics),
-                            oversubscription=hardware.oversubscription)
-    net = NetworkPlan(ctx.scale_out_link.id, nics.nics_per_server, nics.nics_per_server * servers,
-                      nics.per_gpu_bytes_per_s, dataclasses.asdict(fabric), ctx.storage_nic_link.id,
-                      float(store.nics_per_server), float(store.nics_per_server) * servers,
-                      dataclasses.asdict(store.fabric), *J.scaleup(ctx), int(ctx.accelerator.scaleup_domain))
-    return net
+def _order(scenario, cands) -> list[str]:
+    """First-fit decreasing: largest piece first, then the workload active in more slots, then scenario order."""
+    names = [w.name for w in scenario.workloads if w.name in cands]
+    return sorted(names, key=lambda n: (-max(cands[n][0].demand.items), -len(cands[n][0].demand.slots),
+                                        names.index(n)))
+
+
+def _rest_streams(scenario, pools, cands):
+    """Job streams that take what their pool has left: (name, pool index, one job's Demand)."""
+    out = []
+    for index, w in enumerate(scenario.workloads):
+        if w.kind != "job-stream" or w.gpus != "rest":
+            continue
+        c = cands.pop(w.name)[0]
+        spec = pools[c.pool].spec
+        if spec.fixed is None and spec.limit is None:
+            raise ValueError(f"workloads.{index}.gpus: 'rest' needs a pool with a fixed number of servers (or "
+                             f"max_servers); pool {spec.name!r} grows as needed")
+        one = P.split(w.gpus_per_job, spec.gpus_per_server)
+        out.append((w.name, c.pool, dataclasses.replace(c.demand, items=tuple(one))))
+    return out
+
+
+def _peak_gpus(placement: Placement, slot_count: int) -> int:
+    busy = [0] * max(slot_count, 1)
+    for s in placement.servers:
+        for entry in s.workloads:
+            for t in entry["slots"]:
+                busy[t] += entry["gpus"]
+    return max(busy)
 
 
 def plan(scenario) -> Plan:
     """Plan a :class:`~aisize.scenario.Scenario`: a bill of materials, the figures behind it, and findings.
 
     Raises ValueError (naming the workload and field) when a fixed layout or input is inconsistent,
-    or when the inputs ask for more than the formulas accept (:mod:`aisize.plan.errors`).
+    or when a pool cannot hold what is pinned to it, or when the inputs ask for more than the
+    formulas accept (:mod:`aisize.plan.errors`).
     """
     from aisize.plan.errors import planning_error
 
@@ -114,23 +166,73 @@ def plan(scenario) -> Plan:
 
 
 def _plan(scenario) -> Plan:
+    from aisize.plan.costing import plan_cost
     from aisize.plan.findings import assumptions_used, findings
 
-    ctx = C.resolve(scenario.hardware)
     pol = scenario.policies
-    training = tuple(plan_training(w, ctx, pol) for w in scenario.workloads if w.kind == "training")
-    inference = tuple(plan_inference(w, ctx, pol) for w in scenario.workloads if w.kind == "inference")
+    pools = P.resolve_pools(scenario)
+    slots = active_slots(scenario)
+    streams = {w.name: target_slots(w) for w in scenario.workloads if w.kind == "job-stream"}
+    cands = _candidates(scenario, pools, slots, pol, streams)
+    fill = _rest_streams(scenario, pools, cands)
+    placement, chosen, filled = pack([p.spec for p in pools], {n: [(c.pool, c.demand) for c in cs]
+                                                              for n, cs in cands.items()},
+                                     _order(scenario, cands), slots.count(), tuple(fill))
+    placement = dataclasses.replace(placement, slot_labels=slots.labels())
+    picked = {n: next(c for c in cs if c.pool == chosen[n]) for n, cs in cands.items()}
+    training = tuple(picked[w.name].plan for w in scenario.workloads if w.kind == "training")
+    inference = tuple(picked[w.name].plan for w in scenario.workloads if w.kind == "inference")
     dataprep = tuple(plan_dataprep(w) for w in scenario.workloads if w.kind == "data-prep")
-    gpus = sum(p.gpus for p in training + inference)
-    servers = sum(p.servers for p in training + inference)
-    racks, per_rack = _racks(ctx, servers)
+    stream_plans = []
+    for w in scenario.workloads:
+        if w.kind == "job-stream":
+            jobs = filled.get(w.name, streams[w.name])
+            if not jobs:
+                i = scenario.workloads.index(w)
+                raise ValueError(f"workloads.{i}.gpus: 'rest' leaves no room for one {w.gpus_per_job}-GPU job in "
+                                 f"pool {pools[chosen[w.name]].spec.name!r}")
+            stream_plans.append(plan_job_stream(w, jobs, pools[chosen[w.name]].spec.name))
+    prices = load_prices().with_overrides(scenario.cost.prices)
+    pool_plans = tuple(_pool_plan(p, pp, scenario.hardware, placement, prices)
+                       for p, pp in zip(pools, placement.pools))
+    primary = pools[0].ctx
+    servers = sum(p.servers for p in pool_plans)
     read_per_server = sum(t.read_bytes_per_s for t in training) / max(servers, 1)
-    nics = compute_nics_for(ctx.server, ctx.scale_out_link)
-    storage = plan_storage(training, inference, dataprep, ctx, pol, servers, nics)
-    net = _network(ctx, scenario.hardware, servers, nics, read_per_server, storage.supply_read_bytes_per_s)
+    nics = compute_nics_for(primary.server, primary.scale_out_link)
+    storage = plan_storage(training, inference, dataprep, primary, pol, servers, nics)
+    net = network_plan(primary, scenario.hardware, pool_plans, servers, nics, read_per_server,
+                       storage.supply_read_bytes_per_s, J.scaleup(primary))
     host_need = max([p.host_memory_needed_bytes for p in training + inference], default=0.0)
-    p = Plan(scenario.name, ctx.server.id, ctx.accelerator.id, ctx.storage.id, training, inference, dataprep,
-             int(gpus), int(servers), int(racks), int(per_rack), float(servers * ctx.server.power_watts),
-             float(host_need), float(ctx.server.host_memory_bytes), net, storage, pol.model_dump(mode="json"),
-             assumptions_used(pol), (), scenario)
+    kinds = {w.name: w for w in scenario.workloads}
+    placed = {}
+    for p in training:
+        placed[p.name] = ("training", p.team, placement.assignment[p.name]["pool"], p.gpus, p.training_days, p.gpus)
+    for p in inference:
+        placed[p.name] = ("inference", p.team, placement.assignment[p.name]["pool"], p.gpus, None, p.gpus)
+    for p in stream_plans:
+        placed[p.name] = ("job-stream", p.team, placement.assignment[p.name]["pool"], p.gpus, None, p.offered_gpus)
+    gpus = sum(p.gpus for p in pool_plans)
+    timeline = build_timeline(scenario, {n: placed[n] for n in kinds if n in placed}, gpus)
+    p = Plan(scenario.name, pools[0].ctx.server.id, pools[0].ctx.accelerator.id, primary.storage.id, training,
+             inference, dataprep, int(gpus), int(servers), int(sum(x.racks for x in pool_plans)),
+             int(pool_plans[0].servers_per_rack), float(sum(x.power_watts for x in pool_plans)), float(host_need),
+             float(primary.server.host_memory_bytes), net, storage, pol.model_dump(mode="json"),
+             assumptions_used(pol), (), scenario, tuple(stream_plans), pool_plans, placement, timeline, None,
+             _peak_gpus(placement, slots.count()))
+    p = dataclasses.replace(p, cost=plan_cost(p, pools))
     return dataclasses.replace(p, findings=tuple(findings(p)))
+
+
+def _pool_plan(pool: P.Pool, placed, hardware, placement: Placement, prices) -> PoolPlan:
+    ctx, n = pool.ctx, placed.servers
+    racks = math.ceil(n / pool.per_rack) if n else 0
+    if pool.max_racks is not None and racks > pool.max_racks:  # guarded by the packer's limit; kept as a check
+        raise ValueError(f"{pool.spec.field_path}.max_racks: {racks} racks needed, {pool.max_racks} allowed")
+    names = tuple(w for w, a in placement.assignment.items() if a["pool"] == pool.spec.name)
+    spans = any(s.peak_nics > 0 for s in placement.servers if s.pool == pool.spec.name)
+    return PoolPlan(pool.spec.name, ctx.server.id, ctx.accelerator.id, n, n * ctx.server.gpus, racks, pool.per_rack,
+                    float(n * ctx.server.power_watts), placed.lower_bound_servers, pool.spec.fixed, names,
+                    pool_fabric(ctx, hardware, n, prices, spans=spans))
+
+
+__all__ = ["Plan", "PoolPlan", "NetworkPlan", "plan", "storage_network"]

@@ -54,12 +54,13 @@ class HardwareContext:
 
 @lru_cache(maxsize=64)
 def resolve(hardware) -> HardwareContext:
-    """Look up every catalog record a :class:`~aisize.scenario.Hardware` names (cached)."""
-    server = catalog.servers[hardware.server]
-    acc = catalog.accelerators[server.accelerator]
+    """Look up every record a :class:`~aisize.scenario.Hardware` names, its own rows first (cached)."""
+    accs, servers, stores = hardware.custom_records()
+    server = servers.get(hardware.server) or catalog.servers[hardware.server]
+    acc = accs.get(server.accelerator) or catalog.accelerators[server.accelerator]
     link = catalog.links[hardware.scale_out_link or server.compute_nic_link]
     store_link = catalog.links[server.storage_nic_link or server.compute_nic_link]
-    store = catalog.storage[hardware.storage]
+    store = stores.get(hardware.storage) or catalog.storage[hardware.storage]
     pcie = catalog.links.get(f"pcie-gen{acc.pcie_gen}-x16")
     up = (bidirectional_to_per_direction(acc.scaleup_bidirectional_bytes_per_s)
           if acc.scaleup_bidirectional_bytes_per_s else None)
@@ -74,8 +75,8 @@ def resolve(hardware) -> HardwareContext:
 
 @lru_cache(maxsize=128)
 def params_of(model):
-    """:func:`aisize.architecture.transformer_params` of a catalog Transformer, cached (records are frozen)."""
-    from aisize.architecture import transformer_params
+    """:func:`aisize.models.transformer_params` of a catalog Transformer, cached (records are frozen)."""
+    from aisize.models import transformer_params
 
     return transformer_params(model)
 

@@ -58,22 +58,23 @@ def _shown(value: str) -> str:
     return f"{number:,.0f}" if abs(number) < 1e15 and number == round(number) else f"{number:.3g}"
 
 
-def _user_fields(kind: str) -> set[str]:
+def _user_fields(workload) -> set[str]:
     from aisize.scenario import model
 
-    cls = {"training": model.Training, "inference": model.Inference, "data-prep": model.DataPrep}[kind]
-    return set(cls.model_fields) | set(model.Policies.model_fields) | set(model.Hardware.model_fields)
+    return set(type(workload).model_fields) | set(model.Policies.model_fields) | set(model.Hardware.model_fields)
 
 
-def _what(text: str, kind: str | None) -> tuple[str, bool]:
+def _what(text: str, workload) -> tuple[str, bool]:
     """The error's text in the user's terms, and whether it was translated (so needs a hint)."""
     match = _CHECK.match(text.strip())
-    if not match or (kind is not None and match["name"] in _user_fields(kind)):
-        return text.strip(), False  # already in the user's terms
+    if not match:
+        return text.strip(), False
     name, value = match["name"], match["value"]
-    if name in MEANING:
+    if name in MEANING:  # an internal figure, even where a field has the same name (hardware.servers)
         reason = match["reason"].removeprefix("more than a three-tier fat tree of ").strip()
         return MEANING[name].format(v=_shown(value), reason=reason), True
+    if workload is not None and name in _user_fields(workload):
+        return text.strip(), False  # already in the user's terms
     return f"an intermediate figure is out of range ({_shown(value)}: {match['reason']})", True
 
 
@@ -97,6 +98,7 @@ def planning_error(error: Exception, scenario, plan_one: Callable) -> ValueError
     if culprit is None:
         return ValueError(f"{TOGETHER}: {_what(text, None)[0]}")
     index, workload = culprit
-    what, translated = _what(text, workload.kind)
-    hint = f"; check its {DRIVERS[workload.kind]}" if translated and "hardware." not in what else ""
+    what, translated = _what(text, workload)
+    drivers = DRIVERS.get(workload.kind, ", ".join(f for f in type(workload).model_fields if f not in ("kind", "name")))
+    hint = f"; check its {drivers}" if translated and "hardware." not in what else ""
     return ValueError(f"workloads.{index} ({workload.name!r}): {what}{hint}")

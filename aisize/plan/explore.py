@@ -2,8 +2,8 @@
 
 Both read the job through :mod:`aisize.plan.job`, the glue ``plan()`` itself
 uses (sequence length, precision, optimizer, LoRA, scale-up link, sizing), so
-what they show is what the planner would choose. Jobs do not share servers, so
-a job's figures do not depend on the rest of the scenario.
+what they show is what the planner would choose. A job's figures do not depend on
+the rest of the scenario (packing decides only which servers it runs on).
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ class Finding:
     """One statement about a plan."""
 
     severity: str  # problem | warning | info
-    area: str  # memory | host | storage | network | compute | checkpoint | inference | assumptions
+    area: str  # memory | host | storage | network | fabric | compute | checkpoint | inference | placement | queue
+    # | cost | assumptions
     text: str
 
 
@@ -213,6 +214,66 @@ def checkpoints(plan) -> list[Finding]:
     return out
 
 
+def placement(plan) -> list[Finding]:
+    """How the packing did against its lower bound, and which servers workloads share."""
+    out = []
+    for p in plan.pools:
+        if not p.servers:
+            out.append(Finding("info", "placement", f"pool {p.name}: no workload needs it (0 servers)"))
+            continue
+        shared = sum(len(s.workloads) > 1 for s in plan.placement.servers if s.pool == p.name)
+        bound = (f"the fewest any packing could use" if p.servers == p.lower_bound_servers else
+                 f"the GPUs alone need at least {p.lower_bound_servers}")
+        out.append(Finding("info", "placement", (
+            f"pool {p.name}: {p.servers} x {p.server} ({bound}); {shared} server{'' if shared == 1 else 's'} "
+            f"shared by several workloads; at most {plan.gpus_busy_peak} of {plan.gpus} GPUs busy at once")))
+    return out
+
+
+def job_streams(plan) -> list[Finding]:
+    out = []
+    for j in plan.job_streams:
+        if not j.stable:
+            out.append(Finding("problem", "queue", (
+                f"{j.name}: unstable: {j.offered_gpus:,.1f} GPUs of work arrive on average for {j.gpus} GPUs "
+                f"(utilisation {j.utilisation:.0%} >= 100 %); the queue grows without bound")))
+            continue
+        severity = "info" if j.target_met else "warning"
+        out.append(Finding(severity, "queue", (
+            f"{j.name}: {j.gpus} GPUs ({j.slots} jobs at once) for {j.target}: mean wait {j.wait_mean_seconds / 3600:,.2f} h, "
+            f"p95 {j.wait_p95_seconds / 3600:,.2f} h, utilisation {j.utilisation:.0%}"
+            + ("" if j.target_met else " - the target is not met"))))
+    return out
+
+
+def cost(plan) -> list[Finding]:
+    c = plan.cost
+    out = []
+    if c.unpriced:
+        out.append(Finding("warning", "cost", f"no price for {', '.join(c.unpriced)}: counted at $0 (add rows to "
+                                              "data/prices.csv or cost.prices)"))
+    if c.assumed:
+        out.append(Finding("info", "cost", (
+            f"{len(c.assumed)} price{'' if len(c.assumed) == 1 else 's'} used are assumptions to replace with "
+            f"quotes: {', '.join(c.assumed)} (scenario cost.prices overrides any)")))
+    if c.rent_usd_per_year < c.own_usd_per_year:
+        out.append(Finding("info", "cost", (
+            f"GPUs are busy {c.gpu_utilisation:.0%} of the time: renting the busy GPU-hours at {c.cloud_rate} "
+            f"(${c.rent_usd_per_year:,.0f}/year) costs less than owning (${c.own_usd_per_year:,.0f}/year); owning "
+            f"pays off above {c.break_even_utilisation:.0%} busy")))
+    else:
+        out.append(Finding("info", "cost", (
+            f"owning (${c.own_usd_per_year:,.0f}/year) costs less than renting the busy GPU-hours at {c.cloud_rate} "
+            f"(${c.rent_usd_per_year:,.0f}/year)" + ("" if c.break_even_months is None else
+                                                    f"; it pays back in {c.break_even_months:,.1f} months"))))
+    return out
+
+
+def fabric(plan) -> list[Finding]:
+    return [Finding("info", "fabric", f"pool {p.name} compute fabric: {p.fabric.reason}")
+            for p in plan.pools if p.servers]
+
+
 def assumptions(plan) -> list[Finding]:
     items = ", ".join(f"{k} = {v}" for k, v in plan.assumptions.items())
     out = [Finding("info", "assumptions", f"assumptions used: {items}")]
@@ -223,8 +284,9 @@ def assumptions(plan) -> list[Finding]:
     return out
 
 
-CHECKS = (memory_fit, host_memory, storage_binding, storage_capacity, storage_overprovisioned, storage_latency, data_stalls,
-          network_links, inference_targets, compute_notes, throughput_basis, checkpoints, assumptions)
+CHECKS = (memory_fit, host_memory, storage_binding, storage_capacity, storage_overprovisioned, storage_latency,
+          data_stalls, network_links, inference_targets, compute_notes, throughput_basis, checkpoints, placement,
+          job_streams, fabric, cost, assumptions)
 
 
 def findings(plan) -> list[Finding]:
@@ -239,7 +301,7 @@ def assumptions_used(policies) -> dict:
     from aisize.memory import inference as inf_mem
     from aisize.network import collectives
     from aisize.plan import inference as inf_plan
-    from aisize.plan import training
+    from aisize.plan import timeline, training
 
     engine = {
         "step_time.compute_efficiency": step_time.DEFAULT_COMPUTE_EFFICIENCY,
@@ -253,6 +315,7 @@ def assumptions_used(policies) -> dict:
         "plan.default_seq_len": training.DEFAULT_SEQ_LEN,
         "plan.inference_latency_percentile": inf_plan.PERCENTILE,
         "plan.inference_fallback_utilisation": inf_plan.FALLBACK_UTILISATION,
+        "plan.ongoing_display_days": timeline.ONGOING_DISPLAY_DAYS,
     }
     return ({f"policies.{k}": v for k, v in policies.model_dump(mode="json").items()}
             | {f"plan.{k}": v for k, v in C.planner_assumptions().items()} | engine)

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from aisize import catalog
+from aisize import models
 from aisize.host import host_for_server
 from aisize.memory.inference import (inference_memory, kv_capacity, transformer_kv_bytes_per_token,
                                      weight_bytes)
@@ -89,7 +89,7 @@ def _evaluate(arch, w, ctx: C.HardwareContext, tps: np.ndarray):
 @lru_cache(maxsize=256)
 def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
     """Plan one :class:`~aisize.scenario.Inference` service on the resolved hardware."""
-    arch = catalog.transformers[w.model]
+    arch = models.resolve(w.model)
     per = ctx.server.gpus
     if w.tensor_parallel == "auto":
         tps = np.array([t for t in TP_CANDIDATES if t <= per and arch.heads % t == 0])

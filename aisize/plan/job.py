@@ -16,8 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from aisize import catalog
-from aisize.architecture import attention_dim
+from aisize import catalog, models
+
 from aisize.compute import gpus_needed, training_flops, training_seconds
 from aisize.layout import layout_grid, search_layouts
 from aisize.memory.training import transformer_memory_inputs
@@ -95,15 +95,15 @@ def job_inputs(w, ctx: C.HardwareContext, policies) -> JobInputs:
     dtype = C.training_dtype(acc, w.precision)
     opt = C.SCENARIO_OPTIMIZERS[w.optimizer]
     peak = peak_flops_per_s(acc, training_precision(dtype).compute_dtype)
-    if w.model in catalog.transformers:
-        arch = catalog.transformers[w.model]
+    if not (isinstance(w.model, str) and w.model in catalog.other_models):
+        arch = models.resolve(w.model)
         pc = C.params_of(arch)
         seq = w.seq_len or min(arch.max_seq, DEFAULT_SEQ_LEN)
         tokens = w.tokens_billion * 1e9 if w.tokens_billion is not None else \
             catalog.datasets[w.dataset].tokens * 1e9 * w.epochs
         method = "full" if w.method == "full" else "lora"
         rank = None if method == "full" else w.lora_rank
-        flops = training_flops(pc.active, tokens, layers=arch.layers, attention_dim=attention_dim(arch),
+        flops = training_flops(pc.active, tokens, layers=arch.layers, attention_dim=models.attention_dim(arch),
                                seq_len=seq, method=method)
         trainable = pc.total
         if rank is not None:  # a LoRA checkpoint holds the adapters' training state only

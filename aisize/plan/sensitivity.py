@@ -23,6 +23,9 @@ def key_outputs(p) -> dict:
         "storage_p95_latency_ms": p.storage.latency_p95_seconds * 1e3,
         "max_data_stall": max(stalls, default=0.0),
         "inference_replicas": sum(i.replicas for i in p.inference),
+        "gpus_busy_peak": p.gpus_busy_peak, "capital_usd": p.cost.capital_usd,
+        "usd_per_gpu_hour": p.cost.usd_per_gpu_hour,
+        "queue_wait_p95_h": max((j.wait_p95_seconds / 3600 for j in p.job_streams), default=None),
         "problems": sum(f.severity == "problem" for f in p.findings),
         "warnings": sum(f.severity == "warning" for f in p.findings),
     }

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from aisize.architecture import attention_dim
+from aisize.models import attention_dim
 from aisize.compute import chinchilla, energy_joules, gpu_hours
 from aisize.host import host_for_server
 from aisize.memory.training import fits, other_model_training_memory, transformer_training_memory

@@ -1,4 +1,4 @@
-"""Queueing: Little's law, analytic queues, latency curves, sizing, multi-class, simulation.
+"""Queueing: Little's law, analytic queues, latency curves, sizing, multi-class, job streams, simulation.
 
 See DESIGN.md section 2 ("Queueing") for the formulas and their sources.
 """
@@ -26,13 +26,16 @@ from aisize.queueing.curves import (
     latency_vs_load,
     storage_station,
 )
+from aisize.queueing.jobs import (JobQueue, MultiGpuSimulation, job_queue, simulate_job_stream,
+                                  simulate_multi_gpu, slots_for_target, wait_curve)
 from aisize.queueing.little import little, outstanding_ios
 from aisize.queueing.multiclass import JobClass, MultiClassResult, multiclass
 from aisize.queueing.simulate import SimulationResult, simulate
 from aisize.queueing.sizing import SizingResult, servers_for_target
 
 __all__ = [
-    "ConcurrencyCurve", "JobClass", "MultiClassResult", "QueueResult", "SimulationResult",
+    "ConcurrencyCurve", "JobClass", "JobQueue", "MultiGpuSimulation", "job_queue", "simulate_job_stream",
+    "simulate_multi_gpu", "slots_for_target", "wait_curve", "MultiClassResult", "QueueResult", "SimulationResult",
     "SizingResult", "Station", "erlang_b", "erlang_c", "ggc", "inference_station",
     "knee_concurrency", "knee_load", "latency_vs_concurrency", "latency_vs_load", "little",
     "md1", "mg1", "mm1", "mmc", "multiclass", "outstanding_ios", "response_quantile",

@@ -46,7 +46,7 @@ class ReportResult:
     seconds: float
 
 
-def _validate(scenario_path, preset, fmt, out_dir, title, customer, sections, name, notebook):
+def _validate(scenario_path, preset, fmt, out_dir, title, customer, sections, name, notebook, compare_path=None):
     from aisize.report import parameters as P
     from aisize.report import sections as S
     from aisize.scenario import DEFAULT_PRESET, ScenarioError, load
@@ -61,6 +61,9 @@ def _validate(scenario_path, preset, fmt, out_dir, title, customer, sections, na
     if sections is not None:
         values["sections"] = sections
     try:
+        if compare_path is not None:
+            values["compare_path"] = str(P.scenario_file(compare_path))
+            load(values["compare_path"])
         if scenario_path is not None:
             path = P.scenario_file(scenario_path)
             values.update(scenario_path=str(path), preset="")
@@ -90,7 +93,8 @@ def _validate(scenario_path, preset, fmt, out_dir, title, customer, sections, na
 
 def render(scenario_path=None, preset=None, fmt: str = "both", out_dir=".", title=None,
            customer=None, sections: Sequence[str] | None = None, *, name: str | None = None,
-           notebook=None, progress: Callable[[str, float], None] | None = None) -> ReportResult:
+           notebook=None, progress: Callable[[str, float], None] | None = None,
+           compare_path=None) -> ReportResult:
     """Render a report of a scenario file or a built-in preset to HTML, PDF or both.
 
     Parameters
@@ -104,6 +108,7 @@ def render(scenario_path=None, preset=None, fmt: str = "both", out_dir=".", titl
     name : file name stem of the outputs [default: from the preset or the scenario file].
     notebook : the report notebook [default: notebooks/report.ipynb].
     progress : called with (step, seconds) after each step: validate, execute, HTML, PDF.
+    compare_path : scenario B of a comparison report (its "compare" section); see aisize.report.compare.
     """
     from aisize.report.execute import execute
     from aisize.report.html import to_html
@@ -119,7 +124,7 @@ def render(scenario_path=None, preset=None, fmt: str = "both", out_dir=".", titl
         tick[0] = now
 
     values, paths, footer = _validate(scenario_path, preset, fmt, out_dir, title, customer,
-                                      sections, name, notebook)
+                                      sections, name, notebook, compare_path)
     done("validate")
     execute(notebook, paths[".ipynb"], values, cwd=paths[".ipynb"].parent)
     done("execute")

@@ -14,6 +14,7 @@ class ReportContext:
 
     scenario: Scenario
     plan: Plan
+    other: Plan | None = None  # scenario B of a comparison report (aisize.report.compare)
 
 
 def as_context(value: Scenario | ReportContext) -> ReportContext:

@@ -6,6 +6,7 @@ from aisize import catalog, charts
 from aisize.report.context import ReportContext
 from aisize.report.markup import (DASH, Html, block, count, duration, facts, figure, gb, note, pct, per_s,
                                   rate, sig, table, yes_no)
+from aisize.report.provenance import hardware_record
 
 
 def _name(table_name: str, id_: str) -> str:
@@ -127,7 +128,8 @@ def network(ctx: ReportContext) -> Html:
     p, n = ctx.plan, ctx.plan.network
     hw = ctx.scenario.hardware
     scaleup = (f"{_name('links', n.scaleup_link)}: {rate(n.scaleup_per_gpu_bytes_per_s)} per direction per GPU"
-               + (f", {n.scaleup_domain} GPUs per domain" if catalog.accelerators[p.accelerator].scaleup_link
+               + (f", {n.scaleup_domain} GPUs per domain"
+                  if hardware_record(ctx.scenario, "accelerators", p.accelerator)[0].scaleup_link
                   else " (no NVLink: tensor-parallel traffic crosses it)"))
     cards = facts([("Scale-out per GPU", rate(n.scaleout_per_gpu_bytes_per_s)),
                    ("Compute NICs", f"{n.compute_nics:,.0f}"), ("Storage NICs", f"{n.storage_nics:,.0f}"),

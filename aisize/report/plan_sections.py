@@ -112,5 +112,6 @@ def bom(ctx: ReportContext) -> Html:
     heads = ["Workload"] + [f"{_item(r['item'], ctx).split(' (')[0]} [{r['unit']}]"
                             for r in shares.to_dict("records")]
     split = table(heads, per, caption="Share of each GPU workload", css="bom-split") if per else Html("")
-    return Html(block(main, note("Each workload gets whole servers; totals are sums of the workloads' "
-                                 "shares. Switches and storage are shared.")) + block(split))
+    return Html(block(main, note("Workloads share servers where they fit together or run at different times "
+                                 "(see Placement and timeline), so their shares can add up to more than the "
+                                 "installed GPUs. Switches and storage are shared.")) + block(split))

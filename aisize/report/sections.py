@@ -16,6 +16,8 @@ from pathlib import Path
 
 from aisize import __version__
 from aisize.report.accuracy import accuracy
+from aisize.report.cluster_sections import cost, jobqueue, placement
+from aisize.report.compare import compare
 from aisize.report.context import ReportContext, as_context
 from aisize.report.infra_sections import inference, network, storage
 from aisize.report.markup import Html, esc, figure, number, table
@@ -43,14 +45,18 @@ def _always(ctx: ReportContext) -> bool:
 # "inference") is left out of the contents and the numbering.
 SECTIONS: dict[str, tuple[str, Callable[[ReportContext], Html], Callable[[ReportContext], bool]]] = {
     "executive": ("Executive summary", executive, _always),
+    "compare": ("Comparison", compare, lambda c: c.other is not None),
     "summary": ("Scenario summary", lambda c: summary(c.scenario), _always),
     "bom": ("Bill of materials", bom, _always),
     "training": ("Training: memory and time", training, lambda c: bool(c.plan.training)),
     "inference": ("Inference", inference, lambda c: bool(c.plan.inference)),
+    "placement": ("Placement and timeline", placement, _always),
+    "jobqueue": ("Job queue", jobqueue, lambda c: bool(c.plan.job_streams)),
     "storage": ("Data path and storage", storage, _always),
     "network": ("Network", network, _always),
     "queueing": ("Queueing and latency", queueing, _always),
     "blender": ("IO blender", blender, _always),
+    "cost": ("Cost", cost, _always),
     "assumptions": ("Assumptions", lambda c: assumptions_table(c.scenario, c.plan.assumptions), _always),
     "sources": ("Sources", lambda c: sources_table(c.scenario), _always),
     "accuracy": ("Appendix: accuracy", accuracy, _always),
@@ -62,9 +68,14 @@ def load_scenario(scenario_path: str = "", preset: str = DEFAULT_PRESET) -> Scen
     return load(scenario_path) if scenario_path else load_preset(preset or DEFAULT_PRESET)
 
 
-def context(scenario: Scenario) -> ReportContext:
-    """The scenario and its plan, computed once for all sections."""
-    return as_context(scenario)
+def context(scenario: Scenario, compare_path: str = "") -> ReportContext:
+    """The scenario and its plan, computed once for all sections (and scenario B's plan to compare with)."""
+    ctx = as_context(scenario)
+    if compare_path:
+        from aisize.plan import plan
+
+        ctx = ReportContext(ctx.scenario, ctx.plan, plan(load(compare_path)))
+    return ctx
 
 
 def origin(scenario_path: str = "", preset: str = "") -> str:

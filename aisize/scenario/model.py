@@ -9,11 +9,13 @@ to a default.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from aisize import catalog
+from aisize import catalog, models
+from aisize.models.hf_config import read_config
 
 SCHEMA_VERSION = 1
 
@@ -43,10 +45,87 @@ class _Strict(BaseModel):
         return data
 
 
+def _short(value) -> str:
+    """A value's repr cut to a readable length (a typo may be megabytes long)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _in_table(table: catalog.Table, field: str, value: str | None) -> str | None:
     if value is not None and value not in table:
-        raise ValueError(f"{field} {value!r} is not in the catalog; allowed: {', '.join(table.ids())}")
+        raise ValueError(f"{field} {_short(value)} is not in the catalog; allowed: {', '.join(table.ids())}")
     return value
+
+
+def _in_ids(field: str, value: str, table: catalog.Table, custom: dict) -> None:
+    if value not in table and value not in custom:
+        raise ValueError(f"{field} {_short(value)} is neither in the catalog nor among the scenario's own rows; "
+                         f"allowed: {', '.join(list(custom) + table.ids())}")
+
+
+class _Hashable(_Strict):
+    # free-form mappings (a config.json, an inline catalog row) still hash: plans are cached by input
+    def __hash__(self):
+        return hash(json.dumps(self.model_dump(mode="json"), sort_keys=True))
+
+
+class HfConfigModel(_Hashable):
+    """A model read from a Hugging Face ``config.json`` (never the Hub).
+
+    ``hf_config`` is the file's path (or a folder holding it); the file's content is
+    embedded in ``config`` when the scenario is read, so a saved scenario stands alone
+    (the app fills ``config`` from an uploaded file and names the upload in ``hf_config``).
+    """
+
+    hf_config: Annotated[str, Field(min_length=1, max_length=1000)]
+    id: Name | None = None
+    config: dict | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _embed(cls, data):
+        if isinstance(data, dict) and data.get("config") is None and isinstance(data.get("hf_config"), str):
+            data = {**data, "config": read_config(data["hf_config"])[0]}
+        return data
+
+    @model_validator(mode="after")
+    def _builds(self):
+        models.resolve(self)
+        return self
+
+
+class InlineModel(_Hashable):
+    """A model given by its architecture fields (those of a catalog transformers.csv row;
+    see :func:`aisize.models.from_fields` for the defaults), ``id`` and ``source`` required."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, validate_default=True)
+    id: Name
+    source: Annotated[str, Field(min_length=1, max_length=1000)]
+
+    @model_validator(mode="after")
+    def _builds(self):
+        models.resolve(self)
+        return self
+
+
+def _model_kind(value) -> str:
+    if isinstance(value, dict):
+        return "hf_config" if "hf_config" in value else "fields"
+    return "fields" if isinstance(value, InlineModel) else ("hf_config" if isinstance(value, HfConfigModel) else "id")
+
+
+# a catalog id, {hf_config: path}, or the architecture fields inline
+ModelRef = Annotated[Union[Annotated[str, Tag("id")], Annotated[HfConfigModel, Tag("hf_config")],
+                           Annotated[InlineModel, Tag("fields")]], Discriminator(_model_kind)]
+
+
+class CatalogRow(_Hashable):
+    """A custom accelerator, server or storage system written like a row of our CSV
+    (column names without units, values in the CSV's units); ``source`` is required."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, validate_default=True)
+    id: Name
+    source: Annotated[str, Field(min_length=1, max_length=1000)]
 
 
 class Layout(_Strict):
@@ -60,6 +139,129 @@ class Layout(_Strict):
     recompute: Literal[RECOMPUTE] = "selective"  # type: ignore[valid-type]
 
 
+class When(_Strict):
+    """When a workload runs: always (a service), in one named phase, and/or within hours of the day.
+
+    Workloads that never run at the same time may share servers (aisize.plan.timeline).
+    ``hours`` is [start, end) in hours of the day; an end before the start wraps past midnight
+    ([22, 6] is a nightly window).
+    """
+
+    phase: Name = "always"  # "always", or the name of one of the scenario's phases
+    hours: tuple[Annotated[float, Field(ge=0, le=24)], Annotated[float, Field(ge=0, le=24)]] | None = None
+
+    @field_validator("hours", mode="before")
+    @classmethod
+    def _hours_are_numbers(cls, value):
+        if isinstance(value, (list, tuple)) and any(isinstance(h, bool) for h in value):
+            raise ValueError(f"hours={list(value)!r} is not allowed: two hours of the day, not true/false")
+        return value
+
+    @model_validator(mode="after")
+    def _window(self):
+        if self.hours is not None and self.hours[0] % 24 == self.hours[1] % 24:
+            raise ValueError(f"hours={list(self.hours)} is not allowed: start and end must differ "
+                             "(leave hours out for all day)")
+        return self
+
+
+class Phase(_Strict):
+    """One step of the scenario's timeline (phases run one after another, in the order listed)."""
+
+    name: Name
+    days: Annotated[float, Field(gt=0, le=36500)] | None = None  # default: its longest training job
+
+
+class Pool(_Strict):
+    """A group of identical servers workloads are placed on (aisize.plan.placement)."""
+
+    name: Name
+    server: str
+    servers: Count | Literal["auto"] = "auto"  # a fixed count, or "auto": as many as the packing needs
+    scale_out_link: str | None = None  # default: the server's own compute NIC
+    max_servers: Count | None = None  # site limit on this pool's servers
+    max_racks: Count | None = None  # rack limit (racks hold what rack units and the power budget allow)
+
+    # the server may be a catalog id or one of hardware.servers (checked by Scenario)
+    _link = field_validator("scale_out_link")(lambda v: _in_table(catalog.links, "scale_out_link", v))
+
+
+class JobStream(_Strict):
+    """A stream of training or fine-tuning jobs sharing a partition of GPUs (aisize.queueing.jobs).
+
+    Give the rate (``jobs_per_day`` or ``jobs_per_week``), the GPUs and mean hours of one job and
+    how job lengths vary, then exactly one of: a wait target (``target_wait_hours`` on the mean
+    or p95 wait), a utilisation target, or the partition's ``gpus`` ("rest": whatever the pool
+    has left after the other workloads are placed).
+    """
+
+    kind: Literal["job-stream"] = "job-stream"
+    name: Name
+    team: Name = "default"
+    jobs_per_day: Positive | None = None
+    jobs_per_week: Positive | None = None
+    gpus_per_job: Count
+    hours_per_job: Annotated[float, Field(gt=0, le=100_000)]
+    hours_distribution: Literal["exponential", "lognormal", "deterministic"] = "exponential"
+    hours_cv: Annotated[float, Field(gt=0, le=100)] = 1.0  # lognormal only
+    target_wait_hours: Annotated[float, Field(gt=0, le=100_000)] | None = None
+    wait_statistic: Literal["mean", "p95"] = "mean"
+    target_utilisation: Share | None = None
+    gpus: Count | Literal["rest"] | None = None
+    pool: Name | None = None
+    when: When = When()
+
+    @model_validator(mode="after")
+    def _rate_and_target(self):
+        if (self.jobs_per_day is None) == (self.jobs_per_week is None):
+            raise ValueError("give exactly one of jobs_per_day and jobs_per_week")
+        given = [k for k in ("target_wait_hours", "target_utilisation", "gpus") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of target_wait_hours, target_utilisation and gpus"
+                             + (f" (got {', '.join(given)})" if given else ""))
+        if self.hours_distribution != "lognormal" and "hours_cv" in self.model_fields_set:
+            raise ValueError(f"hours_cv applies to hours_distribution lognormal only; {self.hours_distribution} "
+                             "job lengths have a fixed coefficient of variation")
+        return self
+
+    @property
+    def jobs_per_s(self) -> float:
+        per_day = self.jobs_per_day if self.jobs_per_day is not None else self.jobs_per_week / 7.0
+        return per_day / 86400.0
+
+    @property
+    def job_cv(self) -> float:
+        return {"exponential": 1.0, "deterministic": 0.0}.get(self.hours_distribution, self.hours_cv)
+
+
+class Cost(_Strict):
+    """Cost assumptions: amortisation life, power draw, the cloud rate compared with, price overrides.
+
+    ``prices`` overrides any row of ``data/prices.csv`` by id (US dollars in the row's unit).
+    """
+
+    life_years: Annotated[float, Field(gt=0, le=30)] = 4.0
+    average_power_share: Share = 0.8  # average draw / the server's maximum power (assumption)
+    cloud_rate: str = "aws-p5-capacity-block"  # a price id of kind cloud-rate ($ per GPU-hour)
+    prices: dict[Annotated[str, Field(max_length=80)], float] = Field(default_factory=dict, max_length=500)
+
+    @field_validator("prices")
+    @classmethod
+    def _known_and_not_negative(cls, prices):
+        from aisize.cost.prices import check_overrides
+
+        check_overrides(prices)
+        return prices
+
+    @field_validator("cloud_rate")
+    @classmethod
+    def _cloud_rate(cls, value):
+        from aisize.cost.prices import check_cloud_rate
+
+        check_cloud_rate(value)
+        return value
+
+
 class Training(_Strict):
     """A pre-training or fine-tuning job.
 
@@ -70,7 +272,7 @@ class Training(_Strict):
     kind: Literal["training"] = "training"
     name: Name
     team: Name = "default"
-    model: str
+    model: ModelRef
     method: Literal["full", "lora", "qlora"] = "full"
     lora_rank: Annotated[int, Field(ge=1, le=4096)] = 16  # LoRA/QLoRA only; QLoRA's paper uses 64
     precision: Literal[TRAIN_PRECISIONS] = "bf16"  # type: ignore[valid-type]
@@ -85,6 +287,8 @@ class Training(_Strict):
     layout: Layout | Literal["auto"] = "auto"
     samples_per_s_per_gpu: Annotated[float, Field(ge=1e-3, le=1e7)] | None = None  # measured: overrides FLOPs
     checkpoint: bool = True
+    pool: Name | None = None  # a pool name (aisize.plan.placement); None: placed by the planner
+    when: When = When()
 
     _model = field_validator("model")(lambda v: _in_model_tables(v))
     _dataset = field_validator("dataset")(lambda v: _in_table(catalog.datasets, "dataset", v))
@@ -104,7 +308,7 @@ class Inference(_Strict):
     kind: Literal["inference"] = "inference"
     name: Name
     team: Name = "default"
-    model: str
+    model: ModelRef
     weight_precision: Literal[WEIGHT_PRECISIONS] = "bf16"  # type: ignore[valid-type]
     kv_precision: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
     requests_per_s: Annotated[float, Field(ge=1e-6, le=1e7)]
@@ -114,8 +318,11 @@ class Inference(_Strict):
     tpot_target_ms: Annotated[float, Field(ge=0.1, le=60_000)] = 50.0
     tensor_parallel: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] = "auto"
     model_loads_per_hour: Annotated[float, Field(ge=0, le=3600)] = 1.0  # 0 (never), or >= 0.001
+    pool: Name | None = None  # a pool name (aisize.plan.placement); None: placed by the planner
+    when: When = When()
 
-    _model = field_validator("model")(lambda v: _in_table(catalog.transformers, "model", v))
+    _model = field_validator("model")(
+        lambda v: _in_table(catalog.transformers, "model", v) if isinstance(v, str) else v)
 
     @field_validator("model_loads_per_hour")
     @classmethod
@@ -138,7 +345,7 @@ class DataPrep(_Strict):
     capacity_tb: Annotated[float, Field(ge=0, le=1e6)] = 0.0
 
 
-Workload = Annotated[Union[Training, Inference, DataPrep], Field(discriminator="kind")]
+Workload = Annotated[Union[Training, Inference, DataPrep, JobStream], Field(discriminator="kind")]
 
 
 class Hardware(_Strict):
@@ -149,14 +356,35 @@ class Hardware(_Strict):
     storage: str = "superpod-h100-better"
     switch_radix: Annotated[int, Field(ge=4, le=1024, multiple_of=2)] = 64
     oversubscription: Annotated[float, Field(ge=1, le=16)] = 1.0
+    fabric: Literal["auto", "single-switch", "fat-tree", "rail-optimized"] = "auto"  # auto: the cheapest
+    fabric_growth: Annotated[float, Field(ge=0, le=10)] = 0.25  # spare ports the fabric keeps for growth
+    # custom hardware, checked like catalog rows; server/storage may name their ids
+    accelerators: Annotated[tuple[CatalogRow, ...], Field(max_length=50)] = ()
+    servers: Annotated[tuple[CatalogRow, ...], Field(max_length=50)] = ()
+    storage_systems: Annotated[tuple[CatalogRow, ...], Field(max_length=50)] = ()
 
-    _server = field_validator("server")(lambda v: _in_table(catalog.servers, "server", v))
     _link = field_validator("scale_out_link")(lambda v: _in_table(catalog.links, "scale_out_link", v))
-    _storage = field_validator("storage")(lambda v: _in_table(catalog.storage, "storage", v))
+
+    @model_validator(mode="after")
+    def _known_ids(self):
+        accs, servers, stores = self.custom_records()
+        _in_ids("server", self.server, catalog.servers, servers)
+        _in_ids("storage", self.storage, catalog.storage, stores)
+        for s in servers.values():
+            _in_ids(f"servers[{s.id}].accelerator", s.accelerator, catalog.accelerators, accs)
+        return self
+
+    def custom_records(self):
+        """(accelerators, servers, storage systems) written in the scenario, as catalog records."""
+        return (catalog.accelerators.parse_rows([r.model_dump() for r in self.accelerators], "accelerators"),
+                catalog.servers.parse_rows([r.model_dump() for r in self.servers], "servers"),
+                catalog.storage.parse_rows([r.model_dump() for r in self.storage_systems], "storage_systems"))
 
     @property
     def gpu(self) -> str:
-        return catalog.servers[self.server].accelerator
+        custom = {r.id: r for r in self.servers}
+        return custom[self.server].model_dump()["accelerator"] if self.server in custom else \
+            catalog.servers[self.server].accelerator
 
 
 class Policies(_Strict):
@@ -183,6 +411,9 @@ class Scenario(_Strict):
     hardware: Hardware = Hardware()
     policies: Policies = Policies()
     workloads: Annotated[list[Workload], Field(min_length=1, max_length=200)]
+    pools: Annotated[list[Pool], Field(max_length=50)] = []  # none: one pool of hardware.server
+    phases: Annotated[list[Phase], Field(max_length=50)] = []
+    cost: Cost = Cost()
 
     @model_validator(mode="after")
     def _unique_names(self):
@@ -192,9 +423,49 @@ class Scenario(_Strict):
             raise ValueError(f"workload names must be unique; repeated: {dupes}")
         return self
 
+    @model_validator(mode="after")
+    def _pools_and_phases_named(self):
+        _check_references(self)
+        return self
 
-def _in_model_tables(value: str) -> str:
+
+def _unique(items, what: str) -> list[str]:
+    names = [x.name for x in items]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"{what} names must be unique; repeated: {dupes}")
+    return names
+
+
+def _check_references(s: Scenario) -> None:
+    """Every pool's server exists, every workload's pool and phase is declared, every priced server is known."""
+    pools, phases = _unique(s.pools, "pool"), _unique(s.phases, "phase")
+    custom = s.hardware.custom_records()[1]
+    for i, p in enumerate(s.pools):
+        _in_ids(f"pools.{i}.server", p.server, catalog.servers, custom)
+    from aisize.cost.prices import load, server_price_id
+
+    for id_ in s.cost.prices:
+        if id_ not in load() and id_ not in {server_price_id(k) for k in custom}:
+            raise ValueError(f"cost.prices: {id_!r} is not a price id of data/prices.csv or of a server in "
+                             f"hardware.servers; ids: {', '.join(load().ids())}")
+    if "always" in phases:
+        raise ValueError("phases: 'always' is reserved for workloads that run all the time; rename the phase")
+    for i, w in enumerate(s.workloads):
+        pool = getattr(w, "pool", None)
+        if pool is not None and pool not in pools:
+            raise ValueError(f"workloads.{i}.pool: {pool!r} is not a declared pool; declared: "
+                             f"{', '.join(pools) or '(none: add a pools list)'}")
+        when = getattr(w, "when", None)
+        if when is not None and when.phase != "always" and when.phase not in phases:
+            raise ValueError(f"workloads.{i}.when.phase: {when.phase!r} is not a declared phase; declared: "
+                             f"{', '.join(phases) or '(none: add a phases list)'}")
+
+
+def _in_model_tables(value):
+    if not isinstance(value, str):
+        return value
     if value not in catalog.transformers and value not in catalog.other_models:
         known = catalog.transformers.ids() + catalog.other_models.ids()
-        raise ValueError(f"model {value!r} is not in the catalog; allowed: {', '.join(known)}")
+        raise ValueError(f"model {_short(value)} is not in the catalog; allowed: {', '.join(known)}")
     return value

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aisize import catalog
-from aisize.architecture import attention_dim, transformer_params
+from aisize.models import attention_dim, transformer_params
 from aisize.compute import flops_per_token, seconds_from_throughput, training_flops
 from aisize.memory.activations import activation_constants, layer_activation_bytes
 from aisize.memory.inference import transformer_kv_bytes_per_token, weight_bytes

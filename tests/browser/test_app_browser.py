@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from aisize.plan import plan
-from aisize.scenario import DEFAULT_PRESET, from_dict, preset, to_dict
+from aisize.scenario import DEFAULT_PRESET, dumps, from_dict, preset, to_dict
 from aisize.units import GiB
 
 pytestmark = pytest.mark.browser
@@ -149,6 +149,46 @@ def test_an_invalid_combination_shows_a_message_not_a_traceback(served_app, page
     assert requests_made.blocked == []
 
 
+def upload(page, button: str, path) -> None:
+    """Choose ``path`` in the file dialog the upload button ``button`` opens (as a user would)."""
+    with page.expect_file_chooser() as chooser:
+        page.locator("button.widget-upload", has_text=button).click()
+    chooser.value.set_files(str(path))
+
+
+def test_custom_hardware_and_config_json_models(served_app, page, requests_made, tmp_path):
+    """Issue 15's proof in the browser: a scenario file with config.json models on the site's own
+    hardware runs in the app; then a config.json uploaded in the scenario bar becomes a model."""
+    from custom_scenario import NAME, scenario_data
+    from hf_configs import LLAMA_3_1_8B
+
+    open_app(page, served_app.url)
+    scenario_file = tmp_path / "site.yaml"
+    scenario_file.write_text(dumps(from_dict(scenario_data())))
+    upload(page, "Load file", scenario_file)
+    page.wait_for_function("name => document.querySelector('.aisize-title')?.textContent.includes(name)",
+                           arg=NAME, timeout=UPDATE_MS)
+    origin = "[data-key='model.origin']"
+    assert "config.json 'Qwen2.5-7B/config.json', model_type qwen2" in page.inner_text(origin)
+    expected = plan(from_dict(scenario_data()))
+    page.wait_for_function("() => document.querySelector(\"[data-key='training.gpus']\")?.textContent === '16'",
+                           timeout=UPDATE_MS)
+    open_tab(page, "Inference")
+    page.wait_for_selector("[data-key='inference.replicas'] >> visible=true", timeout=RENDER_MS)
+    assert number(figure(page, "inference.replicas")) == expected.inference[0].replicas
+    open_tab(page, "Summary")
+    page.wait_for_selector("[data-key='summary.gpus'] >> visible=true", timeout=RENDER_MS)
+    assert number(figure(page, "summary.gpus")) == expected.gpus
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(LLAMA_3_1_8B))
+    upload(page, "Load config.json", config)
+    page.wait_for_function("sel => document.querySelector(sel)?.textContent.includes('model_type llama')",
+                           arg=origin, timeout=UPDATE_MS)
+    page.screenshot(path=tmp_path / "app-custom.png", full_page=True)
+    assert_clean(page, requests_made)
+
+
 def http_status(url: str, method: str = "GET") -> tuple[int, bytes]:
     """Status and body after following redirects (Voila redirects unknown paths)."""
     request = urllib.request.Request(url, method=method)
@@ -250,4 +290,21 @@ def test_more_replicas_redraw_the_latency_curve_in_place(served_app, page, reque
     # the rows and the title reach the drawn view (a changeset and a param): new axis range, new title
     page.wait_for_function(f"() => {chart}.textContent.includes('({replicas} replicas)')", timeout=UPDATE_MS)
     page.wait_for_function(f"before => ({ticks})() !== before", arg=before, timeout=UPDATE_MS)
+    assert_clean(page, requests_made)
+
+
+def test_cost_tab_shows_the_plans_cost_and_follows_the_life(served_app, page, requests_made, tmp_path):
+    open_app(page, served_app.url)
+    open_tab(page, "Cost")
+    page.wait_for_selector("[data-key='cost.capital'] >> visible=true", timeout=RENDER_MS)
+    base = api_plan(lambda d: None).cost
+    assert number(figure(page, "cost.capital").replace("$", "")) == round(base.capital_usd)
+    assert number(figure(page, "cost.per_gpu_hour")) == pytest.approx(base.usd_per_gpu_hour, abs=0.005)
+    old = figure(page, "cost.per_gpu_hour")
+    control(page, "Life [years]", ".noUi-handle").focus()
+    page.keyboard.press("ArrowRight")  # 4 -> 4.5 years
+    shown = number(wait_for_change(page, "cost.per_gpu_hour", old))
+    longer = api_plan(lambda d: d["cost"].update(life_years=4.5)).cost
+    assert shown == pytest.approx(longer.usd_per_gpu_hour, abs=0.005) and shown < base.usd_per_gpu_hour
+    page.screenshot(path=tmp_path / "app-cost.png", full_page=True)
     assert_clean(page, requests_made)

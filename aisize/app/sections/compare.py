@@ -1,0 +1,103 @@
+"""Compare: the scenario being edited (A) beside a preset or an uploaded scenario (B), differences marked.
+
+The table is :func:`aisize.plan.comparison.comparison_table`; rows whose values
+differ are highlighted and the better plan is named where "better" has a direction.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import ipywidgets as widgets
+
+from aisize import cluster_charts as cc
+from aisize.app import controls as K
+from aisize.app.sections import Section
+from aisize.app.state import INPUT_ERRORS, message
+from aisize.plan import plan as make_plan
+from aisize.plan.comparison import comparison_table
+from aisize.scenario import loads, preset, preset_names
+
+UPLOADED = "(uploaded file)"
+
+
+def _cell(x, unit: str) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if isinstance(x, float):
+        if math.isinf(x):
+            return "unbounded"
+        return f"{x:.1%}" if unit == "share" else K.num(x)
+    return K.num(x) if isinstance(x, int) else str(x)
+
+
+def table_html(table) -> str:
+    """The comparison as an HTML table; differing rows carry class ``aisize-differs``."""
+    a, b = table.columns[3], table.columns[4]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ("metric", "unit", a, b, "B - A", "change", "better"))
+    body = []
+    for r in table.to_dict("records"):
+        change = r["change"]
+        cells = [r["metric"], r["unit"], _cell(r[a], r["unit"]), _cell(r[b], r["unit"]),
+                 _cell(r["difference"], r["unit"]),
+                 "" if change is None or (isinstance(change, float) and math.isnan(change)) else f"{change:+.1%}",
+                 r["better"]]
+        cls = " class='aisize-differs'" if r["differs"] else ""
+        body.append(f"<tr{cls} data-key='compare.{html.escape(r['key'])}'>"
+                    + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    style = "<style>.aisize-differs td {background:#fff4d6; font-weight:600}</style>"
+    return f"{style}<table class='aisize-table'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+class CompareSection(Section):
+    title = "Compare"
+
+    def __init__(self, state):
+        self.other = K.dropdown("Compare with", preset_names() + [UPLOADED], preset_names()[0],
+                                "Scenario B: a built-in preset or a file you load")
+        self.upload = widgets.FileUpload(accept=".yaml,.yml,.json", multiple=False, description="Load B",
+                                         tooltip="Load scenario B (YAML or JSON)")
+        self.summary, self.table = widgets.HTML(), widgets.HTML()
+        self.chart = K.ChartSlot()
+        self.uploaded = None  # the plan of the last uploaded B
+        super().__init__(state)
+        self.other.observe(lambda _: self.refresh(), names="value")
+        self.upload.observe(self._on_upload, names="value")
+        left = K.controls_column([self.other, self.upload, self.error, self.summary])
+        self.view.children = [widgets.HBox([left, K.figures_column([self.chart.box])]),
+                              K.heading("Side by side", "A is the scenario being edited"), self.table]
+
+    def _on_upload(self, change) -> None:
+        from aisize.app.layout import upload_text
+
+        if not change["new"]:
+            return
+        try:
+            text, fmt = upload_text(change["new"])
+            self.uploaded = make_plan(loads(text, fmt=fmt))
+            self.other.value = UPLOADED
+            self.refresh()
+        except INPUT_ERRORS as error:
+            K.assign(self.error, "value", K.error_html(f"scenario B: {message(error)}"))
+        self.upload.value = ()
+
+    def other_plan(self):
+        if self.other.value == UPLOADED:
+            return self.uploaded
+        return make_plan(preset(self.other.value))
+
+    def update(self, plan) -> None:
+        b = self.other_plan()
+        if b is None:
+            K.assign(self.summary, "value", "<p class='aisize-note'>Load a scenario file as B.</p>")
+            return
+        table = comparison_table(plan, b)
+        differs = int(table["differs"].sum())
+        K.assign(self.summary, "value", K.cards([
+            K.card("compare.differs", "Figures that differ", differs, f"of {len(table)}"),
+            K.card("compare.capital", "Capital B - A", f"{b.cost.capital_usd - plan.cost.capital_usd:+,.0f}", "USD"),
+            K.card("compare.servers", "Servers B - A", b.servers - plan.servers, "")]))
+        K.assign(self.table, "value", table_html(table))
+        self.chart.show((plan.scenario_name, b.scenario_name, tuple(table["change"].fillna(0))),
+                        lambda: cc.comparison(table, title=f"B ({b.scenario_name}) against A"))

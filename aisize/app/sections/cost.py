@@ -1,0 +1,110 @@
+"""Cost: capital by line, yearly operating cost, $/GPU-hour, per-workload cost, break-even against renting.
+
+Every figure is ``Plan.cost`` (:mod:`aisize.plan.costing`). The controls edit
+the scenario's ``cost`` section: the life, the average power draw, the cloud
+rate compared with, and overrides of the energy price, the PUE and the first
+pool's server price (any other price is overridden in the scenario file).
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import pandas as pd
+
+from aisize import cluster_charts as cc
+from aisize.app import controls as K
+from aisize.app.sections import Section
+from aisize.cost import load_prices, server_price_id
+from aisize.plan.bom import cost_table
+
+
+def _usd(x: float | None) -> str:
+    """Dollars; None (the plan's "unbounded": a job that never ends) as "unbounded"."""
+    return "unbounded" if x is None or x == float("inf") else f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+
+
+def workload_costs(cost) -> pd.DataFrame:
+    """One row per workload: its pool's $/GPU-hour and what a run, a job or a million tokens costs."""
+    rows = [{"workload": t["workload"], "what": "one training run", "usd": t["usd"],
+             "basis": f"{K.num(t['gpu_hours'])} GPU-hours at {_usd(t['usd_per_gpu_hour'])}"} for t in cost.training]
+    rows += [{"workload": i["workload"], "what": "1 M output tokens", "usd": i["usd_per_million_tokens"],
+              "basis": f"{i['gpus']} GPUs at {_usd(i['usd_per_hour'])}/h for {i['tokens_per_s_at_load']:,.0f} "
+                       f"tokens/s (full capacity: {_usd(i['usd_per_million_tokens_at_capacity'])})"}
+             for i in cost.inference]
+    rows += [{"workload": j["workload"], "what": "one job", "usd": j["usd_per_job"],
+              "basis": f"with the partition's idle time {_usd(j['usd_per_job_with_idle'])}"} for j in cost.job_streams]
+    return pd.DataFrame(rows, columns=["workload", "what", "usd", "basis"])
+
+
+class CostSection(Section):
+    title = "Cost"
+
+    def __init__(self, state):
+        prices = load_prices()
+        self.life = K.float_slider("Life [years]", 4.0, 1.0, 10.0, 0.5, "Straight-line amortisation period")
+        self.power = K.float_slider("Average power [share]", 0.8, 0.1, 1.0, 0.05,
+                                    "Average draw as a share of the servers' maximum power", fmt=".2f")
+        self.cloud = K.dropdown("Cloud rate", [(f"{prices[i].item}: ${prices[i].usd:g}/GPU-h", i)
+                                               for i in prices.ids("cloud")], None,
+                                "The rental rate owning is compared with")
+        self.kwh = K.float_slider("Energy [$/kWh]", prices.usd("energy-per-kwh"), 0.01, 0.5, 0.005,
+                                  "Electricity price (overrides data/prices.csv)", fmt=".3f")
+        self.pue = K.float_slider("PUE", prices.usd("pue"), 1.0, 3.0, 0.01, "Facility power / IT power", fmt=".2f")
+        self.server = K.log_slider("Server price [$]", 300_000, 1_000, 10_000_000,
+                                   "Price of one server of the first pool (overrides data/prices.csv)",
+                                   steps_per_decade=50, fmt=",.0f")
+        self.figures, self.capital, self.workloads, self.prices = (widgets.HTML() for _ in range(4))
+        self.chart = K.ChartSlot()
+        super().__init__(state)
+        self.bind(self.life, lambda: ("cost", "life_years"), float)
+        self.bind(self.power, lambda: ("cost", "average_power_share"), float)
+        self.bind(self.cloud, lambda: ("cost", "cloud_rate"))
+        self.bind(self.kwh, lambda: ("cost", "prices", "energy-per-kwh"), float)
+        self.bind(self.pue, lambda: ("cost", "prices", "pue"), float)
+        self.bind(self.server, lambda: ("cost", "prices", self._server_id()), float)
+        left = K.controls_column([self.life, self.power, self.cloud, self.kwh, self.pue, self.server, self.error])
+        self.view.children = [widgets.HBox([left, K.figures_column([self.figures])]), self.chart.box,
+                              K.heading("Capital by line, operating per year"), self.capital,
+                              K.heading("What each workload costs"), self.workloads,
+                              K.heading("Prices used", "assumptions must be replaced with quotes"), self.prices]
+        self.quietly(self.sync)
+
+    def _server_id(self) -> str:
+        return server_price_id(self.state.plan.pools[0].server)
+
+    def sync(self) -> None:
+        cost, prices = self.state.data["cost"], load_prices()
+        K.assign(self.life, "value", cost["life_years"])
+        K.assign(self.power, "value", cost["average_power_share"])
+        K.assign(self.cloud, "value", cost["cloud_rate"])
+        over = cost["prices"]
+        K.assign(self.kwh, "value", over.get("energy-per-kwh", prices.usd("energy-per-kwh")))
+        K.assign(self.pue, "value", over.get("pue", prices.usd("pue")))
+        sid = self._server_id()
+        price = over.get(sid, prices.usd(sid) if sid in prices else self.server.value)
+        K.assign(self.server, "value", price)
+
+    def update(self, plan) -> None:
+        c = plan.cost
+        months = c.break_even_months
+        K.assign(self.figures, "value", K.cards([
+            K.card("cost.capital", "Capital", _usd(c.capital_usd), "USD"),
+            K.card("cost.operating", "Operating", _usd(c.operating_usd_per_year), "USD/year"),
+            K.card("cost.per_gpu_hour", "Per GPU-hour", f"{c.usd_per_gpu_hour:,.2f}", "USD",
+                   f"Amortised over {c.life_years:g} years plus operating, per installed GPU"),
+            K.card("cost.utilisation", "GPUs busy", 100 * c.gpu_utilisation, "% of hours"),
+            K.card("cost.cloud", "Cloud rate", f"{c.cloud_usd_per_gpu_hour:,.2f}", "USD/GPU-hour", c.cloud_rate),
+            K.card("cost.break_even", "Break-even", 100 * c.break_even_utilisation, "% busy",
+                   "Owning costs what renting the busy hours would at this share of hours busy",
+                   state="good" if c.gpu_utilisation >= c.break_even_utilisation else "bad"),
+            K.card("cost.payback", "Pays back in", "never" if months is None else f"{months:,.1f}",
+                   "" if months is None else "months")]))
+        self.chart.show((id(c),), lambda: cc.cost_breakdown(c, title=f"Cost per year ({plan.scenario_name})"))
+        K.assign(self.capital, "value", K.table(cost_table(plan)))
+        K.assign(self.workloads, "value", K.table(workload_costs(c), formats={"usd": _usd}))
+        rows = pd.DataFrame(list(c.prices_used))[["id", "item", "unit", "usd", "kind", "date", "source"]]
+        K.assign(self.prices, "value", K.table(rows, formats={"usd": lambda v: f"{v:,.4g}"}).replace(
+            "<td>assumption</td>", "<td><b>assumption</b></td>") + "<p class='aisize-note'>"
+            + html.escape("Override any price in the scenario file: cost: {prices: {id: value}}") + "</p>")

@@ -1,0 +1,129 @@
+"""Altair charts of a shared cluster: the timeline, the packing, job-queue waits, cost, and a comparison.
+
+Same rules as :mod:`aisize.charts`: plan figures in, a chart out, titles and
+axes with units, nothing computed here but unit conversions for display.
+"""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import pandas as pd
+
+from aisize.charts import BLUE, GREY, HEIGHT, ORANGE, RED, WIDTH
+
+
+def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerChart:
+    """Gantt chart: one bar per workload from its start to its end day, coloured by team; phases shaded.
+
+    ``rows`` and ``phases`` are ``Plan.timeline.rows`` / ``.phases``; an open-ended phase is drawn
+    ``aisize.plan.timeline.ONGOING_DISPLAY_DAYS`` long and labelled "ongoing".
+    """
+    data = pd.DataFrame([{**r, "label": f"{r['workload']} ({r['gpus']} GPUs, {r['hours']})"} for r in rows])
+    bands = pd.DataFrame([{"phase": p["name"] + (" (ongoing)" if p["ongoing"] else ""), "start": p["start_day"],
+                           "end": p["start_day"] + p["days"]} for p in phases])
+    shade = alt.Chart(bands).mark_rect(opacity=0.12).encode(
+        x=alt.X("start:Q", title="day"), x2="end:Q",
+        color=alt.Color("phase:N", title="phase", sort=list(bands["phase"]),
+                        scale=alt.Scale(range=["#bab0ac", "#ffffff", "#9d755d", "#eeeeee"])),
+        tooltip=["phase:N", "start:Q", "end:Q"])
+    bars = alt.Chart(data).mark_bar(height=14).encode(
+        x=alt.X("start_day:Q", title="day"), x2="end_day:Q",
+        y=alt.Y("label:N", title=None, sort=None),
+        color=alt.Color("team:N", title="team"),
+        tooltip=["workload:N", "kind:N", "team:N", "phase:N", "pool:N", "hours:N", "gpus:Q",
+                 alt.Tooltip("start_day:Q", format=",.2f"), alt.Tooltip("end_day:Q", format=",.2f")])
+    return (shade + bars).resolve_scale(color="independent").properties(
+        width=WIDTH, height=max(60, 24 * len(data)), title=title)
+
+
+def packing_rows(placement, slot_labels) -> pd.DataFrame:
+    """One row per (time slot, server, workload) with the GPUs it holds there."""
+    rows = []
+    for s in placement.servers:
+        for w in s.workloads:
+            for t in w["slots"]:
+                rows.append({"slot": slot_labels[t], "server": f"{s.pool} #{s.server + 1}", "workload": w["workload"],
+                             "gpus": w["gpus"], "capacity": s.gpus})
+    return pd.DataFrame(rows, columns=["slot", "server", "workload", "gpus", "capacity"])
+
+
+def packing(placement, slot_labels, *, title: str = "GPUs in use on each server") -> alt.Chart:
+    """Stacked bars: each server's GPUs by workload, one panel per time slot (phase and hours of the day)."""
+    data = packing_rows(placement, slot_labels)
+    servers = list(dict.fromkeys(f"{s.pool} #{s.server + 1}" for s in placement.servers))
+    top = max([s.gpus for s in placement.servers] + [1])
+    bars = alt.Chart(data).mark_bar().encode(
+        x=alt.X("server:N", title="server", sort=servers),
+        y=alt.Y("sum(gpus):Q", title="GPUs in use", scale=alt.Scale(domain=[0, top])),
+        color=alt.Color("workload:N", title="workload"),
+        tooltip=["slot:N", "server:N", "workload:N", "gpus:Q", "capacity:Q"])
+    width = max(120, min(WIDTH, 18 * len(servers)))
+    return bars.properties(width=width, height=160).facet(
+        column=alt.Column("slot:N", title=None, sort=list(dict.fromkeys(slot_labels)))).properties(title=title)
+
+
+def wait_vs_gpus(curve: pd.DataFrame, planned_gpus: int, target_hours: float | None = None,
+                 simulated: pd.DataFrame | None = None, *, title: str = "Job wait vs GPUs") -> alt.LayerChart:
+    """Mean and p95 wait [h] against the partition's GPUs (log wait axis), the planned size marked.
+
+    ``curve`` is :func:`aisize.plan.job_wait_curve`; unstable sizes (infinite waits) are left out.
+    ``simulated`` (columns gpus, wait_mean_hours) adds simulation points; ``target_hours`` a rule.
+    """
+    stable = curve[curve["stable"]]
+    long = stable.melt(id_vars=["gpus", "utilisation"], value_vars=["wait_mean_hours", "wait_p95_hours"],
+                       var_name="statistic", value_name="hours")
+    long["statistic"] = long["statistic"].map({"wait_mean_hours": "mean wait", "wait_p95_hours": "p95 wait"})
+    floor = 1e-3  # waits below 3.6 s are drawn at the axis floor (a log axis has no zero)
+    long["hours"] = long["hours"].clip(lower=floor)
+    lines = alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("gpus:Q", title="GPUs in the partition"),
+        y=alt.Y("hours:Q", title="wait [h]", scale=alt.Scale(type="log")),
+        color=alt.Color("statistic:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE])),
+        tooltip=["gpus:Q", "statistic:N", alt.Tooltip("hours:Q", format=",.3g"),
+                 alt.Tooltip("utilisation:Q", format=".0%")])
+    layers = [lines, alt.Chart(pd.DataFrame({"gpus": [planned_gpus], "what": ["planned"]})).mark_rule(
+        color=RED, strokeDash=[4, 3]).encode(x="gpus:Q", tooltip=["what:N", "gpus:Q"])]
+    if target_hours is not None and math.isfinite(target_hours):
+        layers.append(alt.Chart(pd.DataFrame({"hours": [target_hours], "what": ["target"]})).mark_rule(
+            color=GREY, strokeDash=[2, 2]).encode(y="hours:Q", tooltip=["what:N", "hours:Q"]))
+    if simulated is not None and len(simulated):
+        sim = simulated.assign(hours=simulated["wait_mean_hours"].clip(lower=floor), statistic="simulated mean")
+        layers.append(alt.Chart(sim).mark_point(shape="diamond", size=70, color="black", filled=True).encode(
+            x="gpus:Q", y="hours:Q", tooltip=["gpus:Q", alt.Tooltip("hours:Q", format=",.3g"), "statistic:N"]))
+    return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=title)
+
+
+def cost_rows(cost) -> pd.DataFrame:
+    """Yearly cost by line: capital lines amortised over the life, then operating lines [USD/year]."""
+    rows = [{"item": x.item, "kind": "capital (amortised)", "usd_per_year": x.usd / cost.life_years}
+            for x in cost.capital_lines if x.usd > 0]
+    rows += [{"item": x["item"], "kind": "operating", "usd_per_year": x["usd_per_year"]}
+             for x in cost.operating_lines if x["usd_per_year"] > 0]
+    return pd.DataFrame(rows, columns=["item", "kind", "usd_per_year"])
+
+
+def cost_breakdown(cost, *, title: str = "Cost per year") -> alt.Chart:
+    """Horizontal bars: each line's cost per year, capital amortised straight-line over the life."""
+    data = cost_rows(cost)
+    return alt.Chart(data).mark_bar().encode(
+        x=alt.X("usd_per_year:Q", title="USD per year", axis=alt.Axis(format="~s")),
+        y=alt.Y("item:N", title=None, sort="-x"),
+        color=alt.Color("kind:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE])),
+        tooltip=["item:N", "kind:N", alt.Tooltip("usd_per_year:Q", format="$,.0f")]).properties(
+        width=WIDTH, height=max(80, 20 * len(data)), title=title)
+
+
+def comparison(table: pd.DataFrame, *, title: str = "B against A") -> alt.Chart:
+    """Bars of B's change from A [%] for every numeric figure that differs (``comparison_table``)."""
+    rows = table[table["differs"] & table["change"].notna()].copy()
+    rows["percent"] = rows["change"].astype(float) * 100.0
+    rows["better"] = rows["better"].replace("", "—")
+    return alt.Chart(rows).mark_bar().encode(
+        x=alt.X("percent:Q", title="change from A [%]"),
+        y=alt.Y("metric:N", title=None, sort=None),
+        color=alt.Color("better:N", title="better", scale=alt.Scale(domain=["A", "B", "—"],
+                                                                    range=[BLUE, ORANGE, GREY])),
+        tooltip=["metric:N", alt.Tooltip("percent:Q", format="+,.1f"), "better:N"]).properties(
+        width=WIDTH, height=max(60, 22 * len(rows)), title=title)

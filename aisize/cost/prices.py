@@ -1,0 +1,163 @@
+"""The price table (``data/prices.csv``): every price sourced with a date, or flagged as an assumption.
+
+    from aisize.cost import prices
+    table = prices.load()                 # all rows
+    table.usd("energy-per-kwh")           # 0.1192
+    table.with_overrides({"pue": 1.2})    # a scenario's overrides (checked)
+
+A row's ``kind`` says what the figure is: ``list-price``, ``quote`` (a public
+quote), ``cloud-rate`` (a published rental rate), ``published`` (an official
+statistic) or ``assumption`` (no public figure: the user must replace it).
+Prices are US dollars in the row's ``unit``; PUE is a ratio.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from aisize.catalog import data_dir
+
+KINDS = ("list-price", "quote", "cloud-rate", "published", "assumption")
+COLUMNS = ("id", "category", "item", "unit", "usd", "kind", "date", "source", "note")
+# Allowed ranges by unit where a price has a natural bound (everything else: >= 0).
+BOUNDS = {"PUE": (1.0, 5.0), "share of capital per year": (0.0, 1.0)}
+MAX_USD = 1e12
+
+
+@dataclass(frozen=True)
+class Price:
+    """One row of the price table."""
+
+    id: str
+    category: str  # server | network | storage | energy | facility | support | cloud
+    item: str
+    unit: str
+    usd: float
+    kind: str  # one of KINDS; "overridden" once a scenario replaces it
+    date: str
+    source: str
+    note: str
+
+    @property
+    def assumed(self) -> bool:
+        """True when the figure is an assumption the user must replace."""
+        return self.kind == "assumption"
+
+
+def _bounds(unit: str) -> tuple[float, float]:
+    return BOUNDS.get(unit, (0.0, MAX_USD))
+
+
+def _check_value(where: str, value, unit: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{where}: {value!r} is not allowed: a price must be a finite number")
+    low, high = _bounds(unit)
+    if not low <= value <= high:
+        what = "prices must not be negative" if value < 0 else f"allowed range [{low:g}, {high:g}]"
+        raise ValueError(f"{where}: {value!r} is not allowed: {what} ({unit})")
+    return float(value)
+
+
+class PriceTable:
+    """Prices by id, in file order."""
+
+    def __init__(self, rows: dict[str, Price]):
+        self.rows = rows
+
+    def __contains__(self, id_: str) -> bool:
+        return id_ in self.rows
+
+    def __getitem__(self, id_: str) -> Price:
+        if id_ not in self.rows:
+            raise ValueError(f"price {id_!r} is not in data/prices.csv; ids: {', '.join(self.rows)}")
+        return self.rows[id_]
+
+    def get(self, id_: str) -> Price | None:
+        return self.rows.get(id_)
+
+    def usd(self, id_: str) -> float:
+        return self[id_].usd
+
+    def ids(self, category: str | None = None) -> list[str]:
+        return [k for k, p in self.rows.items() if category is None or p.category == category]
+
+    def with_overrides(self, overrides: dict) -> PriceTable:
+        """A copy with ``overrides`` (id -> USD) applied; each is checked and marked "overridden".
+
+        A ``server-<id>`` not in the table (a server the scenario defines itself) becomes a new row.
+        """
+        check_overrides(overrides, self)
+        rows = dict(self.rows)
+        for id_, value in overrides.items():
+            old = rows.get(id_) or Price(id_, "server", id_.removeprefix("server-"), "per server", 0.0, "", "", "", "")
+            note = f"data/prices.csv: {old.usd:g}" if id_ in self.rows else "a server of the scenario's own"
+            rows[id_] = replace(old, usd=float(value), kind="overridden", date="", source="scenario cost.prices",
+                                note=note)
+        return PriceTable(rows)
+
+
+def _row(path, line: int, raw: dict) -> Price:
+    where = f"{path}, line {line}"
+    missing = [c for c in COLUMNS if raw.get(c) is None]
+    if missing:
+        raise ValueError(f"{where}: missing columns {missing}")
+    kind = raw["kind"].strip()
+    if kind not in KINDS:
+        raise ValueError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
+    if not raw["source"].strip():
+        raise ValueError(f"{where}: every price needs a source (or the words 'no public ... found')")
+    if kind != "assumption" and not raw["date"].strip():
+        raise ValueError(f"{where}: a {kind} needs the date it was valid")
+    try:
+        usd = float(raw["usd"])
+    except ValueError:
+        raise ValueError(f"{where}: usd {raw['usd']!r} is not a number") from None
+    _check_value(f"{where}, usd", usd, raw["unit"].strip())
+    return Price(raw["id"].strip(), raw["category"].strip(), raw["item"].strip(), raw["unit"].strip(), usd, kind,
+                 raw["date"].strip(), raw["source"].strip(), raw["note"].strip())
+
+
+@lru_cache(maxsize=1)
+def load() -> PriceTable:
+    """``data/prices.csv`` as a :class:`PriceTable` (read once)."""
+    path = data_dir() / "prices.csv"
+    rows: dict[str, Price] = {}
+    with open(path, newline="", encoding="utf-8") as f:
+        for line, raw in enumerate(csv.DictReader(f), start=2):
+            p = _row(path, line, raw)
+            if p.id in rows:
+                raise ValueError(f"{path}, line {line}: duplicate id {p.id!r}")
+            rows[p.id] = p
+    return PriceTable(rows)
+
+
+def check_overrides(overrides: dict, table: PriceTable | None = None) -> None:
+    """Raise ValueError naming ``cost.prices.<id>`` for an unknown id or a value out of range.
+
+    ``server-<id>`` ids outside the table are allowed (servers a scenario defines; the scenario checks them).
+    """
+    table = table or load()
+    for id_, value in overrides.items():
+        if id_ not in table and not id_.startswith("server-"):
+            raise ValueError(f"cost.prices: {id_!r} is not a price id; ids: {', '.join(table.ids())}")
+        _check_value(f"cost.prices.{id_}", value, table[id_].unit if id_ in table else "per server")
+
+
+def check_cloud_rate(id_: str) -> None:
+    """Raise ValueError unless ``id_`` is a price of kind cloud-rate (or a cloud row)."""
+    table = load()
+    clouds = table.ids("cloud")
+    if id_ not in clouds:
+        raise ValueError(f"cost.cloud_rate: {id_!r} is not a cloud rate; allowed: {', '.join(clouds)}")
+
+
+def server_price_id(server_id: str) -> str:
+    return f"server-{server_id}"
+
+
+def switch_price_id(link_kind: str, link_id: str) -> str:
+    """The switch row for a fabric of ``link_id`` (InfiniBand by generation; one row for all Ethernet)."""
+    return f"switch-{link_id}" if link_kind == "infiniband" else "switch-ethernet"

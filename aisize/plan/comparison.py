@@ -1,0 +1,128 @@
+"""Two plans side by side: GPUs, servers, power, storage, network, cost, SLO headroom, queue waits.
+
+``comparison_table(a, b)`` has one row per metric with both values, the
+difference, the change in percent and which plan is better (where "better"
+has a direction: fewer servers, lower cost, more headroom). Rows whose values
+differ are marked; ``compare_text`` prints them with a marker in the first column.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from aisize.units import GB, TB
+
+LOWER, HIGHER, NEUTRAL = "lower", "higher", ""
+MARK = "*"  # a row whose values differ
+
+
+def _slo_headroom(p) -> float | None:
+    """Smallest latency target / p95 latency over the inference services (>1: room to spare)."""
+    ratios = [i.latency_target_seconds / i.latency_p95_seconds for i in p.inference
+              if i.latency_p95_seconds and math.isfinite(i.latency_p95_seconds)]
+    return min(ratios) if ratios else None
+
+
+def _worst_wait_hours(p) -> float | None:
+    waits = [j.wait_p95_seconds / 3600.0 for j in p.job_streams]
+    return max(waits) if waits else None
+
+
+# (key, label, unit, getter, better)
+METRICS = (
+    ("gpus", "GPUs installed", "GPUs", lambda p: p.gpus, LOWER),
+    ("gpus_busy_peak", "GPUs busy at once (most)", "GPUs", lambda p: p.gpus_busy_peak, NEUTRAL),
+    ("servers", "Servers", "servers", lambda p: p.servers, LOWER),
+    ("server_types", "Server types", "", lambda p: ", ".join(f"{x.servers} x {x.server}" for x in p.pools), NEUTRAL),
+    ("racks", "Racks", "racks", lambda p: p.racks, LOWER),
+    ("power_kw", "Server power (max)", "kW", lambda p: p.power_watts / 1e3, LOWER),
+    ("training_days", "Longest training", "days", lambda p: max((t.training_days for t in p.training), default=None),
+     LOWER),
+    ("slo_headroom", "Inference SLO headroom (target / p95, worst)", "x", _slo_headroom, HIGHER),
+    ("queue_wait_p95_h", "Job queue p95 wait (worst)", "h", _worst_wait_hours, LOWER),
+    ("storage_units", "Storage units", "", lambda p: p.storage.units, LOWER),
+    ("storage_raw_tb", "Storage capacity, raw", "TB", lambda p: p.storage.capacity_bytes["raw_bytes"] / TB, NEUTRAL),
+    ("storage_read_gb_per_s", "Storage read supplied", "GB/s", lambda p: p.storage.supply_read_bytes_per_s / GB,
+     HIGHER),
+    ("storage_binding", "Storage binds on", "", lambda p: p.storage.binding, NEUTRAL),
+    ("compute_fabric", "Compute fabric", "", lambda p: ", ".join(x.fabric.design for x in p.pools), NEUTRAL),
+    ("compute_switches", "Compute fabric switches", "switches", lambda p: p.network.compute_fabric["switches"], LOWER),
+    ("storage_switches", "Storage fabric switches", "switches", lambda p: p.network.storage_fabric["switches"],
+     LOWER),
+    ("capital_usd", "Capital", "USD", lambda p: p.cost.capital_usd, LOWER),
+    ("operating_usd_per_year", "Operating cost", "USD/year", lambda p: p.cost.operating_usd_per_year, LOWER),
+    ("usd_per_gpu_hour", "Cost per GPU-hour", "USD", lambda p: p.cost.usd_per_gpu_hour, LOWER),
+    ("gpu_utilisation", "GPUs busy (share of hours)", "share", lambda p: p.cost.gpu_utilisation, HIGHER),
+    ("break_even_utilisation", "Break-even vs renting (share busy)", "share",
+     lambda p: p.cost.break_even_utilisation, LOWER),
+    ("problems", "Problems", "", lambda p: sum(f.severity == "problem" for f in p.findings), LOWER),
+    ("warnings", "Warnings", "", lambda p: sum(f.severity == "warning" for f in p.findings), LOWER),
+)
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _columns(a, b) -> tuple[str, str]:
+    na, nb = a.scenario_name, b.scenario_name
+    return (f"A: {na}", f"B: {nb}") if na != nb else ("A", "B")
+
+
+def comparison_table(a, b) -> pd.DataFrame:
+    """Plans ``a`` and ``b`` side by side (columns: metric, unit, A, B, difference, change, better, differs)."""
+    ca, cb = _columns(a, b)
+    rows = []
+    for key, label, unit, get, better in METRICS:
+        va, vb = get(a), get(b)
+        diff = change = None
+        if _number(va) and _number(vb) and math.isfinite(va) and math.isfinite(vb):
+            diff = vb - va
+            change = diff / va if va else None
+        differs = (diff is not None and abs(diff) > 1e-9 * max(abs(va), abs(vb), 1.0)) or (
+            diff is None and va != vb)
+        winner = ""
+        if differs and diff is not None and better:
+            winner = "B" if (diff < 0) == (better == LOWER) else "A"
+        rows.append({"key": key, "metric": label, "unit": unit, ca: va, cb: vb, "difference": diff,
+                     "change": change, "better": winner, "differs": differs})
+    return pd.DataFrame(rows)
+
+
+def _cell(x, unit: str = "") -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if isinstance(x, float):
+        if math.isinf(x):
+            return "unbounded"
+        if unit == "share":
+            return f"{x:.1%}"
+        return f"{x:,.0f}" if abs(x) >= 1e4 else f"{x:,.4g}"
+    return f"{x:,}" if isinstance(x, int) else str(x)
+
+
+def compare_text(a, b) -> str:
+    """The comparison as text; rows that differ start with ``*``, the better plan is named."""
+    df = comparison_table(a, b)
+    ca, cb = _columns(a, b)
+    shown = pd.DataFrame({
+        "": [MARK if d else "" for d in df["differs"]], "metric": df["metric"], "unit": df["unit"],
+        ca: [_cell(x, u) for x, u in zip(df[ca], df["unit"])], cb: [_cell(x, u) for x, u in zip(df[cb], df["unit"])],
+        "B - A": [_cell(x, u) for x, u in zip(df["difference"], df["unit"])],
+        "change": ["" if c is None or (isinstance(c, float) and math.isnan(c)) else f"{c:+.1%}"
+                   for c in df["change"]],
+        "better": df["better"]})
+    head = [f"A: {a.scenario_name}", f"B: {b.scenario_name}",
+            f"{int(df['differs'].sum())} of {len(df)} figures differ (marked {MARK})", ""]
+    return "\n".join(head) + shown.to_string(index=False) + "\n"
+
+
+def comparison_dict(a, b) -> dict:
+    """The comparison as plain JSON-compatible data (inf and nan as null)."""
+    from aisize.plan.bom import to_dict
+
+    rows = [{k: v if isinstance(v, str) else to_dict(v) for k, v in r.items()}
+            for r in comparison_table(a, b).to_dict("records")]
+    return {"a": a.scenario_name, "b": b.scenario_name, "rows": rows}

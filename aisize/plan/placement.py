@@ -1,0 +1,280 @@
+"""Placement: bin-packing workloads onto the servers of their pools, over time.
+
+Each GPU workload becomes *items*, the pieces that must sit on one server: a
+serving replica (its tensor-parallel GPUs), a training job's share of each
+server it spans, one job slot of a job stream. An item needs GPUs (inside one
+scale-up domain when it is no larger than one), host RAM and compute-fabric NIC
+ports, in every time slot its workload is active (:mod:`aisize.plan.timeline`);
+it keeps the same server in all of them. Workloads that never run at the same
+time share GPUs.
+
+Packing is first-fit decreasing [1]: workloads in order of their largest item
+(ties: the one active in more slots first), each item into the first server of
+its pool with room in all its slots (among domains, the fullest that still
+fits: best fit inside a server), a new server only when none has room. A
+workload goes whole into the first pool (in the scenario's order) that can hold
+it. FFD never uses more than 11/9 OPT + 6/9 bins in one dimension [2]; the plan
+shows the lower bound max over slots of ceil(GPUs active / GPUs per server).
+
+References
+----------
+.. [1] D. S. Johnson, "Near-optimal bin packing algorithms", PhD thesis, MIT, 1973.
+.. [2] G. Dósa, "The tight bound of first fit decreasing bin-packing algorithm is
+   FFD(I) <= 11/9 OPT(I) + 6/9", ESCAPE 2007, LNCS 4614.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What one workload needs from one pool's servers."""
+
+    workload: str
+    field_path: str  # "workloads.N" (error messages name it)
+    items: tuple[int, ...]  # GPUs of each piece that must sit on one server
+    host_bytes_per_gpu: float  # host RAM per GPU, beyond the server's OS share
+    nics_per_gpu: float  # compute-fabric ports per GPU (0: its traffic stays inside a server)
+    slots: frozenset  # time slots it is active in
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """A pool's servers and limits, as the packer sees them."""
+
+    name: str
+    field_path: str  # "pools.N" or "hardware.server" for the implicit pool
+    server: str  # catalog id
+    gpus_per_server: int
+    domain: int  # GPUs per scale-up domain inside a server
+    host_bytes: float  # host RAM per server
+    os_bytes: float  # host RAM the OS and runtime keep on every server
+    nics: int  # compute NIC ports per server
+    fixed: int | None  # a fixed server count, or None ("auto")
+    limit: int | None  # most servers allowed (site or rack limit), or None
+    limit_field: str  # the scenario field behind ``limit`` / ``fixed``
+
+
+@dataclass
+class _Server:
+    pool: str
+    index: int
+    sizes: list  # GPUs of each scale-up domain
+    free: dict = field(default_factory=dict)  # slot -> list of free GPUs per domain
+    host_free: dict = field(default_factory=dict)
+    nics_free: dict = field(default_factory=dict)
+    items: list = field(default_factory=list)  # (workload, gpus, slots)
+
+
+@dataclass(frozen=True)
+class ServerUse:
+    """One server after packing: what it holds and its busiest slot."""
+
+    pool: str
+    server: int  # index within the pool, from 0
+    gpus: int
+    workloads: tuple  # dicts: workload, gpus, slots (sorted slot indices)
+    peak_gpus_used: int
+    peak_host_bytes: float  # incl. the OS share
+    peak_nics: float
+    host_bytes: float
+    nics: int
+
+
+@dataclass(frozen=True)
+class PoolPlacement:
+    """A pool after packing."""
+
+    name: str
+    server: str
+    servers: int
+    gpus_per_server: int
+    lower_bound_servers: int  # max over slots of ceil(GPUs active / GPUs per server)
+    fixed: int | None
+    limit: int | None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The packing of every GPU workload: pools, servers, and where each workload went."""
+
+    pools: tuple[PoolPlacement, ...]
+    servers: tuple[ServerUse, ...]
+    assignment: dict  # workload -> {"pool": name, "servers": [indices], "items": [GPUs...]}
+    method: str
+    slot_labels: tuple = ()  # a name per time slot (aisize.plan.timeline.Slots.labels)
+
+
+def _new_server(spec: PoolSpec, index: int, slots) -> _Server:
+    domains = max(1, spec.gpus_per_server // spec.domain)
+    sizes = [spec.domain] * domains
+    sizes[-1] += spec.gpus_per_server - spec.domain * domains
+    s = _Server(spec.name, index, sizes)
+    for t in slots:
+        s.free[t] = list(sizes)
+        s.host_free[t] = spec.host_bytes - spec.os_bytes
+        s.nics_free[t] = float(spec.nics)
+    return s
+
+
+def _domains_for(server: _Server, gpus: int, slots, domain: int) -> list[int] | None:
+    """Domain indices an item of ``gpus`` takes on ``server`` in all ``slots``, or None."""
+    frees = [server.free[t] for t in slots]
+    n = len(frees[0])
+    if gpus <= domain:
+        fits = [(min(f[j] for f in frees), j) for j in range(n) if all(f[j] >= gpus for f in frees)]
+        return [min(fits)[1]] if fits else None
+    # larger than a domain: whole free domains (a replica or job spanning domains takes them all)
+    whole = [j for j in range(n) if all(f[j] == server.sizes[j] for f in frees)]
+    take, total = [], 0
+    for j in whole:
+        if total >= gpus:
+            break
+        take.append(j)
+        total += server.sizes[j]
+    return take if total >= gpus else None
+
+
+def _fits(server: _Server, spec: PoolSpec, gpus: int, d: Demand):
+    host = d.host_bytes_per_gpu * gpus
+    nics = d.nics_per_gpu * gpus
+    slots = sorted(d.slots)
+    if any(server.host_free[t] < host - 1e-6 or server.nics_free[t] < nics - 1e-9 for t in slots):
+        return None
+    return _domains_for(server, gpus, slots, spec.domain)
+
+
+def _take(server: _Server, domains: list[int], gpus: int, d: Demand, spec: PoolSpec) -> None:
+    for t in d.slots:
+        left = gpus
+        for j in domains:
+            used = min(left, server.free[t][j]) if gpus <= spec.domain else server.free[t][j]
+            server.free[t][j] -= used
+            left -= min(left, used)
+        server.host_free[t] -= d.host_bytes_per_gpu * gpus
+        server.nics_free[t] -= d.nics_per_gpu * gpus
+    server.items.append((d.workload, gpus, tuple(sorted(d.slots))))
+
+
+def _full(server: _Server) -> bool:
+    return not any(any(free) for free in server.free.values())
+
+
+def _place_items(servers: list[_Server], spec: PoolSpec, d: Demand, all_slots) -> list[int] | None:
+    """First fit for every item of ``d`` (largest first); opens servers as allowed. None: no room.
+
+    Servers full in every slot are skipped from the front (they never free up while packing),
+    so a job of a thousand whole servers costs linear, not quadratic, time.
+    """
+    used, start = [], 0
+    for gpus in sorted(d.items, reverse=True):
+        if gpus > spec.gpus_per_server:
+            return None
+        while start < len(servers) and _full(servers[start]):
+            start += 1
+        spot = None
+        for s in servers[start:]:
+            domains = _fits(s, spec, gpus, d)
+            if domains is not None:
+                spot = (s, domains)
+                break
+        if spot is None:
+            cap = spec.fixed if spec.fixed is not None else spec.limit
+            if cap is not None and len(servers) >= cap:
+                return None
+            s = _new_server(spec, len(servers), all_slots)
+            servers.append(s)
+            domains = _fits(s, spec, gpus, d)
+            if domains is None:
+                return None  # one item needs more host RAM or NICs than a whole server has
+            spot = (s, domains)
+        _take(spot[0], spot[1], gpus, d, spec)
+        used.append(spot[0].index)
+    return used
+
+
+def pack(specs: list[PoolSpec], demands: dict[str, list[tuple[int, Demand]]], order: list[str],
+         slot_count: int, fill: tuple = ()) -> tuple[Placement, dict[str, int], dict[str, int]]:
+    """Pack each workload (in ``order``) into the first of its candidate pools that holds it.
+
+    ``demands`` maps a workload to (pool index, Demand) pairs in preference order. ``fill`` lists
+    (name, pool index, Demand of ONE job) placed last, repeated while the pool has room (a job
+    stream taking "the rest"). Returns the placement, the pool index each workload went to and
+    the jobs each ``fill`` got. Raises ValueError naming the scenario field that stops a workload
+    from being placed.
+    """
+    all_slots = list(range(slot_count))
+    state = {i: [_new_server(s, k, all_slots) for k in range(s.fixed or 0)] for i, s in enumerate(specs)}
+    chosen, assignment = {}, {}
+    for name in order:
+        tried = []
+        for pool, d in demands[name]:
+            trial = copy.deepcopy(state[pool])
+            used = _place_items(trial, specs[pool], d, all_slots)
+            if used is not None:
+                state[pool], chosen[name] = trial, pool
+                assignment[name] = {"pool": specs[pool].name, "servers": sorted(set(used)), "items": list(d.items)}
+                break
+            tried.append((pool, d))
+        else:
+            raise ValueError(_no_room(specs, tried, name))
+    demands = dict(demands)
+    filled = {}
+    for name, pool, one in fill:
+        jobs, used = 0, []
+        while True:
+            trial = copy.deepcopy(state[pool])
+            got = _place_items(trial, specs[pool], one, all_slots)
+            if got is None:
+                break
+            state[pool], jobs, used = trial, jobs + 1, used + got
+        filled[name], chosen[name] = jobs, pool
+        whole = Demand(one.workload, one.field_path, one.items * jobs, one.host_bytes_per_gpu, one.nics_per_gpu,
+                       one.slots)
+        demands[name] = [(pool, whole)]
+        assignment[name] = {"pool": specs[pool].name, "servers": sorted(set(used)), "items": list(whole.items)}
+    return _result(specs, state, assignment, demands, chosen, slot_count), chosen, filled
+
+
+def _no_room(specs, tried, name) -> str:
+    pool, d = tried[0]
+    s = specs[pool]
+    big = max(d.items)
+    if big > s.gpus_per_server:
+        return (f"{d.field_path}: {name!r} needs {big} GPUs on one server; pool {s.name!r} ({s.server}) has "
+                f"{s.gpus_per_server} per server")
+    if len(tried) == 1 and s.fixed is None and s.limit is None:
+        return (f"{d.field_path}: one piece of {name!r} ({big} GPUs) needs more host RAM or NICs than a "
+                f"{s.server} server of pool {s.name!r} has")
+    names = ", ".join(repr(specs[p].name) for p, _ in tried)
+    cap = s.fixed if s.fixed is not None else s.limit
+    return (f"{s.limit_field}: pool {s.name!r} cannot hold workload {name!r} ({sum(d.items)} GPUs in pieces of "
+            f"{sorted(set(d.items), reverse=True)}) beside the others within {cap} servers"
+            + (f" (pools tried: {names})" if len(tried) > 1 else "") + "; allow more servers or use 'auto'")
+
+
+def _result(specs, state, assignment, demands, chosen, slot_count) -> Placement:
+    uses, pools = [], []
+    for i, spec in enumerate(specs):
+        servers = state[i]
+        for s in servers:
+            peak = max(spec.gpus_per_server - sum(s.free[t]) for t in range(slot_count))
+            host = max(spec.host_bytes - s.host_free[t] for t in range(slot_count))
+            nics = max(spec.nics - s.nics_free[t] for t in range(slot_count))
+            merged = {}
+            for w, g, slots in s.items:
+                entry = merged.setdefault(w, {"workload": w, "gpus": 0, "slots": slots})
+                entry["gpus"] += g
+            uses.append(ServerUse(spec.name, s.index, spec.gpus_per_server, tuple(merged.values()), int(peak),
+                                  float(host), float(nics), float(spec.host_bytes), int(spec.nics)))
+        active = [sum(sum(d.items) for w, pairs in demands.items() if chosen.get(w) == i
+                      for p, d in pairs if p == i and t in d.slots) for t in range(slot_count)]
+        bound = max((math.ceil(a / spec.gpus_per_server) for a in active), default=0)
+        pools.append(PoolPlacement(spec.name, spec.server, len(servers), spec.gpus_per_server, int(bound),
+                                   spec.fixed, spec.limit))
+    return Placement(tuple(pools), tuple(uses), assignment,
+                     "first-fit decreasing over time slots (best-fit domain inside a server)")

@@ -1,0 +1,65 @@
+"""The comparison report: two scenarios side by side (``aisize compare A B --report DIR``).
+
+The same report notebook renders it, with ``compare_path`` set to scenario B:
+the "compare" section then shows :func:`aisize.plan.comparison.comparison_table`
+(differences highlighted) and a chart of B's changes, followed by A's own sections.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from aisize import cluster_charts as cc
+from aisize.plan.comparison import comparison_table
+from aisize.report.context import ReportContext
+from aisize.report.markup import DASH, Html, block, esc, figure, para, sig
+
+SECTIONS = ("compare", "executive", "bom", "placement", "jobqueue", "cost", "assumptions", "sources")
+
+
+def _cell(x, unit: str) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return DASH
+    if isinstance(x, float):
+        if math.isinf(x):
+            return "unbounded"
+        return f"{x:.1%}" if unit == "share" else sig(x)
+    return f"{x:,}" if isinstance(x, int) else str(x)
+
+
+def compare(ctx: ReportContext) -> Html:
+    """A (this report's scenario) beside B, rows that differ highlighted, the better plan named."""
+    a, b = ctx.plan, ctx.other
+    t = comparison_table(a, b)
+    ca, cb = t.columns[3], t.columns[4]
+    rows = []
+    for r in t.to_dict("records"):
+        change = r["change"]
+        cells = [r["metric"], r["unit"], _cell(r[ca], r["unit"]), _cell(r[cb], r["unit"]),
+                 _cell(r["difference"], r["unit"]),
+                 DASH if change is None or (isinstance(change, float) and math.isnan(change)) else f"{change:+.1%}",
+                 r["better"]]
+        cls = ' class="differs"' if r["differs"] else ""
+        rows.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{esc(h)}</th>" for h in ("Figure", "Unit", ca, cb, "B - A", "Change", "Better"))
+    style = "<style>tr.differs td {background:#fff4d6; font-weight:600}</style>"
+    body = (f'{style}<table class="aisize-table numeric compare"><caption>A: {esc(a.scenario_name)}; '
+            f"B: {esc(b.scenario_name)} (highlighted: the figures that differ)</caption><thead><tr>{head}</tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")
+    differs = int(t["differs"].sum())
+    intro = para(f"{differs} of {len(t)} figures differ. The sections after this one describe A.")
+    chart = figure(cc.comparison(t), "Change of B from A for every numeric figure that differs, coloured by the "
+                                     "plan that is better on it.") if t["change"].notna().any() else ""
+    return Html(intro + block(Html(body)) + block(chart))
+
+
+def render_comparison(a_path, b_path, *, out_dir=".", fmt: str = "html", customer=None) -> list[Path]:
+    """Render the comparison report of scenario files ``a_path`` and ``b_path``; returns the written paths."""
+    from aisize.report import render
+    from aisize.report.parameters import slug
+
+    name = f"compare-{slug(Path(a_path).stem)}-{slug(Path(b_path).stem)}"[:100]
+    result = render(scenario_path=a_path, fmt=fmt, out_dir=out_dir, title="AI cluster comparison report",
+                    customer=customer, sections=list(SECTIONS), name=name, compare_path=b_path)
+    return [p for p in (result.html_path, result.pdf_path) if p is not None]

@@ -1,0 +1,73 @@
+"""The app's Cluster, Cost and Compare tabs in-process: controls edit the scenario, figures are the plan's."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from aisize.app import build_app
+from aisize.plan import plan
+from aisize.plan.comparison import comparison_table
+from aisize.scenario import from_dict, preset, to_dict
+
+
+def shown(section_html: str, key: str):
+    match = re.search(rf"data-key='{re.escape(key)}'>([^<]*)<", section_html)
+    assert match, f"{key} not shown"
+    text = match[1].replace(",", "").replace("$", "")
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+@pytest.fixture
+def app():
+    return build_app(display=False)
+
+
+def test_cost_tab_shows_the_plans_cost_and_edits_prices(app):
+    cost = app.open_tab("Cost")
+    c = app.state.plan.cost
+    assert shown(cost.figures.value, "cost.capital") == pytest.approx(round(c.capital_usd))
+    assert shown(cost.figures.value, "cost.per_gpu_hour") == pytest.approx(round(c.usd_per_gpu_hour, 2))
+    assert "assumption" in cost.prices.value and "server dell-xe9680-h100" in cost.capital.value
+    cost.kwh.value = 0.2
+    assert app.state.data["cost"]["prices"]["energy-per-kwh"] == 0.2
+    d = to_dict(preset("xe9680-genai"))
+    d["cost"]["prices"] = {"energy-per-kwh": 0.2}
+    expected = plan(from_dict(d)).cost
+    assert shown(cost.figures.value, "cost.operating") == pytest.approx(round(expected.operating_usd_per_year))
+    cost.life.value = 6.0
+    assert app.state.plan.cost.life_years == 6.0
+
+
+def test_cost_tab_refuses_a_negative_price(app):
+    cost = app.open_tab("Cost")
+    before = app.state.data
+    refused = app.state.set(("cost", "prices", "pue"), -1.0)
+    assert "cost.prices.pue" in refused and app.state.data == before
+
+
+def test_cluster_tab_shows_packing_timeline_and_the_job_queue(app):
+    app.preset.value = "shared-cluster"
+    cluster = app.open_tab("Cluster")
+    p = app.state.plan
+    assert shown(cluster.figures.value, "cluster.servers") == p.servers
+    assert shown(cluster.figures.value, "cluster.busy_peak") == p.gpus_busy_peak
+    assert "Support assistant 8B" in cluster.table.value and cluster.packing.chart is not None
+    j = p.job_streams[0]
+    assert shown(cluster.queue.value, "cluster.queue_gpus") == j.gpus
+    assert shown(cluster.queue.value, "cluster.queue_wait_p95") == pytest.approx(j.wait_p95_seconds / 3600, rel=1e-3)
+    cluster.jobs.value = 14
+    assert app.state.data["workloads"][1]["jobs_per_day"] == pytest.approx(14)
+    assert shown(cluster.queue.value, "cluster.queue_gpus") == app.state.plan.job_streams[0].gpus > j.gpus
+
+
+def test_compare_tab_marks_differing_rows(app):
+    compare = app.open_tab("Compare")
+    compare.other.value = "shared-cluster"
+    table = comparison_table(app.state.plan, plan(preset("shared-cluster")))
+    assert shown(compare.summary.value, "compare.differs") == int(table["differs"].sum())
+    assert compare.table.value.count("class='aisize-differs'") == int(table["differs"].sum())

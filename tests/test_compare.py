@@ -1,0 +1,74 @@
+"""`aisize compare A B`: two plans side by side, the differing figures marked, in text, JSON and CSV."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aisize.cli import main
+from aisize.plan import plan
+from aisize.plan.comparison import comparison_table
+from aisize.scenario import dumps, from_dict, preset, to_dict
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """Two vendors' quotes for the same work: XE9680 (H100) against DGX B200, and B's server price."""
+    a = preset("xe9680-genai")
+    d = to_dict(a)
+    d["name"] = "Same work on DGX B200"
+    d["hardware"]["server"] = "dgx-b200"
+    b = from_dict(d)
+    pa, pb = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    pa.write_text(dumps(a))
+    pb.write_text(dumps(b))
+    return pa, pb, plan(a), plan(b)
+
+
+def test_compare_prints_both_plans_and_marks_differences(pair, capsys):
+    pa, pb, a, b = pair
+    assert main(["compare", str(pa), str(pb)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == f"A: {a.scenario_name}" and lines[1] == f"B: {b.scenario_name}"
+    table = comparison_table(a, b)
+    assert f"{int(table['differs'].sum())} of {len(table)} figures differ (marked *)" in out
+    power = next(l for l in lines if "Server power (max)" in l)
+    assert power.startswith("*") and f"{a.power_watts / 1e3:,.4g}" in power and f"{b.power_watts / 1e3:,.4g}" in power
+    racks = next(l for l in lines if l.strip().startswith("Racks"))
+    assert not racks.startswith("*")  # same figure: not marked
+    capital = next(l for l in lines if "Capital" in l)
+    assert capital.startswith("*") and capital.rstrip().endswith("A")  # cheaper: A is better
+
+
+def test_compare_json_and_csv(pair, tmp_path, capsys):
+    pa, pb, a, b = pair
+    assert main(["compare", str(pa), str(pb), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {r["key"]: r for r in data["rows"]}
+    assert rows["capital_usd"]["differs"] and rows["capital_usd"]["better"] == "A"
+    assert rows["capital_usd"]["difference"] == pytest.approx(b.cost.capital_usd - a.cost.capital_usd, rel=1e-5)
+    assert rows["gpus"]["differs"] is False and rows["gpus"]["difference"] == 0
+    assert rows["training_days"]["better"] == "B"  # B200 trains faster
+    assert main(["compare", str(pa), str(pb), "--csv", str(tmp_path / "c.csv")]) == 0
+    assert (tmp_path / "c.csv").read_text().count("\n") == len(rows) + 1
+
+
+def test_compare_refuses_a_bad_file(pair, tmp_path, capsys):
+    pa, _, _, _ = pair
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(pa.read_text().replace("requests_per_s: 20.0", "requests_per_s: -1"))
+    assert main(["compare", str(pa), str(bad)]) == 2
+    assert "requests_per_s" in capsys.readouterr().err
+
+
+def test_size_json_has_cost_placement_timeline_and_queues(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(dumps(preset("shared-cluster")))
+    assert main(["size", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cost"]["usd_per_gpu_hour"] > 0 and data["cost"]["capital_lines"]
+    assert data["placement"]["servers"] and data["timeline"]["rows"]
+    assert data["job_streams"][0]["wait_p95_seconds"] <= 2 * 3600 * (1 + 1e-6)
+    assert [p["name"] for p in data["pools"]] == ["training", "inference"]
