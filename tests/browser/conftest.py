@@ -64,7 +64,9 @@ class RequestLog:
 
 @pytest.fixture(scope="session")
 def served_app(tmp_path_factory):
-    app = serve.start(tmp_path_factory.mktemp("app") / "voila.log")
+    # one server for the whole browser suite, whose tests open many pages without connecting them:
+    # room for all of them (tests/browser/test_app_limits.py checks the cap on a server of its own)
+    app = serve.start(tmp_path_factory.mktemp("app") / "voila.log", max_sessions=256)
     yield app
     app.stop()
 
