@@ -1,9 +1,11 @@
-"""Layout search throughput: configurations evaluated per second on one core.
+"""Layout search throughput: consistent configurations evaluated per second on one core.
 
-Builds a large grid (DeepSeek-V3 and Llama-3-70B, TP x PP x DP x EP x micro-batch x
-ZeRO stage x recompute over many GPU counts, swept over 64 sequence lengths so the
-arrays hold about a million configurations), then times the vectorized memory and
-step-time evaluation plus ranking. Prints figures; asserts nothing.
+One broadcast grid per model: TP x PP x CP x schedule (1F1B, interleaved 1F1B with 2 or
+4 chunks) x micro-batch x ZeRO stage x recompute (x EP for DeepSeek-V3) over eight GPU
+counts and six sequence lengths (4k-128k tokens), so context parallelism and
+interleaving are in the grid. Times the vectorized memory and step-time evaluation plus
+the ranking (aisize.training.layout.evaluate_grid and rank_layouts); counts only
+consistent layouts. Prints figures; asserts nothing.
 Run: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_layout.py
 """
 
@@ -12,53 +14,40 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import pandas as pd
 
 from aisize import catalog
-from aisize.models import transformer_params
-from aisize.layout import evaluate_layouts, layout_frame, layout_grid
-from aisize.memory.training import transformer_memory_inputs
-from aisize.precision import peak_flops_per_s
-from aisize.units import bidirectional_to_per_direction
+from aisize.training.layout import evaluate_grid, layout_grid, rank_layouts
+from aisize.training.setup import default_links, engine
 
-GPU_COUNTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
-GLOBAL_BATCH = 2**16
-SEQ_LENS = np.arange(1, 65) * 1024
+GPU_COUNTS = np.array([512, 1024, 2048, 4096, 8192, 16384, 32768, 65536])
+GLOBAL_BATCH = 2**13
+SEQ_LENS = 4096 * 2 ** np.arange(6)  # 4k-128k
 
 
 def bench(model_id: str, gpu_id: str = "h100-sxm", repeats: int = 3) -> tuple[int, float]:
     model, gpu = catalog.transformers[model_id], catalog.accelerators[gpu_id]
     t0 = time.perf_counter()
-    grids = [layout_grid(n, heads=model.heads, layers=model.layers, global_batch=GLOBAL_BATCH,
-                         scaleup_domain=gpu.scaleup_domain, micro_batches=2 ** np.arange(9),
-                         experts=model.experts) for n in GPU_COUNTS]
-    grid = {k: np.tile(np.concatenate([g[k] for g in grids]), SEQ_LENS.size) for k in grids[0]}
-    seq_len = np.repeat(SEQ_LENS, grid["tp"].size // SEQ_LENS.size)
+    grid = layout_grid(GPU_COUNTS, heads=model.heads, layers=model.layers, global_batch=GLOBAL_BATCH,
+                       seq_len=SEQ_LENS, scaleup_domain=gpu.scaleup_domain, experts=model.experts,
+                       micro_batches=(1, 2, 4), stages=(0, 2, 3))
     build = time.perf_counter() - t0
-    pc = transformer_params(model)
-    up = bidirectional_to_per_direction(gpu.scaleup_bidirectional_bytes_per_s)
+    eng = engine(gpu, precision="bf16", framework="fsdp", optimizer="adamw", links=default_links(gpu))
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
-        inputs = transformer_memory_inputs(model, pp=grid["pp"])
-        mem, step = evaluate_layouts(grid, inputs=inputs, seq_len=seq_len, global_batch=GLOBAL_BATCH,
-                                     precision="bf16", optimizer="adamw", framework="zero",
-                                     active_params=pc.active, total_params=pc.total,
-                                     routed_params=inputs["expert_params"] * model.layers,
-                                     experts_per_token=model.experts_per_token,
-                                     peak=peak_flops_per_s(gpu, "bf16"), up_bw=up, out_bw=50e9,
-                                     domain=gpu.scaleup_domain)
-        layout_frame(grid, mem, step, gpu.memory_bytes * 0.95, GLOBAL_BATCH * seq_len, top=10, pd=pd)
+        mem, step = evaluate_grid(model, grid, eng, framework="fsdp", compiled=True)
+        rank_layouts(grid, mem, step, gpu.memory_bytes * 0.95, top=10)
         best = min(best, time.perf_counter() - t0)
-    n = grid["tp"].size
-    print(f"{model_id:>12}: {n:>9,} configurations, grid built in {build:.3f} s, evaluated and ranked in "
-          f"{best:.3f} s -> {n / best:,.0f} configurations/s ({n / (best + build):,.0f} incl. grid build)")
+    n = grid.count
+    print(f"{model_id:>14}: {n:>10,} consistent configurations (grid of {grid.valid.size:,} points), built in "
+          f"{build:.3f} s, evaluated and ranked in {best:.3f} s -> {n / best:,.0f} configurations/s "
+          f"({n / (best + build):,.0f} incl. grid build)")
     return n, best
 
 
 if __name__ == "__main__":
     total_n = total_s = 0.0
-    for mid in ("deepseek-v3", "llama-3-70b"):
+    for mid in ("deepseek-v3", "llama-3-70b", "llama-3.1-405b"):
         n, s = bench(mid)
         total_n, total_s = total_n + n, total_s + s
     print(f"overall: {total_n / total_s:,.0f} configurations evaluated per second")

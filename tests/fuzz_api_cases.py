@@ -11,8 +11,11 @@ import math
 
 from hypothesis import strategies as st
 
-from aisize import compute, host, serving, step_time
-from aisize.memory import activations, inference, states, training
+from aisize import compute, host, serving
+from aisize import training as training_pkg
+from aisize.memory import activations, inference, states
+from aisize.training import memory as training
+from aisize.training import schedules, throughput
 from aisize.network import collectives, fabric, links
 from aisize.queueing import analytic, curves, sizing
 from aisize.storage import blender, capacity, checkpoint
@@ -80,7 +83,7 @@ CASES = {
     "layer_activation_bytes": (activations.layer_activation_bytes, dict(
         seq_len=ints(1, 8192), micro_batch=ints(1, 16), hidden=ints(64, 16384), heads=ints(1, 128),
         recompute=Choice(*activations.RECOMPUTE))),
-    "pipeline_in_flight": (activations.pipeline_in_flight, dict(
+    "pipeline_in_flight": (schedules.pipeline_in_flight, dict(
         pp=ints(1, 16), num_microbatches=ints(1, 256), virtual_stages=ints(1, 4))),
     "other_model_activation_bytes": (activations.other_model_activation_bytes, dict(
         forward_per_sample_flops=pos(1e6, 1e12), micro_batch=ints(1, 512), bytes_per_element=pos(0.5, 4))),
@@ -104,19 +107,16 @@ CASES = {
         recompute=Choice(*activations.RECOMPUTE), zero_stage=ints(0, 3), precision=Choice("bf16", "fp16"),
         optimizer=Choice("adamw", "sgd"), trainable_share=frac(0.01), sequence_parallel=FLAG,
         offload_optimizer=FLAG)),
-    "serving.prefill_flops": (serving.prefill_flops, dict(
-        active_params=pos(1e6, 1e12), prompt_tokens=ints(1, 32768), layers=ints(1, 128), hidden=ints(64, 16384))),
-    "serving.prefill_seconds": (serving.prefill_seconds, dict(
-        flops=pos(1e9, 1e18), tp=ints(1, 8), peak_flops_per_s=pos(1e12, 1e16), efficiency=frac())),
-    "serving.decode_step_seconds": (serving.decode_step_seconds, dict(
-        batch=ints(1, 512), context_tokens=ints(1, 32768), weights_bytes=pos(1e8, 1e12),
-        kv_bytes_per_token=pos(1e3, 1e6), active_params=pos(1e8, 1e12), tp=ints(1, 8),
-        memory_bytes_per_s=pos(1e11, 1e13), peak_flops_per_s=pos(1e13, 1e16), memory_efficiency=frac(),
-        compute_efficiency=frac())),
-    "serving.max_batch": (serving.max_batch, dict(
-        tpot_seconds=pos(1e-3, 1), context_tokens=ints(1, 32768), weights_bytes=pos(1e8, 1e11),
-        kv_bytes_per_token=pos(1e3, 1e6), active_params=pos(1e8, 1e11), tp=ints(1, 8),
-        memory_bytes_per_s=pos(1e11, 1e13), peak_flops_per_s=pos(1e13, 1e16), kv_capacity_bytes=nn(1e12))),
+    "serving.estimate": (serving.estimate, dict(
+        model=Choice("llama-3-8b", "llama-3.1-70b", "qwen3-30b-a3b", "llama-4-scout"),
+        accelerator=Choice("h100-sxm", "h200-sxm", "b200", "gb200", "a100-sxm-80gb"),
+        tensor_parallel=st.sampled_from([1, 2, 4, 8]), weight_precision=Choice("bf16", "fp8", "nvfp4", "int4-g128"),
+        kv_precision=Choice("fp8", "bf16"), input_tokens=ints(1, 32768), output_tokens=ints(1, 8192),
+        requests_per_s=pos(1e-2, 1e3), length_cv=nn(3))),
+    "serving.decode_step": (serving.decode_step, dict(
+        model=Choice("llama-3-8b", "llama-3.1-70b", "qwen3-30b-a3b"), accelerator=Choice("h100-sxm", "b200"),
+        batch=ints(1, 4096), context_tokens=ints(1, 32768), tensor_parallel=st.sampled_from([1, 2, 4, 8]),
+        weight_precision=Choice("bf16", "fp8"), kv_precision=Choice("fp8", "bf16"))),
     "traffic_factor": (collectives.traffic_factor, dict(op=Choice(*collectives.OPS), n=ints(1, 4096))),
     "steps": (collectives.steps, dict(op=Choice(*collectives.OPS), n=ints(1, 4096),
                                       algorithm=Choice(*collectives.ALGORITHMS))),
@@ -248,22 +248,15 @@ CASES = {
                                                                         time_seconds=time_seconds),
                          dict(rate_per_s=pos(1e-3, 1e6), time_seconds=pos(1e-6, 1e3))),
     "outstanding_ios": (little.outstanding_ios, dict(iops_per_s=pos(1e-3, 1e7), latency_seconds=pos(1e-6, 1))),
-    "step_time": (lambda **kw: step_time.step_time(**kw), dict(
-        active_params=pos(1e8, 1e12), layers=ints(4, 96), hidden=st.sampled_from([1024, 4096, 8192]),
-        seq_len=ints(128, 8192), global_batch=st.sampled_from([64, 256, 1024]), micro_batch=st.sampled_from([1, 2]),
-        peak_flops_per_s=pos(1e13, 1e16), scaleup_bytes_per_s=pos(1e10, 1e12),
-        scaleout_bytes_per_s=pos(1e9, 1e11), tp=st.sampled_from([1, 2, 8]), pp=st.sampled_from([1, 2, 4]),
-        dp=st.sampled_from([1, 2, 8]), recompute=Choice("none", "selective", "full"), zero_stage=ints(0, 3),
-        compute_efficiency=frac(), dp_overlap=frac(0.0), link_efficiency=frac(), sequence_parallel=FLAG)),
+    "training.estimate": (training_pkg.estimate, dict(
+        model=Choice("llama-3-8b", "llama-2-13b"), accelerator=Choice("h100-sxm", "a100-sxm-80gb"),
+        gpus=st.sampled_from([8, 16, 32]), micro_batch=st.sampled_from([1, 2]), global_batch=st.sampled_from([128, 256]),
+        seq_len=st.sampled_from([2048, 4096]), recompute=Choice("none", "selective", "full"),
+        compiled=FLAG, dp_overlap=frac(0.0))),
     "kv_capacity": (inference.kv_capacity, dict(
         capacity_bytes=pos(2e10, 3e11), kv_bytes_per_token_per_gpu=pos(1e3, 1e6), seq_len=ints(1, 32768),
         utilization=frac(0.5), block_tokens=ints(1, 64))),
     "fits": (training.fits, dict(memory=nn(1e11), capacity_bytes=pos(1e9, 3e11), headroom=st.floats(0.0, 0.5))),
-    "replica_performance": (serving.replica_performance, dict(
-        prompt_tokens=ints(1, 8192), output_tokens=ints(1, 4096), tpot_target_seconds=pos(1e-2, 1),
-        active_params=pos(1e8, 1e11), layers=ints(1, 128), hidden=ints(64, 16384), weights_bytes=pos(1e8, 1e11),
-        kv_bytes_per_token=pos(1e3, 1e6), tp=ints(1, 8), memory_bytes_per_s=pos(1e11, 1e13),
-        peak_flops_per_s=pos(1e13, 1e16), kv_capacity_bytes=nn(1e12))),
     "io_profile_for_format": (storage_io.io_profile_for_format, dict(
         file_format=Choice(*storage_io.FORMATS), samples_per_s=nn(1e6), sample_bytes=pos(1, 1e9),
         io_bytes=pos(512, 1e8), shard_bytes=pos(1e6, 1e10), metadata_ops_per_file=ints(0, 10))),
@@ -285,7 +278,7 @@ CASES = {
     "wait_quantile": (analytic.wait_quantile, dict(p=st.floats(0.01, 0.999), p_wait=frac(0.0), wait_mean=nn(10))),
     "demand.samples_per_s_from_batch": (demand.samples_per_s_from_batch, dict(
         batch=ints(1, 4096), compute_seconds=pos(1e-3, 10))),
-    "demand.samples_per_s_from_flops": (demand.samples_per_s_from_flops, dict(
+    "samples_per_s_from_flops": (throughput.samples_per_s_from_flops, dict(
         training_flops_per_sample=pos(1e6, 1e15), peak_flops_per_s=pos(1e12, 1e16), efficiency=frac())),
 }
 
@@ -305,12 +298,15 @@ FOUND: dict[str, list[dict]] = {
 # Parameters that must stay scalar (e.g. they pick a code path), and those whose arrays are not supported.
 SCALAR_ONLY = {
     "chinchilla": {"params", "tokens"},
+    "training.estimate": set(CASES["training.estimate"][1]),
     **{c: set(CASES[c][1]) for c in CASES if c.startswith("blender.")},
     "latency_vs_load": {"station_servers", "station_seconds"},
     "latency_vs_concurrency": {"station_servers", "station_seconds"},
     "knee_load": {"station_servers", "station_seconds", "station_cv", "factor"},
     "storage_station": {"iops_max_per_s", "base_latency_seconds", "service_cv"},
     "inference_station": {"replicas", "slots_per_replica", "request_seconds", "service_cv"},
+    "serving.estimate": {"tensor_parallel", "input_tokens", "output_tokens", "requests_per_s", "length_cv"},
+    "serving.decode_step": {"batch", "context_tokens", "tensor_parallel"},
 }
 # Result fields that may be negative (a shortfall) by design.
 SIGNED_FIELDS = {"free_bytes", "memory_headroom_bytes", "cores_headroom"}

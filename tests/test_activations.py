@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from aisize.memory import (activation_constants, fits, layer_activation_bytes, max_micro_batch,
-                           pipeline_in_flight, training_memory)
+from aisize.memory import activation_constants, layer_activation_bytes
+from aisize.training import fits, max_micro_batch, pipeline_in_flight, training_memory
 from aisize.memory.activations import FLASH_STATS_BYTES_PER_HEAD_TOKEN
 
 CASES = [(2048, 1, 12288, 96, 8), (2048, 4, 20480, 128, 8), (1024, 2, 4096, 32, 4), (4096, 1, 8192, 64, 2)]
@@ -106,7 +106,7 @@ def test_eager_final_norm_on_the_last_stage():
 def test_planner_norm_default_is_fused():
     # transformer_memory_inputs: RMSNorm models default to fused kernels (Korthikanti's 2 sbh a norm);
     # eager applies HF's upcasting RMSNorm; LayerNorm models stay fused (nn.LayerNorm is one kernel).
-    from aisize.memory.training import transformer_memory_inputs
+    from aisize.training import transformer_memory_inputs
 
     llama, gpt = _hf(), _hf(model_type="gpt2", n_embd=1024, n_layer=24, n_head=16, n_positions=1024,
                              vocab_size=50257)
@@ -199,7 +199,7 @@ def _hf(**extra):
 
 def test_qlora_llama2_7b_weights_at_nf4():
     # Dettmers et al. 2023: frozen base in NF4 (4.127 bits), LoRA adapters trained with full states.
-    from aisize.memory import transformer_training_memory
+    from aisize.training import transformer_training_memory
 
     model = _hf()
     q = transformer_training_memory(model, seq_len=512, micro_batch=1, lora_rank=64, qlora=True,
@@ -213,7 +213,7 @@ def test_qlora_llama2_7b_weights_at_nf4():
 
 def test_mixtral_expert_parallel_divides_experts():
     # Mixtral 8x7B (Jiang et al. 2024): 8 experts, 2 per token; EP splits routed experts over ep GPUs.
-    from aisize.memory import transformer_training_memory
+    from aisize.training import transformer_training_memory
 
     model = _hf(model_type="mixtral", hidden_size=4096, intermediate_size=14336, num_key_value_heads=8,
                 num_local_experts=8, num_experts_per_tok=2, vocab_size=32000)
@@ -225,7 +225,7 @@ def test_mixtral_expert_parallel_divides_experts():
 
 def test_other_model_states_and_activations():
     from aisize.catalog.records import OtherModel
-    from aisize.memory import other_model_training_memory
+    from aisize.training import other_model_training_memory
 
     # ResNet-50: 25.6 M parameters, 4.1 G multiply-adds (He et al. 2016, Table 1).
     r50 = OtherModel(id="r50", name="ResNet-50", family="cnn", params=25.6e6, forward_per_sample_flops=8.2e9,

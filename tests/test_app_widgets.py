@@ -93,15 +93,19 @@ def test_fixed_layout_and_the_layouts_table(app):
 
     training = app["Training"]
     assert "<table" in training.layouts.value and "micro-batch" in training.layouts.value
+    # the candidates' step time by part: one stacked bar per layout (aisize.charts_training)
+    drawn = [r for d in training.step_chart.chart.spec["datasets"].values() for r in d if "part" in r]
+    assert {r["part"] for r in drawn} >= {"compute"} and len({r["layout"] for r in drawn}) > 1
     rows = re.findall(r"<tr>(.*?)</tr>", training.layouts.value, re.S)[1:]  # the planner's candidates
     assert len(rows) == len(layout_candidates(app.state.plan.scenario, training.job.value, 5)) > 0
     lay, first = app.state.plan.training[0].layout, re.findall(r"<td[^>]*>([^<]*)</td>", rows[0])
-    assert list(map(int, first[:3])) == [lay.tensor_parallel, lay.pipeline_parallel, lay.data_parallel]
+    assert list(map(int, first[:4])) == [lay.tensor_parallel, lay.pipeline_parallel, lay.data_parallel,
+                                        lay.context_parallel]
     training.parallel.value = "fixed"
     training.tp.value = 8
     expected = api_plan(lambda d: d["workloads"][0].update(layout={
         "tensor_parallel": 8, "pipeline_parallel": 1, "expert_parallel": 1, "zero_stage": 1, "micro_batch": 1,
-        "recompute": "selective"})).training[0]
+        "recompute": "selective", "context_parallel": 1, "schedule": "1f1b", "virtual_stages": 1})).training[0]
     assert shown(training.figures.value, "training.layout").startswith("TP8 PP1")
     assert shown(training.figures.value, "training.memory") == pytest.approx(
         expected.memory_bytes["total_bytes"] / GiB, rel=5e-4)
@@ -198,6 +202,8 @@ def test_inference_controls(app):
     assert shown(f, "inference.latency_p95") == pytest.approx(expected.latency_p95_seconds, rel=5e-4)
     assert shown(f, "inference.kv_per_token") == pytest.approx(expected.kv_bytes_per_token / MB, rel=5e-4)
     assert shown(f, "inference.kv_per_user") == pytest.approx(expected.kv_bytes_per_user / GB, rel=5e-4)
+    assert shown(f, "inference.ttft") == pytest.approx(expected.ttft_p95_seconds * 1e3, rel=5e-4)
+    assert shown(f, "inference.tpot") == pytest.approx(expected.tpot_p95_seconds * 1e3, rel=5e-4)
     assert inference.latency_chart.chart.params.marked == inference.rate.value
 
 
@@ -228,12 +234,12 @@ def test_a_new_curve_swaps_the_rows_of_the_drawn_chart(app):
     inference.rate.value = 200.0  # more replicas: a new curve and knee, the same chart
     expected = api_plan(lambda d: d["workloads"][2].update(requests_per_s=inference.rate.value)).inference[0]
     assert expected.replicas > 1 and slot.chart.chart is chart_before
-    rows = charts.latency_vs_load_data(latency_curve(expected), expected.knee_requests_per_s,
-                                       expected.latency_target_seconds)
+    rows = charts.serving_latency_data(latency_curve(expected), expected.ttft_target_seconds,
+                                       expected.tpot_target_seconds)
     sent = {u["name"]: u["value"] for u in slot.chart._py_to_js_updates}
-    assert sent[charts.LOAD_CURVE] == rows[charts.LOAD_CURVE] and sent[charts.LOAD_KNEE] == rows[charts.LOAD_KNEE]
+    assert sent[charts.SERVING_CURVE] == rows[charts.SERVING_CURVE]
     assert slot.chart.spec["datasets"] == rows  # the kernel's copy of the spec follows
-    assert f"({expected.replicas} replicas)" in getattr(slot.chart.params, K.TITLE)
+    assert f"({expected.replicas} replicas of" in getattr(slot.chart.params, K.TITLE)
     assert slot.chart.params.marked == inference.rate.value
 
 

@@ -49,9 +49,10 @@ def _leaves(result, prefix=""):
     """(field path, value, flag) for every numeric leaf; flag: where the result says it is unstable."""
     if dataclasses.is_dataclass(result):
         flag = None
-        for key in ("stable", "feasible"):
+        for key in ("stable", "feasible"):  # both, where a result has both (feasible and stable)
             if hasattr(result, key):
-                flag = np.asarray(getattr(result, key), dtype=bool)
+                value = np.asarray(getattr(result, key), dtype=bool)
+                flag = value if flag is None else flag & value
         for f in dataclasses.fields(result):
             for path, value, inner in _leaves(getattr(result, f.name), f"{prefix}{f.name}."):
                 yield path, value, inner if inner is not None else flag

@@ -35,7 +35,8 @@ def test_xe9680_fine_tunes_then_serves_on_two_servers():
     assert p.servers <= 2 and p.gpus == 16
     assert p.placement.slot_labels == ("fine-tune", "serve")
     chat = p.placement.assignment["Chat assistant 8B"]
-    assert chat["items"] == [1] and len(chat["servers"]) == 1
+    service = next(i for i in p.inference if i.name == "Chat assistant 8B")
+    assert chat["items"] == [service.gpus_per_replica] * service.replicas and len(chat["servers"]) == 1
     assert lonely_small_workloads(p) == []
     phases = {ph["name"]: ph for ph in p.timeline.phases}
     assert phases["fine-tune"]["days"] == pytest.approx(max(t.training_days for t in p.training))
@@ -45,12 +46,13 @@ def test_xe9680_fine_tunes_then_serves_on_two_servers():
 
 
 def test_a_one_gpu_service_shares_a_server_when_everything_runs_at_once():
-    # all three at once (no phases): 8 + 8 + 1 GPUs need 3 servers, but the service must not get a
-    # server of its own while another has room -- here no server has room, so the check has teeth below
+    # all three at once (no phases): 8 + 8 GPUs of fine-tuning and the service's few need 3 servers, but
+    # the service must not get a server of its own while another has room -- here none has, so the check
+    # has teeth below
     s = _edit("xe9680-genai", lambda d: (d.update(phases=[]), [w.update(when={"phase": "always", "hours": None})
                                                                 for w in d["workloads"]]))
     p = plan(s)
-    assert p.servers == 3 and p.gpus_busy_peak == 17
+    assert p.servers == 3 and p.gpus_busy_peak == 16 + p.inference[0].gpus
     assert lonely_small_workloads(p) == []
     # a second 1-GPU service joins the first one's server instead of opening a fourth
     s2 = _edit("xe9680-genai", lambda d: (d.update(phases=[]), [w.update(when={"phase": "always", "hours": None})
@@ -103,7 +105,7 @@ def test_pinned_workloads_use_their_pool_and_others_the_first_that_fits():
 def test_a_pool_that_cannot_hold_a_workload_is_an_error_naming_the_field():
     def l40s(d):
         d["pools"][1]["server"] = "generic-4x-l40s"
-        d["workloads"][2]["tensor_parallel"] = 1  # 70B bf16 on one 48 GB GPU
+        d["workloads"][2].update(tensor_parallel=1, pipeline_parallel=1)  # 70B bf16 on one 48 GB GPU
     with pytest.raises(ValueError, match=r"workloads\.2\.pool: no pool can hold 'Chat 70B'"):
         plan(_edit("shared-cluster", l40s))
 

@@ -45,7 +45,7 @@ def test_totals_are_sums_of_parts(name):
                                                 + cap["data_preparation_bytes"] + cap["model_repository_bytes"])
     assert cap["raw_bytes"] == pytest.approx(cap["usable_bytes"] / p.policies["storage_usable_ratio"])
     assert p.network.compute_nics == p.network.compute_nics_per_server * p.servers
-    assert all(i.gpus == i.replicas * i.tensor_parallel for i in p.inference)
+    assert all(i.gpus == i.replicas * i.gpus_per_replica for i in p.inference if i.serving_mode == "aggregated")
     assert {"problem", "warning", "info"} >= {f.severity for f in p.findings}
 
 
@@ -112,7 +112,8 @@ def test_llama3_pretraining_days_checkpoint_and_goodput():
     assert t.checkpoint.checkpoint_bytes / t.params == pytest.approx(14.0)
     assert t.checkpoint.checkpoint_bytes == pytest.approx(911.4 * 2**30, rel=0.02)
     assert t.checkpoint.restore_seconds > 600  # restart time included
-    assert t.layout.tensor_parallel * t.layout.pipeline_parallel * t.layout.data_parallel == 1024
+    lay = t.layout
+    assert lay.tensor_parallel * lay.pipeline_parallel * lay.context_parallel * lay.data_parallel == 1024
     assert t.training_days * DAY == pytest.approx(t.training_seconds)
 
 

@@ -18,7 +18,7 @@ from aisize.memory.activations import other_model_activation_bytes
 from aisize.plan import plan, to_json
 from aisize.plan.bom import workloads_table
 from aisize.scenario import from_dict, preset, to_dict
-from aisize.storage.demand import TRAINING_FLOPS_PER_FORWARD_FLOP, resolve_samples_per_s
+from aisize.training import TRAINING_FLOPS_PER_FORWARD_FLOP, resolve_samples_per_s
 from aisize.units import HOUR
 from aisize.validation.ranges import mfu_range
 

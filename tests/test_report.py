@@ -112,9 +112,11 @@ def test_preset_prints_to_pdf(printed, name):
     info = subprocess.run(["pdfinfo", str(pdf_path)], capture_output=True, text=True,
                           check=True).stdout
     pages = int(re.search(r"^Pages:\s+(\d+)", info, re.MULTILINE).group(1))
-    # a title page and one page or more per section, not a runaway layout
+    # a title page and one page or more per section, not a runaway layout: at most 30 pages plus
+    # two per inference service beyond the first (each brings a latency chart and a frontier)
     sections = [n for n in S.SECTIONS if S.SECTIONS[n][2](S.context(scenario))]
-    assert len(sections) + 1 <= pages <= 30
+    services = sum(w.kind == "inference" for w in scenario.workloads)
+    assert len(sections) + 1 <= pages <= 30 + 2 * max(services - 1, 0)
     assert "Page1of" in flat  # the footer
     # key figures: the planner's values in the report's rounding
     p = plan(scenario)

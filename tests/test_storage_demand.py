@@ -7,6 +7,7 @@ import pytest
 
 from aisize.catalog.records import Accelerator, OtherModel
 from aisize.storage import demand
+from aisize.training import throughput
 from aisize.units import GB, MiB
 
 # (workload, accelerator, batch, record bytes, computation_time s, published MiB/s, published GB/s)
@@ -48,15 +49,15 @@ def test_thresholds_and_default():
 def test_samples_from_flops_and_catalog_wrapper():
     # ResNet-50: 4.1 GFLOPs forward per 224x224 image (2 x 2.05 G multiply-adds); H100 SXM
     # dense BF16 989.4 TFLOP/s (NVIDIA H100 datasheet); at 40 % MFU: 989.4e12 x 0.4 / (3 x 4.1e9)
-    rate = demand.samples_per_s_from_flops(3 * 4.1e9, 989.4e12, efficiency=0.4)
+    rate = throughput.samples_per_s_from_flops(3 * 4.1e9, 989.4e12, efficiency=0.4)
     assert rate == pytest.approx(32_176, rel=1e-3)
     model = OtherModel("resnet-50", "ResNet-50", "cnn", 25.6e6, 4.1e9, 110e3, 256, "imagenet-1k", "He 2016", None)
     gpu = Accelerator("h100-sxm", "H100 SXM", "NVIDIA", "SXM5", "HBM3", "80 GB", 80e9, None, 3.35e12, 67e12,
                       494.7e12, 989.4e12, 989.4e12, 1978.9e12, 1978.9e12, None, "nvlink-4", 900e9, 8, 5, 700,
                       "NVIDIA H100 datasheet", None)
-    assert demand.samples_per_s_for_model(model, gpu, efficiency=0.4) == pytest.approx(rate)
+    assert throughput.samples_per_s_for_model(model, gpu, efficiency=0.4) == pytest.approx(rate)
     with pytest.raises(ValueError, match="precision"):
-        demand.samples_per_s_for_model(model, gpu, precision="fp4")
+        throughput.samples_per_s_for_model(model, gpu, precision="fp4")
 
 
 def test_data_stall_prefetch_and_serial():
@@ -96,7 +97,7 @@ def test_vectorized():
     (lambda: demand.mlperf_read_demand(7, 1e8, 0.0), "compute_seconds"),
     (lambda: demand.data_stall(0.0, 1.0), "supplied_bytes_per_s"),
     (lambda: demand.data_stall(1.0, 1.0, loader="async"), "loader"),
-    (lambda: demand.samples_per_s_from_flops(1e9, 1e15, efficiency=0.0), "efficiency"),
+    (lambda: throughput.samples_per_s_from_flops(1e9, 1e15, efficiency=0.0), "efficiency"),
 ])
 def test_bad_input(call, name):
     with pytest.raises(ValueError, match=name):

@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 import torch_cnn as tc  # noqa: E402  (pytest puts tests/ on sys.path: prepend import mode)
 
 from aisize import catalog  # noqa: E402
-from aisize.memory import other_model_training_memory  # noqa: E402
+from aisize.training import other_model_training_memory  # noqa: E402
 from aisize.memory.activations import SAVED_BYTES_PER_FORWARD_FLOP_16BIT, other_model_activation_bytes  # noqa: E402
 
 pytestmark = pytest.mark.torch

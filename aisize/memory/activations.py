@@ -145,12 +145,13 @@ def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool
                                norm_sbh, norm_sb)
 
 
-def _recompute_code(recompute) -> int:
+def recompute_code(recompute) -> int:
+    """0, 1, 2 for recompute "none", "selective", "full" (checked)."""
     return RECOMPUTE.index(checks.choice("recompute", recompute, RECOMPUTE))
 
 
-def _layer_bytes(c: ActivationConstants, s, b, h, a, t, sp, code):
-    """Vectorized core; ``sp`` bool/array, ``code`` 0 none / 1 selective / 2 full."""
+def layer_bytes_core(c: ActivationConstants, s, b, h, a, t, sp, code):
+    """:func:`layer_activation_bytes` without input checks (vectorized core); ``sp`` bool/array, ``code`` 0 none / 1 selective / 2 full."""
     sbh = s * b * h
     rep_sbh = c.replicated_sbh + c.replicated_sb / h  # per-token statistics folded in
     rep = np.where(sp, rep_sbh / t, rep_sbh)
@@ -189,36 +190,12 @@ def layer_activation_bytes(seq_len, micro_batch, hidden, heads, *, tp=1, sequenc
     t = checks.integer("tp", tp, high=10**4)
     if np.any(np.asarray(a) % np.asarray(t)):
         raise ValueError(f"tp={tp!r} is not allowed: must divide heads={heads!r}")
-    code = _recompute_code(recompute)
-    return _layer_bytes(constants or activation_constants(), s, b, h, a, t, bool(sequence_parallel), code)
+    code = recompute_code(recompute)
+    return layer_bytes_core(constants or activation_constants(), s, b, h, a, t, bool(sequence_parallel), code)
 
 
-def _stage_bytes(per_layer, layers_per_stage, in_flight, interleave_factor):
-    return per_layer * layers_per_stage * in_flight * interleave_factor
-
-
-def pipeline_in_flight(pp, num_microbatches, virtual_stages=1):
-    """Micro-batches whose activations the first pipeline stage holds, and the
-    interleaving factor: 1F1B keeps min(p, m); interleaving (v chunks per stage)
-    multiplies the first stage's memory by 1 + (p - 1)/(p·v).
-
-    Returns
-    -------
-    (in_flight [count], factor [dimensionless])
-
-    References
-    ----------
-    .. [1] Narayanan et al. 2021, arXiv:2104.04473, sec. 2.2.1-2.2.2 (1F1B, interleaved).
-    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.3.
-    """
-    p = checks.integer("pp", pp, high=10**4)
-    m = checks.integer("num_microbatches", num_microbatches, high=10**9)
-    v = checks.integer("virtual_stages", virtual_stages, high=10**3)
-    return np.minimum(p, m), np.where(v > 1, 1.0 + (p - 1) / (p * v), 1.0)
-
-
-def _edge_bytes(c: ActivationConstants, s, b, h, vocab, t, sp, dropout, in_flight):
-    """(first-stage embedding-dropout bytes, last-stage bytes: final norm, output-layer
+def edge_bytes_core(c: ActivationConstants, s, b, h, vocab, t, sp, dropout, in_flight):
+    """Vectorized core, inputs unchecked: (first-stage embedding-dropout bytes, last-stage bytes: final norm, output-layer
     input, fp32 logits; Korthikanti sec. 4.3: 4sbh/t + 4sbv/t with a fused norm)."""
     first = dropout * s * b * h * in_flight / t
     norm = c.final_norm_sbh + c.final_norm_sb / h

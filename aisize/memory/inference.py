@@ -14,7 +14,7 @@ import numpy as np
 
 from aisize import checks
 from aisize.memory.states import tidy
-from aisize.memory.training import CUDA_CONTEXT_BYTES
+from aisize.memory.overheads import CUDA_CONTEXT_BYTES
 from aisize.models.kv_cache import gqa_kv_bytes_per_token as kv_bytes_per_token
 from aisize.models.kv_cache import kv_bytes_per_token as transformer_kv_bytes_per_token
 from aisize.models.kv_cache import mla_kv_bytes_per_token

@@ -2,7 +2,7 @@
 
 A framework profile says which per-parameter components it keeps and from
 which ZeRO stage each is sharded over the data-parallel group (N_d) or becomes
-transient (gathered only while a layer runs; :mod:`aisize.memory.training`
+transient (gathered only while a layer runs; :mod:`aisize.training.memory`
 books that as a temporary buffer). Stage k shards: 1 the optimizer side
 (master + moments), 2 also gradients, 3 also weights.
 
@@ -116,7 +116,7 @@ def per_param_bytes(precision: str, optimizer: str, framework: str) -> dict[str,
             "moments": o.moment_bytes}
 
 
-def _factors(dp, stage, *, framework, unit, trainable_share=1.0, frozen_bytes=0.0,
+def state_factors(dp, stage, *, framework, unit, trainable_share=1.0, frozen_bytes=0.0,
              offload_optimizer=False, offload_params=False) -> dict:
     """Vectorized core: bytes per parameter of the shard, per breakdown field and on the host.
 
@@ -146,8 +146,8 @@ def _factors(dp, stage, *, framework, unit, trainable_share=1.0, frozen_bytes=0.
     return out
 
 
-def _states(params, factors: dict) -> ModelStates:
-    """Model states of a shard of ``params`` parameters from :func:`_factors`."""
+def states_of(params, factors: dict) -> ModelStates:
+    """Model states of a shard of ``params`` parameters from :func:`state_factors`."""
     return ModelStates(params * factors["weights"], params * factors["gradients"],
                        params * factors["master_weights"], params * factors["optimizer_moments"],
                        params * factors["host"])
@@ -202,10 +202,10 @@ def model_states(trainable_params, *, precision: str = "bf16", optimizer: str = 
         raise ValueError(f"offload_params=True is not allowed with zero_stage={zero_stage!r}: "
                          "parameter offload needs stage 3")
     total = trainable + frozen
-    factors = _factors(dp, stage, framework=framework, unit=unit, trainable_share=trainable / total,
+    factors = state_factors(dp, stage, framework=framework, unit=unit, trainable_share=trainable / total,
                        frozen_bytes=frozen_bytes, offload_optimizer=offload_optimizer,
                        offload_params=offload_params)
-    return _states(total, factors)
+    return states_of(total, factors)
 
 
 def lora_adapter_params(rank, layers, matrix_shapes) -> float:

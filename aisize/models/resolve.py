@@ -87,6 +87,9 @@ def resolve(model) -> Transformer:
     if isinstance(model, Transformer):
         return model
     if isinstance(model, str):
+        if model not in catalog.transformers:
+            raise ValueError(f"model={model[:60]!r} is not in the catalog; known: "
+                             f"{', '.join(catalog.transformers.ids())}")
         return catalog.transformers[model]
     if hasattr(model, "model_dump"):
         model = model.model_dump(exclude_none=True)

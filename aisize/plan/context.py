@@ -50,6 +50,8 @@ class HardwareContext:
     scaleout_bytes_per_s: float  # per GPU, per direction: NICs x link / GPUs
     storage_write_bytes_per_s: float  # the storage record's write rate, or the assumed share of reads
     storage_write_assumed: bool  # True where the record has no write figure
+    switch_radix: int = 64  # ports per scale-out fabric switch (the scenario's hardware)
+    oversubscription: float = 1.0  # leaf down:up ratio of the scale-out fabric
 
 
 @lru_cache(maxsize=64)
@@ -70,7 +72,8 @@ def resolve(hardware) -> HardwareContext:
     if assumed:
         write = UNKNOWN_WRITE_SHARE * store.read_bandwidth_bytes_per_s
     return HardwareContext(server, acc, link, store_link, store, pcie,
-                           acc.memory_visible_bytes or acc.memory_bytes, up, out, write, assumed)
+                           acc.memory_visible_bytes or acc.memory_bytes, up, out, write, assumed,
+                           hardware.switch_radix, hardware.oversubscription)
 
 
 @lru_cache(maxsize=128)

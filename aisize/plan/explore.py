@@ -48,14 +48,15 @@ def layout_candidates(scenario, workload, top: int = 10) -> pd.DataFrame:
 
     Returns
     -------
-    :func:`aisize.layout.search_layouts`'s DataFrame (layout columns ``tp``, ``pp``, ``dp``, ``ep``,
-    ``zero_stage``, ``micro_batch``, ``recompute``; ``step_seconds``, ``mfu``, ``tokens_per_s`` and
-    every memory line item [B] per GPU), searched exactly as ``plan()`` searches (its first row is the
+    :func:`aisize.training.search_layouts`'s DataFrame (layout columns ``tp``, ``pp``, ``cp``, ``dp``,
+    ``ep``, ``schedule``, ``virtual_stages``, ``zero_stage``, ``micro_batch``, ``recompute``; the
+    step-time parts; ``step_seconds``, ``mfu``, ``tokens_per_s`` and every memory line item [B] per GPU),
+    searched exactly as ``plan()`` searches (its first row is the
     plan's layout when the layout is "auto"); empty for a model that is not a transformer.
 
     References
     ----------
-    .. [1] Narayanan et al. 2021, arXiv:2104.04473, sec. 3 (via :func:`aisize.layout.search_layouts`).
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, sec. 3 (via :func:`aisize.training.search_layouts`).
     """
     n = int(checks.scalar("top", checks.integer("top", top, high=10**6)))
     w = training_workload(scenario, workload)

@@ -45,8 +45,9 @@ def memory_fit(plan) -> list[Finding]:
     for i in plan.inference:
         if not i.fits:
             out.append(Finding("problem", "memory", (
-                f"{i.name}: weights and one {i.kv_bytes_per_user / GB:,.2f} GB context do not fit "
-                f"{i.tensor_parallel} x {plan.accelerator}")))
+                f"{i.name}: weights and one {i.kv_bytes_per_user / GB:,.2f} GB context do not fit any replica "
+                f"shape tried (up to {i.gpus_per_replica} x {plan.accelerator}): "
+                + (i.estimate.reason if i.estimate else "no shape holds the model"))))
     return out
 
 
@@ -156,18 +157,41 @@ def network_links(plan) -> list[Finding]:
 def inference_targets(plan) -> list[Finding]:
     out = []
     for i in plan.inference:
-        if not i.tpot_met:
+        stat = i.slo_statistic
+        if not i.within_context:
             out.append(Finding("problem", "inference", (
-                f"{i.name}: even one sequence decodes at {i.tpot_seconds * 1e3:,.1f} ms/token with TP "
-                f"{i.tensor_parallel}: the time-per-output-token target is unreachable")))
-        elif not i.latency_target_met:
+                f"{i.name}: a request of {i.kv_bytes_per_user / max(i.kv_bytes_per_token, 1):,.0f} tokens exceeds "
+                f"{i.model}'s context window of {i.context_window:,} tokens: the model cannot serve it")))
+        if i.slo_reason:
+            out.append(Finding("problem", "inference", f"{i.name}: {i.slo_reason}"))
+        elif not (i.ttft_met and i.tpot_met):
+            missed = []
+            if not i.ttft_met:
+                missed.append(f"TTFT {stat} {_ms(i.ttft_p95_seconds if stat == 'p95' else i.ttft_seconds)} "
+                              f"over the {_ms(i.ttft_target_seconds)} target")
+            if not i.tpot_met:
+                missed.append(f"TPOT {stat} {_ms(i.tpot_p95_seconds if stat == 'p95' else i.tpot_seconds)} "
+                              f"over the {_ms(i.tpot_target_seconds)} target")
+            out.append(Finding("problem", "inference", f"{i.name}: " + "; ".join(missed)))
+        if i.uncalibrated:
             out.append(Finding("warning", "inference", (
-                f"{i.name}: no replica count holds p95 latency under {i.latency_target_seconds:,.1f} s")))
-        if i.requests_per_s > i.knee_requests_per_s:
+                f"{i.name}: {plan.accelerator} is of a GPU generation without fitted serving efficiencies; "
+                f"Hopper's stand in, so its figures are uncalibrated")))
+        if i.requests_per_s > i.knee_requests_per_s > 0:
             out.append(Finding("warning", "inference", (
                 f"{i.name}: {i.requests_per_s:g} requests/s is past the latency knee "
                 f"({i.knee_requests_per_s:,.1f}/s): a small rise in load raises latency sharply")))
+        if i.pools is not None and i.serving_mode == "disaggregated":
+            p = i.pools
+            out.append(Finding("info", "inference", (
+                f"{i.name}: disaggregated, {p.prefill_gpus} prefill + {p.decode_gpus} decode GPUs; each request "
+                f"ships {p.kv_bytes_per_request / 1e6:,.1f} MB of KV cache ({_ms(p.kv_transfer_s)}), "
+                f"{p.kv_link_bytes_per_s / 1e9:,.2f} GB/s in all, {p.kv_link_utilisation:.0%} of the prefill NICs")))
     return out
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.4g} ms"
 
 
 def compute_notes(plan) -> list[Finding]:
@@ -297,26 +321,23 @@ def findings(plan) -> list[Finding]:
 
 def assumptions_used(policies) -> dict:
     """Every policy value and every named planner or engine default a plan uses, with its value."""
-    from aisize import host, serving, step_time
-    from aisize.memory import inference as inf_mem
+    from aisize import host, serving
+    from aisize import training as engine_training
     from aisize.network import collectives
     from aisize.plan import inference as inf_plan
     from aisize.plan import timeline, training
 
     engine = {
-        "step_time.compute_efficiency": step_time.DEFAULT_COMPUTE_EFFICIENCY,
-        "step_time.dp_overlap": step_time.DEFAULT_DP_OVERLAP,
-        "serving.decode_memory_efficiency": serving.DECODE_MEMORY_EFFICIENCY,
-        "serving.prefill_compute_efficiency": serving.PREFILL_COMPUTE_EFFICIENCY,
-        "memory.inference.serving_memory_utilization": inf_mem.SERVING_MEMORY_UTILIZATION,
+        "training.dp_overlap": engine_training.DP_OVERLAP,
+        "training.async_tp_hidden_share": engine_training.ASYNC_TP_HIDDEN_SHARE,
         "host.os_and_application_bytes": host.OS_AND_APPLICATION_BYTES,
         "host.loader_workers_per_gpu": host.DEFAULT_LOADER_WORKERS_PER_GPU,
         "network.link_efficiency": collectives.DEFAULT_EFFICIENCY,
         "plan.default_seq_len": training.DEFAULT_SEQ_LEN,
-        "plan.inference_latency_percentile": inf_plan.PERCENTILE,
-        "plan.inference_fallback_utilisation": inf_plan.FALLBACK_UTILISATION,
         "plan.ongoing_display_days": timeline.ONGOING_DISPLAY_DAYS,
-    }
+        "plan.inference_fallback_utilisation": inf_plan.FALLBACK_UTILISATION,
+    } | {f"serving.{row['constant']}": row["value"] for row in serving.TRTLLM_1_0.as_table()}
+    engine |= {f"training.{c['name']}": c["value"] for c in engine_training.efficiency_constants()}
     return ({f"policies.{k}": v for k, v in policies.model_dump(mode="json").items()}
             | {f"plan.{k}": v for k, v in C.planner_assumptions().items()} | engine)
 

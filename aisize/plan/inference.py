@@ -1,8 +1,10 @@
-"""One inference service's plan: tensor parallelism, batch, latencies, replicas, GPUs, model loading.
+"""One inference service's plan: replica shape and count for its rate and SLOs, latencies, memory.
 
-Glue only: memory from aisize.memory.inference, performance from
-aisize.serving, replicas from aisize.queueing.servers_for_target, latency under
-load from aisize.queueing (inference_station, latency_vs_load, knee_load).
+Glue only: the fleet is sized by :func:`aisize.serving.sizing.choose_fleet` (aggregated)
+or :func:`aisize.serving.disaggregated.size_pools` (separate prefill and decode pools);
+the chosen replica at its share of the rate is :func:`aisize.serving.estimate`; host
+RAM from :func:`aisize.host.host_for_server`; the fleet as a queueing station for the
+queueing views from :func:`aisize.queueing.inference_station`.
 """
 
 from __future__ import annotations
@@ -13,128 +15,229 @@ from functools import lru_cache
 
 import numpy as np
 
-from aisize import models
+from aisize import models, serving
 from aisize.host import host_for_server
-from aisize.memory.inference import (inference_memory, kv_capacity, transformer_kv_bytes_per_token,
-                                     weight_bytes)
 from aisize.plan import context as C
-from aisize.queueing import Station, inference_station, knee_concurrency, knee_load, latency_vs_load, \
-    servers_for_target
-from aisize.serving import replica_performance
+from aisize.queueing import Station, inference_station, knee_concurrency
+from aisize.serving.costs import model_costs
+from aisize.serving.disaggregated import DisaggregatedPools, pools_latency, size_pools
+from aisize.serving.memory import weights_per_gpu_bytes
+from aisize.serving.sizing import candidate_shapes, choose_fleet
 
-TP_CANDIDATES = (1, 2, 4, 8, 16, 32, 64, 128)
-PERCENTILE = 0.95  # the request-latency target holds at p95
-FALLBACK_UTILISATION = 0.7  # assumption: replicas' load when no count meets the latency target
-COMPUTE_DTYPE = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8"}  # else bf16
+MAX_SERVERS_PER_REPLICA = 16  # pipeline stages may span up to this many servers
+FALLBACK_UTILISATION = 0.7  # assumption: replicas' load when no shape meets the targets
 
 
 @dataclass(frozen=True)
 class InferencePlan:
-    """An inference service's plan (bytes, seconds, per replica unless said)."""
+    """An inference service's plan (bytes, seconds; per replica unless said)."""
 
     name: str
     team: str
-    model: str
-    tensor_parallel: int
+    model: str  # model id
+    model_source: str  # where the architecture came from
+    serving_mode: str  # aggregated | disaggregated (then shape and batch are the decode pool's)
+    tensor_parallel: int  # GPUs per pipeline stage
+    pipeline_parallel: int
+    attention_dp: int
     tp_searched: bool
+    gpus_per_replica: int  # an aggregated replica, or a decode replica when disaggregated
+    replica_gpus: tuple  # GPUs of every replica (prefill replicas first when disaggregated)
     weights_bytes: float  # whole model at the weight precision
-    kv_bytes_per_token: float  # whole model at the KV precision (per replica)
+    kv_bytes_per_token: float  # whole model at the KV precision
     kv_bytes_per_user: float  # (prompt + output) tokens of one request
     gpu_memory_bytes: float
-    memory_per_gpu_bytes: dict  # weights, KV at the chosen batch, workspace, context (one GPU)
-    fits: bool  # weights + runtime + one full-context sequence fit the replica
-    batch: int  # concurrent sequences per replica at the TPOT target (0: target missed)
+    memory_per_gpu_bytes: dict  # weights, KV at the mean batch, runtime (one GPU)
+    fits: bool  # some shape holds the weights and one request
+    batch: int  # mean requests in flight per replica at the planned load
+    max_batch: int  # requests a replica admits at once (batch limit, KV pool)
+    slo_statistic: str  # p95 | mean: what the targets bound
+    ttft_target_seconds: float
+    tpot_target_seconds: float
+    ttft_met: bool
     tpot_met: bool
-    ttft_seconds: float  # prefill, unloaded
+    slo_reason: str  # why the targets cannot be met, naming the target and the best achievable
+    best_ttft_seconds: float  # best any shape reaches at the lightest load (the SLO statistic)
+    best_tpot_seconds: float
+    ttft_seconds: float  # mean under the planned load
+    ttft_p95_seconds: float
     tpot_seconds: float
-    request_seconds: float  # unloaded time a request holds a batch slot
-    output_tokens_per_s_per_replica: float
+    tpot_p95_seconds: float
+    request_seconds: float  # mean time from arrival to last token
+    output_tokens_per_s_per_replica: float  # the replica's capacity (max throughput)
     latency_target_seconds: float  # ttft target + output tokens x tpot target
-    latency_target_met: bool  # servers_for_target found a feasible count
+    latency_target_met: bool
     replicas: int
     gpus: int
     servers: int
     requests_per_s: float
-    utilisation: float
-    latency_mean_seconds: float
-    latency_p95_seconds: float
-    knee_requests_per_s: float  # load at which mean latency reaches KNEE_FACTOR x unloaded
+    utilisation: float  # of each replica's capacity
+    latency_mean_seconds: float  # request (end-to-end)
+    latency_p95_seconds: float  # TTFT p95 + (output - 1) x TPOT p95 (an upper estimate)
+    knee_requests_per_s: float  # fleet rate at which mean latency reaches KNEE_FACTOR x the light-load latency
+    within_context: bool
+    context_window: int
+    uncalibrated: bool
     model_loads_per_hour: float
     host_memory_needed_bytes: float
     server_host_memory_bytes: float
     host_memory_fits: bool
-    station: Station  # replicas x batch slots channels, S = request_seconds (inference_station)
+    station: Station  # replicas x slots channels, S = time a request holds a slot
     knee_concurrency: int  # requests in flight at which mean latency reaches KNEE_FACTOR x unloaded (closed)
+    estimate: serving.ServingEstimate | None  # the aggregated replica at its share of the rate (None: disaggregated)
+    pools: DisaggregatedPools | None  # prefill/decode pools when disaggregated
+    notes: tuple = ()
+
+    @property
+    def feasible(self) -> bool:
+        """Some replica shape holds the model (else the figures describe the largest one tried)."""
+        return self.fits
+
+    @property
+    def stable(self) -> bool:
+        """The planned load leaves every replica below its capacity (latencies are finite)."""
+        return math.isfinite(self.ttft_seconds) and self.utilisation < 1.0
 
 
-def _evaluate(arch, w, ctx: C.HardwareContext, tps: np.ndarray):
-    """Memory and replica performance for each candidate TP (vectorized over ``tps``)."""
-    pc = C.params_of(arch)
-    seq = w.prompt_tokens + w.output_tokens
-    kv_gpu = transformer_kv_bytes_per_token(arch, w.kv_precision, tp=tps)
-    mem = inference_memory(params=pc.total, kv_bytes_per_token_per_gpu=kv_gpu, hidden=arch.hidden,
-                           ffn_hidden=arch.moe_ffn_hidden or arch.ffn_hidden, vocab=arch.vocab, seq_len=seq,
-                           batch=1, weight_dtype=w.weight_precision, tp=tps)
-    cap = kv_capacity(ctx.gpu_memory_bytes, memory=mem, kv_bytes_per_token_per_gpu=kv_gpu, seq_len=seq)
-    peak = C.peak_for(ctx.accelerator, COMPUTE_DTYPE.get(w.weight_precision, "bf16"))
-    perf = replica_performance(w.prompt_tokens, w.output_tokens, w.tpot_target_ms / 1e3, active_params=pc.active,
-                               layers=arch.layers, hidden=arch.hidden,
-                               weights_bytes=weight_bytes(pc.total, w.weight_precision),
-                               kv_bytes_per_token=kv_gpu * tps, tp=tps,
-                               memory_bytes_per_s=ctx.accelerator.memory_bandwidth_bytes_per_s,
-                               peak_flops_per_s=peak, kv_capacity_bytes=cap.kv_budget_bytes * tps)
-    return mem, cap, perf, kv_gpu
+def _source(w) -> str:
+    m = w.model
+    if isinstance(m, str):
+        return f"catalog: {models.resolve(m).source}"
+    if getattr(m, "hf_config", None):
+        return f"Hugging Face config.json ({m.hf_config})"
+    return f"inline fields ({getattr(m, 'source', 'no source')})"
 
 
 @lru_cache(maxsize=256)
 def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
     """Plan one :class:`~aisize.scenario.Inference` service on the resolved hardware."""
     arch = models.resolve(w.model)
+    engine = serving.ENGINES[w.engine]
+    cal = serving.TRTLLM_1_0
     per = ctx.server.gpus
-    if w.tensor_parallel == "auto":
-        tps = np.array([t for t in TP_CANDIDATES if t <= per and arch.heads % t == 0])
-    else:
-        tps = np.array([w.tensor_parallel])
-    mem, cap, perf, kv_gpu = _evaluate(arch, w, ctx, tps)
-    fit = np.atleast_1d(cap.sequences) >= 1
-    ok = fit & (np.atleast_1d(perf.batch) >= 1)
-    # smallest TP that fits and meets TPOT; else the largest that fits; else the largest
-    i = int(np.argmax(ok)) if ok.any() else (int(np.flatnonzero(fit)[-1]) if fit.any() else len(tps) - 1)
-    tp = int(tps[i])
-    pick = (lambda x: float(np.broadcast_to(x, tps.shape)[i]))
-    batch = int(pick(perf.batch))
-    slots = max(batch, 1)
-    request_s = pick(perf.request_seconds)
-    target = w.ttft_target_ms / 1e3 + w.output_tokens * w.tpot_target_ms / 1e3
-    size = servers_for_target(w.requests_per_s, request_s, target, PERCENTILE, service_cv=C.INFERENCE_SERVICE_CV)
-    if size.feasible:
-        replicas = math.ceil(int(size.servers) / slots)
-    else:  # the target cannot be met at any scale: keep the queue stable below the knee instead
-        replicas = math.ceil(w.requests_per_s * request_s / slots / FALLBACK_UTILISATION)
-    replicas = max(replicas, 1)
-    station = inference_station(replicas, slots, request_s, C.INFERENCE_SERVICE_CV)
-    q = latency_vs_load(station, w.requests_per_s)
-    knee = _knee(station)
-    gpus = replicas * tp
-    servers = math.ceil(gpus / per)
-    mem_one = {k: pick(v) for k, v in mem.as_dict().items()}
-    mem_one["kv_cache_bytes"] = pick(kv_gpu) * (w.prompt_tokens + w.output_tokens) * slots
-    mem_one["total_bytes"] = (mem_one["weights_bytes"] + mem_one["kv_cache_bytes"]
-                              + mem_one["activation_workspace_bytes"] + mem_one["cuda_context_bytes"])
+    ttft_t, tpot_t = w.ttft_target_ms / 1e3, w.tpot_target_ms / 1e3
+    kw = dict(weight_precision=w.weight_precision, kv_precision=w.kv_precision, input_tokens=w.prompt_tokens,
+              output_tokens=w.output_tokens)
+    shapes = candidate_shapes(arch, serving.hardware.device(ctx.accelerator, w.weight_precision, w.kv_precision),
+                              scaleout_bytes_per_s=ctx.scaleout_bytes_per_s, tensor_parallel=w.tensor_parallel,
+                              pipeline_parallel=w.pipeline_parallel, gpus_per_server=per,
+                              max_servers=MAX_SERVERS_PER_REPLICA)
+    pools = None
+    if w.serving == "disaggregated":
+        pools = size_pools(arch, ctx.accelerator, **kw, requests_per_s=w.requests_per_s, ttft_target_s=ttft_t,
+                           tpot_target_s=tpot_t, statistic=w.slo_statistic, shapes=shapes, engine=engine,
+                           calibration=cal, scaleout_bytes_per_s=ctx.scaleout_bytes_per_s)
+    fleet = choose_fleet(arch, ctx.accelerator, **kw, requests_per_s=w.requests_per_s, ttft_target_s=ttft_t,
+                         tpot_target_s=tpot_t, statistic=w.slo_statistic, shapes=shapes, engine=engine,
+                         calibration=cal, length_cv=w.length_cv)
+    shape = fleet.shape or _fallback_shape(shapes)
+    replicas = fleet.replicas if fleet.feasible else None
+    est = None
+    if shape is not None:
+        cap = serving.estimate(arch, ctx.accelerator, tensor_parallel=shape.tensor_parallel, **kw,
+                               pipeline_parallel=shape.pipeline_parallel, attention_dp=shape.attention_dp,
+                               stage_link_bytes_per_s=shape.stage_link_bytes_per_s, length_cv=w.length_cv,
+                               engine=engine, calibration=cal)
+        if replicas is None and not cap.feasible:  # nothing fits: one replica shows what fails
+            replicas = 1
+        elif replicas is None:  # no shape meets the targets: keep the fleet at 70 % of capacity instead
+            replicas = max(math.ceil(w.requests_per_s / (cap.max_requests_per_s * FALLBACK_UTILISATION)), 1)
+        est = serving.estimate(arch, ctx.accelerator, tensor_parallel=shape.tensor_parallel, **kw,
+                               requests_per_s=w.requests_per_s / replicas, pipeline_parallel=shape.pipeline_parallel,
+                               attention_dp=shape.attention_dp, stage_link_bytes_per_s=shape.stage_link_bytes_per_s,
+                               length_cv=w.length_cv, engine=engine, calibration=cal)
+    return _assemble(w, ctx, policies, arch, shape, replicas or 0, fleet, est, pools, ttft_t, tpot_t)
+
+
+def _fallback_shape(shapes):
+    """With no fitting shape, report the largest one tried (its figures say why it fails)."""
+    return max(shapes, key=lambda s: s.gpus) if shapes else None
+
+
+def _aggregated(w, ctx, shape, replicas, est) -> dict:
+    """The fleet figures of aggregated serving: ``replicas`` copies of ``shape`` at their share of the rate."""
+    mem = {"weights_bytes": est.weights_per_gpu_bytes if est else 0.0,
+           "kv_cache_bytes": est.kv_pool_bytes * est.kv_occupancy if est else 0.0,
+           "runtime_bytes": (ctx.gpu_memory_bytes - est.weights_per_gpu_bytes
+                             - est.kv_pool_bytes / serving.ENGINES[w.engine].kv_memory_fraction) if est else 0.0}
+    fin = (lambda x: x if est else math.inf)
+    return dict(
+        serving_mode="aggregated", tensor_parallel=shape.tensor_parallel if shape else 0,
+        pipeline_parallel=shape.pipeline_parallel if shape else 0, attention_dp=shape.attention_dp if shape else 0,
+        gpus_per_replica=shape.gpus if shape else 0, replicas=replicas,
+        replica_gpus=((shape.gpus,) * replicas) if shape else (), memory_per_gpu_bytes=mem,
+        batch=int(round(est.batch_size)) if est and math.isfinite(est.batch_size) else 0,
+        max_batch=max(int(est.max_batch_size * shape.attention_dp * shape.pipeline_parallel), 1) if est else 1,
+        ttft_seconds=fin(est and est.ttft_s), ttft_p95_seconds=fin(est and est.ttft_p95_s),
+        tpot_seconds=fin(est and est.tpot_s), tpot_p95_seconds=fin(est and est.tpot_p95_s),
+        output_tokens_per_s_per_replica=est.max_output_tokens_per_s if est else 0.0,
+        utilisation=fin(est and est.utilisation), estimate=est)
+
+
+def _disaggregated(w, ctx, arch, pools) -> dict:
+    """The fleet figures of disaggregated serving: the prefill and decode pools of ``pools``."""
+    costs = model_costs(arch, w.weight_precision, w.kv_precision)
+    d_tp, d_pp, d_dp = pools.decode_tensor_parallel, pools.decode_pipeline_parallel, pools.decode_attention_dp
+    weights = float(weights_per_gpu_bytes(costs, d_tp, d_dp, d_pp))
+    kv = pools.decode_batch * float(costs.kv_bytes(w.prompt_tokens + w.output_tokens)) / (
+        min(d_tp // d_dp, costs.kv_heads) * d_pp * d_dp)
+    mem = {"weights_bytes": weights, "kv_cache_bytes": kv}
+    p_gpus, d_gpus = pools.prefill_gpus // max(pools.prefill_replicas, 1), pools.decode_gpus // pools.decode_replicas
+    at = {k: float(v[0]) for k, v in pools_latency(pools, np.array([w.requests_per_s])).items()}
+    return dict(
+        serving_mode="disaggregated", tensor_parallel=d_tp, pipeline_parallel=d_pp, attention_dp=d_dp,
+        gpus_per_replica=d_gpus, replicas=pools.prefill_replicas + pools.decode_replicas,
+        replica_gpus=(p_gpus,) * pools.prefill_replicas + (d_gpus,) * pools.decode_replicas,
+        memory_per_gpu_bytes=mem,
+        batch=int(round(w.requests_per_s / pools.decode_replicas * w.output_tokens * at["tpot_seconds"]))
+        if math.isfinite(at["tpot_seconds"]) else pools.decode_batch,
+        max_batch=pools.decode_batch, ttft_seconds=at["ttft_seconds"], ttft_p95_seconds=at["ttft_p95_seconds"],
+        tpot_seconds=at["tpot_seconds"], tpot_p95_seconds=at["tpot_p95_seconds"],
+        output_tokens_per_s_per_replica=pools.decode_batch / pools.tpot_s, utilisation=at["utilisation"],
+        estimate=None)
+
+
+def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t) -> InferencePlan:
+    agg_gpus = replicas * (shape.gpus if shape else 0)
+    use_pools = pools is not None and pools.feasible and (not fleet.feasible or pools.gpus <= agg_gpus)
+    v = _disaggregated(w, ctx, arch, pools) if use_pools else _aggregated(w, ctx, shape, replicas, est)
+    v["memory_per_gpu_bytes"]["total_bytes"] = sum(v["memory_per_gpu_bytes"].values())
+    stat = w.slo_statistic
+    ttft_met = (v["ttft_p95_seconds"] if stat == "p95" else v["ttft_seconds"]) <= ttft_t
+    tpot_met = (v["tpot_p95_seconds"] if stat == "p95" else v["tpot_seconds"]) <= tpot_t
+    reason = "" if use_pools else fleet.reason
+    if w.serving == "disaggregated" and not use_pools and pools is not None and not pools.feasible:
+        reason = "; ".join(r for r in (f"disaggregated: {pools.reason}", fleet.reason) if r)
+    gpus = sum(v["replica_gpus"])
+    mean_request = v["ttft_seconds"] + (w.output_tokens - 1) * v["tpot_seconds"]
+    hold = mean_request if math.isfinite(mean_request) else 1.0
+    station = inference_station(max(v["replicas"], 1), v["max_batch"], max(hold, 1e-9), C.INFERENCE_SERVICE_CV)
     host = host_for_server(ctx.server, ctx.accelerator, ratio=policies.host_ram_ratio)
+    seq = w.prompt_tokens + w.output_tokens
+    kv_token = float(models.kv_bytes_per_token(arch, w.kv_precision))
     return InferencePlan(
-        w.name, w.team, w.model, tp, w.tensor_parallel == "auto",
-        float(weight_bytes(C.params_of(arch).total, w.weight_precision)),
-        float(transformer_kv_bytes_per_token(arch, w.kv_precision)),
-        float(pick(kv_gpu) * tp * (w.prompt_tokens + w.output_tokens)), float(ctx.gpu_memory_bytes), mem_one,
-        bool(fit[i]), batch, batch >= 1, pick(perf.ttft_seconds), pick(perf.tpot_seconds), request_s,
-        pick(perf.output_tokens_per_s), target, bool(size.feasible), replicas, gpus, servers, w.requests_per_s,
-        float(q.utilisation), float(q.response_mean_seconds), float(q.response_p95_seconds),
-        float(knee.arrival_rate_per_s), w.model_loads_per_hour, float(host.memory.total_bytes),
-        float(ctx.server.host_memory_bytes), bool(host.memory_fits), station,
-        int(knee_concurrency(station, C.KNEE_FACTOR)))
+        name=w.name, team=w.team, model=arch.id, model_source=_source(w), tp_searched=w.tensor_parallel == "auto",
+        weights_bytes=float(model_costs(arch, w.weight_precision, w.kv_precision).weights_bytes),
+        kv_bytes_per_token=kv_token, kv_bytes_per_user=kv_token * seq, gpu_memory_bytes=float(ctx.gpu_memory_bytes),
+        fits=(est is not None and est.feasible) or use_pools, slo_statistic=stat, ttft_target_seconds=ttft_t,
+        tpot_target_seconds=tpot_t, ttft_met=bool(ttft_met), tpot_met=bool(tpot_met), slo_reason=reason,
+        best_ttft_seconds=fleet.best_ttft_s, best_tpot_seconds=fleet.best_tpot_s, request_seconds=hold,
+        latency_target_seconds=ttft_t + w.output_tokens * tpot_t, latency_target_met=bool(ttft_met and tpot_met),
+        gpus=gpus, servers=math.ceil(gpus / ctx.server.gpus), requests_per_s=w.requests_per_s,
+        latency_mean_seconds=mean_request,
+        latency_p95_seconds=v["ttft_p95_seconds"] + (w.output_tokens - 1) * v["tpot_p95_seconds"],
+        knee_requests_per_s=_knee(v["estimate"], v["replicas"]), within_context=seq <= arch.max_seq,
+        context_window=arch.max_seq, uncalibrated=bool(est.uncalibrated) if est else False,
+        model_loads_per_hour=w.model_loads_per_hour, host_memory_needed_bytes=float(host.memory.total_bytes),
+        server_host_memory_bytes=float(ctx.server.host_memory_bytes), host_memory_fits=bool(host.memory_fits),
+        station=station, knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)), pools=pools,
+        notes=tuple(est.notes) if est else (), **v)
 
 
-@lru_cache(maxsize=256)
-def _knee(station):
-    return knee_load(station, C.KNEE_FACTOR)
+def _knee(est, replicas) -> float:
+    """Fleet rate at which mean request latency reaches KNEE_FACTOR x its light-load value."""
+    if est is None or replicas <= 0 or not est.feasible:
+        return 0.0
+    from aisize.serving.curves import knee_requests_per_s
+
+    return replicas * knee_requests_per_s(est, C.KNEE_FACTOR)

@@ -17,17 +17,18 @@ from functools import lru_cache
 import numpy as np
 
 from aisize import catalog, models
-
 from aisize.compute import gpus_needed, training_flops, training_seconds
-from aisize.layout import layout_grid, search_layouts
-from aisize.memory.training import transformer_memory_inputs
 from aisize.plan import context as C
-from aisize.precision import peak_flops_per_s, training_precision
+from aisize.precision import peak_flops_per_s
 from aisize.storage import checkpoint as ck
-from aisize.storage.demand import TRAINING_FLOPS_PER_FORWARD_FLOP, ResolvedThroughput, resolve_samples_per_s
+from aisize.training import (TRAINING_FLOPS_PER_FORWARD_FLOP, ResolvedThroughput, layout_grid, recipe,
+                             resolve_samples_per_s, search_layouts, transformer_memory_inputs)
 from aisize.units import DAY, HOUR, MINUTE
 
 DEFAULT_SEQ_LEN = 4096  # assumption when a scenario gives none (capped at the model's context)
+# The training stack the planner assumes: the ZeRO paper's state profile (stages 0-3, as a
+# scenario's layout names them) with fused kernels; aisize.training's efficiencies apply to it.
+FRAMEWORK = "zero"
 PASSES = 4  # GPUs <-> goodput fixed-point passes (converges in 2-3)
 MIN_GOODPUT = 1e-3  # floor while sizing, so a job that never finishes still gets a GPU count
 MAX_GPUS = 10**7  # the engines' limit on ranks (aisize.storage.checkpoint.checkpoint_size)
@@ -56,7 +57,7 @@ class JobInputs:
     model: object  # catalog Transformer or OtherModel
     dtype: str  # training precision the GPU runs (context.training_dtype)
     optimizer: str  # aisize.precision optimizer name
-    peak_flops_per_s: float  # dense peak at the training precision's compute dtype
+    peak_flops_per_s: float  # dense peak of the precision's GEMMs (its low-precision format, if any)
     seq_len: int | None  # tokens per sequence (transformers)
     method: str  # full | lora (qlora is lora with a 4-bit base)
     lora_rank: int | None
@@ -94,7 +95,8 @@ def job_inputs(w, ctx: C.HardwareContext, policies) -> JobInputs:
     acc = ctx.accelerator
     dtype = C.training_dtype(acc, w.precision)
     opt = C.SCENARIO_OPTIMIZERS[w.optimizer]
-    peak = peak_flops_per_s(acc, training_precision(dtype).compute_dtype)
+    r = recipe(dtype, acc)  # a format the GPU has no tensor cores for is refused here, by name
+    peak = peak_flops_per_s(acc, r.low_dtype or r.high_dtype)
     if not (isinstance(w.model, str) and w.model in catalog.other_models):
         arch = models.resolve(w.model)
         pc = C.params_of(arch)
@@ -153,16 +155,16 @@ def global_batch(w, seq_len: int, gpus):
 
 
 def fixed_layout_divides(layout, gpus, gb):
-    """(TP x PP divides the GPUs, micro-batch x DP divides the global batch) of a given layout (vectorized)."""
+    """(TP x PP x CP divides the GPUs, micro-batch x DP divides the global batch) of a given layout (vectorized)."""
     g = np.asarray(gpus, dtype=np.int64)
-    tp_pp = layout.tensor_parallel * layout.pipeline_parallel
+    tp_pp = layout.tensor_parallel * layout.pipeline_parallel * layout.context_parallel
     divides = g % tp_pp == 0
     dp = np.maximum(g // tp_pp, 1)
     return divides, divides & (np.asarray(gb, dtype=np.int64) % (layout.micro_batch * dp) == 0)
 
 
 def layouts_exist(job: JobInputs, ctx: C.HardwareContext, gpus, gb) -> np.ndarray:
-    """Whether any consistent layout (:func:`aisize.layout.layout_grid`) exists at each GPU count and batch.
+    """Whether any consistent layout (:func:`aisize.training.layout_grid`) exists at each GPU count and batch.
 
     A derived global batch (a multiple of the GPUs) always admits one; a given one may not
     (2,048 sequences cannot be split over 8,464 GPUs in whole micro-batches).
@@ -175,18 +177,46 @@ def layouts_exist(job: JobInputs, ctx: C.HardwareContext, gpus, gb) -> np.ndarra
 
 @lru_cache(maxsize=4096)
 def _layout_exists(gpus: int, gb: int, heads: int, layers: int, experts: int, domain: int) -> bool:
-    # micro-batch 1 divides whatever a larger one divides; ZeRO stage and recompute do not constrain
-    grid = layout_grid(gpus, heads=heads, layers=layers, global_batch=gb, scaleup_domain=domain, stages=(0,),
-                       recomputes=("none",), micro_batches=(1,), experts=experts)
-    return len(grid["tp"]) > 0
+    # micro-batch 1 divides whatever a larger one divides; ZeRO stage, recompute, CP 1 and the
+    # schedule do not constrain
+    grid = layout_grid(gpus, heads=heads, layers=layers, global_batch=gb, seq_len=1, scaleup_domain=domain,
+                       stages=(0,), recomputes=("none",), micro_batches=(1,), experts=experts,
+                       context_parallel=(1,), schedules=("1f1b",))
+    return grid.count > 0
 
 
 def search(job: JobInputs, ctx: C.HardwareContext, policies, gpus: int, gb: int, top: int):
-    """:func:`aisize.layout.search_layouts` for the job on ``gpus`` GPUs with the planner's links and headroom."""
+    """:func:`aisize.training.search_layouts` for the job on ``gpus`` GPUs with the planner's links, fabric
+    and headroom (framework :data:`FRAMEWORK`, compiled)."""
     return search_layouts(job.model, ctx.accelerator, gpus, global_batch=gb, seq_len=job.seq_len,
                           scaleout_bytes_per_s=ctx.scaleout_bytes_per_s, precision=job.dtype,
                           optimizer=job.optimizer, headroom=policies.memory_headroom, top=top,
-                          scaleup_bytes_per_s=scaleup_bytes_per_s(ctx), **job.lora())
+                          scaleup_bytes_per_s=scaleup_bytes_per_s(ctx), framework=FRAMEWORK, compiled=True,
+                          oversubscription=ctx.oversubscription, switch_radix=ctx.switch_radix, **job.lora())
+
+
+def estimate(job: JobInputs, ctx: C.HardwareContext, layout, gpus: int, gb: int):
+    """:func:`aisize.training.estimate` of a given layout (a scenario :class:`~aisize.scenario.Layout`) of the job.
+
+    The scenario's ``micro_batch`` is the pipeline micro-batch (as in the search): with PP the
+    data-parallel rank's share of the global batch runs as one pipeline flush.
+    """
+    from aisize.training import estimate as training_estimate
+
+    lay = layout
+    dp = gpus // (lay.tensor_parallel * lay.pipeline_parallel * lay.context_parallel)
+    flush = gb // (lay.micro_batch * dp)
+    pp = lay.pipeline_parallel > 1
+    return training_estimate(
+        job.model, ctx.accelerator, gpus=gpus, tensor_parallel=lay.tensor_parallel,
+        pipeline_parallel=lay.pipeline_parallel, context_parallel=lay.context_parallel,
+        expert_parallel=lay.expert_parallel, schedule=lay.schedule,
+        virtual_stages=lay.virtual_stages if lay.schedule == "interleaved-1f1b" else None,
+        micro_batch=lay.micro_batch * flush if pp else lay.micro_batch, pipeline_microbatches=flush if pp else None,
+        global_batch=gb, seq_len=job.seq_len, recompute=lay.recompute, precision=job.dtype, compiled=True,
+        framework=FRAMEWORK, zero_stage=lay.zero_stage, optimizer=job.optimizer,
+        scaleup_bytes_per_s=scaleup_bytes_per_s(ctx), scaleout_bytes_per_s=ctx.scaleout_bytes_per_s,
+        oversubscription=ctx.oversubscription, switch_radix=ctx.switch_radix, **job.lora())
 
 
 def checkpoints(params, gpus, servers, ctx: C.HardwareContext, policies) -> CheckpointResult:

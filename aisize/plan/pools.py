@@ -118,8 +118,8 @@ def training_candidate(w, index: int, pool_index: int, pool: Pool, policies, slo
 def inference_candidate(w, index: int, pool_index: int, pool: Pool, policies, slots) -> Candidate:
     i = plan_inference(w, pool.ctx, policies)
     spec = pool.spec
-    per_replica = max(1, i.gpus // max(i.replicas, 1))  # a replica spans servers only when larger than one
-    pieces = split(per_replica, spec.gpus_per_server) * i.replicas
+    per_replica = max(i.replica_gpus, default=1)  # a replica spans servers only when larger than one
+    pieces = [piece for g in i.replica_gpus for piece in split(g, spec.gpus_per_server)] or split(1, spec.gpus_per_server)
     d = Demand(w.name, f"workloads.{index}", tuple(pieces), _host_per_gpu(i.host_memory_needed_bytes, spec),
                _nics_per_gpu(per_replica, spec), slots)
     why = ("" if i.fits and i.host_memory_fits else

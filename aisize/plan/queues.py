@@ -18,6 +18,8 @@ from aisize import checks
 from aisize.plan.inference import InferencePlan
 from aisize.plan.storage import StoragePlan
 from aisize.queueing import Station, latency_vs_concurrency, latency_vs_load
+from aisize.serving.curves import latency_curve as serving_latency_curve
+from aisize.serving.disaggregated import pools_latency
 
 STORAGE_CURVE_POINTS = 60
 STORAGE_CURVE_SPAN = (2.0, 1.2)  # default storage curve: to 2x the knee or 1.2x the blend, whichever is more
@@ -28,24 +30,38 @@ def latency_curve(p: InferencePlan, points: int = 50) -> pd.DataFrame:
 
     Parameters
     ----------
-    p : an :class:`InferencePlan` (its ``station``)
-    points : rates from 1 % to 99 % of the station's capacity [count]
+    p : an :class:`InferencePlan` (its replica estimate and replica count)
+    points : rates from 1 % to 99 % of the fleet's capacity [count]
 
     Returns
     -------
-    DataFrame: ``requests_per_s`` [1/s], ``utilisation`` [1], ``latency_mean_seconds`` and
-    ``latency_p95_seconds`` [s].
+    DataFrame: ``requests_per_s`` (fleet) [1/s], ``utilisation`` [1], ``latency_mean_seconds`` and
+    ``latency_p95_seconds`` (request, end to end), ``ttft_seconds``, ``ttft_p95_seconds``,
+    ``tpot_seconds``, ``tpot_p95_seconds`` [s].
 
     References
     ----------
-    .. [1] :func:`aisize.queueing.latency_vs_load` (G/G/c, Allen-Cunneen).
+    .. [1] :func:`aisize.serving.curves.latency_curve` (iteration model under Poisson load).
     """
     n = int(checks.scalar("points", checks.integer("points", points, low=2, high=10**6)))
-    rates = np.linspace(0.01, 0.99, n) * p.station.capacity_per_s
-    q = latency_vs_load(p.station, rates)
-    return pd.DataFrame({"requests_per_s": rates, "utilisation": q.utilisation,
-                         "latency_mean_seconds": q.response_mean_seconds,
-                         "latency_p95_seconds": q.response_p95_seconds})
+    if p.serving_mode == "disaggregated":
+        return _pools_curve(p, n)
+    if p.estimate is None or not p.estimate.feasible:
+        raise ValueError(f"service {p.name!r} has no feasible replica, so it has no latency curve")
+    return serving_latency_curve(p.estimate, n, replicas=max(p.replicas, 1))
+
+
+def _pools_curve(p: InferencePlan, points: int) -> pd.DataFrame:
+    """Latency vs rate of a disaggregated service's fixed pools, up to the first overload."""
+    busy = float(pools_latency(p.pools, np.array([p.requests_per_s]))["utilisation"][0])
+    top = p.requests_per_s / max(busy, 1e-9)  # the rate that fills the busier pool
+    rates = np.linspace(0.01, 0.99, points) * top
+    lat = pools_latency(p.pools, rates)
+    o = p.pools.context["output_tokens"]
+    frame = pd.DataFrame({"requests_per_s": rates, **lat})
+    frame["latency_mean_seconds"] = frame.ttft_seconds + (o - 1) * frame.tpot_seconds
+    frame["latency_p95_seconds"] = frame.ttft_p95_seconds + (o - 1) * frame.tpot_p95_seconds
+    return frame
 
 
 def concurrency_curve(station: Station, concurrency) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """One training job's plan: GPUs, layout, memory, time, storage demand, checkpoints, host RAM.
 
-Glue only: every formula is an engine call (aisize.compute, aisize.layout,
-aisize.memory, aisize.step_time, aisize.storage, aisize.host); reading the
+Glue only: every formula is an engine call (aisize.compute, aisize.training,
+aisize.storage, aisize.host); reading the
 scenario entry and sizing the job live in :mod:`aisize.plan.job`, shared with
 ``layout_candidates`` and ``gpus_vs_days``.
 """
@@ -13,15 +13,14 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from aisize.models import attention_dim
 from aisize.compute import chinchilla, energy_joules, gpu_hours
 from aisize.host import host_for_server
-from aisize.memory.training import fits, other_model_training_memory, transformer_training_memory
 from aisize.plan import context as C
 from aisize.plan import job as J
 from aisize.plan.job import DEFAULT_SEQ_LEN, CheckpointResult  # noqa: F401  (part of this module's API)
-from aisize.step_time import step_time
-from aisize.storage.demand import ResolvedThroughput, read_demand
+from aisize.storage.demand import read_demand
+from aisize.precision import peak_flops_per_s
+from aisize.training import PARTS, ResolvedThroughput, fits, other_model_training_memory, recipe
 from aisize.storage.io import io_profile_for_format
 from aisize.units import DAY
 from aisize.validation.ranges import MfuRange, time_range
@@ -40,6 +39,9 @@ class LayoutChoice:
     recompute: str
     global_batch: int
     searched: bool
+    context_parallel: int = 1
+    schedule: str = "1f1b"
+    virtual_stages: int = 1
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class TrainingPlan:
     model_flops: float
     peak_flops_per_s: float
     mfu_assumed: float  # MFU the time rests on: the policy (LLMs) or what the throughput implies (others)
-    mfu_predicted: float | None  # from aisize.step_time (full training only)
+    mfu_predicted: float | None  # from aisize.training's step time, against peak_flops_per_s (full training only)
     step_seconds_predicted: float | None
     goodput: float
     training_seconds: float
@@ -96,57 +98,60 @@ class TrainingPlan:
     days_range_basis: str  # how days_low / days_high were obtained
     days_range_mfu: MfuRange | None  # the published MFUs behind an MFU-based range (expected: the assumed MFU)
     seq_len: int | None  # tokens per sequence the job trains at (transformers; None for other models)
+    step_parts_seconds: dict | None = None  # predicted step time by part (aisize.training.step_time.PARTS)
+    training_days_predicted: float | None = None  # at the predicted step time on the plan's GPUs, after goodput
 
 
-def _fixed_transformer_layout(job: J.JobInputs, w, gpus, gb):
+def _fixed_transformer_layout(job: J.JobInputs, w, gpus, gb, ctx):
+    """(LayoutChoice, aisize.training.estimate) of the scenario's own layout."""
     lay = w.layout
-    tp, pp, ep = lay.tensor_parallel, lay.pipeline_parallel, lay.expert_parallel
+    tp, pp, cp, ep = lay.tensor_parallel, lay.pipeline_parallel, lay.context_parallel, lay.expert_parallel
     divides, batch_ok = J.fixed_layout_divides(lay, gpus, gb)
     if not divides:
-        raise ValueError(f"layout: tensor_parallel x pipeline_parallel = {tp * pp} is not allowed for "
-                         f"workload {w.name!r}: it must divide gpus={gpus}")
-    dp = gpus // (tp * pp)
+        raise ValueError(f"layout: tensor_parallel x pipeline_parallel x context_parallel = {tp * pp * cp} is not "
+                         f"allowed for workload {w.name!r}: it must divide gpus={gpus}")
+    dp = gpus // (tp * pp * cp)
     if not batch_ok:
         raise ValueError(f"global_batch={gb} is not allowed for workload {w.name!r}: it must be a multiple "
                          f"of micro_batch x data_parallel = {lay.micro_batch * dp}")
-    mem = transformer_training_memory(
-        job.model, seq_len=job.seq_len, micro_batch=lay.micro_batch, tp=tp, pp=pp, dp=dp, ep=ep,
-        sequence_parallel=True, recompute=lay.recompute, zero_stage=lay.zero_stage, precision=job.dtype,
-        optimizer=job.optimizer, num_microbatches=gb // (lay.micro_batch * dp), **job.lora())
-    return LayoutChoice(tp, pp, dp, ep, lay.zero_stage, lay.micro_batch, lay.recompute, gb, False), mem
+    try:
+        est = J.estimate(job, ctx, lay, gpus, gb)
+    except ValueError as exc:
+        raise ValueError(f"layout of workload {w.name!r}: {exc}") from None
+    choice = LayoutChoice(tp, pp, dp, ep, lay.zero_stage, lay.micro_batch, lay.recompute, gb, False, cp,
+                          lay.schedule, lay.virtual_stages)
+    return choice, est
 
 
 MEMORY_COLUMNS = ("weights_bytes", "gradients_bytes", "master_weights_bytes", "optimizer_moments_bytes",
-                  "activations_bytes", "temporary_buffers_bytes", "communication_buffers_bytes",
-                  "cuda_context_bytes", "fragmentation_bytes", "host_bytes", "total_bytes")
+                  "activations_bytes", "loss_buffers_bytes", "temporary_buffers_bytes",
+                  "communication_buffers_bytes", "cuda_context_bytes", "fragmentation_bytes", "host_bytes",
+                  "total_bytes")
 
 
 def _transformer_layout(job: J.JobInputs, w, gpus, gb, ctx, policies):
-    """(LayoutChoice, memory dict, predicted mfu, predicted step seconds)."""
+    """(LayoutChoice, memory dict, predicted mfu, predicted step seconds, step parts [s])."""
     arch, lora_run = job.model, job.lora_rank is not None
     if w.layout == "auto":
         df = J.search(job, ctx, policies, gpus, gb, top=1)
         if len(df):
             r = df.iloc[0]
             lay = LayoutChoice(int(r.tp), int(r.pp), int(r.dp), int(r.ep), int(r.zero_stage), int(r.micro_batch),
-                               str(r.recompute), gb, True)
+                               str(r.recompute), gb, True, int(r.cp), str(r.schedule), int(r.virtual_stages))
             mem = {k: float(r[k]) for k in MEMORY_COLUMNS}
-            return lay, mem, None if lora_run else float(r.mfu), None if lora_run else float(r.step_seconds)
+            parts = {k: float(r[k]) for k in PARTS}
+            if lora_run:
+                return lay, mem, None, None, None
+            return lay, mem, float(r.mfu), float(r.step_seconds), parts
         # nothing fits: show the most memory-frugal layout inside one server, to say by how much
         tp = max(t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(ctx.server.gpus, gpus) and arch.heads % t == 0
                  and gpus % t == 0)
         w = w.model_copy(update={"layout": _frugal(tp)})
-    lay, m = _fixed_transformer_layout(job, w, gpus, gb)
-    pc = C.params_of(arch)
-    st = step_time(active_params=pc.active, total_params=pc.total, layers=arch.layers, hidden=arch.hidden,
-                   attention_dim=attention_dim(arch),
-                   seq_len=job.seq_len, global_batch=gb, micro_batch=lay.micro_batch,
-                   peak_flops_per_s=job.peak_flops_per_s,
-                   scaleup_bytes_per_s=J.scaleup_bytes_per_s(ctx), scaleout_bytes_per_s=ctx.scaleout_bytes_per_s,
-                   scaleup_domain=ctx.accelerator.scaleup_domain, tp=lay.tensor_parallel,
-                   pp=lay.pipeline_parallel, dp=lay.data_parallel, ep=lay.expert_parallel,
-                   recompute=lay.recompute, sequence_parallel=True, zero_stage=lay.zero_stage)
-    return lay, m.as_dict(), None if lora_run else float(st.mfu), None if lora_run else float(st.step_seconds)
+    lay, est = _fixed_transformer_layout(job, w, gpus, gb, ctx)
+    if lora_run:  # the step time books full-training FLOPs: not a prediction for adapters
+        return lay, est.memory.as_dict(), None, None, None
+    parts = {k: float(getattr(est.step, k)) for k in PARTS}
+    return lay, est.memory.as_dict(), float(est.mfu), float(est.step_seconds), parts
 
 
 def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput | None):
@@ -203,7 +208,10 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
     if job.kind == "transformer":
         arch, seq, tokens = job.model, job.seq_len, job.tokens
         gb = J.global_batch(w, seq, gpus)
-        lay, mem, mfu_pred, step_pred = _transformer_layout(job, w, gpus, gb, ctx, policies)
+        lay, mem, mfu_pred, step_pred, parts = _transformer_layout(job, w, gpus, gb, ctx, policies)
+        if mfu_pred is not None:  # the engine measures MFU against the 16-bit peak; the plan against its own
+            mfu_pred *= peak_flops_per_s(ctx.accelerator, recipe(job.dtype, ctx.accelerator).high_dtype) \
+                / job.peak_flops_per_s
         tp, mfu_used = None, policies.mfu
         per_gpu_rate = tokens / float(sz.running_seconds) / gpus  # tokens/s per GPU while running
         sample_bytes = 2.0 if arch.vocab < 65_536 else 4.0  # DESIGN.md "Datasets"
@@ -221,7 +229,7 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
                                         optimizer=job.optimizer, zero_stage=stage, dp=gpus)
         mem = m.as_dict()
         lay = LayoutChoice(1, 1, gpus, 1, stage, mb, "none", mb * gpus, lay_in is None)
-        mfu_pred = step_pred = None
+        mfu_pred = step_pred = parts = None
         per_gpu_rate = rate
         sample_bytes = data.record_sample_bytes or data.sample_bytes
         fmt = "tfrecord" if data.record_sample_bytes else "files"
@@ -237,6 +245,9 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
     hm = host.memory
     days = seconds / DAY
     low, high, range_basis, range_mfu = days_range(days, policies.mfu, gpus, tp)
+    predicted_days = None
+    if step_pred is not None and gp:  # the job's steps at the predicted step time, stretched by the same goodput
+        predicted_days = float(tokens / (lay.global_batch * seq) * step_pred / gp / DAY)
     return TrainingPlan(
         w.name, w.team, w.model, kind, dataset_id, w.method, gpus, servers, params, job.checkpoint_params,
         tokens, samples,
@@ -256,4 +267,4 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
         throughput_basis=tp.basis if tp else f"FLOPs at the assumed MFU {policies.mfu:.0%}",
         throughput_source=tp.source if tp else None,
         days_low=float(low), days_high=float(high), days_range_basis=range_basis, days_range_mfu=range_mfu,
-        seq_len=job.seq_len)
+        seq_len=job.seq_len, step_parts_seconds=parts, training_days_predicted=predicted_days)

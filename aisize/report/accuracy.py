@@ -13,7 +13,8 @@ from aisize.validation import mfu_observations, summary, validate
 FAMILY_TEXT = {"memory": "GPU memory (weights, optimizer states, activations)",
                "flops-time": "Training FLOPs, GPU-hours and time",
                "storage": "Storage demand and checkpoints",
-               "throughput": "Throughput (needs a measured efficiency)"}
+               "throughput": "Throughput (needs a measured efficiency)",
+               "training": "Training step time, peak memory and MFU (torchtitan runs, published large runs)"}
 
 
 def _err(value: float) -> str:

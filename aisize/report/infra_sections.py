@@ -14,38 +14,6 @@ def _name(table_name: str, id_: str) -> str:
     return record.name if record is not None else id_
 
 
-def inference(ctx: ReportContext) -> Html:
-    """Per service: tensor parallelism, batch, latencies against the targets, replicas and memory."""
-    p = ctx.plan
-    perf = [[i.name, f"{i.tensor_parallel}" + ("" if i.tp_searched else " (given)"), count(i.batch),
-             duration(i.ttft_seconds), duration(i.tpot_seconds), f"{sig(i.output_tokens_per_s_per_replica)}/s",
-             count(i.replicas), count(i.gpus), count(i.servers)] for i in p.inference]
-    perf_t = table(["Service", "TP", "Batch / replica", "TTFT", "TPOT", "Output tokens / replica",
-                    "Replicas", "GPUs", "Servers"], perf, caption="Serving performance and fleet", css="numeric")
-    load = [[i.name, f"{i.requests_per_s:g}/s", pct(i.utilisation), duration(i.latency_mean_seconds),
-             duration(i.latency_p95_seconds), duration(i.latency_target_seconds),
-             yes_no(i.latency_target_met and i.tpot_met, "met", "missed"), per_s(i.knee_requests_per_s)]
-            for i in p.inference]
-    load_t = table(["Service", "Load", "Utilisation", "Mean latency", "p95 latency", "Target", "Met",
-                    "Knee"], load, caption="Latency under the planned load", css="numeric")
-    mem = [[i.name, gb(i.weights_bytes), gb(i.kv_bytes_per_user), gb(i.memory_per_gpu_bytes["total_bytes"]),
-            gb(i.gpu_memory_bytes), yes_no(i.fits), gb(i.host_memory_needed_bytes),
-            yes_no(i.host_memory_fits)] for i in p.inference]
-    mem_t = table(["Service", "Weights (model)", "KV cache / request", "Memory / GPU", "GPU memory", "Fits",
-                   "Host RAM need / server", "Fits"], mem, caption="Memory", css="numeric")
-    out = [block(perf_t, note("TTFT: time to first token (prefill, unloaded). TPOT: time per output token "
-                              "at the batch that meets the TPOT target.")),
-           block(load_t, note("Latency is a request's end-to-end time at the planned request rate "
-                              "(G/G/c queue, Allen-Cunneen); the knee is the rate at which mean latency "
-                              "doubles over unloaded.")), block(mem_t)]
-    for i in p.inference:
-        out.append(block(figure(charts.memory_breakdown(i.memory_per_gpu_bytes, i.gpu_memory_bytes,
-                                                        title=f"{i.name}: memory per GPU"),
-                                f"{i.name}: weights, KV cache at the planned batch and runtime memory "
-                                "on one GPU, against the GPU's memory.")))
-    return Html("".join(out))
-
-
 def _constraint_rows(s) -> list[list]:
     need = {"read": s.read_bytes_per_s, "write": s.write_bytes_per_s, "iops": s.read_iops + s.write_iops,
             "capacity": s.capacity_bytes["raw_bytes"]}

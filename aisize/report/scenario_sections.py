@@ -13,6 +13,7 @@ from aisize.report.markup import Html, esc, facts, figure, note, number, table
 from aisize.report.provenance import OWN_LABEL, hardware_record, model_origin, own_row_figures, own_rows
 from aisize.scenario import Scenario
 from aisize.scenario.model import DataPrep, Inference, Training
+from aisize.training import efficiency_constants
 from aisize.units import GiB, MiB
 
 _LABELS = {"full": "full", "lora": "LoRA", "qlora": "QLoRA", "adamw": "AdamW",
@@ -158,26 +159,51 @@ DEFAULT_TEXT: dict[str, tuple[str, str, str]] = {
     "plan.link_warning_utilisation": ("Busy-link warning", "%", "A data link busier than this is reported."),
     "plan.read_io_bytes": ("Training read IO size", "MiB", "Record-format (TFRecord-like) training reads."),
     "plan.default_seq_len": ("Default sequence length", "tokens", "Capped at the model's context length."),
-    "plan.inference_latency_percentile": ("Latency target percentile", "%",
-                                          "The request-latency target holds at this percentile."),
-    "plan.inference_fallback_utilisation": ("Replica load if target unreachable", "%",
-                                            "Keeps the queue stable below the knee."),
+    "plan.inference_fallback_utilisation": ("Replica load if no shape meets the SLOs", "%",
+                                            "Sizes such a service at this share of capacity."),
     "plan.ongoing_display_days": ("Open-ended phase drawn", "days",
                                   "A last phase without an end (a service) is drawn this long on the timeline."),
-    "step_time.compute_efficiency": ("Matmul efficiency (step-time model)", "%",
-                                     "Share of peak FLOP/s the step's math reaches."),
-    "step_time.dp_overlap": ("Gradient reduction overlap", "%",
-                             "Share of the backward pass the all-reduce hides under."),
-    "serving.decode_memory_efficiency": ("Decode memory-bandwidth efficiency", "%",
-                                         "Share of HBM bandwidth token decoding achieves."),
-    "serving.prefill_compute_efficiency": ("Prefill compute efficiency", "%",
-                                           "Share of peak FLOP/s prompt processing achieves."),
-    "memory.inference.serving_memory_utilization": ("Serving memory utilisation", "%",
-                                                    "GPU memory the inference server claims (vLLM default)."),
+    "training.dp_overlap": ("Gradient reduction overlap", "%",
+                            "Share of the compute the data-parallel traffic hides under."),
+    "training.async_tp_hidden_share": ("Async TP overlap", "%",
+                                       "Share of tensor-parallel traffic async TP hides behind the GEMMs."),
+    "serving.gemm_efficiency[hopper]": ("GEMM efficiency, Hopper (serving, fitted)", "%",
+                                        "Share of the FP8 tensor peak the linear layers reach."),
+    "serving.gemm_efficiency[blackwell]": ("GEMM efficiency, Blackwell (serving, fitted)", "%",
+                                           "Share of the FP4/FP8 tensor peak the linear layers reach."),
+    "serving.expert_gemm_efficiency": ("MoE grouped-GEMM efficiency (fitted)", "%",
+                                       "Routed experts' GEMMs relative to dense ones."),
+    "serving.attention_efficiency": ("Prefill attention efficiency", "%", "FlashAttention-3's share of peak."),
+    "serving.memory_efficiency": ("HBM efficiency (serving)", "%", "AIConfigurator's empirical bandwidth share."),
+    "serving.link_efficiency": ("NVLink efficiency (serving)", "%", "Share of link rate collectives reach."),
+    "serving.elementwise_bytes_per_token": ("Elementwise traffic (fitted)", "B/token/layer/hidden",
+                                            "Norms, rotary, activation, quantization per token."),
+    "serving.expert_bytes_per_token": ("MoE routing traffic (fitted)", "B/token/layer/hidden",
+                                       "Permute and un-permute per routed token."),
+    "serving.layer_overhead_seconds": ("Per-layer fixed time (fitted)", "ms",
+                                       "Kernel ramps and tails per layer per iteration."),
+    "serving.moe_layer_overhead_seconds": ("Per-MoE-layer fixed time (fitted)", "ms",
+                                           "Routing and grouped-GEMM setup per MoE layer."),
+    "serving.host_seconds_per_sequence": ("Host time per sequence (fitted)", "ms",
+                                          "Scheduler time per running request per iteration."),
+    "serving.grace_host_factor": ("Grace host factor (fitted)", "×", "Scheduler slowdown on Grace superchips."),
     "host.os_and_application_bytes": ("OS and application RAM", "GiB", "Per server: kernel, drivers, framework."),
     "host.loader_workers_per_gpu": ("Data-loader workers per GPU", "", "Each holds prefetched batches in RAM."),
     "network.link_efficiency": ("Link efficiency", "%", "Share of link bandwidth collectives achieve."),
 }
+
+def _training_text(name: str, source: str) -> tuple[str, str, str]:
+    """Label, unit and origin of one of aisize.training.efficiency_constants()."""
+    unit = {"FLASH_TILE_TOKENS": "tokens", "STEP_TIME_CV": "", "BACKWARD_BYTES_RATIO": "×",
+            "ATTENTION_BACKWARD_RATIO": "×"}.get(name, "%")
+    label = (name.replace("GEMM_EFFICIENCY", "Matmul efficiency").replace("ATTENTION_EFFICIENCY", "Attention efficiency")
+             .replace("HBM_EFFICIENCY", "Memory-bound kernel efficiency").replace("FLASH_TILE_TOKENS", "Attention tile")
+             .replace("STEP_TIME_CV", "Step-time jitter (CV)").replace("BACKWARD_BYTES_RATIO", "Backward / forward bytes")
+             .replace("ATTENTION_BACKWARD_RATIO", "Attention backward / forward FLOPs"))
+    return label, unit, source
+
+
+DEFAULT_TEXT |= {f"training.{c['name']}": _training_text(c["name"], c["source"]) for c in efficiency_constants()}
 
 _SCALE = {"kW": 1e-3, "ms": 1e3, "MiB": 1 / MiB, "GiB": 1 / GiB}
 

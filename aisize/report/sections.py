@@ -19,10 +19,11 @@ from aisize.report.accuracy import accuracy
 from aisize.report.cluster_sections import cost, jobqueue, placement
 from aisize.report.compare import compare
 from aisize.report.context import ReportContext, as_context
-from aisize.report.infra_sections import inference, network, storage
+from aisize.report.infra_sections import network, storage
 from aisize.report.markup import Html, esc, figure, number, table
 from aisize.report.plan_sections import bom, executive
 from aisize.report.queue_sections import blender, queueing
+from aisize.report.serving_sections import inference
 from aisize.report.scenario_sections import (POLICY_TEXT, assumptions_table, model_params, sources_table,
                                              summary, used_rows, workloads_table)
 from aisize.report.training_sections import training

@@ -2,7 +2,8 @@
 
 Every figure is the plan's: the time range is ``TrainingPlan.days_low`` / ``days_high`` (and the
 published MFUs behind it, ``days_range_mfu``), GPUs against target time is
-:func:`aisize.plan.gpus_vs_days`.
+:func:`aisize.plan.gpus_vs_days`, the candidate layouts and their step time by part are
+:func:`aisize.plan.layout_candidates` (the search the plan itself ran).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aisize import charts
-from aisize.plan import gpus_vs_days
+from aisize import charts, charts_training
+from aisize.plan import gpus_vs_days, layout_candidates
 from aisize.report.context import ReportContext
 from aisize.report.markup import (DASH, Html, block, count, days, duration, figure, gb, h3, mwh, note,
                                   pct, rate, sig, table, yes_no)
@@ -41,10 +42,16 @@ def time_range_days(t) -> TimeRange | None:
     return TimeRange(t.days_low, t.training_days, t.days_high, t.days_range_basis, t.days_range_mfu)
 
 
+CANDIDATES = 5  # layouts shown per job in the step-time chart
+
+
 def _layout(t) -> str:
     lay = t.layout
-    text = (f"TP {lay.tensor_parallel} · PP {lay.pipeline_parallel} · DP {lay.data_parallel}"
+    text = (f"TP {lay.tensor_parallel} · PP {lay.pipeline_parallel} · CP {lay.context_parallel}"
+            f" · DP {lay.data_parallel}"
             + (f" · EP {lay.expert_parallel}" if lay.expert_parallel > 1 else "")
+            + (f" · {lay.schedule}" + (f" ({lay.virtual_stages} chunks)" if lay.virtual_stages > 1 else "")
+               if lay.pipeline_parallel > 1 else "")
             + f" · ZeRO-{lay.zero_stage} · micro-batch {lay.micro_batch} · recompute {lay.recompute}")
     return text + ("" if lay.searched else " (given)")
 
@@ -52,11 +59,26 @@ def _layout(t) -> str:
 def time_table(ctx: ReportContext) -> Html:
     rows = [[t.name, count(t.gpus), count(t.servers), pct(t.mfu_assumed),
              pct(t.mfu_predicted) if t.mfu_predicted is not None else DASH, pct(t.goodput, 1),
-             days(t.training_days), f"{t.target_days:g}" if t.target_days is not None else DASH,
+             days(t.training_days),
+             days(t.training_days_predicted) if t.training_days_predicted is not None else DASH,
+             f"{t.target_days:g}" if t.target_days is not None else DASH,
              sig(t.gpu_hours), mwh(t.energy_joules)] for t in ctx.plan.training]
     return table(["Workload", "GPUs", "Servers", "MFU assumed", "MFU predicted", "Goodput",
-                  "Time [days]", "Target [days]", "GPU-hours", "GPU energy"], rows,
+                  "Time [days]", "At predicted MFU [days]", "Target [days]", "GPU-hours", "GPU energy"], rows,
                  caption="Time to train", css="numeric")
+
+
+def step_table(ctx: ReportContext) -> Html:
+    """The predicted step time of each transformer job by part [s]."""
+    names = {"compute_seconds": "Compute", "tp_comm_seconds": "TP", "cp_comm_seconds": "CP",
+             "pp_comm_seconds": "PP sends", "dp_comm_exposed_seconds": "DP/FSDP", "ep_comm_seconds": "EP",
+             "pp_bubble_seconds": "Bubble", "straggler_seconds": "Stragglers"}
+    rows = [[t.name, _layout(t)] + [sig(t.step_parts_seconds[k], 3) for k in names]
+            for t in ctx.plan.training if t.step_parts_seconds]
+    if not rows:
+        return Html("")
+    return table(["Workload", "Layout"] + [f"{v} [s]" for v in names.values()], rows,
+                 caption="Predicted step time by part (exposed communication)", css="numeric wrap2")
 
 
 def range_table(ctx: ReportContext) -> Html:
@@ -108,6 +130,12 @@ def _charts(ctx: ReportContext, t) -> Html:
                                             title=f"{t.name}: memory per GPU"),
                     f"{t.name}: memory per GPU by line item against the GPU's memory and the usable "
                     "share after headroom.")]
+    candidates = layout_candidates(ctx.scenario, t.name, CANDIDATES) if t.model_kind == "transformer" else None
+    if candidates is not None and len(candidates):
+        parts.append(figure(charts_training.step_breakdown(candidates, title=f"{t.name}: step time by part"),
+                            f"{t.name}: the step time of the {len(candidates)} fastest layouts that fit, by part "
+                            "(compute, exposed TP/CP/PP/DP/EP communication, pipeline bubble, stragglers); "
+                            "the top bar is the plan's layout when it was searched."))
     if math.isfinite(t.training_days) and t.training_days > 0:
         frame = gpus_vs_days_frame(ctx, t)
         if len(frame) >= 2:
@@ -127,6 +155,10 @@ def training(ctx: ReportContext) -> Html:
                  "published runs of a similar scale reached in place of the assumed one (or, for models "
                  "trained at a measured sample rate, the spread of the measurements).")
     out = [block(time_table(ctx), intro), block(range_table(ctx)), block(memory_table(ctx)),
+           block(step_table(ctx), note("Predicted by aisize.training's step-time model for the plan's layout: "
+                                       "GEMMs on their roofline, FlashAttention, memory-bound work and the "
+                                       "exposed part of each parallelism's traffic, with efficiencies fitted "
+                                       "on torchtitan's published runs (see the accuracy appendix).")),
            block(checkpoint_table(ctx))]
     for t in p.training:
         out.append(h3(f"{t.name}"))

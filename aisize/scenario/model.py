@@ -24,10 +24,11 @@ Positive = Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)]
 Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=1, le=1_000_000)]
 
-TRAIN_PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
+TRAIN_PRECISIONS = ("bf16", "fp16", "fp8", "fp32", "mxfp8", "nvfp4")
 WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4")
 OPTIMIZERS = ("adamw", "sgd-momentum", "adam-8bit", "lion", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
+SCHEDULES = ("1f1b", "interleaved-1f1b", "zero-bubble")  # aisize.training.schedules
 
 
 class _Strict(BaseModel):
@@ -137,6 +138,16 @@ class Layout(_Strict):
     zero_stage: Literal[0, 1, 2, 3] = 1
     micro_batch: Annotated[int, Field(ge=1, le=65_536)] = 1
     recompute: Literal[RECOMPUTE] = "selective"  # type: ignore[valid-type]
+    context_parallel: Count = 1
+    schedule: Literal[SCHEDULES] = "1f1b"  # type: ignore[valid-type]
+    virtual_stages: Annotated[int, Field(ge=1, le=64)] = 1  # model chunks per stage (interleaved 1F1B)
+
+    @model_validator(mode="after")
+    def _schedule(self):
+        if (self.schedule == "interleaved-1f1b") != (self.virtual_stages > 1):
+            raise ValueError(f"virtual_stages={self.virtual_stages} is not allowed with schedule "
+                             f"{self.schedule!r}: interleaved-1f1b needs 2 or more, the others 1")
+        return self
 
 
 class When(_Strict):
@@ -316,7 +327,12 @@ class Inference(_Strict):
     output_tokens: Count = 256
     ttft_target_ms: Annotated[float, Field(ge=1, le=600_000, allow_inf_nan=False)] = 2000.0
     tpot_target_ms: Annotated[float, Field(ge=0.1, le=60_000, allow_inf_nan=False)] = 50.0
-    tensor_parallel: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] = "auto"
+    slo_statistic: Literal["p95", "mean"] = "p95"  # what the TTFT and TPOT targets bound
+    tensor_parallel: Annotated[int, Field(ge=1, le=512)] | Literal["auto"] = "auto"  # GPUs per pipeline stage
+    pipeline_parallel: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] = "auto"  # stages (may span servers)
+    serving: Literal["aggregated", "disaggregated"] = "aggregated"  # disaggregated: prefill and decode pools
+    engine: Literal["trtllm", "vllm"] = "trtllm"  # scheduler limits (aisize.serving.ENGINES)
+    length_cv: Annotated[float, Field(ge=0, le=10)] = 0.0  # spread of request lengths (coefficient of variation)
     model_loads_per_hour: Annotated[float, Field(ge=0, le=3600, allow_inf_nan=False)] = 1.0  # 0 (never), or >= 0.001
     pool: Name | None = None  # a pool name (aisize.plan.placement); None: placed by the planner
     when: When = When()

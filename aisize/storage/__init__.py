@@ -13,8 +13,8 @@ from aisize.storage.checkpoint import (FULL_STATE_BYTES_PER_PARAM, WEIGHTS_ONLY_
                                        young_daly_interval)
 from aisize.storage.demand import (DEFAULT_TARGET_UTILISATION, MLPERF_STORAGE_AU_THRESHOLDS,
                                    DataStall, ReadDemand, data_stall, mlperf_read_demand,
-                                   read_demand, samples_per_s_for_model, samples_per_s_from_batch,
-                                   samples_per_s_from_flops, supply_for_utilisation)
+                                   read_demand, samples_per_s_from_batch, supply_for_utilisation,
+                                   training_read_demand)
 from aisize.storage.io import (FORMATS, Compression, IOProfile, compression_tradeoff, io_profile,
                                io_profile_for_format)
 from aisize.storage.sizing import StorageUnits, storage_units, storage_units_for
@@ -28,8 +28,8 @@ __all__ = [
     "goodput", "read_bandwidth_for_rto", "restore_seconds", "write_bandwidth_for_stall",
     "young_daly_interval",
     "DEFAULT_TARGET_UTILISATION", "MLPERF_STORAGE_AU_THRESHOLDS", "DataStall", "ReadDemand",
-    "data_stall", "mlperf_read_demand", "read_demand", "samples_per_s_for_model",
-    "samples_per_s_from_batch", "samples_per_s_from_flops", "supply_for_utilisation",
+    "data_stall", "mlperf_read_demand", "read_demand", "samples_per_s_from_batch", "supply_for_utilisation",
+    "training_read_demand",
     "FORMATS", "Compression", "IOProfile", "compression_tradeoff", "io_profile",
     "io_profile_for_format",
     "StorageUnits", "storage_units", "storage_units_for",

@@ -17,6 +17,8 @@ from aisize.validation.ranges import mfu_range
 from aisize.validation.report import summary, validate
 
 TABLE_COLUMNS = ("case", "published", "predicted", "unit", "error_pct", "tolerance_pct", "status", "implied")
+TRAINING_COLUMNS = ("case", "published", "predicted", "unit", "error_pct", "status", "source")
+SOURCE_CHARS = 70  # the training table's source column, cut on the terminal (--csv keeps it whole)
 
 
 def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -64,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_text_table(table[list(TABLE_COLUMNS)]))
         print()
+        training = table[table["family"] == "training"][list(TRAINING_COLUMNS)]
+        if len(training):
+            print("training family: published vs predicted vs error vs source")
+            print(_text_table(training.assign(source=training["source"].str.slice(0, SOURCE_CHARS))))
+            print()
         print(_text_table(summ))
         print()
         print(f"MFU range ({r.rule}): low {r.low:.1%}, expected {r.expected:.1%}, high {r.high:.1%}")

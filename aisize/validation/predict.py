@@ -26,9 +26,10 @@ from aisize.memory.activations import activation_constants, layer_activation_byt
 from aisize.memory.inference import transformer_kv_bytes_per_token, weight_bytes
 from aisize.memory.states import model_states
 from aisize.precision import peak_flops_per_s
-from aisize.serving import DECODE_MEMORY_EFFICIENCY, decode_step_seconds
+from aisize.serving import TRTLLM_1_0, decode_step
 from aisize.storage.checkpoint import checkpoint_size
-from aisize.storage.demand import TRAINING_FLOPS_PER_FORWARD_FLOP, mlperf_read_demand, samples_per_s_from_flops
+from aisize.storage.demand import mlperf_read_demand
+from aisize.training import TRAINING_FLOPS_PER_FORWARD_FLOP, samples_per_s_from_flops
 from aisize.units import TFLOP
 
 # Transformer fields a case may override on a catalog model (e.g. MLPerf's 128-head Llama 3 70B).
@@ -178,16 +179,17 @@ def throughput(inputs: dict, published_base: float) -> Prediction:
 
 # kind -> (predictor, required inputs, takes the published value)
 def decode_throughput(inputs: dict) -> Prediction:
-    """Output tokens/s of a static decode batch: batch / step time of :func:`aisize.serving.decode_step_seconds`
-    at the mean context prompt + output/2, with the serving module's assumed HBM efficiency."""
-    m, acc = _model(inputs), catalog.accelerators[inputs["accelerator"]]
-    n, dtype = transformer_params(m).total, inputs["dtype"]
+    """Output tokens/s of a static decode batch: batch / one decode iteration of
+    :func:`aisize.serving.decode_step` at the mean context prompt + output/2 (TensorRT-LLM 1.0 calibration)."""
+    dtype = inputs["dtype"]
     batch, tp = int(inputs["batch"]), int(inputs.get("tp", 1))
     ctx = float(inputs["prompt"]) + float(inputs["output"]) / 2
-    step = decode_step_seconds(batch, ctx, weight_bytes(n, dtype), transformer_kv_bytes_per_token(m, dtype), n,
-                               tp, acc.memory_bandwidth_bytes_per_s, peak_flops_per_s(acc, dtype))
-    return Prediction(float(batch / step), f"{inputs['model']} {dtype} on {tp} x {acc.id}, batch {batch}, "
-                      f"context {ctx:g} tokens; HBM efficiency {DECODE_MEMORY_EFFICIENCY:g} (assumed)")
+    step = decode_step(_model(inputs), inputs["accelerator"], batch=batch, context_tokens=ctx, tensor_parallel=tp,
+                       weight_precision=dtype, kv_precision=dtype)
+    flag = " (uncalibrated generation: Hopper efficiencies)" if step["uncalibrated"] else ""
+    return Prediction(float(batch / step["seconds"]), f"{inputs['model']} {dtype} on {tp} x {inputs['accelerator']}, "
+                      f"batch {batch}, context {ctx:g} tokens; serving iteration model, {TRTLLM_1_0.name} "
+                      f"calibration{flag}")
 
 
 PREDICTORS: dict[str, tuple[Callable[..., Prediction], tuple[str, ...], bool]] = {

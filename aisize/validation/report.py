@@ -56,8 +56,9 @@ def validate(family: str | None = None, *, path: str | Path | None = None) -> pd
 
     Parameters
     ----------
-    family : memory | flops-time | storage | throughput; None or "" for all
-    path : a cases CSV (default ``data/validation/cases.csv``)
+    family : memory | flops-time | storage | throughput | training; None or "" for all
+    path : a cases CSV (default ``data/validation/cases.csv``, with the training family's tables
+        beside it: :mod:`aisize.validation.training`); a given path holds its cases only
 
     Returns
     -------
@@ -79,6 +80,10 @@ def validate(family: str | None = None, *, path: str | Path | None = None) -> pd
     highest = mfu_range().high
     rows = [_row(c, highest) for c in cases.to_dict("records")]
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+    if path is None and family in (None, "", "training"):
+        from aisize.validation.training import training_results
+
+        frame = pd.concat([frame, training_results()[list(RESULT_COLUMNS)]], ignore_index=True)
     frame["within_tolerance"] = frame["within_tolerance"].astype("boolean")
     return frame
 

@@ -1,7 +1,8 @@
-"""Inference: the selected service's model, request rate, tokens and latency targets.
+"""Inference: the selected service's model, request rate, tokens, SLOs, replica shape and engine.
 
-Shows KV cache, tensor parallelism, batch, replicas and GPUs, latencies, the
-per-GPU memory, and latency vs load with the knee (:func:`aisize.plan.latency_curve`).
+Shows the planned replica shape and fleet, TTFT and TPOT (mean and p95) against
+their targets under the planned load, the per-GPU memory, and TTFT/TPOT vs load
+(:func:`aisize.plan.latency_curve`). Every figure is the planner's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from aisize.plan import latency_curve
 from aisize.scenario.model import WEIGHT_PRECISIONS
 from aisize.units import GB, GiB, MB
 
-TP_CHOICES = [("auto (smallest that fits)", "auto")] + [(str(t), t) for t in (1, 2, 4, 8, 16)]
+TP_CHOICES = [("auto (fewest GPUs)", "auto")] + [(str(t), t) for t in (1, 2, 4, 8, 16, 32, 64, 72)]
+PP_CHOICES = [("auto", "auto")] + [(str(p), p) for p in (1, 2, 4, 8)]
 
 
 class InferenceSection(Section):
@@ -35,7 +37,14 @@ class InferenceSection(Section):
                                    steps_per_decade=12, fmt=".0f")
         self.ttft = K.log_slider("TTFT target [ms]", 2000, 50, 60_000, "Time to first token target (prefill)")
         self.tpot = K.log_slider("TPOT target [ms/token]", 50, 5, 1000, "Time per output token target (decode)")
-        self.tp = K.dropdown("Tensor parallel", TP_CHOICES, "auto", "GPUs per replica; must divide the heads")
+        self.stat = K.dropdown("SLO statistic", [("p95", "p95"), ("mean", "mean")], "p95",
+                               "Whether the TTFT and TPOT targets bound the p95 or the mean")
+        self.tp = K.dropdown("Tensor parallel", TP_CHOICES, "auto", "GPUs per pipeline stage; must divide the heads")
+        self.pp = K.dropdown("Pipeline stages", PP_CHOICES, "auto", "Stages of a replica; may span servers")
+        self.mode = K.dropdown("Serving", [("aggregated", "aggregated"), ("disaggregated", "disaggregated")],
+                               "aggregated", "Disaggregated: separate prefill and decode pools, KV shipped between")
+        self.engine = K.dropdown("Engine limits", [("TensorRT-LLM", "trtllm"), ("vLLM", "vllm")], "trtllm",
+                                 "Whose scheduler limits and defaults the replica runs with")
         self.figures = widgets.HTML()
         self.memory_chart, self.latency_chart = K.ChartSlot(), K.ChartSlot()
         self._curve_at = (None, None)  # (inputs, frame) of the last latency curve
@@ -49,10 +58,15 @@ class InferenceSection(Section):
         self.bind(self.output, w("output_tokens"), lambda v: int(round(v)))
         self.bind(self.ttft, w("ttft_target_ms"), float)
         self.bind(self.tpot, w("tpot_target_ms"), float)
+        self.bind(self.stat, w("slo_statistic"))
         self.bind(self.tp, w("tensor_parallel"))
+        self.bind(self.pp, w("pipeline_parallel"))
+        self.bind(self.mode, w("serving"))
+        self.bind(self.engine, w("engine"))
         self.service.observe(lambda _: self._on_plan(self.state.plan), names="value")
         left = K.controls_column([self.service, self.model, self.weights, self.kv, self.rate, self.prompt, self.output,
-                             self.ttft, self.tpot, self.tp, self.error])
+                                  self.ttft, self.tpot, self.stat, self.tp, self.pp, self.mode, self.engine,
+                                  self.error])
         self.view.children = [widgets.HBox([left, K.figures_column([self.figures, self.memory_chart.box])]),
                               self.latency_chart.box]
         self.quietly(self.sync)
@@ -68,7 +82,8 @@ class InferenceSection(Section):
         for knob, key in ((self.model, "model"), (self.weights, "weight_precision"), (self.kv, "kv_precision"),
                           (self.rate, "requests_per_s"), (self.prompt, "prompt_tokens"),
                           (self.output, "output_tokens"), (self.ttft, "ttft_target_ms"),
-                          (self.tpot, "tpot_target_ms"), (self.tp, "tensor_parallel")):
+                          (self.tpot, "tpot_target_ms"), (self.stat, "slo_statistic"), (self.tp, "tensor_parallel"),
+                          (self.pp, "pipeline_parallel"), (self.mode, "serving"), (self.engine, "engine")):
             K.assign(knob, "value", w[key])
 
     def _plan_service(self, plan):
@@ -85,19 +100,22 @@ class InferenceSection(Section):
         self.memory_chart.show(mem_key, lambda: charts.memory_breakdown(
             i.memory_per_gpu_bytes, i.gpu_memory_bytes,
             title=f"Memory per GPU: {i.name} ({plan.accelerator})").properties(width=charts.WIDTH - 80))
-        # the chart's shape is fixed per service; a new curve, knee or title only swaps rows and params
+        # the chart's shape is fixed per service; a new curve, targets or title only swaps rows and params
+        if i.estimate is None or not i.estimate.feasible:
+            return
         curve = self._curve(i)
-        target = i.latency_target_seconds
         self.latency_chart.show(
-            (i.name, target is None),
-            lambda: charts.latency_vs_load(curve, i.knee_requests_per_s, i.requests_per_s, target),
+            (i.name, "serving"),
+            lambda: charts.serving_latency(curve, i.ttft_target_seconds, i.tpot_target_seconds, i.requests_per_s),
             params={charts.MARK: float(i.requests_per_s)},
-            data=charts.latency_vs_load_data(curve, i.knee_requests_per_s, target),
-            title=f"Request latency vs load: {i.name} ({i.replicas} replicas)")
+            data=charts.serving_latency_data(curve, i.ttft_target_seconds, i.tpot_target_seconds),
+            title=f"TTFT and TPOT vs load: {i.name} ({i.replicas} replicas of {i.gpus_per_replica} GPUs)")
 
     def _curve(self, i):
-        """:func:`latency_curve` of ``i``, kept while its station stays (a load move keeps the curve)."""
-        key = i.station
+        """:func:`latency_curve` of ``i``, kept while its replica and fleet stay (a load move keeps it)."""
+        key = (i.estimate.model, i.estimate.accelerator, i.estimate.weight_precision, i.estimate.kv_precision,
+               i.estimate.input_tokens, i.estimate.output_tokens, i.estimate.engine, i.tensor_parallel,
+               i.pipeline_parallel, i.attention_dp, i.replicas)
         if self._curve_at[0] != key:
             self._curve_at = (key, latency_curve(i))
         return self._curve_at[1]
@@ -105,22 +123,43 @@ class InferenceSection(Section):
     @staticmethod
     def _figures(i, knee_factor: float) -> str:
         ok = (lambda flag: "good" if flag else "bad")
-        return K.cards([
+        shape = f"{i.tensor_parallel}" + (f" × PP {i.pipeline_parallel}" if i.pipeline_parallel > 1 else "") + (
+            f", ADP {i.attention_dp}" if i.attention_dp > 1 else "")
+        stat = i.slo_statistic
+        ttft = i.ttft_p95_seconds if stat == "p95" else i.ttft_seconds
+        tpot = i.tpot_p95_seconds if stat == "p95" else i.tpot_seconds
+        items = [
             K.card("inference.replicas", "Replicas", i.replicas, "", "Copies of the model serving in parallel"),
             K.card("inference.gpus", "GPUs", i.gpus, "GPUs"),
-            K.card("inference.tensor_parallel", "GPUs per replica (TP)", i.tensor_parallel, ""),
-            K.card("inference.batch", "Batch per replica", i.batch, "sequences",
-                   "Concurrent sequences per replica at the TPOT target", state=ok(i.tpot_met)),
+            K.card("inference.tensor_parallel", "Replica shape (TP)", shape, "",
+                   "GPUs per pipeline stage, stages, attention data-parallel groups"),
+            K.card("inference.mode", "Serving", i.serving_mode, ""),
+            K.card("inference.batch", "Batch per replica", i.batch, "requests",
+                   f"Mean requests in flight under the planned load (at most {i.max_batch})"),
+            K.card("inference.capacity", "Capacity per replica", i.output_tokens_per_s_per_replica, "tokens/s",
+                   "Output tokens/s with every request waiting (max throughput)"),
+            K.card("inference.ttft", f"TTFT {stat}", ttft * 1e3, "ms",
+                   f"mean {i.ttft_seconds * 1e3:.3g} ms, p95 {i.ttft_p95_seconds * 1e3:.3g} ms; "
+                   f"target {i.ttft_target_seconds * 1e3:.3g} ms", state=ok(i.ttft_met)),
+            K.card("inference.tpot", f"TPOT {stat}", tpot * 1e3, "ms/token",
+                   f"mean {i.tpot_seconds * 1e3:.3g} ms, p95 {i.tpot_p95_seconds * 1e3:.3g} ms; "
+                   f"target {i.tpot_target_seconds * 1e3:.3g} ms", state=ok(i.tpot_met)),
+            K.card("inference.latency_p95", "Request latency p95", i.latency_p95_seconds, "s",
+                   "TTFT p95 + (output - 1) x TPOT p95", state=ok(i.latency_target_met)),
             K.card("inference.kv_per_token", "KV cache per token", i.kv_bytes_per_token / MB, "MB"),
             K.card("inference.kv_per_user", "KV cache per request", i.kv_bytes_per_user / GB, "GB",
                    "Prompt + output tokens of one request"),
             K.card("inference.kv_per_gpu", "KV cache per GPU", i.memory_per_gpu_bytes["kv_cache_bytes"] / GiB,
-                   "GiB", "At the chosen batch"),
-            K.card("inference.ttft", "TTFT (unloaded)", i.ttft_seconds * 1e3, "ms"),
-            K.card("inference.tpot", "TPOT", i.tpot_seconds * 1e3, "ms/token", state=ok(i.tpot_met)),
-            K.card("inference.latency_p95", "Request latency p95", i.latency_p95_seconds, "s",
-                   f"target {i.latency_target_seconds:.3g} s", state=ok(i.latency_target_met)),
-            K.card("inference.utilisation", "Utilisation", i.utilisation, ""),
+                   "GiB", "At the planned batch"),
+            K.card("inference.utilisation", "Utilisation", i.utilisation, "", "Of each replica's capacity"),
             K.card("inference.knee", "Knee", i.knee_requests_per_s, "requests/s",
                    f"Load at which mean latency reaches {knee_factor:g}x unloaded"),
-        ])
+        ]
+        if i.pools is not None and i.serving_mode == "disaggregated":
+            items += [K.card("inference.prefill_gpus", "Prefill GPUs", i.pools.prefill_gpus, "GPUs"),
+                      K.card("inference.decode_gpus", "Decode GPUs", i.pools.decode_gpus, "GPUs"),
+                      K.card("inference.kv_transfer", "KV transfer", i.pools.kv_transfer_s * 1e3, "ms",
+                             f"{i.pools.kv_bytes_per_request / MB:,.1f} MB per request")]
+        if i.slo_reason:
+            items.append(K.card("inference.slo", "SLOs", "unreachable", "", i.slo_reason, state="bad"))
+        return K.cards(items)

@@ -4,7 +4,8 @@ Shows GPUs, servers and time to train with the plan's range (``TrainingPlan.days
 ``days_high``: published MFUs, or the spread of measured throughputs), the per-GPU memory
 breakdown against the GPU's memory, GPUs needed against the target time
 (:func:`aisize.plan.gpus_vs_days`) and the fastest layouts that fit
-(:func:`aisize.plan.layout_candidates`): every figure is the planner's.
+(:func:`aisize.plan.layout_candidates`) with their step time by part (compute, exposed
+TP/CP/PP/DP/EP communication, bubble, stragglers): every figure is the planner's.
 """
 
 from __future__ import annotations
@@ -14,25 +15,31 @@ import html
 import ipywidgets as widgets
 import pandas as pd
 
-from aisize import catalog, charts
+from aisize import catalog, charts, charts_training
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
 from aisize.plan import gpus_vs_days, layout_candidates
-from aisize.scenario.model import OPTIMIZERS, RECOMPUTE, TRAIN_PRECISIONS
+from aisize.scenario.model import OPTIMIZERS, RECOMPUTE, SCHEDULES, TRAIN_PRECISIONS
 from aisize.units import HOUR, GiB
 
 SWEEP_DAYS = (0.25, 0.5, 1, 2, 4, 7, 14, 30, 60, 120, 365)
 TP_OPTIONS, PP_OPTIONS = (1, 2, 4, 8, 16, 32, 64), (1, 2, 4, 8, 16, 32, 64)
 MICRO_BATCH_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-LAYOUT_COLUMNS = {"tp": "TP", "pp": "PP", "dp": "DP", "zero_stage": "ZeRO", "micro_batch": "micro-batch",
-                  "recompute": "recompute", "step_seconds": "step [s]", "mfu": "MFU",
-                  "total_bytes": "memory/GPU [GiB]"}
+CP_OPTIONS = (1, 2, 4, 8, 16, 32)
+INTERLEAVED_CHUNKS = 2  # model chunks per stage the fixed-layout knob uses for interleaved 1F1B
+LAYOUT_COLUMNS = {"tp": "TP", "pp": "PP", "dp": "DP", "cp": "CP", "schedule": "schedule", "zero_stage": "ZeRO",
+                  "micro_batch": "micro-batch", "recompute": "recompute", "step_seconds": "step [s]",
+                  "mfu": "MFU", "total_bytes": "memory/GPU [GiB]"}
 
 
 def best_layouts(scenario, index: int, top: int = 5) -> pd.DataFrame:
     """The plan's fastest layouts that fit for workload ``index`` (empty for a model that is not a transformer),
     as shown: the layout columns, step time, MFU and memory per GPU [GiB]."""
-    df = layout_candidates(scenario, index, top)
+    return shown_layouts(layout_candidates(scenario, index, top))
+
+
+def shown_layouts(df: pd.DataFrame) -> pd.DataFrame:
+    """:data:`LAYOUT_COLUMNS` of the candidates, memory in GiB (empty when there are none)."""
     if not len(df):
         return pd.DataFrame()
     out = df[list(LAYOUT_COLUMNS)].copy()
@@ -95,9 +102,13 @@ class TrainingSection(Section):
         self.zero = K.dropdown("ZeRO", [0, 1, 2, 3], 1, "ZeRO stage: sharding of optimizer/grads/weights", **small)
         self.micro = K.dropdown("μbatch", list(MICRO_BATCH_OPTIONS), 1, "Micro-batch [sequences]", **small)
         self.recompute = K.dropdown("recomp.", list(RECOMPUTE), "selective", "Activation recomputation", **small)
+        self.cp = K.dropdown("CP", list(CP_OPTIONS), 1, "Context parallel degree: splits each sequence; must "
+                             "divide the sequence length", **small)
+        self.schedule = K.dropdown("sched.", list(SCHEDULES), "1f1b", "Pipeline schedule (interleaved 1F1B: "
+                                   f"{INTERLEAVED_CHUNKS} model chunks per stage)", **small)
         self.figures = widgets.HTML()
         self.range_note = widgets.HTML()
-        self.memory_chart, self.days_chart = K.ChartSlot(), K.ChartSlot()
+        self.memory_chart, self.days_chart, self.step_chart = K.ChartSlot(), K.ChartSlot(), K.ChartSlot()
         self.layouts, self.days_note = widgets.HTML(), widgets.HTML()
         self._curve_at = (None, None)  # (inputs, (frame, refused)) of the last GPUs-vs-days curve
         super().__init__(state)
@@ -112,11 +123,11 @@ class TrainingSection(Section):
         self.bind(self.mfu, lambda: ("policies", "mfu"), float)
         self.size_by.observe(self._on_size_by, names="value")
         self.bind(self.parallel, w("layout"), self._layout_value)
-        for knob in (self.tp, self.pp, self.zero, self.micro, self.recompute):
+        for knob in self._layout_knobs():
             self.bind(knob, w("layout"), lambda _: self._layout_value("fixed"))
         self.job.observe(lambda _: self._on_plan(self.state.plan), names="value")
         manual = widgets.VBox([widgets.HBox([self.tp, self.pp, self.zero]),
-                               widgets.HBox([self.micro, self.recompute])])
+                               widgets.HBox([self.micro, self.recompute, self.cp]), widgets.HBox([self.schedule])])
         left = K.controls_column([self.job, self.model, self.server, self.method, self.precision, self.optimizer,
                              self.tokens, self.size_by, self.days, self.gpus, self.mfu, self.parallel, manual,
                              self.error])
@@ -124,17 +135,25 @@ class TrainingSection(Section):
         self.view.children = [widgets.HBox([left, right]), K.heading("GPUs needed vs target time"),
                               widgets.HBox([widgets.VBox([self.days_chart.box, self.days_note]), K.figures_column(
                                   [K.heading("Fastest layouts that fit", "at the planned GPU count"),
-                                   self.layouts])])]
+                                   self.layouts])]),
+                              K.heading("Why a layout wins", "step time by part for the fastest layouts"),
+                              self.step_chart.box]
         self.quietly(self.sync)
 
     def _path(self, field):
         return lambda: None if self.job.value is None else ("workloads", self.job.value, field)
 
+    def _layout_knobs(self):
+        return (self.tp, self.pp, self.zero, self.micro, self.recompute, self.cp, self.schedule)
+
     def _layout_value(self, mode):
         if mode == "auto":
             return "auto"
+        interleaved = self.schedule.value == "interleaved-1f1b"
         return {"tensor_parallel": self.tp.value, "pipeline_parallel": self.pp.value, "expert_parallel": 1,
-                "zero_stage": self.zero.value, "micro_batch": self.micro.value, "recompute": self.recompute.value}
+                "zero_stage": self.zero.value, "micro_batch": self.micro.value, "recompute": self.recompute.value,
+                "context_parallel": self.cp.value, "schedule": self.schedule.value,
+                "virtual_stages": INTERLEAVED_CHUNKS if interleaved else 1}
 
     def _on_size_by(self, change) -> None:
         if self._syncing or self.job.value is None:
@@ -175,9 +194,10 @@ class TrainingSection(Section):
         K.assign(self.parallel, "value", "auto" if lay == "auto" else "fixed")
         if lay != "auto":
             for knob, key in ((self.tp, "tensor_parallel"), (self.pp, "pipeline_parallel"),
-                              (self.zero, "zero_stage"), (self.micro, "micro_batch"), (self.recompute, "recompute")):
+                              (self.zero, "zero_stage"), (self.micro, "micro_batch"), (self.recompute, "recompute"),
+                              (self.cp, "context_parallel"), (self.schedule, "schedule")):
                 K.assign(knob, "value", lay[key])
-        for knob in (self.tp, self.pp, self.zero, self.micro, self.recompute):
+        for knob in self._layout_knobs():
             knob.disabled = lay == "auto"
 
     def update(self, plan) -> None:
@@ -200,9 +220,13 @@ class TrainingSection(Section):
             f"<p class='aisize-note'>{refused} of {len(SWEEP_DAYS)} target times left out: the planner refuses "
             "them (beyond the engines' GPU limit, or a given layout or global batch that does not divide "
             "the GPU count).</p>"))
-        layouts = best_layouts(plan.scenario, self.job.value)
+        candidates = layout_candidates(plan.scenario, self.job.value, 5)
+        layouts = shown_layouts(candidates)
         K.assign(self.layouts, "value", K.table(layouts) if len(layouts) else
                  "<p class='aisize-note'>No searched layouts: the model is not a transformer, or nothing fits.</p>")
+        if len(candidates):  # one chart per job; new candidates arrive as rows, not a new chart
+            self.step_chart.show(t.name, lambda: charts_training.step_breakdown(
+                candidates, title=f"Step time by part: {t.name}"), data=charts_training.step_breakdown_rows(candidates))
 
     def _curve(self, plan, name: str) -> tuple[pd.DataFrame, int]:
         """:func:`days_curve` of job ``name``, kept while the job (but for its own GPUs and target time, which
@@ -229,11 +253,14 @@ class TrainingSection(Section):
                   K.card("training.fits", "Fits in GPU memory", "yes" if t.memory_fits else "no", "",
                          state="good" if t.memory_fits else "bad"),
                   K.card("training.layout", "Layout", f"TP{lay.tensor_parallel} PP{lay.pipeline_parallel} "
-                         f"DP{lay.data_parallel} Z{lay.zero_stage} mb{lay.micro_batch}", "",
-                         "searched" if lay.searched else "fixed by the user"),
+                         f"DP{lay.data_parallel} CP{lay.context_parallel} Z{lay.zero_stage} mb{lay.micro_batch}", "",
+                         ("searched" if lay.searched else "fixed by the user") + f"; schedule {lay.schedule}"),
                   K.card("training.mfu_predicted", "MFU predicted", t.mfu_predicted, "",
-                         "From the step-time model of the chosen layout"),
-                  K.card("training.goodput", "Goodput", t.goodput, "",
+                         "From the step-time model of the chosen layout (aisize.training)")]
+        if t.training_days_predicted is not None:
+            items.append(K.card("training.days_predicted", "Time at predicted MFU", t.training_days_predicted,
+                                "days", "The same job at the step-time model's MFU instead of the assumed one"))
+        items += [K.card("training.goodput", "Goodput", t.goodput, "",
                          "Share of time doing useful work after checkpoints and failures"),
                   K.card("training.gpu_hours", "GPU-hours", t.gpu_hours, "h"),
                   K.card("training.energy", "GPU energy", t.energy_joules / HOUR / 1e6, "MWh")]

@@ -1,0 +1,100 @@
+"""The report's inference section: replica shapes and fleets, SLOs under load, disaggregated pools, memory.
+
+Every figure comes from the plan (:class:`aisize.plan.InferencePlan`) or from
+:mod:`aisize.serving` (the latency curve and the configuration search); nothing
+is recomputed here.
+"""
+
+from __future__ import annotations
+
+from aisize import charts, serving
+from aisize.plan import context as plan_context
+from aisize.plan import latency_curve
+from aisize.report.context import ReportContext
+from aisize.report.markup import DASH, Html, block, count, duration, figure, gb, note, pct, per_s, sig, table, yes_no
+from aisize.validation.serving import serving_summary
+
+
+def _shape(i) -> str:
+    text = f"TP{i.tensor_parallel}" + (f"×PP{i.pipeline_parallel}" if i.pipeline_parallel > 1 else "")
+    text += f" ADP{i.attention_dp}" if i.attention_dp > 1 else ""
+    return text + ("" if i.tp_searched else " (given)")
+
+
+def inference(ctx: ReportContext) -> Html:
+    """Per service: shape, fleet, SLOs under the planned load, disaggregated pools, memory and charts."""
+    p = ctx.plan
+    fleet = [[i.name, i.serving_mode, _shape(i), f"{i.estimate.weight_precision}/{i.estimate.kv_precision}"
+              if i.estimate else DASH, f"{count(i.batch)} / {count(i.max_batch)}",
+              f"{sig(i.output_tokens_per_s_per_replica)}/s", count(i.replicas), count(i.gpus), count(i.servers)]
+             for i in p.inference]
+    fleet_t = table(["Service", "Mode", "Shape", "Weights / KV", "Batch mean / max", "Capacity / replica",
+                     "Replicas", "GPUs", "Servers"], fleet, caption="Serving plan: replica shape and fleet",
+                    css="numeric")
+    slo = [[i.name, f"{i.requests_per_s:g}/s", pct(i.utilisation), duration(i.ttft_seconds),
+            duration(i.ttft_p95_seconds), duration(i.tpot_seconds), duration(i.tpot_p95_seconds),
+            f"{duration(i.ttft_target_seconds)} / {duration(i.tpot_target_seconds)} ({i.slo_statistic})",
+            yes_no(i.ttft_met and i.tpot_met, "met", "missed")] for i in p.inference]
+    slo_t = table(["Service", "Load", "Util.", "TTFT mean", "TTFT p95", "TPOT mean", "TPOT p95",
+                   "Targets TTFT / TPOT", "SLOs"], slo, caption="Latency under the planned load", css="numeric")
+    mem = [[i.name, gb(i.weights_bytes), gb(i.kv_bytes_per_user), gb(i.memory_per_gpu_bytes["total_bytes"]),
+            gb(i.gpu_memory_bytes), yes_no(i.fits), gb(i.host_memory_needed_bytes), yes_no(i.host_memory_fits)]
+           for i in p.inference]
+    mem_t = table(["Service", "Weights (model)", "KV cache / request", "Memory / GPU", "GPU memory", "Fits",
+                   "Host RAM need / server", "Fits"], mem, caption="Memory", css="numeric")
+    acc = serving_summary()
+    hardware = plan_context.resolve(ctx.scenario.hardware)
+    out = [block(fleet_t, note(
+        "Shape: TP GPUs per pipeline stage × PP stages (stages may span servers); ADP: attention data-parallel "
+        "groups of an MoE model, its experts spread over all the stage's GPUs; a disaggregated service shows its "
+        "decode pool. The shape "
+        "and replica count are the fewest GPUs that keep the TTFT and TPOT targets at the planned load. "
+        "Capacity is the replica's output tokens/s with every request waiting (max throughput).")),
+        block(slo_t, note(
+            f"Continuous batching under Poisson arrivals: iteration-level roofline ({serving.TRTLLM_1_0.name} "
+            f"calibration), Little's law for the batch, M/G/c admission and the prompts' wait for the token "
+            f"budget. The knee (where mean request latency doubles) is at "
+            + ", ".join(f"{per_s(i.knee_requests_per_s)} for {i.name}" for i in p.inference)
+            + f". Against {acc['cases']} published TensorRT-LLM runs the model lands {acc['within']} within "
+            f"15 % (median error {acc['median_abs_error_pct']:.1f} %; see the accuracy appendix).")),
+        block(mem_t)]
+    pools = [i for i in p.inference if i.pools is not None and i.pools.feasible]
+    if pools:
+        rows = [[i.name, i.serving_mode, f"{i.pools.prefill_replicas} × TP {i.pools.prefill_tensor_parallel}",
+                 f"{i.pools.decode_replicas} × TP {i.pools.decode_tensor_parallel}", count(i.pools.prefill_gpus),
+                 count(i.pools.decode_gpus), gb(i.pools.kv_bytes_per_request), duration(i.pools.kv_transfer_s),
+                 f"{i.pools.kv_link_bytes_per_s / 1e9:,.2f} GB/s", pct(i.pools.kv_link_utilisation)] for i in pools]
+        out.append(block(table(["Service", "Chosen mode", "Prefill pool", "Decode pool", "Prefill GPUs",
+                                "Decode GPUs", "KV / request", "KV transfer", "KV traffic", "Prefill NIC load"],
+                               rows, caption="Disaggregated prefill and decode pools", css="numeric"),
+                         note("Prefill and decode on separate GPUs (DistServe, Splitwise): each request's KV "
+                              "cache travels from its prefill GPUs over their scale-out NICs.")))
+    for i in p.inference:
+        out.append(block(figure(charts.memory_breakdown(i.memory_per_gpu_bytes, i.gpu_memory_bytes,
+                                                        title=f"{i.name}: memory per GPU"),
+                                f"{i.name}: weights, KV cache at the planned batch and runtime memory "
+                                "on one GPU, against the GPU's memory.")))
+        if i.estimate is not None and i.estimate.feasible:
+            out.append(block(figure(charts.serving_latency(latency_curve(i, 40), i.ttft_target_seconds,
+                                                           i.tpot_target_seconds, i.requests_per_s,
+                                                           title=f"{i.name}: TTFT and TPOT vs load"),
+                                    f"{i.name}: mean and p95 latencies as the request rate rises, with the "
+                                    "targets (red) and the planned load (grey).")))
+            out.append(block(_frontier(i, hardware.scaleout_bytes_per_s)))
+    return Html("".join(out))
+
+
+def _frontier(i, scaleout_bytes_per_s) -> Html:
+    """The configuration search's frontier for the service's model, GPU, lengths and targets."""
+    e = i.estimate
+    r = serving.search(e.model_record, e.accelerator_record or e.accelerator, input_tokens=e.input_tokens,
+                       output_tokens=e.output_tokens, ttft_target_s=i.ttft_target_seconds,
+                       tpot_target_s=i.tpot_target_seconds, statistic=i.slo_statistic,
+                       weight_precisions=(e.weight_precision,), kv_precisions=(e.kv_precision,),
+                       scaleout_bytes_per_s=scaleout_bytes_per_s, engine=serving.ENGINES[e.engine])
+    caption = (f"{i.name}: {r.configurations:,} configurations (shapes × batches × token budgets, aggregated and "
+               f"disaggregated); the line is the frontier of those that fit, grey points those meeting the targets.")
+    if not len(r.frontier):
+        return note(f"{i.name}: no configuration fits the GPU.")
+    return figure(charts.serving_frontier(r.frontier, r.feasible, title=f"{i.name}: tokens/s per GPU vs per user"),
+                  caption)

@@ -1,0 +1,17 @@
+"""LLM serving: what one replica of a model delivers on a GPU, and how many replicas a service needs.
+
+The public entry point is :func:`estimate`. Modules, from physics to search:
+``costs`` (per-token FLOPs and bytes of a model), ``hardware`` (a GPU's peaks for a
+precision), ``calibration`` (the fitted efficiencies and overheads), ``engine``
+(scheduler limits), ``memory`` (weights and KV pool per GPU), ``iteration`` (one
+continuous-batching iteration), ``steady`` and ``throughput`` (a replica at its
+capacity), ``latency`` (TTFT/TPOT under load), ``shapes`` (TP/PP/EP/attention-DP).
+"""
+
+from aisize.serving.calibration import TRTLLM_1_0, Calibration
+from aisize.serving.engine import ENGINES, TRTLLM_BENCH, VLLM, Engine
+from aisize.serving.estimate import ServingEstimate, decode_step, estimate
+from aisize.serving.search import SearchResult, pareto, search
+
+__all__ = ["estimate", "ServingEstimate", "decode_step", "search", "SearchResult", "pareto", "Calibration", "TRTLLM_1_0", "Engine", "ENGINES", "TRTLLM_BENCH",
+           "VLLM"]

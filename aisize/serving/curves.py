@@ -1,0 +1,77 @@
+"""Latency against load for a replica: the curve an architect reads the knee and SLO headroom from.
+
+:func:`latency_curve` evaluates the replica of a :class:`~aisize.serving.ServingEstimate`
+at many request rates at once (:func:`~aisize.serving.latency.loaded_state`);
+:func:`knee_requests_per_s` is the rate at which the mean request latency reaches a
+multiple of its light-load value; :func:`slo_requests_per_s` the highest rate at which
+a TTFT and a TPOT target (p95 or mean) still hold.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from aisize import checks, models
+from aisize.serving.calibration import TRTLLM_1_0
+from aisize.serving.costs import model_costs
+from aisize.serving.engine import ENGINES
+from aisize.serving.hardware import device
+from aisize.serving.iteration import achieved_rates
+from aisize.serving.latency import loaded_state
+from aisize.serving.shapes import ReplicaShape
+
+
+def _loaded(est, rates_per_s, calibration=TRTLLM_1_0):
+    """:func:`loaded_state` of the estimate's replica at each rate (per replica)."""
+    engine = ENGINES[est.engine]
+    dev = device(est.accelerator_record or est.accelerator, est.weight_precision, est.kv_precision)
+    costs = model_costs(est.model_record or models.resolve(est.model), est.weight_precision, est.kv_precision)
+    shape = ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel)
+    dp = est.attention_dp * est.pipeline_parallel
+    return loaded_state(costs, achieved_rates(dev, calibration), calibration,
+                        requests_per_s=np.asarray(rates_per_s, dtype=float),
+                        capacity_requests_per_s=est.max_requests_per_s, slots=est.max_concurrency,
+                        input_tokens=est.input_tokens, output_tokens=est.output_tokens,
+                        max_num_tokens=est.max_num_tokens * dp, chunked_prefill=engine.chunked_prefill, shape=shape)
+
+
+def latency_curve(est, points: int = 50, *, replicas: int = 1) -> pd.DataFrame:
+    """TTFT, TPOT and request latency (mean and p95) against the fleet's request rate.
+
+    Parameters
+    ----------
+    est : a :class:`~aisize.serving.ServingEstimate` (its replica, engine and lengths)
+    points : rates from 1 % to 99 % of the replica's capacity [count]
+    replicas : replicas sharing the load evenly (the rates are the fleet's)
+
+    Returns
+    -------
+    DataFrame: ``requests_per_s`` (fleet) [1/s], ``utilisation``, ``ttft_seconds``,
+    ``ttft_p95_seconds``, ``tpot_seconds``, ``tpot_p95_seconds``, ``latency_mean_seconds``,
+    ``latency_p95_seconds`` [s].
+    """
+    n = int(checks.integer("points", points, low=2, high=10**5))
+    r = int(checks.integer("replicas", replicas, high=10**7))
+    per = np.linspace(0.01, 0.99, n) * est.max_requests_per_s
+    ls = _loaded(est, per)
+    o = est.output_tokens
+    return pd.DataFrame({"requests_per_s": per * r, "utilisation": ls.utilisation, "ttft_seconds": ls.ttft_seconds,
+                         "ttft_p95_seconds": ls.ttft_p95_seconds, "tpot_seconds": ls.tpot_seconds,
+                         "tpot_p95_seconds": ls.tpot_p95_seconds,
+                         "latency_mean_seconds": ls.ttft_seconds + (o - 1) * ls.tpot_seconds,
+                         "latency_p95_seconds": ls.ttft_p95_seconds + (o - 1) * ls.tpot_p95_seconds})
+
+
+def knee_requests_per_s(est, factor: float = 2.0, points: int = 48) -> float:
+    """Per-replica rate at which mean request latency reaches ``factor`` x its light-load value [1/s]
+    (interpolated on a curve of ``points`` rates; the top of the curve when it never gets there)."""
+    f = checks.number("factor", factor, low=1.0, high=1e3, low_inclusive=False)
+    curve = latency_curve(est, points)
+    lat = curve.latency_mean_seconds.to_numpy()
+    rate = curve.requests_per_s.to_numpy()
+    over = np.flatnonzero(lat >= f * lat[0])
+    if not over.size:
+        return float(rate[-1])
+    k = max(int(over[0]), 1)
+    return float(np.interp(f * lat[0], lat[k - 1:k + 1], rate[k - 1:k + 1]))

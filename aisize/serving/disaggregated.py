@@ -1,0 +1,212 @@
+"""Disaggregated serving: separate prefill and decode pools, the KV cache shipped between them.
+
+DistServe [1], Splitwise [2], Mooncake and NVIDIA Dynamo run prompts on one pool
+of GPUs and generation on another, so a long prefill never stalls other
+requests' tokens and each pool gets the shape that suits it. Per request:
+
+- prefill: the prompt runs in an iteration of up to ``budget`` tokens (``q = budget // I``
+  prompts batched together); a prefill replica serves ``q / T_p`` requests per second.
+  The pool is a queue of ``n_p`` replicas with deterministic service (M/D/c through
+  Allen-Cunneen [3]): TTFT = wait + the prefill iteration + the KV transfer;
+- KV transfer: ``I`` tokens of KV cache (every layer, at the KV precision) leave the
+  prefill GPUs over their scale-out NICs, each GPU its own shard, at the link efficiency;
+- decode: decode-only iterations at a batch ``B`` and mean context ``I + O/2``: TPOT is
+  that iteration (no prefill interference), a decode replica serves ``B / (O·T_d)``
+  requests per second, and B is the largest batch whose iteration meets the TPOT target
+  and whose KV cache fits.
+
+The ratio of prefill to decode GPUs follows from the traffic mix: GPU-seconds per
+request of each phase.
+
+References
+----------
+.. [1] Zhong et al. 2024, "DistServe", OSDI'24, arXiv:2401.09670, sec. 3-4.
+.. [2] Patel et al. 2024, "Splitwise", ISCA'24, arXiv:2311.18677, sec. 4.
+.. [3] Allen 1990, "Probability, Statistics and Queueing Theory", sec. 6.4 (G/G/c).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from aisize import checks
+from aisize.queueing import ggc
+from aisize.serving.costs import model_costs
+from aisize.serving.hardware import device
+from aisize.serving.iteration import achieved_rates, iteration_time
+from aisize.serving.latency import littles_law_concurrency
+from aisize.serving.memory import replica_memory
+from aisize.serving.shapes import ShapeGrid
+
+PREFILL_BUDGET = 8192  # tokens per prefill iteration (and at least one whole prompt)
+DECODE_BATCHES = np.array([2.0 ** k for k in range(13)])  # 1 .. 4096
+
+
+def prefill_iteration_seconds(costs, rates, calib, shape, *, prompts, input_tokens):
+    """An iteration of ``prompts`` whole prompts of ``input_tokens`` and no decoding [s]."""
+    return iteration_time(costs, rates, calib, decode_sequences=0.0 * prompts, decode_context=float(input_tokens),
+                          prefill_tokens=prompts * input_tokens, prefill_prompts=prompts,
+                          prompt_tokens=float(input_tokens), **shape.kwargs()).seconds
+
+
+def decode_iteration_seconds(costs, rates, calib, shape, *, batch, input_tokens, output_tokens):
+    """A decode-only iteration of ``batch`` sequences at the mean context ``I + O/2`` [s]."""
+    return iteration_time(costs, rates, calib, decode_sequences=batch, decode_context=input_tokens + 0.5 * output_tokens,
+                          prefill_tokens=0.0 * batch, prefill_prompts=0.0 * batch, prompt_tokens=float(input_tokens),
+                          **shape.kwargs()).seconds
+
+
+def kv_transfer_seconds(costs, input_tokens, nic_bytes_per_s, prefill_gpus):
+    """Time to ship one request's KV cache (``I`` tokens) from its prefill GPUs [s]."""
+    return costs.kv_bytes(float(input_tokens)) / (nic_bytes_per_s * prefill_gpus)
+
+
+@dataclass(frozen=True)
+class DisaggregatedPools:
+    """Prefill and decode pools for a request rate [count, s, B]."""
+
+    feasible: bool
+    reason: str
+    prefill_tensor_parallel: int
+    prefill_pipeline_parallel: int
+    decode_tensor_parallel: int
+    decode_pipeline_parallel: int
+    decode_attention_dp: int
+    prefill_replicas: int
+    decode_replicas: int
+    prefill_gpus: int
+    decode_gpus: int
+    prefill_batch: int  # prompts per prefill iteration
+    decode_batch: int  # sequences per decode iteration
+    kv_bytes_per_request: float
+    kv_transfer_s: float
+    kv_link_bytes_per_s: float  # KV traffic of the whole service
+    kv_link_utilisation: float  # of the prefill pool's NICs
+    ttft_s: float
+    ttft_p95_s: float
+    tpot_s: float  # decode-only iteration: mean and p95 alike
+    ttft_statistic_s: float
+    tpot_statistic_s: float
+    context: dict = field(default_factory=dict, repr=False, compare=False)  # what the latency curve needs
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill_gpus + self.decode_gpus
+
+    @property
+    def prefill_share(self) -> float:
+        return self.prefill_gpus / self.gpus if self.gpus else 0.0
+
+
+def size_pools(model, accelerator, *, weight_precision, kv_precision, input_tokens, output_tokens, requests_per_s,
+               ttft_target_s, tpot_target_s, statistic="p95", shapes, engine, calibration,
+               scaleout_bytes_per_s) -> DisaggregatedPools:
+    """The fewest GPUs of prefill and decode pools that serve ``requests_per_s`` within the targets.
+
+    Parameters
+    ----------
+    model, accelerator : model record and catalog accelerator id
+    weight_precision, kv_precision : formats
+    input_tokens, output_tokens : mean lengths [tokens]
+    requests_per_s : λ [1/s]; ttft_target_s, tpot_target_s : targets [s]; statistic : p95 | mean
+    shapes : candidate :class:`~aisize.serving.shapes.ReplicaShape` s for either pool
+    engine, calibration : as for :func:`aisize.serving.estimate`
+    scaleout_bytes_per_s : NIC rate per GPU per direction that carries the KV cache [B/s]
+    """
+    lam = checks.positive("requests_per_s", requests_per_s, high=1e9)
+    i, o = float(input_tokens), float(output_tokens)
+    dev = device(accelerator, weight_precision, kv_precision)
+    costs = model_costs(model, weight_precision, kv_precision)
+    rates = achieved_rates(dev, calibration)
+    grid = ShapeGrid.of(shapes, dev.link_bytes_per_s)
+    gpus = np.array([s.gpus for s in shapes], dtype=float)
+    nic = checks.positive("scaleout_bytes_per_s", scaleout_bytes_per_s) * calibration.link_efficiency
+    # prefill pool: per shape, the batch of whole prompts a budget holds, then the fewest replicas meeting TTFT
+    q = max(math.floor(max(PREFILL_BUDGET, i) / i), 1)
+    fits = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + 1.0, max_num_tokens=q * i,
+                          gpus=grid.tensor_parallel, attention_dp=grid.attention_dp,
+                          pipeline_parallel=grid.pipeline_parallel).fits.ravel()
+    t_pre = prefill_iteration_seconds(costs, rates, calibration, grid, prompts=float(q), input_tokens=i).ravel()
+    transfer = kv_transfer_seconds(costs, i, nic, gpus)
+    service = t_pre / q  # per prompt, batching q of them
+    best_p = None
+    for k in np.flatnonzero(fits):
+        c = max(math.ceil(lam * service[k] * 1.05), 1)
+        for _ in range(64):  # add replicas until the prefill queue's TTFT meets the target
+            g = ggc(lam, service[k], c, service_cv=0.0)
+            wq, wq95 = float(g.wait_mean_seconds), float(g.wait_p95_seconds)
+            ttft, ttft95 = wq + 1.5 * t_pre[k] + transfer[k], wq95 + 1.95 * t_pre[k] + transfer[k]
+            if bool(g.stable) and (ttft95 if statistic == "p95" else ttft) <= ttft_target_s:
+                if best_p is None or c * gpus[k] < best_p[1] * gpus[best_p[0]]:
+                    best_p = (k, c, ttft, ttft95)
+                break
+            c += max(1, c // 8)
+    # decode pool: per shape and batch, the decode-only iteration; keep batches meeting TPOT and fitting
+    b = DECODE_BATCHES[None, :]
+    t_dec = decode_iteration_seconds(costs, rates, calibration, grid, batch=b, input_tokens=i, output_tokens=o)
+    mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=b, gpus=grid.tensor_parallel,
+                         attention_dp=grid.attention_dp, pipeline_parallel=grid.pipeline_parallel)
+    ok = (t_dec <= tpot_target_s) & (mem.sequences >= b)
+    per_gpu = np.where(ok, b / (o * t_dec) / gpus[:, None], 0.0)  # requests/s per decode GPU
+    if best_p is None or not ok.any():
+        why = []
+        if best_p is None:
+            why.append(f"no prefill pool meets the TTFT {statistic} target {ttft_target_s * 1e3:,.4g} ms")
+        if not ok.any():
+            why.append(f"no decode batch meets the TPOT target {tpot_target_s * 1e3:,.4g} ms (best "
+                       f"{float(np.min(t_dec)) * 1e3:,.4g} ms)")
+        return _infeasible(" and ".join(why))
+    kd, kb = np.unravel_index(int(np.argmax(per_gpu)), per_gpu.shape)
+    d_batch, td = float(b[0, kb]), float(t_dec[kd, kb])
+    n_d = max(math.ceil(lam * o * td / d_batch), 1)
+    kp, n_p, ttft, ttft95 = best_p
+    p_shape, d_shape = shapes[kp], shapes[kd]
+    kv_req = float(costs.kv_bytes(i))
+    link = lam * kv_req
+    context = dict(costs=costs, rates=rates, calibration=calibration, prefill_shape=p_shape, decode_shape=d_shape,
+                   input_tokens=i, output_tokens=o, prefill_seconds=float(t_pre[kp]), prefill_service_s=float(service[kp]))
+    return DisaggregatedPools(
+        True, "", p_shape.tensor_parallel, p_shape.pipeline_parallel, d_shape.tensor_parallel,
+        d_shape.pipeline_parallel, d_shape.attention_dp, n_p, n_d, int(n_p * gpus[kp]), int(n_d * gpus[kd]), q,
+        int(d_batch), kv_req, float(transfer[kp]), link, link / (n_p * gpus[kp] * nic), ttft, ttft95, td,
+        ttft95 if statistic == "p95" else ttft, td, context)
+
+
+def pools_latency(pools: DisaggregatedPools, requests_per_s):
+    """TTFT and TPOT (mean and p95) of fixed pools as the request rate changes (vectorized) [s].
+
+    Returns a dict of arrays: ``utilisation`` (the busier pool's), ``ttft_seconds``, ``ttft_p95_seconds``,
+    ``tpot_seconds``, ``tpot_p95_seconds``; inf where a pool is overloaded.
+    """
+    c = pools.context
+    lam = np.asarray(requests_per_s, dtype=float)
+    g = ggc(np.maximum(lam, 1e-12), c["prefill_service_s"], pools.prefill_replicas, service_cv=0.0)
+    t_pre = c["prefill_seconds"]
+    ttft = np.where(g.stable, g.wait_mean_seconds + 1.5 * t_pre + pools.kv_transfer_s, np.inf)
+    ttft95 = np.where(g.stable, g.wait_p95_seconds + 1.95 * t_pre + pools.kv_transfer_s, np.inf)
+    # decode: B = (λ / replicas)·O·T_d(B) (Little's law), at most the decode batch
+    def t_of(batch):
+        return decode_iteration_seconds(c["costs"], c["rates"], c["calibration"], c["decode_shape"], batch=batch,
+                                        input_tokens=c["input_tokens"], output_tokens=c["output_tokens"])
+
+    b = littles_law_concurrency(lam / pools.decode_replicas * c["output_tokens"], t_of, float(pools.decode_batch))
+    t = t_of(b)
+    util_d = lam / pools.decode_replicas * c["output_tokens"] * t / pools.decode_batch  # >= 1: saturated
+    util = np.maximum(np.asarray(g.utilisation, dtype=float), util_d)
+    ok = util < 1.0
+    tpot = np.where(ok, t, np.inf)
+    return {"utilisation": util, "ttft_seconds": np.where(ok, ttft, np.inf), "ttft_p95_seconds": np.where(ok, ttft95, np.inf),
+            "tpot_seconds": tpot, "tpot_p95_seconds": tpot}
+
+
+def _infeasible(reason: str) -> DisaggregatedPools:
+    inf = math.inf
+    return DisaggregatedPools(False, reason, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, inf, 0.0, 0.0, inf, inf, inf, inf,
+                              inf)
+
+
+__all__ = ["DisaggregatedPools", "size_pools", "pools_latency", "prefill_iteration_seconds", "decode_iteration_seconds",
+           "kv_transfer_seconds"]

@@ -1,0 +1,179 @@
+"""Latency of one replica under load: mean and p95 TTFT and TPOT at a request rate.
+
+Requests arrive as a Poisson stream of rate λ. In steady state a replica with
+mean iteration time T holds ``B = λ·(T + (O-1)·T)`` requests (Little's law [1])
+and each iteration carries a Poisson number of new prefills with mean ``m = λ·T``.
+Iterations without a prefill take ``T0``; those with one take ``T1`` (the
+iteration model with ``m / (1 - e^-m)`` prefills, the conditional mean), so
+``T = e^-m·T0 + (1 - e^-m)·T1``. B and T depend on each other; B is the root of
+``λ·O·T(B) = B``, found by regula falsi (Illinois).
+
+- TPOT: a request decodes over ``O - 1`` iterations; the number that carry a
+  prefill is binomial with p = 1 - e^-m, so its mean TPOT is T and its p95 is
+  ``T0 + (T1 - T0)·(p + 1.645·sqrt(p(1-p)/(O-1)))`` (normal approximation).
+- TPOT p95 also allows for the batch's own fluctuation: with slots to spare the
+  requests in flight are Poisson, so the p95 batch is ``B + 1.645·sqrt(B)``.
+- TTFT: admission wait + the wait for the token budget + the wait for the next
+  iteration to start (length-biased: ``E[T²]/2E[T]``) + the iteration(s) carrying the
+  prefill. Admission is a queue for the replica's ``c`` slots (the concurrency its
+  batch limit and KV pool allow), each held for ``S = T + (O - 1)·T``: M/G/c with
+  the Allen-Cunneen correction for the lengths' variability [2] and the Erlang C
+  tail for p95 [3]. Without chunked prefill at most ``q = budget // I`` whole prompts
+  fit one iteration, so prompts queue as M/D/q with service ``T1``; with chunking
+  they share the budget left after decoding (M/D/1, service = a prompt's share).
+
+λ at or beyond the replica's capacity is unstable: reported as such, with
+infinite latencies, never as a negative wait.
+
+References
+----------
+.. [1] Little 1961, "A proof for the queuing formula L = λW", Oper. Res. 9(3).
+.. [2] Allen 1990, "Probability, Statistics and Queueing Theory", sec. 6.4 (G/G/c).
+.. [3] Kleinrock 1975, "Queueing Systems" vol. 1, sec. 3.5 (M/M/c waiting-time tail).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize.queueing import erlang_c, ggc
+from aisize.serving.iteration import iteration_time
+from aisize.serving.steady import steady_state
+
+Z95 = 1.6448536269514722  # standard normal 95th percentile
+_ITERATIONS = 12  # Illinois steps for Little's-law concurrency (converges to < 0.1 %)
+
+
+@dataclass(frozen=True)
+class LoadedState:
+    """A replica at request rate λ (per replica) [s, count]."""
+
+    requests_per_s: object
+    stable: object
+    utilisation: object  # λ / capacity
+    concurrency: object  # mean requests in flight
+    iteration_seconds: object  # mean
+    decode_iteration_seconds: object  # T0
+    prefill_iteration_seconds: object  # T1
+    ttft_seconds: object
+    ttft_p95_seconds: object
+    tpot_seconds: object
+    tpot_p95_seconds: object
+    queue_seconds: object  # mean admission wait
+
+
+def littles_law_concurrency(tokens_per_s, iteration_seconds, slots):
+    """Requests in flight B with ``B = λ·O·T(B)`` (Little's law), at most ``slots`` (vectorized).
+
+    ``tokens_per_s`` is λ·O; ``iteration_seconds(B)`` the mean iteration at concurrency B.
+    The root of ``h(B) = λ·O·T(B) - B`` on (0, slots] by the Illinois variant of regula falsi
+    (h falls as B grows until the replica saturates; it returns ``slots`` when h(slots) >= 0).
+    """
+    rate = np.asarray(tokens_per_s, dtype=float)
+    shape = np.broadcast(rate, slots).shape
+    lo, hi = np.full(shape, 1e-9), np.broadcast_to(np.maximum(slots, 1e-9), shape).astype(float)
+    h_lo = rate * iteration_seconds(lo) - lo
+    h_hi = rate * iteration_seconds(hi) - hi
+    side = np.zeros(shape)
+    b = hi.copy()
+    for _ in range(_ITERATIONS):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            b = np.where(h_hi >= 0, hi, (lo * h_hi - hi * h_lo) / (h_hi - h_lo))
+        b = np.clip(np.nan_to_num(b, nan=1e-9), lo, hi)
+        hb = rate * iteration_seconds(b) - b
+        right = hb < 0  # the root is at or below b
+        hi, h_hi = np.where(right, b, hi), np.where(right, hb, h_hi)
+        lo, h_lo = np.where(right, lo, b), np.where(right, h_lo, hb)
+        h_lo = np.where(right & (side == -1), h_lo / 2, h_lo)  # Illinois: halve the stale end
+        h_hi = np.where(~right & (side == 1), h_hi / 2, h_hi)
+        side = np.where(right, -1, 1)
+    return b
+
+
+def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s, slots, input_tokens,
+                 output_tokens, max_num_tokens, chunked_prefill, shape, length_cv=0.0) -> LoadedState:
+    """Mean and p95 latencies of a replica serving ``requests_per_s`` (Poisson).
+
+    Parameters
+    ----------
+    costs, rates, calib : as for :func:`~aisize.serving.iteration.iteration_time`
+    requests_per_s : λ, arrivals per second at this replica
+    capacity_requests_per_s : the replica's maximum rate (from its max-throughput state)
+    slots : requests the replica admits at once (batch limit and KV pool) [count]
+    input_tokens, output_tokens : mean lengths [tokens]
+    max_num_tokens, chunked_prefill : the engine's token budget and prefill mode
+    shape : :class:`~aisize.serving.shapes.ReplicaShape`
+    length_cv : coefficient of variation of the request lengths (0: fixed lengths)
+    """
+    lam = np.asarray(requests_per_s, dtype=float)
+    o = np.asarray(output_tokens, dtype=float)
+    cap = np.asarray(capacity_requests_per_s, dtype=float)
+    util = lam / cap
+    stable = util < 1.0
+    lam_s = np.where(stable, lam, 0.5 * cap)  # evaluate unstable points somewhere finite, then mark them
+
+    def state_at(concurrency):
+        return steady_state(costs, rates, calib, concurrency=np.maximum(concurrency, 1e-9),
+                            input_tokens=input_tokens, output_tokens=output_tokens, max_num_tokens=max_num_tokens,
+                            chunked_prefill=chunked_prefill, shape=shape, arrivals="poisson")
+
+    b = littles_law_concurrency(lam_s * o, lambda x: state_at(x).iteration_seconds, slots)
+    st = state_at(b)
+    mean, t0, t1, p = st.iteration_seconds, st.decode_iteration_seconds, st.prefill_iteration_seconds, st.prefill_share
+    hold = (st.prefill_iterations + o - 1.0) * mean  # a slot is held while prefilling and for O - 1 decodes
+    c = np.maximum(np.floor(slots), 1.0)
+    offered = lam_s * hold
+    util = np.maximum(util, offered / c)  # random arrivals mix prefills less well than a waiting queue
+    stable = util < 1.0
+    offered = np.minimum(offered, 0.9999 * c)
+    pw = erlang_c(c, offered)
+    ac = 0.5 * (1.0 + np.asarray(length_cv, dtype=float) ** 2)  # (c_a² + c_s²)/2 with Poisson arrivals
+    rate = (c - offered) / hold  # c·μ - λ
+    wq = ac * pw / rate
+    wq95 = ac * np.maximum(np.log(np.maximum(pw, 1e-300) / 0.05), 0.0) / rate
+    # prompts queue for the token budget: without chunking at most q whole prompts fit an iteration
+    # (q "servers", each busy for the iteration that carries the prefill); with chunking the prompt
+    # tokens share the budget left after the decode tokens (one server, service = a prompt's share)
+    i = np.asarray(input_tokens, dtype=float)
+    room = np.maximum(max_num_tokens - st.concurrency * (o - 1.0) / o, 1.0)
+    residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean)
+    # a request's prefill iteration also carries the prompts that arrived during the iteration it
+    # waited out, whose length is size-biased: E[T²]/E[T] = 2 x the residual
+    fit = room / i if chunked_prefill else np.maximum(np.floor(room / i), 1.0)
+    mine = np.minimum(1.0 + 2.0 * lam_s * residual, np.maximum(fit, 1.0))
+    own = iteration_time(costs, rates, calib, decode_sequences=st.concurrency * (o - 1.0) / o,
+                         decode_context=i + 0.5 * o, prefill_tokens=np.minimum(mine * i, room), prefill_prompts=mine,
+                         prompt_tokens=i, **shape.kwargs()).seconds
+    t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t1, own)
+    if chunked_prefill:  # prompts share the budget left after decoding: one server, a prompt's share each
+        servers, service = 1.0, t1 * i / room
+    else:
+        servers, service = fit, t1
+    pq = ggc(np.maximum(lam_s, 1e-12), np.maximum(service, 1e-12), servers, service_cv=0.0)
+    stable = stable & np.asarray(pq.stable, dtype=bool)
+    # an arrival waits out the iteration in progress; it lands in long iterations more often
+    # (length-biased residual E[T²] / 2E[T]); at p95, nearly a whole prefill-carrying iteration
+    residual95 = 0.95 * np.where(p > 0.05, t1, t0)
+    # the M/D/q wait already holds the residual of the prefill in service (ρ·S/2); keep only the
+    # backlog beyond it, the residual of whatever iteration is running being counted above
+    rho_pf = np.minimum(lam_s * service / servers, 1.0)
+    with np.errstate(invalid="ignore"):
+        backlog = np.maximum(pq.wait_mean_seconds - rho_pf * service / 2.0, 0.0)
+        backlog95 = np.maximum(pq.wait_p95_seconds - rho_pf * service / 2.0, 0.0)
+        ttft = wq + backlog + residual + t_prefill
+        ttft95 = wq95 + backlog95 + residual95 + t_prefill
+    n = np.maximum(o - 1.0, 1.0)
+    # TPOT p95: a request's iterations carry a binomial number of prefills, and the batch itself
+    # fluctuates (requests in a system with ample slots are Poisson: p95 at B + 1.645 sqrt(B))
+    b95 = np.minimum(st.concurrency + Z95 * np.sqrt(st.concurrency), np.maximum(slots, 1.0))
+    hi = state_at(b95)
+    with np.errstate(invalid="ignore"):  # unstable points may hold inf - inf; they are replaced below
+        spread = np.minimum(p + Z95 * np.sqrt(p * (1.0 - p) / n), 1.0)
+        tpot95 = np.maximum(hi.decode_iteration_seconds + (hi.prefill_iteration_seconds
+                                                          - hi.decode_iteration_seconds) * spread, mean)
+    inf = np.inf
+    return LoadedState(lam, stable, util, np.where(stable, np.minimum(lam_s * o * mean, c), inf),
+                       mean, t0, t1, np.where(stable, ttft, inf), np.where(stable, ttft95, inf),
+                       np.where(stable, mean, inf), np.where(stable, tpot95, inf), np.where(stable, wq, inf))

@@ -1,0 +1,239 @@
+"""SLO-driven search over serving configurations, vectorized, with the Pareto frontier.
+
+A configuration is a replica shape (GPUs per stage, stages, attention-DP groups),
+a precision pair, a concurrency (requests in flight per replica) and a token
+budget per iteration (with or without chunked prefill), served aggregated
+(prefill and decode on the same GPUs) or disaggregated (separate prefill and
+decode pools, the KV cache shipped between them [1, 2]). Each is evaluated at
+its concurrency with the iteration model, all at once with numpy:
+
+- aggregated: TPOT from the steady state with random arrivals
+  (:func:`~aisize.serving.steady.steady_state`), TTFT = half an iteration of wait
+  plus the prefill iteration(s), throughput = concurrency / mean iteration;
+- disaggregated: the decode pool runs decode-only iterations at the concurrency;
+  the prefill pool runs iterations of the token budget, so a prefill GPU serves
+  ``budget / (I x time of such an iteration)`` requests per second per replica;
+  TTFT adds the KV transfer of ``I`` tokens over the prefill replica's NICs.
+
+A configuration is feasible when its KV pool holds its concurrency and it meets
+the TTFT and TPOT targets; the frontier is the set of feasible configurations
+no other beats on both tokens/s per GPU and tokens/s per user. GPUs for a
+request rate follow from the per-GPU throughput; the planner refines the chosen
+one with queueing (:func:`aisize.serving.estimate` at a rate).
+
+References
+----------
+.. [1] Zhong et al. 2024, "DistServe", OSDI'24, arXiv:2401.09670, sec. 3-4 (goodput per GPU,
+       prefill and decode pools sized separately, KV transfer).
+.. [2] Patel et al. 2024, "Splitwise", ISCA'24, arXiv:2311.18677 (phase splitting, KV transfer).
+.. [3] NVIDIA AIConfigurator (ai-dynamo/aiconfigurator): the frontier of tokens/s/GPU vs
+       tokens/s/user over parallel configurations, aggregated and disaggregated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from aisize import checks, models
+from aisize.serving.calibration import TRTLLM_1_0
+from aisize.serving.costs import model_costs
+from aisize.serving.engine import TRTLLM_BENCH
+from aisize.serving.hardware import device
+from aisize.serving.hardware import scaleout_bytes_per_s as server_scaleout_bytes_per_s
+from aisize.serving.iteration import achieved_rates, iteration_time
+from aisize.serving.latency import Z95
+from aisize.serving.memory import replica_memory
+from aisize.serving.shapes import ShapeGrid, divisors
+from aisize.serving.steady import steady_state
+
+BATCHES = tuple(2 ** k for k in range(13))  # 1 .. 4096 requests in flight
+BUDGETS = (0, 512, 1024, 2048, 4096, 8192, 16384)  # 0: no chunking (budget = whole prompts)
+UNCHUNKED_BUDGET = 8192  # without chunking, at least this many tokens (and always a whole prompt)
+PREFILL_BUDGETS = (2048, 4096, 8192, 16384)
+MODES = ("aggregated", "disaggregated")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What the search found: every feasible configuration, the frontier and the best."""
+
+    configurations: int  # evaluated
+    feasible: pd.DataFrame  # configurations that fit and meet the targets
+    frontier: pd.DataFrame  # Pareto-optimal among all that fit (tokens/s/GPU vs tokens/s/user)
+    best: dict | None  # the feasible one with the highest tokens/s per GPU (fewest GPUs)
+    seconds: float  # evaluation time
+
+    @property
+    def configurations_per_s(self) -> float:
+        return self.configurations / self.seconds if self.seconds > 0 else float("inf")
+
+
+def _shapes(model, dev, max_gpus, pipeline_parallels):
+    """(tp, dp, pp) arrays of shapes: TP over divisors up to the scale-up domain that split the heads."""
+    rows = []
+    for pp in pipeline_parallels:
+        for tp in divisors(max(1, max_gpus // pp)):
+            if tp > dev.scaleup_domain:
+                continue
+            for dp in divisors(tp) if model.experts > 1 else (1,):
+                if model.heads % (tp // dp) == 0 and pp <= model.layers:
+                    rows.append((tp, dp, pp))
+    return np.array(rows, dtype=float).T
+
+
+def _aggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link):
+    tp, dp, pp = (a[:, None, None] for a in shapes)
+    b = np.asarray(BATCHES, dtype=float)[None, :, None]
+    budget = np.asarray(BUDGETS, dtype=float)[None, None, :]
+    chunked = budget > 0
+    budget = np.where(chunked, np.maximum(budget, b + 1.0), np.maximum(UNCHUNKED_BUDGET, i + b))
+    shape = ShapeGrid(tp, dp, pp, link)
+    tp, dp, pp, b, budget, chunked = np.broadcast_arrays(tp, dp, pp, b, budget, chunked)
+    out = {}
+    for flag in (False, True):
+        sel = chunked == flag
+        s = ShapeGrid(tp[sel], dp[sel], pp[sel], link)
+        st = steady_state(costs, rates, calib, concurrency=b[sel], input_tokens=i, output_tokens=o,
+                          max_num_tokens=budget[sel] * dp[sel] * pp[sel], chunked_prefill=flag, shape=s,
+                          arrivals="poisson")
+        p = st.prefill_share
+        tpot95 = st.decode_iteration_seconds + (st.prefill_iteration_seconds - st.decode_iteration_seconds) * (
+            np.minimum(p + Z95 * np.sqrt(p * (1 - p) / max(o - 1.0, 1.0)), 1.0))
+        prefill = st.prefill_iterations * st.prefill_iteration_seconds
+        out[flag] = (sel, st.iteration_seconds, tpot95, 0.5 * st.iteration_seconds + prefill,
+                     0.95 * st.iteration_seconds + prefill)
+    tpot = np.empty(b.shape)
+    tpot95, ttft, ttft95 = np.empty(b.shape), np.empty(b.shape), np.empty(b.shape)
+    for sel, t, t95, f, f95 in out.values():
+        tpot[sel], tpot95[sel], ttft[sel], ttft95[sel] = t, t95, f, f95
+    mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=budget,
+                         gpus=tp, attention_dp=dp, pipeline_parallel=pp)
+    gpus = tp * pp
+    per_replica = b / tpot  # output tokens/s
+    del shape
+    return dict(mode="aggregated", tensor_parallel=tp, attention_dp=dp, pipeline_parallel=pp, batch=b,
+                budget=budget, chunked=chunked, prefill_gpus=0.0 * b, decode_gpus=gpus, gpus_per_replica=gpus,
+                tpot_s=tpot, tpot_p95_s=tpot95, ttft_s=ttft, ttft_p95_s=ttft95,
+                tokens_per_s_per_gpu=per_replica / gpus, tokens_per_s_per_user=1.0 / tpot,
+                fits=mem.sequences >= b, kv_transfer_s=0.0 * b)
+
+
+def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic):
+    """Prefill shapes x decode shapes x decode batches x prefill budgets."""
+    n = shapes.shape[1]
+    pi, di = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    pi, di = pi.ravel(), di.ravel()
+    p_tp, p_dp, p_pp = (shapes[k][pi][:, None, None] for k in range(3))
+    d_tp, d_dp, d_pp = (shapes[k][di][:, None, None] for k in range(3))
+    b = np.asarray(BATCHES, dtype=float)[None, :, None]
+    budget = np.maximum(np.asarray(PREFILL_BUDGETS, dtype=float)[None, None, :], float(i))
+    p_tp, p_dp, p_pp, d_tp, d_dp, d_pp, b, budget = np.broadcast_arrays(p_tp, p_dp, p_pp, d_tp, d_dp, d_pp, b,
+                                                                         budget)
+    dec = iteration_time(costs, rates, calib, decode_sequences=b, decode_context=i + 0.5 * o, prefill_tokens=0.0 * b,
+                         prefill_prompts=0.0 * b, prompt_tokens=float(i),
+                         **ShapeGrid(d_tp, d_dp, d_pp, link).kwargs()).seconds
+    prompts = np.floor(budget / i)
+    pre = iteration_time(costs, rates, calib, decode_sequences=0.0 * b, decode_context=float(i),
+                         prefill_tokens=prompts * i, prefill_prompts=prompts, prompt_tokens=float(i),
+                         **ShapeGrid(p_tp, p_dp, p_pp, link).kwargs()).seconds
+    kv_bytes = costs.kv_bytes(float(i))
+    transfer = kv_bytes / (nic * p_tp * p_pp)  # every prefill GPU ships its shard over its own NIC
+    mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=float(i),
+                         gpus=d_tp, attention_dp=d_dp, pipeline_parallel=d_pp)
+    p_gpus, d_gpus = p_tp * p_pp, d_tp * d_pp
+    # GPU-seconds per request in each pool, then tokens/s per GPU of the whole deployment
+    prefill_gpu_s = pre / prompts * p_gpus
+    decode_gpu_s = o * dec / b * d_gpus
+    ttft = 1.5 * pre + transfer
+    return dict(mode="disaggregated", tensor_parallel=d_tp, attention_dp=d_dp, pipeline_parallel=d_pp, batch=b,
+                budget=budget, chunked=np.zeros(b.shape, bool), prefill_gpus=p_gpus, decode_gpus=d_gpus,
+                gpus_per_replica=p_gpus + d_gpus, tpot_s=dec, tpot_p95_s=dec, ttft_s=ttft,
+                ttft_p95_s=1.95 * pre + transfer, tokens_per_s_per_gpu=o / (prefill_gpu_s + decode_gpu_s),
+                tokens_per_s_per_user=1.0 / dec, fits=mem.sequences >= b, kv_transfer_s=transfer,
+                prefill_share_of_gpus=prefill_gpu_s / (prefill_gpu_s + decode_gpu_s))
+
+
+def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=None, tpot_target_s=None,
+           statistic="p95", weight_precisions=("fp8",), kv_precisions=("fp8",), max_gpus_per_replica=None,
+           pipeline_parallels=(1,), modes=MODES, scaleout_bytes_per_s=None, engine=TRTLLM_BENCH,
+           calibration=TRTLLM_1_0) -> SearchResult:
+    """Evaluate every configuration, keep the feasible ones, and return the frontier and the best.
+
+    Parameters
+    ----------
+    model : catalog id or model record; accelerator : catalog accelerator id
+    input_tokens, output_tokens : mean lengths [tokens]
+    ttft_target_s, tpot_target_s : targets [s] (None: no target)
+    statistic : "p95" or "mean": which statistic the targets bound
+    weight_precisions, kv_precisions : formats to try (each must be supported by the GPU)
+    max_gpus_per_replica : GPUs a replica may use (default: the scale-up domain x stages)
+    pipeline_parallels : stage counts to try (stages beyond one scale-up domain use its scale-out NICs)
+    modes : "aggregated" and/or "disaggregated"
+    scaleout_bytes_per_s : NIC rate per GPU per direction (KV transfer, stages across servers);
+        default: the catalog's first server with this GPU
+
+    Returns
+    -------
+    :class:`SearchResult`; ``configurations_per_s`` is the evaluation speed.
+    """
+    import time
+
+    m = models.resolve(model)
+    i = float(checks.integer("input_tokens", input_tokens, high=10**8))
+    o = float(checks.integer("output_tokens", output_tokens, high=10**8))
+    stat = checks.choice("statistic", statistic, ("p95", "mean"))
+    for mode in modes:
+        checks.choice("modes", mode, MODES)
+    ttft_t = np.inf if ttft_target_s is None else checks.positive("ttft_target_s", ttft_target_s)
+    tpot_t = np.inf if tpot_target_s is None else checks.positive("tpot_target_s", tpot_target_s)
+    start = time.perf_counter()
+    frames, count = [], 0
+    for wp in weight_precisions:
+        for kv in kv_precisions:
+            dev = device(accelerator, wp, kv)
+            costs = model_costs(m, wp, kv)
+            rates = achieved_rates(dev, calibration)
+            limit = max_gpus_per_replica or dev.scaleup_domain * max(pipeline_parallels)
+            shapes = _shapes(m, dev, int(limit), pipeline_parallels)
+            nic = scaleout_bytes_per_s or server_scaleout_bytes_per_s(dev.id)
+            link = nic if max(pipeline_parallels) > 1 else None
+            parts = []
+            if "aggregated" in modes:
+                parts.append(_aggregated(m, costs, dev, rates, calibration, engine, i, o, shapes, link))
+            if "disaggregated" in modes:
+                parts.append(_disaggregated(m, costs, dev, rates, calibration, engine, i, o, shapes, link,
+                                            nic * calibration.link_efficiency))
+            for part in parts:
+                count += part["batch"].size
+                frames.append(_frame(part, wp, kv, ttft_t, tpot_t, stat))
+    seconds = time.perf_counter() - start
+    allc = pd.concat(frames, ignore_index=True)
+    fit = allc[allc.fits]
+    feasible = fit[fit.meets_targets].sort_values("tokens_per_s_per_gpu", ascending=False)
+    best = feasible.iloc[0].to_dict() if len(feasible) else None
+    return SearchResult(count, feasible.reset_index(drop=True), pareto(fit), best, seconds)
+
+
+def _frame(part, wp, kv, ttft_t, tpot_t, stat) -> pd.DataFrame:
+    keep = {k: np.ravel(v) for k, v in part.items() if k != "mode"}
+    f = pd.DataFrame(keep)
+    f.insert(0, "mode", part["mode"])
+    f.insert(1, "weight_precision", wp)
+    f.insert(2, "kv_precision", kv)
+    ttft = f.ttft_p95_s if stat == "p95" else f.ttft_s
+    tpot = f.tpot_p95_s if stat == "p95" else f.tpot_s
+    f["meets_targets"] = (ttft <= ttft_t) & (tpot <= tpot_t)
+    return f
+
+
+def pareto(frame: pd.DataFrame, x="tokens_per_s_per_user", y="tokens_per_s_per_gpu") -> pd.DataFrame:
+    """Rows no other row beats on both ``x`` and ``y`` (higher is better), sorted by ``x``."""
+    if frame.empty:
+        return frame.copy()
+    f = frame.sort_values([x, y], ascending=[False, False])
+    best = np.maximum.accumulate(f[y].to_numpy())
+    keep = np.r_[True, f[y].to_numpy()[1:] > best[:-1]]
+    return f[keep].sort_values(x).reset_index(drop=True)

@@ -1,0 +1,97 @@
+"""Replica shapes: how a replica's GPUs are split into tensor, pipeline, expert and attention-DP groups.
+
+A replica of ``tensor_parallel x pipeline_parallel`` GPUs runs ``pipeline_parallel``
+stages of ``tensor_parallel`` GPUs. Inside a stage, attention and dense layers are
+tensor-parallel over ``tensor_parallel / attention_dp`` GPUs, repeated in
+``attention_dp`` data-parallel groups that each serve their own sequences, and the
+routed experts of an MoE model spread over all the stage's GPUs (expert
+parallelism, DeepSeek-V3's and TensorRT-LLM's "attention DP" layout [1, 2]).
+
+Tensor parallelism needs the heads to split evenly; it should stay inside one
+scale-up (NVLink) domain, and pipeline stages may cross servers: their activations
+then travel over the scale-out network [3].
+
+References
+----------
+.. [1] DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", arXiv:2412.19437, sec. 3.4
+       (attention DP with expert parallelism for decoding).
+.. [2] TensorRT-LLM documentation, "Expert parallelism" and ``enable_attention_dp``.
+.. [3] Narayanan et al. 2021, arXiv:2104.04473, sec. 3 (TP inside a server, PP across).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize import checks
+
+
+@dataclass(frozen=True)
+class ReplicaShape:
+    """GPUs per stage, attention data-parallel groups, stages, and the link between stages."""
+
+    tensor_parallel: int  # GPUs per pipeline stage
+    attention_dp: int = 1
+    pipeline_parallel: int = 1
+    stage_link_bytes_per_s: float | None = None  # None: the scale-up link
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel
+
+    @property
+    def attention_tp(self) -> int:
+        return self.tensor_parallel // self.attention_dp
+
+    def kwargs(self) -> dict:
+        """Keyword arguments of the iteration model."""
+        return dict(gpus=self.tensor_parallel, attention_dp=self.attention_dp,
+                    pipeline_parallel=self.pipeline_parallel, stage_link_bytes_per_s=self.stage_link_bytes_per_s)
+
+
+class ShapeGrid(ReplicaShape):
+    """A :class:`ReplicaShape` whose fields are arrays, to evaluate many shapes in one call."""
+
+    def __init__(self, tensor_parallel, attention_dp, pipeline_parallel, stage_link_bytes_per_s=None):  # noqa: D107
+        object.__setattr__(self, "tensor_parallel", tensor_parallel)
+        object.__setattr__(self, "attention_dp", attention_dp)
+        object.__setattr__(self, "pipeline_parallel", pipeline_parallel)
+        object.__setattr__(self, "stage_link_bytes_per_s", stage_link_bytes_per_s)
+
+    @classmethod
+    def of(cls, shapes, nvlink_bytes_per_s: float) -> "ShapeGrid":
+        """A column grid (n x 1 arrays) of a list of shapes; stages on NVLink get ``nvlink_bytes_per_s``."""
+        col = (lambda f: np.array([getattr(s, f) for s in shapes], dtype=float)[:, None])
+        links = np.array([s.stage_link_bytes_per_s or nvlink_bytes_per_s for s in shapes], dtype=float)[:, None]
+        return cls(col("tensor_parallel"), col("attention_dp"), col("pipeline_parallel"), links)
+
+
+def check_shape(model, *, tensor_parallel, attention_dp, pipeline_parallel) -> None:
+    """Raise a clear ValueError when a shape cannot hold the model."""
+    tp = checks.integer("tensor_parallel", tensor_parallel, high=4096)
+    dp = checks.integer("attention_dp", attention_dp, high=4096)
+    pp = checks.integer("pipeline_parallel", pipeline_parallel, high=1024)
+    if tp % dp:
+        raise ValueError(f"attention_dp={attention_dp!r} is not allowed: must divide tensor_parallel={tensor_parallel}")
+    if model.heads % (tp // dp):
+        raise ValueError(f"tensor_parallel={tensor_parallel!r} is not allowed for {model.id!r}: attention is split "
+                         f"over {tp // dp} GPUs, which must divide its {model.heads} heads")
+    if pp > model.layers:
+        raise ValueError(f"pipeline_parallel={pipeline_parallel!r} is not allowed: must be at most the "
+                         f"model's {model.layers} layers")
+
+
+def attention_dp_choices(model, tensor_parallel: int) -> list[int]:
+    """Attention-DP degrees worth trying: 1 for dense models; for MoE every divisor of the
+    stage's GPUs that leaves the heads evenly split."""
+    if model.experts <= 1:
+        return [1]
+    divisors = [d for d in range(1, tensor_parallel + 1) if tensor_parallel % d == 0]
+    return [d for d in divisors if model.heads % (tensor_parallel // d) == 0]
+
+
+def divisors(n: int) -> np.ndarray:
+    k = np.arange(1, n + 1)
+    return k[n % k == 0]

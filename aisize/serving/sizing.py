@@ -1,0 +1,132 @@
+"""Size a serving fleet: the replica shape and count that carry a request rate within its SLOs.
+
+For every candidate shape the replica's capacity comes from its max-throughput
+state (:mod:`.throughput`); its latencies under Poisson load are evaluated at a
+geometric grid of per-replica rates up to that capacity, all shapes and rates
+in one vectorized call (:func:`~aisize.serving.latency.loaded_state`). A
+replica's *SLO rate* is the highest grid rate whose TTFT and TPOT statistics
+(p95 or mean) meet the targets; the fleet needs ``ceil(λ / SLO rate)`` replicas.
+The shape with the fewest GPUs wins (then the smaller replica, then the lower TTFT). When no shape meets
+a target at any load, the result says which target and the best any shape
+achieves (at the lightest load).
+
+References
+----------
+.. [1] Zhong et al. 2024 (DistServe), OSDI'24, sec. 2 ("goodput": the highest rate at which a
+       share of requests meets the TTFT and TPOT SLOs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize import checks
+from aisize.serving.costs import model_costs
+from aisize.serving.hardware import device
+from aisize.serving.iteration import achieved_rates
+from aisize.serving.latency import loaded_state
+from aisize.serving.shapes import ReplicaShape, ShapeGrid, attention_dp_choices
+from aisize.serving.throughput import engine_limits, max_throughput
+
+RATE_GRID = 48  # per-replica rates evaluated per shape, geometric from 0.1 % to 99.5 % of capacity
+STATISTICS = ("p95", "mean")
+
+
+@dataclass(frozen=True)
+class FleetChoice:
+    """The chosen replica shape and count, or why none meets the targets."""
+
+    shape: ReplicaShape | None
+    replicas: int
+    slo_requests_per_s: float  # per replica
+    feasible: bool
+    reason: str
+    best_ttft_s: float  # best any fitting shape achieves at the lightest load (the target's statistic)
+    best_tpot_s: float
+    candidates: int
+
+
+def candidate_shapes(model, dev, *, scaleout_bytes_per_s, tensor_parallel="auto", pipeline_parallel="auto",
+                     gpus_per_server=8, max_servers=16) -> list[ReplicaShape]:
+    """Shapes worth trying.
+
+    Tensor parallelism stays inside one scale-up domain and splits the heads evenly;
+    pipeline stages (1, 2, 4 or 8) may span servers, and stages beyond one scale-up
+    domain talk over the servers' scale-out NICs (``scaleout_bytes_per_s`` per GPU);
+    MoE models also try attention data parallelism.
+    """
+    domain = max(dev.scaleup_domain, 1)
+    tps = [tensor_parallel] if tensor_parallel != "auto" else [
+        t for t in (1, 2, 4, 8, 16, 32, 64, 72) if t <= domain and model.heads % t == 0]
+    pps = [pipeline_parallel] if pipeline_parallel != "auto" else [
+        p for p in (1, 2, 4, 8) if p <= max_servers * max(gpus_per_server, 1)]
+    out = []
+    for pp in pps:
+        if pp > model.layers:
+            continue
+        for tp in tps:
+            link = scaleout_bytes_per_s if pp > 1 and tp * pp > domain else None
+            for dp in attention_dp_choices(model, tp):
+                out.append(ReplicaShape(tp, dp, pp, link))
+    return out
+
+
+def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_tokens, output_tokens,
+                 requests_per_s, ttft_target_s, tpot_target_s, statistic="p95", shapes, engine, calibration,
+                 length_cv=0.0) -> FleetChoice:
+    """The fewest-GPU shape and replica count that serve ``requests_per_s`` within the targets."""
+    lam = checks.positive("requests_per_s", requests_per_s, high=1e9)
+    stat = checks.choice("statistic", statistic, STATISTICS)
+    dev = device(accelerator, weight_precision, kv_precision)
+    costs = model_costs(model, weight_precision, kv_precision)
+    rates = achieved_rates(dev, calibration)
+    fitting, caps = [], []
+    for s in shapes:
+        limits = engine_limits(costs, dev, engine, weight_precision, input_tokens=input_tokens,
+                               output_tokens=output_tokens, shape=s)
+        cap = max_throughput(costs, dev, rates, calibration, engine, limits, input_tokens=input_tokens,
+                             output_tokens=output_tokens, shape=s)
+        if bool(cap.memory.fits):
+            fitting.append((s, limits))
+            caps.append(cap)
+    if not fitting:
+        return FleetChoice(None, 0, 0.0, False, "no shape holds the weights and one request's KV cache", np.inf,
+                           np.inf, len(shapes))
+    n = len(fitting)
+    frac = np.geomspace(1e-3, 0.995, RATE_GRID)
+    capacity = np.array([float(c.state.requests_per_s) for c in caps])
+    slots = np.array([float(c.state.concurrency) for c in caps])
+    budget = np.array([float(lim.max_num_tokens) * s.attention_dp * s.pipeline_parallel for s, lim in fitting])
+    lam_grid = capacity[:, None] * frac[None, :]
+    grid_shape = ShapeGrid.of([s for s, _ in fitting], dev.link_bytes_per_s)
+    ls = loaded_state(costs, rates, calibration, requests_per_s=lam_grid, capacity_requests_per_s=capacity[:, None],
+                      slots=slots[:, None], input_tokens=input_tokens, output_tokens=output_tokens,
+                      max_num_tokens=budget[:, None], chunked_prefill=engine.chunked_prefill, shape=grid_shape,
+                      length_cv=length_cv)
+    ttft = ls.ttft_p95_seconds if stat == "p95" else ls.ttft_seconds
+    tpot = ls.tpot_p95_seconds if stat == "p95" else ls.tpot_seconds
+    ok = ls.stable & (ttft <= ttft_target_s) & (tpot <= tpot_target_s)
+    best_ttft, best_tpot = float(np.min(ttft[:, 0])), float(np.min(tpot[:, 0]))
+    slo_rate = np.where(ok.any(axis=1), np.max(np.where(ok, lam_grid, 0.0), axis=1), 0.0)
+    gpus = np.array([s.gpus for s, _ in fitting], dtype=float)
+    with np.errstate(divide="ignore"):
+        replicas = np.where(slo_rate > 0, np.ceil(lam / np.where(slo_rate > 0, slo_rate, 1.0)), np.inf)
+    if not np.isfinite(replicas).any():
+        missed = []
+        if best_ttft > ttft_target_s:
+            missed.append(f"TTFT {stat} target {ttft_target_s * 1e3:,.4g} ms (best achievable "
+                          f"{best_ttft * 1e3:,.4g} ms)")
+        if best_tpot > tpot_target_s:
+            missed.append(f"TPOT {stat} target {tpot_target_s * 1e3:,.4g} ms (best achievable "
+                          f"{best_tpot * 1e3:,.4g} ms)")
+        if not missed:
+            missed.append("the TTFT and TPOT targets together (each is reachable alone, not both at once)")
+        return FleetChoice(None, 0, 0.0, False, "no replica shape meets the " + " and ".join(missed), best_ttft,
+                           best_tpot, len(shapes))
+    total = replicas * gpus
+    order = np.lexsort((ttft[:, 0], gpus, total))  # fewest GPUs, then the smallest replica, then the lowest TTFT
+    k = int(order[0])
+    return FleetChoice(fitting[k][0], int(replicas[k]), float(slo_rate[k]), True, "", best_ttft, best_tpot,
+                       len(shapes))

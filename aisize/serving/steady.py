@@ -1,0 +1,125 @@
+"""Steady state of one replica under continuous batching at a given concurrency.
+
+With ``B`` requests in flight, every iteration produces one token per request:
+a request spends one iteration finishing its prefill (which samples its first
+token) and ``O - 1`` decoding, so on average ``m = B / O`` prefills complete per
+iteration and ``B (O - 1) / O`` sequences decode, at a mean context of
+``I + O / 2`` [1, 2]. Output tokens per second are ``B`` over the mean iteration.
+
+How prefills spread over iterations decides the mean iteration, because an
+iteration's time is convex in its tokens (weights are read once whatever the
+batch, so a few prompt tokens ride along free while many turn it compute-bound):
+
+- ``"burst"`` (every request waiting from the start: a max-throughput benchmark):
+  without chunking, prompts are admitted in order while the token budget lasts, so
+  they arrive in cohorts of ``q = (budget - decode tokens) // I`` and a share
+  ``m / q`` of iterations carries one [3];
+- ``"poisson"`` (requests arriving at random): without chunking the number of
+  prefills in an iteration is Poisson with mean m, so a share ``1 - e^-m`` of
+  iterations carries prefills, ``m / (1 - e^-m)`` of them on average;
+- with chunked prefill (Sarathi-Serve [1]) a waiting queue fills every iteration's
+  budget, so the prompt tokens spread evenly (``m·I`` per iteration); with random
+  arrivals prompts still come whole while they fit the budget, and a longer one spans
+  ``ceil(I / budget)`` iterations of a full budget.
+
+Concurrency is bounded by the engine's batch limit, the KV pool (each request
+holding blocks for its whole length when the engine reserves them) and the token
+budget (``B (I + O - 1) / O`` tokens per iteration on average).
+
+References
+----------
+.. [1] Agrawal et al. 2024 (Sarathi-Serve), OSDI'24, arXiv:2403.02310, sec. 3-4.
+.. [2] DESIGN.md section 2, "Serving (one replica)".
+.. [3] TensorRT-LLM ``microBatchScheduler.cpp``: requests are taken in order; a
+       context request costs its prompt; the first that does not fit ends the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize.serving.iteration import iteration_time
+
+ARRIVALS = ("burst", "poisson")
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """A replica's steady state at a concurrency (per replica unless said)."""
+
+    concurrency: object  # requests in flight [count]
+    iteration_seconds: object  # mean iteration: the mean TPOT [s]
+    decode_iteration_seconds: object  # an iteration without prefill work [s]
+    prefill_iteration_seconds: object  # an iteration carrying prefill work [s]
+    prefill_share: object  # share of iterations that carry prefill work
+    prefill_iterations: object  # iterations a prompt's prefill spans (1 without chunking)
+    output_tokens_per_s: object
+    requests_per_s: object
+
+
+def token_budget_concurrency(input_tokens, output_tokens, max_num_tokens, *, whole_prompts=False):
+    """Largest concurrency whose iterations fit the token budget [count].
+
+    On average an iteration carries ``B (I + O - 1) / O`` tokens. When prompts are
+    not chunked they come whole: at most ``q = (budget - decode tokens) // I`` per
+    iteration, so at most ``O·q`` requests are in flight (one prefill per request
+    lifetime of O iterations).
+    """
+    i = np.asarray(input_tokens, dtype=float)
+    o = np.asarray(output_tokens, dtype=float)
+    b = np.floor(max_num_tokens * o / (i + o - 1.0))
+    if whole_prompts:
+        for _ in range(3):  # B -> decode tokens -> prompts per iteration -> B (converges in a step or two)
+            per = np.maximum(np.floor((max_num_tokens - b * (o - 1.0) / o) / i), 1.0)
+            b = np.minimum(b, o * per)
+    return b
+
+
+def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_tokens, max_num_tokens,
+                 chunked_prefill, shape, arrivals="burst") -> SteadyState:
+    """Iteration times and throughput of a replica holding ``concurrency`` requests.
+
+    Parameters
+    ----------
+    costs, rates, calib : see :func:`~aisize.serving.iteration.iteration_time`
+    concurrency : requests in flight, B (within the limits above) [count]
+    input_tokens, output_tokens : I, O per request [tokens]
+    max_num_tokens : the engine's token budget per iteration [tokens]
+    chunked_prefill : whether prompts are split across iterations
+    shape : :class:`~aisize.serving.shapes.ReplicaShape`
+    arrivals : "burst" (all requests waiting) or "poisson" (random arrivals)
+    """
+    b = np.asarray(concurrency, dtype=float)
+    i = np.asarray(input_tokens, dtype=float)
+    o = np.asarray(output_tokens, dtype=float)
+    m = b / o  # prefills completing per iteration
+    decoding = b - m
+    kw = shape.kwargs()
+
+    def run(prefill_tokens, prompts):
+        return iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=i + 0.5 * o,
+                              prefill_tokens=prefill_tokens, prefill_prompts=prompts, prompt_tokens=i,
+                              **kw).seconds
+
+    decode_only = run(0.0 * b, 0.0 * b)
+    budget = np.maximum(max_num_tokens - decoding, 1.0)  # prompt tokens an iteration may still take
+    if chunked_prefill and arrivals == "burst":  # a waiting queue fills every iteration's budget
+        with_prefill = run(m * i, m)
+        share = np.ones_like(with_prefill)
+        spans = np.ceil(i / budget)
+    else:
+        # whole prompts while they fit the budget; with chunking a longer prompt spans
+        # ceil(I / budget) iterations of a full budget each
+        fit = budget / i if chunked_prefill else np.maximum(np.floor(budget / i), 1.0)
+        spans = np.where(chunked_prefill & (i > budget), np.ceil(i / budget), 1.0)
+        if arrivals == "burst":
+            per = fit
+        else:  # a Poisson number, given at least one, capped by what fits
+            per = np.minimum(m / np.maximum(-np.expm1(-m), 1e-12), np.maximum(fit, 1.0))
+        per = np.where(spans > 1, 1.0 / spans, per)
+        share = np.minimum(m / per, 1.0)
+        with_prefill = run(np.minimum(per * i, budget), per)
+    mean = (1.0 - share) * decode_only + share * with_prefill
+    return SteadyState(b, mean, decode_only, with_prefill, share, spans, b / mean, b / mean / o)

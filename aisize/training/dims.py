@@ -1,0 +1,128 @@
+"""The sizes of a transformer that training work, memory and traffic depend on.
+
+:func:`resolve` turns a catalog id (or an already built record) into a
+``Transformer`` record; :func:`model_dims` reduces the record to the plain
+numbers the vectorized cores use: per-layer GEMM parameters (active per token
+and resident), tensor widths, the vocabulary and the MoE shape. Keeping this in
+one place means the step-time, memory and layout cores never read a record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from aisize import models
+
+
+def resolve(model):
+    """A ``Transformer`` record for anything :func:`aisize.models.resolve` accepts (a catalog id, a
+    record, a Hugging Face config mapping, inline fields); errors name ``model``."""
+    try:
+        return models.resolve(model)
+    except ValueError as exc:
+        raise ValueError(f"model={model!r} is not allowed: {exc}") from None
+
+
+@lru_cache(maxsize=256)
+def param_count(model):
+    """Parameter counts (``.total``, ``.active``, ``.embedding``, ``.head``, ...) of a record (cached)."""
+    return models.transformer_params(model)
+
+
+@dataclass(frozen=True)
+class ModelDims:
+    """Plain numbers of one transformer [counts; widths in elements]."""
+
+    layers: int
+    hidden: int  # h
+    heads: int  # a
+    kv_heads: int
+    q_width: int  # query width a·d_h (MLA: a·(nope + rope))
+    k_width: int  # one of K or V per token (kv_heads·d_h; MLA: the up-projected per-head width)
+    v_width: int
+    attention_dim: int  # H·Q of PaLM's 12·L·H·Q·s attention FLOPs
+    ffn_width: float  # MLP inner width a token passes through (MoE: (k + shared) x expert width)
+    ffn_gated: bool  # SwiGLU/GeGLU: two input projections
+    layer_gemm_params: float  # GEMM weights a token passes through, one layer on average
+    layer_resident_params: float  # weights one layer holds, outside routed experts
+    layer_expert_params: float  # routed-expert weights one layer holds (all experts), on average
+    embed_params: float
+    head_params: float  # output projection (a copy of the tied embedding counts here too)
+    vocab: int
+    experts: int
+    experts_per_token: int
+    moe_layers: int
+    total_params: float
+    active_params: float
+    norm: str
+    rope: bool
+    window: int | None = None  # tokens a windowed layer attends to (sliding or chunked)
+    window_layers: int = 0
+    window_kind: str = "sliding"
+
+    @property
+    def model_layer_params(self) -> float:
+        """All weights of one layer (resident + routed experts) [count]."""
+        return self.layer_resident_params + self.layer_expert_params
+
+    def attention_keys(self, seq_len):
+        """Attention FLOPs per token per unit of H·Q, forward, averaged over the layers: 4 x the keys
+        a query attends to on average (QK^T and AV, 2 FLOPs each per key and dimension).
+
+        Full causal attention sees s/2 keys on average (2·s·H·Q per token); a sliding window of w
+        sees w - w²/(2s) (s >= w); a chunked window (Llama 4) w/2. References: Beltagy et al.
+        2020, "Longformer", arXiv:2004.05150 (sliding window); Meta, Llama 4 model card (chunked).
+        """
+        s = np.asarray(seq_len, dtype=float)
+        full = s / 2.0
+        if not self.window_layers:
+            return 4.0 * full
+        w = float(self.window)
+        win = np.where(s > w, w - w * w / (2.0 * s) if self.window_kind == "sliding" else w / 2.0, full)
+        share = self.window_layers / self.layers
+        return 4.0 * ((1.0 - share) * full + share * win)
+
+
+@lru_cache(maxsize=256)
+def model_dims(model) -> ModelDims:
+    """The :class:`ModelDims` of a catalog id or record (cached; records are frozen).
+
+    References
+    ----------
+    .. [1] :func:`aisize.models.transformer_params` (parameter counts).
+    .. [2] Chowdhery et al. 2022 (PaLM), arXiv:2204.02311, appendix B (attention dimension).
+    """
+    m = resolve(model)
+    pc = param_count(m)
+    L, h = m.layers, m.hidden
+    moe = m.experts > 1
+    moe_layers = pc.moe_layers
+    idle = pc.total - pc.active
+    routed = idle * m.experts / (m.experts - m.experts_per_token) if moe and idle else 0.0
+    norms = pc.norm
+    body = pc.attention + pc.mlp - routed  # resident (non-routed) layer weights, all layers
+    active_body = pc.attention + pc.mlp - idle
+    if m.attention == "mla":
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        q_width, k_width, v_width = m.heads * qk, m.heads * qk, m.heads * m.v_head_dim
+    else:
+        q_width = m.heads * m.head_dim
+        k_width = v_width = m.kv_heads * m.head_dim
+    if moe:
+        shared = m.shared_ffn_hidden or 0
+        ffn = ((L - moe_layers) * m.ffn_hidden + moe_layers * (m.experts_per_token * m.moe_ffn_hidden + shared)) / L
+    else:
+        ffn = float(m.ffn_hidden)
+    head = pc.head if not m.tied_embeddings else m.vocab * h
+    return ModelDims(
+        layers=L, hidden=h, heads=m.heads, kv_heads=m.kv_heads, q_width=q_width, k_width=k_width,
+        v_width=v_width, attention_dim=models.attention_dim(m), ffn_width=float(ffn),
+        ffn_gated=m.ffn_type == "swiglu", layer_gemm_params=active_body / L,
+        layer_resident_params=(body + norms) / L, layer_expert_params=routed / L,
+        embed_params=float(pc.embedding), head_params=float(head), vocab=m.vocab, experts=m.experts,
+        experts_per_token=m.experts_per_token, moe_layers=moe_layers, total_params=float(pc.total),
+        active_params=float(pc.active), norm=m.norm, rope=m.position == "rope",
+        window=m.sliding_window, window_layers=m.sliding_layers, window_kind=m.window_kind)

@@ -1,0 +1,169 @@
+"""How fast the kernels of a training step run: GEMMs, attention, memory-bound work, stragglers.
+
+Compute efficiency is not one number. Each kind of work gets its own rate:
+
+* **GEMMs** (every linear layer, forward, input-gradient and weight-gradient):
+  the roofline of the matrix shapes, ``max(FLOPs / (peak x e_gemm), bytes / (HBM x e_hbm))``,
+  where ``e_gemm`` is the share of the dense peak large GEMMs reach on the GPU's
+  generation at that number format (:data:`GEMM_EFFICIENCY`). Thin matrices (small
+  hidden size, a wide tensor-parallel split, few tokens) become memory-bound [1].
+* **attention** (FlashAttention): ``FLOPs / (16-bit peak x e_attn x s/(s + B))``: the
+  kernel's share of peak on the generation (:data:`ATTENTION_EFFICIENCY`) times the
+  share of a causal tile sweep that is not wasted on the masked half of the
+  diagonal tiles of size :data:`FLASH_TILE_TOKENS` [2][3].
+* **memory-bound work** (norms, residual adds, activation functions, rotary
+  embeddings, low-precision casts, the loss, the optimizer): bytes moved / (HBM
+  bandwidth x :data:`HBM_EFFICIENCY`) [1].
+* **stragglers and jitter**: a synchronous step waits for the slowest of n ranks.
+  If each rank's step time varies with coefficient of variation sigma, the
+  expected maximum of n is about ``mean x (1 + sigma sqrt(2 ln n))`` (the
+  Gaussian extreme-value approximation) [4][5], so efficiency falls with scale.
+
+The generation of an accelerator is read from the formats its catalog row has a
+dense peak for (fp4: Blackwell-class, fp8: Hopper-class (Ada, MI300 too), bf16:
+Ampere-class, else Volta-class): no per-GPU constant.
+
+Every constant is named below with where it comes from; :func:`efficiency_constants`
+lists them for the user. The fitted ones were fitted once, on the rows of
+``reference/training_torchtitan.csv`` only (the same values for every model; the
+script is ``benchmarks/fit_training.py``). Those H100 rows ran on 96 GB HBM2e parts
+capped at 500 W (torchtitan's note), so the Hopper efficiencies are those of that
+part measured against the H100 SXM peaks: a 700 W H100 SXM will do somewhat better.
+
+References
+----------
+.. [1] NVIDIA, "Matrix Multiplication Background User's Guide" (Deep Learning
+   Performance docs): arithmetic intensity, math- vs memory-limited GEMMs.
+.. [2] Dao 2023, "FlashAttention-2", arXiv:2307.08691 (50-73 % of A100 peak; block sizes).
+.. [3] Shah et al. 2024, "FlashAttention-3", arXiv:2407.08608 (FlashAttention-2 reaches
+   35 % of H100 peak, FlashAttention-3 up to 75 %).
+.. [4] Dean & Barroso 2013, "The Tail at Scale", CACM 56(2) (tail latency of fan-out).
+.. [5] Gumbel 1958, "Statistics of Extremes": E[max of n N(0,1)] ~ sqrt(2 ln n).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
+
+# Share of the dense peak that large GEMMs reach, by generation and number format
+# ("16": bf16/fp16, "8": fp8/mxfp8, "4": nvfp4). Ampere and Hopper: fitted on the
+# torchtitan rows (A100 80GB; H100 96GB HBM2e at 500 W). Volta: assumed equal to
+# Ampere (no reference row). Blackwell: assumed equal to Hopper (no reference row),
+# and fp4 equal to fp8: replace when published runs exist.
+GEMM_EFFICIENCY = {
+    ("volta", "16"): 0.82, ("ampere", "16"): 0.82,
+    ("hopper", "16"): 0.565, ("hopper", "8"): 0.60,
+    ("blackwell", "16"): 0.565, ("blackwell", "8"): 0.60, ("blackwell", "4"): 0.60,
+}
+# FlashAttention forward+backward share of the 16-bit peak, long sequences. Fitted on
+# the torchtitan rows (PyTorch SDPA's FlashAttention-2 kernels on A100 and H100);
+# FlashAttention-2's own figures are 50-73 % on A100 and 35 % on H100 [2][3].
+ATTENTION_EFFICIENCY = {"volta": 0.48, "ampere": 0.48, "hopper": 0.215, "blackwell": 0.215}
+# FlashAttention-2 tiles queries in blocks of 128 rows (head dim 128); with a causal
+# mask the diagonal tiles are half wasted: useful share s / (s + 128) [2].
+FLASH_TILE_TOKENS = 128.0
+# Share of HBM bandwidth memory-bound kernels (elementwise, reductions, casts,
+# optimizer) sustain. Fitted on the torchtitan rows.
+HBM_EFFICIENCY = 0.61
+# Coefficient of variation of one rank's step time (jitter, stragglers). Fitted on the
+# torchtitan Llama 3.1 8B rows on 8 vs 128 GPUs (same per-GPU work, 2-3 % slower at 128),
+# the only reference rows that isolate it: 1 + 0.029 sqrt(2 ln n) is 6 % on 8 GPUs, 9 % on
+# 128, 13 % on 16,384.
+STEP_TIME_CV = 0.029
+# Backward of an elementwise op reads its saved input and the incoming gradient and
+# writes the outgoing one: about twice the forward's bytes.
+BACKWARD_BYTES_RATIO = 2.0
+# FlashAttention backward runs 5 matmuls to the forward's 2 (it recomputes the scores):
+# 2.5x the forward FLOPs, the convention of its benchmarks [2].
+ATTENTION_BACKWARD_RATIO = 2.5
+
+CONSTANT_SOURCES = {
+    "GEMM_EFFICIENCY": "fitted on reference/training_torchtitan.csv (Ampere, Hopper); Volta = Ampere, "
+                       "Blackwell = Hopper assumed",
+    "ATTENTION_EFFICIENCY": "fitted on reference/training_torchtitan.csv; FlashAttention-2/3 papers for scale",
+    "FLASH_TILE_TOKENS": "FlashAttention-2 block size (arXiv:2307.08691)",
+    "HBM_EFFICIENCY": "fitted on reference/training_torchtitan.csv",
+    "STEP_TIME_CV": "fitted on reference/training_torchtitan.csv (8 vs 128 GPUs)",
+    "BACKWARD_BYTES_RATIO": "assumption: backward reads input and gradient, writes gradient",
+    "ATTENTION_BACKWARD_RATIO": "FlashAttention backward: 5 matmuls vs 2 (arXiv:2307.08691)",
+}
+
+
+def generation(accelerator) -> str:
+    """Tensor-core generation from the formats the catalog row has a dense peak for.
+
+    fp4 -> blackwell, fp8 -> hopper (also Ada and CDNA3), bf16 -> ampere, else volta.
+    """
+    if getattr(accelerator, "fp4_flops_per_s", None):
+        return "blackwell"
+    if getattr(accelerator, "fp8_flops_per_s", None):
+        return "hopper"
+    if getattr(accelerator, "bf16_flops_per_s", None):
+        return "ampere"
+    return "volta"
+
+
+def gemm_efficiency(gen: str, bits: str) -> float:
+    """Share of the dense peak large GEMMs reach on ``gen`` at ``bits`` ("16", "8", "4")."""
+    key = (gen, bits)
+    if key not in GEMM_EFFICIENCY:
+        raise ValueError(f"bits={bits!r} is not allowed on a {gen}-class GPU: its tensor cores have no such format")
+    return GEMM_EFFICIENCY[key]
+
+
+def gemm_seconds(tokens, n_in, n_out, peak_flops_per_s, efficiency, hbm_bytes_per_s, element_bytes=2.0):
+    """Time of one GEMM (tokens x n_in) @ (n_in x n_out) on its roofline [s].
+
+    max(2·tokens·n_in·n_out / (peak x efficiency), bytes / (HBM x HBM_EFFICIENCY)) with
+    bytes = element_bytes x (tokens·n_in + n_in·n_out + tokens·n_out). Broadcasts.
+
+    References
+    ----------
+    .. [1] NVIDIA Matrix Multiplication Background User's Guide (arithmetic intensity).
+    """
+    flops = 2.0 * tokens * n_in * n_out
+    moved = element_bytes * (tokens * n_in + n_in * n_out + tokens * n_out)
+    return np.maximum(flops / (peak_flops_per_s * efficiency), moved / (hbm_bytes_per_s * HBM_EFFICIENCY))
+
+
+def attention_efficiency(gen: str, seq_len):
+    """FlashAttention share of the 16-bit peak at a (causal) sequence length [ratio].
+
+    References
+    ----------
+    .. [2] Dao 2023, arXiv:2307.08691; [3] Shah et al. 2024, arXiv:2407.08608.
+    """
+    return ATTENTION_EFFICIENCY[gen] * seq_len / (seq_len + FLASH_TILE_TOKENS)
+
+
+def memory_seconds(moved_bytes, hbm_bytes_per_s):
+    """Time of memory-bound work that moves ``moved_bytes`` through HBM [s]."""
+    return moved_bytes / (hbm_bytes_per_s * HBM_EFFICIENCY)
+
+
+def straggler_factor(ranks):
+    """Expected slowest-of-n step over the mean step: 1 + CV·sqrt(2 ln n) (1 for one rank).
+
+    References
+    ----------
+    .. [4] Dean & Barroso 2013; [5] Gumbel 1958 (maximum of n normal variables).
+    """
+    n = np.maximum(np.asarray(ranks, dtype=float), 1.0)
+    return 1.0 + STEP_TIME_CV * np.sqrt(2.0 * np.log(n))
+
+
+def efficiency_constants() -> list[dict]:
+    """Every efficiency constant with its value and source, for the user to see."""
+    rows = []
+    for (gen, bits), v in GEMM_EFFICIENCY.items():
+        rows.append({"name": f"GEMM_EFFICIENCY[{gen}, {bits}-bit]", "value": v,
+                     "source": CONSTANT_SOURCES["GEMM_EFFICIENCY"]})
+    for gen, v in ATTENTION_EFFICIENCY.items():
+        rows.append({"name": f"ATTENTION_EFFICIENCY[{gen}]", "value": v,
+                     "source": CONSTANT_SOURCES["ATTENTION_EFFICIENCY"]})
+    for name in ("FLASH_TILE_TOKENS", "HBM_EFFICIENCY", "STEP_TIME_CV", "BACKWARD_BYTES_RATIO",
+                 "ATTENTION_BACKWARD_RATIO"):
+        rows.append({"name": name, "value": globals()[name], "source": CONSTANT_SOURCES[name]})
+    return rows

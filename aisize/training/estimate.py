@@ -1,0 +1,232 @@
+"""The public entry point: one training layout of one model on one GPU type, estimated.
+
+:func:`estimate` checks the layout where it enters (a clear ``ValueError`` naming the
+parameter), then runs the same vectorized cores the layout search uses:
+:func:`aisize.training.step_time.step_breakdown` and
+:func:`aisize.training.memory.memory_breakdown`.
+
+Batch conventions (torchtitan's): ``micro_batch`` is the number of sequences one
+data-parallel rank runs forward and backward at once (its "local batch"); with
+pipeline parallelism it is split into ``pipeline_microbatches`` micro-batches
+(default: the number of stages, torchtitan's default); ``global_batch`` over
+``micro_batch`` x DP is the number of gradient-accumulation steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize import checks
+from aisize.compute import flops_per_token
+from aisize.memory.states import FRAMEWORK_STAGES, tidy
+from aisize.precision import bytes_per_element
+from aisize.training import comm
+from aisize.training.dims import model_dims, resolve
+from aisize.training.efficiency import efficiency_constants
+from aisize.training.evaluate import evaluate
+from aisize.training.memory import TrainingMemory
+from aisize.training.recipes import recipe
+from aisize.training.schedules import SCHEDULE_CODES, SCHEDULES, check_virtual_stages
+from aisize.training.setup import accelerator_record, default_links, engine
+from aisize.training.step_time import CP_METHODS, DP_OVERLAP, StepTime
+
+RECOMPUTE = ("none", "selective", "full")
+FRAMEWORKS = ("fsdp", "megatron", "zero", "deepspeed")
+DEFAULT_ZERO_STAGE = {"fsdp": 3, "megatron": 1, "zero": 1, "deepspeed": 2}
+DEFAULT_VIRTUAL_STAGES = 2  # torchtitan's default for looped schedules (stages per rank)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A fully resolved parallel layout."""
+
+    gpus: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    context_parallel: int
+    data_parallel: int
+    expert_parallel: int
+    schedule: str
+    virtual_stages: int
+    micro_batch: int  # sequences per data-parallel rank per forward/backward
+    pipeline_microbatches: int
+    accumulation: int  # gradient-accumulation steps per optimizer step
+    global_batch: int
+    seq_len: int
+    recompute: str
+    precision: str
+    compiled: bool
+    framework: str
+    zero_stage: int
+    sequence_parallel: bool
+    async_tp: bool
+    cp_method: str
+
+
+@dataclass(frozen=True)
+class TrainingEstimate:
+    """Predicted step time, throughput, MFU and peak memory of one layout."""
+
+    model: str
+    accelerator: str
+    layout: Layout
+    step: StepTime
+    memory: TrainingMemory
+    memory_capacity_bytes: float  # what the framework sees (nvidia-smi total)
+    generation: str  # tensor-core generation the efficiencies are taken for
+    step_seconds: float
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    mfu: float
+    hfu: float  # hardware FLOPs (recompute included, Korthikanti et al. sec. 6) / (time x GPUs x peak)
+    peak_memory_bytes: float
+    fits: bool
+
+    def __post_init__(self):
+        tidy(self)
+
+    @property
+    def breakdown(self) -> dict:
+        """Step time by part [s]: compute, exposed TP/CP/PP/DP/EP communication, bubble, stragglers."""
+        s = self.step
+        return {"compute": s.compute_seconds, "tp": s.tp_comm_seconds, "cp": s.cp_comm_seconds,
+                "pp": s.pp_comm_seconds, "dp": s.dp_comm_exposed_seconds, "ep": s.ep_comm_seconds,
+                "bubble": s.pp_bubble_seconds, "stragglers": s.straggler_seconds}
+
+    @property
+    def constants(self) -> list[dict]:
+        """The efficiency constants behind the estimate, with their sources."""
+        return efficiency_constants()
+
+
+def _int(name, value, high):
+    return int(checks.scalar(name, checks.integer(name, value, high=high)))
+
+
+def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1, context_parallel=1,
+             expert_parallel=1, schedule="1f1b", virtual_stages=None, micro_batch, global_batch, seq_len,
+             pipeline_microbatches=None, recompute="selective", precision="bf16", compiled=False,
+             framework="fsdp", zero_stage=None, optimizer="adamw", sequence_parallel=None, async_tp=False,
+             cp_method="all-gather", scaleup_bytes_per_s=None, scaleout_bytes_per_s=None, scaleup_domain=None,
+             oversubscription=1.0, switch_radix=comm.DEFAULT_SWITCH_RADIX,
+             dp_overlap=DP_OVERLAP, lora_rank=None, qlora=False) -> TrainingEstimate:
+    """Step time, tokens/s per GPU, MFU and peak memory of one training layout.
+
+    Parameters
+    ----------
+    model : catalog id (``"llama-3-8b"``) or a Transformer record (e.g. from a Hugging Face config)
+    accelerator : catalog id (``"h100-sxm"``) or an Accelerator record
+    gpus : GPUs [count]; data parallel = gpus / (TP x PP x CP)
+    tensor_parallel, pipeline_parallel, context_parallel, expert_parallel : degrees (TP divides
+        the heads, PP at most the layers (uneven stages allowed), CP divides seq_len, EP divides DP)
+    schedule : "1f1b" | "interleaved-1f1b" | "zero-bubble"; virtual_stages : model chunks per
+        stage for "interleaved-1f1b" (default 2; must divide the layers per stage when PP divides L)
+    micro_batch : sequences per data-parallel rank per forward/backward (torchtitan's local batch)
+    global_batch : sequences per optimizer step, a multiple of micro_batch x DP
+    seq_len : tokens per sequence
+    pipeline_microbatches : micro-batches the local batch is split into for the pipeline
+        (default: pipeline_parallel; must divide micro_batch)
+    recompute : "none" | "selective" | "full"
+    precision : "bf16" | "fp16" | "fp8" | "mxfp8" | "nvfp4" (:mod:`aisize.training.recipes`)
+    compiled : fused kernels (torch.compile): elementwise chains fused, casts fused into producers
+    framework : "fsdp" (PyTorch FSDP2, torchtitan) | "megatron" | "zero" | "deepspeed"
+    zero_stage : sharding stage (default 3 for fsdp, 1 for megatron and zero, 2 for deepspeed)
+    optimizer : see :data:`aisize.precision.OPTIMIZERS`
+    sequence_parallel : default on when TP > 1
+    async_tp : overlap TP collectives with the GEMMs
+    cp_method : "all-gather" (torchtitan, Llama 3) | "ring" (Megatron-LM, overlapped)
+    scaleup_bytes_per_s, scaleout_bytes_per_s, scaleup_domain : per-GPU link rates per direction
+        and NVLink domain (default: the accelerator's, and the NICs of the catalog's first
+        server with this GPU)
+    oversubscription, switch_radix : the scale-out fat tree's leaf down:up ratio and switch ports
+    dp_overlap : share of compute that hides data-parallel traffic, [0, 1]
+    lora_rank, qlora : LoRA adapters on all linear layers: memory counts the frozen base at bf16
+        (nf4 with ``qlora``) and the adapters' training states; the step time still books
+        full-training FLOPs and gradient traffic (conservative)
+
+    Returns
+    -------
+    :class:`TrainingEstimate` with ``tokens_per_s_per_gpu``, ``mfu`` (against the 16-bit dense
+    peak), ``step_seconds``, ``peak_memory_bytes`` and ``breakdown``.
+
+    References
+    ----------
+    .. [1] see :mod:`aisize.training.step_time`, :mod:`aisize.training.memory`,
+       :mod:`aisize.training.efficiency` and :mod:`aisize.training.schedules`.
+    """
+    m = resolve(model)
+    acc = accelerator_record(accelerator)
+    d = model_dims(m)
+    n = _int("gpus", gpus, 10**7)
+    tp = _int("tensor_parallel", tensor_parallel, 10**4)
+    pp = _int("pipeline_parallel", pipeline_parallel, 10**4)
+    cp = _int("context_parallel", context_parallel, 10**5)
+    ep = _int("expert_parallel", expert_parallel, 10**5)
+    s = _int("seq_len", seq_len, 10**8)
+    b = _int("micro_batch", micro_batch, 10**6)
+    gb = _int("global_batch", global_batch, 10**9)
+    if n % (tp * pp * cp):
+        raise ValueError(f"gpus={n} is not allowed: it must be a multiple of tensor_parallel x pipeline_parallel "
+                         f"x context_parallel = {tp * pp * cp}")
+    dp = n // (tp * pp * cp)
+    if m.heads % tp:
+        raise ValueError(f"tensor_parallel={tp} is not allowed: it must divide the {m.heads} attention heads")
+    if pp > m.layers:
+        raise ValueError(f"pipeline_parallel={pp} is not allowed: at most the {m.layers} layers")
+    if s % cp:
+        raise ValueError(f"context_parallel={cp} is not allowed: it must divide seq_len={s}")
+    if dp % ep or (ep > 1 and m.experts % ep):
+        raise ValueError(f"expert_parallel={ep} is not allowed: it must divide data parallel = {dp} and the "
+                         f"{m.experts} experts")
+    checks.choice("schedule", schedule, SCHEDULES)
+    v = DEFAULT_VIRTUAL_STAGES if virtual_stages is None and schedule == "interleaved-1f1b" else (virtual_stages or 1)
+    v = _int("virtual_stages", v, 10**3)
+    check_virtual_stages(m.layers, pp, v, schedule)
+    if gb % (b * dp):
+        raise ValueError(f"global_batch={gb} is not allowed: it must be a multiple of micro_batch x data parallel "
+                         f"= {b} x {dp}")
+    n_pipe = _int("pipeline_microbatches", pipeline_microbatches if pipeline_microbatches is not None
+                  else (pp if pp > 1 else 1), 10**6)
+    if b % n_pipe:
+        raise ValueError(f"pipeline_microbatches={n_pipe} is not allowed: it must divide micro_batch={b}")
+    checks.choice("recompute", recompute, RECOMPUTE)
+    recipe(precision, acc)
+    checks.choice("framework", framework, FRAMEWORKS)
+    stage = DEFAULT_ZERO_STAGE[framework] if zero_stage is None else int(
+        checks.scalar("zero_stage", checks.integer("zero_stage", zero_stage, low=0, high=3)))
+    if stage not in FRAMEWORK_STAGES[framework]:
+        raise ValueError(f"zero_stage={stage} is not allowed: framework {framework!r} offers stages "
+                         f"{FRAMEWORK_STAGES[framework]}")
+    sp = tp > 1 if sequence_parallel is None else checks.flag("sequence_parallel", sequence_parallel)
+    compiled = checks.flag("compiled", compiled)
+    async_tp = checks.flag("async_tp", async_tp)
+    checks.choice("cp_method", cp_method, CP_METHODS)
+    links = default_links(acc, scaleup_bytes_per_s=scaleup_bytes_per_s, scaleout_bytes_per_s=scaleout_bytes_per_s,
+                          scaleup_domain=scaleup_domain, oversubscription=oversubscription,
+                          switch_radix=switch_radix)
+    overlap = checks.fraction("dp_overlap", dp_overlap, allow_zero=True)
+
+    eng = engine(acc, precision=precision, framework=framework, optimizer=optimizer, links=links)
+    if qlora and lora_rank is None:
+        raise ValueError("qlora=True is not allowed without lora_rank: QLoRA trains LoRA adapters")
+    rank = None if lora_rank is None else _int("lora_rank", lora_rank, 10**5)
+    frozen = bytes_per_element("nf4" if qlora else "bf16") if rank is not None else 0.0
+    accumulation = gb // (b * dp)
+    code = RECOMPUTE.index(recompute)
+    mem, step = evaluate(m, eng, framework=framework, compiled=compiled, seq_len=s, micro_batch=b // n_pipe,
+                         microbatches=n_pipe, accumulation=accumulation, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep,
+                         virtual_stages=v, schedule_code=SCHEDULE_CODES[schedule], code=code, sp=sp, stage=stage,
+                         async_tp=async_tp, cp_method=cp_method, dp_overlap=overlap, lora_rank=rank,
+                         frozen_dtype_bytes=frozen)
+    capacity = acc.memory_visible_bytes or acc.memory_bytes
+    layout = Layout(n, tp, pp, cp, dp, ep, schedule, v, b, n_pipe, accumulation, gb, s, recompute, precision,
+                    compiled, framework, stage, sp, async_tp, cp_method)
+    total = float(np.asarray(mem.total_bytes))
+    hw = (flops_per_token(d.active_params, layers=d.layers, attention_dim=d.attention_dim, seq_len=s,
+                          recompute=recompute)
+          / flops_per_token(d.active_params, layers=d.layers, attention_dim=d.attention_dim, seq_len=s))
+    return TrainingEstimate(m.id, acc.id, layout, step, mem, float(capacity), eng.generation, float(step.step_seconds),
+                            float(step.tokens_per_s), float(step.tokens_per_s_per_gpu), float(step.mfu),
+                            float(step.mfu * hw), total, bool(total <= capacity))

@@ -1,0 +1,293 @@
+"""Parallel layout search: TP x PP x CP x schedule x micro-batch x ZeRO stage x recompute (x EP)
+for a model on N GPUs, every combination evaluated at once with numpy broadcasting.
+
+Each choice is one axis of a broadcast grid (:class:`Grid`); the memory and step-time
+cores (:func:`aisize.training.evaluate.evaluate`) compute every term on only the axes
+it depends on (a layer's time on TP, CP, micro-batch and recompute; data-parallel
+traffic on TP, PP and CP), so the full grid is touched only by the final sums, the
+validity mask and the ranking. No Python loop runs per configuration.
+
+Search conventions (Megatron-LM's): ``micro_batch`` is the pipeline micro-batch, and
+the global batch over micro-batch x DP is the number of micro-batches in one pipeline
+flush (no separate gradient accumulation). Consistent layouts: TP divides the heads
+and fits one scale-up domain; PP is at most the layers (uneven stages allowed); CP
+divides the sequence; TP x PP x CP divides the GPUs; micro-batch x DP divides the
+global batch; EP divides DP and the experts; interleaving needs PP >= 2 and v
+dividing the layers per stage when PP divides the layers.
+
+References
+----------
+.. [1] Narayanan et al. 2021, arXiv:2104.04473, sec. 3 (layout guidelines).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize import checks
+from aisize.memory.states import FRAMEWORK_STAGES
+from aisize.training.dims import resolve
+from aisize.training.evaluate import evaluate
+from aisize.training.memory import TrainingMemory
+from aisize.training.schedules import SCHEDULE_CODES, SCHEDULES
+from aisize.training.setup import accelerator_record, default_links, engine
+from aisize.training.step_time import PARTS, StepTime
+
+RECOMPUTE = ("none", "selective", "full")
+AXES = ("gpus", "seq_len", "tp", "pp", "cp", "schedule", "micro_batch", "zero_stage", "recompute", "ep")
+DEFAULT_MICRO_BATCHES = tuple(2 ** np.arange(7))  # 1-64 sequences
+DEFAULT_VIRTUAL_STAGES = (2, 4)
+MAX_CONTEXT_PARALLEL = 64  # CP beyond 64 ranks is not used in published runs (Llama 3: 16)
+
+
+def _divisors(n: int) -> np.ndarray:
+    k = np.arange(1, n + 1)
+    return k[n % k == 0]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Layouts as broadcast axes (each array has one non-unit dimension, in :data:`AXES` order).
+
+    ``gpus`` and ``global_batch`` share the first axis; ``virtual_stages`` shares the schedule axis.
+    """
+
+    gpus: np.ndarray
+    global_batch: np.ndarray
+    seq_len: np.ndarray
+    tp: np.ndarray
+    pp: np.ndarray
+    cp: np.ndarray
+    schedule: np.ndarray  # codes of aisize.training.schedules.SCHEDULES
+    virtual_stages: np.ndarray
+    micro_batch: np.ndarray
+    zero_stage: np.ndarray
+    recompute: np.ndarray  # 0 none, 1 selective, 2 full
+    ep: np.ndarray
+    dp: np.ndarray  # gpus // (tp pp cp), 0 where it does not divide
+    microbatches: np.ndarray  # per pipeline flush, 0 where the batch does not split
+    valid: np.ndarray  # full shape
+
+    @property
+    def shape(self) -> tuple:
+        return self.valid.shape
+
+    @property
+    def count(self) -> int:
+        """Consistent layouts in the grid."""
+        return int(np.count_nonzero(self.valid))
+
+
+def _axis(values, k: int) -> np.ndarray:
+    shape = [1] * len(AXES)
+    shape[k] = -1
+    return np.asarray(values).reshape(shape)
+
+
+def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup_domain: int, experts: int = 1,
+                stages=(0, 1, 2, 3), recomputes=RECOMPUTE, micro_batches=None, context_parallel=None,
+                schedules=("1f1b", "interleaved-1f1b"), virtual_stages=DEFAULT_VIRTUAL_STAGES) -> Grid:
+    """Every consistent layout for one or more GPU counts and sequence lengths, as a :class:`Grid`.
+
+    Parameters
+    ----------
+    gpus : GPUs [count], one or several; global_batch : sequences per step (one, or one per GPU count)
+    heads, layers : a, L; seq_len : tokens per sequence (one or several)
+    scaleup_domain : GPUs per NVLink domain (TP stays inside it)
+    experts : routed experts (1 = dense: EP fixed at 1)
+    stages : ZeRO stages to try; recomputes : recompute modes to try
+    micro_batches : pipeline micro-batch sizes to try (default 1-64)
+    context_parallel : CP degrees to try (default: every divisor of the GPUs up to
+        :data:`MAX_CONTEXT_PARALLEL` that divides the sequence)
+    schedules : pipeline schedules to try (:data:`aisize.training.schedules.SCHEDULES`)
+    virtual_stages : chunks per stage tried with "interleaved-1f1b"
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, sec. 3 (TP inside a server, PP across).
+    """
+    n = np.atleast_1d(checks.integer("gpus", gpus, high=10**7))
+    gb = np.broadcast_to(np.atleast_1d(checks.integer("global_batch", global_batch, high=10**9)), n.shape)
+    s = np.atleast_1d(checks.integer("seq_len", seq_len, high=10**8))
+    checks.integer("heads", heads, high=10**6)
+    checks.integer("layers", layers, high=10**5)
+    checks.integer("scaleup_domain", scaleup_domain, high=10**5)
+    for r in recomputes:
+        checks.choice("recomputes", r, RECOMPUTE)
+    for name in schedules:
+        checks.choice("schedules", name, SCHEDULES)
+    mbs = np.asarray(micro_batches if micro_batches is not None else DEFAULT_MICRO_BATCHES)
+    checks.integer("micro_batches", mbs, high=10**6)
+    vs = np.atleast_1d(checks.integer("virtual_stages", np.asarray(virtual_stages), low=2, high=10**3))
+    divs = np.unique(np.concatenate([_divisors(int(x)) for x in n]))
+    tps = divs[(heads % divs == 0) & (divs <= scaleup_domain)]
+    pps = divs[divs <= layers]
+    if context_parallel is None:
+        cps = divs[divs <= MAX_CONTEXT_PARALLEL]
+    else:
+        cps = np.atleast_1d(checks.integer("context_parallel", context_parallel, high=10**5))
+    eps = divs[experts % divs == 0] if experts > 1 else np.array([1])
+    sched = [(SCHEDULE_CODES[name], 1) for name in schedules if name != "interleaved-1f1b"]
+    sched += [(SCHEDULE_CODES["interleaved-1f1b"], int(v)) for v in vs if "interleaved-1f1b" in schedules]
+    codes = np.array([RECOMPUTE.index(r) for r in recomputes])
+    ax = [_axis(n, 0), _axis(s, 1), _axis(tps, 2), _axis(pps, 3), _axis(cps, 4),
+          _axis([c for c, _ in sched], 5), _axis(mbs, 6), _axis(np.asarray(stages), 7), _axis(codes, 8),
+          _axis(eps, 9)]
+    N, S, T, P, C, K, B, Z, R, E = ax
+    G, V = _axis(gb, 0), _axis([v for _, v in sched], 5)
+    tpc = T * P * C
+    dp = np.where(N % tpc == 0, N // tpc, 0)
+    m = np.where((dp > 0) & (G % np.maximum(B * dp, 1) == 0), G // np.maximum(B * dp, 1), 0)
+    inter = K == SCHEDULE_CODES["interleaved-1f1b"]
+    sched_ok = np.where(K == SCHEDULE_CODES["1f1b"], True, P >= 2)
+    chunks_ok = (P >= 2) & (layers >= P * V) & ((layers % P != 0) | ((layers // P) % V == 0))
+    sched_ok = (sched_ok & ~inter) | (inter & chunks_ok)
+    ok = (dp > 0) & (S % C == 0) & (m > 0) & (dp % np.maximum(E, 1) == 0) & sched_ok
+    ok = ok & np.ones(tuple(len(np.ravel(a)) for a in ax), dtype=bool)
+    return Grid(N, G, S, T, P, C, K, V, B, Z, R, E, dp, m, ok)
+
+
+GRID_FIELDS = ("gpus", "global_batch", "seq_len", "tp", "pp", "cp", "schedule", "virtual_stages", "micro_batch",
+               "zero_stage", "recompute", "ep", "dp", "microbatches")
+
+
+def evaluate_grid(model, grid: Grid, eng, *, framework: str, compiled: bool, async_tp=False, cp_method="all-gather",
+                  lora_rank=None, frozen_dtype_bytes=0.0, memory="peak") -> tuple[TrainingMemory, StepTime]:
+    """Peak memory per GPU (or, ``memory="breakdown"``, its line items) and step time of every layout
+    of ``grid`` (broadcast arrays; invalid points are garbage)."""
+    return evaluate(model, eng, framework=framework, compiled=compiled, seq_len=grid.seq_len,
+                    micro_batch=grid.micro_batch, microbatches=np.maximum(grid.microbatches, 1), accumulation=1,
+                    tp=grid.tp, pp=grid.pp, cp=grid.cp, dp=np.maximum(grid.dp, 1), ep=grid.ep,
+                    virtual_stages=grid.virtual_stages, schedule_code=grid.schedule, code=grid.recompute,
+                    sp=grid.tp > 1, stage=grid.zero_stage, async_tp=async_tp, cp_method=cp_method,
+                    lora_rank=lora_rank, frozen_dtype_bytes=frozen_dtype_bytes, memory=memory)
+
+
+def _pick(a, multi, size):
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return np.full(size, a.item())
+    return a[tuple(i if s > 1 else np.zeros_like(i) for i, s in zip(multi, a.shape))]
+
+
+def rank_layouts(grid: Grid, mem, step: StepTime, usable_bytes, *, top: int):
+    """Flat indices of the ``top`` fastest consistent layouts that fit, fastest first, and the seconds array.
+
+    ``mem``: peak bytes per GPU, or a breakdown with ``total_bytes``.
+    """
+    seconds = step.step_seconds
+    total = getattr(mem, "total_bytes", mem)
+    keep = grid.valid & (total <= usable_bytes)
+    flat = np.flatnonzero(keep)
+    if flat.size == 0:
+        return flat, seconds
+    sec = np.broadcast_to(seconds, grid.shape).ravel()[flat] if np.ndim(seconds) else np.full(flat.size, seconds)
+    k = min(top, flat.size)
+    kth = np.partition(sec, k - 1)[k - 1]
+    cand = np.flatnonzero(sec <= kth)  # ties at the cut are ranked too: the same layouts whatever ``top``
+    order = cand[np.lexsort((flat[cand], sec[cand]))][:k]
+    return flat[order], seconds
+
+
+def layout_frame(model, grid: Grid, mem, step: StepTime, usable_bytes, eng, *, top: int, framework: str,
+                 compiled: bool, **options):
+    """The ``top`` fastest layouts that fit as a DataFrame: layout, step-time parts, MFU, tokens/s, memory.
+
+    The chosen layouts are evaluated again, alone, with their memory breakdown (``options``:
+    the keywords of :func:`evaluate_grid`).
+    """
+    import pandas as pd
+
+    best, _ = rank_layouts(grid, mem, step, usable_bytes, top=top)
+    empty = best.size == 0
+    if empty:  # nothing fits: the columns of one (unused) grid point, no rows
+        best = np.zeros(1, dtype=np.int64)
+    multi = np.unravel_index(best, grid.shape)
+    size = best.size
+    rows = Grid(**{name: _pick(getattr(grid, name), multi, size) for name in GRID_FIELDS},
+                valid=np.ones(size, dtype=bool))
+    mem_rows, step_rows = evaluate_grid(model, rows, eng, framework=framework, compiled=compiled,
+                                        memory="breakdown", **options)
+    cols = {name: getattr(rows, name) for name in
+            ("gpus", "seq_len", "tp", "pp", "cp", "dp", "ep", "micro_batch", "zero_stage")}
+    cols["schedule"] = np.asarray(SCHEDULES)[rows.schedule]
+    cols["virtual_stages"] = rows.virtual_stages
+    cols["microbatches"] = rows.microbatches
+    cols["recompute"] = np.asarray(RECOMPUTE)[rows.recompute]
+    cols["global_batch"] = rows.global_batch
+    for name in ("step_seconds", "mfu", "tokens_per_s", "tokens_per_s_per_gpu", *PARTS):
+        cols[name] = np.broadcast_to(getattr(step_rows, name), (size,))
+    for name, value in mem_rows.as_dict().items():
+        cols[name] = np.broadcast_to(value, (size,))
+    frame = pd.DataFrame(cols)
+    return frame.iloc[:0] if empty else frame
+
+
+def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len: int, precision="bf16",
+                   optimizer="adamw", framework="fsdp", compiled=True, micro_batches=None, stages=None,
+                   recomputes=RECOMPUTE, context_parallel=None, schedules=("1f1b", "interleaved-1f1b"),
+                   virtual_stages=DEFAULT_VIRTUAL_STAGES, headroom=0.05, top=10, scaleup_bytes_per_s=None,
+                   scaleout_bytes_per_s=None, scaleup_domain=None, oversubscription=1.0, switch_radix=64,
+                   async_tp=False, cp_method="all-gather", lora_rank=None, qlora=False):
+    """The fastest layouts that fit, with their step-time parts and memory breakdowns, as a DataFrame.
+
+    Parameters
+    ----------
+    model : catalog id or Transformer record; accelerator : catalog id or Accelerator record
+    gpus : GPUs [count]; global_batch : sequences per step; seq_len : tokens per sequence
+    precision, optimizer : see :func:`aisize.training.estimate`
+    framework : fsdp (default: PyTorch FSDP2, stages 0/2/3) | megatron | zero | deepspeed
+    compiled : fused kernels (torch.compile; Megatron-LM always fuses)
+    micro_batches, stages, recomputes, context_parallel, schedules, virtual_stages : values to try
+        (default: 1-64, the framework's stages, all recompute modes, CP up to 64 dividing the
+        sequence, 1F1B and interleaved 1F1B with 2 or 4 chunks)
+    headroom : share of GPU memory kept free
+    top : rows returned
+    scaleup_bytes_per_s, scaleout_bytes_per_s, scaleup_domain, oversubscription, switch_radix :
+        links and fabric (default: the accelerator's NVLink, the catalog server's NICs)
+    async_tp, cp_method : see :func:`aisize.training.estimate`
+    lora_rank, qlora : LoRA adapters on all linear layers (memory counts the frozen base at
+        bf16, nf4 with ``qlora``; step time still books full-training FLOPs: conservative)
+
+    Returns
+    -------
+    DataFrame sorted by ``step_seconds``: layout columns (tp, pp, cp, dp, ep, schedule,
+    virtual_stages, micro_batch, microbatches, zero_stage, recompute), the step-time parts
+    (:data:`aisize.training.step_time.PARTS`), ``mfu``, ``tokens_per_s`` and every memory line
+    item [B]; empty if nothing fits.
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473 (layout guidelines, sec. 3).
+    """
+    from aisize.precision import bytes_per_element
+
+    m = resolve(model)
+    acc = accelerator_record(accelerator)
+    room = checks.number("headroom", headroom, low=0.0, high=1.0, high_inclusive=False)
+    top = int(checks.scalar("top", checks.integer("top", top, high=10**6)))
+    n = int(checks.scalar("gpus", checks.integer("gpus", gpus, high=10**7)))
+    gb = int(checks.scalar("global_batch", checks.integer("global_batch", global_batch, high=10**9)))
+    compiled = checks.flag("compiled", compiled)
+    if qlora and lora_rank is None:
+        raise ValueError("qlora=True is not allowed without lora_rank: QLoRA trains LoRA adapters")
+    links = default_links(acc, scaleup_bytes_per_s=scaleup_bytes_per_s, scaleout_bytes_per_s=scaleout_bytes_per_s,
+                          scaleup_domain=scaleup_domain, oversubscription=oversubscription, switch_radix=switch_radix)
+    eng = engine(acc, precision=precision, framework=framework, optimizer=optimizer, links=links)
+    grid = layout_grid(n, heads=m.heads, layers=m.layers, global_batch=gb, seq_len=seq_len,
+                       scaleup_domain=links.scaleup_domain, experts=m.experts,
+                       stages=stages or FRAMEWORK_STAGES[framework], recomputes=recomputes,
+                       micro_batches=micro_batches, context_parallel=context_parallel, schedules=schedules,
+                       virtual_stages=virtual_stages)
+    if grid.count == 0:
+        raise ValueError(f"global_batch={gb!r} is not allowed for gpus={n!r}: no TP x PP x CP x DP layout splits it "
+                         f"into whole micro-batches (DP must divide the global batch; TP must divide "
+                         f"heads={m.heads}; CP the sequence)")
+    frozen = bytes_per_element("nf4" if qlora else "bf16") if lora_rank is not None else 0.0
+    options = dict(async_tp=async_tp, cp_method=cp_method, lora_rank=lora_rank, frozen_dtype_bytes=frozen)
+    peak, step = evaluate_grid(m, grid, eng, framework=framework, compiled=compiled, **options)
+    usable = (acc.memory_visible_bytes or acc.memory_bytes) * (1.0 - room)
+    return layout_frame(m, grid, peak, step, usable, eng, top=top, framework=framework, compiled=compiled,
+                        **options)

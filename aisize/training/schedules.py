@@ -1,0 +1,105 @@
+"""Pipeline schedules: layers per stage (uneven stages allowed), the bubble, micro-batches in flight.
+
+=================  ===============================  ===================================  =====================
+schedule           bubble (share of one flush's      micro-batches the first stage holds   source
+                   ideal time)
+=================  ===============================  ===================================  =====================
+1f1b               (p - 1) / m                       min(p, m)                             Narayanan et al. 2021
+                                                                                           sec. 2.2.1
+interleaved-1f1b   (p - 1) / (v m)                   min(m, p (1 + (p - 1)/(p v)))         sec. 2.2.2; Korthikanti
+                                                                                           et al. 2022 sec. 4.2.3
+zero-bubble        (p - 1) / (3 m)                   min(p, m)                             Qi et al. 2024 (ZB-H1)
+=================  ===============================  ===================================  =====================
+
+p stages, m micro-batches per flush, v model chunks per stage. Zero-bubble (ZB-H1)
+splits the backward into input-gradient (B) and weight-gradient (W) passes and fills
+the bubble with W: its bubble is (p - 1)(T_F + T_B - T_W) against 1F1B's
+(p - 1)(T_F + T_B + T_W); with the three equal (each a third of a layer's GEMM
+FLOPs) that is a third of 1F1B's, at 1F1B's activation memory [3].
+
+Uneven stages: like torchtitan's split, a model of L layers over p stages gives
+each stage floor(L/p) or ceil(L/p) layers (126 over 8: 15 or 16); the slowest
+stage sets the pace. Interleaving splits a stage into v chunks; when p divides L,
+v must divide the layers per stage (Megatron-LM's rule).
+
+References
+----------
+.. [1] Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU
+   Clusters Using Megatron-LM", arXiv:2104.04473, sec. 2.2.
+.. [2] Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.3 (interleaved memory).
+.. [3] Qi et al. 2024, "Zero Bubble Pipeline Parallelism", ICLR 2024, arXiv:2401.10241, sec. 3.
+.. [4] pytorch/torchtitan ``pipelining_utils.generate_split_points`` (uneven stages).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aisize import checks
+
+SCHEDULES = ("1f1b", "interleaved-1f1b", "zero-bubble")
+BUBBLE_SHARE = {"1f1b": 1.0, "interleaved-1f1b": 1.0, "zero-bubble": 1.0 / 3.0}
+SCHEDULE_CODES = {name: i for i, name in enumerate(SCHEDULES)}
+
+
+def check_virtual_stages(layers, pp, virtual_stages, schedule: str) -> None:
+    """Raise ValueError when the chunks do not fit the layers (scalar inputs)."""
+    v = int(virtual_stages)
+    if schedule != "interleaved-1f1b":
+        if v != 1:
+            raise ValueError(f"virtual_stages={v} is not allowed with schedule={schedule!r}: only "
+                             "'interleaved-1f1b' splits a stage into chunks (use 1)")
+        return
+    if pp < 2:
+        raise ValueError(f"schedule={schedule!r} is not allowed with pipeline_parallel={pp}: interleaving "
+                         "needs at least 2 pipeline stages")
+    if v < 2:
+        raise ValueError(f"virtual_stages={v} is not allowed with schedule={schedule!r}: give 2 or more "
+                         "model chunks per stage")
+    if layers % pp == 0 and (layers // pp) % v:
+        raise ValueError(f"virtual_stages={v} is not allowed: it must divide the {layers // pp} layers per "
+                         f"pipeline stage ({layers} layers over pipeline_parallel={pp})")
+    if layers < pp * v:
+        raise ValueError(f"virtual_stages={v} is not allowed: {layers} layers cannot fill "
+                         f"pipeline_parallel x virtual_stages = {pp * v} chunks")
+
+
+def stage_layers(layers, pp, virtual_stages=1):
+    """(layers on the busiest stage, layers on the last stage) with uneven splits allowed.
+
+    The busiest rank holds v chunks of ceil(L/(p v)) layers; the last stage (which also
+    runs the output layer and the loss) holds floor(L/p).
+    """
+    chunk = -(-layers // (pp * virtual_stages))
+    return chunk * virtual_stages, layers // pp
+
+
+def bubble_share(pp, microbatches, virtual_stages, schedule_code):
+    """Idle share of one pipeline flush relative to its ideal time: share x (p - 1)/(v m)."""
+    share = np.choose(schedule_code, [BUBBLE_SHARE[s] for s in SCHEDULES])
+    return share * (pp - 1) / (virtual_stages * microbatches)
+
+
+def in_flight(pp, microbatches, virtual_stages):
+    """Micro-batches of activations the first stage holds at once (1F1B and interleaved 1F1B).
+
+    Returns (micro-batches, interleave factor): the first stage keeps min(p, m)
+    micro-batches of its layers; interleaving holds (1 + (p - 1)/(p v)) times that,
+    never more than all m micro-batches.
+    """
+    held = np.minimum(pp, microbatches)
+    factor = np.where(virtual_stages > 1, 1.0 + (pp - 1) / (pp * virtual_stages), 1.0)
+    return held, np.minimum(factor, microbatches / held)
+
+
+def pipeline_in_flight(pp, num_microbatches, virtual_stages=1):
+    """:func:`in_flight` with its inputs checked (scalars or arrays).
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, sec. 2.2.1-2.2.2; Korthikanti et al. 2022, sec. 4.2.3.
+    """
+    p = checks.integer("pp", pp, high=10**4)
+    m = checks.integer("num_microbatches", num_microbatches, high=10**9)
+    v = checks.integer("virtual_stages", virtual_stages, high=10**3)
+    return in_flight(p, m, v)

@@ -1,0 +1,175 @@
+"""The work of one transformer layer for one micro-batch on one GPU, timed kernel by kernel.
+
+Per layer and micro-batch, on a GPU holding 1/t of the layer (tensor parallel) and
+1/c of the sequence (context parallel), with ``tokens = b·s/c``:
+
+* **GEMMs**: Q, K, V, output projection, the MLP's input projection(s) and output
+  projection, each (tokens x n_in) @ (n_in x n_out/t) on its roofline
+  (:func:`aisize.training.efficiency.gemm_seconds`); backward runs two GEMMs of the
+  same size per linear (input gradient, weight gradient) [1].
+* **attention** (causal FlashAttention): 2·s·H·Q·tokens/t FLOPs forward (half of
+  PaLM's 4·s·H·Q non-causal count; windowed layers count their window,
+  :meth:`~aisize.training.dims.ModelDims.attention_keys`), 2.5x that backward [2].
+* **memory-bound work**, bytes per element (16-bit activations), counted op by op:
+
+  ===================== ================================ ==========================
+  op                    eager PyTorch                    fused (compiled, Megatron)
+  ===================== ================================ ==========================
+  RMSNorm               36 (fp32 upcast: to fp32, pow,   4 (read, write)
+                        mean, mul, to bf16, x weight)
+  LayerNorm             4 (one native kernel)            4
+  residual add          6 (read 2, write 1)              4 (fused into the norm)
+  rotary embedding      20 on Q and K (to fp32, complex  4
+                        multiply, to bf16)
+  SwiGLU                10 on the inner width (silu,     6
+                        multiply)
+  GeLU / ReLU           4 on the inner width             4
+  ===================== ================================ ==========================
+
+  Norms and residuals run on tokens/t with sequence parallelism (else on every
+  token); rotary, activation and casts on the rank's 1/t share. Backward moves
+  :data:`~aisize.training.efficiency.BACKWARD_BYTES_RATIO` times the forward bytes.
+  Context parallelism adds the merge of each chunk's partial attention output
+  (:data:`CP_MERGE_BYTES` per output element and chunk).
+* **low-precision casts** (:mod:`aisize.training.recipes`): the inputs of the
+  linear layers forward, their output gradients backward.
+* **recomputation**: ``full`` re-runs the whole forward; ``selective`` as PyTorch's
+  op-level selective checkpointing runs it (torchtitan, framework ``fsdp``: every
+  other matmul output and the attention output are saved, the other matmuls and all
+  elementwise ops are recomputed) or as Megatron-LM runs it (framework
+  ``megatron``, Korthikanti et al.: only the core attention is recomputed) [3].
+
+References
+----------
+.. [1] Narayanan et al. 2021, arXiv:2104.04473, sec. 3.1 (GEMM FLOPs of a layer).
+.. [2] Dao 2023, arXiv:2307.08691 (FlashAttention-2 FLOP counts).
+.. [3] Korthikanti et al. 2022, arXiv:2205.05198, sec. 5; pytorch/torchtitan
+   ``parallelize_llama.py`` (``_save_list``, every second ``aten.mm`` recomputed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize.training import efficiency as E
+from aisize.training.dims import ModelDims
+from aisize.training.recipes import Recipe, cast_bytes_per_element
+
+RMSNORM_BYTES = {"eager": 36.0, "fused": 4.0}
+LAYERNORM_BYTES = 4.0
+RESIDUAL_BYTES = {"eager": 6.0, "fused": 4.0}
+ROPE_BYTES = {"eager": 20.0, "fused": 4.0}
+GATED_ACTIVATION_BYTES = {"eager": 10.0, "fused": 6.0}
+ACTIVATION_BYTES = 4.0
+# Context parallelism runs attention chunk by chunk and merges each chunk's partial output
+# with the running one by their log-sum-exp (fp32: read both, write one: 12 B per output
+# element per chunk; the backward accumulates dQ the same way). Ring attention, Liu et al.
+# 2023 (arXiv:2310.01889) sec. 3; PyTorch's context_parallel ``_SDPAMerger``.
+CP_MERGE_BYTES = 12.0
+# Bytes per logit of the loss, forward and backward: torchtitan's cross_entropy on
+# logits.float() (to fp32, log-softmax's two passes, its backward, back to bf16): 40;
+# a fused (vocab-parallel) cross entropy, as Megatron-LM's, one fp32 pass each way: 16.
+LOSS_BYTES_PER_LOGIT = {"fsdp": 40.0}
+FUSED_LOSS_BYTES_PER_LOGIT = 16.0
+
+
+@dataclass(frozen=True)
+class LayerTimes:
+    """Seconds one layer takes for one micro-batch on one GPU (arrays broadcast)."""
+
+    gemm_forward: object
+    attention_forward: object
+    memory_forward: object
+    forward: object
+    backward: object
+    recompute: object
+
+    @property
+    def total(self):
+        return self.forward + self.backward + self.recompute
+
+
+def _linears(d: ModelDims, tp):
+    """(n_in, n_out) of each linear layer of one transformer layer on one TP rank, in matmul order."""
+    h, f = d.hidden, d.ffn_width
+    mlp = [(h, f / tp), (h, f / tp)] if d.ffn_gated else [(h, f / tp)]
+    return [(h, d.q_width / tp), (h, d.k_width / tp), (h, d.v_width / tp), (d.q_width / tp, h)] + mlp + [(f / tp, h)]
+
+
+def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, code, selective_op: bool, compiled: bool,
+                recipe: Recipe, gen: str, high_peak, low_peak, hbm_bytes_per_s) -> LayerTimes:
+    """Forward, backward and recompute seconds of one layer for one micro-batch (vectorized).
+
+    ``tokens`` = b·s/c on this GPU, ``micro_batch`` = b, ``seq_len`` = s (the attention context), ``tp`` the
+    tensor-parallel degree, ``sp`` sequence parallel, ``code`` 0/1/2 for recompute
+    none/selective/full, ``selective_op`` PyTorch op-level selective checkpointing
+    (else Megatron's core-attention recompute), ``compiled`` fused elementwise kernels.
+    """
+    impl = "fused" if compiled else "eager"
+    e_high = E.gemm_efficiency(gen, "16")
+    e_low = E.gemm_efficiency(gen, recipe.low_bits) if recipe.low_dtype else e_high
+    share = recipe.low_share
+
+    def gemm(n_in, n_out):
+        high = E.gemm_seconds(tokens, n_in, n_out, high_peak, e_high, hbm_bytes_per_s)
+        if not share:
+            return high
+        low = E.gemm_seconds(tokens, n_in, n_out, low_peak, e_low, hbm_bytes_per_s, recipe.element_bytes)
+        return share * low + (1.0 - share) * high
+
+    shapes = _linears(d, tp)
+    times = [gemm(i, o) for i, o in shapes]
+    listed = sum(i * o for i, o in shapes) * tp
+    scale = d.layer_gemm_params / listed  # MLA, biases, routers: keep the parameter count's FLOPs
+    gemm_fwd = sum(times) * scale
+    redo_gemm = sum(times[1::2]) * scale  # op-level SAC recomputes every second matmul
+
+    # each kernel call sees one context-parallel chunk of the sequence (the whole sequence without CP)
+    chunk = tokens / micro_batch
+    attn_fwd = (d.attention_keys(seq_len) * d.attention_dim * tokens / tp
+                / (high_peak * E.attention_efficiency(gen, chunk)))
+
+    h, f = d.hidden, d.ffn_width
+    norm = RMSNORM_BYTES[impl] if d.norm == "rmsnorm" else LAYERNORM_BYTES
+    row_tokens = np.where(sp, tokens / tp, tokens)
+    per_row = 2.0 * (norm + RESIDUAL_BYTES[impl]) * h
+    per_head = (ROPE_BYTES[impl] * (d.q_width + d.k_width) if d.rope else 0.0) \
+        + (GATED_ACTIVATION_BYTES[impl] if d.ffn_gated else ACTIVATION_BYTES) * f
+    cp = seq_len * micro_batch / tokens
+    merge = np.where(cp > 1, cp * tokens * d.q_width / tp * CP_MERGE_BYTES, 0.0)
+    elem_fwd = row_tokens * per_row + tokens * per_head / tp + merge
+    cast = cast_bytes_per_element(recipe, compiled) * share
+    cast_fwd = cast * tokens * (2.0 * h + (d.q_width + f) / tp)
+    cast_bwd = cast * tokens * (2.0 * h + (d.q_width + d.k_width + d.v_width + f * (2 if d.ffn_gated else 1)) / tp)
+    mem_fwd = E.memory_seconds(elem_fwd + cast_fwd, hbm_bytes_per_s)
+    mem_bwd = E.memory_seconds(E.BACKWARD_BYTES_RATIO * elem_fwd + cast_bwd, hbm_bytes_per_s)
+
+    fwd = gemm_fwd + attn_fwd + mem_fwd
+    bwd = 2.0 * gemm_fwd + E.ATTENTION_BACKWARD_RATIO * attn_fwd + mem_bwd
+    if selective_op:
+        selective = redo_gemm + E.memory_seconds(elem_fwd + 0.5 * cast_fwd, hbm_bytes_per_s)
+    else:
+        selective = attn_fwd
+    redo = np.where(code == 2, fwd, np.where(code == 1, selective, 0.0))
+    return LayerTimes(gemm_fwd, attn_fwd, mem_fwd, fwd, bwd, redo)
+
+
+def head_seconds(d: ModelDims, *, tokens, tp, framework: str, high_peak, gen: str, hbm_bytes_per_s):
+    """Output projection (16-bit in every recipe) and loss of one micro-batch on the last stage [s]."""
+    e = E.gemm_efficiency(gen, "16")
+    gemm = 3.0 * E.gemm_seconds(tokens, d.hidden, d.vocab / tp, high_peak, e, hbm_bytes_per_s)
+    per_logit = LOSS_BYTES_PER_LOGIT.get(framework, FUSED_LOSS_BYTES_PER_LOGIT)
+    loss = E.memory_seconds(per_logit * tokens * d.vocab / tp, hbm_bytes_per_s)
+    return gemm + loss
+
+
+def optimizer_seconds(params_on_gpu, state_bytes_per_param, hbm_bytes_per_s):
+    """Optimizer step over this GPU's share of the states (memory-bound) [s].
+
+    ``state_bytes_per_param``: bytes of fp32 master, moments and gradient per parameter
+    (16 for AdamW); the step reads and writes them once, gradient clipping reads the
+    gradients twice more.
+    """
+    return E.memory_seconds(params_on_gpu * (2.0 * state_bytes_per_param + 8.0), hbm_bytes_per_s)
