@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import datetime
 import json
+import re
 
 import pytest
 import yaml
@@ -169,7 +170,7 @@ def planning_error(edit, name="xe9680-genai") -> str:
 
 def test_too_many_gpus_names_the_workload_and_its_fields_not_ranks():
     text = planning_error(lambda d: d["workloads"][0].update(tokens_billion=1e6))
-    assert text.startswith("workloads.0 ('LoRA fine-tune 70B'): needs 4,597,738,944 GPUs")
+    assert re.match(r"workloads\.0 \('LoRA fine-tune 70B'\): needs [\d,]{11,} GPUs, more than aisize plans", text)
     assert "tokens_billion" in text and "policies.mfu" in text and "ranks=" not in text
 
 
@@ -178,14 +179,14 @@ def test_too_big_a_fabric_names_the_switch_radix_not_endpoints():
         d["workloads"][0].update(gpus=100_000, target_days=None)
 
     text = planning_error(edit, "littles-law")
-    assert text.startswith("workloads.0 ('GoogLeNet (Inception v1) training'): needs 69,934 network ports")
+    assert re.match(r"workloads\.0 \('GoogLeNet \(Inception v1\) training'\): needs [\d,]+ network ports", text)
     assert "hardware.switch_radix" in text
     assert "endpoints=" not in text and "np.float64" not in text
 
 
 def test_too_many_servers_for_a_service_names_its_fields():
     text = planning_error(lambda d: d["workloads"][2].update(requests_per_s=1e6))
-    assert text.startswith("workloads.2 ('Chat assistant 8B'): needs 11,948,853 servers")
+    assert re.match(r"workloads\.2 \('Chat assistant 8B'\): needs [\d,]{9,} servers, more than aisize plans", text)
     assert "requests_per_s" in text and "servers=" not in text
 
 
