@@ -121,7 +121,15 @@ def _cmd_model(args) -> int:
 def _cmd_app(args) -> int:
     from aisize.app.serve import run
 
-    return run(port=args.port, host=args.host)
+    return run(port=args.port, host=args.host, max_sessions=args.max_sessions,
+               allowed_hosts=tuple(args.allow_host))
+
+
+def _cmd_team(args) -> int:
+    from aisize.app.team import run
+
+    return run(ip=args.ip, port=args.port, state_dir=args.state, admin=args.admin,
+               allowed_hosts=tuple(args.allow_host))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -187,7 +195,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("app", help="serve the interactive workbook (Voila) on this machine")
     p.add_argument("--port", type=int, default=8866)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    p.add_argument("--max-sessions", type=int, default=16,
+                   help="pages served at once, ~250 MiB each; past that visitors see 'busy, try again' (default 16)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a host name users reach the app by (e.g. behind a proxy); repeat for more. "
+                        "IP addresses and localhost are always accepted")
     p.set_defaults(func=_cmd_app)
+
+    p = sub.add_parser("team", help="serve the workbook to a team: JupyterHub with logins, one server per user",
+                       description="Run JupyterHub with deploy/jupyterhub_config.py: people sign up, the admin "
+                                   "approves them at /hub/authorize, each gets their own workbook. Needs "
+                                   "pip install 'aisize[team]' and configurable-http-proxy from npm (make team).")
+    p.add_argument("--ip", default="127.0.0.1", help="address to bind (default loopback; 0.0.0.0 for a network)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--state", default="aisize-team", metavar="DIR",
+                   help="folder for the hub's database, cookie secret and users' folders (default ./aisize-team)")
+    p.add_argument("--admin", default="admin", help="the admin user name (sign up with it first; default admin)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a host name people reach the hub by; repeat for more (IP addresses and localhost always work)")
+    p.set_defaults(func=_cmd_team)
     return parser
 
 

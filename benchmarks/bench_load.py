@@ -17,9 +17,18 @@ It stops early when available memory falls under ``--min-free-gib`` or a step
 takes longer than ``--step-limit`` seconds. Then it closes every page and
 watches the kernels: voila's page-close beacon should shut them down, else the
 culler removes them after ``cull_idle_seconds``; it reports when their memory
-came back. Everything is bounded (about 10 minutes at the defaults).
+came back.
 
-    .venv/bin/python benchmarks/bench_load.py [--steps 1,2,4,8,12,16] [--moves 3]
+Then the cap (``--plain-loads``, on a fresh server with the default limits):
+that many concurrent plain page loads, as a script would send them (no
+websocket ever connects), against ``max_sessions``: how many are served and
+how many get the "busy, try again" page and how fast, the kernels' peak memory,
+and how long until the never-connected kernels are culled
+(``connect_timeout_seconds``). Everything is bounded (about 15 minutes at the
+defaults).
+
+    .venv/bin/python benchmarks/bench_load.py [--steps 1,2,4,8,12,16] [--moves 3] [--plain-loads 24]
+    .venv/bin/python benchmarks/bench_load.py --steps none --plain-loads 24   # the cap only
 
 The browser shares the machine's cores with the server, so on a small machine
 the latencies are pessimistic for real, remote users.
@@ -33,6 +42,9 @@ import re
 import statistics
 import tempfile
 import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -221,6 +233,59 @@ def bench(args) -> None:
           + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
+def plain_load(url: str) -> tuple[int, float]:
+    """(status, seconds) of one page load that never connects a websocket."""
+    t0 = time.perf_counter()
+    try:
+        with urllib.request.urlopen(url, timeout=300) as reply:
+            reply.read()
+            status = reply.status
+    except urllib.error.HTTPError as error:
+        status = error.code
+    return status, time.perf_counter() - t0
+
+
+def bench_cap(args) -> None:
+    """``--plain-loads`` concurrent plain loads against a server with the default limits."""
+    with tempfile.TemporaryDirectory() as tmp:
+        server = serve.start(Path(tmp) / "voila.log", pool_size=args.pool)
+        try:
+            wait_for_pool(server, args.pool, 120)
+            base = rss(kernels(server))
+            print(f"cap: max_sessions {serve.MAX_SESSIONS}, pool {args.pool} ({base / MiB:.0f} MiB); "
+                  f"{args.plain_loads} concurrent plain page loads", flush=True)
+            peak = [0, 0]
+
+            def watch(stop_at):
+                while time.monotonic() < stop_at:
+                    ks = kernels(server)
+                    peak[0], peak[1] = max(peak[0], len(ks)), max(peak[1], rss(ks))
+                    time.sleep(1.0)
+
+            t0 = time.monotonic()
+            with ThreadPoolExecutor(args.plain_loads + 1) as pool:
+                watcher = pool.submit(watch, t0 + 400)
+                results = list(pool.map(plain_load, [server.url] * args.plain_loads))
+                served = [s for code, s in results if code == 200]
+                busy = [s for code, s in results if code == 503]
+                print(f"cap: {len(served)} served (median {statistics.median(served or [0]):.1f} s, max "
+                      f"{max(served or [0]):.1f} s), {len(busy)} busy pages (max {max(busy or [0]):.2f} s), "
+                      f"other {len(results) - len(served) - len(busy)}; all answered in {time.monotonic() - t0:.0f} s",
+                      flush=True)
+                t1 = time.monotonic()
+                while len(kernels(server)) > args.pool and time.monotonic() - t1 < 300:
+                    time.sleep(2.0)
+                gone = time.monotonic() - t1
+                watcher.cancel()
+            left = kernels(server)
+            log = server.log()
+            print(f"cap: peak {peak[0]} kernels, {peak[1] / GiB:.2f} GiB; {len(left)} kernels "
+                  f"({rss(left) / MiB:.0f} MiB) {gone:.0f} s after the last load; "
+                  f"{len(re.findall(r'its page did not connect', log))} culled as never connected", flush=True)
+        finally:
+            server.stop()
+
+
 HEADER = ("sessions | open ms (median, max) | one-at-a-time p50/p95 ms | all-at-once p50/p95 ms | "
           "kernels | kernel RSS MiB | per kernel RSS / USS MiB | server MiB | available GiB | step s")
 
@@ -262,7 +327,7 @@ def reclaim(server: serve.Server, args, loaded_rss: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", default="1,2,4,8,12,16", help="session counts, increasing")
+    parser.add_argument("--steps", default="1,2,4,8,12,16", help="session counts, increasing ('none': skip)")
     parser.add_argument("--moves", type=int, default=3, help="slider rounds per step (each: one-at-a-time + burst)")
     parser.add_argument("--pool", type=int, default=2, help="preheated kernels (voila --pool_size)")
     parser.add_argument("--cull", type=int, default=60, help="cull_idle_timeout [s]")
@@ -270,10 +335,14 @@ def main() -> None:
     parser.add_argument("--min-free-gib", type=float, default=4.0, help="stop under this available memory [GiB]")
     parser.add_argument("--step-limit", type=float, default=120.0, help="stop after a step longer than this [s]")
     parser.add_argument("--budget", type=float, default=420.0, help="stop opening sessions after this [s]")
+    parser.add_argument("--plain-loads", type=int, default=24, help="concurrent plain loads against the cap (0: skip)")
     args = parser.parse_args()
-    if args.moves < 1 or args.pool < 0:
-        parser.error("--moves must be >= 1 and --pool >= 0")
-    bench(args)
+    if args.moves < 1 or args.pool < 0 or not 0 <= args.plain_loads <= 200:
+        parser.error("--moves must be >= 1, --pool >= 0 and --plain-loads 0..200")
+    if args.steps != "none":
+        bench(args)
+    if args.plain_loads:
+        bench_cap(args)
 
 
 if __name__ == "__main__":

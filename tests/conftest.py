@@ -1,27 +1,67 @@
-"""Suite-wide hooks: say loudly when the PyTorch cross-check cannot run."""
+"""Suite-wide hooks: deterministic hypothesis profile, and a loud account of every skipped test.
+
+What a machine lacks (Chromium, poppler-utils, PyTorch, the team server's JupyterHub and
+configurable-http-proxy) is named in the header, and the summary lists each skipped test under
+its reason, so a run that skipped something cannot pass for a full one.
+"""
+
+from __future__ import annotations
 
 import importlib.util
+import shutil
+from collections import defaultdict
 
-_TORCH_SKIPPED = ("PyTorch cross-check SKIPPED: torch is not installed "
-                  "(pip install -e '.[torch]')")
+import fuzz_profiles
+
+PROFILE = fuzz_profiles.load()
+MAX_LISTED = 12  # test ids shown per skip reason; the count is always shown
 
 
-def _torch_missing() -> bool:
+def _missing(module: str) -> bool:
     try:
-        return importlib.util.find_spec("torch") is None
-    except (ImportError, ValueError):  # ValueError: sys.modules["torch"] is None
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):  # ValueError: sys.modules[module] is None
         return True
 
 
-def _torch_import_skipped(terminalreporter) -> bool:
-    """A module's pytest.importorskip("torch") skipped it (e.g. a broken install)."""
-    return any("could not import 'torch'" in str(r.longrepr) for r in terminalreporter.stats.get("skipped", []))
+def missing_pieces() -> list[str]:
+    """What this machine lacks for some tests, each with how to get it."""
+    from aisize.report.pdf import chromium_path
+
+    out = []
+    if chromium_path() is None:
+        out.append("Chromium (browser and PDF tests): apt-get install chromium, or unset AISIZE_CHROMIUM")
+    if not shutil.which("pdftotext"):
+        out.append("poppler-utils (PDF text checks): apt-get install poppler-utils")
+    if _missing("torch"):
+        out.append("PyTorch (cross-check): pip install -e '.[torch]'")
+    if _missing("jupyterhub"):
+        out.append("JupyterHub (team server test): pip install -e '.[team]'")
+    from aisize.app.team import find_proxy
+
+    if find_proxy() is None:
+        out.append("configurable-http-proxy (team server test): make test installs it with npm")
+    return out
 
 
 def pytest_report_header(config):
-    return f"!!! {_TORCH_SKIPPED} !!!" if _torch_missing() else None
+    lines = [f"hypothesis profile: {PROFILE} (HYPOTHESIS_PROFILE=nightly for deep fuzzing)"]
+    lines += [f"!!! MISSING {piece} -> its tests SKIP !!!" for piece in missing_pieces()]
+    return lines
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if _torch_missing() or _torch_import_skipped(terminalreporter):
-        terminalreporter.write_sep("!", _TORCH_SKIPPED, red=True, bold=True)
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        by_reason[reason.removeprefix("Skipped: ")].append(report.nodeid)
+    if not by_reason:
+        return
+    total = sum(len(ids) for ids in by_reason.values())
+    terminalreporter.write_sep("!", f"{total} TESTS SKIPPED: this run is not the full suite", red=True, bold=True)
+    for reason, ids in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+        terminalreporter.write_line(f"SKIPPED {len(ids)}: {reason}", red=True, bold=True)
+        for nodeid in ids[:MAX_LISTED]:
+            terminalreporter.write_line(f"    {nodeid}")
+        if len(ids) > MAX_LISTED:
+            terminalreporter.write_line(f"    ... and {len(ids) - MAX_LISTED} more")

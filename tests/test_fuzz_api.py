@@ -17,12 +17,11 @@ import re
 
 import numpy as np
 import pytest
-from fuzz_api_cases import (CASES, DOCUMENTED_INF, EXTRA, NONE_ALLOWED, SCALAR_ONLY, SIGNED_FIELDS, Choice,
-                            Flag)
-from hypothesis import HealthCheck, given, settings
+from fuzz_api_cases import (CASES, DOCUMENTED_INF, EXTRA, FOUND, NONE_ALLOWED, SCALAR_ONLY, SIGNED_FIELDS,
+                            Choice, Flag)
+from fuzz_profiles import examples
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
-
-FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 def _is_array_ok(case, name):
     return name not in SCALAR_ONLY.get(case, ())
@@ -87,12 +86,14 @@ def assert_sane(case, result):
 def test_valid_inputs_give_finite_non_negative_outputs(case):
     fn, _ = CASES[case]
 
-    @FAST
+    @settings(max_examples=examples(25))
     @given(valid_kwargs(case))
     def run(kwargs):
         result = fn(**kwargs)
         assert_sane(case, result)
 
+    for found in FOUND.get(case, ()):  # failures fuzzing found once: replayed on every run
+        run = example({**found, **EXTRA.get(case, {})})(run)
     run()
 
 
@@ -138,7 +139,7 @@ def test_invalid_value_raises_value_error_naming_the_parameter(case, name):
     kind = spec[name]
     bad_values = _bad_values(case, name, kind)
 
-    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=examples(12))
     @given(valid_kwargs(case, arrays=False), st.sampled_from(bad_values))
     def run(kwargs, bad):
         kwargs[name] = bad
@@ -157,7 +158,7 @@ def test_invalid_value_raises_value_error_naming_the_parameter(case, name):
 def test_zero_is_rejected_by_name_or_gives_sane_outputs(case, name):
     fn, _ = CASES[case]
 
-    @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=examples(5))
     @given(valid_kwargs(case, arrays=False))
     def run(kwargs):
         kwargs[name] = 0
@@ -169,3 +170,17 @@ def test_zero_is_rejected_by_name_or_gives_sane_outputs(case, name):
         assert_sane(case, result)
 
     run()
+
+
+
+def test_the_storage_network_strategy_draws_only_fabrics_that_fit():
+    """Regression: the strategy once drew 65,601 endpoints at radix 64, beyond a three-tier fat tree.
+    Its bounds now make the largest fabric it can draw (the corner) fit."""
+    from fuzz_api_cases import STORAGE_NETWORK_CORNER
+
+    from aisize.network import fabric
+
+    result = fabric.storage_network(**STORAGE_NETWORK_CORNER)
+    assert result.fabric.endpoints == 1000 * 20 + 256 <= 64 * 32 * 32
+    with pytest.raises(ValueError, match="endpoints=.* more than a three-tier fat tree"):
+        fabric.storage_network(**{**STORAGE_NETWORK_CORNER, "efficiency": 0.15})  # the old strategy's range

@@ -7,6 +7,7 @@ before papermill executes anything.
 from __future__ import annotations
 
 import pytest
+from fuzz_profiles import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -94,7 +95,8 @@ def test_bad_vary_exits_2(vary, good, capsys):
     assert_refused(["sweep", good, "--vary", vary], capsys)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
 @given(st.text(max_size=40).filter(lambda s: "\x00" not in s))
 def test_random_vary_exits_0_or_2(good, capsys, vary):
     code, err = _run(["sweep", good, "--vary", vary], capsys)

@@ -16,14 +16,15 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from fuzz_profiles import examples
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from aisize import scenario as sc
 from aisize.plan import plan
 from aisize.scenario.io import MAX_FILE_BYTES
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(40))
 PRESETS = {name: sc.to_dict(sc.preset(name)) for name in sc.preset_names()}
 
 
@@ -87,7 +88,15 @@ def _named(message: str, path) -> bool:
     return any((k and k in message) or repr(k[:80]) in message for k in keys[-1:]) or "nested deeper" in message
 
 
+def _long_kind():
+    """Found by the nightly profile: the discriminator's error quoted all 100,000 characters of a bad kind."""
+    data = copy.deepcopy(PRESETS["io-blender"])
+    data["workloads"][3]["kind"] = "x" * 100_000
+    return data, ("workloads", 3, "kind"), "set"
+
+
 @SETTINGS
+@example(_long_kind())
 @given(mutated())
 def test_mutated_preset_validates_and_round_trips_or_names_the_field(case):
     data, path, action = case
@@ -124,7 +133,7 @@ def test_every_numeric_leaf_rejects_absurd_values_by_path(name, value):
         assert value is not True and (value in (0, None, "1")), f"{path}={value!r} was accepted"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(st.one_of(st.text(max_size=400), st.binary(max_size=400).map(lambda b: b.decode("latin-1"))),
        st.sampled_from(["yaml", "json"]))
 def test_random_text_raises_only_scenario_error(text, fmt):
@@ -254,7 +263,7 @@ def valid_mutation(draw):
         assume(False)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(30), suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.filter_too_much])
 @given(valid_mutation())
 def test_plan_of_a_valid_mutation_is_sane_or_a_value_error(scenario):

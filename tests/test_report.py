@@ -42,17 +42,35 @@ def expected_params(model_id: str) -> str:
     return f"{n / 1e9:,.1f} B" if n >= 1e9 else f"{n / 1e6:,.1f} M"
 
 
+needs_chromium = pytest.mark.skipif(report_pdf.chromium_path() is None,
+                                    reason="Chromium not installed (or hidden by AISIZE_CHROMIUM)")
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    """Each preset rendered once to HTML and PDF (or the exception it raised)."""
+    """Each preset rendered once to HTML (or the exception it raised), with the browser hidden:
+    an HTML report never needs Chromium."""
     out = tmp_path_factory.mktemp("reports")
     results = {}
-    for name in PRESETS:
-        try:
-            results[name] = render(preset=name, fmt="both", out_dir=out, customer="ACME Corp")
-        except Exception as exc:  # reported by the test for that preset
-            results[name] = exc
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(report_pdf.CHROMIUM_ENV, "/nonexistent/chromium")
+        for name in PRESETS:
+            try:
+                results[name] = render(preset=name, fmt="html", out_dir=out, customer="ACME Corp")
+            except Exception as exc:  # reported by the test for that preset
+                results[name] = exc
     return results
+
+
+@pytest.fixture(scope="module")
+def printed(rendered):
+    """Each preset's HTML report printed to PDF, with the footer ``render`` gives it."""
+    pdfs = {}
+    for name in PRESETS:
+        html_path = result_for(rendered, name).html_path
+        footer = " · ".join((S.DEFAULT_TITLE, "ACME Corp", preset(name).name))
+        pdfs[name] = report_pdf.to_pdf(html_path, html_path.with_suffix(".pdf"), footer=footer)
+    return pdfs
 
 
 def result_for(rendered, name):
@@ -74,15 +92,15 @@ def no_papermill(monkeypatch):
 
 
 @pytest.mark.slow
+@needs_chromium
 @needs_poppler
 @pytest.mark.parametrize("name", PRESETS)
-def test_preset_renders_to_html_and_pdf(rendered, name):
-    result = result_for(rendered, name)
+def test_preset_prints_to_pdf(printed, name):
+    pdf_path = printed[name]
     scenario = preset(name)
-    assert result.html_path.is_file() and result.pdf_path.is_file()
-    assert result.pdf_path.read_bytes().startswith(b"%PDF-")
+    assert pdf_path.read_bytes().startswith(b"%PDF-")
     # -raw keeps the text in content order, so a wrapped table cell stays together
-    text = subprocess.run(["pdftotext", "-raw", str(result.pdf_path), "-"], capture_output=True,
+    text = subprocess.run(["pdftotext", "-raw", str(pdf_path), "-"], capture_output=True,
                           text=True, check=True).stdout
     flat = squash(text)
     assert squash(scenario.name) in flat
@@ -91,7 +109,7 @@ def test_preset_renders_to_html_and_pdf(rendered, name):
         assert squash(w.name) in flat, w.name
         if getattr(w, "model", None):  # key figure: the catalog's parameter count, as rounded
             assert squash(expected_params(w.model)) in flat, (w.model, expected_params(w.model))
-    info = subprocess.run(["pdfinfo", str(result.pdf_path)], capture_output=True, text=True,
+    info = subprocess.run(["pdfinfo", str(pdf_path)], capture_output=True, text=True,
                           check=True).stdout
     pages = int(re.search(r"^Pages:\s+(\d+)", info, re.MULTILINE).group(1))
     # a title page and one page or more per section, not a runaway layout: the sections that every
@@ -133,7 +151,7 @@ def test_html_is_offline(rendered, name):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not Path(report_pdf.CHROMIUM).is_file(), reason="Chromium not installed")
+@needs_chromium
 def test_nothing_is_wider_than_the_printed_page(rendered):
     """A table or chart wider than A4 between the margins makes Chromium shrink every page to fit."""
     from playwright.sync_api import sync_playwright
@@ -141,7 +159,8 @@ def test_nothing_is_wider_than_the_printed_page(rendered):
     mm = 210 - sum(float(report_pdf.MARGIN[k].removesuffix("mm")) for k in ("left", "right"))
     width = round(mm / 25.4 * 96)  # CSS pixels
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=report_pdf.CHROMIUM, args=report_pdf.CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=str(report_pdf.chromium_path()),
+                                     args=report_pdf.CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": width, "height": 1000})
         for name in PRESETS:
             page.goto(result_for(rendered, name).html_path.as_uri())
@@ -319,6 +338,35 @@ def test_remote_reference_detector():
         '<style>@import "http://x/y.css"; div{background:url( https://x/i.png )}</style>')
     assert len(found) == 4
     assert report_html.remote_references('<p>see https://example.com/doc.pdf</p><a href="#x">') == []
+    assert report_html.remote_references(  # attributes without quotes, srcset, inline style, SVG, script
+        '<img src=//x/a.png srcset="a.png 1x, https://x/b.png 2x"><div style="background:url(//x/y)">'
+        '<svg><image xlink:href="https://x/z"/></svg><script>fetch("https://x/q")</script>') == [
+        "src=//x/a.png", "srcset=https://x/b.png", "style: //x/y", "xlink:href=https://x/z",
+        "<script>: https://x/q"]
+
+
+QUOTED_SNIPPET = ('Their portal embeds <img src="https://cdn.example.com/logo.png"> and links '
+                  "<a href='http://example.com/terms'>terms</a> (quoted as text).")
+
+
+@pytest.mark.parametrize("escaped", [
+    '<p>Their portal embeds &lt;img src="https://cdn.example.com/logo.png"&gt;</p>',
+    "<p>&lt;a href='http://example.com/terms'&gt;terms&lt;/a&gt;</p>",
+    "<td>&lt;style&gt;@import url(https://x/y.css)&lt;/style&gt;</td>",
+])
+def test_urls_quoted_as_text_are_not_references(escaped):
+    assert report_html.remote_references(escaped) == []
+
+
+@pytest.mark.slow
+def test_a_description_quoting_html_with_urls_renders(tmp_path):
+    """A description that quotes an HTML snippet once failed the remote-reference check."""
+    scenario_file = tmp_path / "quoted.yaml"
+    scenario_file.write_text(dumps(preset("xe9680-genai").model_copy(update={"description": QUOTED_SNIPPET})))
+    result = render(scenario_path=scenario_file, fmt="html", out_dir=tmp_path / "out", sections=["summary"])
+    html = result.html_path.read_text(encoding="utf-8")
+    assert report_html.remote_references(html) == []
+    assert "&lt;img src=" in html and "https://cdn.example.com/logo.png" in html
 
 
 def test_cli_rejects_bad_name(tmp_path, capsys, no_papermill):
@@ -352,13 +400,13 @@ def test_cli_html_with_progress(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@needs_chromium
 @needs_poppler
 @pytest.mark.parametrize("name", ["xe9680-genai", "shared-cluster"])
-def test_report_has_cost_placement_and_timeline(rendered, name):
+def test_report_has_cost_placement_and_timeline(printed, name):
     from aisize.report.cluster_sections import usd
 
-    result = result_for(rendered, name)
-    text = subprocess.run(["pdftotext", "-raw", str(result.pdf_path), "-"], capture_output=True, text=True,
+    text = subprocess.run(["pdftotext", "-raw", str(printed[name]), "-"], capture_output=True, text=True,
                           check=True).stdout
     flat = squash(text)
     p = plan(preset(name))
@@ -368,3 +416,19 @@ def test_report_has_cost_placement_and_timeline(rendered, name):
     assert squash(usd(p.cost.capital_usd)) in flat and squash(usd(p.cost.usd_per_gpu_hour)) in flat
     if p.job_streams:
         assert "Jobqueue" in flat and "Waitvs GPUs".replace(" ", "") in flat
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_render_both_writes_html_and_pdf(tmp_path):
+    result = render(preset="xe9680-genai", fmt="both", out_dir=tmp_path, customer="ACME Corp",
+                    sections=["summary"])
+    assert result.html_path.is_file() and result.pdf_path.read_bytes().startswith(b"%PDF-")
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "both"])
+def test_pdf_without_a_browser_is_refused_before_execution(tmp_path, monkeypatch, no_papermill, fmt):
+    monkeypatch.setenv(report_pdf.CHROMIUM_ENV, str(tmp_path / "no-chromium"))
+    with pytest.raises(ParameterError, match="PDF needs Chromium, not found at .*no-chromium.*--format html"):
+        render(preset="xe9680-genai", fmt=fmt, out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())

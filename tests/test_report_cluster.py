@@ -16,6 +16,7 @@ from aisize.report import markup as M
 from aisize.report import sections as S
 from aisize.report.cluster_sections import simulated_points, usd
 from aisize.report.context import ReportContext
+from aisize.report.pdf import chromium_path
 from aisize.scenario import dumps, preset
 
 
@@ -77,6 +78,7 @@ def test_compare_section_highlights_what_differs():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("pdftotext"), reason="poppler-utils not installed")
+@pytest.mark.skipif(chromium_path() is None, reason="Chromium not installed (or hidden by AISIZE_CHROMIUM)")
 def test_comparison_report_renders(tmp_path):
     from aisize.cli import main
 

@@ -11,7 +11,11 @@ The command line built here
 - binds to loopback unless told otherwise, opens no browser, shows no tracebacks;
 - serves no file from disk (``/voila/files/...`` answers 403);
 - keeps ``pool_size`` kernels preheated (the notebook already executed) and
-  culls kernels idle for ``cull_idle_seconds``.
+  culls kernels idle for ``cull_idle_seconds``;
+- serves at most ``max_sessions`` pages at once ("busy, try again" past that),
+  shuts down a served kernel whose page has not connected within
+  ``connect_timeout_seconds``, and answers only to IP addresses, localhost and
+  ``allowed_hosts`` (:mod:`aisize.app.guard`, enforced in ``jupyter/voila.py``).
 
 Voila itself answers 403/404 to ``/api/contents`` and ``/api/kernels`` and
 drops ``execute_request`` messages from the browser; widget messages still
@@ -20,7 +24,9 @@ arrive, so widget code treats every value as untrusted input.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -83,9 +89,23 @@ def server_env(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+GUARD = "aisize.app.guard.GuardedKernelManager"
+MAX_SESSIONS = 16  # what one server held on 2 cores (README, benchmarks/bench_load.py)
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return True
+    except ValueError:
+        return False
+
+
 def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *,
                   host: str = "127.0.0.1", pool_size: int = 1,
                   cull_idle_seconds: int = 600, cull_interval_seconds: int = 60,
+                  max_sessions: int = MAX_SESSIONS, connect_timeout_seconds: int = 60,
+                  allowed_hosts: tuple[str, ...] = (), base_url: str = "/",
                   open_browser: bool = False, python: str | None = None) -> list[str]:
     """The voila command line serving ``notebook`` (run it with :func:`server_env`).
 
@@ -97,6 +117,11 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
     pool_size : preheated kernels kept ready [count], >= 0 (0 disables preheating)
     cull_idle_seconds : shut down a kernel idle and unconnected this long [s], >= 1
     cull_interval_seconds : how often to look for idle kernels [s], >= 1
+    max_sessions : pages served at once, not counting the pool [count], 1..1024
+    connect_timeout_seconds : shut a served kernel down if its page has not connected by then [s], >= 1
+    allowed_hosts : host names the server answers to besides IP addresses and localhost (and ``host``
+        when it is a name), e.g. the name users type behind a proxy
+    base_url : path prefix the app is served under (a JupyterHub user's server: /user/NAME/)
     open_browser : let voila open a browser tab
     python : interpreter running voila; default the current one
     """
@@ -104,8 +129,17 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
     pool_size = int(checks.integer("pool_size", pool_size, low=0, high=64))
     cull_idle = int(checks.integer("cull_idle_seconds", cull_idle_seconds, low=1, high=10**7))
     cull_every = int(checks.integer("cull_interval_seconds", cull_interval_seconds, low=1, high=10**7))
+    sessions = int(checks.integer("max_sessions", max_sessions, low=1, high=1024))
+    connect = int(checks.integer("connect_timeout_seconds", connect_timeout_seconds, low=1, high=10**5))
     if not isinstance(host, str) or not host or any(c.isspace() for c in host):
         raise ValueError(f"host={host!r} must be a non-empty address without spaces")
+    names = [h.lower() for h in allowed_hosts] + ([] if _is_address(host) or host == "" else [host.lower()])
+    bad = [h for h in names if not re.fullmatch(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?", h)]
+    if bad:
+        raise ValueError(f"allowed_hosts={bad!r} is not allowed: host names are letters, digits, dots and dashes")
+    if not isinstance(base_url, str) or not re.fullmatch(r"/([\w.~-]+/)*", base_url) \
+            or any(part in (".", "..") for part in base_url.split("/")):
+        raise ValueError(f"base_url={base_url!r} is not allowed: a path such as /user/alice/")
     notebook = Path(notebook) if notebook is not None else default_notebook()
     if not notebook.is_file():
         raise ValueError(f"notebook={str(notebook)!r} is not a file")
@@ -121,6 +155,10 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
         "--strip_sources=True",
         f"--MappingKernelManager.cull_idle_timeout={cull_idle}",
         f"--MappingKernelManager.cull_interval={cull_every}",
+        f"--VoilaConfiguration.multi_kernel_manager_class={GUARD}",
+        f"--GuardedKernelManager.max_sessions={sessions}",
+        f"--GuardedKernelManager.connect_timeout_seconds={connect}",
+        f"--Voila.base_url={base_url}",
         # serves <base>/voila/labextensions/fontawesomefree/css/all.min.css
         f"--VoilaConfiguration.extra_labextensions_path={fontawesome_dir()}",
         # no file from disk under /voila/files/
@@ -129,6 +167,7 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
         # {"headers": HEADERS}; no voila.py/.json from the working directory or ~/.jupyter
         f"--Voila.config_file_paths={JUPYTER_DATA_DIR}",
     ]
+    command += [f"--GuardedKernelManager.allowed_hosts={name}" for name in sorted(set(names))]
     if os.name == "posix":
         # kernels talk to the server over unix sockets in a private folder,
         # not over loopback TCP ports other local users could reach
@@ -146,12 +185,13 @@ def url(port: int = 8866, host: str = "127.0.0.1") -> str:
 
 
 def run(port: int = 8866, host: str = "127.0.0.1", notebook: str | None = None,
-        open_browser: bool = False) -> int:
+        open_browser: bool = False, **options) -> int:
     """Print the app's URL and replace this process with the voila server.
 
-    Returns only if voila cannot be started (exit status 1 after printing why).
+    ``options`` go to :func:`build_command`. Returns only if voila cannot be
+    started (exit status 1 after printing why).
     """
-    command = build_command(notebook, port, host=host, open_browser=open_browser)
+    command = build_command(notebook, port, host=host, open_browser=open_browser, **options)
     print(f"aisize app: {url(port, host)}  (Ctrl-C stops it)", flush=True)
     try:
         os.execve(command[0], command, server_env())

@@ -154,8 +154,18 @@ def plan(scenario) -> Plan:
     """Plan a :class:`~aisize.scenario.Scenario`: a bill of materials, the figures behind it, and findings.
 
     Raises ValueError (naming the workload and field) when a fixed layout or input is inconsistent,
-    or when a pool cannot hold what is pinned to it.
+    or when a pool cannot hold what is pinned to it, or when the inputs ask for more than the
+    formulas accept (:mod:`aisize.plan.errors`).
     """
+    from aisize.plan.errors import planning_error
+
+    try:
+        return _plan(scenario)
+    except (ValueError, ArithmeticError) as error:
+        raise planning_error(error, scenario, _plan) from error
+
+
+def _plan(scenario) -> Plan:
     from aisize.plan.costing import plan_cost
     from aisize.plan.findings import assumptions_used, findings
 

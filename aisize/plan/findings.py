@@ -28,6 +28,11 @@ def _gb(x: float) -> str:
     return f"{x / GB:,.1f} GB"
 
 
+def _tb(x: float) -> str:
+    tb = x / 1e12
+    return f"{tb:,.1f} TB" if tb >= 10 else f"{tb:.3g} TB"
+
+
 def memory_fit(plan) -> list[Finding]:
     out = []
     for t in plan.training:
@@ -75,6 +80,18 @@ def storage_binding(plan) -> list[Finding]:
         out.append(Finding("info", "storage", (
             f"storage {s.system}: {s.binding} binds at {s.utilisation[s.binding]:.0%} of what it supplies")))
     return out
+
+
+def storage_capacity(plan) -> list[Finding]:
+    """Capacity is sized only where the catalog gives the storage's capacity; otherwise say what to check."""
+    s = plan.storage
+    if s.supply_capacity_bytes is not None:
+        return []  # counted in the units (unit, drive) or in the utilisation (system, node)
+    raw, usable = s.capacity_bytes["raw_bytes"], s.capacity_bytes["usable_bytes"]
+    return [Finding("warning", "storage", (
+        f"storage {s.system} publishes no capacity, so aisize cannot check it: the plan needs "
+        f"{_tb(raw)} raw ({_tb(usable)} usable at storage_usable_ratio "
+        f"{plan.policies['storage_usable_ratio']:g}); confirm the system holds it"))]
 
 
 def storage_overprovisioned(plan) -> list[Finding]:
@@ -291,9 +308,9 @@ def assumptions(plan) -> list[Finding]:
     return out
 
 
-CHECKS = (memory_fit, host_memory, storage_binding, storage_overprovisioned, storage_latency, data_stalls,
-          network_links, inference_targets, compute_notes, throughput_basis, checkpoints, placement, job_streams,
-          fabric, cost, assumptions)
+CHECKS = (memory_fit, host_memory, storage_binding, storage_capacity, storage_overprovisioned, storage_latency,
+          data_stalls, network_links, inference_targets, compute_notes, throughput_basis, checkpoints, placement,
+          job_streams, fabric, cost, assumptions)
 
 
 def findings(plan) -> list[Finding]:

@@ -73,6 +73,9 @@ def _value(text: str):
     return v if isinstance(v, (int, float, str, bool)) else text
 
 
+MAX_VARY = 1e15  # beyond every scenario field's range, and within float64's exact integers
+
+
 def parse_vary(spec: str) -> tuple[str, list]:
     """``PATH=LO:HI:N`` (N values from LO to HI; whole numbers stay whole) or ``PATH=a,b,c``."""
     path, sep, rest = spec.partition("=")
@@ -80,10 +83,10 @@ def parse_vary(spec: str) -> tuple[str, list]:
         raise ValueError(f"--vary {spec!r} is not allowed: write PATH=LO:HI:N or PATH=a,b,c")
     if rest.count(":") == 2 and "," not in rest:
         lo, hi, n = (_value(x) for x in rest.split(":"))
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (lo, hi)) \
-                or not isinstance(n, int) or not 1 <= n <= 1000:
-            raise ValueError(f"--vary {spec!r} is not allowed: LO and HI must be numbers and N a whole "
-                             "number from 1 to 1000")
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) <= MAX_VARY
+                   for x in (lo, hi)) or not isinstance(n, int) or not 1 <= n <= 1000:
+            raise ValueError(f"--vary {spec!r} is not allowed: LO and HI must be numbers from -1e15 to 1e15 "
+                             "and N a whole number from 1 to 1000")
         values = np.linspace(lo, hi, n)
         if isinstance(lo, int) and isinstance(hi, int):
             return path, sorted({int(round(v)) for v in values})

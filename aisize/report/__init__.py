@@ -5,7 +5,9 @@
     result.html_path, result.pdf_path, result.seconds
 
 Steps: validate (parameters, paths, scenario) -> execute (papermill) -> HTML
-(nbconvert, no remote references) -> PDF (Chromium). Any failure is a
+(nbconvert, no remote references) -> PDF (Chromium). Only the PDF needs a
+browser: without one, "pdf" and "both" are refused before execution and
+"html" works. Any failure is a
 :class:`ReportError` naming the step; a failed execution keeps its partial
 notebook in the output folder.
 """
@@ -80,6 +82,11 @@ def _validate(scenario_path, preset, fmt, out_dir, title, customer, sections, na
     out = P.output_dir(out_dir)
     stem = P.slug(default_name) if name is None else name
     paths = {s: P.output_path(out, stem, s) for s in (".ipynb", ".html", ".pdf")}
+    if fmt != "html":  # say so before minutes of execution, not after
+        from aisize.report.pdf import chromium_path, missing_chromium_message
+
+        if chromium_path() is None:
+            raise ParameterError(f"format: {fmt!r}: {missing_chromium_message()}")
     footer = " · ".join(t for t in (values["title"], values["customer"], scenario.name) if t)
     return values, paths, footer
 

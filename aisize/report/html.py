@@ -2,13 +2,15 @@
 
 The ``aisize`` nbconvert template (``templates/aisize``) extends the ``lab``
 template and empties its CDN blocks (require.js, MathJax, Mermaid, widgets);
-code cells are hidden, charts are inline SVG, and the result is checked for
-any remaining reference to a remote host before it is written.
+code cells are hidden, charts are inline SVG, and the result is parsed and
+checked for any element or attribute still referring to a remote host before
+it is written.
 """
 
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 from aisize.report.execute import ReportError
@@ -18,16 +20,58 @@ TEMPLATE_NAME = "aisize"
 # Cells that are for people reading the notebook, and papermill's bookkeeping cells.
 REMOVE_TAGS = ("report-hide", "parameters", "injected-parameters", "papermill-error-cell-tag")
 
-# An attribute or CSS url() whose value is a URL to another host: http(s)://, or protocol-relative //.
-_REMOTE = re.compile(
-    r"""(?:\b(?:src|href|action|poster|data|srcset|xlink:href|formaction)\s*=\s*["']?\s*"""
-    r"""|url\(\s*["']?\s*|@import\s+["']?)(?:[a-z][a-z0-9+.-]*:)?//[^\s"'()<>]*""",
-    re.IGNORECASE)
+# Attributes whose value the browser loads (or navigates to); srcset holds several URLs.
+URL_ATTRIBUTES = frozenset({"src", "href", "action", "poster", "data", "srcset", "xlink:href", "formaction",
+                            "background", "cite", "longdesc", "ping", "manifest", "codebase", "archive"})
+_URL = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)  # http(s)://, ftp://, protocol-relative //
+_SCRIPT_URL = re.compile(r"""\b(?:https?|ftp|wss?):(?://|\\/\\/)[^\s"'<>]+""", re.IGNORECASE)
+_CSS_URL = re.compile(r"""(?:url\(\s*["']?\s*|@import\s+["']?)((?:[a-z][a-z0-9+.-]*:)?//[^\s"'()<>]*)""",
+                      re.IGNORECASE)
+
+
+class _RemoteFinder(HTMLParser):
+    """Collects remote URLs from elements and attributes only: text, escaped or not, is never a request."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+        self._in = None  # "style" or "script" while inside one
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if value is None:
+                continue
+            if name in URL_ATTRIBUTES:
+                urls = [u.strip().split()[0] for u in value.split(",") if u.strip()] if name == "srcset" else [value]
+                self.found += [f"{name}={u.strip()}" for u in urls if _URL.match(u)]
+            elif name == "style":
+                self.found += [f"style: {m}" for m in _CSS_URL.findall(value)]
+        self._in = tag if tag in ("style", "script") else None
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        self._in = None
+
+    def handle_endtag(self, tag):
+        self._in = None
+
+    def handle_data(self, data):
+        if self._in == "style":  # CSS, not text
+            self.found += [f"<style>: {m}" for m in _CSS_URL.findall(data)]
+        elif self._in == "script":  # code that could fetch
+            self.found += [f"<script>: {m}" for m in _SCRIPT_URL.findall(data)]
 
 
 def remote_references(html: str) -> list[str]:
-    """Every attribute, ``url()`` or ``@import`` in ``html`` that points at another host."""
-    return [m.group(0) for m in _REMOTE.finditer(html)]
+    """Every attribute, ``url()`` or ``@import`` in ``html`` that points at another host.
+
+    The page is parsed: only elements' attributes and ``<style>`` content count, so a URL quoted
+    as text (a description showing an ``<img src=...>`` snippet, escaped) is not a reference.
+    """
+    finder = _RemoteFinder()
+    finder.feed(html)
+    finder.close()
+    return finder.found
 
 
 def exporter():

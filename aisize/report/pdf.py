@@ -15,7 +15,8 @@ from pathlib import Path
 
 from aisize.report.execute import ReportError
 
-CHROMIUM = os.environ.get("AISIZE_CHROMIUM", "/usr/bin/chromium")
+DEFAULT_CHROMIUM = "/usr/bin/chromium"  # Debian's chromium package
+CHROMIUM_ENV = "AISIZE_CHROMIUM"  # another browser, or a path that does not exist to hide it
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
                  "--disable-default-apps", "--disable-extensions"]
@@ -42,6 +43,18 @@ _FOOTER = ('<div style="font: 8px Liberation Sans, Arial, sans-serif; color: #5b
            '<span class="totalPages"></span></span></div>')
 
 
+def chromium_path() -> Path | None:
+    """The Chromium that prints PDFs (``$AISIZE_CHROMIUM``, else Debian's), or None if it is missing."""
+    path = Path(os.environ.get(CHROMIUM_ENV) or DEFAULT_CHROMIUM)
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def missing_chromium_message() -> str:
+    shown = os.environ.get(CHROMIUM_ENV) or DEFAULT_CHROMIUM
+    return (f"PDF needs Chromium, not found at {shown} (install Debian's chromium package or set "
+            f"{CHROMIUM_ENV}); --format html needs no browser")
+
+
 def to_pdf(html_path: Path, pdf_path: Path, *, footer: str = "") -> Path:
     """Print the HTML report at ``html_path`` to an A4 PDF at ``pdf_path``.
 
@@ -59,12 +72,12 @@ def to_pdf(html_path: Path, pdf_path: Path, *, footer: str = "") -> Path:
                           "the HTML report was written") from None
 
     url = Path(html_path).resolve().as_uri()
-    if not Path(CHROMIUM).is_file():
-        raise ReportError("PDF", f"Chromium not found at {CHROMIUM} (install Debian's chromium "
-                          "package or set AISIZE_CHROMIUM)")
+    chromium = chromium_path()
+    if chromium is None:
+        raise ReportError("PDF", missing_chromium_message())
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            browser = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS, headless=True)
             try:
                 page = browser.new_page()
                 # Only the report itself may load; anything else (there should be nothing) is refused.

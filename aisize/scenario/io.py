@@ -3,14 +3,18 @@
 Files arrive by mail: they are parsed with PyYAML's safe loader (no object
 construction), limited in size, nesting depth and aliased size (a "billion
 laughs" document is refused before it is expanded), and validated against the
-schema. Every failure is a :class:`ScenarioError` whose message names the field
-path and what is allowed; nothing in a file is ever executed.
+schema. A key given twice, an integer too long to be a number (Python refuses
+to convert more than 4,300 digits) and a subnormal float (below 2.2e-308, where
+divisions overflow) are refused by field path before the schema sees them.
+Every failure is a :class:`ScenarioError` whose message names the field path
+and what is allowed; nothing in a file is ever executed.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import yaml
@@ -22,6 +26,9 @@ MAX_FILE_BYTES = 1_000_000  # a scenario is a page of text; anything larger is n
 MAX_DEPTH = 12
 MAX_NODES = 100_000  # values after expanding YAML aliases; a full scenario has a few hundred
 MAX_SHOWN = 80  # characters of a rejected value quoted in a message
+MAX_NUMBER_CHARS = 40  # digits of an integer in a file: every field's range ends far below 10**40
+_INT_TAG = "tag:yaml.org,2002:int"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 class ScenarioError(ValueError):
@@ -49,6 +56,8 @@ def _describe(err: dict) -> str:
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         msg = "unknown key (check the spelling; see `aisize preset NAME` for a valid file)"
+    # a quoted value inside the message (a bad discriminator tag, a literal) is kept short too
+    msg = re.sub(r"'([^']{%d,})'" % (MAX_SHOWN + 1), lambda m: repr(m[1][:MAX_SHOWN]) + "...", msg)
     shown = err.get("input")
     if err["type"] in ("missing", "extra_forbidden") or isinstance(shown, (dict, list)):
         return f"{path}: {msg}"
@@ -61,21 +70,51 @@ def _brief(value) -> str:
     return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
 
 
+class _LongNumber:
+    """An integer in a JSON file too long to convert; refused by path in :func:`from_dict`."""
+
+    def __init__(self, text: str):
+        self.digits = len(text.lstrip("-"))
+
+
+def _path_text(path: tuple) -> str:
+    return ".".join(_key(p) for p in path) or "(top)"
+
+
+def _refuse_unreadable_numbers(data, path: tuple = ()) -> None:
+    """ScenarioError naming the first too-long integer or subnormal float in ``data``."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            _refuse_unreadable_numbers(value, path + (key,))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            _refuse_unreadable_numbers(value, path + (index,))
+    elif isinstance(data, _LongNumber):
+        raise ScenarioError(f"{_path_text(path)}: an integer of {data.digits} digits is not a value "
+                            f"any field allows (at most {MAX_NUMBER_CHARS} characters)")
+    elif isinstance(data, float) and 0.0 < abs(data) < sys.float_info.min:
+        raise ScenarioError(f"{_path_text(path)}: {data!r} is a subnormal number (smaller than "
+                            f"{sys.float_info.min:.3g}), not a value any field allows (write 0 if zero is meant)")
+
+
 def from_dict(data) -> Scenario:
     """Validate a plain dict (parsed YAML/JSON, or built by the app) into a Scenario."""
     if not isinstance(data, dict):
         raise ScenarioError(f"a scenario must be a mapping of keys to values, got {type(data).__name__}")
     if _depth(data) > MAX_DEPTH:
         raise ScenarioError(f"scenario is nested deeper than {MAX_DEPTH} levels")
+    _refuse_unreadable_numbers(data)
     version = data.get("schema_version", SCHEMA_VERSION)
     if type(version) is not int or version != SCHEMA_VERSION:  # True == 1 and 1.0 == 1: not versions
         raise ScenarioError(f"schema_version: {_brief(version)} is not supported; this aisize reads "
                             f"version {SCHEMA_VERSION}")
     try:
-        return Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         lines = [_describe(e) for e in exc.errors(include_url=False)]
         raise ScenarioError("invalid scenario:\n  " + "\n  ".join(lines)) from None
+    _refuse_unreadable_numbers(scenario.model_dump())  # text such as "5e-324" became a float
+    return scenario
 
 
 def loads(text: str, *, fmt: str = "yaml") -> Scenario:
@@ -83,11 +122,53 @@ def loads(text: str, *, fmt: str = "yaml") -> Scenario:
     if len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES:
         raise ScenarioError(f"scenario text is larger than {MAX_FILE_BYTES} bytes")
     try:
-        data = json.loads(text) if fmt == "json" else _safe_yaml(text)
+        data = _json(text) if fmt == "json" else _safe_yaml(text)
     except (yaml.YAMLError, json.JSONDecodeError, RecursionError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ScenarioError(f"scenario is not valid {fmt.upper()}: {first}") from None
     return from_dict(data)
+
+
+def _json(text: str):
+    """``json.loads``, refusing a key given twice in one object and keeping long integers unconverted."""
+
+    def unique(pairs):
+        keys = [k for k, _ in pairs]
+        for key in keys:
+            if keys.count(key) > 1:
+                lines = [text.count("\n", 0, m.start()) + 1
+                         for m in re.finditer(rf'"{re.escape(json.dumps(key)[1:-1])}"\s*:', text)]
+                where = f" (lines {', '.join(map(str, lines))})" if lines else ""
+                raise ScenarioError(f"key {_key(key)} is given twice in one object{where}; give each key once")
+        return dict(pairs)
+
+    return json.loads(text, object_pairs_hook=unique,
+                      parse_int=lambda t: int(t) if len(t) <= MAX_NUMBER_CHARS else _LongNumber(t))
+
+
+def _check_nodes(node, path: tuple, seen: set) -> None:
+    """Refuse a mapping key given twice and an integer too long to convert, naming path and line."""
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first_line: dict = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            line = key_node.start_mark.line + 1
+            if key is not None and key_node.tag != _MERGE_TAG:
+                if key in first_line:
+                    raise ScenarioError(f"{_path_text(path + (key,))}: key {_key(key)} is given twice "
+                                        f"(lines {first_line[key]} and {line}); give each key once")
+                first_line[key] = line
+            _check_nodes(value_node, path + ((key if key is not None else "?"),), seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, child in enumerate(node.value):
+            _check_nodes(child, path + (index,), seen)
+    elif node.tag == _INT_TAG and len(node.value) > MAX_NUMBER_CHARS:
+        digits = sum(c.isdigit() for c in node.value)
+        raise ScenarioError(f"{_path_text(path)} (line {node.start_mark.line + 1}): an integer of {digits} "
+                            f"digits is not a value any field allows (at most {MAX_NUMBER_CHARS} characters)")
 
 
 def _expanded_size(node, depth: int, memo: dict) -> int:
@@ -120,6 +201,7 @@ def _safe_yaml(text: str):
         if _expanded_size(node, 0, {}) > MAX_NODES:
             raise ScenarioError(f"scenario expands to more than {MAX_NODES} values (YAML aliases); "
                                 "write the values out instead")
+        _check_nodes(node, (), set())
         return loader.construct_document(node)
     finally:
         loader.dispose()

@@ -132,11 +132,11 @@ class CatalogRow(_Hashable):
 class Layout(_Strict):
     """A parallel layout fixed by the user instead of searched ("auto")."""
 
-    tensor_parallel: Count = 1
-    pipeline_parallel: Count = 1
-    expert_parallel: Count = 1
+    tensor_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
+    pipeline_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
+    expert_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
     zero_stage: Literal[0, 1, 2, 3] = 1
-    micro_batch: Count = 1
+    micro_batch: Annotated[int, Field(ge=1, le=65_536)] = 1
     recompute: Literal[RECOMPUTE] = "selective"  # type: ignore[valid-type]
     context_parallel: Count = 1
     schedule: Literal[SCHEDULES] = "1f1b"  # type: ignore[valid-type]
@@ -288,15 +288,15 @@ class Training(_Strict):
     lora_rank: Annotated[int, Field(ge=1, le=4096)] = 16  # LoRA/QLoRA only; QLoRA's paper uses 64
     precision: Literal[TRAIN_PRECISIONS] = "bf16"  # type: ignore[valid-type]
     optimizer: Literal[OPTIMIZERS] = "adamw"  # type: ignore[valid-type]
-    tokens_billion: Positive | None = None
+    tokens_billion: Annotated[float, Field(ge=1e-6, le=1e6, allow_inf_nan=False)] | None = None  # 1,000 to 10^15 tokens
     dataset: str | None = None
-    epochs: Positive | None = None
+    epochs: Annotated[float, Field(ge=1e-3, le=1e6, allow_inf_nan=False)] | None = None
     seq_len: Count | None = None
     global_batch: Count | None = None
-    target_days: Annotated[float, Field(gt=0, le=3650)] | None = None
+    target_days: Annotated[float, Field(ge=0.01, le=3650, allow_inf_nan=False)] | None = None  # 15 minutes to 10 years
     gpus: Count | None = None
     layout: Layout | Literal["auto"] = "auto"
-    samples_per_s_per_gpu: Positive | None = None  # a measured throughput overrides the FLOPs estimate
+    samples_per_s_per_gpu: Annotated[float, Field(ge=1e-3, le=1e7, allow_inf_nan=False)] | None = None  # measured
     checkpoint: bool = True
     pool: Name | None = None  # a pool name (aisize.plan.placement); None: placed by the planner
     when: When = When()
@@ -322,23 +322,30 @@ class Inference(_Strict):
     model: ModelRef
     weight_precision: Literal[WEIGHT_PRECISIONS] = "bf16"  # type: ignore[valid-type]
     kv_precision: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
-    requests_per_s: Positive
+    requests_per_s: Annotated[float, Field(ge=1e-6, le=1e7, allow_inf_nan=False)]
     prompt_tokens: Count = 1024
     output_tokens: Count = 256
-    ttft_target_ms: Annotated[float, Field(gt=0, le=600_000)] = 2000.0
-    tpot_target_ms: Annotated[float, Field(gt=0, le=60_000)] = 50.0
+    ttft_target_ms: Annotated[float, Field(ge=1, le=600_000, allow_inf_nan=False)] = 2000.0
+    tpot_target_ms: Annotated[float, Field(ge=0.1, le=60_000, allow_inf_nan=False)] = 50.0
     slo_statistic: Literal["p95", "mean"] = "p95"  # what the TTFT and TPOT targets bound
     tensor_parallel: Annotated[int, Field(ge=1, le=512)] | Literal["auto"] = "auto"  # GPUs per pipeline stage
     pipeline_parallel: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] = "auto"  # stages (may span servers)
     serving: Literal["aggregated", "disaggregated"] = "aggregated"  # disaggregated: prefill and decode pools
     engine: Literal["trtllm", "vllm"] = "trtllm"  # scheduler limits (aisize.serving.ENGINES)
     length_cv: Annotated[float, Field(ge=0, le=10)] = 0.0  # spread of request lengths (coefficient of variation)
-    model_loads_per_hour: Annotated[float, Field(ge=0, le=1e6)] = 1.0
+    model_loads_per_hour: Annotated[float, Field(ge=0, le=3600, allow_inf_nan=False)] = 1.0  # 0 (never), or >= 0.001
     pool: Name | None = None  # a pool name (aisize.plan.placement); None: placed by the planner
     when: When = When()
 
     _model = field_validator("model")(
         lambda v: _in_table(catalog.transformers, "model", v) if isinstance(v, str) else v)
+
+    @field_validator("model_loads_per_hour")
+    @classmethod
+    def _loads(cls, v: float) -> float:
+        if 0 < v < 1e-3:  # one load in 1,000 hours; below that the reload interval is meaningless
+            raise ValueError(f"model_loads_per_hour={v!r} is not allowed: use 0 (never) or 0.001 to 3600")
+        return v
 
 
 class DataPrep(_Strict):
@@ -349,7 +356,7 @@ class DataPrep(_Strict):
     team: Name = "default"
     read_gb_per_s: Annotated[float, Field(ge=0, le=1e6)]
     write_gb_per_s: Annotated[float, Field(ge=0, le=1e6)]
-    io_size_kib: Annotated[float, Field(gt=0, le=1024 * 1024)] = 128.0
+    io_size_kib: Annotated[float, Field(ge=0.5, le=1024 * 1024, allow_inf_nan=False)] = 128.0  # 512 B to 1 GiB
     metadata_ops_per_s: Annotated[float, Field(ge=0, le=1e9)] = 0.0
     capacity_tb: Annotated[float, Field(ge=0, le=1e6)] = 0.0
 
@@ -363,7 +370,7 @@ class Hardware(_Strict):
     server: str = "dgx-h100"
     scale_out_link: str | None = None  # default: the server's own compute NIC
     storage: str = "superpod-h100-better"
-    switch_radix: Annotated[int, Field(ge=4, le=1024)] = 64
+    switch_radix: Annotated[int, Field(ge=4, le=1024, multiple_of=2)] = 64
     oversubscription: Annotated[float, Field(ge=1, le=16)] = 1.0
     fabric: Literal["auto", "single-switch", "fat-tree", "rail-optimized"] = "auto"  # auto: the cheapest
     fabric_growth: Annotated[float, Field(ge=0, le=10)] = 0.25  # spare ports the fabric keeps for growth
@@ -399,16 +406,19 @@ class Hardware(_Strict):
 class Policies(_Strict):
     """Assumptions. Each default is named and shown to the user as an assumption."""
 
-    mfu: Annotated[float, Field(gt=0, le=0.9)] = 0.40  # DESIGN.md: large runs land at 0.35-0.50
-    target_gpu_utilisation: Share = 0.90  # MLPerf Storage's pass threshold
-    checkpoint_interval_minutes: Annotated[float, Field(gt=0, le=100_000)] | Literal["auto"] = "auto"
+    mfu: Annotated[float, Field(ge=0.01, le=0.9, allow_inf_nan=False)] = 0.40  # DESIGN.md: large runs land at 0.35-0.50
+    # MLPerf Storage's pass threshold
+    target_gpu_utilisation: Annotated[float, Field(ge=0.05, le=1, allow_inf_nan=False)] = 0.90
+    checkpoint_interval_minutes: Annotated[float, Field(ge=0.1, le=100_000, allow_inf_nan=False)] | Literal["auto"] = (
+        "auto")
     checkpoint_retention: Annotated[int, Field(ge=1, le=1000)] = 3
-    checkpoint_bytes_per_param: Annotated[float, Field(gt=0, le=64)] = 14.0
-    node_mtbf_hours: Annotated[float, Field(gt=0, le=1e7)] = 5000.0
+    checkpoint_bytes_per_param: Annotated[float, Field(ge=0.1, le=64, allow_inf_nan=False)] = 14.0
+    node_mtbf_hours: Annotated[float, Field(ge=1, le=1e7, allow_inf_nan=False)] = 5000.0
     restart_minutes: Annotated[float, Field(ge=0, le=10_000)] = 10.0
-    memory_headroom: Annotated[float, Field(ge=0, lt=1)] = 0.10
+    memory_headroom: Annotated[float, Field(ge=0, le=0.9, allow_inf_nan=False)] = 0.10
     host_ram_ratio: Annotated[float, Field(ge=0, le=16)] = 1.0
-    storage_usable_ratio: Share = 0.8  # usable / raw after data protection
+    # usable / raw after data protection
+    storage_usable_ratio: Annotated[float, Field(ge=0.05, le=1, allow_inf_nan=False)] = 0.8
 
 
 class Scenario(_Strict):

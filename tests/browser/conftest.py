@@ -3,23 +3,22 @@
 ``served_app`` starts the real server (``aisize.app.serve.start``, which runs
 ``serve.build_command``) on a free loopback port; ``page`` opens it in headless
 Chromium with every request routed through a handler that aborts, and records,
-anything bound for a host other than loopback. Tests skip if Chromium or
-Playwright is missing.
+anything bound for a host other than loopback. Browser tests skip if Chromium
+(``aisize.report.pdf.chromium_path``: ``$AISIZE_CHROMIUM`` or Debian's) or
+Playwright is missing; tests that only speak HTTP to the server need neither.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import shutil
 from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from aisize.app import serve
+from aisize.report.pdf import chromium_path
 
-CHROMIUM = Path("/usr/bin/chromium")
 # Without these Chromium phones home at start (updates, sync, field trials).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
@@ -65,9 +64,9 @@ class RequestLog:
 
 @pytest.fixture(scope="session")
 def served_app(tmp_path_factory):
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed (Debian package 'chromium')")
-    app = serve.start(tmp_path_factory.mktemp("app") / "voila.log")
+    # one server for the whole browser suite, whose tests open many pages without connecting them:
+    # room for all of them (tests/browser/test_app_limits.py checks the cap on a server of its own)
+    app = serve.start(tmp_path_factory.mktemp("app") / "voila.log", max_sessions=256)
     yield app
     app.stop()
 
@@ -76,11 +75,12 @@ def served_app(tmp_path_factory):
 # and the report tests' own sync_playwright() refuses to start inside it.
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM.exists() or shutil.which(str(CHROMIUM)) is None:
-        pytest.skip(f"{CHROMIUM} is not installed (Debian package 'chromium')")
+    chromium = chromium_path()
+    if chromium is None:
+        pytest.skip("Chromium is not installed (Debian package 'chromium') or AISIZE_CHROMIUM hides it")
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
         yield browser
         browser.close()
 

@@ -1,0 +1,90 @@
+"""The app server's kernel manager: a cap on sessions, and culling of pages that never connected.
+
+Every page load starts (or takes from the preheated pool) a Python kernel of about 250 MiB. Without a
+limit, anyone who can reach the server can exhaust its memory with plain page loads: 24 loads that
+never open the page's websocket left 31 kernels (8.2 GiB) until the 10-minute idle cull. So:
+
+- at most ``max_sessions`` kernels serve pages at once (the preheated pool not counted); past that
+  the server answers "busy, try again" (``jupyter/voila.py`` asks :meth:`admit` before rendering);
+- a kernel whose page has not connected its websocket within ``connect_timeout_seconds`` of being
+  served is shut down (a real page connects within seconds; a script that only GETs never does);
+- ``allowed_hosts`` are the host names the server answers to, besides IP addresses and localhost
+  (``jupyter/voila.py`` checks the Host header: a DNS-rebinding page's name is not among them).
+
+Kernels idle and unconnected for ``MappingKernelManager.cull_idle_timeout`` are still culled as before.
+"""
+
+from __future__ import annotations
+
+import time
+
+from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+from tornado.ioloop import PeriodicCallback
+from traitlets import Float, Integer, List, Unicode
+
+CHECK_SECONDS = 5.0  # how often served kernels are checked for a connection
+
+
+class GuardedKernelManager(AsyncMappingKernelManager):
+    """Voila's kernel manager (it is the base of voila's pooled manager) with the limits above."""
+
+    max_sessions = Integer(16, min=1, config=True, help="kernels serving pages at once; more are refused")
+    connect_timeout_seconds = Float(60.0, min=1.0, config=True,
+                                    help="shut a served kernel down if its page has not connected by then [s]")
+    allowed_hosts = List(Unicode(), config=True, help="host names accepted besides IP addresses and localhost")
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._served: dict[str, float] = {}  # kernel id -> when its page was served (monotonic s)
+        self._connected: set[str] = set()
+        self._opening = 0  # pages admitted whose kernel is not served yet
+        self._watch: PeriodicCallback | None = None
+
+    def sessions(self) -> int:
+        """Kernels serving pages now, plus pages being opened."""
+        return sum(1 for k in self._served if k in self) + self._opening
+
+    def admit(self) -> bool:
+        """Reserve a session for a page about to render; False when the server is full."""
+        if self.sessions() >= self.max_sessions:
+            return False
+        self._opening += 1
+        return True
+
+    def served(self, kernel_id: str | None) -> None:
+        """The admitted page went out with ``kernel_id`` (None: it failed before a kernel was served)."""
+        self._opening = max(0, self._opening - 1)
+        if kernel_id:
+            self._served.setdefault(kernel_id, time.monotonic())
+
+    def notify_connect(self, kernel_id):
+        self._connected.add(kernel_id)
+        return super().notify_connect(kernel_id)
+
+    def initialize_culler(self):
+        super().initialize_culler()
+        if self._watch is None:
+            self._watch = PeriodicCallback(self._cull_unconnected, CHECK_SECONDS * 1000)
+            self._watch.start()
+
+    async def _cull_unconnected(self) -> None:
+        now = time.monotonic()
+        for kernel_id, since in list(self._served.items()):
+            if kernel_id not in self:
+                self._forget(kernel_id)
+            elif kernel_id not in self._connected and now - since > self.connect_timeout_seconds:
+                self.log.warning("Culling kernel %s: its page did not connect within %.0f s",
+                                 kernel_id, self.connect_timeout_seconds)
+                self._forget(kernel_id)
+                try:
+                    await self.shutdown_kernel(kernel_id)
+                except KeyError:  # shut down meanwhile (tab closed, idle cull)
+                    pass
+
+    def _forget(self, kernel_id: str) -> None:
+        self._served.pop(kernel_id, None)
+        self._connected.discard(kernel_id)
+
+    async def shutdown_kernel(self, kernel_id, *args, **kwargs):
+        self._forget(kernel_id)
+        return await super().shutdown_kernel(kernel_id, *args, **kwargs)

@@ -1,0 +1,209 @@
+"""The team server: JupyterHub logs people in and gives each their own aisize app server.
+
+``aisize team`` (``make team``) runs JupyterHub with ``deploy/jupyterhub_config.py``:
+a login page (NativeAuthenticator: people sign up, an admin approves them), then each
+user's own server behind configurable-http-proxy, culled when idle. Each user's
+server is :func:`aisize.app.serve.build_command`'s locked-down Voila (no Jupyter
+server, no code execution from the browser, no file access), mounted at
+``/user/NAME/`` and guarded by the hub's OAuth: only its owner (or an admin) gets in.
+
+``aisize.app.team_hub.AppSpawner`` starts it as the hub's own system user (no system accounts are
+needed: people are users of the hub, not of the machine), in a folder of its own;
+``python -m aisize.app.team`` is the command it runs, reading where to listen from
+the environment JupyterHub sets (``JUPYTERHUB_SERVICE_URL``, ``JUPYTERHUB_SERVICE_PREFIX``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from aisize.app import serve
+
+HUB_IDENTITY = "aisize.app.team_hub.HubIdentityProvider"
+HUB_AUTHORIZER = "jupyterhub.singleuser.extension.JupyterHubAuthorizer"
+PROXY = "configurable-http-proxy"
+USER_POOL_SIZE = 0  # no preheated kernel per user: half the memory, a few seconds more to open
+USER_MAX_SESSIONS = 4  # tabs one user may have open at once
+
+
+def package_root() -> Path:
+    return Path(__file__).resolve().parents[1]
+
+
+def hub_config_path() -> Path:
+    """``deploy/jupyterhub_config.py`` of the checkout, else the copy packaged in the wheel."""
+    checkout = package_root().parent / "deploy" / "jupyterhub_config.py"
+    return checkout if checkout.is_file() else package_root() / "_deploy" / "jupyterhub_config.py"
+
+
+def find_proxy() -> str | None:
+    """configurable-http-proxy: ``$AISIZE_PROXY``, the copy ``make team`` installs in the venv, or PATH."""
+    candidates = [os.environ.get("AISIZE_PROXY"),
+                  str(Path(sys.prefix) / "node" / "node_modules" / ".bin" / PROXY), shutil.which(PROXY)]
+    return next((c for c in candidates if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
+
+
+def user_server_command(argv: list[str], env: dict[str, str]) -> list[str]:
+    """The voila command of one user's server, from the spawner's arguments and JupyterHub's environment."""
+    parser = argparse.ArgumentParser(prog="python -m aisize.app.team")
+    parser.add_argument("--pool-size", type=int, default=USER_POOL_SIZE)
+    parser.add_argument("--max-sessions", type=int, default=USER_MAX_SESSIONS)
+    parser.add_argument("--allow-host", action="append", default=[])
+    args = parser.parse_args(argv)
+    missing = [k for k in ("JUPYTERHUB_SERVICE_URL", "JUPYTERHUB_SERVICE_PREFIX", "JUPYTERHUB_API_TOKEN")
+               if not env.get(k)]
+    if missing:
+        raise ValueError(f"{', '.join(missing)} not set: this command is started by JupyterHub's spawner")
+    where = urlsplit(env["JUPYTERHUB_SERVICE_URL"])
+    command = serve.build_command(port=where.port, host=where.hostname or "127.0.0.1",
+                                  base_url=env["JUPYTERHUB_SERVICE_PREFIX"], pool_size=args.pool_size,
+                                  max_sessions=args.max_sessions, allowed_hosts=tuple(args.allow_host))
+    return command + [f"--Voila.identity_provider_class={HUB_IDENTITY}",
+                      f"--Voila.authorizer_class={HUB_AUTHORIZER}"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Replace this process with the user's voila server (what :class:`AppSpawner` runs)."""
+    try:
+        command = user_server_command(sys.argv[1:] if argv is None else argv, dict(os.environ))
+    except ValueError as error:
+        print(f"aisize team server: {error}", file=sys.stderr)
+        return 2
+    os.execve(command[0], command, serve.server_env())
+    return 1  # not reached
+
+
+def hub_environment(state_dir: Path, *, admin: str, allowed_hosts: tuple[str, ...] = ()) -> dict[str, str]:
+    """What ``deploy/jupyterhub_config.py`` reads: the state folder, the admin, the proxy, host names."""
+    env = serve.server_env()
+    env.update(AISIZE_TEAM_STATE=str(state_dir), AISIZE_TEAM_ADMIN=admin,
+               AISIZE_TEAM_HOSTS=",".join(allowed_hosts), AISIZE_TEAM_PYTHON=sys.executable)
+    proxy = find_proxy()
+    if proxy:
+        env["AISIZE_PROXY"] = proxy
+    return env
+
+
+def hub_command(*, ip: str, port: int, config: Path | None = None) -> list[str]:
+    """JupyterHub on ``ip:port``; its own API and the proxy's API on free loopback ports."""
+    return [sys.executable, "-m", "jupyterhub", "-f", str(config or hub_config_path()),
+            f"--JupyterHub.bind_url=http://{ip}:{port}/",
+            f"--JupyterHub.hub_bind_url=http://127.0.0.1:{serve.free_port()}",
+            f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{serve.free_port()}"]
+
+
+def run(*, ip: str = "127.0.0.1", port: int = 8000, state_dir: str = "aisize-team", admin: str = "admin",
+        allowed_hosts: tuple[str, ...] = ()) -> int:
+    """``aisize team``: check what the hub needs, print the URL, and replace this process with JupyterHub."""
+    try:
+        import jupyterhub  # noqa: F401
+        import nativeauthenticator  # noqa: F401
+    except ImportError:
+        print("aisize team: needs JupyterHub: pip install 'aisize[team]' (make team does it)", file=sys.stderr)
+        return 1
+    if find_proxy() is None:
+        print(f"aisize team: needs {PROXY} from npm: npm install --prefix {Path(sys.prefix) / 'node'} "
+              f"{PROXY} (make team does it), or set AISIZE_PROXY", file=sys.stderr)
+        return 1
+    state = Path(state_dir).resolve()
+    state.mkdir(parents=True, exist_ok=True)
+    os.chmod(state, 0o700)  # the hub's database, cookie secret and users' folders
+    shown = "127.0.0.1" if ip in ("0.0.0.0", "") else ip
+    print(f"aisize team: http://{shown}:{port}/  (admin user '{admin}': sign up first at /hub/signup; "
+          f"state in {state}; Ctrl-C stops it)", flush=True)
+    command = hub_command(ip=ip, port=port)
+    os.chdir(state)
+    os.execve(command[0], command, hub_environment(state, admin=admin, allowed_hosts=allowed_hosts))
+    return 1  # not reached
+
+
+@dataclass
+class Hub:
+    """A hub started by :func:`start_hub`; ``stop()`` ends it and everything it started."""
+
+    url: str
+    process: subprocess.Popen
+    log_path: Path
+    seen: set = field(default_factory=set)  # pids of every process seen under the hub
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def processes(self) -> list:
+        """The hub's descendants now (proxy, idle culler, users' servers, their kernels); remembered."""
+        import psutil
+
+        try:
+            children = psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+        self.seen |= {(c.pid, c.create_time()) for c in children}
+        return children
+
+    def stop(self, timeout_seconds: float = 60.0) -> list[str]:
+        """Stop the hub (it stops its proxy, services and users' servers); returns what had to be killed."""
+        import psutil
+
+        self.processes()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout_seconds)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        deadline = time.monotonic() + 15
+        left = []
+        for pid, created in sorted(self.seen):
+            try:
+                proc = psutil.Process(pid)
+                if proc.create_time() != created:
+                    continue  # the pid was reused by a process the hub did not start
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except psutil.NoSuchProcess:
+                continue
+            except psutil.TimeoutExpired:
+                left.append(" ".join(proc.cmdline())[:120])
+                proc.kill()
+        return left
+
+
+def start_hub(state_dir: Path, log_path: Path, *, port: int | None = None, admin: str = "admin",
+              config: Path | None = None, timeout_seconds: float = 90.0) -> Hub:
+    """Start the team hub on loopback in the background and wait until its login page answers.
+
+    For tests and benchmarks. Raises ``RuntimeError`` with the log's end if it does not come up.
+    """
+    port = port or serve.free_port()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as out:
+        process = subprocess.Popen(hub_command(ip="127.0.0.1", port=port, config=config),
+                                   env=hub_environment(state_dir, admin=admin), cwd=state_dir, stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    hub = Hub(f"http://127.0.0.1:{port}/", process, log_path)
+    deadline = time.monotonic() + timeout_seconds
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(hub.url + "hub/login", timeout=5) as reply:
+                reply.read()
+            hub.processes()
+            return hub
+        except (OSError, urllib.error.HTTPError):
+            time.sleep(0.5)
+    hub.stop()
+    raise RuntimeError(f"the hub did not start; its log ends:\n{hub.log()[-3000:]}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

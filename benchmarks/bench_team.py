@@ -1,0 +1,151 @@
+"""How many people one team server holds (JupyterHub + one aisize server per user), on this machine.
+
+Starts the team hub (``aisize.app.team.start_hub`` with deploy/jupyterhub_config.py; only the
+authenticator is swapped for JupyterHub's dummy one so that logins need no sign-up), then logs
+users in, in steps (default 1, 2, 4, 8, 12, 16), each in its own context of one headless Chromium.
+At each step it measures
+
+- first open: login -> the workbook drawn through the hub (includes starting the user's server);
+- page open: one logged-in user reloading the workbook (the user's server already running);
+- update latency: one keyboard step of the Inference request-rate slider -> its figure changed,
+  each user in turn;
+- memory per user: RSS and USS of each user's server with its kernel, and the machine's available memory.
+
+It stops early when available memory falls under ``--min-free-gib`` or a step takes longer than
+``--step-limit`` seconds, then stops the hub (and checks nothing it started is left).
+
+    .venv/bin/python benchmarks/bench_team.py [--steps 1,2,4,8,12,16]
+
+The browser shares the machine's cores with the servers, so the latencies are pessimistic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+import bench_app  # the sibling scripts: run as `python benchmarks/bench_team.py`
+import bench_load
+from aisize.app import team
+from aisize.units import GiB, MiB
+
+WORKBOOK = "[data-key='training.gpus']"
+UTILISATION, RATE_HANDLE = bench_load.UTILISATION, bench_load.RATE_HANDLE
+OPEN_MS = 300_000
+OVERLAY = '''load_subconfig({config!r})  # noqa: F821 -- the shipped configuration, then:
+c.JupyterHub.authenticator_class = "dummy"  # benchmark only: log in without signing up
+c.DummyAuthenticator.password = "bench-password"
+c.Authenticator.allow_all = True
+'''
+
+
+def log_in(browser, url: str, name: str):
+    page = browser.new_context(viewport={"width": 1100, "height": 900}).new_page()
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
+    t0 = time.perf_counter()
+    page.goto(url + "hub/login", timeout=OPEN_MS)
+    page.fill("input[name=username]", name)
+    page.fill("input[name=password]", "bench-password")
+    page.click("[type=submit]")
+    page.wait_for_selector(WORKBOOK, timeout=OPEN_MS)
+    return page, time.perf_counter() - t0
+
+
+def reopen(page) -> float:
+    t0 = time.perf_counter()
+    page.reload(timeout=OPEN_MS)
+    page.wait_for_selector(WORKBOOK, timeout=OPEN_MS)
+    return time.perf_counter() - t0
+
+
+def slider_ms(page) -> float:
+    page.click(".lm-TabBar-tab:has-text('Inference')")
+    page.wait_for_selector(UTILISATION, timeout=OPEN_MS)
+    page.wait_for_function(bench_load.TWO_CHARTS, timeout=OPEN_MS)
+    page.locator(RATE_HANDLE).first.focus()
+    page.evaluate(bench_app.ARM, page.evaluate(bench_app.STATE))
+    page.keyboard.press("ArrowRight")
+    return page.evaluate("Promise.race([window.updated, new Promise((_, no) => setTimeout(() => no('no update'),"
+                         " 60000))])")
+
+
+def user_memory(hub) -> dict[str, tuple[int, int]]:
+    """user -> (RSS, USS) of their server and its kernels."""
+    out = {}
+    for proc in hub.processes():
+        try:
+            cmd = " ".join(proc.cmdline())
+            if "-m voila" not in cmd or "--Voila.base_url=/user/" not in cmd:
+                continue
+            user = cmd.split("--Voila.base_url=/user/")[1].split("/")[0]
+            tree = [proc] + proc.children(recursive=True)
+            out[user] = (sum(p.memory_info().rss for p in tree), sum(p.memory_full_info().uss for p in tree))
+        except Exception:  # a process gone meanwhile
+            continue
+    return out
+
+
+def bench(args) -> None:
+    import psutil
+
+    steps = [int(s) for s in args.steps.split(",")]
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
+        overlay = Path(tmp) / "bench_config.py"
+        overlay.write_text(OVERLAY.format(config=str(team.hub_config_path())))
+        hub = team.start_hub(Path(tmp) / "state", Path(tmp) / "hub.log", config=overlay)
+        browser = playwright.chromium.launch(executable_path=bench_app.CHROMIUM, args=bench_app.CHROMIUM_ARGS)
+        pages, stopped = [], "all steps done"
+        try:
+            print("users | first open s (median, max) | page open s (reload) | slider ms p50/p95 | "
+                  "per user RSS / USS MiB | all users GiB | available GiB | step s", flush=True)
+            for target in steps:
+                t0 = time.monotonic()
+                firsts = []
+                while len(pages) < target:
+                    page, seconds = log_in(browser, hub.url, f"user{len(pages) + 1:02d}")
+                    pages.append(page)
+                    firsts.append(seconds)
+                reloads = [reopen(pages[0]), reopen(pages[-1])]
+                sliders = [slider_ms(p) for p in pages]
+                mem = user_memory(hub)
+                rss = [r for r, _ in mem.values()]
+                uss = [u for _, u in mem.values()]
+                available = psutil.virtual_memory().available
+                seconds = time.monotonic() - t0
+                ordered = sorted(sliders)
+                print(f"{len(pages):5d} | {statistics.median(firsts):8.1f}, {max(firsts):6.1f} | "
+                      f"{statistics.median(reloads):20.1f} | {ordered[len(ordered) // 2]:6.0f} / "
+                      f"{ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]:5.0f} | "
+                      f"{statistics.mean(rss) / MiB:10.0f} / {statistics.mean(uss) / MiB:4.0f} | "
+                      f"{sum(rss) / GiB:13.2f} | {available / GiB:13.1f} | {seconds:6.0f}", flush=True)
+                if available < args.min_free_gib * GiB:
+                    stopped = f"stopped: available memory under {args.min_free_gib} GiB"
+                    break
+                if seconds > args.step_limit:
+                    stopped = f"stopped: the step took over {args.step_limit} s"
+                    break
+            print(stopped, flush=True)
+        finally:
+            browser.close()
+            left = hub.stop()
+    print(f"hub stopped; processes left: {left or 'none'}; total {time.monotonic() - began:.0f} s; "
+          "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", default="1,2,4,8,12,16", help="user counts, increasing")
+    parser.add_argument("--min-free-gib", type=float, default=4.0, help="stop under this available memory [GiB]")
+    parser.add_argument("--step-limit", type=float, default=600.0, help="stop after a step longer than this [s]")
+    bench(parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""JupyterHub configuration of the aisize team server: ``aisize team`` (or ``make team``) runs it.
+
+One URL for a team: people sign up at /hub/signup, an admin approves them at /hub/authorize,
+and each then gets their own aisize workbook (their own server and scenario) at /user/NAME/,
+the page they land on after login. Idle servers are culled after an hour.
+
+``aisize team`` sets the environment this file reads:
+
+- ``AISIZE_TEAM_STATE``: folder for the hub's database, cookie secret and users' folders;
+- ``AISIZE_TEAM_ADMIN``: the admin user (default ``admin``; sign up with that name first);
+- ``AISIZE_TEAM_HOSTS``: comma-separated host names people reach the hub by, other than an IP
+  address or localhost (each user's server refuses other names: DNS rebinding);
+- ``AISIZE_PROXY``: configurable-http-proxy (from npm; ``make team`` installs it).
+
+Each user's server is the locked-down aisize app (``aisize.app.team_hub.AppSpawner``): no
+Jupyter server, no code execution from the browser, at most ``--max-sessions`` tabs. It runs
+as the hub's own system account, so run the hub as an unprivileged user, not as root. For
+many users on several machines, deploy/helm/ has the Zero-to-JupyterHub values for Kubernetes.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import nativeauthenticator
+
+c = get_config()  # noqa: F821 -- provided by JupyterHub when it runs this file
+
+state = Path(os.environ.get("AISIZE_TEAM_STATE") or os.getcwd())
+hosts = [h for h in os.environ.get("AISIZE_TEAM_HOSTS", "").split(",") if h]
+
+# Login: a real password store in the hub's database; nobody gets in until an admin approves them.
+c.JupyterHub.authenticator_class = "native"
+c.JupyterHub.template_paths = [str(Path(nativeauthenticator.__file__).parent / "templates")]
+c.NativeAuthenticator.open_signup = False
+c.NativeAuthenticator.minimum_password_length = 10
+c.NativeAuthenticator.check_common_password = True
+c.NativeAuthenticator.allowed_failed_logins = 5
+c.NativeAuthenticator.seconds_before_next_try = 120
+c.Authenticator.admin_users = {os.environ.get("AISIZE_TEAM_ADMIN") or "admin"}
+c.Authenticator.allow_all = True  # who may log in is decided by the admin's approval above
+
+# Per-user servers: the aisize workbook is the whole server, so it is the page after login.
+c.JupyterHub.spawner_class = "aisize.app.team_hub.AppSpawner"
+c.Spawner.args = [f"--allow-host={h}" for h in hosts]
+c.Spawner.start_timeout = 120  # a 2-core machine starting several servers at once is slow
+c.Spawner.http_timeout = 120
+c.JupyterHub.redirect_to_server = True
+
+# The proxy in front of the hub and every user's server.
+c.ConfigurableHTTPProxy.command = [os.environ.get("AISIZE_PROXY") or "configurable-http-proxy"]
+c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")
+
+# Idle servers are stopped after an hour (their memory comes back); people just log in again.
+c.JupyterHub.services = [{"name": "idle-culler",
+                          "command": [sys.executable, "-m", "jupyterhub_idle_culler", "--timeout=3600",
+                                      "--cull-every=300"]}]
+c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],
+                            "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]}]
+
+# State: all in one folder, kept across restarts.
+c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
+c.JupyterHub.cleanup_servers = True  # stopping the hub stops every user's server
+c.JupyterHub.cleanup_proxy = True
