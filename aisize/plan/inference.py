@@ -47,9 +47,10 @@ class InferencePlan:
     kv_bytes_per_token: float  # whole model at the KV precision
     kv_bytes_per_user: float  # (prompt + output) tokens of one request
     gpu_memory_bytes: float
-    memory_per_gpu_bytes: dict  # weights, KV at the mean batch, runtime (one GPU)
+    memory_per_gpu_bytes: dict  # weights, the KV pool the engine allocates, runtime (one GPU)
     fits: bool  # some shape holds the weights and one request
     batch: int  # mean requests in flight per replica at the planned load
+    kv_in_use_per_gpu_bytes: float  # the KV cache those requests hold, per GPU
     max_batch: int  # requests a replica admits at once (batch limit, KV pool)
     slo_statistic: str  # p95 | mean: what the targets bound
     ttft_target_seconds: float
@@ -157,8 +158,9 @@ def _fallback_shape(shapes):
 
 def _aggregated(w, ctx, shape, replicas, est) -> dict:
     """The fleet figures of aggregated serving: ``replicas`` copies of ``shape`` at their share of the rate."""
+    # what the engine holds on each GPU: weights, the KV pool it allocates at start, its runtime peak
     mem = {"weights_bytes": est.weights_per_gpu_bytes if est else 0.0,
-           "kv_cache_bytes": est.kv_pool_bytes * est.kv_occupancy if est else 0.0,
+           "kv_cache_bytes": est.kv_pool_bytes if est else 0.0,
            "runtime_bytes": (ctx.gpu_memory_bytes - est.weights_per_gpu_bytes
                              - est.kv_pool_bytes / serving.ENGINES[w.engine].kv_memory_fraction) if est else 0.0}
 
@@ -172,6 +174,7 @@ def _aggregated(w, ctx, shape, replicas, est) -> dict:
         replica_gpus=((shape.gpus,) * replicas) if shape else (), memory_per_gpu_bytes=mem,
         batch=int(round(est.batch_size)) if est and math.isfinite(est.batch_size) else 0,
         max_batch=max(int(est.max_batch_size * shape.attention_dp * shape.pipeline_parallel), 1) if est else 1,
+        kv_in_use_per_gpu_bytes=est.kv_pool_bytes * est.kv_occupancy if est else 0.0,
         ttft_seconds=fin(est and est.ttft_s), ttft_p95_seconds=fin(est and est.ttft_p95_s),
         tpot_seconds=fin(est and est.tpot_s), tpot_p95_seconds=fin(est and est.tpot_p95_s),
         output_tokens_per_s_per_replica=est.max_output_tokens_per_s if est else 0.0,
@@ -193,7 +196,7 @@ def _disaggregated(w, ctx, arch, pools) -> dict:
         serving_mode="disaggregated", tensor_parallel=d_tp, pipeline_parallel=d_pp, attention_dp=d_dp,
         gpus_per_replica=d_gpus, replicas=pools.prefill_replicas + pools.decode_replicas,
         replica_gpus=(p_gpus,) * pools.prefill_replicas + (d_gpus,) * pools.decode_replicas,
-        memory_per_gpu_bytes=mem,
+        memory_per_gpu_bytes=mem, kv_in_use_per_gpu_bytes=kv,
         batch=int(round(w.requests_per_s / pools.decode_replicas * w.output_tokens * at["tpot_seconds"]))
         if math.isfinite(at["tpot_seconds"]) else pools.decode_batch,
         max_batch=pools.decode_batch, ttft_seconds=at["ttft_seconds"], ttft_p95_seconds=at["ttft_p95_seconds"],
@@ -232,18 +235,10 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
         gpus=gpus, servers=math.ceil(gpus / ctx.server.gpus), requests_per_s=w.requests_per_s,
         latency_mean_seconds=mean_request,
         latency_p95_seconds=v["ttft_p95_seconds"] + (w.output_tokens - 1) * v["tpot_p95_seconds"],
-        knee_requests_per_s=_knee(v["estimate"], v["replicas"]), within_context=seq <= arch.max_seq,
+        knee_requests_per_s=fleet.knee_requests_per_s * v["replicas"] if v["estimate"] else 0.0,
+        within_context=seq <= arch.max_seq,
         context_window=arch.max_seq, uncalibrated=bool(est.uncalibrated) if est else False,
         model_loads_per_hour=w.model_loads_per_hour, host_memory_needed_bytes=float(host.memory.total_bytes),
         server_host_memory_bytes=float(ctx.server.host_memory_bytes), host_memory_fits=bool(host.memory_fits),
         station=station, knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)), pools=pools,
         notes=tuple(est.notes) if est else (), **v)
-
-
-def _knee(est, replicas) -> float:
-    """Fleet rate at which mean request latency reaches KNEE_FACTOR x its light-load value."""
-    if est is None or replicas <= 0 or not est.feasible:
-        return 0.0
-    from aisize.serving.curves import knee_requests_per_s
-
-    return replicas * knee_requests_per_s(est, C.KNEE_FACTOR)

@@ -20,6 +20,7 @@ from aisize.serving.hardware import device
 from aisize.serving.iteration import achieved_rates
 from aisize.serving.latency import loaded_state
 from aisize.serving.shapes import ReplicaShape
+from aisize.serving.sizing import knee
 
 
 def _loaded(est, rates_per_s, calibration=TRTLLM_1_0):
@@ -68,10 +69,4 @@ def knee_requests_per_s(est, factor: float = 2.0, points: int = 48) -> float:
     (interpolated on a curve of ``points`` rates; the top of the curve when it never gets there)."""
     f = checks.number("factor", factor, low=1.0, high=1e3, low_inclusive=False)
     curve = latency_curve(est, points)
-    lat = curve.latency_mean_seconds.to_numpy()
-    rate = curve.requests_per_s.to_numpy()
-    over = np.flatnonzero(lat >= f * lat[0])
-    if not over.size:
-        return float(rate[-1])
-    k = max(int(over[0]), 1)
-    return float(np.interp(f * lat[0], lat[k - 1:k + 1], rate[k - 1:k + 1]))
+    return knee(curve.requests_per_s.to_numpy(), curve.latency_mean_seconds.to_numpy(), f)

@@ -43,7 +43,7 @@ from aisize.serving.iteration import iteration_time
 from aisize.serving.steady import steady_state
 
 Z95 = 1.6448536269514722  # standard normal 95th percentile
-_ITERATIONS = 12  # Illinois steps for Little's-law concurrency (converges to < 0.1 %)
+_ITERATIONS = 8  # Illinois steps for Little's-law concurrency (converges to < 0.1 %)
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,10 @@
 For every candidate shape the replica's capacity comes from its max-throughput
 state (:mod:`.throughput`); its latencies under Poisson load are evaluated at a
 geometric grid of per-replica rates up to that capacity, all shapes and rates
-in one vectorized call (:func:`~aisize.serving.latency.loaded_state`). A
-replica's *SLO rate* is the highest grid rate whose TTFT and TPOT statistics
-(p95 or mean) meet the targets; the fleet needs ``ceil(λ / SLO rate)`` replicas.
+in one vectorized call (:func:`~aisize.serving.latency.loaded_state`), then
+refined by bisection. A replica's *SLO rate* is the highest rate whose TTFT and
+TPOT statistics (p95 or mean) meet the targets; the fleet needs
+``ceil(λ / SLO rate)`` replicas.
 The shape with the fewest GPUs wins (then the smaller replica, then the lower TTFT). When no shape meets
 a target at any load, the result says which target and the best any shape
 achieves (at the lightest load).
@@ -30,8 +31,11 @@ from aisize.serving.latency import loaded_state
 from aisize.serving.shapes import ReplicaShape, ShapeGrid, attention_dp_choices, check_shape
 from aisize.serving.throughput import engine_limits, max_throughput
 
-RATE_GRID = 48  # per-replica rates evaluated per shape, geometric from 0.1 % to 99.5 % of capacity
+RATE_GRID = 16  # per-replica rates tried per shape, geometric from 0.1 % to 99.5 % of capacity ...
+BISECTIONS = 5  # ... then halvings of the step where the targets stop holding (to 2 % of the rate)
 STATISTICS = ("p95", "mean")
+KNEE_FACTOR = 2.0  # the knee: where mean request latency doubles over its light-load value
+KNEE_POINTS = 48  # rates of the chosen shape's curve the knee is read from (1 % to 99 % of capacity)
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class FleetChoice:
     best_ttft_s: float  # best any fitting shape achieves at the lightest load (the target's statistic)
     best_tpot_s: float
     candidates: int
+    knee_requests_per_s: float = 0.0  # per replica of the chosen shape: mean request latency doubles there
 
 
 def candidate_shapes(model, dev, *, scaleout_bytes_per_s, tensor_parallel="auto", pipeline_parallel="auto",
@@ -97,21 +102,34 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
     if not fitting:
         return FleetChoice(None, 0, 0.0, False, "no shape holds the weights and one request's KV cache", np.inf,
                            np.inf, len(shapes))
-    frac = np.geomspace(1e-3, 0.995, RATE_GRID)
     capacity = np.array([float(c.state.requests_per_s) for c in caps])
     slots = np.array([float(c.state.concurrency) for c in caps])
     budget = np.array([float(lim.max_num_tokens) * s.attention_dp * s.pipeline_parallel for s, lim in fitting])
-    lam_grid = capacity[:, None] * frac[None, :]
     grid_shape = ShapeGrid.of([s for s, _ in fitting], dev.link_bytes_per_s)
-    ls = loaded_state(costs, rates, calibration, requests_per_s=lam_grid, capacity_requests_per_s=capacity[:, None],
-                      slots=slots[:, None], input_tokens=input_tokens, output_tokens=output_tokens,
-                      max_num_tokens=budget[:, None], chunked_prefill=engine.chunked_prefill, shape=grid_shape,
-                      length_cv=length_cv)
-    ttft = ls.ttft_p95_seconds if stat == "p95" else ls.ttft_seconds
-    tpot = ls.tpot_p95_seconds if stat == "p95" else ls.tpot_seconds
-    ok = ls.stable & (ttft <= ttft_target_s) & (tpot <= tpot_target_s)
+
+    def at(rates_per_s):
+        """(loaded state, targets met) of every shape (rows) at per-replica rates (columns)."""
+        ls = loaded_state(costs, rates, calibration, requests_per_s=rates_per_s,
+                          capacity_requests_per_s=capacity[:, None], slots=slots[:, None], input_tokens=input_tokens,
+                          output_tokens=output_tokens, max_num_tokens=budget[:, None],
+                          chunked_prefill=engine.chunked_prefill, shape=grid_shape, length_cv=length_cv)
+        ttft = ls.ttft_p95_seconds if stat == "p95" else ls.ttft_seconds
+        tpot = ls.tpot_p95_seconds if stat == "p95" else ls.tpot_seconds
+        return ls, ttft, tpot, ls.stable & (ttft <= ttft_target_s) & (tpot <= tpot_target_s)
+
+    # a coarse geometric grid of rates, then bisection between the last that meets the targets and the next
+    lam_grid = capacity[:, None] * np.geomspace(1e-3, 0.995, RATE_GRID)[None, :]
+    ls, ttft, tpot, ok = at(lam_grid)
     best_ttft, best_tpot = float(np.min(ttft[:, 0])), float(np.min(tpot[:, 0]))
-    slo_rate = np.where(ok.any(axis=1), np.max(np.where(ok, lam_grid, 0.0), axis=1), 0.0)
+    last = np.where(ok.any(axis=1), RATE_GRID - 1 - np.argmax(ok[:, ::-1], axis=1), -1)
+    lo = np.where(last >= 0, np.take_along_axis(lam_grid, np.maximum(last, 0)[:, None], axis=1)[:, 0], 0.0)
+    hi = np.take_along_axis(lam_grid, np.minimum(last + 1, RATE_GRID - 1)[:, None], axis=1)[:, 0]
+    hi = np.where(last == RATE_GRID - 1, lo, hi)
+    for _ in range(BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        good = at(mid[:, None])[3][:, 0] & (last >= 0)
+        lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
+    slo_rate = np.where(last >= 0, lo, 0.0)
     gpus = np.array([s.gpus for s, _ in fitting], dtype=float)
     with np.errstate(divide="ignore"):
         replicas = np.where(slo_rate > 0, np.ceil(lam / np.where(slo_rate > 0, slo_rate, 1.0)), np.inf)
@@ -130,5 +148,26 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
     total = replicas * gpus
     order = np.lexsort((ttft[:, 0], gpus, total))  # fewest GPUs, then the smallest replica, then the lowest TTFT
     k = int(order[0])
+    # the knee on a fine linear grid of the chosen shape alone (the curve the app and report draw)
+    sel = ShapeGrid.of([fitting[k][0]], dev.link_bytes_per_s)
+    lam_k = capacity[k] * np.linspace(0.01, 0.99, KNEE_POINTS)
+    lk = loaded_state(costs, rates, calibration, requests_per_s=lam_k[None, :], capacity_requests_per_s=capacity[k],
+                      slots=slots[k], input_tokens=input_tokens, output_tokens=output_tokens,
+                      max_num_tokens=budget[k], chunked_prefill=engine.chunked_prefill, shape=sel, length_cv=length_cv)
+    mean = (lk.ttft_seconds + (output_tokens - 1) * lk.tpot_seconds)[0]
     return FleetChoice(fitting[k][0], int(replicas[k]), float(slo_rate[k]), True, "", best_ttft, best_tpot,
-                       len(shapes))
+                       len(shapes), knee(lam_k, mean))
+
+
+def knee(rates_per_s, mean_latency_s, factor: float = KNEE_FACTOR) -> float:
+    """The rate at which mean latency first reaches ``factor`` x its value at the lightest rate
+    (interpolated between the rates given; the last rate when it never does) [1/s]."""
+    lat = np.asarray(mean_latency_s, dtype=float)
+    rate = np.asarray(rates_per_s, dtype=float)
+    over = np.flatnonzero(~(lat < factor * lat[0]))  # inf (unstable) counts as over
+    if not over.size:
+        return float(rate[-1])
+    j = max(int(over[0]), 1)
+    if not np.isfinite(lat[j]):
+        return float(rate[j - 1])
+    return float(np.interp(factor * lat[0], lat[j - 1:j + 1], rate[j - 1:j + 1]))
