@@ -191,3 +191,18 @@ def test_scale_up_link_is_the_one_tensor_parallel_traffic_crosses(plans, name, l
     assert n.scaleup_link == link
     assert n.scaleup_per_gpu_bytes_per_s == pytest.approx(per_direction, rel=0.01)
     assert np.isfinite(n.scaleup_domain) and n.scaleup_domain >= 1
+
+
+def test_clear_caches_forgets_plans_and_the_same_plan_follows():
+    from aisize.plan import clear_caches
+    from aisize.plan import inference, job, training as plan_training
+    from aisize.serving import costs
+
+    s = preset("xe9680-genai")
+    before = plan(s)
+    memoised = (inference.plan_inference, plan_training.plan_training, job.job_inputs, costs.model_costs)
+    assert all(f.cache_info().currsize > 0 for f in memoised)
+    clear_caches()
+    assert all(f.cache_info().currsize == 0 for f in memoised)
+    after = plan(s)
+    assert (after.gpus, after.servers) == (before.gpus, before.servers)

@@ -26,16 +26,24 @@ from aisize.plan.storage import JobStorage, StoragePlan
 from aisize.plan.timeline import Timeline
 from aisize.plan.training import LayoutChoice, TrainingPlan
 
+# Packages whose memoised functions are planner results (catalog and price loads stay cached).
+_MEMOISED_PACKAGES = ("aisize.plan.", "aisize.serving.", "aisize.training.", "aisize.models.")
 
 
 def clear_caches() -> None:
-    """Forget every memoised planner result (benchmarks measure cold plans with it)."""
-    from aisize.plan import context, inference, job, storage, training
+    """Forget every memoised planner result (benchmarks measure cold plans with it).
 
-    for f in (context.resolve, context.params_of, context.mfu_range_for, inference.plan_inference,
-              inference._knee, job.job_inputs, job._layout_exists, storage._knee_iops,
-              training.plan_training):
-        f.cache_clear()
+    Finds the ``functools.lru_cache`` functions of the loaded planner, serving, training and
+    model modules rather than listing them, so that a renamed helper cannot break it.
+    """
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(_MEMOISED_PACKAGES):
+            continue
+        for f in vars(module).values():
+            if callable(getattr(f, "cache_clear", None)) and getattr(f, "__module__", None) == name:
+                f.cache_clear()
 
 
 __all__ = ["clear_caches", "plan", "Plan", "sweep", "compare", "findings", "Finding", "to_json", "write_csv", "write_excel",
