@@ -9,6 +9,8 @@ returns it as a float or a float ndarray.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable
 from numbers import Real
 
@@ -103,3 +105,20 @@ def scalar(name: str, value) -> float:
     if np.ndim(value) != 0:
         raise ValueError(f"{name}={value!r} is not allowed: must be a single number, not an array")
     return float(value)
+
+
+def read_file(name: str, path, limit_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``; ValueError if it is not one or holds more than ``limit_bytes``.
+
+    Opened without blocking (a FIFO does not wait for a writer) and checked on the open file itself, so a
+    device such as ``/dev/zero`` (which reports 0 bytes and never ends) is refused before anything is read.
+    OSError (missing, unreadable) is left to the caller, which knows what the file was for.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{name}={str(path)!r} is not a regular file (a folder, device, FIFO or socket)")
+        raw = file.read(limit_bytes + 1)
+    if len(raw) > limit_bytes:
+        raise ValueError(f"{name}={str(path)!r} is larger than allowed: at most {limit_bytes:,} bytes")
+    return raw

@@ -53,7 +53,7 @@ def _cmd_size(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from aisize.plan import sweep
+    from aisize.plan import defuse, sweep
     from aisize.plan.summary import parse_vary
     from aisize.scenario import load
 
@@ -61,7 +61,7 @@ def _cmd_sweep(args) -> int:
     table = sweep(load(args.scenario), path, values)
     if args.csv:
         try:
-            table.to_csv(args.csv, index=False)
+            defuse(table).to_csv(args.csv, index=False)
         except OSError as exc:
             raise ValueError(f"cannot write {args.csv}: {exc}") from None
         print(args.csv)
@@ -71,6 +71,7 @@ def _cmd_sweep(args) -> int:
 
 
 def _cmd_compare(args) -> int:
+    from aisize.plan import defuse
     from aisize.plan import plan as make_plan
     from aisize.plan.comparison import compare_text, comparison_dict, comparison_table
     from aisize.scenario import load
@@ -88,7 +89,7 @@ def _cmd_compare(args) -> int:
 
             sys.stdout.write(json.dumps(comparison_dict(a, b), indent=2, allow_nan=False) + "\n")
         elif args.csv:
-            comparison_table(a, b).to_csv(args.csv, index=False)
+            defuse(comparison_table(a, b)).to_csv(args.csv, index=False)
             print(args.csv)
         else:
             sys.stdout.write(compare_text(a, b))

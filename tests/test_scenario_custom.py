@@ -26,7 +26,7 @@ def data(tmp_path):
 
 
 def test_hf_model_and_custom_hardware_plan_save_and_reload(data, tmp_path):
-    s = from_dict(data)
+    s = from_dict(data, read_model_files=True)  # as `load` reads a scenario file given to the command line
     assert models.params(s.workloads[0].model).total == 7_615_616_512
     assert s.hardware.gpu == "site-gpu"
     text = dumps(s)
@@ -57,4 +57,4 @@ def test_bad_custom_entries_name_the_field(data, change, message):
     bad = copy.deepcopy(data)
     change(bad)
     with pytest.raises(ScenarioError, match=message):
-        from_dict(bad)
+        from_dict(bad, read_model_files=True)

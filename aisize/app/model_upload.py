@@ -10,7 +10,6 @@ next to the control while the last valid plan stays.
 from __future__ import annotations
 
 import html
-import json
 
 import ipywidgets as widgets
 
@@ -18,15 +17,12 @@ from aisize import models
 from aisize.app import controls as K
 from aisize.app.sections import selected
 from aisize.app.state import AppState, message
+from aisize.models.hf_config import parse_config
 from aisize.report.provenance import model_origin
 
 # A config.json is 1-10 kB; a saved scenario embeds it and must stay under the scenario file limit.
 MAX_CONFIG_BYTES = 100_000
 WHAT = "Hugging Face config.json"
-
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def config_from_upload(value) -> tuple[str, dict]:
@@ -37,16 +33,7 @@ def config_from_upload(value) -> tuple[str, dict]:
     unknown model_type lists the supported ones; a missing or bad key is named).
     """
     name, text = K.uploaded_text(value, WHAT, MAX_CONFIG_BYTES)
-    try:
-        config = json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{name}: not JSON ({error.msg} at line {error.lineno}, column {error.colno})") from None
-    except RecursionError:
-        raise ValueError(f"{name}: not a config.json (nested too deeply)") from None
-    except ValueError as error:  # NaN / Infinity
-        raise ValueError(f"{name}: not JSON ({error})") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{name}: a config.json holds a JSON object ({{...}}), not a {type(config).__name__}")
+    config = parse_config(text, name)
     models.from_hf_config(config, source=name)
     return name, config
 

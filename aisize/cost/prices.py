@@ -144,6 +144,9 @@ def check_overrides(overrides: dict, table: PriceTable | None = None) -> None:
         if id_ not in table and not id_.startswith("server-"):
             raise ValueError(f"cost.prices: {id_!r} is not a price id; ids: {', '.join(table.ids())}")
         _check_value(f"cost.prices.{id_}", value, table[id_].unit if id_ in table else "per server")
+        if id_ in table and table[id_].category == "cloud" and value == 0:  # break-even divides by it
+            raise ValueError(f"cost.prices.{id_}: 0 is not allowed: a cloud rate is more than 0 "
+                             f"({table[id_].unit})")
 
 
 def check_cloud_rate(id_: str) -> None:

@@ -18,12 +18,16 @@ import json
 from numbers import Integral
 from pathlib import Path
 
+from aisize import checks
 from aisize.catalog.records import Transformer
 from aisize.models.counts import transformer_params, validate
 
-__all__ = ["HfConfig", "from_hf_config", "read_config", "safetensors_total_bytes", "supported_model_types"]
+__all__ = ["HfConfig", "from_hf_config", "parse_config", "read_config", "safetensors_total_bytes", "supported_model_types"]
 
 MAX_CONFIG_BYTES = 5_000_000  # a config.json is a few kB; tokenizer or weight files are not configs
+MAX_CONFIG_DEPTH = 20  # a config.json nests 3 or 4 levels (text_config, rope_scaling, quantization_config)
+MAX_INDEX_BYTES = 64_000_000  # a safetensors index lists every tensor: a few MB for the largest models
+MAX_INT_DIGITS = 40  # every integer of a config (sizes, token ids) has fewer digits
 _REQUIRED = object()
 
 
@@ -87,7 +91,11 @@ class HfConfig:
 
 
 def read_config(config) -> tuple[dict, str]:
-    """(config dict, where it came from) from a dict, a config.json path or a folder holding one."""
+    """(config dict, where it came from) from a dict, a config.json path or a folder holding one.
+
+    A path is read only if it is a regular file (never a device such as ``/dev/zero`` or a FIFO,
+    which would never end or never answer), and at most :data:`MAX_CONFIG_BYTES` of it.
+    """
     if isinstance(config, dict):
         return config, "config dict"
     if not isinstance(config, (str, Path)):
@@ -96,15 +104,65 @@ def read_config(config) -> tuple[dict, str]:
     if path.is_dir():
         path = path / "config.json"
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ValueError(f"config={str(path)!r} is larger than {MAX_CONFIG_BYTES} bytes: not a config.json")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = parse_config(checks.read_file("config", path, MAX_CONFIG_BYTES).decode("utf-8"), str(path))
+    except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"config={str(config)!r} cannot be read as a config.json ({exc}); aisize reads "
                          "local files only: download config.json from the model's page first") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"config={str(path)!r} is not allowed: a config.json holds a JSON object")
     return data, str(path)
+
+
+class _LongInt:
+    """An integer too long to be a config value, kept unconverted so that its key can be named."""
+
+    def __init__(self, text: str):
+        self.digits = len(text.lstrip("-"))
+
+
+def _refuse_long_ints(value, path: str, source: str) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_long_ints(item, f"{path}.{key}" if path else str(key), source)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_long_ints(item, f"{path}[{index}]", source)
+    elif isinstance(value, _LongInt):
+        raise ValueError(f"config key {path[:80]!r}: an integer of {value.digits} digits is not a config value "
+                         f"(at most {MAX_INT_DIGITS} digits) ({source})")
+
+
+def _depth(value, level: int = 1) -> int:
+    if level > MAX_CONFIG_DEPTH or not isinstance(value, (dict, list)):
+        return level
+    items = value.values() if isinstance(value, dict) else value
+    return max((_depth(v, level + 1) for v in items), default=level)
+
+
+def parse_config(text: str, source: str) -> dict:
+    """A config.json's text as a dict; ValueError naming ``source`` for anything a config.json is not.
+
+    Refused: invalid JSON (with line and column), NaN or Infinity, nesting deeper than
+    :data:`MAX_CONFIG_DEPTH`, an integer longer than :data:`MAX_INT_DIGITS` (its key named), or
+    anything but a JSON object.
+    """
+    def no_constant(name: str):
+        raise ValueError(f"{source}: {name} is not a JSON number")
+
+    def integer(digits: str):
+        return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else _LongInt(digits)
+
+    try:
+        data = json.loads(text, parse_constant=no_constant, parse_int=integer)
+        deep = _depth(data) > MAX_CONFIG_DEPTH
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{source}: not JSON ({error.msg} at line {error.lineno}, column {error.colno})") from None
+    except RecursionError:
+        deep = True
+    if deep:
+        raise ValueError(f"{source}: not a config.json (nested too deeply: more than {MAX_CONFIG_DEPTH} levels)")
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: a config.json holds a JSON object ({{...}}), not a {type(data).__name__}")
+    _refuse_long_ints(data, "", source)
+    return data
 
 
 def supported_model_types() -> tuple[str, ...]:
@@ -192,8 +250,8 @@ def safetensors_total_bytes(path) -> int | None:
     if not index.is_file():
         return None
     try:
-        total = json.loads(index.read_text(encoding="utf-8"))["metadata"]["total_size"]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        total = json.loads(checks.read_file("index", index, MAX_INDEX_BYTES))["metadata"]["total_size"]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, KeyError, TypeError) as exc:
         raise ValueError(f"{index} cannot be read: no metadata.total_size ({exc})") from None
     if not isinstance(total, Integral) or isinstance(total, bool) or total <= 0:
         raise ValueError(f"{index}: metadata.total_size={total!r} is not a positive whole number of bytes")

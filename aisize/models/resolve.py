@@ -65,7 +65,7 @@ def _from_json(kind: str, text: str) -> Transformer:
         from aisize.models.hf_config import from_hf_config
 
         # a scenario embeds the file's content in "config" and keeps the path as its source
-        config = data.get("config") or data["hf_config"]
+        config = data["config"] if data.get("config") is not None else data["hf_config"]  # {} is no path
         source = data.get("source") or (data["hf_config"] if isinstance(data["hf_config"], str) else None)
         return from_hf_config(config, id=data.get("id"), source=source)
     return from_fields(data)

@@ -22,6 +22,7 @@ from aisize.plan.placement import Placement
 from aisize.plan.job import CheckpointResult
 from aisize.plan.queues import concurrency_curve, latency_curve, storage_latency_curve
 from aisize.plan.sensitivity import compare, sweep
+from aisize.plan.spreadsheet import defuse
 from aisize.plan.storage import JobStorage, StoragePlan
 from aisize.plan.timeline import Timeline
 from aisize.plan.training import LayoutChoice, TrainingPlan
@@ -47,6 +48,7 @@ def clear_caches() -> None:
 
 
 __all__ = ["clear_caches", "plan", "Plan", "sweep", "compare", "findings", "Finding", "to_json", "write_csv", "write_excel",
+           "defuse",
            "bom_table", "TrainingPlan", "InferencePlan", "StoragePlan", "NetworkPlan", "JobStorage",
            "CheckpointResult", "LayoutChoice", "latency_curve", "storage_latency_curve", "concurrency_curve",
            "layout_candidates", "gpus_vs_days", "PoolPlan", "CostPlan", "JobStreamPlan", "job_wait_curve",

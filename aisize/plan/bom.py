@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from aisize.plan.spreadsheet import defuse
 from aisize.units import GB, TB
 
 SIGNIFICANT = 6  # floats in JSON keep 6 significant digits
@@ -198,19 +199,20 @@ TABLES = {"bom": bom_table, "cost": cost_table, "placement": placement_table, "t
 
 
 def write_csv(plan, out_dir) -> list[Path]:
-    """Write one CSV per table of :data:`TABLES` (bom.csv, cost.csv, ..., findings.csv) into ``out_dir``."""
+    """Write one CSV per table of :data:`TABLES` (bom.csv, cost.csv, ..., findings.csv) into ``out_dir``
+    (text that would start a formula is defused: :mod:`aisize.plan.spreadsheet`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, table in TABLES.items():
         path = out / f"{name}.csv"
-        table(plan).to_csv(path, index=False)
+        defuse(table(plan)).to_csv(path, index=False)
         paths.append(path)
     return paths
 
 
 def write_excel(plan, path) -> Path:
-    """Write one Excel workbook with a sheet per table (needs openpyxl)."""
+    """Write one Excel workbook with a sheet per table (needs openpyxl; text defused as in :func:`write_csv`)."""
     import importlib.util
 
     if importlib.util.find_spec("openpyxl") is None:
@@ -218,5 +220,5 @@ def write_excel(plan, path) -> Path:
     path = Path(path)
     with pd.ExcelWriter(path, engine="openpyxl") as xl:
         for name, table in TABLES.items():
-            table(plan).to_excel(xl, sheet_name=name, index=False)
+            defuse(table(plan)).to_excel(xl, sheet_name=name, index=False)
     return path

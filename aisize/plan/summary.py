@@ -74,6 +74,7 @@ def _value(text: str):
 
 
 MAX_VARY = 1e15  # beyond every scenario field's range, and within float64's exact integers
+MAX_VARY_VALUES = 1000  # plans in one sweep, as LO:HI:N or a comma list
 
 
 def parse_vary(spec: str) -> tuple[str, list]:
@@ -84,11 +85,15 @@ def parse_vary(spec: str) -> tuple[str, list]:
     if rest.count(":") == 2 and "," not in rest:
         lo, hi, n = (_value(x) for x in rest.split(":"))
         if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) <= MAX_VARY
-                   for x in (lo, hi)) or not isinstance(n, int) or not 1 <= n <= 1000:
+                   for x in (lo, hi)) or not isinstance(n, int) or not 1 <= n <= MAX_VARY_VALUES:
             raise ValueError(f"--vary {spec!r} is not allowed: LO and HI must be numbers from -1e15 to 1e15 "
                              "and N a whole number from 1 to 1000")
         values = np.linspace(lo, hi, n)
         if isinstance(lo, int) and isinstance(hi, int):
             return path, sorted({int(round(v)) for v in values})
         return path, [float(v) for v in values]
-    return path, [_value(x.strip()) for x in rest.split(",") if x.strip()]
+    values = [x.strip() for x in rest.split(",") if x.strip()]
+    if len(values) > MAX_VARY_VALUES:
+        raise ValueError(f"--vary {spec[:80]!r}...: {len(values)} values is not allowed: at most "
+                         f"{MAX_VARY_VALUES} values (each is a whole plan)")
+    return path, [_value(x) for x in values]

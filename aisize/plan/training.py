@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from aisize import models
 from aisize.compute import chinchilla, energy_joules, gpu_hours
 from aisize.host import host_for_server
 from aisize.plan import context as C
@@ -184,6 +185,11 @@ def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput
                         "runs)"), None
 
 
+def _model_name(model) -> str:
+    """A workload's model as a name: its catalog id, else the id of the record it builds (never a config dict)."""
+    return model if isinstance(model, str) else models.resolve(model).id
+
+
 def _frugal(tp: int):
     from aisize.scenario import Layout
 
@@ -249,7 +255,7 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
     if step_pred is not None and gp:  # the job's steps at the predicted step time, stretched by the same goodput
         predicted_days = float(tokens / (lay.global_batch * seq) * step_pred / gp / DAY)
     return TrainingPlan(
-        w.name, w.team, w.model, kind, dataset_id, w.method, gpus, servers, params, job.checkpoint_params,
+        w.name, w.team, _model_name(w.model), kind, dataset_id, w.method, gpus, servers, params, job.checkpoint_params,
         tokens, samples,
         job.flops, float(job.peak_flops_per_s), float(mfu_used), mfu_pred, step_pred,
         gp, seconds, days, w.target_days,

@@ -20,7 +20,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from aisize.scenario.model import SCHEMA_VERSION, Scenario
+from aisize import checks
+from aisize.scenario.model import READ_MODEL_FILES, SCHEMA_VERSION, Scenario
 
 MAX_FILE_BYTES = 1_000_000  # a scenario is a page of text; anything larger is not one
 MAX_DEPTH = 12
@@ -97,8 +98,20 @@ def _refuse_unreadable_numbers(data, path: tuple = ()) -> None:
                             f"{sys.float_info.min:.3g}), not a value any field allows (write 0 if zero is meant)")
 
 
-def from_dict(data) -> Scenario:
-    """Validate a plain dict (parsed YAML/JSON, or built by the app) into a Scenario."""
+def from_dict(data, *, read_model_files: bool = False) -> Scenario:
+    """Validate a plain dict (parsed YAML/JSON, or built by the app) into a Scenario.
+
+    ``read_model_files``: a model's ``hf_config`` may name a config.json on disk (a file the user
+    gave the command line); otherwise the config must be embedded.
+    """
+    token = READ_MODEL_FILES.set(read_model_files)
+    try:
+        return _from_dict(data)
+    finally:
+        READ_MODEL_FILES.reset(token)
+
+
+def _from_dict(data) -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"a scenario must be a mapping of keys to values, got {type(data).__name__}")
     if _depth(data) > MAX_DEPTH:
@@ -117,8 +130,9 @@ def from_dict(data) -> Scenario:
     return scenario
 
 
-def loads(text: str, *, fmt: str = "yaml") -> Scenario:
-    """Parse scenario text; ``fmt`` is "yaml" or "json" (YAML also reads JSON)."""
+def loads(text: str, *, fmt: str = "yaml", read_model_files: bool = False) -> Scenario:
+    """Parse scenario text; ``fmt`` is "yaml" or "json" (YAML also reads JSON); ``read_model_files`` as
+    in :func:`from_dict`."""
     if len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES:
         raise ScenarioError(f"scenario text is larger than {MAX_FILE_BYTES} bytes")
     try:
@@ -126,7 +140,7 @@ def loads(text: str, *, fmt: str = "yaml") -> Scenario:
     except (yaml.YAMLError, json.JSONDecodeError, RecursionError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ScenarioError(f"scenario is not valid {fmt.upper()}: {first}") from None
-    return from_dict(data)
+    return from_dict(data, read_model_files=read_model_files)
 
 
 def _json(text: str):
@@ -208,17 +222,16 @@ def _safe_yaml(text: str):
 
 
 def load(path) -> Scenario:
-    """Read a scenario file (.yaml, .yml or .json)."""
+    """Read a scenario file (.yaml, .yml or .json); its models may name config.json files on disk."""
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ScenarioError(f"{path}: file is {size} bytes; a scenario is at most {MAX_FILE_BYTES}")
-        text = path.read_text(encoding="utf-8")
+        text = checks.read_file("scenario", path, MAX_FILE_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{path}: cannot be read ({exc})") from None
+    except ValueError as exc:  # not a regular file, or larger than a scenario
+        raise ScenarioError(str(exc)) from None
     try:
-        return loads(text, fmt="json" if path.suffix.lower() == ".json" else "yaml")
+        return loads(text, fmt="json" if path.suffix.lower() == ".json" else "yaml", read_model_files=True)
     except ScenarioError as exc:
         raise ScenarioError(f"{path}: {exc}") from None
 

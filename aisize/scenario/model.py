@@ -10,6 +10,7 @@ to a default.
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
@@ -18,6 +19,10 @@ from aisize import catalog, models
 from aisize.models.hf_config import read_config
 
 SCHEMA_VERSION = 1
+
+# A config.json on disk is read only for a scenario file given to the command line (io.load sets this):
+# in a scenario from the app or any dict, a path could name any file the server can read.
+READ_MODEL_FILES: ContextVar[bool] = ContextVar("aisize_read_model_files", default=False)
 
 Name = Annotated[str, Field(min_length=1, max_length=80, pattern=r"^[\w .,:'()/+-]+$")]
 Positive = Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)]
@@ -74,8 +79,9 @@ class HfConfigModel(_Hashable):
     """A model read from a Hugging Face ``config.json`` (never the Hub).
 
     ``hf_config`` is the file's path (or a folder holding it); the file's content is
-    embedded in ``config`` when the scenario is read, so a saved scenario stands alone
-    (the app fills ``config`` from an uploaded file and names the upload in ``hf_config``).
+    embedded in ``config`` when a scenario file given to the command line is read, so a saved
+    scenario stands alone (the app fills ``config`` from an uploaded file and names the upload
+    in ``hf_config``). Anywhere else ``config`` is required: no path is read.
     """
 
     hf_config: Annotated[str, Field(min_length=1, max_length=1000)]
@@ -86,6 +92,10 @@ class HfConfigModel(_Hashable):
     @classmethod
     def _embed(cls, data):
         if isinstance(data, dict) and data.get("config") is None and isinstance(data.get("hf_config"), str):
+            if not READ_MODEL_FILES.get():  # the same words whatever the path names: nothing about it leaks
+                raise ValueError("a config.json path is read only from a scenario file given to the command "
+                                 "line: embed the config here ({hf_config: NAME, config: {...}}) or upload "
+                                 "the config.json in the app")
             data = {**data, "config": read_config(data["hf_config"])[0]}
         return data
 
