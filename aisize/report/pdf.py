@@ -4,13 +4,17 @@ Playwright cannot download its own browser here, so Debian's ``/usr/bin/chromium
 is launched with the flags that stop it reaching the internet at start, and
 every request the page makes other than the report file itself is aborted.
 Print CSS sets A4 pages with margins and keeps tables, figures and output
-cells whole across page breaks.
+cells whole across page breaks. Called from a running asyncio loop (the app's
+button, in the kernel), it prints from a worker thread: Playwright's sync API
+refuses to run inside a loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from aisize.report.execute import ReportError
@@ -65,16 +69,29 @@ def to_pdf(html_path: Path, pdf_path: Path, *, footer: str = "") -> Path:
     footer : text at the bottom left of every page (e.g. title and customer).
     """
     try:
-        from playwright.sync_api import Error as PlaywrightError
-        from playwright.sync_api import sync_playwright
+        import playwright.sync_api  # noqa: F401
     except ImportError:
         raise ReportError("PDF", "needs the playwright package (pip install playwright); "
                           "the HTML report was written") from None
 
-    url = Path(html_path).resolve().as_uri()
     chromium = chromium_path()
     if chromium is None:
         raise ReportError("PDF", missing_chromium_message())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop here (the CLI, papermill): print in this thread
+        _print(chromium, html_path, pdf_path, footer)
+    else:  # an app callback in the kernel's loop, where the sync API refuses to run: a thread without one
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="aisize-pdf") as worker:
+            worker.submit(_print, chromium, html_path, pdf_path, footer).result()
+    return pdf_path
+
+
+def _print(chromium: Path, html_path: Path, pdf_path: Path, footer: str) -> None:
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    url = Path(html_path).resolve().as_uri()
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS, headless=True)
@@ -94,4 +111,3 @@ def to_pdf(html_path: Path, pdf_path: Path, *, footer: str = "") -> Path:
     except PlaywrightError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ReportError("PDF", f"Chromium failed: {first}") from exc
-    return pdf_path
