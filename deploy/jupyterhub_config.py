@@ -2,12 +2,13 @@
 
 One URL for a team: people sign up at /hub/signup, an admin approves them at /hub/authorize,
 and each then gets their own aisize workbook (their own server and scenario) at /user/NAME/,
-the page they land on after login. Idle servers are culled after an hour.
+the page they land on after login. Servers with no activity for an hour are culled.
 
 ``aisize team`` sets the environment this file reads:
 
 - ``AISIZE_TEAM_STATE``: folder for the hub's database, cookie secret and users' folders;
-- ``AISIZE_TEAM_ADMIN``: the admin user (default ``admin``; sign up with that name first);
+- ``AISIZE_TEAM_ADMIN``: the admin user (default ``admin``); the hub creates that account when it
+  first starts and writes its first password to ``admin-password`` in the state folder;
 - ``AISIZE_TEAM_HOSTS``: comma-separated host names people reach the hub by, other than an IP
   address or localhost (each user's server refuses other names: DNS rebinding);
 - ``AISIZE_PROXY``: configurable-http-proxy (from npm; ``make team`` installs it).
@@ -24,34 +25,45 @@ from pathlib import Path
 
 import nativeauthenticator
 
+import aisize.app
+
 c = get_config()  # noqa: F821 -- provided by JupyterHub when it runs this file
 
 state = Path(os.environ.get("AISIZE_TEAM_STATE") or os.getcwd())
 hosts = [h for h in os.environ.get("AISIZE_TEAM_HOSTS", "").split(",") if h]
 
-# Login: a real password store in the hub's database; nobody gets in until an admin approves them.
-c.JupyterHub.authenticator_class = "native"
-c.JupyterHub.template_paths = [str(Path(nativeauthenticator.__file__).parent / "templates")]
-c.NativeAuthenticator.open_signup = False
-c.NativeAuthenticator.minimum_password_length = 10
-c.NativeAuthenticator.check_common_password = True
-c.NativeAuthenticator.allowed_failed_logins = 5
-c.NativeAuthenticator.seconds_before_next_try = 120
+# Login: NativeAuthenticator's password store, with aisize's rules (aisize.app.team_auth): names of
+# lower-case ASCII, admins named here only, approvals by POST with the hub's XSRF token, limits on
+# sign-ups and failed logins per client, bcrypt off the event loop. Nobody gets in until approved.
+c.JupyterHub.authenticator_class = "aisize.app.team_auth.TeamAuthenticator"
+c.JupyterHub.template_paths = [str(Path(aisize.app.__file__).parent / "jupyter" / "hub_templates"),
+                               str(Path(nativeauthenticator.__file__).parent / "templates")]
+c.TeamAuthenticator.open_signup = False
+c.TeamAuthenticator.minimum_password_length = 10
+c.TeamAuthenticator.check_common_password = True
+c.TeamAuthenticator.allowed_failed_logins = 5  # per client address and name, in any 120 s
+c.TeamAuthenticator.seconds_before_next_try = 120
+c.TeamAuthenticator.admin_password_file = str(state / "admin-password")
 c.Authenticator.admin_users = {os.environ.get("AISIZE_TEAM_ADMIN") or "admin"}
 c.Authenticator.allow_all = True  # who may log in is decided by the admin's approval above
 
 # Per-user servers: the aisize workbook is the whole server, so it is the page after login.
 c.JupyterHub.spawner_class = "aisize.app.team_hub.AppSpawner"
 c.Spawner.args = [f"--allow-host={h}" for h in hosts]
+# Each process of a user's server (server, each tab's kernel, a report's kernel, Chromium) holds at
+# most this much data (RLIMIT_DATA); one tab's kernel holds about 300 MiB (README).
+c.Spawner.mem_limit = "1G"
 c.Spawner.start_timeout = 120  # a 2-core machine starting several servers at once is slow
 c.Spawner.http_timeout = 120
 c.JupyterHub.redirect_to_server = True
 
-# The proxy in front of the hub and every user's server.
+# The proxy in front of the hub and every user's server; its traffic does not count as activity.
+c.JupyterHub.proxy_class = "aisize.app.team_hub.ActivityBlindProxy"
 c.ConfigurableHTTPProxy.command = [os.environ.get("AISIZE_PROXY") or "configurable-http-proxy"]
 c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")
 
-# Idle servers are stopped after an hour (their memory comes back); people just log in again.
+# Servers whose kernels did nothing for an hour are stopped (their memory comes back), even with a
+# tab open; people just log in again. Users' servers report their kernels' activity to the hub.
 c.JupyterHub.services = [{"name": "idle-culler",
                           "command": [sys.executable, "-m", "jupyterhub_idle_culler", "--timeout=3600",
                                       "--cull-every=300"]}]

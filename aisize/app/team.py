@@ -32,6 +32,8 @@ from aisize.app import serve
 
 HUB_IDENTITY = "aisize.app.team_hub.HubIdentityProvider"
 HUB_AUTHORIZER = "jupyterhub.singleuser.extension.JupyterHubAuthorizer"
+HUB_KERNELS = "aisize.app.team_hub.ActivityKernelManager"  # reports kernel activity to the idle culler
+ADMIN_PASSWORD_FILE = "admin-password"  # in the state folder: the admin account's first password
 PROXY = "configurable-http-proxy"
 USER_POOL_SIZE = 0  # no preheated kernel per user: half the memory, a few seconds more to open
 USER_MAX_SESSIONS = 4  # tabs one user may have open at once
@@ -60,6 +62,7 @@ def user_server_command(argv: list[str], env: dict[str, str]) -> list[str]:
     parser.add_argument("--pool-size", type=int, default=USER_POOL_SIZE)
     parser.add_argument("--max-sessions", type=int, default=USER_MAX_SESSIONS)
     parser.add_argument("--allow-host", action="append", default=[])
+    parser.add_argument("--activity-interval", type=float, default=60.0, help="seconds between activity reports")
     args = parser.parse_args(argv)
     missing = [k for k in ("JUPYTERHUB_SERVICE_URL", "JUPYTERHUB_SERVICE_PREFIX", "JUPYTERHUB_API_TOKEN")
                if not env.get(k)]
@@ -70,7 +73,9 @@ def user_server_command(argv: list[str], env: dict[str, str]) -> list[str]:
                                   base_url=env["JUPYTERHUB_SERVICE_PREFIX"], pool_size=args.pool_size,
                                   max_sessions=args.max_sessions, allowed_hosts=tuple(args.allow_host))
     return command + [f"--Voila.identity_provider_class={HUB_IDENTITY}",
-                      f"--Voila.authorizer_class={HUB_AUTHORIZER}"]
+                      f"--Voila.authorizer_class={HUB_AUTHORIZER}",
+                      f"--VoilaConfiguration.multi_kernel_manager_class={HUB_KERNELS}",
+                      f"--ActivityKernelManager.activity_interval_seconds={args.activity_interval}"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,6 +117,12 @@ def run(*, ip: str = "127.0.0.1", port: int = 8000, state_dir: str = "aisize-tea
     except ImportError:
         print("aisize team: needs JupyterHub: pip install 'aisize[team]' (make team does it)", file=sys.stderr)
         return 1
+    from aisize.app.team_limits import username_problem
+
+    problem = username_problem(admin, reserved_ok=True)
+    if problem:
+        print(f"aisize team: --admin {admin!r} is not allowed: {problem}", file=sys.stderr)
+        return 2
     if find_proxy() is None:
         print(f"aisize team: needs {PROXY} from npm: npm install --prefix {Path(sys.prefix) / 'node'} "
               f"{PROXY} (make team does it), or set AISIZE_PROXY", file=sys.stderr)
@@ -120,8 +131,8 @@ def run(*, ip: str = "127.0.0.1", port: int = 8000, state_dir: str = "aisize-tea
     state.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o700)  # the hub's database, cookie secret and users' folders
     shown = "127.0.0.1" if ip in ("0.0.0.0", "") else ip
-    print(f"aisize team: http://{shown}:{port}/  (admin user '{admin}': sign up first at /hub/signup; "
-          f"state in {state}; Ctrl-C stops it)", flush=True)
+    print(f"aisize team: http://{shown}:{port}/  (admin user '{admin}': its first password is in "
+          f"{state / ADMIN_PASSWORD_FILE}; state in {state}; Ctrl-C stops it)", flush=True)
     command = hub_command(ip=ip, port=port)
     os.chdir(state)
     os.execve(command[0], command, hub_environment(state, admin=admin, allowed_hosts=allowed_hosts))
@@ -135,10 +146,15 @@ class Hub:
     url: str
     process: subprocess.Popen
     log_path: Path
+    state_dir: Path
     seen: set = field(default_factory=set)  # pids of every process seen under the hub
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def admin_password(self) -> str:
+        """The admin account's first password, which the hub wrote when it created the account."""
+        return (self.state_dir / ADMIN_PASSWORD_FILE).read_text(encoding="utf-8").splitlines()[1]
 
     def processes(self) -> list:
         """The hub's descendants now (proxy, idle culler, users' servers, their kernels); remembered."""
@@ -191,7 +207,7 @@ def start_hub(state_dir: Path, log_path: Path, *, port: int | None = None, admin
         process = subprocess.Popen(hub_command(ip="127.0.0.1", port=port, config=config),
                                    env=hub_environment(state_dir, admin=admin), cwd=state_dir, stdout=out,
                                    stderr=subprocess.STDOUT, start_new_session=True)
-    hub = Hub(f"http://127.0.0.1:{port}/", process, log_path)
+    hub = Hub(f"http://127.0.0.1:{port}/", process, log_path, state_dir)
     deadline = time.monotonic() + timeout_seconds
     while process.poll() is None and time.monotonic() < deadline:
         try:

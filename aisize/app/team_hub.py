@@ -4,19 +4,35 @@
   the hub's own system user in a folder of its own: people are users of the hub, not of the machine.
   The server runs no Jupyter server and executes no code sent from the browser, so users sharing a
   system account cannot reach each other through it.
+  Each of its processes (the server, each tab's kernel, a report's kernel and Chromium) may hold at
+  most ``mem_limit`` of data (``RLIMIT_DATA``): a runaway read or allocation fails with MemoryError in
+  that process instead of taking the machine. Only names of the hub's policy are started.
 - :class:`HubIdentityProvider`: JupyterHub's OAuth identity provider for Voila's standalone server,
   with its login callback mounted under the user's prefix (Voila does not prefix its handlers).
+- :class:`ActivityKernelManager`: the user's server tells the hub when its kernels last did something
+  (ran code for a widget message, started, stopped), and :class:`ActivityBlindProxy` stops the hub
+  from counting bytes through the proxy as activity: an open but untouched tab keeps its websocket
+  alive with a ping every 30 s, which kept its server from ever being culled.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import sys
 
 from jupyter_server.utils import url_path_join
+from jupyterhub.proxy import ConfigurableHTTPProxy
 from jupyterhub.singleuser.extension import JupyterHubIdentityProvider
 from jupyterhub.spawner import LocalProcessSpawner
-from traitlets import Unicode, default
+from tornado import web
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+from tornado.ioloop import PeriodicCallback
+from traitlets import Float, Unicode, default
+
+from aisize.app.guard import GuardedKernelManager
+from aisize.app.team_limits import username_problem
 
 
 class AppSpawner(LocalProcessSpawner):
@@ -34,12 +50,20 @@ class AppSpawner(LocalProcessSpawner):
         state = os.environ.get("AISIZE_TEAM_STATE") or os.getcwd()
         return self.home_dir_template.format(state=state, username=self.user.name)
 
+    async def start(self):
+        problem = username_problem(self.user.name, reserved_ok=self.user.admin)
+        if problem:  # an account from before the name policy: refused now, not after a two-minute wait
+            raise web.HTTPError(403, f"no server for {self.user.name[:40]!r}: {problem}; ask the admin")
+        return await super().start()
+
     def make_preexec_fn(self, name):
-        home = self.home_dir
+        home, limit = self.home_dir, self.mem_limit
 
         def preexec():  # no setuid, unlike LocalProcessSpawner: hub users are not system users
             os.makedirs(home, 0o700, exist_ok=True)
             os.chdir(home)
+            if limit:  # inherited by every process the server starts
+                resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
         return preexec
 
@@ -61,3 +85,55 @@ class HubIdentityProvider(JupyterHubIdentityProvider):
     def get_handlers(self):
         prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
         return [(url_path_join(prefix, path), *rest) for path, *rest in super().get_handlers()]
+
+
+class ActivityBlindProxy(ConfigurableHTTPProxy):
+    """configurable-http-proxy without its per-route ``last_activity``: traffic is not activity.
+
+    The hub copies each route's last activity into the server's, and an open tab's websocket carries
+    a ping every 30 s; users' servers report their real activity themselves (:class:`ActivityKernelManager`).
+    """
+
+    async def get_all_routes(self, client=None):
+        routes = await super().get_all_routes(client)
+        for route in routes.values():
+            if "user" in route.get("data", {}):
+                route["data"].pop("last_activity", None)
+        return routes
+
+
+class ActivityKernelManager(GuardedKernelManager):
+    """The user's server's kernel manager: every ``activity_interval_seconds`` it tells the hub the last time
+    a kernel did something, if that changed (the hub's idle culler stops servers idle past its timeout)."""
+
+    activity_interval_seconds = Float(60.0, min=1.0, config=True, help="how often activity is reported [s]")
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._reported = None
+        self._reporter: PeriodicCallback | None = None
+
+    def initialize_culler(self):
+        super().initialize_culler()
+        if self._reporter is None and os.environ.get("JUPYTERHUB_ACTIVITY_URL"):
+            self._reporter = PeriodicCallback(self.report_activity, self.activity_interval_seconds * 1000)
+            self._reporter.start()
+
+    async def report_activity(self) -> bool:
+        """POST the kernels' last activity to the hub if it is newer than the last report; True if sent."""
+        last = self.last_kernel_activity
+        if last is None or (self._reported is not None and last <= self._reported):
+            return False
+        stamp = last.isoformat().replace("+00:00", "Z")
+        body = {"last_activity": stamp,
+                "servers": {os.environ.get("JUPYTERHUB_SERVER_NAME", ""): {"last_activity": stamp}}}
+        request = HTTPRequest(os.environ["JUPYTERHUB_ACTIVITY_URL"], method="POST", body=json.dumps(body),
+                              headers={"Authorization": f"token {os.environ.get('JUPYTERHUB_API_TOKEN', '')}",
+                                       "Content-Type": "application/json"}, request_timeout=30)
+        try:
+            await AsyncHTTPClient().fetch(request)
+        except (HTTPClientError, OSError) as error:
+            self.log.warning("Could not report activity to the hub: %s", error)
+            return False
+        self._reported = last
+        return True
