@@ -72,9 +72,10 @@ def user_server_command(argv: list[str], env: dict[str, str]) -> list[str]:
     command = serve.build_command(port=where.port, host=where.hostname or "127.0.0.1",
                                   base_url=env["JUPYTERHUB_SERVICE_PREFIX"], pool_size=args.pool_size,
                                   max_sessions=args.max_sessions, allowed_hosts=tuple(args.allow_host))
+    kernels = f"--VoilaConfiguration.multi_kernel_manager_class={HUB_KERNELS}"  # the guarded one, reporting
+    command = [kernels if a.startswith(kernels.split("=")[0] + "=") else a for a in command]
     return command + [f"--Voila.identity_provider_class={HUB_IDENTITY}",
                       f"--Voila.authorizer_class={HUB_AUTHORIZER}",
-                      f"--VoilaConfiguration.multi_kernel_manager_class={HUB_KERNELS}",
                       f"--ActivityKernelManager.activity_interval_seconds={args.activity_interval}"]
 
 

@@ -45,6 +45,9 @@ FAILED_LOGIN = "Invalid username or password, or the account is waiting for the 
 class TeamAuthenticator(NativeAuthenticator):
     """NativeAuthenticator with the rules above; see the module's docstring."""
 
+    allowed_failed_logins = Integer(5, config=True, help="failed logins per client address and name in "
+                                    "seconds_before_next_try; past that, that address waits for that name")
+    seconds_before_next_try = Integer(120, config=True, help="the window of allowed_failed_logins [s]")
     admin_password_file = Unicode("admin-password", config=True,
                                   help="where the first password of an admin account created at start is written")
     signups_per_client = Integer(5, config=True, help="sign-ups one client address may make per hour")
@@ -57,7 +60,7 @@ class TeamAuthenticator(NativeAuthenticator):
         super().__init__(*args, **kwargs)
         window = self.seconds_before_next_try
         self.signups = SlidingWindow(self.signups_per_client, 3600)
-        self.failed_by_name = SlidingWindow(max(1, self.allowed_failed_logins), window)
+        self.failed_by_name = SlidingWindow(self.allowed_failed_logins, window)
         self.failed_by_client = SlidingWindow(self.failed_logins_per_client, 5 * window)
         for name in sorted(self.admin_users):
             self._create_admin_account(name)

@@ -1,0 +1,211 @@
+"""The team server's parts on their own (issue 22): rules, limits, hashing, the spawner's memory limit,
+activity reports. Fast; the live hub is in test_team_security.py and test_team_hub.py."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from aisize.app.team_limits import SlidingWindow, password_bytes, username_problem
+
+needs_hub = pytest.mark.skipif(importlib.util.find_spec("jupyterhub") is None
+                               or importlib.util.find_spec("nativeauthenticator") is None,
+                               reason="JupyterHub is not installed (pip install -e '.[team]')")
+
+
+@pytest.mark.parametrize("name, ok", [
+    ("alice", True), ("bob.smith", True), ("r2-d2_x", True), ("a" * 32, True), ("0day", True),
+    ("a" * 33, False), ("Alice", False), ("carol@example.com", False), ("josé", False), ("a+b", False),
+    ("\u0430dmin", False), ("ad\u200bmin", False), ("x\ty", False), ("-x", False), (".x", False), ("", False),
+    ("admin", False), ("root", False), ("hub", False),
+])
+def test_the_name_rule(name, ok):
+    assert (username_problem(name) is None) == ok
+
+
+def test_a_reserved_name_is_fine_for_an_admin_named_in_the_configuration():
+    assert username_problem("admin", reserved_ok=True) is None
+    assert username_problem("Admin", reserved_ok=True) is not None
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_wrong_try_every_two_minutes_blocks_nobody_for_good():
+    clock = Clock()
+    window = SlidingWindow(5, 120, clock=clock)
+    for _ in range(5):
+        window.hit("attacker")
+        clock.now += 1
+    assert window.wait_seconds("attacker") > 0 and window.wait_seconds("someone else") == 0
+    clock.now += 120
+    for _ in range(10):  # one wrong try every two minutes: never blocked
+        assert window.wait_seconds("attacker") == 0
+        window.hit("attacker")
+        clock.now += 120
+
+
+def test_passwords_past_72_bytes_hash_whole():
+    import bcrypt
+
+    short, long = "kurz-und-gut-1", "x" * 72 + "tail"
+    assert password_bytes(short) == short.encode()  # accounts from before keep their hashes
+    assert len(password_bytes(long)) == 44 and password_bytes(long) != password_bytes("x" * 72 + "liat")
+    hashed = bcrypt.hashpw(password_bytes(long), bcrypt.gensalt(4))
+    assert bcrypt.checkpw(password_bytes(long), hashed) and not bcrypt.checkpw(password_bytes("x" * 72), hashed)
+
+
+@pytest.fixture
+def authenticator(tmp_path):
+    from jupyterhub import orm
+
+    from aisize.app.team_auth import TeamAuthenticator
+
+    db = orm.new_session_factory("sqlite://")()
+    return TeamAuthenticator(_deprecated_db_session=db, admin_users={"alice"},
+                             admin_password_file=str(tmp_path / "admin-password"), minimum_password_length=10)
+
+
+@needs_hub
+def test_the_admin_account_comes_from_the_configuration(authenticator, tmp_path):
+    name, password = (tmp_path / "admin-password").read_text().splitlines()
+    assert name == "alice" and len(password) >= 20 and oct((tmp_path / "admin-password").stat().st_mode)[-3:] == "600"
+    account = authenticator.get_user("alice")
+    assert account.is_authorized and asyncio.run(authenticator.password_matches(account, password))
+    assert authenticator.signup_problem("alice") and authenticator.signup_problem("ALICE")
+
+
+@needs_hub
+def test_bcrypt_runs_off_the_event_loop(authenticator):
+    """While a password is hashed, the hub's loop keeps serving (it ticks every 10 ms meanwhile)."""
+    async def hash_while_ticking():
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        task = asyncio.create_task(ticker())
+        await authenticator.hash_password("a-password-of-ours")
+        task.cancel()
+        return ticks
+
+    assert asyncio.run(hash_while_ticking()) >= 3
+
+
+@needs_hub
+def test_failed_logins_block_that_client_and_name_only(authenticator, tmp_path):
+    password = (tmp_path / "admin-password").read_text().splitlines()[1]
+
+    def handler(address):
+        return SimpleNamespace(request=SimpleNamespace(remote_ip=address))
+
+    def log_in(address, secret):
+        return asyncio.run(authenticator.authenticate(handler(address), {"username": "alice", "password": secret}))
+
+    for _ in range(5):
+        assert log_in("10.0.0.66", "wrong-password") is None
+    assert log_in("10.0.0.66", password) is None  # blocked there, even with the right password
+    assert log_in("10.0.0.7", password) == "alice"  # the admin elsewhere is not
+
+
+@needs_hub
+def test_the_spawner_limits_each_process_memory(tmp_path, monkeypatch):
+    from aisize.app.team_hub import AppSpawner
+
+    monkeypatch.setenv("AISIZE_TEAM_STATE", str(tmp_path))
+    spawner = AppSpawner(user=SimpleNamespace(name="alice", admin=False, url="/user/alice/"), mem_limit="600M")
+    grab = "import sys\ntry:\n    bytearray(1500 * 2**20)\nexcept MemoryError:\n    sys.exit(3)\n"
+    result = subprocess.run([sys.executable, "-c", grab], preexec_fn=spawner.make_preexec_fn("alice"), timeout=60)
+    assert result.returncode == 3  # the 1.5 GB grab fails in that process; the machine is untouched
+    assert (tmp_path / "users" / "alice").is_dir()
+
+
+@needs_hub
+def test_the_spawner_refuses_a_name_outside_the_rule_at_once(tmp_path, monkeypatch):
+    from tornado import web
+
+    from aisize.app.team_hub import AppSpawner
+
+    monkeypatch.setenv("AISIZE_TEAM_STATE", str(tmp_path))
+    spawner = AppSpawner(user=SimpleNamespace(name="carol@example.com", admin=False, url="/user/carol@example.com/"))
+    t0 = time.monotonic()
+    with pytest.raises(web.HTTPError, match="ask the admin"):
+        asyncio.run(spawner.start())
+    assert time.monotonic() - t0 < 60  # not the two-minute wait for a server that can never answer
+
+
+@needs_hub
+def test_activity_is_reported_only_when_a_kernel_did_something(monkeypatch):
+    """The user's server posts its kernels' last activity to the hub; an open, untouched tab posts nothing."""
+    from tornado import httpserver, web
+
+    from aisize.app.team_hub import ActivityKernelManager
+
+    posted = []
+
+    class Activity(web.RequestHandler):
+        def post(self):
+            posted.append((self.request.headers["Authorization"], json.loads(self.request.body)))
+
+    async def scenario():
+        server = httpserver.HTTPServer(web.Application([(r"/hub/api/users/alice/activity", Activity)]))
+        sockets = __import__("tornado.netutil", fromlist=["bind_sockets"]).bind_sockets(0, "127.0.0.1")
+        server.add_sockets(sockets)
+        monkeypatch.setenv("JUPYTERHUB_ACTIVITY_URL",
+                           f"http://127.0.0.1:{sockets[0].getsockname()[1]}/hub/api/users/alice/activity")
+        monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "server-token")
+        manager = ActivityKernelManager()
+        sent = [await manager.report_activity()]  # the server started: that is activity
+        sent.append(await manager.report_activity())  # nothing since: nothing sent
+        manager.last_kernel_activity += datetime.timedelta(seconds=5)  # a widget message ran in a kernel
+        sent.append(await manager.report_activity())
+        server.stop()
+        return sent, manager.last_kernel_activity
+
+    sent, last = asyncio.run(scenario())
+    assert sent == [True, False, True] and len(posted) == 2
+    token, body = posted[-1]
+    assert token == "token server-token"
+    assert body["servers"][""]["last_activity"] == last.isoformat().replace("+00:00", "Z")
+
+
+@needs_hub
+def test_the_proxy_reports_no_activity_to_the_hub(monkeypatch):
+    from jupyterhub.proxy import ConfigurableHTTPProxy
+
+    from aisize.app.team_hub import ActivityBlindProxy
+
+    async def routes(self, client=None):
+        return {"/user/alice/": {"data": {"user": "alice", "server_name": "", "last_activity": "2030-01-01T00:00Z"}},
+                "/": {"data": {"hub": True, "last_activity": "2030-01-01T00:00Z"}}}
+
+    monkeypatch.setattr(ConfigurableHTTPProxy, "get_all_routes", routes)
+    got = asyncio.run(ActivityBlindProxy.__new__(ActivityBlindProxy).get_all_routes())
+    assert "last_activity" not in got["/user/alice/"]["data"] and got["/"]["data"]["last_activity"]
+
+
+def test_a_users_server_runs_the_reporting_kernel_manager_once():
+    from aisize.app import team
+
+    env = {"JUPYTERHUB_SERVICE_URL": "http://127.0.0.1:9999/user/alice/", "JUPYTERHUB_SERVICE_PREFIX": "/user/alice/",
+           "JUPYTERHUB_API_TOKEN": "t"}
+    command = team.user_server_command(["--activity-interval=5"], env)
+    managers = [a for a in command if a.startswith("--VoilaConfiguration.multi_kernel_manager_class=")]
+    assert managers == [f"--VoilaConfiguration.multi_kernel_manager_class={team.HUB_KERNELS}"]
+    assert "--ActivityKernelManager.activity_interval_seconds=5.0" in command
