@@ -2,19 +2,21 @@
 
 Starts the team hub (``aisize.app.team.start_hub`` with deploy/jupyterhub_config.py; only the
 authenticator is swapped for JupyterHub's dummy one so that logins need no sign-up), then logs
-users in, in steps (default 1, 2, 4, 8, 12, 16), each in its own context of one headless Chromium.
+users in, in steps (default 1, 2, 4, 8, 12, 16), each in its own context of one headless Chromium
+with ``--tabs`` tabs open on their workbook (default 1; at most 4, the per-user cap).
 At each step it measures
 
 - first open: login -> the workbook drawn through the hub (includes starting the user's server);
 - page open: one logged-in user reloading the workbook (the user's server already running);
 - update latency: one keyboard step of the Inference request-rate slider -> its figure changed,
   each user in turn;
-- memory per user: RSS and USS of each user's server with its kernel, and the machine's available memory.
+- memory per user: RSS, USS and PSS of each user's server with its kernels, and the machine's available
+  memory; people per machine = (total memory - 4 GiB for the system - the hub) / PSS per user.
 
 It stops early when available memory falls under ``--min-free-gib`` or a step takes longer than
 ``--step-limit`` seconds, then stops the hub (and checks nothing it started is left).
 
-    .venv/bin/python benchmarks/bench_team.py [--steps 1,2,4,8,12,16]
+    .venv/bin/python benchmarks/bench_team.py [--steps 1,2,4,8,12,16] [--tabs 4]
 
 The browser shares the machine's cores with the servers, so the latencies are pessimistic.
 """
@@ -38,6 +40,7 @@ from aisize.units import GiB, MiB
 WORKBOOK = "[data-key='training.gpus']"
 UTILISATION, RATE_HANDLE = bench_load.UTILISATION, bench_load.RATE_HANDLE
 OPEN_MS = 300_000
+SYSTEM_BYTES = 4 * GiB  # the operating system, the browser people use elsewhere, headroom
 OVERLAY = '''load_subconfig({config!r})  # noqa: F821 -- the shipped configuration, then:
 c.JupyterHub.authenticator_class = "dummy"  # benchmark only: log in without signing up
 c.DummyAuthenticator.password = "bench-password"
@@ -45,16 +48,23 @@ c.Authenticator.allow_all = True
 '''
 
 
-def log_in(browser, url: str, name: str):
-    page = browser.new_context(viewport={"width": 1100, "height": 900}).new_page()
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
+def log_in(browser, url: str, name: str, tabs: int = 1):
+    """Log ``name`` in and open ``tabs`` tabs of their workbook; (first tab, seconds to its workbook)."""
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
+    page = context.new_page()
     t0 = time.perf_counter()
     page.goto(url + "hub/login", timeout=OPEN_MS)
     page.fill("input[name=username]", name)
     page.fill("input[name=password]", "bench-password")
     page.click("[type=submit]")
     page.wait_for_selector(WORKBOOK, timeout=OPEN_MS)
-    return page, time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    for _ in range(tabs - 1):
+        tab = context.new_page()
+        tab.goto(page.url, timeout=OPEN_MS)
+        tab.wait_for_selector(WORKBOOK, timeout=OPEN_MS)
+    return page, seconds
 
 
 def reopen(page) -> float:
@@ -75,8 +85,8 @@ def slider_ms(page) -> float:
                          " 60000))])")
 
 
-def user_memory(hub) -> dict[str, tuple[int, int]]:
-    """user -> (RSS, USS) of their server and its kernels."""
+def user_memory(hub) -> dict[str, tuple[int, int, int]]:
+    """user -> (RSS, USS, PSS) of their server and its kernels."""
     out = {}
     for proc in hub.processes():
         try:
@@ -84,11 +94,27 @@ def user_memory(hub) -> dict[str, tuple[int, int]]:
             if "-m voila" not in cmd or "--Voila.base_url=/user/" not in cmd:
                 continue
             user = cmd.split("--Voila.base_url=/user/")[1].split("/")[0]
-            tree = [proc] + proc.children(recursive=True)
-            out[user] = (sum(p.memory_info().rss for p in tree), sum(p.memory_full_info().uss for p in tree))
+            full = [p.memory_full_info() for p in [proc] + proc.children(recursive=True)]
+            out[user] = (sum(m.rss for m in full), sum(m.uss for m in full), sum(m.pss for m in full))
         except Exception:  # a process gone meanwhile
             continue
     return out
+
+
+def hub_memory(hub) -> int:
+    """PSS of the hub, its proxy and the idle culler (everything under the hub but users' servers)."""
+    import psutil
+
+    total = 0
+    for proc in [psutil.Process(hub.process.pid)] + hub.processes():
+        try:
+            if "--Voila.base_url=/user/" in " ".join(proc.cmdline()) or any(
+                    "--Voila.base_url=/user/" in " ".join(p.cmdline()) for p in proc.parents()):
+                continue
+            total += proc.memory_full_info().pss
+        except Exception:  # a process gone meanwhile
+            continue
+    return total
 
 
 def bench(args) -> None:
@@ -103,28 +129,31 @@ def bench(args) -> None:
         browser = playwright.chromium.launch(executable_path=bench_app.CHROMIUM, args=bench_app.CHROMIUM_ARGS)
         pages, stopped = [], "all steps done"
         try:
-            print("users | first open s (median, max) | page open s (reload) | slider ms p50/p95 | "
-                  "per user RSS / USS MiB | all users GiB | available GiB | step s", flush=True)
+            print(f"{args.tabs} tab(s) per user; users | first open s (median, max) | page open s (reload) | "
+                  "slider ms p50/p95 | per user RSS / USS / PSS MiB | all users GiB | available GiB | "
+                  "people per machine | step s", flush=True)
             for target in steps:
                 t0 = time.monotonic()
                 firsts = []
                 while len(pages) < target:
-                    page, seconds = log_in(browser, hub.url, f"user{len(pages) + 1:02d}")
+                    page, seconds = log_in(browser, hub.url, f"user{len(pages) + 1:02d}", args.tabs)
                     pages.append(page)
                     firsts.append(seconds)
                 reloads = [reopen(pages[0]), reopen(pages[-1])]
                 sliders = [slider_ms(p) for p in pages]
                 mem = user_memory(hub)
-                rss = [r for r, _ in mem.values()]
-                uss = [u for _, u in mem.values()]
+                rss, uss, pss = ([m[i] for m in mem.values()] for i in range(3))
                 available = psutil.virtual_memory().available
+                hub_bytes = hub_memory(hub)
+                people = (psutil.virtual_memory().total - SYSTEM_BYTES - hub_bytes) / statistics.mean(pss)
                 seconds = time.monotonic() - t0
                 ordered = sorted(sliders)
                 print(f"{len(pages):5d} | {statistics.median(firsts):8.1f}, {max(firsts):6.1f} | "
                       f"{statistics.median(reloads):20.1f} | {ordered[len(ordered) // 2]:6.0f} / "
                       f"{ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]:5.0f} | "
-                      f"{statistics.mean(rss) / MiB:10.0f} / {statistics.mean(uss) / MiB:4.0f} | "
-                      f"{sum(rss) / GiB:13.2f} | {available / GiB:13.1f} | {seconds:6.0f}", flush=True)
+                      f"{statistics.mean(rss) / MiB:10.0f} / {statistics.mean(uss) / MiB:4.0f} / "
+                      f"{statistics.mean(pss) / MiB:4.0f} | {sum(rss) / GiB:13.2f} | {available / GiB:13.1f} | "
+                      f"{people:5.0f} | {seconds:6.0f}", flush=True)
                 if available < args.min_free_gib * GiB:
                     stopped = f"stopped: available memory under {args.min_free_gib} GiB"
                     break
@@ -142,6 +171,7 @@ def bench(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", default="1,2,4,8,12,16", help="user counts, increasing")
+    parser.add_argument("--tabs", type=int, default=1, choices=range(1, 5), help="tabs each user opens (1 to 4)")
     parser.add_argument("--min-free-gib", type=float, default=4.0, help="stop under this available memory [GiB]")
     parser.add_argument("--step-limit", type=float, default=600.0, help="stop after a step longer than this [s]")
     bench(parser.parse_args())

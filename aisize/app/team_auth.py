@@ -18,7 +18,8 @@ and replaces what an attack on it found (issue 22):
 - a failed login says the same whatever the reason (a pending account's right password is not told apart).
 
 Client addresses are what the hub sees through configurable-http-proxy (its ``X-Forwarded-For``).
-Behind another proxy, every client has that proxy's address: the per-address limits then act on everyone.
+Behind another proxy (TLS), list that proxy in ``JupyterHub.trusted_downstream_ips``, else every client
+has its address and the per-address limits act on everyone at once.
 """
 
 from __future__ import annotations
