@@ -237,8 +237,9 @@ class TeamAuthorizationHandler(LocalBase):
 
     def _page(self, message: str | None = None):
         accounts = self.db.query(UserInfo).order_by(UserInfo.is_authorized, UserInfo.id).all()
+        fits = {a.id for a in accounts if username_problem(a.username, reserved_ok=True) is None}
         return self.render_template("authorization-area.html", accounts=accounts, message=message,
-                                    admins=self.authenticator.admin_users)
+                                    admins=self.authenticator.admin_users, fits=fits)
 
     @needs_scope("admin:users")
     async def post(self):  # BaseHandler.prepare has checked the XSRF token of this POST

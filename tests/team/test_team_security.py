@@ -115,8 +115,8 @@ def account_id(hub, name: str) -> int:
 
 
 def decide(admin: Visitor, hub, name: str, action: str):
-    if 'name="_xsrf"' not in admin.get("hub/authorize").text:  # a hub from before issue 22: GET toggled
-        return admin.get(f"hub/authorize/{name}")
+    if 'name="_xsrf"' not in admin.get("hub/authorize").text:  # a hub from before issue 22: GET links
+        return admin.get(f"hub/{'discard' if action == 'discard' else 'authorize'}/{name}")
     return admin.post("hub/authorize", {"action": action, "id": account_id(hub, name)}, xsrf_from="hub/authorize")
 
 
@@ -227,3 +227,24 @@ def test_revoking_an_account_ends_its_sessions(hub):
     assert not frank.logged_in()
     assert frank.log_in("frank").status_code != 302
 
+
+
+def test_an_old_account_with_a_huge_name_is_shown_short_and_can_be_discarded(hub):
+    huge = "z" * 1_000_000  # signed up before the name rule (5 MB names were accepted)
+    with sqlite3.connect(hub.log_path.parent / "state" / "jupyterhub.sqlite") as db:
+        db.execute("INSERT INTO users_info (username, password, is_authorized, login_email_sent, has_2fa, "
+                   "otp_secret) VALUES (?, ?, 0, 0, 0, 'AAAAAAAAAAAAAAAA')", (huge, b"$2b$12$" + b"x" * 53))
+    admin = admin_session(hub)
+    assert len(admin.get("hub/authorize").content) < 200_000
+    decide(admin, hub, huge, "discard")
+    assert huge not in accounts(hub)
+
+
+def test_the_admin_changes_the_first_password(hub):
+    admin = admin_session(hub)
+    new = "a-new-admin-password-" + "ü" * 40  # past bcrypt's 72 bytes too
+    reply = admin.post("hub/change-password", {"old_password": admin_password(hub), "new_password": new,
+                                               "new_password_confirmation": new}, xsrf_from="hub/change-password")
+    assert reply.status_code == 200 and "changed successfully" in reply.text
+    assert visitor(hub).log_in(ADMIN, new).status_code == 302
+    assert visitor(hub).log_in(ADMIN, admin_password(hub)).status_code != 302
