@@ -109,7 +109,10 @@ class TeamAuthenticator(NativeAuthenticator):
     async def password_matches(self, account: UserInfo, password: str) -> bool:
         if not isinstance(password, str) or len(password) > MAX_PASSWORD_CHARS:
             return False
-        return await asyncio.to_thread(bcrypt.checkpw, password_bytes(password), account.password)
+        try:
+            return await asyncio.to_thread(bcrypt.checkpw, password_bytes(password), account.password)
+        except ValueError:  # a stored hash bcrypt cannot read: no password matches it
+            return False
 
     def is_password_strong(self, password: str) -> bool:
         return len(password) <= MAX_PASSWORD_CHARS and super().is_password_strong(password)
