@@ -87,7 +87,7 @@ def parse_vary(spec: str) -> tuple[str, list]:
         if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) <= MAX_VARY
                    for x in (lo, hi)) or not isinstance(n, int) or not 1 <= n <= MAX_VARY_VALUES:
             raise ValueError(f"--vary {spec!r} is not allowed: LO and HI must be numbers from -1e15 to 1e15 "
-                             "and N a whole number from 1 to 1000")
+                             f"and N a whole number from 1 to {MAX_VARY_VALUES}")
         values = np.linspace(lo, hi, n)
         if isinstance(lo, int) and isinstance(hi, int):
             return path, sorted({int(round(v)) for v in values})
