@@ -32,8 +32,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 WORKBOOK = "[data-key='training.gpus']"
 OPEN_MS = 180_000  # first login spawns the user's server on a busy 2-core machine
 UPDATE_MS = 30_000
-PASSWORD = {"bob": "bob-sizes-clusters-8", "x\tstyle=animation-name:spinner-border\tonanimationstart="
-            "fetch(location.origin+'/hub/api/users')": "hostile-password-9"}
+PASSWORD = {"bob": "bob-sizes-clusters-8",
+            "x\tstyle=animation-name:spinner-border\tonanimationstart=alert(document.cookie)": "hostile-password-9"}
 HOSTILE = next(name for name in PASSWORD if "\t" in name)
 MEMORY_LIMIT_BYTES = 1024**3  # c.Spawner.mem_limit = "1G" in deploy/jupyterhub_config.py
 REPORT_MS = 300_000  # papermill and Chromium on a busy 2-core machine
