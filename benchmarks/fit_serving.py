@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aisize.serving import TRTLLM_1_0, estimate
+from aisize.serving import CALIBRATION, estimate
 from aisize.validation.serving import REFERENCE, reference_rows
 
 FITTED = (("gemm_efficiency", "hopper"), ("gemm_efficiency", "blackwell"), ("expert_gemm_efficiency", None),
@@ -33,14 +33,14 @@ BOUNDS = ((0.2, 1.0), (0.1, 1.0), (0.05, 1.0), (0.0, 300.0), (0.0, 300.0), (0.0,
 
 
 def calibration_from(x):
-    gemm = dict(TRTLLM_1_0.gemm_efficiency)
+    gemm = dict(CALIBRATION.gemm_efficiency)
     changes = {}
     for (name, key), value in zip(FITTED, x):
         if key is None:
             changes[name] = float(value)
         else:
             gemm[key] = float(value)
-    return TRTLLM_1_0.with_(gemm_efficiency=gemm, **changes)
+    return CALIBRATION.with_(gemm_efficiency=gemm, **changes)
 
 
 def vector(cal):
@@ -62,7 +62,7 @@ def main(argv=None):
     ap.add_argument("--fit", action="store_true", help="refit the constants (needs scipy)")
     a = ap.parse_args(argv)
     rows = reference_rows()
-    cal = TRTLLM_1_0
+    cal = CALIBRATION
     if a.fit:
         try:
             from scipy.optimize import least_squares

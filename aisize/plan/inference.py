@@ -115,7 +115,7 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
     """Plan one :class:`~aisize.scenario.Inference` service on the resolved hardware."""
     arch = models.resolve(w.model)
     engine = serving.ENGINES[w.engine]
-    cal = serving.TRTLLM_1_0
+    cal = serving.CALIBRATION
     per = ctx.server.gpus
     ttft_t, tpot_t = w.ttft_target_ms / 1e3, w.tpot_target_ms / 1e3
     kw = dict(weight_precision=w.weight_precision, kv_precision=w.kv_precision, input_tokens=w.prompt_tokens,

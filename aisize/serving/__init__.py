@@ -8,11 +8,10 @@ continuous-batching iteration), ``steady`` and ``throughput`` (a replica at its
 capacity), ``latency`` (TTFT/TPOT under load), ``shapes`` (TP/PP/EP/attention-DP).
 """
 
-from aisize.serving.calibration import TRTLLM_1_0, Calibration
-from aisize.serving.engine import ENGINES, TRTLLM_BENCH, VLLM, Engine
+from aisize.serving.calibration import CALIBRATION, Calibration
+from aisize.serving.engine import ENGINES, Engine
 from aisize.serving.estimate import ServingEstimate, decode_step, estimate
 from aisize.serving.search import SearchResult, pareto, search
 
 __all__ = ["estimate", "ServingEstimate", "decode_step", "search", "SearchResult", "pareto", "Calibration",
-           "TRTLLM_1_0", "Engine", "ENGINES", "TRTLLM_BENCH",
-           "VLLM"]
+           "CALIBRATION", "Engine", "ENGINES"]

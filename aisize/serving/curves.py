@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from aisize import checks, models
-from aisize.serving.calibration import TRTLLM_1_0
+from aisize.serving.calibration import CALIBRATION
 from aisize.serving.costs import model_costs
 from aisize.serving.engine import ENGINES
 from aisize.serving.hardware import device
@@ -23,7 +23,7 @@ from aisize.serving.shapes import ReplicaShape
 from aisize.serving.sizing import knee
 
 
-def _loaded(est, rates_per_s, calibration=TRTLLM_1_0):
+def _loaded(est, rates_per_s, calibration=CALIBRATION):
     """:func:`loaded_state` of the estimate's replica at each rate (per replica)."""
     engine = ENGINES[est.engine]
     dev = device(est.accelerator_record or est.accelerator, est.weight_precision, est.kv_precision)

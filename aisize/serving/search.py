@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 
 from aisize import checks, models
-from aisize.serving.calibration import TRTLLM_1_0
+from aisize.serving.calibration import CALIBRATION
 from aisize.serving.costs import model_costs
-from aisize.serving.engine import TRTLLM_BENCH
+from aisize.serving.engine import resolve_engine
 from aisize.serving.hardware import device
 from aisize.serving.hardware import scaleout_bytes_per_s as server_scaleout_bytes_per_s
 from aisize.serving.disaggregated import decode_iteration_seconds, kv_transfer_seconds, prefill_iteration_seconds
@@ -157,7 +157,7 @@ def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic)
 def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=None, tpot_target_s=None,
            statistic="p95", weight_precisions=("fp8",), kv_precisions=("fp8",), max_gpus_per_replica=None,
            pipeline_parallels=(1,), modes=MODES, scaleout_bytes_per_s=None, gpu_hour_usd=None,
-           engine=TRTLLM_BENCH, calibration=TRTLLM_1_0) -> SearchResult:
+           engine="trtllm", calibration=CALIBRATION) -> SearchResult:
     """Evaluate every configuration, keep the feasible ones, and return the frontier and the best.
 
     Parameters
@@ -174,6 +174,7 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
         default: the catalog's first server with this GPU
     gpu_hour_usd : price of one GPU-hour; when given, every configuration gets
         ``usd_per_million_output_tokens`` = price / (3,600 x tokens/s per GPU) x 10^6
+    engine : an :class:`~aisize.serving.Engine` or a key of ``data/engines.csv`` (its KV pool and reserve)
 
     Returns
     -------
@@ -182,6 +183,7 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
     import time
 
     m = models.resolve(model)
+    engine = resolve_engine(engine, flat_out=False)
     i = float(checks.integer("input_tokens", input_tokens, high=10**8))
     o = float(checks.integer("output_tokens", output_tokens, high=10**8))
     stat = checks.choice("statistic", statistic, ("p95", "mean"))

@@ -204,14 +204,14 @@ def simulate_estimate(est, *, requests_per_s=None, requests=2000, length_cv=0.0,
     ``requests_per_s`` is the rate at this replica (None: all requests at once).
     """
     from aisize import models
-    from aisize.serving.calibration import TRTLLM_1_0
+    from aisize.serving.calibration import CALIBRATION
     from aisize.serving.costs import model_costs
     from aisize.serving.engine import ENGINES
     from aisize.serving.hardware import device
     from aisize.serving.iteration import achieved_rates
     from aisize.serving.shapes import ReplicaShape
 
-    cal = calibration or TRTLLM_1_0
+    cal = calibration or CALIBRATION
     engine = ENGINES[est.engine]
     m = est.model_record or models.resolve(est.model)
     dev = device(est.accelerator_record or est.accelerator, est.weight_precision, est.kv_precision)
