@@ -217,7 +217,8 @@ class ServingEngine:
     id: str  # the key scenarios and estimate() use
     name: str
     version: str  # the engine release the defaults were read at
-    kv_memory_fraction: float  # share of memory after weights and runtime given to the KV pool
+    kv_memory_fraction: float  # share of memory given to the KV pool (see kv_fraction_of_total)
+    kv_fraction_of_total: bool  # the share bounds all memory (vLLM, SGLang), else the memory left after weights
     block_tokens: int  # paged-KV block (page) size [tokens]
     chunked_prefill: bool  # prompts split to fit the token budget
     reserve_full_sequence: bool  # admit a request only when blocks for its whole prompt + output are free

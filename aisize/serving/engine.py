@@ -61,7 +61,7 @@ class Engine:
 
     name: str
     key: str  # short name (ENGINES key)
-    kv_memory_fraction: float  # share of free memory after weights and runtime peak given to KV
+    kv_memory_fraction: float  # share of memory given to KV (see kv_fraction_of_total)
     block_tokens: int  # paged-KV block size [tokens]
     chunked_prefill: bool  # prefills split to fit the token budget (Sarathi-Serve)
     reserve_full_sequence: bool  # admit only when blocks for prompt + output are free
@@ -73,6 +73,7 @@ class Engine:
     cuda_graph_max_batch: int | None = None  # decode batches up to this replay a CUDA graph (None: every batch)
     cuda_graph_mixed_tokens: int = 0  # iterations with prefill work up to this many tokens are graphed too
     overlap_scheduler: bool = True  # the host prepares the next iteration while the GPU runs this one
+    kv_fraction_of_total: bool = False  # the share bounds weights + runtime + KV together (vLLM, SGLang)
     version: str = ""
     source: str = ""
 
@@ -117,7 +118,7 @@ def engine(key: str) -> Engine:
                   max_num_tokens=r.max_num_tokens, windowed_kv=r.windowed_kv,
                   runtime_reserve_bytes=r.runtime_reserve_bytes, cuda_graph_max_batch=r.cuda_graph_max_batch,
                   cuda_graph_mixed_tokens=r.cuda_graph_mixed_tokens, overlap_scheduler=r.overlap_scheduler,
-                  version=r.version, source=r.source)
+                  kv_fraction_of_total=r.kv_fraction_of_total, version=r.version, source=r.source)
 
 
 class _Engines(Mapping):

@@ -79,7 +79,10 @@ def replica_memory(costs, engine, memory_bytes, *, sequence_tokens, max_num_toke
     pp = np.asarray(pipeline_parallel, dtype=float)
     weights = weights_per_gpu_bytes(costs, g, dp, pp) + extra_weights_bytes
     runtime = engine.runtime_reserve_bytes + activation_peak_bytes(costs, max_num_tokens / dp, tp)
-    pool = np.maximum(memory_bytes - weights - runtime, 0.0) * engine.kv_memory_fraction
+    if engine.kv_fraction_of_total:  # vLLM's gpu_memory_utilization, SGLang's mem_fraction_static
+        pool = np.maximum(memory_bytes * engine.kv_memory_fraction - weights - runtime, 0.0)
+    else:  # TensorRT-LLM's free_gpu_memory_fraction: a share of what weights and runtime leave
+        pool = np.maximum(memory_bytes - weights - runtime, 0.0) * engine.kv_memory_fraction
     blocks = np.ceil(np.asarray(sequence_tokens, dtype=float) / engine.block_tokens) * engine.block_tokens
     whole = costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window
     kv = costs.kv_bytes(blocks) if engine.windowed_kv else whole * blocks

@@ -19,6 +19,10 @@ from aisize.serving.memory import ReplicaMemory, replica_memory
 from aisize.serving.steady import SteadyState, steady_state, token_budget_concurrency
 
 
+UNLIMITED_BATCH = 10**6  # no batch limit of its own: the KV pool decides
+DEFAULT_TOKENS = 8192  # a token budget when an engine row gives none
+
+
 @dataclass(frozen=True)
 class EngineLimits:
     """The scheduler limits in force for a replica (per attention-DP group) [count, tokens]."""
@@ -50,9 +54,13 @@ class MaxThroughput:
 
 def engine_limits(costs, device, engine, *, input_tokens, output_tokens, shape, max_batch_size=None,
                   max_num_tokens=None) -> EngineLimits:
-    """The engine's limits: as given, else its own, else its heuristic (trtllm-bench) for this workload."""
+    """The engine's limits: as given, else its own; trtllm-bench chooses missing ones by its heuristic for
+    this workload, other engines leave a missing batch limit to the KV pool."""
     mbs = max_batch_size if max_batch_size is not None else engine.max_batch_size
     mnt = max_num_tokens if max_num_tokens is not None else engine.max_num_tokens
+    if not engine.key.startswith("trtllm-bench"):
+        mbs = UNLIMITED_BATCH if mbs is None else mbs
+        mnt = DEFAULT_TOKENS if mnt is None else mnt
     if mbs is None or mnt is None:
         req = trtllm_bench_kv_requests(costs, device.memory_bytes, shape.gpus, shape.attention_tp,
                                        engine.kv_memory_fraction, input_tokens, output_tokens)
