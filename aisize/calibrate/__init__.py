@@ -3,10 +3,17 @@
 ``runs`` reads benchmark results (aisize's reference CSV columns, ``vllm bench serve`` JSON,
 SGLang ``bench_serving`` JSONL, AIPerf / genai-perf exports, InferenceX results) into
 :class:`Run` records and predicts each; ``fit`` refits the calibration constants on them.
+The names load on first use, so the command line's parser stays quick to import.
 """
 
-from aisize.calibrate.fit import FitResult, fit, fitted_constants
-from aisize.calibrate.formats import read_runs
-from aisize.calibrate.runs import Prediction, Run, predict, read_table
+from importlib import import_module
 
-__all__ = ["Run", "Prediction", "predict", "read_table", "read_runs", "fit", "FitResult", "fitted_constants"]
+_EXPORTS = {"Run": "runs", "Prediction": "runs", "predict": "runs", "read_table": "runs",
+            "read_runs": "formats", "fit": "fit", "FitResult": "fit", "fitted_constants": "fit"}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(import_module(f"aisize.calibrate.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'aisize.calibrate' has no attribute {name!r}")

@@ -195,7 +195,7 @@ def run_from_row(row: dict, where: str) -> Run:
         return Run(label=_label(row, common, f"TP{tp}" + (f" EP{ep}" if ep and ep > 1 else "")), gpus=gpus,
                    measured_tokens_per_s_per_gpu=per_gpu, concurrency=_num(row, "concurrency"),
                    requests_per_s=_num(row, "request_rate"), tensor_parallel=tp, expert_parallel=ep,
-                   attention_dp=_int(row, "attention_dp", 1), **common)
+                   attention_dp=_int(row, "attention_dp"), **common)
     except ValueError as e:
         raise ValueError(f"{where}: {e}") from None
 

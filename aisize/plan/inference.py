@@ -10,7 +10,7 @@ queueing views from :func:`aisize.queueing.inference_station`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -89,6 +89,7 @@ class InferencePlan:
     estimate: serving.ServingEstimate | None  # the aggregated replica at its share of the rate (None: disaggregated)
     pools: DisaggregatedPools | None  # prefill/decode pools when disaggregated
     notes: tuple = ()
+    concurrency: float | None = None  # users in flight, when the service was given that way
 
     @property
     def feasible(self) -> bool:
@@ -110,9 +111,18 @@ def _source(w) -> str:
     return f"inline fields ({getattr(m, 'source', 'no source')})"
 
 
+CONCURRENCY_ITERATIONS = 4  # fixed-point steps from users in flight to the rate they send
+
+
 @lru_cache(maxsize=256)
 def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
-    """Plan one :class:`~aisize.scenario.Inference` service on the resolved hardware."""
+    """Plan one :class:`~aisize.scenario.Inference` service on the resolved hardware.
+
+    A service given as ``concurrency`` users in flight with no think time sends, by Little's law,
+    ``C / (mean request latency)`` requests per second; the fleet is planned for that rate, found by
+    a few fixed-point steps (the latency depends on the fleet, and the fleet on the rate)."""
+    if w.requests_per_s is None:
+        return _plan_for_concurrency(w, ctx, policies)
     arch = models.resolve(w.model)
     engine = serving.ENGINES[w.engine]
     cal = serving.CALIBRATION
@@ -149,6 +159,20 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
                                attention_dp=shape.attention_dp, stage_link_bytes_per_s=shape.stage_link_bytes_per_s,
                                length_cv=w.length_cv, engine=engine, calibration=cal)
     return _assemble(w, ctx, policies, arch, shape, replicas or 0, fleet, est, pools, ttft_t, tpot_t)
+
+
+def _plan_for_concurrency(w, ctx, policies) -> InferencePlan:
+    probe = plan_inference(w.model_copy(update={"requests_per_s": 1e-3, "concurrency": None}), ctx, policies)
+    rate = w.concurrency / max(probe.latency_mean_seconds if math.isfinite(probe.latency_mean_seconds) else 1.0, 1e-6)
+    for _ in range(CONCURRENCY_ITERATIONS):
+        p = plan_inference(w.model_copy(update={"requests_per_s": rate, "concurrency": None}), ctx, policies)
+        if not math.isfinite(p.latency_mean_seconds):
+            break
+        rate = 0.5 * rate + 0.5 * w.concurrency / p.latency_mean_seconds  # damped: the latency rises with the rate
+    p = plan_inference(w.model_copy(update={"requests_per_s": rate, "concurrency": None}), ctx, policies)
+    return replace(p, concurrency=w.concurrency, notes=p.notes + (
+        f"{w.concurrency:g} users in flight send {rate:.4g} requests/s at a mean request latency of "
+        f"{p.latency_mean_seconds:.3g} s (Little's law); the fleet is planned for that rate",))
 
 
 def _fallback_shape(shapes):

@@ -6,9 +6,11 @@ moment one finishes (InferenceX, ``vllm bench serve --max-concurrency``, SGLang'
 loop, :mod:`.latency`), the number in the system never varies, so nothing waits for
 admission while C fits the replica's slots (batch limit and KV pool):
 
-- the batch holds C requests; on average ``C / O`` of them finish each iteration and are
-  replaced, so the steady state is that of C requests with prefills spread over the
-  iterations (:func:`~aisize.serving.steady.steady_state` with random arrivals);
+- the batch holds the C requests but those on their way to it (the request's fixed time
+  outside the GPU and the wait for the next scheduling step, a share of each request's life);
+  on average ``B / O`` of them finish each iteration and are replaced, so the steady state is
+  that of B requests with prefills spread over the iterations
+  (:func:`~aisize.serving.steady.steady_state` with random arrivals);
 - TPOT is the mean iteration (decode-only iterations and those that carry a prefill), over the
   tokens a step emits (more than one with speculative decoding);
 - TTFT is the request's fixed time outside the GPU, the wait for the engine to take the
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aisize.queueing import mgc_wait
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 from aisize.serving.latency import Z95
@@ -77,30 +80,47 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
     c = np.asarray(concurrency, dtype=float)
     i = np.asarray(input_tokens, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
-    b = np.minimum(c, np.maximum(np.floor(slots), 1.0))
-    st = steady_state(costs, rates, calib, concurrency=b, input_tokens=i, output_tokens=o,
-                      max_num_tokens=max_num_tokens, chunked_prefill=chunked_prefill, shape=shape,
-                      arrivals="poisson", launch=launch, speculation=speculation)
-    mean, t0, t1, p = st.iteration_seconds, st.decode_iteration_seconds, st.prefill_iteration_seconds, st.prefill_share
-    tau = st.tokens_per_step
-    steps = 1.0 + (o - 1.0) / tau
-    decoding = b * (steps - 1.0) / steps
-    room = np.maximum(max_num_tokens - decoding, 1.0)
-    # the iteration that carries this request's prompt: alone, or (whole prompts) with the others that
-    # came in the same iteration; a prompt longer than the budget left spans several full iterations
-    own_tokens = np.minimum(i, room)
-    graphed = launch.graphed(decoding, decoding + own_tokens, True)
-    own = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=i + 0.5 * o,
-                         prefill_tokens=own_tokens, prefill_prompts=1.0 + 0.0 * b, prompt_tokens=i,
-                         graphed=graphed, overlap=launch.overlap, speculation=speculation, **shape.kwargs()).seconds
-    t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t1, np.maximum(own, t1))
-    residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean)  # length-biased rest of the running iteration
-    scheduled = t0 if launch.overlap else 0.0  # the host already chose the next iteration's batch
-    ttft = calib.request_seconds + residual + scheduled + t_prefill
+    cap = np.maximum(np.floor(slots), 1.0)
+    outside = 0.0  # share of a request's life spent before the engine takes it (in flight, not in the batch)
+    e2e_prev = before_prev = 0.0
+    for _ in range(4):  # the batch, its iterations and the time outside the batch depend on each other
+        b = np.minimum(c * (1.0 - outside), cap)
+        st = steady_state(costs, rates, calib, concurrency=np.maximum(b, 1e-9), input_tokens=i, output_tokens=o,
+                          max_num_tokens=max_num_tokens, chunked_prefill=chunked_prefill, shape=shape,
+                          arrivals="poisson", launch=launch, speculation=speculation)
+        mean, t0, t1, p = (st.iteration_seconds, st.decode_iteration_seconds, st.prefill_iteration_seconds,
+                           st.prefill_share)
+        tau = st.tokens_per_step
+        steps = 1.0 + (o - 1.0) / tau
+        decoding = b * (steps - 1.0) / steps
+        room = np.maximum(max_num_tokens - decoding * (1.0 if speculation is None else speculation.verify_tokens), 1.0)
+        # the iteration that carries this request's prompt (a longer prompt spans several full iterations)
+        own_tokens = np.minimum(i, room)
+        graphed = launch.graphed(decoding, decoding + own_tokens, True)
+        own = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=i + 0.5 * o,
+                             prefill_tokens=own_tokens, prefill_prompts=1.0 + 0.0 * b, prompt_tokens=i,
+                             graphed=graphed, overlap=launch.overlap, speculation=speculation,
+                             **shape.kwargs()).seconds
+        t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t1, np.maximum(own, t1))
+        residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean)  # length-biased rest of the running iteration
+        scheduled = mean if launch.overlap else 0.0  # the host already chose the next iteration's batch
+        # prompts queue for the token budget: without chunking q whole prompts fit an iteration (q servers,
+        # each busy for the iteration that carries the prefill); with chunking they share the budget left
+        # after decoding (one server, a prompt's share of it) -- as for random arrivals (:mod:`.latency`)
+        fit = room / i if chunked_prefill else np.maximum(np.floor(room / i), 1.0)
+        servers, service = (1.0, t1 * i / room) if chunked_prefill else (fit, t1)
+        x = np.minimum(c, cap) / np.maximum(e2e_prev - before_prev, 1e-12) if _ else 0.0 * b
+        ok, _w, wait, _w95 = mgc_wait(np.maximum(x, 1e-12), np.maximum(service, 1e-12), servers, service_cv=0.0)
+        rho = np.minimum(x * service / servers, 1.0)
+        backlog = np.where(ok, np.maximum(wait - rho * service / 2.0, 0.0), 0.0)
+        before = calib.request_seconds + residual + scheduled + backlog  # sent, not yet in the batch
+        ttft = before + t_prefill
+        e2e = ttft + (steps - 1.0) * mean
+        outside = before / e2e
+        e2e_prev, before_prev = e2e, before
     ttft95 = calib.request_seconds + 0.95 * np.where(p > 0.05, t1, t0) + scheduled + t_prefill
-    e2e = ttft + (steps - 1.0) * mean
-    x_batch = b / e2e
-    queue = np.maximum(c - b, 0.0) / x_batch  # waiting for one of the slots to free
+    x_batch = np.minimum(c, cap / (1.0 - outside)) / e2e
+    queue = np.maximum(c / x_batch - e2e, 0.0)  # waiting for one of the slots to free
     n = np.maximum(steps - 1.0, 1.0)
     spread = np.minimum(p + Z95 * np.sqrt(p * (1.0 - p) / n), 1.0)
     tpot95 = np.maximum(t0 + (t1 - t0) * spread, mean) / tau

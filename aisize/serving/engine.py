@@ -219,7 +219,8 @@ def trtllm_bench_kv_requests(costs, memory_bytes, gpus, tensor_parallel, fractio
     """
     fmt = costs.formats
     routed = costs.weights_bytes - costs.head_bytes - costs.attention_weight_bytes - costs.dense_weight_bytes
-    engine_bytes = costs.head_bytes  # the 16-bit embedding and head: 2 B per element either way
+    # the 16-bit embedding and head count as elements of the checkpoint's main format
+    engine_bytes = costs.head_bytes / 2.0 * _HEURISTIC_BYTES.get(fmt.experts, 2.0)
     for fmt_name, stored in ((fmt.attention, costs.attention_weight_bytes), (fmt.dense, costs.dense_weight_bytes),
                              (fmt.experts, routed)):
         elements = stored / bytes_per_element(fmt_name)

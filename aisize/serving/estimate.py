@@ -90,6 +90,8 @@ class ServingEstimate:
     speculative_tokens: int = 0  # k drafted per step
     acceptance_length: float = 1.0  # τ: tokens a decode step emits per sequence
     notes: tuple = ()
+    weight_formats: object = field(default=None, repr=False, compare=False)  # the WeightFormats used
+    speculation: object = field(default=None, repr=False, compare=False)  # the Speculation used (or None)
     model_record: object = field(default=None, repr=False, compare=False)  # the Transformer used
     accelerator_record: object = field(default=None, repr=False, compare=False)  # the Accelerator used
 
@@ -260,11 +262,11 @@ class _Load:
         stable = bool(ls.stable)
         batch = float(ls.concurrency)
         served = float(rate) if stable else capacity
-        ttft = float(ls.ttft_seconds) + calib.request_seconds
+        ttft = float(ls.ttft_seconds)
         e2e = ttft + (o - 1) * float(ls.tpot_seconds)
         return dict(score=capacity, served=served,
                     batch=batch, concurrency=rate * e2e if stable else float("inf"), stable=stable,
-                    utilisation=float(ls.utilisation), ttft=ttft, ttft95=float(ls.ttft_p95_seconds) + calib.request_seconds,
+                    utilisation=float(ls.utilisation), ttft=ttft, ttft95=float(ls.ttft_p95_seconds),
                     tpot=float(ls.tpot_seconds), tpot95=float(ls.tpot_p95_seconds), queue=float(ls.queue_seconds))
 
 
@@ -322,7 +324,7 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
         iteration_breakdown=breakdown, within_context=within, uncalibrated=rates.uncalibrated,
         concurrency=in_flight, calibration=calib.name, speculative_method=spec.method if spec else None,
         speculative_tokens=spec.draft_tokens if spec else 0, acceptance_length=spec.acceptance_length if spec else 1.0,
-        notes=tuple(notes), model_record=m, accelerator_record=acc)
+        notes=tuple(notes), weight_formats=costs.formats, speculation=spec, model_record=m, accelerator_record=acc)
 
 
 def _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o, spec) -> float:
@@ -367,8 +369,6 @@ def decode_step(model, accelerator, *, batch, context_tokens, tensor_parallel=1,
     dev = device(accelerator, formats, kv_precision)
     costs = model_costs(m, formats, kv_precision)
     rates = achieved_rates(dev, calib)
-    spec = speculation(m, formats, kv_precision, method=speculative_method, draft_tokens=speculative_tokens,
-                       acceptance_length=acceptance_length, draft_model=draft_model)
     it = iteration_time(costs, rates, calib, decode_sequences=b, decode_context=ctx, prefill_tokens=0.0,
                         prefill_prompts=0.0, prompt_tokens=ctx, gpus=tp)
     parts = _breakdown(costs, rates, calib, ReplicaShape(tp), b, ctx, 0)
