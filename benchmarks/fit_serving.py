@@ -20,7 +20,7 @@ import time
 
 from aisize import catalog
 from aisize.calibrate import fit, predict, read_table
-from aisize.calibrate.fit import summary
+from aisize.calibrate.fitting import summary
 from aisize.serving import CALIBRATION
 
 SETS = ("serving_throughput", "serving_load", "serving_specdec", "serving_disagg")

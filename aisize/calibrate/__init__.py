@@ -9,7 +9,7 @@ The names load on first use, so the command line's parser stays quick to import.
 from importlib import import_module
 
 _EXPORTS = {"Run": "runs", "Prediction": "runs", "predict": "runs", "read_table": "runs",
-            "read_runs": "formats", "fit": "fit", "FitResult": "fit", "fitted_constants": "fit"}
+            "read_runs": "formats", "fit": "fitting", "FitResult": "fitting", "fitted_constants": "fitting"}
 __all__ = list(_EXPORTS)
 
 

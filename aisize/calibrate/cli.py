@@ -39,7 +39,7 @@ def _pct(x) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aisize.calibrate.fit import fit, summary
+    from aisize.calibrate.fitting import fit, summary
     from aisize.calibrate.formats import read_runs
     from aisize.serving import CALIBRATION
     from aisize.serving.calibration import load

@@ -59,6 +59,8 @@ CONSTANTS = {
     "moe_layer_seconds": ("s", "additional fixed time per MoE layer (router, top-k, permutation, GEMM setup)"),
     "collective_seconds": ("s", "latency of one collective among a replica's GPUs (all-reduce, dispatch)"),
     "eager_layer_seconds": ("s", "host launch time per layer of an iteration that is not graph-captured"),
+    "draft_step_seconds": ("s", "fixed time of one speculative draft pass beyond its layers (its own sampling, "
+                                "input preparation and launch)"),
     "host_seconds_per_sequence": ("s", "host scheduling time per scheduled sequence per iteration"),
     "grace_host_factor": ("x", "host time multiplier on Grace-hosted superchips (Arm cores)"),
     "request_seconds": ("s", "fixed time of a request outside the GPU (HTTP, tokenizing, first-token "
@@ -92,6 +94,7 @@ class Calibration:
     moe_layer_seconds: float | MappingProxyType
     collective_seconds: float
     eager_layer_seconds: float
+    draft_step_seconds: float
     host_seconds_per_sequence: float
     grace_host_factor: float
     request_seconds: float
@@ -189,23 +192,24 @@ CALIBRATION = Calibration(
     source="fitted jointly on reference/serving_throughput.csv (118 TensorRT-LLM max-throughput rows, "
            "perf-overview.md @00f37686) and reference/serving_load.csv (82 closed-loop InferenceX and "
            "GPUStack rows) by benchmarks/fit_serving.py; sourced values as in the module docstring",
-    gemm_efficiency=MappingProxyType({"hopper": 0.6503, "blackwell": 0.6265, "cdna4": 0.1317}),
+    gemm_efficiency=MappingProxyType({"hopper": 0.6597, "blackwell": 0.6386, "cdna4": 0.6386}),
     fallback_generation="hopper",
     attention_efficiency=0.6,
-    memory_efficiency=MappingProxyType({"hopper": 0.8201, "blackwell": 0.5627, "cdna4": 0.5}),
-    expert_memory_efficiency=0.7442,
+    memory_efficiency=MappingProxyType({"hopper": 0.8488, "blackwell": 0.557, "cdna4": 0.5}),
+    expert_memory_efficiency=0.7317,
     link_efficiency=DEFAULT_EFFICIENCY,
-    expert_gemm_efficiency=0.2829,
+    expert_gemm_efficiency=0.2816,
     gemm_tile_tokens=128,
-    elementwise_bytes_per_token=89.59,
-    expert_bytes_per_token=16.61,
-    layer_seconds=4.978e-05,
-    moe_layer_seconds=MappingProxyType({"hopper": 0.0001027, "blackwell": 6.497e-05, "cdna4": 6.256e-05}),
+    elementwise_bytes_per_token=101,
+    expert_bytes_per_token=17.06,
+    layer_seconds=5.698e-05,
+    moe_layer_seconds=MappingProxyType({"hopper": 9.724e-05, "blackwell": 5.599e-05, "cdna4": 6.272e-05}),
     collective_seconds=1e-05,
     eager_layer_seconds=0.00012,
-    host_seconds_per_sequence=2.549e-05,
+    draft_step_seconds=3e-4,
+    host_seconds_per_sequence=2.544e-05,
     grace_host_factor=1.848,
-    request_seconds=0.1363,
-    fitted=("gemm_efficiency[hopper]", "gemm_efficiency[blackwell]", "gemm_efficiency[cdna4]", "memory_efficiency", "expert_gemm_efficiency", "elementwise_bytes_per_token", "expert_bytes_per_token", "layer_seconds", "moe_layer_seconds", "collective_seconds", "host_seconds_per_sequence", "grace_host_factor", "request_seconds"),
+    request_seconds=0.1695,
+    fitted=("gemm_efficiency[blackwell]", "gemm_efficiency[cdna4]", "gemm_efficiency[hopper]", "memory_efficiency[blackwell]", "memory_efficiency[cdna4]", "memory_efficiency[hopper]", "expert_memory_efficiency", "expert_gemm_efficiency", "elementwise_bytes_per_token", "expert_bytes_per_token", "layer_seconds", "moe_layer_seconds[blackwell]", "moe_layer_seconds[cdna4]", "moe_layer_seconds[hopper]", "host_seconds_per_sequence", "grace_host_factor", "request_seconds"),
     fitted_on=("serving_throughput.csv", "serving_load.csv"),
 )

@@ -15,7 +15,7 @@ iteration model with ``m / (1 - e^-m)`` prefills, the conditional mean), so
   requests in flight are Poisson, so the p95 batch is ``B + 1.645·sqrt(B)``.
 - TTFT: the request's fixed time outside the GPU (HTTP, tokenizing: the calibration's
   ``request_seconds``) + admission wait + the wait for the token budget + the wait for the next
-  iteration to start (length-biased: ``E[T²]/2E[T]``) + the iteration(s) carrying the
+  iteration to start (and one more with an overlap scheduler, which picked that one's batch already) (length-biased: ``E[T²]/2E[T]``) + the iteration(s) carrying the
   prefill. Admission is a queue for the replica's ``c`` slots (the concurrency its
   batch limit and KV pool allow), each held for ``S = T + (O - 1)·T``: M/G/c with
   the Allen-Cunneen correction for the lengths' variability [2] and the Erlang C
@@ -172,8 +172,9 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     with np.errstate(invalid="ignore"):
         backlog = np.maximum(pf_wait - rho_pf * service / 2.0, 0.0)
         backlog95 = np.maximum(pf_wait95 - rho_pf * service / 2.0, 0.0)
-        ttft = calib.request_seconds + wq + backlog + residual + t_prefill
-        ttft95 = calib.request_seconds + wq95 + backlog95 + residual95 + t_prefill
+        scheduled = mean if launch.overlap else 0.0  # an overlap scheduler chose the next batch already
+        ttft = calib.request_seconds + wq + backlog + residual + scheduled + t_prefill
+        ttft95 = calib.request_seconds + wq95 + backlog95 + residual95 + scheduled + t_prefill
     n = np.maximum(steps - 1.0, 1.0)
     # TPOT p95: a request's iterations carry a binomial number of prefills, and the batch itself
     # fluctuates (requests in a system with ample slots are Poisson: p95 at B + 1.645 sqrt(B))

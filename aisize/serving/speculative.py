@@ -146,7 +146,8 @@ def speculation(model, formats, kv_precision: str, *, method, draft_tokens, acce
 
 
 def draft_seconds(spec: Speculation | None, rates, calib, *, decode_sequences, decode_context, shape_kwargs):
-    """GPU time of the k draft passes over ``decode_sequences`` sequences (graph-replayed) [s]."""
+    """Time of the k draft passes over ``decode_sequences`` sequences [s]: each the drafter's layers
+    (graph-replayed) plus the calibration's fixed ``draft_step_seconds`` (its sampling and input preparation)."""
     from aisize.serving.iteration import iteration_time
 
     seqs = np.asarray(decode_sequences, dtype=float)
@@ -155,4 +156,4 @@ def draft_seconds(spec: Speculation | None, rates, calib, *, decode_sequences, d
     kw = {k: v for k, v in shape_kwargs.items() if k != "pipeline_parallel"}
     it = iteration_time(spec.draft_costs, rates, calib, decode_sequences=seqs, decode_context=decode_context,
                         prefill_tokens=0.0 * seqs, prefill_prompts=0.0 * seqs, prompt_tokens=1.0, **kw)
-    return spec.draft_tokens * np.where(seqs > 0, it.gpu_seconds, 0.0)
+    return spec.draft_tokens * np.where(seqs > 0, it.gpu_seconds + calib.draft_step_seconds, 0.0)

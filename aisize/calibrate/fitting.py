@@ -40,6 +40,7 @@ BOUNDS = {
     "elementwise_bytes_per_token": (0.0, 300.0, 100.0), "expert_bytes_per_token": (0.0, 300.0, 100.0),
     "layer_seconds": (0.0, 5e-4, 1e-4), "moe_layer_seconds": (0.0, 1e-3, 1e-4),
     "host_seconds_per_sequence": (0.0, 2e-4, 1e-5), "grace_host_factor": (0.5, 5.0, 1.0),
+    "draft_step_seconds": (0.0, 5e-3, 1e-4),
 }
 PER_GENERATION = ("gemm_efficiency", "memory_efficiency", "moe_layer_seconds")
 MOE_ONLY = ("expert_memory_efficiency", "expert_gemm_efficiency", "expert_bytes_per_token", "moe_layer_seconds")
@@ -58,17 +59,23 @@ class FitResult:
 
 
 def fitted_constants(runs, base) -> list[tuple[str, str | None]]:
-    """The constants ``runs`` can identify: per-generation ones for the generations they cover, MoE ones
-    when an MoE model runs, the Grace factor on Grace-hosted GPUs."""
+    """The constants ``runs`` can identify: per-generation ones for the generations they cover (a GEMM
+    efficiency only where a run is flat out or its prompts outweigh its outputs, so that GEMMs bound it),
+    MoE ones when an MoE model runs, the Grace factor on Grace-hosted GPUs, the draft pass's fixed time
+    when a run drafts."""
     gens = sorted({generation(r.accelerator) or base.fallback_generation for r in runs})
+    gemm_gens = sorted({generation(r.accelerator) or base.fallback_generation for r in runs
+                        if (r.concurrency is None and r.requests_per_s is None) or r.input_tokens > r.output_tokens})
     moe = any(models.resolve(r.model).experts > 1 for r in runs)
     grace = any(r.accelerator.startswith(GRACE_HOSTED) for r in runs)
+    drafts = any(r.speculative_method in ("mtp", "eagle3", "draft") for r in runs)
     out = []
     for name in BOUNDS:
-        if name in MOE_ONLY and not moe or name == "grace_host_factor" and not grace:
+        if (name in MOE_ONLY and not moe or name == "grace_host_factor" and not grace
+                or name == "draft_step_seconds" and not drafts):
             continue
         if name in PER_GENERATION:
-            out += [(name, g) for g in gens]
+            out += [(name, g) for g in (gemm_gens if name == "gemm_efficiency" else gens)]
         else:
             out.append((name, None))
     return out
