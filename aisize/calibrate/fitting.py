@@ -186,6 +186,7 @@ def fit(runs: list[Run], base=None, *, constants=None, max_evaluations: int = 40
     labels = tuple(f"{c}[{g}]" if g else c for c, g in constants) + (("request_seconds",) if req is not None else ())
     cal = cal.with_(request_seconds=req if req is not None else cal.request_seconds,
                     fitted=tuple(dict.fromkeys(base.fitted + labels)) if name is None else labels,
+                    assumed=tuple(a for a in base.assumed if a not in labels),
                     **({"name": name} if name else {}), **({"fitted_on": tuple(fitted_on)} if fitted_on else {}))
     after, _ = _predict_all(usable, cal)
     return FitResult(cal, tuple(constants), tuple(before), tuple(after), tuple(skipped), count[0])

@@ -20,7 +20,7 @@ from aisize.host import host_for_server
 from aisize.plan import context as C
 from aisize.queueing import Station, inference_station, knee_concurrency
 from aisize.serving.costs import model_costs
-from aisize.serving.disaggregated import DisaggregatedPools, pools_latency, size_pools
+from aisize.serving.disaggregated import DisaggregatedPools, size_pools
 from aisize.serving.memory import weights_per_gpu_bytes
 from aisize.serving.sizing import candidate_shapes, choose_fleet
 
@@ -207,27 +207,40 @@ def _aggregated(w, ctx, shape, replicas, est) -> dict:
 
 
 def _disaggregated(w, ctx, arch, pools) -> dict:
-    """The fleet figures of disaggregated serving: the prefill and decode pools of ``pools``."""
+    """The fleet figures of disaggregated serving: the prefill and decode pools of ``pools`` at the service's
+    rate, through :func:`aisize.serving.estimate_disaggregated` (the public model of given pools)."""
     costs = model_costs(arch, w.weight_precision, w.kv_precision)
     d_tp, d_pp, d_dp = pools.decode_tensor_parallel, pools.decode_pipeline_parallel, pools.decode_attention_dp
     weights = float(weights_per_gpu_bytes(costs, d_tp, d_dp, d_pp))
-    kv = pools.decode_batch * float(costs.kv_bytes(w.prompt_tokens + w.output_tokens)) / (
+    p_shape, d_shape = pools.context["prefill_shape"], pools.context["decode_shape"]
+
+    def side(n, s):
+        return dict(replicas=n, tensor_parallel=s.tensor_parallel, attention_dp=s.attention_dp,
+                    pipeline_parallel=s.pipeline_parallel, stage_link_bytes_per_s=s.stage_link_bytes_per_s,
+                    expert_parallel=s.tensor_parallel if arch.experts > 1 else 1)
+
+    est = serving.estimate_disaggregated(
+        arch, ctx.accelerator, prefill=side(pools.prefill_replicas, p_shape),
+        decode=side(pools.decode_replicas, d_shape), weight_precision=w.weight_precision, kv_precision=w.kv_precision,
+        input_tokens=w.prompt_tokens, output_tokens=w.output_tokens, requests_per_s=w.requests_per_s,
+        engine=w.engine, kv_link_bytes_per_s=ctx.scaleout_bytes_per_s)
+    batch = est.decode_batch if math.isfinite(est.tpot_s) else pools.decode_batch
+    kv = batch * float(costs.kv_bytes(w.prompt_tokens + w.output_tokens)) / (
         min(d_tp // d_dp, costs.kv_heads) * d_pp * d_dp)
     mem = {"weights_bytes": weights, "kv_cache_bytes": kv}
     p_gpus, d_gpus = pools.prefill_gpus // max(pools.prefill_replicas, 1), pools.decode_gpus // pools.decode_replicas
-    at = {k: float(v[0]) for k, v in pools_latency(pools, np.array([w.requests_per_s])).items()}
+    capacity = est.requests_per_s if not est.stable else (
+        w.requests_per_s / max(est.prefill_utilisation, est.decode_batch / max(est.decode_slots, 1.0), 1e-12))
     return dict(
         serving_mode="disaggregated", tensor_parallel=d_tp, pipeline_parallel=d_pp, attention_dp=d_dp,
         gpus_per_replica=d_gpus, replicas=pools.prefill_replicas + pools.decode_replicas,
         replica_gpus=(p_gpus,) * pools.prefill_replicas + (d_gpus,) * pools.decode_replicas,
-        memory_per_gpu_bytes=mem, kv_in_use_per_gpu_bytes=kv,
-        batch=int(round(w.requests_per_s / pools.decode_replicas * w.output_tokens * at["tpot_seconds"]))
-        if math.isfinite(at["tpot_seconds"]) else pools.decode_batch,
-        max_batch=pools.decode_batch, ttft_seconds=at["ttft_seconds"], ttft_p95_seconds=at["ttft_p95_seconds"],
-        tpot_seconds=at["tpot_seconds"], tpot_p95_seconds=at["tpot_p95_seconds"],
-        output_tokens_per_s_per_replica=pools.decode_batch / pools.tpot_s,
-        capacity_output_tokens_per_s=w.requests_per_s * w.output_tokens / max(at["utilisation"], 1e-12),
-        utilisation=at["utilisation"], estimate=None)
+        memory_per_gpu_bytes=mem, kv_in_use_per_gpu_bytes=kv, batch=int(round(batch)), max_batch=pools.decode_batch,
+        ttft_seconds=est.ttft_s, ttft_p95_seconds=est.ttft_p95_s, tpot_seconds=est.tpot_s,
+        tpot_p95_seconds=est.tpot_p95_s, output_tokens_per_s_per_replica=pools.decode_batch / pools.tpot_s,
+        capacity_output_tokens_per_s=capacity * w.output_tokens,
+        utilisation=max(est.prefill_utilisation, est.decode_batch / max(est.decode_slots, 1.0))
+        if est.stable else math.inf, estimate=None)
 
 
 def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t) -> InferencePlan:

@@ -18,18 +18,27 @@ Sourced (not fitted):
   graph) issues ~20 kernels at ~6 µs of launch each (PyTorch eager dispatch, CUDA
   Graphs blog: "launch overheads of several microseconds per kernel").
 
-Fitted jointly by robust least squares (soft-L1 on log errors) on every public set
-that informs them, through the public entry points, and nothing else
-(``benchmarks/fit_serving.py``; ``aisize calibrate`` runs the same fit on a user's
-own runs): ``reference/serving_throughput.csv`` (TensorRT-LLM max throughput) and
-``reference/serving_load.csv`` (closed-loop runs at a fixed concurrency, 1 to 256
-requests in flight, TensorRT-LLM, SGLang and vLLM on Hopper, Blackwell and CDNA4).
-Each regime identifies different constants: low concurrency the fixed per-layer and
-collective times and the achieved HBM rate; max throughput the GEMM efficiencies,
-elementwise and routing traffic and host time. A GPU generation gets its own GEMM
-efficiency (FP8 GEMMs on Hopper, NVFP4 on Blackwell and MXFP4 on CDNA4 are different
-kernels on different silicon); a generation without public rows borrows another's
-and its results are flagged uncalibrated.
+Assumed (no public set identifies them; stated in every table of constants):
+
+- ``collective_seconds`` 10 µs: the order of a small all-reduce among one server's GPUs
+  (the custom one-shot all-reduce kernels of TensorRT-LLM, SGLang and vLLM); the public runs
+  cannot tell it from the fixed per-layer times, which absorb any difference;
+- ``gemm_efficiency[cdna4]``: the public MI355X runs are all decode-bound, so they do not
+  identify a GEMM efficiency; Blackwell's fitted share stands in.
+
+Fitted jointly by robust least squares (soft-L1 on log errors, a weak prior holding each
+constant near its start) on every public set that informs them, through the public entry
+points, and nothing else (``benchmarks/fit_serving.py``; ``aisize calibrate`` runs the same
+fit, :func:`aisize.calibrate.fit`, on a user's own runs): TensorRT-LLM max-throughput runs,
+closed-loop runs at a fixed concurrency (1 to 256 requests in flight; TensorRT-LLM, SGLang
+and vLLM on Hopper, Blackwell and CDNA4), the same with MTP speculative decoding, and
+disaggregated deployments (``data/validation/serving_*.csv``). Each regime identifies
+different constants: low concurrency the fixed per-layer times and the achieved HBM rates;
+max throughput the GEMM efficiencies, elementwise and routing traffic and host time; the
+speculative runs the draft pass's fixed time, which moves no other regime's answer. A GPU
+generation gets its own GEMM and HBM efficiency and MoE-layer time (FP8 GEMMs on Hopper,
+NVFP4 on Blackwell and MXFP4 on CDNA4 are different kernels on different silicon); a
+generation without public runs borrows another's and its results are flagged uncalibrated.
 """
 
 from __future__ import annotations
@@ -100,6 +109,7 @@ class Calibration:
     request_seconds: float
     fitted: tuple = field(default=())  # names of the fitted attributes (gemm_efficiency[gen] for one generation)
     fitted_on: tuple = field(default=())  # the sets the fit used
+    assumed: tuple = field(default=())  # values no public set identifies, stated as assumptions
 
     def with_(self, **changes) -> "Calibration":
         """A copy with some values changed (for sensitivity studies and the fit)."""
@@ -117,7 +127,7 @@ class Calibration:
         return v
 
     def origin(self, name: str) -> str:
-        return "fitted" if name in self.fitted else "sourced"
+        return "fitted" if name in self.fitted else ("assumed" if name in self.assumed else "sourced")
 
     def as_table(self) -> list[dict]:
         """Every constant with its value, unit and whether it was fitted or sourced (for the user)."""
@@ -137,7 +147,7 @@ class Calibration:
     def to_json(self) -> str:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d.update({k: dict(v) for k, v in d.items() if isinstance(v, MappingProxyType)})
-        d["fitted"], d["fitted_on"] = list(self.fitted), list(self.fitted_on)
+        d["fitted"], d["fitted_on"], d["assumed"] = list(self.fitted), list(self.fitted_on), list(self.assumed)
         return json.dumps(d, indent=2)
 
     def save(self, path) -> Path:
@@ -174,6 +184,7 @@ def from_json(text: str, *, where: str = "calibration") -> Calibration:
             merged[name] = MappingProxyType({str(k): float(x) for k, x in v.items()})
     merged["fitted"] = tuple(merged.get("fitted") or ())
     merged["fitted_on"] = tuple(merged.get("fitted_on") or ())
+    merged["assumed"] = tuple(merged.get("assumed") or ())
     return Calibration(**merged)
 
 
@@ -189,27 +200,29 @@ def load(path) -> Calibration:
 
 CALIBRATION = Calibration(
     name="aisize serving calibration 2026.11",
-    source="fitted jointly on reference/serving_throughput.csv (118 TensorRT-LLM max-throughput rows, "
-           "perf-overview.md @00f37686) and reference/serving_load.csv (82 closed-loop InferenceX and "
-           "GPUStack rows) by benchmarks/fit_serving.py; sourced values as in the module docstring",
-    gemm_efficiency=MappingProxyType({"hopper": 0.6597, "blackwell": 0.6386, "cdna4": 0.6386}),
+    source="fitted jointly on the public sets data/validation/serving_throughput.csv (118 TensorRT-LLM "
+           "max-throughput runs), serving_load.csv (82 closed-loop InferenceX and GPUStack runs), "
+           "serving_specdec.csv (34 MTP runs) and serving_disagg.csv (77 disaggregated deployments) by "
+           "benchmarks/fit_serving.py; sourced and assumed values as in the module docstring",
+    gemm_efficiency=MappingProxyType({"hopper": 0.7259, "blackwell": 0.7726, "cdna4": 0.6386}),
     fallback_generation="hopper",
     attention_efficiency=0.6,
-    memory_efficiency=MappingProxyType({"hopper": 0.8488, "blackwell": 0.557, "cdna4": 0.5}),
-    expert_memory_efficiency=0.7317,
+    memory_efficiency=MappingProxyType({"hopper": 0.8367, "blackwell": 0.5889, "cdna4": 0.5}),
+    expert_memory_efficiency=0.6375,
     link_efficiency=DEFAULT_EFFICIENCY,
-    expert_gemm_efficiency=0.2816,
+    expert_gemm_efficiency=0.2835,
     gemm_tile_tokens=128,
-    elementwise_bytes_per_token=101,
-    expert_bytes_per_token=17.06,
-    layer_seconds=5.698e-05,
-    moe_layer_seconds=MappingProxyType({"hopper": 9.724e-05, "blackwell": 5.599e-05, "cdna4": 6.272e-05}),
+    elementwise_bytes_per_token=137.1,
+    expert_bytes_per_token=22.01,
+    layer_seconds=4.685e-05,
+    moe_layer_seconds=MappingProxyType({"hopper": 8.596e-05, "blackwell": 4.699e-05, "cdna4": 6.473e-05}),
     collective_seconds=1e-05,
     eager_layer_seconds=0.00012,
-    draft_step_seconds=3e-4,
-    host_seconds_per_sequence=2.544e-05,
-    grace_host_factor=1.848,
-    request_seconds=0.1695,
-    fitted=("gemm_efficiency[blackwell]", "gemm_efficiency[cdna4]", "gemm_efficiency[hopper]", "memory_efficiency[blackwell]", "memory_efficiency[cdna4]", "memory_efficiency[hopper]", "expert_memory_efficiency", "expert_gemm_efficiency", "elementwise_bytes_per_token", "expert_bytes_per_token", "layer_seconds", "moe_layer_seconds[blackwell]", "moe_layer_seconds[cdna4]", "moe_layer_seconds[hopper]", "host_seconds_per_sequence", "grace_host_factor", "request_seconds"),
-    fitted_on=("serving_throughput.csv", "serving_load.csv"),
+    draft_step_seconds=1.164e-3,
+    host_seconds_per_sequence=2.551e-05,
+    grace_host_factor=1.795,
+    request_seconds=0.1749,
+    fitted=("gemm_efficiency[blackwell]", "gemm_efficiency[hopper]", "memory_efficiency[blackwell]", "memory_efficiency[cdna4]", "memory_efficiency[hopper]", "expert_memory_efficiency", "expert_gemm_efficiency", "elementwise_bytes_per_token", "expert_bytes_per_token", "layer_seconds", "moe_layer_seconds[blackwell]", "moe_layer_seconds[cdna4]", "moe_layer_seconds[hopper]", "host_seconds_per_sequence", "grace_host_factor", "draft_step_seconds", "request_seconds"),
+    fitted_on=("serving_throughput.csv", "serving_load.csv", "serving_specdec.csv", "serving_disagg.csv"),
+    assumed=("gemm_efficiency[cdna4]", "collective_seconds"),
 )

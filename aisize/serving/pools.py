@@ -47,7 +47,8 @@ from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ReplicaShape, check_shape
 from aisize.serving.speculative import speculation
 
-POOL_KEYS = ("replicas", "tensor_parallel", "expert_parallel", "attention_dp")
+POOL_KEYS = ("replicas", "tensor_parallel", "expert_parallel", "attention_dp", "pipeline_parallel",
+             "stage_link_bytes_per_s")
 GRID_POINTS, GRID_PASSES = 33, 4  # the closed loop's throughput on log(X): 32^4 cells, to ~1e-5 relative
 
 
@@ -56,16 +57,23 @@ class Pool:
     """One side of a disaggregated deployment: replicas of one shape [count]."""
 
     replicas: int
-    tensor_parallel: int
+    tensor_parallel: int  # GPUs per pipeline stage
     expert_parallel: int
     attention_dp: int
+    pipeline_parallel: int = 1
+    stage_link_bytes_per_s: float | None = None  # between stages (None: the scale-up link)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel
 
     @property
     def gpus(self) -> int:
-        return self.replicas * self.tensor_parallel
+        return self.replicas * self.gpus_per_replica
 
     def shape(self) -> ReplicaShape:
-        return ReplicaShape(self.tensor_parallel, self.attention_dp, 1, None, self.expert_parallel)
+        return ReplicaShape(self.tensor_parallel, self.attention_dp, self.pipeline_parallel,
+                            self.stage_link_bytes_per_s, self.expert_parallel)
 
 
 def pool(side: str, spec, model) -> Pool:
@@ -89,6 +97,8 @@ def pool(side: str, spec, model) -> Pool:
                            checks.integer(f"{side}.expert_parallel", spec.get("expert_parallel", 1), high=4096)))
     dp = int(checks.scalar(f"{side}.attention_dp",
                            checks.integer(f"{side}.attention_dp", spec.get("attention_dp", 1), high=4096)))
+    pp = int(checks.scalar(f"{side}.pipeline_parallel",
+                           checks.integer(f"{side}.pipeline_parallel", spec.get("pipeline_parallel", 1), high=1024)))
     if model.experts <= 1:
         ep = 1
     if ep > tp:
@@ -99,11 +109,11 @@ def pool(side: str, spec, model) -> Pool:
                              f"when wider than it")
         tp, dp = ep, ep // tp * dp
     try:
-        check_shape(model, tensor_parallel=tp, attention_dp=dp, pipeline_parallel=1,
+        check_shape(model, tensor_parallel=tp, attention_dp=dp, pipeline_parallel=pp,
                     expert_parallel=ep if model.experts > 1 else None)
     except ValueError as e:
         raise ValueError(f"{side}: {e}") from None
-    return Pool(n, tp, ep, dp)
+    return Pool(n, tp, ep, dp, pp, spec.get("stage_link_bytes_per_s"))
 
 
 @dataclass(frozen=True)
@@ -175,7 +185,8 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     ----------
     model : catalog id or model record; accelerator : catalog accelerator id (both pools)
     prefill, decode : dicts with ``replicas``, ``tensor_parallel``, ``expert_parallel`` and ``attention_dp``
-        (GPUs per replica = tensor_parallel; attention DP groups split them for attention)
+        (and optionally ``pipeline_parallel`` with ``stage_link_bytes_per_s``): GPUs per replica =
+        tensor_parallel x pipeline_parallel; attention DP groups split a stage's GPUs for attention
     weight_precision, kv_precision : formats (as for :func:`aisize.serving.estimate`)
     input_tokens, output_tokens : mean lengths [tokens]
     concurrency : requests a closed-loop client holds in flight (the whole deployment)
@@ -220,14 +231,16 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
 
     t_full, t_one = prefill_time(float(per_iter)), prefill_time(1.0)
     p_mem = replica_memory(costs, eng, dev.memory_bytes, sequence_tokens=i + 1.0, max_num_tokens=q * i,
-                           gpus=p_pool.tensor_parallel, attention_dp=p_pool.attention_dp)
+                           gpus=p_pool.tensor_parallel, attention_dp=p_pool.attention_dp,
+                           pipeline_parallel=p_pool.pipeline_parallel)
     # decode: slots per replica from the batch limit (per rank) and the KV pool
-    extra = 0.0 if spec is None else spec.draft_weights_bytes / d_pool.tensor_parallel
+    extra = 0.0 if spec is None else spec.draft_weights_bytes / d_pool.gpus_per_replica
     mbs = max_batch_size if max_batch_size is not None else (eng.max_batch_size or 4096)
     mbs = float(checks.scalar("max_batch_size", checks.positive("max_batch_size", mbs, high=1e7)))
     d_mem = replica_memory(costs, eng, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=mbs,
-                           gpus=d_pool.tensor_parallel, attention_dp=d_pool.attention_dp, extra_weights_bytes=extra)
-    slots = float(min(mbs * d_pool.attention_dp, float(d_mem.sequences)))
+                           gpus=d_pool.tensor_parallel, attention_dp=d_pool.attention_dp,
+                           pipeline_parallel=d_pool.pipeline_parallel, extra_weights_bytes=extra)
+    slots = float(min(mbs * d_pool.attention_dp * d_pool.pipeline_parallel, float(d_mem.sequences)))
     fits = bool(p_mem.fits) and bool(d_mem.fits) and slots >= 1
     base = dict(model=m.id, accelerator=dev.id, engine=eng.key, prefill=p_pool, decode=d_pool, input_tokens=i,
                 output_tokens=o, weights_per_gpu_bytes={"prefill": float(p_mem.weights_bytes),
@@ -237,7 +250,7 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     if not fits:
         side = "prefill" if not bool(p_mem.fits) else "decode"
         return _infeasible(base, f"{m.id} does not fit the {side} pool's GPUs ({dev.id}, "
-                                 f"{(p_pool if side == 'prefill' else d_pool).tensor_parallel} per replica) with "
+                                 f"{(p_pool if side == 'prefill' else d_pool).gpus_per_replica} per replica) with "
                                  f"room for one request's KV cache")
     tau = 1.0 if spec is None else spec.acceptance_length
     steps = max(1.0 + (o - 1.0) / tau, 1.0)
@@ -260,7 +273,7 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     else:
         link, kind = scaleout_bytes_per_s(dev.id), "scale-out"
     link_rate = link * calib.link_efficiency
-    shards = min(p_pool.tensor_parallel, max(costs.kv_heads, 1) * p_pool.attention_dp)
+    shards = min(p_pool.tensor_parallel, max(costs.kv_heads, 1) * p_pool.attention_dp) * p_pool.pipeline_parallel
     transfer = kv_req / (link_rate * shards)
     x_prefill = p_pool.replicas * per_iter / t_full
     x_decode = d_pool.replicas * slots / ((steps - 1.0) * float(t_decode(slots))) if steps > 1 else math.inf

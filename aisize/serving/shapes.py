@@ -106,20 +106,20 @@ def check_shape(model, *, tensor_parallel, attention_dp, pipeline_parallel, expe
 
 
 def attention_dp_choices(model, tensor_parallel: int) -> list[int]:
-    """Attention-DP degrees worth trying: 1 for dense models; for MoE every divisor of the
-    stage's GPUs that leaves the heads evenly split."""
+    """Attention-DP degrees worth trying: 1 for dense models; for MoE the two layouts engines ship,
+    attention tensor-parallel over the stage (1) or data-parallel over it (every GPU its own group)."""
     if model.experts <= 1:
         return [1]
-    divisors = [d for d in range(1, tensor_parallel + 1) if tensor_parallel % d == 0]
-    return [d for d in divisors if model.heads % (tensor_parallel // d) == 0]
+    return sorted({d for d in (1, tensor_parallel) if model.heads % (tensor_parallel // d) == 0})
 
 
 def expert_parallel_choices(model, tensor_parallel: int) -> list[int]:
-    """Expert-parallel degrees worth trying: 1 for dense models; for MoE every divisor of the stage's
-    GPUs that divides the routed experts."""
+    """Expert-parallel degrees worth trying: 1 for dense models; for MoE the two layouts engines default
+    to, every expert split over the stage (expert TP, 1) or whole experts spread over it (EP = the stage),
+    where the experts divide evenly."""
     if model.experts <= 1:
         return [1]
-    return [d for d in range(1, tensor_parallel + 1) if tensor_parallel % d == 0 and model.experts % d == 0]
+    return sorted({d for d in (1, tensor_parallel) if model.experts % d == 0})
 
 
 def divisors(n: int) -> np.ndarray:

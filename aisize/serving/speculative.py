@@ -148,11 +148,11 @@ def speculation(model, formats, kv_precision: str, *, method, draft_tokens, acce
 def draft_seconds(spec: Speculation | None, rates, calib, *, decode_sequences, decode_context, shape_kwargs):
     """Time of the k draft passes over ``decode_sequences`` sequences [s]: each the drafter's layers
     (graph-replayed) plus the calibration's fixed ``draft_step_seconds`` (its sampling and input preparation)."""
+    if spec is None or spec.draft_costs is None:
+        return 0.0
     from aisize.serving.iteration import iteration_time
 
     seqs = np.asarray(decode_sequences, dtype=float)
-    if spec is None or spec.draft_costs is None:
-        return 0.0 * seqs
     kw = {k: v for k, v in shape_kwargs.items() if k != "pipeline_parallel"}
     it = iteration_time(spec.draft_costs, rates, calib, decode_sequences=seqs, decode_context=decode_context,
                         prefill_tokens=0.0 * seqs, prefill_prompts=0.0 * seqs, prompt_tokens=1.0, **kw)
