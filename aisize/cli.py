@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from aisize import __version__
+from aisize.calibrate.cli import configure_parser as calibrate_parser
 
 EXIT_USAGE = 2
 
@@ -188,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     validation_cli.configure_parser(p)
     p.set_defaults(func=validation_cli.run)
 
+    calibrate_parser(sub.add_parser("calibrate", help="refit the serving calibration on your own benchmark runs"))
     p = sub.add_parser("model", help="describe a model: architecture, parameters, weight and KV bytes")
     p.add_argument("model", help="a config.json, a folder holding one (with model.safetensors.index.json, "
                                  "its total_size is shown), or a catalog model id")

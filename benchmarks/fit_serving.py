@@ -1,87 +1,62 @@
-"""Fit the serving calibration on the public TensorRT-LLM rows and print every row's error.
+"""Fit the serving calibration jointly on the public runs and print every set's score.
 
 Usage (from the project root):
 
-    .venv/bin/python benchmarks/fit_serving.py            # the table at today's constants
-    .venv/bin/python benchmarks/fit_serving.py --fit      # refit (needs scipy: pip install scipy)
+    .venv/bin/python benchmarks/fit_serving.py            # the scores at today's constants
+    .venv/bin/python benchmarks/fit_serving.py --fit      # refit, print the constants to paste into
+                                                          # aisize/serving/calibration.py, and the scores
 
-The constants marked "fitted" in :mod:`aisize.serving.calibration` are chosen by
-robust least squares (soft-L1 on the log of predicted / published output
-tokens/s) over all 118 rows of ``reference/serving_throughput.csv``, through the
-public :func:`aisize.serving.estimate`; the sourced ones stay fixed. The fit is
-the same for every model: no row or model has a constant of its own.
+The runs are the four public sets under ``data/validation/`` (copies of ``reference/`` with catalog
+ids): TensorRT-LLM max-throughput runs, closed-loop runs at a fixed concurrency, the same with MTP
+speculative decoding, and disaggregated deployments. :func:`aisize.calibrate.fit` fits the constants
+these runs identify (every generation they cover), the same for every model and engine; this is what
+``aisize calibrate`` does on a user's own runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import sys
-from pathlib import Path
+import time
 
-import numpy as np
+from aisize import catalog
+from aisize.calibrate import fit, predict, read_table
+from aisize.calibrate.fitting import summary
+from aisize.serving import CALIBRATION
 
-from aisize.serving import TRTLLM_1_0, estimate
-from aisize.validation.serving import REFERENCE, reference_rows
-
-FITTED = (("gemm_efficiency", "hopper"), ("gemm_efficiency", "blackwell"), ("expert_gemm_efficiency", None),
-          ("elementwise_bytes_per_token", None), ("expert_bytes_per_token", None),
-          ("layer_overhead_seconds", None), ("moe_layer_overhead_seconds", None),
-          ("host_seconds_per_sequence", None), ("grace_host_factor", None))
-BOUNDS = ((0.2, 1.0), (0.1, 1.0), (0.05, 1.0), (0.0, 300.0), (0.0, 300.0), (0.0, 1e-3), (0.0, 3e-3),
-          (0.0, 2e-4), (0.5, 5.0))
+SETS = ("serving_throughput", "serving_load", "serving_specdec", "serving_disagg")
 
 
-def calibration_from(x):
-    gemm = dict(TRTLLM_1_0.gemm_efficiency)
-    changes = {}
-    for (name, key), value in zip(FITTED, x):
-        if key is None:
-            changes[name] = float(value)
-        else:
-            gemm[key] = float(value)
-    return TRTLLM_1_0.with_(gemm_efficiency=gemm, **changes)
-
-
-def vector(cal):
-    return np.array([getattr(cal, n)[k] if k else getattr(cal, n) for n, k in FITTED])
-
-
-def log_errors(cal, rows):
-    out = []
-    for r in rows:
-        pred = estimate(r.model, r.accelerator, tensor_parallel=r.tensor_parallel, weight_precision=r.weight_precision,
-                        kv_precision=r.kv_precision, input_tokens=r.input_tokens, output_tokens=r.output_tokens,
-                        calibration=cal).output_tokens_per_s
-        out.append(math.log(pred / r.published_output_tokens_per_s))
-    return np.array(out)
+def _line(name, preds):
+    s = summary(preds)
+    line = f"{name:20s} {s['runs']:3d} runs, {s['within']:3d} within 15%, median |err| {100 * s['median_abs_error']:.1f}%"
+    if s["tpot_runs"]:
+        line += (f", TPOT within 15%: {s['tpot_within']}/{s['tpot_runs']}, median |err| "
+                 f"{100 * s['tpot_median_abs_error']:.1f}%")
+    return line
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--fit", action="store_true", help="refit the constants (needs scipy)")
+    ap.add_argument("--fit", action="store_true", help="refit the constants")
+    ap.add_argument("--sets", nargs="*", default=list(SETS), help="which sets to fit on")
+    ap.add_argument("--max-evaluations", type=int, default=300)
     a = ap.parse_args(argv)
-    rows = reference_rows()
-    cal = TRTLLM_1_0
+    runs = {s: read_table(catalog.data_dir() / "validation" / f"{s}.csv") for s in SETS}
+    cal = CALIBRATION
     if a.fit:
-        try:
-            from scipy.optimize import least_squares
-        except ImportError:
-            sys.exit("--fit needs scipy: .venv/bin/pip install scipy")
-        lo, hi = zip(*BOUNDS)
-        res = least_squares(lambda x: log_errors(calibration_from(x), rows), vector(cal), bounds=(lo, hi),
-                            loss="soft_l1", f_scale=0.1, diff_step=1e-3)
-        cal = calibration_from(res.x)
-        print("fitted constants:")
-        for (name, key), value in zip(FITTED, res.x):
-            print(f"  {name}{'[' + key + ']' if key else ''} = {value:.6g}")
-    errs = np.expm1(log_errors(cal, rows))
-    for r, e in zip(rows, errs):
-        print(f"{r.label:48s} published {r.published_output_tokens_per_s:8.0f} predicted "
-              f"{r.published_output_tokens_per_s * (1 + e):8.0f} {100 * e:+6.1f}%")
-    a_ = np.abs(errs)
-    print(f"serving fit ({Path(REFERENCE).name}): {len(rows)} rows, {np.sum(a_ <= 0.15)} within 15%, "
-          f"median |err| {100 * np.median(a_):.1f}%, max |err| {100 * a_.max():.0f}%")
+        start = time.perf_counter()
+        result = fit([r for s in a.sets for r in runs[s]], CALIBRATION, max_evaluations=a.max_evaluations,
+                     name=CALIBRATION.name, fitted_on=tuple(f"{s}.csv" for s in a.sets))
+        cal = result.calibration
+        print(f"fitted {len(result.constants)} constants in {time.perf_counter() - start:.0f} s "
+              f"({result.evaluations} evaluations); skipped {len(result.skipped)} runs")
+        for row in cal.as_table():
+            print(f"  {row['constant']:36s} {row['value']:.6g}  ({row['origin']})")
+        with open("calibration.fitted.json", "w") as f:
+            f.write(cal.to_json())
+        print("written: calibration.fitted.json")
+    for s in SETS:
+        print(_line(s, [predict(r, cal) for r in runs[s]]))
 
 
 if __name__ == "__main__":

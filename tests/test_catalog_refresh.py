@@ -11,9 +11,11 @@ def test_new_accelerators_carry_dense_peaks_per_precision():
     assert (gb300.fp4_flops_per_s, gb300.fp8_flops_per_s, gb300.bf16_flops_per_s) == pytest.approx(
         (15e15, 5e15, 2.5e15))
     assert (b300.fp4_flops_per_s, b300.fp8_flops_per_s) == pytest.approx((14e15, 4.5e15))
-    # AMD ISSCC 2026: MI355X FP8 5 PFLOPS; FP4 dense = 20.1 / 2 (the row says derived)
+    # AMD ROCm docs (MI300/MI350 workload optimization): MI355X dense FP8 5,033.2 and MXFP4 10,066.3 TFLOP/s
+    # (256 CUs x 8,192 / 16,384 FLOPS per clock x 2.4 GHz), Infinity Fabric 7 x 153.6 GB/s
     mi = catalog.accelerators["mi355x"]
-    assert mi.fp8_flops_per_s == pytest.approx(5e15) and "DERIVED" in mi.note
+    assert (mi.fp8_flops_per_s, mi.fp4_flops_per_s) == pytest.approx((5033.2e12, 10066.3e12))
+    assert mi.scaleup_bidirectional_bytes_per_s == pytest.approx(1075.2e9)
     assert catalog.accelerators["h20"].bf16_flops_per_s == pytest.approx(148e12)
     assert catalog.accelerators["xeon-6980p"].memory_bandwidth_bytes_per_s == pytest.approx(844.8e9)
 

@@ -14,7 +14,7 @@ import pytest
 from aisize import catalog, models, serving
 from aisize.serving.costs import model_costs
 from aisize.serving.engine import trtllm_bench_limits
-from aisize.validation.serving import TOLERANCE_PCT, reference_rows, serving_summary, serving_table
+from aisize.validation.serving import TOLERANCE_PCT, runs, serving_summary, serving_table
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def test_published_trtllm_runs_within_15_percent(table):
 
 
 def test_prompt_heavy_and_moe_rows_are_not_left_behind(table):
-    rows = reference_rows()
+    rows = runs("serving")
     err = table["error_pct"].abs().to_numpy()
     prompt_heavy = np.array([r.input_tokens > r.output_tokens for r in rows])
     assert prompt_heavy.sum() == 35
@@ -66,10 +66,12 @@ def test_per_token_costs_of_llama_3_1_8b():
     c = model_costs(m, "fp8", "fp8")
     p = models.params(m)
     # 2 FLOPs per weight per token: linear layers only; the head at sampling positions only
-    assert c.dense_flops_per_token + c.head_flops_per_token == pytest.approx(2 * (p.total - p.embedding - p.norm))
+    linear = c.attention_flops_per_token + c.dense_flops_per_token
+    assert linear + c.head_flops_per_token == pytest.approx(2 * (p.total - p.embedding - p.norm))
+    assert c.attention_flops_per_token == pytest.approx(2 * p.attention)
     assert c.kv_bytes(1000) == 1000 * 2 * 32 * 8 * 128  # 64 KiB per token at FP8
-    # linear weights at 1 B, embedding and head at 16 bits (TensorRT Model Optimizer skips lm_head)
-    assert c.weights_bytes == pytest.approx((p.total - p.embedding - p.head) + 2 * (p.embedding + p.head))
+    # linear weights at 1 B; embedding, head and norms at 16 bits (TensorRT Model Optimizer skips lm_head)
+    assert c.weights_bytes == pytest.approx((p.total - p.embedding - p.head - p.norm) + 2 * (p.embedding + p.head + p.norm))
 
 
 def test_moe_reads_the_expected_distinct_experts():

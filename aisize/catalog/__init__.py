@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from aisize.catalog.loader import CatalogError, load_table, parse_row
-from aisize.catalog.records import (Accelerator, Dataset, Link, OtherModel, Server,
-                                    StorageSystem, Throughput, Transformer)
+from aisize.catalog.records import (Accelerator, Dataset, Link, OtherModel, Server, ServingEngine,
+                                    SpeculativeAcceptance, StorageSystem, Throughput, Transformer)
 
 __all__ = ["Table", "CatalogError", "data_dir", "overlay_dirs", "use_overlay", "parse_row", "accelerators", "servers", "links", "storage",
-           "transformers", "other_models", "datasets", "throughput", "Accelerator", "Server", "Link",
-           "StorageSystem", "Transformer", "OtherModel", "Dataset", "Throughput"]
+           "transformers", "other_models", "datasets", "throughput", "engines", "speculative", "Accelerator", "Server", "Link",
+           "StorageSystem", "Transformer", "OtherModel", "Dataset", "Throughput", "ServingEngine", "SpeculativeAcceptance"]
 
 R = TypeVar("R")
 
@@ -146,10 +146,12 @@ transformers: Table[Transformer] = Table("transformers.csv", Transformer)
 other_models: Table[OtherModel] = Table("other_models.csv", OtherModel)
 datasets: Table[Dataset] = Table("datasets.csv", Dataset)
 throughput: Table[Throughput] = Table("throughput.csv", Throughput)
+engines: Table[ServingEngine] = Table("engines.csv", ServingEngine)
+speculative: Table[SpeculativeAcceptance] = Table("speculative.csv", SpeculativeAcceptance)
 
 TABLES: dict[str, Table] = {t.filename[:-4]: t for t in
                             (accelerators, servers, links, storage, transformers, other_models, datasets,
-                             throughput)}
+                             throughput, engines, speculative)}
 
 
 def model(id: str) -> Transformer | OtherModel:

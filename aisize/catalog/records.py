@@ -204,3 +204,46 @@ class Dataset:
     file_format: str
     source: str
     note: str | None
+
+
+@dataclass(frozen=True)
+class ServingEngine:
+    """A serving engine's scheduler at a named version: its defaults, read from its code.
+
+    Limits left empty are chosen per workload: by trtllm-bench's heuristic for the bench
+    scheduler, or by the KV pool for engines whose batch limit follows the memory.
+    """
+
+    id: str  # the key scenarios and estimate() use
+    name: str
+    version: str  # the engine release the defaults were read at
+    kv_memory_fraction: float  # share of memory given to the KV pool (see kv_fraction_of_total)
+    kv_fraction_of_total: bool  # the share bounds all memory (vLLM, SGLang), else the memory left after weights
+    block_tokens: int  # paged-KV block (page) size [tokens]
+    chunked_prefill: bool  # prompts split to fit the token budget
+    reserve_full_sequence: bool  # admit a request only when blocks for its whole prompt + output are free
+    max_batch_size: int | None  # sequences per iteration; empty: chosen per workload
+    max_num_tokens: int | None  # tokens per iteration; empty: chosen per workload
+    cuda_graph_max_batch: int | None  # decode iterations up to this many sequences replay a CUDA graph
+    cuda_graph_mixed_tokens: int  # iterations with prefill work up to this many tokens are graphed too (0: none)
+    overlap_scheduler: bool  # the host schedules the next iteration while the GPU runs this one
+    windowed_kv: bool  # sliding/chunked-attention layers allocate only their window
+    runtime_reserve_bytes: float  # CUDA context, NCCL buffers, CUDA graphs
+    source: str
+    note: str | None
+
+
+@dataclass(frozen=True)
+class SpeculativeAcceptance:
+    """Measured acceptance lengths of a speculative-decoding method on a model family.
+
+    ``acceptance_lengths`` lists tau(k), the mean tokens one verify step emits (the target's own
+    token included) with k = 1, 2, ... draft tokens, separated by semicolons.
+    """
+
+    id: str  # method:family
+    method: str  # mtp | eagle3 | draft | ngram
+    model_family: str  # the Transformer record's family, or * for any
+    acceptance_lengths: str
+    source: str
+    note: str | None

@@ -336,7 +336,7 @@ def assumptions_used(policies) -> dict:
         "plan.default_seq_len": training.DEFAULT_SEQ_LEN,
         "plan.ongoing_display_days": timeline.ONGOING_DISPLAY_DAYS,
         "plan.inference_fallback_utilisation": inf_plan.FALLBACK_UTILISATION,
-    } | {f"serving.{row['constant']}": row["value"] for row in serving.TRTLLM_1_0.as_table()}
+    } | {f"serving.{row['constant']}": row["value"] for row in serving.CALIBRATION.as_table()}
     engine |= {f"training.{c['name']}": c["value"] for c in engine_training.efficiency_constants()}
     return ({f"policies.{k}": v for k, v in policies.model_dump(mode="json").items()}
             | {f"plan.{k}": v for k, v in C.planner_assumptions().items()} | engine)

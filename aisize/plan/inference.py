@@ -10,7 +10,7 @@ queueing views from :func:`aisize.queueing.inference_station`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -20,7 +20,7 @@ from aisize.host import host_for_server
 from aisize.plan import context as C
 from aisize.queueing import Station, inference_station, knee_concurrency
 from aisize.serving.costs import model_costs
-from aisize.serving.disaggregated import DisaggregatedPools, pools_latency, size_pools
+from aisize.serving.disaggregated import DisaggregatedPools, size_pools
 from aisize.serving.memory import weights_per_gpu_bytes
 from aisize.serving.sizing import candidate_shapes, choose_fleet
 
@@ -89,6 +89,7 @@ class InferencePlan:
     estimate: serving.ServingEstimate | None  # the aggregated replica at its share of the rate (None: disaggregated)
     pools: DisaggregatedPools | None  # prefill/decode pools when disaggregated
     notes: tuple = ()
+    concurrency: float | None = None  # users in flight, when the service was given that way
 
     @property
     def feasible(self) -> bool:
@@ -110,12 +111,21 @@ def _source(w) -> str:
     return f"inline fields ({getattr(m, 'source', 'no source')})"
 
 
+CONCURRENCY_ITERATIONS = 4  # fixed-point steps from users in flight to the rate they send
+
+
 @lru_cache(maxsize=256)
 def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
-    """Plan one :class:`~aisize.scenario.Inference` service on the resolved hardware."""
+    """Plan one :class:`~aisize.scenario.Inference` service on the resolved hardware.
+
+    A service given as ``concurrency`` users in flight with no think time sends, by Little's law,
+    ``C / (mean request latency)`` requests per second; the fleet is planned for that rate, found by
+    a few fixed-point steps (the latency depends on the fleet, and the fleet on the rate)."""
+    if w.requests_per_s is None:
+        return _plan_for_concurrency(w, ctx, policies)
     arch = models.resolve(w.model)
     engine = serving.ENGINES[w.engine]
-    cal = serving.TRTLLM_1_0
+    cal = serving.CALIBRATION
     per = ctx.server.gpus
     ttft_t, tpot_t = w.ttft_target_ms / 1e3, w.tpot_target_ms / 1e3
     kw = dict(weight_precision=w.weight_precision, kv_precision=w.kv_precision, input_tokens=w.prompt_tokens,
@@ -151,6 +161,20 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
     return _assemble(w, ctx, policies, arch, shape, replicas or 0, fleet, est, pools, ttft_t, tpot_t)
 
 
+def _plan_for_concurrency(w, ctx, policies) -> InferencePlan:
+    probe = plan_inference(w.model_copy(update={"requests_per_s": 1e-3, "concurrency": None}), ctx, policies)
+    rate = w.concurrency / max(probe.latency_mean_seconds if math.isfinite(probe.latency_mean_seconds) else 1.0, 1e-6)
+    for _ in range(CONCURRENCY_ITERATIONS):
+        p = plan_inference(w.model_copy(update={"requests_per_s": rate, "concurrency": None}), ctx, policies)
+        if not math.isfinite(p.latency_mean_seconds):
+            break
+        rate = 0.5 * rate + 0.5 * w.concurrency / p.latency_mean_seconds  # damped: the latency rises with the rate
+    p = plan_inference(w.model_copy(update={"requests_per_s": rate, "concurrency": None}), ctx, policies)
+    return replace(p, concurrency=w.concurrency, notes=p.notes + (
+        f"{w.concurrency:g} users in flight send {rate:.4g} requests/s at a mean request latency of "
+        f"{p.latency_mean_seconds:.3g} s (Little's law); the fleet is planned for that rate",))
+
+
 def _fallback_shape(shapes):
     """With no fitting shape, report the largest one tried (its figures say why it fails)."""
     return max(shapes, key=lambda s: s.gpus) if shapes else None
@@ -183,27 +207,40 @@ def _aggregated(w, ctx, shape, replicas, est) -> dict:
 
 
 def _disaggregated(w, ctx, arch, pools) -> dict:
-    """The fleet figures of disaggregated serving: the prefill and decode pools of ``pools``."""
+    """The fleet figures of disaggregated serving: the prefill and decode pools of ``pools`` at the service's
+    rate, through :func:`aisize.serving.estimate_disaggregated` (the public model of given pools)."""
     costs = model_costs(arch, w.weight_precision, w.kv_precision)
     d_tp, d_pp, d_dp = pools.decode_tensor_parallel, pools.decode_pipeline_parallel, pools.decode_attention_dp
     weights = float(weights_per_gpu_bytes(costs, d_tp, d_dp, d_pp))
-    kv = pools.decode_batch * float(costs.kv_bytes(w.prompt_tokens + w.output_tokens)) / (
+    p_shape, d_shape = pools.context["prefill_shape"], pools.context["decode_shape"]
+
+    def side(n, s):
+        return dict(replicas=n, tensor_parallel=s.tensor_parallel, attention_dp=s.attention_dp,
+                    pipeline_parallel=s.pipeline_parallel, stage_link_bytes_per_s=s.stage_link_bytes_per_s,
+                    expert_parallel=s.tensor_parallel if arch.experts > 1 else 1)
+
+    est = serving.estimate_disaggregated(
+        arch, ctx.accelerator, prefill=side(pools.prefill_replicas, p_shape),
+        decode=side(pools.decode_replicas, d_shape), weight_precision=w.weight_precision, kv_precision=w.kv_precision,
+        input_tokens=w.prompt_tokens, output_tokens=w.output_tokens, requests_per_s=w.requests_per_s,
+        engine=w.engine, kv_link_bytes_per_s=ctx.scaleout_bytes_per_s)
+    batch = est.decode_batch if math.isfinite(est.tpot_s) else pools.decode_batch
+    kv = batch * float(costs.kv_bytes(w.prompt_tokens + w.output_tokens)) / (
         min(d_tp // d_dp, costs.kv_heads) * d_pp * d_dp)
     mem = {"weights_bytes": weights, "kv_cache_bytes": kv}
     p_gpus, d_gpus = pools.prefill_gpus // max(pools.prefill_replicas, 1), pools.decode_gpus // pools.decode_replicas
-    at = {k: float(v[0]) for k, v in pools_latency(pools, np.array([w.requests_per_s])).items()}
+    capacity = est.requests_per_s if not est.stable else (
+        w.requests_per_s / max(est.prefill_utilisation, est.decode_batch / max(est.decode_slots, 1.0), 1e-12))
     return dict(
         serving_mode="disaggregated", tensor_parallel=d_tp, pipeline_parallel=d_pp, attention_dp=d_dp,
         gpus_per_replica=d_gpus, replicas=pools.prefill_replicas + pools.decode_replicas,
         replica_gpus=(p_gpus,) * pools.prefill_replicas + (d_gpus,) * pools.decode_replicas,
-        memory_per_gpu_bytes=mem, kv_in_use_per_gpu_bytes=kv,
-        batch=int(round(w.requests_per_s / pools.decode_replicas * w.output_tokens * at["tpot_seconds"]))
-        if math.isfinite(at["tpot_seconds"]) else pools.decode_batch,
-        max_batch=pools.decode_batch, ttft_seconds=at["ttft_seconds"], ttft_p95_seconds=at["ttft_p95_seconds"],
-        tpot_seconds=at["tpot_seconds"], tpot_p95_seconds=at["tpot_p95_seconds"],
-        output_tokens_per_s_per_replica=pools.decode_batch / pools.tpot_s,
-        capacity_output_tokens_per_s=w.requests_per_s * w.output_tokens / max(at["utilisation"], 1e-12),
-        utilisation=at["utilisation"], estimate=None)
+        memory_per_gpu_bytes=mem, kv_in_use_per_gpu_bytes=kv, batch=int(round(batch)), max_batch=pools.decode_batch,
+        ttft_seconds=est.ttft_s, ttft_p95_seconds=est.ttft_p95_s, tpot_seconds=est.tpot_s,
+        tpot_p95_seconds=est.tpot_p95_s, output_tokens_per_s_per_replica=pools.decode_batch / pools.tpot_s,
+        capacity_output_tokens_per_s=capacity * w.output_tokens,
+        utilisation=max(est.prefill_utilisation, est.decode_batch / max(est.decode_slots, 1.0))
+        if est.stable else math.inf, estimate=None)
 
 
 def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t) -> InferencePlan:

@@ -42,8 +42,9 @@ def _work(w) -> tuple[str, str, str]:
         return kind, work, target
     if isinstance(w, Inference):
         kind = f"Inference: {w.weight_precision} weights, {w.kv_precision} KV cache"
-        work = (f"{w.requests_per_s:g} requests/s, {w.prompt_tokens:,} prompt → "
-                f"{w.output_tokens:,} output tokens")
+        load = (f"{w.requests_per_s:g} requests/s" if w.requests_per_s is not None
+                else f"{w.concurrency:g} users in flight")
+        work = f"{load}, {w.prompt_tokens:,} prompt → {w.output_tokens:,} output tokens"
         target = f"TTFT ≤ {w.ttft_target_ms:,g} ms, TPOT ≤ {w.tpot_target_ms:,g} ms"
         return kind, work, target
     if w.kind == "job-stream":

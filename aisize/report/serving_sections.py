@@ -51,7 +51,7 @@ def inference(ctx: ReportContext) -> Html:
         "and replica count are the fewest GPUs that keep the TTFT and TPOT targets at the planned load. "
         "Capacity is the replica's output tokens/s with every request waiting (max throughput).")),
         block(slo_t, note(
-            f"Continuous batching under Poisson arrivals: iteration-level roofline ({serving.TRTLLM_1_0.name} "
+            f"Continuous batching under Poisson arrivals: iteration-level roofline ({serving.CALIBRATION.name} "
             f"calibration), Little's law for the batch, M/G/c admission and the prompts' wait for the token "
             f"budget. The knee (where mean request latency doubles) is at "
             + ", ".join(f"{per_s(i.knee_requests_per_s)} for {i.name}" for i in p.inference)

@@ -324,7 +324,7 @@ class Training(_Strict):
 
 
 class Inference(_Strict):
-    """An inference service: a model answering requests at a rate, with latency targets."""
+    """An inference service: a model answering requests at a rate (or for users in flight), with latency targets."""
 
     kind: Literal["inference"] = "inference"
     name: Name
@@ -332,7 +332,8 @@ class Inference(_Strict):
     model: ModelRef
     weight_precision: Literal[WEIGHT_PRECISIONS] = "bf16"  # type: ignore[valid-type]
     kv_precision: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
-    requests_per_s: Annotated[float, Field(ge=1e-6, le=1e7, allow_inf_nan=False)]
+    requests_per_s: Annotated[float, Field(ge=1e-6, le=1e7, allow_inf_nan=False)] | None = None  # open loop
+    concurrency: Annotated[float, Field(ge=1, le=1e8, allow_inf_nan=False)] | None = None  # users in flight, no think time
     prompt_tokens: Count = 1024
     output_tokens: Count = 256
     ttft_target_ms: Annotated[float, Field(ge=1, le=600_000, allow_inf_nan=False)] = 2000.0
@@ -341,7 +342,7 @@ class Inference(_Strict):
     tensor_parallel: Annotated[int, Field(ge=1, le=512)] | Literal["auto"] = "auto"  # GPUs per pipeline stage
     pipeline_parallel: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] = "auto"  # stages (may span servers)
     serving: Literal["aggregated", "disaggregated"] = "aggregated"  # disaggregated: prefill and decode pools
-    engine: Literal["trtllm", "vllm"] = "trtllm"  # scheduler limits (aisize.serving.ENGINES)
+    engine: Literal["trtllm", "vllm", "sglang"] = "trtllm"  # scheduler (data/engines.csv)
     length_cv: Annotated[float, Field(ge=0, le=10)] = 0.0  # spread of request lengths (coefficient of variation)
     model_loads_per_hour: Annotated[float, Field(ge=0, le=3600, allow_inf_nan=False)] = 1.0  # 0 (never), or >= 0.001
     pool: Name | None = None  # a pool name (aisize.plan.placement); None: placed by the planner
@@ -349,6 +350,12 @@ class Inference(_Strict):
 
     _model = field_validator("model")(
         lambda v: _in_table(catalog.transformers, "model", v) if isinstance(v, str) else v)
+
+    @model_validator(mode="after")
+    def _one_load(self):
+        if (self.requests_per_s is None) == (self.concurrency is None):
+            raise ValueError("give exactly one of requests_per_s (a request rate) and concurrency (users in flight)")
+        return self
 
     @field_validator("model_loads_per_hour")
     @classmethod

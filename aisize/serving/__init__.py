@@ -8,11 +8,11 @@ continuous-batching iteration), ``steady`` and ``throughput`` (a replica at its
 capacity), ``latency`` (TTFT/TPOT under load), ``shapes`` (TP/PP/EP/attention-DP).
 """
 
-from aisize.serving.calibration import TRTLLM_1_0, Calibration
-from aisize.serving.engine import ENGINES, TRTLLM_BENCH, VLLM, Engine
+from aisize.serving.calibration import CALIBRATION, Calibration
+from aisize.serving.engine import ENGINES, Engine
 from aisize.serving.estimate import ServingEstimate, decode_step, estimate
+from aisize.serving.pools import DisaggregatedEstimate, estimate_disaggregated
 from aisize.serving.search import SearchResult, pareto, search
 
-__all__ = ["estimate", "ServingEstimate", "decode_step", "search", "SearchResult", "pareto", "Calibration",
-           "TRTLLM_1_0", "Engine", "ENGINES", "TRTLLM_BENCH",
-           "VLLM"]
+__all__ = ["estimate", "ServingEstimate", "estimate_disaggregated", "DisaggregatedEstimate", "decode_step", "search", "SearchResult", "pareto", "Calibration",
+           "CALIBRATION", "Engine", "ENGINES"]

@@ -1,119 +1,228 @@
-"""Calibration of the serving model: the few achieved fractions and overheads it needs.
+"""Calibration of the serving model: the few achieved fractions and fixed costs it needs.
 
-The iteration model (:mod:`aisize.serving.iteration`) is a roofline over
-datasheet peaks and bandwidths from the catalog, times the shares of them real
-kernels reach, plus fixed costs that do no useful work. Those shares and costs
-are the only calibrated numbers in serving; the same values serve every model.
+The iteration model (:mod:`aisize.serving.iteration`) is a roofline over datasheet peaks
+and bandwidths from the catalog, times the shares of them real kernels reach, plus the
+fixed costs that do no useful work. Those shares and costs are the only calibrated
+numbers in serving; the same values serve every model and every engine.
 
 Sourced (not fitted):
 
-- ``memory_efficiency`` 0.8: AIConfigurator's empirical HBM scaling
-  (``mem_bw_empirical_scaling_factor: 0.8``, ai-dynamo/aiconfigurator systems/*.yaml);
 - ``attention_efficiency`` 0.6: FlashAttention-3 reaches about 1.2 PFLOP/s in FP8
   (61 % of H100's 1,979) and up to 75 % in BF16 (Shah et al. 2024, arXiv:2407.08608);
-- ``link_efficiency`` 0.8: :data:`aisize.network.collectives.DEFAULT_EFFICIENCY`.
+- ``link_efficiency`` 0.8: :data:`aisize.network.collectives.DEFAULT_EFFICIENCY`;
+- ``gemm_tile_tokens`` 128: grouped GEMMs pad each expert's rows to the kernel's M block
+  (DeepGEMM's contiguous layout aligns every expert segment to ``BLOCK_M`` = 128;
+  CUTLASS Hopper/Blackwell MoE GEMM tiles are 128 rows), so an expert that gets a few
+  tokens costs a whole tile of FLOPs;
+- ``eager_layer_seconds`` 120 µs: a layer launched kernel by kernel from the host (no CUDA
+  graph) issues ~20 kernels at ~6 µs of launch each (PyTorch eager dispatch, CUDA
+  Graphs blog: "launch overheads of several microseconds per kernel").
 
-Fitted by least squares on the log error of the 118 public rows of
-``reference/serving_throughput.csv`` (TensorRT-LLM 1.0, PyTorch backend, max
-throughput), and nothing else: ``benchmarks/fit_serving.py`` repeats the fit and
-prints the constants and every row's error. A hardware generation gets its own
-GEMM efficiency because FP8 GEMMs on Hopper and NVFP4 GEMMs on Blackwell are
-different kernels on different silicon; Grace-hosted superchips get a host factor
-because the engine's scheduler runs on their Arm cores.
+Assumed (no public set identifies them; stated in every table of constants):
+
+- ``collective_seconds`` 10 µs: the order of a small all-reduce among one server's GPUs
+  (the custom one-shot all-reduce kernels of TensorRT-LLM, SGLang and vLLM); the public runs
+  cannot tell it from the fixed per-layer times, which absorb any difference;
+- ``gemm_efficiency[cdna4]``: the public MI355X runs are all decode-bound, so they do not
+  identify a GEMM efficiency; Blackwell's fitted share stands in.
+
+Fitted jointly by robust least squares (soft-L1 on log errors, a weak prior holding each
+constant near its start) on every public set that informs them, through the public entry
+points, and nothing else (``benchmarks/fit_serving.py``; ``aisize calibrate`` runs the same
+fit, :func:`aisize.calibrate.fit`, on a user's own runs): TensorRT-LLM max-throughput runs,
+closed-loop runs at a fixed concurrency (1 to 256 requests in flight; TensorRT-LLM, SGLang
+and vLLM on Hopper, Blackwell and CDNA4), the same with MTP speculative decoding, and
+disaggregated deployments (``data/validation/serving_*.csv``). Each regime identifies
+different constants: low concurrency the fixed per-layer times and the achieved HBM rates;
+max throughput the GEMM efficiencies, elementwise and routing traffic and host time; the
+speculative runs the draft pass's fixed time, which moves no other regime's answer. A GPU
+generation gets its own GEMM and HBM efficiency and MoE-layer time (FP8 GEMMs on Hopper,
+NVFP4 on Blackwell and MXFP4 on CDNA4 are different kernels on different silicon); a
+generation without public runs borrows another's and its results are flagged uncalibrated.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import json
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from types import MappingProxyType
 
 from aisize.network.collectives import DEFAULT_EFFICIENCY
 
+SHARES = ("gemm_efficiency", "attention_efficiency", "memory_efficiency", "expert_memory_efficiency", "link_efficiency", "expert_gemm_efficiency")
+# name -> (unit, what it is); the order is the table's
+CONSTANTS = {
+    "gemm_efficiency": ("share", "share of the dense tensor peak the linear layers reach, per GPU generation"),
+    "attention_efficiency": ("share", "share of the attention peak prefill and decode attention reach"),
+    "memory_efficiency": ("share", "share of the HBM bandwidth streaming kernels reach"),
+    "expert_memory_efficiency": ("share", "share of the HBM bandwidth the routed experts' weight reads reach"),
+    "link_efficiency": ("share", "share of the scale-up / scale-out link rate collectives reach"),
+    "expert_gemm_efficiency": ("share", "share of the dense GEMMs' rate the routed experts' grouped GEMMs reach"),
+    "gemm_tile_tokens": ("tokens", "rows a GEMM tile pads each expert's tokens to"),
+    "elementwise_bytes_per_token": ("B per token per layer per unit of hidden size",
+                                    "HBM traffic of norms, rotary, activation, quantization, residuals"),
+    "expert_bytes_per_token": ("B per token per expert per unit of hidden size",
+                               "HBM traffic of routing a token to an expert and back (permute, un-permute)"),
+    "layer_seconds": ("s", "fixed GPU time per layer per iteration under CUDA graphs (kernel ramps and tails)"),
+    "moe_layer_seconds": ("s", "additional fixed time per MoE layer (router, top-k, permutation, GEMM setup)"),
+    "collective_seconds": ("s", "latency of one collective among a replica's GPUs (all-reduce, dispatch)"),
+    "eager_layer_seconds": ("s", "host launch time per layer of an iteration that is not graph-captured"),
+    "draft_step_seconds": ("s", "fixed time of one speculative draft pass beyond its layers (its own sampling, "
+                                "input preparation and launch)"),
+    "host_seconds_per_sequence": ("s", "host scheduling time per scheduled sequence per iteration"),
+    "grace_host_factor": ("x", "host time multiplier on Grace-hosted superchips (Arm cores)"),
+    "request_seconds": ("s", "fixed time of a request outside the GPU (HTTP, tokenizing, first-token "
+                              "streaming): part of TTFT"),
+}
+
 
 @dataclass(frozen=True)
 class Calibration:
-    """Achieved shares of peak and fixed overheads of one engine [dimensionless, s, B].
+    """Achieved shares of peak and fixed costs of serving engines [dimensionless, s, B].
 
-    Attributes
-    ----------
-    name, source : what the values describe and where they come from
-    gemm_efficiency : share of the dense tensor peak (at the GEMM dtype) that the
-        linear layers reach, per hardware generation; ``fallback_generation`` stands in
-        for a GPU of an uncalibrated generation (results are then flagged)
-    expert_gemm_efficiency : the routed experts' grouped GEMMs reach this share of
-        the dense GEMMs' rate
-    attention_efficiency : share of the attention peak prefill attention reaches
-    memory_efficiency : share of the HBM bandwidth streaming kernels reach
-    link_efficiency : share of the scale-up/scale-out link rate collectives reach
-    elementwise_bytes_per_token : HBM traffic of the non-GEMM work (norms, rotary,
-        activation, quantization, residual adds) per token, per layer, per unit of
-        hidden size [B]
-    expert_bytes_per_token : HBM traffic of routing one token to one expert and back
-        (permute, quantize, un-permute, weighted sum) per MoE layer, per unit of hidden
-        size [B]
-    layer_overhead_seconds : fixed GPU time per layer per iteration (the ramp and tail of
-        every kernel a layer launches, even from a CUDA graph) [s]
-    moe_layer_overhead_seconds : additional fixed time per MoE layer (routing, top-k,
-        permutation and grouped-GEMM setup kernels) [s]
-    host_seconds_per_sequence : host time per scheduled sequence per iteration; the
-        host prepares the next iteration while the GPU runs this one [s]
-    grace_host_factor : host time multiplier on Grace-hosted superchips
+    See :data:`CONSTANTS` for each attribute's unit and meaning. ``gemm_efficiency`` maps
+    a GPU generation to its share, and other constants may too where the public rows tell
+    generations apart (:meth:`value`); ``fallback_generation`` stands in for a GPU of an
+    uncalibrated generation (results are then flagged).
     """
 
     name: str
     source: str
     gemm_efficiency: MappingProxyType
     fallback_generation: str
-    expert_gemm_efficiency: float
     attention_efficiency: float
-    memory_efficiency: float
+    memory_efficiency: float | MappingProxyType
+    expert_memory_efficiency: float | MappingProxyType
     link_efficiency: float
+    expert_gemm_efficiency: float
+    gemm_tile_tokens: float
     elementwise_bytes_per_token: float
     expert_bytes_per_token: float
-    layer_overhead_seconds: float
-    moe_layer_overhead_seconds: float
+    layer_seconds: float | MappingProxyType
+    moe_layer_seconds: float | MappingProxyType
+    collective_seconds: float
+    eager_layer_seconds: float
+    draft_step_seconds: float
     host_seconds_per_sequence: float
     grace_host_factor: float
-    fitted: tuple = field(default=())  # names of the fitted attributes
+    request_seconds: float
+    fitted: tuple = field(default=())  # names of the fitted attributes (gemm_efficiency[gen] for one generation)
+    fitted_on: tuple = field(default=())  # the sets the fit used
+    assumed: tuple = field(default=())  # values no public set identifies, stated as assumptions
 
     def with_(self, **changes) -> "Calibration":
         """A copy with some values changed (for sensitivity studies and the fit)."""
-        if "gemm_efficiency" in changes:
-            changes["gemm_efficiency"] = MappingProxyType(dict(changes["gemm_efficiency"]))
+        for name, value in changes.items():
+            if isinstance(value, dict):
+                changes[name] = MappingProxyType(dict(value))
         return replace(self, **changes)
 
+    def value(self, name: str, generation: str | None):
+        """A constant for a GPU generation: its own value where the constant is kept per generation,
+        else the fallback generation's; a single value serves every generation."""
+        v = getattr(self, name)
+        if isinstance(v, MappingProxyType):
+            return v.get(generation, v[self.fallback_generation])
+        return v
+
+    def origin(self, name: str) -> str:
+        return "fitted" if name in self.fitted else ("assumed" if name in self.assumed else "sourced")
+
     def as_table(self) -> list[dict]:
-        """Every constant with its value and whether it was fitted or sourced (for the user)."""
+        """Every constant with its value, unit and whether it was fitted or sourced (for the user)."""
         rows = []
-        for name in ("gemm_efficiency", "expert_gemm_efficiency", "attention_efficiency", "memory_efficiency",
-                     "link_efficiency", "elementwise_bytes_per_token", "expert_bytes_per_token",
-                     "layer_overhead_seconds", "moe_layer_overhead_seconds", "host_seconds_per_sequence",
-                     "grace_host_factor"):
+        for name, (unit, meaning) in CONSTANTS.items():
             value = getattr(self, name)
-            values = value.items() if isinstance(value, MappingProxyType) else [(None, value)]
-            for key, v in values:
-                rows.append({"constant": name if key is None else f"{name}[{key}]", "value": v,
-                             "origin": "fitted" if name in self.fitted else "sourced"})
+            if isinstance(value, MappingProxyType):
+                for gen, v in value.items():
+                    key = f"{name}[{gen}]"
+                    rows.append({"constant": key, "value": v, "unit": unit, "origin": self.origin(key),
+                                 "meaning": meaning})
+            else:
+                rows.append({"constant": name, "value": value, "unit": unit, "origin": self.origin(name),
+                             "meaning": meaning})
         return rows
 
+    def to_json(self) -> str:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d.update({k: dict(v) for k, v in d.items() if isinstance(v, MappingProxyType)})
+        d["fitted"], d["fitted_on"], d["assumed"] = list(self.fitted), list(self.fitted_on), list(self.assumed)
+        return json.dumps(d, indent=2)
 
-TRTLLM_1_0 = Calibration(
-    name="TensorRT-LLM 1.0, PyTorch backend",
-    source="fitted on reference/serving_throughput.csv (118 rows, perf-overview.md @00f37686) by "
-           "benchmarks/fit_serving.py; sourced values as in the module docstring",
-    gemm_efficiency=MappingProxyType({"hopper": 0.5692, "blackwell": 0.3956}),
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.write_text(self.to_json() + "\n", encoding="utf-8")
+        return path
+
+
+def from_json(text: str, *, where: str = "calibration") -> Calibration:
+    """A :class:`Calibration` from :meth:`Calibration.to_json` text, every value checked."""
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where} is not JSON: {e.msg} at line {e.lineno}") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"{where} must hold a JSON object of calibration constants")
+    base = {f.name: getattr(CALIBRATION, f.name) for f in fields(CALIBRATION)}
+    unknown = set(d) - set(base)
+    if unknown:
+        raise ValueError(f"{where} has unknown keys {sorted(unknown)[:5]!r}; allowed: {', '.join(base)}")
+    merged = {**base, **d}
+    for name in CONSTANTS:
+        v = merged[name]
+        values = v.values() if isinstance(v, (dict, MappingProxyType)) else [v]
+        if isinstance(v, (dict, MappingProxyType)) and (not v or merged["fallback_generation"] not in v):
+            raise ValueError(f"{where}: {name} must map GPU generations to values, the fallback generation "
+                             f"{merged['fallback_generation']!r} included")
+        for x in values:
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or x < 0 or x > 1e6:
+                raise ValueError(f"{where}: {name}={x!r} is not allowed: a finite number >= 0")
+            if name in SHARES and not 0 < x <= 1:
+                raise ValueError(f"{where}: {name}={x!r} is not allowed: a share in (0, 1]")
+        if isinstance(v, (dict, MappingProxyType)):
+            merged[name] = MappingProxyType({str(k): float(x) for k, x in v.items()})
+    merged["fitted"] = tuple(merged.get("fitted") or ())
+    merged["fitted_on"] = tuple(merged.get("fitted_on") or ())
+    merged["assumed"] = tuple(merged.get("assumed") or ())
+    return Calibration(**merged)
+
+
+def load(path) -> Calibration:
+    """A calibration file written by ``aisize calibrate`` (or :meth:`Calibration.save`)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ValueError(f"calibration file {str(path)[:200]!r} does not exist")
+    if p.stat().st_size > 1_000_000:
+        raise ValueError(f"calibration file {p.name!r} is larger than 1 MB: not a calibration")
+    return from_json(p.read_text(encoding="utf-8"), where=f"calibration file {p.name!r}")
+
+
+CALIBRATION = Calibration(
+    name="aisize serving calibration 2026.11",
+    source="fitted jointly on the public sets data/validation/serving_throughput.csv (118 TensorRT-LLM "
+           "max-throughput runs), serving_load.csv (82 closed-loop InferenceX and GPUStack runs), "
+           "serving_specdec.csv (34 MTP runs) and serving_disagg.csv (77 disaggregated deployments) by "
+           "benchmarks/fit_serving.py; sourced and assumed values as in the module docstring",
+    gemm_efficiency=MappingProxyType({"hopper": 0.7259, "blackwell": 0.7726, "cdna4": 0.6386}),
     fallback_generation="hopper",
-    expert_gemm_efficiency=0.3571,
     attention_efficiency=0.6,
-    memory_efficiency=0.8,
+    memory_efficiency=MappingProxyType({"hopper": 0.8367, "blackwell": 0.5889, "cdna4": 0.5}),
+    expert_memory_efficiency=0.6375,
     link_efficiency=DEFAULT_EFFICIENCY,
-    elementwise_bytes_per_token=23.39,
-    expert_bytes_per_token=29.59,
-    layer_overhead_seconds=94.13e-6,
-    moe_layer_overhead_seconds=257.7e-6,
-    host_seconds_per_sequence=25.11e-6,
-    grace_host_factor=1.822,
-    fitted=("gemm_efficiency", "expert_gemm_efficiency", "elementwise_bytes_per_token", "expert_bytes_per_token",
-            "layer_overhead_seconds", "moe_layer_overhead_seconds", "host_seconds_per_sequence",
-            "grace_host_factor"),
+    expert_gemm_efficiency=0.2835,
+    gemm_tile_tokens=128,
+    elementwise_bytes_per_token=137.1,
+    expert_bytes_per_token=22.01,
+    layer_seconds=4.685e-05,
+    moe_layer_seconds=MappingProxyType({"hopper": 8.596e-05, "blackwell": 4.699e-05, "cdna4": 6.473e-05}),
+    collective_seconds=1e-05,
+    eager_layer_seconds=0.00012,
+    draft_step_seconds=1.164e-3,
+    host_seconds_per_sequence=2.551e-05,
+    grace_host_factor=1.795,
+    request_seconds=0.1749,
+    fitted=("gemm_efficiency[blackwell]", "gemm_efficiency[hopper]", "memory_efficiency[blackwell]", "memory_efficiency[cdna4]", "memory_efficiency[hopper]", "expert_memory_efficiency", "expert_gemm_efficiency", "elementwise_bytes_per_token", "expert_bytes_per_token", "layer_seconds", "moe_layer_seconds[blackwell]", "moe_layer_seconds[cdna4]", "moe_layer_seconds[hopper]", "host_seconds_per_sequence", "grace_host_factor", "draft_step_seconds", "request_seconds"),
+    fitted_on=("serving_throughput.csv", "serving_load.csv", "serving_specdec.csv", "serving_disagg.csv"),
+    assumed=("gemm_efficiency[cdna4]", "collective_seconds"),
 )

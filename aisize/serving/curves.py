@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from aisize import checks, models
-from aisize.serving.calibration import TRTLLM_1_0
 from aisize.serving.costs import model_costs
 from aisize.serving.engine import ENGINES
+from aisize.serving.estimate import resolve_calibration
 from aisize.serving.hardware import device
 from aisize.serving.iteration import achieved_rates
 from aisize.serving.latency import loaded_state
@@ -23,18 +23,22 @@ from aisize.serving.shapes import ReplicaShape
 from aisize.serving.sizing import knee
 
 
-def _loaded(est, rates_per_s, calibration=TRTLLM_1_0):
+def _loaded(est, rates_per_s, calibration=None):
     """:func:`loaded_state` of the estimate's replica at each rate (per replica)."""
+    calibration = resolve_calibration(calibration)
     engine = ENGINES[est.engine]
-    dev = device(est.accelerator_record or est.accelerator, est.weight_precision, est.kv_precision)
-    costs = model_costs(est.model_record or models.resolve(est.model), est.weight_precision, est.kv_precision)
-    shape = ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel)
+    formats = est.weight_formats or est.weight_precision
+    dev = device(est.accelerator_record or est.accelerator, formats, est.kv_precision)
+    costs = model_costs(est.model_record or models.resolve(est.model), formats, est.kv_precision)
+    shape = ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel, None,
+                         est.expert_parallel if costs.moe_layers else None)
     dp = est.attention_dp * est.pipeline_parallel
     return loaded_state(costs, achieved_rates(dev, calibration), calibration,
                         requests_per_s=np.asarray(rates_per_s, dtype=float),
                         capacity_requests_per_s=est.max_requests_per_s, slots=est.max_concurrency,
                         input_tokens=est.input_tokens, output_tokens=est.output_tokens,
-                        max_num_tokens=est.max_num_tokens * dp, chunked_prefill=engine.chunked_prefill, shape=shape)
+                        max_num_tokens=est.max_num_tokens * dp, chunked_prefill=engine.chunked_prefill, shape=shape,
+                        launch=engine.launch(est.max_batch_size * dp), speculation=est.speculation)
 
 
 def latency_curve(est, points: int = 50, *, replicas: int = 1) -> pd.DataFrame:

@@ -139,7 +139,8 @@ def size_pools(model, accelerator, *, weight_precision, kv_precision, input_toke
         for _ in range(64):  # add replicas until the prefill queue's TTFT meets the target
             g = ggc(lam, service[k], c, service_cv=0.0)
             wq, wq95 = float(g.wait_mean_seconds), float(g.wait_p95_seconds)
-            ttft, ttft95 = wq + 1.5 * t_pre[k] + transfer[k], wq95 + 1.95 * t_pre[k] + transfer[k]
+            head = calibration.request_seconds + transfer[k]
+            ttft, ttft95 = head + wq + 1.5 * t_pre[k], head + wq95 + 1.95 * t_pre[k]
             if bool(g.stable) and (ttft95 if statistic == "p95" else ttft) <= ttft_target_s:
                 if best_p is None or c * gpus[k] < best_p[1] * gpus[best_p[0]]:
                     best_p = (k, c, ttft, ttft95)
@@ -188,8 +189,9 @@ def pools_latency(pools: DisaggregatedPools, requests_per_s):
     lam = np.asarray(requests_per_s, dtype=float)
     g = ggc(np.maximum(lam, 1e-12), c["prefill_service_s"], pools.prefill_replicas, service_cv=0.0)
     t_pre = c["prefill_seconds"]
-    ttft = np.where(g.stable, g.wait_mean_seconds + 1.5 * t_pre + pools.kv_transfer_s, np.inf)
-    ttft95 = np.where(g.stable, g.wait_p95_seconds + 1.95 * t_pre + pools.kv_transfer_s, np.inf)
+    head = c["calibration"].request_seconds + pools.kv_transfer_s
+    ttft = np.where(g.stable, head + g.wait_mean_seconds + 1.5 * t_pre, np.inf)
+    ttft95 = np.where(g.stable, head + g.wait_p95_seconds + 1.95 * t_pre, np.inf)
     # decode: B = (λ / replicas)·O·T_d(B) (Little's law), at most the decode batch
     def t_of(batch):
         return decode_iteration_seconds(c["costs"], c["rates"], c["calibration"], c["decode_shape"], batch=batch,

@@ -40,7 +40,8 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -51,11 +52,16 @@ from aisize.units import GiB
 
 @dataclass(frozen=True)
 class Engine:
-    """Scheduler settings of a serving engine. ``None`` limits are chosen by the heuristic."""
+    """Scheduler settings of a serving engine. ``None`` limits are chosen per workload.
+
+    Built from a row of ``data/engines.csv`` (:func:`engine`), each figure read from the
+    engine's code at the version the row names; :meth:`with_` makes a variant (a
+    deployment's own flags).
+    """
 
     name: str
     key: str  # short name (ENGINES key)
-    kv_memory_fraction: float  # share of free memory after weights and runtime peak given to KV
+    kv_memory_fraction: float  # share of memory given to KV (see kv_fraction_of_total)
     block_tokens: int  # paged-KV block size [tokens]
     chunked_prefill: bool  # prefills split to fit the token budget (Sarathi-Serve)
     reserve_full_sequence: bool  # admit only when blocks for prompt + output are free
@@ -64,21 +70,87 @@ class Engine:
     windowed_kv: bool = True  # sliding/chunked layers allocate only their window (else the whole context)
     runtime_reserve_bytes: float = 3.5 * GiB  # CUDA context, NCCL, CUDA graphs [5]
     activation_bytes_per_token_hidden: float = 22.0  # profiling peak = tokens x hidden x this [5]
+    cuda_graph_max_batch: int | None = None  # decode batches up to this replay a CUDA graph (None: every batch)
+    cuda_graph_mixed_tokens: int = 0  # iterations with prefill work up to this many tokens are graphed too
+    overlap_scheduler: bool = True  # the host prepares the next iteration while the GPU runs this one
+    kv_fraction_of_total: bool = False  # the share bounds weights + runtime + KV together (vLLM, SGLang)
+    version: str = ""
     source: str = ""
 
+    def with_(self, **changes) -> "Engine":
+        """A copy with some settings changed (a deployment's own flags)."""
+        return replace(self, **changes)
 
-TRTLLM_BENCH = Engine(
-    name="TensorRT-LLM 1.0 trtllm-bench (PyTorch backend)", key="trtllm", kv_memory_fraction=0.95, block_tokens=32,
-    chunked_prefill=False, reserve_full_sequence=True,
-    source="trtllm-bench throughput defaults, TensorRT-LLM 1.0 (tuning.py, perf-overview.md @00f37686)")
+    def launch(self, max_batch_size=None) -> "Launch":
+        """How this engine launches iterations (CUDA graphs, host overlap) under a batch limit."""
+        graph = self.cuda_graph_max_batch
+        if graph is None:
+            graph = max_batch_size if max_batch_size is not None else np.inf
+        return Launch(graph, self.cuda_graph_mixed_tokens, self.overlap_scheduler)
 
-VLLM = Engine(
-    name="vLLM defaults", key="vllm", kv_memory_fraction=0.9, block_tokens=16, chunked_prefill=True,
-    reserve_full_sequence=False, max_batch_size=256, max_num_tokens=8192,
-    source="vLLM EngineArgs defaults: gpu_memory_utilization 0.9, block_size 16, max_num_seqs 256, "
-           "max_num_batched_tokens 8192 with chunked prefill")
 
-ENGINES = {"trtllm": TRTLLM_BENCH, "vllm": VLLM}
+@dataclass(frozen=True)
+class Launch:
+    """Which iterations replay a CUDA graph, and whether the host overlaps the GPU."""
+
+    graph_batch: object  # decode-only iterations of at most this many sequences are graphed
+    graph_mixed_tokens: float  # iterations with prefill work of at most this many tokens are graphed
+    overlap: bool
+
+    def graphed(self, decode_sequences, tokens, with_prefill):
+        """Whether an iteration of ``decode_sequences`` (``tokens`` in all) replays a CUDA graph."""
+        decode = np.asarray(decode_sequences, dtype=float) <= self.graph_batch
+        mixed = np.asarray(tokens, dtype=float) <= self.graph_mixed_tokens
+        return np.where(with_prefill, mixed, decode)
+
+
+GRAPHED = Launch(np.inf, np.inf, True)  # every iteration from a CUDA graph, host overlapped
+
+
+def engine(key: str) -> Engine:
+    """The :class:`Engine` of a ``data/engines.csv`` row."""
+    from aisize import catalog
+
+    r = catalog.engines[key]
+    return Engine(name=f"{r.name} {r.version}", key=r.id, kv_memory_fraction=r.kv_memory_fraction,
+                  block_tokens=r.block_tokens, chunked_prefill=r.chunked_prefill,
+                  reserve_full_sequence=r.reserve_full_sequence, max_batch_size=r.max_batch_size,
+                  max_num_tokens=r.max_num_tokens, windowed_kv=r.windowed_kv,
+                  runtime_reserve_bytes=r.runtime_reserve_bytes, cuda_graph_max_batch=r.cuda_graph_max_batch,
+                  cuda_graph_mixed_tokens=r.cuda_graph_mixed_tokens, overlap_scheduler=r.overlap_scheduler,
+                  kv_fraction_of_total=r.kv_fraction_of_total, version=r.version, source=r.source)
+
+
+class _Engines(Mapping):
+    """The catalog's engines by key (``data/engines.csv`` and any user overlay), read on use."""
+
+    def __getitem__(self, key):
+        from aisize import catalog
+        if key not in catalog.engines:
+            raise KeyError(key)
+        return engine(key)
+
+    def __iter__(self):
+        from aisize import catalog
+        return iter(catalog.engines.ids())
+
+    def __len__(self):
+        from aisize import catalog
+        return len(catalog.engines)
+
+
+ENGINES = _Engines()
+
+
+def resolve_engine(engine, *, flat_out: bool) -> Engine:
+    """An :class:`Engine` from an engine, a key, or None: TensorRT-LLM, with trtllm-bench's scheduler for
+    a max-throughput run (``flat_out``) and trtllm-serve's at a rate or a concurrency."""
+    if isinstance(engine, Engine):
+        return engine
+    if engine is None:
+        engine = "trtllm-bench" if flat_out else "trtllm"
+    return ENGINES[checks.choice("engine", engine, tuple(ENGINES))]
+
 
 _HEURISTIC_BYTES = {"fp8": 1.0, "nvfp4": 0.5}  # tuning.py BYTES_PER_ELEM (others: 2)
 _BATCH_CAP = 4096  # tuning.py: min(kv_cache_max_requests, 4096)
@@ -130,30 +202,31 @@ def trtllm_bench_limits(kv_max_requests, input_tokens, output_tokens, *, pipelin
     return batch, tokens
 
 
-def trtllm_bench_kv_requests(costs, weight_precision, memory_bytes, gpus, tensor_parallel, fraction,
-                             input_tokens, output_tokens):
+def trtllm_bench_kv_requests(costs, memory_bytes, gpus, tensor_parallel, fraction, input_tokens, output_tokens):
     """Requests of ``input + output`` tokens trtllm-bench's heuristic believes the KV cache holds.
 
     ``(memory x gpus - engine size) x fraction / (KV bytes per token x (I + O))``, with
     its own simplifications: the engine is the checkpoint's element count at 1 B (FP8),
     0.5 B (NVFP4) or 2 B per element, an NVFP4 checkpoint counting two FP4 values per
     element (so half the real size of its quantized layers), and KV heads counted as
-    ``max(tp, kv_heads)`` [4].
+    ``max(tp, kv_heads)`` [4]. Each kind of layer counts at its own format.
 
     Parameters
     ----------
-    costs : :class:`~aisize.serving.costs.ModelCosts`; weight_precision : the weight format
+    costs : :class:`~aisize.serving.costs.ModelCosts` (its weight formats included)
     memory_bytes : usable memory per GPU [B]; gpus, tensor_parallel : replica shape [count]
     fraction : the KV memory fraction; input_tokens, output_tokens : [tokens]
     """
-    linear = costs.weights_bytes - costs.head_bytes  # bytes of the quantized layers
-    head_params = costs.head_bytes / 2.0  # the 16-bit embedding and head, in parameters
-    per = _HEURISTIC_BYTES.get(weight_precision, 2.0)
-    linear_params = linear / bytes_per_element(weight_precision)
-    if weight_precision == "nvfp4":  # packed: two FP4 values per counted element
-        linear_params /= 2.0
-    params = linear_params + head_params
-    engine_bytes = params * per
+    fmt = costs.formats
+    routed = costs.weights_bytes - costs.head_bytes - costs.attention_weight_bytes - costs.dense_weight_bytes
+    # the 16-bit embedding and head count as elements of the checkpoint's main format
+    engine_bytes = costs.head_bytes / 2.0 * _HEURISTIC_BYTES.get(fmt.experts, 2.0)
+    for fmt_name, stored in ((fmt.attention, costs.attention_weight_bytes), (fmt.dense, costs.dense_weight_bytes),
+                             (fmt.experts, routed)):
+        elements = stored / bytes_per_element(fmt_name)
+        if fmt_name == "nvfp4":  # packed: two FP4 values per counted element
+            elements /= 2.0
+        engine_bytes = engine_bytes + elements * _HEURISTIC_BYTES.get(fmt_name, 2.0)
     per_token = costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window
     per_token = per_token * np.maximum(tensor_parallel, costs.kv_heads) / costs.kv_heads
     free = np.maximum(memory_bytes * gpus - engine_bytes, 0.0) * fraction

@@ -1,33 +1,39 @@
-"""``aisize.serving.estimate``: one replica of a model on a GPU, at a request rate or flat out.
+"""``aisize.serving.estimate``: one replica of a model on a GPU, at a request rate, a concurrency or flat out.
 
 The one entry point the planner, app, report and validation use. It composes
 the pieces of this package:
 
-1. per-token costs of the model at its precisions (:mod:`.costs`);
+1. per-token costs of the model at its weight formats (:mod:`.costs`);
 2. the GPU's achieved rates for those precisions (:mod:`.hardware`, :mod:`.calibration`);
 3. the engine's limits and the replica's KV pool (:mod:`.engine`, :mod:`.memory`);
 4. the steady state at the largest admissible concurrency (:mod:`.throughput`) — the
-   replica's capacity — and, at a given request rate, latencies under load (:mod:`.latency`).
+   replica's capacity — and then, at a given request rate (an open loop), latencies under
+   load (:mod:`.latency`), or at a given concurrency (a closed loop, as benchmarks that
+   hold C requests in flight measure) its throughput and latencies (:mod:`.closed`).
 
 For an MoE model the GPUs of a stage are mapped onto attention tensor/data
 parallelism and expert parallelism (:mod:`.shapes`); unless told, the mapping with
-the highest throughput is used.
+the highest throughput at the asked load is used.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from aisize import checks, models
-from aisize.serving.calibration import TRTLLM_1_0, Calibration
-from aisize.serving.costs import model_costs
-from aisize.serving.engine import ENGINES, TRTLLM_BENCH, Engine
+from aisize.serving import calibration as _calibration
+from aisize.serving.calibration import CALIBRATION, Calibration
+from aisize.serving.closed import closed_loop_state
+from aisize.serving.costs import model_costs, weight_formats
+from aisize.serving.engine import Engine, resolve_engine
 from aisize.serving.hardware import device, scaleout_bytes_per_s
 from aisize.serving.iteration import achieved_rates, iteration_time
 from aisize.serving.latency import loaded_state
-from aisize.serving.shapes import ReplicaShape, attention_dp_choices, check_shape
+from aisize.serving.shapes import ReplicaShape, attention_dp_choices, check_shape, expert_parallel_choices
+from aisize.serving.speculative import speculation
 from aisize.serving.steady import steady_state
 from aisize.serving.throughput import engine_limits, max_throughput
 
@@ -46,29 +52,29 @@ class ServingEstimate:
     pipeline_parallel: int
     attention_dp: int
     expert_parallel: int  # GPUs the routed experts spread over (1 for dense models)
-    weight_precision: str
+    weight_precision: str  # the formats' label (one name, or per layer kind)
     kv_precision: str
     gemm_dtype: str  # tensor-core dtype of the linear layers
     input_tokens: int
     output_tokens: int
     feasible: bool
     reason: str  # why not, when not feasible
-    output_tokens_per_s: float  # at requests_per_s, or at capacity when it is None
+    output_tokens_per_s: float  # at requests_per_s or concurrency, or at capacity when neither is given
     requests_per_s: float  # served rate
     max_requests_per_s: float  # capacity: the rate at the largest admissible concurrency
     max_output_tokens_per_s: float  # capacity in output tokens/s
-    batch_size: float  # mean requests in flight
+    batch_size: float  # mean requests in the engine's batch
     max_concurrency: float  # requests in flight at capacity (batch limit, KV pool, token budget)
     max_batch_size: int  # engine's batch limit (per attention-DP group and stage)
     max_num_tokens: int  # engine's token budget per iteration
     limited_by: str  # what caps concurrency at capacity: batch size, KV cache or token budget
-    utilisation: float  # requests_per_s / max_requests_per_s
+    utilisation: float  # served rate / capacity
     stable: bool
     ttft_s: float
     ttft_p95_s: float
     tpot_s: float
     tpot_p95_s: float
-    queue_s: float  # mean wait for admission
+    queue_s: float  # mean wait for admission (a slot)
     weights_per_gpu_bytes: float
     kv_pool_bytes: float  # per GPU
     kv_occupancy: float  # share of the KV pool the batch holds
@@ -78,7 +84,14 @@ class ServingEstimate:
     iteration_breakdown: dict  # a decode iteration at the batch, per kind of work [s]
     within_context: bool  # input + output fit the model's context window
     uncalibrated: bool  # the GPU's generation has no fitted efficiency
+    concurrency: float = float("nan")  # requests in flight: given (closed loop) or Little's law at the rate
+    calibration: str = ""  # the calibration's name
+    speculative_method: str | None = None
+    speculative_tokens: int = 0  # k drafted per step
+    acceptance_length: float = 1.0  # τ: tokens a decode step emits per sequence
     notes: tuple = ()
+    weight_formats: object = field(default=None, repr=False, compare=False)  # the WeightFormats used
+    speculation: object = field(default=None, repr=False, compare=False)  # the Speculation used (or None)
     model_record: object = field(default=None, repr=False, compare=False)  # the Transformer used
     accelerator_record: object = field(default=None, repr=False, compare=False)  # the Accelerator used
 
@@ -101,10 +114,24 @@ def _scalar(name, check, value, **kw):
     return checks.scalar(name, check(name, value, **kw))
 
 
+def resolve_calibration(calibration) -> Calibration:
+    """A :class:`Calibration` from one, None (the default), or the path of a calibration file."""
+    if calibration is None:
+        return CALIBRATION
+    if isinstance(calibration, Calibration):
+        return calibration
+    if isinstance(calibration, (str, Path)):
+        return _calibration.load(calibration)
+    raise ValueError(f"calibration={calibration!r} is not allowed: give a Calibration, a calibration file's "
+                     f"path, or None")
+
+
 def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv_precision="fp8",
-             input_tokens, output_tokens, requests_per_s=None, pipeline_parallel=1, attention_dp=None,
-             max_batch_size=None, max_num_tokens=None, length_cv=0.0, stage_link_bytes_per_s=None,
-             engine: Engine | str = TRTLLM_BENCH, calibration: Calibration = TRTLLM_1_0) -> ServingEstimate:
+             input_tokens, output_tokens, requests_per_s=None, concurrency=None, pipeline_parallel=1,
+             attention_dp=None, expert_parallel=None, max_batch_size=None, max_num_tokens=None, length_cv=0.0,
+             stage_link_bytes_per_s=None, engine: Engine | str | None = None,
+             calibration: Calibration | str | None = None, speculative_method=None, speculative_tokens=None,
+             acceptance_length=None, draft_model=None) -> ServingEstimate:
     """Throughput, latencies and memory of one serving replica.
 
     Parameters
@@ -112,18 +139,30 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     model : catalog id (e.g. ``"llama-3-70b"``) or a model from :func:`aisize.models.from_hf_config`
     accelerator : catalog accelerator id (e.g. ``"h100-sxm"``) or record
     tensor_parallel : GPUs per pipeline stage (the whole replica when ``pipeline_parallel`` is 1)
-    weight_precision : linear-layer weight format (bf16, fp8, nvfp4, mxfp4, int8, int4-g128, ...)
+    weight_precision : linear-layer weight format (bf16, fp8, nvfp4, mxfp4, int8, int4-g128, ...), or a
+        mapping by layer kind (``{"experts": "mxfp4", "attention": "bf16", "dense": "bf16"}``)
     kv_precision : KV-cache format (fp8, bf16, fp16, fp32)
     input_tokens, output_tokens : mean prompt and output lengths [tokens]
-    requests_per_s : arrival rate at this replica (Poisson); None: unbounded (max throughput)
+    requests_per_s : arrival rate at this replica (Poisson, an open loop)
+    concurrency : requests a closed-loop client holds in flight at this replica (no think time), as
+        InferenceX, ``vllm bench serve --max-concurrency`` and AIPerf measure; give a rate or a
+        concurrency, not both; neither: max throughput (every request waiting from the start)
     pipeline_parallel : stages; they may span servers (``stage_link_bytes_per_s``)
     attention_dp : attention data-parallel groups per stage (MoE); None picks the fastest
+    expert_parallel : GPUs of a stage the routed experts spread over, each expert split over the
+        rest (MoE); None picks the fastest
     max_batch_size, max_num_tokens : engine limits; None: the engine's own (or its heuristic)
     length_cv : coefficient of variation of the lengths, for the admission queue
     stage_link_bytes_per_s : link between pipeline stages per GPU per direction [B/s];
         None: NVLink when the replica fits one scale-up domain, else the GPU's scale-out NIC
-    engine, calibration : scheduler settings (an :class:`Engine` or an ``ENGINES`` key) and fitted
-        constants (default TensorRT-LLM 1.0)
+    engine : an :class:`Engine` or a key of ``data/engines.csv`` (``trtllm``, ``trtllm-bench``, ``vllm``,
+        ``sglang``); None: TensorRT-LLM, trtllm-bench's scheduler flat out, trtllm-serve's under load
+    calibration : fitted constants, or a calibration file from ``aisize calibrate``; None: the default
+    speculative_method : speculative decoding: ``mtp``, ``eagle3``, ``draft`` or ``ngram``; None: none
+    speculative_tokens : tokens drafted per step, k (1 to 16)
+    acceptance_length : tokens a step emits on average, τ (1 to k + 1); None: the measured curve of the
+        method and the model's family (``data/speculative.csv``)
+    draft_model : the draft model of ``speculative_method="draft"`` (catalog id or record)
 
     Returns
     -------
@@ -135,40 +174,104 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     See the modules of :mod:`aisize.serving`; DESIGN.md section 2, "Serving (one replica)".
     """
     m = models.resolve(model)
-    if isinstance(engine, str):
-        engine = ENGINES[checks.choice("engine", engine, ENGINES)]
+    if requests_per_s is not None and concurrency is not None:
+        raise ValueError(f"requests_per_s={requests_per_s!r} and concurrency={concurrency!r} are both given: "
+                         f"give a request rate (open loop) or a concurrency (closed loop), not both")
+    engine = resolve_engine(engine, flat_out=requests_per_s is None and concurrency is None)
+    calib = resolve_calibration(calibration)
     i = int(_scalar("input_tokens", checks.integer, input_tokens, high=MAX_TOKENS))
     o = int(_scalar("output_tokens", checks.integer, output_tokens, high=MAX_TOKENS))
     tp = int(_scalar("tensor_parallel", checks.integer, tensor_parallel, high=4096))
     pp = int(_scalar("pipeline_parallel", checks.integer, pipeline_parallel, high=1024))
     if requests_per_s is not None:
         requests_per_s = _scalar("requests_per_s", checks.positive, requests_per_s, high=1e9)
+    if concurrency is not None:
+        concurrency = _scalar("concurrency", checks.positive, concurrency, high=1e8)
     cv = _scalar("length_cv", checks.non_negative, length_cv, high=100.0)
-    dev = device(accelerator, weight_precision, kv_precision)
-    costs = model_costs(m, weight_precision, kv_precision)
-    rates = achieved_rates(dev, calibration)
+    formats = weight_formats(weight_precision)
+    dev = device(accelerator, formats, kv_precision)
+    costs = model_costs(m, formats, kv_precision)
+    rates = achieved_rates(dev, calib)
+    spec = speculation(m, formats, kv_precision, method=speculative_method, draft_tokens=speculative_tokens,
+                       acceptance_length=acceptance_length, draft_model=draft_model)
     link = stage_link_bytes_per_s
     if link is None and pp > 1 and tp * pp > dev.scaleup_domain:
         link = scaleout_bytes_per_s(dev.id)
-    choices = [attention_dp] if attention_dp is not None else attention_dp_choices(m, tp)
+    dps = [attention_dp] if attention_dp is not None else attention_dp_choices(m, tp)
+    eps = [expert_parallel] if expert_parallel is not None else expert_parallel_choices(m, tp)
+    load = _Load(requests_per_s, concurrency, cv, spec)
     best = None
-    for dp in choices:
-        check_shape(m, tensor_parallel=tp, attention_dp=dp, pipeline_parallel=pp)
-        shape = ReplicaShape(tp, dp, pp, link)
-        limits = engine_limits(costs, dev, engine, weight_precision, input_tokens=i, output_tokens=o, shape=shape,
-                               max_batch_size=max_batch_size, max_num_tokens=max_num_tokens)
-        cap = max_throughput(costs, dev, rates, calibration, engine, limits, input_tokens=i, output_tokens=o,
-                             shape=shape)
-        score = float(cap.state.output_tokens_per_s) if bool(cap.memory.fits) else -1.0
-        if best is None or score > best[0]:
-            best = (score, shape, limits, cap)
-    _, shape, limits, cap = best
-    return _result(m, accelerator, dev, costs, rates, calibration, engine, (weight_precision, kv_precision), shape,
-                   limits, cap, i, o, requests_per_s, cv)
+    for dp in dps:
+        for ep in eps:
+            check_shape(m, tensor_parallel=tp, attention_dp=dp, pipeline_parallel=pp, expert_parallel=ep)
+            shape = ReplicaShape(tp, dp, pp, link, ep if costs.moe_layers else None)
+            limits = engine_limits(costs, dev, engine, input_tokens=i, output_tokens=o, shape=shape,
+                                   max_batch_size=max_batch_size, max_num_tokens=max_num_tokens)
+            cap = max_throughput(costs, dev, rates, calib, engine, limits, input_tokens=i, output_tokens=o,
+                                 shape=shape, speculation=spec)
+            state = load.evaluate(costs, rates, calib, engine, shape, limits, cap, i, o)
+            score = state["score"] if bool(cap.memory.fits) else -1.0
+            if best is None or score > best[0]:
+                best = (score, shape, limits, cap, state)
+    _, shape, limits, cap, state = best
+    return _result(m, accelerator, dev, costs, rates, calib, engine, (formats.label, kv_precision), shape,
+                   limits, cap, state, i, o, spec)
 
 
-def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits, cap, i, o, rate,
-            cv) -> ServingEstimate:
+@dataclass(frozen=True)
+class _Load:
+    """The load asked for: a Poisson rate, a closed-loop concurrency, or neither (flat out)."""
+
+    requests_per_s: float | None
+    concurrency: float | None
+    length_cv: float
+    speculation: object = None
+
+    def evaluate(self, costs, rates, calib, engine, shape, limits, cap, i, o) -> dict:
+        """The replica's served rate, batch and latencies under this load (a dict of floats)."""
+        st = cap.state
+        slots = float(st.concurrency)
+        groups = shape.attention_dp * shape.pipeline_parallel
+        launch = engine.launch(limits.max_batch_size * groups)
+        if not bool(cap.memory.fits):
+            return dict(score=-1.0)
+        capacity = float(st.requests_per_s)
+        if self.concurrency is not None:
+            cl = closed_loop_state(costs, rates, calib, concurrency=self.concurrency, slots=slots, input_tokens=i,
+                                   output_tokens=o, max_num_tokens=limits.max_num_tokens * groups,
+                                   chunked_prefill=engine.chunked_prefill, shape=shape, launch=launch,
+                                   speculation=self.speculation)
+            served = float(cl.requests_per_s)
+            return dict(score=served, served=served, batch=float(cl.batch), concurrency=self.concurrency,
+                        stable=True, utilisation=served / capacity, ttft=float(cl.ttft_seconds),
+                        ttft95=float(cl.ttft_p95_seconds), tpot=float(cl.tpot_seconds),
+                        tpot95=float(cl.tpot_p95_seconds), queue=float(cl.queue_seconds))
+        if self.requests_per_s is None:  # flat out: from admission, wait for the next cohort, then its iteration
+            t_dec, t_mix, mean_t = (float(st.decode_iteration_seconds), float(st.prefill_iteration_seconds),
+                                    float(st.iteration_seconds))
+            tau = st.tokens_per_step
+            ttft = calib.request_seconds + mean_t + t_mix
+            return dict(score=capacity, served=capacity, batch=slots, concurrency=slots, stable=True,
+                        utilisation=1.0, ttft=ttft, ttft95=ttft, tpot=mean_t / tau,
+                        tpot95=max(t_dec, mean_t) / tau if o > 1 else 0.0, queue=0.0)
+        rate = self.requests_per_s
+        ls = loaded_state(costs, rates, calib, requests_per_s=rate, capacity_requests_per_s=capacity, slots=slots,
+                          input_tokens=i, output_tokens=o, max_num_tokens=limits.max_num_tokens * groups,
+                          chunked_prefill=engine.chunked_prefill, shape=shape, length_cv=self.length_cv,
+                          launch=launch, speculation=self.speculation)
+        stable = bool(ls.stable)
+        batch = float(ls.concurrency)
+        served = float(rate) if stable else capacity
+        ttft = float(ls.ttft_seconds)
+        e2e = ttft + (o - 1) * float(ls.tpot_seconds)
+        return dict(score=capacity, served=served,
+                    batch=batch, concurrency=rate * e2e if stable else float("inf"), stable=stable,
+                    utilisation=float(ls.utilisation), ttft=ttft, ttft95=float(ls.ttft_p95_seconds),
+                    tpot=float(ls.tpot_seconds), tpot95=float(ls.tpot_p95_seconds), queue=float(ls.queue_seconds))
+
+
+def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits, cap, state, i, o,
+            spec) -> ServingEstimate:
     notes = []
     within = i + o <= m.max_seq
     if not within:
@@ -185,55 +288,46 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
     st = cap.state
     capacity_rps = float(st.requests_per_s) if fits else 0.0
     slots = float(st.concurrency)
-    dp = shape.attention_dp * shape.pipeline_parallel
-    if rate is None or not fits:
-        batch, served, out = slots, capacity_rps, (float(st.output_tokens_per_s) if fits else 0.0)
-        t_dec, t_mix = float(st.decode_iteration_seconds), float(st.prefill_iteration_seconds)
-        mean_t = float(st.iteration_seconds)
-        ttft = ttft95 = mean_t + t_mix  # from admission: wait for the next cohort, then its iteration
-        tpot, tpot95 = mean_t, max(t_dec, mean_t) if o > 1 else 0.0
-        util, stable, queue = (1.0 if fits else float("inf")), fits, 0.0
-        if not fits:
-            ttft = ttft95 = tpot = tpot95 = float("inf")
-    else:
-        ls = loaded_state(costs, rates, calib, requests_per_s=rate, capacity_requests_per_s=capacity_rps,
-                          slots=slots, input_tokens=i, output_tokens=o, max_num_tokens=limits.max_num_tokens * dp,
-                          chunked_prefill=engine.chunked_prefill, shape=shape, length_cv=cv)
-        stable = bool(ls.stable)
-        batch = float(ls.concurrency)
-        served = float(rate) if stable else capacity_rps
-        out = served * o
-        ttft, ttft95 = float(ls.ttft_seconds), float(ls.ttft_p95_seconds)
-        tpot, tpot95 = float(ls.tpot_seconds), float(ls.tpot_p95_seconds)
-        util, queue = float(ls.utilisation), float(ls.queue_seconds)
+    inf = float("inf")
+    if fits:
+        served, batch, stable = state["served"], state["batch"], state["stable"]
+        ttft, ttft95, tpot, tpot95 = state["ttft"], state["ttft95"], state["tpot"], state["tpot95"]
+        util, queue, in_flight = state["utilisation"], state["queue"], state["concurrency"]
         if not stable:
-            notes.append(f"requests_per_s={rate:g} is at or beyond this replica's capacity of "
+            notes.append(f"requests_per_s={served:g} is at or beyond this replica's capacity of "
                          f"{capacity_rps:.3g} requests/s: the queue grows without bound")
+            served = capacity_rps
+    else:
+        served, batch, stable, util, queue, in_flight = 0.0, slots, False, inf, 0.0, float("nan")
+        ttft = ttft95 = tpot = tpot95 = inf
     occupancy, preempt = 0.0, 0.0
     if fits and np.isfinite(batch):
         occupancy = min(batch / max(float(cap.memory.sequences), 1.0), 1.0)
     if fits:
-        preempt = _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o)
-    breakdown = _breakdown(costs, rates, calib, shape, batch if np.isfinite(batch) else slots, i, o)
+        preempt = _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o, spec)
+    breakdown = _breakdown(costs, rates, calib, shape, batch if np.isfinite(batch) else slots, i, o, spec)
+    if spec is not None:
+        notes.append(f"speculative decoding ({spec.method}, {spec.draft_tokens} draft tokens): "
+                     f"{spec.acceptance_length:.2f} tokens per step ({spec.acceptance_source[:80]})")
     return ServingEstimate(
         model=m.id, accelerator=dev.id, engine=engine.key, gpus=shape.gpus, tensor_parallel=shape.tensor_parallel,
         pipeline_parallel=shape.pipeline_parallel, attention_dp=shape.attention_dp,
-        expert_parallel=shape.tensor_parallel if costs.moe_layers else 1, weight_precision=precisions[0],
+        expert_parallel=shape.experts_over if costs.moe_layers else 1, weight_precision=precisions[0],
         kv_precision=precisions[1], gemm_dtype=dev.gemm_dtype, input_tokens=i, output_tokens=o, feasible=fits,
-        reason=reason,
-        output_tokens_per_s=out, requests_per_s=served, max_requests_per_s=capacity_rps,
+        reason=reason, output_tokens_per_s=served * o, requests_per_s=served, max_requests_per_s=capacity_rps,
         max_output_tokens_per_s=capacity_rps * o, batch_size=batch, max_concurrency=slots,
-        max_batch_size=int(limits.max_batch_size),
-        max_num_tokens=int(limits.max_num_tokens), limited_by=cap.limited_by, utilisation=util, stable=stable,
-        ttft_s=ttft, ttft_p95_s=ttft95, tpot_s=tpot, tpot_p95_s=tpot95, queue_s=queue,
-        weights_per_gpu_bytes=float(cap.memory.weights_bytes), kv_pool_bytes=float(cap.memory.kv_pool_bytes),
-        kv_occupancy=occupancy, preemption_requests_per_s=preempt,
+        max_batch_size=int(limits.max_batch_size), max_num_tokens=int(limits.max_num_tokens),
+        limited_by=cap.limited_by, utilisation=util, stable=stable, ttft_s=ttft, ttft_p95_s=ttft95, tpot_s=tpot,
+        tpot_p95_s=tpot95, queue_s=queue, weights_per_gpu_bytes=float(cap.memory.weights_bytes),
+        kv_pool_bytes=float(cap.memory.kv_pool_bytes), kv_occupancy=occupancy, preemption_requests_per_s=preempt,
         kv_bytes_per_token=float(costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window),
-        iteration_breakdown=breakdown, within_context=within, uncalibrated=rates.uncalibrated, notes=tuple(notes),
-        model_record=m, accelerator_record=acc)
+        iteration_breakdown=breakdown, within_context=within, uncalibrated=rates.uncalibrated,
+        concurrency=in_flight, calibration=calib.name, speculative_method=spec.method if spec else None,
+        speculative_tokens=spec.draft_tokens if spec else 0, acceptance_length=spec.acceptance_length if spec else 1.0,
+        notes=tuple(notes), weight_formats=costs.formats, speculation=spec, model_record=m, accelerator_record=acc)
 
 
-def _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o) -> float:
+def _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o, spec) -> float:
     """Request rate at which the KV cache in use, each sequence at its mean context ``I + O/2``, fills the
     pool (Little's law at that concurrency, random arrivals) [1/s]."""
     per_token = float(cap.memory.kv_bytes_per_sequence) / float(
@@ -242,37 +336,40 @@ def _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o) -> floa
     full = groups * float(cap.memory.kv_pool_bytes) / (per_token * (i + 0.5 * o))
     st = steady_state(costs, rates, calib, concurrency=full, input_tokens=i, output_tokens=o,
                       max_num_tokens=limits.max_num_tokens * groups, chunked_prefill=engine.chunked_prefill,
-                      shape=shape, arrivals="poisson")
+                      shape=shape, arrivals="poisson", launch=engine.launch(limits.max_batch_size * groups),
+                      speculation=spec)
     return float(st.requests_per_s)
 
 
-def _breakdown(costs, rates, calib, shape, batch, i, o) -> dict:
-    """A decode iteration at the batch, split by kind of work [s]."""
+def _breakdown(costs, rates, calib, shape, batch, i, o, spec=None) -> dict:
+    """A decode iteration at the batch, split by kind of work [s] (drafting counts as overhead)."""
     b = max(float(batch), 1.0)
     it = iteration_time(costs, rates, calib, decode_sequences=b, decode_context=i + 0.5 * o, prefill_tokens=0.0,
-                        prefill_prompts=0.0, prompt_tokens=float(i), **shape.kwargs())
+                        prefill_prompts=0.0, prompt_tokens=float(i), speculation=spec, **shape.kwargs())
     keys = ("linear_seconds", "experts_seconds", "head_seconds", "elementwise_seconds", "decode_attention_seconds",
             "prefill_attention_seconds", "communication_seconds", "overhead_seconds", "host_seconds")
     return {k: float(getattr(it, k)) for k in keys}
 
 
 def decode_step(model, accelerator, *, batch, context_tokens, tensor_parallel=1, weight_precision="bf16",
-                kv_precision="fp8", calibration: Calibration = TRTLLM_1_0) -> dict:
+                kv_precision="fp8", calibration: Calibration | str | None = None) -> dict:
     """One decode iteration of a static batch (no prefill in flight), by kind of work [s].
 
     What a static-batch benchmark measures between tokens: ``batch`` sequences at a
-    mean context of ``context_tokens``, on ``tensor_parallel`` GPUs. The dict's
-    ``seconds`` is the iteration; the other keys are its parts.
+    mean context of ``context_tokens``, on ``tensor_parallel`` GPUs, replayed from a CUDA
+    graph. The dict's ``seconds`` is the iteration; the other keys are its parts.
     """
     m = models.resolve(model)
+    calib = resolve_calibration(calibration)
     b = _scalar("batch", checks.positive, batch, high=1e7)
     ctx = _scalar("context_tokens", checks.non_negative, context_tokens, high=MAX_TOKENS)
     tp = int(_scalar("tensor_parallel", checks.integer, tensor_parallel, high=4096))
     check_shape(m, tensor_parallel=tp, attention_dp=1, pipeline_parallel=1)
-    dev = device(accelerator, weight_precision, kv_precision)
-    costs = model_costs(m, weight_precision, kv_precision)
-    rates = achieved_rates(dev, calibration)
-    it = iteration_time(costs, rates, calibration, decode_sequences=b, decode_context=ctx, prefill_tokens=0.0,
+    formats = weight_formats(weight_precision)
+    dev = device(accelerator, formats, kv_precision)
+    costs = model_costs(m, formats, kv_precision)
+    rates = achieved_rates(dev, calib)
+    it = iteration_time(costs, rates, calib, decode_sequences=b, decode_context=ctx, prefill_tokens=0.0,
                         prefill_prompts=0.0, prompt_tokens=ctx, gpus=tp)
-    parts = _breakdown(costs, rates, calibration, ReplicaShape(tp), b, ctx, 0)
+    parts = _breakdown(costs, rates, calib, ReplicaShape(tp), b, ctx, 0)
     return {"seconds": float(it.seconds), "uncalibrated": rates.uncalibrated, **parts}

@@ -1,10 +1,10 @@
 """What a GPU offers a serving precision: the peak its GEMMs run at, bandwidth, memory, links.
 
-A weight format decides which tensor-core peak the linear layers use: FP8
-weights run FP8 GEMMs where the GPU has them; NVFP4/MXFP4 run FP4 GEMMs on
-Blackwell (weights and activations in FP4) and fall back to FP8 (W4A8) or 16-bit
-(W4A16) elsewhere; INT4 group-quantized weights are dequantized into 16-bit
-GEMMs [1, 2]. Prefill attention runs at FP8 when the KV cache is FP8 and the GPU
+A weight format decides which tensor-core peak the linear layers use, each kind of
+layer (attention, dense MLP, routed experts) at its own format: FP8 weights run FP8
+GEMMs where the GPU has them; NVFP4/MXFP4 run FP4 GEMMs on Blackwell and CDNA4
+(weights and activations in FP4) and are dequantized into 16-bit GEMMs (W4A16)
+elsewhere, as INT4 group-quantized weights are [1, 2]. Prefill attention runs at FP8 when the KV cache is FP8 and the GPU
 has FP8 tensor cores (FP8 context attention [1, 3]), else at 16 bits.
 
 The achieved rates are these peaks times the engine's calibrated efficiencies
@@ -23,15 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aisize import catalog, checks
-from aisize.precision import BITS_PER_ELEMENT
 from aisize.units import bidirectional_to_per_direction
 
-# Weight format -> compute dtypes to try, best first (the first peak the GPU publishes wins).
+# Weight format -> compute dtypes to try, best first (the first peak the GPU publishes wins). A 4-bit
+# format runs FP4 GEMMs where the GPU has them and is dequantized into 16-bit GEMMs (W4A16) where it
+# does not, as TensorRT-LLM, vLLM and SGLang run MXFP4 on Hopper [1, 2].
 GEMM_DTYPES = {
     "fp32": ("tf32", "fp32"), "bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"),
     "fp8": ("fp8", "bf16", "fp16"), "int8": ("int8", "bf16", "fp16"),
-    "nvfp4": ("fp4", "fp8", "bf16", "fp16"), "mxfp4": ("fp4", "fp8", "bf16", "fp16"),
-    "fp4": ("fp4", "fp8", "bf16", "fp16"),
+    "nvfp4": ("fp4", "bf16", "fp16"), "mxfp4": ("fp4", "bf16", "fp16"), "fp4": ("fp4", "bf16", "fp16"),
     "int4": ("bf16", "fp16"), "int4-g128": ("bf16", "fp16"), "int4-g128-zp": ("bf16", "fp16"),
     "nf4": ("bf16", "fp16"),
 }
@@ -41,7 +41,8 @@ KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 # Generations with calibrated efficiencies, by catalog id prefix (longest match wins).
 GENERATIONS = {"h100": "hopper", "h200": "hopper", "h20": "hopper", "gh200": "hopper",
                "b200": "blackwell", "gb200": "blackwell", "b300": "blackwell", "gb300": "blackwell",
-               "rtx-pro-6000": "blackwell"}
+               "rtx-pro-6000": "blackwell", "mi300x": "cdna3", "mi325x": "cdna3", "mi350x": "cdna4",
+               "mi355x": "cdna4"}
 # Grace-hosted superchips schedule from an Arm host (see Calibration.host_factor).
 GRACE_HOSTED = ("gh200", "gb200", "gb300")
 
@@ -52,14 +53,22 @@ class Device:
 
     id: str
     generation: str | None  # None: no calibrated generation (efficiencies fall back, flagged)
-    gemm_dtype: str  # the tensor-core dtype the linear layers run at
-    gemm_peak_flops_per_s: float
+    gemm_dtypes: tuple  # the tensor-core dtype of (attention, dense, experts) linear layers
+    gemm_peaks_flops_per_s: tuple  # their peaks, in the same order
     attention_peak_flops_per_s: float
+    head_peak_flops_per_s: float  # 16-bit: the output head stays bf16
     memory_bandwidth_bytes_per_s: float
     memory_bytes: float  # usable (what nvidia-smi shows, where the catalog has it)
     link_bytes_per_s: float  # scale-up link per direction (PCIe peer-to-peer where there is no NVLink)
     scaleup_domain: int
     grace_hosted: bool
+
+    @property
+    def gemm_dtype(self) -> str:
+        """The dtype most of the work runs at: the experts' for MoE formats, else one name."""
+        kinds = dict(zip(("attention", "dense", "experts"), self.gemm_dtypes))
+        return kinds["experts"] if len(set(self.gemm_dtypes)) == 1 else " / ".join(
+            f"{k} {v}" for k, v in kinds.items())
 
 
 def _peak(acc, dtype):
@@ -72,8 +81,21 @@ def generation(accelerator_id: str) -> str | None:
     return GENERATIONS[keys[0]] if keys else None
 
 
-def device(accelerator, weight_precision: str, kv_precision: str) -> Device:
-    """The :class:`Device` view of a catalog accelerator (id or record) for a precision pair."""
+def _gemm_dtype(acc, fmt: str, kind: str) -> str:
+    dtype = next((d for d in GEMM_DTYPES[fmt] if _peak(acc, d)), None)
+    if dtype is None:
+        raise ValueError(f"weight_precision={fmt!r} ({kind}) is not allowed on accelerator {acc.id!r}: it publishes "
+                         f"none of the peaks {GEMM_DTYPES[fmt]} (catalog row {acc.id!r})")
+    return dtype
+
+
+def device(accelerator, weight_precision, kv_precision: str) -> Device:
+    """The :class:`Device` view of a catalog accelerator (id or record) for a precision pair.
+
+    ``weight_precision`` is a format name or a :class:`~aisize.serving.costs.WeightFormats`.
+    """
+    from aisize.serving.costs import weight_formats
+
     if isinstance(accelerator, str):
         if accelerator not in catalog.accelerators:
             raise ValueError(f"accelerator={accelerator[:60]!r} is not in the catalog; known: "
@@ -83,13 +105,11 @@ def device(accelerator, weight_precision: str, kv_precision: str) -> Device:
         acc = accelerator
     else:
         raise ValueError(f"accelerator={accelerator!r} is not allowed: give a catalog accelerator id or record")
-    wp = checks.choice("weight_precision", weight_precision, WEIGHT_PRECISIONS)
+    fmt = weight_formats(weight_precision)
+    for kind in ("attention", "dense", "experts"):
+        checks.choice("weight_precision", getattr(fmt, kind), WEIGHT_PRECISIONS)
     kv = checks.choice("kv_precision", kv_precision, KV_PRECISIONS)
-    checks.choice("weight_precision", wp, BITS_PER_ELEMENT)
-    dtype = next((d for d in GEMM_DTYPES[wp] if _peak(acc, d)), None)
-    if dtype is None:
-        raise ValueError(f"weight_precision={wp!r} is not allowed on accelerator {acc.id!r}: it publishes none "
-                         f"of the peaks {GEMM_DTYPES[wp]} (catalog row {acc.id!r})")
+    dtypes = tuple(_gemm_dtype(acc, getattr(fmt, k), k) for k in ("attention", "dense", "experts"))
     attention = "fp8" if kv == "fp8" and _peak(acc, "fp8") else next(
         (d for d in ("bf16", "fp16", "tf32", "fp32") if _peak(acc, d)))
     if acc.scaleup_bidirectional_bytes_per_s:
@@ -97,9 +117,11 @@ def device(accelerator, weight_precision: str, kv_precision: str) -> Device:
     else:  # no NVLink-class link: GPUs exchange activations peer-to-peer over PCIe
         pcie = catalog.links.get(f"pcie-gen{acc.pcie_gen}-x16")
         link = pcie.bandwidth_per_direction_bytes_per_s if pcie else 0.0
-    return Device(acc.id, generation(acc.id), dtype, float(_peak(acc, dtype)), float(_peak(acc, attention)),
-                  float(acc.memory_bandwidth_bytes_per_s), float(acc.memory_visible_bytes or acc.memory_bytes),
-                  float(link), int(acc.scaleup_domain), acc.id.startswith(GRACE_HOSTED))
+    return Device(acc.id, generation(acc.id), dtypes, tuple(float(_peak(acc, d)) for d in dtypes),
+                  float(_peak(acc, attention)), float(_peak(acc, _gemm_dtype(acc, "bf16", "head"))),
+                  float(acc.memory_bandwidth_bytes_per_s),
+                  float(acc.memory_visible_bytes or acc.memory_bytes), float(link), int(acc.scaleup_domain),
+                  acc.id.startswith(GRACE_HOSTED))
 
 
 def scaleout_bytes_per_s(accelerator_id: str) -> float:

@@ -1,27 +1,40 @@
 """Time of one continuous-batching iteration on one replica, from the roofline.
 
 An iteration runs every layer once over the tokens it carries: one token for
-each decoding sequence plus the prompt tokens (or chunks) being prefilled [1, 2].
-Per GPU of the replica, its time is the sum over the kinds of work of each
-kind's roofline time, max(FLOPs / achieved peak, bytes / achieved bandwidth) [3]:
+each decoding sequence (``k + 1`` when a speculative step verifies k drafts) plus
+the prompt tokens (or chunks) being prefilled [1, 2]. Per GPU of the replica, its
+time is the sum over the kinds of work of each kind's roofline time,
+max(FLOPs / achieved peak, bytes / achieved bandwidth) [3]:
 
-- dense linear layers (attention projections, dense MLPs, shared experts):
-  ``2·N·n`` FLOPs for n tokens against one read of their weights;
-- routed experts: ``k`` experts' FLOPs per token at the grouped-GEMM rate, against
-  the distinct experts the iteration's tokens touch, plus the traffic of routing
-  each token to its experts and back;
-- output head: at the sampling positions only (one per sequence), and its fp32 logits;
+- attention projections and dense MLPs (with shared experts): ``2·N·n`` FLOPs for n
+  tokens, each kind at its weight format's GEMM peak, against one read of their weights;
+- routed experts, spread over ``expert_parallel`` GPUs (each expert split over the
+  remaining ``gpus / expert_parallel``, expert tensor parallelism [6]): every expert's
+  tokens are padded to a GEMM tile (grouped GEMMs align each expert's rows to the
+  kernel's M block [7]), so an expert that sees few tokens costs a tile of FLOPs; the
+  weight read is the distinct experts the tokens touch. With expert parallelism the
+  busiest GPU sets the pace: its tokens and touched experts are the mean plus the
+  expected maximum of ``expert_parallel`` normal deviates (Blom's approximation [8])
+  times their standard deviation under uniform routing;
+- routing each token to its experts and back: HBM traffic per token and expert;
+- output head: at the sampling positions only, and its fp32 logits;
 - elementwise work (norms, rotary, activation, quantization, residuals): HBM
   traffic proportional to tokens x hidden x layers;
-- decode attention: the KV cache of every decoding sequence is read once;
+- decode attention: every decoding sequence reads its KV cache once and does the
+  attention FLOPs of its engine's decode form (MLA absorbed), whichever is longer;
 - prefill attention: causal FLOPs ``2·d_attn·s²`` per layer per prompt;
-- tensor-parallel all-reduces (two per layer, of the tokens' hidden states) and,
-  for MoE with attention data parallelism, the dispatch/combine of tokens;
-- a fixed GPU time per layer (and per MoE layer) per iteration.
+- collectives: two tensor-parallel all-reduces per layer of the tokens' hidden
+  states (ring bandwidth [4] plus a fixed latency each); with attention data
+  parallelism, the gather and scatter of tokens around every MoE layer;
+- fixed GPU time per layer and per MoE layer: kernel ramps and tails that remain
+  when the iteration is replayed from a CUDA graph. An iteration the engine does
+  not capture (a batch beyond its graph sizes, or prefill work in engines that graph
+  decode only) is launched kernel by kernel, so it takes at least the host's launch
+  time of its layers.
 
 The host schedules the next iteration while the GPU runs this one (TensorRT-LLM's
-overlap scheduler, vLLM's async scheduling), so an iteration takes the longer of
-the GPU time and the host time, which grows with the scheduled sequences.
+and SGLang's overlap schedulers), so an iteration takes the longer of the GPU time
+and the host time; an engine without overlap adds them.
 
 All inputs broadcast, so one call evaluates a whole grid of shapes and batches.
 
@@ -35,41 +48,76 @@ References
 .. [4] Patarasuk & Yuan 2009 (ring all-reduce moves 2(n-1)/n of the buffer).
 .. [5] Narayanan et al. 2021, arXiv:2104.04473, sec. 2.2 (pipeline micro-batches); vLLM and
        TensorRT-LLM pipeline-parallel serving run one micro-batch per stage at a time.
+.. [6] TensorRT-LLM ``MoeConfig`` / SGLang ``--ep-size``: experts split over ``moe_ep_size``
+       GPUs and each expert over ``moe_tp_size = tp / moe_ep_size`` of them.
+.. [7] deepseek-ai/DeepGEMM README (grouped GEMM "contiguous layout": each expert's segment
+       aligned to the M block size); TensorRT-LLM MoE GEMM tactics (CUTLASS tile shapes with M
+       from 16 to 128, chosen per token count by the autotuner).
+.. [8] Blom 1958, "Statistical Estimates and Transformed Beta-Variables": the expected
+       maximum of n standard normals is about Φ⁻¹((n - 0.375) / (n + 0.25)).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 
+from aisize.serving.speculative import draft_seconds
+
 ACTIVATION_BYTES = 2.0  # hidden states between layers and on the wire are 16-bit
 LOGIT_BYTES = 4.0  # fp32 logits, written by the head and read by the sampler
-LINK_LATENCY_SECONDS = 2e-6  # one NVLink collective step (nccl-tests small-message latency)
 
 
 @dataclass(frozen=True)
 class Rates:
     """Achieved rates of one GPU for one serving precision [FLOP/s, B/s, s]."""
 
-    gemm_flops_per_s: float
-    expert_flops_per_s: float
-    attention_flops_per_s: float
+    attention_gemm_flops_per_s: float  # attention projections
+    dense_gemm_flops_per_s: float  # dense MLPs, shared experts
+    expert_flops_per_s: float  # routed experts' grouped GEMMs
+    head_flops_per_s: float  # the 16-bit output head
+    attention_flops_per_s: float  # attention itself (prefill and decode)
     memory_bytes_per_s: float
     link_bytes_per_s: float  # scale-up link per direction
     host_seconds_per_sequence: float
     uncalibrated: bool  # the GPU's generation has no fitted efficiency (a stand-in was used)
+    expert_memory_bytes_per_s: float = 0.0  # the routed experts' weight reads
+    layer_seconds: float = 0.0  # fixed GPU time per layer per graphed iteration
+    moe_layer_seconds: float = 0.0  # additional fixed time per MoE layer
 
 
 def achieved_rates(device, calib) -> Rates:
     """Datasheet figures of a :class:`~aisize.serving.hardware.Device` times the calibration."""
     gen = device.generation if device.generation in calib.gemm_efficiency else calib.fallback_generation
-    gemm = device.gemm_peak_flops_per_s * calib.gemm_efficiency[gen]
+    e = calib.value("gemm_efficiency", gen)
+    attn, dense, experts = (p * e for p in device.gemm_peaks_flops_per_s)
+    experts = experts * calib.expert_gemm_efficiency
     host = calib.host_seconds_per_sequence * (calib.grace_host_factor if device.grace_hosted else 1.0)
-    return Rates(gemm, gemm * calib.expert_gemm_efficiency,
-                 device.attention_peak_flops_per_s * calib.attention_efficiency,
-                 device.memory_bandwidth_bytes_per_s * calib.memory_efficiency,
-                 device.link_bytes_per_s * calib.link_efficiency, host, gen != device.generation)
+    head = device.head_peak_flops_per_s * e
+    return Rates(attn, dense, experts, head, device.attention_peak_flops_per_s * calib.attention_efficiency,
+                 device.memory_bandwidth_bytes_per_s * calib.value("memory_efficiency", gen),
+                 device.link_bytes_per_s * calib.link_efficiency, host, gen != device.generation,
+                 device.memory_bandwidth_bytes_per_s * calib.value("expert_memory_efficiency", gen),
+                 calib.value("layer_seconds", gen), calib.value("moe_layer_seconds", gen))
+
+
+@lru_cache(maxsize=64)
+def expected_max_normal(n: int) -> float:
+    """Expected maximum of n standard normal deviates (Blom's approximation [8]); 0 for n = 1."""
+    if n <= 1:
+        return 0.0
+    return NormalDist().inv_cdf((n - 0.375) / (n + 0.25))
+
+
+def _z_max(n):
+    n = np.asarray(n)
+    if n.ndim == 0:
+        return expected_max_normal(int(n))
+    flat = [expected_max_normal(int(v)) for v in n.ravel()]
+    return np.array(flat, dtype=float).reshape(n.shape)
 
 
 @dataclass(frozen=True)
@@ -85,28 +133,69 @@ class IterationTime:
     communication_seconds: object
     overhead_seconds: object
     host_seconds: object
+    launch_seconds: object = 0.0  # host launch time of an iteration that is not graph-captured
+    overlap: bool = True  # the host prepares the next iteration while the GPU runs this one
 
     @property
     def gpu_seconds(self):
-        return (self.linear_seconds + self.experts_seconds + self.head_seconds + self.elementwise_seconds
+        work = (self.linear_seconds + self.experts_seconds + self.head_seconds + self.elementwise_seconds
                 + self.decode_attention_seconds + self.prefill_attention_seconds
                 + self.communication_seconds + self.overhead_seconds)
+        return np.maximum(work, self.launch_seconds)
 
     @property
     def seconds(self):
-        return np.maximum(self.gpu_seconds, self.host_seconds)
+        if self.overlap:
+            return np.maximum(self.gpu_seconds, self.host_seconds)
+        return self.gpu_seconds + self.host_seconds
 
 
-def all_reduce_seconds(payload_bytes, n, link_bytes_per_s):
-    """Ring all-reduce of a buffer over n GPUs of one scale-up domain [s] [4]."""
+def all_reduce_seconds(payload_bytes, n, link_bytes_per_s, latency_seconds):
+    """Ring all-reduce of a buffer over n GPUs of one scale-up domain, plus its fixed latency [s] [4]."""
     n = np.asarray(n, dtype=float)
-    ring = 2.0 * (n - 1.0) / n * payload_bytes / link_bytes_per_s + 2.0 * (n - 1.0) * LINK_LATENCY_SECONDS
+    ring = 2.0 * (n - 1.0) / n * payload_bytes / link_bytes_per_s + latency_seconds
     return np.where(n > 1, ring, 0.0)
+
+
+MIN_TILE_TOKENS = 16.0  # the smallest M tile grouped-GEMM kernels choose for few tokens per expert [7]
+
+
+def padded_expert_rows(tokens_per_expert, max_tile):
+    """Expected GEMM rows of one expert given a Poisson number of tokens with mean λ, padded to whole
+    tiles [7]. Kernels pick the tile by the tokens per expert (autotuned tactics): the power of two at
+    or above λ, from 16 up to ``max_tile`` rows. E[ceil(X/t)]·t is approximated by
+    max(t·P(X > 0), λ + t/2·(1 - e^(-λ/t))) (exact as λ → 0, within half a tile as λ → ∞)."""
+    lam = np.asarray(tokens_per_expert, dtype=float)
+    tile = np.clip(2.0 ** np.ceil(np.log2(np.maximum(lam, 1.0))), MIN_TILE_TOKENS, max_tile)
+    return np.maximum(-tile * np.expm1(-lam), lam + 0.5 * tile * -np.expm1(-lam / tile))
+
+
+def _experts(costs, rates, calib, n, g, ep):
+    """Routed-expert time of one GPU: grouped GEMMs (tile-padded), distinct experts read, imbalance."""
+    if not costs.moe_layers:
+        return 0.0 * n
+    e, k = float(costs.experts), float(costs.experts_per_token)
+    etp = g / ep  # GPUs each expert is split over
+    local = e / ep  # experts per expert-parallel rank
+    lam = n * k / e  # tokens per expert per layer
+    z = _z_max(ep)
+    rows = local * padded_expert_rows(lam, calib.gemm_tile_tokens)
+    spread = np.sqrt(np.maximum(local * lam, 1e-12))
+    busiest_rows = rows * (1.0 + z * np.minimum(spread / np.maximum(local * lam, 1e-12), 1.0))
+    flops_per_row = costs.expert_flops_per_token / (costs.moe_layers * k)  # 2 x one expert's weights
+    compute = costs.moe_layers * flops_per_row * busiest_rows / etp / rates.expert_flops_per_s
+    p = -np.expm1(n * np.log1p(-k / e))  # chance an expert is touched
+    touched = local * p
+    busiest = touched + z * np.sqrt(np.maximum(local * p * (1.0 - p), 0.0))
+    memory = costs.moe_layers * np.minimum(busiest, local) * costs.expert_bytes / etp / rates.expert_memory_bytes_per_s
+    routing = (calib.expert_bytes_per_token * costs.hidden * costs.moe_layers * k * n / g / rates.memory_bytes_per_s)
+    return np.maximum(compute, memory) + routing
 
 
 def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_context, prefill_tokens,
                    prefill_prompts, prompt_tokens, gpus=1, attention_dp=1, pipeline_parallel=1,
-                   stage_link_bytes_per_s=None) -> IterationTime:
+                   stage_link_bytes_per_s=None, expert_parallel=None, speculation=None, graphed=True,
+                   overlap=True) -> IterationTime:
     """Time of one iteration of one replica, per GPU (work balanced over its GPUs).
 
     Parameters
@@ -114,21 +203,25 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
     costs : :class:`~aisize.serving.costs.ModelCosts`
     rates : achieved rates of one GPU (:func:`achieved_rates`)
     calib : :class:`~aisize.serving.calibration.Calibration` (overheads, traffic constants)
-    decode_sequences : sequences generating a token this iteration [count]
+    decode_sequences : sequences generating this iteration [count]
     decode_context : their mean context (tokens in cache) [tokens]
     prefill_tokens : prompt tokens processed this iteration [tokens]
     prefill_prompts : prompts finishing their prefill this iteration (they sample) [count]
     prompt_tokens : prompt length, for the causal attention cost [tokens]
-    gpus : GPUs of the replica [count]
+    gpus : GPUs of a pipeline stage [count]
     attention_dp : attention data-parallel groups; attention and dense layers are
-        tensor-parallel over ``gpus / attention_dp`` GPUs, routed experts spread over
-        all ``gpus`` of a stage (expert parallelism) [count]
-    pipeline_parallel : stages, p; ``gpus`` is then per stage. The running sequences
-        split into p micro-batches that follow each other through the stages [5], so
-        one round (every sequence advancing one token) takes p stage-times of one
-        micro-batch; a stage runs L/p layers, the last one also the output head
+        tensor-parallel over ``gpus / attention_dp`` GPUs [count]
+    pipeline_parallel : stages, p. The running sequences split into p micro-batches that
+        follow each other through the stages [5], so one round (every sequence advancing)
+        takes p stage-times of one micro-batch; a stage runs L/p layers, the last one the head
     stage_link_bytes_per_s : datasheet rate per GPU per direction of the link between stages
         (default: the scale-up link); collectives reach ``calib.link_efficiency`` of it
+    expert_parallel : GPUs of a stage the routed experts are spread over (None: all of them);
+        each expert is split over ``gpus / expert_parallel`` GPUs [count]
+    speculation : a :class:`~aisize.serving.speculative.Speculation` (None: none): each decoding
+        sequence runs ``k + 1`` tokens through the model, after k draft passes
+    graphed : the iteration is replayed from a CUDA graph (else launched kernel by kernel)
+    overlap : the host's scheduling overlaps the GPU's work
 
     Returns
     -------
@@ -137,34 +230,47 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
     g = np.asarray(gpus, dtype=float)
     dp = np.asarray(attention_dp, dtype=float)
     pp = np.asarray(pipeline_parallel, dtype=float)
+    ep = g if expert_parallel is None else np.asarray(expert_parallel, dtype=float)
     tp = g / dp
-    n = (decode_sequences + prefill_tokens) / pp  # tokens of one micro-batch through every linear layer
-    sampled = (decode_sequences + prefill_prompts) / pp
-    decode_sequences, prefill_prompts = decode_sequences / pp, prefill_prompts / pp
+    v = 1.0 if speculation is None else float(speculation.verify_tokens)
+    n = (decode_sequences * v + prefill_tokens) / pp  # tokens of one micro-batch through every linear layer
+    sampled = (decode_sequences * v + prefill_prompts) / pp
+    seqs = decode_sequences / pp
+    prompts = prefill_prompts / pp
+    # attention-DP groups run their own sequences; prompts come whole, so the group holding the most
+    # prompt tokens sets the pace (with one group, all of them)
+    per_prompt = np.where(prompts > 0, prefill_tokens / pp / np.maximum(prompts, 1e-12), 0.0)
+    busiest_prompts = np.maximum(prompts / dp, np.minimum(prompts, 1.0))
+    n_group = seqs * v / dp + busiest_prompts * per_prompt  # tokens through one group's attention and dense layers
     mem = rates.memory_bytes_per_s
-    linear = np.maximum(costs.dense_flops_per_token * n / g / rates.gemm_flops_per_s,
-                        costs.dense_weight_bytes / tp / mem)
-    experts = np.maximum(costs.expert_flops_per_token * n / g / rates.expert_flops_per_s,
-                         costs.expert_bytes_read(n) / g / mem)
-    experts = experts + (calib.expert_bytes_per_token * costs.hidden * costs.moe_layers * costs.experts_per_token
-                         * n / g / mem)
-    head = (costs.head_flops_per_token * sampled / g / rates.gemm_flops_per_s
-            + sampled / g * costs.vocab * LOGIT_BYTES * 2.0 / mem)
-    elementwise = calib.elementwise_bytes_per_token * costs.hidden * costs.layers * n / dp / mem
+    linear = (np.maximum(costs.attention_flops_per_token * n_group / tp / rates.attention_gemm_flops_per_s,
+                         costs.attention_weight_bytes / tp / mem)
+              + np.maximum(costs.dense_flops_per_token * n_group / tp / rates.dense_gemm_flops_per_s,
+                           costs.dense_weight_bytes / tp / mem))
+    experts = _experts(costs, rates, calib, n, g, ep)
+    head = np.maximum(costs.head_flops_per_token * sampled / g / rates.head_flops_per_s,
+                      costs.head_weight_bytes / g / mem) + sampled / g * costs.vocab * LOGIT_BYTES * 2.0 / mem
+    elementwise = calib.elementwise_bytes_per_token * costs.hidden * costs.layers * n_group / mem
     kv_split = np.minimum(tp, costs.kv_heads) * dp
-    decode_attention = decode_sequences * costs.kv_bytes(decode_context) / kv_split / mem
-    prefill_attention = (prefill_prompts * costs.attention_flops(prompt_tokens, prompt_tokens) / g
+    decode_attention = np.maximum(seqs * costs.kv_bytes(decode_context) / kv_split / mem,
+                                  seqs * v * costs.decode_attention_flops(decode_context) / g
+                                  / rates.attention_flops_per_s)
+    prefill_attention = (busiest_prompts * costs.attention_flops(prompt_tokens, prompt_tokens) / tp
                          / rates.attention_flops_per_s)
-    hidden_bytes = n / dp * costs.hidden * ACTIVATION_BYTES
-    comm = 2.0 * costs.layers * all_reduce_seconds(hidden_bytes, tp, rates.link_bytes_per_s)
+    hidden_bytes = n_group * costs.hidden * ACTIVATION_BYTES
+    latency = calib.collective_seconds
+    comm = 2.0 * costs.layers * all_reduce_seconds(hidden_bytes, tp, rates.link_bytes_per_s, latency)
     if costs.moe_layers:  # attention-DP groups gather their tokens for the experts and scatter them back
         comm = comm + 2.0 * costs.moe_layers * np.where(
-            dp > 1, (dp - 1.0) * hidden_bytes / rates.link_bytes_per_s, 0.0)
-    overhead = costs.layers * calib.layer_overhead_seconds + costs.moe_layers * calib.moe_layer_overhead_seconds
+            dp > 1, (dp - 1.0) * hidden_bytes / rates.link_bytes_per_s + latency, 0.0)
+    overhead = costs.layers * rates.layer_seconds + costs.moe_layers * rates.moe_layer_seconds
+    launch = np.where(graphed, 0.0, costs.layers * calib.eager_layer_seconds)
     host = rates.host_seconds_per_sequence * sampled * pp / dp
     # a round is p stage-times; a stage runs 1/p of every per-layer term, the last one the head
     link = rates.link_bytes_per_s if stage_link_bytes_per_s is None else (
         np.asarray(stage_link_bytes_per_s, dtype=float) * calib.link_efficiency)
-    send = np.where(pp > 1, pp * (n / dp * costs.hidden * ACTIVATION_BYTES / tp / link + LINK_LATENCY_SECONDS), 0.0)
+    send = np.where(pp > 1, pp * (n_group * costs.hidden * ACTIVATION_BYTES / tp / link + latency), 0.0)
+    drafts = draft_seconds(speculation, rates, calib, decode_sequences=seqs, decode_context=decode_context,
+                           shape_kwargs=dict(gpus=gpus, attention_dp=attention_dp, expert_parallel=expert_parallel))
     return IterationTime(linear, experts, head * pp, elementwise, decode_attention, prefill_attention,
-                         comm + send, overhead + 0.0 * n, host)
+                         comm + send, overhead + drafts * pp + 0.0 * n, host, launch, overlap)

@@ -13,8 +13,9 @@ iteration model with ``m / (1 - e^-m)`` prefills, the conditional mean), so
   ``T0 + (T1 - T0)·(p + 1.645·sqrt(p(1-p)/(O-1)))`` (normal approximation).
 - TPOT p95 also allows for the batch's own fluctuation: with slots to spare the
   requests in flight are Poisson, so the p95 batch is ``B + 1.645·sqrt(B)``.
-- TTFT: admission wait + the wait for the token budget + the wait for the next
-  iteration to start (length-biased: ``E[T²]/2E[T]``) + the iteration(s) carrying the
+- TTFT: the request's fixed time outside the GPU (HTTP, tokenizing: the calibration's
+  ``request_seconds``) + admission wait + the wait for the token budget + the wait for the next
+  iteration to start (and one more with an overlap scheduler, which picked that one's batch already) (length-biased: ``E[T²]/2E[T]``) + the iteration(s) carrying the
   prefill. Admission is a queue for the replica's ``c`` slots (the concurrency its
   batch limit and KV pool allow), each held for ``S = T + (O - 1)·T``: M/G/c with
   the Allen-Cunneen correction for the lengths' variability [2] and the Erlang C
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize.queueing import mgc_wait
+from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 from aisize.serving.steady import steady_state
 
@@ -93,7 +95,8 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots):
 
 
 def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s, slots, input_tokens,
-                 output_tokens, max_num_tokens, chunked_prefill, shape, length_cv=0.0) -> LoadedState:
+                 output_tokens, max_num_tokens, chunked_prefill, shape, length_cv=0.0, launch=GRAPHED,
+                 speculation=None) -> LoadedState:
     """Mean and p95 latencies of a replica serving ``requests_per_s`` (Poisson).
 
     Parameters
@@ -106,6 +109,8 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     max_num_tokens, chunked_prefill : the engine's token budget and prefill mode
     shape : :class:`~aisize.serving.shapes.ReplicaShape`
     length_cv : coefficient of variation of the request lengths (0: fixed lengths)
+    launch : the engine's CUDA-graph and overlap behaviour (:class:`~aisize.serving.engine.Launch`)
+    speculation : :class:`~aisize.serving.speculative.Speculation`, or None
     """
     lam = np.asarray(requests_per_s, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
@@ -117,12 +122,15 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     def state_at(concurrency):
         return steady_state(costs, rates, calib, concurrency=np.maximum(concurrency, 1e-9),
                             input_tokens=input_tokens, output_tokens=output_tokens, max_num_tokens=max_num_tokens,
-                            chunked_prefill=chunked_prefill, shape=shape, arrivals="poisson")
+                            chunked_prefill=chunked_prefill, shape=shape, arrivals="poisson", launch=launch,
+                            speculation=speculation)
 
-    b = littles_law_concurrency(lam_s * o, lambda x: state_at(x).iteration_seconds, slots)
+    tau = 1.0 if speculation is None else speculation.acceptance_length
+    steps = 1.0 + (o - 1.0) / tau  # iterations of a request's life
+    b = littles_law_concurrency(lam_s * steps, lambda x: state_at(x).iteration_seconds, slots)
     st = state_at(b)
     mean, t0, t1, p = st.iteration_seconds, st.decode_iteration_seconds, st.prefill_iteration_seconds, st.prefill_share
-    hold = (st.prefill_iterations + o - 1.0) * mean  # a slot is held while prefilling and for O - 1 decodes
+    hold = (st.prefill_iterations + steps - 1.0) * mean  # a slot is held while prefilling and for its decode steps
     c = np.maximum(np.floor(slots), 1.0)
     offered = lam_s * hold
     util = np.maximum(util, offered / c)  # random arrivals mix prefills less well than a waiting queue
@@ -134,15 +142,19 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     # (q "servers", each busy for the iteration that carries the prefill); with chunking the prompt
     # tokens share the budget left after the decode tokens (one server, service = a prompt's share)
     i = np.asarray(input_tokens, dtype=float)
-    room = np.maximum(max_num_tokens - st.concurrency * (o - 1.0) / o, 1.0)
+    verify = 1.0 if speculation is None else speculation.verify_tokens
+    room = np.maximum(max_num_tokens - st.concurrency * (steps - 1.0) / steps * verify, 1.0)
     residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean)
     # a request's prefill iteration also carries the prompts that arrived during the iteration it
     # waited out, whose length is size-biased: E[T²]/E[T] = 2 x the residual
     fit = room / i if chunked_prefill else np.maximum(np.floor(room / i), 1.0)
     mine = np.minimum(1.0 + 2.0 * lam_s * residual, np.maximum(fit, 1.0))
-    own = iteration_time(costs, rates, calib, decode_sequences=st.concurrency * (o - 1.0) / o,
-                         decode_context=i + 0.5 * o, prefill_tokens=np.minimum(mine * i, room), prefill_prompts=mine,
-                         prompt_tokens=i, **shape.kwargs()).seconds
+    decoding = st.concurrency * (steps - 1.0) / steps
+    own_tokens = np.minimum(mine * i, room)
+    own = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=i + 0.5 * o,
+                         prefill_tokens=own_tokens, prefill_prompts=mine, prompt_tokens=i,
+                         graphed=launch.graphed(decoding, decoding + own_tokens, True), overlap=launch.overlap,
+                         speculation=speculation, **shape.kwargs()).seconds
     t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t1, own)
     if chunked_prefill:  # prompts share the budget left after decoding: one server, a prompt's share each
         servers, service = 1.0, t1 * i / room
@@ -160,9 +172,10 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     with np.errstate(invalid="ignore"):
         backlog = np.maximum(pf_wait - rho_pf * service / 2.0, 0.0)
         backlog95 = np.maximum(pf_wait95 - rho_pf * service / 2.0, 0.0)
-        ttft = wq + backlog + residual + t_prefill
-        ttft95 = wq95 + backlog95 + residual95 + t_prefill
-    n = np.maximum(o - 1.0, 1.0)
+        scheduled = mean if launch.overlap else 0.0  # an overlap scheduler chose the next batch already
+        ttft = calib.request_seconds + wq + backlog + residual + scheduled + t_prefill
+        ttft95 = calib.request_seconds + wq95 + backlog95 + residual95 + scheduled + t_prefill
+    n = np.maximum(steps - 1.0, 1.0)
     # TPOT p95: a request's iterations carry a binomial number of prefills, and the batch itself
     # fluctuates (requests in a system with ample slots are Poisson: p95 at B + 1.645 sqrt(B))
     b95 = np.minimum(st.concurrency + Z95 * np.sqrt(st.concurrency), np.maximum(slots, 1.0))
@@ -170,8 +183,8 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     with np.errstate(invalid="ignore"):  # unstable points may hold inf - inf; they are replaced below
         spread = np.minimum(p + Z95 * np.sqrt(p * (1.0 - p) / n), 1.0)
         tpot95 = np.maximum(hi.decode_iteration_seconds + (hi.prefill_iteration_seconds
-                                                          - hi.decode_iteration_seconds) * spread, mean)
+                                                          - hi.decode_iteration_seconds) * spread, mean) / tau
     inf = np.inf
-    return LoadedState(lam, stable, util, np.where(stable, np.minimum(lam_s * o * mean, c), inf),
+    return LoadedState(lam, stable, util, np.where(stable, np.minimum(lam_s * steps * mean, c), inf),
                        mean, t0, t1, np.where(stable, ttft, inf), np.where(stable, ttft95, inf),
-                       np.where(stable, mean, inf), np.where(stable, tpot95, inf), np.where(stable, wq, inf))
+                       np.where(stable, mean / tau, inf), np.where(stable, tpot95, inf), np.where(stable, wq, inf))

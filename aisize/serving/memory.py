@@ -59,7 +59,7 @@ def weights_per_gpu_bytes(costs, gpus, attention_dp=1, pipeline_parallel=1):
 
 
 def replica_memory(costs, engine, memory_bytes, *, sequence_tokens, max_num_tokens, gpus=1,
-                   attention_dp=1, pipeline_parallel=1) -> ReplicaMemory:
+                   attention_dp=1, pipeline_parallel=1, extra_weights_bytes=0.0) -> ReplicaMemory:
     """Weights, runtime, KV pool and concurrent full-length sequences of a replica.
 
     Parameters
@@ -71,14 +71,18 @@ def replica_memory(costs, engine, memory_bytes, *, sequence_tokens, max_num_toke
     max_num_tokens : the iteration token budget the runtime profiles with [tokens]
     gpus, attention_dp : GPUs per pipeline stage and attention data-parallel groups [count]
     pipeline_parallel : stages; each holds 1/p of the layers, of their weights and of the KV
+    extra_weights_bytes : other resident weights per GPU (a speculative drafter) [B]
     """
     g = np.asarray(gpus, dtype=float)
     dp = np.asarray(attention_dp, dtype=float)
     tp = g / dp
     pp = np.asarray(pipeline_parallel, dtype=float)
-    weights = weights_per_gpu_bytes(costs, g, dp, pp)
+    weights = weights_per_gpu_bytes(costs, g, dp, pp) + extra_weights_bytes
     runtime = engine.runtime_reserve_bytes + activation_peak_bytes(costs, max_num_tokens / dp, tp)
-    pool = np.maximum(memory_bytes - weights - runtime, 0.0) * engine.kv_memory_fraction
+    if engine.kv_fraction_of_total:  # vLLM's gpu_memory_utilization, SGLang's mem_fraction_static
+        pool = np.maximum(memory_bytes * engine.kv_memory_fraction - weights - runtime, 0.0)
+    else:  # TensorRT-LLM's free_gpu_memory_fraction: a share of what weights and runtime leave
+        pool = np.maximum(memory_bytes - weights - runtime, 0.0) * engine.kv_memory_fraction
     blocks = np.ceil(np.asarray(sequence_tokens, dtype=float) / engine.block_tokens) * engine.block_tokens
     whole = costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window
     kv = costs.kv_bytes(blocks) if engine.windowed_kv else whole * blocks

@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 
 from aisize import checks, models
-from aisize.serving.calibration import TRTLLM_1_0
+from aisize.serving.calibration import CALIBRATION
 from aisize.serving.costs import model_costs
-from aisize.serving.engine import TRTLLM_BENCH
+from aisize.serving.engine import resolve_engine
 from aisize.serving.hardware import device
 from aisize.serving.hardware import scaleout_bytes_per_s as server_scaleout_bytes_per_s
 from aisize.serving.disaggregated import decode_iteration_seconds, kv_transfer_seconds, prefill_iteration_seconds
@@ -104,8 +104,9 @@ def _aggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link):
         tpot95 = st.decode_iteration_seconds + (st.prefill_iteration_seconds - st.decode_iteration_seconds) * (
             np.minimum(p + Z95 * np.sqrt(p * (1 - p) / max(o - 1.0, 1.0)), 1.0))
         prefill = st.prefill_iterations * st.prefill_iteration_seconds
-        out[flag] = (sel, st.iteration_seconds, tpot95, 0.5 * st.iteration_seconds + prefill,
-                     0.95 * st.iteration_seconds + prefill)
+        req = calib.request_seconds
+        out[flag] = (sel, st.iteration_seconds, tpot95, req + 0.5 * st.iteration_seconds + prefill,
+                     req + 0.95 * st.iteration_seconds + prefill)
     tpot = np.empty(b.shape)
     tpot95, ttft, ttft95 = np.empty(b.shape), np.empty(b.shape), np.empty(b.shape)
     for sel, t, t95, f, f95 in out.values():
@@ -145,11 +146,11 @@ def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic)
     # GPU-seconds per request in each pool, then tokens/s per GPU of the whole deployment
     prefill_gpu_s = pre / prompts * p_gpus
     decode_gpu_s = o * dec / b * d_gpus
-    ttft = 1.5 * pre + transfer
+    ttft = calib.request_seconds + 1.5 * pre + transfer
     return dict(mode="disaggregated", tensor_parallel=d_tp, attention_dp=d_dp, pipeline_parallel=d_pp, batch=b,
                 budget=budget, chunked=np.zeros(b.shape, bool), prefill_gpus=p_gpus, decode_gpus=d_gpus,
                 gpus_per_replica=p_gpus + d_gpus, tpot_s=dec, tpot_p95_s=dec, ttft_s=ttft,
-                ttft_p95_s=1.95 * pre + transfer, tokens_per_s_per_gpu=o / (prefill_gpu_s + decode_gpu_s),
+                ttft_p95_s=calib.request_seconds + 1.95 * pre + transfer, tokens_per_s_per_gpu=o / (prefill_gpu_s + decode_gpu_s),
                 tokens_per_s_per_user=1.0 / dec, fits=mem.sequences >= b, kv_transfer_s=transfer,
                 prefill_share_of_gpus=prefill_gpu_s / (prefill_gpu_s + decode_gpu_s))
 
@@ -157,7 +158,7 @@ def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic)
 def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=None, tpot_target_s=None,
            statistic="p95", weight_precisions=("fp8",), kv_precisions=("fp8",), max_gpus_per_replica=None,
            pipeline_parallels=(1,), modes=MODES, scaleout_bytes_per_s=None, gpu_hour_usd=None,
-           engine=TRTLLM_BENCH, calibration=TRTLLM_1_0) -> SearchResult:
+           engine="trtllm", calibration=CALIBRATION) -> SearchResult:
     """Evaluate every configuration, keep the feasible ones, and return the frontier and the best.
 
     Parameters
@@ -174,6 +175,7 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
         default: the catalog's first server with this GPU
     gpu_hour_usd : price of one GPU-hour; when given, every configuration gets
         ``usd_per_million_output_tokens`` = price / (3,600 x tokens/s per GPU) x 10^6
+    engine : an :class:`~aisize.serving.Engine` or a key of ``data/engines.csv`` (its KV pool and reserve)
 
     Returns
     -------
@@ -182,6 +184,7 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
     import time
 
     m = models.resolve(model)
+    engine = resolve_engine(engine, flat_out=False)
     i = float(checks.integer("input_tokens", input_tokens, high=10**8))
     o = float(checks.integer("output_tokens", output_tokens, high=10**8))
     stat = checks.choice("statistic", statistic, ("p95", "mean"))

@@ -36,6 +36,7 @@ class ReplicaShape:
     attention_dp: int = 1
     pipeline_parallel: int = 1
     stage_link_bytes_per_s: float | None = None  # None: the scale-up link
+    expert_parallel: int | None = None  # GPUs of a stage the routed experts spread over (None: all)
 
     @property
     def gpus(self) -> int:
@@ -48,17 +49,25 @@ class ReplicaShape:
     def kwargs(self) -> dict:
         """Keyword arguments of the iteration model."""
         return dict(gpus=self.tensor_parallel, attention_dp=self.attention_dp,
-                    pipeline_parallel=self.pipeline_parallel, stage_link_bytes_per_s=self.stage_link_bytes_per_s)
+                    pipeline_parallel=self.pipeline_parallel, stage_link_bytes_per_s=self.stage_link_bytes_per_s,
+                    expert_parallel=self.expert_parallel)
+
+    @property
+    def experts_over(self):
+        """GPUs the routed experts spread over (expert parallelism) [count]."""
+        return self.tensor_parallel if self.expert_parallel is None else self.expert_parallel
 
 
 class ShapeGrid(ReplicaShape):
     """A :class:`ReplicaShape` whose fields are arrays, to evaluate many shapes in one call."""
 
-    def __init__(self, tensor_parallel, attention_dp, pipeline_parallel, stage_link_bytes_per_s=None):  # noqa: D107
+    def __init__(self, tensor_parallel, attention_dp, pipeline_parallel, stage_link_bytes_per_s=None,
+                 expert_parallel=None):  # noqa: D107
         object.__setattr__(self, "tensor_parallel", tensor_parallel)
         object.__setattr__(self, "attention_dp", attention_dp)
         object.__setattr__(self, "pipeline_parallel", pipeline_parallel)
         object.__setattr__(self, "stage_link_bytes_per_s", stage_link_bytes_per_s)
+        object.__setattr__(self, "expert_parallel", expert_parallel)
 
     @classmethod
     def of(cls, shapes, nvlink_bytes_per_s: float) -> "ShapeGrid":
@@ -70,11 +79,22 @@ class ShapeGrid(ReplicaShape):
         return cls(col("tensor_parallel"), col("attention_dp"), col("pipeline_parallel"), links)
 
 
-def check_shape(model, *, tensor_parallel, attention_dp, pipeline_parallel) -> None:
+def check_shape(model, *, tensor_parallel, attention_dp, pipeline_parallel, expert_parallel=None) -> None:
     """Raise a clear ValueError when a shape cannot hold the model."""
     tp = checks.integer("tensor_parallel", tensor_parallel, high=4096)
     dp = checks.integer("attention_dp", attention_dp, high=4096)
     pp = checks.integer("pipeline_parallel", pipeline_parallel, high=1024)
+    if expert_parallel is not None:
+        ep = checks.integer("expert_parallel", expert_parallel, high=4096)
+        if tp % ep:
+            raise ValueError(f"expert_parallel={expert_parallel!r} is not allowed: must divide tensor_parallel="
+                             f"{tensor_parallel} (the GPUs of a stage the experts spread over)")
+        if ep > 1 and model.experts % ep:
+            raise ValueError(f"expert_parallel={expert_parallel!r} is not allowed for {model.id!r}: must divide its "
+                             f"{model.experts} routed experts")
+        if ep > 1 and model.experts <= 1:
+            raise ValueError(f"expert_parallel={expert_parallel!r} is not allowed for {model.id!r}: a dense model "
+                             f"has no routed experts (use 1)")
     if tp % dp:
         raise ValueError(f"attention_dp={attention_dp!r} is not allowed: must divide tensor_parallel={tensor_parallel}")
     if model.heads % (tp // dp):
@@ -86,12 +106,20 @@ def check_shape(model, *, tensor_parallel, attention_dp, pipeline_parallel) -> N
 
 
 def attention_dp_choices(model, tensor_parallel: int) -> list[int]:
-    """Attention-DP degrees worth trying: 1 for dense models; for MoE every divisor of the
-    stage's GPUs that leaves the heads evenly split."""
+    """Attention-DP degrees worth trying: 1 for dense models; for MoE the two layouts engines ship,
+    attention tensor-parallel over the stage (1) or data-parallel over it (every GPU its own group)."""
     if model.experts <= 1:
         return [1]
-    divisors = [d for d in range(1, tensor_parallel + 1) if tensor_parallel % d == 0]
-    return [d for d in divisors if model.heads % (tensor_parallel // d) == 0]
+    return sorted({d for d in (1, tensor_parallel) if model.heads % (tensor_parallel // d) == 0})
+
+
+def expert_parallel_choices(model, tensor_parallel: int) -> list[int]:
+    """Expert-parallel degrees worth trying: 1 for dense models; for MoE the two layouts engines default
+    to, every expert split over the stage (expert TP, 1) or whole experts spread over it (EP = the stage),
+    where the experts divide evenly."""
+    if model.experts <= 1:
+        return [1]
+    return sorted({d for d in (1, tensor_parallel) if model.experts % d == 0})
 
 
 def divisors(n: int) -> np.ndarray:

@@ -35,6 +35,7 @@ import numpy as np
 import simpy
 
 from aisize import checks
+from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 
 
@@ -45,7 +46,8 @@ class _Request:
     output: int
     kv_tokens: int  # tokens of KV reserved
     prefilled: int = 0
-    generated: int = 0
+    generated: float = 0.0  # tokens out so far (a speculative step adds τ on average)
+    visible: float = 0.0  # when the engine can see it (arrival + the request's fixed time)
     first_token: float = math.nan
     done: float = math.nan
 
@@ -62,7 +64,7 @@ class SimulationResult:
     tpot_seconds: float  # mean over requests of (last token - first token) / (output - 1)
     tpot_p95_seconds: float
     iteration_seconds: float  # mean
-    concurrency: float  # mean requests admitted
+    concurrency: float  # mean requests admitted (time-weighted over the measured window)
 
 
 def _lengths(rng, mean, cv, n):
@@ -72,16 +74,19 @@ def _lengths(rng, mean, cv, n):
     return np.maximum(np.rint(rng.gamma(shape, mean / shape, n)), 1).astype(int)
 
 
-def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s=None, requests=2000,
-             max_batch_size, max_num_tokens, kv_pool_tokens, chunked_prefill, reserve_full_sequence=True,
-             block_tokens=32, shape, length_cv=0.0, warmup_share=0.2, seed=1) -> SimulationResult:
+def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s=None, concurrency=None,
+             requests=2000, max_batch_size, max_num_tokens, kv_pool_tokens, chunked_prefill, reserve_full_sequence=True,
+             block_tokens=32, shape, length_cv=0.0, warmup_share=0.2, seed=1, launch=GRAPHED, speculation=None,
+             request_seconds=0.0, stagger_seconds=0.0) -> SimulationResult:
     """Run the scheduler over ``requests`` requests and measure throughput and latencies.
 
     Parameters
     ----------
     costs, rates, calib : the iteration model's inputs (see :func:`~aisize.serving.iteration.iteration_time`)
     input_tokens, output_tokens : mean lengths [tokens]
-    requests_per_s : Poisson arrival rate; None: every request arrives at t = 0 (max throughput)
+    requests_per_s : Poisson arrival rate (an open loop)
+    concurrency : a closed loop instead: this many requests in flight, a new one sent the moment one
+        finishes (the first ones spread over ``stagger_seconds``); neither: every request at t = 0
     requests : requests simulated [count]
     max_batch_size, max_num_tokens : the engine's limits (whole replica)
     kv_pool_tokens : KV tokens the replica holds [tokens]
@@ -90,47 +95,76 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
     length_cv : coefficient of variation of both lengths (gamma-distributed); 0: fixed
     warmup_share : share of the first requests left out of the statistics
     seed : random seed (the run is reproducible)
+    launch : CUDA graphs and host overlap (:class:`~aisize.serving.engine.Launch`); with overlap the
+        next iteration's batch is chosen when this one starts, so a request that arrives meanwhile
+        waits one more iteration
+    speculation : :class:`~aisize.serving.speculative.Speculation`: each decode step emits τ tokens
+    request_seconds : a request's fixed time before the engine sees it (counted in its TTFT) [s]
     """
     n = int(checks.scalar("requests", checks.integer("requests", requests, low=10, high=10**7)))
+    if requests_per_s is not None and concurrency is not None:
+        raise ValueError("requests_per_s and concurrency are both given: give one (an open or a closed loop)")
     rng = np.random.default_rng(seed)
     prompts = _lengths(rng, input_tokens, length_cv, n)
     outputs = _lengths(rng, output_tokens, length_cv, n)
     gaps = (np.zeros(n) if requests_per_s is None
             else rng.exponential(1.0 / checks.positive("requests_per_s", requests_per_s), n))
+    c = None if concurrency is None else int(checks.scalar("concurrency", checks.integer("concurrency", concurrency,
+                                                                                       high=10**6)))
+    tau = 1.0 if speculation is None else speculation.acceptance_length
+    verify = 1.0 if speculation is None else speculation.verify_tokens
     env = simpy.Environment()
     waiting, running, finished = deque(), [], []
-    arrived = env.event()
-    stats = {"iterations": 0, "busy": 0.0, "batch_sum": 0.0}
+    wake = [env.event()]
+    stats = {"iterations": 0, "busy": 0.0, "sent": 0, "timeline": [], "last_send": None}
     kw = shape.kwargs()
 
     def blocks(tokens):
         return math.ceil(tokens / block_tokens) * block_tokens
 
+    def send(k):
+        reserve = prompts[k] + (outputs[k] if reserve_full_sequence else 1)
+        waiting.append(_Request(env.now, int(prompts[k]), int(outputs[k]), blocks(reserve),
+                                visible=env.now + request_seconds))
+        stats["sent"] += 1
+        if c is not None and stats["sent"] >= n:
+            stats["last_send"] = env.now
+        if not wake[0].triggered:
+            wake[0].succeed()
+
     def arrivals():
-        nonlocal arrived
+        if c is not None:  # closed loop: the first requests spread over one lifetime, then one per completion
+            for k in range(min(c, n)):
+                if k and stagger_seconds > 0:
+                    yield env.timeout(stagger_seconds / c)
+                send(k)
+            return
         for k in range(n):
             if gaps[k] > 0:
                 yield env.timeout(gaps[k])
-            reserve = prompts[k] + (outputs[k] if reserve_full_sequence else 1)
-            waiting.append(_Request(env.now, int(prompts[k]), int(outputs[k]), blocks(reserve)))
-            if not arrived.triggered:
-                arrived.succeed()
+            send(k)
 
     def engine():
-        nonlocal arrived
         used_kv = 0
+        seen_until = 0.0  # with overlap, this iteration's batch was chosen when the previous one started
         while len(finished) < n:
             if not waiting and not running:
-                arrived = env.event()
-                yield arrived
+                wake[0] = env.event()
+                yield wake[0]
+            now = env.now
+            cutoff = seen_until if launch.overlap else now
             if not running and waiting and waiting[0].kv_tokens > kv_pool_tokens:
                 raise ValueError(f"a request of {waiting[0].kv_tokens:,} KV tokens exceeds kv_pool_tokens="
                                  f"{kv_pool_tokens:,.0f}: it can never be admitted")
+            if not running and waiting and waiting[0].visible > cutoff:  # idle until the next one shows
+                yield env.timeout(max(waiting[0].visible - now, 0.0) + 1e-9)
+                seen_until = env.now
+                continue
             decoding = [r for r in running if r.prefilled >= r.prompt]
-            budget = max_num_tokens - len(decoding)
+            budget = max_num_tokens - len(decoding) * verify
             batch = len(running)
             # admit in order: KV blocks, batch slots, and (unchunked) the whole prompt within the budget
-            while waiting and batch < max_batch_size:
+            while waiting and batch < max_batch_size and waiting[0].visible <= cutoff:
                 r = waiting[0]
                 if used_kv + r.kv_tokens > kv_pool_tokens or (not chunked_prefill and r.prompt > budget):
                     break
@@ -154,13 +188,17 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                         sampling += 1
                         sq += r.prompt ** 2
             ctx = float(np.mean([r.prompt + r.generated for r in decoding])) if decoding else 0.0
+            graphed = bool(launch.graphed(len(decoding), len(decoding) * verify + prefill_tokens, prefill_tokens > 0))
             t = float(iteration_time(costs, rates, calib, decode_sequences=float(len(decoding)),
                                      decode_context=ctx, prefill_tokens=float(prefill_tokens),
                                      prefill_prompts=float(sampling),
-                                     prompt_tokens=math.sqrt(sq / sampling) if sampling else 1.0, **kw).seconds)
+                                     prompt_tokens=math.sqrt(sq / sampling) if sampling else 1.0, graphed=graphed,
+                                     overlap=launch.overlap, speculation=speculation if decoding else None,
+                                     **kw).seconds)
             stats["iterations"] += 1
             stats["busy"] += t
-            stats["batch_sum"] += len(running)
+            stats["timeline"].append((env.now, t, len(running)))
+            seen_until = env.now
             yield env.timeout(t)
             for r in list(running):
                 if id(r) in chunk:
@@ -168,12 +206,14 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                     if r.prefilled >= r.prompt:
                         r.first_token, r.generated = env.now, 1
                 elif r.prefilled >= r.prompt:
-                    r.generated += 1
+                    r.generated += tau
                 if r.prefilled >= r.prompt and r.generated >= r.output:
                     r.done = env.now
                     running.remove(r)
                     used_kv -= r.kv_tokens
                     finished.append(r)
+                    if c is not None and stats["sent"] < n:
+                        send(stats["sent"])
 
     env.process(arrivals())
     env.process(engine())
@@ -187,43 +227,58 @@ def _measure(finished, warmup_share, stats) -> SimulationResult:
     ttft = np.array([r.first_token - r.arrival for r in keep])
     tpot = np.array([(r.done - r.first_token) / (r.output - 1) for r in keep if r.output > 1])
     start, end = min(r.arrival for r in keep), max(r.done for r in keep)
-    # throughput over the measured window: tokens of the kept requests over the time they span
-    out_tokens = sum(r.output for r in keep)
+    if stats.get("last_send") is not None and stats["last_send"] > start:
+        # a closed loop drains after its last request is sent: count what completes while it is full
+        end = stats["last_send"]
+        out_tokens = sum(r.output for r in done if start < r.done <= end)
+        completed = sum(1 for r in done if start < r.done <= end)
+    else:  # throughput over the measured window: tokens of the kept requests over the time they span
+        out_tokens, completed = sum(r.output for r in keep), len(keep)
     span = end - start
-    return SimulationResult(len(keep), out_tokens / span, len(keep) / span, float(ttft.mean()),
+    t = np.array(stats["timeline"]) if stats["timeline"] else np.zeros((1, 3))
+    inside = (t[:, 0] >= start) & (t[:, 0] < end)
+    w = t[inside, 1] if inside.any() else np.ones(1)
+    batch = float(np.sum(t[inside, 2] * w) / np.sum(w)) if inside.any() else 0.0
+    iteration = float(np.mean(t[inside, 1])) if inside.any() else stats["busy"] / max(stats["iterations"], 1)
+    return SimulationResult(len(keep), out_tokens / span, completed / span, float(ttft.mean()),
                             float(np.percentile(ttft, 95)), float(tpot.mean()) if tpot.size else 0.0,
-                            float(np.percentile(tpot, 95)) if tpot.size else 0.0,
-                            stats["busy"] / max(stats["iterations"], 1),
-                            stats["batch_sum"] / max(stats["iterations"], 1))
+                            float(np.percentile(tpot, 95)) if tpot.size else 0.0, iteration, batch)
 
 
-def simulate_estimate(est, *, requests_per_s=None, requests=2000, length_cv=0.0, seed=1,
+def simulate_estimate(est, *, requests_per_s=None, concurrency=None, requests=2000, length_cv=0.0, seed=1,
                       calibration=None) -> SimulationResult:
     """:func:`simulate` the replica of a :class:`~aisize.serving.ServingEstimate` with its engine's limits.
 
-    ``requests_per_s`` is the rate at this replica (None: all requests at once).
+    ``requests_per_s`` is the rate at this replica, ``concurrency`` a closed loop's requests in flight
+    (neither: all requests at once). The closed loop's first requests spread over one request lifetime.
     """
     from aisize import models
-    from aisize.serving.calibration import TRTLLM_1_0
     from aisize.serving.costs import model_costs
     from aisize.serving.engine import ENGINES
+    from aisize.serving.estimate import resolve_calibration
     from aisize.serving.hardware import device
     from aisize.serving.iteration import achieved_rates
     from aisize.serving.shapes import ReplicaShape
 
-    cal = calibration or TRTLLM_1_0
+    cal = resolve_calibration(calibration)
     engine = ENGINES[est.engine]
     m = est.model_record or models.resolve(est.model)
-    dev = device(est.accelerator_record or est.accelerator, est.weight_precision, est.kv_precision)
-    costs = model_costs(m, est.weight_precision, est.kv_precision)
+    formats = est.weight_formats or est.weight_precision
+    dev = device(est.accelerator_record or est.accelerator, formats, est.kv_precision)
+    costs = model_costs(m, formats, est.kv_precision)
     groups = est.attention_dp * est.pipeline_parallel
     kv_split = min(est.tensor_parallel // est.attention_dp, costs.kv_heads) * est.pipeline_parallel
     pool_tokens = est.kv_pool_bytes * kv_split * est.attention_dp / (costs.kv_bytes_per_token_full
                                                                      + costs.kv_bytes_per_token_window)
+    shape = ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel, None,
+                         est.expert_parallel if costs.moe_layers else None)
+    stagger = est.e2e_s if concurrency is not None and np.isfinite(est.e2e_s) else 0.0
     return simulate(costs, achieved_rates(dev, cal), cal, input_tokens=est.input_tokens,
-                    output_tokens=est.output_tokens, requests_per_s=requests_per_s, requests=requests,
-                    max_batch_size=est.max_batch_size * groups, max_num_tokens=est.max_num_tokens * groups,
-                    kv_pool_tokens=pool_tokens, chunked_prefill=engine.chunked_prefill,
-                    reserve_full_sequence=engine.reserve_full_sequence, block_tokens=engine.block_tokens,
-                    shape=ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel),
-                    length_cv=length_cv, warmup_share=0.0 if requests_per_s is None else 0.2, seed=seed)
+                    output_tokens=est.output_tokens, requests_per_s=requests_per_s, concurrency=concurrency,
+                    requests=requests, max_batch_size=est.max_batch_size * groups,
+                    max_num_tokens=est.max_num_tokens * groups, kv_pool_tokens=pool_tokens,
+                    chunked_prefill=engine.chunked_prefill, reserve_full_sequence=engine.reserve_full_sequence,
+                    block_tokens=engine.block_tokens, shape=shape, length_cv=length_cv,
+                    warmup_share=0.0 if requests_per_s is None and concurrency is None else 0.2, seed=seed,
+                    launch=engine.launch(est.max_batch_size * groups), speculation=est.speculation,
+                    request_seconds=cal.request_seconds, stagger_seconds=stagger)

@@ -92,8 +92,7 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
     rates = achieved_rates(dev, calibration)
     fitting, caps = [], []
     for s in shapes:
-        limits = engine_limits(costs, dev, engine, weight_precision, input_tokens=input_tokens,
-                               output_tokens=output_tokens, shape=s)
+        limits = engine_limits(costs, dev, engine, input_tokens=input_tokens, output_tokens=output_tokens, shape=s)
         cap = max_throughput(costs, dev, rates, calibration, engine, limits, input_tokens=input_tokens,
                              output_tokens=output_tokens, shape=s)
         if bool(cap.memory.fits):

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 
 ARRIVALS = ("burst", "poisson")
@@ -57,6 +58,12 @@ class SteadyState:
     prefill_iterations: object  # iterations a prompt's prefill spans (1 without chunking)
     output_tokens_per_s: object
     requests_per_s: object
+    tokens_per_step: float = 1.0  # τ: tokens a decode step emits per sequence (speculative decoding)
+
+    @property
+    def tpot_seconds(self):
+        """Mean time per output token after the first: the mean iteration over the tokens a step emits."""
+        return self.iteration_seconds / self.tokens_per_step
 
 
 def token_budget_concurrency(input_tokens, output_tokens, max_num_tokens, *, whole_prompts=False):
@@ -78,7 +85,7 @@ def token_budget_concurrency(input_tokens, output_tokens, max_num_tokens, *, who
 
 
 def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_tokens, max_num_tokens,
-                 chunked_prefill, shape, arrivals="burst") -> SteadyState:
+                 chunked_prefill, shape, arrivals="burst", launch=GRAPHED, speculation=None) -> SteadyState:
     """Iteration times and throughput of a replica holding ``concurrency`` requests.
 
     Parameters
@@ -90,21 +97,30 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
     chunked_prefill : whether prompts are split across iterations
     shape : :class:`~aisize.serving.shapes.ReplicaShape`
     arrivals : "burst" (all requests waiting) or "poisson" (random arrivals)
+    launch : which iterations the engine replays from CUDA graphs, and its host overlap
+        (:class:`~aisize.serving.engine.Launch`)
+    speculation : :class:`~aisize.serving.speculative.Speculation` (None: one token per step); a
+        request then needs ``1 + (O - 1) / τ`` iterations, its prefill and its decode steps
     """
     b = np.asarray(concurrency, dtype=float)
     i = np.asarray(input_tokens, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
-    m = b / o  # prefills completing per iteration
+    tau = 1.0 if speculation is None else speculation.acceptance_length
+    steps = 1.0 + (o - 1.0) / tau  # iterations of a request's life
+    m = b / steps  # prefills completing per iteration
     decoding = b - m
     kw = shape.kwargs()
+    verify = 1.0 if speculation is None else speculation.verify_tokens
 
     def run(prefill_tokens, prompts):
+        with_prefill = np.asarray(prompts) > 0
+        graphed = launch.graphed(decoding, decoding * verify + prefill_tokens, with_prefill)
         return iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=i + 0.5 * o,
                               prefill_tokens=prefill_tokens, prefill_prompts=prompts, prompt_tokens=i,
-                              **kw).seconds
+                              graphed=graphed, overlap=launch.overlap, speculation=speculation, **kw).seconds
 
     decode_only = run(0.0 * b, 0.0 * b)
-    budget = np.maximum(max_num_tokens - decoding, 1.0)  # prompt tokens an iteration may still take
+    budget = np.maximum(max_num_tokens - decoding * verify, 1.0)  # prompt tokens an iteration may still take
     if chunked_prefill and arrivals == "burst":  # a waiting queue fills every iteration's budget
         with_prefill = run(m * i, m)
         share = np.ones_like(with_prefill)
@@ -122,4 +138,5 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
         share = np.minimum(m / per, 1.0)
         with_prefill = run(np.minimum(per * i, budget), per)
     mean = (1.0 - share) * decode_only + share * with_prefill
-    return SteadyState(b, mean, decode_only, with_prefill, share, spans, b / mean, b / mean / o)
+    requests = b / (steps * mean)
+    return SteadyState(b, mean, decode_only, with_prefill, share, spans, requests * o, requests, tau)

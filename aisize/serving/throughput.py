@@ -19,6 +19,10 @@ from aisize.serving.memory import ReplicaMemory, replica_memory
 from aisize.serving.steady import SteadyState, steady_state, token_budget_concurrency
 
 
+UNLIMITED_BATCH = 10**6  # no batch limit of its own: the KV pool decides
+DEFAULT_TOKENS = 8192  # a token budget when an engine row gives none
+
+
 @dataclass(frozen=True)
 class EngineLimits:
     """The scheduler limits in force for a replica (per attention-DP group) [count, tokens]."""
@@ -48,13 +52,17 @@ class MaxThroughput:
         return str(out) if out.ndim == 0 else out
 
 
-def engine_limits(costs, device, engine, weight_precision, *, input_tokens, output_tokens, shape,
-                  max_batch_size=None, max_num_tokens=None) -> EngineLimits:
-    """The engine's limits: as given, else its heuristic (trtllm-bench) for this workload."""
+def engine_limits(costs, device, engine, *, input_tokens, output_tokens, shape, max_batch_size=None,
+                  max_num_tokens=None) -> EngineLimits:
+    """The engine's limits: as given, else its own; trtllm-bench chooses missing ones by its heuristic for
+    this workload, other engines leave a missing batch limit to the KV pool."""
     mbs = max_batch_size if max_batch_size is not None else engine.max_batch_size
     mnt = max_num_tokens if max_num_tokens is not None else engine.max_num_tokens
+    if not engine.key.startswith("trtllm-bench"):
+        mbs = UNLIMITED_BATCH if mbs is None else mbs
+        mnt = DEFAULT_TOKENS if mnt is None else mnt
     if mbs is None or mnt is None:
-        req = trtllm_bench_kv_requests(costs, weight_precision, device.memory_bytes, shape.gpus, shape.attention_tp,
+        req = trtllm_bench_kv_requests(costs, device.memory_bytes, shape.gpus, shape.attention_tp,
                                        engine.kv_memory_fraction, input_tokens, output_tokens)
         h_bs, h_nt = trtllm_bench_limits(np.maximum(req, 1.0), input_tokens, output_tokens,
                                          pipeline_parallel=shape.pipeline_parallel,
@@ -67,15 +75,17 @@ def engine_limits(costs, device, engine, weight_precision, *, input_tokens, outp
 
 
 def max_throughput(costs, device, rates, calib, engine, limits: EngineLimits, *, input_tokens, output_tokens,
-                   shape) -> MaxThroughput:
+                   shape, speculation=None) -> MaxThroughput:
     """Steady state of a replica at the largest concurrency its limits and memory allow.
 
     With p pipeline stages, p micro-batches are in flight, each within the limits.
     """
     dp = shape.attention_dp * shape.pipeline_parallel  # independently scheduled batches
+    extra = 0.0 if speculation is None else speculation.draft_weights_bytes / shape.gpus
     mem = replica_memory(costs, engine, device.memory_bytes, sequence_tokens=input_tokens + output_tokens,
                          max_num_tokens=limits.max_num_tokens, gpus=shape.tensor_parallel,
-                         attention_dp=shape.attention_dp, pipeline_parallel=shape.pipeline_parallel)
+                         attention_dp=shape.attention_dp, pipeline_parallel=shape.pipeline_parallel,
+                         extra_weights_bytes=extra)
     by_batch = limits.max_batch_size * dp
     by_tokens = token_budget_concurrency(input_tokens, output_tokens, limits.max_num_tokens,
                                          whole_prompts=not engine.chunked_prefill) * dp
@@ -83,5 +93,6 @@ def max_throughput(costs, device, rates, calib, engine, limits: EngineLimits, *,
     concurrency = np.maximum(np.minimum(np.minimum(by_batch, by_kv), by_tokens), 1.0)
     state = steady_state(costs, rates, calib, concurrency=concurrency, input_tokens=input_tokens,
                          output_tokens=output_tokens, max_num_tokens=limits.max_num_tokens * dp,
-                         chunked_prefill=engine.chunked_prefill, shape=shape)
+                         chunked_prefill=engine.chunked_prefill, shape=shape,
+                         launch=engine.launch(limits.max_batch_size * dp), speculation=speculation)
     return MaxThroughput(limits, mem, by_batch, by_kv, by_tokens, state)

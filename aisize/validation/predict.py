@@ -26,7 +26,7 @@ from aisize.memory.activations import activation_constants, layer_activation_byt
 from aisize.memory.inference import transformer_kv_bytes_per_token, weight_bytes
 from aisize.memory.states import model_states
 from aisize.precision import peak_flops_per_s
-from aisize.serving import TRTLLM_1_0, decode_step
+from aisize.serving import CALIBRATION, decode_step
 from aisize.storage.checkpoint import checkpoint_size
 from aisize.storage.demand import mlperf_read_demand
 from aisize.training import TRAINING_FLOPS_PER_FORWARD_FLOP, samples_per_s_from_flops
@@ -188,7 +188,7 @@ def decode_throughput(inputs: dict) -> Prediction:
                        weight_precision=dtype, kv_precision=dtype)
     flag = " (uncalibrated generation: Hopper efficiencies)" if step["uncalibrated"] else ""
     return Prediction(float(batch / step["seconds"]), f"{inputs['model']} {dtype} on {tp} x {inputs['accelerator']}, "
-                      f"batch {batch}, context {ctx:g} tokens; serving iteration model, {TRTLLM_1_0.name} "
+                      f"batch {batch}, context {ctx:g} tokens; serving iteration model, {CALIBRATION.name} "
                       f"calibration{flag}")
 
 

@@ -56,7 +56,8 @@ def validate(family: str | None = None, *, path: str | Path | None = None) -> pd
 
     Parameters
     ----------
-    family : memory | flops-time | storage | throughput | training | serving; None or "" for all
+    family : memory | flops-time | storage | throughput | training | serving | serving-load |
+        serving-specdec | serving-disagg; None or "" for all
     path : a cases CSV (default ``data/validation/cases.csv``, with the training and serving
         families' tables beside it: :mod:`aisize.validation.training`, :mod:`aisize.validation.serving`);
         a given path holds its cases only
@@ -85,10 +86,12 @@ def validate(family: str | None = None, *, path: str | Path | None = None) -> pd
         from aisize.validation.training import training_results
 
         frame = pd.concat([frame, training_results()[list(RESULT_COLUMNS)]], ignore_index=True)
-    if path is None and family in (None, "", "serving"):
-        from aisize.validation.serving import serving_results
+    if path is None:
+        from aisize.validation.serving import SETS, serving_results
 
-        frame = pd.concat([frame, serving_results()[list(RESULT_COLUMNS)]], ignore_index=True)
+        for fam in SETS:
+            if family in (None, "", fam):
+                frame = pd.concat([frame, serving_results(fam)[list(RESULT_COLUMNS)]], ignore_index=True)
     frame["within_tolerance"] = frame["within_tolerance"].astype("boolean")
     return frame
 

@@ -1,105 +1,98 @@
-"""The serving family: :func:`aisize.serving.estimate` against published max-throughput runs.
+"""The serving families: aisize's serving estimates against every public set of measured runs.
 
-``data/validation/serving_throughput.csv`` holds the 118 TensorRT-LLM runs of
-``reference/serving_throughput.csv`` (perf-overview.md at commit 00f37686: Llama 3.1
-8B, Llama 3.3 70B, Llama 4 Scout and Qwen3-30B-A3B on H100, H200, B200 and GB200,
-FP8 and NVFP4, output tokens/s of one TP group at an unbounded request rate), with
-the catalog ids aisize uses for each. :func:`serving_table` predicts every row
-and gives the error; :func:`serving_summary` the share within the tolerance and
-the median error. The same rows fitted the calibration (:mod:`aisize.serving.calibration`):
-this is a fit's residual, shown as such.
+Four sets under ``data/validation/`` (copies of ``reference/`` with the catalog ids aisize uses):
+
+- ``serving`` — ``serving_throughput.csv``: 118 TensorRT-LLM 1.0 max-throughput runs
+  (perf-overview.md @00f37686: Llama 3.1 8B, Llama 3.3 70B, Llama 4 Scout, Qwen3-30B-A3B on
+  H100, H200, B200 and GB200), output tokens/s of one TP group at an unbounded request rate;
+- ``serving-load`` — ``serving_load.csv``: 82 closed-loop runs at a fixed concurrency (SemiAnalysis
+  InferenceX DeepSeek-R1 on B200, H200 and MI355X with SGLang and TensorRT-LLM; GPUStack's
+  Qwen3-8B on H100 with vLLM, SGLang and TensorRT-LLM): tokens/s per GPU and mean TPOT;
+- ``serving-specdec`` — ``serving_specdec.csv``: 34 InferenceX runs with MTP speculative decoding;
+- ``serving-disagg`` — ``serving_disagg.csv``: 77 disaggregated deployments (Dynamo with TensorRT-LLM
+  or SGLang, SGLang PD with MoRI).
+
+Every run goes through :func:`aisize.calibrate.predict` (the public entry points). The same runs fitted
+the calibration (:mod:`aisize.serving.calibration`): these tables are the fit's residuals, shown as such;
+a row whose status differs from its ``expected_status`` is a change to look at.
 """
 
 from __future__ import annotations
 
-import csv
-from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from aisize import catalog
 
-TOLERANCE_PCT = 15.0  # the serving issue's bar: 80 % of rows within 15 %, median <= 10 %
-REFERENCE = "serving_throughput.csv"
+TOLERANCE_PCT = 15.0  # the serving issues' bar: 80 % of rows within 15 %, median <= 10 %
+SETS = {"serving": "serving_throughput.csv", "serving-load": "serving_load.csv",
+        "serving-specdec": "serving_specdec.csv", "serving-disagg": "serving_disagg.csv"}
+KIND = {"serving": "serving-throughput", "serving-load": "serving-load", "serving-specdec": "serving-specdec",
+        "serving-disagg": "serving-disagg"}
+WHAT = {"serving": "output tokens/s per GPU of one TP group at an unbounded request rate",
+        "serving-load": "output tokens/s per GPU and mean TPOT under a closed-loop client at a fixed concurrency",
+        "serving-specdec": "the same with MTP speculative decoding",
+        "serving-disagg": "output tokens/s per GPU over all prefill and decode GPUs, and mean TPOT"}
 
 
-@dataclass(frozen=True)
-class ServingRow:
-    """One published max-throughput run."""
+@lru_cache(maxsize=8)
+def runs(family: str = "serving") -> tuple:
+    """The published runs of a family as :class:`~aisize.calibrate.Run` records."""
+    from aisize.calibrate import read_table
 
-    id: str
-    label: str
-    model: str  # catalog id
-    accelerator: str  # catalog id
-    tensor_parallel: int
-    weight_precision: str
-    kv_precision: str
-    input_tokens: int
-    output_tokens: int
-    published_output_tokens_per_s: float
-    expected_status: str  # ok | outside: what the fitted model gives today (a change is a regression to look at)
-    source: str
+    return tuple(read_table(catalog.data_dir() / "validation" / SETS[family]))
 
 
-def _path(path=None) -> Path:
-    return Path(path) if path else catalog.data_dir() / "validation" / REFERENCE
-
-
-@lru_cache(maxsize=4)
-def reference_rows(path: str | None = None) -> tuple[ServingRow, ...]:
-    """The published runs as :class:`ServingRow` records."""
-    out = []
-    with _path(path).open(newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            label = (f"{r['model']} {r['gpu']} TP{r['tensor_parallel']} {r['precision']} "
-                     f"{r['input_tokens']}/{r['output_tokens']}")
-            out.append(ServingRow(r["id"], label, r["model_id"], r["accelerator_id"], int(r["tensor_parallel"]),
-                                  r["weight_precision"], r["kv_precision"], int(r["input_tokens"]),
-                                  int(r["output_tokens"]), float(r["output_tokens_per_s"]), r["expected_status"],
-                                  r["source"]))
-    return tuple(out)
-
-
-def serving_table(path: str | None = None) -> pd.DataFrame:
-    """Published vs predicted output tokens/s for every row, with the error [%] and what bounded it."""
-    from aisize.serving import estimate
+def serving_table(family: str = "serving", calibration=None) -> pd.DataFrame:
+    """Published vs predicted tokens/s per GPU (and TPOT where published) for every run of a family."""
+    from aisize.calibrate import predict
 
     rows = []
-    for r in reference_rows(path):
-        e = estimate(r.model, r.accelerator, tensor_parallel=r.tensor_parallel, weight_precision=r.weight_precision,
-                     kv_precision=r.kv_precision, input_tokens=r.input_tokens, output_tokens=r.output_tokens)
-        err = (e.output_tokens_per_s / r.published_output_tokens_per_s - 1.0) * 100.0
-        rows.append({"case": r.id, "run": r.label, "published": r.published_output_tokens_per_s,
-                     "predicted": e.output_tokens_per_s, "unit": "output tokens/s", "error_pct": err,
-                     "within_tolerance": abs(err) <= TOLERANCE_PCT, "batch": e.batch_size,
-                     "limited_by": e.limited_by, "attention_dp": e.attention_dp, "source": r.source})
+    for r in runs(family):
+        try:
+            p = predict(r, calibration)
+            pred, tpot, err, terr, note = p.tokens_per_s_per_gpu, p.tpot_s, p.error * 100.0, p.tpot_error, ""
+        except ValueError as e:
+            pred = tpot = err = terr = float("nan")
+            note = f"not expressible: {str(e)[:120]}"
+        rows.append({"case": r.id, "run": r.label, "published": r.measured_tokens_per_s_per_gpu, "predicted": pred,
+                     "unit": "output tokens/s per GPU", "error_pct": err,
+                     "within_tolerance": bool(abs(err) <= TOLERANCE_PCT),
+                     "published_tpot_ms": 1e3 * r.measured_tpot_s if r.measured_tpot_s else float("nan"),
+                     "predicted_tpot_ms": 1e3 * tpot if tpot is not None else float("nan"),
+                     "tpot_error_pct": 100.0 * terr if terr is not None else float("nan"),
+                     "expected_status": r.expected_status, "note": note, "source": r.source})
     return pd.DataFrame(rows)
 
 
-def serving_summary(table: pd.DataFrame | None = None) -> dict:
-    """Rows, rows within tolerance (count and share) and the median / max |error| [%]."""
-    t = serving_table() if table is None else table
-    a = t["error_pct"].abs().to_numpy()
-    return {"family": "serving", "cases": len(t), "within": int(np.sum(a <= TOLERANCE_PCT)),
-            "share_within": float(np.mean(a <= TOLERANCE_PCT)), "median_abs_error_pct": float(np.median(a)),
-            "max_abs_error_pct": float(a.max())}
+def serving_summary(table: pd.DataFrame | None = None, family: str = "serving") -> dict:
+    """Runs, runs within tolerance (count and share) and the median / max |error| [%], TPOT alike."""
+    t = serving_table(family) if table is None else table
+    a = t["error_pct"].abs().dropna().to_numpy()
+    tp = t["tpot_error_pct"].abs().dropna().to_numpy()
+    out = {"family": family, "cases": len(t), "within": int(np.sum(a <= TOLERANCE_PCT)),
+           "share_within": float(np.mean(a <= TOLERANCE_PCT)) if len(a) else float("nan"),
+           "median_abs_error_pct": float(np.median(a)) if len(a) else float("nan"),
+           "max_abs_error_pct": float(a.max()) if len(a) else float("nan")}
+    if len(tp):
+        out.update(tpot_cases=len(tp), tpot_within=int(np.sum(tp <= TOLERANCE_PCT)),
+                   tpot_median_abs_error_pct=float(np.median(tp)))
+    return out
 
 
-def serving_results(path: str | None = None) -> pd.DataFrame:
-    """The serving rows in :func:`aisize.validation.validate`'s columns (family "serving")."""
-    t = serving_table(path)
-    rows = reference_rows(path)
+def serving_results(family: str = "serving") -> pd.DataFrame:
+    """A family's rows in :func:`aisize.validation.validate`'s columns."""
+    t = serving_table(family)
+    status = ["ok" if w else ("not expressible" if n else "outside") for w, n in zip(t["within_tolerance"], t["note"])]
+    tpot = [f"; TPOT published {p:.3g} ms, aisize {q:.3g} ms ({e:+.1f} %)" if np.isfinite(p) and np.isfinite(q)
+            else "" for p, q, e in zip(t["published_tpot_ms"], t["predicted_tpot_ms"], t["tpot_error_pct"])]
     return pd.DataFrame({
-        "case": t["case"], "family": "serving", "kind": "serving-throughput", "published": t["published"],
-        "predicted": t["predicted"], "unit": t["unit"], "error_pct": t["error_pct"],
-        "tolerance_pct": TOLERANCE_PCT, "within_tolerance": t["within_tolerance"],
-        "status": ["ok" if w else "outside" for w in t["within_tolerance"]],
-        "expected_status": [r.expected_status for r in rows], "implied": "",
-        "implied_mfu": float("nan"), "assumptions": [f"{r.label}; {b:.0f} in flight, bound by {lim}"
-                                                     for r, b, lim in zip(rows, t["batch"], t["limited_by"])],
-        "tolerance_basis": "the serving issue's bar: 80 % of rows within 15 %, median <= 10 %",
-        "description": [f"{r.label}: output tokens/s of one TP group at an unbounded request rate" for r in rows],
-        "source": t["source"]})
+        "case": t["case"], "family": family, "kind": KIND[family], "published": t["published"],
+        "predicted": t["predicted"], "unit": t["unit"], "error_pct": t["error_pct"], "tolerance_pct": TOLERANCE_PCT,
+        "within_tolerance": t["within_tolerance"], "status": status, "expected_status": t["expected_status"],
+        "implied": "", "implied_mfu": float("nan"),
+        "assumptions": [f"{run}{extra}" + (f"; {n}" if n else "") for run, extra, n in zip(t["run"], tpot, t["note"])],
+        "tolerance_basis": "the serving issues' bar: 80 % of runs within 15 %, median <= 10 %",
+        "description": [f"{run}: {WHAT[family]}" for run in t["run"]], "source": t["source"]})

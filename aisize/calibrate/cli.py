@@ -1,0 +1,77 @@
+"""``aisize calibrate RUNS...``: refit the serving calibration on your own benchmark runs.
+
+Reads the runs (:func:`aisize.calibrate.read_runs`), fits the constants they identify
+(:func:`aisize.calibrate.fit`), prints every run's error before and after, and writes the
+calibration to a JSON file a scenario (``serving.calibration``), ``aisize.serving.estimate(...,
+calibration=FILE)`` and the app's Accuracy tab can use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+
+def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("runs", nargs="+", metavar="RUNS",
+                   help="benchmark results: a CSV in aisize's reference columns, vllm bench serve JSON, SGLang "
+                        "bench_serving JSONL, AIPerf / genai-perf export JSON, or InferenceX results")
+    p.add_argument("--out", default="calibration.json", help="where to write the calibration (JSON)")
+    p.add_argument("--name", default=None, help="the calibration's name (default: from the output file)")
+    p.add_argument("--base", default=None, help="start from this calibration file (default: aisize's own)")
+    for flag, kind, text in (("--model", str, "the model, when the files do not say (catalog id or HF id)"),
+                             ("--accelerator", str, "the GPU (catalog id or name)"),
+                             ("--tensor-parallel", int, "GPUs per replica"),
+                             ("--gpus", int, "GPUs of the deployment (default: one replica)"),
+                             ("--expert-parallel", int, "GPUs the experts spread over (MoE)"),
+                             ("--weight-precision", str, "weight format (bf16, fp8, nvfp4, mxfp4, ...)"),
+                             ("--kv-precision", str, "KV-cache format (bf16, fp8)"),
+                             ("--engine", str, "trtllm, vllm, sglang, trtllm-bench")):
+        p.add_argument(flag, type=kind, default=None, help=text)
+    p.add_argument("--max-evaluations", type=int, default=200, help="the solver's budget (default 200)")
+    p.set_defaults(func=run)
+    return p
+
+
+def _pct(x) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:+.1f}%"
+
+
+def run(args: argparse.Namespace) -> int:
+    from aisize.calibrate.fitting import fit, summary
+    from aisize.calibrate.formats import read_runs
+    from aisize.serving import CALIBRATION
+    from aisize.serving.calibration import load
+
+    if not 1 <= args.max_evaluations <= 10_000:
+        raise ValueError(f"--max-evaluations={args.max_evaluations} is not allowed: 1 to 10000")
+    defaults = {k: getattr(args, k) for k in ("model", "accelerator", "tensor_parallel", "gpus", "expert_parallel",
+                                              "weight_precision", "kv_precision", "engine") if getattr(args, k)}
+    runs = read_runs(args.runs, defaults)
+    base = load(args.base) if args.base else CALIBRATION
+    out = Path(args.out)
+    name = args.name or f"{out.stem} (fitted by aisize calibrate on {len(runs)} runs)"
+    result = fit(runs, base, max_evaluations=args.max_evaluations, name=name,
+                 fitted_on=tuple(Path(p).name for p in args.runs))
+    print(f"{'run':72s} {'measured':>10s} {'before':>8s} {'after':>8s} {'TPOT before':>11s} {'TPOT after':>10s}")
+    for b, a in zip(result.before, result.after):
+        print(f"{b.run.label[:72]:72s} {b.run.measured_tokens_per_s_per_gpu:10.4g} {_pct(b.error):>8s} "
+              f"{_pct(a.error):>8s} {_pct(b.tpot_error):>11s} {_pct(a.tpot_error):>10s}")
+    for r, why in result.skipped:
+        print(f"{r.label[:72]:72s} not expressible: {why}")
+    for label, preds in (("before", result.before), ("after", result.after)):
+        s = summary(preds)
+        print(f"{label}: {s['runs']} runs, {s['within']} within 15 %, median |err| "
+              f"{100 * s['median_abs_error']:.1f} %" + (f"; TPOT {s['tpot_within']}/{s['tpot_runs']} within 15 %, "
+                                                         f"median |err| {100 * s['tpot_median_abs_error']:.1f} %"
+                                                         if s["tpot_runs"] else ""))
+    print("fitted: " + ", ".join(f"{row['constant']} = {row['value']:.4g}" for row in result.calibration.as_table()
+                                 if row["constant"] in {f"{c}[{g}]" if g else c for c, g in result.constants}))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        result.calibration.save(out)
+    except OSError as e:
+        raise ValueError(f"cannot write {out}: {e.strerror}") from None
+    print(f"written: {out}")
+    return 0

@@ -1,0 +1,365 @@
+"""``aisize.serving.estimate_disaggregated``: given prefill and decode pools, at a concurrency or a rate.
+
+Disaggregated deployments (NVIDIA Dynamo, SGLang PD, llm-d; DistServe [1], Splitwise [2])
+run prompts on one pool of replicas and generation on another, and ship each request's KV
+cache between them. For pools as deployed (replicas and their TP/EP/attention-DP, both
+sides) this module evaluates:
+
+- a prefill replica runs iterations of whole prompts under its token budget (``q`` prompts
+  per attention-DP rank; a longer prompt spans several chunks): serving ``q·dp`` prompts
+  per prefill iteration. The pool is a queue of ``replicas x q·dp`` slots with deterministic
+  service (Allen-Cunneen [3]); a lone prompt runs in a smaller iteration than a full one;
+- the KV transfer: the prompt's KV cache (every layer, at the KV precision) leaves the
+  prefill GPUs, each GPU its shard, over the scale-up link when both pools sit in one
+  scale-up domain (a GB200/GB300 NVL72 rack) and over the GPUs' scale-out NICs otherwise;
+- a decode replica runs decode-only iterations at its batch (``b`` per replica, Little's law
+  on its share of the requests, up to its slots: batch limit and KV pool), with speculative
+  decoding where given; TPOT is that iteration over the tokens a step emits;
+- a closed-loop client holding C requests: the throughput X solves
+  ``X·(TTFT(X) + (O - 1)·TPOT(X)) = C`` (Little's law on the loop [4]); as X nears the
+  slower pool's capacity its queue holds the rest, so beyond it the extra requests wait.
+
+References
+----------
+.. [1] Zhong et al. 2024, "DistServe", OSDI'24, arXiv:2401.09670, sec. 3-4.
+.. [2] Patel et al. 2024, "Splitwise", ISCA'24, arXiv:2311.18677, sec. 4.
+.. [3] Allen 1990, "Probability, Statistics and Queueing Theory", sec. 6.4 (G/G/c).
+.. [4] Lazowska et al. 1984, "Quantitative System Performance", ch. 3 (closed systems, zero think time).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from aisize import checks, models
+from aisize.queueing import mgc_wait
+from aisize.serving.costs import model_costs, weight_formats
+from aisize.serving.engine import resolve_engine
+from aisize.serving.estimate import MAX_TOKENS, resolve_calibration
+from aisize.serving.hardware import device, scaleout_bytes_per_s
+from aisize.serving.iteration import achieved_rates, iteration_time
+from aisize.serving.latency import Z95, littles_law_concurrency
+from aisize.serving.memory import replica_memory
+from aisize.serving.shapes import ReplicaShape, check_shape
+from aisize.serving.speculative import speculation
+
+POOL_KEYS = ("replicas", "tensor_parallel", "expert_parallel", "attention_dp", "pipeline_parallel",
+             "stage_link_bytes_per_s")
+GRID_POINTS, GRID_PASSES = 33, 4  # the closed loop's throughput on log(X): 32^4 cells, to ~1e-5 relative
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One side of a disaggregated deployment: replicas of one shape [count]."""
+
+    replicas: int
+    tensor_parallel: int  # GPUs per pipeline stage
+    expert_parallel: int
+    attention_dp: int
+    pipeline_parallel: int = 1
+    stage_link_bytes_per_s: float | None = None  # between stages (None: the scale-up link)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * self.gpus_per_replica
+
+    def shape(self) -> ReplicaShape:
+        return ReplicaShape(self.tensor_parallel, self.attention_dp, self.pipeline_parallel,
+                            self.stage_link_bytes_per_s, self.expert_parallel)
+
+
+def pool(side: str, spec, model) -> Pool:
+    """A checked :class:`Pool` from a mapping with keys ``replicas``, ``tensor_parallel``, ``expert_parallel``
+    and ``attention_dp`` (the last two default to 1). An ``expert_parallel`` wider than ``tensor_parallel``
+    spans that many GPUs, attention data-parallel over them in groups of ``tensor_parallel``."""
+    if isinstance(spec, Pool):
+        spec = {k: getattr(spec, k) for k in POOL_KEYS}
+    if not isinstance(spec, Mapping):
+        raise ValueError(f"{side}={spec!r} is not allowed: give a dict with {', '.join(POOL_KEYS)}")
+    unknown = set(spec) - set(POOL_KEYS)
+    if unknown:
+        raise ValueError(f"{side} has unknown keys {sorted(unknown)!r}: allowed {', '.join(POOL_KEYS)}")
+    for key in ("replicas", "tensor_parallel"):
+        if key not in spec:
+            raise ValueError(f"{side} needs {key}")
+    n = int(checks.scalar(f"{side}.replicas", checks.integer(f"{side}.replicas", spec["replicas"], high=10**5)))
+    tp = int(checks.scalar(f"{side}.tensor_parallel",
+                           checks.integer(f"{side}.tensor_parallel", spec["tensor_parallel"], high=4096)))
+    ep = int(checks.scalar(f"{side}.expert_parallel",
+                           checks.integer(f"{side}.expert_parallel", spec.get("expert_parallel", 1), high=4096)))
+    dp = int(checks.scalar(f"{side}.attention_dp",
+                           checks.integer(f"{side}.attention_dp", spec.get("attention_dp", 1), high=4096)))
+    pp = int(checks.scalar(f"{side}.pipeline_parallel",
+                           checks.integer(f"{side}.pipeline_parallel", spec.get("pipeline_parallel", 1), high=1024)))
+    if model.experts <= 1:
+        ep = 1
+    if ep > tp:
+        # experts over more GPUs than attention's tensor parallelism (SGLang's "TP1 DP8 EP8"): the replica
+        # spans the expert-parallel GPUs, attention data-parallel over them in groups of tensor_parallel
+        if ep % tp:
+            raise ValueError(f"{side}.expert_parallel={ep} is not allowed: a multiple of tensor_parallel={tp} "
+                             f"when wider than it")
+        tp, dp = ep, ep // tp * dp
+    try:
+        check_shape(model, tensor_parallel=tp, attention_dp=dp, pipeline_parallel=pp,
+                    expert_parallel=ep if model.experts > 1 else None)
+    except ValueError as e:
+        raise ValueError(f"{side}: {e}") from None
+    return Pool(n, tp, ep, dp, pp, spec.get("stage_link_bytes_per_s"))
+
+
+@dataclass(frozen=True)
+class DisaggregatedEstimate:
+    """Fixed prefill and decode pools under a load (the whole deployment) [count, 1/s, s, B]."""
+
+    model: str
+    accelerator: str
+    engine: str
+    prefill: Pool
+    decode: Pool
+    input_tokens: int
+    output_tokens: int
+    feasible: bool
+    reason: str
+    concurrency: float  # requests in flight (given, or Little's law at the rate)
+    requests_per_s: float
+    output_tokens_per_s: float  # the whole deployment
+    stable: bool
+    limited_by: str  # prefill, decode, or "" when neither pool is saturated
+    ttft_s: float
+    ttft_p95_s: float
+    tpot_s: float
+    tpot_p95_s: float
+    prefill_utilisation: float
+    decode_batch: float  # per decode replica (per attention-DP group: / attention_dp)
+    decode_slots: float  # per decode replica
+    prefill_seconds: float  # a prompt's prefill iteration at this load
+    kv_bytes_per_request: float  # the prompt's KV cache, whole model
+    kv_transfer_s: float  # per request
+    kv_link: str  # scale-up or scale-out
+    kv_link_bytes_per_s: float  # the deployment's KV traffic
+    kv_link_utilisation: float  # of the prefill GPUs' links (one direction)
+    weights_per_gpu_bytes: dict = field(default_factory=dict)  # prefill and decode
+    speculative_method: str | None = None
+    acceptance_length: float = 1.0
+    uncalibrated: bool = False
+    notes: tuple = ()
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill.gpus + self.decode.gpus
+
+    @property
+    def prefill_gpus(self) -> int:
+        return self.prefill.gpus
+
+    @property
+    def decode_gpus(self) -> int:
+        return self.decode.gpus
+
+    @property
+    def output_tokens_per_s_per_gpu(self) -> float:
+        return self.output_tokens_per_s / self.gpus
+
+    @property
+    def e2e_s(self) -> float:
+        return self.ttft_s + (self.output_tokens - 1) * self.tpot_s
+
+
+def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precision="fp8", kv_precision="fp8",
+                           input_tokens, output_tokens, concurrency=None, requests_per_s=None, engine=None,
+                           speculative_method=None, speculative_tokens=None, acceptance_length=None,
+                           draft_model=None, max_num_tokens=None, max_batch_size=None,
+                           kv_link_bytes_per_s=None, calibration=None) -> DisaggregatedEstimate:
+    """Throughput and latencies of given prefill and decode pools, at a concurrency or a request rate.
+
+    Parameters
+    ----------
+    model : catalog id or model record; accelerator : catalog accelerator id (both pools)
+    prefill, decode : dicts with ``replicas``, ``tensor_parallel``, ``expert_parallel`` and ``attention_dp``
+        (and optionally ``pipeline_parallel`` with ``stage_link_bytes_per_s``): GPUs per replica =
+        tensor_parallel x pipeline_parallel; attention DP groups split a stage's GPUs for attention
+    weight_precision, kv_precision : formats (as for :func:`aisize.serving.estimate`)
+    input_tokens, output_tokens : mean lengths [tokens]
+    concurrency : requests a closed-loop client holds in flight (the whole deployment)
+    requests_per_s : Poisson arrival rate at the deployment; give one of the two
+    engine : engine key or :class:`~aisize.serving.Engine` (both pools; None: TensorRT-LLM serve)
+    speculative_method, speculative_tokens, acceptance_length, draft_model : speculative decoding in
+        the decode pool (as for :func:`aisize.serving.estimate`)
+    max_num_tokens : prefill token budget per attention-DP rank (None: the engine's)
+    max_batch_size : decode batch limit per attention-DP rank (None: the engine's)
+    kv_link_bytes_per_s : link rate per prefill GPU per direction that carries the KV cache [B/s];
+        None: the scale-up link when both pools fit one scale-up domain, else the server's NICs
+    calibration : fitted constants, a calibration file, or None (the default)
+    """
+    m = models.resolve(model)
+    if (concurrency is None) == (requests_per_s is None):
+        raise ValueError(f"concurrency={concurrency!r} and requests_per_s={requests_per_s!r}: give exactly one "
+                         f"(a closed-loop concurrency or an open-loop request rate)")
+    eng = resolve_engine(engine, flat_out=False)
+    calib = resolve_calibration(calibration)
+    i = int(checks.scalar("input_tokens", checks.integer("input_tokens", input_tokens, high=MAX_TOKENS)))
+    o = int(checks.scalar("output_tokens", checks.integer("output_tokens", output_tokens, high=MAX_TOKENS)))
+    p_pool, d_pool = pool("prefill", prefill, m), pool("decode", decode, m)
+    formats = weight_formats(weight_precision)
+    dev = device(accelerator, formats, kv_precision)
+    costs = model_costs(m, formats, kv_precision)
+    rates = achieved_rates(dev, calib)
+    spec = speculation(m, formats, kv_precision, method=speculative_method, draft_tokens=speculative_tokens,
+                       acceptance_length=acceptance_length, draft_model=draft_model)
+    budget = float(max_num_tokens if max_num_tokens is not None else (eng.max_num_tokens or 8192))
+    budget = float(checks.scalar("max_num_tokens", checks.positive("max_num_tokens", budget, high=1e8)))
+    p_shape, d_shape = p_pool.shape(), d_pool.shape()
+    notes = []
+    # prefill: q whole prompts per attention-DP rank per iteration (a longer prompt spans ceil(I / budget))
+    q = max(math.floor(budget / i), 1)
+    spans = max(math.ceil(i / budget), 1)
+    per_iter = q * p_pool.attention_dp
+
+    def prefill_time(prompts):
+        return float(iteration_time(costs, rates, calib, decode_sequences=0.0, decode_context=float(i),
+                                    prefill_tokens=prompts * min(i, budget), prefill_prompts=prompts,
+                                    prompt_tokens=float(i), graphed=False, **p_shape.kwargs()).seconds) * spans
+
+    t_full, t_one = prefill_time(float(per_iter)), prefill_time(1.0)
+    p_mem = replica_memory(costs, eng, dev.memory_bytes, sequence_tokens=i + 1.0, max_num_tokens=q * i,
+                           gpus=p_pool.tensor_parallel, attention_dp=p_pool.attention_dp,
+                           pipeline_parallel=p_pool.pipeline_parallel)
+    # decode: slots per replica from the batch limit (per rank) and the KV pool
+    extra = 0.0 if spec is None else spec.draft_weights_bytes / d_pool.gpus_per_replica
+    mbs = max_batch_size if max_batch_size is not None else (eng.max_batch_size or 4096)
+    mbs = float(checks.scalar("max_batch_size", checks.positive("max_batch_size", mbs, high=1e7)))
+    d_mem = replica_memory(costs, eng, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=mbs,
+                           gpus=d_pool.tensor_parallel, attention_dp=d_pool.attention_dp,
+                           pipeline_parallel=d_pool.pipeline_parallel, extra_weights_bytes=extra)
+    slots = float(min(mbs * d_pool.attention_dp * d_pool.pipeline_parallel, float(d_mem.sequences)))
+    fits = bool(p_mem.fits) and bool(d_mem.fits) and slots >= 1
+    base = dict(model=m.id, accelerator=dev.id, engine=eng.key, prefill=p_pool, decode=d_pool, input_tokens=i,
+                output_tokens=o, weights_per_gpu_bytes={"prefill": float(p_mem.weights_bytes),
+                                                        "decode": float(d_mem.weights_bytes)},
+                speculative_method=spec.method if spec else None,
+                acceptance_length=spec.acceptance_length if spec else 1.0, uncalibrated=rates.uncalibrated)
+    if not fits:
+        side = "prefill" if not bool(p_mem.fits) else "decode"
+        return _infeasible(base, f"{m.id} does not fit the {side} pool's GPUs ({dev.id}, "
+                                 f"{(p_pool if side == 'prefill' else d_pool).gpus_per_replica} per replica) with "
+                                 f"room for one request's KV cache")
+    tau = 1.0 if spec is None else spec.acceptance_length
+    steps = max(1.0 + (o - 1.0) / tau, 1.0)
+    launch = eng.launch(mbs * d_pool.attention_dp)
+
+    def t_decode(batch):
+        b = np.asarray(batch, dtype=float)
+        return iteration_time(costs, rates, calib, decode_sequences=b, decode_context=i + 0.5 * o,
+                              prefill_tokens=0.0 * b, prefill_prompts=0.0 * b, prompt_tokens=float(i),
+                              graphed=launch.graphed(b, b, False), overlap=launch.overlap, speculation=spec,
+                              **d_shape.kwargs()).seconds
+
+    # KV transfer: each prefill GPU ships its shard of the prompt's cache
+    kv_req = float(costs.kv_bytes(float(i)))
+    same_domain = p_pool.gpus + d_pool.gpus <= dev.scaleup_domain
+    if kv_link_bytes_per_s is not None:
+        link, kind = float(checks.positive("kv_link_bytes_per_s", kv_link_bytes_per_s)), "given"
+    elif same_domain:
+        link, kind = dev.link_bytes_per_s, "scale-up"
+    else:
+        link, kind = scaleout_bytes_per_s(dev.id), "scale-out"
+    link_rate = link * calib.link_efficiency
+    shards = min(p_pool.tensor_parallel, max(costs.kv_heads, 1) * p_pool.attention_dp) * p_pool.pipeline_parallel
+    transfer = kv_req / (link_rate * shards)
+    x_prefill = p_pool.replicas * per_iter / t_full
+    x_decode = d_pool.replicas * slots / ((steps - 1.0) * float(t_decode(slots))) if steps > 1 else math.inf
+
+    def at(x):
+        """TTFT, TPOT (means and p95), decode batch and prefill utilisation at throughputs x (vectorized)."""
+        x = np.asarray(x, dtype=float)
+        servers = p_pool.replicas * per_iter
+        ok, _, wq, wq95 = mgc_wait(np.maximum(x, 1e-12), t_full, servers, service_cv=0.0)
+        rho = np.minimum(x * t_full / servers, 1.0)
+        t_pre = t_one + (t_full - t_one) * rho  # a lone prompt early, full iterations near saturation
+        if steps > 1:
+            b = littles_law_concurrency(x / d_pool.replicas * (steps - 1.0), t_decode, slots)
+        else:
+            b = 0.0 * x
+        b95 = np.minimum(b + Z95 * np.sqrt(np.maximum(b, 0.0)), slots)
+        head = calib.request_seconds + t_pre + transfer
+        return dict(ok=ok, ttft=head + wq, ttft95=head + wq95, tpot=t_decode(np.maximum(b, 1e-9)) / tau,
+                    tpot95=t_decode(np.maximum(b95, 1e-9)) / tau, batch=b, rho=rho, t_pre=t_pre)
+
+    def scalar(state, k=0):
+        return {key: float(np.ravel(v)[k]) for key, v in state.items()}
+
+    x_max = min(x_prefill, x_decode) * (1.0 - 1e-9)
+    limited = "prefill" if x_prefill <= x_decode else "decode"
+    if requests_per_s is not None:
+        x = float(checks.scalar("requests_per_s", checks.positive("requests_per_s", requests_per_s, high=1e9)))
+        stable = x < x_max
+        state = scalar(at(min(x, x_max)))
+        c_eff = x * (state["ttft"] + (o - 1.0) * state["tpot"]) if stable else math.inf
+        wait = 0.0
+        if not stable:
+            notes.append(f"requests_per_s={x:g} is at or beyond the pools' capacity of {x_max:.4g} requests/s "
+                         f"(the {limited} pool): the queue grows without bound")
+    else:
+        c_eff = float(checks.scalar("concurrency", checks.positive("concurrency", concurrency, high=1e9)))
+        x, state, wait = _closed_loop(at, c_eff, x_max, o)
+        stable = True
+        if wait == 0.0:
+            limited = ""
+        state = scalar(state)
+    link_load = x * kv_req
+    if spec is not None:
+        notes.append(f"speculative decoding ({spec.method}, {spec.draft_tokens} draft tokens): "
+                     f"{spec.acceptance_length:.2f} tokens per step")
+    if rates.uncalibrated:
+        notes.append(f"{dev.id}: no calibrated efficiencies for its generation (uncalibrated)")
+    inf = math.inf
+    return DisaggregatedEstimate(
+        **base, feasible=True, reason="", concurrency=c_eff, requests_per_s=x if stable else x_max,
+        output_tokens_per_s=(x if stable else x_max) * o, stable=stable, limited_by=limited,
+        ttft_s=state["ttft"] + wait if stable else inf, ttft_p95_s=state["ttft95"] + wait if stable else inf,
+        tpot_s=state["tpot"] if stable else inf, tpot_p95_s=state["tpot95"] if stable else inf,
+        prefill_utilisation=state["rho"], decode_batch=state["batch"], decode_slots=slots,
+        prefill_seconds=state["t_pre"], kv_bytes_per_request=kv_req, kv_transfer_s=transfer, kv_link=kind,
+        kv_link_bytes_per_s=link_load, kv_link_utilisation=link_load / (link_rate * p_pool.gpus),
+        notes=tuple(notes))
+
+
+def _closed_loop(at, concurrency, x_max, output_tokens):
+    """Throughput X of a closed loop: ``X·(TTFT(X) + (O - 1)·TPOT(X)) = C``, on two log-spaced grids of X
+    (the requests in flight grow with X); at the slower pool's capacity the rest wait their turn.
+
+    Returns (X, the state at X, the extra wait of requests beyond the capacity) [1/s, dict, s]."""
+    def in_flight(x):
+        s = at(x)
+        return x * (s["ttft"] + (output_tokens - 1.0) * s["tpot"]), s
+
+    n_max, s_max = in_flight(np.array([x_max]))
+    if float(n_max[0]) <= concurrency:  # saturated: the extra requests queue at the slower pool
+        return x_max, s_max, (concurrency - float(n_max[0])) / x_max
+    lo, hi = math.log(x_max * 1e-9), math.log(x_max)
+    for _ in range(GRID_PASSES):
+        grid = np.linspace(lo, hi, GRID_POINTS)
+        n, _ = in_flight(np.exp(grid))
+        k = int(np.clip(np.searchsorted(n, concurrency), 1, GRID_POINTS - 1))
+        lo, hi = grid[k - 1], grid[k]
+    x = math.exp(0.5 * (lo + hi))
+    _, s = in_flight(np.array([x]))
+    return x, s, 0.0
+
+
+def _infeasible(base, reason) -> DisaggregatedEstimate:
+    inf = math.inf
+    return DisaggregatedEstimate(**base, feasible=False, reason=reason, concurrency=0.0, requests_per_s=0.0,
+                                 output_tokens_per_s=0.0, stable=False, limited_by="", ttft_s=inf, ttft_p95_s=inf,
+                                 tpot_s=inf, tpot_p95_s=inf, prefill_utilisation=0.0, decode_batch=0.0,
+                                 decode_slots=0.0, prefill_seconds=inf, kv_bytes_per_request=0.0, kv_transfer_s=inf,
+                                 kv_link="", kv_link_bytes_per_s=0.0, kv_link_utilisation=0.0)

@@ -1,0 +1,159 @@
+"""Speculative decoding: a cheap drafter proposes k tokens, the model verifies k + 1 in one pass.
+
+Each decode step of a sequence (Leviathan et al. 2023 [1]; Chen et al. 2023 [2]):
+
+- the drafter runs k times, one token each (an MTP module reused k times, as TensorRT-LLM's
+  "MTP Eagle" and SGLang's NextN do for DeepSeek [3]; an EAGLE-3 head [4]; a smaller draft
+  model; or an n-gram lookup in the prompt, which costs no GPU time);
+- the target model verifies the k drafts and samples one more token in a single pass: k + 1
+  tokens per sequence through every linear layer and attention, but its weights and each
+  sequence's KV cache are read once;
+- on average τ(k) tokens come out of the step (the target's own included), the acceptance
+  length. It is measured per method and model family (``data/speculative.csv``): acceptance
+  falls with the draft position, so a constant per-token acceptance α over-predicts it (the
+  TensorRT-LLM DeepSeek-R1 table: τ = 2.82 at k = 3 where α = 0.92 would give 3.45 [3]).
+  Without a measured curve, α gives ``(1 - α^(k+1)) / (1 - α)`` [1].
+
+So TPOT is (verify pass + k draft passes) / τ, and a request needs ``(O - 1) / τ`` decode
+steps after its first token. The drafter's weights (an MTP module or EAGLE head, a draft
+model) stay resident beside the target's.
+
+References
+----------
+.. [1] Leviathan, Kalman, Matias 2023, "Fast Inference from Transformers via Speculative
+       Decoding", ICML, sec. 3 (expected tokens per step).
+.. [2] Chen et al. 2023, "Accelerating Large Language Model Decoding with Speculative
+       Sampling", arXiv:2302.01318.
+.. [3] NVIDIA/TensorRT-LLM tech blogs 1 and 2 (DeepSeek-R1 on B200; "DeepSeek R1 MTP
+       Implementation and Optimization": the one MTP module called K times, K + 1 tokens
+       verified); DeepSeek-AI 2024, arXiv:2412.19437, sec. 2.2 and 5.4.3 (one MTP module:
+       a transformer block and a projection, sharing the embedding and output head).
+.. [4] Li et al. 2025, "EAGLE-3", arXiv:2503.01840 (a one-layer draft head fed by the
+       target's hidden states).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from aisize import catalog, checks, models
+from aisize.serving.costs import model_costs
+
+METHODS = ("mtp", "eagle3", "draft", "ngram")
+MAX_DRAFT_TOKENS = 16  # engines draft at most a handful; more is a typo
+EAGLE3_DRAFT_VOCAB = 32000  # EAGLE-3 heads predict over a reduced vocabulary (its draft_vocab_size) [4]
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding as one replica runs it [count, tokens]."""
+
+    method: str
+    draft_tokens: int  # k: tokens drafted per step
+    acceptance_length: float  # τ: tokens a step emits on average, the target's own included
+    acceptance_source: str  # where τ comes from (given, or the table row)
+    draft_costs: object  # ModelCosts of one draft pass (None: an n-gram lookup, no GPU work)
+    draft_weights_bytes: float  # resident draft weights beyond the target's (whole replica) [B]
+
+    @property
+    def verify_tokens(self) -> int:
+        return self.draft_tokens + 1
+
+
+def measured_acceptance_length(method: str, family: str, draft_tokens: int) -> tuple[float, str]:
+    """τ(k) from ``data/speculative.csv``: the model family's own curve, else the method's generic one.
+
+    Beyond the longest k measured, τ stays at its last value (acceptance has saturated there).
+    """
+    rows = {r.id: r for r in catalog.speculative}
+    row = rows.get(f"{method}:{family}") or rows.get(f"{method}:*")
+    if row is None:
+        raise ValueError(f"speculative_method={method!r} has no acceptance curve in data/speculative.csv: give "
+                         f"acceptance_length")
+    curve = [float(x) for x in row.acceptance_lengths.split(";")]
+    tau = curve[min(draft_tokens, len(curve)) - 1]
+    return tau, f"{row.id}: {row.source[:160]}"
+
+
+def _draft_record(model, method: str, draft_model):
+    """The model one draft pass runs: one layer of the target (MTP), a one-layer dense head over a
+    reduced vocabulary (EAGLE-3), a separate model (draft), or nothing (n-gram)."""
+    if method == "ngram":
+        return None, 0.0
+    if method == "draft":
+        if draft_model is None:
+            raise ValueError("speculative_method='draft' needs draft_model: a smaller model of the same family "
+                             "(catalog id or record)")
+        d = models.resolve(draft_model)
+        return d, None  # its own weights, counted by the caller at the target's formats
+    if method == "mtp":
+        # one transformer block of the target's own kind (MoE where the target's last layers are),
+        # sharing the embedding and output head [3]
+        rec = replace(model, id=f"{model.id}-mtp", layers=1, dense_layers=0 if model.experts > 1 else model.dense_layers,
+                      sliding_layers=0)
+        return rec, "block"
+    # eagle3: one dense decoder layer of the target's width over a reduced vocabulary [4]
+    ffn = model.ffn_hidden if model.experts <= 1 else (model.moe_ffn_hidden or model.ffn_hidden) * 4
+    rec = replace(model, id=f"{model.id}-eagle3", layers=1, experts=1, experts_per_token=1, shared_experts=0,
+                  moe_ffn_hidden=None, shared_ffn_hidden=None, dense_layers=0, ffn_hidden=ffn,
+                  vocab=min(EAGLE3_DRAFT_VOCAB, model.vocab), sliding_layers=0, tied_embeddings=False)
+    return rec, "head"
+
+
+def speculation(model, formats, kv_precision: str, *, method, draft_tokens, acceptance_length=None,
+                draft_model=None) -> Speculation | None:
+    """A :class:`Speculation` for the inputs of :func:`aisize.serving.estimate` (None when ``method`` is None).
+
+    Parameters
+    ----------
+    model : the target's Transformer record; formats : its WeightFormats; kv_precision : KV format
+    method : mtp | eagle3 | draft | ngram, or None
+    draft_tokens : k, tokens drafted per step (1 to 16)
+    acceptance_length : τ, tokens per step (1 to k + 1); None: the measured curve for the method
+        and the model's family (``data/speculative.csv``)
+    draft_model : the draft model of ``method="draft"`` (catalog id or record)
+    """
+    if method is None:
+        if draft_tokens is not None or acceptance_length is not None:
+            raise ValueError("speculative_tokens and acceptance_length need speculative_method "
+                             f"(one of {', '.join(METHODS)})")
+        return None
+    m = checks.choice("speculative_method", str(method).lower(), METHODS)
+    if draft_tokens is None:
+        raise ValueError(f"speculative_method={method!r} needs speculative_tokens: the tokens drafted per step "
+                         f"(1 to {MAX_DRAFT_TOKENS})")
+    k = int(checks.scalar("speculative_tokens", checks.integer("speculative_tokens", draft_tokens,
+                                                               high=MAX_DRAFT_TOKENS)))
+    if acceptance_length is None:
+        tau, source = measured_acceptance_length(m, model.family, k)
+    else:
+        tau = float(checks.scalar("acceptance_length", checks.number("acceptance_length", acceptance_length,
+                                                                        low=1.0, high=float(k + 1))))
+        source = "given"
+    record, kind = _draft_record(model, m, draft_model)
+    if record is None:
+        return Speculation(m, k, tau, source, None, 0.0)
+    costs = model_costs(record, formats, kv_precision)
+    if kind == "block":  # shares the target's embedding and head
+        extra = costs.weights_bytes - costs.head_bytes
+    elif kind == "head":  # its own reduced head; the target's embedding is shared
+        extra = costs.weights_bytes - costs.head_bytes + costs.head_weight_bytes
+    else:
+        extra = costs.weights_bytes
+    return Speculation(m, k, tau, source, costs, float(extra))
+
+
+def draft_seconds(spec: Speculation | None, rates, calib, *, decode_sequences, decode_context, shape_kwargs):
+    """Time of the k draft passes over ``decode_sequences`` sequences [s]: each the drafter's layers
+    (graph-replayed) plus the calibration's fixed ``draft_step_seconds`` (its sampling and input preparation)."""
+    if spec is None or spec.draft_costs is None:
+        return 0.0
+    from aisize.serving.iteration import iteration_time
+
+    seqs = np.asarray(decode_sequences, dtype=float)
+    kw = {k: v for k, v in shape_kwargs.items() if k != "pipeline_parallel"}
+    it = iteration_time(spec.draft_costs, rates, calib, decode_sequences=seqs, decode_context=decode_context,
+                        prefill_tokens=0.0 * seqs, prefill_prompts=0.0 * seqs, prompt_tokens=1.0, **kw)
+    return spec.draft_tokens * np.where(seqs > 0, it.gpu_seconds + calib.draft_step_seconds, 0.0)

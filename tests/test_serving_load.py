@@ -1,0 +1,183 @@
+"""Serving at every load and on every engine: closed loops, engines as records, expert parallelism,
+weight formats per layer kind, AMD, speculative decoding and disaggregated pools.
+
+Published figures: the closed-loop runs of data/validation/serving_load.csv (SemiAnalysis InferenceX and
+GPUStack), the MTP runs of serving_specdec.csv, the disaggregated deployments of serving_disagg.csv;
+the TensorRT-LLM DeepSeek-R1 MTP acceptance table (tech blog 1); AMD's MI355X data sheet figures.
+"""
+
+import dataclasses
+
+import pytest
+
+from aisize import catalog, models, serving
+from aisize.serving.hardware import device
+from aisize.serving.speculative import measured_acceptance_length
+from aisize.validation.serving import serving_summary, serving_table
+
+DSR1 = dict(tensor_parallel=8, weight_precision="fp8", kv_precision="fp8", input_tokens=922, output_tokens=922)
+
+
+@pytest.fixture(scope="module")
+def load_table():
+    return serving_table("serving-load")
+
+
+def test_published_closed_loop_runs(load_table):
+    # the state of the fit, pinned so that a change shows: see the closing note of the serving issue for the
+    # runs the model cannot express (the cold-start TTFTs of the 2025 SGLang runs, engine versions apart)
+    s = serving_summary(load_table, "serving-load")
+    assert s["cases"] == 82 and load_table["predicted"].gt(0).all()
+    assert s["median_abs_error_pct"] <= 10.0 and s["tpot_median_abs_error_pct"] <= 10.0
+    assert s["within"] >= 57 and s["tpot_within"] >= 59
+
+
+def test_the_same_constants_serve_every_model():
+    # a model renamed (another id, name and family) gets the same answer: nothing is keyed by model
+    m = models.resolve("deepseek-r1")
+    twin = dataclasses.replace(m, id="twin", name="Twin", family="unknown_family")
+    a = serving.estimate(m, "b200", concurrency=16, engine="sglang", **DSR1)
+    b = serving.estimate(twin, "b200", concurrency=16, engine="sglang", **DSR1)
+    assert (a.output_tokens_per_s, a.tpot_s) == pytest.approx((b.output_tokens_per_s, b.tpot_s), rel=1e-12)
+    gens = {"hopper", "blackwell", "cdna3", "cdna4"}
+    for row in serving.CALIBRATION.as_table():  # per-GPU-generation constants only
+        if "[" in row["constant"]:
+            assert row["constant"].split("[")[1].rstrip("]") in gens
+
+
+def test_concurrency_gives_littles_law_throughput():
+    e = serving.estimate("qwen3-8b", "h100-sxm", tensor_parallel=1, weight_precision="bf16", kv_precision="bf16",
+                         input_tokens=233, output_tokens=221, concurrency=4, engine="vllm")
+    assert e.concurrency == 4
+    assert e.requests_per_s == pytest.approx(4 / e.e2e_s, rel=1e-6)  # C = X (TTFT + (O - 1) TPOT)
+    assert e.output_tokens_per_s == pytest.approx(e.requests_per_s * 221)
+    # GPUStack's vLLM run: 496.9 tokens/s and TPOT 7.38 ms at C = 4 (within 15 %)
+    assert e.output_tokens_per_s == pytest.approx(496.88, rel=0.15)
+    assert e.tpot_s == pytest.approx(7.38e-3, rel=0.15)
+
+
+def test_more_concurrency_more_throughput_slower_tokens():
+    at = [serving.estimate("deepseek-r1", "b200", concurrency=c, engine="trtllm", **DSR1) for c in (4, 32, 256)]
+    assert at[0].output_tokens_per_s < at[1].output_tokens_per_s < at[2].output_tokens_per_s
+    assert at[0].tpot_s < at[1].tpot_s < at[2].tpot_s
+
+
+def test_beyond_the_slots_requests_wait_their_turn():
+    kw = dict(tensor_parallel=1, weight_precision="fp8", kv_precision="fp8", input_tokens=1000, output_tokens=1000,
+              engine="trtllm", max_batch_size=64)
+    full = serving.estimate("llama-3.1-8b", "h100-sxm", concurrency=64, **kw)
+    over = serving.estimate("llama-3.1-8b", "h100-sxm", concurrency=128, **kw)
+    assert over.output_tokens_per_s == pytest.approx(full.output_tokens_per_s, rel=0.05)
+    assert over.queue_s > 0.5 * full.e2e_s and over.ttft_s > full.ttft_s + over.queue_s * 0.9
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(concurrency=0), "concurrency"), (dict(concurrency=-4), "concurrency"),
+    (dict(concurrency=4, requests_per_s=1.0), "both given"), (dict(engine="tgi"), "engine"),
+    (dict(expert_parallel=3), "expert_parallel"), (dict(speculative_method="mtp"), "speculative_tokens"),
+    (dict(speculative_method="mtp", speculative_tokens=2, acceptance_length=4.0), "acceptance_length"),
+    (dict(speculative_method="medusa", speculative_tokens=2), "speculative_method"),
+    (dict(weight_precision={"experts": "nvfp4", "router": "bf16"}), "layer kinds"),
+])
+def test_bad_input_names_the_parameter(kw, match):
+    args = dict(DSR1, **kw)
+    with pytest.raises(ValueError, match=match):
+        serving.estimate("deepseek-r1", "b200", **args)
+
+
+def test_engines_are_catalog_records_with_sources():
+    assert {"trtllm", "trtllm-bench", "vllm", "sglang"} <= set(serving.ENGINES)
+    for e in catalog.engines:
+        assert e.source and e.version
+    # no engine given: trtllm-bench flat out, trtllm-serve under load
+    flat = serving.estimate("llama-3.1-8b", "h100-sxm", tensor_parallel=1, weight_precision="fp8",
+                            input_tokens=1000, output_tokens=1000)
+    loaded = serving.estimate("llama-3.1-8b", "h100-sxm", tensor_parallel=1, weight_precision="fp8",
+                              input_tokens=1000, output_tokens=1000, concurrency=8)
+    assert (flat.engine, loaded.engine) == ("trtllm-bench", "trtllm")
+
+
+def test_expert_parallel_is_an_argument_and_imbalance_costs_at_small_batches():
+    kw = dict(DSR1, engine="trtllm", attention_dp=1)
+    ep1 = serving.estimate("deepseek-r1", "h200-sxm", concurrency=4, expert_parallel=1, **kw)
+    ep8 = serving.estimate("deepseek-r1", "h200-sxm", concurrency=4, expert_parallel=8, **kw)
+    assert (ep1.expert_parallel, ep8.expert_parallel) == (1, 8)
+    # 32 expert picks over 8 ranks: the busiest rank reads more than its share
+    assert ep8.iteration_breakdown["experts_seconds"] > ep1.iteration_breakdown["experts_seconds"]
+
+
+def test_weight_formats_per_layer_kind_and_w4a16_on_hopper():
+    gpt_oss = {"experts": "mxfp4", "attention": "bf16", "dense": "bf16"}
+    hopper = device("h100-sxm", serving.costs.weight_formats(gpt_oss), "fp8")
+    blackwell = device("b200", serving.costs.weight_formats(gpt_oss), "fp8")
+    assert hopper.gemm_dtypes == ("bf16", "bf16", "bf16")  # MXFP4 runs as W4A16 on Hopper
+    assert blackwell.gemm_dtypes == ("bf16", "bf16", "fp4")
+    mixed = serving.estimate("gpt-oss-120b", "h100-sxm", tensor_parallel=1, weight_precision=gpt_oss,
+                             input_tokens=1000, output_tokens=1000, concurrency=8)
+    whole = serving.estimate("gpt-oss-120b", "h100-sxm", tensor_parallel=1, weight_precision="mxfp4",
+                             input_tokens=1000, output_tokens=1000, concurrency=8)
+    assert mixed.weight_precision == "experts mxfp4 / attention bf16 / dense bf16"
+    assert mixed.weights_per_gpu_bytes > whole.weights_per_gpu_bytes  # 16-bit attention weighs more
+
+
+def test_amd_rows_have_infinity_fabric_and_their_own_calibration():
+    mi355x = catalog.accelerators["mi355x"]
+    # AMD ROCm docs: 7 Infinity Fabric links x 153.6 GB/s = 1,075.2 GB/s; FP8 5.0 PF, MXFP4 10 PF dense
+    assert mi355x.scaleup_bidirectional_bytes_per_s == pytest.approx(1075.2e9)
+    assert mi355x.fp8_flops_per_s == pytest.approx(5033.2e12) and mi355x.fp4_flops_per_s == pytest.approx(10066.3e12)
+    assert device("mi355x", "fp8", "fp8").link_bytes_per_s == pytest.approx(537.6e9)  # not PCIe
+    cal = serving.estimate("deepseek-r1", "mi355x", concurrency=8, engine="sglang", **DSR1)
+    uncal = serving.estimate("deepseek-r1", "mi300x", concurrency=8, engine="sglang", **DSR1)
+    assert not cal.uncalibrated and uncal.uncalibrated
+    assert any("uncalibrated" in n for n in uncal.notes)
+
+
+def test_mtp_acceptance_follows_the_published_table():
+    # TensorRT-LLM tech blog 1: DeepSeek-R1 on 8 x B200, 1.92 / 2.58 / 2.82 tokens per step at k = 1, 2, 3
+    assert [measured_acceptance_length("mtp", "deepseek_v3", k)[0] for k in (1, 2, 3)] == [1.92, 2.58, 2.82]
+    base = serving.estimate("deepseek-r1", "b200", concurrency=4, engine="trtllm", **DSR1)
+    mtp = serving.estimate("deepseek-r1", "b200", concurrency=4, engine="trtllm", speculative_method="mtp",
+                           speculative_tokens=3, **DSR1)
+    assert mtp.acceptance_length == 2.82
+    # a step verifies 4 tokens and drafts 3, so the speed-up is below tau but well above 1
+    assert 1.5 < base.tpot_s / mtp.tpot_s < 2.82
+    assert mtp.output_tokens_per_s > base.output_tokens_per_s
+    given = serving.estimate("deepseek-r1", "b200", concurrency=4, engine="trtllm", speculative_method="mtp",
+                             speculative_tokens=3, acceptance_length=2.0, **DSR1)
+    assert given.tpot_s > mtp.tpot_s
+
+
+def test_disaggregated_pools_as_deployed():
+    pools = dict(prefill=dict(replicas=1, tensor_parallel=4, expert_parallel=4, attention_dp=4),
+                 decode=dict(replicas=1, tensor_parallel=16, expert_parallel=16, attention_dp=16))
+    kw = dict(weight_precision="nvfp4", kv_precision="fp8", input_tokens=922, output_tokens=922, engine="trtllm")
+    low = serving.estimate_disaggregated("deepseek-r1", "gb200", concurrency=64, **pools, **kw)
+    high = serving.estimate_disaggregated("deepseek-r1", "gb200", concurrency=2048, **pools, **kw)
+    assert low.gpus == high.gpus == 20
+    assert low.kv_link == "scale-up"  # 20 GPUs in one NVL72 rack: KV over NVLink
+    assert low.kv_bytes_per_request == pytest.approx(922 * 61 * 576)  # MLA latent at FP8
+    assert high.output_tokens_per_s > low.output_tokens_per_s and high.tpot_s > low.tpot_s
+    assert low.requests_per_s * low.e2e_s == pytest.approx(64, rel=1e-3)  # Little's law on the loop
+    rate = serving.estimate_disaggregated("deepseek-r1", "gb200", requests_per_s=low.requests_per_s, **pools, **kw)
+    assert rate.tpot_s == pytest.approx(low.tpot_s, rel=0.05)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(concurrency=8, requests_per_s=1.0), "exactly one"), (dict(), "exactly one"),
+    (dict(concurrency=8, prefill=dict(replicas=1)), "tensor_parallel"),
+    (dict(concurrency=8, decode=dict(replicas=1, tensor_parallel=3)), "decode"),
+    (dict(concurrency=8, decode=dict(replicas=1, tensor_parallel=8, expert_parallel=3)), "expert_parallel"),
+])
+def test_disaggregated_bad_input(kw, match):
+    args = dict(prefill=dict(replicas=1, tensor_parallel=8), decode=dict(replicas=1, tensor_parallel=8),
+                weight_precision="fp8", input_tokens=1000, output_tokens=1000)
+    args.update(kw)
+    with pytest.raises(ValueError, match=match):
+        serving.estimate_disaggregated("deepseek-r1", "b200", **args)
+
+
+def test_disaggregated_pools_too_small_for_the_model_are_not_feasible():
+    est = serving.estimate_disaggregated("deepseek-r1", "h100-sxm", prefill=dict(replicas=1, tensor_parallel=2),
+                                         decode=dict(replicas=1, tensor_parallel=8), weight_precision="fp8",
+                                         input_tokens=1000, output_tokens=1000, concurrency=8)
+    assert not est.feasible and "prefill" in est.reason
