@@ -7,7 +7,9 @@ public entry points (:func:`aisize.calibrate.runs.predict`). A constant per GPU 
 is fitted only for generations the runs cover, the expert constants only when MoE models run,
 the Grace host factor only on Grace-hosted GPUs; every fitted constant is also held near its
 starting value by a weak prior (a residual of ``PRIOR_WEIGHT x log(value / start)``), so one
-that the runs barely inform stays where it was instead of wandering. The request's fixed time
+that the runs barely inform stays where it was instead of wandering. A speculative-decoding run
+that does not state its acceptance length calibrates nothing (its acceptance depends on its
+prompts, and a fit would load a shortfall onto engine constants). The request's fixed time
 outside the GPU (``request_seconds``) is set apart, from TTFT alone: the median gap between
 measured TTFT and the model's GPU-side TTFT on runs at low concurrency, where no queue hides it.
 
@@ -68,7 +70,7 @@ def fitted_constants(runs, base) -> list[tuple[str, str | None]]:
                         if (r.concurrency is None and r.requests_per_s is None) or r.input_tokens > r.output_tokens})
     moe = any(models.resolve(r.model).experts > 1 for r in runs)
     grace = any(r.accelerator.startswith(GRACE_HOSTED) for r in runs)
-    drafts = any(r.speculative_method in ("mtp", "eagle3", "draft") for r in runs)
+    drafts = any(r.speculative_method in ("mtp", "eagle3", "draft") and r.acceptance_length for r in runs)
     out = []
     for name in BOUNDS:
         if (name in MOE_ONLY and not moe or name == "grace_host_factor" and not grace
@@ -157,9 +159,13 @@ def fit(runs: list[Run], base=None, *, constants=None, max_evaluations: int = 40
     runs = list(runs)
     if not runs:
         raise ValueError("runs is empty: give at least one measured run")
-    before, skipped = _predict_all(runs, base)
+    unknown_acceptance = [r for r in runs if r.speculative_method and not r.acceptance_length]
+    runs = [r for r in runs if not (r.speculative_method and not r.acceptance_length)]
+    before, skipped = _predict_all(runs, base) if runs else ([], [])
+    skipped += [(r, "speculative run without its measured acceptance length: acceptance depends on the prompts, "
+                    "not on the hardware, so the run calibrates nothing") for r in unknown_acceptance]
     if not before:
-        raise ValueError(f"none of the {len(runs)} runs can be expressed: {skipped[0][1]}")
+        raise ValueError(f"none of the runs can calibrate: {skipped[0][1] if skipped else 'no runs'}")
     usable = [p.run for p in before]
     constants = list(constants) if constants is not None else fitted_constants(usable, base)
     unknown = [c for c, _ in constants if c not in BOUNDS]
