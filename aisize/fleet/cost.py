@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aisize import checks
-from aisize.cost import per_million_tokens
+from aisize import catalog, checks
+from aisize.cost import energy_per_year, per_gpu_hour, per_million_tokens, server_price_id
 
 
 @dataclass(frozen=True)
@@ -39,3 +39,13 @@ def day_cost(gpu_hours, usd_per_gpu_hour, output_tokens_per_day, *, reserved_gpu
         g = checks.scalar("reserved_gpus", checks.non_negative("reserved_gpus", reserved_gpus))
         reserved = float(per_million_tokens(g * rate, per_s))
     return DayCost(h, rate, h * rate, tokens, float(per_million_tokens(h * rate / 24.0, per_s)), reserved)
+
+
+def server_usd_per_gpu_hour(server_id: str, prices, *, life_years: float, average_power_share: float) -> float:
+    """One GPU-hour of a catalog server: its price amortised over ``life_years``, its energy at the
+    average draw x PUE, and support, per GPU ($; rack space and shared fabric and storage not counted)."""
+    s = catalog.servers[server_id]
+    capital = prices.usd(server_price_id(server_id))
+    energy = float(energy_per_year(s.power_watts * average_power_share, prices.usd("pue"),
+                                   prices.usd("energy-per-kwh")))
+    return float(per_gpu_hour(capital, life_years, energy + prices.usd("support-share") * capital, s.gpus))
