@@ -27,6 +27,7 @@ from aisize.fleet.profile import LoadProfile as _Profile
 from aisize.plan import context as C
 from aisize.plan.inference import FALLBACK_UTILISATION, InferencePlan, plan_inference
 from aisize.plan.placement import Demand
+from aisize.queueing import inference_station, knee_concurrency
 from aisize.units import HOUR
 
 SLO_BISECTION_STEPS = 14  # the SLO rate to 1/16,000 of the replica's capacity
@@ -234,4 +235,20 @@ def day_candidate(w, index: int, pool_index: int, pool, policies, slots):
     if fleet_of(w) is None or fleet_of(w).load_profile is None or c.plan.serving_mode != "aggregated" or not c.fits:
         return c
     sd = service_day(w, pool.ctx, policies)
-    return replace(c, demand=day_demand(c.demand, sd, slots, pool.spec.gpus_per_server))
+    return replace(c, plan=with_day_peak(c.plan, sd, pool.spec.gpus_per_server),
+                   demand=day_demand(c.demand, sd, slots, pool.spec.gpus_per_server))
+
+
+def with_day_peak(i: InferencePlan, sd: ServiceDay, gpus_per_server: int) -> InferencePlan:
+    """The service's plan holding the autoscaler's peak replicas (what is placed), the static sizing in a note."""
+    n, g = sd.day.peak_replicas, sd.gpus_per_replica
+    if n == i.replicas:
+        return i
+    note = (f"replicas: {n}, the most the autoscaler holds through the day (the peak rate alone sizes "
+            f"{i.replicas}; the autoscaler adds the meter's noise and its tolerance)")
+    scale = n / max(i.replicas, 1)
+    station = inference_station(max(n, 1), i.max_batch, i.station.service_seconds, C.INFERENCE_SERVICE_CV)
+    return replace(i, replicas=n, gpus=n * g, replica_gpus=(g,) * n, servers=math.ceil(n * g / gpus_per_server),
+                   capacity_output_tokens_per_s=i.capacity_output_tokens_per_s * scale,
+                   knee_requests_per_s=i.knee_requests_per_s * scale, station=station,
+                   knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)), notes=i.notes + (note,))

@@ -445,8 +445,8 @@ class Scenario(_Strict):
     workloads: Annotated[list[Workload], Field(min_length=1, max_length=200)]
     pools: Annotated[list[Pool], Field(max_length=50)] = []  # none: one pool of hardware.server
     phases: Annotated[list[Phase], Field(max_length=50)] = []
-    cost: Cost = Cost()
     site: Site | None = None  # the site's power budget (aisize.scenario.fleet)
+    cost: Cost = Cost()
 
     @model_validator(mode="after")
     def _unique_names(self):
