@@ -26,7 +26,7 @@ from aisize.plan.inference import InferencePlan
 from aisize.plan.jobstreams import JobStreamPlan, plan_job_stream, target_slots
 from aisize.plan.network import NetworkPlan, PoolFabric, network_plan, pool_fabric
 from aisize.plan.placement import Placement, pack
-from aisize.plan.fleet import fleet_plan, needs_fleet
+from aisize.plan.fleet import check_site, fleet_plan, needs_fleet
 from aisize.plan.service_day import day_candidate, fleet_of, scale_up_reads, service_day
 from aisize.plan.storage import StoragePlan, plan_storage
 from aisize.plan.timeline import Timeline, active_slots, build_timeline
@@ -162,6 +162,8 @@ def plan(scenario) -> Plan:
     """
     from aisize.plan.errors import planning_error
 
+    if scenario.site is not None:  # a site below one server is the site's error, not a workload's
+        check_site(scenario, P.resolve_pools(scenario))
     try:
         return _plan(scenario)
     except (ValueError, ArithmeticError) as error:

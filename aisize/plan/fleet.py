@@ -220,6 +220,17 @@ def hourly_table(sfp: ServiceFleetPlan) -> pd.DataFrame:
                          * sfp.cost.usd_per_gpu_hour})
 
 
+def check_site(scenario, pools) -> None:
+    """Raise ValueError naming ``site.power_mw`` when the site cannot power one server of a pool."""
+    site = scenario.site
+    if site is None:
+        return
+    pue = site.pue or load_prices().with_overrides(scenario.cost.prices).usd("pue")
+    for p in pools:
+        envelope(site.power_mw, pue, server_power_watts=p.ctx.server.power_watts, gpus_per_server=p.ctx.server.gpus,
+                 other_it_share=site.other_it_share)
+
+
 def needs_fleet(scenario) -> bool:
     """Whether the scenario asks for fleet figures (a service's fleet, a site, published failure rates)."""
     return (scenario.site is not None or scenario.policies.failure_rates != "node-mtbf"
