@@ -238,3 +238,46 @@ def needs_fleet(scenario) -> bool:
 
 
 __all__ = ["FleetPlan", "ServiceFleetPlan", "PoolDay", "fleet_plan", "hourly_table", "needs_fleet", "Envelope"]
+
+
+def fleet_findings(plan) -> list:
+    """Findings about the fleet through the day (none without fleet figures)."""
+    from aisize.plan.findings import Finding
+
+    f = plan.fleet
+    if f is None:
+        return []
+    out = []
+    for s in f.services:
+        d, c = s.day, s.cost
+        out.append(Finding("info", "inference", (
+            f"{d.name}: the autoscaler holds {d.day.least_replicas} to {d.day.peak_replicas} replicas through the day, "
+            f"{d.day.gpu_hours:,.0f} GPU-hours instead of {d.day.peak_replicas * d.gpus_per_replica * 24:,} at the "
+            f"peak all day: ${c.usd_per_million_tokens:,.3f} per million tokens over the day "
+            f"(${c.usd_per_million_tokens_reserved:,.3f} with the peak held)")))
+        if d.day.overloaded_hours > 0:
+            out.append(Finding("warning", "inference", (
+                f"{d.name}: the load outruns the replicas for {d.day.overloaded_hours * 60:,.1f} min a day while new "
+                f"ones load ({d.scale_up_seconds:,.0f} s each): requests queue then; a host cache, a lower target or "
+                f"more min_replicas shortens it")))
+        if s.tenants is not None and s.tenants.unstable_classes:
+            at = s.tenants_at_seconds / 3600.0
+            out.append(Finding("warning", "inference", (
+                f"{d.name}: at {int(at):02d}:{int(round(at % 1 * 60)):02d} tenant(s) "
+                f"{', '.join(s.tenants.unstable_classes)} are unstable (their queue grows until the loading replicas "
+                f"serve); higher priorities keep their latency")))
+        if s.heterogeneous is not None and len(s.heterogeneous) and s.heterogeneous.iloc[0].feasible:
+            b = s.heterogeneous.iloc[0]
+            out.append(Finding("info", "inference", (
+                f"{d.name}: the cheapest disaggregated pair is prefill on {b.prefill_server} and decode on "
+                f"{b.decode_server}: ${b.usd_per_million_tokens:,.3f} per million tokens at the peak")))
+    for pd_ in f.pools:
+        if pd_.free_gpu_hours > 0:
+            out.append(Finding("info", "placement", (
+                f"pool {pd_.pool}: {pd_.free_gpu_hours:,.0f} GPU-hours a day stay free (troughs), at most "
+                f"{int(pd_.free_gpus.max())} GPUs at once: room for batch or training jobs in those hours")))
+    if f.site_fits is False:
+        out.append(Finding("problem", "power", (
+            f"site: the plan needs {f.site_it_watts_needed / 1e3:,.0f} kW of IT; the site feeds "
+            f"{f.envelope[0].it_watts / 1e3:,.0f} kW")))
+    return out
