@@ -62,8 +62,8 @@ def test_tenants_priority_and_unstable_class_reported(fleet_plan):
     assert t.names == ("Paid", "Free")  # priority order
     # the paid tier never waits longer than the free tier; an overloaded period leaves the free tier unstable
     assert t.wait_mean_seconds[0] <= t.wait_mean_seconds[1]
-    assert t.stable[0]
-    assert (not t.stable[1]) == (t.cumulative_utilisation[1] >= 1.0)
+    assert t.class_stable[0]
+    assert (not t.class_stable[1]) == (t.cumulative_utilisation[1] >= 1.0)
 
 
 def test_power_cooling_and_failures_of_the_preset(fleet_plan):

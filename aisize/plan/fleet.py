@@ -49,6 +49,11 @@ class ServiceFleetPlan:
     heterogeneous: pd.DataFrame | None
     efficiency: Efficiency | None  # over the day, at the pool's server power
 
+    @property
+    def stable(self) -> bool:
+        """Every tenant's queue is stable at the tightest period (else some TTFTs are unbounded)."""
+        return self.tenants is None or self.tenants.stable
+
 
 @dataclass(frozen=True)
 class PoolDay:
@@ -158,6 +163,16 @@ def _hourly_use(w, kind, gpus, day: ServiceDay | None) -> np.ndarray:
     return np.array([gpus if _in_window((h, h + 1), hours) else 0 for h in range(24)], dtype=float)
 
 
+def whole_fleet(pools: tuple[PoolDay, ...]) -> PoolDay:
+    """Every pool's GPUs through the day together (the whole fleet's day curve)."""
+    by: dict = {}
+    for p in pools:
+        for w, v in p.by_workload.items():
+            by[w] = by.get(w, np.zeros(24)) + v
+    return PoolDay("all pools", sum(p.installed_gpus for p in pools), sum((p.busy_gpus for p in pools), np.zeros(24)),
+                   by)
+
+
 def fleet_plan(plan, pools) -> FleetPlan:
     """The fleet figures of a finished plan (``pools``: the resolved pools, in the plan's order)."""
     scenario, pol = plan.scenario, plan.scenario.policies
@@ -237,7 +252,8 @@ def needs_fleet(scenario) -> bool:
             or any(fleet_of(w) is not None for w in scenario.workloads))
 
 
-__all__ = ["FleetPlan", "ServiceFleetPlan", "PoolDay", "fleet_plan", "hourly_table", "needs_fleet", "Envelope"]
+__all__ = ["FleetPlan", "ServiceFleetPlan", "PoolDay", "fleet_plan", "hourly_table", "needs_fleet", "whole_fleet",
+           "check_site", "fleet_findings", "tenant_classes", "Envelope"]
 
 
 def fleet_findings(plan) -> list:

@@ -65,7 +65,7 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
             at = s.tenants_at_seconds / 3600.0
             out.append(f"  tenants at the tightest period ({int(at):02d}:{int(round(at % 1 * 60)):02d}, "
                        f"{'preemptive' if t.preemptive else 'non-preemptive'}):")
-            for n, u, ok, w, ttft, tgt in zip(t.names, t.cumulative_utilisation, t.stable, t.wait_mean_seconds,
+            for n, u, ok, w, ttft, tgt in zip(t.names, t.cumulative_utilisation, t.class_stable, t.wait_mean_seconds,
                                               s.tenant_ttft_seconds, s.tenant_ttft_targets_seconds):
                 state = ("UNSTABLE: its queue grows in this period (until loading replicas serve)" if not ok
                          else f"wait {w * 1e3:,.1f} ms, TTFT {ttft * 1e3:,.0f} ms")

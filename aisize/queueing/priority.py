@@ -69,7 +69,7 @@ class PriorityResult:
     servers: int
     utilisation: tuple[float, ...]  # ρ_k of each class alone
     cumulative_utilisation: tuple[float, ...]  # σ_k: class k and every class above it
-    stable: tuple[bool, ...]
+    class_stable: tuple[bool, ...]  # per class: False where its queue grows without bound
     wait_mean_seconds: tuple[float, ...]  # queueing (and, preemptive, time preempted) beyond S_k
     response_mean_seconds: tuple[float, ...]  # wait + service
 
@@ -77,12 +77,17 @@ class PriorityResult:
         """The figures of the class called ``name``."""
         checks.choice("name", name, self.names)
         i = self.names.index(name)
-        return {"utilisation": self.utilisation[i], "stable": self.stable[i],
+        return {"utilisation": self.utilisation[i], "stable": self.class_stable[i],
                 "wait_mean_seconds": self.wait_mean_seconds[i], "response_mean_seconds": self.response_mean_seconds[i]}
 
     @property
     def unstable_classes(self) -> tuple[str, ...]:
-        return tuple(n for n, ok in zip(self.names, self.stable) if not ok)
+        return tuple(n for n, ok in zip(self.names, self.class_stable) if not ok)
+
+    @property
+    def stable(self) -> bool:
+        """Every class is stable (else some waits are unbounded: see ``class_stable``)."""
+        return all(self.class_stable)
 
 
 def _checked(classes):

@@ -8,7 +8,7 @@ its remaining work. All random numbers are drawn up front from one seeded numpy 
 
 Statistics: per class, the mean wait (response − service) of the customers that arrived after
 the warm-up and before the last tenth of the horizon; a class whose backlog grows (unstable) is
-reported with ``stable`` False: more than 5 % of those arrivals are still unfinished at the end.
+reported with ``class_stable`` False: more than 5 % of those arrivals are still unfinished at the end.
 
 References
 ----------
@@ -40,7 +40,7 @@ class PrioritySimulation:
     preemptive: bool
     servers: int
     customers: tuple[int, ...]  # measured (finished) customers per class
-    stable: tuple[bool, ...]
+    class_stable: tuple[bool, ...]  # per class: False where its backlog grew
     wait_mean_seconds: tuple[float, ...]  # nan where nothing finished
     response_mean_seconds: tuple[float, ...]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aisize import fleet_charts as fc
 from aisize.fleet.autoscale import HPA_SCALE_DOWN_WINDOW_SECONDS, HPA_SYNC_SECONDS, HPA_TOLERANCE, METRIC_WINDOW_SECONDS
-from aisize.plan.fleet import hourly_table
+from aisize.plan.fleet import hourly_table, whole_fleet
 from aisize.report.context import ReportContext
 from aisize.report.markup import Html, block, count, facts, figure, h3, note, para, pct, sig, table
 
@@ -59,7 +59,7 @@ def _service(s) -> str:
         t = s.tenants
         rows = [[n, pct(u), "unstable: its queue grows" if not ok else f"{sig(w * 1e3)} ms",
                  "—" if not ok else f"{sig(ttft * 1e3)} ms", f"{sig(tgt * 1e3)} ms"]
-                for n, u, ok, w, ttft, tgt in zip(t.names, t.cumulative_utilisation, t.stable, t.wait_mean_seconds,
+                for n, u, ok, w, ttft, tgt in zip(t.names, t.cumulative_utilisation, t.class_stable, t.wait_mean_seconds,
                                                   s.tenant_ttft_seconds, s.tenant_ttft_targets_seconds)]
         out.append(block(table(["Tenant (priority order)", "Load with higher classes", "Mean wait", "TTFT", "Target"],
                                rows, caption=f"Tenants at the tightest period ({_clock(s.tenants_at_seconds)}), "
@@ -107,6 +107,10 @@ def fleet(ctx: ReportContext) -> Html:
         out.append(block(figure(fc.pool_day(pd_), f"GPUs of pool {pd_.pool} held by each workload in each hour "
                                                   "(the most in the hour), free GPUs on top."),
                          note(f"{sig(pd_.free_gpu_hours)} GPU-hours a day stay free.")))
+    if len(f.pools) > 1:
+        whole = whole_fleet(f.pools)
+        out.append(block(figure(fc.pool_day(whole, title=f"The whole fleet: {whole.installed_gpus} GPUs by hour"),
+                                "Every pool's GPUs by workload in each hour, free GPUs on top.")))
     r = f.failure_rates
     out.append(h3("Failures"))
     out.append(para(f"Interruptions ({f.failures_basis}): {sig(r.per_gpu_hour * 1e6)} per million GPU-hours and "

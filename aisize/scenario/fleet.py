@@ -49,6 +49,16 @@ class LoadProfile(_Strict):
             data = {**data, "points": [[s / 3600.0, r] for s, r in zip(p.start_seconds, p.rates_per_s)]}
         return data
 
+    @field_validator("hourly", "quarter_hourly", "points", mode="before")
+    @classmethod
+    def _no_bools(cls, values, info):
+        # pydantic reads true as 1.0 in a list of floats; in a file that is a typo
+        flat = [x for v in values for x in (v if isinstance(v, (list, tuple)) else [v])] \
+            if isinstance(values, (list, tuple)) else []
+        if any(isinstance(x, bool) for x in flat):
+            raise ValueError(f"{info.field_name} holds true/false: give numbers")
+        return values
+
     @field_validator("hourly", "quarter_hourly")
     @classmethod
     def _rates(cls, values, info):

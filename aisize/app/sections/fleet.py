@@ -141,7 +141,7 @@ class FleetSection(Section):
                                  "mean wait [ms]": [w * 1e3 for w in t.wait_mean_seconds],
                                  "TTFT [ms]": [x * 1e3 for x in sf.tenant_ttft_seconds],
                                  "target [ms]": [x * 1e3 for x in sf.tenant_ttft_targets_seconds],
-                                 "stable": ["yes" if ok else "no: its queue grows" for ok in t.stable]})
+                                 "stable": ["yes" if ok else "no: its queue grows" for ok in t.class_stable]})
             h = sf.tenants_at_seconds / 3600
             parts.append(f"<h3 class='aisize-h'>Tenants at the tightest period ({int(h):02d}:{int(round(h % 1 * 60)):02d})"
                          "</h3>" + K.table(rows))
