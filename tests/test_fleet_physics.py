@@ -163,3 +163,12 @@ def test_heterogeneous_choice_is_the_cheapest_feasible_pair():
     assert best.ttft_s <= 1.5 and best.tpot_s <= 0.04
     # the KV transfer: 4,096 tokens x 160 KiB (fp8, 80 layers x 8 heads x 128 x 2 x 1 B) over the slower side's NICs
     assert best.kv_transfer_s > 0
+
+
+def test_heterogeneous_pairs_that_cannot_run_say_why():
+    prices = load_prices()
+    usd = {s: server_usd_per_gpu_hour(s, prices, life_years=4, average_power_share=0.8) for s in ["dgx-h100"]}
+    t = heterogeneous("llama-3.3-70b", prefill_servers=["dgx-h100"], decode_servers=["dgx-h100"], requests_per_s=5,
+                      input_tokens=4096, output_tokens=512, ttft_target_s=0.001, tpot_target_s=0.04,
+                      usd_per_gpu_hour=usd)
+    assert not t.feasible.any() and "TTFT" in t.why[0]

@@ -38,6 +38,10 @@ from aisize import catalog, checks, models, serving
 from aisize.cost import per_million_tokens
 
 DEFAULT_UTILISATION = 0.8  # assumption: each pool's GPUs busy at most 80 % of the time
+COLUMNS = ["prefill_server", "decode_server", "prefill_accelerator", "decode_accelerator", "prefill_gpus_per_replica",
+           "decode_gpus_per_replica", "prefill_replicas", "decode_replicas", "prefill_gpus", "decode_gpus", "ttft_s",
+           "tpot_s", "kv_transfer_s", "kv_link_utilisation", "usd_per_hour", "usd_per_million_tokens", "feasible",
+           "why"]
 
 
 @dataclass(frozen=True)
@@ -134,13 +138,18 @@ def heterogeneous(model, *, prefill_servers, decode_servers, requests_per_s, inp
             row = {"prefill_server": ps, "decode_server": ds, "feasible": False, "why": ""}
             p_acc, d_acc = catalog.servers[ps].accelerator, catalog.servers[ds].accelerator
             row.update(prefill_accelerator=p_acc, decode_accelerator=d_acc)
-            dec = _best(_phases(arch, d_acc, i, o, weight_precision, kv_precision), "decode_gpu_seconds",
-                        "tpot" + suffix, tpot_t)
+            try:
+                dec_all = _phases(arch, d_acc, i, o, weight_precision, kv_precision)
+                pre_all = _phases(arch, p_acc, i, o, weight_precision, kv_precision).copy()
+            except ValueError as error:  # a precision one of the accelerators does not run
+                row["why"] = str(error)
+                rows.append(row)
+                continue
+            dec = _best(dec_all, "decode_gpu_seconds", "tpot" + suffix, tpot_t)
             if dec is None:
                 row["why"] = f"no decode configuration on {d_acc} meets TPOT {tpot_t * 1e3:,.4g} ms"
                 rows.append(row)
                 continue
-            pre_all = _phases(arch, p_acc, i, o, weight_precision, kv_precision).copy()
             link = pre_all.prefill_gpus.map(lambda g: min(nic_bytes_per_s_per_gpu(ps) * g,
                                                           nic_bytes_per_s_per_gpu(ds) * dec.decode_gpus) * eff)
             pre_all["transfer_s"] = kv_request / link
@@ -162,6 +171,6 @@ def heterogeneous(model, *, prefill_servers, decode_servers, requests_per_s, inp
                        kv_link_utilisation=requests_per_s * kv_request / nic_pool, usd_per_hour=sz.usd_per_hour,
                        usd_per_million_tokens=sz.usd_per_million_tokens, feasible=True)
             rows.append(row)
-    out = pd.DataFrame(rows)
+    out = pd.DataFrame(rows, columns=COLUMNS)
     return out.sort_values(["feasible", "usd_per_million_tokens"], ascending=[False, True],
                            na_position="last").reset_index(drop=True)

@@ -145,13 +145,12 @@ def _hetero(w, scenario, prices):
     servers = sorted(set(h.prefill_servers) | set(h.decode_servers))
     usd = {s: server_usd_per_gpu_hour(s, prices, life_years=scenario.cost.life_years,
                                       average_power_share=scenario.cost.average_power_share) for s in servers}
-    wp = w.weight_precision if w.weight_precision in ("fp8", "bf16", "fp16", "nvfp4", "mxfp4") else "fp8"
     return heterogeneous(w.model, prefill_servers=h.prefill_servers, decode_servers=h.decode_servers,
                          requests_per_s=w.requests_per_s * (f.load_profile.peak if f.load_profile else 1.0),
                          input_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
                          ttft_target_s=w.ttft_target_ms / 1e3, tpot_target_s=w.tpot_target_ms / 1e3,
-                         usd_per_gpu_hour=usd, statistic=w.slo_statistic, weight_precision=wp,
-                         kv_precision=w.kv_precision if w.kv_precision != "fp32" else "bf16",
+                         usd_per_gpu_hour=usd, statistic=w.slo_statistic, weight_precision=w.weight_precision,
+                         kv_precision=w.kv_precision,
                          target_utilisation=h.target_utilisation)
 
 

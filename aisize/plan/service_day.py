@@ -23,7 +23,6 @@ from functools import lru_cache
 from aisize import models, serving
 from aisize.fleet import Autoscaler, Day, LoadProfile, day_replicas
 from aisize.fleet.lora import LoraServing, lora_serving
-from aisize.fleet.profile import LoadProfile as _Profile
 from aisize.plan import context as C
 from aisize.plan.inference import FALLBACK_UTILISATION, InferencePlan, plan_inference
 from aisize.plan.placement import Demand
@@ -104,8 +103,8 @@ def profile_of(w) -> LoadProfile:
     f = fleet_of(w)
     spec = f.load_profile if f is not None else None
     if spec is None:
-        return _Profile((0.0,), (float(w.requests_per_s),))
-    return _Profile(tuple(h * HOUR for h in spec.start_hours()), tuple(w.requests_per_s * v for v in spec.values()))
+        return LoadProfile((0.0,), (float(w.requests_per_s),))
+    return LoadProfile(tuple(h * HOUR for h in spec.start_hours()), tuple(w.requests_per_s * v for v in spec.values()))
 
 
 def _estimate_kw(w, i: InferencePlan) -> dict:
