@@ -9,7 +9,8 @@ from aisize.cost import load_prices
 from aisize.fleet.cost import server_usd_per_gpu_hour
 from aisize.fleet.failures import failure_rates, spares_for, training_goodput
 from aisize.fleet.hetero import heterogeneous, size_pair
-from aisize.fleet.lora import adapter_params, adapters_that_fit, distinct_adapters, lora_serving, lru_hit_rate, popularity
+from aisize.fleet.lora import (adapter_params, adapters_that_fit, distinct_adapters, lora_serving, lru_hit_rate,
+                               popularity)
 from aisize.fleet.power import cooling_load, cooling_of, efficiency, envelope
 
 # --- failures -------------------------------------------------------------------------------------

@@ -112,7 +112,8 @@ def _hour_of(text: str, field: str, row: int) -> float:
             return int(hh) + float(mm) / 60.0
         return float(text)
     except ValueError:
-        raise ValueError(f"{field} row {row}: time {text!r} is not allowed: give hours (7.5) or HH:MM (07:30)") from None
+        raise ValueError(f"{field} row {row}: time {text!r} is not allowed: give hours (7.5) or HH:MM "
+                         "(07:30)") from None
 
 
 def from_csv(source, *, scale=1.0, field: str = "load_profile.csv") -> LoadProfile:

@@ -197,9 +197,9 @@ def fleet_plan(plan, pools) -> FleetPlan:
         eff = efficiency(servers=sd.day.gpu_hours / 24.0 / ctx.server.gpus, server_power_watts=ctx.server.power_watts,
                          average_power_share=scenario.cost.average_power_share, pue=pue,
                          output_tokens_per_s=sd.output_tokens_per_day / 86400.0)
-        services.append(ServiceFleetPlan(sd, pool_of[w.name], cost, tenants, at, ttft, targets,
-                                         _spares(w, sd, spare_rates, pol, ctx.server.gpus), _hetero(w, scenario, prices),
-                                         eff))
+        spares = _spares(w, sd, spare_rates, pol, ctx.server.gpus)
+        services.append(ServiceFleetPlan(sd, pool_of[w.name], cost, tenants, at, ttft, targets, spares,
+                                         _hetero(w, scenario, prices), eff))
     pool_days = []
     kinds = {w.name: w for w in scenario.workloads}
     gpus_of = {p.name: p.gpus for p in plan.workloads if hasattr(p, "gpus")}

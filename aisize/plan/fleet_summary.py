@@ -45,7 +45,8 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
                 f"  replicas: peak {day.peak_replicas}, least {day.least_replicas}, mean {day.mean_replicas:,.2f}; "
                 f"{day.gpu_hours:,.1f} GPU-hours a day ({day.peak_replicas * 24 * d.gpus_per_replica:,} if the peak "
                 f"were held all day)",
-                f"  overloaded {day.overloaded_hours * 60:,.1f} min, above target {day.above_target_hours * 60:,.1f} min",
+                f"  overloaded {day.overloaded_hours * 60:,.1f} min, above target "
+                f"{day.above_target_hours * 60:,.1f} min",
                 f"  cost: ${s.cost.usd_per_day:,.0f}/day at ${s.cost.usd_per_gpu_hour:,.2f}/GPU-hour; "
                 f"${s.cost.usd_per_million_tokens:,.3f} per million output tokens over the day "
                 f"(${s.cost.usd_per_million_tokens_reserved:,.3f} if the peak's GPUs are held all day)"]
@@ -94,12 +95,14 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
             sim = simulate_service(s)
             out.append(f"  simulated ({sim.requests:,} requests): {sim.gpu_hours:,.1f} GPU-hours "
                        f"({(day.gpu_hours / sim.gpu_hours - 1) * 100:+.1f} % model vs simulation), mean replicas "
-                       f"{sim.mean_replicas:,.2f}, peak {sim.peak_replicas}; waits mean {sim.wait_mean_seconds:,.3f} s, "
+                       f"{sim.mean_replicas:,.2f}, peak {sim.peak_replicas}; waits mean "
+                       f"{sim.wait_mean_seconds:,.3f} s, "
                        f"p99 {sim.wait_p99_seconds:,.2f} s, {sim.late_share:.2%} beyond the TTFT target")
         out.append("")
     for pd_ in f.pools:
         free = pd_.free_gpus
-        out.append(f"Pool {pd_.pool}: {pd_.installed_gpus} GPUs; busy by hour " + " ".join(f"{int(b)}" for b in pd_.busy_gpus))
+        busy = " ".join(f"{int(b)}" for b in pd_.busy_gpus)
+        out.append(f"Pool {pd_.pool}: {pd_.installed_gpus} GPUs; busy by hour {busy}")
         out.append(f"  free GPU-hours a day: {pd_.free_gpu_hours:,.0f} (fewest free {int(free.min())} at "
                    f"{int(np.argmin(free)):02d}:00, most {int(free.max())} at {int(np.argmax(free)):02d}:00)")
     r = f.failure_rates

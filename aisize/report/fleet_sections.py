@@ -51,16 +51,19 @@ def _service(s) -> str:
                         f"GPU memory ({sig(lo.hbm_bytes_per_gpu / 2**30)} GiB per GPU, taken from the KV pool) and "
                         f"{lo.host_adapters} in host RAM. Requests find their adapter in GPU memory "
                         f"{pct(lo.hbm_hit_rate)} of the time, in host RAM {pct(lo.host_hit_rate)}, in storage "
-                        f"{pct(lo.storage_share)}; the batched-LoRA kernels add {sig(lo.added_iteration_seconds * 1e3)} "
+                        f"{pct(lo.storage_share)}; the batched-LoRA kernels add "
+                        f"{sig(lo.added_iteration_seconds * 1e3)} "
                         f"ms to each iteration ({sig(lo.distinct_per_iteration)} distinct adapters), leaving "
-                        f"{pct(lo.capacity_factor)} of the throughput; misses add {sig(lo.added_ttft_mean_seconds * 1e3)} "
+                        f"{pct(lo.capacity_factor)} of the throughput; misses add "
+                        f"{sig(lo.added_ttft_mean_seconds * 1e3)} "
                         "ms to the mean time to first token."))
     if s.tenants is not None:
         t = s.tenants
         rows = [[n, pct(u), "unstable: its queue grows" if not ok else f"{sig(w * 1e3)} ms",
                  "—" if not ok else f"{sig(ttft * 1e3)} ms", f"{sig(tgt * 1e3)} ms"]
-                for n, u, ok, w, ttft, tgt in zip(t.names, t.cumulative_utilisation, t.class_stable, t.wait_mean_seconds,
-                                                  s.tenant_ttft_seconds, s.tenant_ttft_targets_seconds)]
+                for n, u, ok, w, ttft, tgt in zip(t.names, t.cumulative_utilisation, t.class_stable,
+                                                  t.wait_mean_seconds, s.tenant_ttft_seconds,
+                                                  s.tenant_ttft_targets_seconds)]
         out.append(block(table(["Tenant (priority order)", "Load with higher classes", "Mean wait", "TTFT", "Target"],
                                rows, caption=f"Tenants at the tightest period ({_clock(s.tenants_at_seconds)}), "
                                              f"{'preemptive' if t.preemptive else 'non-preemptive'} priority",
@@ -76,7 +79,8 @@ def _service(s) -> str:
         for r in s.heterogeneous.itertuples():
             if r.feasible:
                 rows.append([r.prefill_server, r.decode_server, count(int(r.prefill_gpus)), count(int(r.decode_gpus)),
-                             f"{sig(r.ttft_s * 1e3)} ms", f"{sig(r.tpot_s * 1e3)} ms", f"{sig(r.kv_transfer_s * 1e3)} ms",
+                             f"{sig(r.ttft_s * 1e3)} ms", f"{sig(r.tpot_s * 1e3)} ms",
+                             f"{sig(r.kv_transfer_s * 1e3)} ms",
                              _usd(r.usd_per_million_tokens)])
             else:
                 rows.append([r.prefill_server, r.decode_server, "—", "—", "—", "—", "—", r.why])

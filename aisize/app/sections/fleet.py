@@ -143,8 +143,8 @@ class FleetSection(Section):
                                  "target [ms]": [x * 1e3 for x in sf.tenant_ttft_targets_seconds],
                                  "stable": ["yes" if ok else "no: its queue grows" for ok in t.class_stable]})
             h = sf.tenants_at_seconds / 3600
-            parts.append(f"<h3 class='aisize-h'>Tenants at the tightest period ({int(h):02d}:{int(round(h % 1 * 60)):02d})"
-                         "</h3>" + K.table(rows))
+            clock = f"{int(h):02d}:{int(round(h % 1 * 60)):02d}"
+            parts.append(f"<h3 class='aisize-h'>Tenants at the tightest period ({clock})</h3>" + K.table(rows))
         if sf.heterogeneous is not None and len(sf.heterogeneous):
             cols = ["prefill_server", "decode_server", "prefill_gpus", "decode_gpus", "ttft_s", "tpot_s",
                     "kv_transfer_s", "usd_per_million_tokens", "feasible"]
