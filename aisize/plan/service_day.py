@@ -107,8 +107,12 @@ def profile_of(w) -> LoadProfile:
     return LoadProfile(tuple(h * HOUR for h in spec.start_hours()), tuple(w.requests_per_s * v for v in spec.values()))
 
 
-def _estimate_kw(w, i: InferencePlan) -> dict:
+def _estimate_kw(w, i: InferencePlan, ctx: C.HardwareContext) -> dict:
+    """The planner's replica as :func:`aisize.serving.estimate` arguments (stages across servers use the
+    pool's scale-out link, as the planner's shapes do)."""
+    link = ctx.scaleout_bytes_per_s if i.gpus_per_replica > ctx.server.gpus else None
     return dict(tensor_parallel=i.tensor_parallel, pipeline_parallel=i.pipeline_parallel, attention_dp=i.attention_dp,
+                stage_link_bytes_per_s=link,
                 weight_precision=w.weight_precision, kv_precision=w.kv_precision, input_tokens=w.prompt_tokens,
                 output_tokens=w.output_tokens, length_cv=w.length_cv, engine=w.engine)
 
@@ -118,14 +122,14 @@ def _meets(w, est) -> bool:
     return est.stable and ttft <= w.ttft_target_ms / 1e3 and tpot <= w.tpot_target_ms / 1e3
 
 
-def slo_rate(w, i: InferencePlan, accelerator, capacity: float) -> float:
+def slo_rate(w, i: InferencePlan, ctx: C.HardwareContext, capacity: float) -> float:
     """The highest rate one replica takes within the service's TTFT and TPOT targets [1/s] (0: none)."""
     arch = models.resolve(w.model)
-    kw = _estimate_kw(w, i)
+    kw = _estimate_kw(w, i, ctx)
     lo, hi = 0.0, capacity
     for _ in range(SLO_BISECTION_STEPS):
         mid = 0.5 * (lo + hi)
-        if mid > 0 and _meets(w, serving.estimate(arch, accelerator, requests_per_s=mid, **kw)):
+        if mid > 0 and _meets(w, serving.estimate(arch, ctx.accelerator, requests_per_s=mid, **kw)):
             lo = mid
         else:
             hi = mid
@@ -163,7 +167,7 @@ def service_day(w, ctx: C.HardwareContext, policies) -> ServiceDay:
     arch = models.resolve(w.model)
     if i.estimate is not None:  # aggregated: one replica of the chosen shape
         g = i.gpus_per_replica
-        cap_est = serving.estimate(arch, ctx.accelerator, **_estimate_kw(w, i))
+        cap_est = serving.estimate(arch, ctx.accelerator, **_estimate_kw(w, i, ctx))
         capacity = cap_est.max_requests_per_s
     else:  # disaggregated: the pools scale together
         g = max(math.ceil(i.gpus / max(i.replicas, 1)), 1)
@@ -180,7 +184,7 @@ def service_day(w, ctx: C.HardwareContext, policies) -> ServiceDay:
     if target == "utilisation":
         rate, basis = auto.target_utilisation * capacity, f"{auto.target_utilisation:.0%} of capacity"
     elif cap_est is not None:
-        rate, basis = slo_rate(w, i, ctx.accelerator, cap_est.max_requests_per_s) * factor, "latency targets"
+        rate, basis = slo_rate(w, i, ctx, cap_est.max_requests_per_s) * factor, "latency targets"
         if rate <= 0:  # no rate meets the targets: the planner's fallback utilisation
             rate = FALLBACK_UTILISATION * capacity
             basis = f"{FALLBACK_UTILISATION:.0%} of capacity (no rate meets the targets)"
