@@ -10,10 +10,11 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from aisize.charts import BLUE, GREY, HEIGHT, ORANGE, WIDTH
+from aisize.charts import BLUE, GREY, ORANGE, WIDTH
 
 PALETTE = [BLUE, ORANGE, "#54a24b", "#b279a2", "#eeca3b", "#9d755d", "#72b7b2", "#ff9da6"] * 4
 POINTS_PER_HOUR = 4  # the autoscaler's periods shown every 15 minutes (the most replicas in each)
+DAY_HEIGHT = 180  # a day chart is wide and low: load and replicas read well at this height
 
 
 def day_rows(sfp) -> pd.DataFrame:
@@ -39,7 +40,7 @@ def day_curve(sfp, *, title: str | None = None) -> alt.LayerChart:
         color=alt.Color("what:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE])),
         tooltip=["hour:Q", "what:N", "replicas:Q"])
     return alt.layer(load, steps).resolve_scale(y="independent").properties(
-        width=WIDTH, height=HEIGHT, title=title or f"{sfp.day.name} through the day")
+        width=WIDTH, height=DAY_HEIGHT, title=title or f"{sfp.day.name} through the day")
 
 
 def pool_rows(pool_day) -> pd.DataFrame:
@@ -61,4 +62,5 @@ def pool_day(pool_day, *, title: str | None = None) -> alt.Chart:
         order=alt.Order("order:Q"),
         tooltip=["hour:O", "workload:N", "gpus:Q"]).transform_calculate(
         order=f"indexof({names!r}, datum.workload)").properties(
-        width=WIDTH, height=HEIGHT, title=title or f"Pool {pool_day.pool}: {pool_day.installed_gpus} GPUs by hour")
+        width=WIDTH, height=DAY_HEIGHT - 30,
+        title=title or f"Pool {pool_day.pool}: {pool_day.installed_gpus} GPUs by hour")

@@ -41,10 +41,11 @@ def _service(s) -> str:
                 f"{sig(day.overloaded_hours * 60)} min a day."),
            block(figure(fc.day_curve(s), "Offered load (dashed, left axis) and replicas (right axis) every 15 "
                                          "minutes: those holding GPUs (loading included) and those serving."))]
-    rows = [[f"{int(r.hour):02d}:00", sig(r.requests_per_s), count(int(r.replicas_max)), count(int(r.gpus_max)),
-             _usd(r.usd_per_hour)] for r in hourly_table(s).itertuples()]
-    out.append(block(table(["Hour", "Requests/s", "Replicas (most)", "GPUs (most)", "$ per hour"], rows,
-                           caption=f"{d.name} by hour", css="numeric")))
+    hours = [[f"{int(r.hour):02d}:00", sig(r.requests_per_s), count(int(r.replicas_max)), _usd(r.usd_per_hour)]
+             for r in hourly_table(s).itertuples()]
+    rows = [hours[k] + hours[k + 8] + hours[k + 16] for k in range(8)]  # three columns of eight hours
+    out.append(block(table(["Hour", "Req/s", "Replicas", "$/h"] * 3, rows,
+                           caption=f"{d.name} by hour: load, the most replicas, $ per hour", css="numeric")))
     if d.lora is not None:
         lo = d.lora
         out.append(para(f"LoRA adapters: {sig(lo.adapter_bytes / 1e6)} MB each; {lo.hbm_adapters} per replica in "
@@ -116,22 +117,20 @@ def fleet(ctx: ReportContext) -> Html:
         out.append(block(figure(fc.pool_day(whole, title=f"The whole fleet: {whole.installed_gpus} GPUs by hour"),
                                 "Every pool's GPUs by workload in each hour, free GPUs on top.")))
     r = f.failure_rates
-    out.append(h3("Failures"))
+    out.append(h3("Failures, power and cooling"))
     out.append(para(f"Interruptions ({f.failures_basis}): {sig(r.per_gpu_hour * 1e6)} per million GPU-hours and "
                     f"{sig(r.per_server_hour * 1e6)} per million server-hours; this cluster of {count(p.gpus)} GPUs "
                     f"in {count(p.servers)} servers: {sig(float(r.expected(p.gpus, p.servers, 1.0)))} a day. "
-                    f"Source: {r.source}"))
+                    f"Source: {r.source.split(': ')[0]}."))
+    fit = {pp.server: e for e, pp in zip(f.envelope, p.pools)}
+    rows = [[c.server, c.cooling, count(c.servers), f"{sig(c.it_watts / 1e3)} kW",
+             count(fit[c.server].servers_fit) if c.server in fit else "—", c.source] for c in f.cooling]
+    caption = "Servers by type: cooling (source), heat at maximum power"
     if f.envelope:
-        rows = [[pp.server, f"{sig(e.server_watts / 1e3)} kW", count(e.servers_fit), count(e.gpus_fit),
-                 count(pp.servers)] for e, pp in zip(f.envelope, p.pools)]
         e0 = f.envelope[0]
-        out.append(h3("Power envelope"))
-        out.append(block(table(["Server", "Power with other IT", "Most that fit", "GPUs", "Planned"], rows,
-                               caption=f"{sig(e0.site_watts / 1e6)} MW at PUE {e0.pue:g}: "
-                                       f"{sig(e0.it_watts / 1e3)} kW of IT", css="numeric"),
-                         note(f"The plan needs {sig(f.site_it_watts_needed / 1e3)} kW of IT: "
-                              + ("it fits." if f.site_fits else "it does NOT fit."))))
-    rows = [[c.server, c.cooling, count(c.servers), f"{sig(c.it_watts / 1e3)} kW", c.source] for c in f.cooling]
-    out.append(block(table(["Server", "Cooling", "Servers", "Heat at maximum power", "Source"], rows,
-                           caption="Cooling per server type")))
+        caption += (f", and the most a {sig(e0.site_watts / 1e6)} MW site at PUE {e0.pue:g} ({sig(e0.it_watts / 1e3)}"
+                    f" kW of IT, {pct(p.scenario.site.other_it_share)} more for fabric and storage) powers")
+    out.append(block(table(["Server", "Cooling", "Planned", "Heat", "Most that fit", "Source"], rows, caption=caption),
+                     note(f"The plan needs {sig(f.site_it_watts_needed / 1e3)} kW of IT: "
+                          + ("it fits." if f.site_fits else "it does NOT fit.")) if f.envelope else ""))
     return Html("".join(out))
