@@ -53,6 +53,15 @@ def _cmd_size(args) -> int:
     return 0
 
 
+def _cmd_fleet(args) -> int:
+    from aisize.plan import plan as make_plan
+    from aisize.plan.fleet_summary import fleet_text
+    from aisize.scenario import load
+
+    sys.stdout.write(fleet_text(make_plan(load(args.scenario)), simulate=args.simulate))
+    return 0
+
+
 def _cmd_sweep(args) -> int:
     from aisize.plan import defuse, sweep
     from aisize.plan.summary import parse_vary
@@ -160,6 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--csv", metavar="DIR", help="write bom.csv, workloads.csv, storage.csv, findings.csv")
     out.add_argument("--excel", metavar="FILE", help="write an Excel workbook (one sheet per table)")
     p.set_defaults(func=_cmd_size)
+
+    p = sub.add_parser("fleet", help="a scenario's serving fleet through the day: replicas, cost, troughs, "
+                                     "tenants, spares, heterogeneous pools, power")
+    p.add_argument("scenario", help="scenario file (.yaml or .json; e.g. `aisize preset fleet-over-the-day`)")
+    p.add_argument("--simulate", action="store_true",
+                   help="also simulate each service's day request by request (simpy) beside the model")
+    p.set_defaults(func=_cmd_fleet)
 
     p = sub.add_parser("sweep", help="vary one input of a scenario and tabulate the plan's key outputs")
     p.add_argument("scenario", help="scenario file (.yaml or .json)")

@@ -22,6 +22,7 @@ from aisize.app.sections.cluster import ClusterSection
 from aisize.app.sections.compare import CompareSection
 from aisize.app.sections.cost import CostSection
 from aisize.app.sections.datapath import DataPathSection
+from aisize.app.sections.fleet import FleetSection
 from aisize.app.sections.inference import InferenceSection
 from aisize.app.sections.network import NetworkSection
 from aisize.app.sections.queueing import QueueingSection
@@ -31,7 +32,7 @@ from aisize.app.state import AppState, message
 from aisize.scenario import DEFAULT_PRESET, ScenarioError, dumps, loads, preset, preset_names, to_dict
 
 SECTIONS = (TrainingSection, InferenceSection, DataPathSection, NetworkSection, QueueingSection, ClusterSection,
-            CostSection, SummarySection, CompareSection, AccuracySection)
+            FleetSection, CostSection, SummarySection, CompareSection, AccuracySection)
 TITLES = tuple(cls.title for cls in SECTIONS)
 MAX_UPLOAD_BYTES = 1_000_000
 

@@ -26,6 +26,8 @@ from aisize.plan.inference import InferencePlan
 from aisize.plan.jobstreams import JobStreamPlan, plan_job_stream, target_slots
 from aisize.plan.network import NetworkPlan, PoolFabric, network_plan, pool_fabric
 from aisize.plan.placement import Placement, pack
+from aisize.plan.fleet import check_site, fleet_plan, needs_fleet
+from aisize.plan.service_day import day_candidate, fleet_of, scale_up_reads, service_day
 from aisize.plan.storage import StoragePlan, plan_storage
 from aisize.plan.timeline import Timeline, active_slots, build_timeline
 from aisize.plan.training import TrainingPlan
@@ -79,6 +81,7 @@ class Plan:
     timeline: Timeline | None = None
     cost: object = None  # aisize.plan.costing.CostPlan
     gpus_busy_peak: int = 0  # the most GPUs workloads hold at one time
+    fleet: object = None  # aisize.plan.fleet.FleetPlan: services through the day, troughs, failures, power
 
     @property
     def workloads(self) -> tuple:
@@ -101,7 +104,7 @@ def _candidates(scenario, pools, slots, policies, stream_slots):
             if w.kind == "training":
                 found.append(P.training_candidate(*args))
             elif w.kind == "inference":
-                found.append(P.inference_candidate(*args))
+                found.append(day_candidate(w, index, k, pools[k], policies, slots))
             else:
                 found.append(P.stream_candidate(*args, stream_slots.get(w.name) or 1))
         fitting = [c for c in found if c.fits]
@@ -159,6 +162,8 @@ def plan(scenario) -> Plan:
     """
     from aisize.plan.errors import planning_error
 
+    if scenario.site is not None:  # a site below one server is the site's error, not a workload's
+        check_site(scenario, P.resolve_pools(scenario))
     try:
         return _plan(scenario)
     except (ValueError, ArithmeticError) as error:
@@ -199,7 +204,10 @@ def _plan(scenario) -> Plan:
     servers = sum(p.servers for p in pool_plans)
     read_per_server = sum(t.read_bytes_per_s for t in training) / max(servers, 1)
     nics = compute_nics_for(primary.server, primary.scale_out_link)
-    storage = plan_storage(training, inference, dataprep, primary, pol, servers, nics)
+    days = {w.name: service_day(w, pools[chosen[w.name]].ctx, pol) for w in scenario.workloads
+            if fleet_of(w) is not None and w.name in chosen}
+    storage = plan_storage(training, inference, dataprep, primary, pol, servers, nics,
+                           {n: scale_up_reads(sd) for n, sd in days.items()})
     net = network_plan(primary, scenario.hardware, pool_plans, servers, nics, read_per_server,
                        storage.supply_read_bytes_per_s, J.scaleup(primary))
     host_need = max([p.host_memory_needed_bytes for p in training + inference], default=0.0)
@@ -207,8 +215,9 @@ def _plan(scenario) -> Plan:
     placed = {}
     for p in training:
         placed[p.name] = ("training", p.team, placement.assignment[p.name]["pool"], p.gpus, p.training_days, p.gpus)
-    for p in inference:
-        placed[p.name] = ("inference", p.team, placement.assignment[p.name]["pool"], p.gpus, None, p.gpus)
+    for p in inference:  # a service through the day keeps its GPUs busy on average over the day
+        busy = days[p.name].day.gpu_hours / 24.0 if p.name in days else p.gpus
+        placed[p.name] = ("inference", p.team, placement.assignment[p.name]["pool"], p.gpus, None, busy)
     for p in stream_plans:
         placed[p.name] = ("job-stream", p.team, placement.assignment[p.name]["pool"], p.gpus, None, p.offered_gpus)
     gpus = sum(p.gpus for p in pool_plans)
@@ -220,6 +229,8 @@ def _plan(scenario) -> Plan:
              assumptions_used(pol), (), scenario, tuple(stream_plans), pool_plans, placement, timeline, None,
              _peak_gpus(placement, slots.count()))
     p = dataclasses.replace(p, cost=plan_cost(p, pools))
+    if needs_fleet(scenario):
+        p = dataclasses.replace(p, fleet=fleet_plan(p, pools))
     return dataclasses.replace(p, findings=tuple(findings(p)))
 
 

@@ -313,6 +313,15 @@ CHECKS = (memory_fit, host_memory, storage_binding, storage_capacity, storage_ov
           job_streams, fabric, cost, assumptions)
 
 
+def _fleet(plan) -> list[Finding]:
+    from aisize.plan.fleet import fleet_findings
+
+    return fleet_findings(plan)
+
+
+CHECKS = CHECKS[:-1] + (_fleet, CHECKS[-1])  # the fleet through the day (aisize.plan.fleet), before assumptions
+
+
 def findings(plan) -> list[Finding]:
     """Every finding about ``plan``, problems first, then warnings, then information."""
     found = [f for check in CHECKS for f in check(plan)]

@@ -18,6 +18,7 @@ import numpy as np
 
 from aisize import catalog, models
 from aisize.compute import gpus_needed, training_flops, training_seconds
+from aisize.fleet.failures import failure_rates
 from aisize.plan import context as C
 from aisize.precision import peak_flops_per_s
 from aisize.storage import checkpoint as ck
@@ -225,7 +226,10 @@ def checkpoints(params, gpus, servers, ctx: C.HardwareContext, policies) -> Chec
     nic = ctx.server.storage_nics * ctx.storage_nic_link.bandwidth_per_direction_bytes_per_s
     supply_read, supply_write = C.storage_supply(ctx, servers)
     write = ck.checkpoint_write(size.total_bytes, nic, supply_write, writers=servers, pattern="N:N")
-    mtbf = ck.cluster_mtbf(policies.node_mtbf_hours * HOUR, servers)
+    if policies.failure_rates == "node-mtbf":
+        mtbf = ck.cluster_mtbf(policies.node_mtbf_hours * HOUR, servers)
+    else:  # a published fleet's interruptions per GPU-hour and per server-hour (aisize.fleet.failures)
+        mtbf = failure_rates(policies.failure_rates).mtbf_seconds(gpus, servers)
     if policies.checkpoint_interval_minutes == "auto":
         interval = ck.young_daly_interval(mtbf, write.seconds)
     else:

@@ -40,6 +40,11 @@ class Demand:
     host_bytes_per_gpu: float  # host RAM per GPU, beyond the server's OS share
     nics_per_gpu: float  # compute-fabric ports per GPU (0: its traffic stays inside a server)
     slots: frozenset  # time slots it is active in
+    item_slots: tuple = ()  # per item, the slots it is present in (a service's replicas through the day); () = slots
+
+    def pieces(self) -> list[tuple[int, frozenset]]:
+        """(GPUs, slots) of every item."""
+        return list(zip(self.items, self.item_slots or [self.slots] * len(self.items)))
 
 
 @dataclass(frozen=True)
@@ -139,17 +144,17 @@ def _domains_for(server: _Server, gpus: int, slots, domain: int) -> list[int] | 
     return take if total >= gpus else None
 
 
-def _fits(server: _Server, spec: PoolSpec, gpus: int, d: Demand):
+def _fits(server: _Server, spec: PoolSpec, gpus: int, d: Demand, slots):
     host = d.host_bytes_per_gpu * gpus
     nics = d.nics_per_gpu * gpus
-    slots = sorted(d.slots)
+    slots = sorted(slots)
     if any(server.host_free[t] < host - 1e-6 or server.nics_free[t] < nics - 1e-9 for t in slots):
         return None
     return _domains_for(server, gpus, slots, spec.domain)
 
 
-def _take(server: _Server, domains: list[int], gpus: int, d: Demand, spec: PoolSpec) -> None:
-    for t in d.slots:
+def _take(server: _Server, domains: list[int], gpus: int, d: Demand, spec: PoolSpec, slots) -> None:
+    for t in slots:
         left = gpus
         for j in domains:
             used = min(left, server.free[t][j]) if gpus <= spec.domain else server.free[t][j]
@@ -157,7 +162,7 @@ def _take(server: _Server, domains: list[int], gpus: int, d: Demand, spec: PoolS
             left -= min(left, used)
         server.host_free[t] -= d.host_bytes_per_gpu * gpus
         server.nics_free[t] -= d.nics_per_gpu * gpus
-    server.items.append((d.workload, gpus, tuple(sorted(d.slots))))
+    server.items.append((d.workload, gpus, tuple(sorted(slots))))
 
 
 def _full(server: _Server) -> bool:
@@ -171,14 +176,14 @@ def _place_items(servers: list[_Server], spec: PoolSpec, d: Demand, all_slots) -
     so a job of a thousand whole servers costs linear, not quadratic, time.
     """
     used, start = [], 0
-    for gpus in sorted(d.items, reverse=True):
+    for gpus, slots in sorted(d.pieces(), key=lambda p: (-p[0], -len(p[1]))):
         if gpus > spec.gpus_per_server:
             return None
         while start < len(servers) and _full(servers[start]):
             start += 1
         spot = None
         for s in servers[start:]:
-            domains = _fits(s, spec, gpus, d)
+            domains = _fits(s, spec, gpus, d, slots)
             if domains is not None:
                 spot = (s, domains)
                 break
@@ -188,11 +193,11 @@ def _place_items(servers: list[_Server], spec: PoolSpec, d: Demand, all_slots) -
                 return None
             s = _new_server(spec, len(servers), all_slots)
             servers.append(s)
-            domains = _fits(s, spec, gpus, d)
+            domains = _fits(s, spec, gpus, d, slots)
             if domains is None:
                 return None  # one item needs more host RAM or NICs than a whole server has
             spot = (s, domains)
-        _take(spot[0], spot[1], gpus, d, spec)
+        _take(spot[0], spot[1], gpus, d, spec, slots)
         used.append(spot[0].index)
     return used
 
@@ -265,14 +270,15 @@ def _result(specs, state, assignment, demands, chosen, slot_count) -> Placement:
             peak = max(spec.gpus_per_server - sum(s.free[t]) for t in range(slot_count))
             host = max(spec.host_bytes - s.host_free[t] for t in range(slot_count))
             nics = max(spec.nics - s.nics_free[t] for t in range(slot_count))
-            merged = {}
+            merged = {}  # one entry per workload and set of slots (a service's night replicas differ)
             for w, g, slots in s.items:
-                entry = merged.setdefault(w, {"workload": w, "gpus": 0, "slots": slots})
+                entry = merged.setdefault((w, slots), {"workload": w, "gpus": 0, "slots": slots})
                 entry["gpus"] += g
             uses.append(ServerUse(spec.name, s.index, spec.gpus_per_server, tuple(merged.values()), int(peak),
                                   float(host), float(nics), float(spec.host_bytes), int(spec.nics)))
-        active = [sum(sum(d.items) for w, pairs in demands.items() if chosen.get(w) == i
-                      for p, d in pairs if p == i and t in d.slots) for t in range(slot_count)]
+        active = [sum(g for w, pairs in demands.items() if chosen.get(w) == i
+                      for p, d in pairs if p == i for g, slots in d.pieces() if t in slots)
+                  for t in range(slot_count)]
         bound = max((math.ceil(a / spec.gpus_per_server) for a in active), default=0)
         pools.append(PoolPlacement(spec.name, spec.server, len(servers), spec.gpus_per_server, int(bound),
                                    spec.fixed, spec.limit))

@@ -77,7 +77,7 @@ class StoragePlan:
     outstanding_ios: float  # IOs the blend keeps in flight (Little's law at latency_mean_seconds; inf: unstable)
 
 
-def _blend_workloads(training, inference, dataprep):
+def _blend_workloads(training, inference, dataprep, scale_ups=None):
     out = []
     for t in training:
         out.append(training_reads(t.name, t.read_bytes_per_s, io_bytes=t.read_io_bytes,
@@ -87,7 +87,9 @@ def _blend_workloads(training, inference, dataprep):
             out.append(checkpoint_bursts(f"{t.name} checkpoints", c.checkpoint_bytes, c.write_seconds,
                                          c.interval_seconds))
     for i in inference:
-        if i.model_loads_per_hour > 0:
+        if scale_ups and i.name in scale_ups:  # an autoscaled service reads its weights at each scale-up
+            out.append(scale_ups[i.name])
+        elif i.model_loads_per_hour > 0:
             period = HOUR / i.model_loads_per_hour
             out.append(inference_model_loading(f"{i.name} model loading", i.weights_bytes, i.replicas,
                                                min(C.MODEL_LOAD_SECONDS, period), period))
@@ -120,9 +122,12 @@ def _knee_iops(station) -> float:
 
 def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferencePlan, ...],
                  dataprep: tuple[DataPrepPlan, ...], ctx: C.HardwareContext, policies, servers: int,
-                 nics: Nics) -> StoragePlan:
-    """Blend every workload on the scenario's storage and size it by the record's scope."""
-    b = blend(_blend_workloads(training, inference, dataprep))
+                 nics: Nics, scale_ups: dict | None = None) -> StoragePlan:
+    """Blend every workload on the scenario's storage and size it by the record's scope.
+
+    ``scale_ups`` maps an autoscaled service to the storage workload of its scale-ups (its weights
+    read by each new replica), which replaces its hourly model reload."""
+    b = blend(_blend_workloads(training, inference, dataprep, scale_ups))
     cap = _capacity(training, inference, dataprep, policies)
     ops = b.read_iops + b.write_iops
     mean_io = (b.read_bytes_per_s + b.write_bytes_per_s) / ops if ops else C.READ_IO_BYTES

@@ -60,6 +60,18 @@ def _in_window(segment: tuple[float, float], hours) -> bool:
     return start <= mid < end if start < end else (mid >= start or mid < end)
 
 
+def _profile_hours(w) -> list[float]:
+    """Hours of the day at which a service's load profile changes from one hour to the next (its replicas
+    may change there, so the day is cut at them)."""
+    spec = getattr(getattr(w, "fleet", None), "load_profile", None)
+    if spec is None:
+        return []
+    starts, values = spec.start_hours(), spec.values()
+    hourly = [max([v for h, v in zip(starts, values) if hour <= h < hour + 1]
+                  + [v for h, v in zip(starts, values) if h <= hour][-1:]) for hour in range(24)]
+    return [float(h) for h in range(24) if hourly[h] != hourly[h - 1]]
+
+
 def window_share(hours) -> float:
     """Share of the day a window covers (1 for all day)."""
     if hours is None:
@@ -71,7 +83,8 @@ def active_slots(scenario) -> Slots:
     """Slot indices each GPU workload of ``scenario`` is active in."""
     phases = tuple(p.name for p in scenario.phases) or ("always",)
     timed = [w for w in scenario.workloads if hasattr(w, "when")]
-    segments = _segments([w.when.hours for w in timed if w.when.hours is not None])
+    segments = _segments([w.when.hours for w in timed if w.when.hours is not None]
+                         + [(h, h) for w in timed for h in _profile_hours(w)])
     active = {}
     for w in timed:
         slots = set()

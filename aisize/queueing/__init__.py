@@ -30,7 +30,9 @@ from aisize.queueing.jobs import (JobQueue, MultiGpuSimulation, job_queue, simul
                                   simulate_multi_gpu, slots_for_target, wait_curve)
 from aisize.queueing.little import little, outstanding_ios
 from aisize.queueing.multiclass import JobClass, MultiClassResult, multiclass
+from aisize.queueing.priority import PriorityClass, PriorityResult, priority_queue
 from aisize.queueing.simulate import SimulationResult, simulate
+from aisize.queueing.simulate_priority import PrioritySimulation, simulate_priority
 from aisize.queueing.sizing import SizingResult, servers_for_target
 
 __all__ = ["mgc_wait", 
@@ -40,4 +42,5 @@ __all__ = ["mgc_wait",
     "knee_concurrency", "knee_load", "latency_vs_concurrency", "latency_vs_load", "little",
     "md1", "mg1", "mm1", "mmc", "multiclass", "outstanding_ios", "response_quantile",
     "response_tail", "servers_for_target", "simulate", "storage_station", "wait_quantile",
+    "PriorityClass", "PriorityResult", "priority_queue", "PrioritySimulation", "simulate_priority",
 ]

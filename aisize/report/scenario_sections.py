@@ -127,6 +127,8 @@ POLICY_TEXT: dict[str, tuple[str, str, str]] = {
     "checkpoint_bytes_per_param": ("Checkpoint size per parameter", "B",
                                    "bf16 weights + fp32 master, momentum and variance."),
     "node_mtbf_hours": ("Node MTBF", "h", "Per server; the cluster's MTBF is this ÷ servers."),
+    "failure_rates": ("Failure rates", "", "node-mtbf, or a published fleet's interruptions per GPU-hour and "
+                      "per server-hour (data/failure_rates.csv)."),
     "restart_minutes": ("Restart time", "min", "Restart after a failure, before the checkpoint is read."),
     "memory_headroom": ("GPU memory headroom", "%", "Kept free for framework, fragmentation, CUDA context."),
     "host_ram_ratio": ("Host RAM / GPU memory", "×", "Host RAM per server ÷ its total GPU memory."),

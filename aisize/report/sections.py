@@ -19,6 +19,7 @@ from aisize.report.accuracy import accuracy
 from aisize.report.cluster_sections import cost, jobqueue, placement
 from aisize.report.compare import compare
 from aisize.report.context import ReportContext, as_context
+from aisize.report.fleet_sections import fleet
 from aisize.report.infra_sections import network, storage
 from aisize.report.markup import Html, esc, figure, number, table
 from aisize.report.plan_sections import bom, executive
@@ -53,6 +54,7 @@ SECTIONS: dict[str, tuple[str, Callable[[ReportContext], Html], Callable[[Report
     "inference": ("Inference", inference, lambda c: bool(c.plan.inference)),
     "placement": ("Placement and timeline", placement, _always),
     "jobqueue": ("Job queue", jobqueue, lambda c: bool(c.plan.job_streams)),
+    "fleet": ("Fleet over the day", fleet, lambda c: c.plan.fleet is not None),
     "storage": ("Data path and storage", storage, _always),
     "network": ("Network", network, _always),
     "queueing": ("Queueing and latency", queueing, _always),

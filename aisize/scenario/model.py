@@ -347,6 +347,7 @@ class Inference(_Strict):
     model_loads_per_hour: Annotated[float, Field(ge=0, le=3600, allow_inf_nan=False)] = 1.0  # 0 (never), or >= 0.001
     pool: Name | None = None  # a pool name (aisize.plan.placement); None: placed by the planner
     when: When = When()
+    fleet: ServiceFleet | None = None  # the service through the day (aisize.scenario.fleet)
 
     _model = field_validator("model")(
         lambda v: _in_table(catalog.transformers, "model", v) if isinstance(v, str) else v)
@@ -436,6 +437,18 @@ class Policies(_Strict):
     host_ram_ratio: Annotated[float, Field(ge=0, le=16)] = 1.0
     # usable / raw after data protection
     storage_usable_ratio: Annotated[float, Field(ge=0.05, le=1, allow_inf_nan=False)] = 0.8
+    # training interruptions: node_mtbf_hours per server, or a published fleet's rates (data/failure_rates.csv)
+    failure_rates: Annotated[str, Field(max_length=80)] = "node-mtbf"
+
+    @field_validator("failure_rates")
+    @classmethod
+    def _failure_source(cls, value):
+        from aisize.fleet.failures import sources
+
+        if value != "node-mtbf" and value not in sources():
+            raise ValueError(f"failure_rates {_short(value)} is not allowed: node-mtbf or one of "
+                             f"{', '.join(sources())}")
+        return value
 
 
 class Scenario(_Strict):
@@ -449,6 +462,7 @@ class Scenario(_Strict):
     workloads: Annotated[list[Workload], Field(min_length=1, max_length=200)]
     pools: Annotated[list[Pool], Field(max_length=50)] = []  # none: one pool of hardware.server
     phases: Annotated[list[Phase], Field(max_length=50)] = []
+    site: Site | None = None  # the site's power budget (aisize.scenario.fleet)
     cost: Cost = Cost()
 
     @model_validator(mode="after")
@@ -505,3 +519,10 @@ def _in_model_tables(value):
         known = catalog.transformers.ids() + catalog.other_models.ids()
         raise ValueError(f"model {_short(value)} is not in the catalog; allowed: {', '.join(known)}")
     return value
+
+
+# the fleet fields build on this module's base types; resolve the forward references once they exist
+from aisize.scenario.fleet import ServiceFleet, Site  # noqa: E402
+
+Inference.model_rebuild()
+Scenario.model_rebuild()
