@@ -130,7 +130,7 @@ def heterogeneous(model, *, prefill_servers, decode_servers, requests_per_s, inp
     tpot_t = checks.positive("tpot_target_s", tpot_target_s)
     i, o = int(checks.integer("input_tokens", input_tokens)), int(checks.integer("output_tokens", output_tokens))
     kv_request = float(models.kv_bytes_per_token(arch, kv_precision)) * i
-    eff = serving.TRTLLM_1_0.link_efficiency
+    eff = serving.CALIBRATION.link_efficiency
     suffix = "_p95_s" if statistic == "p95" else "_s"
     rows = []
     for ps in prefill_servers:

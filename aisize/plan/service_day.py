@@ -147,7 +147,7 @@ def _lora(w, i, ctx, cap_est) -> LoraServing | None:
                         batch=max(cap_est.max_concurrency, 1.0), iteration_seconds=cap_est.tpot_s,
                         tensor_parallel=i.tensor_parallel * i.pipeline_parallel, pcie_bytes_per_s=pcie,
                         storage_bytes_per_s=_storage_read(ctx, i.gpus_per_replica),
-                        memory_efficiency=serving.TRTLLM_1_0.memory_efficiency)
+                        memory_efficiency=serving.CALIBRATION.value("memory_efficiency", serving.hardware.generation(ctx.accelerator)))
 
 
 def _storage_read(ctx: C.HardwareContext, gpus: int) -> float:

@@ -356,6 +356,9 @@ class Inference(_Strict):
     def _one_load(self):
         if (self.requests_per_s is None) == (self.concurrency is None):
             raise ValueError("give exactly one of requests_per_s (a request rate) and concurrency (users in flight)")
+        if self.requests_per_s is None and getattr(self, "fleet", None) is not None:
+            raise ValueError("fleet needs requests_per_s: a day's load profile scales a request rate, not users "
+                             "in flight")
         return self
 
     @field_validator("model_loads_per_hour")

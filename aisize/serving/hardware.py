@@ -75,8 +75,9 @@ def _peak(acc, dtype):
     return getattr(acc, f"{dtype}_flops_per_s", None)
 
 
-def generation(accelerator_id: str) -> str | None:
-    """The calibrated hardware generation of a catalog accelerator id, or None."""
+def generation(accelerator_id) -> str | None:
+    """The calibrated hardware generation of a catalog accelerator (id or record), or None."""
+    accelerator_id = getattr(accelerator_id, "id", accelerator_id)
     keys = sorted((k for k in GENERATIONS if accelerator_id.startswith(k)), key=len, reverse=True)
     return GENERATIONS[keys[0]] if keys else None
 
