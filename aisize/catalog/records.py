@@ -38,6 +38,9 @@ class Accelerator:
     tdp_watts: float
     source: str
     note: str | None
+    # Added for training at scale; empty means not published (the estimate then leaves the term out).
+    host_link_bidirectional_bytes_per_s: float | None = None  # GPU-host link other than PCIe (NVLink-C2C)
+    sfu_exp_per_s: float | None = None  # exponentials/s of the special-function units (softmax in attention)
 
 
 @dataclass(frozen=True)

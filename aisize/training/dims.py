@@ -62,6 +62,24 @@ class ModelDims:
     window: int | None = None  # tokens a windowed layer attends to (sliding or chunked)
     window_layers: int = 0
     window_kind: str = "sliding"
+    dense_ffn_width: float = 0.0  # MLP width outside the routed experts, averaged over layers (dense + shared)
+    shared_ffn_share: float = 0.0  # share of dense_ffn_width that is shared experts (what ``shared_experts`` recomputes)
+    expert_ffn: int = 0  # inner width of one routed expert
+    expert_params: float = 0.0  # parameters of one routed expert
+    mla_up_params: float = 0.0  # MLA up-projections of one layer (q_b, kv_b): what ``mla_up_proj`` recomputes
+    mla_latent_width: int = 0  # MLA latents one token keeps (q_lora + kv_lora + rope dims)
+    attention_layers: int = 0  # layers with attention (all but the Mamba-2 layers of a hybrid)
+    muon_flops_per_param: float = 0.0  # Muon's Newton-Schulz FLOPs per parameter of the layers' matrices
+
+    @property
+    def routed_gemm_params(self) -> float:
+        """Routed-expert weights a token passes through, averaged over layers (k x one expert) [count]."""
+        return self.moe_layers / self.layers * self.experts_per_token * self.expert_params if self.moe_layers else 0.0
+
+    @property
+    def dense_gemm_params(self) -> float:
+        """GEMM weights a token passes through outside the routed experts, one layer on average [count]."""
+        return self.layer_gemm_params - self.routed_gemm_params
 
     @property
     def model_layer_params(self) -> float:
@@ -117,6 +135,15 @@ def model_dims(model) -> ModelDims:
     else:
         ffn = float(m.ffn_hidden)
     head = pc.head if not m.tied_embeddings else m.vocab * h
+    shared = (m.shared_ffn_hidden or 0) if moe else 0
+    dense_ffn = ((L - moe_layers) * m.ffn_hidden + moe_layers * shared) / L if moe else float(m.ffn_hidden)
+    mla_up = mla_latent = 0
+    if m.attention == "mla":
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        mla_up = m.kv_lora_rank * m.heads * (m.qk_nope_head_dim + m.v_head_dim) + (
+            m.q_lora_rank * m.heads * qk if m.q_lora_rank else 0)
+        mla_latent = (m.q_lora_rank or 0) + m.kv_lora_rank + m.qk_rope_head_dim
+    muon = _muon_flops_per_param(m, q_width, k_width, v_width, dense_ffn)
     return ModelDims(
         layers=L, hidden=h, heads=m.heads, kv_heads=m.kv_heads, q_width=q_width, k_width=k_width,
         v_width=v_width, attention_dim=models.attention_dim(m), ffn_width=float(ffn),
@@ -125,4 +152,31 @@ def model_dims(model) -> ModelDims:
         embed_params=float(pc.embedding), head_params=float(head), vocab=m.vocab, experts=m.experts,
         experts_per_token=m.experts_per_token, moe_layers=moe_layers, total_params=float(pc.total),
         active_params=float(pc.active), norm=m.norm, rope=m.position == "rope",
-        window=m.sliding_window, window_layers=m.sliding_layers, window_kind=m.window_kind)
+        window=m.sliding_window, window_layers=m.sliding_layers, window_kind=m.window_kind,
+        dense_ffn_width=float(dense_ffn), shared_ffn_share=moe_layers * shared / (L * dense_ffn) if dense_ffn else 0.0,
+        expert_ffn=int(m.moe_ffn_hidden or 0) if moe else 0,
+        expert_params=float(pc.routed_expert), mla_up_params=float(mla_up), mla_latent_width=int(mla_latent),
+        attention_layers=L, muon_flops_per_param=muon)
+
+
+# Muon orthogonalizes each weight update with 5 Newton-Schulz iterations X <- aX + (bA + cA²)X,
+# A = X Xᵀ: 4m²n + 2m³ FLOPs per iteration for an m x n matrix (m <= n).
+MUON_NS_STEPS = 5
+
+
+def _muon_flops_per_param(m, q_width, k_width, v_width, dense_ffn) -> float:
+    """Newton-Schulz FLOPs per parameter, averaged over one layer's matrices (Muon).
+
+    References
+    ----------
+    .. [1] Jordan et al. 2024, "Muon: An optimizer for hidden layers" (5 Newton-Schulz steps);
+       Liu et al. 2025, arXiv:2502.16982, sec. 2 and 3 (distributed Muon, under 1 % overhead).
+    """
+    h = m.hidden
+    shapes = [(h, q_width), (h, k_width), (h, v_width), (q_width, h)]
+    if dense_ffn:
+        shapes += [(h, dense_ffn)] * (3 if m.ffn_type == "swiglu" else 2)
+    if m.experts > 1:
+        shapes += [(h, m.moe_ffn_hidden)] * ((3 if m.ffn_type == "swiglu" else 2) * m.experts)
+    work = sum(MUON_NS_STEPS * (4.0 * min(a, b) ** 2 * max(a, b) + 2.0 * min(a, b) ** 3) for a, b in shapes)
+    return work / sum(a * b for a, b in shapes)

@@ -57,10 +57,17 @@ GEMM_EFFICIENCY = {
     ("hopper", "16"): 0.565, ("hopper", "8"): 0.60,
     ("blackwell", "16"): 0.565, ("blackwell", "8"): 0.60, ("blackwell", "4"): 0.60,
 }
-# FlashAttention forward+backward share of the 16-bit peak, long sequences. Fitted on
-# the torchtitan rows (PyTorch SDPA's FlashAttention-2 kernels on A100 and H100);
-# FlashAttention-2's own figures are 50-73 % on A100 and 35 % on H100 [2][3].
-ATTENTION_EFFICIENCY = {"volta": 0.48, "ampere": 0.48, "hopper": 0.215, "blackwell": 0.215}
+# Attention kernels' share of the 16-bit peak on their matmuls, long sequences, by generation and
+# kernel family: "fa2" (FlashAttention-2's algorithm: PyTorch SDPA's flash backend, which
+# torchtitan's runs use; fitted on the torchtitan rows; FlashAttention-2's own figures are
+# 50-73 % on A100 and 35 % on H100 [2][3]) and "fa3" (asynchronous, warp-specialized kernels:
+# FlashAttention-3 / cuDNN fused attention as Transformer Engine runs them in Megatron-Core on
+# Hopper, cuDNN on Blackwell; fitted on the Megatron-Core rows). The softmax exponentials are
+# timed separately on the special-function units (:func:`attention_seconds`), so one "fa3"
+# value serves Hopper, Blackwell and Blackwell Ultra: their differences are the catalog's peaks
+# and exponential rates.
+ATTENTION_EFFICIENCY = {("volta", "fa2"): 0.48, ("ampere", "fa2"): 0.48, ("hopper", "fa2"): 0.215,
+                        ("hopper", "fa3"): 0.45, ("blackwell", "fa3"): 0.45}
 # FlashAttention-2 tiles queries in blocks of 128 rows (head dim 128); with a causal
 # mask the diagonal tiles are half wasted: useful share s / (s + 128) [2].
 FLASH_TILE_TOKENS = 128.0
@@ -82,7 +89,9 @@ ATTENTION_BACKWARD_RATIO = 2.5
 CONSTANT_SOURCES = {
     "GEMM_EFFICIENCY": "fitted on reference/training_torchtitan.csv (Ampere, Hopper); Volta = Ampere, "
                        "Blackwell = Hopper assumed",
-    "ATTENTION_EFFICIENCY": "fitted on reference/training_torchtitan.csv; FlashAttention-2/3 papers for scale",
+    "ATTENTION_EFFICIENCY": "fa2: fitted on reference/training_torchtitan.csv; fa3: fitted on "
+                            "reference/training_megatron.csv (benchmarks/fit_training.py); FlashAttention-2/3 "
+                            "papers for scale",
     "FLASH_TILE_TOKENS": "FlashAttention-2 block size (arXiv:2307.08691)",
     "HBM_EFFICIENCY": "fitted on reference/training_torchtitan.csv",
     "STEP_TIME_CV": "fitted on reference/training_torchtitan.csv (8 vs 128 GPUs)",
@@ -128,14 +137,51 @@ def gemm_seconds(tokens, n_in, n_out, peak_flops_per_s, efficiency, hbm_bytes_pe
     return np.maximum(flops / (peak_flops_per_s * efficiency), moved / (hbm_bytes_per_s * HBM_EFFICIENCY))
 
 
-def attention_efficiency(gen: str, seq_len):
+def attention_kernel(gen: str, framework: str) -> str:
+    """The attention kernel family a framework runs on a generation: "fa2" or "fa3".
+
+    Megatron-Core (Transformer Engine) runs cuDNN fused attention, warp-specialized from Hopper
+    on; PyTorch SDPA (torchtitan, framework "fsdp") ran FlashAttention-2 on Hopper in the
+    reference runs and selects cuDNN attention on Blackwell. Volta and Ampere have no
+    warp-specialized kernels.
+    """
+    if gen in ("volta", "ampere"):
+        return "fa2"
+    if gen == "hopper" and framework != "megatron":
+        return "fa2"
+    return "fa3"
+
+
+def attention_efficiency(gen: str, seq_len, kernel: str = "fa2"):
     """FlashAttention share of the 16-bit peak at a (causal) sequence length [ratio].
 
     References
     ----------
     .. [2] Dao 2023, arXiv:2307.08691; [3] Shah et al. 2024, arXiv:2407.08608.
     """
-    return ATTENTION_EFFICIENCY[gen] * seq_len / (seq_len + FLASH_TILE_TOKENS)
+    return ATTENTION_EFFICIENCY[(gen, kernel)] * seq_len / (seq_len + FLASH_TILE_TOKENS)
+
+
+def attention_seconds(flops, exponentials, gen: str, kernel: str, chunk, peak_flops_per_s, exp_per_s):
+    """Attention time [s]: matmul FLOPs at the 16-bit peak plus the softmax exponentials on the
+    special-function units, both at the kernel's efficiency.
+
+    Per attention score a FlashAttention forward runs 4·d matmul FLOPs (QK^T and PV) and one
+    exponential; its backward 10·d FLOPs and one exponential (P is recomputed). Within a tile the
+    second matmul waits for the softmax (NVIDIA, "Making Softmax More Efficient with NVIDIA
+    Blackwell Ultra": the tensor cores idle while MUFU.EX2 normalizes the scores), so the two
+    add. On H100 an exponential costs as much as 254 matmul FLOPs (989 TFLOP/s vs 3.9 T exp/s
+    [3]); Blackwell doubles the matmul rate, not the exponential rate, and Blackwell Ultra doubles
+    the exponential rate: the catalog's ``sfu_exp_per_s`` carries it (None: no term).
+
+    References
+    ----------
+    .. [2] Dao 2023, arXiv:2307.08691; [3] Shah et al. 2024, arXiv:2407.08608, sec. 1 and 3.
+    """
+    t = flops / peak_flops_per_s
+    if exp_per_s:
+        t = t + exponentials / exp_per_s
+    return t / attention_efficiency(gen, chunk, kernel)
 
 
 def memory_seconds(moved_bytes, hbm_bytes_per_s):
@@ -160,8 +206,8 @@ def efficiency_constants() -> list[dict]:
     for (gen, bits), v in GEMM_EFFICIENCY.items():
         rows.append({"name": f"GEMM_EFFICIENCY[{gen}, {bits}-bit]", "value": v,
                      "source": CONSTANT_SOURCES["GEMM_EFFICIENCY"]})
-    for gen, v in ATTENTION_EFFICIENCY.items():
-        rows.append({"name": f"ATTENTION_EFFICIENCY[{gen}]", "value": v,
+    for (gen, kernel), v in ATTENTION_EFFICIENCY.items():
+        rows.append({"name": f"ATTENTION_EFFICIENCY[{gen}, {kernel}]", "value": v,
                      "source": CONSTANT_SOURCES["ATTENTION_EFFICIENCY"]})
     for name in ("FLASH_TILE_TOKENS", "HBM_EFFICIENCY", "STEP_TIME_CV", "BACKWARD_BYTES_RATIO",
                  "ATTENTION_BACKWARD_RATIO"):

@@ -29,7 +29,7 @@ import numpy as np
 from aisize import checks
 from aisize.memory.states import FRAMEWORK_STAGES
 from aisize.training.dims import resolve
-from aisize.training.evaluate import evaluate
+from aisize.training.evaluate import Options, evaluate
 from aisize.training.memory import TrainingMemory
 from aisize.training.schedules import SCHEDULE_CODES, SCHEDULES
 from aisize.training.setup import accelerator_record, default_links, engine
@@ -157,12 +157,13 @@ def evaluate_grid(model, grid: Grid, eng, *, framework: str, compiled: bool, asy
                   lora_rank=None, frozen_dtype_bytes=0.0, memory="peak") -> tuple[TrainingMemory, StepTime]:
     """Peak memory per GPU (or, ``memory="breakdown"``, its line items) and step time of every layout
     of ``grid`` (broadcast arrays; invalid points are garbage)."""
-    return evaluate(model, eng, framework=framework, compiled=compiled, seq_len=grid.seq_len,
-                    micro_batch=grid.micro_batch, microbatches=np.maximum(grid.microbatches, 1), accumulation=1,
-                    tp=grid.tp, pp=grid.pp, cp=grid.cp, dp=np.maximum(grid.dp, 1), ep=grid.ep,
-                    virtual_stages=grid.virtual_stages, schedule_code=grid.schedule, code=grid.recompute,
-                    sp=grid.tp > 1, stage=grid.zero_stage, async_tp=async_tp, cp_method=cp_method,
-                    lora_rank=lora_rank, frozen_dtype_bytes=frozen_dtype_bytes, memory=memory)
+    opt = Options(framework=framework, compiled=compiled, async_tp=async_tp, cp_method=cp_method,
+                  lora_rank=lora_rank, frozen_dtype_bytes=frozen_dtype_bytes)
+    return evaluate(model, eng, opt, seq_len=grid.seq_len, micro_batch=grid.micro_batch,
+                    microbatches=np.maximum(grid.microbatches, 1), accumulation=1, tp=grid.tp, pp=grid.pp,
+                    cp=grid.cp, dp=np.maximum(grid.dp, 1), ep=grid.ep, virtual_stages=grid.virtual_stages,
+                    schedule_code=grid.schedule, code=grid.recompute, sp=grid.tp > 1, stage=grid.zero_stage,
+                    etp=grid.tp, memory=memory)
 
 
 def _pick(a, multi, size):

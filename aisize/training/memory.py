@@ -30,7 +30,7 @@ fitted on the torchtitan peaks (reserved memory) for eager and compiled code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -75,7 +75,7 @@ class TrainingMemory:
     communication_buffers_bytes: float  # NCCL communicators
     cuda_context_bytes: float
     fragmentation_bytes: float
-    host_bytes: float  # offloaded states per GPU, in host RAM (not in total_bytes)
+    host_bytes: float  # offloaded states and activations per GPU, in host RAM (not in total_bytes)
 
     def __post_init__(self):
         tidy(self)
@@ -119,30 +119,38 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
                      in_flight, interleave, virtual_stages=1, consts: ActivationConstants, act_scale, dropout,
                      unit, framework, weight_bytes, gather_bytes=None, compiled=False, sac_sbh=None,
                      kv_width=0.0, trainable_share=1.0, frozen_dtype_bytes=0.0, offload_optimizer=False,
-                     offload_params=False) -> tuple[TrainingMemory, TrainingMemory]:
+                     offload_params=False, etp=1, full_share=1.0, saved_rep_sbh=0.0, saved_par_sbh=0.0,
+                     moe_copy_sbh=0.0, offload_layers=0) -> tuple[TrainingMemory, TrainingMemory]:
     """(first stage, last stage) breakdowns: the vectorized core, inputs unchecked (the public functions
     check them). With one stage both are the same.
 
     ``seq_len`` is the sequence share of one GPU (s / cp); ``dp`` the data-parallel
-    degree (states shard over dp x cp); ``layers_first`` / ``layers_last`` the layers of
-    the first and last stage; ``sac_sbh`` :func:`sac_saved_sbh` (framework fsdp).
+    degree (dense states shard over dp x cp; routed experts, split over ep x ``etp``, over
+    tp x cp x dp / (ep x etp): MoE parallel folding); ``layers_first`` / ``layers_last`` the
+    layers of the first and last stage; ``sac_sbh`` :func:`sac_saved_sbh` (framework fsdp);
+    ``full_share`` the share of layers full recompute re-runs (the others keep everything);
+    ``saved_rep_sbh`` / ``saved_par_sbh`` what Megatron's recompute modules do not keep
+    (replicated / TP-split, per s·b·h); ``moe_copy_sbh`` the routed token copies MoE layers
+    keep (the experts' inputs and outputs, k·h each, averaged over layers, TP-split);
+    ``offload_layers`` layers per stage whose activations wait in host memory.
     """
     fsdp = framework == "fsdp"
     gather = weight_bytes if gather_bytes is None else gather_bytes
     single = pp == 1
     first_params = layers_first * layer_params / tp + (embed_params + single * output_params) / tp
     last_params = layers_last * layer_params / tp + (single * embed_params + output_params) / tp
-    experts = layers_first * expert_params / (tp * ep)
+    experts = layers_first * expert_params / (etp * ep)
 
     sbh = seq_len * micro_batch * hidden
-    none = layer_bytes_core(consts, seq_len, micro_batch, hidden, heads, tp, sp, 0)
+    none = layer_bytes_core(consts, seq_len, micro_batch, hidden, heads, tp, sp, 0) + moe_copy_sbh * sbh / tp
     if fsdp:  # DTensor TP linear layers save their all-gathered inputs (QKV and MLP: 2 + 2 per element)
         none = none + np.where(tp > 1, 4.0 * sbh * (1.0 - 1.0 / tp), 0.0)
         sel = (sac_sbh * sbh + 4.0 * heads * seq_len * micro_batch) / tp
     else:
-        sel = layer_bytes_core(consts, seq_len, micro_batch, hidden, heads, tp, sp, 1)
+        sel = (layer_bytes_core(consts, seq_len, micro_batch, hidden, heads, tp, sp, 1) + moe_copy_sbh * sbh / tp
+               - sbh * (saved_rep_sbh / np.where(sp, tp, 1) + saved_par_sbh / tp))
     full = layer_bytes_core(consts, seq_len, micro_batch, hidden, heads, tp, sp, 2)
-    stored = np.where(code == 2, full, np.where(code == 1, sel, none))
+    stored = np.where(code == 2, full_share * full + (1.0 - full_share) * none, np.where(code == 1, sel, none))
     workspace = (none - stored) + none  # recomputed tensors + gradients of one layer in backward
     layer_act = stored * act_scale
     first_edge, last_edge = edge_bytes_core(consts, seq_len, micro_batch, hidden, vocab, tp, sp, dropout, in_flight)
@@ -156,8 +164,8 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
               frozen_bytes=frozen_dtype_bytes, offload_optimizer=offload_optimizer, offload_params=offload_params)
     shard = dp * cp
     dense_f = state_factors(shard, **kw)
-    moe = states_of(experts, state_factors(np.maximum(shard / ep, 1.0), **kw))
-    layer_local = (layer_params + expert_params / ep) / tp
+    moe = states_of(experts, state_factors(np.maximum(shard * tp / (ep * etp), 1.0), **kw))
+    layer_local = layer_params / tp + expert_params / (ep * etp)
     common = workspace * act_scale + np.where(sp & (tp > 1), 2.0 * sbh, 0.0)
     common = common + 2.0 * kv_width / tp * seq_len * micro_batch * (cp - 1)
     common = common + np.where(pp > 1, 2.0 * 2.0 * sbh / tp * in_flight, 0.0)
@@ -178,8 +186,14 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
             dense.optimizer_moments_bytes + moe.optimizer_moments_bytes, act, loss_bytes, temp, comms,
             CUDA_CONTEXT_BYTES, share * (act + loss_bytes + temp), dense.host_bytes + moe.host_bytes)
 
-    first = one(first_params, layer_act * layers_first * in_flight * interleave + first_edge, single * loss)
-    last = one(last_params, layer_act * layers_last + last_edge, loss)
+    # offloaded layers' activations wait in host memory; one layer's come back ahead of its backward
+    kept = np.maximum(layers_first - offload_layers, 0)
+    offloaded = layer_act * (layers_first - kept) * in_flight * interleave
+    buffer = np.where(offload_layers > 0, layer_act, 0.0)
+    first = one(first_params, layer_act * kept * in_flight * interleave + buffer + first_edge, single * loss)
+    last = one(last_params, layer_act * np.maximum(layers_last - offload_layers, 0) + buffer + last_edge, loss)
+    first = replace(first, host_bytes=first.host_bytes + offloaded)
+    last = replace(last, host_bytes=last.host_bytes + layer_act * np.minimum(offload_layers, layers_last))
     return first, last
 
 

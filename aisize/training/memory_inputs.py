@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from aisize import checks
-from aisize.memory.activations import NORM_IMPLS, activation_constants
+from aisize.memory.activations import FFN_SAVED_TENSORS, NORM_IMPLS, ActivationConstants, activation_constants
 from aisize.memory.states import lora_adapter_params
 from aisize.training.dims import model_dims, param_count, resolve
 from aisize.training.memory import TrainingMemory, sac_saved_sbh, training_memory
@@ -68,7 +68,57 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
     return dict(layer_params=layer, expert_params=d.layer_expert_params, embed_params=pc.embedding,
                 output_params=output, layers=L, hidden=h, heads=m.heads, vocab=m.vocab, constants=consts,
                 dropout=dropout, trainable_share=share, kv_width=float(d.k_width + d.v_width),
-                sac_sbh=sac_saved_sbh(h, d.q_width, d.k_width, d.v_width, d.ffn_width, d.ffn_gated))
+                sac_sbh=sac_saved_sbh(h, d.q_width, d.k_width, d.v_width, d.ffn_width, d.ffn_gated),
+                moe_copy_sbh=moe_copy_sbh(m))
+
+
+def moe_copy_sbh(model) -> float:
+    """Bytes per token per layer (in units of h) MoE layers keep beyond the experts' inner tensors,
+    averaged over layers: the k routed copies of each token the experts' first GEMM saves (2k) and
+    the k expert outputs the probability-weighted unpermute saves for the router's gradient (2k).
+
+    References
+    ----------
+    .. [1] NVIDIA Megatron-LM ``megatron/core/transformer/moe/moe_utils.py`` (``permute``, ``unpermute``
+       with ``probs``), ``experts.py`` (``TEGroupedMLP``).
+    """
+    d = model_dims(model)
+    return 4.0 * d.experts_per_token * d.moe_layers / d.layers if d.moe_layers else 0.0
+
+
+def recompute_saved_sbh(model, modules, consts: ActivationConstants) -> tuple[float, float]:
+    """(replicated, TP-split) bytes per token per layer, in units of h, that Megatron's recompute modules
+    do not keep (:mod:`aisize.training.recompute`), averaged over layers.
+
+    ``layernorm``: the two norm outputs (the QKV and MLP inputs), 2 + 2; ``moe_act``: the experts'
+    activation output, 2·k·f_e/h; ``mla_up_proj``: MLA's Q, K and V (2q + 4kv of
+    :func:`aisize.memory.activations.activation_constants`) less the latents kept instead;
+    ``mlp`` / ``shared_experts`` / ``moe``: the inputs and inner tensors of those blocks.
+    """
+    if not modules:
+        return 0.0, 0.0
+    m = resolve(model)
+    d = model_dims(m)
+    h, L = d.hidden, d.layers
+    moe = d.moe_layers / L
+    saved = 2.0 * FFN_SAVED_TENSORS[m.ffn_type]
+    rep = par = 0.0
+    if "layernorm" in modules:
+        rep += 4.0
+    if "moe_act" in modules:
+        par += moe * 2.0 * d.experts_per_token * d.expert_ffn / h
+    if "mla_up_proj" in modules and m.attention == "mla":
+        par += 2.0 * d.q_width / h + 2.0 * (d.k_width + d.v_width) / h - 2.0 * d.mla_latent_width / h
+    dense_width = d.dense_ffn_width * (1.0 - d.shared_ffn_share)
+    if "mlp" in modules:
+        rep += 2.0 * (1.0 - moe)
+        par += saved * dense_width / h
+    if "shared_experts" in modules:
+        par += saved * d.dense_ffn_width * d.shared_ffn_share / h
+    if "moe" in modules:
+        rep += 2.0 * moe
+        par += moe * saved * d.experts_per_token * d.expert_ffn / h + moe_copy_sbh(m)
+    return rep, par
 
 
 def transformer_training_memory(model, *, seq_len, micro_batch, pp=1, dropout=False, flash_attention=True,
