@@ -94,7 +94,8 @@ class ActivationConstants:
 def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool = True,
                          q_ratio=1.0, kv_ratio=1.0, flash_attention: bool = False,
                          norm_impl: str = "fused", softmax_fp32: bool = False,
-                         heads_per_kv=1.0) -> ActivationConstants:
+                         heads_per_kv=1.0, fused_activation: bool = False,
+                         low_precision_inputs: bool = False) -> ActivationConstants:
     """The constants of the per-layer activation formula for an architecture and implementation.
 
     Parameters
@@ -113,6 +114,12 @@ def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool
         ignored with flash_attention
     heads_per_kv : a / k_v, query heads per K/V head (1 for MHA and MLA). Without
         flash_attention, K and V are saved expanded to all heads [3]: 4·kv·a/k_v sbh
+    fused_activation : a fused gated activation (Megatron's ``bias_swiglu_impl``) keeps the first
+        GEMM's output (gate and up) and its product, 3 inner tensors instead of eager's 4 [4]
+    low_precision_inputs : Transformer Engine with an fp8 recipe keeps the inputs of the QKV and
+        first MLP GEMMs and of the second MLP GEMM quantized (1 B) for the weight gradient; the
+        attention output feeds the projection as an extra 1-byte copy (FlashAttention keeps its
+        16-bit output for its own backward) [4]
 
     Returns
     -------
@@ -124,6 +131,9 @@ def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool
     .. [2] Shazeer 2020, "GLU Variants Improve Transformer", arXiv:2002.05202 (SwiGLU).
     .. [3] Hugging Face transformers 5.x, models/llama/modeling_llama.py: ``LlamaRMSNorm.forward``,
        ``eager_attention_forward`` (softmax(dtype=torch.float32).to(query.dtype)), ``repeat_kv``.
+    .. [4] NVIDIA Megatron-LM ``megatron/core/fusions/fused_bias_swiglu.py`` (saves the input,
+       returns the product); Transformer Engine ``LayerNormLinear`` / ``Linear`` (fp8: the
+       quantized input is saved for the weight-gradient GEMM).
     """
     checks.choice("ffn_type", ffn_type, FFN_TYPES)
     checks.choice("norm_impl", norm_impl, NORM_IMPLS)
@@ -133,9 +143,16 @@ def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool
     g = checks.number("heads_per_kv", heads_per_kv, low=1.0)
     d = 1.0 if dropout else 0.0
     norm_sbh, norm_sb = NORM_SAVED_BYTES[norm_impl]
-    replicated = 2.0 * norm_sbh + 2.0 + 2.0 + 2.0 * d
+    gemm_in = 1.0 if low_precision_inputs else 2.0
+    replicated = 2.0 * norm_sbh + gemm_in + gemm_in + 2.0 * d
     kv_saved = kv if flash_attention else kv * g  # eager GQA saves K, V after repeat_kv
-    parallel = 2.0 * q + 4.0 * kv_saved + 2.0 * q + 2.0 * FFN_SAVED_TENSORS[ffn_type] * r
+    tensors = FFN_SAVED_TENSORS[ffn_type]
+    if fused_activation and ffn_type in ("swiglu", "geglu"):
+        tensors = 3  # gate and up (one GEMM output) + the product
+    # the last saved inner tensor feeds the second MLP GEMM: quantized with low-precision inputs
+    inner = 2.0 * tensors * r - (2.0 - gemm_in) * r
+    proj_copy = (2.0 - gemm_in) * q  # the quantized copy of the attention output
+    parallel = 2.0 * q + 4.0 * kv_saved + 2.0 * q + proj_copy + inner
     softmax = 4.0 if softmax_fp32 else 2.0
     # A new 16-bit tensor feeds the V matmul (dropout output or the cast-down copy)
     # unless that input is the softmax output itself.

@@ -21,14 +21,16 @@ Compute efficiency is not one number. Each kind of work gets its own rate:
 
 The generation of an accelerator is read from the formats its catalog row has a
 dense peak for (fp4: Blackwell-class, fp8: Hopper-class (Ada, MI300 too), bf16:
-Ampere-class, else Volta-class): no per-GPU constant.
+Ampere-class, else Volta-class): no per-GPU constant. Blackwell Ultra (B300, GB300)
+differs from Blackwell through its catalog figures (the special-function units'
+exponential rate that softmax needs), not through a constant of its own.
 
 Every constant is named below with where it comes from; :func:`efficiency_constants`
-lists them for the user. The fitted ones were fitted once, on the rows of
-``reference/training_torchtitan.csv`` only (the same values for every model; the
-script is ``benchmarks/fit_training.py``). Those H100 rows ran on 96 GB HBM2e parts
-capped at 500 W (torchtitan's note), so the Hopper efficiencies are those of that
-part measured against the H100 SXM peaks: a 700 W H100 SXM will do somewhat better.
+lists them for the user. The fitted ones were fitted once, jointly, on the rows of
+``reference/training_torchtitan.csv`` and ``reference/training_megatron.csv`` (the same
+values for every model; the script is ``benchmarks/fit_training.py``). torchtitan's H100
+rows ran on 96 GB HBM2e parts capped at 500 W, NVIDIA's on 700 W DGX H100s; both are
+estimated as the catalog's H100 SXM, so the Hopper efficiencies are a compromise.
 
 References
 ----------
@@ -48,14 +50,16 @@ import numpy as np
 GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
 
 # Share of the dense peak that large GEMMs reach, by generation and number format
-# ("16": bf16/fp16, "8": fp8/mxfp8, "4": nvfp4). Ampere and Hopper: fitted on the
-# torchtitan rows (A100 80GB; H100 96GB HBM2e at 500 W). Volta: assumed equal to
-# Ampere (no reference row). Blackwell: assumed equal to Hopper (no reference row),
-# and fp4 equal to fp8: replace when published runs exist.
+# ("16": bf16/fp16, "8": fp8/mxfp8, "4": nvfp4). Fitted jointly on the torchtitan and
+# Megatron-Core rows (benchmarks/fit_training.py): Ampere on the torchtitan A100 rows; Hopper
+# on both (torchtitan's H100s are 500 W parts the tools map to the 700 W H100 SXM, so these are
+# a compromise between the two); Blackwell fp8 on the Megatron B200/GB200/GB300 rows. Volta is
+# assumed equal to Ampere; Blackwell 16-bit follows its fp8 at Hopper's 16/8-bit ratio (only MoE
+# rows run it) and fp4 equals fp8 (no published run): replace when runs exist.
 GEMM_EFFICIENCY = {
-    ("volta", "16"): 0.82, ("ampere", "16"): 0.82,
-    ("hopper", "16"): 0.565, ("hopper", "8"): 0.60,
-    ("blackwell", "16"): 0.565, ("blackwell", "8"): 0.60, ("blackwell", "4"): 0.60,
+    ("volta", "16"): 0.826, ("ampere", "16"): 0.826,
+    ("hopper", "16"): 0.630, ("hopper", "8"): 0.694,
+    ("blackwell", "16"): 0.720, ("blackwell", "8"): 0.793, ("blackwell", "4"): 0.793,
 }
 # Attention kernels' share of the 16-bit peak on their matmuls, long sequences, by generation and
 # kernel family: "fa2" (FlashAttention-2's algorithm: PyTorch SDPA's flash backend, which
@@ -66,14 +70,15 @@ GEMM_EFFICIENCY = {
 # timed separately on the special-function units (:func:`attention_seconds`), so one "fa3"
 # value serves Hopper, Blackwell and Blackwell Ultra: their differences are the catalog's peaks
 # and exponential rates.
-ATTENTION_EFFICIENCY = {("volta", "fa2"): 0.48, ("ampere", "fa2"): 0.48, ("hopper", "fa2"): 0.215,
-                        ("hopper", "fa3"): 0.45, ("blackwell", "fa3"): 0.45}
+ATTENTION_EFFICIENCY = {("volta", "fa2"): 0.612, ("ampere", "fa2"): 0.612, ("hopper", "fa2"): 0.266,
+                        ("hopper", "fa3"): 0.654, ("blackwell", "fa3"): 0.445}
 # FlashAttention-2 tiles queries in blocks of 128 rows (head dim 128); with a causal
 # mask the diagonal tiles are half wasted: useful share s / (s + 128) [2].
 FLASH_TILE_TOKENS = 128.0
-# Share of HBM bandwidth memory-bound kernels (elementwise, reductions, casts,
-# optimizer) sustain. Fitted on the torchtitan rows.
-HBM_EFFICIENCY = 0.61
+# Share of HBM bandwidth memory-bound kernels (elementwise, reductions, casts, optimizer)
+# sustain, launch gaps included. Fitted jointly (benchmarks/fit_training.py) within [0.55, 0.95]:
+# the fit sits at the lower bound.
+HBM_EFFICIENCY = 0.55
 # Coefficient of variation of one rank's step time (jitter, stragglers). Fitted on the
 # torchtitan Llama 3.1 8B rows on 8 vs 128 GPUs (same per-GPU work, 2-3 % slower at 128),
 # the only reference rows that isolate it: 1 + 0.029 sqrt(2 ln n) is 6 % on 8 GPUs, 9 % on
@@ -87,13 +92,14 @@ BACKWARD_BYTES_RATIO = 2.0
 ATTENTION_BACKWARD_RATIO = 2.5
 
 CONSTANT_SOURCES = {
-    "GEMM_EFFICIENCY": "fitted on reference/training_torchtitan.csv (Ampere, Hopper); Volta = Ampere, "
-                       "Blackwell = Hopper assumed",
+    "GEMM_EFFICIENCY": "fitted jointly on reference/training_torchtitan.csv and training_megatron.csv "
+                       "(Ampere, Hopper, Blackwell fp8); Volta = Ampere, Blackwell 16-bit at Hopper's 16/8 ratio, "
+                       "fp4 = fp8 assumed",
     "ATTENTION_EFFICIENCY": "fa2: fitted on reference/training_torchtitan.csv; fa3: fitted on "
                             "reference/training_megatron.csv (benchmarks/fit_training.py); FlashAttention-2/3 "
                             "papers for scale",
     "FLASH_TILE_TOKENS": "FlashAttention-2 block size (arXiv:2307.08691)",
-    "HBM_EFFICIENCY": "fitted on reference/training_torchtitan.csv",
+    "HBM_EFFICIENCY": "fitted jointly on reference/training_torchtitan.csv and training_megatron.csv",
     "STEP_TIME_CV": "fitted on reference/training_torchtitan.csv (8 vs 128 GPUs)",
     "BACKWARD_BYTES_RATIO": "assumption: backward reads input and gradient, writes gradient",
     "ATTENTION_BACKWARD_RATIO": "FlashAttention backward: 5 matmuls vs 2 (arXiv:2307.08691)",
@@ -137,17 +143,17 @@ def gemm_seconds(tokens, n_in, n_out, peak_flops_per_s, efficiency, hbm_bytes_pe
     return np.maximum(flops / (peak_flops_per_s * efficiency), moved / (hbm_bytes_per_s * HBM_EFFICIENCY))
 
 
-def attention_kernel(gen: str, framework: str) -> str:
-    """The attention kernel family a framework runs on a generation: "fa2" or "fa3".
+def attention_kernel(gen: str, te: bool) -> str:
+    """The attention kernel family a kernel stack runs on a generation: "fa2" or "fa3".
 
-    Megatron-Core (Transformer Engine) runs cuDNN fused attention, warp-specialized from Hopper
-    on; PyTorch SDPA (torchtitan, framework "fsdp") ran FlashAttention-2 on Hopper in the
-    reference runs and selects cuDNN attention on Blackwell. Volta and Ampere have no
+    Transformer Engine (Megatron-Core, Megatron-FSDP: ``te``) runs cuDNN fused attention,
+    warp-specialized from Hopper on; PyTorch SDPA (torchtitan) ran FlashAttention-2 on Hopper in
+    the reference runs and selects cuDNN attention on Blackwell. Volta and Ampere have no
     warp-specialized kernels.
     """
     if gen in ("volta", "ampere"):
         return "fa2"
-    if gen == "hopper" and framework != "megatron":
+    if gen == "hopper" and not te:
         return "fa2"
     return "fa3"
 

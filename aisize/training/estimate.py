@@ -25,7 +25,7 @@ from aisize.precision import bytes_per_element
 from aisize.training import comm
 from aisize.training.dims import model_dims, resolve
 from aisize.training.efficiency import efficiency_constants
-from aisize.training.evaluate import Options, evaluate
+from aisize.training.evaluate import Options, evaluate, transformer_engine
 from aisize.training.memory import TrainingMemory
 from aisize.training.moe import DISPATCHERS
 from aisize.training.recompute import check_modules, full_share
@@ -123,7 +123,7 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
              global_batch, seq_len, pipeline_microbatches=None, recompute="selective", recompute_layers=None,
              recompute_modules=None, activation_offload_layers=0, precision="bf16", compiled=False,
              framework="fsdp", zero_stage=None, optimizer="adamw", grad_reduce_precision=None,
-             sequence_parallel=None, async_tp=False, cp_method="all-gather", moe_dispatcher="alltoall",
+             sequence_parallel=None, async_tp=False, cp_method="all-gather", moe_dispatcher=None,
              moe_load_imbalance=1.0, cuda_graphs=False, embedding_in_pipeline_split=False,
              loss_in_pipeline_split=False, scaleup_bytes_per_s=None, scaleout_bytes_per_s=None,
              scaleup_domain=None, oversubscription=1.0, switch_radix=comm.DEFAULT_SWITCH_RADIX,
@@ -167,9 +167,13 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
         fsdp, bf16 for megatron: Megatron-Core's ``grad_reduce_in_fp32=False``)
     sequence_parallel : default on when TP > 1
     async_tp : overlap TP collectives with the GEMMs (Megatron's TP communication overlap)
-    cp_method : "all-gather" (torchtitan, Llama 3) | "ring" (Megatron-LM, overlapped)
+    cp_method : "all-gather" (torchtitan, Llama 3) | "ring" (Megatron-Core, overlapped); framework
+        "fsdp" with "ring" is Megatron-FSDP, which runs Transformer Engine's kernels (attention,
+        fused activations, quantized saved inputs) as Megatron-Core does
     moe_dispatcher : "alltoall" (NCCL all-to-all, separate permutation) | "flex" (DeepEP /
-        HybridEP: permutation fused into the dispatch) (:mod:`aisize.training.moe`)
+        HybridEP: permutation fused into the dispatch) (:mod:`aisize.training.moe`); default
+        "flex" on scale-up domains beyond 8 GPUs (HybridEP, as Megatron-Bridge's GB200/GB300
+        recipes run it), else "alltoall"
     moe_load_imbalance : max / mean routed tokens per rank, >= 1 (1: balanced, as the
         benchmark recipes force it; an auxiliary-loss run sits above)
     cuda_graphs : CUDA graphs capture the layers' launches: the GPU waits less for the host
@@ -253,6 +257,8 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     async_tp = checks.flag("async_tp", async_tp)
     graphs = checks.flag("cuda_graphs", cuda_graphs)
     checks.choice("cp_method", cp_method, CP_METHODS)
+    if moe_dispatcher is None:
+        moe_dispatcher = "flex" if (scaleup_domain or acc.scaleup_domain) > 8 else "alltoall"
     dispatcher = checks.choice("moe_dispatcher", moe_dispatcher, DISPATCHERS)
     imbalance = float(checks.scalar("moe_load_imbalance", checks.number("moe_load_imbalance", moe_load_imbalance,
                                                                         low=1.0, high=64.0)))
@@ -278,7 +284,8 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     frozen = bytes_per_element("nf4" if qlora else "bf16") if rank is not None else 0.0
     accumulation = gb // (b * dp)
     code = RECOMPUTE.index(recompute)
-    opt = Options(framework=framework, compiled=compiled, async_tp=async_tp, cp_method=cp_method,
+    opt = Options(framework=framework, compiled=compiled, te=transformer_engine(framework, cp_method),
+                  async_tp=async_tp, cp_method=cp_method,
                   dp_overlap=overlap, modules=modules, dispatcher=DISPATCHERS.index(dispatcher),
                   imbalance=imbalance, cuda_graphs=graphs, embed_slot=embed_slot, loss_slot=loss_slot,
                   offload_layers=offload, lora_rank=rank, frozen_dtype_bytes=frozen)

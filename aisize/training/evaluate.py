@@ -27,6 +27,7 @@ class Options:
 
     framework: str = "fsdp"
     compiled: bool = False
+    te: bool = False  # Transformer Engine kernels (Megatron-Core, Megatron-FSDP), else PyTorch's
     async_tp: bool = False
     cp_method: str = "all-gather"
     dp_overlap: float = DP_OVERLAP
@@ -46,6 +47,12 @@ def fused_kernels(framework: str, compiled: bool) -> bool:
     return bool(compiled) or framework == "megatron"
 
 
+def transformer_engine(framework: str, cp_method: str) -> bool:
+    """Whether a layout runs Transformer Engine kernels: Megatron-Core always; FSDP when it uses
+    Megatron-Core's ring context parallelism (Megatron-FSDP), else PyTorch FSDP2 (torchtitan)."""
+    return framework == "megatron" or (framework == "fsdp" and cp_method == "ring")
+
+
 def evaluate(model, eng: Engine, opt: Options, *, seq_len, micro_batch, microbatches, accumulation, tp, pp, cp, dp,
              ep, virtual_stages, schedule_code, code, sp, stage, etp=1, full_share=1.0,
              memory: str = "breakdown") -> tuple[TrainingMemory, StepTime]:
@@ -60,7 +67,7 @@ def evaluate(model, eng: Engine, opt: Options, *, seq_len, micro_batch, microbat
     framework = opt.framework
     fused = fused_kernels(framework, opt.compiled)
     inputs = transformer_memory_inputs(model, pp=pp, norm_impl="fused" if fused else "eager",
-                                       lora_rank=opt.lora_rank)
+                                       lora_rank=opt.lora_rank, te=opt.te, low_precision=eng.recipe.low_dtype is not None)
     consts = inputs["constants"]
     saved_rep, saved_par = recompute_saved_sbh(model, opt.modules, consts)
     offload_bytes = 0.0
@@ -77,7 +84,7 @@ def evaluate(model, eng: Engine, opt: Options, *, seq_len, micro_batch, microbat
         low_peak=eng.low_peak, hbm_bytes_per_s=eng.hbm_bytes_per_s, links=eng.links,
         state_bytes_per_param=eng.optimizer_state_bytes, gather_bytes=eng.gather_bytes, grad_bytes=eng.grad_bytes,
         async_tp=opt.async_tp, cp_method=opt.cp_method, dp_overlap=opt.dp_overlap,
-        moe=Moe(etp, opt.dispatcher, opt.imbalance, opt.cuda_graphs), attention_kernel=attention_kernel(eng.generation, framework),
+        moe=Moe(etp, opt.dispatcher, opt.imbalance, opt.cuda_graphs), attention_kernel=attention_kernel(eng.generation, opt.te), te=opt.te,
         exp_per_s=eng.exp_per_s, embed_slot=opt.embed_slot, loss_slot=opt.loss_slot, offload_bytes=offload_bytes,
         offload_layers=opt.offload_layers, host_bytes_per_s=eng.host_bytes_per_s,
         optimizer_flops_per_param=d.muon_flops_per_param if eng.optimizer == "muon" else 0.0)
@@ -96,5 +103,5 @@ def evaluate(model, eng: Engine, opt: Options, *, seq_len, micro_batch, microbat
         framework=framework, weight_bytes=eng.weight_bytes, gather_bytes=eng.gather_bytes, compiled=fused,
         sac_sbh=inputs["sac_sbh"], kv_width=inputs["kv_width"], trainable_share=inputs["trainable_share"],
         frozen_dtype_bytes=opt.frozen_dtype_bytes, etp=etp, full_share=full_share, saved_rep_sbh=saved_rep,
-        saved_par_sbh=saved_par, moe_copy_sbh=inputs["moe_copy_sbh"], offload_layers=opt.offload_layers)
+        saved_par_sbh=saved_par, moe_copy_sbh=inputs["moe_copy_sbh"], offload_layers=opt.offload_layers, te=opt.te)
     return mem, step

@@ -120,7 +120,7 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
                      unit, framework, weight_bytes, gather_bytes=None, compiled=False, sac_sbh=None,
                      kv_width=0.0, trainable_share=1.0, frozen_dtype_bytes=0.0, offload_optimizer=False,
                      offload_params=False, etp=1, full_share=1.0, saved_rep_sbh=0.0, saved_par_sbh=0.0,
-                     moe_copy_sbh=0.0, offload_layers=0) -> tuple[TrainingMemory, TrainingMemory]:
+                     moe_copy_sbh=0.0, offload_layers=0, te=False) -> tuple[TrainingMemory, TrainingMemory]:
     """(first stage, last stage) breakdowns: the vectorized core, inputs unchecked (the public functions
     check them). With one stage both are the same.
 
@@ -132,9 +132,12 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
     ``saved_rep_sbh`` / ``saved_par_sbh`` what Megatron's recompute modules do not keep
     (replicated / TP-split, per s·b·h); ``moe_copy_sbh`` the routed token copies MoE layers
     keep (the experts' inputs and outputs, k·h each, averaged over layers, TP-split);
-    ``offload_layers`` layers per stage whose activations wait in host memory.
+    ``offload_layers`` layers per stage whose activations wait in host memory; ``te`` Transformer
+    Engine kernels (Megatron-Core, Megatron-FSDP); framework ``fsdp`` without them is PyTorch FSDP2
+    as torchtitan runs it (the DTensor and loss behaviour below).
     """
     fsdp = framework == "fsdp"
+    torch_kernels = fsdp and not te
     gather = weight_bytes if gather_bytes is None else gather_bytes
     single = pp == 1
     first_params = layers_first * layer_params / tp + (embed_params + single * output_params) / tp
@@ -143,7 +146,7 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
 
     sbh = seq_len * micro_batch * hidden
     none = layer_bytes_core(consts, seq_len, micro_batch, hidden, heads, tp, sp, 0) + moe_copy_sbh * sbh / tp
-    if fsdp:  # DTensor TP linear layers save their all-gathered inputs (QKV and MLP: 2 + 2 per element)
+    if torch_kernels:  # DTensor TP linear layers save their all-gathered inputs (QKV and MLP: 2 + 2 per element)
         none = none + np.where(tp > 1, 4.0 * sbh * (1.0 - 1.0 / tp), 0.0)
         sel = (sac_sbh * sbh + 4.0 * heads * seq_len * micro_batch) / tp
     else:
@@ -155,9 +158,9 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
     layer_act = stored * act_scale
     first_edge, last_edge = edge_bytes_core(consts, seq_len, micro_batch, hidden, vocab, tp, sp, dropout, in_flight)
     logits = seq_len * micro_batch * vocab / tp
-    loss = LOSS_BYTES_PER_LOGIT.get(framework, CROSS_ENTROPY_BYTES) * logits
+    loss = (LOSS_BYTES_PER_LOGIT["fsdp"] if torch_kernels else CROSS_ENTROPY_BYTES) * logits
     last_edge = last_edge - CROSS_ENTROPY_BYTES * logits  # booked as loss_buffers_bytes
-    if fsdp:  # torchtitan's output layer saves its all-gathered input
+    if torch_kernels:  # torchtitan's output layer saves its all-gathered input
         last_edge = last_edge + 2.0 * sbh * (1.0 - 1.0 / tp)
 
     kw = dict(stage=stage, framework=framework, unit=unit, trainable_share=trainable_share,

@@ -24,7 +24,7 @@ def lora_layer_params(arch, rank) -> float:
 
 
 def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=True, lora_rank=None,
-                              norm_impl="fused", softmax_fp32=False) -> dict:
+                              norm_impl="fused", softmax_fp32=False, te=False, low_precision=False) -> dict:
     """The plain numbers :func:`training_memory` needs, from a catalog Transformer (or its id).
 
     Splits :func:`aisize.models.transformer_params` into per-layer,
@@ -36,7 +36,9 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
     ``lora_rank`` the layer parameters include the adapters and ``trainable_share``
     is their share. ``norm_impl`` (fused | eager) applies to RMSNorm models;
     LayerNorm models are always fused (torch.nn.LayerNorm is one native kernel).
-    ``softmax_fp32``: eager attention upcasting the softmax (HF Llama family).
+    ``softmax_fp32``: eager attention upcasting the softmax (HF Llama family). ``te``: Transformer
+    Engine / Megatron kernels (fused gated activation; with ``low_precision`` (an fp8 recipe) the
+    GEMM inputs kept for the weight gradients are quantized).
 
     References
     ----------
@@ -59,7 +61,8 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
     consts = activation_constants(m.ffn_type, ratio, dropout=dropout, q_ratio=q_ratio,
                                   kv_ratio=kv_ratio, flash_attention=flash_attention,
                                   norm_impl=norm_impl if m.norm == "rmsnorm" else "fused",
-                                  softmax_fp32=softmax_fp32, heads_per_kv=heads_per_kv)
+                                  softmax_fp32=softmax_fp32, heads_per_kv=heads_per_kv, fused_activation=te,
+                                  low_precision_inputs=te and low_precision)
     share = 1.0
     if lora_rank is not None:
         adapters = lora_layer_params(m, lora_rank)
@@ -69,13 +72,14 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
                 output_params=output, layers=L, hidden=h, heads=m.heads, vocab=m.vocab, constants=consts,
                 dropout=dropout, trainable_share=share, kv_width=float(d.k_width + d.v_width),
                 sac_sbh=sac_saved_sbh(h, d.q_width, d.k_width, d.v_width, d.ffn_width, d.ffn_gated),
-                moe_copy_sbh=moe_copy_sbh(m))
+                moe_copy_sbh=moe_copy_sbh(m, te and low_precision))
 
 
-def moe_copy_sbh(model) -> float:
+def moe_copy_sbh(model, low_precision_inputs=False) -> float:
     """Bytes per token per layer (in units of h) MoE layers keep beyond the experts' inner tensors,
-    averaged over layers: the k routed copies of each token the experts' first GEMM saves (2k) and
-    the k expert outputs the probability-weighted unpermute saves for the router's gradient (2k).
+    averaged over layers: the k routed copies of each token the experts' first GEMM saves (2k; k
+    when Transformer Engine keeps them quantized) and the k expert outputs the probability-weighted
+    unpermute saves for the router's gradient (2k).
 
     References
     ----------
@@ -83,7 +87,8 @@ def moe_copy_sbh(model) -> float:
        with ``probs``), ``experts.py`` (``TEGroupedMLP``).
     """
     d = model_dims(model)
-    return 4.0 * d.experts_per_token * d.moe_layers / d.layers if d.moe_layers else 0.0
+    per_copy = (1.0 if low_precision_inputs else 2.0) + 2.0
+    return per_copy * d.experts_per_token * d.moe_layers / d.layers if d.moe_layers else 0.0
 
 
 def recompute_saved_sbh(model, modules, consts: ActivationConstants) -> tuple[float, float]:

@@ -54,15 +54,19 @@ from aisize.training.recipes import Recipe, cast_bytes_per_element
 DISPATCHERS = ("alltoall", "flex")
 # Tokens per expert at which a grouped GEMM reaches half of the dense GEMM efficiency. Fitted
 # jointly on the public training rows (benchmarks/fit_training.py); only MoE rows depend on it.
-GROUPED_GEMM_HALF_TOKENS = 256.0
+GROUPED_GEMM_HALF_TOKENS = 682.0
 # Host time the GPU waits for after the dispatcher's device-to-host synchronisation, per MoE
-# layer forward (the launch of the rest of the layer). Fitted jointly on the public training
-# rows (benchmarks/fit_training.py); only MoE rows depend on it.
-MOE_SYNC_HOST_SECONDS = 2.0e-3
-# Share of that host time left when CUDA graphs capture the launches around the synchronisation
-# (Transformer Engine graphs of attention, router and preprocess: one graph launch instead of
-# dozens of kernels). Fitted jointly (benchmarks/fit_training.py); only MoE rows depend on it.
-CUDA_GRAPH_HOST_SHARE = 0.5
+# layer forward (the launch of the rest of the layer), by dispatcher: the all-to-all dispatcher
+# launches permutation, NCCL all-to-all and grouped-GEMM kernels after it; DeepEP/HybridEP fuse
+# the permutation into their dispatch kernels. Fitted jointly on the public training rows
+# (benchmarks/fit_training.py); only MoE rows depend on them.
+MOE_SYNC_HOST_SECONDS = {"alltoall": 5.60e-3, "flex": 0.68e-3}
+# Share of that host time left when CUDA graphs capture launches around the synchronisation
+# (Transformer Engine graphs of attention, router and preprocess). Fitted jointly
+# (benchmarks/fit_training.py; only MoE rows depend on it): 1.0, no change. The graphed launches
+# run before the synchronisation, where the host is ahead of the GPU anyway; what the GPU waits
+# for is launched after it and is not captured.
+CUDA_GRAPH_HOST_SHARE = 1.0
 # fp32 router: logits written, softmax read/write, top-k read, the aux-loss statistics read:
 # about four 4-byte passes per logit forward (Megatron-LM router.py, moe_router_dtype fp32).
 ROUTER_BYTES_PER_LOGIT = 16.0

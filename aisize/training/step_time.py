@@ -64,7 +64,8 @@ from aisize.memory.states import tidy
 from aisize.training import comm
 from aisize.training.dims import ModelDims
 from aisize.training.efficiency import gemm_efficiency, straggler_factor
-from aisize.training.moe import CUDA_GRAPH_HOST_SHARE, MOE_SYNC_HOST_SECONDS, expert_times
+from aisize.training import moe as moe_kernels
+from aisize.training.moe import expert_times
 from aisize.training.recipes import Recipe
 from aisize.training.schedules import bubble_share, pipeline_slots
 from aisize.training.work import head_seconds, layer_times, optimizer_seconds
@@ -163,16 +164,19 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
                    state_bytes_per_param, gather_bytes, grad_bytes, async_tp=False, cp_method="all-gather",
                    dp_overlap=DP_OVERLAP, moe: Moe = Moe(), attention_kernel="fa2", exp_per_s=None,
                    embed_slot=0, loss_slot=0, offload_bytes=0.0, offload_layers=0, host_bytes_per_s=None,
-                   optimizer_flops_per_param=0.0) -> StepTime:
+                   optimizer_flops_per_param=0.0, te=False) -> StepTime:
     """Vectorized core (inputs checked by the caller; arrays broadcast).
 
     ``micro_batch``: sequences per pipeline micro-batch; ``microbatches``: micro-batches per
     pipeline flush (1 without PP); ``accumulation``: flushes per optimizer step;
     ``embed_slot`` / ``loss_slot``: 1 where the embedding / the loss count as pipeline layers;
-    ``offload_bytes``: activation bytes of one offloaded layer per micro-batch.
+    ``offload_bytes``: activation bytes of one offloaded layer per micro-batch; ``te``: Transformer
+    Engine kernels (Megatron-Core, Megatron-FSDP); framework ``fsdp`` without them is torchtitan's
+    PyTorch (op-level selective checkpointing, DTensor float8 TP, eager cross entropy).
     """
     L = d.layers
     fsdp = framework == "fsdp"
+    torch_kernels = fsdp and not te
     code = np.asarray(rc.code)
     tokens_mb = micro_batch * seq_len / cp
     lt = layer_times(d, tokens=tokens_mb, micro_batch=micro_batch, seq_len=seq_len, tp=tp, sp=sp,
@@ -183,15 +187,16 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     xt = expert_times(d, tokens=tokens_r, ep=ep, etp=moe.etp, dispatcher_code=moe.dispatcher, recipe=recipe,
                       gen=gen, high_peak=high_peak, low_peak=low_peak, hbm_bytes_per_s=hbm_bytes_per_s,
                       compiled=compiled, imbalance=moe.imbalance)
-    redo, moe_again = _redo(lt, xt, moe_share, rc, fsdp, d.shared_ffn_share)
+    redo, moe_again = _redo(lt, xt, moe_share, rc, torch_kernels, d.shared_ffn_share)
     fwd = lt.forward + moe_share * xt.forward
     bwd = lt.backward + moe_share * xt.backward
     layer = fwd + bwd + redo
-    sync = MOE_SYNC_HOST_SECONDS * (CUDA_GRAPH_HOST_SHARE if moe.cuda_graphs else 1.0)
+    sync = np.choose(np.asarray(moe.dispatcher), [moe_kernels.MOE_SYNC_HOST_SECONDS[k] for k in moe_kernels.DISPATCHERS])
+    sync = sync * (moe_kernels.CUDA_GRAPH_HOST_SHARE if moe.cuda_graphs else 1.0)
     host = moe_share * sync * (1.0 + moe_again) if d.moe_layers else 0.0
 
     busy, last, first = pipeline_slots(L, pp, virtual_stages, embed_slot, loss_slot)
-    head = head_seconds(d, tokens=tokens_mb, tp=tp, framework=framework, high_peak=high_peak, gen=gen,
+    head = head_seconds(d, tokens=tokens_mb, tp=tp, fused_loss=not torch_kernels, high_peak=high_peak, gen=gen,
                         hbm_bytes_per_s=hbm_bytes_per_s)
     middle = np.where(pp >= 3, busy, 0)
     stage_layers_ = np.maximum(np.maximum(first, middle), last)  # most transformer layers on one stage
@@ -218,9 +223,9 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     # selective policy saves the reduce-scatter outputs, so only the gathers). Low-precision
     # TP (torchao Float8ColwiseParallel) gathers the forward inputs already cast.
     full_redo = np.where(code == 2, rc.full_share, 0.0)
-    forward_ag = 2.0 * (1.0 + full_redo + (code == 1) * (1.0 if fsdp else 0.0))
+    forward_ag = 2.0 * (1.0 + full_redo + (code == 1) * (1.0 if torch_kernels else 0.0))
     forward_rs = 2.0 * (1.0 + full_redo)
-    ag_elem = recipe.element_bytes if (fsdp and recipe.low_dtype) else ACTIVATION_BYTES
+    ag_elem = recipe.element_bytes if (torch_kernels and recipe.low_dtype) else ACTIVATION_BYTES
     ag_fwd = comm.collective_seconds("all-gather", act * ag_elem / ACTIVATION_BYTES, tp, 1, links)
     ag = comm.collective_seconds("all-gather", act, tp, 1, links)
     rs = comm.collective_seconds("reduce-scatter", act, tp, 1, links)

@@ -75,7 +75,7 @@ CP_MERGE_BYTES = 12.0
 # Bytes per logit of the loss, forward and backward: torchtitan's cross_entropy on
 # logits.float() (to fp32, log-softmax's two passes, its backward, back to bf16): 40;
 # a fused (vocab-parallel) cross entropy, as Megatron-LM's, one fp32 pass each way: 16.
-LOSS_BYTES_PER_LOGIT = {"fsdp": 40.0}
+LOSS_BYTES_PER_LOGIT = 40.0
 FUSED_LOSS_BYTES_PER_LOGIT = 16.0
 
 
@@ -176,11 +176,11 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled:
     return LayerTimes(gemm_fwd, attn_fwd, attn_bwd, mem_fwd, mem_bwd, norm_fwd, mla_up, mlp_fwd, sac)
 
 
-def head_seconds(d: ModelDims, *, tokens, tp, framework: str, high_peak, gen: str, hbm_bytes_per_s):
+def head_seconds(d: ModelDims, *, tokens, tp, fused_loss: bool, high_peak, gen: str, hbm_bytes_per_s):
     """Output projection (16-bit in every recipe) and loss of one micro-batch on the last stage [s]."""
     e = E.gemm_efficiency(gen, "16")
     gemm = 3.0 * E.gemm_seconds(tokens, d.hidden, d.vocab / tp, high_peak, e, hbm_bytes_per_s)
-    per_logit = LOSS_BYTES_PER_LOGIT.get(framework, FUSED_LOSS_BYTES_PER_LOGIT)
+    per_logit = FUSED_LOSS_BYTES_PER_LOGIT if fused_loss else LOSS_BYTES_PER_LOGIT
     loss = E.memory_seconds(per_logit * tokens * d.vocab / tp, hbm_bytes_per_s)
     return gemm + loss
 
