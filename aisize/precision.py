@@ -98,6 +98,10 @@ class Optimizer:
 OPTIMIZERS: dict[str, Optimizer] = {
     "adamw": Optimizer(8.0, "fp32 momentum + variance; ZeRO arXiv:1910.02054 sec. 3.1 (K = 12 with master)"),
     "sgd": Optimizer(4.0, "fp32 momentum buffer (torch.optim.SGD momentum_buffer); 8 B with master"),
+    # Megatron-Core's precision-aware optimizer (use_precision_aware_optimizer, exp_avg_dtype and
+    # exp_avg_sq_dtype bf16), as NVIDIA's DeepSeek-V3 recipe runs it; the master stays fp32.
+    "adamw-bf16": Optimizer(4.0, "bf16 momentum + variance: Megatron-Core precision-aware optimizer "
+                                 "(Megatron-Bridge recipes/deepseek/deepseek_v3.py); 8 B with master"),
     "adam8bit": Optimizer(2.0, "8-bit momentum + variance, arXiv:2110.02861; 6 B with master"),
     "lion": Optimizer(4.0, "fp32 momentum only, arXiv:2302.06675 sec. 2; 8 B with master"),
     # Muon keeps one momentum buffer and orthogonalizes each update matrix with 5 Newton-Schulz

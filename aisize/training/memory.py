@@ -40,6 +40,7 @@ from aisize.memory.activations import (CROSS_ENTROPY_BYTES, ActivationConstants,
 from aisize.memory.overheads import CUDA_CONTEXT_BYTES, NCCL_BYTES_PER_COMMUNICATOR
 from aisize.memory.states import FRAMEWORK_STAGES, state_factors, states_of, per_param_bytes, tidy
 from aisize.precision import bytes_per_element, training_precision
+from aisize.training.arrays import add
 from aisize.training.schedules import in_flight as pipeline_in_flight
 from aisize.units import MiB
 
@@ -83,7 +84,7 @@ class TrainingMemory:
     @property
     def total_bytes(self):
         """GPU bytes: every line item except host_bytes."""
-        return sum(getattr(self, f.name) for f in fields(self) if f.name != "host_bytes")
+        return add(*(getattr(self, f.name) for f in fields(self) if f.name != "host_bytes"))
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)} | {"total_bytes": self.total_bytes}
@@ -120,9 +121,10 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
                      unit, framework, weight_bytes, gather_bytes=None, compiled=False, sac_sbh=None,
                      kv_width=0.0, trainable_share=1.0, frozen_dtype_bytes=0.0, offload_optimizer=False,
                      offload_params=False, etp=1, full_share=1.0, saved_rep_sbh=0.0, saved_par_sbh=0.0,
-                     moe_copy_sbh=0.0, offload_layers=0, te=False) -> tuple[TrainingMemory, TrainingMemory]:
+                     moe_copy_sbh=0.0, offload_layers=0, te=False, totals=False) -> tuple:
     """(first stage, last stage) breakdowns: the vectorized core, inputs unchecked (the public functions
-    check them). With one stage both are the same.
+    check them). With one stage both are the same. ``totals``: only the two totals [B], summed in a
+    factored order (what ranking a large grid needs).
 
     ``seq_len`` is the sequence share of one GPU (s / cp); ``dp`` the data-parallel
     degree (dense states shard over dp x cp; routed experts, split over ep x ``etp``, over
@@ -175,26 +177,40 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
     comms = NCCL_BYTES_PER_COMMUNICATOR * ((tp > 1) * 1.0 + (pp > 1) + (dp > 1) + (ep > 1) + (cp > 1))
     share = ALLOCATOR_FRAGMENTATION_SHARE["compiled" if compiled else "eager"]
 
-    def one(params, act, loss_bytes) -> TrainingMemory:
-        dense = states_of(params, dense_f)
+    def temporary(params):
         if fsdp:
             zero3 = np.where(pp > 1, (params + experts) * (gather + REDUCE_BYTES / virtual_stages),
                              GATHERED_LAYERS * gather * layer_local + REDUCE_BYTES * layer_local)
         else:
             zero3 = GATHERED_LAYERS * weight_bytes * layer_local
-        temp = np.where(stage >= 3, zero3, GRAD_BUCKET_BYTES * (shard > 1)) + common
+        return np.where(stage >= 3, zero3, GRAD_BUCKET_BYTES * (shard > 1)) + common
+
+    def total(params, act, loss_bytes):
+        on_gpu = ("weights", "gradients", "master_weights", "optimizer_moments")
+        dense_sum = add(*(dense_f[k] for k in on_gpu))
+        fixed = add(params * dense_sum, moe.total_bytes, comms, CUDA_CONTEXT_BYTES)
+        return fixed + (1.0 + share) * add(act, loss_bytes, temporary(params))
+
+    def one(params, act, loss_bytes) -> TrainingMemory:
+        dense = states_of(params, dense_f)
+        temp = temporary(params)
         return TrainingMemory(
             dense.weights_bytes + moe.weights_bytes, dense.gradients_bytes + moe.gradients_bytes,
             dense.master_weights_bytes + moe.master_weights_bytes,
             dense.optimizer_moments_bytes + moe.optimizer_moments_bytes, act, loss_bytes, temp, comms,
             CUDA_CONTEXT_BYTES, share * (act + loss_bytes + temp), dense.host_bytes + moe.host_bytes)
 
-    # offloaded layers' activations wait in host memory; one layer's come back ahead of its backward
+    # offloaded layers' activations wait in host memory: their copies finish under the later layers'
+    # forward, and backward frees the kept layers before the first reload, so the peak (the end of
+    # the forward) holds the kept layers only
     kept = np.maximum(layers_first - offload_layers, 0)
+    first_act = layer_act * (kept * in_flight * interleave) + first_edge
+    last_act = layer_act * np.maximum(layers_last - offload_layers, 0) + last_edge
+    if totals:
+        return total(first_params, first_act, single * loss), total(last_params, last_act, loss)
     offloaded = layer_act * (layers_first - kept) * in_flight * interleave
-    buffer = np.where(offload_layers > 0, layer_act, 0.0)
-    first = one(first_params, layer_act * kept * in_flight * interleave + buffer + first_edge, single * loss)
-    last = one(last_params, layer_act * np.maximum(layers_last - offload_layers, 0) + buffer + last_edge, loss)
+    first = one(first_params, first_act, single * loss)
+    last = one(last_params, last_act, loss)
     first = replace(first, host_bytes=first.host_bytes + offloaded)
     last = replace(last, host_bytes=last.host_bytes + layer_act * np.minimum(offload_layers, layers_last))
     return first, last
@@ -210,8 +226,8 @@ def memory_breakdown(**kw) -> TrainingMemory:
 
 def peak_memory_bytes(**kw):
     """Per-GPU bytes of the stage that needs more memory (keywords of :func:`stage_breakdowns`)."""
-    first, last = stage_breakdowns(**kw)
-    return np.maximum(first.total_bytes, last.total_bytes)
+    first, last = stage_breakdowns(totals=True, **kw)
+    return np.maximum(first, last)
 
 
 def training_memory(*, layer_params, embed_params, output_params, layers, hidden, heads, vocab,
@@ -220,7 +236,7 @@ def training_memory(*, layer_params, embed_params, output_params, layers, hidden
                     optimizer="adamw", framework="zero", num_microbatches=None, virtual_stages=1,
                     constants: ActivationConstants | None = None, dropout=True, trainable_share=1.0,
                     frozen_dtype="bf16", offload_optimizer=False, offload_params=False, compiled=False,
-                    sac_sbh=None, kv_width=0.0, gather_bytes=None) -> TrainingMemory:
+                    sac_sbh=None, kv_width=0.0, gather_bytes=None, moe_copy_sbh=0.0) -> TrainingMemory:
     """Per-GPU training memory of a transformer from plain numbers.
 
     Parameters
@@ -246,6 +262,8 @@ def training_memory(*, layer_params, embed_params, output_params, layers, hidden
     sac_sbh : :func:`sac_saved_sbh` of the model (framework fsdp, selective recompute)
     kv_width : K + V width per token (context parallel all-gathers it) [elements]
     gather_bytes : bytes per parameter FSDP all-gathers (default: the working weights')
+    moe_copy_sbh : routed token copies MoE layers keep, bytes per token per layer in units of h
+        (:func:`aisize.training.memory_inputs.moe_copy_sbh`)
 
     Returns
     -------
@@ -308,7 +326,8 @@ def training_memory(*, layer_params, embed_params, output_params, layers, hidden
         weight_bytes=p.weight_bytes, gather_bytes=gather_bytes, compiled=compiled, sac_sbh=sac_sbh,
         kv_width=checks.non_negative("kv_width", kv_width), trainable_share=share,
         frozen_dtype_bytes=bytes_per_element(frozen_dtype, name="frozen_dtype"),
-        offload_optimizer=offload_optimizer, offload_params=offload_params)
+        offload_optimizer=offload_optimizer, offload_params=offload_params,
+        moe_copy_sbh=checks.non_negative("moe_copy_sbh", moe_copy_sbh))
 
 
 def fits(memory: TrainingMemory | float, capacity_bytes, *, headroom=0.05) -> Fit:

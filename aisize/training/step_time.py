@@ -62,6 +62,7 @@ import numpy as np
 from aisize.compute import flops_per_token
 from aisize.memory.states import tidy
 from aisize.training import comm
+from aisize.training.arrays import add
 from aisize.training.dims import ModelDims
 from aisize.training.efficiency import gemm_efficiency, straggler_factor
 from aisize.training import moe as moe_kernels
@@ -286,7 +287,7 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     hide = dp_overlap * np.where(stage >= 3, compute, stage_c)
     dp_exposed = np.maximum(dense_total + expert_total - hide, 0.0) + dense_edge + expert_edge
 
-    step = compute + n_mb * comm_mb + pp_time + dp_exposed + ep_time + host_total + offload + bubble
+    step = add(compute, n_mb * comm_mb, pp_time, dp_exposed, ep_time, host_total, offload, bubble)
     gpus = tp * pp * cp * dp
     factor = straggler_factor(gpus)
     straggle = step * (factor - 1.0)

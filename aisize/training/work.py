@@ -145,7 +145,7 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled:
     redo_gemm = sum(times[1::2]) * scale  # op-level SAC recomputes every second matmul
     mlp_gemm = sum(times[4:]) * scale
     attn_gemm = sum(times[:4]) * scale
-    mla_up = attn_gemm * (d.mla_up_params * tp / max(sum(i * o for i, o in shapes[:4]) * tp, 1.0))
+    mla_up = attn_gemm * (d.mla_up_params / sum(i * o * tp for i, o in shapes[:4]))
 
     # each kernel call sees one context-parallel chunk of the sequence (the whole sequence without CP)
     chunk = tokens / micro_batch
