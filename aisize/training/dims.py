@@ -70,6 +70,25 @@ class ModelDims:
     mla_latent_width: int = 0  # MLA latents one token keeps (q_lora + kv_lora + rope dims)
     attention_layers: int = 0  # layers with attention (all but the Mamba-2 layers of a hybrid)
     muon_flops_per_param: float = 0.0  # Muon's Newton-Schulz FLOPs per parameter of the layers' matrices
+    norms_per_layer: int = 2
+    mamba_layers: int = 0  # layers with a Mamba-2 block
+    mamba_inner: int = 0  # H·P
+    mamba_conv_dim: int = 0  # H·P + 2·G·N (x, B, C through the convolution)
+    mamba_heads: int = 0
+    mamba_head_dim: int = 0
+    ssm_state: int = 0  # N
+    mamba_groups: int = 0
+    ffn_layers: int = 0  # layers with an MLP or MoE block
+    mtp_layers: int = 0  # multi-token-prediction modules (one layer and an output head each)
+
+    @property
+    def attention_share(self) -> float:
+        """Share of the layers with attention (1 but for hybrids)."""
+        return self.attention_layers / self.layers
+
+    @property
+    def mamba_share(self) -> float:
+        return self.mamba_layers / self.layers
 
     @property
     def routed_gemm_params(self) -> float:
@@ -87,8 +106,8 @@ class ModelDims:
         return self.layer_resident_params + self.layer_expert_params
 
     def attention_keys(self, seq_len):
-        """Attention FLOPs per token per unit of H·Q, forward, averaged over the layers: 4 x the keys
-        a query attends to on average (QK^T and AV, 2 FLOPs each per key and dimension).
+        """Attention FLOPs per token per unit of H·Q, forward, averaged over the attention layers: 4 x
+        the keys a query attends to on average (QK^T and AV, 2 FLOPs each per key and dimension).
 
         Full causal attention sees s/2 keys on average (2·s·H·Q per token); a sliding window of w
         sees w - w²/(2s) (s >= w); a chunked window (Llama 4) w/2. References: Beltagy et al.
@@ -100,7 +119,7 @@ class ModelDims:
             return 4.0 * full
         w = float(self.window)
         win = np.where(s > w, w - w * w / (2.0 * s) if self.window_kind == "sliding" else w / 2.0, full)
-        share = self.window_layers / self.layers
+        share = self.window_layers / max(self.attention_layers, 1)
         return 4.0 * ((1.0 - share) * full + share * win)
 
 
@@ -129,14 +148,15 @@ def model_dims(model) -> ModelDims:
     else:
         q_width = m.heads * m.head_dim
         k_width = v_width = m.kv_heads * m.head_dim
+    n_ffn = models.ffn_layer_count(m)
     if moe:
         shared = m.shared_ffn_hidden or 0
-        ffn = ((L - moe_layers) * m.ffn_hidden + moe_layers * (m.experts_per_token * m.moe_ffn_hidden + shared)) / L
+        ffn = ((n_ffn - moe_layers) * m.ffn_hidden + moe_layers * (m.experts_per_token * m.moe_ffn_hidden + shared)) / L
     else:
-        ffn = float(m.ffn_hidden)
+        ffn = n_ffn * m.ffn_hidden / L
     head = pc.head if not m.tied_embeddings else m.vocab * h
     shared = (m.shared_ffn_hidden or 0) if moe else 0
-    dense_ffn = ((L - moe_layers) * m.ffn_hidden + moe_layers * shared) / L if moe else float(m.ffn_hidden)
+    dense_ffn = ((n_ffn - moe_layers) * m.ffn_hidden + moe_layers * shared) / L
     mla_up = mla_latent = 0
     if m.attention == "mla":
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
@@ -144,6 +164,8 @@ def model_dims(model) -> ModelDims:
             m.q_lora_rank * m.heads * qk if m.q_lora_rank else 0)
         mla_latent = (m.q_lora_rank or 0) + m.kv_lora_rank + m.qk_rope_head_dim
     muon = _muon_flops_per_param(m, q_width, k_width, v_width, dense_ffn)
+    inner = (m.mamba_heads or 0) * (m.mamba_head_dim or 0)
+    state, groups = m.ssm_state_size or 0, m.mamba_groups or 0
     return ModelDims(
         layers=L, hidden=h, heads=m.heads, kv_heads=m.kv_heads, q_width=q_width, k_width=k_width,
         v_width=v_width, attention_dim=models.attention_dim(m), ffn_width=float(ffn),
@@ -156,7 +178,10 @@ def model_dims(model) -> ModelDims:
         dense_ffn_width=float(dense_ffn), shared_ffn_share=moe_layers * shared / (L * dense_ffn) if dense_ffn else 0.0,
         expert_ffn=int(m.moe_ffn_hidden or 0) if moe else 0,
         expert_params=float(pc.routed_expert), mla_up_params=float(mla_up), mla_latent_width=int(mla_latent),
-        attention_layers=L, muon_flops_per_param=muon)
+        attention_layers=models.attention_layer_count(m), muon_flops_per_param=muon, norms_per_layer=m.norms_per_layer,
+        mamba_layers=m.mamba_layers, mamba_inner=inner, mamba_conv_dim=inner + 2 * groups * state if m.mamba_layers else 0,
+        mamba_heads=m.mamba_heads or 0, mamba_head_dim=m.mamba_head_dim or 0, ssm_state=state, mamba_groups=groups,
+        ffn_layers=n_ffn, mtp_layers=m.mtp_layers)
 
 
 # Muon orthogonalizes each weight update with 5 Newton-Schulz iterations X <- aX + (bA + cA²)X,

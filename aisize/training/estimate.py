@@ -299,9 +299,9 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
                     "fp32" if eng.grad_bytes == 4.0 else "bf16", dispatcher, graphs, bool(embed_slot),
                     bool(loss_slot))
     total = float(np.asarray(mem.total_bytes))
-    hw = (flops_per_token(d.active_params, layers=d.layers, attention_dim=d.attention_dim, seq_len=s,
+    hw = (flops_per_token(d.active_params, layers=d.attention_layers, attention_dim=d.attention_dim, seq_len=s,
                           recompute=recompute)
-          / flops_per_token(d.active_params, layers=d.layers, attention_dim=d.attention_dim, seq_len=s))
+          / flops_per_token(d.active_params, layers=d.attention_layers, attention_dim=d.attention_dim, seq_len=s))
     return TrainingEstimate(m.id, acc.id, layout, step, mem, float(capacity), eng.generation, float(step.step_seconds),
                             float(step.tokens_per_s), float(step.tokens_per_s_per_gpu), float(step.mfu),
                             float(step.mfu * hw), total, bool(total <= capacity))

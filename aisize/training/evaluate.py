@@ -103,5 +103,6 @@ def evaluate(model, eng: Engine, opt: Options, *, seq_len, micro_batch, microbat
         framework=framework, weight_bytes=eng.weight_bytes, gather_bytes=eng.gather_bytes, compiled=fused,
         sac_sbh=inputs["sac_sbh"], kv_width=inputs["kv_width"], trainable_share=inputs["trainable_share"],
         frozen_dtype_bytes=opt.frozen_dtype_bytes, etp=etp, full_share=full_share, saved_rep_sbh=saved_rep,
-        saved_par_sbh=saved_par, moe_copy_sbh=inputs["moe_copy_sbh"], offload_layers=opt.offload_layers, te=opt.te)
+        saved_par_sbh=saved_par, moe_copy_sbh=inputs["moe_copy_sbh"], offload_layers=opt.offload_layers, te=opt.te,
+        mtp_layers=d.mtp_layers)
     return mem, step

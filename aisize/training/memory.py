@@ -121,7 +121,7 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
                      unit, framework, weight_bytes, gather_bytes=None, compiled=False, sac_sbh=None,
                      kv_width=0.0, trainable_share=1.0, frozen_dtype_bytes=0.0, offload_optimizer=False,
                      offload_params=False, etp=1, full_share=1.0, saved_rep_sbh=0.0, saved_par_sbh=0.0,
-                     moe_copy_sbh=0.0, offload_layers=0, te=False, totals=False) -> tuple:
+                     moe_copy_sbh=0.0, offload_layers=0, te=False, mtp_layers=0, totals=False) -> tuple:
     """(first stage, last stage) breakdowns: the vectorized core, inputs unchecked (the public functions
     check them). With one stage both are the same. ``totals``: only the two totals [B], summed in a
     factored order (what ranking a large grid needs).
@@ -134,7 +134,9 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
     ``saved_rep_sbh`` / ``saved_par_sbh`` what Megatron's recompute modules do not keep
     (replicated / TP-split, per s·b·h); ``moe_copy_sbh`` the routed token copies MoE layers
     keep (the experts' inputs and outputs, k·h each, averaged over layers, TP-split);
-    ``offload_layers`` layers per stage whose activations wait in host memory; ``te`` Transformer
+    ``offload_layers`` layers per stage whose activations wait in host memory; ``mtp_layers``
+    multi-token-prediction modules (a layer, its weights and another loss each) on the last
+    stage; ``te`` Transformer
     Engine kernels (Megatron-Core, Megatron-FSDP); framework ``fsdp`` without them is PyTorch FSDP2
     as torchtitan runs it (the DTensor and loss behaviour below).
     """
@@ -143,7 +145,7 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
     gather = weight_bytes if gather_bytes is None else gather_bytes
     single = pp == 1
     first_params = layers_first * layer_params / tp + (embed_params + single * output_params) / tp
-    last_params = layers_last * layer_params / tp + (single * embed_params + output_params) / tp
+    last_params = (layers_last + mtp_layers) * layer_params / tp + (single * embed_params + output_params) / tp
     experts = layers_first * expert_params / (etp * ep)
 
     sbh = seq_len * micro_batch * hidden
@@ -205,12 +207,13 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
     # the forward) holds the kept layers only
     kept = np.maximum(layers_first - offload_layers, 0)
     first_act = layer_act * (kept * in_flight * interleave) + first_edge
-    last_act = layer_act * np.maximum(layers_last - offload_layers, 0) + last_edge
+    last_act = layer_act * (np.maximum(layers_last - offload_layers, 0) + mtp_layers) + last_edge
+    loss_last = loss * (1 + mtp_layers)
     if totals:
-        return total(first_params, first_act, single * loss), total(last_params, last_act, loss)
+        return total(first_params, first_act, single * loss_last), total(last_params, last_act, loss_last)
     offloaded = layer_act * (layers_first - kept) * in_flight * interleave
-    first = one(first_params, first_act, single * loss)
-    last = one(last_params, last_act, loss)
+    first = one(first_params, first_act, single * loss_last)
+    last = one(last_params, last_act, loss_last)
     first = replace(first, host_bytes=first.host_bytes + offloaded)
     last = replace(last, host_bytes=last.host_bytes + layer_act * np.minimum(offload_layers, layers_last))
     return first, last

@@ -58,11 +58,17 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
         q_ratio, kv_ratio = d.q_width / h, d.k_width / h
         heads_per_kv = m.heads / m.kv_heads
     checks.choice("norm_impl", norm_impl, NORM_IMPLS)
+    # hybrids: Q, K, V on the attention layers only, each block keeps its normed input, and a
+    # Mamba-2 layer keeps its in_proj output (z, x, B, C, dt), the convolution output, the scan
+    # output and the gated norm's output, 16-bit (arXiv:2405.21060; the chunk states are re-run)
+    mamba = d.mamba_share * 2.0 * (3.0 * d.mamba_inner + 2.0 * d.mamba_conv_dim + d.mamba_heads) / h
+    blocks = d.attention_share + d.mamba_share + d.ffn_layers / L
     consts = activation_constants(m.ffn_type, ratio, dropout=dropout, q_ratio=q_ratio,
                                   kv_ratio=kv_ratio, flash_attention=flash_attention,
                                   norm_impl=norm_impl if m.norm == "rmsnorm" else "fused",
                                   softmax_fp32=softmax_fp32, heads_per_kv=heads_per_kv, fused_activation=te,
-                                  low_precision_inputs=te and low_precision)
+                                  low_precision_inputs=te and low_precision, attention_share=d.attention_share,
+                                  norms=m.norms_per_layer, block_inputs=blocks, extra_parallel_sbh=mamba)
     share = 1.0
     if lora_rank is not None:
         adapters = lora_layer_params(m, lora_rank)

@@ -3,13 +3,15 @@
 step = compute + exposed TP + exposed CP + pipeline sends + exposed DP/FSDP + MoE all-to-all
        + host synchronisation + exposed activation offload + pipeline bubble + stragglers
 
-* compute: the slowest pipeline stage's layers (:func:`aisize.training.work.layer_times`:
+* compute: the slowest pipeline stage's layers (:func:`aisize.training.work.layer_times`, hybrid
+  models' Mamba-2 scans included:
   GEMMs on their roofline, FlashAttention, memory-bound work, casts; the routed experts,
   :func:`aisize.training.moe.expert_times`; recompute, :mod:`aisize.training.recompute`),
   the output layer and loss on the last stage, for every micro-batch, plus the optimizer.
   Megatron can count the embedding and the loss as pipeline layers
   (``embedding_in_pipeline_split``, ``loss_in_pipeline_split``): the first and last stages
-  then hold one transformer layer fewer;
+  then hold one transformer layer fewer; multi-token-prediction modules (DeepSeek-V3) add a
+  layer and an output head per module on the last stage;
 * TP (Megatron-style, all-reduces or all-gather + reduce-scatter with sequence
   parallelism: the same bytes): two collective pairs forward, two backward, two more
   with full recompute (one with PyTorch's selective policy, which re-gathers); async
@@ -201,7 +203,10 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
                         hbm_bytes_per_s=hbm_bytes_per_s)
     middle = np.where(pp >= 3, busy, 0)
     stage_layers_ = np.maximum(np.maximum(first, middle), last)  # most transformer layers on one stage
-    stage_c = np.where(pp == 1, L * layer + head, np.maximum(np.maximum(first, middle) * layer, last * layer + head))
+    # multi-token prediction: each MTP module runs one more layer and output head on the last stage
+    mtp = d.mtp_layers * (layer + head)
+    stage_c = np.where(pp == 1, L * layer + head + mtp,
+                       np.maximum(np.maximum(first, middle) * layer, last * layer + head + mtp))
     layers_here = np.where(pp == 1, L, stage_layers_)
     stage_mb = stage_c + layers_here * host
     n_mb = microbatches * accumulation
@@ -292,7 +297,7 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     factor = straggler_factor(gpus)
     straggle = step * (factor - 1.0)
     tokens = dp * n_mb * micro_batch * seq_len
-    model = flops_per_token(d.active_params, layers=L, attention_dim=d.attention_dim, seq_len=seq_len)
+    model = flops_per_token(d.active_params, layers=d.attention_layers, attention_dim=d.attention_dim, seq_len=seq_len)
     return StepTime(compute, n_mb * layers_here * tp_layer, n_mb * layers_here * cp_layer, pp_time, dp_exposed,
                     ep_time, host_total, offload, bubble, straggle, model * tokens, tokens, gpus * 1.0, high_peak,
                     step * factor)

@@ -149,7 +149,7 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled:
 
     # each kernel call sees one context-parallel chunk of the sequence (the whole sequence without CP)
     chunk = tokens / micro_batch
-    keys4 = d.attention_keys(seq_len)  # 4 x mean keys per query
+    keys4 = d.attention_keys(seq_len) * d.attention_share  # 4 x mean keys per query, averaged over layers
     attn_flops = keys4 * d.attention_dim * tokens / tp
     exps = keys4 / 4.0 * d.heads * tokens / tp
     attn_fwd = E.attention_seconds(attn_flops, exps, gen, attention_kernel, chunk, high_peak, exp_per_s)
@@ -159,10 +159,11 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled:
     h, f = d.hidden, d.dense_ffn_width
     norm = RMSNORM_BYTES[impl] if d.norm == "rmsnorm" else LAYERNORM_BYTES
     row_tokens = np.where(sp, tokens / tp, tokens)
-    norm_fwd = E.memory_seconds(row_tokens * 2.0 * norm * h, hbm_bytes_per_s)
-    per_row = 2.0 * (norm + RESIDUAL_BYTES[impl]) * h
+    norms = d.norms_per_layer
+    norm_fwd = E.memory_seconds(row_tokens * norms * norm * h, hbm_bytes_per_s)
+    per_row = norms * (norm + RESIDUAL_BYTES[impl]) * h
     act_bytes = (GATED_ACTIVATION_BYTES[impl] if d.ffn_gated else ACTIVATION_BYTES) * f
-    per_head = (ROPE_BYTES[impl] * (d.q_width + d.k_width) if d.rope else 0.0) + act_bytes
+    per_head = (ROPE_BYTES[impl] * (d.q_width + d.k_width) * d.attention_share if d.rope else 0.0) + act_bytes
     cp = seq_len * micro_batch / tokens
     merge = np.where(cp > 1, cp * tokens * d.q_width / tp * CP_MERGE_BYTES, 0.0)
     elem_fwd = row_tokens * per_row + tokens * per_head / tp + merge
@@ -171,9 +172,41 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled:
     cast_bwd = cast * tokens * (2.0 * h + (d.q_width + d.k_width + d.v_width + f * (2 if d.ffn_gated else 1)) / tp)
     mem_fwd = E.memory_seconds(elem_fwd + cast_fwd, hbm_bytes_per_s)
     mem_bwd = E.memory_seconds(E.BACKWARD_BYTES_RATIO * elem_fwd + cast_bwd, hbm_bytes_per_s)
+    if d.mamba_layers:  # Mamba-2 scans (SSD) ride on the attention-like part of the layer
+        ssd = ssd_seconds(d, tokens=tokens, tp=tp, gen=gen, high_peak=high_peak, hbm_bytes_per_s=hbm_bytes_per_s)
+        attn_fwd = attn_fwd + d.mamba_share * ssd
+        attn_bwd = attn_bwd + d.mamba_share * SSD_BACKWARD_RATIO * ssd
     mlp_fwd = mlp_gemm + E.memory_seconds(tokens * act_bytes / tp, hbm_bytes_per_s)
     sac = redo_gemm + E.memory_seconds(elem_fwd + 0.5 * cast_fwd, hbm_bytes_per_s)
     return LayerTimes(gemm_fwd, attn_fwd, attn_bwd, mem_fwd, mem_bwd, norm_fwd, mla_up, mlp_fwd, sac)
+
+
+# Mamba-2's SSD algorithm splits the sequence into chunks of Q tokens (Hugging Face NemotronHConfig
+# chunk_size 128): within a chunk it runs like attention over Q keys, across chunks it passes an
+# H x P x N state. Its backward re-runs the chunk states and computes the gradients: about twice
+# the forward, as a GEMM's (assumption).
+SSD_CHUNK_TOKENS = 128
+SSD_BACKWARD_RATIO = 2.0
+
+
+def ssd_seconds(d: ModelDims, *, tokens, tp, gen: str, high_peak, hbm_bytes_per_s):
+    """Forward time of one Mamba-2 layer's scan, causal convolution and gated norm [s].
+
+    Per token (H heads of width P, G groups, state N, chunk Q): C·Bᵀ within the chunk 2·Q·N·G,
+    its product with x 2·Q·P·H, the chunk states Bᵀx and their read-out C·state 4·N·P·H FLOPs,
+    batched matmuls at the 16-bit GEMM efficiency; the convolution (read and write x, B, C),
+    the scan's reads and writes and the gated RMSNorm move 2·(3·conv + H + 4·H·P) bytes. Heads
+    split over TP.
+
+    References
+    ----------
+    .. [1] Dao & Gu 2024, "Transformers are SSMs" (Mamba-2), arXiv:2405.21060, sec. 6 (SSD
+       algorithm: intra-chunk, chunk states, state passing, output), sec. 7 (architecture).
+    """
+    q, n, g, heads, p = SSD_CHUNK_TOKENS, d.ssm_state, d.mamba_groups, d.mamba_heads, d.mamba_head_dim
+    flops = 2.0 * q * n * g + 2.0 * q * p * heads + 4.0 * n * p * heads
+    moved = 2.0 * (3.0 * d.mamba_conv_dim + heads + 4.0 * d.mamba_inner)
+    return (tokens / tp) * (flops / (high_peak * E.gemm_efficiency(gen, "16")) + moved / (hbm_bytes_per_s * E.HBM_EFFICIENCY))
 
 
 def head_seconds(d: ModelDims, *, tokens, tp, fused_loss: bool, high_peak, gen: str, hbm_bytes_per_s):
