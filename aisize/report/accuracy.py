@@ -14,7 +14,8 @@ FAMILY_TEXT = {"memory": "GPU memory (weights, optimizer states, activations)",
                "flops-time": "Training FLOPs, GPU-hours and time",
                "storage": "Storage demand and checkpoints",
                "throughput": "Throughput (needs a measured efficiency)",
-               "training": "Training step time, peak memory and MFU (torchtitan runs, published large runs)",
+               "training": "Training step time, peak memory and MFU (torchtitan runs, NVIDIA's Megatron-Core "
+                           "runs, published large runs)",
                "serving": "Serving throughput (TensorRT-LLM max-throughput runs; the calibration's fit)"}
 
 

@@ -127,3 +127,26 @@ def _apply_recipe(kw: dict, rec: dict, layers: int, model: str) -> None:
     for col in ("embedding_in_pipeline_split", "loss_in_pipeline_split"):
         if (rec.get(col) or "").strip() == "true":
             kw[col] = True
+
+
+def megatron_table(path: str | None = None) -> pd.DataFrame:
+    """Tokens/s per GPU of every Megatron-Core row: published vs predicted, and the memory verdict.
+
+    A published run ran, so aisize should say it fits; where it does not, the row's description says
+    so with the peak it predicts (the validation page shows it beside the error).
+    """
+    from aisize.training import estimate
+    from aisize.validation.training import COLUMNS, TOKENS_TOLERANCE_PCT, _layout_text, _row
+
+    rows = []
+    for r in megatron_rows(path):
+        model, gpu, kw = megatron_kwargs(r)
+        est = estimate(model, gpu, **kw)
+        case = f"{r['id']} {r['model']} {r['hardware']} {r['precision']} {r['gpus']} GPUs"
+        fit = "" if est.fits else (f"aisize: does not fit ({est.peak_memory_bytes / 2**30:.0f} GiB of "
+                                   f"{est.memory_capacity_bytes / 2**30:.0f})")
+        note = "; ".join(x for x in (r["source_note"].split(";")[0], fit) if x)
+        layout = _layout_text(kw) + f", TP{kw['tensor_parallel']} PP{kw['pipeline_parallel']} EP{kw['expert_parallel']}"
+        rows.append(_row(case, "tokens/s per GPU", float(r["tokens_per_s_per_gpu"]), est.tokens_per_s_per_gpu,
+                         "tokens/s", TOKENS_TOLERANCE_PCT, layout, r["source_url"]) | {"note": note})
+    return pd.DataFrame(rows, columns=[*COLUMNS, "note"])
