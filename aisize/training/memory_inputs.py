@@ -84,16 +84,17 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
 def moe_copy_sbh(model, low_precision_inputs=False) -> float:
     """Bytes per token per layer (in units of h) MoE layers keep beyond the experts' inner tensors,
     averaged over layers: the k routed copies of each token the experts' first GEMM saves (2k; k
-    when Transformer Engine keeps them quantized) and the k expert outputs the probability-weighted
-    unpermute saves for the router's gradient (2k).
+    when Transformer Engine keeps them quantized). The routing probabilities weight the experts'
+    activation (Megatron-Core's ``TEGroupedMLP``: the weighted activation is the second GEMM's
+    input, counted with the inner tensors), so the unpermutation keeps no expert output.
 
     References
     ----------
-    .. [1] NVIDIA Megatron-LM ``megatron/core/transformer/moe/moe_utils.py`` (``permute``, ``unpermute``
-       with ``probs``), ``experts.py`` (``TEGroupedMLP``).
+    .. [1] NVIDIA Megatron-LM ``megatron/core/transformer/moe/experts.py`` (``TEGroupedMLP.forward``:
+       ``bias_act_func`` applies ``permuted_probs`` after the activation), ``moe_utils.py`` (``permute``).
     """
     d = model_dims(model)
-    per_copy = (1.0 if low_precision_inputs else 2.0) + 2.0
+    per_copy = 1.0 if low_precision_inputs else 2.0
     return per_copy * d.experts_per_token * d.moe_layers / d.layers if d.moe_layers else 0.0
 
 
