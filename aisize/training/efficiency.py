@@ -57,9 +57,9 @@ GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
 # assumed equal to Ampere; Blackwell 16-bit follows its fp8 at Hopper's 16/8-bit ratio (only MoE
 # rows run it) and fp4 equals fp8 (no published run): replace when runs exist.
 GEMM_EFFICIENCY = {
-    ("volta", "16"): 0.826, ("ampere", "16"): 0.826,
-    ("hopper", "16"): 0.630, ("hopper", "8"): 0.694,
-    ("blackwell", "16"): 0.720, ("blackwell", "8"): 0.793, ("blackwell", "4"): 0.793,
+    ("volta", "16"): 0.830, ("ampere", "16"): 0.830,
+    ("hopper", "16"): 0.634, ("hopper", "8"): 0.702,
+    ("blackwell", "16"): 0.725, ("blackwell", "8"): 0.802, ("blackwell", "4"): 0.802,
 }
 # Attention kernels' share of the 16-bit peak on their matmuls, long sequences, by generation and
 # kernel family: "fa2" (FlashAttention-2's algorithm: PyTorch SDPA's flash backend, which
@@ -70,8 +70,8 @@ GEMM_EFFICIENCY = {
 # timed separately on the special-function units (:func:`attention_seconds`), so one "fa3"
 # value serves Hopper, Blackwell and Blackwell Ultra: their differences are the catalog's peaks
 # and exponential rates.
-ATTENTION_EFFICIENCY = {("volta", "fa2"): 0.612, ("ampere", "fa2"): 0.612, ("hopper", "fa2"): 0.266,
-                        ("hopper", "fa3"): 0.654, ("blackwell", "fa3"): 0.445}
+ATTENTION_EFFICIENCY = {("volta", "fa2"): 0.619, ("ampere", "fa2"): 0.619, ("hopper", "fa2"): 0.267,
+                        ("hopper", "fa3"): 0.649, ("blackwell", "fa3"): 0.444}
 # FlashAttention-2 tiles queries in blocks of 128 rows (head dim 128); with a causal
 # mask the diagonal tiles are half wasted: useful share s / (s + 128) [2].
 FLASH_TILE_TOKENS = 128.0
@@ -81,9 +81,9 @@ FLASH_TILE_TOKENS = 128.0
 HBM_EFFICIENCY = 0.55
 # Coefficient of variation of one rank's step time (jitter, stragglers). Fitted on the
 # torchtitan Llama 3.1 8B rows on 8 vs 128 GPUs (same per-GPU work, 2-3 % slower at 128),
-# the only reference rows that isolate it: 1 + 0.029 sqrt(2 ln n) is 6 % on 8 GPUs, 9 % on
-# 128, 13 % on 16,384.
-STEP_TIME_CV = 0.029
+# the only reference rows that isolate it: 1 + 0.031 sqrt(2 ln n) is 6 % on 8 GPUs, 10 % on
+# 128, 14 % on 16,384.
+STEP_TIME_CV = 0.031
 # Backward of an elementwise op reads its saved input and the incoming gradient and
 # writes the outgoing one: about twice the forward's bytes.
 BACKWARD_BYTES_RATIO = 2.0

@@ -54,13 +54,13 @@ from aisize.training.recipes import Recipe, cast_bytes_per_element
 DISPATCHERS = ("alltoall", "flex")
 # Tokens per expert at which a grouped GEMM reaches half of the dense GEMM efficiency. Fitted
 # jointly on the public training rows (benchmarks/fit_training.py); only MoE rows depend on it.
-GROUPED_GEMM_HALF_TOKENS = 682.0
+GROUPED_GEMM_HALF_TOKENS = 662.0
 # Host time the GPU waits for after the dispatcher's device-to-host synchronisation, per MoE
 # layer forward (the launch of the rest of the layer), by dispatcher: the all-to-all dispatcher
 # launches permutation, NCCL all-to-all and grouped-GEMM kernels after it; DeepEP/HybridEP fuse
 # the permutation into their dispatch kernels. Fitted jointly on the public training rows
 # (benchmarks/fit_training.py); only MoE rows depend on them.
-MOE_SYNC_HOST_SECONDS = {"alltoall": 5.60e-3, "flex": 0.68e-3}
+MOE_SYNC_HOST_SECONDS = {"alltoall": 5.57e-3, "flex": 0.65e-3}
 # Share of that host time left when CUDA graphs capture launches around the synchronisation
 # (Transformer Engine graphs of attention, router and preprocess). Fitted jointly
 # (benchmarks/fit_training.py; only MoE rows depend on it): 1.0, no change. The graphed launches
