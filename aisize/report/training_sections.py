@@ -74,8 +74,10 @@ def step_table(ctx: ReportContext) -> Html:
              "pp_comm_seconds": "PP sends", "dp_comm_exposed_seconds": "DP/FSDP", "ep_comm_seconds": "EP",
              "host_sync_seconds": "Host sync", "offload_exposed_seconds": "Offload",
              "pp_bubble_seconds": "Bubble", "straggler_seconds": "Stragglers"}
-    rows = [[t.name, _layout(t)] + [sig(t.step_parts_seconds[k], 3) for k in names]
-            for t in ctx.plan.training if t.step_parts_seconds]
+    jobs = [t for t in ctx.plan.training if t.step_parts_seconds]
+    optional = ("host_sync_seconds", "offload_exposed_seconds")  # MoE and offload only: shown when any job has them
+    names = {k: v for k, v in names.items() if k not in optional or any(t.step_parts_seconds[k] for t in jobs)}
+    rows = [[t.name, _layout(t)] + [sig(t.step_parts_seconds[k], 3) for k in names] for t in jobs]
     if not rows:
         return Html("")
     return table(["Workload", "Layout"] + [f"{v} [s]" for v in names.values()], rows,

@@ -41,7 +41,7 @@ from aisize.training.step_time import PARTS, StepTime
 RECOMPUTE = ("none", "selective", "full")
 AXES = ("gpus", "seq_len", "tp", "pp", "cp", "schedule", "micro_batch", "zero_stage", "recompute", "ep", "etp")
 DEFAULT_RECOMPUTE_SHARES = (0.5, 1.0)  # shares of a chunk's layers tried with full recompute
-DEFAULT_EXPERT_TP = (1, 2, 4, 8)  # expert-TP degrees tried for MoE models (dividing the experts' width)
+EXPERT_TP_CHOICES = ("1", "tp")  # MoE models: experts folded without TP (1), or split like attention (TP)
 DEFAULT_MICRO_BATCHES = tuple(2 ** np.arange(7))  # 1-64 sequences
 DEFAULT_VIRTUAL_STAGES = (2, 4)
 MAX_CONTEXT_PARALLEL = 64  # CP beyond 64 ranks is not used in published runs (Llama 3: 16)
@@ -97,8 +97,7 @@ def _axis(values, k: int) -> np.ndarray:
 def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup_domain: int, experts: int = 1,
                 stages=(0, 1, 2, 3), recomputes=RECOMPUTE, micro_batches=None, context_parallel=None,
                 schedules=("1f1b", "interleaved-1f1b"), virtual_stages=DEFAULT_VIRTUAL_STAGES,
-                recompute_shares=DEFAULT_RECOMPUTE_SHARES, expert_ffn: int = 0,
-                expert_tensor_parallel=DEFAULT_EXPERT_TP) -> Grid:
+                recompute_shares=DEFAULT_RECOMPUTE_SHARES, expert_ffn: int = 0) -> Grid:
     """Every consistent layout for one or more GPU counts and sequence lengths, as a :class:`Grid`.
 
     Parameters
@@ -115,8 +114,8 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
     virtual_stages : chunks per stage tried with "interleaved-1f1b"
     recompute_shares : shares of each model chunk's layers tried with full recompute (rounded to
         whole layers; 1 = every layer)
-    expert_ffn : one routed expert's inner width (expert TP must divide it)
-    expert_tensor_parallel : expert-TP degrees tried for MoE models (MoE parallel folding)
+    expert_ffn : one routed expert's inner width; with it, MoE models try expert TP 1 (MoE parallel
+        folding) and expert TP = TP (Megatron-Core's default, where TP divides the expert's width)
 
     References
     ----------
@@ -143,9 +142,7 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
     else:
         cps = np.atleast_1d(checks.integer("context_parallel", context_parallel, high=10**5))
     eps = divs[experts % divs == 0] if experts > 1 else np.array([1])
-    etps = np.array([1])
-    if experts > 1 and expert_ffn:
-        etps = np.array([e for e in expert_tensor_parallel if e <= scaleup_domain and expert_ffn % e == 0] or [1])
+    etp_codes = np.arange(len(EXPERT_TP_CHOICES)) if experts > 1 and expert_ffn else np.array([0])
     sched = [(SCHEDULE_CODES[name], 1) for name in schedules if name != "interleaved-1f1b"]
     sched += [(SCHEDULE_CODES["interleaved-1f1b"], int(v)) for v in vs if "interleaved-1f1b" in schedules]
     shares = [float(checks.fraction("recompute_shares", x)) for x in recompute_shares]
@@ -153,8 +150,9 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
     rec = [(RECOMPUTE.index(r), 0.0 if r == "none" else 1.0) for r in recomputes if r != "full"] + rec
     ax = [_axis(n, 0), _axis(s, 1), _axis(tps, 2), _axis(pps, 3), _axis(cps, 4),
           _axis([c for c, _ in sched], 5), _axis(mbs, 6), _axis(np.asarray(stages), 7),
-          _axis([c for c, _ in rec], 8), _axis(eps, 9), _axis(etps, 10)]
-    N, S, T, P, C, K, B, Z, R, E, X = ax
+          _axis([c for c, _ in rec], 8), _axis(eps, 9), _axis(etp_codes, 10)]
+    N, S, T, P, C, K, B, Z, R, E, XC = ax
+    X = np.where(XC == 1, T, 1)  # expert TP
     G, V = _axis(gb, 0), _axis([v for _, v in sched], 5)
     # whole layers of a chunk: ceil(L / (p v)) layers, round(share x chunk) of them recomputed
     chunk = -(-layers // (P * V))
@@ -166,7 +164,8 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
     sched_ok = np.where(K == SCHEDULE_CODES["1f1b"], True, P >= 2)
     chunks_ok = (P >= 2) & (layers >= P * V) & ((layers % P != 0) | ((layers // P) % V == 0))
     sched_ok = (sched_ok & ~inter) | (inter & chunks_ok)
-    ok = (dp > 0) & (S % C == 0) & (m > 0) & ((T * C * dp) % np.maximum(E * X, 1) == 0) & sched_ok
+    etp_ok = (XC == 0) | ((T > 1) & (expert_ffn % X == 0))  # TP-split experts only where TP > 1 divides them
+    ok = (dp > 0) & (S % C == 0) & (m > 0) & ((T * C * dp) % np.maximum(E * X, 1) == 0) & sched_ok & etp_ok
     ok = ok & np.ones(tuple(len(np.ravel(a)) for a in ax), dtype=bool)
     return Grid(N, G, S, T, P, C, K, V, B, Z, R, share, E, X, dp, m, ok)
 

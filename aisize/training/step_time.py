@@ -167,7 +167,7 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
                    state_bytes_per_param, gather_bytes, grad_bytes, async_tp=False, cp_method="all-gather",
                    dp_overlap=DP_OVERLAP, moe: Moe = Moe(), attention_kernel="fa2", exp_per_s=None,
                    embed_slot=0, loss_slot=0, offload_bytes=0.0, offload_layers=0, host_bytes_per_s=None,
-                   optimizer_flops_per_param=0.0, te=False) -> StepTime:
+                   optimizer_flops_per_param=0.0, te=False, parts=True) -> StepTime:
     """Vectorized core (inputs checked by the caller; arrays broadcast).
 
     ``micro_batch``: sequences per pipeline micro-batch; ``microbatches``: micro-batches per
@@ -175,7 +175,9 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     ``embed_slot`` / ``loss_slot``: 1 where the embedding / the loss count as pipeline layers;
     ``offload_bytes``: activation bytes of one offloaded layer per micro-batch; ``te``: Transformer
     Engine kernels (Megatron-Core, Megatron-FSDP); framework ``fsdp`` without them is torchtitan's
-    PyTorch (op-level selective checkpointing, DTensor float8 TP, eager cross entropy).
+    PyTorch (op-level selective checkpointing, DTensor float8 TP, eager cross entropy);
+    ``parts=False``: only ``step_seconds`` (the parts 0), the same sum in fewer full-size array
+    operations (what ranking a large grid needs).
     """
     L = d.layers
     fsdp = framework == "fsdp"
@@ -268,8 +270,7 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
 
     send = comm.pipeline_send_seconds(act, tp, tp * cp * dp, pp, sp | fsdp, links)
     pp_time = np.where(pp > 1, 2.0 * n_mb * virtual_stages * send, 0.0)
-    bubble = accumulation * bubble_share(pp, microbatches, virtual_stages, schedule_code) * microbatches \
-        * (stage_mb + comm_mb)
+    idle = accumulation * bubble_share(pp, microbatches, virtual_stages, schedule_code) * microbatches
 
     if_pp = pp > 1
     gathers = np.where(if_pp, 1.0, 2.0 * n_mb)
@@ -290,14 +291,18 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     # ZeRO-3 / FSDP traffic runs beside every micro-batch; the distributed optimizer's once-a-step
     # reduce-scatter and all-gather only beside the last backward and the first forward
     hide = dp_overlap * np.where(stage >= 3, compute, stage_c)
-    dp_exposed = np.maximum(dense_total + expert_total - hide, 0.0) + dense_edge + expert_edge
+    dp_exposed = np.maximum(add(dense_total, expert_total) - hide, 0.0) + add(dense_edge, expert_edge)
 
-    step = add(compute, n_mb * comm_mb, pp_time, dp_exposed, ep_time, host_total, offload, bubble)
     gpus = tp * pp * cp * dp
     factor = straggler_factor(gpus)
-    straggle = step * (factor - 1.0)
     tokens = dp * n_mb * micro_batch * seq_len
     model = flops_per_token(d.active_params, layers=d.attention_layers, attention_dim=d.attention_dim, seq_len=seq_len)
+    if not parts:  # micro-batches and bubble both run stage + communication: one full-size product
+        runs = n_mb + idle
+        step = add(runs * (stage_c + comm_mb), runs * layers_here * host, optim, pp_time, dp_exposed, ep_time, offload)
+        return StepTime(*([0.0] * 10), model * tokens, tokens, gpus * 1.0, high_peak, step * factor)
+    bubble = idle * (stage_mb + comm_mb)
+    step = add(compute, n_mb * comm_mb, pp_time, dp_exposed, ep_time, host_total, offload, bubble)
     return StepTime(compute, n_mb * layers_here * tp_layer, n_mb * layers_here * cp_layer, pp_time, dp_exposed,
-                    ep_time, host_total, offload, bubble, straggle, model * tokens, tokens, gpus * 1.0, high_peak,
-                    step * factor)
+                    ep_time, host_total, offload, bubble, step * (factor - 1.0), model * tokens, tokens, gpus * 1.0,
+                    high_peak, step * factor)
