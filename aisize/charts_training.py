@@ -17,8 +17,10 @@ from aisize.charts import WIDTH
 STEP_PARTS = {"compute_seconds": "compute", "tp_comm_seconds": "TP communication",
               "cp_comm_seconds": "CP communication", "pp_comm_seconds": "PP sends",
               "dp_comm_exposed_seconds": "DP/FSDP communication", "ep_comm_seconds": "EP all-to-all",
+              "host_sync_seconds": "MoE host sync", "offload_exposed_seconds": "activation offload",
               "pp_bubble_seconds": "pipeline bubble", "straggler_seconds": "stragglers"}
-PART_COLOURS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#9d755d"]
+PART_COLOURS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#ff9da6", "#bab0ac",
+                "#b279a2", "#9d755d"]
 # Named dataset of the chart: the app swaps its rows in a drawn chart (a Vega changeset).
 STEP_DATA = "step_parts"
 

@@ -98,8 +98,17 @@ class Optimizer:
 OPTIMIZERS: dict[str, Optimizer] = {
     "adamw": Optimizer(8.0, "fp32 momentum + variance; ZeRO arXiv:1910.02054 sec. 3.1 (K = 12 with master)"),
     "sgd": Optimizer(4.0, "fp32 momentum buffer (torch.optim.SGD momentum_buffer); 8 B with master"),
+    # Megatron-Core's precision-aware optimizer (use_precision_aware_optimizer, exp_avg_dtype and
+    # exp_avg_sq_dtype bf16), as NVIDIA's DeepSeek-V3 recipe runs it; the master stays fp32.
+    "adamw-bf16": Optimizer(4.0, "bf16 momentum + variance: Megatron-Core precision-aware optimizer "
+                                 "(Megatron-Bridge recipes/deepseek/deepseek_v3.py); 8 B with master"),
     "adam8bit": Optimizer(2.0, "8-bit momentum + variance, arXiv:2110.02861; 6 B with master"),
     "lion": Optimizer(4.0, "fp32 momentum only, arXiv:2302.06675 sec. 2; 8 B with master"),
+    # Muon keeps one momentum buffer and orthogonalizes each update matrix with 5 Newton-Schulz
+    # iterations (matrix work, aisize.training.dims.ModelDims.muon_flops_per_param); embeddings,
+    # the output layer and norms use AdamW in practice (a few % of a large model's parameters).
+    "muon": Optimizer(4.0, "fp32 momentum only: Jordan et al. 2024 (Muon); Liu et al. 2025, 'Muon is Scalable "
+                           "for LLM Training', arXiv:2502.16982 sec. 2; 8 B with master"),
     # Factored second moment is O(rows + cols) per matrix: ~0 per parameter for
     # large matrices; beta1 = 0 (the paper's default) keeps no first moment.
     "adafactor": Optimizer(0.0, "factored 2nd moment, no 1st moment, arXiv:1804.04235 sec. 3; 4 B with master"),

@@ -109,6 +109,7 @@ UNITS: dict[str, Unit] = {
     "/s": Unit("per_s", 1.0),
     "K/s": Unit("per_s", 1e3),
     "M/s": Unit("per_s", 1e6),
+    "T/s": Unit("per_s", 1e12),
     "ratio": Unit("ratio", 1.0),
     "%": Unit("ratio", 0.01),
 }

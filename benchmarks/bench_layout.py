@@ -1,9 +1,10 @@
 """Layout search throughput: consistent configurations evaluated per second on one core.
 
 One broadcast grid per model: TP x PP x CP x schedule (1F1B, interleaved 1F1B with 2 or
-4 chunks) x micro-batch x ZeRO stage x recompute (x EP for DeepSeek-V3) over eight GPU
-counts and six sequence lengths (4k-128k tokens), so context parallelism and
-interleaving are in the grid. Times the vectorized memory and step-time evaluation plus
+4 chunks) x micro-batch x ZeRO stage x recompute (none, selective, full on half or all of
+each chunk's layers) (x EP x expert TP for DeepSeek-V3: MoE parallel folding) over eight
+GPU counts and six sequence lengths (4k-128k tokens), so context parallelism, interleaving,
+expert folding and partial recompute are in the grid. Times the vectorized memory and step-time evaluation plus
 the ranking (aisize.training.layout.evaluate_grid and rank_layouts); counts only
 consistent layouts. Prints figures; asserts nothing.
 Run: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_layout.py
@@ -29,7 +30,7 @@ def bench(model_id: str, gpu_id: str = "h100-sxm", repeats: int = 3) -> tuple[in
     t0 = time.perf_counter()
     grid = layout_grid(GPU_COUNTS, heads=model.heads, layers=model.layers, global_batch=GLOBAL_BATCH,
                        seq_len=SEQ_LENS, scaleup_domain=gpu.scaleup_domain, experts=model.experts,
-                       micro_batches=(1, 2, 4), stages=(0, 2, 3))
+                       expert_ffn=model.moe_ffn_hidden or 0, micro_batches=(1, 2, 4), stages=(0, 2, 3))
     build = time.perf_counter() - t0
     eng = engine(gpu, precision="bf16", framework="fsdp", optimizer="adamw", links=default_links(gpu))
     best = float("inf")

@@ -18,7 +18,7 @@ def test_result_carries_the_contract_fields():
     r = estimate("llama-3-8b", H100, **BASE)
     assert r.tokens_per_s_per_gpu > 0 and 0 < r.mfu < 1 and r.step_seconds > 0 and r.peak_memory_bytes > 0
     assert sum(r.breakdown.values()) == pytest.approx(r.step_seconds)
-    assert set(r.breakdown) == {"compute", "tp", "cp", "pp", "dp", "ep", "bubble", "stragglers"}
+    assert set(r.breakdown) == {"compute", "tp", "cp", "pp", "dp", "ep", "host", "offload", "bubble", "stragglers"}
     # tokens/s per GPU = tokens per step / (step x GPUs); MFU = (6N + 12·L·H·Q·s) x tokens/s / peak
     d = model_dims("llama-3-8b")
     assert r.tokens_per_s_per_gpu == pytest.approx(8 * 4096 / (r.step_seconds * 8))
@@ -75,9 +75,9 @@ def test_gemm_efficiency_depends_on_matrix_sizes_and_generation():
 
 def test_attention_efficiency_rises_with_sequence_length():
     # causal FlashAttention wastes half of each diagonal tile: s / (s + 128)
-    e = [E.attention_efficiency("hopper", s) for s in (256, 1024, 8192)]
-    assert e[0] < e[1] < e[2] < E.ATTENTION_EFFICIENCY["hopper"]
-    assert e[0] / E.ATTENTION_EFFICIENCY["hopper"] == pytest.approx(256 / 384)
+    e = [E.attention_efficiency("hopper", s, "fa2") for s in (256, 1024, 8192)]
+    assert e[0] < e[1] < e[2] < E.ATTENTION_EFFICIENCY[("hopper", "fa2")]
+    assert e[0] / E.ATTENTION_EFFICIENCY[("hopper", "fa2")] == pytest.approx(256 / 384)
 
 
 def test_small_models_get_lower_mfu_than_large_ones():
@@ -138,8 +138,8 @@ def test_pipeline_sends_split_over_tp_ranks():
 
     links = Links(450e9, 50e9, 8)
     act = 2 * 4096 * 8192
-    whole = pipeline_send_seconds(act, 1, 64, True, links)
-    split = pipeline_send_seconds(act, 8, 64, True, links)
+    whole = pipeline_send_seconds(act, 1, 64, 2, True, links)
+    split = pipeline_send_seconds(act, 8, 64, 2, True, links)
     assert split < whole / 4
 
 

@@ -50,11 +50,33 @@ def test_search_rows_equal_estimate_of_the_same_layout():
                      schedule=r.schedule, virtual_stages=r.virtual_stages if r.schedule == "interleaved-1f1b" else None,
                      micro_batch=r.micro_batch * r.microbatches if pp else r.micro_batch,
                      pipeline_microbatches=r.microbatches if pp else None, global_batch=128, seq_len=4096,
-                     recompute=r.recompute, zero_stage=r.zero_stage, compiled=True)
+                     recompute=r.recompute, recompute_layers=r.recompute_layers if r.recompute == "full" else None,
+                     zero_stage=r.zero_stage, compiled=True)
         assert e.step_seconds == pytest.approx(r.step_seconds)
         assert e.peak_memory_bytes == pytest.approx(r.total_bytes)
         assert e.mfu == pytest.approx(r.mfu)
     assert 0.2 < df.mfu.iloc[0] < 0.8
+
+
+def test_moe_search_folds_experts_and_tries_partial_recompute():
+    # expert TP and a share of each chunk's layers under full recompute are axes of the grid; the
+    # rows equal estimate() of the same layout
+    df = search_layouts("qwen3-30b-a3b", "b200", 16, global_batch=256, seq_len=4096, framework="megatron",
+                        precision="fp8", top=200)
+    assert set(df.expert_tensor_parallel) >= {1} and (df.ep > 1).any()
+    full = df[df.recompute == "full"]
+    assert len(full) and (full.recompute_layers >= 1).all()
+    for r in df.head(3).itertuples():
+        pp = r.pp > 1
+        e = estimate("qwen3-30b-a3b", "b200", gpus=16, tensor_parallel=r.tp, pipeline_parallel=r.pp,
+                     context_parallel=r.cp, expert_parallel=r.ep, expert_tensor_parallel=r.expert_tensor_parallel,
+                     schedule=r.schedule, virtual_stages=r.virtual_stages if r.schedule == "interleaved-1f1b" else None,
+                     micro_batch=r.micro_batch * r.microbatches if pp else r.micro_batch,
+                     pipeline_microbatches=r.microbatches if pp else None, global_batch=256, seq_len=4096,
+                     recompute=r.recompute, recompute_layers=r.recompute_layers if r.recompute == "full" else None,
+                     zero_stage=r.zero_stage, framework="megatron", precision="fp8", compiled=True)
+        assert e.step_seconds == pytest.approx(r.step_seconds)
+        assert e.peak_memory_bytes == pytest.approx(r.total_bytes)
 
 
 def test_search_with_megatron_and_lora():

@@ -38,6 +38,9 @@ class Accelerator:
     tdp_watts: float
     source: str
     note: str | None
+    # Added for training at scale; empty means not published (the estimate then leaves the term out).
+    host_link_bidirectional_bytes_per_s: float | None = None  # GPU-host link other than PCIe (NVLink-C2C)
+    sfu_exp_per_s: float | None = None  # exponentials/s of the special-function units (softmax in attention)
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,16 @@ class Transformer:
     attention_sinks: bool = False  # one learned sink logit per head (gpt-oss)
     router_bias: bool = False  # a bias per routed expert on the router (gpt-oss, DeepSeek-V3)
     shared_expert_gate: bool = False  # Qwen2-MoE: a sigmoid gate (h weights) on the shared expert
+    # Hybrid Mamba-2 / attention models (Nemotron-H, Nemotron 3): which layers hold which blocks.
+    attention_layers: int | None = None  # layers with self-attention (empty: all but the Mamba-2 layers)
+    mamba_layers: int = 0  # layers whose mixer is a Mamba-2 (SSD) block
+    ffn_layers: int | None = None  # layers with an MLP or MoE block (empty: all)
+    mamba_heads: int | None = None  # Mamba-2 heads H (inner width H x P)
+    mamba_head_dim: int | None = None  # P
+    ssm_state_size: int | None = None  # N, the state per head and channel
+    mamba_groups: int | None = None  # G, groups sharing B and C
+    mamba_conv_kernel: int = 4  # causal depthwise convolution width
+    mtp_layers: int = 0  # multi-token-prediction modules (trained, not in the published parameter count)
 
     def __post_init__(self):
         # older rows give only shared_experts: those experts have the routed experts' size

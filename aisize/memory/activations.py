@@ -89,12 +89,15 @@ class ActivationConstants:
     replicated_sb: float = 0.0  # per-token norm statistics [B/token], replicated like replicated_sbh
     final_norm_sbh: float = 2.0  # the final norm before the output layer (last stage)
     final_norm_sb: float = 0.0  # its per-token statistics [B/token]
+    attention_share: float = 1.0  # share of layers with attention (FlashAttention's statistics scale with it)
 
 
 def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool = True,
                          q_ratio=1.0, kv_ratio=1.0, flash_attention: bool = False,
                          norm_impl: str = "fused", softmax_fp32: bool = False,
-                         heads_per_kv=1.0) -> ActivationConstants:
+                         heads_per_kv=1.0, fused_activation: bool = False,
+                         low_precision_inputs: bool = False, attention_share=1.0, norms=2,
+                         block_inputs=2.0, extra_parallel_sbh=0.0) -> ActivationConstants:
     """The constants of the per-layer activation formula for an architecture and implementation.
 
     Parameters
@@ -113,6 +116,19 @@ def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool
         ignored with flash_attention
     heads_per_kv : a / k_v, query heads per K/V head (1 for MHA and MLA). Without
         flash_attention, K and V are saved expanded to all heads [3]: 4·kv·a/k_v sbh
+    fused_activation : a fused gated activation (Megatron's ``bias_swiglu_impl``) keeps the first
+        GEMM's output (gate and up) and its product, 3 inner tensors instead of eager's 4 [4]
+    low_precision_inputs : Transformer Engine with an fp8 recipe keeps the inputs of the QKV and
+        first MLP GEMMs and of the second MLP GEMM quantized (1 B) for the weight gradient; the
+        attention output feeds the projection as an extra 1-byte copy (FlashAttention keeps its
+        16-bit output for its own backward) [4]
+    attention_share : share of the layers with attention (hybrid models; 1 otherwise): the Q, K,
+        V, output and score terms scale with it
+    norms : norms per layer (2; 1 for single-block layers, Nemotron-H)
+    block_inputs : blocks per layer whose first GEMM keeps its (normed) input, on average (2:
+        attention and MLP)
+    extra_parallel_sbh : TP-split bytes per token per layer (in units of h) of other blocks
+        (a hybrid's Mamba-2 layers, averaged over layers)
 
     Returns
     -------
@@ -124,6 +140,9 @@ def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool
     .. [2] Shazeer 2020, "GLU Variants Improve Transformer", arXiv:2002.05202 (SwiGLU).
     .. [3] Hugging Face transformers 5.x, models/llama/modeling_llama.py: ``LlamaRMSNorm.forward``,
        ``eager_attention_forward`` (softmax(dtype=torch.float32).to(query.dtype)), ``repeat_kv``.
+    .. [4] NVIDIA Megatron-LM ``megatron/core/fusions/fused_bias_swiglu.py`` (saves the input,
+       returns the product); Transformer Engine ``LayerNormLinear`` / ``Linear`` (fp8: the
+       quantized input is saved for the weight-gradient GEMM).
     """
     checks.choice("ffn_type", ffn_type, FFN_TYPES)
     checks.choice("norm_impl", norm_impl, NORM_IMPLS)
@@ -133,16 +152,24 @@ def activation_constants(ffn_type: str = "gelu", ffn_ratio=4.0, *, dropout: bool
     g = checks.number("heads_per_kv", heads_per_kv, low=1.0)
     d = 1.0 if dropout else 0.0
     norm_sbh, norm_sb = NORM_SAVED_BYTES[norm_impl]
-    replicated = 2.0 * norm_sbh + 2.0 + 2.0 + 2.0 * d
+    gemm_in = 1.0 if low_precision_inputs else 2.0
+    share = checks.fraction("attention_share", attention_share, allow_zero=True)
+    replicated = norms * norm_sbh + block_inputs * gemm_in + 2.0 * d
     kv_saved = kv if flash_attention else kv * g  # eager GQA saves K, V after repeat_kv
-    parallel = 2.0 * q + 4.0 * kv_saved + 2.0 * q + 2.0 * FFN_SAVED_TENSORS[ffn_type] * r
+    tensors = FFN_SAVED_TENSORS[ffn_type]
+    if fused_activation and ffn_type in ("swiglu", "geglu"):
+        tensors = 3  # gate and up (one GEMM output) + the product
+    # the last saved inner tensor feeds the second MLP GEMM: quantized with low-precision inputs
+    inner = 2.0 * tensors * r - (2.0 - gemm_in) * r
+    proj_copy = (2.0 - gemm_in) * q  # the quantized copy of the attention output
+    parallel = share * (2.0 * q + 4.0 * kv_saved + 2.0 * q + proj_copy) + inner + extra_parallel_sbh
     softmax = 4.0 if softmax_fp32 else 2.0
     # A new 16-bit tensor feeds the V matmul (dropout output or the cast-down copy)
     # unless that input is the softmax output itself.
     matmul_input = 2.0 if (dropout or softmax_fp32) else 0.0
-    score = 0.0 if flash_attention else softmax + d + matmul_input
-    return ActivationConstants(replicated, parallel, score, bool(flash_attention), 2.0 * norm_sb,
-                               norm_sbh, norm_sb)
+    score = 0.0 if flash_attention else share * (softmax + d + matmul_input)
+    return ActivationConstants(replicated, parallel, score, bool(flash_attention), norms * norm_sb,
+                               norm_sbh, norm_sb, share)
 
 
 def recompute_code(recompute) -> int:
@@ -157,7 +184,7 @@ def layer_bytes_core(c: ActivationConstants, s, b, h, a, t, sp, code):
     rep = np.where(sp, rep_sbh / t, rep_sbh)
     attn = c.score_as2b * a * s * s * b / t
     if c.flash:
-        attn = attn + FLASH_STATS_BYTES_PER_HEAD_TOKEN * a * s * b / t
+        attn = attn + c.attention_share * FLASH_STATS_BYTES_PER_HEAD_TOKEN * a * s * b / t
     stored = sbh * (rep + c.parallel_sbh / t) + np.where(code == 1, 0.0, attn)
     full = 2.0 * sbh / np.where(sp, t, 1)
     return np.where(code == 2, full, stored)

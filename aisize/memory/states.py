@@ -12,7 +12,7 @@ profile  components [B/param, mixed precision Adam] stages                   sou
 zero     w 2, g 2, master 4, moments 8 (16 total)  0 16, 1 4+12/N_d,        ZeRO paper
                                                    2 2+14/N_d, 3 16/N_d     (arXiv:1910.02054 sec. 5, Fig. 1)
 megatron w 2, fp32 main-grad 4, master 4, m 8     0 18, 1 6+12/N_d          Megatron-LM docs
-         (18 total)                                (distributed optimizer)  distrib_optimizer.md
+         (18 total; a bf16 main-grad: 2, 16 total)  (distributed optimizer)  distrib_optimizer.md
 deepspeed w 2, g16 2, fp32 grad 4, master 4, m 8   2: 2+18/N_d, 3: 18/N_d   DeepSpeed stage_1_and_2.py /
                                                    (+ 4 x largest layer)    stage3.py memory estimators
 fsdp     bf16 copy 2, fp32 grad 4, fp32 param 4,   0 18, 2 2+16/N_d         PyTorch FSDP MixedPrecision
@@ -43,12 +43,12 @@ NEVER = 99  # a stage no framework reaches: "never sharded" / "never transient"
 _COMPONENTS: dict[str, tuple[tuple[str, str, int, int], ...]] = {
     "zero": (("weights", "weight", 3, NEVER), ("gradients", "grad", 2, NEVER),
              ("master_weights", "master", 1, NEVER), ("optimizer_moments", "moments", 1, NEVER)),
-    "megatron": (("weights", "weight", NEVER, NEVER), ("gradients", "grad32", NEVER, NEVER),
+    "megatron": (("weights", "weight", NEVER, NEVER), ("gradients", "main_grad", NEVER, NEVER),
                  ("master_weights", "master", 1, NEVER), ("optimizer_moments", "moments", 1, NEVER)),
     "deepspeed": (("weights", "weight", 3, NEVER), ("gradients", "grad", 2, 3),
                   ("gradients", "grad32_extra", 1, NEVER), ("master_weights", "master", 1, NEVER),
                   ("optimizer_moments", "moments", 1, NEVER)),
-    "fsdp": (("weights", "weight_if_mixed", 3, 3), ("gradients", "grad32", 2, NEVER),
+    "fsdp": (("weights", "weight_if_mixed", 3, 3), ("gradients", "main_grad", 2, NEVER),
              ("master_weights", "master_or_weight", 2, NEVER), ("optimizer_moments", "moments", 2, NEVER)),
 }
 FRAMEWORK_STAGES: dict[str, tuple[int, ...]] = {
@@ -88,7 +88,7 @@ class ModelStates:
         return {f.name: getattr(self, f.name) for f in fields(self)} | {"total_bytes": self.total_bytes}
 
 
-def per_param_bytes(precision: str, optimizer: str, framework: str) -> dict[str, float]:
+def per_param_bytes(precision: str, optimizer: str, framework: str, main_grad_bytes: float = 4.0) -> dict[str, float]:
     """Bytes per trainable parameter of each component a framework keeps.
 
     Parameters
@@ -96,6 +96,8 @@ def per_param_bytes(precision: str, optimizer: str, framework: str) -> dict[str,
     precision : a key of :data:`aisize.precision.TRAINING_PRECISIONS`
     optimizer : a key of :data:`aisize.precision.OPTIMIZERS`
     framework : one of :data:`FRAMEWORKS`
+    main_grad_bytes : the gradient buffer Megatron-Core and FSDP accumulate and reduce in
+        (4: fp32, ``grad_reduce_in_fp32``; 2: bf16, Megatron-Core's default)
 
     Returns
     -------
@@ -109,7 +111,7 @@ def per_param_bytes(precision: str, optimizer: str, framework: str) -> dict[str,
     o = _optimizer(optimizer)
     checks.choice("framework", framework, FRAMEWORKS)
     mixed = p.master_bytes > 0
-    return {"weight": p.weight_bytes, "grad": p.gradient_bytes, "grad32": 4.0,
+    return {"weight": p.weight_bytes, "grad": p.gradient_bytes, "main_grad": float(main_grad_bytes),
             "grad32_extra": 4.0 if mixed else 0.0, "master": p.master_bytes,
             "weight_if_mixed": p.weight_bytes if mixed else 0.0,
             "master_or_weight": p.master_bytes if mixed else p.weight_bytes,

@@ -18,7 +18,13 @@ experts' inner size together):
   ``router_bias``), the shared experts as one MLP of size f_s (+ an h-weight gate,
   Qwen2-MoE); the ``dense_layers`` other layers keep a dense MLP of size f;
 - norms: LayerNorm 2h (weight + bias), RMSNorm h; ``norms_per_layer`` per layer (2;
-  Gemma 2/3: 4), one final (decoders) or one on the embeddings (BERT) [1, 6];
+  Gemma 2/3: 4; Nemotron-H's single-block layers: 1), one final (decoders) or one on the
+  embeddings (BERT) [1, 6];
+- hybrid models [8]: ``attention_layers`` layers hold attention, ``mamba_layers`` a Mamba-2
+  block, ``ffn_layers`` an MLP or MoE block. A Mamba-2 block with H heads of width P (inner
+  width d = H·P), G groups and state N has in_proj h x (2d + 2GN + H) (gate z, x, B, C and
+  the step dt), a depthwise convolution of width K over x, B, C ((d + 2GN)(K + 1) with its
+  bias), dt_bias, A_log and D (3H), a gated RMSNorm of d and out_proj d x h;
 - embeddings: V x h tokens, ``max_seq`` x h learned positions, a V x h output head
   unless ``tied_embeddings``; BERT adds 2 x h token-type embeddings and an h x h + h
   pooler [6].
@@ -47,6 +53,9 @@ References
 .. [6] Devlin et al. 2019, "BERT", arXiv:1810.04805, Sec. 3; HF ``modeling_bert.py`` (pooler).
 .. [7] OpenAI 2025, "gpt-oss-120b & gpt-oss-20b Model Card", Table 1 and Sec. 2.1 (116.8 B total,
        5.1 B active: "we count the unembedding parameters as active, but not the embeddings").
+.. [8] Dao & Gu 2024, "Transformers are SSMs" (Mamba-2), arXiv:2405.21060, sec. 7; NVIDIA 2025,
+       "Nemotron-H", arXiv:2504.03624, sec. 2; Hugging Face ``modeling_nemotron_h.py``
+       (``NemotronHMamba2Mixer``: in_proj, conv1d, dt_bias, A_log, D, gated norm, out_proj).
 """
 
 from __future__ import annotations
@@ -58,7 +67,7 @@ from aisize import checks
 from aisize.catalog.records import Transformer
 
 __all__ = ["ParamCount", "GATED_FFN", "validate", "transformer_params", "active_params", "attention_dim",
-           "moe_layers"]
+           "moe_layers", "attention_layer_count", "ffn_layer_count", "mamba_block_params"]
 
 BERT_TOKEN_TYPES = 2  # BERT's segment A/B embeddings [6]
 FFN_TYPES = ("gelu", "relu", "swiglu", "geglu")
@@ -72,7 +81,8 @@ class ParamCount:
     """Parameter counts of a transformer by component [count].
 
     ``embedding`` holds token, position and token-type embeddings; ``head`` the untied
-    output projection and BERT's pooler; ``mlp`` dense MLPs, experts, routers and shared
+    output projection and BERT's pooler; ``attention`` the attention blocks and the Mamba-2
+    blocks of a hybrid (the mixers); ``mlp`` dense MLPs, experts, routers and shared
     experts; ``norm`` every LayerNorm/RMSNorm weight (and bias). ``total`` is their sum.
     ``active`` counts only the routed experts a token uses (the embedding table included);
     ``active_excl_embedding`` leaves out the input embeddings (OpenAI's convention).
@@ -112,7 +122,7 @@ def validate(arch) -> None:
     checks.integer("norms_per_layer", arch.norms_per_layer, high=8)
     checks.choice("ffn_type", arch.ffn_type, FFN_TYPES)
     checks.choice("norm", arch.norm, ("layernorm", "rmsnorm"))
-    checks.choice("position", arch.position, ("learned", "rope", "alibi"))
+    checks.choice("position", arch.position, ("learned", "rope", "alibi", "none"))
     checks.choice("attention", arch.attention, ("mha", "gqa", "mqa", "mla"))
     checks.choice("window_kind", arch.window_kind, ("sliding", "chunked"))
     if arch.attention_bias is not None:
@@ -124,6 +134,25 @@ def validate(arch) -> None:
     checks.integer("sliding_layers", arch.sliding_layers, low=0, high=arch.layers)
     if arch.sliding_layers:
         checks.integer("sliding_window", arch.sliding_window, high=10**9)
+    checks.integer("mamba_layers", arch.mamba_layers, low=0, high=arch.layers)
+    if arch.attention_layers is not None:
+        checks.integer("attention_layers", arch.attention_layers, low=0, high=arch.layers)
+    if arch.ffn_layers is not None:
+        checks.integer("ffn_layers", arch.ffn_layers, low=0, high=arch.layers)
+    if attention_layer_count(arch) + arch.mamba_layers > arch.layers and arch.attention_layers is not None:
+        raise ValueError(f"attention_layers={arch.attention_layers} + mamba_layers={arch.mamba_layers} is not "
+                         f"allowed: more mixers than the {arch.layers} layers")
+    if arch.experts > 1 and arch.layers - arch.dense_layers > ffn_layer_count(arch):
+        raise ValueError(f"dense_layers={arch.dense_layers} is not allowed: it leaves more MoE layers than the "
+                         f"{ffn_layer_count(arch)} layers with an FFN block (ffn_layers)")
+    if arch.mamba_layers:
+        for name in ("mamba_heads", "mamba_head_dim", "ssm_state_size", "mamba_groups"):
+            checks.integer(name, getattr(arch, name), high=10**6)
+        checks.integer("mamba_conv_kernel", arch.mamba_conv_kernel, high=64)
+        if arch.mamba_heads % arch.mamba_groups:
+            raise ValueError(f"mamba_groups={arch.mamba_groups} is not allowed: it must divide mamba_heads="
+                             f"{arch.mamba_heads}")
+    checks.integer("mtp_layers", arch.mtp_layers, low=0, high=64)
     if arch.attention == "mla":
         for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
             checks.integer(name, getattr(arch, name), high=10**5)
@@ -134,6 +163,26 @@ def validate(arch) -> None:
 def moe_layers(arch) -> int:
     """Layers holding routed experts: all but the dense ones in an MoE model, else 0."""
     return arch.layers - arch.dense_layers if arch.experts > 1 else 0
+
+
+def attention_layer_count(arch) -> int:
+    """Layers with self-attention: ``attention_layers``, else all but the Mamba-2 layers."""
+    return arch.attention_layers if arch.attention_layers is not None else arch.layers - arch.mamba_layers
+
+
+def ffn_layer_count(arch) -> int:
+    """Layers with an MLP or MoE block: ``ffn_layers``, else all."""
+    return arch.ffn_layers if arch.ffn_layers is not None else arch.layers
+
+
+def mamba_block_params(arch) -> int:
+    """Parameters of one Mamba-2 block (module docstring, [8]); 0 without Mamba-2 layers."""
+    if not arch.mamba_layers:
+        return 0
+    h, heads, groups, state = arch.hidden, arch.mamba_heads, arch.mamba_groups, arch.ssm_state_size
+    inner = heads * arch.mamba_head_dim
+    conv = inner + 2 * groups * state
+    return h * (inner + conv + heads) + conv * (arch.mamba_conv_kernel + 1) + 3 * heads + inner + inner * h
 
 
 def _norm_size(arch, width: int) -> int:
@@ -205,15 +254,16 @@ def transformer_params(arch: Transformer) -> ParamCount:
         head += h * h + h  # pooler dense + tanh
 
     attn_weights, attn_norms = _attention(arch)
-    attention = L * attn_weights
-    norm = L * (arch.norms_per_layer * _norm_size(arch, h) + attn_norms) + _norm_size(arch, h)
+    n_attn = attention_layer_count(arch)
+    attention = n_attn * attn_weights + arch.mamba_layers * mamba_block_params(arch)
+    norm = L * arch.norms_per_layer * _norm_size(arch, h) + n_attn * attn_norms + _norm_size(arch, h)
 
     n_moe = moe_layers(arch)
     expert = _mlp(arch, arch.moe_ffn_hidden) if n_moe else 0
     per_moe = arch.experts * expert + arch.experts * h + (arch.experts if arch.router_bias else 0)
     if arch.shared_experts:
         per_moe += _mlp(arch, arch.shared_ffn_hidden) + (h if arch.shared_expert_gate else 0)
-    mlp = (L - n_moe) * _mlp(arch, arch.ffn_hidden) + n_moe * per_moe
+    mlp = (ffn_layer_count(arch) - n_moe) * _mlp(arch, arch.ffn_hidden) + n_moe * per_moe
     idle = n_moe * (arch.experts - arch.experts_per_token) * expert
     total = embedding + attention + mlp + norm + head
     active = total - idle

@@ -176,7 +176,7 @@ def _deepseek(c: HfConfig, *, kv_default, max_seq: int, first_dense: int, router
     shared = c.int("n_shared_experts", low=0)
     # the shared experts are one MLP of moe_intermediate_size x n_shared_experts
     return {**f, "shared_experts": shared, "shared_ffn_hidden": shared * f["moe_ffn_hidden"] or None,
-            "router_bias": router_bias}
+            "router_bias": router_bias, "mtp_layers": c.int("num_nextn_predict_layers", 0, low=0)}
 
 
 def _deepseek_v2(c: HfConfig) -> dict:
@@ -286,6 +286,59 @@ def _bert(c: HfConfig) -> dict:
                 position="learned", norm="layernorm", bias=True, attention="mha", encoder_only=True)
 
 
+# Nemotron-H block letters (hybrid_override_pattern) and their layers_block_type names
+_NEMOTRON_H_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+_NEMOTRON_H_TYPES = {"linear_attention": "M", "mamba": "M", "full_attention": "*", "attention": "*", "mlp": "-",
+                     "moe": "E"}
+
+
+def _nemotron_h(c: HfConfig) -> dict:
+    # NemotronHConfig (transformers configuration_nemotron_h.py): kv 8, head_dim 128, intermediate
+    # 21504, relu2 (squared-ReLU, two matrices) MLP, mamba_num_heads 128, mamba_head_dim 64,
+    # ssm_state_size 128, n_groups 8 (mamba_n_groups), conv_kernel 4 (mamba_d_conv), no biases,
+    # tie False, max_position_embeddings 4096; hybrid_override_pattern (M Mamba-2, * attention,
+    # - MLP, E MoE: one block per layer, one RMSNorm each) or layers_block_type; no rotary
+    # embeddings (the Mamba-2 layers carry position). MoE (Nemotron 3): n_routed_experts 8,
+    # num_experts_per_tok 2, moe_intermediate_size 7688, one shared expert of
+    # moe_shared_expert_intermediate_size, a router bias (e_score_correction_bias).
+    pattern = c.data.get("hybrid_override_pattern")
+    types = c.data.get("layers_block_type")
+    if isinstance(types, list) and all(isinstance(t, str) and t in _NEMOTRON_H_TYPES for t in types):
+        pattern = "".join(_NEMOTRON_H_TYPES[t] for t in types)
+    if not isinstance(pattern, str) or not pattern or set(pattern) - set(_NEMOTRON_H_BLOCKS):
+        c.fail(f"config key 'hybrid_override_pattern'={pattern!r} (or 'layers_block_type') is required: one "
+               f"letter per layer from {sorted(_NEMOTRON_H_BLOCKS)}")
+    if c.has("moe_latent_size"):
+        c.fail("config key 'moe_latent_size' is set: latent MoE (experts in a projected width, Nemotron 3 "
+               "Super) is not supported")
+    hidden, heads = c.int("hidden_size"), c.int("num_attention_heads")
+    kv = c.int("num_key_value_heads", 8)
+    if kv > heads or heads % kv:
+        c.fail(f"num_attention_heads={heads} is not a multiple of num_key_value_heads={kv}")
+    layers = len(pattern)
+    n_moe, n_mlp = pattern.count("E"), pattern.count("-")
+    f = dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv,
+             head_dim=c.int("head_dim", c.int("attention_head_dim", 128)), vocab=c.int("vocab_size", 131072),
+             tied_embeddings=c.flag("tie_word_embeddings", False), max_seq=c.int("max_position_embeddings", 4096),
+             position="none", norm="rmsnorm", bias=False, attention=_kind(heads, kv), ffn_type="relu",
+             ffn_hidden=c.int("intermediate_size", 21504), norms_per_layer=1,
+             attention_bias="qkvo" if c.flag("attention_bias", False) else "none",
+             attention_layers=pattern.count("*"), mamba_layers=pattern.count("M"), ffn_layers=n_moe + n_mlp,
+             mamba_heads=c.int("mamba_num_heads", 128), mamba_head_dim=c.int("mamba_head_dim", 64),
+             ssm_state_size=c.int("ssm_state_size", 128), mamba_groups=c.int("n_groups", c.int("mamba_n_groups", 8)),
+             mamba_conv_kernel=c.int("conv_kernel", c.int("mamba_d_conv", 4)),
+             mtp_layers=c.int("num_nextn_predict_layers", 0, low=0))
+    if n_moe:
+        experts, top_k = c.int("n_routed_experts", 8), c.int("num_experts_per_tok", 2)
+        if top_k > experts:
+            c.fail(f"num_experts_per_tok={top_k} exceeds n_routed_experts={experts}")
+        shared = c.int("n_shared_experts", 1, low=0)
+        f.update(experts=experts, experts_per_token=top_k, moe_ffn_hidden=c.int("moe_intermediate_size", 7688),
+                 dense_layers=layers - n_moe, shared_experts=shared, router_bias=True,
+                 shared_ffn_hidden=shared * c.int("moe_shared_expert_intermediate_size", 7688) or None)
+    return f
+
+
 _DEFAULTS = dict(experts=1, experts_per_token=1, shared_experts=0, moe_ffn_hidden=None, dense_layers=0,
                  q_lora_rank=None, kv_lora_rank=None, qk_rope_head_dim=None, qk_nope_head_dim=None,
                  v_head_dim=None, encoder_only=False)
@@ -299,7 +352,8 @@ BUILDERS = {name: _with_defaults(b) for name, b in {
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
     "qwen3": _qwen3, "qwen3_moe": _qwen3_moe, "gpt_oss": _gpt_oss, "deepseek_v2": _deepseek_v2,
     "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3, "gemma2": _gemma2, "gemma3_text": _gemma3,
-    "phi3": _phi3, "llama4_text": _llama4, "gpt2": _gpt2, "opt": _opt, "bert": _bert}.items()}
+    "phi3": _phi3, "llama4_text": _llama4, "gpt2": _gpt2, "opt": _opt, "bert": _bert,
+    "nemotron_h": _nemotron_h}.items()}
 # a top-level config of these types holds a text_config (hf_config._unwrap reads it)
 BUILDERS["gemma3"] = BUILDERS["gemma3_text"]
 BUILDERS["llama4"] = BUILDERS["llama4_text"]

@@ -11,6 +11,11 @@ growing at W. Per sequence of c tokens:
 
     bytes = per-layer bytes per token x (full layers x c + windowed layers x min(c, W))
 
+Only attention layers cache K and V. The Mamba-2 layers of a hybrid (Nemotron-H, Nemotron 3)
+keep a fixed state per sequence instead, whatever its length [6]: the convolution's last K - 1
+inputs (x, B and C: (K - 1)(H·P + 2·G·N) elements) and the SSM state (H·P·N elements, fp32 in
+Hugging Face's and vLLM's caches), split over TP by heads (:func:`ssm_state_bytes_per_sequence`).
+
 References
 ----------
 .. [1] Kwon et al. 2023, "vLLM / PagedAttention", arXiv:2309.06180, sec. 3
@@ -22,6 +27,10 @@ References
        window 1024); OpenAI 2025, gpt-oss model card, sec. 2.1 (alternating 128-token banded layers).
 .. [5] Hugging Face ``configuration_llama4.py`` (attention_chunk_size 8192 on the RoPE layers,
        every 4th layer global without RoPE) and ``modeling_llama4.py``.
+.. [6] Dao & Gu 2024, "Transformers are SSMs" (Mamba-2), arXiv:2405.21060, sec. 7; Hugging Face
+       ``modeling_nemotron_h.py`` (``HybridMambaAttentionDynamicCache``: conv_states of
+       conv_kernel_size x conv_dim and ssm_states of num_heads x head_dim x ssm_state_size per
+       layer; ``mamba_ssm_cache_dtype`` float32 by default).
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ from aisize import checks
 from aisize.precision import bytes_per_element
 
 __all__ = ["gqa_kv_bytes_per_token", "mla_kv_bytes_per_token", "layer_kv_bytes_per_token",
-           "kv_bytes_per_token", "kv_bytes_per_sequence"]
+           "kv_bytes_per_token", "kv_bytes_per_sequence", "ssm_state_bytes_per_sequence"]
 
 
 def gqa_kv_bytes_per_token(layers, kv_heads, head_dim, kv_dtype: str = "fp16", *, tp=1):
@@ -101,8 +110,10 @@ def kv_bytes_per_token(model, kv_dtype: str = "bf16", *, tp=1):
     ----------
     Module references [1]-[3]; Llama-3-70B (80 layers, 8 KV heads, d_h 128, bf16): 320 KiB.
     """
+    from aisize.models.counts import attention_layer_count
+
     m = _record(model)
-    return m.layers * layer_kv_bytes_per_token(m, kv_dtype, tp=tp)
+    return attention_layer_count(m) * layer_kv_bytes_per_token(m, kv_dtype, tp=tp)
 
 
 def kv_bytes_per_sequence(model, context_tokens, kv_dtype: str = "bf16", *, tp=1):
@@ -121,9 +132,43 @@ def kv_bytes_per_sequence(model, context_tokens, kv_dtype: str = "bf16", *, tp=1
     Module references [1]-[5]. Gemma 3 27B at 32,768 tokens, bf16: 62 layers x 8 KiB per token,
     10 global layers x 32,768 + 52 local layers x 1,024 tokens.
     """
+    from aisize.models.counts import attention_layer_count
+
     m = _record(model)
     c = checks.non_negative("context_tokens", context_tokens, high=1e10)
     per_layer = layer_kv_bytes_per_token(m, kv_dtype, tp=tp)
-    full = m.layers - m.sliding_layers
+    full = attention_layer_count(m) - m.sliding_layers
     windowed = m.sliding_layers * np.minimum(c, m.sliding_window) if m.sliding_layers else 0.0
     return per_layer * (full * c + windowed)
+
+
+def ssm_state_bytes_per_sequence(model, state_dtype: str = "fp32", conv_dtype: str = "bf16", *, tp=1):
+    """State bytes per GPU one sequence keeps in the Mamba-2 layers of a hybrid model [B] (0 without).
+
+    It does not grow with the context: per Mamba-2 layer the convolution's last K - 1 inputs,
+    (K - 1)·(H·P + 2·G·N) elements at ``conv_dtype``, and the SSM state H·P·N at
+    ``state_dtype``; tensor parallelism splits the state and x by heads (over min(t, H) GPUs) and
+    B, C by group (over min(t, G)).
+
+    Parameters
+    ----------
+    model : a catalog id or :class:`~aisize.catalog.Transformer`
+    state_dtype : SSM state dtype (fp32 in Hugging Face's and vLLM's default caches)
+    conv_dtype : convolution state dtype (the activations')
+    tp : tensor-parallel degree
+
+    References
+    ----------
+    Module reference [6]. Nemotron-H 8B (24 Mamba-2 layers, H 128, P 64, N 128, G 8, K 4):
+    24 x (3 x 10,240 x 2 B + 128 x 64 x 128 x 4 B) = 102.1 MB per sequence.
+    """
+    m = _record(model)
+    if not m.mamba_layers:
+        return 0.0
+    t = checks.integer("tp", tp, high=10**4)
+    inner = m.mamba_heads * m.mamba_head_dim
+    groups_bc = 2 * m.mamba_groups * m.ssm_state_size
+    conv = (m.mamba_conv_kernel - 1) * (inner / np.minimum(t, m.mamba_heads) + groups_bc / np.minimum(t, m.mamba_groups))
+    state = inner * m.ssm_state_size / np.minimum(t, m.mamba_heads)
+    return m.mamba_layers * (conv * bytes_per_element(conv_dtype, name="conv_dtype")
+                             + state * bytes_per_element(state_dtype, name="state_dtype"))

@@ -4,6 +4,7 @@ from aisize.network.collectives import (OPS, bus_bandwidth, collective_seconds, 
                                         transfer_seconds, two_tier_collective_seconds)
 from aisize.network.fabric import (FatTree, Nics, StorageNetwork, compute_fabric, compute_nics,
                                    compute_nics_for, fat_tree, storage_network)
+from aisize.network.placement import domain_share
 from aisize.network.links import (CommTime, LinkFeed, Staging, gradient_sync, link_feed,
                                   link_feed_for, link_transfer_seconds, moe_all_to_all,
                                   staging_for, staging_seconds, tensor_parallel_traffic)
@@ -14,4 +15,4 @@ __all__ = ["OPS", "bus_bandwidth", "collective_seconds", "traffic_factor", "tran
            "fat_tree", "storage_network",
            "CommTime", "LinkFeed", "Staging", "gradient_sync", "link_feed", "link_feed_for",
            "link_transfer_seconds", "moe_all_to_all", "staging_for", "staging_seconds",
-           "tensor_parallel_traffic"]
+           "tensor_parallel_traffic", "domain_share"]

@@ -72,9 +72,12 @@ def step_table(ctx: ReportContext) -> Html:
     """The predicted step time of each transformer job by part [s]."""
     names = {"compute_seconds": "Compute", "tp_comm_seconds": "TP", "cp_comm_seconds": "CP",
              "pp_comm_seconds": "PP sends", "dp_comm_exposed_seconds": "DP/FSDP", "ep_comm_seconds": "EP",
+             "host_sync_seconds": "Host sync", "offload_exposed_seconds": "Offload",
              "pp_bubble_seconds": "Bubble", "straggler_seconds": "Stragglers"}
-    rows = [[t.name, _layout(t)] + [sig(t.step_parts_seconds[k], 3) for k in names]
-            for t in ctx.plan.training if t.step_parts_seconds]
+    jobs = [t for t in ctx.plan.training if t.step_parts_seconds]
+    optional = ("host_sync_seconds", "offload_exposed_seconds")  # MoE and offload only: shown when any job has them
+    names = {k: v for k, v in names.items() if k not in optional or any(t.step_parts_seconds[k] for t in jobs)}
+    rows = [[t.name, _layout(t)] + [sig(t.step_parts_seconds[k], 3) for k in names] for t in jobs]
     if not rows:
         return Html("")
     return table(["Workload", "Layout"] + [f"{v} [s]" for v in names.values()], rows,
@@ -158,7 +161,8 @@ def training(ctx: ReportContext) -> Html:
            block(step_table(ctx), note("Predicted by aisize.training's step-time model for the plan's layout: "
                                        "GEMMs on their roofline, FlashAttention, memory-bound work and the "
                                        "exposed part of each parallelism's traffic, with efficiencies fitted "
-                                       "on torchtitan's published runs (see the accuracy appendix).")),
+                                       "on torchtitan's and NVIDIA's Megatron-Core published runs (see the "
+                                       "accuracy appendix).")),
            block(checkpoint_table(ctx))]
     for t in p.training:
         out.append(h3(f"{t.name}"))

@@ -8,13 +8,16 @@ is what the storage side asks for. Modules, one concept each:
 ``dims``                  the sizes of a transformer the cores use
 ``efficiency``            GEMM, attention, memory-bound and straggler efficiencies
 ``recipes``               bf16 / fp8 / mxfp8 / nvfp4: low-precision GEMMs, casts, state
-``work``                  one layer's kernels timed (forward, backward, recompute)
+``work``                  one layer's kernels timed (forward, backward; Mamba-2 scans)
+``moe``                   routed experts: grouped GEMMs, routing, permutation, dispatcher sync
+``recompute``             full (some layers per chunk) and Megatron module recompute
 ``schedules``             pipeline schedules: stages, bubble, micro-batches in flight
 ``comm``                  where a group's traffic goes; collectives over NVLink and fabric
 ``step_time``             the step-time parts and MFU
 ``memory``                the per-GPU memory breakdown
 ``memory_inputs``         a transformer record to the memory core's numbers
 ``setup`` / ``evaluate``  shared inputs and the one evaluation both entry points use
+``arrays``                sums of broadcast arrays, smallest first (layout-search speed)
 ``layout``                the vectorized layout search
 ``throughput``            samples/s per GPU (storage demand)
 ``estimate``              the public entry point

@@ -1,10 +1,12 @@
 """Where a parallel group's traffic goes, and how long its collectives take.
 
-Ranks are placed tensor-parallel fastest, then context-parallel, then data-parallel
-(expert-parallel inside it), then pipeline-parallel (Megatron-LM's default order,
-which torchtitan's device mesh follows), so a group of n ranks whose neighbours
-are ``stride`` ranks apart spans gcd(n, domain/stride) GPUs of one scale-up domain
-and the rest over the scale-out network. Collectives run hierarchically
+Ranks are placed tensor-parallel fastest, then context-parallel, expert-parallel,
+data-parallel and pipeline-parallel (Megatron-Core's ``tp-cp-ep-dp-pp``, which
+torchtitan's device mesh follows; the expert layers number the same ranks expert-TP,
+EP, expert-DP, PP), so a group of n ranks whose neighbours are ``stride`` ranks apart
+is on NVLink when its n x stride ranks fit one scale-up domain of any size (8, 36, 72),
+and otherwise tiles domains (:func:`aisize.network.placement.domain_share`), the rest of
+it over the scale-out network. Collectives run hierarchically
 (:func:`aisize.network.collectives.two_tier_collective_seconds`).
 
 The scale-out fabric is a rail-optimized fat tree (:func:`aisize.network.fabric.fat_tree`):
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aisize.network import domain_share
 from aisize.network.collectives import DEFAULT_EFFICIENCY, transfer_seconds, two_tier_collective_seconds
 from aisize.network.fabric import fat_tree
 
@@ -45,10 +48,7 @@ class Links:
 
 def span(n, stride, domain):
     """(ranks inside one scale-up domain, domains) of a group of n ranks at a stride."""
-    n = np.asarray(n, dtype=np.int64)
-    per_domain = np.maximum(np.asarray(domain, dtype=np.int64) // np.maximum(np.asarray(stride, dtype=np.int64), 1), 1)
-    inner = np.gcd(n, per_domain)
-    return inner, n // inner
+    return domain_share(n, stride, domain)
 
 
 def scaleout_rate(domains, links: Links):
@@ -72,16 +72,18 @@ def collective_seconds(op: str, payload_bytes, n, stride, links: Links):
     return np.where(np.asarray(n) > 1, t, 0.0)
 
 
-def pipeline_send_seconds(activation_bytes, tp, stride, sharded, links: Links):
+def pipeline_send_seconds(activation_bytes, tp, stride, pp, sharded, links: Links):
     """One activation (or gradient) send between pipeline stages [s].
 
     Without sequence parallelism every TP rank would send the whole s·b·h tensor;
     Megatron's scatter/gather sends 1/t of it from each rank over the network and
     all-gathers it over NVLink on the far side [1]; sequence-parallel activations
     are already split by t (``sharded``). ``stride`` = TP x CP x DP, the rank distance
-    of pipeline neighbours: a whole domain or more apart means the network.
+    of pipeline neighbours: when the pp stages do not share one domain, the slowest
+    send, over the network, sets the pace.
     """
-    across = np.asarray(stride) >= links.scaleup_domain
+    inner, _ = span(pp, stride, links.scaleup_domain)
+    across = inner < np.asarray(pp)
     bw = np.where(across, scaleout_rate(2, links), links.scaleup_bytes_per_s)
     lat = np.where(across, SCALEOUT_LATENCY_SECONDS, SCALEUP_LATENCY_SECONDS)
     send = transfer_seconds(activation_bytes / tp, bw, latency_seconds=lat, efficiency=links.efficiency)

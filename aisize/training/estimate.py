@@ -25,8 +25,10 @@ from aisize.precision import bytes_per_element
 from aisize.training import comm
 from aisize.training.dims import model_dims, resolve
 from aisize.training.efficiency import efficiency_constants
-from aisize.training.evaluate import evaluate
+from aisize.training.evaluate import Options, evaluate, transformer_engine
 from aisize.training.memory import TrainingMemory
+from aisize.training.moe import DISPATCHERS
+from aisize.training.recompute import check_modules, full_share
 from aisize.training.recipes import recipe
 from aisize.training.schedules import SCHEDULE_CODES, SCHEDULES, check_virtual_stages
 from aisize.training.setup import accelerator_record, default_links, engine
@@ -63,6 +65,15 @@ class Layout:
     sequence_parallel: bool
     async_tp: bool
     cp_method: str
+    expert_tensor_parallel: int = 1
+    recompute_layers: int | None = None  # full recompute: layers per model chunk (None: all)
+    recompute_modules: tuple = ()  # selective recompute: Megatron modules
+    activation_offload_layers: int = 0
+    grad_reduce_precision: str = "fp32"
+    moe_dispatcher: str = "alltoall"
+    cuda_graphs: bool = False
+    embedding_in_pipeline_split: bool = False
+    loss_in_pipeline_split: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,10 +100,12 @@ class TrainingEstimate:
 
     @property
     def breakdown(self) -> dict:
-        """Step time by part [s]: compute, exposed TP/CP/PP/DP/EP communication, bubble, stragglers."""
+        """Step time by part [s]: compute, exposed TP/CP/PP/DP/EP communication, host synchronisation,
+        exposed activation offload, bubble, stragglers."""
         s = self.step
         return {"compute": s.compute_seconds, "tp": s.tp_comm_seconds, "cp": s.cp_comm_seconds,
                 "pp": s.pp_comm_seconds, "dp": s.dp_comm_exposed_seconds, "ep": s.ep_comm_seconds,
+                "host": s.host_sync_seconds, "offload": s.offload_exposed_seconds,
                 "bubble": s.pp_bubble_seconds, "stragglers": s.straggler_seconds}
 
     @property
@@ -106,11 +119,14 @@ def _int(name, value, high):
 
 
 def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1, context_parallel=1,
-             expert_parallel=1, schedule="1f1b", virtual_stages=None, micro_batch, global_batch, seq_len,
-             pipeline_microbatches=None, recompute="selective", precision="bf16", compiled=False,
-             framework="fsdp", zero_stage=None, optimizer="adamw", sequence_parallel=None, async_tp=False,
-             cp_method="all-gather", scaleup_bytes_per_s=None, scaleout_bytes_per_s=None, scaleup_domain=None,
-             oversubscription=1.0, switch_radix=comm.DEFAULT_SWITCH_RADIX,
+             expert_parallel=1, expert_tensor_parallel=None, schedule="1f1b", virtual_stages=None, micro_batch,
+             global_batch, seq_len, pipeline_microbatches=None, recompute="selective", recompute_layers=None,
+             recompute_modules=None, activation_offload_layers=0, precision="bf16", compiled=False,
+             framework="fsdp", zero_stage=None, optimizer="adamw", grad_reduce_precision=None,
+             sequence_parallel=None, async_tp=False, cp_method="all-gather", moe_dispatcher=None,
+             moe_load_imbalance=1.0, cuda_graphs=False, embedding_in_pipeline_split=False,
+             loss_in_pipeline_split=False, scaleup_bytes_per_s=None, scaleout_bytes_per_s=None,
+             scaleup_domain=None, oversubscription=1.0, switch_radix=comm.DEFAULT_SWITCH_RADIX,
              dp_overlap=DP_OVERLAP, lora_rank=None, qlora=False) -> TrainingEstimate:
     """Step time, tokens/s per GPU, MFU and peak memory of one training layout.
 
@@ -119,8 +135,12 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     model : catalog id (``"llama-3-8b"``) or a Transformer record (e.g. from a Hugging Face config)
     accelerator : catalog id (``"h100-sxm"``) or an Accelerator record
     gpus : GPUs [count]; data parallel = gpus / (TP x PP x CP)
-    tensor_parallel, pipeline_parallel, context_parallel, expert_parallel : degrees (TP divides
-        the heads, PP at most the layers (uneven stages allowed), CP divides seq_len, EP divides DP)
+    tensor_parallel, pipeline_parallel, context_parallel : degrees (TP divides the heads, PP at
+        most the layers (uneven stages allowed), CP divides seq_len)
+    expert_parallel : EP, divides the routed experts; with MoE parallel folding (Megatron-Core)
+        the expert layers split the same TP x CP x DP GPUs as expert-TP x EP x expert-DP, so
+        EP x expert_tensor_parallel must divide TP x CP x DP
+    expert_tensor_parallel : expert-TP degree (default: TP, Megatron-Core's default)
     schedule : "1f1b" | "interleaved-1f1b" | "zero-bubble"; virtual_stages : model chunks per
         stage for "interleaved-1f1b" (default 2; must divide the layers per stage when PP divides L)
     micro_batch : sequences per data-parallel rank per forward/backward (torchtitan's local batch)
@@ -128,15 +148,38 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     seq_len : tokens per sequence
     pipeline_microbatches : micro-batches the local batch is split into for the pipeline
         (default: pipeline_parallel; must divide micro_batch)
-    recompute : "none" | "selective" | "full"
+    recompute : "none" | "selective" | "full" (:mod:`aisize.training.recompute`)
+    recompute_layers : with "full", layers of each model chunk recomputed (Megatron's
+        ``recompute_num_layers``, block method); default all
+    recompute_modules : with "selective" and a framework other than "fsdp", Megatron's modules
+        (``core_attn``, ``moe_act``, ``layernorm``, ``mla_up_proj``, ``mlp``, ``moe``,
+        ``shared_experts``); default ``("core_attn",)``
+    activation_offload_layers : layers per pipeline stage whose activations are copied to host
+        memory after forward and back for backward (Megatron-Core CPU offloading); needs a host
+        link (catalog NVLink-C2C or PCIe); the host bytes appear in ``memory.host_bytes``
     precision : "bf16" | "fp16" | "fp8" | "mxfp8" | "nvfp4" (:mod:`aisize.training.recipes`)
     compiled : fused kernels (torch.compile): elementwise chains fused, casts fused into producers
     framework : "fsdp" (PyTorch FSDP2, torchtitan) | "megatron" | "zero" | "deepspeed"
-    zero_stage : sharding stage (default 3 for fsdp, 1 for megatron and zero, 2 for deepspeed)
-    optimizer : see :data:`aisize.precision.OPTIMIZERS`
+    zero_stage : sharding stage (default 3 for fsdp, 1 for megatron (the distributed optimizer;
+        0 without it) and zero, 2 for deepspeed)
+    optimizer : see :data:`aisize.precision.OPTIMIZERS` ("muon" adds its Newton-Schulz work)
+    grad_reduce_precision : "fp32" | "bf16" gradient buffer and reduction (default fp32 for
+        fsdp, bf16 for megatron: Megatron-Core's ``grad_reduce_in_fp32=False``)
     sequence_parallel : default on when TP > 1
-    async_tp : overlap TP collectives with the GEMMs
-    cp_method : "all-gather" (torchtitan, Llama 3) | "ring" (Megatron-LM, overlapped)
+    async_tp : overlap TP collectives with the GEMMs (Megatron's TP communication overlap)
+    cp_method : "all-gather" (torchtitan, Llama 3) | "ring" (Megatron-Core, overlapped); framework
+        "fsdp" with "ring" is Megatron-FSDP, which runs Transformer Engine's kernels (attention,
+        fused activations, quantized saved inputs) as Megatron-Core does
+    moe_dispatcher : "alltoall" (NCCL all-to-all, separate permutation) | "flex" (DeepEP /
+        HybridEP: permutation fused into the dispatch) (:mod:`aisize.training.moe`); default
+        "flex" on scale-up domains beyond 8 GPUs (HybridEP, as Megatron-Bridge's GB200/GB300
+        recipes run it), else "alltoall"
+    moe_load_imbalance : max / mean routed tokens per rank, >= 1 (1: balanced, as the
+        benchmark recipes force it; an auxiliary-loss run sits above)
+    cuda_graphs : CUDA graphs capture the layers' launches: the GPU waits less for the host
+        after the MoE dispatcher's synchronisation (:data:`aisize.training.moe.CUDA_GRAPH_HOST_SHARE`)
+    embedding_in_pipeline_split, loss_in_pipeline_split : count the embedding / the loss as one
+        pipeline layer (Megatron's ``account_for_*_in_pipeline_split``)
     scaleup_bytes_per_s, scaleout_bytes_per_s, scaleup_domain : per-GPU link rates per direction
         and NVLink domain (default: the accelerator's, and the NICs of the catalog's first
         server with this GPU)
@@ -154,7 +197,7 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     References
     ----------
     .. [1] see :mod:`aisize.training.step_time`, :mod:`aisize.training.memory`,
-       :mod:`aisize.training.efficiency` and :mod:`aisize.training.schedules`.
+       :mod:`aisize.training.efficiency`, :mod:`aisize.training.moe` and :mod:`aisize.training.schedules`.
     """
     m = resolve(model)
     acc = accelerator_record(accelerator)
@@ -164,6 +207,7 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     pp = _int("pipeline_parallel", pipeline_parallel, 10**4)
     cp = _int("context_parallel", context_parallel, 10**5)
     ep = _int("expert_parallel", expert_parallel, 10**5)
+    etp = tp if expert_tensor_parallel is None else _int("expert_tensor_parallel", expert_tensor_parallel, 10**4)
     s = _int("seq_len", seq_len, 10**8)
     b = _int("micro_batch", micro_batch, 10**6)
     gb = _int("global_batch", global_batch, 10**9)
@@ -177,13 +221,16 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
         raise ValueError(f"pipeline_parallel={pp} is not allowed: at most the {m.layers} layers")
     if s % cp:
         raise ValueError(f"context_parallel={cp} is not allowed: it must divide seq_len={s}")
-    if dp % ep or (ep > 1 and m.experts % ep):
-        raise ValueError(f"expert_parallel={ep} is not allowed: it must divide data parallel = {dp} and the "
-                         f"{m.experts} experts")
+    check_experts(m, tp=tp, cp=cp, dp=dp, ep=ep, etp=etp)
     checks.choice("schedule", schedule, SCHEDULES)
+    embed_slot = int(checks.flag("embedding_in_pipeline_split", embedding_in_pipeline_split))
+    loss_slot = int(checks.flag("loss_in_pipeline_split", loss_in_pipeline_split))
+    if (embed_slot or loss_slot) and pp == 1:
+        raise ValueError("embedding_in_pipeline_split / loss_in_pipeline_split=True is not allowed with "
+                         "pipeline_parallel=1: they count as layers of a pipeline split")
     v = DEFAULT_VIRTUAL_STAGES if virtual_stages is None and schedule == "interleaved-1f1b" else (virtual_stages or 1)
     v = _int("virtual_stages", v, 10**3)
-    check_virtual_stages(m.layers, pp, v, schedule)
+    check_virtual_stages(m.layers + embed_slot + loss_slot, pp, v, schedule)
     if gb % (b * dp):
         raise ValueError(f"global_batch={gb} is not allowed: it must be a multiple of micro_batch x data parallel "
                          f"= {b} x {dp}")
@@ -192,6 +239,12 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     if b % n_pipe:
         raise ValueError(f"pipeline_microbatches={n_pipe} is not allowed: it must divide micro_batch={b}")
     checks.choice("recompute", recompute, RECOMPUTE)
+    chunk = -(-(m.layers + embed_slot + loss_slot) // (pp * v))
+    share = full_share(recompute, recompute_layers, chunk)
+    modules = check_modules(recompute, recompute_modules, moe=m.experts > 1, mla=m.attention == "mla")
+    if recompute_modules is not None and framework == "fsdp":
+        raise ValueError(f"recompute_modules={modules!r} is not allowed with framework='fsdp': PyTorch's "
+                         "selective recompute is op-level (torchtitan); modules are Megatron-Core's")
     recipe(precision, acc)
     checks.choice("framework", framework, FRAMEWORKS)
     stage = DEFAULT_ZERO_STAGE[framework] if zero_stage is None else int(
@@ -202,31 +255,69 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     sp = tp > 1 if sequence_parallel is None else checks.flag("sequence_parallel", sequence_parallel)
     compiled = checks.flag("compiled", compiled)
     async_tp = checks.flag("async_tp", async_tp)
+    graphs = checks.flag("cuda_graphs", cuda_graphs)
     checks.choice("cp_method", cp_method, CP_METHODS)
+    if moe_dispatcher is None:
+        moe_dispatcher = "flex" if (scaleup_domain or acc.scaleup_domain) > 8 else "alltoall"
+    dispatcher = checks.choice("moe_dispatcher", moe_dispatcher, DISPATCHERS)
+    imbalance = float(checks.scalar("moe_load_imbalance", checks.number("moe_load_imbalance", moe_load_imbalance,
+                                                                        low=1.0, high=64.0)))
     links = default_links(acc, scaleup_bytes_per_s=scaleup_bytes_per_s, scaleout_bytes_per_s=scaleout_bytes_per_s,
                           scaleup_domain=scaleup_domain, oversubscription=oversubscription,
                           switch_radix=switch_radix)
     overlap = checks.fraction("dp_overlap", dp_overlap, allow_zero=True)
 
-    eng = engine(acc, precision=precision, framework=framework, optimizer=optimizer, links=links)
+    eng = engine(acc, precision=precision, framework=framework, optimizer=optimizer, links=links,
+                 grad_reduce_precision=grad_reduce_precision)
+    offload = _int("activation_offload_layers", activation_offload_layers, 10**5) if activation_offload_layers else 0
+    if offload:
+        if eng.host_bytes_per_s is None:
+            raise ValueError(f"activation_offload_layers={offload} is not allowed on {acc.id}: the catalog gives it "
+                             "no host link (NVLink-C2C or PCIe) to copy activations over")
+        per_stage = -(-m.layers // pp)
+        if offload >= per_stage:
+            raise ValueError(f"activation_offload_layers={offload} is not allowed: at most {per_stage - 1} of the "
+                             f"{per_stage} layers of a pipeline stage (one stays on the GPU for backward)")
     if qlora and lora_rank is None:
         raise ValueError("qlora=True is not allowed without lora_rank: QLoRA trains LoRA adapters")
     rank = None if lora_rank is None else _int("lora_rank", lora_rank, 10**5)
     frozen = bytes_per_element("nf4" if qlora else "bf16") if rank is not None else 0.0
     accumulation = gb // (b * dp)
     code = RECOMPUTE.index(recompute)
-    mem, step = evaluate(m, eng, framework=framework, compiled=compiled, seq_len=s, micro_batch=b // n_pipe,
-                         microbatches=n_pipe, accumulation=accumulation, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep,
-                         virtual_stages=v, schedule_code=SCHEDULE_CODES[schedule], code=code, sp=sp, stage=stage,
-                         async_tp=async_tp, cp_method=cp_method, dp_overlap=overlap, lora_rank=rank,
-                         frozen_dtype_bytes=frozen)
+    opt = Options(framework=framework, compiled=compiled, te=transformer_engine(framework, cp_method),
+                  async_tp=async_tp, cp_method=cp_method,
+                  dp_overlap=overlap, modules=modules, dispatcher=DISPATCHERS.index(dispatcher),
+                  imbalance=imbalance, cuda_graphs=graphs, embed_slot=embed_slot, loss_slot=loss_slot,
+                  offload_layers=offload, lora_rank=rank, frozen_dtype_bytes=frozen)
+    mem, step = evaluate(m, eng, opt, seq_len=s, micro_batch=b // n_pipe, microbatches=n_pipe,
+                         accumulation=accumulation, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, etp=etp, virtual_stages=v,
+                         schedule_code=SCHEDULE_CODES[schedule], code=code, full_share=share, sp=sp, stage=stage)
     capacity = acc.memory_visible_bytes or acc.memory_bytes
     layout = Layout(n, tp, pp, cp, dp, ep, schedule, v, b, n_pipe, accumulation, gb, s, recompute, precision,
-                    compiled, framework, stage, sp, async_tp, cp_method)
+                    compiled, framework, stage, sp, async_tp, cp_method, etp,
+                    None if recompute_layers is None else int(recompute_layers), modules, offload,
+                    "fp32" if eng.grad_bytes == 4.0 else "bf16", dispatcher, graphs, bool(embed_slot),
+                    bool(loss_slot))
     total = float(np.asarray(mem.total_bytes))
-    hw = (flops_per_token(d.active_params, layers=d.layers, attention_dim=d.attention_dim, seq_len=s,
+    hw = (flops_per_token(d.active_params, layers=d.attention_layers, attention_dim=d.attention_dim, seq_len=s,
                           recompute=recompute)
-          / flops_per_token(d.active_params, layers=d.layers, attention_dim=d.attention_dim, seq_len=s))
+          / flops_per_token(d.active_params, layers=d.attention_layers, attention_dim=d.attention_dim, seq_len=s))
     return TrainingEstimate(m.id, acc.id, layout, step, mem, float(capacity), eng.generation, float(step.step_seconds),
                             float(step.tokens_per_s), float(step.tokens_per_s_per_gpu), float(step.mfu),
                             float(step.mfu * hw), total, bool(total <= capacity))
+
+
+def check_experts(m, *, tp, cp, dp, ep, etp) -> None:
+    """Raise a ValueError naming ``expert_parallel`` / ``expert_tensor_parallel`` when the expert layout
+    cannot fold onto the attention layout (MoE parallel folding, arXiv:2504.14960)."""
+    if ep > 1 and m.experts <= 1:
+        raise ValueError(f"expert_parallel={ep} is not allowed: {m.id} has no routed experts")
+    if m.experts > 1 and m.experts % ep:
+        raise ValueError(f"expert_parallel={ep} is not allowed: it must divide the {m.experts} routed experts")
+    if (tp * cp * dp) % (ep * etp):
+        raise ValueError(f"expert_parallel={ep} x expert_tensor_parallel={etp} is not allowed: it must divide "
+                         f"tensor_parallel x context_parallel x data parallel = {tp} x {cp} x {dp} (the expert "
+                         "layers fold onto the same GPUs)")
+    if m.experts > 1 and m.moe_ffn_hidden % etp:
+        raise ValueError(f"expert_tensor_parallel={etp} is not allowed: it must divide the experts' inner size "
+                         f"{m.moe_ffn_hidden}")

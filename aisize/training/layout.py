@@ -1,5 +1,5 @@
-"""Parallel layout search: TP x PP x CP x schedule x micro-batch x ZeRO stage x recompute (x EP)
-for a model on N GPUs, every combination evaluated at once with numpy broadcasting.
+"""Parallel layout search: TP x PP x CP x schedule x micro-batch x ZeRO stage x recompute (x EP x
+expert TP) for a model on N GPUs, every combination evaluated at once with numpy broadcasting.
 
 Each choice is one axis of a broadcast grid (:class:`Grid`); the memory and step-time
 cores (:func:`aisize.training.evaluate.evaluate`) compute every term on only the axes
@@ -12,8 +12,10 @@ the global batch over micro-batch x DP is the number of micro-batches in one pip
 flush (no separate gradient accumulation). Consistent layouts: TP divides the heads
 and fits one scale-up domain; PP is at most the layers (uneven stages allowed); CP
 divides the sequence; TP x PP x CP divides the GPUs; micro-batch x DP divides the
-global batch; EP divides DP and the experts; interleaving needs PP >= 2 and v
-dividing the layers per stage when PP divides the layers.
+global batch; EP divides the experts and, with MoE parallel folding, EP x expert-TP
+divides TP x CP x DP; interleaving needs PP >= 2 and v dividing the layers per stage
+when PP divides the layers. Recompute is none, selective, or full on a share of each
+model chunk's layers (Megatron's ``recompute_num_layers``, rounded to whole layers).
 
 References
 ----------
@@ -29,14 +31,17 @@ import numpy as np
 from aisize import checks
 from aisize.memory.states import FRAMEWORK_STAGES
 from aisize.training.dims import resolve
-from aisize.training.evaluate import evaluate
+from aisize.training.evaluate import Options, evaluate, transformer_engine
 from aisize.training.memory import TrainingMemory
+from aisize.training.moe import DISPATCHERS
 from aisize.training.schedules import SCHEDULE_CODES, SCHEDULES
 from aisize.training.setup import accelerator_record, default_links, engine
 from aisize.training.step_time import PARTS, StepTime
 
 RECOMPUTE = ("none", "selective", "full")
-AXES = ("gpus", "seq_len", "tp", "pp", "cp", "schedule", "micro_batch", "zero_stage", "recompute", "ep")
+AXES = ("gpus", "seq_len", "tp", "pp", "cp", "schedule", "micro_batch", "zero_stage", "recompute", "ep", "etp")
+DEFAULT_RECOMPUTE_SHARES = (0.5, 1.0)  # shares of a chunk's layers tried with full recompute
+EXPERT_TP_CHOICES = ("1", "tp")  # MoE models: experts folded without TP (1), or split like attention (TP)
 DEFAULT_MICRO_BATCHES = tuple(2 ** np.arange(7))  # 1-64 sequences
 DEFAULT_VIRTUAL_STAGES = (2, 4)
 MAX_CONTEXT_PARALLEL = 64  # CP beyond 64 ranks is not used in published runs (Llama 3: 16)
@@ -51,7 +56,8 @@ def _divisors(n: int) -> np.ndarray:
 class Grid:
     """Layouts as broadcast axes (each array has one non-unit dimension, in :data:`AXES` order).
 
-    ``gpus`` and ``global_batch`` share the first axis; ``virtual_stages`` shares the schedule axis.
+    ``gpus`` and ``global_batch`` share the first axis; ``virtual_stages`` shares the schedule axis;
+    ``recompute_share`` (the share of a chunk's layers full recompute re-runs) the recompute axis.
     """
 
     gpus: np.ndarray
@@ -65,7 +71,9 @@ class Grid:
     micro_batch: np.ndarray
     zero_stage: np.ndarray
     recompute: np.ndarray  # 0 none, 1 selective, 2 full
+    recompute_share: np.ndarray  # share of each chunk's layers under full recompute (whole layers)
     ep: np.ndarray
+    etp: np.ndarray  # expert tensor parallel
     dp: np.ndarray  # gpus // (tp pp cp), 0 where it does not divide
     microbatches: np.ndarray  # per pipeline flush, 0 where the batch does not split
     valid: np.ndarray  # full shape
@@ -88,7 +96,8 @@ def _axis(values, k: int) -> np.ndarray:
 
 def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup_domain: int, experts: int = 1,
                 stages=(0, 1, 2, 3), recomputes=RECOMPUTE, micro_batches=None, context_parallel=None,
-                schedules=("1f1b", "interleaved-1f1b"), virtual_stages=DEFAULT_VIRTUAL_STAGES) -> Grid:
+                schedules=("1f1b", "interleaved-1f1b"), virtual_stages=DEFAULT_VIRTUAL_STAGES,
+                recompute_shares=DEFAULT_RECOMPUTE_SHARES, expert_ffn: int = 0) -> Grid:
     """Every consistent layout for one or more GPU counts and sequence lengths, as a :class:`Grid`.
 
     Parameters
@@ -103,6 +112,10 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
         :data:`MAX_CONTEXT_PARALLEL` that divides the sequence)
     schedules : pipeline schedules to try (:data:`aisize.training.schedules.SCHEDULES`)
     virtual_stages : chunks per stage tried with "interleaved-1f1b"
+    recompute_shares : shares of each model chunk's layers tried with full recompute (rounded to
+        whole layers; 1 = every layer)
+    expert_ffn : one routed expert's inner width; with it, MoE models try expert TP 1 (MoE parallel
+        folding) and expert TP = TP (Megatron-Core's default, where TP divides the expert's width)
 
     References
     ----------
@@ -129,14 +142,21 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
     else:
         cps = np.atleast_1d(checks.integer("context_parallel", context_parallel, high=10**5))
     eps = divs[experts % divs == 0] if experts > 1 else np.array([1])
+    etp_codes = np.arange(len(EXPERT_TP_CHOICES)) if experts > 1 and expert_ffn else np.array([0])
     sched = [(SCHEDULE_CODES[name], 1) for name in schedules if name != "interleaved-1f1b"]
     sched += [(SCHEDULE_CODES["interleaved-1f1b"], int(v)) for v in vs if "interleaved-1f1b" in schedules]
-    codes = np.array([RECOMPUTE.index(r) for r in recomputes])
+    shares = [float(checks.fraction("recompute_shares", x)) for x in recompute_shares]
+    rec = [(2, x) for x in shares] if "full" in recomputes else []
+    rec = [(RECOMPUTE.index(r), 0.0 if r == "none" else 1.0) for r in recomputes if r != "full"] + rec
     ax = [_axis(n, 0), _axis(s, 1), _axis(tps, 2), _axis(pps, 3), _axis(cps, 4),
-          _axis([c for c, _ in sched], 5), _axis(mbs, 6), _axis(np.asarray(stages), 7), _axis(codes, 8),
-          _axis(eps, 9)]
-    N, S, T, P, C, K, B, Z, R, E = ax
+          _axis([c for c, _ in sched], 5), _axis(mbs, 6), _axis(np.asarray(stages), 7),
+          _axis([c for c, _ in rec], 8), _axis(eps, 9), _axis(etp_codes, 10)]
+    N, S, T, P, C, K, B, Z, R, E, XC = ax
+    X = np.where(XC == 1, T, 1)  # expert TP
     G, V = _axis(gb, 0), _axis([v for _, v in sched], 5)
+    # whole layers of a chunk: ceil(L / (p v)) layers, round(share x chunk) of them recomputed
+    chunk = -(-layers // (P * V))
+    share = np.where(R == 2, np.maximum(np.round(_axis([x for _, x in rec], 8) * chunk), 1) / chunk, 1.0)
     tpc = T * P * C
     dp = np.where(N % tpc == 0, N // tpc, 0)
     m = np.where((dp > 0) & (G % np.maximum(B * dp, 1) == 0), G // np.maximum(B * dp, 1), 0)
@@ -144,25 +164,30 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
     sched_ok = np.where(K == SCHEDULE_CODES["1f1b"], True, P >= 2)
     chunks_ok = (P >= 2) & (layers >= P * V) & ((layers % P != 0) | ((layers // P) % V == 0))
     sched_ok = (sched_ok & ~inter) | (inter & chunks_ok)
-    ok = (dp > 0) & (S % C == 0) & (m > 0) & (dp % np.maximum(E, 1) == 0) & sched_ok
+    etp_ok = (XC == 0) | ((T > 1) & (expert_ffn % X == 0))  # TP-split experts only where TP > 1 divides them
+    ok = (dp > 0) & (S % C == 0) & (m > 0) & ((T * C * dp) % np.maximum(E * X, 1) == 0) & sched_ok & etp_ok
     ok = ok & np.ones(tuple(len(np.ravel(a)) for a in ax), dtype=bool)
-    return Grid(N, G, S, T, P, C, K, V, B, Z, R, E, dp, m, ok)
+    return Grid(N, G, S, T, P, C, K, V, B, Z, R, share, E, X, dp, m, ok)
 
 
 GRID_FIELDS = ("gpus", "global_batch", "seq_len", "tp", "pp", "cp", "schedule", "virtual_stages", "micro_batch",
-               "zero_stage", "recompute", "ep", "dp", "microbatches")
+               "zero_stage", "recompute", "recompute_share", "ep", "etp", "dp", "microbatches")
 
 
 def evaluate_grid(model, grid: Grid, eng, *, framework: str, compiled: bool, async_tp=False, cp_method="all-gather",
                   lora_rank=None, frozen_dtype_bytes=0.0, memory="peak") -> tuple[TrainingMemory, StepTime]:
     """Peak memory per GPU (or, ``memory="breakdown"``, its line items) and step time of every layout
-    of ``grid`` (broadcast arrays; invalid points are garbage)."""
-    return evaluate(model, eng, framework=framework, compiled=compiled, seq_len=grid.seq_len,
-                    micro_batch=grid.micro_batch, microbatches=np.maximum(grid.microbatches, 1), accumulation=1,
-                    tp=grid.tp, pp=grid.pp, cp=grid.cp, dp=np.maximum(grid.dp, 1), ep=grid.ep,
-                    virtual_stages=grid.virtual_stages, schedule_code=grid.schedule, code=grid.recompute,
-                    sp=grid.tp > 1, stage=grid.zero_stage, async_tp=async_tp, cp_method=cp_method,
-                    lora_rank=lora_rank, frozen_dtype_bytes=frozen_dtype_bytes, memory=memory)
+    of ``grid`` (broadcast arrays; invalid points are garbage). The MoE dispatcher is
+    :func:`aisize.training.estimate`'s default for the links' scale-up domain."""
+    flex = eng.links.scaleup_domain > 8
+    opt = Options(framework=framework, compiled=compiled, te=transformer_engine(framework, cp_method),
+                  async_tp=async_tp, cp_method=cp_method, dispatcher=DISPATCHERS.index("flex" if flex else "alltoall"),
+                  lora_rank=lora_rank, frozen_dtype_bytes=frozen_dtype_bytes)
+    return evaluate(model, eng, opt, seq_len=grid.seq_len, micro_batch=grid.micro_batch,
+                    microbatches=np.maximum(grid.microbatches, 1), accumulation=1, tp=grid.tp, pp=grid.pp,
+                    cp=grid.cp, dp=np.maximum(grid.dp, 1), ep=grid.ep, virtual_stages=grid.virtual_stages,
+                    schedule_code=grid.schedule, code=grid.recompute, sp=grid.tp > 1, stage=grid.zero_stage,
+                    etp=grid.etp, full_share=grid.recompute_share, memory=memory)
 
 
 def _pick(a, multi, size):
@@ -216,6 +241,9 @@ def layout_frame(model, grid: Grid, mem, step: StepTime, usable_bytes, eng, *, t
     cols["virtual_stages"] = rows.virtual_stages
     cols["microbatches"] = rows.microbatches
     cols["recompute"] = np.asarray(RECOMPUTE)[rows.recompute]
+    chunk = -(-model.layers // (rows.pp * rows.virtual_stages))
+    cols["recompute_layers"] = np.where(rows.recompute == 2, np.round(rows.recompute_share * chunk), 0).astype(int)
+    cols["expert_tensor_parallel"] = rows.etp
     cols["global_batch"] = rows.global_batch
     for name in ("step_seconds", "mfu", "tokens_per_s", "tokens_per_s_per_gpu", *PARTS):
         cols[name] = np.broadcast_to(getattr(step_rows, name), (size,))
@@ -253,8 +281,9 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
 
     Returns
     -------
-    DataFrame sorted by ``step_seconds``: layout columns (tp, pp, cp, dp, ep, schedule,
-    virtual_stages, micro_batch, microbatches, zero_stage, recompute), the step-time parts
+    DataFrame sorted by ``step_seconds``: layout columns (tp, pp, cp, dp, ep, expert_tensor_parallel,
+    schedule, virtual_stages, micro_batch, microbatches, zero_stage, recompute, recompute_layers
+    (full recompute: layers per model chunk)), the step-time parts
     (:data:`aisize.training.step_time.PARTS`), ``mfu``, ``tokens_per_s`` and every memory line
     item [B]; empty if nothing fits.
 
@@ -277,7 +306,7 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
                           scaleup_domain=scaleup_domain, oversubscription=oversubscription, switch_radix=switch_radix)
     eng = engine(acc, precision=precision, framework=framework, optimizer=optimizer, links=links)
     grid = layout_grid(n, heads=m.heads, layers=m.layers, global_batch=gb, seq_len=seq_len,
-                       scaleup_domain=links.scaleup_domain, experts=m.experts,
+                       scaleup_domain=links.scaleup_domain, experts=m.experts, expert_ffn=m.moe_ffn_hidden or 0,
                        stages=stages or FRAMEWORK_STAGES[framework], recomputes=recomputes,
                        micro_batches=micro_batches, context_parallel=context_parallel, schedules=schedules,
                        virtual_stages=virtual_stages)

@@ -30,7 +30,7 @@ fitted on the torchtitan peaks (reserved memory) for eager and compiled code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from aisize.memory.activations import (CROSS_ENTROPY_BYTES, ActivationConstants,
 from aisize.memory.overheads import CUDA_CONTEXT_BYTES, NCCL_BYTES_PER_COMMUNICATOR
 from aisize.memory.states import FRAMEWORK_STAGES, state_factors, states_of, per_param_bytes, tidy
 from aisize.precision import bytes_per_element, training_precision
+from aisize.training.arrays import add
 from aisize.training.schedules import in_flight as pipeline_in_flight
 from aisize.units import MiB
 
@@ -75,7 +76,7 @@ class TrainingMemory:
     communication_buffers_bytes: float  # NCCL communicators
     cuda_context_bytes: float
     fragmentation_bytes: float
-    host_bytes: float  # offloaded states per GPU, in host RAM (not in total_bytes)
+    host_bytes: float  # offloaded states and activations per GPU, in host RAM (not in total_bytes)
 
     def __post_init__(self):
         tidy(self)
@@ -83,7 +84,7 @@ class TrainingMemory:
     @property
     def total_bytes(self):
         """GPU bytes: every line item except host_bytes."""
-        return sum(getattr(self, f.name) for f in fields(self) if f.name != "host_bytes")
+        return add(*(getattr(self, f.name) for f in fields(self) if f.name != "host_bytes"))
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)} | {"total_bytes": self.total_bytes}
@@ -119,67 +120,102 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
                      in_flight, interleave, virtual_stages=1, consts: ActivationConstants, act_scale, dropout,
                      unit, framework, weight_bytes, gather_bytes=None, compiled=False, sac_sbh=None,
                      kv_width=0.0, trainable_share=1.0, frozen_dtype_bytes=0.0, offload_optimizer=False,
-                     offload_params=False) -> tuple[TrainingMemory, TrainingMemory]:
+                     offload_params=False, etp=1, full_share=1.0, saved_rep_sbh=0.0, saved_par_sbh=0.0,
+                     moe_copy_sbh=0.0, offload_layers=0, te=False, mtp_layers=0, totals=False) -> tuple:
     """(first stage, last stage) breakdowns: the vectorized core, inputs unchecked (the public functions
-    check them). With one stage both are the same.
+    check them). With one stage both are the same. ``totals``: only the two totals [B], summed in a
+    factored order (what ranking a large grid needs).
 
     ``seq_len`` is the sequence share of one GPU (s / cp); ``dp`` the data-parallel
-    degree (states shard over dp x cp); ``layers_first`` / ``layers_last`` the layers of
-    the first and last stage; ``sac_sbh`` :func:`sac_saved_sbh` (framework fsdp).
+    degree (dense states shard over dp x cp; routed experts, split over ep x ``etp``, over
+    tp x cp x dp / (ep x etp): MoE parallel folding); ``layers_first`` / ``layers_last`` the
+    layers of the first and last stage; ``sac_sbh`` :func:`sac_saved_sbh` (framework fsdp);
+    ``full_share`` the share of layers full recompute re-runs (the others keep everything);
+    ``saved_rep_sbh`` / ``saved_par_sbh`` what Megatron's recompute modules do not keep
+    (replicated / TP-split, per s·b·h); ``moe_copy_sbh`` the routed token copies MoE layers
+    keep (the experts' inputs and outputs, k·h each, averaged over layers, TP-split);
+    ``offload_layers`` layers per stage whose activations wait in host memory; ``mtp_layers``
+    multi-token-prediction modules (a layer, its weights and another loss each) on the last
+    stage; ``te`` Transformer
+    Engine kernels (Megatron-Core, Megatron-FSDP); framework ``fsdp`` without them is PyTorch FSDP2
+    as torchtitan runs it (the DTensor and loss behaviour below).
     """
     fsdp = framework == "fsdp"
+    torch_kernels = fsdp and not te
     gather = weight_bytes if gather_bytes is None else gather_bytes
     single = pp == 1
     first_params = layers_first * layer_params / tp + (embed_params + single * output_params) / tp
-    last_params = layers_last * layer_params / tp + (single * embed_params + output_params) / tp
-    experts = layers_first * expert_params / (tp * ep)
+    last_params = (layers_last + mtp_layers) * layer_params / tp + (single * embed_params + output_params) / tp
+    experts = layers_first * expert_params / (etp * ep)
 
     sbh = seq_len * micro_batch * hidden
-    none = layer_bytes_core(consts, seq_len, micro_batch, hidden, heads, tp, sp, 0)
-    if fsdp:  # DTensor TP linear layers save their all-gathered inputs (QKV and MLP: 2 + 2 per element)
+    none = layer_bytes_core(consts, seq_len, micro_batch, hidden, heads, tp, sp, 0) + moe_copy_sbh * sbh / tp
+    if torch_kernels:  # DTensor TP linear layers save their all-gathered inputs (QKV and MLP: 2 + 2 per element)
         none = none + np.where(tp > 1, 4.0 * sbh * (1.0 - 1.0 / tp), 0.0)
         sel = (sac_sbh * sbh + 4.0 * heads * seq_len * micro_batch) / tp
     else:
-        sel = layer_bytes_core(consts, seq_len, micro_batch, hidden, heads, tp, sp, 1)
+        sel = (layer_bytes_core(consts, seq_len, micro_batch, hidden, heads, tp, sp, 1) + moe_copy_sbh * sbh / tp
+               - sbh * (saved_rep_sbh / np.where(sp, tp, 1) + saved_par_sbh / tp))
     full = layer_bytes_core(consts, seq_len, micro_batch, hidden, heads, tp, sp, 2)
-    stored = np.where(code == 2, full, np.where(code == 1, sel, none))
+    stored = np.where(code == 2, full_share * full + (1.0 - full_share) * none, np.where(code == 1, sel, none))
     workspace = (none - stored) + none  # recomputed tensors + gradients of one layer in backward
     layer_act = stored * act_scale
     first_edge, last_edge = edge_bytes_core(consts, seq_len, micro_batch, hidden, vocab, tp, sp, dropout, in_flight)
     logits = seq_len * micro_batch * vocab / tp
-    loss = LOSS_BYTES_PER_LOGIT.get(framework, CROSS_ENTROPY_BYTES) * logits
+    loss = (LOSS_BYTES_PER_LOGIT["fsdp"] if torch_kernels else CROSS_ENTROPY_BYTES) * logits
     last_edge = last_edge - CROSS_ENTROPY_BYTES * logits  # booked as loss_buffers_bytes
-    if fsdp:  # torchtitan's output layer saves its all-gathered input
+    if torch_kernels:  # torchtitan's output layer saves its all-gathered input
         last_edge = last_edge + 2.0 * sbh * (1.0 - 1.0 / tp)
 
     kw = dict(stage=stage, framework=framework, unit=unit, trainable_share=trainable_share,
               frozen_bytes=frozen_dtype_bytes, offload_optimizer=offload_optimizer, offload_params=offload_params)
     shard = dp * cp
     dense_f = state_factors(shard, **kw)
-    moe = states_of(experts, state_factors(np.maximum(shard / ep, 1.0), **kw))
-    layer_local = (layer_params + expert_params / ep) / tp
+    moe = states_of(experts, state_factors(np.maximum(shard * tp / (ep * etp), 1.0), **kw))
+    layer_local = layer_params / tp + expert_params / (ep * etp)
     common = workspace * act_scale + np.where(sp & (tp > 1), 2.0 * sbh, 0.0)
     common = common + 2.0 * kv_width / tp * seq_len * micro_batch * (cp - 1)
     common = common + np.where(pp > 1, 2.0 * 2.0 * sbh / tp * in_flight, 0.0)
     comms = NCCL_BYTES_PER_COMMUNICATOR * ((tp > 1) * 1.0 + (pp > 1) + (dp > 1) + (ep > 1) + (cp > 1))
     share = ALLOCATOR_FRAGMENTATION_SHARE["compiled" if compiled else "eager"]
 
-    def one(params, act, loss_bytes) -> TrainingMemory:
-        dense = states_of(params, dense_f)
+    def temporary(params):
         if fsdp:
             zero3 = np.where(pp > 1, (params + experts) * (gather + REDUCE_BYTES / virtual_stages),
                              GATHERED_LAYERS * gather * layer_local + REDUCE_BYTES * layer_local)
         else:
             zero3 = GATHERED_LAYERS * weight_bytes * layer_local
-        temp = np.where(stage >= 3, zero3, GRAD_BUCKET_BYTES * (shard > 1)) + common
+        return np.where(stage >= 3, zero3, GRAD_BUCKET_BYTES * (shard > 1)) + common
+
+    def total(params, act, loss_bytes):
+        on_gpu = ("weights", "gradients", "master_weights", "optimizer_moments")
+        dense_sum = add(*(dense_f[k] for k in on_gpu))
+        fixed = add(params * dense_sum, moe.total_bytes, comms, CUDA_CONTEXT_BYTES)
+        return fixed + (1.0 + share) * add(act, loss_bytes, temporary(params))
+
+    def one(params, act, loss_bytes) -> TrainingMemory:
+        dense = states_of(params, dense_f)
+        temp = temporary(params)
         return TrainingMemory(
             dense.weights_bytes + moe.weights_bytes, dense.gradients_bytes + moe.gradients_bytes,
             dense.master_weights_bytes + moe.master_weights_bytes,
             dense.optimizer_moments_bytes + moe.optimizer_moments_bytes, act, loss_bytes, temp, comms,
             CUDA_CONTEXT_BYTES, share * (act + loss_bytes + temp), dense.host_bytes + moe.host_bytes)
 
-    first = one(first_params, layer_act * layers_first * in_flight * interleave + first_edge, single * loss)
-    last = one(last_params, layer_act * layers_last + last_edge, loss)
+    # offloaded layers' activations wait in host memory: their copies finish under the later layers'
+    # forward, and backward frees the kept layers before the first reload, so the peak (the end of
+    # the forward) holds the kept layers only
+    kept = np.maximum(layers_first - offload_layers, 0)
+    first_act = layer_act * (kept * in_flight * interleave) + first_edge
+    last_act = layer_act * (np.maximum(layers_last - offload_layers, 0) + mtp_layers) + last_edge
+    loss_last = loss * (1 + mtp_layers)
+    if totals:
+        return total(first_params, first_act, single * loss_last), total(last_params, last_act, loss_last)
+    offloaded = layer_act * (layers_first - kept) * in_flight * interleave
+    first = one(first_params, first_act, single * loss_last)
+    last = one(last_params, last_act, loss_last)
+    first = replace(first, host_bytes=first.host_bytes + offloaded)
+    last = replace(last, host_bytes=last.host_bytes + layer_act * np.minimum(offload_layers, layers_last))
     return first, last
 
 
@@ -193,8 +229,8 @@ def memory_breakdown(**kw) -> TrainingMemory:
 
 def peak_memory_bytes(**kw):
     """Per-GPU bytes of the stage that needs more memory (keywords of :func:`stage_breakdowns`)."""
-    first, last = stage_breakdowns(**kw)
-    return np.maximum(first.total_bytes, last.total_bytes)
+    first, last = stage_breakdowns(totals=True, **kw)
+    return np.maximum(first, last)
 
 
 def training_memory(*, layer_params, embed_params, output_params, layers, hidden, heads, vocab,
@@ -203,7 +239,7 @@ def training_memory(*, layer_params, embed_params, output_params, layers, hidden
                     optimizer="adamw", framework="zero", num_microbatches=None, virtual_stages=1,
                     constants: ActivationConstants | None = None, dropout=True, trainable_share=1.0,
                     frozen_dtype="bf16", offload_optimizer=False, offload_params=False, compiled=False,
-                    sac_sbh=None, kv_width=0.0, gather_bytes=None) -> TrainingMemory:
+                    sac_sbh=None, kv_width=0.0, gather_bytes=None, moe_copy_sbh=0.0) -> TrainingMemory:
     """Per-GPU training memory of a transformer from plain numbers.
 
     Parameters
@@ -229,6 +265,8 @@ def training_memory(*, layer_params, embed_params, output_params, layers, hidden
     sac_sbh : :func:`sac_saved_sbh` of the model (framework fsdp, selective recompute)
     kv_width : K + V width per token (context parallel all-gathers it) [elements]
     gather_bytes : bytes per parameter FSDP all-gathers (default: the working weights')
+    moe_copy_sbh : routed token copies MoE layers keep, bytes per token per layer in units of h
+        (:func:`aisize.training.memory_inputs.moe_copy_sbh`)
 
     Returns
     -------
@@ -291,7 +329,8 @@ def training_memory(*, layer_params, embed_params, output_params, layers, hidden
         weight_bytes=p.weight_bytes, gather_bytes=gather_bytes, compiled=compiled, sac_sbh=sac_sbh,
         kv_width=checks.non_negative("kv_width", kv_width), trainable_share=share,
         frozen_dtype_bytes=bytes_per_element(frozen_dtype, name="frozen_dtype"),
-        offload_optimizer=offload_optimizer, offload_params=offload_params)
+        offload_optimizer=offload_optimizer, offload_params=offload_params,
+        moe_copy_sbh=checks.non_negative("moe_copy_sbh", moe_copy_sbh))
 
 
 def fits(memory: TrainingMemory | float, capacity_bytes, *, headroom=0.05) -> Fit:

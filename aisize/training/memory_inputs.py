@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from aisize import checks
-from aisize.memory.activations import NORM_IMPLS, activation_constants
+from aisize.memory.activations import FFN_SAVED_TENSORS, NORM_IMPLS, ActivationConstants, activation_constants
 from aisize.memory.states import lora_adapter_params
 from aisize.training.dims import model_dims, param_count, resolve
 from aisize.training.memory import TrainingMemory, sac_saved_sbh, training_memory
@@ -24,7 +24,7 @@ def lora_layer_params(arch, rank) -> float:
 
 
 def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=True, lora_rank=None,
-                              norm_impl="fused", softmax_fp32=False) -> dict:
+                              norm_impl="fused", softmax_fp32=False, te=False, low_precision=False) -> dict:
     """The plain numbers :func:`training_memory` needs, from a catalog Transformer (or its id).
 
     Splits :func:`aisize.models.transformer_params` into per-layer,
@@ -36,7 +36,9 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
     ``lora_rank`` the layer parameters include the adapters and ``trainable_share``
     is their share. ``norm_impl`` (fused | eager) applies to RMSNorm models;
     LayerNorm models are always fused (torch.nn.LayerNorm is one native kernel).
-    ``softmax_fp32``: eager attention upcasting the softmax (HF Llama family).
+    ``softmax_fp32``: eager attention upcasting the softmax (HF Llama family). ``te``: Transformer
+    Engine / Megatron kernels (fused gated activation; with ``low_precision`` (an fp8 recipe) the
+    GEMM inputs kept for the weight gradients are quantized).
 
     References
     ----------
@@ -56,10 +58,17 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
         q_ratio, kv_ratio = d.q_width / h, d.k_width / h
         heads_per_kv = m.heads / m.kv_heads
     checks.choice("norm_impl", norm_impl, NORM_IMPLS)
+    # hybrids: Q, K, V on the attention layers only, each block keeps its normed input, and a
+    # Mamba-2 layer keeps its in_proj output (z, x, B, C, dt), the convolution output, the scan
+    # output and the gated norm's output, 16-bit (arXiv:2405.21060; the chunk states are re-run)
+    mamba = d.mamba_share * 2.0 * (3.0 * d.mamba_inner + 2.0 * d.mamba_conv_dim + d.mamba_heads) / h
+    blocks = d.attention_share + d.mamba_share + d.ffn_layers / L
     consts = activation_constants(m.ffn_type, ratio, dropout=dropout, q_ratio=q_ratio,
                                   kv_ratio=kv_ratio, flash_attention=flash_attention,
                                   norm_impl=norm_impl if m.norm == "rmsnorm" else "fused",
-                                  softmax_fp32=softmax_fp32, heads_per_kv=heads_per_kv)
+                                  softmax_fp32=softmax_fp32, heads_per_kv=heads_per_kv, fused_activation=te,
+                                  low_precision_inputs=te and low_precision, attention_share=d.attention_share,
+                                  norms=m.norms_per_layer, block_inputs=blocks, extra_parallel_sbh=mamba)
     share = 1.0
     if lora_rank is not None:
         adapters = lora_layer_params(m, lora_rank)
@@ -68,7 +77,60 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
     return dict(layer_params=layer, expert_params=d.layer_expert_params, embed_params=pc.embedding,
                 output_params=output, layers=L, hidden=h, heads=m.heads, vocab=m.vocab, constants=consts,
                 dropout=dropout, trainable_share=share, kv_width=float(d.k_width + d.v_width),
-                sac_sbh=sac_saved_sbh(h, d.q_width, d.k_width, d.v_width, d.ffn_width, d.ffn_gated))
+                sac_sbh=sac_saved_sbh(h, d.q_width, d.k_width, d.v_width, d.ffn_width, d.ffn_gated),
+                moe_copy_sbh=moe_copy_sbh(m, te and low_precision))
+
+
+def moe_copy_sbh(model, low_precision_inputs=False) -> float:
+    """Bytes per token per layer (in units of h) MoE layers keep beyond the experts' inner tensors,
+    averaged over layers: the k routed copies of each token the experts' first GEMM saves (2k; k
+    when Transformer Engine keeps them quantized). The routing probabilities weight the experts'
+    activation (Megatron-Core's ``TEGroupedMLP``: the weighted activation is the second GEMM's
+    input, counted with the inner tensors), so the unpermutation keeps no expert output.
+
+    References
+    ----------
+    .. [1] NVIDIA Megatron-LM ``megatron/core/transformer/moe/experts.py`` (``TEGroupedMLP.forward``:
+       ``bias_act_func`` applies ``permuted_probs`` after the activation), ``moe_utils.py`` (``permute``).
+    """
+    d = model_dims(model)
+    per_copy = 1.0 if low_precision_inputs else 2.0
+    return per_copy * d.experts_per_token * d.moe_layers / d.layers if d.moe_layers else 0.0
+
+
+def recompute_saved_sbh(model, modules, consts: ActivationConstants) -> tuple[float, float]:
+    """(replicated, TP-split) bytes per token per layer, in units of h, that Megatron's recompute modules
+    do not keep (:mod:`aisize.training.recompute`), averaged over layers.
+
+    ``layernorm``: the two norm outputs (the QKV and MLP inputs), 2 + 2; ``moe_act``: the experts'
+    activation output, 2·k·f_e/h; ``mla_up_proj``: MLA's Q, K and V (2q + 4kv of
+    :func:`aisize.memory.activations.activation_constants`) less the latents kept instead;
+    ``mlp`` / ``shared_experts`` / ``moe``: the inputs and inner tensors of those blocks.
+    """
+    if not modules:
+        return 0.0, 0.0
+    m = resolve(model)
+    d = model_dims(m)
+    h, L = d.hidden, d.layers
+    moe = d.moe_layers / L
+    saved = 2.0 * FFN_SAVED_TENSORS[m.ffn_type]
+    rep = par = 0.0
+    if "layernorm" in modules:
+        rep += 4.0
+    if "moe_act" in modules:
+        par += moe * 2.0 * d.experts_per_token * d.expert_ffn / h
+    if "mla_up_proj" in modules and m.attention == "mla":
+        par += 2.0 * d.q_width / h + 2.0 * (d.k_width + d.v_width) / h - 2.0 * d.mla_latent_width / h
+    dense_width = d.dense_ffn_width * (1.0 - d.shared_ffn_share)
+    if "mlp" in modules:
+        rep += 2.0 * (1.0 - moe)
+        par += saved * dense_width / h
+    if "shared_experts" in modules:
+        par += saved * d.dense_ffn_width * d.shared_ffn_share / h
+    if "moe" in modules:
+        rep += 2.0 * moe
+        par += moe * saved * d.experts_per_token * d.expert_ffn / h + moe_copy_sbh(m)
+    return rep, par
 
 
 def transformer_training_memory(model, *, seq_len, micro_batch, pp=1, dropout=False, flash_attention=True,

@@ -74,6 +74,22 @@ def stage_layers(layers, pp, virtual_stages=1):
     return chunk * virtual_stages, layers // pp
 
 
+def pipeline_slots(layers, pp, virtual_stages=1, embed_slot=0, loss_slot=0):
+    """Transformer layers on (a middle stage, the last stage, the first stage).
+
+    Megatron can count the embedding and the loss as one pipeline layer each
+    (``account_for_embedding_in_pipeline_split``, ``account_for_loss_in_pipeline_split``):
+    the L + e + l slots are split into chunks of ceil((L + e + l)/(p v)), so 126 layers with
+    both over 16 x 4 chunks are 2 slots each, and the first and last stages hold one
+    transformer layer fewer. Without them this is :func:`stage_layers` (the first stage
+    holds as many layers as the busiest).
+    """
+    slots = layers + embed_slot + loss_slot
+    chunk = -(-slots // (pp * virtual_stages))
+    busy = chunk * virtual_stages
+    return busy, slots // pp - loss_slot, busy - embed_slot
+
+
 def bubble_share(pp, microbatches, virtual_stages, schedule_code):
     """Idle share of one pipeline flush relative to its ideal time: share x (p - 1)/(v m)."""
     share = np.choose(schedule_code, [BUBBLE_SHARE[s] for s in SCHEDULES])

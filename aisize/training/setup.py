@@ -65,6 +65,25 @@ def state_precision(r: Recipe, framework: str) -> str:
     return "fp8" if framework == "megatron" else r.high_dtype
 
 
+GRAD_REDUCE_PRECISIONS = ("fp32", "bf16")
+# Gradient reduction by default: torchtitan's FSDP2 reduces in fp32 (mixed_precision_reduce);
+# Megatron-Core's DistributedDataParallelConfig.grad_reduce_in_fp32 defaults to False (bf16);
+# DeepSpeed and the ZeRO paper reduce the 16-bit gradients.
+DEFAULT_GRAD_REDUCE = {"fsdp": "fp32", "megatron": "bf16", "zero": "bf16", "deepspeed": "bf16"}
+
+
+def host_link_bytes_per_s(acc) -> float | None:
+    """GPU-host rate per direction [B/s]: the catalog's NVLink-C2C where it has one, else PCIe x16 of its
+    generation; None without either."""
+    if acc.host_link_bidirectional_bytes_per_s:
+        return bidirectional_to_per_direction(acc.host_link_bidirectional_bytes_per_s)
+    if acc.pcie_gen:
+        link = catalog.links.get(f"pcie-gen{int(acc.pcie_gen)}-x16")
+        if link is not None:
+            return link.bandwidth_per_direction_bytes_per_s
+    return None
+
+
 @dataclass(frozen=True)
 class Engine:
     """Peaks, bytes per parameter and link rates one layout's evaluation uses."""
@@ -82,18 +101,25 @@ class Engine:
     grad_bytes: float  # bytes per gradient element data parallelism reduces
     optimizer_state_bytes: float  # fp32 master + moments + gradient per parameter
     links: comm.Links
+    exp_per_s: float | None = None  # softmax exponentials/s (catalog sfu_exp), None: not limiting
+    host_bytes_per_s: float | None = None  # GPU-host link per direction (activation offload)
+    optimizer: str = "adamw"
 
 
-def engine(acc, *, precision, framework, optimizer, links: comm.Links) -> Engine:
-    """The :class:`Engine` of a precision and framework on an accelerator (checks the precision)."""
+def engine(acc, *, precision, framework, optimizer, links: comm.Links, grad_reduce_precision=None) -> Engine:
+    """The :class:`Engine` of a precision and framework on an accelerator (checks the precision and
+    ``grad_reduce_precision``: "fp32" | "bf16", None for the framework's default)."""
     r = recipe(precision, acc)
+    reduce = DEFAULT_GRAD_REDUCE[framework] if grad_reduce_precision is None else checks.choice(
+        "grad_reduce_precision", grad_reduce_precision, GRAD_REDUCE_PRECISIONS)
     states = state_precision(r, framework)
-    unit = per_param_bytes(states, optimizer, framework)
+    main_grad = 4.0 if reduce == "fp32" else 2.0
+    unit = per_param_bytes(states, optimizer, framework, main_grad_bytes=main_grad)
     tp = training_precision(states)
     high = peak_flops_per_s(acc, r.high_dtype)
     low = peak_flops_per_s(acc, r.low_dtype) if r.low_dtype else high
     gather = r.element_bytes if (framework == "fsdp" and r.low_dtype) else unit["weight"]
-    grad = unit["grad32"] if framework in ("megatron", "fsdp") else unit["grad"]
+    grad = main_grad if framework in ("megatron", "fsdp") else unit["grad"]
     return Engine(r, generation(acc), high, low, acc.memory_bandwidth_bytes_per_s, unit, states,
                   tp.weight_bytes, tp.activation_scale, gather, grad, unit["master"] + unit["moments"] + 4.0,
-                  links)
+                  links, acc.sfu_exp_per_s, host_link_bytes_per_s(acc), optimizer)

@@ -1,11 +1,17 @@
 """Step time of a parallel training layout, part by part, and the MFU it implies.
 
 step = compute + exposed TP + exposed CP + pipeline sends + exposed DP/FSDP + MoE all-to-all
-       + pipeline bubble + stragglers
+       + host synchronisation + exposed activation offload + pipeline bubble + stragglers
 
-* compute: the slowest pipeline stage's layers (:func:`aisize.training.work.layer_times`:
-  GEMMs on their roofline, FlashAttention, memory-bound work, casts, recompute), the
-  output layer and loss on the last stage, for every micro-batch, plus the optimizer;
+* compute: the slowest pipeline stage's layers (:func:`aisize.training.work.layer_times`, hybrid
+  models' Mamba-2 scans included:
+  GEMMs on their roofline, FlashAttention, memory-bound work, casts; the routed experts,
+  :func:`aisize.training.moe.expert_times`; recompute, :mod:`aisize.training.recompute`),
+  the output layer and loss on the last stage, for every micro-batch, plus the optimizer.
+  Megatron can count the embedding and the loss as pipeline layers
+  (``embedding_in_pipeline_split``, ``loss_in_pipeline_split``): the first and last stages
+  then hold one transformer layer fewer; multi-token-prediction modules (DeepSeek-V3) add a
+  layer and an output head per module on the last stage;
 * TP (Megatron-style, all-reduces or all-gather + reduce-scatter with sequence
   parallelism: the same bytes): two collective pairs forward, two backward, two more
   with full recompute (one with PyTorch's selective policy, which re-gathers); async
@@ -18,11 +24,22 @@ step = compute + exposed TP + exposed CP + pipeline sends + exposed DP/FSDP + Mo
   model chunk, split over the TP ranks (scatter/gather) [1];
 * bubble: :func:`aisize.training.schedules.bubble_share` of each pipeline flush;
 * DP/FSDP: ZeRO-3/FSDP all-gathers the parameters (twice per micro-batch without
-  PP, once per step with it) and reduce-scatters the gradients; stages 0-2 all-reduce
-  the gradients; over the group's real span of NVLink and network, with the fabric's
-  oversubscription; hidden under compute up to :data:`DP_OVERLAP` of it, except the
-  first gather and the last reduction [5];
-* EP: dispatch and combine all-to-alls of the routed tokens, forward and backward [6];
+  PP, once per step with it) and reduce-scatters the gradients, hidden under compute up to
+  :data:`DP_OVERLAP` of it; the distributed optimizer (stages 1-2) reduce-scatters the
+  gradients (in ``grad_reduce_precision``) and all-gathers the updated 16-bit parameters
+  once per step, hidden under the last micro-batch's backward and the first one's forward
+  (Megatron's ``overlap_grad_reduce`` / ``overlap_param_gather``); stage 0 all-reduces. Dense
+  parameters reduce over DP x CP (stride TP), routed experts over the expert-data-parallel
+  group (stride EP x expert-TP), each over its real span of NVLink and network, with the
+  fabric's oversubscription; the first gather and the last reduction stay exposed [5];
+* EP: dispatch and combine all-to-alls of the routed tokens over the EP group (stride
+  expert-TP), forward and backward (and again for a recomputed MoE forward); with expert
+  TP the experts' tokens are all-gathered and their outputs reduce-scattered over it [6];
+* host: the MoE dispatcher's host synchronisation (:data:`aisize.training.moe.MOE_SYNC_HOST_SECONDS`
+  per MoE layer forward);
+* offload: activations of ``activation_offload_layers`` layers copied to host memory after
+  their forward and back before their backward over the host link, each copy hidden under
+  the next layer's compute (Megatron-Core activation offloading);
 * stragglers: the expected slowest rank (:func:`aisize.training.efficiency.straggler_factor`).
 
 References
@@ -47,10 +64,13 @@ import numpy as np
 from aisize.compute import flops_per_token
 from aisize.memory.states import tidy
 from aisize.training import comm
+from aisize.training.arrays import add
 from aisize.training.dims import ModelDims
-from aisize.training.efficiency import straggler_factor
+from aisize.training.efficiency import gemm_efficiency, straggler_factor
+from aisize.training import moe as moe_kernels
+from aisize.training.moe import expert_times
 from aisize.training.recipes import Recipe
-from aisize.training.schedules import bubble_share, stage_layers
+from aisize.training.schedules import bubble_share, pipeline_slots
 from aisize.training.work import head_seconds, layer_times, optimizer_seconds
 
 # Share of the backward pass data-parallel traffic can hide under (DDP buckets,
@@ -62,7 +82,8 @@ ASYNC_TP_HIDDEN_SHARE = 0.5
 ACTIVATION_BYTES = 2.0  # 16-bit activations and activation gradients on the wire
 CP_METHODS = ("all-gather", "ring")
 PARTS = ("compute_seconds", "tp_comm_seconds", "cp_comm_seconds", "pp_comm_seconds", "dp_comm_exposed_seconds",
-         "ep_comm_seconds", "pp_bubble_seconds", "straggler_seconds")
+         "ep_comm_seconds", "host_sync_seconds", "offload_exposed_seconds", "pp_bubble_seconds",
+         "straggler_seconds")
 
 
 @dataclass(frozen=True)
@@ -75,6 +96,8 @@ class StepTime:
     pp_comm_seconds: float
     dp_comm_exposed_seconds: float
     ep_comm_seconds: float
+    host_sync_seconds: float  # GPU idle while the host launches after the MoE dispatcher's synchronisation
+    offload_exposed_seconds: float  # activation offload copies not hidden under compute
     pp_bubble_seconds: float
     straggler_seconds: float
     model_flops: float  # per step, all GPUs [FLOP] (PaLM: 6N + 12·L·H·Q·s per token)
@@ -100,87 +123,186 @@ class StepTime:
         return self.tokens / (self.step_seconds * self.gpus)
 
 
+@dataclass(frozen=True)
+class Recompute:
+    """What backward re-runs (:mod:`aisize.training.recompute`): ``code`` 0 none / 1 selective / 2 full,
+    ``full_share`` of the layers under full recompute, ``modules`` for Megatron's selective recompute."""
+
+    code: object
+    full_share: object = 1.0
+    modules: tuple = ("core_attn",)
+
+
+@dataclass(frozen=True)
+class Moe:
+    """MoE options: expert-TP degree, dispatcher code (:data:`aisize.training.moe.DISPATCHERS`), imbalance."""
+
+    etp: object = 1
+    dispatcher: object = 0
+    imbalance: float = 1.0
+    cuda_graphs: bool = False
+
+
+def _redo(lt, xt, moe_share, rc: Recompute, selective_op: bool, shared_share: float):
+    """(recomputed forward seconds per layer, recomputed MoE forwards per MoE layer)."""
+    full = rc.full_share * (lt.forward + moe_share * xt.forward)
+    if selective_op:
+        selective, moe_again = lt.sac_redo, 0.0
+    else:
+        mods = rc.modules
+        parts = {"core_attn": lt.attention_forward, "layernorm": lt.norm_forward, "mla_up_proj": lt.mla_up_forward,
+                 "mlp": lt.mlp_forward * (1.0 - shared_share), "shared_experts": lt.mlp_forward * shared_share,
+                 "moe_act": moe_share * xt.activation_forward, "moe": moe_share * xt.forward}
+        selective = sum((parts[m] for m in mods), 0.0)
+        moe_again = 1.0 if "moe" in mods else 0.0
+    code = np.asarray(rc.code)
+    redo = np.where(code == 2, full, np.where(code == 1, selective, 0.0))
+    again = np.where(code == 2, rc.full_share, np.where(code == 1, moe_again, 0.0))
+    return redo, again
+
+
 def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, compiled: bool, seq_len,
                    micro_batch, microbatches, accumulation, tp, pp, cp, dp, ep, virtual_stages, schedule_code,
-                   code, sp, stage, high_peak, low_peak, hbm_bytes_per_s, links: comm.Links,
-                   state_bytes_per_param, gather_bytes, grad_bytes, async_tp=False,
-                   cp_method="all-gather", dp_overlap=DP_OVERLAP) -> StepTime:
+                   rc: Recompute, sp, stage, high_peak, low_peak, hbm_bytes_per_s, links: comm.Links,
+                   state_bytes_per_param, gather_bytes, grad_bytes, async_tp=False, cp_method="all-gather",
+                   dp_overlap=DP_OVERLAP, moe: Moe = Moe(), attention_kernel="fa2", exp_per_s=None,
+                   embed_slot=0, loss_slot=0, offload_bytes=0.0, offload_layers=0, host_bytes_per_s=None,
+                   optimizer_flops_per_param=0.0, te=False, parts=True) -> StepTime:
     """Vectorized core (inputs checked by the caller; arrays broadcast).
 
     ``micro_batch``: sequences per pipeline micro-batch; ``microbatches``: micro-batches per
-    pipeline flush (1 without PP); ``accumulation``: flushes per optimizer step.
+    pipeline flush (1 without PP); ``accumulation``: flushes per optimizer step;
+    ``embed_slot`` / ``loss_slot``: 1 where the embedding / the loss count as pipeline layers;
+    ``offload_bytes``: activation bytes of one offloaded layer per micro-batch; ``te``: Transformer
+    Engine kernels (Megatron-Core, Megatron-FSDP); framework ``fsdp`` without them is torchtitan's
+    PyTorch (op-level selective checkpointing, DTensor float8 TP, eager cross entropy);
+    ``parts=False``: only ``step_seconds`` (the parts 0), the same sum in fewer full-size array
+    operations (what ranking a large grid needs).
     """
     L = d.layers
+    fsdp = framework == "fsdp"
+    torch_kernels = fsdp and not te
+    code = np.asarray(rc.code)
     tokens_mb = micro_batch * seq_len / cp
-    lt = layer_times(d, tokens=tokens_mb, micro_batch=micro_batch, seq_len=seq_len, tp=tp, sp=sp, code=code,
-                     selective_op=framework == "fsdp", compiled=compiled, recipe=recipe, gen=gen,
-                     high_peak=high_peak, low_peak=low_peak, hbm_bytes_per_s=hbm_bytes_per_s)
-    busy, last = stage_layers(L, pp, virtual_stages)
-    head = head_seconds(d, tokens=tokens_mb, tp=tp, framework=framework, high_peak=high_peak, gen=gen,
+    lt = layer_times(d, tokens=tokens_mb, micro_batch=micro_batch, seq_len=seq_len, tp=tp, sp=sp,
+                     compiled=compiled, recipe=recipe, gen=gen, high_peak=high_peak, low_peak=low_peak,
+                     hbm_bytes_per_s=hbm_bytes_per_s, attention_kernel=attention_kernel, exp_per_s=exp_per_s)
+    moe_share = d.moe_layers / L
+    tokens_r = tokens_mb / tp  # sequence-parallel share each rank routes (Megatron requires SP with TP for MoE)
+    xt = expert_times(d, tokens=tokens_r, ep=ep, etp=moe.etp, dispatcher_code=moe.dispatcher, recipe=recipe,
+                      gen=gen, high_peak=high_peak, low_peak=low_peak, hbm_bytes_per_s=hbm_bytes_per_s,
+                      compiled=compiled, imbalance=moe.imbalance)
+    redo, moe_again = _redo(lt, xt, moe_share, rc, torch_kernels, d.shared_ffn_share)
+    fwd = lt.forward + moe_share * xt.forward
+    bwd = lt.backward + moe_share * xt.backward
+    layer = fwd + bwd + redo
+    sync = np.choose(np.asarray(moe.dispatcher), [moe_kernels.MOE_SYNC_HOST_SECONDS[k] for k in moe_kernels.DISPATCHERS])
+    sync = sync * (moe_kernels.CUDA_GRAPH_HOST_SHARE if moe.cuda_graphs else 1.0)
+    host = moe_share * sync * (1.0 + moe_again) if d.moe_layers else 0.0
+
+    busy, last, first = pipeline_slots(L, pp, virtual_stages, embed_slot, loss_slot)
+    head = head_seconds(d, tokens=tokens_mb, tp=tp, fused_loss=not torch_kernels, high_peak=high_peak, gen=gen,
                         hbm_bytes_per_s=hbm_bytes_per_s)
-    layer = lt.total
-    stage_mb = np.where(pp == 1, L * layer + head, np.maximum(busy * layer, last * layer + head))
-    layers_here = np.where(pp == 1, L, busy)
+    middle = np.where(pp >= 3, busy, 0)
+    stage_layers_ = np.maximum(np.maximum(first, middle), last)  # most transformer layers on one stage
+    # multi-token prediction: each MTP module runs one more layer and output head on the last stage
+    mtp = d.mtp_layers * (layer + head)
+    stage_c = np.where(pp == 1, L * layer + head + mtp,
+                       np.maximum(np.maximum(first, middle) * layer, last * layer + head + mtp))
+    layers_here = np.where(pp == 1, L, stage_layers_)
+    stage_mb = stage_c + layers_here * host
     n_mb = microbatches * accumulation
     shard = dp * cp
-    local = (layers_here * d.layer_resident_params + layers_here * d.layer_expert_params / ep
-             + np.where(pp == 1, d.embed_params + d.head_params, d.embed_params)) / tp
-    optim = optimizer_seconds(local / np.where(stage >= 1, shard, 1), state_bytes_per_param, hbm_bytes_per_s)
-    compute = n_mb * stage_mb + optim
+    etp = moe.etp
+    edp = np.maximum(tp * cp * dp // np.maximum(ep * etp, 1), 1)  # expert data parallel (MoE parallel folding)
+    dense_local = (layers_here * d.layer_resident_params
+                   + np.where(pp == 1, d.embed_params + d.head_params, d.embed_params)) / tp
+    expert_local = layers_here * d.layer_expert_params / (ep * etp)
+    local = dense_local + expert_local
+    optim = optimizer_seconds(np.where(stage >= 1, dense_local / shard + expert_local / edp, local),
+                              state_bytes_per_param, hbm_bytes_per_s, high_peak * gemm_efficiency(gen, "16"),
+                              optimizer_flops_per_param)
+    host_total = n_mb * layers_here * host
+    compute = n_mb * stage_c + optim
 
-    fsdp = framework == "fsdp"
     act = ACTIVATION_BYTES * tokens_mb * d.hidden
     # Per layer: forward all-gathers (into Q/K/V and the MLP) and reduce-scatters (out of the
     # output projections), as many backward; recompute repeats the forward ones (PyTorch's
     # selective policy saves the reduce-scatter outputs, so only the gathers). Low-precision
     # TP (torchao Float8ColwiseParallel) gathers the forward inputs already cast.
-    forward_ag = 2.0 * (1.0 + (code == 2) + (code == 1) * (1.0 if fsdp else 0.0))
-    forward_rs = 2.0 * (1.0 + (code == 2))
-    ag_elem = recipe.element_bytes if (fsdp and recipe.low_dtype) else ACTIVATION_BYTES
+    full_redo = np.where(code == 2, rc.full_share, 0.0)
+    forward_ag = 2.0 * (1.0 + full_redo + (code == 1) * (1.0 if torch_kernels else 0.0))
+    forward_rs = 2.0 * (1.0 + full_redo)
+    ag_elem = recipe.element_bytes if (torch_kernels and recipe.low_dtype) else ACTIVATION_BYTES
     ag_fwd = comm.collective_seconds("all-gather", act * ag_elem / ACTIVATION_BYTES, tp, 1, links)
     ag = comm.collective_seconds("all-gather", act, tp, 1, links)
     rs = comm.collective_seconds("reduce-scatter", act, tp, 1, links)
     tp_layer = forward_ag * ag_fwd + forward_rs * rs + 2.0 * (ag + rs)
-    gemm_layer = lt.gemm_forward * (3.0 + (code == 2))
+    gemm_layer = lt.gemm_forward * (3.0 + full_redo)
     tp_layer = tp_layer - np.where(async_tp, np.minimum(ASYNC_TP_HIDDEN_SHARE * tp_layer, gemm_layer), 0.0)
 
     kv = ACTIVATION_BYTES * micro_batch * seq_len * (d.k_width + d.v_width) / tp
     gather = comm.collective_seconds("all-gather", kv, cp, tp, links)
     scatter = comm.collective_seconds("reduce-scatter", kv, cp, tp, links)
+    attn_redo = 1.0 + full_redo
     if cp_method == "ring":
-        attn_bwd = lt.attention_forward * 2.5
-        cp_layer = (np.maximum(gather - lt.attention_forward, 0.0) * (1.0 + (code == 2))
-                    + np.maximum(scatter - attn_bwd, 0.0))
+        cp_layer = (np.maximum(gather - lt.attention_forward, 0.0) * attn_redo
+                    + np.maximum(scatter - lt.attention_backward, 0.0))
     else:
-        cp_layer = gather * (1.0 + (code == 2)) + scatter
-
+        cp_layer = gather * attn_redo + scatter
     comm_mb = layers_here * (tp_layer + cp_layer)
-    routed = ACTIVATION_BYTES * tokens_mb * d.hidden * d.experts_per_token / np.where(sp, tp, 1)
-    a2a = comm.collective_seconds("all-to-all", routed, ep, tp * cp, links)
-    moe_here = layers_here * d.moe_layers / L
-    ep_time = n_mb * np.where(ep > 1, (4.0 + 2.0 * (code == 2)) * moe_here * a2a, 0.0)
 
-    send = comm.pipeline_send_seconds(act, tp, tp * cp * dp, sp | fsdp, links)
+    if d.moe_layers:
+        routed = ACTIVATION_BYTES * tokens_r * d.hidden * d.experts_per_token * moe.imbalance
+        a2a = comm.collective_seconds("all-to-all", routed, ep, etp, links)
+        etp_ag = comm.collective_seconds("all-gather", routed * etp, etp, 1, links)
+        etp_rs = comm.collective_seconds("reduce-scatter", routed * etp, etp, 1, links)
+        ep_layer = (2.0 * (2.0 + moe_again)) * (a2a + 0.5 * (etp_ag + etp_rs))
+        ep_time = n_mb * layers_here * moe_share * ep_layer
+    else:
+        ep_time = 0.0 * n_mb
+
+    offload = 0.0
+    if host_bytes_per_s is not None:
+        copy = offload_bytes / host_bytes_per_s  # each way, hidden under the next layer's forward / backward
+        exposed = np.maximum(copy - fwd, 0.0) + np.maximum(copy - bwd, 0.0)
+        offload = n_mb * offload_layers * exposed
+
+    send = comm.pipeline_send_seconds(act, tp, tp * cp * dp, pp, sp | fsdp, links)
     pp_time = np.where(pp > 1, 2.0 * n_mb * virtual_stages * send, 0.0)
-    bubble = accumulation * bubble_share(pp, microbatches, virtual_stages, schedule_code) * microbatches \
-        * (stage_mb + comm_mb)
+    idle = accumulation * bubble_share(pp, microbatches, virtual_stages, schedule_code) * microbatches
 
-    params = local
     if_pp = pp > 1
     gathers = np.where(if_pp, 1.0, 2.0 * n_mb)
     reductions = np.where(if_pp, 1.0, n_mb)
-    ag = comm.collective_seconds("all-gather", params * gather_bytes, shard, tp, links)
-    rs = comm.collective_seconds("reduce-scatter", params * grad_bytes, shard, tp, links)
-    ar = comm.collective_seconds("all-reduce", params * grad_bytes, shard, tp, links)
-    dp_total = np.where(stage >= 3, gathers * ag + reductions * rs, ar)
-    edge = np.where(stage >= 3, (ag + rs) / layers_here, ar / layers_here)
-    dp_exposed = np.where(shard > 1, np.maximum(dp_total - dp_overlap * compute, 0.0) + edge, 0.0)
 
-    step = compute + n_mb * comm_mb + pp_time + dp_exposed + ep_time + bubble
+    def dp_traffic(params, group, stride):
+        """(all traffic of a step, the part no compute can hide) of one parameter group [s]."""
+        ag_ = comm.collective_seconds("all-gather", params * gather_bytes, group, stride, links)
+        rs_ = comm.collective_seconds("reduce-scatter", params * grad_bytes, group, stride, links)
+        ar_ = comm.collective_seconds("all-reduce", params * grad_bytes, group, stride, links)
+        total = np.where(stage >= 3, gathers * ag_ + reductions * rs_, np.where(stage >= 1, ag_ + rs_, ar_))
+        edge = np.where(stage >= 1, ag_ + rs_, ar_) / layers_here
+        on = group > 1
+        return np.where(on, total, 0.0), np.where(on, edge, 0.0)
+
+    dense_total, dense_edge = dp_traffic(dense_local, shard, tp)
+    expert_total, expert_edge = dp_traffic(expert_local, edp, ep * etp) if d.moe_layers else (0.0, 0.0)
+    # ZeRO-3 / FSDP traffic runs beside every micro-batch; the distributed optimizer's once-a-step
+    # reduce-scatter and all-gather only beside the last backward and the first forward
+    hide = dp_overlap * np.where(stage >= 3, compute, stage_c)
+    dp_exposed = np.maximum(add(dense_total, expert_total) - hide, 0.0) + add(dense_edge, expert_edge)
+
     gpus = tp * pp * cp * dp
     factor = straggler_factor(gpus)
-    straggle = step * (factor - 1.0)
     tokens = dp * n_mb * micro_batch * seq_len
-    model = flops_per_token(d.active_params, layers=L, attention_dim=d.attention_dim, seq_len=seq_len)
+    model = flops_per_token(d.active_params, layers=d.attention_layers, attention_dim=d.attention_dim, seq_len=seq_len)
+    if not parts:  # micro-batches and bubble both run stage + communication: one full-size product
+        runs = n_mb + idle
+        step = add(runs * (stage_c + comm_mb), runs * layers_here * host, optim, pp_time, dp_exposed, ep_time, offload)
+        return StepTime(*([0.0] * 10), model * tokens, tokens, gpus * 1.0, high_peak, step * factor)
+    bubble = idle * (stage_mb + comm_mb)
+    step = add(compute, n_mb * comm_mb, pp_time, dp_exposed, ep_time, host_total, offload, bubble)
     return StepTime(compute, n_mb * layers_here * tp_layer, n_mb * layers_here * cp_layer, pp_time, dp_exposed,
-                    ep_time, bubble, straggle, model * tokens, tokens, gpus * 1.0, high_peak, step * factor)
+                    ep_time, host_total, offload, bubble, step * (factor - 1.0), model * tokens, tokens, gpus * 1.0,
+                    high_peak, step * factor)

@@ -9,7 +9,9 @@ Per layer and micro-batch, on a GPU holding 1/t of the layer (tensor parallel) a
   same size per linear (input gradient, weight gradient) [1].
 * **attention** (causal FlashAttention): 2·s·H·Q·tokens/t FLOPs forward (half of
   PaLM's 4·s·H·Q non-causal count; windowed layers count their window,
-  :meth:`~aisize.training.dims.ModelDims.attention_keys`), 2.5x that backward [2].
+  :meth:`~aisize.training.dims.ModelDims.attention_keys`), 2.5x that backward [2], plus one
+  softmax exponential per score each way on the special-function units
+  (:func:`aisize.training.efficiency.attention_seconds`).
 * **memory-bound work**, bytes per element (16-bit activations), counted op by op:
 
   ===================== ================================ ==========================
@@ -33,11 +35,13 @@ Per layer and micro-batch, on a GPU holding 1/t of the layer (tensor parallel) a
   (:data:`CP_MERGE_BYTES` per output element and chunk).
 * **low-precision casts** (:mod:`aisize.training.recipes`): the inputs of the
   linear layers forward, their output gradients backward.
-* **recomputation**: ``full`` re-runs the whole forward; ``selective`` as PyTorch's
-  op-level selective checkpointing runs it (torchtitan, framework ``fsdp``: every
-  other matmul output and the attention output are saved, the other matmuls and all
-  elementwise ops are recomputed) or as Megatron-LM runs it (framework
-  ``megatron``, Korthikanti et al.: only the core attention is recomputed) [3].
+* **recomputation** (applied in :mod:`aisize.training.step_time`): ``full`` re-runs the
+  whole forward; ``selective`` as PyTorch's op-level selective checkpointing runs it
+  (torchtitan, framework ``fsdp``: every other matmul output and the attention output
+  are saved, the other matmuls and all elementwise ops are recomputed: ``sac_redo``) or
+  as Megatron-LM runs it (framework ``megatron``: the named modules, by default the core
+  attention, Korthikanti et al.) [3].
+* the routed experts of MoE layers are timed in :mod:`aisize.training.moe`.
 
 References
 ----------
@@ -71,41 +75,55 @@ CP_MERGE_BYTES = 12.0
 # Bytes per logit of the loss, forward and backward: torchtitan's cross_entropy on
 # logits.float() (to fp32, log-softmax's two passes, its backward, back to bf16): 40;
 # a fused (vocab-parallel) cross entropy, as Megatron-LM's, one fp32 pass each way: 16.
-LOSS_BYTES_PER_LOGIT = {"fsdp": 40.0}
+LOSS_BYTES_PER_LOGIT = 40.0
 FUSED_LOSS_BYTES_PER_LOGIT = 16.0
 
 
 @dataclass(frozen=True)
 class LayerTimes:
-    """Seconds one layer takes for one micro-batch on one GPU (arrays broadcast)."""
+    """Seconds one layer takes for one micro-batch on one GPU, outside the routed experts (arrays broadcast).
+
+    The parts are kept apart because recomputation re-runs some of them: ``norm_forward`` (the
+    norms, what Megatron's ``layernorm`` recompute re-runs), ``mla_up_forward`` (MLA's
+    up-projection GEMMs, ``mla_up_proj``), ``mlp_forward`` (dense MLP and shared-expert GEMMs
+    and their activation, ``mlp`` / ``shared_experts``) and ``attention_forward`` (the core
+    attention, ``core_attn``).
+    """
 
     gemm_forward: object
     attention_forward: object
+    attention_backward: object
     memory_forward: object
-    forward: object
-    backward: object
-    recompute: object
+    memory_backward: object
+    norm_forward: object
+    mla_up_forward: object
+    mlp_forward: object
+    sac_redo: object  # PyTorch op-level selective checkpointing (torchtitan): every second matmul + elementwise
 
     @property
-    def total(self):
-        return self.forward + self.backward + self.recompute
+    def forward(self):
+        return self.gemm_forward + self.attention_forward + self.memory_forward
+
+    @property
+    def backward(self):
+        return 2.0 * self.gemm_forward + self.attention_backward + self.memory_backward
 
 
 def _linears(d: ModelDims, tp):
-    """(n_in, n_out) of each linear layer of one transformer layer on one TP rank, in matmul order."""
-    h, f = d.hidden, d.ffn_width
+    """(n_in, n_out) of each linear layer outside the routed experts on one TP rank, in matmul order."""
+    h, f = d.hidden, d.dense_ffn_width
     mlp = [(h, f / tp), (h, f / tp)] if d.ffn_gated else [(h, f / tp)]
     return [(h, d.q_width / tp), (h, d.k_width / tp), (h, d.v_width / tp), (d.q_width / tp, h)] + mlp + [(f / tp, h)]
 
 
-def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, code, selective_op: bool, compiled: bool,
-                recipe: Recipe, gen: str, high_peak, low_peak, hbm_bytes_per_s) -> LayerTimes:
-    """Forward, backward and recompute seconds of one layer for one micro-batch (vectorized).
+def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled: bool, recipe: Recipe, gen: str,
+                high_peak, low_peak, hbm_bytes_per_s, attention_kernel: str = "fa2", exp_per_s=None) -> LayerTimes:
+    """Forward and backward seconds of one layer for one micro-batch, outside the routed experts (vectorized).
 
     ``tokens`` = b·s/c on this GPU, ``micro_batch`` = b, ``seq_len`` = s (the attention context), ``tp`` the
-    tensor-parallel degree, ``sp`` sequence parallel, ``code`` 0/1/2 for recompute
-    none/selective/full, ``selective_op`` PyTorch op-level selective checkpointing
-    (else Megatron's core-attention recompute), ``compiled`` fused elementwise kernels.
+    tensor-parallel degree, ``sp`` sequence parallel, ``compiled`` fused elementwise kernels,
+    ``attention_kernel`` "fa2" | "fa3" (:func:`aisize.training.efficiency.attention_kernel`),
+    ``exp_per_s`` the GPU's exponential rate (None: not limiting).
     """
     impl = "fused" if compiled else "eager"
     e_high = E.gemm_efficiency(gen, "16")
@@ -122,21 +140,30 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, code, sel
     shapes = _linears(d, tp)
     times = [gemm(i, o) for i, o in shapes]
     listed = sum(i * o for i, o in shapes) * tp
-    scale = d.layer_gemm_params / listed  # MLA, biases, routers: keep the parameter count's FLOPs
+    scale = d.dense_gemm_params / listed  # MLA, biases, routers: keep the parameter count's FLOPs
     gemm_fwd = sum(times) * scale
     redo_gemm = sum(times[1::2]) * scale  # op-level SAC recomputes every second matmul
+    mlp_gemm = sum(times[4:]) * scale
+    attn_gemm = sum(times[:4]) * scale
+    mla_up = attn_gemm * (d.mla_up_params / sum(i * o * tp for i, o in shapes[:4]))
 
     # each kernel call sees one context-parallel chunk of the sequence (the whole sequence without CP)
     chunk = tokens / micro_batch
-    attn_fwd = (d.attention_keys(seq_len) * d.attention_dim * tokens / tp
-                / (high_peak * E.attention_efficiency(gen, chunk)))
+    keys4 = d.attention_keys(seq_len) * d.attention_share  # 4 x mean keys per query, averaged over layers
+    attn_flops = keys4 * d.attention_dim * tokens / tp
+    exps = keys4 / 4.0 * d.heads * tokens / tp
+    attn_fwd = E.attention_seconds(attn_flops, exps, gen, attention_kernel, chunk, high_peak, exp_per_s)
+    attn_bwd = E.attention_seconds(E.ATTENTION_BACKWARD_RATIO * attn_flops, exps, gen, attention_kernel, chunk,
+                                   high_peak, exp_per_s)
 
-    h, f = d.hidden, d.ffn_width
+    h, f = d.hidden, d.dense_ffn_width
     norm = RMSNORM_BYTES[impl] if d.norm == "rmsnorm" else LAYERNORM_BYTES
     row_tokens = np.where(sp, tokens / tp, tokens)
-    per_row = 2.0 * (norm + RESIDUAL_BYTES[impl]) * h
-    per_head = (ROPE_BYTES[impl] * (d.q_width + d.k_width) if d.rope else 0.0) \
-        + (GATED_ACTIVATION_BYTES[impl] if d.ffn_gated else ACTIVATION_BYTES) * f
+    norms = d.norms_per_layer
+    norm_fwd = E.memory_seconds(row_tokens * norms * norm * h, hbm_bytes_per_s)
+    per_row = norms * (norm + RESIDUAL_BYTES[impl]) * h
+    act_bytes = (GATED_ACTIVATION_BYTES[impl] if d.ffn_gated else ACTIVATION_BYTES) * f
+    per_head = (ROPE_BYTES[impl] * (d.q_width + d.k_width) * d.attention_share if d.rope else 0.0) + act_bytes
     cp = seq_len * micro_batch / tokens
     merge = np.where(cp > 1, cp * tokens * d.q_width / tp * CP_MERGE_BYTES, 0.0)
     elem_fwd = row_tokens * per_row + tokens * per_head / tp + merge
@@ -145,31 +172,63 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, code, sel
     cast_bwd = cast * tokens * (2.0 * h + (d.q_width + d.k_width + d.v_width + f * (2 if d.ffn_gated else 1)) / tp)
     mem_fwd = E.memory_seconds(elem_fwd + cast_fwd, hbm_bytes_per_s)
     mem_bwd = E.memory_seconds(E.BACKWARD_BYTES_RATIO * elem_fwd + cast_bwd, hbm_bytes_per_s)
-
-    fwd = gemm_fwd + attn_fwd + mem_fwd
-    bwd = 2.0 * gemm_fwd + E.ATTENTION_BACKWARD_RATIO * attn_fwd + mem_bwd
-    if selective_op:
-        selective = redo_gemm + E.memory_seconds(elem_fwd + 0.5 * cast_fwd, hbm_bytes_per_s)
-    else:
-        selective = attn_fwd
-    redo = np.where(code == 2, fwd, np.where(code == 1, selective, 0.0))
-    return LayerTimes(gemm_fwd, attn_fwd, mem_fwd, fwd, bwd, redo)
+    if d.mamba_layers:  # Mamba-2 scans (SSD) ride on the attention-like part of the layer
+        ssd = ssd_seconds(d, tokens=tokens, tp=tp, gen=gen, high_peak=high_peak, hbm_bytes_per_s=hbm_bytes_per_s)
+        attn_fwd = attn_fwd + d.mamba_share * ssd
+        attn_bwd = attn_bwd + d.mamba_share * SSD_BACKWARD_RATIO * ssd
+    mlp_fwd = mlp_gemm + E.memory_seconds(tokens * act_bytes / tp, hbm_bytes_per_s)
+    sac = redo_gemm + E.memory_seconds(elem_fwd + 0.5 * cast_fwd, hbm_bytes_per_s)
+    return LayerTimes(gemm_fwd, attn_fwd, attn_bwd, mem_fwd, mem_bwd, norm_fwd, mla_up, mlp_fwd, sac)
 
 
-def head_seconds(d: ModelDims, *, tokens, tp, framework: str, high_peak, gen: str, hbm_bytes_per_s):
+# Mamba-2's SSD algorithm splits the sequence into chunks of Q tokens (Hugging Face NemotronHConfig
+# chunk_size 128): within a chunk it runs like attention over Q keys, across chunks it passes an
+# H x P x N state. Its backward re-runs the chunk states and computes the gradients: about twice
+# the forward, as a GEMM's (assumption).
+SSD_CHUNK_TOKENS = 128
+SSD_BACKWARD_RATIO = 2.0
+
+
+def ssd_seconds(d: ModelDims, *, tokens, tp, gen: str, high_peak, hbm_bytes_per_s):
+    """Forward time of one Mamba-2 layer's scan, causal convolution and gated norm [s].
+
+    Per token (H heads of width P, G groups, state N, chunk Q): C·Bᵀ within the chunk 2·Q·N·G,
+    its product with x 2·Q·P·H, the chunk states Bᵀx and their read-out C·state 4·N·P·H FLOPs,
+    batched matmuls at the 16-bit GEMM efficiency; the convolution (read and write x, B, C),
+    the scan's reads and writes and the gated RMSNorm move 2·(3·conv + H + 4·H·P) bytes. Heads
+    split over TP.
+
+    References
+    ----------
+    .. [1] Dao & Gu 2024, "Transformers are SSMs" (Mamba-2), arXiv:2405.21060, sec. 6 (SSD
+       algorithm: intra-chunk, chunk states, state passing, output), sec. 7 (architecture).
+    """
+    q, n, g, heads, p = SSD_CHUNK_TOKENS, d.ssm_state, d.mamba_groups, d.mamba_heads, d.mamba_head_dim
+    flops = 2.0 * q * n * g + 2.0 * q * p * heads + 4.0 * n * p * heads
+    moved = 2.0 * (3.0 * d.mamba_conv_dim + heads + 4.0 * d.mamba_inner)
+    return (tokens / tp) * (flops / (high_peak * E.gemm_efficiency(gen, "16")) + moved / (hbm_bytes_per_s * E.HBM_EFFICIENCY))
+
+
+def head_seconds(d: ModelDims, *, tokens, tp, fused_loss: bool, high_peak, gen: str, hbm_bytes_per_s):
     """Output projection (16-bit in every recipe) and loss of one micro-batch on the last stage [s]."""
     e = E.gemm_efficiency(gen, "16")
     gemm = 3.0 * E.gemm_seconds(tokens, d.hidden, d.vocab / tp, high_peak, e, hbm_bytes_per_s)
-    per_logit = LOSS_BYTES_PER_LOGIT.get(framework, FUSED_LOSS_BYTES_PER_LOGIT)
+    per_logit = FUSED_LOSS_BYTES_PER_LOGIT if fused_loss else LOSS_BYTES_PER_LOGIT
     loss = E.memory_seconds(per_logit * tokens * d.vocab / tp, hbm_bytes_per_s)
     return gemm + loss
 
 
-def optimizer_seconds(params_on_gpu, state_bytes_per_param, hbm_bytes_per_s):
-    """Optimizer step over this GPU's share of the states (memory-bound) [s].
+def optimizer_seconds(params_on_gpu, state_bytes_per_param, hbm_bytes_per_s, gemm_flops_per_s=1.0,
+                      flops_per_param=0.0):
+    """Optimizer step over this GPU's share of the states [s].
 
     ``state_bytes_per_param``: bytes of fp32 master, moments and gradient per parameter
     (16 for AdamW); the step reads and writes them once, gradient clipping reads the
-    gradients twice more.
+    gradients twice more (memory-bound). ``flops_per_param``: matrix work of the update per
+    parameter (Muon's Newton-Schulz iterations, :data:`aisize.precision.OPTIMIZERS`), at the
+    rate ``gemm_flops_per_s`` (16-bit peak x GEMM efficiency).
     """
-    return E.memory_seconds(params_on_gpu * (2.0 * state_bytes_per_param + 8.0), hbm_bytes_per_s)
+    mem = E.memory_seconds(params_on_gpu * (2.0 * state_bytes_per_param + 8.0), hbm_bytes_per_s)
+    if not flops_per_param:
+        return mem
+    return mem + params_on_gpu * flops_per_param / gemm_flops_per_s

@@ -1,0 +1,141 @@
+"""The routed experts of one MoE layer for one micro-batch on one GPU: grouped GEMMs, routing,
+permutation, the token dispatch and the host synchronisation it needs.
+
+With MoE parallel folding (Megatron-Core) the expert layers reuse attention's GPUs
+(TP x CP x DP) as expert-TP x EP x expert-DP. A rank enters the MoE block with its
+sequence-parallel share of the micro-batch, ``tokens`` = b·s/(c·t) tokens, and routes each to
+k of the E experts. Balanced routing gives each of its E/ep local experts
+``T_e = tokens·k·ep·etp / E`` tokens (the expert-TP group all-gathers its members' tokens and
+splits each expert's width by etp), so the FLOPs per rank are those of a dense layer of
+width k·f_e, but they run as E/ep small GEMMs:
+
+* **grouped GEMMs**: each expert's GEMMs on their roofline (weights read once per expert:
+  a few tokens per expert make them memory-bound), at the dense GEMM efficiency times
+  ``T_e / (T_e + GROUPED_GEMM_HALF_TOKENS)``: tile and wave quantization and per-group setup
+  cost a share that falls as the tokens per expert grow [1][2];
+* **router**: the h x E logits GEMM is among the layer's dense GEMMs; its fp32 softmax/top-k
+  and the load-balancing loss move :data:`ROUTER_BYTES_PER_LOGIT` per logit [3];
+* **permutation**: the all-to-all dispatcher copies every token k times into expert order and
+  back (read h, write k·h; read k·h, write h, 16-bit), forward and backward; DeepEP/HybridEP
+  ("flex") fuse the permutation into the dispatch kernels [3][4];
+* **dispatch**: dispatch and combine all-to-alls of k·tokens·h 16-bit elements over the EP
+  group, forward and backward (in :mod:`aisize.training.step_time`);
+* **host synchronisation**: the dispatchers size their buffers from the routed token counts,
+  copied to the host every forward (``MoEAlltoAllTokenDispatcher`` synchronises on a
+  device-to-host copy; DeepEP and HybridEP wait for the receive counts unless a token capacity
+  is set), so the CPU stops running ahead of the GPU and the GPU waits while the host launches
+  the rest of the layer: :data:`MOE_SYNC_HOST_SECONDS` per MoE layer forward, of which CUDA
+  graphs leave :data:`CUDA_GRAPH_HOST_SHARE` [3];
+* **load imbalance**: the busiest rank sets the pace of every all-to-all; ``imbalance`` (max /
+  mean tokens per rank, 1 = balanced as the benchmark recipes force it) scales the expert work
+  and the dispatch.
+
+References
+----------
+.. [1] Liu et al. 2025, "MoE Parallel Folding", arXiv:2504.14960, sec. 3-4.
+.. [2] NVIDIA CUTLASS grouped GEMM; Gale et al. 2023, "MegaBlocks", MLSys (block-sparse
+   grouped GEMMs lose efficiency at few tokens per expert).
+.. [3] NVIDIA Megatron-LM ``megatron/core/transformer/moe/token_dispatcher.py`` (``cuda_sync_point``,
+   ``_maybe_dtoh_and_synchronize``), ``router.py`` (fp32 router, aux loss), ``moe_utils.permute``.
+.. [4] DeepSeek-AI, DeepEP (github.com/deepseek-ai/DeepEP); NVIDIA HybridEP (Megatron-LM
+   ``fused_a2a.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize.training import efficiency as E
+from aisize.training.dims import ModelDims
+from aisize.training.recipes import Recipe, cast_bytes_per_element
+
+DISPATCHERS = ("alltoall", "flex")
+# Tokens per expert at which a grouped GEMM reaches half of the dense GEMM efficiency. Fitted
+# jointly on the public training rows (benchmarks/fit_training.py); only MoE rows depend on it.
+GROUPED_GEMM_HALF_TOKENS = 662.0
+# Host time the GPU waits for after the dispatcher's device-to-host synchronisation, per MoE
+# layer forward (the launch of the rest of the layer), by dispatcher: the all-to-all dispatcher
+# launches permutation, NCCL all-to-all and grouped-GEMM kernels after it; DeepEP/HybridEP fuse
+# the permutation into their dispatch kernels. Fitted jointly on the public training rows
+# (benchmarks/fit_training.py); only MoE rows depend on them.
+MOE_SYNC_HOST_SECONDS = {"alltoall": 5.57e-3, "flex": 0.65e-3}
+# Share of that host time left when CUDA graphs capture launches around the synchronisation
+# (Transformer Engine graphs of attention, router and preprocess). Fitted jointly
+# (benchmarks/fit_training.py; only MoE rows depend on it): 1.0, no change. The graphed launches
+# run before the synchronisation, where the host is ahead of the GPU anyway; what the GPU waits
+# for is launched after it and is not captured.
+CUDA_GRAPH_HOST_SHARE = 1.0
+# fp32 router: logits written, softmax read/write, top-k read, the aux-loss statistics read:
+# about four 4-byte passes per logit forward (Megatron-LM router.py, moe_router_dtype fp32).
+ROUTER_BYTES_PER_LOGIT = 16.0
+# The all-to-all dispatcher's permute reads each token (2h) and writes k copies (2kh); unpermute
+# reads the k copies and writes the weighted sum: 4h(1 + k) bytes per token forward, as many backward.
+PERMUTE_BYTES_PER_COPY = 4.0
+SWIGLU_FUSED_BYTES = 6.0  # per inner element: read gate and up, write the product (Megatron's fused SwiGLU)
+ACTIVATION_FUSED_BYTES = 4.0  # GeLU/ReLU: read, write
+
+
+@dataclass(frozen=True)
+class ExpertTimes:
+    """Seconds the routed experts of one MoE layer take for one micro-batch on one GPU."""
+
+    gemm_forward: object
+    memory_forward: object  # activation, casts, router, permutation
+    activation_forward: object  # the expert activation function alone (what ``moe_act`` recomputes)
+    tokens_per_expert: object
+
+    @property
+    def forward(self):
+        return self.gemm_forward + self.memory_forward
+
+    @property
+    def backward(self):
+        return 2.0 * self.gemm_forward + E.BACKWARD_BYTES_RATIO * self.memory_forward
+
+
+def tokens_per_expert(d: ModelDims, tokens, ep, etp):
+    """Tokens one local expert GEMM sees per micro-batch, balanced routing [count]."""
+    return tokens * d.experts_per_token * ep * etp / d.experts
+
+
+def expert_times(d: ModelDims, *, tokens, ep, etp, dispatcher_code, recipe: Recipe, gen: str, high_peak,
+                 low_peak, hbm_bytes_per_s, compiled: bool, imbalance=1.0) -> ExpertTimes:
+    """Routed-expert work of one MoE layer, one micro-batch, one GPU (vectorized; 0 for dense models).
+
+    ``tokens``: tokens this rank routes (b·s/(c·t)); ``dispatcher_code``: index in :data:`DISPATCHERS`.
+    """
+    if not d.moe_layers:
+        z = np.zeros(np.broadcast(tokens, ep, etp).shape) if np.ndim(tokens) + np.ndim(ep) + np.ndim(etp) else 0.0
+        return ExpertTimes(z, z, z, z)
+    h, f = d.hidden, d.expert_ffn
+    k = d.experts_per_token
+    t_e = tokens_per_expert(d, tokens, ep, etp)
+    local = d.experts / ep
+    grouped = t_e / (t_e + GROUPED_GEMM_HALF_TOKENS)
+    e_high = E.gemm_efficiency(gen, "16") * grouped
+    share = recipe.low_share
+    e_low = E.gemm_efficiency(gen, recipe.low_bits) * grouped if recipe.low_dtype else e_high
+    width_in = f * (2 if d.ffn_gated else 1) / etp
+
+    def gemm(n_in, n_out):
+        high = E.gemm_seconds(t_e, n_in, n_out, high_peak, e_high, hbm_bytes_per_s)
+        if not share:
+            return high
+        low = E.gemm_seconds(t_e, n_in, n_out, low_peak, e_low, hbm_bytes_per_s, recipe.element_bytes)
+        return share * low + (1.0 - share) * high
+
+    listed = h * width_in + (f / etp) * h
+    scale = d.expert_params / (etp * listed)  # expert biases: keep the parameter count's FLOPs
+    gemm_fwd = local * (gemm(h, width_in) + gemm(f / etp, h)) * scale * imbalance
+
+    routed = tokens * k * etp  # token copies this rank's experts process
+    inner = routed * f / etp
+    act = inner * (SWIGLU_FUSED_BYTES if d.ffn_gated else ACTIVATION_FUSED_BYTES)
+    cast = cast_bytes_per_element(recipe, compiled) * share * (routed * h + inner)
+    router = ROUTER_BYTES_PER_LOGIT * tokens * d.experts
+    permute = np.where(np.asarray(dispatcher_code) == 0, PERMUTE_BYTES_PER_COPY * h * tokens * (1.0 + k), 0.0)
+    act_s = E.memory_seconds(act * imbalance, hbm_bytes_per_s)
+    mem = E.memory_seconds((act + cast) * imbalance + router + permute, hbm_bytes_per_s)
+    return ExpertTimes(gemm_fwd, mem, act_s, t_e)
