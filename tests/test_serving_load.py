@@ -29,7 +29,7 @@ def test_published_closed_loop_runs(load_table):
     s = serving_summary(load_table, "serving-load")
     assert s["cases"] == 82 and load_table["predicted"].gt(0).all()
     assert s["median_abs_error_pct"] <= 10.0 and s["tpot_median_abs_error_pct"] <= 10.0
-    assert s["within"] >= 57 and s["tpot_within"] >= 59
+    assert s["within"] >= 55 and s["tpot_within"] >= 62
 
 
 def test_the_same_constants_serve_every_model():

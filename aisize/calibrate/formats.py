@@ -124,8 +124,8 @@ def _run(rec, defaults: dict, where: str) -> Run:
     tp = int(fields["tensor_parallel"])
     gpus = int(defaults.get("gpus") or tp)
     model = model_id(fields["model"])
-    acc = accelerator_id(fields["accelerator"]) if fields["accelerator"] != defaults.get("accelerator") else (
-        defaults["accelerator"] if defaults["accelerator"] in _catalog_ids() else accelerator_id(defaults["accelerator"]))
+    acc = fields["accelerator"]
+    acc = acc if acc in _catalog_ids() else accelerator_id(acc)
     wp = precision(_text(rec, "precision") or defaults.get("weight_precision") or "bf16", "weight")
     kv = precision(defaults.get("kv_precision") or "bf16", "kv")
     engine = engine_key(_text(rec, "framework", "backend", "engine") or defaults.get("engine") or "")

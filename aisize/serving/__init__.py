@@ -14,5 +14,6 @@ from aisize.serving.estimate import ServingEstimate, decode_step, estimate
 from aisize.serving.pools import DisaggregatedEstimate, estimate_disaggregated
 from aisize.serving.search import SearchResult, pareto, search
 
-__all__ = ["estimate", "ServingEstimate", "estimate_disaggregated", "DisaggregatedEstimate", "decode_step", "search", "SearchResult", "pareto", "Calibration",
+__all__ = ["estimate", "ServingEstimate", "estimate_disaggregated", "DisaggregatedEstimate", "decode_step", "search",
+           "SearchResult", "pareto", "Calibration",
            "CALIBRATION", "Engine", "ENGINES"]

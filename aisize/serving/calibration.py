@@ -56,7 +56,8 @@ from types import MappingProxyType
 
 from aisize.network.collectives import DEFAULT_EFFICIENCY
 
-SHARES = ("gemm_efficiency", "attention_efficiency", "memory_efficiency", "expert_memory_efficiency", "link_efficiency", "expert_gemm_efficiency")
+SHARES = ("gemm_efficiency", "attention_efficiency", "memory_efficiency", "expert_memory_efficiency", "link_efficiency",
+          "expert_gemm_efficiency")
 # name -> (unit, what it is); the order is the table's
 CONSTANTS = {
     "gemm_efficiency": ("share", "share of the dense tensor peak the linear layers reach, per GPU generation"),
@@ -209,26 +210,31 @@ CALIBRATION = Calibration(
     source="fitted jointly on the public sets data/validation/serving_throughput.csv (118 TensorRT-LLM "
            "max-throughput runs), serving_load.csv (82 closed-loop InferenceX and GPUStack runs), "
            "serving_specdec.csv (34 MTP runs) and serving_disagg.csv (77 disaggregated deployments) by "
-           "benchmarks/fit_serving.py; sourced and assumed values as in the module docstring",
-    gemm_efficiency=MappingProxyType({"hopper": 0.7259, "blackwell": 0.7726, "cdna4": 0.6386}),
+           "benchmarks/fit_serving.py, leaving out the runs with speculative decoding (they state no "
+           "acceptance); sourced and assumed values as in the module docstring",
+    gemm_efficiency=MappingProxyType({"hopper": 0.6929, "blackwell": 0.7752, "cdna4": 0.6386}),
     fallback_generation="hopper",
     attention_efficiency=0.6,
-    memory_efficiency=MappingProxyType({"hopper": 0.8367, "blackwell": 0.5889, "cdna4": 0.5}),
-    expert_memory_efficiency=0.6375,
+    memory_efficiency=MappingProxyType({"hopper": 0.8321, "blackwell": 0.5715, "cdna4": 0.5747}),
+    expert_memory_efficiency=0.681,
     link_efficiency=DEFAULT_EFFICIENCY,
-    expert_gemm_efficiency=0.2835,
+    expert_gemm_efficiency=0.2822,
     gemm_tile_tokens=128,
-    elementwise_bytes_per_token=137.1,
-    expert_bytes_per_token=22.01,
-    layer_seconds=4.685e-05,
-    moe_layer_seconds=MappingProxyType({"hopper": 8.596e-05, "blackwell": 4.699e-05, "cdna4": 6.473e-05}),
+    elementwise_bytes_per_token=121.3,
+    expert_bytes_per_token=19.82,
+    layer_seconds=4.845e-05,
+    moe_layer_seconds=MappingProxyType({"hopper": 9.63e-05, "blackwell": 4.709e-05, "cdna4": 6.518e-05}),
     collective_seconds=1e-05,
     eager_layer_seconds=0.00012,
     draft_step_seconds=1.5e-4,
-    host_seconds_per_sequence=2.551e-05,
-    grace_host_factor=1.795,
-    request_seconds=0.1749,
-    fitted=("gemm_efficiency[blackwell]", "gemm_efficiency[hopper]", "memory_efficiency[blackwell]", "memory_efficiency[cdna4]", "memory_efficiency[hopper]", "expert_memory_efficiency", "expert_gemm_efficiency", "elementwise_bytes_per_token", "expert_bytes_per_token", "layer_seconds", "moe_layer_seconds[blackwell]", "moe_layer_seconds[cdna4]", "moe_layer_seconds[hopper]", "host_seconds_per_sequence", "grace_host_factor", "request_seconds"),
+    host_seconds_per_sequence=2.552e-05,
+    grace_host_factor=1.794,
+    request_seconds=0.1486,
+    fitted=("gemm_efficiency[blackwell]", "gemm_efficiency[hopper]", "memory_efficiency[blackwell]",
+            "memory_efficiency[cdna4]", "memory_efficiency[hopper]", "expert_memory_efficiency",
+            "expert_gemm_efficiency", "elementwise_bytes_per_token", "expert_bytes_per_token", "layer_seconds",
+            "moe_layer_seconds[blackwell]", "moe_layer_seconds[cdna4]", "moe_layer_seconds[hopper]",
+            "host_seconds_per_sequence", "grace_host_factor", "request_seconds"),
     fitted_on=("serving_throughput.csv", "serving_load.csv", "serving_specdec.csv", "serving_disagg.csv"),
     assumed=("gemm_efficiency[cdna4]", "collective_seconds"),
 )

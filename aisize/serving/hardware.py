@@ -4,8 +4,9 @@ A weight format decides which tensor-core peak the linear layers use, each kind 
 layer (attention, dense MLP, routed experts) at its own format: FP8 weights run FP8
 GEMMs where the GPU has them; NVFP4/MXFP4 run FP4 GEMMs on Blackwell and CDNA4
 (weights and activations in FP4) and are dequantized into 16-bit GEMMs (W4A16)
-elsewhere, as INT4 group-quantized weights are [1, 2]. Prefill attention runs at FP8 when the KV cache is FP8 and the GPU
-has FP8 tensor cores (FP8 context attention [1, 3]), else at 16 bits.
+elsewhere, as INT4 group-quantized weights are [1, 2]. Prefill attention runs at FP8 when
+the KV cache is FP8 and the GPU has FP8 tensor cores (FP8 context attention [1, 3]), else at
+16 bits.
 
 The achieved rates are these peaks times the engine's calibrated efficiencies
 (:mod:`aisize.serving.calibration`), chosen by the GPU's generation.

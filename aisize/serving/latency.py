@@ -15,9 +15,10 @@ iteration model with ``m / (1 - e^-m)`` prefills, the conditional mean), so
   requests in flight are Poisson, so the p95 batch is ``B + 1.645·sqrt(B)``.
 - TTFT: the request's fixed time outside the GPU (HTTP, tokenizing: the calibration's
   ``request_seconds``) + admission wait + the wait for the token budget + the wait for the next
-  iteration to start (and one more with an overlap scheduler, which picked that one's batch already) (length-biased: ``E[T²]/2E[T]``) + the iteration(s) carrying the
-  prefill. Admission is a queue for the replica's ``c`` slots (the concurrency its
-  batch limit and KV pool allow), each held for ``S = T + (O - 1)·T``: M/G/c with
+  iteration to start (length-biased: ``E[T²]/2E[T]``; one more with an overlap scheduler, which
+  picked that one's batch already) + the iteration(s) carrying the prefill. Admission is a
+  queue for the replica's ``c`` slots (the concurrency its batch limit and KV pool allow), each
+  held for ``S = T + (O - 1)·T``: M/G/c with
   the Allen-Cunneen correction for the lengths' variability [2] and the Erlang C
   tail for p95 [3]. Without chunked prefill at most ``q = budget // I`` whole prompts
   fit one iteration, so prompts queue as M/D/q with service ``T1``; with chunking

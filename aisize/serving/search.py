@@ -150,7 +150,8 @@ def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic)
     return dict(mode="disaggregated", tensor_parallel=d_tp, attention_dp=d_dp, pipeline_parallel=d_pp, batch=b,
                 budget=budget, chunked=np.zeros(b.shape, bool), prefill_gpus=p_gpus, decode_gpus=d_gpus,
                 gpus_per_replica=p_gpus + d_gpus, tpot_s=dec, tpot_p95_s=dec, ttft_s=ttft,
-                ttft_p95_s=calib.request_seconds + 1.95 * pre + transfer, tokens_per_s_per_gpu=o / (prefill_gpu_s + decode_gpu_s),
+                ttft_p95_s=calib.request_seconds + 1.95 * pre + transfer,
+                tokens_per_s_per_gpu=o / (prefill_gpu_s + decode_gpu_s),
                 tokens_per_s_per_user=1.0 / dec, fits=mem.sequences >= b, kv_transfer_s=transfer,
                 prefill_share_of_gpus=prefill_gpu_s / (prefill_gpu_s + decode_gpu_s))
 

@@ -91,8 +91,8 @@ def _draft_record(model, method: str, draft_model):
     if method == "mtp":
         # one transformer block of the target's own kind (MoE where the target's last layers are),
         # sharing the embedding and output head [3]
-        rec = replace(model, id=f"{model.id}-mtp", layers=1, dense_layers=0 if model.experts > 1 else model.dense_layers,
-                      sliding_layers=0)
+        rec = replace(model, id=f"{model.id}-mtp", layers=1, sliding_layers=0,
+                      dense_layers=0 if model.experts > 1 else model.dense_layers)
         return rec, "block"
     # eagle3: one dense decoder layer of the target's width over a reduced vocabulary [4]
     ffn = model.ffn_hidden if model.experts <= 1 else (model.moe_ffn_hidden or model.ffn_hidden) * 4
