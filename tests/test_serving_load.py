@@ -193,3 +193,24 @@ def test_disaggregated_pools_too_small_for_the_model_are_not_feasible():
                                          decode=dict(replicas=1, tensor_parallel=8), weight_precision="fp8",
                                          input_tokens=1000, output_tokens=1000, concurrency=8)
     assert not est.feasible and "prefill" in est.reason
+
+
+def test_hybrid_mamba_models_serve_with_a_fixed_state_per_sequence():
+    # Nemotron-H 8B (tests/test_models_hybrid.py): 24 Mamba-2 layers and 4 attention layers of 52 blocks
+    from tests.test_models_hybrid import H8B
+
+    m = models.from_hf_config(H8B)
+    costs = serving.costs.model_costs(m, serving.costs.weight_formats("bf16"), "bf16")
+    # aisize.models' worked number: 24 x (3 x 10,240 x 2 B + 128 x 64 x 128 x 4 B) = 102.1 MB per sequence
+    assert float(costs.ssm_state_bytes(1)) == pytest.approx(models.ssm_state_bytes_per_sequence(m), rel=1e-9)
+    assert float(costs.ssm_state_bytes(1)) == pytest.approx(102.1e6, rel=0.001)
+    assert costs.kv_bytes_per_token_full == pytest.approx(4 * 2 * 8 * 128 * 2)  # attention layers only
+    kw = dict(tensor_parallel=1, weight_precision="bf16", kv_precision="bf16", input_tokens=30000,
+              output_tokens=2000, engine="vllm")
+    hybrid = serving.estimate(m, "h100-sxm", **kw)
+    dense = serving.estimate("llama-3.1-8b", "h100-sxm", **kw)
+    # a 32k-token sequence holds 4 layers of KV plus the state, not 32 layers of KV: far more fit
+    assert hybrid.max_concurrency > 3 * dense.max_concurrency
+    step = serving.estimate(m, "h100-sxm", concurrency=64, **kw).iteration_breakdown
+    # every decoding sequence reads and writes its state: 64 x 2 x 102 MB at most the HBM rate
+    assert step["decode_attention_seconds"] >= 64 * 2 * 102.1e6 / 3.35e12

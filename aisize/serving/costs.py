@@ -17,7 +17,10 @@ iteration model needs, for a model at its weight formats and KV precision:
 - weight bytes one iteration reads: every dense weight once, and per MoE layer the
   distinct routed experts its tokens touch, ``E·(1 - (1 - k/E)^T)`` for T tokens
   under uniform routing [3];
-- KV bytes per token of context, per layer (K and V, or MLA's latent) [4].
+- KV bytes per token of context, per layer (K and V, or MLA's latent) [4], on attention layers
+  only; a hybrid model's Mamba-2 layers keep a fixed state per sequence instead (the SSM state
+  and the convolution's last inputs), which every decode step reads and writes, and whose scan
+  costs ``2·Q·N·G + 2·Q·P·H + 4·N·P·H`` FLOPs per prompt token per layer (the SSD algorithm, chunk Q) [8].
 
 Precision convention: linear layers are stored at their weight format; the token
 embedding and output head stay at 16 bits, as TensorRT Model Optimizer quantizes
@@ -35,6 +38,8 @@ References
 .. [5] NVIDIA TensorRT Model Optimizer, default quantization configs (``"*lm_head*": {"enable": False}``).
 .. [6] OpenAI 2025, gpt-oss model card, sec. 2.1 (MoE weights in MXFP4, the rest in BF16).
 .. [7] deepseek-ai/FlashMLA README (H800: up to 3,000 GB/s memory-bound, 660 TFLOPS compute-bound).
+.. [8] Dao & Gu 2024, "Transformers are SSMs" (Mamba-2), arXiv:2405.21060, sec. 6-7;
+       :func:`aisize.models.ssm_state_bytes_per_sequence` (state bytes, split over TP by heads).
 """
 
 from __future__ import annotations
@@ -126,6 +131,18 @@ class ModelCosts:
     weights_bytes: float  # everything resident: all experts, embedding and head
     head_bytes: float  # the 16-bit embedding and output head, part of weights_bytes
     kv_precision: str
+    mamba_layers: int = 0  # hybrid models: layers whose mixer is a Mamba-2 block
+    mamba_heads: int = 1
+    mamba_groups: int = 1
+    ssm_inner_state_bytes: float = 0.0  # per sequence, all Mamba layers: the parts split by heads (unsplit)
+    ssm_group_state_bytes: float = 0.0  # the parts split by groups (B and C of the convolution)
+    ssm_scan_flops_per_token: float = 0.0  # prefill scan FLOPs per token, all Mamba layers
+
+    def ssm_state_bytes(self, tensor_parallel=1):
+        """A sequence's Mamba-2 state on one GPU of a tensor-parallel group [B] (0 without Mamba layers)."""
+        t = np.asarray(tensor_parallel, dtype=float)
+        return (self.ssm_inner_state_bytes / np.minimum(t, self.mamba_heads)
+                + self.ssm_group_state_bytes / np.minimum(t, self.mamba_groups))
 
     @property
     def linear_weight_bytes(self) -> float:
@@ -217,7 +234,7 @@ def model_costs(model, weight_precision, kv_precision: str) -> ModelCosts:
     window = model.sliding_window if model.sliding_layers else None
     pair = 4.0 * models.attention_dim(model)
     decode_pair = _decode_pair_flops(model)
-    full_layers = model.layers - model.sliding_layers
+    full_layers = models.attention_layer_count(model) - model.sliding_layers
     kv_layer = float(models.layer_kv_bytes_per_token(model, kv_precision))
     return ModelCosts(
         model=model, formats=fmt, layers=model.layers, hidden=model.hidden, vocab=model.vocab, heads=model.heads,
@@ -234,4 +251,25 @@ def model_costs(model, weight_precision, kv_precision: str) -> ModelCosts:
         moe_layers=moe, experts=model.experts if moe else 1, experts_per_token=model.experts_per_token if moe else 1,
         kv_bytes_per_token_full=kv_layer * full_layers, kv_bytes_per_token_window=kv_layer * model.sliding_layers,
         weights_bytes=attention * ab + dense * db + routed * eb + (pc.embedding + pc.head + pc.norm) * hb,
-        head_bytes=(pc.embedding + pc.head) * hb, kv_precision=kv_precision)
+        head_bytes=(pc.embedding + pc.head) * hb, kv_precision=kv_precision, **_ssm(model))
+
+
+SSD_CHUNK_TOKENS = 256  # Mamba-2's SSD chunk (the reference kernels' default) [8]
+SSM_STATE_PRECISION = "fp32"  # Hugging Face's and vLLM's Mamba caches keep the SSM state in fp32 [8]
+SSM_CONV_PRECISION = "bf16"
+
+
+def _ssm(model) -> dict:
+    """The Mamba-2 fields of :class:`ModelCosts` (empty for a pure transformer)."""
+    n_layers = getattr(model, "mamba_layers", 0) or 0
+    if not n_layers:
+        return {}
+    h, p, n, g, k = (model.mamba_heads, model.mamba_head_dim, model.ssm_state_size, model.mamba_groups,
+                     model.mamba_conv_kernel)
+    inner = h * p
+    sb, cb = bytes_per_element(SSM_STATE_PRECISION), bytes_per_element(SSM_CONV_PRECISION)
+    q = SSD_CHUNK_TOKENS
+    return dict(mamba_layers=n_layers, mamba_heads=h, mamba_groups=g,
+                ssm_inner_state_bytes=n_layers * (inner * n * sb + (k - 1) * inner * cb),
+                ssm_group_state_bytes=n_layers * (k - 1) * 2 * g * n * cb,
+                ssm_scan_flops_per_token=n_layers * (2.0 * q * n * g + 2.0 * q * p * h + 4.0 * n * p * h))

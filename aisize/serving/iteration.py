@@ -255,7 +255,10 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
     decode_attention = np.maximum(seqs * costs.kv_bytes(decode_context) / kv_split / mem,
                                   seqs * v * costs.decode_attention_flops(decode_context) / g
                                   / rates.attention_flops_per_s)
-    prefill_attention = (busiest_prompts * costs.attention_flops(prompt_tokens, prompt_tokens) / tp
+    if costs.mamba_layers:  # each decoding sequence reads and writes its Mamba-2 state once per step
+        decode_attention = decode_attention + seqs / dp * 2.0 * costs.ssm_state_bytes(tp) / mem
+    prefill_attention = (busiest_prompts * (costs.attention_flops(prompt_tokens, prompt_tokens)
+                                            + costs.ssm_scan_flops_per_token * prompt_tokens) / tp
                          / rates.attention_flops_per_s)
     hidden_bytes = n_group * costs.hidden * ACTIVATION_BYTES
     latency = calib.collective_seconds

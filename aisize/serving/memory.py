@@ -86,6 +86,6 @@ def replica_memory(costs, engine, memory_bytes, *, sequence_tokens, max_num_toke
     blocks = np.ceil(np.asarray(sequence_tokens, dtype=float) / engine.block_tokens) * engine.block_tokens
     whole = costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window
     kv = costs.kv_bytes(blocks) if engine.windowed_kv else whole * blocks
-    per_seq = kv / np.minimum(tp, costs.kv_heads) / pp
+    per_seq = (kv / np.minimum(tp, costs.kv_heads) + costs.ssm_state_bytes(tp)) / pp  # a hybrid's fixed state too
     sequences = dp * np.floor(pool / per_seq)
     return ReplicaMemory(weights, runtime, pool, per_seq, sequences, sequences >= 1)
