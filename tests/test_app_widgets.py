@@ -93,7 +93,7 @@ def test_fixed_layout_and_the_layouts_table(app):
 
     training = app["Training"]
     assert "<table" in training.layouts.value and "micro-batch" in training.layouts.value
-    # the candidates' step time by part: one stacked bar per layout (aisize.charts_training)
+    # the candidates' step time by part: one stacked bar per layout (aisize.charts.training)
     drawn = [r for d in training.step_chart.chart.spec["datasets"].values() for r in d if "part" in r]
     assert {r["part"] for r in drawn} >= {"compute"} and len({r["layout"] for r in drawn}) > 1
     rows = re.findall(r"<tr>(.*?)</tr>", training.layouts.value, re.S)[1:]  # the planner's candidates

@@ -27,13 +27,12 @@ from aisize.app.sections.network import NetworkSection
 from aisize.app.sections.queueing import QueueingSection
 from aisize.app.sections.summary import SummarySection, download_link
 from aisize.app.sections.training import TrainingSection
-from aisize.app.state import AppState, message
+from aisize.app.state import AppState, message, upload_text
 from aisize.scenario import DEFAULT_PRESET, ScenarioError, dumps, loads, preset, preset_names, to_dict
 
 SECTIONS = (TrainingSection, InferenceSection, DataPathSection, NetworkSection, QueueingSection, ClusterSection,
             CostSection, SummarySection, CompareSection, AccuracySection)
 TITLES = tuple(cls.title for cls in SECTIONS)
-MAX_UPLOAD_BYTES = 1_000_000
 
 CSS = """<style>
 .aisize-bar {background:#f3f6fa; border:1px solid #d8e0ea; border-radius:6px; padding:6px 10px; margin-bottom:6px}
@@ -88,15 +87,6 @@ class App:
         """Select the tab ``title`` (as a click would) and return its section."""
         self.tabs.selected_index = TITLES.index(title)
         return self[title]
-
-
-def upload_text(value) -> tuple[str, str]:
-    """(text, "yaml"|"json") of one uploaded file (FileUpload's value). Raises ScenarioError."""
-    try:
-        name, text = K.uploaded_text(value, "scenario file (.yaml, .yml or .json)", MAX_UPLOAD_BYTES)
-    except ValueError as error:
-        raise ScenarioError(str(error)) from None
-    return text, "json" if name.lower().endswith(".json") else "yaml"
 
 
 def build_app(display: bool = True, data: dict | None = None) -> App:

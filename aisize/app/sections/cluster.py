@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 import pandas as pd
 
-from aisize import cluster_charts as cc
+from aisize import charts
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
 from aisize.plan import job_wait_curve
@@ -79,9 +79,9 @@ class ClusterSection(Section):
                  "workloads": ", ".join(p.workloads)} for p in plan.pools]
         K.assign(self.pools, "value", K.table(pd.DataFrame(rows)))
         labels = plan.placement.slot_labels
-        self.packing.show((id(plan.placement),), lambda: cc.packing(plan.placement, labels))
+        self.packing.show((id(plan.placement),), lambda: charts.packing(plan.placement, labels))
         K.assign(self.table, "value", K.table(placement_table(plan)))
-        self.gantt.show((id(plan.timeline),), lambda: cc.timeline(plan.timeline.rows, plan.timeline.phases))
+        self.gantt.show((id(plan.timeline),), lambda: charts.timeline(plan.timeline.rows, plan.timeline.phases))
         K.assign(self.timeline_table, "value", K.table(timeline_table(plan)))
         self._queue(plan)
 
@@ -102,4 +102,4 @@ class ClusterSection(Section):
         curve = job_wait_curve(s)
         target = stream_target_hours(plan.scenario, name)
         self.waits.show((name, tuple(curve["gpus"]), tuple(curve["wait_mean_hours"]), s.gpus),
-                        lambda: cc.wait_vs_gpus(curve, s.gpus, target, title=f"Wait vs GPUs: {name}"))
+                        lambda: charts.wait_vs_gpus(curve, s.gpus, target, title=f"Wait vs GPUs: {name}"))

@@ -11,10 +11,10 @@ import math
 
 import ipywidgets as widgets
 
-from aisize import cluster_charts as cc
+from aisize import charts
 from aisize.app import controls as K
 from aisize.app.sections import Section
-from aisize.app.state import INPUT_ERRORS, message
+from aisize.app.state import INPUT_ERRORS, message, upload_text
 from aisize.plan import plan as make_plan
 from aisize.plan.comparison import comparison_table
 from aisize.scenario import loads, preset, preset_names
@@ -69,8 +69,6 @@ class CompareSection(Section):
                               K.heading("Side by side", "A is the scenario being edited"), self.table]
 
     def _on_upload(self, change) -> None:
-        from aisize.app.layout import upload_text
-
         if not change["new"]:
             return
         try:
@@ -100,4 +98,4 @@ class CompareSection(Section):
             K.card("compare.servers", "Servers B - A", b.servers - plan.servers, "")]))
         K.assign(self.table, "value", table_html(table))
         self.chart.show((plan.scenario_name, b.scenario_name, tuple(table["change"].fillna(0))),
-                        lambda: cc.comparison(table, title=f"B ({b.scenario_name}) against A"))
+                        lambda: charts.comparison(table, title=f"B ({b.scenario_name}) against A"))

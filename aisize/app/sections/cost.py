@@ -13,7 +13,7 @@ import html
 import ipywidgets as widgets
 import pandas as pd
 
-from aisize import cluster_charts as cc
+from aisize import charts
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.cost import load_prices, server_price_id
@@ -101,7 +101,7 @@ class CostSection(Section):
                    state="good" if c.gpu_utilisation >= c.break_even_utilisation else "bad"),
             K.card("cost.payback", "Pays back in", "never" if months is None else f"{months:,.1f}",
                    "" if months is None else "months")]))
-        self.chart.show((id(c),), lambda: cc.cost_breakdown(c, title=f"Cost per year ({plan.scenario_name})"))
+        self.chart.show((id(c),), lambda: charts.cost_breakdown(c, title=f"Cost per year ({plan.scenario_name})"))
         K.assign(self.capital, "value", K.table(cost_table(plan)))
         K.assign(self.workloads, "value", K.table(workload_costs(c), formats={"usd": _usd}))
         rows = pd.DataFrame(list(c.prices_used))[["id", "item", "unit", "usd", "kind", "date", "source"]]

@@ -15,7 +15,7 @@ import html
 import ipywidgets as widgets
 import pandas as pd
 
-from aisize import catalog, charts, charts_training
+from aisize import catalog, charts
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
 from aisize.plan import gpus_vs_days, layout_candidates
@@ -225,8 +225,8 @@ class TrainingSection(Section):
         K.assign(self.layouts, "value", K.table(layouts) if len(layouts) else
                  "<p class='aisize-note'>No searched layouts: the model is not a transformer, or nothing fits.</p>")
         if len(candidates):  # one chart per job; new candidates arrive as rows, not a new chart
-            self.step_chart.show(t.name, lambda: charts_training.step_breakdown(
-                candidates, title=f"Step time by part: {t.name}"), data=charts_training.step_breakdown_rows(candidates))
+            self.step_chart.show(t.name, lambda: charts.step_breakdown(
+                candidates, title=f"Step time by part: {t.name}"), data=charts.step_breakdown_rows(candidates))
 
     def _curve(self, plan, name: str) -> tuple[pd.DataFrame, int]:
         """:func:`days_curve` of job ``name``, kept while the job (but for its own GPUs and target time, which

@@ -1,6 +1,6 @@
 """Altair charts of a shared cluster: the timeline, the packing, job-queue waits, cost, and a comparison.
 
-Same rules as :mod:`aisize.charts`: plan figures in, a chart out, titles and
+Same rules as the rest of :mod:`aisize.charts`: plan figures in, a chart out, titles and
 axes with units, nothing computed here but unit conversions for display.
 """
 
@@ -11,7 +11,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from aisize.charts import BLUE, GREY, HEIGHT, ORANGE, RED, WIDTH
+from aisize.charts.style import BLUE, GREY, HEIGHT, ORANGE, RED, WIDTH
 
 
 def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerChart:

@@ -1,0 +1,32 @@
+"""Altair chart builders shared by the app and the reports, one module per subject.
+
+Pure functions: plan figures or DataFrames in, an ``alt.Chart`` (or layer) out, each with a
+title and axis titles that carry their units. Nothing here computes a sizing figure: the
+numbers come from :mod:`aisize.plan`, :mod:`aisize.queueing` and :mod:`aisize.validation`;
+these functions only convert units for display and draw. The app renders them with
+``alt.JupyterChart`` (offline), the report as SVG. Callers use the names exported here.
+"""
+
+from aisize.charts.cluster import comparison, cost_breakdown, cost_rows, packing, packing_rows, timeline, wait_vs_gpus
+from aisize.charts.latency import (CONCURRENCY_CURVE, CONCURRENCY_KNEE, LATENCY_UNITS, LOAD_CURVE, LOAD_KNEE,
+                                   LOAD_TARGET, latency_vs_concurrency, latency_vs_concurrency_data, latency_vs_load,
+                                   latency_vs_load_data)
+from aisize.charts.memory import LIMIT_DASHES, MEMORY_ITEMS, memory_breakdown
+from aisize.charts.network import collective_time
+from aisize.charts.serving import SERVING_CURVE, SERVING_TARGETS, serving_frontier, serving_latency, serving_latency_data
+from aisize.charts.storage import CAPACITY_ITEMS, capacity_breakdown, io_blend
+from aisize.charts.style import BLUE, GREY, HEIGHT, MARK, MARK_DAYS, MARK_GPUS, ORANGE, RED, WIDTH
+from aisize.charts.training import (STEP_DATA, STEP_PARTS, gpus_vs_days, layout_label, step_breakdown,
+                                    step_breakdown_data, step_breakdown_rows)
+from aisize.charts.validation import serving_validation, validation_errors
+
+__all__ = [
+    "BLUE", "CAPACITY_ITEMS", "CONCURRENCY_CURVE", "CONCURRENCY_KNEE", "GREY", "HEIGHT", "LATENCY_UNITS",
+    "LIMIT_DASHES", "LOAD_CURVE", "LOAD_KNEE", "LOAD_TARGET", "MARK", "MARK_DAYS", "MARK_GPUS", "MEMORY_ITEMS",
+    "ORANGE", "RED", "SERVING_CURVE", "SERVING_TARGETS", "STEP_DATA", "STEP_PARTS", "WIDTH",
+    "capacity_breakdown", "collective_time", "comparison", "cost_breakdown", "cost_rows", "gpus_vs_days",
+    "io_blend", "latency_vs_concurrency", "latency_vs_concurrency_data", "latency_vs_load", "latency_vs_load_data",
+    "layout_label", "memory_breakdown", "packing", "packing_rows", "serving_frontier", "serving_latency",
+    "serving_latency_data", "serving_validation", "step_breakdown", "step_breakdown_data", "step_breakdown_rows",
+    "timeline", "validation_errors", "wait_vs_gpus",
+]
