@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aisize.format import sig
 from aisize.plan import context as C
 from aisize.units import GB, GiB
 
@@ -25,12 +26,11 @@ class Finding:
 
 
 def _gb(x: float) -> str:
-    return f"{x / GB:,.1f} GB"
+    return f"{sig(x / GB)} GB"
 
 
 def _tb(x: float) -> str:
-    tb = x / 1e12
-    return f"{tb:,.1f} TB" if tb >= 10 else f"{tb:.3g} TB"
+    return f"{sig(x / 1e12)} TB"
 
 
 def memory_fit(plan) -> list[Finding]:

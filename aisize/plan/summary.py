@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import yaml
 
+from aisize import format as F
 from aisize.plan.bom import bom_table, cost_table, job_streams_table, placement_groups, timeline_table, \
     workloads_table
 from aisize.units import GB, TB
 
 
 def _money(x: float | None) -> str:
-    return "unbounded" if x is None or x == float("inf") else f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+    return str(F.usd(float("inf") if x is None else x))
 
 
 def cost_lines(p) -> list[str]:

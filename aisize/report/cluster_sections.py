@@ -12,6 +12,7 @@ import math
 import pandas as pd
 
 from aisize import charts
+from aisize import format as F
 from aisize.plan import job_wait_curve
 from aisize.plan.bom import placement_groups
 from aisize.queueing import simulate_job_stream
@@ -24,12 +25,9 @@ SIM_SEED = 7
 
 
 def usd(x: float) -> str:
-    """Dollars for the report: "$1,234,567", "$2.39"; None (the plan's unbounded) as "unbounded"."""
-    if isinstance(x, float) and math.isnan(x):
-        return DASH
-    if x is None or math.isinf(x):
-        return "unbounded"
-    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+    """Dollars for the report (:func:`aisize.format.usd`): "$1.23 M", "$2.39"; None (the plan's unbounded)
+    as "unbounded"."""
+    return str(F.usd(math.inf if x is None else x))
 
 
 def placement(ctx: ReportContext) -> Html:

@@ -12,9 +12,11 @@ import ipywidgets as widgets
 import pandas as pd
 
 from aisize import charts
+from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
 from aisize.plan import job_wait_curve
+from aisize.plan.figures import gpus_busy, gpus_busy_timeline
 from aisize.plan.bom import placement_table, timeline_table
 
 
@@ -65,17 +67,18 @@ class ClusterSection(Section):
             self.jobs.disabled = w["jobs_per_day"] is None  # a weekly rate is edited in the file
 
     def update(self, plan) -> None:
+        busy, drawn = gpus_busy(plan), gpus_busy_timeline(plan)
         K.assign(self.figures, "value", K.cards([
-            K.card("cluster.servers", "Servers", plan.servers, ", ".join(p.name for p in plan.pools)),
+            K.card("cluster.servers", "Servers", plan.servers, plan.server, "Pools: " + ", ".join(p.name for p in plan.pools)),
             K.card("cluster.gpus", "GPUs installed", plan.gpus, plan.accelerator),
             K.card("cluster.busy_peak", "GPUs busy at once", plan.gpus_busy_peak, "at most"),
             K.card("cluster.lower_bound", "Fewest servers possible",
                    sum(p.lower_bound_servers for p in plan.pools), "servers",
                    "Lower bound: the GPUs active in the busiest time slot"),
-            K.card("cluster.utilisation", "GPUs busy", 100 * plan.timeline.gpu_utilisation, "% of hours",
-                   "Over the timeline drawn")]))
+            K.card("cluster.utilisation", busy.label, F.pct(busy.value), "", busy.note),
+            K.card("cluster.utilisation_timeline", drawn.label, F.pct(drawn.value), "", drawn.note)]))
         rows = [{"pool": p.name, "server": p.server, "servers": p.servers, "fixed": p.fixed_servers or "auto",
-                 "GPUs": p.gpus, "racks": p.racks, "kW": p.power_watts / 1e3, "fabric": p.fabric.design,
+                 "GPUs": p.gpus, "racks": p.racks, "power": str(F.power(p.power_watts)), "fabric": p.fabric.design,
                  "workloads": ", ".join(p.workloads)} for p in plan.pools]
         K.assign(self.pools, "value", K.table(pd.DataFrame(rows)))
         labels = plan.placement.slot_labels
@@ -92,11 +95,11 @@ class ClusterSection(Section):
         name = self.state.data["workloads"][index]["name"]
         s = next(j for j in plan.job_streams if j.name == name)
         K.assign(self.queue, "value", K.cards([
-            K.card("cluster.queue_gpus", "GPUs", s.gpus, f"{s.slots} jobs at once"),
-            K.card("cluster.queue_utilisation", "Utilisation", 100 * s.utilisation, "%",
+            K.card("cluster.queue_gpus", "GPUs in the partition", s.gpus, "GPUs", f"{s.slots} jobs at once"),
+            K.card("cluster.queue_utilisation", "Job slots busy", F.pct(s.utilisation), "",
                    state="bad" if not s.stable else ""),
-            K.card("cluster.queue_wait_mean", "Mean wait", s.wait_mean_seconds / 3600, "h"),
-            K.card("cluster.queue_wait_p95", "p95 wait", s.wait_p95_seconds / 3600, "h"),
+            K.card("cluster.queue_wait_mean", "Mean wait", F.duration(s.wait_mean_seconds), ""),
+            K.card("cluster.queue_wait_p95", "p95 wait", F.duration(s.wait_p95_seconds), ""),
             K.card("cluster.queue_target", "Target", "met" if s.target_met else "missed", s.target,
                    state="good" if s.target_met else "bad")]))
         curve = job_wait_curve(s)
