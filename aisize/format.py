@@ -261,8 +261,11 @@ HEADERS = {
     "throughput_basis": "throughput basis", "memory_per_gpu_gb": "memory per GPU [GB]",
     "memory_fits": "fits in memory", "host_ram_fits": "host RAM fits", "ttft_s": "TTFT [s]",
     "tpot_ms": "TPOT [ms]", "latency_p95_s": "latency p95 [s]", "utilisation": "utilisation",
-    "error_pct": "error [%]", "abs_error_pct": "|error| [%]",
+    "error_pct": "error [%]", "abs_error_pct": "|error| [%]", "hours": "hours of the day",
 }
+# Columns that hold a share (0-1): shown as percentages.
+SHARES = {"goodput", "mfu", "mfu_assumed", "mfu_predicted", "utilisation", "read_share", "stall_fraction",
+          "link_utilisation", "io_utilisation", "share", "MFU", "goodput share"}
 
 
 def header(name: str) -> str:
@@ -303,6 +306,8 @@ def cell(value, unit: str = "") -> str:
             return str(usd(value))
         if unit == "%":
             return sig(value)
+        if unit == "share":
+            return str(pct(value))
         return num(value)
     if hasattr(value, "dtype") and hasattr(value, "item"):  # numpy scalar
         return cell(value.item(), unit)
@@ -316,7 +321,7 @@ def table(frame: pd.DataFrame, formats: Mapping[str, Callable] | None = None,
     formats, headers = dict(formats or {}), dict(headers or {})
     out = {}
     for column in frame.columns:
-        unit = unit_of(column)
+        unit = "share" if column in SHARES else unit_of(column)
         fmt = formats.get(column) or (lambda v, u=unit: cell(v, u))
         title = headers.get(column) or header(column)
         if unit == "USD" and column not in headers:

@@ -199,3 +199,22 @@ def test_gpus_busy_is_one_figure_on_cluster_and_cost():
     busy = gpus_busy(app.state.plan)
     assert "life" in busy.label
     assert dict(card_values(cluster))[busy.label] == dict(card_values(cost))[busy.label] == str(F.pct(busy.value))
+
+
+@pytest.mark.slow
+def test_the_cli_summary_of_every_preset_reads_well(presets):
+    from aisize.plan import plan
+    from aisize.plan.summary import summary_text
+    from aisize.scenario import preset
+
+    found = []
+    for name in presets:
+        p = plan(preset(name))
+        text = summary_text(p)
+        body = text.split("\nFindings\n")[0]  # findings name the scenario fields to edit
+        heads = [line for line in body.splitlines() if "  " in line.strip()]
+        for line in heads:
+            found += [f"{name}: raw field name {x!r} in {line.strip()[:100]!r}" for x in SNAKE.findall(line)
+                      if x in raw_field_names(p)]
+        found += [f"{name}: {x}" for x in problems(html.escape(text), set())]
+    assert not found, "\n".join(found[:60])

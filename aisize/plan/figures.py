@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from aisize.format import sig
+from aisize.format import num, sig
 
 
 class Figure(NamedTuple):
@@ -20,7 +20,7 @@ class Figure(NamedTuple):
 def gpus_busy(p) -> Figure:
     """Share of the installed GPU-hours that are busy over the cost's life (what owning is priced at)."""
     c = p.cost
-    return Figure(f"GPUs busy over the {sig(c.life_years, 2)}-year life", c.gpu_utilisation,
+    return Figure(f"GPUs busy over the {num(c.life_years)}-year life", c.gpu_utilisation,
                   "Busy GPU-hours / installed GPU-hours over the life; the phases repeat as a cycle, the last "
                   "(open-ended) phase runs on (aisize.plan.timeline.long_run_utilisation)")
 

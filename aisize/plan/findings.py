@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aisize.format import sig
+from aisize.format import num, sig
 from aisize.plan import context as C
 from aisize.units import GB, GiB
 
@@ -299,7 +299,8 @@ def fabric(plan) -> list[Finding]:
 
 
 def assumptions(plan) -> list[Finding]:
-    items = ", ".join(f"{k} = {v}" for k, v in plan.assumptions.items())
+    items = ", ".join(f"{k} = {num(v, 4) if isinstance(v, (int, float)) and not isinstance(v, bool) else v}"
+                      for k, v in plan.assumptions.items())
     out = [Finding("info", "assumptions", f"assumptions used: {items}")]
     if plan.storage.write_assumed:
         out.append(Finding("info", "assumptions", (
