@@ -104,7 +104,9 @@ class CostSection(Section):
                    state="good" if c.gpu_utilisation >= c.break_even_utilisation else "bad"),
             K.card("cost.payback", "Pays back in", "never" if months is None else F.sig(months),
                    "" if months is None else "months")]))
-        self.chart.show((id(c),), lambda: charts.cost_breakdown(c, title=f"Cost per year ({plan.scenario_name})"))
+        lines = charts.cost_breakdown_rows(c)
+        self.chart.show(len(lines[charts.COST_DATA]), lambda: charts.cost_breakdown(c), data=lines,
+                        title=f"Cost per year ({plan.scenario_name})")
         K.assign(self.capital, "value", K.table(cost_table(plan)))
         K.assign(self.workloads, "value", K.table(workload_costs(c), formats={"usd": _usd},
                                                   headers={"usd": "cost"}))

@@ -88,11 +88,12 @@ class DataPathSection(Section):
                                             "write_iops": "write [IO/s]", "read_share": "read share"})
         K.assign(self.blend, "value", K.table(shown, formats={"read share": lambda v: str(F.pct(v))}))
         rows = pd.DataFrame(list(s.workloads))
-        self.blend_chart.show(K.frame_key(rows[["name", "read_bytes_per_s", "write_bytes_per_s"]]),
-                              lambda: charts.io_blend(rows))
-        self.capacity_chart.show(tuple(sorted(s.capacity_bytes.items())),
-                                 lambda: charts.capacity_breakdown(s.capacity_bytes,
-                                                                   title=f"Storage capacity ({s.system})"))
+        blend = charts.io_blend_rows(rows)  # the axis names its unit (MB/s or GB/s): a new unit, a new chart
+        unit = max([float(v) for v in rows["read_bytes_per_s"]] + [float(v) for v in rows["write_bytes_per_s"]]) >= GB
+        self.blend_chart.show((tuple(rows["name"]), unit), lambda: charts.io_blend(rows), data=blend)
+        self.capacity_chart.show("capacity", lambda: charts.capacity_breakdown(s.capacity_bytes),
+                                 data=charts.capacity_breakdown_rows(s.capacity_bytes),
+                                 title=f"Storage capacity ({s.system})")
 
     @staticmethod
     def _figures(s) -> str:

@@ -96,10 +96,10 @@ class InferenceSection(Section):
             return
         i = self._plan_service(plan)
         K.assign(self.figures, "value", self._figures(i, plan.assumptions["plan.knee_factor"]))
-        mem_key = (tuple(sorted(i.memory_per_gpu_bytes.items())), i.gpu_memory_bytes)
-        self.memory_chart.show(mem_key, lambda: charts.memory_breakdown(
-            i.memory_per_gpu_bytes, i.gpu_memory_bytes,
-            title=f"Memory per GPU: {i.name} ({plan.accelerator})").properties(width=charts.WIDTH - 80))
+        self.memory_chart.show("memory", lambda: charts.memory_breakdown(
+            i.memory_per_gpu_bytes, i.gpu_memory_bytes).properties(width=charts.WIDTH - 80),
+            data=charts.memory_breakdown_data(i.memory_per_gpu_bytes, i.gpu_memory_bytes),
+            title=f"Memory per GPU: {i.name} ({plan.accelerator})")
         # the chart's shape is fixed per service; a new curve, targets or title only swaps rows and params
         if i.estimate is None or not i.estimate.feasible:
             return

@@ -111,4 +111,5 @@ class NetworkSection(Section):
                  f"{F.rate(link)} per GPU: "
                  f"<b class='aisize-result'>{format_seconds(seconds)}</b></p>")
         frame = pd.DataFrame({"gpus": CHART_GPUS, "seconds": result_seconds(op, payload, CHART_GPUS, link)})
-        self.chart.show((op, payload, link, gpus), lambda: charts.collective_time(frame, op, gpus))
+        self.chart.show(op, lambda: charts.collective_time(frame, op, gpus),
+                        data=charts.collective_time_rows(frame, gpus), title=f"{op} time vs GPUs")

@@ -208,15 +208,16 @@ class TrainingSection(Section):
         t = self._plan_job(plan)
         K.assign(self.figures, "value", self._figures(t))
         K.assign(self.range_note, "value", range_note(t))
-        mem_key = (tuple(sorted(t.memory_bytes.items())), t.gpu_memory_bytes, t.gpu_memory_usable_bytes)
-        self.memory_chart.show(mem_key, lambda: charts.memory_breakdown(
-            t.memory_bytes, t.gpu_memory_bytes, t.gpu_memory_usable_bytes,
-            title=f"Memory per GPU: {t.name} ({plan.accelerator})").properties(width=charts.WIDTH - 80))
+        # one chart; new figures arrive as rows (a Vega changeset), the title as a param
+        self.memory_chart.show("memory", lambda: charts.memory_breakdown(
+            t.memory_bytes, t.gpu_memory_bytes, t.gpu_memory_usable_bytes).properties(width=charts.WIDTH - 80),
+            data=charts.memory_breakdown_data(t.memory_bytes, t.gpu_memory_bytes, t.gpu_memory_usable_bytes),
+            title=f"Memory per GPU: {t.name} ({plan.accelerator})")
         curve, refused = self._curve(plan, t.name)
         marked = t.target_days if t.target_days is not None else t.training_days
-        self.days_chart.show((K.frame_key(curve), t.name), lambda: charts.gpus_vs_days(
-            curve, marked, t.gpus, title=f"GPUs needed vs target time: {t.name}"),
-            params={charts.MARK_DAYS: float(marked), charts.MARK_GPUS: float(t.gpus)})
+        self.days_chart.show("days", lambda: charts.gpus_vs_days(curve, marked, t.gpus),
+                             params={charts.MARK_DAYS: float(marked), charts.MARK_GPUS: float(t.gpus)},
+                             data=charts.gpus_vs_days_rows(curve), title=f"GPUs needed vs target time: {t.name}")
         K.assign(self.days_note, "value", "" if not refused else (
             f"<p class='aisize-note'>{refused} of {len(SWEEP_DAYS)} target times left out: the planner refuses "
             "them (beyond the engines' GPU limit, or a given layout or global batch that does not divide "
