@@ -11,10 +11,10 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-import altair as alt
 import ipywidgets as widgets
 
 from aisize.app import controls as K
+from aisize.app.chart_bundle import use_offline_charts
 from aisize.app.model_upload import ModelUpload
 from aisize.app.sections import Section
 from aisize.app.sections.accuracy import AccuracySection
@@ -91,7 +91,7 @@ class App:
 
 def build_app(display: bool = True, data: dict | None = None) -> App:
     """Build the page (on ``data``, default the built-in default scenario), wire it, and display it."""
-    alt.JupyterChart.enable_offline()
+    use_offline_charts()
     state = AppState(data)
     choose = K.dropdown("Preset", preset_names(), DEFAULT_PRESET if data is None else None,
                         "Load a built-in scenario", style={"description_width": "50px"},
