@@ -125,6 +125,16 @@ def pct(share, *, signed: bool = False) -> Shown:
     return Shown(f"{sign}{p:,.0f}" if abs(p) >= 99.95 else f"{sign}{p:,.1f}", "%")
 
 
+def points(p) -> str:
+    """A figure already in percent, at most one decimal, for a column headed [%]: 0.00117 -> "< 0.1",
+    -10.24 -> "-10.2", 378.4 -> "378"."""
+    missing = _missing(p)
+    if missing is not None:
+        return missing
+    text = str(pct(float(p) / 100.0, signed=False))
+    return text[:-2]  # without " %"
+
+
 def usd(x) -> Shown:
     """Money: to the cent under $100 ("$2.22"), whole dollars under $10,000 ("$8,000"), then "$733 k",
     "$6.19 M", "$1.20 B"."""
@@ -262,6 +272,8 @@ HEADERS = {
     "memory_fits": "fits in memory", "host_ram_fits": "host RAM fits", "ttft_s": "TTFT [s]",
     "tpot_ms": "TPOT [ms]", "latency_p95_s": "latency p95 [s]", "utilisation": "utilisation",
     "error_pct": "error [%]", "abs_error_pct": "|error| [%]", "hours": "hours of the day",
+    "tolerance_pct": "tolerance [%]", "needs_input": "needs input", "median_abs_error_pct": "median |error| [%]",
+    "max_abs_error_pct": "max |error| [%]", "ok": "within tolerance", "implied": "implied"
 }
 # Columns that hold a share (0-1): shown as percentages.
 SHARES = {"goodput", "mfu", "mfu_assumed", "mfu_predicted", "utilisation", "read_share", "stall_fraction",
@@ -305,7 +317,7 @@ def cell(value, unit: str = "") -> str:
         if unit == "USD":
             return str(usd(value))
         if unit == "%":
-            return sig(value)
+            return points(value)
         if unit == "share":
             return str(pct(value))
         return num(value)
