@@ -121,7 +121,7 @@ def pct(share, *, signed: bool = False) -> Shown:
     if p == 0:
         return Shown("0", "%")
     if abs(p) < 0.05:
-        return Shown(f"{'-' if p < 0 else ''}< 0.1", "%")
+        return Shown("< 0.1", "%")
     return Shown(f"{sign}{p:,.0f}" if abs(p) >= 99.95 else f"{sign}{p:,.1f}", "%")
 
 
