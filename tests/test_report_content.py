@@ -18,7 +18,7 @@ from aisize.report.queue_sections import storage_curve
 from aisize.report.scenario_sections import DEFAULT_TEXT, POLICY_TEXT
 from aisize.report.training_sections import gpus_vs_days_frame, time_range_days
 from aisize.scenario import preset, preset_names
-from aisize.validation import mfu_range, summary, validate
+from aisize.validation import left_out, mfu_range, summary, validate
 
 PRESETS = preset_names()
 TRAINING_PRESETS = [n for n in PRESETS if any(w.kind == "training" for w in preset(n).workloads)]
@@ -180,8 +180,12 @@ def test_storage_queue_chart_uses_the_planner_station(contexts, name):
 def test_accuracy_appendix_shows_the_validation_summary(contexts):
     shown = text(S.section("accuracy", contexts["xe9680-genai"], ["accuracy"]))
     for r in summary(validate()).to_dict("records"):
-        assert f"{r['cases']} {r['compared']} {r['ok']} {r['outside']} {r['needs_input']}" in shown, r
+        assert f"{r['compared']} {r['ok']} {r['outside']}" in shown, r
     assert "Published runs behind this plan's time-to-train ranges" in shown
+    # a case without a prediction is not an untested row: it is listed apart, with why
+    for r in left_out(validate()).to_dict("records"):
+        assert r["case"] in shown and r["reason"][:40] in shown, r
+    assert "gpt2-1.5b-activations" in shown and "s^2 attention terms" in shown  # the largest miss, explained
 
 
 @pytest.mark.parametrize("name", PRESETS)
