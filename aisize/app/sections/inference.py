@@ -134,7 +134,7 @@ class InferenceSection(Section):
             K.card("inference.tensor_parallel", "Replica shape (TP)", shape, "",
                    "GPUs per pipeline stage, stages, attention data-parallel groups"),
             K.card("inference.mode", "Serving", i.serving_mode, ""),
-            K.card("inference.batch", "Batch per replica", F.sig(i.batch), "requests",
+            K.card("inference.batch", "Batch per replica", F.num(i.batch), "requests",
                    f"Mean requests in flight under the planned load (at most {i.max_batch})"),
             K.card("inference.capacity", "Capacity per replica", F.sig(i.output_tokens_per_s_per_replica), "tokens/s",
                    "Output tokens/s with every request waiting (max throughput)"),

@@ -76,14 +76,14 @@ class QueueingSection(Section):
                    "IOs (or batch slots) the service works on at once"),
             K.card("queueing.unloaded", "Unloaded latency", F.sig(station.service_seconds * scale), unit),
             K.card("queueing.capacity", "Throughput limit", F.sig(station.capacity_per_s), "per s"),
-            K.card("queueing.knee", "Knee (requests outstanding)", F.sig(knee), "outstanding",
+            K.card("queueing.knee", "Knee (requests outstanding)", F.num(knee), "outstanding",
                    f"Latency reaches {factor:g}x unloaded beyond this"),
             K.card("queueing.latency", "Latency at the marked point", F.sig(here.response_mean_seconds * scale), unit,
                    state="bad" if n > knee else "good"),
             K.card("queueing.throughput", "Throughput there", F.sig(here.throughput_per_s), "per s",
                    "Little's law: outstanding / latency"),
             K.card("queueing.little", "Little's law check",
-                   F.sig(float(little(rate_per_s=here.throughput_per_s, time_seconds=here.response_mean_seconds))),
+                   F.num(float(little(rate_per_s=here.throughput_per_s, time_seconds=here.response_mean_seconds))),
                    "in flight")]))
         grid = np.unique(np.geomspace(1, max(SPAN * knee, n, 4), POINTS).round())
         frame = concurrency_curve(station, grid)
