@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aisize.format import num, sig
+from aisize.format import num, pct, sig, usd
 from aisize.plan import context as C
+from aisize.plan.figures import gpus_busy
 from aisize.units import GB, GiB
 
 SEVERITIES = ("problem", "warning", "info")
@@ -280,16 +281,17 @@ def cost(plan) -> list[Finding]:
         out.append(Finding("info", "cost", (
             f"{len(c.assumed)} price{'' if len(c.assumed) == 1 else 's'} used are assumptions to replace with "
             f"quotes: {', '.join(c.assumed)} (scenario cost.prices overrides any)")))
+    busy = gpus_busy(plan)
     if c.rent_usd_per_year < c.own_usd_per_year:
         out.append(Finding("info", "cost", (
-            f"GPUs are busy {c.gpu_utilisation:.0%} of the time: renting the busy GPU-hours at {c.cloud_rate} "
-            f"(${c.rent_usd_per_year:,.0f}/year) costs less than owning (${c.own_usd_per_year:,.0f}/year); owning "
-            f"pays off above {c.break_even_utilisation:.0%} busy")))
+            f"{busy.label} {pct(busy.value)}: renting the busy GPU-hours at {c.cloud_rate} "
+            f"({usd(c.rent_usd_per_year)}/year) costs less than owning ({usd(c.own_usd_per_year)}/year); owning "
+            f"pays off above {pct(c.break_even_utilisation)} busy")))
     else:
         out.append(Finding("info", "cost", (
-            f"owning (${c.own_usd_per_year:,.0f}/year) costs less than renting the busy GPU-hours at {c.cloud_rate} "
-            f"(${c.rent_usd_per_year:,.0f}/year)" + ("" if c.break_even_months is None else
-                                                    f"; it pays back in {c.break_even_months:,.1f} months"))))
+            f"owning ({usd(c.own_usd_per_year)}/year) costs less than renting the busy GPU-hours at {c.cloud_rate} "
+            f"({usd(c.rent_usd_per_year)}/year)" + ("" if c.break_even_months is None else
+                                                   f"; it pays back in {sig(c.break_even_months)} months"))))
     return out
 
 
