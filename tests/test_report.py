@@ -39,7 +39,7 @@ def expected_params(model_id: str) -> str:
     """The report's rounding of a model's parameter count, from the catalog (the API's value)."""
     m = catalog.model(model_id)
     n = m.published_params if isinstance(m, catalog.Transformer) else m.params
-    return f"{n / 1e9:,.1f} B" if n >= 1e9 else f"{n / 1e6:,.1f} M"
+    return M.number(n)
 
 
 needs_chromium = pytest.mark.skipif(report_pdf.chromium_path() is None,

@@ -74,7 +74,7 @@ def test_runs_that_cannot_be_expressed_say_why():
 
 
 def test_llama2_gpu_hours_are_predicted_and_reported():
-    llama = RUNS[RUNS["metric"] == "GPU-hours"]
+    llama = RUNS[(RUNS["metric"] == "GPU-hours") & RUNS["case"].str.startswith("Llama")]
     assert len(llama) == 3 and llama["predicted"].notna().all()
     # aisize's steady state (torchtitan-calibrated) over Llama 3's 90 % goodput: 7B and 70B within 15 %,
     # 13B low (its published GPU-hours imply 43 % MFU; torchtitan measures 61 % for it, row C20)
@@ -95,3 +95,13 @@ def test_check_tool_layout_convention():
 
 def test_tables_are_frames():
     assert isinstance(TITAN, pd.DataFrame) and set(TITAN["unit"]) == {"tokens/s", "GiB"}
+
+
+def test_pythia_gpu_hours_run_on_the_layouts_of_their_configs():
+    # Biderman et al. 2023 (GPUs, GPU-hours) with EleutherAI/pythia's GPT-NeoX configs: 1,024 x 2,048-token
+    # steps, TP 1 up to 2.8B (micro-batch 32 on 32 GPUs, 16 on 64), TP 2 and 4 for 6.9B and 12B (8 x 2).
+    pythia = RUNS[RUNS["case"].str.startswith("Pythia")].set_index("case")
+    assert len(pythia) == 8 and pythia["predicted"].notna().all()
+    assert "TP 4" in pythia.loc["Pythia-12B", "layout"] and "TP 1" in pythia.loc["Pythia-1B", "layout"]
+    # reported, not hidden: aisize's 2024-fitted kernels are faster than the 2022 runs (fewer GPU-hours)
+    assert (pythia["error_pct"] < -15).all() and (pythia["error_pct"] > -50).all()

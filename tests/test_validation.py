@@ -182,7 +182,7 @@ def _cli(argv):
 def test_cli_text(capsys):
     assert _cli([]) == 0
     out = capsys.readouterr().out
-    assert "zero-7.5b-stage3" in out and "median_abs_error_pct" in out and "MFU range" in out
+    assert "zero-7.5b-stage3" in out and "median |error| [%]" in out and "median_abs_error_pct" not in out and "MFU range" in out
 
 
 def test_cli_json_csv_family(capsys, tmp_path):

@@ -1,8 +1,7 @@
 """Widget factories (labels with units, ranges, tooltips), figure cards, tables, and chart slots.
 
 Shown figures are spans ``<span class='aisize-value' data-key=KEY>`` so tests and
-the browser can read them back; every number is formatted with four
-significant digits (:func:`num`). Widgets are only assigned when their value
+the browser can read them back; every number goes through :mod:`aisize.format`. Widgets are only assigned when their value
 changes, so unaffected outputs do not flicker.
 """
 
@@ -15,6 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 import altair as alt
 import ipywidgets as widgets
 import pandas as pd
+
+from aisize import format as F
 
 LABEL_WIDTH = "165px"
 CONTROL_WIDTH = "420px"
@@ -95,23 +96,20 @@ def assign(widget, name: str, value) -> bool:
     return False
 
 
-def num(x, digits: int = 4) -> str:
-    """A number for display: four significant digits, thousands separators; '—' for none, '∞' for inf."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    if isinstance(x, float) and math.isinf(x):
-        return "∞"
-    if isinstance(x, (int,)) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e15):
-        return f"{int(x):,}"
-    text = f"{x:,.{digits}g}" if abs(x) >= 1 else f"{x:.{digits}g}"
-    if "e" in text:
-        return f"{x:.{digits - 1}e}"
-    return text
+def num(x) -> str:
+    """A number for display (:func:`aisize.format.num`: three significant figures, thousands separated)."""
+    return F.num(x)
 
 
 def card(key: str, label: str, value, unit: str = "", tooltip: str = "", *, state: str = "") -> str:
-    """One headline figure: label above, value and unit below; ``state`` "bad"/"good" colours it."""
-    shown = value if isinstance(value, str) else num(value)
+    """One headline figure: label above, value and unit below; ``state`` "bad"/"good" colours it.
+
+    ``value`` is a :class:`aisize.format.Shown` (its own unit, then ``unit`` if given), text, or a
+    number (:func:`num`)."""
+    if isinstance(value, F.Shown):
+        shown, unit = value.value, " ".join(u for u in (value.unit, unit) if u)
+    else:
+        shown = value if isinstance(value, str) else num(value)
     cls = f"aisize-card {state}".strip()
     return (f"<div class='{cls}' title='{html.escape(tooltip, quote=True)}'>"
             f"<div class='aisize-label'>{html.escape(label)}</div>"
@@ -123,24 +121,14 @@ def cards(items: Iterable[str]) -> str:
     return "<div class='aisize-cards'>" + "".join(items) + "</div>"
 
 
-def table(frame: pd.DataFrame, *, cls: str = "aisize-table", formats: dict | None = None) -> str:
-    """A DataFrame as an HTML table; numbers via :func:`num` unless ``formats`` maps a column to a function."""
-    formats = formats or {}
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    rows = []
-    for record in frame.itertuples(index=False):
-        cells = []
-        for column, value in zip(frame.columns, record):
-            if column in formats:
-                text = formats[column](value)
-            elif isinstance(value, bool):
-                text = "yes" if value else "no"
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                text = num(float(value)) if not (isinstance(value, float) and math.isnan(value)) else ""
-            else:
-                text = "" if value is None else str(value)
-            cells.append(f"<td>{html.escape(text)}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
+def table(frame: pd.DataFrame, *, cls: str = "aisize-table", formats: dict | None = None,
+          headers: dict | None = None) -> str:
+    """A DataFrame as an HTML table: headers with units and cells as :func:`aisize.format.table` shows them
+    (``formats`` maps a column to a function of its value, ``headers`` a column to its header)."""
+    shown = F.table(frame, formats, headers)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    rows = ["<tr>" + "".join(f"<td>{html.escape(text)}</td>" for text in record) + "</tr>"
+            for record in shown.itertuples(index=False)]
     return f"<table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-import altair as alt
 import ipywidgets as widgets
 
 from aisize.app import controls as K
+from aisize.app.chart_bundle import use_offline_charts
 from aisize.app.model_upload import ModelUpload
 from aisize.app.sections import Section
 from aisize.app.sections.accuracy import AccuracySection
@@ -28,13 +28,12 @@ from aisize.app.sections.network import NetworkSection
 from aisize.app.sections.queueing import QueueingSection
 from aisize.app.sections.summary import SummarySection, download_link
 from aisize.app.sections.training import TrainingSection
-from aisize.app.state import AppState, message
+from aisize.app.state import AppState, message, upload_text
 from aisize.scenario import DEFAULT_PRESET, ScenarioError, dumps, loads, preset, preset_names, to_dict
 
 SECTIONS = (TrainingSection, InferenceSection, DataPathSection, NetworkSection, QueueingSection, ClusterSection,
             FleetSection, CostSection, SummarySection, CompareSection, AccuracySection)
 TITLES = tuple(cls.title for cls in SECTIONS)
-MAX_UPLOAD_BYTES = 1_000_000
 
 CSS = """<style>
 .aisize-bar {background:#f3f6fa; border:1px solid #d8e0ea; border-radius:6px; padding:6px 10px; margin-bottom:6px}
@@ -91,18 +90,9 @@ class App:
         return self[title]
 
 
-def upload_text(value) -> tuple[str, str]:
-    """(text, "yaml"|"json") of one uploaded file (FileUpload's value). Raises ScenarioError."""
-    try:
-        name, text = K.uploaded_text(value, "scenario file (.yaml, .yml or .json)", MAX_UPLOAD_BYTES)
-    except ValueError as error:
-        raise ScenarioError(str(error)) from None
-    return text, "json" if name.lower().endswith(".json") else "yaml"
-
-
 def build_app(display: bool = True, data: dict | None = None) -> App:
     """Build the page (on ``data``, default the built-in default scenario), wire it, and display it."""
-    alt.JupyterChart.enable_offline()
+    use_offline_charts()
     state = AppState(data)
     choose = K.dropdown("Preset", preset_names(), DEFAULT_PRESET if data is None else None,
                         "Load a built-in scenario", style={"description_width": "50px"},

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aisize import checks
+from aisize.app import chart_bundle
 
 # Root added to JUPYTER_PATH: voila finds templates only under
 # <jupyter path>/voila/templates/<name>, so the template lives in that layout.
@@ -86,6 +87,7 @@ def server_env(base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     parts = [str(JUPYTER_DATA_DIR)] + [p for p in env.get("JUPYTER_PATH", "").split(os.pathsep) if p]
     env["JUPYTER_PATH"] = os.pathsep.join(parts)
+    env[chart_bundle.ENV] = chart_bundle.bundle_name()  # kernels import the chart code the server serves
     return env
 
 
@@ -159,8 +161,10 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
         f"--GuardedKernelManager.max_sessions={sessions}",
         f"--GuardedKernelManager.connect_timeout_seconds={connect}",
         f"--Voila.base_url={base_url}",
-        # serves <base>/voila/labextensions/fontawesomefree/css/all.min.css
+        # serves <base>/voila/labextensions/fontawesomefree/css/all.min.css and, built once,
+        # <base>/voila/labextensions/aisize-charts/jupyter-chart-....js (aisize.app.chart_bundle)
         f"--VoilaConfiguration.extra_labextensions_path={fontawesome_dir()}",
+        f"--VoilaConfiguration.extra_labextensions_path={chart_bundle.bundle_file().parents[1]}",
         # no file from disk under /voila/files/
         "--VoilaConfiguration.file_denylist=.*",
         # read only jupyter/voila.py, which sets Voila.tornado_settings to

@@ -13,12 +13,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 
+from aisize.app.controls import uploaded_text
 from aisize.plan import Plan, plan
 from aisize.scenario import DEFAULT_PRESET, ScenarioError, from_dict, preset, to_dict
 
 # What a planner or validation failure may raise; anything else is a bug and propagates.
 INPUT_ERRORS = (ScenarioError, ValueError, ArithmeticError, KeyError, TypeError)
 MAX_MESSAGE_CHARS = 600
+MAX_UPLOAD_BYTES = 1_000_000
 
 
 def message(error: Exception) -> str:
@@ -26,6 +28,15 @@ def message(error: Exception) -> str:
     text = str(error).strip() or type(error).__name__
     text = text.replace("invalid scenario:\n  ", "").replace("\n  ", "; ")
     return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + " …"
+
+
+def upload_text(value) -> tuple[str, str]:
+    """(text, "yaml"|"json") of one uploaded scenario file (FileUpload's value). Raises ScenarioError."""
+    try:
+        name, text = uploaded_text(value, "scenario file (.yaml, .yml or .json)", MAX_UPLOAD_BYTES)
+    except ValueError as error:
+        raise ScenarioError(str(error)) from None
+    return text, "json" if name.lower().endswith(".json") else "yaml"
 
 
 def set_path(data: dict, path: tuple, value) -> dict:

@@ -35,7 +35,7 @@ HUB_AUTHORIZER = "jupyterhub.singleuser.extension.JupyterHubAuthorizer"
 HUB_KERNELS = "aisize.app.team_hub.ActivityKernelManager"  # reports kernel activity to the idle culler
 ADMIN_PASSWORD_FILE = "admin-password"  # in the state folder: the admin account's first password
 PROXY = "configurable-http-proxy"
-USER_POOL_SIZE = 0  # no preheated kernel per user: half the memory, a few seconds more to open
+USER_POOL_SIZE = 1  # one preheated kernel per user: a reload opens in seconds, for ~230 MiB more per person
 USER_MAX_SESSIONS = 4  # tabs one user may have open at once
 
 

@@ -10,7 +10,7 @@ shared experts). Required keys (matrix sizes, expert counts) have no default: se
 
 from __future__ import annotations
 
-from aisize.models.hf_config import HfConfig
+from aisize.models.hf_reader import HfConfig
 
 __all__ = ["BUILDERS"]
 

@@ -4,6 +4,7 @@ and as JSON, CSV or Excel."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 import json
 import math
 from pathlib import Path
@@ -28,7 +29,7 @@ def _jsonable(obj):
         return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if hasattr(obj, "model_dump"):  # the pydantic Scenario
         return obj.model_dump(mode="json")
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):  # dicts, and read-only mappings (serving calibration's mappingproxy)
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from aisize.cost import load_prices
 from aisize.network.fabric import compute_nics_for, storage_network
-from aisize.plan import context as C
 from aisize.plan import job as J
 from aisize.plan import pools as P
 from aisize.plan.dataprep import DataPrepPlan, plan_dataprep

@@ -54,7 +54,7 @@ METRICS = (
     ("capital_usd", "Capital", "USD", lambda p: p.cost.capital_usd, LOWER),
     ("operating_usd_per_year", "Operating cost", "USD/year", lambda p: p.cost.operating_usd_per_year, LOWER),
     ("usd_per_gpu_hour", "Cost per GPU-hour", "USD", lambda p: p.cost.usd_per_gpu_hour, LOWER),
-    ("gpu_utilisation", "GPUs busy (share of hours)", "share", lambda p: p.cost.gpu_utilisation, HIGHER),
+    ("gpu_utilisation", "GPUs busy over the life", "share", lambda p: p.cost.gpu_utilisation, HIGHER),
     ("break_even_utilisation", "Break-even vs renting (share busy)", "share",
      lambda p: p.cost.break_even_utilisation, LOWER),
     ("problems", "Problems", "", lambda p: sum(f.severity == "problem" for f in p.findings), LOWER),

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aisize.format import num, pct, sig, usd
 from aisize.plan import context as C
+from aisize.plan.figures import gpus_busy
 from aisize.units import GB, GiB
 
 SEVERITIES = ("problem", "warning", "info")
@@ -25,12 +27,11 @@ class Finding:
 
 
 def _gb(x: float) -> str:
-    return f"{x / GB:,.1f} GB"
+    return f"{sig(x / GB)} GB"
 
 
 def _tb(x: float) -> str:
-    tb = x / 1e12
-    return f"{tb:,.1f} TB" if tb >= 10 else f"{tb:.3g} TB"
+    return f"{sig(x / 1e12)} TB"
 
 
 def memory_fit(plan) -> list[Finding]:
@@ -246,7 +247,7 @@ def placement(plan) -> list[Finding]:
             out.append(Finding("info", "placement", f"pool {p.name}: no workload needs it (0 servers)"))
             continue
         shared = sum(len(s.workloads) > 1 for s in plan.placement.servers if s.pool == p.name)
-        bound = (f"the fewest any packing could use" if p.servers == p.lower_bound_servers else
+        bound = ("the fewest any packing could use" if p.servers == p.lower_bound_servers else
                  f"the GPUs alone need at least {p.lower_bound_servers}")
         out.append(Finding("info", "placement", (
             f"pool {p.name}: {p.servers} x {p.server} ({bound}); {shared} server{'' if shared == 1 else 's'} "
@@ -280,16 +281,17 @@ def cost(plan) -> list[Finding]:
         out.append(Finding("info", "cost", (
             f"{len(c.assumed)} price{'' if len(c.assumed) == 1 else 's'} used are assumptions to replace with "
             f"quotes: {', '.join(c.assumed)} (scenario cost.prices overrides any)")))
+    busy = gpus_busy(plan)
     if c.rent_usd_per_year < c.own_usd_per_year:
         out.append(Finding("info", "cost", (
-            f"GPUs are busy {c.gpu_utilisation:.0%} of the time: renting the busy GPU-hours at {c.cloud_rate} "
-            f"(${c.rent_usd_per_year:,.0f}/year) costs less than owning (${c.own_usd_per_year:,.0f}/year); owning "
-            f"pays off above {c.break_even_utilisation:.0%} busy")))
+            f"{busy.label} {pct(busy.value)}: renting the busy GPU-hours at {c.cloud_rate} "
+            f"({usd(c.rent_usd_per_year)}/year) costs less than owning ({usd(c.own_usd_per_year)}/year); owning "
+            f"pays off above {pct(c.break_even_utilisation)} busy")))
     else:
         out.append(Finding("info", "cost", (
-            f"owning (${c.own_usd_per_year:,.0f}/year) costs less than renting the busy GPU-hours at {c.cloud_rate} "
-            f"(${c.rent_usd_per_year:,.0f}/year)" + ("" if c.break_even_months is None else
-                                                    f"; it pays back in {c.break_even_months:,.1f} months"))))
+            f"owning ({usd(c.own_usd_per_year)}/year) costs less than renting the busy GPU-hours at {c.cloud_rate} "
+            f"({usd(c.rent_usd_per_year)}/year)" + ("" if c.break_even_months is None else
+                                                   f"; it pays back in {sig(c.break_even_months)} months"))))
     return out
 
 
@@ -299,7 +301,8 @@ def fabric(plan) -> list[Finding]:
 
 
 def assumptions(plan) -> list[Finding]:
-    items = ", ".join(f"{k} = {v}" for k, v in plan.assumptions.items())
+    items = ", ".join(f"{k} = {num(v, 4) if isinstance(v, (int, float)) and not isinstance(v, bool) else v}"
+                      for k, v in plan.assumptions.items())
     out = [Finding("info", "assumptions", f"assumptions used: {items}")]
     if plan.storage.write_assumed:
         out.append(Finding("info", "assumptions", (

@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-import numpy as np
 
 from aisize import models, serving
 from aisize.host import host_for_server
@@ -146,14 +145,15 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
     replicas = fleet.replicas if fleet.feasible else None
     est = None
     if shape is not None:
-        cap = serving.estimate(arch, ctx.accelerator, tensor_parallel=shape.tensor_parallel, **kw,
-                               pipeline_parallel=shape.pipeline_parallel, attention_dp=shape.attention_dp,
-                               stage_link_bytes_per_s=shape.stage_link_bytes_per_s, length_cv=w.length_cv,
-                               engine=engine, calibration=cal)
-        if replicas is None and not cap.feasible:  # nothing fits: one replica shows what fails
-            replicas = 1
-        elif replicas is None:  # no shape meets the targets: keep the fleet at 70 % of capacity instead
-            replicas = max(math.ceil(w.requests_per_s / (cap.max_requests_per_s * FALLBACK_UTILISATION)), 1)
+        if replicas is None:  # the replica's capacity decides the fallback fleet
+            cap = serving.estimate(arch, ctx.accelerator, tensor_parallel=shape.tensor_parallel, **kw,
+                                   pipeline_parallel=shape.pipeline_parallel, attention_dp=shape.attention_dp,
+                                   stage_link_bytes_per_s=shape.stage_link_bytes_per_s, length_cv=w.length_cv,
+                                   engine=engine, calibration=cal)
+            if not cap.feasible:  # nothing fits: one replica shows what fails
+                replicas = 1
+            else:  # no shape meets the targets: keep the fleet at 70 % of capacity instead
+                replicas = max(math.ceil(w.requests_per_s / (cap.max_requests_per_s * FALLBACK_UTILISATION)), 1)
         est = serving.estimate(arch, ctx.accelerator, tensor_parallel=shape.tensor_parallel, **kw,
                                requests_per_s=w.requests_per_s / replicas, pipeline_parallel=shape.pipeline_parallel,
                                attention_dp=shape.attention_dp, stage_link_bytes_per_s=shape.stage_link_bytes_per_s,

@@ -188,12 +188,20 @@ def _layout_exists(gpus: int, gb: int, heads: int, layers: int, experts: int, do
 
 def search(job: JobInputs, ctx: C.HardwareContext, policies, gpus: int, gb: int, top: int):
     """:func:`aisize.training.search_layouts` for the job on ``gpus`` GPUs with the planner's links, fabric
-    and headroom (framework :data:`FRAMEWORK`, compiled)."""
-    return search_layouts(job.model, ctx.accelerator, gpus, global_batch=gb, seq_len=job.seq_len,
-                          scaleout_bytes_per_s=ctx.scaleout_bytes_per_s, precision=job.dtype,
-                          optimizer=job.optimizer, headroom=policies.memory_headroom, top=top,
+    and headroom (framework :data:`FRAMEWORK`, compiled). Memoised on what the search reads, so a move of
+    the tokens, the MFU or another policy does not search again (the frame is shared: do not modify it)."""
+    return _search(job.model, job.seq_len, job.dtype, job.optimizer, job.lora_rank, job.qlora, ctx,
+                   policies.memory_headroom, gpus, gb, top)
+
+
+@lru_cache(maxsize=256)
+def _search(model, seq_len, dtype, optimizer, lora_rank, qlora, ctx, headroom, gpus, gb, top):
+    lora = {} if lora_rank is None else {"lora_rank": lora_rank, "qlora": qlora}
+    return search_layouts(model, ctx.accelerator, gpus, global_batch=gb, seq_len=seq_len,
+                          scaleout_bytes_per_s=ctx.scaleout_bytes_per_s, precision=dtype,
+                          optimizer=optimizer, headroom=headroom, top=top,
                           scaleup_bytes_per_s=scaleup_bytes_per_s(ctx), framework=FRAMEWORK, compiled=True,
-                          oversubscription=ctx.oversubscription, switch_radix=ctx.switch_radix, **job.lora())
+                          oversubscription=ctx.oversubscription, switch_radix=ctx.switch_radix, **lora)
 
 
 def estimate(job: JobInputs, ctx: C.HardwareContext, layout, gpus: int, gb: int):

@@ -17,7 +17,7 @@ import pandas as pd
 from aisize import checks
 from aisize.plan.inference import InferencePlan
 from aisize.plan.storage import StoragePlan
-from aisize.queueing import Station, latency_vs_concurrency, latency_vs_load
+from aisize.queueing import Station, latency_vs_concurrency
 from aisize.serving.curves import latency_curve as serving_latency_curve
 from aisize.serving.disaggregated import pools_latency
 

@@ -5,28 +5,29 @@ from __future__ import annotations
 import numpy as np
 import yaml
 
+from aisize import format as F
 from aisize.plan.bom import bom_table, cost_table, job_streams_table, placement_groups, timeline_table, \
     workloads_table
-from aisize.units import GB, TB
+from aisize.plan.figures import gpus_busy
 
 
 def _money(x: float | None) -> str:
-    return "unbounded" if x is None or x == float("inf") else f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+    return str(F.usd(float("inf") if x is None else x))
 
 
 def cost_lines(p) -> list[str]:
     """The cost headline: capital, operating, $/GPU-hour, per run, per M tokens, break-even."""
-    c = p.cost
+    c, busy = p.cost, gpus_busy(p)
     out = [f"  capital {_money(c.capital_usd)}, operating {_money(c.operating_usd_per_year)}/year, "
            f"{_money(c.usd_per_gpu_hour)} per GPU-hour over {c.life_years:g} years "
-           f"(GPUs busy {c.gpu_utilisation:.0%} of the time)",
+           f"({busy.label}: {F.pct(busy.value)})",
            f"  renting the busy GPU-hours at {c.cloud_rate} ({_money(c.cloud_usd_per_gpu_hour)}/GPU-hour): "
            f"{_money(c.rent_usd_per_year)}/year; owning: {_money(c.own_usd_per_year)}/year; break-even at "
-           f"{c.break_even_utilisation:.0%} busy, "
-           + (f"after {c.break_even_months:,.1f} months" if c.break_even_months is not None
+           f"{F.pct(c.break_even_utilisation)} busy, "
+           + (f"after {F.sig(c.break_even_months)} months" if c.break_even_months is not None
               else "never at this use")]
     out += [f"  {t['workload']}: {_money(t['usd'])} per run ("
-            + ("unbounded" if t["gpu_hours"] is None else f"{t['gpu_hours']:,.0f}") + " GPU-hours)" for t in c.training]
+            + ("unbounded" if t["gpu_hours"] is None else F.sig(t["gpu_hours"])) + " GPU-hours)" for t in c.training]
     out += [f"  {i['workload']}: {_money(i['usd_per_million_tokens'])} per million output tokens at the planned "
             f"load ({_money(i['usd_per_million_tokens_at_capacity'])} at full capacity)" for i in c.inference]
     out += [f"  {j['workload']}: {_money(j['usd_per_job'])} per job, {_money(j['usd_per_job_with_idle'])} with "
@@ -36,28 +37,32 @@ def cost_lines(p) -> list[str]:
     return out
 
 
+def _text(frame) -> str:
+    """A table as aligned text with human headers and formatted cells (:func:`aisize.format.table`)."""
+    return F.table(frame).to_string(index=False)
+
+
 def summary_text(p) -> str:
     """A compact text report: totals, bill of materials, placement, timeline, cost, workloads, findings."""
     s = p.storage
     pools = ", ".join(f"{x.servers} x {x.server}" + (f" ({x.name})" if len(p.pools) > 1 else "") for x in p.pools)
     lines = [f"{p.scenario_name}",
              f"  {p.gpus} x {p.accelerator} in {pools}, {p.racks} rack(s), "
-             f"{p.power_watts / 1e3:,.1f} kW; at most {p.gpus_busy_peak} GPUs busy at once",
+             f"{F.power(p.power_watts)}; at most {p.gpus_busy_peak} GPUs busy at once",
              f"  storage {s.system} ({s.scope}): {s.units:g} unit(s), {s.binding} binds; "
-             f"read {s.read_bytes_per_s / GB:,.2f} GB/s, write {s.write_bytes_per_s / GB:,.2f} GB/s, "
-             f"{s.read_iops + s.write_iops:,.0f} IO/s, raw {s.capacity_bytes['raw_bytes'] / TB:,.1f} TB, "
-             f"p95 latency {s.latency_p95_seconds * 1e3:,.2f} ms", "", "Bill of materials"]
-    fmt = (lambda x: f"{x:,.4g}")
-    lines.append(bom_table(p).to_string(index=False, float_format=fmt, na_rep=""))
+             f"read {F.rate(s.read_bytes_per_s)}, write {F.rate(s.write_bytes_per_s)}, "
+             f"{F.sig(s.read_iops + s.write_iops)} IO/s, raw {F.bytes_si(s.capacity_bytes['raw_bytes'])}, "
+             f"p95 latency {F.duration(s.latency_p95_seconds)}", "", "Bill of materials"]
+    lines.append(_text(bom_table(p)))
     lines += [f"  compute fabric: {p.network.fabric_reason}"]
     lines += ["", f"Placement ({p.placement.method})"]
-    lines.append(placement_groups(p).to_string(index=False, float_format=fmt, na_rep=""))
-    lines += ["", "Timeline [days]", timeline_table(p).to_string(index=False, float_format=fmt, na_rep="")]
+    lines.append(_text(placement_groups(p)))
+    lines += ["", "Timeline [days]", _text(timeline_table(p))]
     if p.job_streams:
-        lines += ["", "Job streams", job_streams_table(p).to_string(index=False, float_format=fmt, na_rep="")]
+        lines += ["", "Job streams", _text(job_streams_table(p))]
     lines += ["", "Cost (USD)"] + cost_lines(p)
-    lines += ["", cost_table(p).to_string(index=False, float_format=lambda x: f"{x:,.2f}", na_rep="")]
-    lines += ["", "Workloads", workloads_table(p).to_string(index=False, float_format=fmt, na_rep="")]
+    lines += ["", _text(cost_table(p))]
+    lines += ["", "Workloads", _text(workloads_table(p))]
     lines += ["", "Findings"]
     lines += [f"  [{f.severity}] {f.area}: {f.text}" for f in p.findings if f.area != "assumptions"]
     lines += [f"  [{f.severity}] {f.area}: {f.text}" for f in p.findings if f.area == "assumptions"]

@@ -11,7 +11,8 @@ import math
 
 import pandas as pd
 
-from aisize import cluster_charts as cc
+from aisize import charts
+from aisize import format as F
 from aisize.plan import job_wait_curve
 from aisize.plan.bom import placement_groups
 from aisize.queueing import simulate_job_stream
@@ -24,12 +25,9 @@ SIM_SEED = 7
 
 
 def usd(x: float) -> str:
-    """Dollars for the report: "$1,234,567", "$2.39"; None (the plan's unbounded) as "unbounded"."""
-    if isinstance(x, float) and math.isnan(x):
-        return DASH
-    if x is None or math.isinf(x):
-        return "unbounded"
-    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+    """Dollars for the report (:func:`aisize.format.usd`): "$1.23 M", "$2.39"; None (the plan's unbounded)
+    as "unbounded"."""
+    return str(F.usd(math.inf if x is None else x))
 
 
 def placement(ctx: ReportContext) -> Html:
@@ -48,7 +46,7 @@ def placement(ctx: ReportContext) -> Html:
                 "in all of them. Workloads that never run at the same time share GPUs."),
            block(table(["Pool (server)", "Servers", "Fixed", "Lower bound", "GPUs", "Racks", "kW (max)", "Fabric"],
                        pools, caption="Pools", css="numeric"), note(f"Workloads by pool: {members}."))]
-    out.append(block(figure(cc.packing(p.placement, p.placement.slot_labels),
+    out.append(block(figure(charts.packing(p.placement, p.placement.slot_labels),
                             "GPUs in use on each server, by workload, in each time slot (phase and hours of the "
                             "day)."), note("The lower bound is the busiest slot's GPUs divided by the GPUs of a "
                                            "server: no packing can use fewer servers.")))
@@ -68,7 +66,7 @@ def _timeline(ctx: ReportContext) -> Html:
                sig(ph["busy_gpus"])] for ph in t.phases]
     rows = [[r["workload"], r["kind"], r["team"], r["phase"], r["pool"], sig(r["start_day"]), sig(r["end_day"]),
              r["hours"], count(r["gpus"])] for r in t.rows]
-    return Html(h3("Timeline") + block(figure(cc.timeline(t.rows, t.phases),
+    return Html(h3("Timeline") + block(figure(charts.timeline(t.rows, t.phases),
                                               "When each workload runs (bars), by team, over the phases (shaded)."))
                 + block(table(["Phase", "Starts [day]", "Days", "Length from", "GPUs busy (average)"], phases,
                               caption="Phases", css="numeric"),
@@ -116,7 +114,7 @@ def jobqueue(ctx: ReportContext) -> Html:
                  duration(r.wait_p95_hours * 3600) if r.stable else "unstable"] for r in curve.itertuples()]
         sims = [[count(r.gpus), duration(r.wait_mean_hours * 3600), duration(r.ci95_hours * 3600)]
                 for r in sim.itertuples()]
-        out.append(block(figure(cc.wait_vs_gpus(curve, s.gpus, target, sim, title=f"{s.name}: wait vs GPUs"),
+        out.append(block(figure(charts.wait_vs_gpus(curve, s.gpus, target, sim, title=f"{s.name}: wait vs GPUs"),
                                 f"Mean and p95 wait against the partition's GPUs ({s.jobs_per_day:g} jobs/day of "
                                 f"{s.gpus_per_job} GPUs, {sig(s.job_seconds / 3600)} h each, "
                                 f"{s.hours_distribution}); dashed: the planned size; diamonds: simulated mean "
@@ -142,7 +140,7 @@ def cost(ctx: ReportContext) -> Html:
                 f"({usd(c.cloud_usd_per_gpu_hour)} per GPU-hour) would cost {usd(c.rent_usd_per_year)} a year "
                 f"against {usd(c.own_usd_per_year)} for owning; owning pays off above "
                 f"{pct(c.break_even_utilisation)} of hours busy.")]
-    out.append(block(figure(cc.cost_breakdown(c), "Cost per year by line: capital amortised over the life, and "
+    out.append(block(figure(charts.cost_breakdown(c), "Cost per year by line: capital amortised over the life, and "
                                                   "operating cost.")))
     rows = [[x.item, f"{x.quantity:,.4g}", x.unit, usd(x.unit_usd), usd(x.usd), x.kind] for x in c.capital_lines]
     rows.append([Html("<strong>Total capital</strong>"), "", "", "", usd(c.capital_usd), ""])

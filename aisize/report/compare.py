@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from aisize import cluster_charts as cc
+from aisize import charts
 from aisize.plan.comparison import comparison_table
 from aisize.report.context import ReportContext
 from aisize.report.markup import DASH, Html, block, esc, figure, para, sig
@@ -49,7 +49,7 @@ def compare(ctx: ReportContext) -> Html:
             f"</thead><tbody>{''.join(rows)}</tbody></table>")
     differs = int(t["differs"].sum())
     intro = para(f"{differs} of {len(t)} figures differ. The sections after this one describe A.")
-    chart = figure(cc.comparison(t), "Change of B from A for every numeric figure that differs, coloured by the "
+    chart = figure(charts.comparison(t), "Change of B from A for every numeric figure that differs, coloured by the "
                                      "plan that is better on it.") if t["change"].notna().any() else ""
     return Html(intro + block(Html(body)) + block(chart))
 

@@ -52,6 +52,21 @@ def _source_index(executed: Path) -> tuple[int | None, str | None]:
     return None, None
 
 
+def _quiet_kernel_manager():
+    """jupyter_client's kernel manager, less the interrupt (SIGINT) it sends before every shutdown request:
+    a report kernel that is done gets only the request, so ipykernel does not log
+    "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel" on a normal run."""
+    from jupyter_client import AsyncKernelManager
+
+    class QuietShutdownKernelManager(AsyncKernelManager):
+        async def _async_interrupt_kernel(self) -> None:
+            if self.shutting_down:  # set by shutdown_kernel before it interrupts
+                return
+            await super()._async_interrupt_kernel()
+
+    return QuietShutdownKernelManager
+
+
 def execute(notebook: Path, output: Path, parameters: dict, *, cwd: Path | None = None,
             timeout_s: float = DEFAULT_TIMEOUT_S) -> Path:
     """Run ``notebook`` with already validated ``parameters``; the executed copy goes to ``output``.
@@ -72,7 +87,8 @@ def execute(notebook: Path, output: Path, parameters: dict, *, cwd: Path | None 
                                    kernel_name="python3", progress_bar=False, log_output=False,
                                    cwd=str(cwd or Path(notebook).parent), execution_timeout=timeout_s,
                                    # the kernel's warning about TCP transport is noise on a CLI's stderr
-                                   extra_arguments=["--IPKernelApp.log_level=ERROR"])
+                                   extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                                   kernel_manager_class=_quiet_kernel_manager())
     except PapermillExecutionError as exc:
         index, line = _source_index(output)
         if index is None:

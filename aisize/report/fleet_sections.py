@@ -6,7 +6,7 @@ Every figure is ``Plan.fleet`` (:mod:`aisize.plan.fleet`).
 
 from __future__ import annotations
 
-from aisize import fleet_charts as fc
+from aisize import charts
 from aisize.fleet.autoscale import HPA_SCALE_DOWN_WINDOW_SECONDS, HPA_SYNC_SECONDS, HPA_TOLERANCE, METRIC_WINDOW_SECONDS
 from aisize.plan.fleet import hourly_table, whole_fleet
 from aisize.report.context import ReportContext
@@ -39,7 +39,7 @@ def _service(s) -> str:
                 f"{day.largest_burst} at once: a read burst of {sig(d.burst_read_bytes_per_s / 1e9)} GB/s the "
                 f"storage plan includes. The load outruns the serving replicas for "
                 f"{sig(day.overloaded_hours * 60)} min a day."),
-           block(figure(fc.day_curve(s), "Offered load (dashed, left axis) and replicas (right axis) every 15 "
+           block(figure(charts.day_curve(s), "Offered load (dashed, left axis) and replicas (right axis) every 15 "
                                          "minutes: those holding GPUs (loading included) and those serving."))]
     hours = [[f"{int(r.hour):02d}:00", sig(r.requests_per_s), count(int(r.replicas_max)), _usd(r.usd_per_hour)]
              for r in hourly_table(s).itertuples()]
@@ -109,12 +109,12 @@ def fleet(ctx: ReportContext) -> Html:
     out += [_service(s) for s in f.services]
     out.append(h3("Pools through the day"))
     for pd_ in f.pools:
-        out.append(block(figure(fc.pool_day(pd_), f"GPUs of pool {pd_.pool} held by each workload in each hour "
+        out.append(block(figure(charts.pool_day(pd_), f"GPUs of pool {pd_.pool} held by each workload in each hour "
                                                   "(the most in the hour), free GPUs on top."),
                          note(f"{sig(pd_.free_gpu_hours)} GPU-hours a day stay free.")))
     if len(f.pools) > 1:
         whole = whole_fleet(f.pools)
-        out.append(block(figure(fc.pool_day(whole, title=f"The whole fleet: {whole.installed_gpus} GPUs by hour"),
+        out.append(block(figure(charts.pool_day(whole, title=f"The whole fleet: {whole.installed_gpus} GPUs by hour"),
                                 "Every pool's GPUs by workload in each hour, free GPUs on top.")))
     r = f.failure_rates
     out.append(h3("Failures, power and cooling"))

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from aisize import catalog, charts
 from aisize.report.context import ReportContext
-from aisize.report.markup import (DASH, Html, block, count, duration, facts, figure, gb, note, pct, per_s,
-                                  rate, sig, table, yes_no)
+from aisize.report.markup import DASH, Html, block, facts, figure, gb, note, pct, per_s, rate, sig, table
 from aisize.report.provenance import hardware_record
 
 
@@ -33,7 +32,7 @@ def _constraint_rows(s) -> list[list]:
 
 def storage(ctx: ReportContext) -> Html:
     """Demand vs supply of the shared storage, capacity, and each training job's data path."""
-    p, s = ctx.plan, ctx.plan.storage
+    s = ctx.plan.storage
     cards = facts([("Storage", _name("storage", s.system)), ("Sized as", f"{s.units:g} × {s.scope}"),
                    ("Binding constraint", s.binding), ("Read / write (average)",
                                                        f"{rate(s.read_bytes_per_s)} / {rate(s.write_bytes_per_s)}")])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aisize import charts, charts_training
+from aisize import charts
 from aisize.plan import gpus_vs_days, layout_candidates
 from aisize.report.context import ReportContext
 from aisize.report.markup import (DASH, Html, block, count, days, duration, figure, gb, h3, mwh, note,
@@ -135,7 +135,7 @@ def _charts(ctx: ReportContext, t) -> Html:
                     "share after headroom.")]
     candidates = layout_candidates(ctx.scenario, t.name, CANDIDATES) if t.model_kind == "transformer" else None
     if candidates is not None and len(candidates):
-        parts.append(figure(charts_training.step_breakdown(candidates, title=f"{t.name}: step time by part"),
+        parts.append(figure(charts.step_breakdown(candidates, title=f"{t.name}: step time by part"),
                             f"{t.name}: the step time of the {len(candidates)} fastest layouts that fit, by part "
                             "(compute, exposed TP/CP/PP/DP/EP communication, pipeline bubble, stragglers); "
                             "the top bar is the plan's layout when it was searched."))

@@ -246,4 +246,5 @@ def dumps(scenario: Scenario, *, fmt: str = "yaml") -> str:
     data = to_dict(scenario)
     if fmt == "json":
         return json.dumps(data, indent=2) + "\n"
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    # libyaml's emitter where PyYAML has it (the same text, ten times faster: the app saves on every change)
+    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False, allow_unicode=True)

@@ -20,6 +20,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -84,9 +85,74 @@ def candidate_shapes(model, dev, *, scaleout_bytes_per_s, tensor_parallel="auto"
 def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_tokens, output_tokens,
                  requests_per_s, ttft_target_s, tpot_target_s, statistic="p95", shapes, engine, calibration,
                  length_cv=0.0) -> FleetChoice:
-    """The fewest-GPU shape and replica count that serve ``requests_per_s`` within the targets."""
+    """The fewest-GPU shape and replica count that serve ``requests_per_s`` within the targets.
+
+    Every shape's SLO rate does not depend on the fleet's rate, so it is worked out once per
+    service (:func:`_slo_rates`, memoised): a move of the request rate only recounts replicas.
+    """
     lam = checks.positive("requests_per_s", requests_per_s, high=1e9)
     stat = checks.choice("statistic", statistic, STATISTICS)
+    r = _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens, output_tokens,
+                   float(ttft_target_s), float(tpot_target_s), stat, tuple(shapes), engine, _Key(calibration),
+                   float(length_cv))
+    if r.fitting is None:
+        return FleetChoice(None, 0, 0.0, False, "no shape holds the weights and one request's KV cache", np.inf,
+                           np.inf, len(shapes))
+    slo_rate = r.slo_rate
+    with np.errstate(divide="ignore"):
+        replicas = np.where(slo_rate > 0, np.ceil(lam / np.where(slo_rate > 0, slo_rate, 1.0)), np.inf)
+    if not np.isfinite(replicas).any():
+        missed = []
+        if r.best_ttft > ttft_target_s:
+            missed.append(f"TTFT {stat} target {ttft_target_s * 1e3:,.4g} ms (best achievable "
+                          f"{r.best_ttft * 1e3:,.4g} ms)")
+        if r.best_tpot > tpot_target_s:
+            missed.append(f"TPOT {stat} target {tpot_target_s * 1e3:,.4g} ms (best achievable "
+                          f"{r.best_tpot * 1e3:,.4g} ms)")
+        if not missed:
+            missed.append("the TTFT and TPOT targets together (each is reachable alone, not both at once)")
+        return FleetChoice(None, 0, 0.0, False, "no replica shape meets the " + " and ".join(missed), r.best_ttft,
+                           r.best_tpot, len(shapes))
+    total = replicas * r.gpus
+    order = np.lexsort((r.ttft_light, r.gpus, total))  # fewest GPUs, then the smallest replica, then the lowest TTFT
+    k = int(order[0])
+    return FleetChoice(r.fitting[k][0], int(replicas[k]), float(slo_rate[k]), True, "", r.best_ttft, r.best_tpot,
+                       len(shapes), r.knee(k))
+
+
+class _Key:
+    """A calibration as a cache key: equal field values, equal keys (its mappings are read-only views)."""
+
+    def __init__(self, calibration):
+        self.value = calibration
+        self.key = tuple((f, tuple(sorted(v.items())) if hasattr(v, "items") else v)
+                         for f, v in vars(calibration).items())
+
+    def __eq__(self, other):
+        return isinstance(other, _Key) and self.key == other.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+
+@dataclass
+class _ShapeRates:
+    """What choose_fleet knows of every fitting shape before it sees the fleet's rate."""
+
+    fitting: list | None  # (shape, engine limits) of the shapes that hold the weights and one request
+    gpus: np.ndarray
+    slo_rate: np.ndarray  # per replica [requests/s]; 0 where no rate meets the targets
+    ttft_light: np.ndarray  # TTFT statistic at the lightest load [s]
+    best_ttft: float
+    best_tpot: float
+    knee: object  # shape index -> knee of that shape [requests/s per replica] (memoised)
+
+
+@lru_cache(maxsize=128)
+def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens, output_tokens, ttft_target_s,
+               tpot_target_s, stat, shapes, engine, calibration_key, length_cv) -> _ShapeRates:
+    """Capacity, SLO rate and light-load latency of every shape that fits (all at once, vectorized)."""
+    calibration = calibration_key.value
     dev = device(accelerator, weight_precision, kv_precision)
     costs = model_costs(model, weight_precision, kv_precision)
     rates = achieved_rates(dev, calibration)
@@ -99,8 +165,7 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
             fitting.append((s, limits))
             caps.append(cap)
     if not fitting:
-        return FleetChoice(None, 0, 0.0, False, "no shape holds the weights and one request's KV cache", np.inf,
-                           np.inf, len(shapes))
+        return _ShapeRates(None, np.zeros(0), np.zeros(0), np.zeros(0), np.inf, np.inf, None)
     capacity = np.array([float(c.state.requests_per_s) for c in caps])
     slots = np.array([float(c.state.concurrency) for c in caps])
     budget = np.array([float(lim.max_num_tokens) * s.attention_dp * s.pipeline_parallel for s, lim in fitting])
@@ -130,32 +195,20 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
         lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
     slo_rate = np.where(last >= 0, lo, 0.0)
     gpus = np.array([s.gpus for s, _ in fitting], dtype=float)
-    with np.errstate(divide="ignore"):
-        replicas = np.where(slo_rate > 0, np.ceil(lam / np.where(slo_rate > 0, slo_rate, 1.0)), np.inf)
-    if not np.isfinite(replicas).any():
-        missed = []
-        if best_ttft > ttft_target_s:
-            missed.append(f"TTFT {stat} target {ttft_target_s * 1e3:,.4g} ms (best achievable "
-                          f"{best_ttft * 1e3:,.4g} ms)")
-        if best_tpot > tpot_target_s:
-            missed.append(f"TPOT {stat} target {tpot_target_s * 1e3:,.4g} ms (best achievable "
-                          f"{best_tpot * 1e3:,.4g} ms)")
-        if not missed:
-            missed.append("the TTFT and TPOT targets together (each is reachable alone, not both at once)")
-        return FleetChoice(None, 0, 0.0, False, "no replica shape meets the " + " and ".join(missed), best_ttft,
-                           best_tpot, len(shapes))
-    total = replicas * gpus
-    order = np.lexsort((ttft[:, 0], gpus, total))  # fewest GPUs, then the smallest replica, then the lowest TTFT
-    k = int(order[0])
-    # the knee on a fine linear grid of the chosen shape alone (the curve the app and report draw)
-    sel = ShapeGrid.of([fitting[k][0]], dev.link_bytes_per_s)
-    lam_k = capacity[k] * np.linspace(0.01, 0.99, KNEE_POINTS)
-    lk = loaded_state(costs, rates, calibration, requests_per_s=lam_k[None, :], capacity_requests_per_s=capacity[k],
-                      slots=slots[k], input_tokens=input_tokens, output_tokens=output_tokens,
-                      max_num_tokens=budget[k], chunked_prefill=engine.chunked_prefill, shape=sel, length_cv=length_cv)
-    mean = (lk.ttft_seconds + (output_tokens - 1) * lk.tpot_seconds)[0]
-    return FleetChoice(fitting[k][0], int(replicas[k]), float(slo_rate[k]), True, "", best_ttft, best_tpot,
-                       len(shapes), knee(lam_k, mean))
+
+    @lru_cache(maxsize=None)
+    def shape_knee(k: int) -> float:
+        # the knee on a fine linear grid of the chosen shape alone (the curve the app and report draw)
+        sel = ShapeGrid.of([fitting[k][0]], dev.link_bytes_per_s)
+        lam_k = capacity[k] * np.linspace(0.01, 0.99, KNEE_POINTS)
+        lk = loaded_state(costs, rates, calibration, requests_per_s=lam_k[None, :],
+                          capacity_requests_per_s=capacity[k], slots=slots[k], input_tokens=input_tokens,
+                          output_tokens=output_tokens, max_num_tokens=budget[k], chunked_prefill=engine.chunked_prefill,
+                          shape=sel, length_cv=length_cv)
+        mean = (lk.ttft_seconds + (output_tokens - 1) * lk.tpot_seconds)[0]
+        return knee(lam_k, mean)
+
+    return _ShapeRates(fitting, gpus, slo_rate, ttft[:, 0], best_ttft, best_tpot, shape_knee)
 
 
 def knee(rates_per_s, mean_latency_s, factor: float = KNEE_FACTOR) -> float:

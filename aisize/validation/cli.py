@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
+from aisize import format as F
 from aisize.validation.cases import FAMILIES
 from aisize.validation.ranges import mfu_range
 from aisize.validation.report import summary, validate
@@ -32,17 +32,11 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
-def _num(x) -> str:
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "-"
-        return f"{x:,.4g}" if abs(x) < 1e6 else f"{x:.4g}"
-    return str(x)
-
-
 def _text_table(frame) -> str:
-    cols = list(frame.columns)
-    cells = [[_num(v) for v in row] for row in frame.itertuples(index=False)]
+    """The table as aligned text, headers with units and numbers as :mod:`aisize.format` shows them."""
+    shown = F.table(frame)
+    cols = list(shown.columns)
+    cells = [list(row) for row in shown.itertuples(index=False)]
     widths = [max(len(c), *(len(r[i]) for r in cells)) if cells else len(c) for i, c in enumerate(cols)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in cells]
@@ -74,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
                 print()
         print(_text_table(summ))
         print()
-        print(f"MFU range ({r.rule}): low {r.low:.1%}, expected {r.expected:.1%}, high {r.high:.1%}")
+        print(f"MFU range ({r.rule}): low {F.pct(r.low)}, expected {F.pct(r.expected)}, high {F.pct(r.high)}")
     unexpected = table[table["status"] != table["expected_status"]]
     for case in unexpected["case"]:
         print(f"aisize validate: case {case!r} does not have its expected status", file=sys.stderr)

@@ -119,6 +119,41 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
+MEASURED = ("a CNN the planner sizes from measured throughputs (data/throughput.csv), this figure among them; "
+            "aisize has no kernel model of CNN training, so a prediction here would compare the table with itself")
+ENCODER = ("an encoder's masked-LM pre-training (LAMB, gradient accumulation, NVIDIA's 2021 fused kernels): "
+           "aisize's step-time model is fitted on decoder-LLM runs and has no measured encoder run to stand on, "
+           "so it is not compared")
+
+
+def left_out(df: pd.DataFrame) -> pd.DataFrame:
+    """The cases without a prediction and why each is not compared (columns case, family, reason).
+
+    A published run's GPU-hours are compared in the training family, on the layout its source states
+    (the flops-time case keeps the MFU they imply, which feeds the time-to-train ranges); a CNN's or
+    BERT's throughput is a measurement the planner uses as it is; a training-family run says why it
+    cannot be expressed.
+    """
+    training = {c.lower(): c for c in df.loc[df["family"] == "training", "case"]}
+    rows = []
+    for r in df[df["status"] == "needs input"].to_dict("records"):
+        reason = str(r.get("implied") or "")
+        if r["family"] == "flops-time" and r["case"].endswith("-gpu-hours"):
+            run = f"training {r['case'][:-len('-gpu-hours')]} gpu-hours"
+            if run in training:
+                reason = (f"compared as '{training[run]}' in the training family, on the layout its source "
+                          f"states; this case keeps the {reason.replace('implied ', 'implied ', 1)}, "
+                          "which sets the time-to-train ranges")
+        elif r["family"] == "throughput" and r["case"].startswith("bert"):
+            reason = f"{r['description'].split(',')[0]}: {ENCODER}; {reason}"
+        elif r["family"] == "throughput":
+            reason = f"{r['description'].split(',')[0]}: {MEASURED}; {reason}"
+        elif "not expressible: " in reason:
+            reason = reason.split("not expressible: ", 1)[1]
+        rows.append({"case": r["case"], "family": r["family"], "reason": reason})
+    return pd.DataFrame(rows, columns=["case", "family", "reason"])
+
+
 def error_chart(df: pd.DataFrame):
     """Altair bar chart of the signed error per case [%] (symlog axis), coloured by status.
 

@@ -1,36 +1,55 @@
 """Accuracy: aisize's estimates against published figures (:func:`aisize.validation.validate`).
 
-Independent of the scenario: computed once, drawn when the tab is first shown.
+Independent of the scenario: computed once, drawn when the tab is first shown. Only cases with a
+prediction are counted and charted; the cases left out are listed apart with why
+(:func:`aisize.validation.left_out`), and every case outside its tolerance says why it misses.
 """
 
 from __future__ import annotations
 
+import html
+
 import ipywidgets as widgets
+import pandas as pd
 
 from aisize import charts
 from aisize.app import controls as K
 from aisize.app.sections import Section
-from aisize.validation import summary, validate
+from aisize.validation import left_out, summary, validate
 
-SUMMARY_NAMES = {"family": "family", "cases": "cases", "compared": "compared", "ok": "within tolerance",
-                 "outside": "outside", "needs_input": "needs input",
-                 "median_abs_error_pct": "median |error| [%]", "max_abs_error_pct": "max |error| [%]"}
+SUMMARY_NAMES = {"family": "family", "compared": "cases compared", "ok": "within tolerance",
+                 "outside": "outside", "median_abs_error_pct": "median |error| [%]",
+                 "max_abs_error_pct": "max |error| [%]", "needs_input": "left out (below)"}
+
+
+def outside_table(cases: pd.DataFrame) -> pd.DataFrame:
+    """The cases outside their tolerance: error, tolerance and why they miss."""
+    out = cases[cases["status"] == "outside"]
+    return pd.DataFrame({"case": out["case"], "family": out["family"], "error [%]": out["error_pct"],
+                         "tolerance [%]": out["tolerance_pct"], "why": out["tolerance_basis"]})
 
 
 class AccuracySection(Section):
     title = "Accuracy"
 
     def __init__(self, state):
-        self.table, self.chart = widgets.HTML(), K.ChartSlot()
+        self.table, self.outside, self.left, self.chart = widgets.HTML(), widgets.HTML(), widgets.HTML(), K.ChartSlot()
         self.cases = None
         super().__init__(state)
         self.view.children = [
             widgets.HTML("<p class='aisize-note'>Every estimate checked against a published figure "
-                         "(data/validation/cases.csv): signed error and the case's tolerance.</p>"),
-            self.table, self.chart.box]
+                         "(data/validation/cases.csv and the training and serving runs): signed error and the "
+                         "case's tolerance.</p>"),
+            self.table, self.chart.box, K.heading("Outside their tolerance, and why"), self.outside,
+            K.heading("Left out, and why", "cases whose source does not give what a comparison needs"), self.left]
 
     def update(self, plan) -> None:
         if self.cases is None:
             self.cases = validate()
-            K.assign(self.table, "value", K.table(summary(self.cases).rename(columns=SUMMARY_NAMES)))
+            shown = summary(self.cases)[list(SUMMARY_NAMES)].rename(columns=SUMMARY_NAMES)
+            K.assign(self.table, "value", K.table(shown))
+            K.assign(self.outside, "value", K.table(outside_table(self.cases)))
+            gone = left_out(self.cases)
+            K.assign(self.left, "value", K.table(gone) if len(gone) else
+                     f"<p class='aisize-note'>{html.escape('None: every case is compared.')}</p>")
         self.chart.show("cases", lambda: charts.validation_errors(self.cases))

@@ -11,10 +11,12 @@ from __future__ import annotations
 import ipywidgets as widgets
 import pandas as pd
 
-from aisize import cluster_charts as cc
+from aisize import charts
+from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
 from aisize.plan import job_wait_curve
+from aisize.plan.figures import gpus_busy, gpus_busy_timeline
 from aisize.plan.bom import placement_table, timeline_table
 
 
@@ -65,23 +67,24 @@ class ClusterSection(Section):
             self.jobs.disabled = w["jobs_per_day"] is None  # a weekly rate is edited in the file
 
     def update(self, plan) -> None:
+        busy, drawn = gpus_busy(plan), gpus_busy_timeline(plan)
         K.assign(self.figures, "value", K.cards([
-            K.card("cluster.servers", "Servers", plan.servers, ", ".join(p.name for p in plan.pools)),
+            K.card("cluster.servers", "Servers", plan.servers, plan.server, "Pools: " + ", ".join(p.name for p in plan.pools)),
             K.card("cluster.gpus", "GPUs installed", plan.gpus, plan.accelerator),
             K.card("cluster.busy_peak", "GPUs busy at once", plan.gpus_busy_peak, "at most"),
             K.card("cluster.lower_bound", "Fewest servers possible",
                    sum(p.lower_bound_servers for p in plan.pools), "servers",
                    "Lower bound: the GPUs active in the busiest time slot"),
-            K.card("cluster.utilisation", "GPUs busy", 100 * plan.timeline.gpu_utilisation, "% of hours",
-                   "Over the timeline drawn")]))
+            K.card("cluster.utilisation", busy.label, F.pct(busy.value), "", busy.note),
+            K.card("cluster.utilisation_timeline", drawn.label, F.pct(drawn.value), "", drawn.note)]))
         rows = [{"pool": p.name, "server": p.server, "servers": p.servers, "fixed": p.fixed_servers or "auto",
-                 "GPUs": p.gpus, "racks": p.racks, "kW": p.power_watts / 1e3, "fabric": p.fabric.design,
+                 "GPUs": p.gpus, "racks": p.racks, "power": str(F.power(p.power_watts)), "fabric": p.fabric.design,
                  "workloads": ", ".join(p.workloads)} for p in plan.pools]
         K.assign(self.pools, "value", K.table(pd.DataFrame(rows)))
         labels = plan.placement.slot_labels
-        self.packing.show((id(plan.placement),), lambda: cc.packing(plan.placement, labels))
+        self.packing.show((id(plan.placement),), lambda: charts.packing(plan.placement, labels))
         K.assign(self.table, "value", K.table(placement_table(plan)))
-        self.gantt.show((id(plan.timeline),), lambda: cc.timeline(plan.timeline.rows, plan.timeline.phases))
+        self.gantt.show((id(plan.timeline),), lambda: charts.timeline(plan.timeline.rows, plan.timeline.phases))
         K.assign(self.timeline_table, "value", K.table(timeline_table(plan)))
         self._queue(plan)
 
@@ -92,14 +95,14 @@ class ClusterSection(Section):
         name = self.state.data["workloads"][index]["name"]
         s = next(j for j in plan.job_streams if j.name == name)
         K.assign(self.queue, "value", K.cards([
-            K.card("cluster.queue_gpus", "GPUs", s.gpus, f"{s.slots} jobs at once"),
-            K.card("cluster.queue_utilisation", "Utilisation", 100 * s.utilisation, "%",
+            K.card("cluster.queue_gpus", "GPUs in the partition", s.gpus, "GPUs", f"{s.slots} jobs at once"),
+            K.card("cluster.queue_utilisation", "Job slots busy", F.pct(s.utilisation), "",
                    state="bad" if not s.stable else ""),
-            K.card("cluster.queue_wait_mean", "Mean wait", s.wait_mean_seconds / 3600, "h"),
-            K.card("cluster.queue_wait_p95", "p95 wait", s.wait_p95_seconds / 3600, "h"),
+            K.card("cluster.queue_wait_mean", "Mean wait", F.duration(s.wait_mean_seconds), ""),
+            K.card("cluster.queue_wait_p95", "p95 wait", F.duration(s.wait_p95_seconds), ""),
             K.card("cluster.queue_target", "Target", "met" if s.target_met else "missed", s.target,
                    state="good" if s.target_met else "bad")]))
         curve = job_wait_curve(s)
         target = stream_target_hours(plan.scenario, name)
         self.waits.show((name, tuple(curve["gpus"]), tuple(curve["wait_mean_hours"]), s.gpus),
-                        lambda: cc.wait_vs_gpus(curve, s.gpus, target, title=f"Wait vs GPUs: {name}"))
+                        lambda: charts.wait_vs_gpus(curve, s.gpus, target, title=f"Wait vs GPUs: {name}"))

@@ -11,10 +11,11 @@ import math
 
 import ipywidgets as widgets
 
-from aisize import cluster_charts as cc
+from aisize import charts
+from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
-from aisize.app.state import INPUT_ERRORS, message
+from aisize.app.state import INPUT_ERRORS, message, upload_text
 from aisize.plan import plan as make_plan
 from aisize.plan.comparison import comparison_table
 from aisize.scenario import loads, preset, preset_names
@@ -28,8 +29,10 @@ def _cell(x, unit: str) -> str:
     if isinstance(x, float):
         if math.isinf(x):
             return "unbounded"
-        return f"{x:.1%}" if unit == "share" else K.num(x)
-    return K.num(x) if isinstance(x, int) else str(x)
+        if unit == "share":
+            return str(F.pct(x))
+        return str(F.usd(x)) if unit == "USD" else F.num(x)
+    return F.num(x) if isinstance(x, int) else str(x)
 
 
 def table_html(table) -> str:
@@ -41,7 +44,7 @@ def table_html(table) -> str:
         change = r["change"]
         cells = [r["metric"], r["unit"], _cell(r[a], r["unit"]), _cell(r[b], r["unit"]),
                  _cell(r["difference"], r["unit"]),
-                 "" if change is None or (isinstance(change, float) and math.isnan(change)) else f"{change:+.1%}",
+                 "" if change is None or (isinstance(change, float) and math.isnan(change)) else str(F.pct(change, signed=True)),
                  r["better"]]
         cls = " class='aisize-differs'" if r["differs"] else ""
         body.append(f"<tr{cls} data-key='compare.{html.escape(r['key'])}'>"
@@ -69,8 +72,6 @@ class CompareSection(Section):
                               K.heading("Side by side", "A is the scenario being edited"), self.table]
 
     def _on_upload(self, change) -> None:
-        from aisize.app.layout import upload_text
-
         if not change["new"]:
             return
         try:
@@ -96,8 +97,9 @@ class CompareSection(Section):
         differs = int(table["differs"].sum())
         K.assign(self.summary, "value", K.cards([
             K.card("compare.differs", "Figures that differ", differs, f"of {len(table)}"),
-            K.card("compare.capital", "Capital B - A", f"{b.cost.capital_usd - plan.cost.capital_usd:+,.0f}", "USD"),
+            K.card("compare.capital", "Capital B - A", ("+" if b.cost.capital_usd >= plan.cost.capital_usd else "")
+                   + F.usd(b.cost.capital_usd - plan.cost.capital_usd), ""),
             K.card("compare.servers", "Servers B - A", b.servers - plan.servers, "")]))
         K.assign(self.table, "value", table_html(table))
         self.chart.show((plan.scenario_name, b.scenario_name, tuple(table["change"].fillna(0))),
-                        lambda: cc.comparison(table, title=f"B ({b.scenario_name}) against A"))
+                        lambda: charts.comparison(table, title=f"B ({b.scenario_name}) against A"))

@@ -13,24 +13,26 @@ import html
 import ipywidgets as widgets
 import pandas as pd
 
-from aisize import cluster_charts as cc
+from aisize import charts
+from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.cost import load_prices, server_price_id
 from aisize.plan.bom import cost_table
+from aisize.plan.figures import gpus_busy
 
 
 def _usd(x: float | None) -> str:
-    """Dollars; None (the plan's "unbounded": a job that never ends) as "unbounded"."""
-    return "unbounded" if x is None or x == float("inf") else f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+    """Dollars (:func:`aisize.format.usd`); None (the plan's "unbounded": a job that never ends) as "unbounded"."""
+    return str(F.usd(x if x is not None else float("inf")))
 
 
 def workload_costs(cost) -> pd.DataFrame:
     """One row per workload: its pool's $/GPU-hour and what a run, a job or a million tokens costs."""
     rows = [{"workload": t["workload"], "what": "one training run", "usd": t["usd"],
-             "basis": f"{K.num(t['gpu_hours'])} GPU-hours at {_usd(t['usd_per_gpu_hour'])}"} for t in cost.training]
+             "basis": f"{F.sig(t['gpu_hours'])} GPU-hours at {_usd(t['usd_per_gpu_hour'])}"} for t in cost.training]
     rows += [{"workload": i["workload"], "what": "1 M output tokens", "usd": i["usd_per_million_tokens"],
-              "basis": f"{i['gpus']} GPUs at {_usd(i['usd_per_hour'])}/h for {i['tokens_per_s_at_load']:,.0f} "
+              "basis": f"{i['gpus']} GPUs at {_usd(i['usd_per_hour'])}/h for {F.sig(i['tokens_per_s_at_load'])} "
                        f"tokens/s (full capacity: {_usd(i['usd_per_million_tokens_at_capacity'])})"}
              for i in cost.inference]
     rows += [{"workload": j["workload"], "what": "one job", "usd": j["usd_per_job"],
@@ -89,22 +91,27 @@ class CostSection(Section):
     def update(self, plan) -> None:
         c = plan.cost
         months = c.break_even_months
+        busy = gpus_busy(plan)
         K.assign(self.figures, "value", K.cards([
-            K.card("cost.capital", "Capital", _usd(c.capital_usd), "USD"),
-            K.card("cost.operating", "Operating", _usd(c.operating_usd_per_year), "USD/year"),
-            K.card("cost.per_gpu_hour", "Per GPU-hour", f"{c.usd_per_gpu_hour:,.2f}", "USD",
+            K.card("cost.capital", "Capital", F.usd(c.capital_usd), ""),
+            K.card("cost.operating", "Operating", F.usd(c.operating_usd_per_year), "per year"),
+            K.card("cost.per_gpu_hour", "Per GPU-hour", F.usd(c.usd_per_gpu_hour), "",
                    f"Amortised over {c.life_years:g} years plus operating, per installed GPU"),
-            K.card("cost.utilisation", "GPUs busy", 100 * c.gpu_utilisation, "% of hours"),
-            K.card("cost.cloud", "Cloud rate", f"{c.cloud_usd_per_gpu_hour:,.2f}", "USD/GPU-hour", c.cloud_rate),
-            K.card("cost.break_even", "Break-even", 100 * c.break_even_utilisation, "% busy",
+            K.card("cost.utilisation", busy.label, F.pct(busy.value), "", busy.note),
+            K.card("cost.cloud", "Cloud rate", F.usd(c.cloud_usd_per_gpu_hour), "per GPU-hour", c.cloud_rate),
+            K.card("cost.break_even", "Break-even", F.pct(c.break_even_utilisation), "busy",
                    "Owning costs what renting the busy hours would at this share of hours busy",
                    state="good" if c.gpu_utilisation >= c.break_even_utilisation else "bad"),
-            K.card("cost.payback", "Pays back in", "never" if months is None else f"{months:,.1f}",
+            K.card("cost.payback", "Pays back in", "never" if months is None else F.sig(months),
                    "" if months is None else "months")]))
-        self.chart.show((id(c),), lambda: cc.cost_breakdown(c, title=f"Cost per year ({plan.scenario_name})"))
+        lines = charts.cost_breakdown_rows(c)
+        self.chart.show(len(lines[charts.COST_DATA]), lambda: charts.cost_breakdown(c), data=lines,
+                        title=f"Cost per year ({plan.scenario_name})")
         K.assign(self.capital, "value", K.table(cost_table(plan)))
-        K.assign(self.workloads, "value", K.table(workload_costs(c), formats={"usd": _usd}))
+        K.assign(self.workloads, "value", K.table(workload_costs(c), formats={"usd": _usd},
+                                                  headers={"usd": "cost"}))
         rows = pd.DataFrame(list(c.prices_used))[["id", "item", "unit", "usd", "kind", "date", "source"]]
-        K.assign(self.prices, "value", K.table(rows, formats={"usd": lambda v: f"{v:,.4g}"}).replace(
+        K.assign(self.prices, "value", K.table(rows, formats={"usd": lambda v: F.sig(v)},
+                                               headers={"usd": "price [USD per unit]", "kind": "basis"}).replace(
             "<td>assumption</td>", "<td><b>assumption</b></td>") + "<p class='aisize-note'>"
             + html.escape("Override any price in the scenario file: cost: {prices: {id: value}}") + "</p>")

@@ -10,6 +10,7 @@ import ipywidgets as widgets
 import pandas as pd
 
 from aisize import catalog, charts
+from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.plan.bom import storage_table
@@ -75,7 +76,8 @@ class DataPathSection(Section):
     def update(self, plan) -> None:
         s = plan.storage
         K.assign(self.figures, "value", self._figures(s))
-        K.assign(self.jobs, "value", K.table(self._jobs_table(plan)) if plan.training else
+        share = {c: (lambda v: "" if v is None else str(F.pct(v))) for c in ("data stall", "link use", "goodput")}
+        K.assign(self.jobs, "value", K.table(self._jobs_table(plan), formats=share) if plan.training else
                  "<p class='aisize-note'>No training job.</p>")
         table = storage_table(plan)
         keep = ["name", "kind", "read_gb_per_s", "write_gb_per_s", "read_peak_gb_per_s", "write_peak_gb_per_s",
@@ -84,31 +86,32 @@ class DataPathSection(Section):
                                             "read_peak_gb_per_s": "read peak [GB/s]",
                                             "write_peak_gb_per_s": "write peak [GB/s]", "read_iops": "read [IO/s]",
                                             "write_iops": "write [IO/s]", "read_share": "read share"})
-        K.assign(self.blend, "value", K.table(shown))
+        K.assign(self.blend, "value", K.table(shown, formats={"read share": lambda v: str(F.pct(v))}))
         rows = pd.DataFrame(list(s.workloads))
-        self.blend_chart.show(K.frame_key(rows[["name", "read_bytes_per_s", "write_bytes_per_s"]]),
-                              lambda: charts.io_blend(rows))
-        self.capacity_chart.show(tuple(sorted(s.capacity_bytes.items())),
-                                 lambda: charts.capacity_breakdown(s.capacity_bytes,
-                                                                   title=f"Storage capacity ({s.system})"))
+        blend = charts.io_blend_rows(rows)  # the axis names its unit (MB/s or GB/s): a new unit, a new chart
+        unit = max([float(v) for v in rows["read_bytes_per_s"]] + [float(v) for v in rows["write_bytes_per_s"]]) >= GB
+        self.blend_chart.show((tuple(rows["name"]), unit), lambda: charts.io_blend(rows), data=blend)
+        self.capacity_chart.show("capacity", lambda: charts.capacity_breakdown(s.capacity_bytes),
+                                 data=charts.capacity_breakdown_rows(s.capacity_bytes),
+                                 title=f"Storage capacity ({s.system})")
 
     @staticmethod
     def _figures(s) -> str:
         util = {k: v for k, v in s.utilisation.items() if v is not None}
         return K.cards([
-            K.card("storage.read", "Read demand (average)", s.read_bytes_per_s / GB, "GB/s"),
-            K.card("storage.read_peak", "Read peak", s.read_peak_bytes_per_s / GB, "GB/s",
+            K.card("storage.read", "Read demand (average)", F.rate(s.read_bytes_per_s), ""),
+            K.card("storage.read_peak", "Read peak", F.rate(s.read_peak_bytes_per_s), "",
                    "When bursts (model loads) coincide"),
-            K.card("storage.write", "Write demand (average)", s.write_bytes_per_s / GB, "GB/s"),
-            K.card("storage.write_peak", "Write peak", s.write_peak_bytes_per_s / GB, "GB/s",
+            K.card("storage.write", "Write demand (average)", F.rate(s.write_bytes_per_s), ""),
+            K.card("storage.write_peak", "Write peak", F.rate(s.write_peak_bytes_per_s), "",
                    "Checkpoint bursts coinciding"),
-            K.card("storage.iops", "IO operations", s.read_iops + s.write_iops, "IO/s"),
+            K.card("storage.iops", "IO operations", F.sig(s.read_iops + s.write_iops), "IO/s"),
             K.card("storage.units", "Storage units", s.units, s.scope + "s"),
             K.card("storage.binding", "Binding constraint", s.binding, "",
-                   "; ".join(f"{k} {v:.1%}" for k, v in util.items()),
+                   "; ".join(f"{k} {F.pct(v)}" for k, v in util.items()),
                    state="bad" if max(util.values(), default=0) > 1 else ""),
-            K.card("storage.raw", "Raw capacity", s.capacity_bytes["raw_bytes"] / TB, "TB"),
-            K.card("storage.latency_p95", "IO latency p95", s.latency_p95_seconds * 1e3, "ms"),
+            K.card("storage.raw", "Raw capacity", F.bytes_si(s.capacity_bytes["raw_bytes"]), ""),
+            K.card("storage.latency_p95", "IO latency p95", F.duration(s.latency_p95_seconds), ""),
         ])
 
     @staticmethod

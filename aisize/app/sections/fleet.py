@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 import pandas as pd
 
-from aisize import fleet_charts as fc
+from aisize import charts
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
 
@@ -127,9 +127,9 @@ class FleetSection(Section):
                                 state="good" if plan.fleet.site_fits else "bad"))
         K.assign(self.figures, "value", K.cards(cards))
         key = (name, tuple(day.provisioned.tolist()), tuple(day.rate_per_s.tolist()[::40]))
-        self.day_chart.show(key, lambda: fc.day_curve(sf))
+        self.day_chart.show(key, lambda: charts.day_curve(sf))
         self.pool_chart.show((pool.pool, tuple(pool.busy_gpus.tolist()), tuple(pool.by_workload)),
-                             lambda: fc.pool_day(pool))
+                             lambda: charts.pool_day(pool))
         K.assign(self.tables, "value", self._tables(sf))
 
     @staticmethod

@@ -10,11 +10,11 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from aisize import catalog, charts
+from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
 from aisize.plan import latency_curve
 from aisize.scenario.model import WEIGHT_PRECISIONS
-from aisize.units import GB, GiB, MB
 
 TP_CHOICES = [("auto (fewest GPUs)", "auto")] + [(str(t), t) for t in (1, 2, 4, 8, 16, 32, 64, 72)]
 PP_CHOICES = [("auto", "auto")] + [(str(p), p) for p in (1, 2, 4, 8)]
@@ -96,10 +96,10 @@ class InferenceSection(Section):
             return
         i = self._plan_service(plan)
         K.assign(self.figures, "value", self._figures(i, plan.assumptions["plan.knee_factor"]))
-        mem_key = (tuple(sorted(i.memory_per_gpu_bytes.items())), i.gpu_memory_bytes)
-        self.memory_chart.show(mem_key, lambda: charts.memory_breakdown(
-            i.memory_per_gpu_bytes, i.gpu_memory_bytes,
-            title=f"Memory per GPU: {i.name} ({plan.accelerator})").properties(width=charts.WIDTH - 80))
+        self.memory_chart.show("memory", lambda: charts.memory_breakdown(
+            i.memory_per_gpu_bytes, i.gpu_memory_bytes).properties(width=charts.WIDTH - 80),
+            data=charts.memory_breakdown_data(i.memory_per_gpu_bytes, i.gpu_memory_bytes),
+            title=f"Memory per GPU: {i.name} ({plan.accelerator})")
         # the chart's shape is fixed per service; a new curve, targets or title only swaps rows and params
         if i.estimate is None or not i.estimate.feasible:
             return
@@ -130,36 +130,38 @@ class InferenceSection(Section):
         tpot = i.tpot_p95_seconds if stat == "p95" else i.tpot_seconds
         items = [
             K.card("inference.replicas", "Replicas", i.replicas, "", "Copies of the model serving in parallel"),
-            K.card("inference.gpus", "GPUs", i.gpus, "GPUs"),
+            K.card("inference.gpus", "GPUs for this service", i.gpus, "GPUs"),
             K.card("inference.tensor_parallel", "Replica shape (TP)", shape, "",
                    "GPUs per pipeline stage, stages, attention data-parallel groups"),
             K.card("inference.mode", "Serving", i.serving_mode, ""),
-            K.card("inference.batch", "Batch per replica", i.batch, "requests",
+            K.card("inference.batch", "Batch per replica", F.num(i.batch), "requests",
                    f"Mean requests in flight under the planned load (at most {i.max_batch})"),
-            K.card("inference.capacity", "Capacity per replica", i.output_tokens_per_s_per_replica, "tokens/s",
+            K.card("inference.capacity", "Capacity per replica", F.sig(i.output_tokens_per_s_per_replica), "tokens/s",
                    "Output tokens/s with every request waiting (max throughput)"),
-            K.card("inference.ttft", f"TTFT {stat}", ttft * 1e3, "ms",
-                   f"mean {i.ttft_seconds * 1e3:.3g} ms, p95 {i.ttft_p95_seconds * 1e3:.3g} ms; "
-                   f"target {i.ttft_target_seconds * 1e3:.3g} ms", state=ok(i.ttft_met)),
-            K.card("inference.tpot", f"TPOT {stat}", tpot * 1e3, "ms/token",
-                   f"mean {i.tpot_seconds * 1e3:.3g} ms, p95 {i.tpot_p95_seconds * 1e3:.3g} ms; "
-                   f"target {i.tpot_target_seconds * 1e3:.3g} ms", state=ok(i.tpot_met)),
-            K.card("inference.latency_p95", "Request latency p95", i.latency_p95_seconds, "s",
+            K.card("inference.ttft", f"TTFT {stat}", F.ms(ttft), "",
+                   f"mean {F.ms(i.ttft_seconds)}, p95 {F.ms(i.ttft_p95_seconds)}; "
+                   f"target {F.ms(i.ttft_target_seconds)}", state=ok(i.ttft_met)),
+            K.card("inference.tpot", f"TPOT {stat}", F.ms(tpot), "per token",
+                   f"mean {F.ms(i.tpot_seconds)}, p95 {F.ms(i.tpot_p95_seconds)}; "
+                   f"target {F.ms(i.tpot_target_seconds)}", state=ok(i.tpot_met)),
+            K.card("inference.latency_p95", "Request latency p95", F.duration(i.latency_p95_seconds), "",
                    "TTFT p95 + (output - 1) x TPOT p95", state=ok(i.latency_target_met)),
-            K.card("inference.kv_per_token", "KV cache per token", i.kv_bytes_per_token / MB, "MB"),
-            K.card("inference.kv_per_user", "KV cache per request", i.kv_bytes_per_user / GB, "GB",
+            K.card("inference.kv_per_token", "KV cache per token", F.bytes_si(i.kv_bytes_per_token), "",
+                   "Keys and values of one token over all layers"),
+            K.card("inference.kv_per_user", "KV cache per request", F.bytes_si(i.kv_bytes_per_user), "",
                    "Prompt + output tokens of one request"),
-            K.card("inference.kv_per_gpu", "KV cache in use per GPU", i.kv_in_use_per_gpu_bytes / GiB,
-                   "GiB", f"At the planned batch, of a pool of {i.memory_per_gpu_bytes['kv_cache_bytes'] / GiB:,.1f} GiB"),
-            K.card("inference.utilisation", "Utilisation", i.utilisation, "", "Of each replica's capacity"),
-            K.card("inference.knee", "Knee", i.knee_requests_per_s, "requests/s",
+            K.card("inference.kv_per_gpu", "KV cache in use per GPU", F.bytes_gpu(i.kv_in_use_per_gpu_bytes),
+                   "", f"At the planned batch, of a pool of {F.bytes_gpu(i.memory_per_gpu_bytes['kv_cache_bytes'])}"),
+            K.card("inference.utilisation", "Utilisation", F.pct(i.utilisation), "of capacity",
+                   "Of each replica's capacity at the planned load"),
+            K.card("inference.knee", "Knee (request rate)", F.sig(i.knee_requests_per_s), "requests/s",
                    f"Load at which mean latency reaches {knee_factor:g}x unloaded"),
         ]
         if i.pools is not None and i.serving_mode == "disaggregated":
             items += [K.card("inference.prefill_gpus", "Prefill GPUs", i.pools.prefill_gpus, "GPUs"),
                       K.card("inference.decode_gpus", "Decode GPUs", i.pools.decode_gpus, "GPUs"),
-                      K.card("inference.kv_transfer", "KV transfer", i.pools.kv_transfer_s * 1e3, "ms",
-                             f"{i.pools.kv_bytes_per_request / MB:,.1f} MB per request")]
+                      K.card("inference.kv_transfer", "KV transfer", F.duration(i.pools.kv_transfer_s), "",
+                             f"{F.bytes_si(i.pools.kv_bytes_per_request)} per request")]
         if i.slo_reason:
             items.append(K.card("inference.slo", "SLOs", "unreachable", "", i.slo_reason, state="bad"))
         return K.cards(items)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from aisize import catalog, charts
+from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.network import OPS, collective_seconds
@@ -35,10 +36,8 @@ def result_seconds(op: str, payload_gb: float, gpus, link_bytes_per_s: float):
 
 
 def format_seconds(seconds: float) -> str:
-    """A duration for display, four significant digits: '612.5 ms', '1.225 s'."""
-    if seconds >= 1.0 or seconds == 0.0:
-        return f"{seconds:.4g} s"
-    return f"{seconds * 1e3:.4g} ms"
+    """A duration for display (:func:`aisize.format.duration`): '612 ms', '1.23 s'."""
+    return str(F.duration(seconds))
 
 
 class NetworkSection(Section):
@@ -87,9 +86,9 @@ class NetworkSection(Section):
             K.card("network.compute_link", "Compute link", n.compute_link, ""),
             K.card("network.compute_nics", "Compute NICs", n.compute_nics, "NICs",
                    f"{n.compute_nics_per_server} per server"),
-            K.card("network.per_gpu", "Scale-out per GPU", n.scaleout_per_gpu_bytes_per_s / GB, "GB/s",
+            K.card("network.per_gpu", "Scale-out per GPU", F.rate(n.scaleout_per_gpu_bytes_per_s), "",
                    "Per direction"),
-            K.card("network.scaleup", "Scale-up per GPU", n.scaleup_per_gpu_bytes_per_s / GB, "GB/s",
+            K.card("network.scaleup", "Scale-up per GPU", F.rate(n.scaleup_per_gpu_bytes_per_s), "",
                    f"{n.scaleup_link}, per direction, {n.scaleup_domain} GPUs a domain (tensor-parallel traffic)"),
             K.card("network.compute_switches", "Compute switches", n.compute_fabric["switches"], "switches"),
             K.card("network.storage_nics", "Storage NICs", n.storage_nics, "NICs", n.storage_link),
@@ -108,8 +107,9 @@ class NetworkSection(Section):
             K.assign(self.result, "value", K.error_html(str(error)))
             return
         K.assign(self.result, "value",
-                 f"<p>{html.escape(op)} of {payload:.4g} GB over {gpus} GPUs at "
-                 f"{link / GB:.4g} GB/s per GPU: "
+                 f"<p>{html.escape(op)} of {F.bytes_si(payload * GB)} over {gpus} GPUs at "
+                 f"{F.rate(link)} per GPU: "
                  f"<b class='aisize-result'>{format_seconds(seconds)}</b></p>")
         frame = pd.DataFrame({"gpus": CHART_GPUS, "seconds": result_seconds(op, payload, CHART_GPUS, link)})
-        self.chart.show((op, payload, link, gpus), lambda: charts.collective_time(frame, op, gpus))
+        self.chart.show(op, lambda: charts.collective_time(frame, op, gpus),
+                        data=charts.collective_time_rows(frame, gpus), title=f"{op} time vs GPUs")

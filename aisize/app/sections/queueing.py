@@ -14,6 +14,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from aisize import charts
+from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.plan import concurrency_curve
@@ -73,16 +74,16 @@ class QueueingSection(Section):
         K.assign(self.figures, "value", K.cards([
             K.card("queueing.channels", "Parallel channels", station.servers, "",
                    "IOs (or batch slots) the service works on at once"),
-            K.card("queueing.unloaded", "Unloaded latency", station.service_seconds * scale, unit),
-            K.card("queueing.capacity", "Throughput limit", station.capacity_per_s, "per s"),
-            K.card("queueing.knee", "Knee", knee, "outstanding",
+            K.card("queueing.unloaded", "Unloaded latency", F.sig(station.service_seconds * scale), unit),
+            K.card("queueing.capacity", "Throughput limit", F.sig(station.capacity_per_s), "per s"),
+            K.card("queueing.knee", "Knee (requests outstanding)", F.num(knee), "outstanding",
                    f"Latency reaches {factor:g}x unloaded beyond this"),
-            K.card("queueing.latency", "Latency at the marked point", here.response_mean_seconds * scale, unit,
+            K.card("queueing.latency", "Latency at the marked point", F.sig(here.response_mean_seconds * scale), unit,
                    state="bad" if n > knee else "good"),
-            K.card("queueing.throughput", "Throughput there", here.throughput_per_s, "per s",
+            K.card("queueing.throughput", "Throughput there", F.sig(here.throughput_per_s), "per s",
                    "Little's law: outstanding / latency"),
             K.card("queueing.little", "Little's law check",
-                   float(little(rate_per_s=here.throughput_per_s, time_seconds=here.response_mean_seconds)),
+                   F.num(float(little(rate_per_s=here.throughput_per_s, time_seconds=here.response_mean_seconds))),
                    "in flight")]))
         grid = np.unique(np.geomspace(1, max(SPAN * knee, n, 4), POINTS).round())
         frame = concurrency_curve(station, grid)

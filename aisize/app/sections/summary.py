@@ -14,12 +14,12 @@ from pathlib import Path
 
 import ipywidgets as widgets
 
+from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.plan import bom_table, to_json, write_csv
 from aisize.plan.bom import workloads_table
 from aisize.scenario import dumps
-from aisize.units import TB
 
 SEVERITY_ICON = {"problem": "⛔", "warning": "⚠", "info": "ℹ"}
 MIME = {".json": "application/json", ".csv": "text/csv", ".yaml": "application/yaml", ".html": "text/html",
@@ -69,19 +69,19 @@ class SummarySection(Section):
         problems = sum(f.severity == "problem" for f in plan.findings)
         warnings = sum(f.severity == "warning" for f in plan.findings)
         K.assign(self.figures, "value", K.cards([
-            K.card("summary.gpus", "GPUs", plan.gpus, plan.accelerator),
+            K.card("summary.gpus", "GPUs installed", plan.gpus, plan.accelerator),
             K.card("summary.servers", "Servers", plan.servers, plan.server),
             K.card("summary.racks", "Racks", plan.racks, "racks"),
-            K.card("summary.power", "Server power", plan.power_watts / 1e3, "kW"),
+            K.card("summary.power", "Server power", F.power(plan.power_watts), ""),
             K.card("summary.storage_units", "Storage", plan.storage.units, plan.storage.system),
-            K.card("summary.raw_tb", "Raw capacity", plan.storage.capacity_bytes["raw_bytes"] / TB, "TB"),
+            K.card("summary.raw_tb", "Raw capacity", F.bytes_si(plan.storage.capacity_bytes["raw_bytes"]), ""),
             K.card("summary.problems", "Problems", problems, "", state="bad" if problems else "good"),
             K.card("summary.warnings", "Warnings", warnings, "", state="bad" if warnings else "")]))
         K.assign(self.bom, "value", K.table(bom_table(plan)))
         K.assign(self.workloads, "value", K.table(workloads_table(plan)))
         K.assign(self.findings, "value", findings_html(plan.findings))
         K.assign(self.assumptions, "value", "<p class='aisize-note'>" + html.escape("; ".join(
-            f"{k} = {v}" for k, v in plan.assumptions.items())) + "</p>")
+            f"{k} = {F.num(v) if isinstance(v, (int, float)) else v}" for k, v in plan.assumptions.items())) + "</p>")
         self._downloads(plan)
 
     def _downloads(self, plan) -> None:

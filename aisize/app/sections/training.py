@@ -15,12 +15,13 @@ import html
 import ipywidgets as widgets
 import pandas as pd
 
-from aisize import catalog, charts, charts_training
+from aisize import catalog, charts
+from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
 from aisize.plan import gpus_vs_days, layout_candidates
 from aisize.scenario.model import OPTIMIZERS, RECOMPUTE, SCHEDULES, TRAIN_PRECISIONS
-from aisize.units import HOUR, GiB
+from aisize.units import GiB
 
 SWEEP_DAYS = (0.25, 0.5, 1, 2, 4, 7, 14, 30, 60, 120, 365)
 TP_OPTIONS, PP_OPTIONS = (1, 2, 4, 8, 16, 32, 64), (1, 2, 4, 8, 16, 32, 64)
@@ -59,7 +60,7 @@ def range_note(t) -> str:
     """What the plan's time range rests on, in words (HTML)."""
     r = t.days_range_mfu
     if r is not None:
-        return (f"<p class='aisize-note'>Time range from published MFUs {r.low:.2f}–{r.high:.2f} "
+        return (f"<p class='aisize-note'>Time range from published MFUs {F.span(r.low * 100, r.high * 100, '%')} "
                 f"({len(r.cases)} {r.rule}).</p>")
     if t.days_low < t.days_high:
         return f"<p class='aisize-note'>Time range from the {html.escape(t.days_range_basis)}.</p>"
@@ -207,26 +208,27 @@ class TrainingSection(Section):
         t = self._plan_job(plan)
         K.assign(self.figures, "value", self._figures(t))
         K.assign(self.range_note, "value", range_note(t))
-        mem_key = (tuple(sorted(t.memory_bytes.items())), t.gpu_memory_bytes, t.gpu_memory_usable_bytes)
-        self.memory_chart.show(mem_key, lambda: charts.memory_breakdown(
-            t.memory_bytes, t.gpu_memory_bytes, t.gpu_memory_usable_bytes,
-            title=f"Memory per GPU: {t.name} ({plan.accelerator})").properties(width=charts.WIDTH - 80))
+        # one chart; new figures arrive as rows (a Vega changeset), the title as a param
+        self.memory_chart.show("memory", lambda: charts.memory_breakdown(
+            t.memory_bytes, t.gpu_memory_bytes, t.gpu_memory_usable_bytes).properties(width=charts.WIDTH - 80),
+            data=charts.memory_breakdown_data(t.memory_bytes, t.gpu_memory_bytes, t.gpu_memory_usable_bytes),
+            title=f"Memory per GPU: {t.name} ({plan.accelerator})")
         curve, refused = self._curve(plan, t.name)
         marked = t.target_days if t.target_days is not None else t.training_days
-        self.days_chart.show((K.frame_key(curve), t.name), lambda: charts.gpus_vs_days(
-            curve, marked, t.gpus, title=f"GPUs needed vs target time: {t.name}"),
-            params={charts.MARK_DAYS: float(marked), charts.MARK_GPUS: float(t.gpus)})
+        self.days_chart.show("days", lambda: charts.gpus_vs_days(curve, marked, t.gpus),
+                             params={charts.MARK_DAYS: float(marked), charts.MARK_GPUS: float(t.gpus)},
+                             data=charts.gpus_vs_days_rows(curve), title=f"GPUs needed vs target time: {t.name}")
         K.assign(self.days_note, "value", "" if not refused else (
             f"<p class='aisize-note'>{refused} of {len(SWEEP_DAYS)} target times left out: the planner refuses "
             "them (beyond the engines' GPU limit, or a given layout or global batch that does not divide "
             "the GPU count).</p>"))
         candidates = layout_candidates(plan.scenario, self.job.value, 5)
         layouts = shown_layouts(candidates)
-        K.assign(self.layouts, "value", K.table(layouts) if len(layouts) else
+        K.assign(self.layouts, "value", K.table(layouts, formats={"MFU": lambda v: str(F.pct(v))}) if len(layouts) else
                  "<p class='aisize-note'>No searched layouts: the model is not a transformer, or nothing fits.</p>")
         if len(candidates):  # one chart per job; new candidates arrive as rows, not a new chart
-            self.step_chart.show(t.name, lambda: charts_training.step_breakdown(
-                candidates, title=f"Step time by part: {t.name}"), data=charts_training.step_breakdown_rows(candidates))
+            self.step_chart.show(t.name, lambda: charts.step_breakdown(
+                candidates, title=f"Step time by part: {t.name}"), data=charts.step_breakdown_rows(candidates))
 
     def _curve(self, plan, name: str) -> tuple[pd.DataFrame, int]:
         """:func:`days_curve` of job ``name``, kept while the job (but for its own GPUs and target time, which
@@ -240,28 +242,34 @@ class TrainingSection(Section):
 
     def _figures(self, t) -> str:
         lay = t.layout
-        items = [K.card("training.gpus", "GPUs", t.gpus, "GPUs", "GPUs the job runs on (whole servers)"),
-                 K.card("training.servers", "Servers", t.servers, "servers"),
-                 K.card("training.days", "Time to train", t.training_days, "days",
+        items = [K.card("training.gpus", "GPUs for this job", t.gpus, "GPUs", "GPUs the job runs on (whole servers)"),
+                 K.card("training.servers", "Servers for this job", t.servers, "servers"),
+                 K.card("training.days", "Time to train", F.days(t.training_days), "",
                         "Expected wall-clock time at the assumed MFU, after goodput")]
         if t.days_low < t.days_high:
             label = "Range (high–low MFU)" if t.days_range_mfu is not None else "Range (measured throughputs)"
-            items.append(K.card("training.days_range", label, f"{K.num(t.days_low)}–{K.num(t.days_high)}", "days",
+            items.append(K.card("training.days_range", label, F.span(t.days_low, t.days_high, "days"), "",
                                 t.days_range_basis))
-        items += [K.card("training.memory", "Memory per GPU", t.memory_bytes["total_bytes"] / GiB, "GiB",
-                         f"usable {t.gpu_memory_usable_bytes / GiB:.1f} GiB", state="good" if t.memory_fits else "bad"),
+        items += [K.card("training.memory", "Memory per GPU", F.bytes_gpu(t.memory_bytes["total_bytes"]), "",
+                         f"usable {F.bytes_gpu(t.gpu_memory_usable_bytes)}", state="good" if t.memory_fits else "bad"),
                   K.card("training.fits", "Fits in GPU memory", "yes" if t.memory_fits else "no", "",
                          state="good" if t.memory_fits else "bad"),
                   K.card("training.layout", "Layout", f"TP{lay.tensor_parallel} PP{lay.pipeline_parallel} "
                          f"DP{lay.data_parallel} CP{lay.context_parallel} Z{lay.zero_stage} mb{lay.micro_batch}", "",
-                         ("searched" if lay.searched else "fixed by the user") + f"; schedule {lay.schedule}"),
-                  K.card("training.mfu_predicted", "MFU predicted", t.mfu_predicted, "",
-                         "From the step-time model of the chosen layout (aisize.training)")]
+                         ("searched" if lay.searched else "fixed by the user") + f"; schedule {lay.schedule}")]
+        if t.mfu_predicted is not None:
+            items.append(K.card("training.mfu_predicted", "MFU predicted", F.pct(t.mfu_predicted), "",
+                                "From the step-time model of the chosen layout (aisize.training)"))
+        else:
+            items.append(K.card("training.mfu_predicted", "MFU predicted", "not modelled", "",
+                                "The step-time model times full training of a transformer; a LoRA or QLoRA "
+                                "fine-tune, or a model that is not a transformer, is timed at the assumed MFU"))
         if t.training_days_predicted is not None:
-            items.append(K.card("training.days_predicted", "Time at predicted MFU", t.training_days_predicted,
-                                "days", "The same job at the step-time model's MFU instead of the assumed one"))
-        items += [K.card("training.goodput", "Goodput", t.goodput, "",
+            items.append(K.card("training.days_predicted", "Time at predicted MFU", F.days(t.training_days_predicted),
+                                "", "The same job at the step-time model's MFU instead of the assumed one"))
+        items += [K.card("training.goodput", "Goodput", F.pct(t.goodput), "",
                          "Share of time doing useful work after checkpoints and failures"),
-                  K.card("training.gpu_hours", "GPU-hours", t.gpu_hours, "h"),
-                  K.card("training.energy", "GPU energy", t.energy_joules / HOUR / 1e6, "MWh")]
+                  K.card("training.gpu_hours", "GPU-hours", F.sig(t.gpu_hours), "GPU-hours"),
+                  K.card("training.energy", "GPU energy", F.energy(t.energy_joules), "",
+                         "Energy the job's GPUs draw at their TDP over its GPU-hours")]
         return K.cards(items)

@@ -1,6 +1,6 @@
 """Altair charts of a fleet through the day: a service's load and replicas, a pool's GPUs by hour.
 
-Same rules as :mod:`aisize.charts`: plan figures in (``Plan.fleet``), a chart out, titles and axes
+Same rules as the rest of :mod:`aisize.charts`: plan figures in (``Plan.fleet``), a chart out, titles and axes
 with units, nothing computed here but resampling and unit conversions for display.
 """
 
@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from aisize.charts import BLUE, GREY, ORANGE, WIDTH
+from aisize.charts.style import BLUE, GREY, ORANGE, WIDTH
 
 PALETTE = [BLUE, ORANGE, "#54a24b", "#b279a2", "#eeca3b", "#9d755d", "#72b7b2", "#ff9da6"] * 4
 POINTS_PER_HOUR = 4  # the autoscaler's periods shown every 15 minutes (the most replicas in each)

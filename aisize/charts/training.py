@@ -1,6 +1,6 @@
-"""Altair chart of the training step time by part, one stacked bar per candidate layout.
+"""Training: GPUs needed against the target time, and the step time by part per candidate layout.
 
-An architect sees why a layout wins: compute, the exposed communication of each
+In the step-time chart an architect sees why a layout wins: compute, the exposed communication of each
 parallelism (TP, CP, PP, DP, EP), the pipeline bubble and stragglers, side by side
 for the fastest layouts :func:`aisize.plan.layout_candidates` (or
 :func:`aisize.training.search_layouts`) returns. Pure: a DataFrame in, a chart out.
@@ -11,7 +11,41 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from aisize.charts import WIDTH
+from aisize.charts.style import BLUE, HEIGHT, MARK_DAYS, MARK_GPUS, RED, WIDTH, as_frame
+
+DAYS_DATA = "gpus_vs_days"  # named dataset of gpus_vs_days (swapped as a Vega changeset)
+
+
+def gpus_vs_days_rows(frame: pd.DataFrame) -> dict[str, list[dict]]:
+    """The rows :func:`gpus_vs_days` draws, by dataset name."""
+    data = as_frame(frame)
+    return {DAYS_DATA: [{"target_days": float(d), "gpus": float(g)} for d, g in zip(data["target_days"], data["gpus"])]}
+
+
+def gpus_vs_days(frame: pd.DataFrame, marked_days: float | None = None, marked_gpus: float | None = None, *,
+                 title: str = "GPUs needed vs target time") -> alt.LayerChart:
+    """GPUs needed [count] against the target time [days] (log-log), the chosen target marked.
+
+    ``frame`` has columns ``target_days`` and ``gpus`` (e.g. from :func:`aisize.plan.gpus_vs_days`);
+    the rows live in the named dataset of :func:`gpus_vs_days_rows`.
+    """
+    x = alt.X("target_days:Q", title="target time to train [days] (log)", scale=alt.Scale(type="log"))
+    y = alt.Y("gpus:Q", title="GPUs needed [count] (log)", scale=alt.Scale(type="log"))
+    line = alt.Chart(alt.NamedData(name=DAYS_DATA)).mark_line(point=True, color=BLUE, interpolate="step-before").encode(
+        x=x, y=y, tooltip=[alt.Tooltip("target_days:Q", title="days", format=",.3g"),
+                           alt.Tooltip("gpus:Q", title="GPUs", format=",d")])
+    if marked_days is None or marked_gpus is None:
+        return line.properties(width=WIDTH, height=HEIGHT, title=title, datasets=gpus_vs_days_rows(frame))
+    # the marked point reads two params, so a viewer can move it without a new chart
+    mark = (alt.Chart(pd.DataFrame([{"what": "chosen"}]))
+            .transform_calculate(target_days=MARK_DAYS, gpus=MARK_GPUS)
+            .mark_point(filled=True, size=140, color=RED).encode(
+                x=x, y=y, tooltip=[alt.Tooltip("target_days:Q", title="chosen days", format=",.3g"),
+                                   alt.Tooltip("gpus:Q", title="GPUs", format=",d")]))
+    return alt.layer(line, mark).add_params(alt.param(name=MARK_DAYS, value=float(marked_days)),
+                                            alt.param(name=MARK_GPUS, value=float(marked_gpus))).properties(
+        width=WIDTH, height=HEIGHT, title=title, datasets=gpus_vs_days_rows(frame))
+
 
 # Step-time parts (aisize.training.step_time.PARTS) in drawing order, with display names.
 STEP_PARTS = {"compute_seconds": "compute", "tp_comm_seconds": "TP communication",

@@ -1,6 +1,6 @@
 """Altair charts of a shared cluster: the timeline, the packing, job-queue waits, cost, and a comparison.
 
-Same rules as :mod:`aisize.charts`: plan figures in, a chart out, titles and
+Same rules as the rest of :mod:`aisize.charts`: plan figures in, a chart out, titles and
 axes with units, nothing computed here but unit conversions for display.
 """
 
@@ -11,7 +11,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from aisize.charts import BLUE, GREY, HEIGHT, ORANGE, RED, WIDTH
+from aisize.charts.style import BLUE, GREY, HEIGHT, ORANGE, RED, WIDTH
 
 
 def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerChart:
@@ -104,15 +104,25 @@ def cost_rows(cost) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["item", "kind", "usd_per_year"])
 
 
+COST_DATA = "cost_lines"  # named dataset of cost_breakdown (swapped as a Vega changeset)
+
+
+def cost_breakdown_rows(cost) -> dict[str, list[dict]]:
+    """The rows :func:`cost_breakdown` draws, by dataset name."""
+    return {COST_DATA: cost_rows(cost).to_dict("records")}
+
+
 def cost_breakdown(cost, *, title: str = "Cost per year") -> alt.Chart:
-    """Horizontal bars: each line's cost per year, capital amortised straight-line over the life."""
+    """Horizontal bars: each line's cost per year, capital amortised straight-line over the life.
+
+    The rows live in the named dataset of :func:`cost_breakdown_rows`; the height follows the line count."""
     data = cost_rows(cost)
-    return alt.Chart(data).mark_bar().encode(
+    return alt.Chart(alt.NamedData(name=COST_DATA)).mark_bar().encode(
         x=alt.X("usd_per_year:Q", title="USD per year", axis=alt.Axis(format="~s")),
         y=alt.Y("item:N", title=None, sort="-x"),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE])),
-        tooltip=["item:N", "kind:N", alt.Tooltip("usd_per_year:Q", format="$,.0f")]).properties(
-        width=WIDTH, height=max(80, 20 * len(data)), title=title)
+        tooltip=["item:N", "kind:N", alt.Tooltip("usd_per_year:Q", title="USD per year", format="$,.3s")]).properties(
+        width=WIDTH, height=max(80, 20 * len(data)), title=title, datasets=cost_breakdown_rows(cost))
 
 
 def comparison(table: pd.DataFrame, *, title: str = "B against A") -> alt.Chart:

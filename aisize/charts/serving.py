@@ -1,0 +1,72 @@
+"""Serving: TTFT and TPOT against load, and the throughput frontier of the configuration search."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from aisize.charts.style import BLUE, GREY, HEIGHT, MARK, ORANGE, RED, WIDTH, as_frame, with_marker
+
+SERVING_CURVE, SERVING_TARGETS = "serving_curve", "serving_targets"
+
+
+def serving_latency_data(curve: pd.DataFrame, ttft_target_seconds: float | None = None,
+                         tpot_target_seconds: float | None = None) -> dict[str, list[dict]]:
+    """The rows :func:`serving_latency` draws (long form, in ms), by dataset name."""
+    rows = [{"requests_per_s": float(r), "metric": metric, "statistic": stat, "ms": float(v) * 1e3}
+            for metric, cols in (("TTFT", ("ttft_seconds", "ttft_p95_seconds")),
+                                 ("TPOT", ("tpot_seconds", "tpot_p95_seconds")))
+            for stat, col in zip(("mean", "p95"), cols) for r, v in zip(curve["requests_per_s"], curve[col])]
+    targets = [{"metric": m, "ms": float(t) * 1e3, "what": f"{m} target"}
+               for m, t in (("TTFT", ttft_target_seconds), ("TPOT", tpot_target_seconds)) if t is not None]
+    return {SERVING_CURVE: rows, SERVING_TARGETS: targets}
+
+
+def serving_latency(curve: pd.DataFrame, ttft_target_seconds: float | None = None,
+                    tpot_target_seconds: float | None = None, requests_per_s: float | None = None, *,
+                    title: str = "TTFT and TPOT vs load") -> alt.HConcatChart:
+    """Time to first token and time per output token [ms], mean and p95, against request rate,
+    one panel each, with the targets as red rules and the planned load as a grey rule.
+
+    ``curve`` is :func:`aisize.plan.latency_curve`'s frame (``requests_per_s`` and the
+    ``ttft_*``/``tpot_*`` columns in seconds).
+    """
+    data = serving_latency_data(curve, ttft_target_seconds, tpot_target_seconds)
+    x = alt.X("requests_per_s:Q", title="request rate [requests/s]")
+
+    def panel(metric):
+        lines = alt.Chart(alt.NamedData(name=SERVING_CURVE)).transform_filter(
+            alt.datum.metric == metric).mark_line().encode(
+            x=x, y=alt.Y("ms:Q", title=f"{metric} [ms]"),
+            color=alt.Color("statistic:N", title="latency", scale=alt.Scale(range=[BLUE, ORANGE])),
+            tooltip=[alt.Tooltip("requests_per_s:Q", title="requests/s", format=",.3g"), "statistic:N",
+                     alt.Tooltip("ms:Q", format=",.3g")])
+        layers = [lines, alt.Chart(alt.NamedData(name=SERVING_TARGETS)).transform_filter(
+            alt.datum.metric == metric).mark_rule(color=RED, strokeDash=[6, 3]).encode(
+            y="ms:Q", tooltip=["what:N", alt.Tooltip("ms:Q", format=",.4g")])]
+        if requests_per_s is not None:
+            layers.append(alt.Chart(alt.Data(values=[{"where": "planned load"}])).transform_calculate(
+                requests_per_s=MARK).mark_rule(color=GREY).encode(x="requests_per_s:Q", tooltip=["where:N"]))
+        return alt.layer(*layers).properties(width=WIDTH // 2, height=HEIGHT, title=metric)
+
+    chart = alt.hconcat(panel("TTFT"), panel("TPOT")).properties(title=title, datasets=data)
+    return with_marker(chart, requests_per_s)
+
+
+def serving_frontier(frontier: pd.DataFrame, feasible: pd.DataFrame | None = None, *,
+                     title: str = "Serving configurations: throughput per GPU vs per user") -> alt.LayerChart:
+    """Tokens/s per GPU against tokens/s per user of the configurations that fit (the Pareto
+    frontier as a line, by mode), with those meeting the targets as points."""
+    f = as_frame(frontier)
+    x = alt.X("tokens_per_s_per_user:Q", title="output tokens/s per user (1 / TPOT)", scale=alt.Scale(type="log"))
+    y = alt.Y("tokens_per_s_per_gpu:Q", title="output tokens/s per GPU", scale=alt.Scale(type="log"))
+    tip = [alt.Tooltip(c, format=",.3g") if c.startswith("tokens") else c
+           for c in ("mode", "weight_precision", "tensor_parallel", "pipeline_parallel", "attention_dp", "batch",
+                     "tokens_per_s_per_gpu", "tokens_per_s_per_user") if c in f]
+    line = alt.Chart(f).mark_line(point=True).encode(x=x, y=y, color=alt.Color("mode:N", title="mode"),
+                                                     tooltip=tip)
+    layers = [line]
+    if feasible is not None and len(feasible):
+        ok = as_frame(feasible).nlargest(200, "tokens_per_s_per_gpu")
+        layers.insert(0, alt.Chart(ok).mark_circle(opacity=0.25, color=GREY, size=20).encode(x=x, y=y, tooltip=tip))
+    return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=title)

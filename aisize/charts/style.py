@@ -1,0 +1,23 @@
+"""What every chart shares: sizes, colours, the params a viewer moves, and small helpers."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+WIDTH, HEIGHT = 440, 240
+BLUE, ORANGE, RED, GREY = "#4c78a8", "#f58518", "#e45756", "#7f7f7f"
+
+# Params a viewer may set to move a marker without a new chart (JupyterChart.params.<name>).
+MARK = "marked"  # operating point of latency_vs_load / latency_vs_concurrency / serving_latency
+MARK_DAYS, MARK_GPUS = "marked_days", "marked_gpus"  # chosen point of gpus_vs_days
+
+
+def as_frame(rows) -> pd.DataFrame:
+    """A copy of ``rows`` as a DataFrame (rows may be a DataFrame or an iterable of dicts)."""
+    return rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+
+
+def with_marker(chart, at):
+    """``chart`` with the :data:`MARK` param set to ``at`` (unchanged when ``at`` is None)."""
+    return chart if at is None else chart.add_params(alt.param(name=MARK, value=float(at)))

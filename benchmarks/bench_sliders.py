@@ -1,0 +1,64 @@
+"""Kernel work per slider move, for every slider of every tab of the app (in-process, no browser).
+
+Builds the app on the default preset (as the notebook does), opens each tab in turn and moves each
+of its enabled sliders ``--moves`` steps right (one slider step each, as an ArrowRight does), timing
+what the kernel does for one move: the plan and every shown output brought up to date. Prints, per
+slider, the median and the largest CPU time of a move: CPU time of this process, which other work on
+the machine does not inflate the way it does wall time (``--wall`` prints wall time instead). The
+browser adds its own share on top (``benchmarks/bench_app.py`` times the whole round trip).
+
+    .venv/bin/python benchmarks/bench_sliders.py [--moves 8] [--wall]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import time
+
+import ipywidgets as widgets
+
+from aisize.app import build_app
+from aisize.app.layout import TITLES
+
+SLIDERS = (widgets.FloatSlider, widgets.FloatLogSlider, widgets.IntSlider)
+
+
+def step(slider):
+    """The slider's value one step right (its own step: a ratio on a log slider), clamped to its end."""
+    if isinstance(slider, widgets.FloatLogSlider):
+        return 10 ** min(slider.max, math.log10(slider.value) + slider.step)
+    return min(slider.max, slider.value + slider.step)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--moves", type=int, default=8, help="moves per slider")
+    parser.add_argument("--wall", action="store_true", help="time wall-clock instead of CPU")
+    args = parser.parse_args()
+    clock = time.perf_counter if args.wall else time.process_time
+    app = build_app(display=False)
+    worst = []
+    print(f"ms per move ({'wall' if args.wall else 'CPU'} time of the kernel's work), {args.moves} moves a slider")
+    for title in TITLES:
+        section = app.open_tab(title)
+        for name, slider in vars(section).items():
+            if not isinstance(slider, SLIDERS) or slider.disabled:
+                continue
+            start, times = slider.value, []
+            for _ in range(args.moves):
+                t = clock()
+                slider.value = step(slider)
+                times.append((clock() - t) * 1e3)
+            slider.value = start
+            worst.append(max(times))
+            print(f"  {title:<10} {slider.description:<32} median {statistics.median(times):6.1f}  "
+                  f"max {max(times):6.1f}")
+    print(f"every slider: worst move {max(worst):.1f} ms; load average (1, 5, 15 min) "
+          + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
+if __name__ == "__main__":
+    main()
