@@ -237,6 +237,15 @@ def span(low, high, unit: str = "") -> Shown:
     return Shown(f"{float(low):,.{d}f}–{float(high):,.{d}f}", unit)
 
 
+def availability(share) -> Shown:
+    """A share of time up, as its downtime reads: 0.9998 -> "99.98 % (down 8.64 min a month)"."""
+    missing = _missing(share)
+    if missing is not None:
+        return Shown(missing)
+    a = float(share)
+    return Shown(f"{sig(a * 100, 4)} % (down {duration((1 - a) * 30 * DAY)} a month)")
+
+
 def yes_no(flag) -> str:
     return "yes" if flag else "no"
 

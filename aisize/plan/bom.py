@@ -31,6 +31,10 @@ def _jsonable(obj):
         return obj.model_dump(mode="json")
     if isinstance(obj, Mapping):  # dicts, and read-only mappings (serving calibration's mappingproxy)
         return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):  # a fleet's day by period
+        return [_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, pd.DataFrame):  # a fleet's heterogeneous candidates
+        return [_jsonable(r) for r in obj.to_dict("records")]
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]
     if isinstance(obj, (bool, np.bool_)):

@@ -27,6 +27,12 @@ def _err(value: float) -> str:
     return DASH if value is None or math.isnan(value) else f"{points(value)} %"
 
 
+def _err_span(errors) -> str:
+    """One case's error, or the range of a group's ("-48 to -23 %")."""
+    lo, hi = float(errors.min()), float(errors.max())
+    return _err(lo) if len(errors) == 1 or lo == hi else f"{points(lo)} to {points(hi)} %"
+
+
 def accuracy(ctx: ReportContext) -> Html:
     """Per family of published cases: how many, how many within tolerance, median and max error;
     the error of every case; and the published runs that set this plan's time-to-train range."""
@@ -38,13 +44,15 @@ def accuracy(ctx: ReportContext) -> Html:
                  "Left out (below)"], rows, caption="aisize against published figures", css="numeric")
     serving = df["family"].str.startswith("serving")
     outside = df[(df["status"] == "outside") & ~serving]  # serving runs: the chart below, every run in `aisize validate`
-    worst = [[r["case"], r["family"], _err(r["error_pct"]), f"{sig(r['tolerance_pct'])} %",
-              Html(f'<span class="source">{esc(r["tolerance_basis"])}</span>')]
-             for r in outside.to_dict("records")]
+    worst = [[", ".join(g["case"]), fam, _err_span(g["error_pct"]), f"{sig(g['tolerance_pct'].iloc[0])} %",
+              Html(f'<span class="source">{esc(why)}</span>')]
+             for (fam, why), g in outside.groupby(["family", "tolerance_basis"], sort=False)]
     worst_t = (table(["Case", "Family", "Error", "Tolerance", "Why it misses"], worst,
-                     caption="Cases outside their tolerance", css="numeric") if worst else Html(""))
-    gone = [[r["case"], r["family"], Html(f'<span class="source">{esc(r["reason"])}</span>')]
-            for r in left_out(df).to_dict("records")]
+                     caption="Cases outside their tolerance (cases that miss for one reason share a row)",
+                     css="numeric") if worst else Html(""))
+    gone = [[", ".join(g["case"]), fam,
+             Html(f'<span class="source">{esc(g["reason"].iloc[0] if len(g) == 1 else why)}</span>')]
+            for (fam, why), g in left_out(df).groupby(["family", "why"], sort=False)]
     gone_t = (table(["Case", "Family", "Why it is not compared"], gone, caption="Cases left out, and why")
               if gone else Html(""))
     used = sorted({run for t in ctx.plan.training if (r := time_range_days(t)) and r.mfu for run in r.mfu.cases})

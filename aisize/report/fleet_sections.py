@@ -8,13 +8,10 @@ from __future__ import annotations
 
 from aisize import charts
 from aisize.fleet.autoscale import HPA_SCALE_DOWN_WINDOW_SECONDS, HPA_SYNC_SECONDS, HPA_TOLERANCE, METRIC_WINDOW_SECONDS
+from aisize.format import availability, usd
 from aisize.plan.fleet import hourly_table, whole_fleet
 from aisize.report.context import ReportContext
 from aisize.report.markup import Html, block, count, facts, figure, h3, note, para, pct, sig, table
-
-
-def _usd(x: float) -> str:
-    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.3f}"
 
 
 def _clock(seconds: float) -> str:
@@ -28,8 +25,8 @@ def _service(s) -> str:
            facts([("Peak / mean load", f"{sig(d.profile.peak_per_s)} / {sig(d.profile.mean_per_s)} req/s"),
                   ("Replicas (least – most)", f"{day.least_replicas} – {day.peak_replicas}"),
                   ("GPU-hours a day", sig(day.gpu_hours)),
-                  ("$ per M tokens over the day", _usd(c.usd_per_million_tokens)),
-                  ("… with the peak held all day", _usd(c.usd_per_million_tokens_reserved)),
+                  ("$ per M tokens over the day", usd(c.usd_per_million_tokens)),
+                  ("… with the peak held all day", usd(c.usd_per_million_tokens_reserved)),
                   ("Scale-up time", f"{sig(d.scale_up_seconds)} s")]),
            para(f"Each replica has {d.gpus_per_replica} GPU(s) and saturates at {sig(d.capacity_per_replica_per_s)} "
                 f"requests/s; the autoscaler gives it {sig(d.requests_per_s_per_replica)} requests/s "
@@ -41,7 +38,7 @@ def _service(s) -> str:
                 f"{sig(day.overloaded_hours * 60)} min a day."),
            block(figure(charts.day_curve(s), "Offered load (dashed, left axis) and replicas (right axis) every 15 "
                                          "minutes: those holding GPUs (loading included) and those serving."))]
-    hours = [[f"{int(r.hour):02d}:00", sig(r.requests_per_s), count(int(r.replicas_max)), _usd(r.usd_per_hour)]
+    hours = [[f"{int(r.hour):02d}:00", sig(r.requests_per_s), count(int(r.replicas_max)), usd(r.usd_per_hour)]
              for r in hourly_table(s).itertuples()]
     rows = [hours[k] + hours[k + 8] + hours[k + 16] for k in range(8)]  # three columns of eight hours
     out.append(block(table(["Hour", "Req/s", "Replicas", "$/h"] * 3, rows,
@@ -72,9 +69,9 @@ def _service(s) -> str:
     if s.spares is not None:
         sp = s.spares
         out.append(para(f"Spares: {sp.spares} beside {sp.replicas_needed} replicas keep the service at "
-                        f"{sp.availability:.5f} availability ({sp.availability_without_spares:.5f} without); a "
+                        f"{availability(sp.availability)} availability ({availability(sp.availability_without_spares)} without); a "
                         f"replica fails {sig(sp.replica_failures_per_day)} times a day and is down "
-                        f"{sp.replica_unavailability:.2e} of the time (restart plus scale-up)."))
+                        f"{pct(sp.replica_unavailability)} of the time (restart plus scale-up)."))
     if s.heterogeneous is not None and len(s.heterogeneous):
         rows = []
         for r in s.heterogeneous.itertuples():
@@ -82,7 +79,7 @@ def _service(s) -> str:
                 rows.append([r.prefill_server, r.decode_server, count(int(r.prefill_gpus)), count(int(r.decode_gpus)),
                              f"{sig(r.ttft_s * 1e3)} ms", f"{sig(r.tpot_s * 1e3)} ms",
                              f"{sig(r.kv_transfer_s * 1e3)} ms",
-                             _usd(r.usd_per_million_tokens)])
+                             usd(r.usd_per_million_tokens)])
             else:
                 rows.append([r.prefill_server, r.decode_server, "—", "—", "—", "—", "—", r.why])
         out.append(block(table(["Prefill on", "Decode on", "Prefill GPUs", "Decode GPUs", "TTFT", "TPOT",

@@ -8,7 +8,7 @@ accelerators, servers and storage) are named as such, with their source.
 
 from __future__ import annotations
 
-from aisize import catalog
+from aisize import catalog, serving
 from aisize.report.markup import Html, esc, facts, figure, note, number, table
 from aisize.report.provenance import OWN_LABEL, hardware_record, model_origin, own_row_figures, own_rows
 from aisize.scenario import Scenario
@@ -170,26 +170,6 @@ DEFAULT_TEXT: dict[str, tuple[str, str, str]] = {
                             "Share of the compute the data-parallel traffic hides under."),
     "training.async_tp_hidden_share": ("Async TP overlap", "%",
                                        "Share of tensor-parallel traffic async TP hides behind the GEMMs."),
-    "serving.gemm_efficiency[hopper]": ("GEMM efficiency, Hopper (serving, fitted)", "%",
-                                        "Share of the FP8 tensor peak the linear layers reach."),
-    "serving.gemm_efficiency[blackwell]": ("GEMM efficiency, Blackwell (serving, fitted)", "%",
-                                           "Share of the FP4/FP8 tensor peak the linear layers reach."),
-    "serving.expert_gemm_efficiency": ("MoE grouped-GEMM efficiency (fitted)", "%",
-                                       "Routed experts' GEMMs relative to dense ones."),
-    "serving.attention_efficiency": ("Prefill attention efficiency", "%", "FlashAttention-3's share of peak."),
-    "serving.memory_efficiency": ("HBM efficiency (serving)", "%", "AIConfigurator's empirical bandwidth share."),
-    "serving.link_efficiency": ("NVLink efficiency (serving)", "%", "Share of link rate collectives reach."),
-    "serving.elementwise_bytes_per_token": ("Elementwise traffic (fitted)", "B/token/layer/hidden",
-                                            "Norms, rotary, activation, quantization per token."),
-    "serving.expert_bytes_per_token": ("MoE routing traffic (fitted)", "B/token/layer/hidden",
-                                       "Permute and un-permute per routed token."),
-    "serving.layer_overhead_seconds": ("Per-layer fixed time (fitted)", "ms",
-                                       "Kernel ramps and tails per layer per iteration."),
-    "serving.moe_layer_overhead_seconds": ("Per-MoE-layer fixed time (fitted)", "ms",
-                                           "Routing and grouped-GEMM setup per MoE layer."),
-    "serving.host_seconds_per_sequence": ("Host time per sequence (fitted)", "ms",
-                                          "Scheduler time per running request per iteration."),
-    "serving.grace_host_factor": ("Grace host factor (fitted)", "×", "Scheduler slowdown on Grace superchips."),
     "host.os_and_application_bytes": ("OS and application RAM", "GiB", "Per server: kernel, drivers, framework."),
     "host.loader_workers_per_gpu": ("Data-loader workers per GPU", "", "Each holds prefetched batches in RAM."),
     "network.link_efficiency": ("Link efficiency", "%", "Share of link bandwidth collectives achieve."),
@@ -207,6 +187,32 @@ def _training_text(name: str, source: str) -> tuple[str, str, str]:
 
 
 DEFAULT_TEXT |= {f"training.{c['name']}": _training_text(c["name"], c["source"]) for c in efficiency_constants()}
+
+_SERVING_LABEL = {"gemm_efficiency": "GEMM efficiency", "attention_efficiency": "Attention efficiency",
+                  "memory_efficiency": "HBM efficiency", "expert_memory_efficiency": "HBM efficiency, expert reads",
+                  "link_efficiency": "Link efficiency", "expert_gemm_efficiency": "MoE grouped-GEMM efficiency",
+                  "gemm_tile_tokens": "GEMM tile", "elementwise_bytes_per_token": "Elementwise traffic",
+                  "expert_bytes_per_token": "MoE routing traffic", "layer_seconds": "Fixed time per layer",
+                  "moe_layer_seconds": "Fixed time per MoE layer", "collective_seconds": "Collective latency",
+                  "eager_layer_seconds": "Launch time per layer (eager)", "draft_step_seconds": "Draft pass fixed time",
+                  "host_seconds_per_sequence": "Host time per sequence", "grace_host_factor": "Grace host factor",
+                  "request_seconds": "Fixed time per request"}
+_SERVING_UNIT = {"share": "%", "s": "ms", "x": "×", "tokens": "tokens"}
+
+
+def _serving_text(row: dict) -> tuple[str, str, str]:
+    """Label, unit and why of one serving calibration constant (aisize.serving.CALIBRATION.as_table())."""
+    base, _, generation = row["constant"].partition("[")
+    label = _SERVING_LABEL.get(base, base.replace("_", " ").capitalize())
+    generation = generation.rstrip("]")
+    generation = {"cdna3": "CDNA 3", "cdna4": "CDNA 4"}.get(generation, generation.capitalize())
+    label = f"{label}, {generation} (serving)" if generation else f"{label} (serving)"
+    unit = _SERVING_UNIT.get(row["unit"], "")
+    why = f"{row['meaning'][0].upper()}{row['meaning'][1:]}" + ("" if unit else f" [{row['unit']}]")
+    return label, unit, f"{why} ({row['origin']})."
+
+
+DEFAULT_TEXT |= {f"serving.{r['constant']}": _serving_text(r) for r in serving.CALIBRATION.as_table()}
 
 _SCALE = {"kW": 1e-3, "ms": 1e3, "MiB": 1 / MiB, "GiB": 1 / GiB}
 

@@ -206,7 +206,7 @@ def load(path) -> Calibration:
 
 
 CALIBRATION = Calibration(
-    name="aisize serving calibration 2026.11",
+    name="aisize-2026-11",
     source="fitted jointly on the public sets data/validation/serving_throughput.csv (118 TensorRT-LLM "
            "max-throughput runs), serving_load.csv (82 closed-loop InferenceX and GPUStack runs), "
            "serving_specdec.csv (34 MTP runs) and serving_disagg.csv (77 disaggregated deployments) by "

@@ -127,7 +127,8 @@ ENCODER = ("an encoder's masked-LM pre-training (LAMB, gradient accumulation, NV
 
 
 def left_out(df: pd.DataFrame) -> pd.DataFrame:
-    """The cases without a prediction and why each is not compared (columns case, family, reason).
+    """The cases without a prediction and why each is not compared (columns case, family, reason, why:
+    ``reason`` with this case's figures, ``why`` the reason a group of such cases shares).
 
     A published run's GPU-hours are compared in the training family, on the layout its source states
     (the flops-time case keeps the MFU they imply, which feeds the time-to-train ranges); a CNN's or
@@ -138,20 +139,23 @@ def left_out(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for r in df[df["status"] == "needs input"].to_dict("records"):
         reason = str(r.get("implied") or "")
+        why = None
         if r["family"] == "flops-time" and r["case"].endswith("-gpu-hours"):
             run = f"training {r['case'][:-len('-gpu-hours')]} gpu-hours"
             if run in training:
                 reason = (f"compared as '{training[run]}' in the training family, on the layout its source "
                           f"states; this case keeps the {reason.replace('implied ', 'implied ', 1)}, "
                           "which sets the time-to-train ranges")
+                why = ("compared in the training family, on the layouts their sources state; these cases keep "
+                       "the MFU their GPU-hours imply, which sets the time-to-train ranges")
         elif r["family"] == "throughput" and r["case"].startswith("bert"):
-            reason = f"{r['description'].split(',')[0]}: {ENCODER}; {reason}"
+            reason, why = f"{r['description'].split(',')[0]}: {ENCODER}; {reason}", ENCODER
         elif r["family"] == "throughput":
-            reason = f"{r['description'].split(',')[0]}: {MEASURED}; {reason}"
+            reason, why = f"{r['description'].split(',')[0]}: {MEASURED}; {reason}", MEASURED
         elif "not expressible: " in reason:
             reason = reason.split("not expressible: ", 1)[1]
-        rows.append({"case": r["case"], "family": r["family"], "reason": reason})
-    return pd.DataFrame(rows, columns=["case", "family", "reason"])
+        rows.append({"case": r["case"], "family": r["family"], "reason": reason, "why": why or reason})
+    return pd.DataFrame(rows, columns=["case", "family", "reason", "why"])
 
 
 def error_chart(df: pd.DataFrame):

@@ -13,14 +13,11 @@ import pandas as pd
 from aisize import charts
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
+from aisize.format import availability, usd
 
 # A service given a profile here: a quarter of the afternoon peak at night (a typical chat curve; replace it)
 DIURNAL = [0.30, 0.24, 0.2, 0.18, 0.17, 0.19, 0.26, 0.4, 0.58, 0.75, 0.87, 0.95, 1.0, 0.98, 0.96, 0.93, 0.88, 0.8,
            0.72, 0.64, 0.56, 0.48, 0.41, 0.35]
-
-
-def _usd(x: float) -> str:
-    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.3f}"
 
 
 class FleetSection(Section):
@@ -107,12 +104,12 @@ class FleetSection(Section):
             return
         d, day, c = sf.day, sf.day.day, sf.cost
         pool = next(p for p in plan.fleet.pools if p.pool == sf.pool)
-        cards = [K.card("fleet.replicas", "Replicas", f"{day.least_replicas} – {day.peak_replicas}", "",
+        cards = [K.card("fleet.replicas", "Replicas through the day", f"{day.least_replicas} – {day.peak_replicas}", "",
                         "Fewest and most the autoscaler holds through the day"),
                  K.card("fleet.gpu_hours", "GPU-hours a day", day.gpu_hours, "GPU-h",
                         f"{day.peak_replicas * d.gpus_per_replica * 24:,} if the peak were held all day"),
                  K.card("fleet.usd_per_mtok", "$ per M tokens (day)", c.usd_per_million_tokens, "USD",
-                        f"{_usd(c.usd_per_million_tokens_reserved)} with the peak held all day"),
+                        f"{usd(c.usd_per_million_tokens_reserved)} with the peak held all day"),
                  K.card("fleet.scale_up", "Scale-up time", d.scale_up_seconds, "s",
                         f"{d.weights_bytes / 1e9:,.1f} GB from {d.load_from} + engine start"),
                  K.card("fleet.overloaded", "Overloaded", day.overloaded_hours * 60, "min/day",
@@ -154,5 +151,6 @@ class FleetSection(Section):
         if sf.spares is not None:
             s = sf.spares
             parts.append(f"<p class='aisize-note'>Spares: {s.spares} beside {s.replicas_needed} replicas give "
-                         f"{s.availability:.5f} availability ({s.availability_without_spares:.5f} without).</p>")
+                         f"{availability(s.availability)} availability ({availability(s.availability_without_spares)} "
+                         "without).</p>")
         return "".join(parts)
