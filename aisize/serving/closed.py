@@ -39,6 +39,7 @@ import numpy as np
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 from aisize.serving.latency import Z95
+from aisize.serving.prefix import prefill_work
 from aisize.serving.steady import steady_state
 
 
@@ -60,7 +61,8 @@ class ClosedLoopState:
 
 
 def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, output_tokens, max_num_tokens,
-                      chunked_prefill, shape, launch=GRAPHED, speculation=None) -> ClosedLoopState:
+                      chunked_prefill, shape, launch=GRAPHED, speculation=None, cached_tokens=0.0,
+                      decode_context_tokens=None) -> ClosedLoopState:
     """Throughput and mean/p95 latencies of a replica under a closed loop of ``concurrency`` requests.
 
     Parameters
@@ -73,14 +75,19 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
     shape : :class:`~aisize.serving.shapes.ReplicaShape`
     launch : the engine's CUDA-graph and overlap behaviour (:class:`~aisize.serving.engine.Launch`)
     speculation : :class:`~aisize.serving.speculative.Speculation`, or None
+    cached_tokens, decode_context_tokens : a cached prompt prefix and the decoding context, as for
+        :func:`~aisize.serving.steady.steady_state`
     """
     c = np.asarray(concurrency, dtype=float)
-    i = np.asarray(input_tokens, dtype=float)
+    full = np.asarray(input_tokens, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
+    ctx = full + 0.5 * o if decode_context_tokens is None else decode_context_tokens
+    i, attention = prefill_work(full, cached_tokens)
     b = np.minimum(c, np.maximum(np.floor(slots), 1.0))
-    st = steady_state(costs, rates, calib, concurrency=b, input_tokens=i, output_tokens=o,
+    st = steady_state(costs, rates, calib, concurrency=b, input_tokens=full, output_tokens=o,
                       max_num_tokens=max_num_tokens, chunked_prefill=chunked_prefill, shape=shape,
-                      arrivals="poisson", launch=launch, speculation=speculation)
+                      arrivals="poisson", launch=launch, speculation=speculation, cached_tokens=cached_tokens,
+                      decode_context_tokens=decode_context_tokens)
     mean, t0, t1, p = st.iteration_seconds, st.decode_iteration_seconds, st.prefill_iteration_seconds, st.prefill_share
     tau = st.tokens_per_step
     steps = 1.0 + (o - 1.0) / tau
@@ -90,8 +97,8 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
     # came in the same iteration; a prompt longer than the budget left spans several full iterations
     own_tokens = np.minimum(i, room)
     graphed = launch.graphed(decoding, decoding + own_tokens, True)
-    own = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=i + 0.5 * o,
-                         prefill_tokens=own_tokens, prefill_prompts=1.0 + 0.0 * b, prompt_tokens=i,
+    own = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=ctx,
+                         prefill_tokens=own_tokens, prefill_prompts=1.0 + 0.0 * b, prompt_tokens=attention,
                          graphed=graphed, overlap=launch.overlap, speculation=speculation, **shape.kwargs()).seconds
     t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t1, np.maximum(own, t1))
     residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean)  # length-biased rest of the running iteration

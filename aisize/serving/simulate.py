@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
 
 from aisize import checks
 from aisize.serving.iteration import iteration_time
+from aisize.serving.prefix import prefill_work
 
 
 @dataclass
@@ -48,6 +49,9 @@ class _Request:
     generated: int = 0
     first_token: float = math.nan
     done: float = math.nan
+    cached: int = 0  # prompt tokens found in a KV cache: not prefilled, still attended to
+    tag: object = None  # the request's class (e.g. the tier its history came from), for by_tag
+    finished: object = None  # a simpy event triggered at its last token (sessions wait on it)
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class SimulationResult:
     tpot_p95_seconds: float
     iteration_seconds: float  # mean
     concurrency: float  # mean requests admitted
+    ttft_by_tag: dict = field(default_factory=dict)  # mean TTFT of the requests of each tag [s]
 
 
 def _lengths(rng, mean, cv, n):
@@ -74,7 +79,8 @@ def _lengths(rng, mean, cv, n):
 
 def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s=None, requests=2000,
              max_batch_size, max_num_tokens, kv_pool_tokens, chunked_prefill, reserve_full_sequence=True,
-             block_tokens=32, shape, length_cv=0.0, warmup_share=0.2, seed=1) -> SimulationResult:
+             block_tokens=32, shape, length_cv=0.0, warmup_share=0.2, seed=1, lengths=None, source=None,
+             on_kv=None) -> SimulationResult:
     """Run the scheduler over ``requests`` requests and measure throughput and latencies.
 
     Parameters
@@ -90,11 +96,20 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
     length_cv : coefficient of variation of both lengths (gamma-distributed); 0: fixed
     warmup_share : share of the first requests left out of the statistics
     seed : random seed (the run is reproducible)
+    lengths : :class:`~aisize.serving.lengths.Lengths` to draw prompts and outputs from (instead of length_cv)
+    source : a request source instead of the Poisson arrivals: ``source(env, submit)`` is a simpy process
+        calling ``submit(prompt, output, cached=0, tag=None, arrival=None)``, which queues a request and returns it
+        (its ``finished`` event fires at its last token); ``source.requests`` is how many it sends
+    on_kv : called with the KV tokens the running requests hold after every change (a cache's HBM tier)
     """
-    n = int(checks.scalar("requests", checks.integer("requests", requests, low=10, high=10**7)))
+    n = int(checks.scalar("requests", checks.integer("requests", requests if source is None else source.requests,
+                                                     low=10, high=10**7)))
     rng = np.random.default_rng(seed)
-    prompts = _lengths(rng, input_tokens, length_cv, n)
-    outputs = _lengths(rng, output_tokens, length_cv, n)
+    if lengths is not None:
+        prompts, outputs = lengths.input.sample(rng, n), lengths.output.sample(rng, n)
+    else:
+        prompts = _lengths(rng, input_tokens, length_cv, n)
+        outputs = _lengths(rng, output_tokens, length_cv, n)
     gaps = (np.zeros(n) if requests_per_s is None
             else rng.exponential(1.0 / checks.positive("requests_per_s", requests_per_s), n))
     env = simpy.Environment()
@@ -105,6 +120,17 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
 
     def blocks(tokens):
         return math.ceil(tokens / block_tokens) * block_tokens
+
+    def submit(prompt, output, cached=0, tag=None, arrival=None):
+        nonlocal arrived
+        reserve = prompt + (output if reserve_full_sequence else 1)
+        cached = int(min(cached, prompt - 1))  # the last prompt token is always computed (it samples)
+        r = _Request(env.now if arrival is None else arrival, int(prompt), int(output), blocks(reserve),
+                     prefilled=cached, cached=cached, tag=tag, finished=env.event())
+        waiting.append(r)
+        if not arrived.triggered:
+            arrived.succeed()
+        return r
 
     def arrivals():
         nonlocal arrived
@@ -132,14 +158,16 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
             # admit in order: KV blocks, batch slots, and (unchunked) the whole prompt within the budget
             while waiting and batch < max_batch_size:
                 r = waiting[0]
-                if used_kv + r.kv_tokens > kv_pool_tokens or (not chunked_prefill and r.prompt > budget):
+                if used_kv + r.kv_tokens > kv_pool_tokens or (not chunked_prefill and r.prompt - r.cached > budget):
                     break
                 waiting.popleft()
                 running.append(r)
                 used_kv += r.kv_tokens
                 batch += 1
                 if not chunked_prefill:
-                    budget -= r.prompt
+                    budget -= r.prompt - r.cached
+            if on_kv is not None:
+                on_kv(used_kv)
             # prompt tokens this iteration: whole prompts, or chunks from the budget in order
             chunk, sampling, prefill_tokens, sq = {}, 0, 0, 0.0
             for r in running:
@@ -152,7 +180,7 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                     prefill_tokens += take
                     if r.prefilled + take >= r.prompt:
                         sampling += 1
-                        sq += r.prompt ** 2
+                        sq += float(prefill_work(r.prompt, r.cached)[1]) ** 2
             ctx = float(np.mean([r.prompt + r.generated for r in decoding])) if decoding else 0.0
             t = float(iteration_time(costs, rates, calib, decode_sequences=float(len(decoding)),
                                      decode_context=ctx, prefill_tokens=float(prefill_tokens),
@@ -174,10 +202,13 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                     running.remove(r)
                     used_kv -= r.kv_tokens
                     finished.append(r)
+                    if r.finished is not None:
+                        r.finished.succeed()
+                    if on_kv is not None:
+                        on_kv(used_kv)
 
-    env.process(arrivals())
-    env.process(engine())
-    env.run()
+    env.process(arrivals() if source is None else source(env, submit))
+    env.run(until=env.process(engine()))  # a source may keep sending: stop with the n-th finished request
     return _measure(finished, warmup_share, stats)
 
 
@@ -186,6 +217,8 @@ def _measure(finished, warmup_share, stats) -> SimulationResult:
     keep = done[int(len(done) * warmup_share):]
     ttft = np.array([r.first_token - r.arrival for r in keep])
     tpot = np.array([(r.done - r.first_token) / (r.output - 1) for r in keep if r.output > 1])
+    tags = {r.tag for r in keep if r.tag is not None}
+    by_tag = {t: float(np.mean([r.first_token - r.arrival for r in keep if r.tag == t])) for t in tags}
     start, end = min(r.arrival for r in keep), max(r.done for r in keep)
     # throughput over the measured window: tokens of the kept requests over the time they span
     out_tokens = sum(r.output for r in keep)
@@ -194,7 +227,7 @@ def _measure(finished, warmup_share, stats) -> SimulationResult:
                             float(np.percentile(ttft, 95)), float(tpot.mean()) if tpot.size else 0.0,
                             float(np.percentile(tpot, 95)) if tpot.size else 0.0,
                             stats["busy"] / max(stats["iterations"], 1),
-                            stats["batch_sum"] / max(stats["iterations"], 1))
+                            stats["batch_sum"] / max(stats["iterations"], 1), by_tag)
 
 
 def simulate_estimate(est, *, requests_per_s=None, requests=2000, length_cv=0.0, seed=1,

@@ -1,0 +1,228 @@
+"""A replica serving reused prompts, KV-cache tiers and lengths from a distribution: the estimate's hook.
+
+:func:`aisize.serving.estimate` takes ``prefix=`` (a :class:`~aisize.serving.prefix.Reuse`),
+``kv_tiers=`` (:class:`~aisize.serving.tiers.KVTier` records below HBM) and
+``length_distribution=`` (:class:`~aisize.serving.lengths.Lengths`); this module turns them into
+the replica's state:
+
+1. the HBM tier is the KV pool the running requests leave free (whole-model bytes: the pool per
+   GPU times the GPUs a token's KV is split over), so it depends on the batch, which depends on
+   the prefill work the hits save: a fixed point, reached in a few passes;
+2. the hits (:func:`~aisize.serving.tiers.reuse_tiers`) give the prompt tokens a request finds,
+   and the replica's iterations compute only the rest (``cached_tokens`` of
+   :func:`~aisize.serving.steady.steady_state`);
+3. TTFT splits by class: a request whose history was found in tier k waits the common wait W,
+   reloads from k, then prefills its new tokens; one whose history was not (first turns included)
+   prefills its history too. The mean is over the classes; the p95 is the quantile of W plus each
+   class's own time (:func:`~aisize.serving.lengths.ttft_quantile`), over the prompt lengths too
+   when they come from a distribution;
+4. lengths from a distribution make the decoding context and the KV in use length-biased, and the
+   TPOT tail a mixture over output lengths (:mod:`.lengths`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aisize.serving import lengths as L
+from aisize.serving.iteration import iteration_time
+from aisize.serving.latency import Z95
+from aisize.serving.prefix import Reuse, cache_load, prefill_work, session_tokens
+from aisize.serving.throughput import max_throughput
+from aisize.serving.tiers import KVTier, ReuseTiers, check_tiers, reuse_tiers
+
+# LMCache's default share of a reused chunk's tokens that blending recomputes (lmcache/v1/config.py,
+# blend_recompute_ratio = 0.15; CacheBlend, EuroSys'25)
+BLEND_RECOMPUTE_SHARE = 0.15
+_PASSES = 4  # fixed-point passes over the HBM tier (the batch moves by < 1 % after three)
+_LENGTH_POINTS = 16  # prompt-length points per class in the TTFT quantile
+
+
+@dataclass(frozen=True)
+class ReuseEstimate:
+    """Prefix reuse on one replica at its request rate [share, tokens, s, B]."""
+
+    tiers: ReuseTiers  # hits, tokens computed and each tier's part (aisize.serving.tiers)
+    hbm_cache_bytes: float  # the KV pool the batch leaves free (whole-model bytes)
+    prefill_saved_share: float  # share of prompt tokens not computed
+    ttft_hit_s: float  # mean TTFT of a request whose history was found
+    ttft_miss_s: float  # mean TTFT of one whose history was not (first turns included)
+    ttft_by_tier_s: dict  # mean TTFT of a hit, by the tier that served it
+
+
+@dataclass(frozen=True)
+class LengthEffects:
+    """What lengths from a distribution change [tokens, s]."""
+
+    lengths: L.Lengths
+    decode_context_tokens: float  # mean context of a decoding sequence (length-biased)
+    kv_tokens_per_sequence: float  # KV a request in flight holds (reserved or grown), length-biased
+    kv_in_use_bytes: float  # the batch's KV, whole replica (whole-model bytes)
+    input_p95_tokens: float
+    output_p95_tokens: float
+
+
+@dataclass(frozen=True)
+class ServingWorkload:
+    """What estimate was told beyond mean lengths (module docstring), checked."""
+
+    reuse: Reuse | None
+    tiers: tuple
+    lengths: L.Lengths | None
+
+    def settle(self, load, costs, dev, rates, calib, engine, shape, limits, cap, state, i, o, spec):
+        """(capacity, state) of the replica with reuse, tiers and lengths; the state dict gains
+        ``kv_reuse`` and ``lengths`` (None where not asked)."""
+        if "served" not in state:  # the model does not fit: nothing to settle
+            return cap, state
+        groups = shape.attention_dp * shape.pipeline_parallel
+        ctx = L.decode_context_tokens(self.lengths) if self.lengths else None
+
+        def run(cached):
+            c = max_throughput(costs, dev, rates, calib, engine, limits, input_tokens=i, output_tokens=o,
+                               shape=shape, speculation=spec, cached_tokens=cached, decode_context_tokens=ctx)
+            return c, load.evaluate(costs, rates, calib, engine, shape, limits, c, i, o, cached, ctx)
+
+        held = self._held_tokens(engine, i, o)
+        if self.reuse is None:
+            cap, state = run(0.0)
+            tokens, rt, hbm = None, None, 0.0
+        else:
+            tokens = session_tokens(self.reuse, i, o)
+            lam = load.requests_per_s
+            loadc = cache_load(self.reuse, tokens, lam, costs.kv_bytes)
+            whole = float(cap.memory.kv_pool_bytes) * min(shape.attention_tp, costs.kv_heads) * groups
+            cached = 0.0
+            s, u = tokens.shared_tokens, tokens.new_tokens_per_turn
+            for k in range(_PASSES):
+                stable = state.get("stable", False) and np.isfinite(state["batch"])
+                batch = state["batch"] if stable else float(cap.state.concurrency)  # overloaded: the pool runs full
+                hbm = max(whole - batch * float(costs.kv_bytes(held)), 0.0)
+                prefill = self._prefill(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx)
+                rt = reuse_tiers(loadc, tokens, (KVTier("hbm", hbm, rates.memory_bytes_per_s * shape.gpus),) + self.tiers, kv_bytes=costs.kv_bytes,
+                                 kv_bytes_per_token=float(costs.kv_bytes_per_token_full
+                                                          + costs.kv_bytes_per_token_window),
+                                 recompute_seconds=lambda h: prefill(u + h, s + u + h) - prefill(u, s + u + h),
+                                 blend_recompute_share=BLEND_RECOMPUTE_SHARE,
+                                 response_seconds=state.get("ttft", 0.0) + (o - 1) * state.get("tpot", 0.0))
+                if abs(rt.cached_tokens - cached) < 0.5 and k > 0:
+                    break
+                cached = rt.cached_tokens
+                cap, state = run(cached)
+        return cap, self._latencies(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx, rt, hbm,
+                                    held)
+
+    def _held_tokens(self, engine, i, o):
+        """KV tokens a request in flight holds: reserved whole or grown so far, length-biased by a distribution."""
+        if self.lengths is None:
+            return i + o if engine.reserve_full_sequence else i + 0.5 * o
+        return L.reserved_tokens(self.lengths) if engine.reserve_full_sequence else L.decode_context_tokens(self.lengths)
+
+    @staticmethod
+    def _prefill(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx):
+        """``seconds(new, context)``: the iteration(s) that prefill a prompt's new tokens beside the batch."""
+        groups = shape.attention_dp * shape.pipeline_parallel
+        tau = 1.0 if spec is None else spec.acceptance_length
+        verify = 1.0 if spec is None else spec.verify_tokens
+        steps = 1.0 + (o - 1.0) / tau
+        batch = state["batch"] if np.isfinite(state.get("batch", np.inf)) else 0.0
+        decoding = batch * (steps - 1.0) / steps
+        room = max(float(limits.max_num_tokens) * groups - decoding * verify, 1.0)
+        launch = engine.launch(limits.max_batch_size * groups)
+        context = i + 0.5 * o if ctx is None else ctx
+
+        def seconds(new, prompt):
+            new = np.asarray(new, dtype=float)
+            attention = prefill_work(prompt, np.asarray(prompt) - new)[1]
+            own = np.minimum(new, room)
+            spans = np.where(engine.chunked_prefill & (new > room), np.ceil(new / room), 1.0)
+            it = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=context,
+                                prefill_tokens=own, prefill_prompts=1.0 + 0.0 * own, prompt_tokens=attention,
+                                graphed=launch.graphed(decoding, decoding * verify + own, True),
+                                overlap=launch.overlap, speculation=spec, **shape.kwargs())
+            return spans * it.seconds
+        return seconds
+
+    def _latencies(self, costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx, rt, hbm, held):
+        """The state with TTFT by class and the lengths' tails; ``kv_reuse`` and ``lengths`` added."""
+        state = dict(state, kv_reuse=None, lengths=None)
+        if not state.get("stable", False) or not np.isfinite(state.get("ttft", np.inf)):
+            return state
+        prefill = self._prefill(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx)
+        if rt is None:  # one class: every request computes its whole prompt
+            classes = [(1.0, float(i), float(i), 0.0)]
+        else:
+            hit_classes = [(rt.hit_share * u.history_served / max(rt.history_hit, 1e-12), rt.hit_new_tokens,
+                            rt.hit_input_tokens, rt.reload_s_by_tier[u.name]) for u in rt.tiers if u.history_served > 0]
+            classes = hit_classes + [(1.0 - rt.hit_share, rt.miss_new_tokens, rt.miss_input_tokens, rt.miss_reload_s)]
+        mean_new = sum(w * n for w, n, _, _ in classes)
+        own_mean = float(prefill(mean_new, float(i)))
+        wait, wait95 = state["ttft"] - own_mean, max(state["ttft95"] - own_mean, state["ttft"] - own_mean)
+        xs, ws = (self.lengths.input.points(_LENGTH_POINTS) if self.lengths else (np.array([float(i)]), np.ones(1)))
+        scale = xs / float(i)
+        times, weights = [], []
+        for w, new, prompt, reload in classes:
+            t = prefill(new * scale, prompt * scale) + reload
+            times.append(t)
+            weights.append(w * ws)
+        times, weights = np.concatenate(times), np.concatenate(weights)
+        state["ttft"] = wait + float((times * weights).sum())
+        state["ttft95"] = float(L.ttft_quantile(wait, wait95, times, weights))
+        if rt is not None:
+            by_tier = {name: wait + float(prefill(rt.hit_new_tokens, rt.hit_input_tokens)) + r
+                       for name, r in rt.reload_s_by_tier.items() if any(u.name == name and u.history_served > 0
+                                                                          for u in rt.tiers)}
+            hit = (sum(w * (wait + float(prefill(n, p)) + r) for w, n, p, r in classes[:-1]) / rt.hit_share
+                   if rt.hit_share > 0 else float("nan"))
+            miss = wait + float(prefill(rt.miss_new_tokens, rt.miss_input_tokens)) + rt.miss_reload_s
+            state["kv_reuse"] = ReuseEstimate(rt, hbm, rt.cached_tokens / float(i), hit, miss, by_tier)
+        if self.lengths is not None:
+            state = self._tpot_tail(state, prefill, i, o, spec)
+            state["lengths"] = LengthEffects(self.lengths, float(L.decode_context_tokens(self.lengths)), float(held),
+                                             state["batch"] * float(costs.kv_bytes(held)),
+                                             float(self.lengths.input.quantile(0.95)),
+                                             float(self.lengths.output.quantile(0.95)))
+        return state
+
+    def _tpot_tail(self, state, prefill, i, o, spec):
+        """TPOT p95 over the output lengths, with the prompt lengths' spread in the prefill iterations."""
+        tau = 1.0 if spec is None else spec.acceptance_length
+        t0, t1, mean = state["t0"], state["t1"], state["tpot"] * tau
+        p = float(np.clip((mean - t0) / (t1 - t0), 0.0, 1.0)) if t1 > t0 else 0.0
+        xs, ws = self.lengths.input.points(_LENGTH_POINTS)
+        extra = prefill(xs, xs) - float(prefill(float(i), float(i)))  # a longer prompt, a longer prefill iteration
+        var_t1 = float((ws * (extra - (ws * extra).sum()) ** 2).sum())
+        sigma0 = (t1 - t0) * np.sqrt(p * (1.0 - p))
+        sigma = np.sqrt(sigma0**2 + p * var_t1)
+        n_mean = max((o - 1.0) / tau, 1.0)
+        batch_part = max(state["tpot95"] - state["tpot"] - Z95 * sigma0 / tau / np.sqrt(n_mean), 0.0)
+        ox, ow = self.lengths.output.points(_LENGTH_POINTS)
+        state["tpot95"] = L.tpot_quantile(mean / tau, sigma / tau, (ox - 1.0) / tau, ow) + batch_part
+        return state
+
+
+def serving_workload(prefix, kv_tiers, length_distribution, input_tokens, output_tokens, requests_per_s,
+                     kv_bytes) -> ServingWorkload | None:
+    """The checked extras of :func:`~aisize.serving.estimate`, or None when none is given (today's behaviour)."""
+    if prefix is None and kv_tiers is None and length_distribution is None:
+        return None
+    if prefix is not None and not isinstance(prefix, Reuse):
+        raise ValueError(f"prefix={prefix!r} is not allowed: give an aisize.serving.prefix.Reuse")
+    if kv_tiers is not None and prefix is None:
+        raise ValueError("kv_tiers is given without prefix: tiers hold reused prompts; describe the reuse with "
+                         "prefix=Reuse(...)")
+    if prefix is not None and requests_per_s is None:
+        raise ValueError("prefix needs requests_per_s: sessions and chunks are reused at a rate (Little's law on "
+                         "sessions); give the request rate at this replica")
+    if length_distribution is not None:
+        if not isinstance(length_distribution, L.Lengths):
+            raise ValueError(f"length_distribution={length_distribution!r} is not allowed: give an "
+                             f"aisize.serving.lengths.Lengths")
+        L.check_means(length_distribution, input_tokens, output_tokens)
+    tiers = ()
+    if prefix is not None:
+        tokens = session_tokens(prefix, input_tokens, output_tokens)
+        tiers = check_tiers(kv_tiers, float(kv_bytes(tokens.session_tokens)))
+    return ServingWorkload(prefix, tiers, length_distribution)
