@@ -237,9 +237,10 @@ class _Load:
     length_cv: float
     speculation: object = None
 
-    def evaluate(self, costs, rates, calib, engine, shape, limits, cap, i, o, cached=0.0, context=None) -> dict:
+    def evaluate(self, costs, rates, calib, engine, shape, limits, cap, i, o, cached=0.0, context=None,
+                 prompt_cv=0.0) -> dict:
         """The replica's served rate, batch and latencies under this load (a dict of floats); ``cached`` prompt
-        tokens and the decoding ``context`` as for :func:`~aisize.serving.steady.steady_state`."""
+        tokens, the decoding ``context`` and the prompts' spread as for :func:`~aisize.serving.latency.loaded_state`."""
         st = cap.state
         slots = float(st.concurrency)
         groups = shape.attention_dp * shape.pipeline_parallel
@@ -271,7 +272,7 @@ class _Load:
                           input_tokens=i, output_tokens=o, max_num_tokens=limits.max_num_tokens * groups,
                           chunked_prefill=engine.chunked_prefill, shape=shape, length_cv=self.length_cv,
                           launch=launch, speculation=self.speculation, cached_tokens=cached,
-                          decode_context_tokens=context)
+                          decode_context_tokens=context, prompt_cv=prompt_cv)
         stable = bool(ls.stable)
         batch = float(ls.concurrency)
         served = float(rate) if stable else capacity

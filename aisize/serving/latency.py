@@ -96,7 +96,7 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots):
 
 def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s, slots, input_tokens,
                  output_tokens, max_num_tokens, chunked_prefill, shape, length_cv=0.0, launch=GRAPHED,
-                 speculation=None, cached_tokens=0.0, decode_context_tokens=None) -> LoadedState:
+                 speculation=None, cached_tokens=0.0, decode_context_tokens=None, prompt_cv=0.0) -> LoadedState:
     """Mean and p95 latencies of a replica serving ``requests_per_s`` (Poisson).
 
     Parameters
@@ -113,6 +113,8 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     speculation : :class:`~aisize.serving.speculative.Speculation`, or None
     cached_tokens, decode_context_tokens : a cached prompt prefix and the decoding context, as for
         :func:`~aisize.serving.steady.steady_state`
+    prompt_cv : coefficient of variation of the prompt tokens computed: the spread of the prefill queue's
+        service (Pollaczek-Khinchine: the wait grows with 1 + cv²) (:mod:`~aisize.serving.lengths`)
     """
     lam = np.asarray(requests_per_s, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
@@ -166,7 +168,7 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     else:
         servers, service = fit, t1
     ok_pf, _, pf_wait, pf_wait95 = mgc_wait(np.maximum(lam_s, 1e-12), np.maximum(service, 1e-12), servers,
-                                            service_cv=0.0)
+                                            service_cv=prompt_cv)
     stable = stable & ok_pf
     # an arrival waits out the iteration in progress; it lands in long iterations more often
     # (length-biased residual E[T²] / 2E[T]); at p95, nearly a whole prefill-carrying iteration

@@ -9,15 +9,9 @@ throughput right (Little's law is linear in the lengths) but not what depends on
   in flight are sampled in proportion to their output length (length-biased sampling [3]). A
   running sequence's mean context is ``E[I] + E[O²] / (2 E[O])``, not ``E[I] + E[O] / 2``;
   an engine that reserves a whole request holds ``E[I] + E[O²] / E[O]`` tokens each;
-- TTFT's tail: a request's own prefill grows with its prompt, so the p95 TTFT is set by the
-  long prompts (the wait before the prefill, W, is the load's; the prefill, t(I), the
-  prompt's own): ``P(W + t(I) > x) = E_I[P(W > x - t(I))]`` with W a shifted exponential
-  fitted to its mean and p95 (the M/M/c-like tail of the admission wait [4]);
-- TPOT's tail: a request's TPOT is the mean of its (O - 1)/τ decode iterations, each longer
-  when it carries a prefill (share p); by the central limit theorem its spread shrinks as
-  ``1/sqrt(n)``, so short outputs set the tail, and a longer prompt makes a heavier prefill
-  iteration: ``P(TPOT > x) = E_O[1 - Φ((x - T̄)·sqrt(n(O)) / σ)]`` with
-  ``σ² = p(1 - p)(E[t1] - t0)² + p·Var[t1(I)]``.
+- the tails: a long prompt takes a long prefill (its own, and the one running when a short prompt
+  arrives), so TTFT's p95 is set by the long prompts; a request's TPOT averages its (O - 1)/τ
+  iterations, so short outputs set TPOT's p95 (:mod:`.tails` computes both over these points).
 
 A lognormal with mean m and coefficient of variation c has ``σ² = ln(1 + c²)`` and
 ``μ = ln m - σ²/2``; its q-quantile is ``exp(μ + σ·Φ⁻¹(q))`` and ``E[X²] = m²(1 + c²)`` [5].
@@ -31,10 +25,8 @@ References
 .. [3] Feller 1971, "An Introduction to Probability Theory and its Applications" vol. 2,
        sec. I.4 and VI.7 (the inspection paradox: a renewal interval covering a random
        instant has mean E[X²]/E[X]).
-.. [4] Kleinrock 1975, "Queueing Systems" vol. 1, eq. 3.42 (the M/M/c wait tail C·e^(-θt)).
 .. [5] Johnson, Kotz, Balakrishnan 1994, "Continuous Univariate Distributions" vol. 1, ch. 14
        (lognormal moments and quantiles).
-.. [6] Abramowitz & Stegun 1964, "Handbook of Mathematical Functions", formula 7.1.26.
 """
 
 from __future__ import annotations
@@ -49,8 +41,6 @@ from aisize import checks
 KINDS = ("fixed", "lognormal", "empirical")
 MAX_TOKENS = 10**8  # as aisize.serving.estimate: a longer request is a typo
 MAX_CV = 10.0
-_POINTS = 256  # equal-probability points a distribution is evaluated on (quantile midpoints)
-_BISECTIONS = 60
 _Z = NormalDist()
 
 
@@ -82,15 +72,20 @@ class LengthDistribution:
         idx = np.minimum(np.searchsorted(cum, q * cum[-1], side="left"), len(self.tokens) - 1)
         return np.asarray(self.tokens, dtype=float)[idx]
 
-    def points(self, n: int = _POINTS):
+    def points(self):
         """(lengths, probabilities) that stand for the distribution in sums over it: the table itself, or
-        the midpoints of n equal-probability bins rescaled to the exact mean [tokens, 1]."""
+        the conditional means of 16 bins, six over the body and ten halving toward the tail, so that the
+        mean is exact and the CV within a few % up to CV 2 [tokens, 1] [5]."""
         if self.kind == "empirical":
             return np.asarray(self.tokens, dtype=float), np.asarray(self.weights, dtype=float)
         if self.kind == "fixed":
             return np.array([self.mean_tokens]), np.array([1.0])
-        x = self.quantile((np.arange(n) + 0.5) / n)
-        return x * self.mean_tokens / x.mean(), np.full(n, 1.0 / n)
+        edges = np.concatenate([np.linspace(0.0, 0.75, 7), 1.0 - 0.25 * 0.5 ** np.arange(1, 10), [1.0]])
+        s = np.sqrt(np.log1p(self.cv**2))
+        z = np.array([_Z.inv_cdf(e) for e in edges[1:-1]])
+        below = np.concatenate([[0.0], [_Z.cdf(v - s) for v in z], [1.0]])  # E[X; X < x_q] / mean
+        w = np.diff(edges)
+        return self.mean_tokens * np.diff(below) / w, w
 
     def sample(self, rng, n: int):
         """n lengths drawn at random, whole tokens, at least 1 [tokens]."""
@@ -174,68 +169,3 @@ def reserved_tokens(lengths: Lengths):
     ``E[I] + E[O²] / E[O]`` (length-biased, [3]) [tokens]."""
     o = lengths.output
     return lengths.input.mean_tokens + o.second_moment / o.mean_tokens
-
-
-def normal_tail(z):
-    """P(Z > z) of a standard normal, vectorized: Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7) [6]."""
-    z = np.asarray(z, dtype=float)
-    x = np.abs(z) / np.sqrt(2.0)
-    t = 1.0 / (1.0 + 0.3275911 * x)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    half_erfc = 0.5 * poly * np.exp(-x * x)
-    return np.where(z >= 0, half_erfc, 1.0 - half_erfc)
-
-
-def _shifted_exponential(mean_seconds, p95_seconds):
-    """(shift, scale) of ``W = shift + Exp(scale)`` with W's mean and p95; an atom at the mean when they agree."""
-    excess = np.maximum(np.asarray(p95_seconds, dtype=float) - mean_seconds, 0.0)
-    scale = excess / (np.log(20.0) - 1.0)  # p95 of shift + Exp(θ) is shift + θ ln 20, its mean shift + θ
-    scale = np.minimum(scale, mean_seconds)  # a wait is never negative: shift >= 0
-    return mean_seconds - scale, scale
-
-
-def ttft_quantile(wait_mean_seconds, wait_p95_seconds, prefill_seconds, weights, q=0.95):
-    """The q-quantile of TTFT = W + t(I) over the prompt lengths (module docstring) [s].
-
-    Parameters
-    ----------
-    wait_mean_seconds, wait_p95_seconds : the time before a request's own prefill: mean and p95 [s]
-    prefill_seconds : t(I) at each point of the prompt distribution [s] (1-D)
-    weights : the points' probabilities
-    """
-    shift, scale = _shifted_exponential(float(wait_mean_seconds), float(wait_p95_seconds))
-    t = np.asarray(prefill_seconds, dtype=float)
-    w = np.asarray(weights, dtype=float)
-
-    def exceed(x):
-        y = x - shift - t
-        tail = np.where(y <= 0, 1.0, np.exp(-np.maximum(y, 0.0) / scale)) if scale > 0 else (y < 0) * 1.0
-        return float((w * tail).sum())
-
-    lo, hi = shift + t.min(), shift + t.max() + scale * np.log(1.0 / (1.0 - q)) + 1e-12
-    for _ in range(_BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if exceed(mid) > 1.0 - q else (lo, mid)
-    return hi
-
-
-def tpot_quantile(mean_seconds, sigma_seconds, steps, weights, q=0.95):
-    """The q-quantile of a request's TPOT over the output lengths (module docstring) [s].
-
-    Parameters
-    ----------
-    mean_seconds : the mean iteration over the tokens a step emits, T̄ [s]
-    sigma_seconds : standard deviation of one iteration, over the tokens a step emits [s]
-    steps : a request's decode iterations, (O - 1)/τ, at each point of the output distribution (1-D)
-    weights : the points' probabilities
-    """
-    n = np.maximum(np.asarray(steps, dtype=float), 1.0)
-    w = np.asarray(weights, dtype=float)
-    if sigma_seconds <= 0:
-        return float(mean_seconds)
-    lo, hi = float(mean_seconds), float(mean_seconds) + 8.0 * sigma_seconds
-    for _ in range(_BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        tail = float((w * normal_tail((mid - mean_seconds) * np.sqrt(n) / sigma_seconds)).sum())
-        lo, hi = (mid, hi) if tail > 1.0 - q else (lo, mid)
-    return hi

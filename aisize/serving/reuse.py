@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize.serving import lengths as L
+from aisize.serving import tails as T
 from aisize.serving.iteration import iteration_time
 from aisize.serving.latency import Z95
 from aisize.serving.prefix import Reuse, cache_load, prefill_work, session_tokens
@@ -37,7 +38,6 @@ from aisize.serving.tiers import KVTier, ReuseTiers, check_tiers, reuse_tiers
 # blend_recompute_ratio = 0.15; CacheBlend, EuroSys'25)
 BLEND_RECOMPUTE_SHARE = 0.15
 _PASSES = 4  # fixed-point passes over the HBM tier (the batch moves by < 1 % after three)
-_LENGTH_POINTS = 16  # prompt-length points per class in the TTFT quantile
 
 
 @dataclass(frozen=True)
@@ -79,11 +79,12 @@ class ServingWorkload:
             return cap, state
         groups = shape.attention_dp * shape.pipeline_parallel
         ctx = L.decode_context_tokens(self.lengths) if self.lengths else None
+        prompt_cv = self.lengths.input.cv if self.lengths else 0.0
 
         def run(cached):
             c = max_throughput(costs, dev, rates, calib, engine, limits, input_tokens=i, output_tokens=o,
                                shape=shape, speculation=spec, cached_tokens=cached, decode_context_tokens=ctx)
-            return c, load.evaluate(costs, rates, calib, engine, shape, limits, c, i, o, cached, ctx)
+            return c, load.evaluate(costs, rates, calib, engine, shape, limits, c, i, o, cached, ctx, prompt_cv)
 
         held = self._held_tokens(engine, i, o)
         if self.reuse is None:
@@ -121,8 +122,9 @@ class ServingWorkload:
         return L.reserved_tokens(self.lengths) if engine.reserve_full_sequence else L.decode_context_tokens(self.lengths)
 
     @staticmethod
-    def _prefill(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx):
-        """``seconds(new, context)``: the iteration(s) that prefill a prompt's new tokens beside the batch."""
+    def _iteration(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx):
+        """``seconds(tokens, prompts, attention_tokens)``: an iteration carrying those prefills beside the batch
+        (a prompt longer than the budget left spans several full iterations)."""
         groups = shape.attention_dp * shape.pipeline_parallel
         tau = 1.0 if spec is None else spec.acceptance_length
         verify = 1.0 if spec is None else spec.verify_tokens
@@ -133,74 +135,84 @@ class ServingWorkload:
         launch = engine.launch(limits.max_batch_size * groups)
         context = i + 0.5 * o if ctx is None else ctx
 
-        def seconds(new, prompt):
-            new = np.asarray(new, dtype=float)
-            attention = prefill_work(prompt, np.asarray(prompt) - new)[1]
-            own = np.minimum(new, room)
-            spans = np.where(engine.chunked_prefill & (new > room), np.ceil(new / room), 1.0)
+        def seconds(tokens, prompts, attention):
+            tokens, prompts = np.asarray(tokens, dtype=float), np.asarray(prompts, dtype=float)
+            own = np.minimum(tokens, room)
+            spans = np.where(engine.chunked_prefill & (tokens > room), np.ceil(tokens / room), 1.0)
             it = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=context,
-                                prefill_tokens=own, prefill_prompts=1.0 + 0.0 * own, prompt_tokens=attention,
-                                graphed=launch.graphed(decoding, decoding * verify + own, True),
+                                prefill_tokens=own, prefill_prompts=prompts, prompt_tokens=attention,
+                                graphed=launch.graphed(decoding, decoding * verify + own, prompts > 0),
                                 overlap=launch.overlap, speculation=spec, **shape.kwargs())
             return spans * it.seconds
         return seconds
 
+    def _prefill(self, *args):
+        """``seconds(new, prompt)``: the iteration(s) that prefill one prompt's new tokens beside the batch."""
+        it = self._iteration(*args)
+
+        def seconds(new, prompt):
+            new = np.asarray(new, dtype=float)
+            return it(new, 1.0 + 0.0 * new, prefill_work(prompt, np.asarray(prompt) - new)[1])
+        return seconds
+
     def _latencies(self, costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx, rt, hbm, held):
-        """The state with TTFT by class and the lengths' tails; ``kv_reuse`` and ``lengths`` added."""
+        """The state with TTFT by class and the tails of TTFT and TPOT (:mod:`.tails`); ``kv_reuse`` and
+        ``lengths`` added."""
         state = dict(state, kv_reuse=None, lengths=None)
         if not state.get("stable", False) or not np.isfinite(state.get("ttft", np.inf)):
             return state
-        prefill = self._prefill(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx)
+        args = (costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx)
+        seconds, prefill = self._iteration(*args), self._prefill(*args)
         if rt is None:  # one class: every request computes its whole prompt
             classes = [(1.0, float(i), float(i), 0.0)]
         else:
-            hit_classes = [(rt.hit_share * u.history_served / max(rt.history_hit, 1e-12), rt.hit_new_tokens,
-                            rt.hit_input_tokens, rt.reload_s_by_tier[u.name]) for u in rt.tiers if u.history_served > 0]
-            classes = hit_classes + [(1.0 - rt.hit_share, rt.miss_new_tokens, rt.miss_input_tokens, rt.miss_reload_s)]
+            classes = [(rt.hit_share * u.history_served / max(rt.history_hit, 1e-12), rt.hit_new_tokens,
+                        rt.hit_input_tokens, rt.reload_s_by_tier[u.name]) for u in rt.tiers if u.history_served > 0]
+            classes.append((1.0 - rt.hit_share, rt.miss_new_tokens, rt.miss_input_tokens, rt.miss_reload_s))
+        # the queueing model's wait before a request's own prefill, then each class at each prompt length
         mean_new = sum(w * n for w, n, _, _ in classes)
-        own_mean = float(prefill(mean_new, float(i)))
-        wait, wait95 = state["ttft"] - own_mean, max(state["ttft95"] - own_mean, state["ttft"] - own_mean)
-        xs, ws = (self.lengths.input.points(_LENGTH_POINTS) if self.lengths else (np.array([float(i)]), np.ones(1)))
+        wait = state["ttft"] - float(prefill(mean_new, float(i)))
+        xs, ws = self.lengths.input.points() if self.lengths else (np.array([float(i)]), np.ones(1))
         scale = xs / float(i)
-        times, weights = [], []
-        for w, new, prompt, reload in classes:
-            t = prefill(new * scale, prompt * scale) + reload
-            times.append(t)
-            weights.append(w * ws)
-        times, weights = np.concatenate(times), np.concatenate(weights)
-        state["ttft"] = wait + float((times * weights).sum())
-        state["ttft95"] = float(L.ttft_quantile(wait, wait95, times, weights))
+        new = np.concatenate([n * scale for _, n, _, _ in classes])
+        prompt = np.concatenate([p * scale for _, _, p, _ in classes])
+        extra = np.concatenate([r + 0.0 * scale for _, _, _, r in classes])
+        weight = np.concatenate([w * ws for w, _, _, _ in classes])
+        attention = prefill_work(prompt, prompt - new)[1]
+        state["ttft"] = wait + float((weight * (prefill(new, prompt) + extra)).sum())
+        tau = 1.0 if spec is None else spec.acceptance_length
+        t0, t1, mean_it = state["t0"], state["t1"], state["tpot"] * tau
+        p = float(np.clip((mean_it - t0) / (t1 - t0), 0.0, 1.0)) if t1 > t0 else 0.0
+        lam = state["served"]
+        state["ttft"], state["ttft95"] = T.ttft_tail(
+            requests_per_s=lam, t0=t0, t1=t1, prefill_share=p, seconds=seconds, others=(new, attention, weight),
+            own=(new, attention, extra, weight), mean_ttft=state["ttft"])
+        state["tpot95"] = self._tpot_tail(state, seconds, (new, attention, weight), lam, mean_it, p, o, tau)
         if rt is not None:
             by_tier = {name: wait + float(prefill(rt.hit_new_tokens, rt.hit_input_tokens)) + r
                        for name, r in rt.reload_s_by_tier.items() if any(u.name == name and u.history_served > 0
                                                                           for u in rt.tiers)}
-            hit = (sum(w * (wait + float(prefill(n, p)) + r) for w, n, p, r in classes[:-1]) / rt.hit_share
+            hit = (sum(w * (wait + float(prefill(n, q)) + r) for w, n, q, r in classes[:-1]) / rt.hit_share
                    if rt.hit_share > 0 else float("nan"))
             miss = wait + float(prefill(rt.miss_new_tokens, rt.miss_input_tokens)) + rt.miss_reload_s
             state["kv_reuse"] = ReuseEstimate(rt, hbm, rt.cached_tokens / float(i), hit, miss, by_tier)
         if self.lengths is not None:
-            state = self._tpot_tail(state, prefill, i, o, spec)
             state["lengths"] = LengthEffects(self.lengths, float(L.decode_context_tokens(self.lengths)), float(held),
                                              state["batch"] * float(costs.kv_bytes(held)),
                                              float(self.lengths.input.quantile(0.95)),
                                              float(self.lengths.output.quantile(0.95)))
         return state
 
-    def _tpot_tail(self, state, prefill, i, o, spec):
-        """TPOT p95 over the output lengths, with the prompt lengths' spread in the prefill iterations."""
-        tau = 1.0 if spec is None else spec.acceptance_length
-        t0, t1, mean = state["t0"], state["t1"], state["tpot"] * tau
-        p = float(np.clip((mean - t0) / (t1 - t0), 0.0, 1.0)) if t1 > t0 else 0.0
-        xs, ws = self.lengths.input.points(_LENGTH_POINTS)
-        extra = prefill(xs, xs) - float(prefill(float(i), float(i)))  # a longer prompt, a longer prefill iteration
-        var_t1 = float((ws * (extra - (ws * extra).sum()) ** 2).sum())
-        sigma0 = (t1 - t0) * np.sqrt(p * (1.0 - p))
-        sigma = np.sqrt(sigma0**2 + p * var_t1)
+    def _tpot_tail(self, state, seconds, others, lam, mean_it, p, o, tau):
+        """TPOT p95 over the output lengths, with the spread of the prompts each iteration carries (:mod:`.tails`),
+        plus the queueing model's allowance for the batch's own fluctuation."""
+        t0, t1 = state["t0"], state["t1"]
         n_mean = max((o - 1.0) / tau, 1.0)
-        batch_part = max(state["tpot95"] - state["tpot"] - Z95 * sigma0 / tau / np.sqrt(n_mean), 0.0)
-        ox, ow = self.lengths.output.points(_LENGTH_POINTS)
-        state["tpot95"] = L.tpot_quantile(mean / tau, sigma / tau, (ox - 1.0) / tau, ow) + batch_part
-        return state
+        binomial = Z95 * (t1 - t0) * np.sqrt(p * (1.0 - p)) / tau / np.sqrt(n_mean)
+        batch_part = max(state["tpot95"] - state["tpot"] - binomial, 0.0)
+        sigma = T.iteration_sigma(prefill_share=p, seconds=seconds, others=others)
+        ox, ow = self.lengths.output.points() if self.lengths else (np.array([float(o)]), np.ones(1))
+        return T.tpot_quantile(mean_it / tau, sigma / tau, (ox - 1.0) / tau, ow) + batch_part
 
 
 def serving_workload(prefix, kv_tiers, length_distribution, input_tokens, output_tokens, requests_per_s,

@@ -80,7 +80,7 @@ def _lengths(rng, mean, cv, n):
 def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s=None, requests=2000,
              max_batch_size, max_num_tokens, kv_pool_tokens, chunked_prefill, reserve_full_sequence=True,
              block_tokens=32, shape, length_cv=0.0, warmup_share=0.2, seed=1, lengths=None, source=None,
-             on_kv=None) -> SimulationResult:
+             on_kv=None, launch=None) -> SimulationResult:
     """Run the scheduler over ``requests`` requests and measure throughput and latencies.
 
     Parameters
@@ -101,6 +101,8 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
         calling ``submit(prompt, output, cached=0, tag=None, arrival=None)``, which queues a request and returns it
         (its ``finished`` event fires at its last token); ``source.requests`` is how many it sends
     on_kv : called with the KV tokens the running requests hold after every change (a cache's HBM tier)
+    launch : the engine's CUDA-graph and host-overlap behaviour (:class:`~aisize.serving.engine.Launch`), as
+        the closed forms apply it; None: every iteration graphed and overlapped
     """
     n = int(checks.scalar("requests", checks.integer("requests", requests if source is None else source.requests,
                                                      low=10, high=10**7)))
@@ -149,6 +151,9 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
             if not waiting and not running:
                 arrived = env.event()
                 yield arrived
+            if not running and waiting and not chunked_prefill and waiting[0].prompt - waiting[0].cached > max_num_tokens:
+                raise ValueError(f"a prompt of {waiting[0].prompt:,} tokens exceeds max_num_tokens={max_num_tokens:,} "
+                                 f"and prefills are not chunked: it can never be admitted")
             if not running and waiting and waiting[0].kv_tokens > kv_pool_tokens:
                 raise ValueError(f"a request of {waiting[0].kv_tokens:,} KV tokens exceeds kv_pool_tokens="
                                  f"{kv_pool_tokens:,.0f}: it can never be admitted")
@@ -182,10 +187,13 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                         sampling += 1
                         sq += float(prefill_work(r.prompt, r.cached)[1]) ** 2
             ctx = float(np.mean([r.prompt + r.generated for r in decoding])) if decoding else 0.0
+            mode = {} if launch is None else dict(
+                graphed=launch.graphed(len(decoding), len(decoding) + prefill_tokens, prefill_tokens > 0),
+                overlap=launch.overlap)
             t = float(iteration_time(costs, rates, calib, decode_sequences=float(len(decoding)),
                                      decode_context=ctx, prefill_tokens=float(prefill_tokens),
                                      prefill_prompts=float(sampling),
-                                     prompt_tokens=math.sqrt(sq / sampling) if sampling else 1.0, **kw).seconds)
+                                     prompt_tokens=math.sqrt(sq / sampling) if sampling else 1.0, **kw, **mode).seconds)
             stats["iterations"] += 1
             stats["busy"] += t
             stats["batch_sum"] += len(running)
@@ -231,10 +239,11 @@ def _measure(finished, warmup_share, stats) -> SimulationResult:
 
 
 def simulate_estimate(est, *, requests_per_s=None, requests=2000, length_cv=0.0, seed=1,
-                      calibration=None) -> SimulationResult:
+                      calibration=None, lengths=None) -> SimulationResult:
     """:func:`simulate` the replica of a :class:`~aisize.serving.ServingEstimate` with its engine's limits.
 
-    ``requests_per_s`` is the rate at this replica (None: all requests at once).
+    ``requests_per_s`` is the rate at this replica (None: all requests at once); ``lengths`` draws the
+    prompts and outputs from :class:`~aisize.serving.lengths.Lengths`.
     """
     from aisize import models
     from aisize.serving.calibration import CALIBRATION
@@ -259,4 +268,5 @@ def simulate_estimate(est, *, requests_per_s=None, requests=2000, length_cv=0.0,
                     kv_pool_tokens=pool_tokens, chunked_prefill=engine.chunked_prefill,
                     reserve_full_sequence=engine.reserve_full_sequence, block_tokens=engine.block_tokens,
                     shape=ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel),
-                    length_cv=length_cv, warmup_share=0.0 if requests_per_s is None else 0.2, seed=seed)
+                    length_cv=length_cv, warmup_share=0.0 if requests_per_s is None else 0.2, seed=seed,
+                    lengths=lengths, launch=engine.launch(est.max_batch_size * groups))
