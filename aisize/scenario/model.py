@@ -313,6 +313,58 @@ class Training(_Strict):
         return self
 
 
+class PrefixReuse(_Strict):
+    """How a service's prompts repeat (aisize.serving.prefix.Reuse): a shared prefix, sessions, RAG chunks."""
+
+    shared_tokens: Annotated[int, Field(ge=0, le=10**8)] = 0  # system prompt and tools every request starts with
+    turns: Annotated[int, Field(ge=1, le=10_000)] = 1  # requests per session; each re-sends the history
+    think_time_s: Annotated[float, Field(ge=0, le=30 * 86400, allow_inf_nan=False)] = 0.0  # mean, between turns
+    rag_chunks: Annotated[int, Field(ge=0, le=10_000)] = 0  # retrieved chunks per request
+    rag_chunk_tokens: Annotated[int, Field(ge=0, le=10**7)] = 0
+    rag_corpus_chunks: Annotated[int, Field(ge=0, le=10**7)] = 0
+    rag_zipf: Annotated[float, Field(ge=0, le=5, allow_inf_nan=False)] = 1.0  # popularity exponent (0: uniform)
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        self.reuse()  # the serving model's own checks (chunks need a size and a corpus)
+        return self
+
+    def reuse(self):
+        from aisize.serving.prefix import Reuse
+
+        return Reuse(**self.model_dump())
+
+
+class KVTiers(_Strict):
+    """KV-cache tiers below HBM and the share of reusable prompts they are sized to find.
+
+    ``host_dram_gb_per_server`` "auto" sizes host DRAM for the target within the RAM the server has left;
+    the NVMe and shared-storage tiers are sized for the target (the plan says what that takes).
+    """
+
+    target_hit_rate: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 0.9
+    host_dram: bool = True  # LMCache / vLLM CPU offload / SGLang HiCache host pool / Dynamo KVBM G2
+    host_dram_gb_per_server: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] | Literal["auto"] = "auto"
+    local_nvme: bool = False  # LMCache local disk / KVBM G3
+    nvme_drive: str = "nvme-gen5"  # a local-nvme row of data/storage.csv
+    shared_storage: bool = False  # LMCache remote / HiCache storage backend / KVBM G4: the scenario's storage
+
+    @field_validator("nvme_drive")
+    @classmethod
+    def _drive(cls, value):
+        _in_table(catalog.storage, "nvme_drive", value)
+        if catalog.storage[value].kind != "local-nvme":
+            raise ValueError(f"nvme_drive {_short(value)} is not a local-nvme row of the storage catalog")
+        return value
+
+    @model_validator(mode="after")
+    def _some_tier(self):
+        if not (self.host_dram or self.local_nvme or self.shared_storage):
+            raise ValueError("kv_tiers: enable at least one of host_dram, local_nvme and shared_storage "
+                             "(or leave kv_tiers out: HBM only)")
+        return self
+
+
 class Inference(_Strict):
     """An inference service: a model answering requests at a rate, with latency targets."""
 
@@ -333,12 +385,31 @@ class Inference(_Strict):
     serving: Literal["aggregated", "disaggregated"] = "aggregated"  # disaggregated: prefill and decode pools
     engine: Literal["trtllm", "vllm"] = "trtllm"  # scheduler limits (aisize.serving.ENGINES)
     length_cv: Annotated[float, Field(ge=0, le=10)] = 0.0  # spread of request lengths (coefficient of variation)
+    prompt_cv: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0  # lognormal prompts (0: fixed)
+    output_cv: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0  # lognormal outputs (reasoning: >= 1)
+    speculative_method: Literal["mtp", "eagle3", "draft", "ngram"] | None = None
+    speculative_tokens: Annotated[int, Field(ge=1, le=16)] | None = None  # drafted per step (default: the method's)
+    prefix: PrefixReuse | None = None  # prompt reuse (sessions, shared prefix, RAG chunks)
+    kv_tiers: KVTiers | None = None  # KV-cache tiers below HBM (needs prefix)
     model_loads_per_hour: Annotated[float, Field(ge=0, le=3600, allow_inf_nan=False)] = 1.0  # 0 (never), or >= 0.001
     pool: Name | None = None  # a pool name (aisize.plan.placement); None: placed by the planner
     when: When = When()
 
     _model = field_validator("model")(
         lambda v: _in_table(catalog.transformers, "model", v) if isinstance(v, str) else v)
+
+    @model_validator(mode="after")
+    def _tiers_need_reuse(self):
+        if self.kv_tiers is not None and self.prefix is None:
+            raise ValueError("kv_tiers needs prefix: the tiers hold reused prompts; describe them with prefix")
+        if self.prefix is not None:
+            from aisize.serving.prefix import session_tokens
+
+            try:
+                session_tokens(self.prefix.reuse(), self.prompt_tokens, self.output_tokens)
+            except ValueError as exc:  # the serving model names its own parameter; the scenario's is prompt_tokens
+                raise ValueError(str(exc).replace("input_tokens=", "prompt_tokens=")) from None
+        return self
 
     @field_validator("model_loads_per_hour")
     @classmethod

@@ -218,12 +218,12 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
             cap = max_throughput(costs, dev, rates, calib, engine, limits, input_tokens=i, output_tokens=o,
                                  shape=shape, speculation=spec)
             state = load.evaluate(costs, rates, calib, engine, shape, limits, cap, i, o)
-            if extras is not None:  # prefix reuse, KV tiers, length distributions (aisize.serving.reuse)
-                cap, state = extras.settle(load, costs, dev, rates, calib, engine, shape, limits, cap, state, i, o, spec)
             score = state["score"] if bool(cap.memory.fits) else -1.0
             if best is None or score > best[0]:
                 best = (score, shape, limits, cap, state)
     _, shape, limits, cap, state = best
+    if extras is not None:  # prefix reuse, KV tiers, length distributions, on the shape chosen (aisize.serving.reuse)
+        cap, state = extras.settle(load, costs, dev, rates, calib, engine, shape, limits, cap, state, i, o, spec)
     return _result(m, accelerator, dev, costs, rates, calib, engine, (formats.label, kv_precision), shape,
                    limits, cap, state, i, o, spec)
 

@@ -64,6 +64,7 @@ MAX_TURNS = 10_000
 MAX_THINK_SECONDS = 30 * 86400.0  # a month between turns
 MAX_CHUNKS = 10**7
 _BISECTIONS = 80  # on log T between 1 µs and 10^12 s: far below 0.1 % relative error
+_CHUNK_GROUPS = 256  # chunks of neighbouring popularity ranks summed as one group beyond this many chunks
 _T_RANGE = (1e-6, 1e12)
 
 
@@ -177,7 +178,12 @@ class CacheLoad:
     shared_bytes: float
     history_bytes: np.ndarray  # b_t: a session's own history after turn t = 1..N
     chunk_bytes: float  # one chunk
-    chunk_requests_per_s: np.ndarray = field(repr=False)  # λ R p_i per chunk
+    chunk_requests_per_s: np.ndarray = field(repr=False)  # λ R p_i per chunk, or per group of chunks
+    chunk_counts: np.ndarray = field(default=None, repr=False)  # chunks in each group (None: one each)
+
+    @property
+    def _counts(self):
+        return np.ones_like(self.chunk_requests_per_s) if self.chunk_counts is None else self.chunk_counts
 
     def _think_held(self, t):
         """E[min(Z, T)]: how long a history waits in the cache for its next turn [s]."""
@@ -190,7 +196,8 @@ class CacheLoad:
             self.history_bytes[:-1].sum() * self._think_held(t) + self.history_bytes[-1] * t)
         out = self.shared_bytes * -np.expm1(-self.requests_per_s * t) + sessions
         if self.chunk_requests_per_s.size:
-            out = out + self.chunk_bytes * -np.expm1(-np.multiply.outer(t, self.chunk_requests_per_s)).sum(axis=-1)
+            out = out + self.chunk_bytes * (self._counts * -np.expm1(-np.multiply.outer(t, self.chunk_requests_per_s))
+                                            ).sum(axis=-1)
         return out
 
     def history_hit(self, characteristic_s):
@@ -201,10 +208,10 @@ class CacheLoad:
     def chunk_hit(self, characteristic_s):
         """Share of chunk retrievals found cached: ``Σ p_i (1 - e^(-λ R p_i T))`` (0 without chunks)."""
         t = np.asarray(characteristic_s, dtype=float)
-        rates = self.chunk_requests_per_s
+        rates, counts = self.chunk_requests_per_s, self._counts
         if not rates.size:
             return 0.0 * t
-        return (rates / rates.sum() * -np.expm1(-np.multiply.outer(t, rates))).sum(axis=-1)
+        return (counts * rates / (counts * rates).sum() * -np.expm1(-np.multiply.outer(t, rates))).sum(axis=-1)
 
     def shared_hit(self, characteristic_s):
         return -np.expm1(-self.requests_per_s * np.asarray(characteristic_s, dtype=float))
@@ -254,8 +261,12 @@ def cache_load(reuse: Reuse, tokens: SessionTokens, requests_per_s, kv_bytes) ->
     turns = np.arange(1, tokens.turns + 1, dtype=float)
     history = np.asarray(kv_bytes(s + turns * (tokens.new_tokens_per_turn + tokens.output_tokens)), dtype=float) \
         - float(kv_bytes(s))
-    rates = np.zeros(0)
+    rates, counts = np.zeros(0), None
     if reuse.rag_chunks:
         rates = lam * reuse.rag_chunks * zipf_popularity(reuse.rag_corpus_chunks, reuse.rag_zipf)
+        if rates.size > _CHUNK_GROUPS:  # neighbouring ranks have nearly the same rate: sum them as groups
+            edges = np.unique(np.geomspace(1, rates.size + 1, _CHUNK_GROUPS + 1).astype(int)) - 1
+            counts = np.diff(edges).astype(float)
+            rates = np.add.reduceat(rates, edges[:-1]) / counts
     return CacheLoad(lam, tokens.turns, float(reuse.think_time_s), float(kv_bytes(s)), history,
-                     float(kv_bytes(reuse.rag_chunk_tokens)), rates)
+                     float(kv_bytes(reuse.rag_chunk_tokens)), rates, counts)

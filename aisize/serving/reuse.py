@@ -37,6 +37,9 @@ from aisize.serving.tiers import KVTier, ReuseTiers, check_tiers, reuse_tiers
 # LMCache's default share of a reused chunk's tokens that blending recomputes (lmcache/v1/config.py,
 # blend_recompute_ratio = 0.15; CacheBlend, EuroSys'25)
 BLEND_RECOMPUTE_SHARE = 0.15
+# an iteration carrying prompt chunks none of which completes: the iteration model counts prompt tokens per
+# completing prompt, so a vanishing count keeps the tokens in every layer without sampling or attention
+_CHUNK_ONLY = 1e-9
 _PASSES = 4  # fixed-point passes over the HBM tier (the batch moves by < 1 % after three)
 
 
@@ -123,8 +126,9 @@ class ServingWorkload:
 
     @staticmethod
     def _iteration(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx):
-        """``seconds(tokens, prompts, attention_tokens)``: an iteration carrying those prefills beside the batch
-        (a prompt longer than the budget left spans several full iterations)."""
+        """``seconds(tokens, prompts, attention_tokens)``: the iterations that carry those prefills beside the batch
+        (a prompt longer than the budget left spans several full ones); with ``spans=True``, (one of those
+        iterations, how many)."""
         groups = shape.attention_dp * shape.pipeline_parallel
         tau = 1.0 if spec is None else spec.acceptance_length
         verify = 1.0 if spec is None else spec.verify_tokens
@@ -135,15 +139,20 @@ class ServingWorkload:
         launch = engine.launch(limits.max_batch_size * groups)
         context = i + 0.5 * o if ctx is None else ctx
 
-        def seconds(tokens, prompts, attention):
+        def one(tokens, prompts, attention):
+            return iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=context,
+                                  prefill_tokens=tokens, prefill_prompts=prompts, prompt_tokens=attention,
+                                  graphed=launch.graphed(decoding, decoding * verify + tokens, tokens > 0),
+                                  overlap=launch.overlap, speculation=spec, **shape.kwargs()).seconds
+
+        def seconds(tokens, prompts, attention, spans=False):
+            # chunks of a full budget, then the last chunk, which samples and pays the prompt's attention
             tokens, prompts = np.asarray(tokens, dtype=float), np.asarray(prompts, dtype=float)
-            own = np.minimum(tokens, room)
-            spans = np.where(engine.chunked_prefill & (tokens > room), np.ceil(tokens / room), 1.0)
-            it = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=context,
-                                prefill_tokens=own, prefill_prompts=prompts, prompt_tokens=attention,
-                                graphed=launch.graphed(decoding, decoding * verify + own, prompts > 0),
-                                overlap=launch.overlap, speculation=spec, **shape.kwargs())
-            return spans * it.seconds
+            n = np.where(engine.chunked_prefill & (tokens > room), np.ceil(tokens / room), 1.0)
+            last = np.where(n > 1, tokens - (n - 1.0) * room, np.minimum(tokens, room))
+            chunk = one(room + 0.0 * tokens, _CHUNK_ONLY + 0.0 * prompts, attention)  # no prompt completes in it
+            total = (n - 1.0) * chunk + one(last, prompts, attention)
+            return (total / n, n) if spans else total
         return seconds
 
     def _prefill(self, *args):
@@ -168,33 +177,35 @@ class ServingWorkload:
         else:
             classes = [(rt.hit_share * u.history_served / max(rt.history_hit, 1e-12), rt.hit_new_tokens,
                         rt.hit_input_tokens, rt.reload_s_by_tier[u.name]) for u in rt.tiers if u.history_served > 0]
-            classes.append((1.0 - rt.hit_share, rt.miss_new_tokens, rt.miss_input_tokens, rt.miss_reload_s))
-        # the queueing model's wait before a request's own prefill, then each class at each prompt length
-        mean_new = sum(w * n for w, n, _, _ in classes)
-        wait = state["ttft"] - float(prefill(mean_new, float(i)))
+            # misses: first turns (no history yet) and turns whose history was not found, apart (sizes differ)
+            t = rt.tokens
+            first = 1.0 / t.turns
+            classes.append((first, rt.hit_new_tokens, t.shared_tokens + t.new_tokens_per_turn, rt.miss_reload_s))
+            classes.append((1.0 - rt.hit_share - first, rt.hit_new_tokens + rt.hit_input_tokens
+                            - t.shared_tokens - t.new_tokens_per_turn, rt.hit_input_tokens, rt.miss_reload_s))
         xs, ws = self.lengths.input.points() if self.lengths else (np.array([float(i)]), np.ones(1))
         scale = xs / float(i)
         new = np.concatenate([n * scale for _, n, _, _ in classes])
         prompt = np.concatenate([p * scale for _, _, p, _ in classes])
         extra = np.concatenate([r + 0.0 * scale for _, _, _, r in classes])
-        weight = np.concatenate([w * ws for w, _, _, _ in classes])
+        weight = np.concatenate([max(w, 0.0) * ws for w, _, _, _ in classes])
         attention = prefill_work(prompt, prompt - new)[1]
-        state["ttft"] = wait + float((weight * (prefill(new, prompt) + extra)).sum())
         tau = 1.0 if spec is None else spec.acceptance_length
         t0, t1, mean_it = state["t0"], state["t1"], state["tpot"] * tau
         p = float(np.clip((mean_it - t0) / (t1 - t0), 0.0, 1.0)) if t1 > t0 else 0.0
         lam = state["served"]
-        state["ttft"], state["ttft95"] = T.ttft_tail(
+        state["ttft"], state["ttft95"], rows = T.ttft_tail(
             requests_per_s=lam, t0=t0, t1=t1, prefill_share=p, seconds=seconds, others=(new, attention, weight),
             own=(new, attention, extra, weight), mean_ttft=state["ttft"])
         state["tpot95"] = self._tpot_tail(state, seconds, (new, attention, weight), lam, mean_it, p, o, tau)
-        if rt is not None:
-            by_tier = {name: wait + float(prefill(rt.hit_new_tokens, rt.hit_input_tokens)) + r
-                       for name, r in rt.reload_s_by_tier.items() if any(u.name == name and u.history_served > 0
-                                                                          for u in rt.tiers)}
-            hit = (sum(w * (wait + float(prefill(n, q)) + r) for w, n, q, r in classes[:-1]) / rt.hit_share
-                   if rt.hit_share > 0 else float("nan"))
-            miss = wait + float(prefill(rt.miss_new_tokens, rt.miss_input_tokens)) + rt.miss_reload_s
+        if rt is not None:  # each class's mean over its rows (one per prompt length)
+            per = weight.reshape(len(classes), -1)
+            means = (per * rows.reshape(len(classes), -1)).sum(axis=1) / np.maximum(per.sum(axis=1), 1e-300)
+            share = per.sum(axis=1)
+            served = [u.name for u in rt.tiers if u.history_served > 0]
+            by_tier = dict(zip(served, means[:-2].tolist()))
+            hit = float((share[:-2] * means[:-2]).sum()) / rt.hit_share if rt.hit_share > 0 else float("nan")
+            miss = float((share[-2:] * means[-2:]).sum() / max(share[-2:].sum(), 1e-300))
             state["kv_reuse"] = ReuseEstimate(rt, hbm, rt.cached_tokens / float(i), hit, miss, by_tier)
         if self.lengths is not None:
             state["lengths"] = LengthEffects(self.lengths, float(L.decode_context_tokens(self.lengths)), float(held),

@@ -80,7 +80,7 @@ def _lengths(rng, mean, cv, n):
 def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s=None, requests=2000,
              max_batch_size, max_num_tokens, kv_pool_tokens, chunked_prefill, reserve_full_sequence=True,
              block_tokens=32, shape, length_cv=0.0, warmup_share=0.2, seed=1, lengths=None, source=None,
-             on_kv=None, launch=None) -> SimulationResult:
+             on_kv=None, launch=None, cooldown_share=0.0) -> SimulationResult:
     """Run the scheduler over ``requests`` requests and measure throughput and latencies.
 
     Parameters
@@ -103,6 +103,8 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
     on_kv : called with the KV tokens the running requests hold after every change (a cache's HBM tier)
     launch : the engine's CUDA-graph and host-overlap behaviour (:class:`~aisize.serving.engine.Launch`), as
         the closed forms apply it; None: every iteration graphed and overlapped
+    cooldown_share : share of the last requests (by arrival) left out: they meet a draining replica, which
+        matters when a long-tailed output keeps a few requests running long after the others
     """
     n = int(checks.scalar("requests", checks.integer("requests", requests if source is None else source.requests,
                                                      low=10, high=10**7)))
@@ -187,12 +189,14 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                         sampling += 1
                         sq += float(prefill_work(r.prompt, r.cached)[1]) ** 2
             ctx = float(np.mean([r.prompt + r.generated for r in decoding])) if decoding else 0.0
+            # (chunks of prompts none of which completes still run through every layer: a vanishing prompt
+            # count keeps their tokens in the iteration model without sampling or attention)
             mode = {} if launch is None else dict(
                 graphed=launch.graphed(len(decoding), len(decoding) + prefill_tokens, prefill_tokens > 0),
                 overlap=launch.overlap)
             t = float(iteration_time(costs, rates, calib, decode_sequences=float(len(decoding)),
                                      decode_context=ctx, prefill_tokens=float(prefill_tokens),
-                                     prefill_prompts=float(sampling),
+                                     prefill_prompts=float(sampling) if sampling or not prefill_tokens else 1e-9,
                                      prompt_tokens=math.sqrt(sq / sampling) if sampling else 1.0, **kw, **mode).seconds)
             stats["iterations"] += 1
             stats["busy"] += t
@@ -217,12 +221,12 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
 
     env.process(arrivals() if source is None else source(env, submit))
     env.run(until=env.process(engine()))  # a source may keep sending: stop with the n-th finished request
-    return _measure(finished, warmup_share, stats)
+    return _measure(finished, warmup_share, stats, cooldown_share)
 
 
-def _measure(finished, warmup_share, stats) -> SimulationResult:
+def _measure(finished, warmup_share, stats, cooldown_share=0.0) -> SimulationResult:
     done = sorted(finished, key=lambda r: r.arrival)
-    keep = done[int(len(done) * warmup_share):]
+    keep = done[int(len(done) * warmup_share):len(done) - int(len(done) * cooldown_share)]
     ttft = np.array([r.first_token - r.arrival for r in keep])
     tpot = np.array([(r.done - r.first_token) / (r.output - 1) for r in keep if r.output > 1])
     tags = {r.tag for r in keep if r.tag is not None}
@@ -239,7 +243,7 @@ def _measure(finished, warmup_share, stats) -> SimulationResult:
 
 
 def simulate_estimate(est, *, requests_per_s=None, requests=2000, length_cv=0.0, seed=1,
-                      calibration=None, lengths=None) -> SimulationResult:
+                      calibration=None, lengths=None, cooldown_share=0.0) -> SimulationResult:
     """:func:`simulate` the replica of a :class:`~aisize.serving.ServingEstimate` with its engine's limits.
 
     ``requests_per_s`` is the rate at this replica (None: all requests at once); ``lengths`` draws the
@@ -269,4 +273,4 @@ def simulate_estimate(est, *, requests_per_s=None, requests=2000, length_cv=0.0,
                     reserve_full_sequence=engine.reserve_full_sequence, block_tokens=engine.block_tokens,
                     shape=ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel),
                     length_cv=length_cv, warmup_share=0.0 if requests_per_s is None else 0.2, seed=seed,
-                    lengths=lengths, launch=engine.launch(est.max_batch_size * groups))
+                    lengths=lengths, launch=engine.launch(est.max_batch_size * groups), cooldown_share=cooldown_share)

@@ -69,15 +69,15 @@ def _quantile(exceed, lo, hi, q):
 
 
 def ttft_tail(*, requests_per_s, t0, t1, prefill_share, seconds, others, own, mean_ttft, q=0.95):
-    """(mean, q-quantile) of TTFT from the mixture of the module docstring [s].
+    """(mean, q-quantile, mean of each ``own`` row) of TTFT from the mixture of the module docstring [s].
 
     Parameters
     ----------
     requests_per_s : λ at this replica [1/s]
     t0, t1 : a decode-only iteration and the mean one carrying prefills, as the queueing model has them [s]
     prefill_share : p, the share of iterations that carry prefill work
-    seconds : ``seconds(tokens, prompts, attention_tokens)`` -> an iteration carrying those prefills beside the
-        decoding batch (vectorized) [s]
+    seconds : ``seconds(tokens, prompts, attention_tokens, spans=False)`` -> the iterations that carry those
+        prefills beside the decoding batch, or (one of them, how many) with ``spans=True`` (vectorized) [s]
     others : (new tokens, attention tokens, weights) of the prompts other requests bring (1-D each)
     own : (new tokens, attention tokens, fixed extra seconds, weights) of this request's classes (1-D each)
     mean_ttft : the queueing model's mean TTFT at the mean lengths (module docstring) [s]
@@ -90,14 +90,13 @@ def ttft_tail(*, requests_per_s, t0, t1, prefill_share, seconds, others, own, me
     v = mass * t / (mass * t).sum()
     pk = _poisson(lam * t)  # co-arrivals joining this request's iteration, per type
     k = np.arange(pk.shape[1])
-    # own iteration, per class, co-arrivals (the first of them at each prompt point, the rest at the mean)
-    co = np.where(k[None, :, None] > 0, xn[None, None, :] + (k[None, :, None] - 1) * mean_other, 0.0)
-    s = np.asarray(seconds(on[:, None, None] + co, 1.0 + k[None, :, None] + 0.0 * co, oa[:, None, None]),
-                   dtype=float) + oe[:, None, None]
-    s = s.reshape(on.size, -1)
-    pkx = (pk[:, :, None] * xw[None, None, :]).reshape(pk.shape[0], -1)  # type x (co-arrivals, first one's length)
-    model_mean = float((v * t).sum() / 2.0 + (v[:, None, None] * pkx[:, None, :] * ow[None, :, None]
-                                               * s[None, :, :]).sum())
+    # own iteration, per class and co-arrivals: none; one, at each prompt point; more, at the mean length
+    co = np.concatenate([[0.0], xn, (k[2:] * mean_other)])
+    kk = np.concatenate([[0.0], np.ones_like(xn), k[2:]])
+    s = np.asarray(seconds(on[:, None] + co[None, :], 1.0 + kk[None, :] + 0.0 * co, oa[:, None]), dtype=float) \
+        + oe[:, None]
+    pkx = np.concatenate([pk[:, :1], pk[:, 1:2] * xw[None, :], pk[:, 2:]], axis=1)  # type x co-arrival case
+    rows = (v * t).sum() / 2.0 + ((v[:, None] * pkx).sum(axis=0)[None, :] * s).sum(axis=1)  # each own row's mean
     # the queueing model's own residual and prefill iteration at mean lengths: what it adds beyond them stays
     mean_t = (1.0 - p) * t0 + p * t1
     residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean_t)
@@ -106,24 +105,29 @@ def ttft_tail(*, requests_per_s, t0, t1, prefill_share, seconds, others, own, me
     core = residual + float(seconds(mine * on_mean, mine, oa_mean)) + float((oe * ow).sum())
     shift = float(mean_ttft) - core
     weight = v[:, None, None] * pkx[:, None, :] * ow[None, :, None]  # type x class x co-arrivals
+    keep = weight > 1e-12 * weight.sum()  # the mixture's negligible cells cost time and move no quantile
+    w_flat = weight[keep]
+    s_flat = np.broadcast_to(s[None, :, :], weight.shape)[keep]
+    t_flat = np.broadcast_to(t[:, None, None], weight.shape)[keep]
 
     def exceed(x):
-        y = x - shift - s[None, :, :]
-        return float((weight * np.clip(1.0 - y / t[:, None, None], 0.0, 1.0)).sum())
+        return float((w_flat * np.clip(1.0 - (x - shift - s_flat) / t_flat, 0.0, 1.0)).sum())
 
     hi = float(t.max() + s.max()) + abs(shift) + 1e-9
-    return model_mean + shift, _quantile(exceed, shift + float(s.min()) - 1e-9, shift + hi, q)
+    return (float((ow * rows).sum()) + shift, _quantile(exceed, shift + float(s.min()) - 1e-9, shift + hi, q),
+            rows + shift)
 
 
 def _iterations(seconds, xn, xa, xw, prompts_mean):
     """(time, probability) of each kind of iteration: J ~ Pois(m) prompts, one at each point of the prompt
-    distribution and the rest at its mean (flattened) [s, 1]."""
+    distribution and the rest at its mean (flattened); a prefill longer than the budget spans several
+    iterations, each as likely to be running [s, 1]."""
     pj = _poisson(prompts_mean)[0]
     j = np.arange(pj.size)
     tokens = np.where(j[None, :] > 0, xn[:, None] + (j[None, :] - 1) * float((xn * xw).sum()), 0.0)
-    t = np.asarray(seconds(tokens, 0.0 + j[None, :] + 0.0 * xn[:, None], xa[:, None] + 0.0 * j[None, :]),
-                   dtype=float)
-    return t.ravel(), (xw[:, None] * pj[None, :]).ravel()
+    t, n = seconds(tokens, 0.0 + j[None, :] + 0.0 * xn[:, None], xa[:, None] + 0.0 * j[None, :], spans=True)
+    mass = xw[:, None] * pj[None, :] * np.asarray(n, dtype=float)
+    return np.asarray(t, dtype=float).ravel(), (mass / mass.sum()).ravel()
 
 
 def iteration_sigma(*, prefill_share, seconds, others):
