@@ -113,6 +113,7 @@ def test_inclusive_tiers_serve_each_hit_from_the_fastest_that_holds_it():
     assert rt.history_hit == pytest.approx(h_dram)
     # a request finds 3/4 x hit x mean history (turns 2-4: 1, 2, 3 x 1,500 tokens) of its 3,250 prompt tokens
     assert rt.cached_tokens == pytest.approx(0.75 * h_dram * 3000)
+    assert rt.hit_new_tokens == pytest.approx(1000)  # a found history leaves the turn's 1,000 new tokens
     dram_use = rt.tiers[1]
     assert dram_use.history_reload_s == pytest.approx(3000 * KV_PER_TOKEN / 50e9)
     # reads: 2/s x 3/4 x the DRAM share x 300 MB; writes: every computed token's KV (new prompt tokens + output)

@@ -18,7 +18,7 @@ import numpy as np
 from aisize import models, serving
 from aisize.host import host_for_server
 from aisize.plan import context as C
-from aisize.plan.kvtiers import plan_kv_tiers, serving_extras
+from aisize.plan.kvtiers import planned_cached_tokens, plan_kv_tiers, serving_extras
 from aisize.queueing import Station, inference_station, knee_concurrency
 from aisize.serving.costs import model_costs
 from aisize.serving.disaggregated import DisaggregatedPools, pools_latency, size_pools
@@ -133,7 +133,7 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
                            calibration=cal, scaleout_bytes_per_s=ctx.scaleout_bytes_per_s)
     fleet = choose_fleet(arch, ctx.accelerator, **kw, requests_per_s=w.requests_per_s, ttft_target_s=ttft_t,
                          tpot_target_s=tpot_t, statistic=w.slo_statistic, shapes=shapes, engine=engine,
-                         calibration=cal, length_cv=w.length_cv)
+                         calibration=cal, length_cv=w.length_cv, cached_tokens=planned_cached_tokens(w))
     shape = fleet.shape or _fallback_shape(shapes)
     replicas = fleet.replicas if fleet.feasible else None
     est = kv = None

@@ -27,7 +27,8 @@ from aisize.plan import context as C
 from aisize.serving.costs import model_costs
 from aisize.serving.lengths import Lengths
 from aisize.serving.prefix import cache_load, session_tokens
-from aisize.serving.tiers import KVTier, capacity_for_hit_rate
+from aisize.serving.reuse import BLEND_RECOMPUTE_SHARE
+from aisize.serving.tiers import KVTier, capacity_for_hit_rate, computed_tokens
 
 KV_CHUNK_TOKENS = 256  # LMCache's default chunk_size (lmcache/v1/config.py): one object, one IO to a storage tier
 _HOST_LINKS = (("gh200", "nvlink-c2c"), ("gb200", "nvlink-c2c-half"), ("gb300", "nvlink-c2c-half"))
@@ -97,6 +98,16 @@ def serving_extras(w) -> dict:
     return out
 
 
+def planned_cached_tokens(w) -> float:
+    """Prompt tokens a request of the service is planned to find cached, for sizing its fleet: the shared prefix,
+    and histories and chunks at the tiers' target hit rate (none without kv_tiers: HBM alone is not sized) [tokens]."""
+    if w.prefix is None:
+        return 0.0
+    tokens = session_tokens(w.prefix.reuse(), w.prompt_tokens, w.output_tokens)
+    target = w.kv_tiers.target_hit_rate if w.kv_tiers else 0.0
+    return w.prompt_tokens - computed_tokens(tokens, target, target, 1.0, BLEND_RECOMPUTE_SHARE)
+
+
 def plan_kv_tiers(w, ctx: C.HardwareContext, policies, arch, shape, replicas: int, estimate_kw: dict):
     """(the service's :class:`KVTierPlan`, its replica's estimate with reuse and tiers) at its share of the rate."""
     reuse, server = w.prefix.reuse(), ctx.server
@@ -159,6 +170,9 @@ def _plan(w, est, tiers, paths, replicas, share, need, dram, left, nvme_server, 
     hit = k.tiers.history_hit if w.prefix.turns > 1 else k.tiers.chunk_hit
     storage = next((r for r in rows if r.name == "storage"), None)
     largest = max(k.tiers.tiers, key=lambda u: u.characteristic_s)
+    if dram and caps.get("dram", 0.0) <= caps["hbm"]:
+        notes.append("the host-DRAM tier is no larger than the KV pool HBM leaves free, so it finds nothing HBM "
+                     "does not (write-through tiers are inclusive; SGLang's host pool defaults to twice the GPU pool)")
     if target and hit < 0.99 * target:
         notes.append(f"the tiers find {hit:.0%} of reusable prompts, short of the {target:.0%} target: "
                      + ("host DRAM is capped by the RAM the server has left" if dram and dram < need / share

@@ -83,8 +83,10 @@ def candidate_shapes(model, dev, *, scaleout_bytes_per_s, tensor_parallel="auto"
 
 def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_tokens, output_tokens,
                  requests_per_s, ttft_target_s, tpot_target_s, statistic="p95", shapes, engine, calibration,
-                 length_cv=0.0) -> FleetChoice:
-    """The fewest-GPU shape and replica count that serve ``requests_per_s`` within the targets."""
+                 length_cv=0.0, cached_tokens=0.0) -> FleetChoice:
+    """The fewest-GPU shape and replica count that serve ``requests_per_s`` within the targets.
+
+    ``cached_tokens``: prompt tokens a request finds in a KV cache (held, not computed; :mod:`.prefix`)."""
     lam = checks.positive("requests_per_s", requests_per_s, high=1e9)
     stat = checks.choice("statistic", statistic, STATISTICS)
     dev = device(accelerator, weight_precision, kv_precision)
@@ -95,7 +97,7 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
         limits = engine_limits(costs, dev, engine, weight_precision, input_tokens=input_tokens,
                                output_tokens=output_tokens, shape=s)
         cap = max_throughput(costs, dev, rates, calibration, engine, limits, input_tokens=input_tokens,
-                             output_tokens=output_tokens, shape=s)
+                             output_tokens=output_tokens, shape=s, cached_tokens=cached_tokens)
         if bool(cap.memory.fits):
             fitting.append((s, limits))
             caps.append(cap)
@@ -112,7 +114,8 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
         ls = loaded_state(costs, rates, calibration, requests_per_s=rates_per_s,
                           capacity_requests_per_s=capacity[:, None], slots=slots[:, None], input_tokens=input_tokens,
                           output_tokens=output_tokens, max_num_tokens=budget[:, None],
-                          chunked_prefill=engine.chunked_prefill, shape=grid_shape, length_cv=length_cv)
+                          chunked_prefill=engine.chunked_prefill, shape=grid_shape, length_cv=length_cv,
+                          cached_tokens=cached_tokens)
         ttft = ls.ttft_p95_seconds if stat == "p95" else ls.ttft_seconds
         tpot = ls.tpot_p95_seconds if stat == "p95" else ls.tpot_seconds
         return ls, ttft, tpot, ls.stable & (ttft <= ttft_target_s) & (tpot <= tpot_target_s)
@@ -153,7 +156,8 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
     lam_k = capacity[k] * np.linspace(0.01, 0.99, KNEE_POINTS)
     lk = loaded_state(costs, rates, calibration, requests_per_s=lam_k[None, :], capacity_requests_per_s=capacity[k],
                       slots=slots[k], input_tokens=input_tokens, output_tokens=output_tokens,
-                      max_num_tokens=budget[k], chunked_prefill=engine.chunked_prefill, shape=sel, length_cv=length_cv)
+                      max_num_tokens=budget[k], chunked_prefill=engine.chunked_prefill, shape=sel, length_cv=length_cv,
+                      cached_tokens=cached_tokens)
     mean = (lk.ttft_seconds + (output_tokens - 1) * lk.tpot_seconds)[0]
     return FleetChoice(fitting[k][0], int(replicas[k]), float(slo_rate[k]), True, "", best_ttft, best_tpot,
                        len(shapes), knee(lam_k, mean))

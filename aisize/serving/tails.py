@@ -90,12 +90,13 @@ def ttft_tail(*, requests_per_s, t0, t1, prefill_share, seconds, others, own, me
     v = mass * t / (mass * t).sum()
     pk = _poisson(lam * t)  # co-arrivals joining this request's iteration, per type
     k = np.arange(pk.shape[1])
-    # own iteration, per class and co-arrivals: none; one, at each prompt point; more, at the mean length
-    co = np.concatenate([[0.0], xn, (k[2:] * mean_other)])
-    kk = np.concatenate([[0.0], np.ones_like(xn), k[2:]])
+    # own iteration, per class and co-arrivals: none, or K of them, the first at each prompt point, the rest at
+    # the mean length
+    co = np.concatenate([[0.0], (xn[None, :] + (k[1:, None] - 1.0) * mean_other).ravel()])
+    kk = np.concatenate([[0.0], np.repeat(k[1:], xn.size).astype(float)])
     s = np.asarray(seconds(on[:, None] + co[None, :], 1.0 + kk[None, :] + 0.0 * co, oa[:, None]), dtype=float) \
         + oe[:, None]
-    pkx = np.concatenate([pk[:, :1], pk[:, 1:2] * xw[None, :], pk[:, 2:]], axis=1)  # type x co-arrival case
+    pkx = np.concatenate([pk[:, :1], (pk[:, 1:, None] * xw[None, None, :]).reshape(pk.shape[0], -1)], axis=1)
     rows = (v * t).sum() / 2.0 + ((v[:, None] * pkx).sum(axis=0)[None, :] * s).sum(axis=1)  # each own row's mean
     # the queueing model's own residual and prefill iteration at mean lengths: what it adds beyond them stays
     mean_t = (1.0 - p) * t0 + p * t1
@@ -103,7 +104,7 @@ def ttft_tail(*, requests_per_s, t0, t1, prefill_share, seconds, others, own, me
     mine = 1.0 + 2.0 * lam * residual
     on_mean, oa_mean = float((on * ow).sum()), float((oa * ow).sum())
     core = residual + float(seconds(mine * on_mean, mine, oa_mean)) + float((oe * ow).sum())
-    shift = float(mean_ttft) - core
+    shift = max(float(mean_ttft) - core, 0.0)  # what the queueing model adds is a wait, never a credit
     weight = v[:, None, None] * pkx[:, None, :] * ow[None, :, None]  # type x class x co-arrivals
     keep = weight > 1e-12 * weight.sum()  # the mixture's negligible cells cost time and move no quantile
     w_flat = weight[keep]

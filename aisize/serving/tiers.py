@@ -131,6 +131,21 @@ class ReuseTiers:
     miss_reload_s: float  # the miss class's reload of shared prefix and chunks
 
 
+def computed_tokens(tokens: SessionTokens, history_hit, chunk_hit, shared_hit, blend_recompute_share,
+                    history_tokens=None) -> float:
+    """Mean prompt tokens a request computes when histories, chunks and the shared prefix are found at these
+    rates (a history miss recomputes it; a found chunk recomputes the blended share) [tokens].
+
+    ``history_tokens`` is the mean history of turns 2..N (default: from ``tokens``).
+    """
+    n = tokens.turns
+    if history_tokens is None:
+        history_tokens = float(tokens.history_tokens(np.arange(2, n + 1, dtype=float)).mean()) if n > 1 else 0.0
+    chunks = tokens.chunk_tokens * (1.0 - chunk_hit * (1.0 - blend_recompute_share))
+    fresh = tokens.new_tokens_per_turn - tokens.chunk_tokens + chunks + tokens.shared_tokens * (1.0 - shared_hit)
+    return fresh + (n - 1) / n * (1.0 - history_hit) * history_tokens
+
+
 def _served(hits, used):
     """Share served by each tier: found in it and in no faster used tier (inclusive LRU tiers)."""
     out, best = [], 0.0
@@ -170,9 +185,8 @@ def reuse_tiers(load: CacheLoad, tokens: SessionTokens, tiers, *, kv_bytes, kv_b
     hist_served, h_hist = _served([float(load.history_hit(x)) for x in ts], used)
     chunk_served, h_chunk = _served([float(load.chunk_hit(x)) for x in ts], used)
     shared_served, h_shared = _served([float(load.shared_hit(x)) for x in ts], used)
-    chunk_new = tokens.chunk_tokens * (1.0 - h_chunk * (1.0 - blend_recompute_share))
-    fresh = u - tokens.chunk_tokens + chunk_new + s * (1.0 - h_shared)  # every request computes these
-    new = fresh + later * (1.0 - h_hist) * hist_tokens
+    fresh = computed_tokens(tokens, 1.0, h_chunk, h_shared, blend_recompute_share, hist_tokens)  # every request
+    new = computed_tokens(tokens, h_hist, h_chunk, h_shared, blend_recompute_share, hist_tokens)
     i = tokens.input_tokens
     rag = load.chunk_requests_per_s.sum() / load.requests_per_s if load.chunk_requests_per_s.size else 0.0
     per_request_common = [rag * cs * chunk_bytes + sh * float(kv_bytes(s)) for cs, sh in zip(chunk_served, shared_served)]
