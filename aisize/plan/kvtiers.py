@@ -142,7 +142,8 @@ def plan_kv_tiers(w, ctx: C.HardwareContext, policies, arch, shape, replicas: in
         drive = catalog.storage[spec.nvme_drive]
         nvme_server = need / share
         drives = max(math.ceil(nvme_server / drive.capacity_bytes), 1)
-        tiers.append(KVTier("nvme", max(need, session), min(drives * drive.read_bandwidth_bytes_per_s * share, host_bw)))
+        drives_rate = drives * drive.read_bandwidth_bytes_per_s * share
+        tiers.append(KVTier("nvme", max(need, session), min(drives_rate, host_bw)))
         paths["nvme"] = f"{drives} x {drive.name} per server, then the host links"
     if spec and spec.shared_storage:
         nic = catalog.links[server.storage_nic_link or server.compute_nic_link]

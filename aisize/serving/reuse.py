@@ -11,11 +11,11 @@ the replica's state:
 2. the hits (:func:`~aisize.serving.tiers.reuse_tiers`) give the prompt tokens a request finds,
    and the replica's iterations compute only the rest (``cached_tokens`` of
    :func:`~aisize.serving.steady.steady_state`);
-3. TTFT splits by class: a request whose history was found in tier k waits the common wait W,
-   reloads from k, then prefills its new tokens; one whose history was not (first turns included)
-   prefills its history too. The mean is over the classes; the p95 is the quantile of W plus each
-   class's own time (:func:`~aisize.serving.lengths.ttft_quantile`), over the prompt lengths too
-   when they come from a distribution;
+3. TTFT splits by class: a request whose history was found in tier k reloads from k, then prefills
+   its new tokens; a first turn prefills its new tokens; a turn whose history was evicted prefills
+   it too. Each class waits out the iteration running when it arrives and shares its own with the
+   prompts that arrived meanwhile (:func:`~aisize.serving.tails.ttft_tail`, over the prompt lengths
+   too when they come from a distribution): the mean and p95 are over the classes;
 4. lengths from a distribution make the decoding context and the KV in use length-biased, and the
    TPOT tail a mixture over output lengths (:mod:`.lengths`).
 """
@@ -105,7 +105,8 @@ class ServingWorkload:
                 batch = state["batch"] if stable else float(cap.state.concurrency)  # overloaded: the pool runs full
                 hbm = max(whole - batch * float(costs.kv_bytes(held)), 0.0)
                 prefill = self._prefill(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx)
-                rt = reuse_tiers(loadc, tokens, (KVTier("hbm", hbm, rates.memory_bytes_per_s * shape.gpus),) + self.tiers, kv_bytes=costs.kv_bytes,
+                hbm_tier = KVTier("hbm", hbm, rates.memory_bytes_per_s * shape.gpus)
+                rt = reuse_tiers(loadc, tokens, (hbm_tier,) + self.tiers, kv_bytes=costs.kv_bytes,
                                  kv_bytes_per_token=float(costs.kv_bytes_per_token_full
                                                           + costs.kv_bytes_per_token_window),
                                  recompute_seconds=lambda h: prefill(u + h, s + u + h) - prefill(u, s + u + h),
@@ -122,7 +123,9 @@ class ServingWorkload:
         """KV tokens a request in flight holds: reserved whole or grown so far, length-biased by a distribution."""
         if self.lengths is None:
             return i + o if engine.reserve_full_sequence else i + 0.5 * o
-        return L.reserved_tokens(self.lengths) if engine.reserve_full_sequence else L.decode_context_tokens(self.lengths)
+        if engine.reserve_full_sequence:
+            return L.reserved_tokens(self.lengths)
+        return L.decode_context_tokens(self.lengths)
 
     @staticmethod
     def _iteration(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx):
@@ -171,7 +174,7 @@ class ServingWorkload:
         if not state.get("stable", False) or not np.isfinite(state.get("ttft", np.inf)):
             return state
         args = (costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx)
-        seconds, prefill = self._iteration(*args), self._prefill(*args)
+        seconds = self._iteration(*args)
         if rt is None:  # one class: every request computes its whole prompt
             classes = [(1.0, float(i), float(i), 0.0)]
         else:

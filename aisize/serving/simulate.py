@@ -153,7 +153,8 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
             if not waiting and not running:
                 arrived = env.event()
                 yield arrived
-            if not running and waiting and not chunked_prefill and waiting[0].prompt - waiting[0].cached > max_num_tokens:
+            head = waiting[0] if waiting else None
+            if not running and head and not chunked_prefill and head.prompt - head.cached > max_num_tokens:
                 raise ValueError(f"a prompt of {waiting[0].prompt:,} tokens exceeds max_num_tokens={max_num_tokens:,} "
                                  f"and prefills are not chunked: it can never be admitted")
             if not running and waiting and waiting[0].kv_tokens > kv_pool_tokens:

@@ -47,7 +47,6 @@ from aisize.serving.prefix import CacheLoad, SessionTokens
 
 TIERS = ("hbm", "dram", "nvme", "storage")  # fastest first
 MAX_BYTES = 1e18
-MAX_BYTES_PER_S = 1e15
 
 
 @dataclass(frozen=True)
@@ -189,7 +188,8 @@ def reuse_tiers(load: CacheLoad, tokens: SessionTokens, tiers, *, kv_bytes, kv_b
     new = computed_tokens(tokens, h_hist, h_chunk, h_shared, blend_recompute_share, hist_tokens)
     i = tokens.input_tokens
     rag = load.chunk_requests_per_s.sum() / load.requests_per_s if load.chunk_requests_per_s.size else 0.0
-    per_request_common = [rag * cs * chunk_bytes + sh * float(kv_bytes(s)) for cs, sh in zip(chunk_served, shared_served)]
+    per_request_common = [rag * cs * chunk_bytes + sh * float(kv_bytes(s))
+                          for cs, sh in zip(chunk_served, shared_served)]
     common_reload = sum(float(t.reload_seconds(b)) for t, b in zip(order, per_request_common))
     uses, reload_by_tier = [], {}
     writes = load.requests_per_s * kv_bytes_per_token * (new + o)
