@@ -6,10 +6,17 @@ Every figure comes from the plan (:class:`aisize.plan.kvtiers.KVTierPlan` of eac
 
 from __future__ import annotations
 
+import math
+
 from aisize.report.context import ReportContext
 from aisize.report.markup import DASH, Html, block, count, duration, gb, note, pct, rate, table, yes_no
 
 TIER_NAMES = {"hbm": "HBM (free KV pool)", "dram": "Host DRAM", "nvme": "Local NVMe", "storage": "Shared storage"}
+
+
+def _time(seconds) -> str:
+    """A duration, or a dash where the class is empty (single-turn services have no history to find)."""
+    return duration(seconds) if math.isfinite(seconds) else DASH
 
 
 def applies(ctx: ReportContext) -> bool:
@@ -21,12 +28,13 @@ def kv_tiers(ctx: ReportContext) -> Html:
     services = [i for i in ctx.plan.inference if i.kv_tiers is not None]
     summary = [[i.name, pct(k.target_hit_rate) if k.target_hit_rate else DASH, pct(k.hit_rate, 1),
                 yes_no(k.target_met, "met", "missed"), pct(k.prefill_saved_share), count(k.resident_sessions),
-                duration(k.ttft_hit_s), duration(k.ttft_miss_s)] for i in services for k in (i.kv_tiers,)]
+                _time(k.ttft_hit_s), _time(k.ttft_miss_s)] for i in services for k in (i.kv_tiers,)]
     summary_t = table(["Service", "Target hit rate", "Hit rate", "Target", "Prefill saved", "Sessions kept",
                        "TTFT hit", "TTFT miss"], summary, caption="Prompt reuse", css="numeric")
     rows = [[i.name, TIER_NAMES[r.name], gb(r.capacity_per_server_bytes), gb(r.capacity_bytes), pct(r.served),
              r.path, rate(r.read_bytes_per_s_per_replica) if r.read_bytes_per_s_per_replica else DASH,
-             duration(r.reload_s) if r.name != "hbm" else DASH, duration(r.recompute_s),
+             duration(r.reload_s) if r.name != "hbm" and r.recompute_s else DASH,
+             duration(r.recompute_s) if r.recompute_s else DASH,
              yes_no(r.used, "reload", "recompute"), rate(r.read_bytes_per_s), rate(r.write_bytes_per_s)]
             for i in services for r in i.kv_tiers.tiers]
     tiers_t = table(["Service", "Tier", "Capacity / server", "Capacity (fleet)", "Hits served", "Path",
