@@ -60,6 +60,7 @@ class HostMemory:
     checkpoint_staging_bytes: float
     offloaded_optimizer_bytes: float
     page_cache_bytes: float
+    kv_cache_bytes: float  # an inference engine's KV-cache tier in host DRAM (LMCache, vLLM offload, HiCache)
     total_bytes: float
 
     def items(self) -> dict[str, float]:
@@ -103,7 +104,8 @@ def host_memory(gpus_per_server, gpu_memory_bytes, *,
                 checkpoint_shard_bytes=0.0,
                 checkpoint_staging_copies=DEFAULT_CHECKPOINT_STAGING_COPIES,
                 offloaded_optimizer_bytes=0.0,
-                dataset_cache_bytes=0.0) -> HostMemory:
+                dataset_cache_bytes=0.0,
+                kv_cache_bytes=0.0) -> HostMemory:
     """Host RAM one server needs, as line items.
 
     Parameters
@@ -123,6 +125,7 @@ def host_memory(gpus_per_server, gpu_memory_bytes, *,
     checkpoint_staging_copies : host copies of the shard kept [count], >= 0
     offloaded_optimizer_bytes : optimizer state offloaded to this server's CPU [B]
     dataset_cache_bytes : dataset bytes to keep in page cache on this server [B]
+    kv_cache_bytes : KV cache the inference engines keep in this server's DRAM (a KV-cache tier) [B]
 
     Returns
     -------
@@ -147,13 +150,14 @@ def host_memory(gpus_per_server, gpu_memory_bytes, *,
     copies = checks.non_negative("checkpoint_staging_copies", checkpoint_staging_copies, high=1e3)
     offload = checks.non_negative("offloaded_optimizer_bytes", offloaded_optimizer_bytes)
     cache = checks.non_negative("dataset_cache_bytes", dataset_cache_bytes)
+    kv = checks.non_negative("kv_cache_bytes", kv_cache_bytes)
 
     mirror = ratio * gpus * gpu_mem
     loader = gpus * workers * (overhead + prefetch * batch)
     pinned_total = gpus * pinned
     staging = gpus * shard * copies
-    total = mirror + os_b + loader + pinned_total + staging + offload + cache
-    return HostMemory(mirror, os_b, loader, pinned_total, staging, offload, cache, total)
+    total = mirror + os_b + loader + pinned_total + staging + offload + cache + kv
+    return HostMemory(mirror, os_b, loader, pinned_total, staging, offload, cache, kv, total)
 
 
 def cpu_cores(samples_per_s_per_server, core_seconds_per_sample, gpus_per_server, *,

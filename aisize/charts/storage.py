@@ -45,7 +45,8 @@ def io_blend(rows, *, title: str = "Storage IO blend: average rate by workload")
 
 
 CAPACITY_ITEMS = {"datasets_bytes": "datasets", "checkpoints_bytes": "checkpoints",
-                  "data_preparation_bytes": "data preparation", "model_repository_bytes": "model repository"}
+                  "data_preparation_bytes": "data preparation", "model_repository_bytes": "model repository",
+                  "kv_cache_bytes": "KV-cache tier"}
 
 
 def capacity_breakdown_rows(capacity_bytes: Mapping[str, float]) -> dict[str, list[dict]]:

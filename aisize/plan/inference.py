@@ -17,6 +17,7 @@ from functools import lru_cache
 from aisize import models, serving
 from aisize.host import host_for_server
 from aisize.plan import context as C
+from aisize.plan.kvtiers import planned_cached_tokens, plan_kv_tiers, serving_extras
 from aisize.queueing import Station, inference_station, knee_concurrency
 from aisize.serving.costs import model_costs
 from aisize.serving.disaggregated import DisaggregatedPools, size_pools
@@ -89,6 +90,7 @@ class InferencePlan:
     pools: DisaggregatedPools | None  # prefill/decode pools when disaggregated
     notes: tuple = ()
     concurrency: float | None = None  # users in flight, when the service was given that way
+    kv_tiers: object = None  # prompt reuse and KV-cache tiers (aisize.plan.kvtiers.KVTierPlan), when prefix is given
 
     @property
     def feasible(self) -> bool:
@@ -140,25 +142,25 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
                            calibration=cal, scaleout_bytes_per_s=ctx.scaleout_bytes_per_s)
     fleet = choose_fleet(arch, ctx.accelerator, **kw, requests_per_s=w.requests_per_s, ttft_target_s=ttft_t,
                          tpot_target_s=tpot_t, statistic=w.slo_statistic, shapes=shapes, engine=engine,
-                         calibration=cal, length_cv=w.length_cv)
+                         calibration=cal, length_cv=w.length_cv, cached_tokens=planned_cached_tokens(w))
     shape = fleet.shape or _fallback_shape(shapes)
     replicas = fleet.replicas if fleet.feasible else None
-    est = None
+    est = kv = None
     if shape is not None:
+        one = dict(tensor_parallel=shape.tensor_parallel, **kw, pipeline_parallel=shape.pipeline_parallel,
+                   attention_dp=shape.attention_dp, stage_link_bytes_per_s=shape.stage_link_bytes_per_s,
+                   length_cv=w.length_cv, engine=engine, calibration=cal, **serving_extras(w))
         if replicas is None:  # the replica's capacity decides the fallback fleet
-            cap = serving.estimate(arch, ctx.accelerator, tensor_parallel=shape.tensor_parallel, **kw,
-                                   pipeline_parallel=shape.pipeline_parallel, attention_dp=shape.attention_dp,
-                                   stage_link_bytes_per_s=shape.stage_link_bytes_per_s, length_cv=w.length_cv,
-                                   engine=engine, calibration=cal)
+            cap = serving.estimate(arch, ctx.accelerator, **one)
             if not cap.feasible:  # nothing fits: one replica shows what fails
                 replicas = 1
             else:  # no shape meets the targets: keep the fleet at 70 % of capacity instead
                 replicas = max(math.ceil(w.requests_per_s / (cap.max_requests_per_s * FALLBACK_UTILISATION)), 1)
-        est = serving.estimate(arch, ctx.accelerator, tensor_parallel=shape.tensor_parallel, **kw,
-                               requests_per_s=w.requests_per_s / replicas, pipeline_parallel=shape.pipeline_parallel,
-                               attention_dp=shape.attention_dp, stage_link_bytes_per_s=shape.stage_link_bytes_per_s,
-                               length_cv=w.length_cv, engine=engine, calibration=cal)
-    return _assemble(w, ctx, policies, arch, shape, replicas or 0, fleet, est, pools, ttft_t, tpot_t)
+        if w.prefix is not None:  # reused prompts and KV tiers (aisize.plan.kvtiers)
+            kv, est = plan_kv_tiers(w, ctx, policies, arch, shape, replicas, one)
+        else:
+            est = serving.estimate(arch, ctx.accelerator, **one, requests_per_s=w.requests_per_s / replicas)
+    return _assemble(w, ctx, policies, arch, shape, replicas or 0, fleet, est, pools, ttft_t, tpot_t, kv)
 
 
 def _plan_for_concurrency(w, ctx, policies) -> InferencePlan:
@@ -243,7 +245,7 @@ def _disaggregated(w, ctx, arch, pools) -> dict:
         if est.stable else math.inf, estimate=None)
 
 
-def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t) -> InferencePlan:
+def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t, kv=None) -> InferencePlan:
     agg_gpus = replicas * (shape.gpus if shape else 0)
     use_pools = pools is not None and pools.feasible and (not fleet.feasible or pools.gpus <= agg_gpus)
     v = _disaggregated(w, ctx, arch, pools) if use_pools else _aggregated(w, ctx, shape, replicas, est)
@@ -258,7 +260,8 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
     mean_request = v["ttft_seconds"] + (w.output_tokens - 1) * v["tpot_seconds"]
     hold = mean_request if math.isfinite(mean_request) else 1.0
     station = inference_station(max(v["replicas"], 1), v["max_batch"], max(hold, 1e-9), C.INFERENCE_SERVICE_CV)
-    host = host_for_server(ctx.server, ctx.accelerator, ratio=policies.host_ram_ratio)
+    host = host_for_server(ctx.server, ctx.accelerator, ratio=policies.host_ram_ratio,
+                           kv_cache_bytes=kv.host_dram_per_server_bytes if kv else 0.0)
     seq = w.prompt_tokens + w.output_tokens
     kv_token = float(models.kv_bytes_per_token(arch, w.kv_precision))
     return InferencePlan(
@@ -278,4 +281,4 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
         model_loads_per_hour=w.model_loads_per_hour, host_memory_needed_bytes=float(host.memory.total_bytes),
         server_host_memory_bytes=float(ctx.server.host_memory_bytes), host_memory_fits=bool(host.memory_fits),
         station=station, knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)), pools=pools,
-        notes=tuple(est.notes) if est else (), **v)
+        notes=tuple(est.notes) + (kv.notes if kv else ()) if est else (), kv_tiers=kv, **v)

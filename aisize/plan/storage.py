@@ -19,7 +19,8 @@ from aisize.plan.dataprep import DataPrepPlan, dataprep_workload
 from aisize.plan.inference import InferencePlan
 from aisize.plan.training import TrainingPlan
 from aisize.queueing import Station, knee_concurrency, knee_load, latency_vs_load, outstanding_ios, storage_station
-from aisize.storage.blender import blend, checkpoint_bursts, inference_model_loading, training_reads, workload
+from aisize.storage.blender import (blend, checkpoint_bursts, inference_model_loading, kv_cache_tier, training_reads,
+                                    workload)
 from aisize.storage.capacity import capacity_plan
 from aisize.storage.demand import data_stall
 from aisize.storage.sizing import storage_units_for
@@ -93,6 +94,10 @@ def _blend_workloads(training, inference, dataprep, scale_ups=None):
             period = HOUR / i.model_loads_per_hour
             out.append(inference_model_loading(f"{i.name} model loading", i.weights_bytes, i.replicas,
                                                min(C.MODEL_LOAD_SECONDS, period), period))
+        kv = i.kv_tiers
+        if kv is not None and kv.storage_capacity_bytes:  # a KV-cache tier on the shared storage (aisize.plan.kvtiers)
+            out.append(kv_cache_tier(f"{i.name} KV cache tier", kv.storage_read_bytes_per_s,
+                                     kv.storage_write_bytes_per_s, io_bytes=kv.storage_io_bytes))
     out += [dataprep_workload(d) for d in dataprep]
     return out or [workload("(no storage IO)", "mixed")]
 
@@ -102,11 +107,12 @@ def _capacity(training, inference, dataprep, policies):
     ckpt = sum(t.checkpoint.checkpoint_bytes for t in training if t.checkpoint is not None)
     prep = sum(d.capacity_bytes for d in dataprep)
     models = sum({(i.model, i.weights_bytes): i.weights_bytes for i in inference}.values())
+    kv = sum(i.kv_tiers.storage_capacity_bytes for i in inference if i.kv_tiers is not None)
     cap = capacity_plan(sum(datasets.values()), checkpoint_bytes=ckpt,
-                        checkpoints_retained=policies.checkpoint_retention, scratch_bytes=prep + models,
+                        checkpoints_retained=policies.checkpoint_retention, scratch_bytes=prep + models + kv,
                         protection=policies.storage_usable_ratio)
     return {"datasets_bytes": cap.dataset_bytes, "checkpoints_bytes": cap.checkpoint_bytes,
-            "data_preparation_bytes": prep, "model_repository_bytes": models,
+            "data_preparation_bytes": prep, "model_repository_bytes": models, "kv_cache_bytes": kv,
             "usable_bytes": cap.usable_bytes, "raw_bytes": cap.raw_bytes}
 
 

@@ -51,6 +51,7 @@ def storage(ctx: ReportContext) -> Html:
                                          ["Checkpoints (retained)", gb(cap["checkpoints_bytes"])],
                                          ["Data preparation", gb(cap["data_preparation_bytes"])],
                                          ["Model repository", gb(cap["model_repository_bytes"])],
+                                         ["KV-cache tier", gb(cap.get("kv_cache_bytes", 0.0))],
                                          ["Usable total", gb(cap["usable_bytes"])],
                                          ["Raw (after data protection)", gb(cap["raw_bytes"])]],
                   caption="Capacity", css="numeric narrow")

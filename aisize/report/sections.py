@@ -21,6 +21,8 @@ from aisize.report.compare import compare
 from aisize.report.context import ReportContext, as_context
 from aisize.report.fleet_sections import fleet
 from aisize.report.infra_sections import network, storage
+from aisize.report.kvtier_sections import applies as kv_tiers_apply
+from aisize.report.kvtier_sections import kv_tiers
 from aisize.report.markup import Html, esc, figure, number, table
 from aisize.report.plan_sections import bom, executive
 from aisize.report.queue_sections import blender, queueing
@@ -52,6 +54,7 @@ SECTIONS: dict[str, tuple[str, Callable[[ReportContext], Html], Callable[[Report
     "bom": ("Bill of materials", bom, _always),
     "training": ("Training: memory and time", training, lambda c: bool(c.plan.training)),
     "inference": ("Inference", inference, lambda c: bool(c.plan.inference)),
+    "kv-tiers": ("KV-cache tiers", kv_tiers, kv_tiers_apply),
     "placement": ("Placement and timeline", placement, _always),
     "jobqueue": ("Job queue", jobqueue, lambda c: bool(c.plan.job_streams)),
     "fleet": ("Fleet over the day", fleet, lambda c: c.plan.fleet is not None),

@@ -344,6 +344,12 @@ class Inference(_Strict):
     serving: Literal["aggregated", "disaggregated"] = "aggregated"  # disaggregated: prefill and decode pools
     engine: Literal["trtllm", "vllm", "sglang"] = "trtllm"  # scheduler (data/engines.csv)
     length_cv: Annotated[float, Field(ge=0, le=10)] = 0.0  # spread of request lengths (coefficient of variation)
+    prompt_cv: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0  # lognormal prompts (0: fixed)
+    output_cv: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0  # lognormal outputs (reasoning: >= 1)
+    speculative_method: Literal["mtp", "eagle3", "draft", "ngram"] | None = None
+    speculative_tokens: Annotated[int, Field(ge=1, le=16)] | None = None  # drafted per step (default: the method's)
+    prefix: PrefixReuse | None = None  # prompt reuse (sessions, shared prefix, RAG chunks)
+    kv_tiers: KVTiers | None = None  # KV-cache tiers below HBM (needs prefix)
     model_loads_per_hour: Annotated[float, Field(ge=0, le=3600, allow_inf_nan=False)] = 1.0  # 0 (never), or >= 0.001
     pool: Name | None = None  # a pool name (aisize.plan.placement); None: placed by the planner
     when: When = When()
@@ -353,12 +359,21 @@ class Inference(_Strict):
         lambda v: _in_table(catalog.transformers, "model", v) if isinstance(v, str) else v)
 
     @model_validator(mode="after")
-    def _one_load(self):
+    def _consistent(self):
         if (self.requests_per_s is None) == (self.concurrency is None):
             raise ValueError("give exactly one of requests_per_s (a request rate) and concurrency (users in flight)")
         if self.requests_per_s is None and getattr(self, "fleet", None) is not None:
             raise ValueError("fleet needs requests_per_s: a day's load profile scales a request rate, not users "
                              "in flight")
+        if self.kv_tiers is not None and self.prefix is None:
+            raise ValueError("kv_tiers needs prefix: the tiers hold reused prompts; describe them with prefix")
+        if self.prefix is not None:
+            from aisize.serving.prefix import session_tokens
+
+            try:
+                session_tokens(self.prefix.reuse(), self.prompt_tokens, self.output_tokens)
+            except ValueError as exc:  # the serving model names its own parameter; the scenario's is prompt_tokens
+                raise ValueError(str(exc).replace("input_tokens=", "prompt_tokens=")) from None
         return self
 
     @field_validator("model_loads_per_hour")
@@ -526,6 +541,7 @@ def _in_model_tables(value):
 
 # the fleet fields build on this module's base types; resolve the forward references once they exist
 from aisize.scenario.fleet import ServiceFleet, Site  # noqa: E402
+from aisize.scenario.reuse import KVTiers, PrefixReuse  # noqa: E402
 
 Inference.model_rebuild()
 Scenario.model_rebuild()

@@ -42,6 +42,7 @@ from aisize.queueing import mgc_wait
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 from aisize.serving.latency import Z95
+from aisize.serving.prefix import prefill_work
 from aisize.serving.steady import steady_state
 
 
@@ -63,7 +64,8 @@ class ClosedLoopState:
 
 
 def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, output_tokens, max_num_tokens,
-                      chunked_prefill, shape, launch=GRAPHED, speculation=None) -> ClosedLoopState:
+                      chunked_prefill, shape, launch=GRAPHED, speculation=None, cached_tokens=0.0,
+                      decode_context_tokens=None) -> ClosedLoopState:
     """Throughput and mean/p95 latencies of a replica under a closed loop of ``concurrency`` requests.
 
     Parameters
@@ -76,18 +78,23 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
     shape : :class:`~aisize.serving.shapes.ReplicaShape`
     launch : the engine's CUDA-graph and overlap behaviour (:class:`~aisize.serving.engine.Launch`)
     speculation : :class:`~aisize.serving.speculative.Speculation`, or None
+    cached_tokens, decode_context_tokens : a cached prompt prefix and the decoding context, as for
+        :func:`~aisize.serving.steady.steady_state`
     """
     c = np.asarray(concurrency, dtype=float)
-    i = np.asarray(input_tokens, dtype=float)
+    full = np.asarray(input_tokens, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
+    ctx = full + 0.5 * o if decode_context_tokens is None else decode_context_tokens
+    i, attention = prefill_work(full, cached_tokens)
     cap = np.maximum(np.floor(slots), 1.0)
     outside = 0.0  # share of a request's life spent before the engine takes it (in flight, not in the batch)
     e2e_prev = before_prev = 0.0
     for _ in range(4):  # the batch, its iterations and the time outside the batch depend on each other
         b = np.minimum(c * (1.0 - outside), cap)
-        st = steady_state(costs, rates, calib, concurrency=np.maximum(b, 1e-9), input_tokens=i, output_tokens=o,
-                          max_num_tokens=max_num_tokens, chunked_prefill=chunked_prefill, shape=shape,
-                          arrivals="poisson", launch=launch, speculation=speculation)
+        st = steady_state(costs, rates, calib, concurrency=np.maximum(b, 1e-9), input_tokens=full,
+                          output_tokens=o, max_num_tokens=max_num_tokens, chunked_prefill=chunked_prefill,
+                          shape=shape, arrivals="poisson", launch=launch, speculation=speculation,
+                          cached_tokens=cached_tokens, decode_context_tokens=decode_context_tokens)
         mean, t0, t1, p = (st.iteration_seconds, st.decode_iteration_seconds, st.prefill_iteration_seconds,
                            st.prefill_share)
         tau = st.tokens_per_step
@@ -97,8 +104,8 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
         # the iteration that carries this request's prompt (a longer prompt spans several full iterations)
         own_tokens = np.minimum(i, room)
         graphed = launch.graphed(decoding, decoding + own_tokens, True)
-        own = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=i + 0.5 * o,
-                             prefill_tokens=own_tokens, prefill_prompts=1.0 + 0.0 * b, prompt_tokens=i,
+        own = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=ctx,
+                             prefill_tokens=own_tokens, prefill_prompts=1.0 + 0.0 * b, prompt_tokens=attention,
                              graphed=graphed, overlap=launch.overlap, speculation=speculation,
                              **shape.kwargs()).seconds
         t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t1, np.maximum(own, t1))

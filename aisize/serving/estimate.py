@@ -32,6 +32,7 @@ from aisize.serving.engine import Engine, resolve_engine
 from aisize.serving.hardware import device, scaleout_bytes_per_s
 from aisize.serving.iteration import achieved_rates, iteration_time
 from aisize.serving.latency import loaded_state
+from aisize.serving.reuse import serving_workload
 from aisize.serving.shapes import ReplicaShape, attention_dp_choices, check_shape, expert_parallel_choices
 from aisize.serving.speculative import speculation
 from aisize.serving.steady import steady_state
@@ -89,6 +90,8 @@ class ServingEstimate:
     speculative_method: str | None = None
     speculative_tokens: int = 0  # k drafted per step
     acceptance_length: float = 1.0  # τ: tokens a decode step emits per sequence
+    kv_reuse: object = None  # prefix reuse and KV tiers (aisize.serving.reuse.ReuseEstimate), when prefix is given
+    lengths: object = None  # lengths from a distribution (aisize.serving.reuse.LengthEffects), when given
     notes: tuple = ()
     weight_formats: object = field(default=None, repr=False, compare=False)  # the WeightFormats used
     speculation: object = field(default=None, repr=False, compare=False)  # the Speculation used (or None)
@@ -131,7 +134,8 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
              attention_dp=None, expert_parallel=None, max_batch_size=None, max_num_tokens=None, length_cv=0.0,
              stage_link_bytes_per_s=None, engine: Engine | str | None = None,
              calibration: Calibration | str | None = None, speculative_method=None, speculative_tokens=None,
-             acceptance_length=None, draft_model=None) -> ServingEstimate:
+             acceptance_length=None, draft_model=None, prefix=None, kv_tiers=None,
+             length_distribution=None) -> ServingEstimate:
     """Throughput, latencies and memory of one serving replica.
 
     Parameters
@@ -163,6 +167,11 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     acceptance_length : tokens a step emits on average, τ (1 to k + 1); None: the measured curve of the
         method and the model's family (``data/speculative.csv``)
     draft_model : the draft model of ``speculative_method="draft"`` (catalog id or record)
+    prefix : :class:`~aisize.serving.prefix.Reuse`: shared prefix, multi-turn sessions, RAG chunks (needs
+        ``requests_per_s``); hits come from the KV pool's free part and ``kv_tiers`` (:mod:`.reuse`)
+    kv_tiers : :class:`~aisize.serving.tiers.KVTier` records below HBM (dram, nvme, storage), for this replica
+    length_distribution : :class:`~aisize.serving.lengths.Lengths` whose means are ``input_tokens`` and
+        ``output_tokens``: the KV in use, TTFT and TPOT tails follow the spread (:mod:`.lengths`)
 
     Returns
     -------
@@ -200,6 +209,7 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     dps = [attention_dp] if attention_dp is not None else attention_dp_choices(m, tp)
     eps = [expert_parallel] if expert_parallel is not None else expert_parallel_choices(m, tp)
     load = _Load(requests_per_s, concurrency, cv, spec)
+    extras = serving_workload(prefix, kv_tiers, length_distribution, i, o, requests_per_s, costs.kv_bytes)
     best = None
     for dp in dps:
         for ep in eps:
@@ -214,6 +224,8 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
             if best is None or score > best[0]:
                 best = (score, shape, limits, cap, state)
     _, shape, limits, cap, state = best
+    if extras is not None:  # prefix reuse, KV tiers, length distributions, on the shape chosen (aisize.serving.reuse)
+        cap, state = extras.settle(load, costs, dev, rates, calib, engine, shape, limits, cap, state, i, o, spec)
     return _result(m, accelerator, dev, costs, rates, calib, engine, (formats.label, kv_precision), shape,
                    limits, cap, state, i, o, spec)
 
@@ -227,8 +239,10 @@ class _Load:
     length_cv: float
     speculation: object = None
 
-    def evaluate(self, costs, rates, calib, engine, shape, limits, cap, i, o) -> dict:
-        """The replica's served rate, batch and latencies under this load (a dict of floats)."""
+    def evaluate(self, costs, rates, calib, engine, shape, limits, cap, i, o, cached=0.0, context=None,
+                 prompt_cv=0.0) -> dict:
+        """The replica's served rate, batch and latencies under this load (a dict of floats); ``cached`` prompt
+        tokens, the decoding ``context`` and the prompts' spread as for :func:`~aisize.serving.latency.loaded_state`."""
         st = cap.state
         slots = float(st.concurrency)
         groups = shape.attention_dp * shape.pipeline_parallel
@@ -240,12 +254,13 @@ class _Load:
             cl = closed_loop_state(costs, rates, calib, concurrency=self.concurrency, slots=slots, input_tokens=i,
                                    output_tokens=o, max_num_tokens=limits.max_num_tokens * groups,
                                    chunked_prefill=engine.chunked_prefill, shape=shape, launch=launch,
-                                   speculation=self.speculation)
+                                   speculation=self.speculation, cached_tokens=cached, decode_context_tokens=context)
             served = float(cl.requests_per_s)
             return dict(score=served, served=served, batch=float(cl.batch), concurrency=self.concurrency,
                         stable=True, utilisation=served / capacity, ttft=float(cl.ttft_seconds),
                         ttft95=float(cl.ttft_p95_seconds), tpot=float(cl.tpot_seconds),
-                        tpot95=float(cl.tpot_p95_seconds), queue=float(cl.queue_seconds))
+                        tpot95=float(cl.tpot_p95_seconds), queue=float(cl.queue_seconds),
+                        t0=float(cl.decode_iteration_seconds), t1=float(cl.prefill_iteration_seconds))
         if self.requests_per_s is None:  # flat out: from admission, wait for the next cohort, then its iteration
             t_dec, t_mix, mean_t = (float(st.decode_iteration_seconds), float(st.prefill_iteration_seconds),
                                     float(st.iteration_seconds))
@@ -253,12 +268,13 @@ class _Load:
             ttft = calib.request_seconds + mean_t + t_mix
             return dict(score=capacity, served=capacity, batch=slots, concurrency=slots, stable=True,
                         utilisation=1.0, ttft=ttft, ttft95=ttft, tpot=mean_t / tau,
-                        tpot95=max(t_dec, mean_t) / tau if o > 1 else 0.0, queue=0.0)
+                        tpot95=max(t_dec, mean_t) / tau if o > 1 else 0.0, queue=0.0, t0=t_dec, t1=t_mix)
         rate = self.requests_per_s
         ls = loaded_state(costs, rates, calib, requests_per_s=rate, capacity_requests_per_s=capacity, slots=slots,
                           input_tokens=i, output_tokens=o, max_num_tokens=limits.max_num_tokens * groups,
                           chunked_prefill=engine.chunked_prefill, shape=shape, length_cv=self.length_cv,
-                          launch=launch, speculation=self.speculation)
+                          launch=launch, speculation=self.speculation, cached_tokens=cached,
+                          decode_context_tokens=context, prompt_cv=prompt_cv)
         stable = bool(ls.stable)
         batch = float(ls.concurrency)
         served = float(rate) if stable else capacity
@@ -267,7 +283,8 @@ class _Load:
         return dict(score=capacity, served=served,
                     batch=batch, concurrency=rate * e2e if stable else float("inf"), stable=stable,
                     utilisation=float(ls.utilisation), ttft=ttft, ttft95=float(ls.ttft_p95_seconds),
-                    tpot=float(ls.tpot_seconds), tpot95=float(ls.tpot_p95_seconds), queue=float(ls.queue_seconds))
+                    tpot=float(ls.tpot_seconds), tpot95=float(ls.tpot_p95_seconds), queue=float(ls.queue_seconds),
+                    t0=float(ls.decode_iteration_seconds), t1=float(ls.prefill_iteration_seconds))
 
 
 def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits, cap, state, i, o,
@@ -324,7 +341,8 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
         iteration_breakdown=breakdown, within_context=within, uncalibrated=rates.uncalibrated,
         concurrency=in_flight, calibration=calib.name, speculative_method=spec.method if spec else None,
         speculative_tokens=spec.draft_tokens if spec else 0, acceptance_length=spec.acceptance_length if spec else 1.0,
-        notes=tuple(notes), weight_formats=costs.formats, speculation=spec, model_record=m, accelerator_record=acc)
+        kv_reuse=state.get("kv_reuse"), lengths=state.get("lengths"), notes=tuple(notes),
+        weight_formats=costs.formats, speculation=spec, model_record=m, accelerator_record=acc)
 
 
 def _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o, spec) -> float:

@@ -43,6 +43,7 @@ import numpy as np
 from aisize.queueing import mgc_wait
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
+from aisize.serving.prefix import prefill_work
 from aisize.serving.steady import steady_state
 
 Z95 = 1.6448536269514722  # standard normal 95th percentile
@@ -97,7 +98,7 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots):
 
 def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s, slots, input_tokens,
                  output_tokens, max_num_tokens, chunked_prefill, shape, length_cv=0.0, launch=GRAPHED,
-                 speculation=None) -> LoadedState:
+                 speculation=None, cached_tokens=0.0, decode_context_tokens=None, prompt_cv=0.0) -> LoadedState:
     """Mean and p95 latencies of a replica serving ``requests_per_s`` (Poisson).
 
     Parameters
@@ -112,6 +113,10 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     length_cv : coefficient of variation of the request lengths (0: fixed lengths)
     launch : the engine's CUDA-graph and overlap behaviour (:class:`~aisize.serving.engine.Launch`)
     speculation : :class:`~aisize.serving.speculative.Speculation`, or None
+    cached_tokens, decode_context_tokens : a cached prompt prefix and the decoding context, as for
+        :func:`~aisize.serving.steady.steady_state`
+    prompt_cv : coefficient of variation of the prompt tokens computed: the spread of the prefill queue's
+        service (Pollaczek-Khinchine: the wait grows with 1 + cv²) (:mod:`~aisize.serving.lengths`)
     """
     lam = np.asarray(requests_per_s, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
@@ -124,7 +129,8 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
         return steady_state(costs, rates, calib, concurrency=np.maximum(concurrency, 1e-9),
                             input_tokens=input_tokens, output_tokens=output_tokens, max_num_tokens=max_num_tokens,
                             chunked_prefill=chunked_prefill, shape=shape, arrivals="poisson", launch=launch,
-                            speculation=speculation)
+                            speculation=speculation, cached_tokens=cached_tokens,
+                            decode_context_tokens=decode_context_tokens)
 
     tau = 1.0 if speculation is None else speculation.acceptance_length
     steps = 1.0 + (o - 1.0) / tau  # iterations of a request's life
@@ -142,7 +148,9 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     # prompts queue for the token budget: without chunking at most q whole prompts fit an iteration
     # (q "servers", each busy for the iteration that carries the prefill); with chunking the prompt
     # tokens share the budget left after the decode tokens (one server, service = a prompt's share)
-    i = np.asarray(input_tokens, dtype=float)
+    full = np.asarray(input_tokens, dtype=float)
+    i, attention = prefill_work(full, cached_tokens)  # the prompt tokens computed, and their attention's length
+    ctx = full + 0.5 * o if decode_context_tokens is None else decode_context_tokens
     verify = 1.0 if speculation is None else speculation.verify_tokens
     room = np.maximum(max_num_tokens - st.concurrency * (steps - 1.0) / steps * verify, 1.0)
     residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean)
@@ -152,8 +160,8 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     mine = np.minimum(1.0 + 2.0 * lam_s * residual, np.maximum(fit, 1.0))
     decoding = st.concurrency * (steps - 1.0) / steps
     own_tokens = np.minimum(mine * i, room)
-    own = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=i + 0.5 * o,
-                         prefill_tokens=own_tokens, prefill_prompts=mine, prompt_tokens=i,
+    own = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=ctx,
+                         prefill_tokens=own_tokens, prefill_prompts=mine, prompt_tokens=attention,
                          graphed=launch.graphed(decoding, decoding + own_tokens, True), overlap=launch.overlap,
                          speculation=speculation, **shape.kwargs()).seconds
     t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t1, own)
@@ -162,7 +170,7 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     else:
         servers, service = fit, t1
     ok_pf, _, pf_wait, pf_wait95 = mgc_wait(np.maximum(lam_s, 1e-12), np.maximum(service, 1e-12), servers,
-                                            service_cv=0.0)
+                                            service_cv=prompt_cv)
     stable = stable & ok_pf
     # an arrival waits out the iteration in progress; it lands in long iterations more often
     # (length-biased residual E[T²] / 2E[T]); at p95, nearly a whole prefill-carrying iteration

@@ -14,8 +14,11 @@ describe (Orca/vLLM/TensorRT-LLM iteration-level scheduling [1, 2]):
 - a prompt whose prefill completes samples its first token (TTFT); a request frees
   its KV blocks after its last token.
 
-Arrivals are Poisson (or all at once, as in a max-throughput benchmark); lengths
-are fixed or gamma-distributed with a coefficient of variation.
+Arrivals are Poisson, a closed loop (a new request as one finishes), all at once (a
+max-throughput benchmark) or a caller's source (sessions, :mod:`.simulate_reuse`);
+lengths are fixed, gamma-distributed with a coefficient of variation, or drawn from
+:class:`~aisize.serving.lengths.Lengths`. A prompt prefix found in a KV cache is held,
+not prefilled.
 
 References
 ----------
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
@@ -37,6 +40,7 @@ import simpy
 from aisize import checks
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
+from aisize.serving.prefix import prefill_work
 
 
 @dataclass
@@ -50,6 +54,9 @@ class _Request:
     visible: float = 0.0  # when the engine can see it (arrival + the request's fixed time)
     first_token: float = math.nan
     done: float = math.nan
+    cached: int = 0  # prompt tokens found in a KV cache: not prefilled, still attended to
+    tag: object = None  # the request's class (e.g. the tier its history came from), for ttft_by_tag
+    finished: object = None  # a simpy event triggered at its last token (sessions wait on it)
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,7 @@ class SimulationResult:
     tpot_p95_seconds: float
     iteration_seconds: float  # mean
     concurrency: float  # mean requests admitted (time-weighted over the measured window)
+    ttft_by_tag: dict = field(default_factory=dict)  # mean TTFT of the requests of each tag [s]
 
 
 def _lengths(rng, mean, cv, n):
@@ -77,7 +85,8 @@ def _lengths(rng, mean, cv, n):
 def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s=None, concurrency=None,
              requests=2000, max_batch_size, max_num_tokens, kv_pool_tokens, chunked_prefill, reserve_full_sequence=True,
              block_tokens=32, shape, length_cv=0.0, warmup_share=0.2, seed=1, launch=GRAPHED, speculation=None,
-             request_seconds=0.0, stagger_seconds=0.0) -> SimulationResult:
+             request_seconds=0.0, stagger_seconds=0.0, lengths=None, source=None, on_kv=None,
+             cooldown_share=0.0) -> SimulationResult:
     """Run the scheduler over ``requests`` requests and measure throughput and latencies.
 
     Parameters
@@ -100,13 +109,24 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
         waits one more iteration
     speculation : :class:`~aisize.serving.speculative.Speculation`: each decode step emits τ tokens
     request_seconds : a request's fixed time before the engine sees it (counted in its TTFT) [s]
+    lengths : :class:`~aisize.serving.lengths.Lengths` to draw prompts and outputs from (instead of length_cv)
+    source : a request source instead of the arrivals above: ``source(env, submit)`` is a simpy process
+        calling ``submit(prompt, output, cached=0, tag=None, arrival=None)``, which queues a request and returns it
+        (its ``finished`` event fires at its last token); ``source.requests`` is how many it sends
+    on_kv : called with the KV tokens the running requests hold after every change (a cache's HBM tier)
+    cooldown_share : share of the last requests (by arrival) left out: they meet a draining replica, which
+        matters when a long-tailed output keeps a few requests running long after the others
     """
-    n = int(checks.scalar("requests", checks.integer("requests", requests, low=10, high=10**7)))
+    n = int(checks.scalar("requests", checks.integer("requests", requests if source is None else source.requests,
+                                                     low=10, high=10**7)))
     if requests_per_s is not None and concurrency is not None:
         raise ValueError("requests_per_s and concurrency are both given: give one (an open or a closed loop)")
     rng = np.random.default_rng(seed)
-    prompts = _lengths(rng, input_tokens, length_cv, n)
-    outputs = _lengths(rng, output_tokens, length_cv, n)
+    if lengths is not None:
+        prompts, outputs = lengths.input.sample(rng, n), lengths.output.sample(rng, n)
+    else:
+        prompts = _lengths(rng, input_tokens, length_cv, n)
+        outputs = _lengths(rng, output_tokens, length_cv, n)
     gaps = (np.zeros(n) if requests_per_s is None
             else rng.exponential(1.0 / checks.positive("requests_per_s", requests_per_s), n))
     c = None if concurrency is None else int(checks.scalar("concurrency", checks.integer("concurrency", concurrency,
@@ -122,15 +142,22 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
     def blocks(tokens):
         return math.ceil(tokens / block_tokens) * block_tokens
 
-    def send(k):
-        reserve = prompts[k] + (outputs[k] if reserve_full_sequence else 1)
-        waiting.append(_Request(env.now, int(prompts[k]), int(outputs[k]), blocks(reserve),
-                                visible=env.now + request_seconds))
+    def submit(prompt, output, cached=0, tag=None, arrival=None):
+        reserve = prompt + (output if reserve_full_sequence else 1)
+        cached = int(min(cached, prompt - 1))  # the last prompt token is always computed (it samples)
+        r = _Request(env.now if arrival is None else arrival, int(prompt), int(output), blocks(reserve),
+                     prefilled=cached, visible=env.now + request_seconds, cached=cached, tag=tag,
+                     finished=env.event())
+        waiting.append(r)
         stats["sent"] += 1
         if c is not None and stats["sent"] >= n:
             stats["last_send"] = env.now
         if not wake[0].triggered:
             wake[0].succeed()
+        return r
+
+    def send(k):
+        submit(int(prompts[k]), int(outputs[k]))
 
     def arrivals():
         if c is not None:  # closed loop: the first requests spread over one lifetime, then one per completion
@@ -153,6 +180,10 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                 yield wake[0]
             now = env.now
             cutoff = seen_until if launch.overlap else now
+            head = waiting[0] if waiting else None
+            if not running and head and not chunked_prefill and head.prompt - head.cached > max_num_tokens:
+                raise ValueError(f"a prompt of {head.prompt:,} tokens exceeds max_num_tokens={max_num_tokens:,} "
+                                 f"and prefills are not chunked: it can never be admitted")
             if not running and waiting and waiting[0].kv_tokens > kv_pool_tokens:
                 raise ValueError(f"a request of {waiting[0].kv_tokens:,} KV tokens exceeds kv_pool_tokens="
                                  f"{kv_pool_tokens:,.0f}: it can never be admitted")
@@ -166,14 +197,16 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
             # admit in order: KV blocks, batch slots, and (unchunked) the whole prompt within the budget
             while waiting and batch < max_batch_size and waiting[0].visible <= cutoff:
                 r = waiting[0]
-                if used_kv + r.kv_tokens > kv_pool_tokens or (not chunked_prefill and r.prompt > budget):
+                if used_kv + r.kv_tokens > kv_pool_tokens or (not chunked_prefill and r.prompt - r.cached > budget):
                     break
                 waiting.popleft()
                 running.append(r)
                 used_kv += r.kv_tokens
                 batch += 1
                 if not chunked_prefill:
-                    budget -= r.prompt
+                    budget -= r.prompt - r.cached
+            if on_kv is not None:
+                on_kv(used_kv)
             # prompt tokens this iteration: whole prompts, or chunks from the budget in order
             chunk, sampling, prefill_tokens, sq = {}, 0, 0, 0.0
             for r in running:
@@ -186,12 +219,14 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                     prefill_tokens += take
                     if r.prefilled + take >= r.prompt:
                         sampling += 1
-                        sq += r.prompt ** 2
+                        sq += float(prefill_work(r.prompt, r.cached)[1]) ** 2
             ctx = float(np.mean([r.prompt + r.generated for r in decoding])) if decoding else 0.0
             graphed = bool(launch.graphed(len(decoding), len(decoding) * verify + prefill_tokens, prefill_tokens > 0))
+            # (chunks of prompts none of which completes still run through every layer: a vanishing prompt
+            # count keeps their tokens in the iteration model without sampling or attention)
             t = float(iteration_time(costs, rates, calib, decode_sequences=float(len(decoding)),
                                      decode_context=ctx, prefill_tokens=float(prefill_tokens),
-                                     prefill_prompts=float(sampling),
+                                     prefill_prompts=float(sampling) if sampling or not prefill_tokens else 1e-9,
                                      prompt_tokens=math.sqrt(sq / sampling) if sampling else 1.0, graphed=graphed,
                                      overlap=launch.overlap, speculation=speculation if decoding else None,
                                      **kw).seconds)
@@ -212,20 +247,24 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                     running.remove(r)
                     used_kv -= r.kv_tokens
                     finished.append(r)
+                    r.finished.succeed()
+                    if on_kv is not None:
+                        on_kv(used_kv)
                     if c is not None and stats["sent"] < n:
                         send(stats["sent"])
 
-    env.process(arrivals())
-    env.process(engine())
-    env.run()
-    return _measure(finished, warmup_share, stats)
+    env.process(arrivals() if source is None else source(env, submit))
+    env.run(until=env.process(engine()))  # a source may keep sending: stop with the n-th finished request
+    return _measure(finished, warmup_share, stats, cooldown_share)
 
 
-def _measure(finished, warmup_share, stats) -> SimulationResult:
+def _measure(finished, warmup_share, stats, cooldown_share=0.0) -> SimulationResult:
     done = sorted(finished, key=lambda r: r.arrival)
-    keep = done[int(len(done) * warmup_share):]
+    keep = done[int(len(done) * warmup_share):len(done) - int(len(done) * cooldown_share)]
     ttft = np.array([r.first_token - r.arrival for r in keep])
     tpot = np.array([(r.done - r.first_token) / (r.output - 1) for r in keep if r.output > 1])
+    tags = {r.tag for r in keep if r.tag is not None}
+    by_tag = {t: float(np.mean([r.first_token - r.arrival for r in keep if r.tag == t])) for t in tags}
     start, end = min(r.arrival for r in keep), max(r.done for r in keep)
     if stats.get("last_send") is not None and stats["last_send"] > start:
         # a closed loop drains after its last request is sent: count what completes while it is full
@@ -242,15 +281,16 @@ def _measure(finished, warmup_share, stats) -> SimulationResult:
     iteration = float(np.mean(t[inside, 1])) if inside.any() else stats["busy"] / max(stats["iterations"], 1)
     return SimulationResult(len(keep), out_tokens / span, completed / span, float(ttft.mean()),
                             float(np.percentile(ttft, 95)), float(tpot.mean()) if tpot.size else 0.0,
-                            float(np.percentile(tpot, 95)) if tpot.size else 0.0, iteration, batch)
+                            float(np.percentile(tpot, 95)) if tpot.size else 0.0, iteration, batch, by_tag)
 
 
 def simulate_estimate(est, *, requests_per_s=None, concurrency=None, requests=2000, length_cv=0.0, seed=1,
-                      calibration=None) -> SimulationResult:
+                      calibration=None, lengths=None, cooldown_share=0.0) -> SimulationResult:
     """:func:`simulate` the replica of a :class:`~aisize.serving.ServingEstimate` with its engine's limits.
 
     ``requests_per_s`` is the rate at this replica, ``concurrency`` a closed loop's requests in flight
     (neither: all requests at once). The closed loop's first requests spread over one request lifetime.
+    ``lengths`` draws the prompts and outputs from :class:`~aisize.serving.lengths.Lengths`.
     """
     from aisize import models
     from aisize.serving.costs import model_costs
@@ -281,4 +321,5 @@ def simulate_estimate(est, *, requests_per_s=None, concurrency=None, requests=20
                     block_tokens=engine.block_tokens, shape=shape, length_cv=length_cv,
                     warmup_share=0.0 if requests_per_s is None and concurrency is None else 0.2, seed=seed,
                     launch=engine.launch(est.max_batch_size * groups), speculation=est.speculation,
-                    request_seconds=cal.request_seconds, stagger_seconds=stagger)
+                    request_seconds=cal.request_seconds, stagger_seconds=stagger, lengths=lengths,
+                    cooldown_share=cooldown_share)

@@ -84,8 +84,10 @@ def candidate_shapes(model, dev, *, scaleout_bytes_per_s, tensor_parallel="auto"
 
 def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_tokens, output_tokens,
                  requests_per_s, ttft_target_s, tpot_target_s, statistic="p95", shapes, engine, calibration,
-                 length_cv=0.0) -> FleetChoice:
+                 length_cv=0.0, cached_tokens=0.0) -> FleetChoice:
     """The fewest-GPU shape and replica count that serve ``requests_per_s`` within the targets.
+
+    ``cached_tokens``: prompt tokens a request finds in a KV cache (held, not computed; :mod:`.prefix`).
 
     Every shape's SLO rate does not depend on the fleet's rate, so it is worked out once per
     service (:func:`_slo_rates`, memoised): a move of the request rate only recounts replicas.
@@ -94,7 +96,7 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
     stat = checks.choice("statistic", statistic, STATISTICS)
     r = _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens, output_tokens,
                    float(ttft_target_s), float(tpot_target_s), stat, tuple(shapes), engine, _Key(calibration),
-                   float(length_cv))
+                   float(length_cv), float(cached_tokens))
     if r.fitting is None:
         return FleetChoice(None, 0, 0.0, False, "no shape holds the weights and one request's KV cache", np.inf,
                            np.inf, len(shapes))
@@ -150,7 +152,7 @@ class _ShapeRates:
 
 @lru_cache(maxsize=128)
 def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens, output_tokens, ttft_target_s,
-               tpot_target_s, stat, shapes, engine, calibration_key, length_cv) -> _ShapeRates:
+               tpot_target_s, stat, shapes, engine, calibration_key, length_cv, cached_tokens) -> _ShapeRates:
     """Capacity, SLO rate and light-load latency of every shape that fits (all at once, vectorized)."""
     calibration = calibration_key.value
     dev = device(accelerator, weight_precision, kv_precision)
@@ -160,7 +162,7 @@ def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens,
     for s in shapes:
         limits = engine_limits(costs, dev, engine, input_tokens=input_tokens, output_tokens=output_tokens, shape=s)
         cap = max_throughput(costs, dev, rates, calibration, engine, limits, input_tokens=input_tokens,
-                             output_tokens=output_tokens, shape=s)
+                             output_tokens=output_tokens, shape=s, cached_tokens=cached_tokens)
         if bool(cap.memory.fits):
             fitting.append((s, limits))
             caps.append(cap)
@@ -176,7 +178,8 @@ def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens,
         ls = loaded_state(costs, rates, calibration, requests_per_s=rates_per_s,
                           capacity_requests_per_s=capacity[:, None], slots=slots[:, None], input_tokens=input_tokens,
                           output_tokens=output_tokens, max_num_tokens=budget[:, None],
-                          chunked_prefill=engine.chunked_prefill, shape=grid_shape, length_cv=length_cv)
+                          chunked_prefill=engine.chunked_prefill, shape=grid_shape, length_cv=length_cv,
+                          cached_tokens=cached_tokens)
         ttft = ls.ttft_p95_seconds if stat == "p95" else ls.ttft_seconds
         tpot = ls.tpot_p95_seconds if stat == "p95" else ls.tpot_seconds
         return ls, ttft, tpot, ls.stable & (ttft <= ttft_target_s) & (tpot <= tpot_target_s)
@@ -204,7 +207,7 @@ def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens,
         lk = loaded_state(costs, rates, calibration, requests_per_s=lam_k[None, :],
                           capacity_requests_per_s=capacity[k], slots=slots[k], input_tokens=input_tokens,
                           output_tokens=output_tokens, max_num_tokens=budget[k], chunked_prefill=engine.chunked_prefill,
-                          shape=sel, length_cv=length_cv)
+                          shape=sel, length_cv=length_cv, cached_tokens=cached_tokens)
         mean = (lk.ttft_seconds + (output_tokens - 1) * lk.tpot_seconds)[0]
         return knee(lam_k, mean)
 

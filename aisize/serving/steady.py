@@ -42,6 +42,7 @@ import numpy as np
 
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
+from aisize.serving.prefix import prefill_work
 
 ARRIVALS = ("burst", "poisson")
 
@@ -85,7 +86,8 @@ def token_budget_concurrency(input_tokens, output_tokens, max_num_tokens, *, who
 
 
 def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_tokens, max_num_tokens,
-                 chunked_prefill, shape, arrivals="burst", launch=GRAPHED, speculation=None) -> SteadyState:
+                 chunked_prefill, shape, arrivals="burst", launch=GRAPHED, speculation=None, cached_tokens=0.0,
+                 decode_context_tokens=None) -> SteadyState:
     """Iteration times and throughput of a replica holding ``concurrency`` requests.
 
     Parameters
@@ -101,10 +103,16 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
         (:class:`~aisize.serving.engine.Launch`)
     speculation : :class:`~aisize.serving.speculative.Speculation` (None: one token per step); a
         request then needs ``1 + (O - 1) / τ`` iterations, its prefill and its decode steps
+    cached_tokens : prompt tokens a request finds in a KV cache: not prefilled, still attended to and
+        read (:func:`~aisize.serving.prefix.prefill_work`) [tokens]
+    decode_context_tokens : mean context of the decoding sequences (None: ``I + O/2``; lengths from a
+        distribution make it length-biased, :mod:`~aisize.serving.lengths`) [tokens]
     """
     b = np.asarray(concurrency, dtype=float)
-    i = np.asarray(input_tokens, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
+    full = np.asarray(input_tokens, dtype=float)
+    ctx = full + 0.5 * o if decode_context_tokens is None else np.asarray(decode_context_tokens, dtype=float)
+    i, attention = prefill_work(full, cached_tokens)  # the prompt tokens computed, and their attention's length
     tau = 1.0 if speculation is None else speculation.acceptance_length
     steps = 1.0 + (o - 1.0) / tau  # iterations of a request's life
     m = b / steps  # prefills completing per iteration
@@ -115,8 +123,8 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
     def run(prefill_tokens, prompts):
         with_prefill = np.asarray(prompts) > 0
         graphed = launch.graphed(decoding, decoding * verify + prefill_tokens, with_prefill)
-        return iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=i + 0.5 * o,
-                              prefill_tokens=prefill_tokens, prefill_prompts=prompts, prompt_tokens=i,
+        return iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=ctx,
+                              prefill_tokens=prefill_tokens, prefill_prompts=prompts, prompt_tokens=attention,
                               graphed=graphed, overlap=launch.overlap, speculation=speculation, **kw).seconds
 
     decode_only = run(0.0 * b, 0.0 * b)

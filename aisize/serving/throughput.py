@@ -16,6 +16,7 @@ import numpy as np
 
 from aisize.serving.engine import trtllm_bench_kv_requests, trtllm_bench_limits
 from aisize.serving.memory import ReplicaMemory, replica_memory
+from aisize.serving.prefix import prefill_work
 from aisize.serving.steady import SteadyState, steady_state, token_budget_concurrency
 
 
@@ -75,10 +76,12 @@ def engine_limits(costs, device, engine, *, input_tokens, output_tokens, shape, 
 
 
 def max_throughput(costs, device, rates, calib, engine, limits: EngineLimits, *, input_tokens, output_tokens,
-                   shape, speculation=None) -> MaxThroughput:
+                   shape, speculation=None, cached_tokens=0.0, decode_context_tokens=None) -> MaxThroughput:
     """Steady state of a replica at the largest concurrency its limits and memory allow.
 
-    With p pipeline stages, p micro-batches are in flight, each within the limits.
+    With p pipeline stages, p micro-batches are in flight, each within the limits. A cached prompt
+    prefix (``cached_tokens``) is held in the KV pool but not computed, so it counts in memory and
+    not in the token budget (see :func:`~aisize.serving.steady.steady_state`).
     """
     dp = shape.attention_dp * shape.pipeline_parallel  # independently scheduled batches
     extra = 0.0 if speculation is None else speculation.draft_weights_bytes / shape.gpus
@@ -87,12 +90,14 @@ def max_throughput(costs, device, rates, calib, engine, limits: EngineLimits, *,
                          attention_dp=shape.attention_dp, pipeline_parallel=shape.pipeline_parallel,
                          extra_weights_bytes=extra)
     by_batch = limits.max_batch_size * dp
-    by_tokens = token_budget_concurrency(input_tokens, output_tokens, limits.max_num_tokens,
+    new_tokens = prefill_work(input_tokens, cached_tokens)[0]
+    by_tokens = token_budget_concurrency(new_tokens, output_tokens, limits.max_num_tokens,
                                          whole_prompts=not engine.chunked_prefill) * dp
     by_kv = mem.sequences
     concurrency = np.maximum(np.minimum(np.minimum(by_batch, by_kv), by_tokens), 1.0)
     state = steady_state(costs, rates, calib, concurrency=concurrency, input_tokens=input_tokens,
                          output_tokens=output_tokens, max_num_tokens=limits.max_num_tokens * dp,
                          chunked_prefill=engine.chunked_prefill, shape=shape,
-                         launch=engine.launch(limits.max_batch_size * dp), speculation=speculation)
+                         launch=engine.launch(limits.max_batch_size * dp), speculation=speculation,
+                         cached_tokens=cached_tokens, decode_context_tokens=decode_context_tokens)
     return MaxThroughput(limits, mem, by_batch, by_kv, by_tokens, state)

@@ -2,7 +2,7 @@
 building-block sizing and the IO blender."""
 
 from aisize.storage.blender import (Blend, Workload, blend, checkpoint_bursts, data_preparation,
-                                    inference_model_loading, mixed, seed_workloads, training_reads,
+                                    inference_model_loading, kv_cache_tier, mixed, seed_workloads, training_reads,
                                     workload)
 from aisize.storage.capacity import CapacityPlan, capacity_plan, protection_efficiency
 from aisize.storage.checkpoint import (FULL_STATE_BYTES_PER_PARAM, WEIGHTS_ONLY_BYTES_PER_PARAM,
@@ -20,7 +20,7 @@ from aisize.storage.io import (FORMATS, Compression, IOProfile, compression_trad
 from aisize.storage.sizing import StorageUnits, storage_units, storage_units_for
 
 __all__ = [
-    "Blend", "Workload", "blend", "checkpoint_bursts", "data_preparation", "inference_model_loading",
+    "Blend", "Workload", "blend", "checkpoint_bursts", "data_preparation", "inference_model_loading", "kv_cache_tier",
     "mixed", "seed_workloads", "training_reads", "workload",
     "CapacityPlan", "capacity_plan", "protection_efficiency",
     "FULL_STATE_BYTES_PER_PARAM", "WEIGHTS_ONLY_BYTES_PER_PARAM", "CheckpointPlan", "CheckpointSize",

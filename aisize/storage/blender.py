@@ -119,6 +119,25 @@ def inference_model_loading(name: str, model_bytes, replicas, load_seconds, relo
                     read_peak_bytes_per_s=size / load, read_io_bytes=io_bytes)
 
 
+def kv_cache_tier(name: str, read_bytes_per_s, write_bytes_per_s, *, io_bytes) -> Workload:
+    """An inference fleet's KV-cache tier on the shared storage: it writes through the KV its GPUs compute
+    and reads back the KV of the prompts it reuses, one chunk of KV per IO.
+
+    Parameters
+    ----------
+    read_bytes_per_s, write_bytes_per_s : the fleet's reloads and stores (aisize.plan.kvtiers) [B/s]
+    io_bytes : one chunk's KV (LMCache stores 256-token chunks) [B]
+
+    References
+    ----------
+    .. [1] LMCache docs (remote backends store and fetch whole chunks, ``chunk_size`` 256 tokens);
+       Qin et al. 2025 (Mooncake), FAST'25 (a KV pool read back over RDMA).
+    """
+    io = checks.scalar("io_bytes", checks.positive("io_bytes", io_bytes))
+    return workload(name, "inference", read_bytes_per_s=read_bytes_per_s, write_bytes_per_s=write_bytes_per_s,
+                    read_io_bytes=io, write_io_bytes=io)
+
+
 def checkpoint_bursts(name: str, checkpoint_bytes, write_seconds, interval_seconds, *,
                       io_bytes=STREAMING_IO_BYTES) -> Workload:
     """Checkpoint writes: C bytes in ``write_seconds`` every ``interval_seconds``:

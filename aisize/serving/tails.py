@@ -1,0 +1,198 @@
+"""TTFT and TPOT tails of a replica when prompts differ: by length (a distribution) or by what is cached.
+
+A request's TTFT, below the queueing knee, is the rest of the iteration running when it
+arrives, R, plus the iteration that prefills it [1, 2]. Both vary:
+
+- the running iteration carries J ~ Pois(m) prompts (those that arrived during the one before;
+  ``m = -ln(1 - p)`` for a share p of iterations with prefill work), one of them of length x and
+  the rest at the mean: t_j = s(x + (J - 1)·x̄, J), t0 for J = 0; an arrival lands in one in
+  proportion to its length (length-biased sampling [3]), and the rest of it is uniform on (0, t):
+  ``P(R > r) = Σ_j v_j·max(0, 1 - r/t_j)`` with ``v_j ∝ share_j·t_j``;
+- the arrivals during that iteration, Poisson with mean λ·t_j, are admitted with it into the next
+  one, which carries their prompts beside its own: ``s(I + K·x̄, 1 + K)`` for K co-arrivals;
+- its own prompt is one of the classes (a hit computes only its new tokens and first reloads its
+  cached ones from a tier) at each of the prompt lengths.
+
+So ``P(TTFT > x) = Σ_j v_j Σ_K Pois(K; λ t_j) Σ_c w_c P(R_j > x - s_cK)``, whose root at 1 - q is
+the q-quantile. What the queueing model of :mod:`.latency` adds beyond the same two terms at mean
+lengths (its residual ``E[T²]/2E[T]`` of a two-point iteration, its own prefill iteration) — the
+time outside the GPU, the admission wait, the backlog of prompts for the token budget — is kept
+as a constant added to every request.
+
+A request's TPOT is the mean of its n = (O - 1)/τ decode iterations. Iterations carry K ~ Pois(m)
+prompts (m = λ·T̄) of varying length, so one iteration's time has a variance σ² over this mixture;
+by the central limit theorem ``P(TPOT > x) = E_O[P(Z > (x - T̄)·sqrt(n(O))/σ)]``: short outputs set
+the tail [4].
+
+References
+----------
+.. [1] Agrawal et al. 2024 (Sarathi-Serve), OSDI'24, sec. 3 (prefills stall the decodes batched
+       with them; iteration-level scheduling).
+.. [2] Yu et al. 2022 (Orca), OSDI'22, sec. 4 (requests join the batch at iteration boundaries).
+.. [3] Feller 1971, vol. 2, sec. XI.4 (residual life of a renewal interval: length-biased, uniform).
+.. [4] Feller 1971, vol. 2, sec. VIII.4 (central limit theorem); Abramowitz & Stegun 1964, 7.1.26.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_BISECTIONS = 60
+_MAX_COARRIVALS = 6  # co-arrivals counted one by one; the rest of the Poisson mass is lumped here
+
+
+def normal_tail(z):
+    """P(Z > z) of a standard normal, vectorized: Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7) [4]."""
+    z = np.asarray(z, dtype=float)
+    x = np.abs(z) / np.sqrt(2.0)
+    t = 1.0 / (1.0 + 0.3275911 * x)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    half_erfc = 0.5 * poly * np.exp(-x * x)
+    return np.where(z >= 0, half_erfc, 1.0 - half_erfc)
+
+
+def _poisson(mean, kmax=_MAX_COARRIVALS):
+    """P(K = 0..kmax) of a Poisson (the tail lumped at kmax), for each mean (rows)."""
+    mean = np.atleast_1d(np.asarray(mean, dtype=float))
+    k = np.arange(kmax + 1)
+    logs = k * np.log(np.maximum(mean[:, None], 1e-300)) - mean[:, None] - np.cumsum(np.log(np.maximum(k, 1)))
+    p = np.exp(logs)
+    p[:, -1] += np.maximum(1.0 - p.sum(axis=1), 0.0)
+    return p
+
+
+def _quantile(exceed, lo, hi, q):
+    for _ in range(_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if exceed(mid) > 1.0 - q else (lo, mid)
+    return hi
+
+
+def ttft_tail(*, requests_per_s, t0, t1, prefill_share, seconds, others, own, mean_ttft, q=0.95):
+    """(mean, q-quantile, mean of each ``own`` row) of TTFT from the mixture of the module docstring [s].
+
+    Parameters
+    ----------
+    requests_per_s : λ at this replica [1/s]
+    t0, t1 : a decode-only iteration and the mean one carrying prefills, as the queueing model has them [s]
+    prefill_share : p, the share of iterations that carry prefill work
+    seconds : ``seconds(tokens, prompts, attention_tokens, spans=False)`` -> the iterations that carry those
+        prefills beside the decoding batch, or (one of them, how many) with ``spans=True`` (vectorized) [s]
+    others : (new tokens, attention tokens, weights) of the prompts other requests bring (1-D each)
+    own : (new tokens, attention tokens, fixed extra seconds, weights) of this request's classes (1-D each)
+    mean_ttft : the queueing model's mean TTFT at the mean lengths (module docstring) [s]
+    """
+    lam, p = float(requests_per_s), float(np.clip(prefill_share, 0.0, 1.0))
+    xn, xa, xw = _coarse(*(np.asarray(a, dtype=float) for a in others))
+    on, oa, oe, ow = (np.asarray(a, dtype=float) for a in own)
+    mean_other = float((xn * xw).sum())
+    t, mass = _iterations(seconds, xn, xa, xw, -np.log(max(1.0 - p, 1e-12)))  # types the arrival may land in
+    v = mass * t / (mass * t).sum()
+    pk = _poisson(lam * t)  # co-arrivals joining this request's iteration, per type
+    k = np.arange(pk.shape[1])
+    # own iteration, per class and co-arrivals: none, or K of them, the first at each prompt point, the rest at
+    # the mean length
+    co = np.concatenate([[0.0], (xn[None, :] + (k[1:, None] - 1.0) * mean_other).ravel()])
+    kk = np.concatenate([[0.0], np.repeat(k[1:], xn.size).astype(float)])
+    s = np.asarray(seconds(on[:, None] + co[None, :], 1.0 + kk[None, :] + 0.0 * co, oa[:, None]), dtype=float) \
+        + oe[:, None]
+    pkx = np.concatenate([pk[:, :1], (pk[:, 1:, None] * xw[None, None, :]).reshape(pk.shape[0], -1)], axis=1)
+    rows = (v * t).sum() / 2.0 + ((v[:, None] * pkx).sum(axis=0)[None, :] * s).sum(axis=1)  # each own row's mean
+    # the queueing model's own residual and prefill iteration at mean lengths: what it adds beyond them stays
+    mean_t = (1.0 - p) * t0 + p * t1
+    residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean_t)
+    mine = 1.0 + 2.0 * lam * residual
+    on_mean, oa_mean = float((on * ow).sum()), float((oa * ow).sum())
+    core = residual + float(seconds(mine * on_mean, mine, oa_mean)) + float((oe * ow).sum())
+    shift = max(float(mean_ttft) - core, 0.0)  # what the queueing model adds is a wait, never a credit
+    weight = v[:, None, None] * pkx[:, None, :] * ow[None, :, None]  # type x class x co-arrivals
+    keep = weight > 1e-12 * weight.sum()  # the mixture's negligible cells cost time and move no quantile
+    start = shift + np.broadcast_to(s[None, :, :], weight.shape)[keep]
+    quantile = _uniform_mixture_quantile(weight[keep], start, np.broadcast_to(t[:, None, None], weight.shape)[keep], q)
+    return float((ow * rows).sum()) + shift, quantile, rows + shift
+
+
+_OTHER_CUTS = (0.5, 0.85, 0.97)  # other requests' prompts in four groups by cumulative share: body, shoulder, tail
+
+
+def _coarse(xn, xa, xw):
+    """Other requests' prompts as four groups (conditional means by weight): they shape the iterations a
+    request waits out and shares, where the spread between groups matters and the spread within hardly."""
+    if xn.size <= len(_OTHER_CUTS) + 1:
+        return xn, xa, xw
+    order = np.argsort(xn)
+    group = np.searchsorted(np.asarray(_OTHER_CUTS), np.cumsum(xw[order]) - 0.5 * xw[order])
+    w = np.bincount(group, xw[order])
+    keep = w > 0
+    n = np.bincount(group, xw[order] * xn[order])[keep] / w[keep]
+    a = np.bincount(group, xw[order] * xa[order])[keep] / w[keep]
+    return n, a, w[keep]
+
+
+def _uniform_mixture_quantile(w, a, t, q):
+    """The q-quantile of ``a_i + U(0, t_i)`` drawn with probabilities ``w_i``, exactly: its tail
+    ``P(X > x) = Σ w_i min(1, max(0, 1 - (x - a_i)/t_i))`` is piecewise linear between the a_i and a_i + t_i."""
+    w = np.asarray(w, dtype=float) / np.sum(w)
+    a, t = np.asarray(a, dtype=float), np.maximum(np.asarray(t, dtype=float), 1e-15)
+    e = a + t
+    oa, oe = np.argsort(a), np.argsort(e)
+    a_s, e_s = a[oa], e[oe]
+    wa, wb, wd = np.cumsum(w[oa]), np.cumsum((w * (1.0 + a / t))[oa]), np.cumsum((w / t)[oa])
+    eb, ed = np.cumsum((w * (1.0 + a / t))[oe]), np.cumsum((w / t)[oe])
+
+    def tail(x):  # vectorized over x
+        na = np.searchsorted(a_s, x, side="left")  # a_i < x
+        ne = np.searchsorted(e_s, x, side="left")  # e_i < x (done)
+        started = np.where(na > 0, wa[np.maximum(na - 1, 0)], 0.0)
+        b = np.where(na > 0, wb[np.maximum(na - 1, 0)], 0.0) - np.where(ne > 0, eb[np.maximum(ne - 1, 0)], 0.0)
+        d = np.where(na > 0, wd[np.maximum(na - 1, 0)], 0.0) - np.where(ne > 0, ed[np.maximum(ne - 1, 0)], 0.0)
+        return (1.0 - started) + b - x * d
+
+    xs = np.unique(np.concatenate([a, e]))
+    f = tail(xs)
+    level = 1.0 - q
+    k = int(np.searchsorted(-f, -level, side="left"))  # first breakpoint at or below the level (f falls)
+    if k <= 0:
+        return float(xs[0])
+    if k >= xs.size:
+        return float(xs[-1])
+    x0, x1, f0, f1 = xs[k - 1], xs[k], f[k - 1], f[k]
+    return float(x0 + (f0 - level) / (f0 - f1) * (x1 - x0)) if f0 > f1 else float(x1)
+
+
+def _iterations(seconds, xn, xa, xw, prompts_mean):
+    """(time, probability) of each kind of iteration: J ~ Pois(m) prompts, one at each point of the prompt
+    distribution and the rest at its mean (flattened); a prefill longer than the budget spans several
+    iterations, each as likely to be running [s, 1]."""
+    pj = _poisson(prompts_mean)[0]
+    j = np.arange(pj.size)
+    tokens = np.where(j[None, :] > 0, xn[:, None] + (j[None, :] - 1) * float((xn * xw).sum()), 0.0)
+    t, n = seconds(tokens, 0.0 + j[None, :] + 0.0 * xn[:, None], xa[:, None] + 0.0 * j[None, :], spans=True)
+    mass = xw[:, None] * pj[None, :] * np.asarray(n, dtype=float)
+    return np.asarray(t, dtype=float).ravel(), (mass / mass.sum()).ravel()
+
+
+def iteration_sigma(*, prefill_share, seconds, others):
+    """Standard deviation of one iteration's time over the prompts it carries (:func:`_iterations`) [s]."""
+    xn, xa, xw = (np.asarray(a, dtype=float) for a in others)
+    t, w = _iterations(seconds, xn, xa, xw, -np.log(max(1.0 - float(prefill_share), 1e-12)))
+    mean = float((w * t).sum())
+    return float(np.sqrt(max(float((w * (t - mean) ** 2).sum()), 0.0)))
+
+
+def tpot_quantile(mean_seconds, sigma_seconds, steps, weights, q=0.95):
+    """The q-quantile of a request's TPOT over the output lengths (module docstring) [s].
+
+    Parameters
+    ----------
+    mean_seconds : the mean iteration over the tokens a step emits, T̄ [s]
+    sigma_seconds : standard deviation of one iteration, over the tokens a step emits [s]
+    steps : a request's decode iterations, (O - 1)/τ, at each point of the output distribution (1-D)
+    weights : the points' probabilities
+    """
+    n = np.maximum(np.asarray(steps, dtype=float), 1.0)
+    w = np.asarray(weights, dtype=float)
+    if sigma_seconds <= 0:
+        return float(mean_seconds)
+    return _quantile(lambda x: float((w * normal_tail((x - mean_seconds) * np.sqrt(n) / sigma_seconds)).sum()),
+                     float(mean_seconds), float(mean_seconds) + 8.0 * sigma_seconds, q)

@@ -1,0 +1,119 @@
+"""KV-cache tiers in scenarios, the plan, the IO blender and the report (aisize.plan.kvtiers and its glue)."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from aisize import catalog, models, serving
+from aisize.host import host_memory
+from aisize.plan import context as C
+from aisize.plan.kvtiers import KV_CHUNK_TOKENS, host_link, plan_kv_tiers, serving_extras
+from aisize.report.kvtier_sections import kv_tiers as kv_tiers_section
+from aisize.scenario import preset
+from aisize.scenario.model import Inference
+from aisize.serving.shapes import ReplicaShape
+from aisize.storage import blend, kv_cache_tier
+
+
+def _service(**kw):
+    base = dict(name="chat", model="llama-3.1-8b", weight_precision="fp8", kv_precision="fp8", engine="vllm",
+                requests_per_s=8, prompt_tokens=8000, output_tokens=300)
+    return Inference(**(base | kw))
+
+
+def test_scenario_fields_are_checked_where_they_enter():
+    with pytest.raises(ValueError, match="kv_tiers needs prefix"):
+        _service(kv_tiers={"target_hit_rate": 0.9})
+    with pytest.raises(ValueError, match="target_hit_rate"):
+        _service(prefix={"turns": 4, "think_time_s": 30}, kv_tiers={"target_hit_rate": 1.0})
+    with pytest.raises(ValueError, match="prompt_tokens=800 is too short for prefix turns=8"):
+        _service(prompt_tokens=800, prefix={"turns": 8, "think_time_s": 30})
+    with pytest.raises(ValueError, match="nvme_drive 'superpod-h100-better' is not a local-nvme row"):
+        _service(prefix={"turns": 4, "think_time_s": 30}, kv_tiers={"local_nvme": True,
+                                                                    "nvme_drive": "superpod-h100-better"})
+    with pytest.raises(ValueError, match="enable at least one"):
+        _service(prefix={"turns": 4, "think_time_s": 30}, kv_tiers={"host_dram": False})
+    with pytest.raises(ValueError, match="rag_chunks=3 needs"):
+        _service(prefix={"rag_chunks": 3})
+
+
+def test_presets_describe_the_two_services():
+    agent = preset("agentic-coding").workloads[0]
+    assert agent.speculative_method == "mtp" and agent.prompt_tokens == 100_000 and agent.prefix.turns == 30
+    assert agent.kv_tiers.local_nvme and agent.output_cv > 1
+    rag = preset("rag-service").workloads[0]
+    assert rag.prefix.rag_chunks == 5 and rag.kv_tiers.shared_storage
+    extras = serving_extras(agent)
+    assert extras["speculative_method"] == "mtp" and extras["length_distribution"].output.cv == 1.5
+
+
+def test_host_links_come_from_the_catalog():
+    assert host_link(catalog.accelerators["h100-sxm"]) == ("PCIe 5.0 x16", 63e9)
+    name, rate = host_link(catalog.accelerators["gb200"])
+    assert "NVLink-C2C" in name and rate == pytest.approx(225e9)  # half of 450 GB/s per direction per Grace
+
+
+def test_the_kv_tier_is_a_host_ram_line_item():
+    m = host_memory(8, 80e9, kv_cache_bytes=500e9)
+    assert m.kv_cache_bytes == 500e9 and m.total_bytes == pytest.approx(host_memory(8, 80e9).total_bytes + 500e9)
+    with pytest.raises(ValueError, match="kv_cache_bytes"):
+        host_memory(8, 80e9, kv_cache_bytes=-1)
+
+
+def test_the_storage_tier_joins_the_io_blender():
+    w = kv_cache_tier("chat KV cache tier", 2e9, 5e9, io_bytes=KV_CHUNK_TOKENS * 64e3)
+    b = blend([w])
+    assert b.read_bytes_per_s == 2e9 and b.write_iops == pytest.approx(5e9 / (256 * 64e3))
+    with pytest.raises(ValueError, match="io_bytes"):
+        kv_cache_tier("x", 1e9, 1e9, io_bytes=0)
+
+
+def _plan(service, server="dgx-h100", storage="superpod-h100-better", replicas=2):
+    from aisize.scenario.model import Hardware, Policies
+
+    ctx = C.resolve(Hardware(server=server, storage=storage))
+    one = dict(tensor_parallel=1, weight_precision=service.weight_precision, kv_precision=service.kv_precision,
+               input_tokens=service.prompt_tokens, output_tokens=service.output_tokens,
+               engine=serving.ENGINES[service.engine], **serving_extras(service))
+    return plan_kv_tiers(service, ctx, Policies(), models.resolve(service.model), ReplicaShape(1), replicas, one), ctx
+
+
+def test_a_dram_tier_sized_for_the_target():
+    service = _service(requests_per_s=4, prefix={"shared_tokens": 1000, "turns": 8, "think_time_s": 90},
+                       kv_tiers={"target_hit_rate": 0.9})
+    (kv, est), ctx = _plan(service)
+    assert kv.target_met and kv.hit_rate == pytest.approx(0.9, abs=0.01)
+    dram = next(r for r in kv.tiers if r.name == "dram")
+    # one replica is 1/8 of a DGX H100: its DRAM tier is the need, the server's eight times it
+    assert dram.capacity_per_server_bytes == pytest.approx(8 * kv.needed_bytes_per_replica, rel=1e-6)
+    assert kv.host_dram_per_server_bytes == pytest.approx(dram.capacity_per_server_bytes, rel=1e-6)
+    assert dram.read_bytes_per_s_per_replica == 63e9 and dram.used
+    assert est.kv_reuse is not None and kv.prefill_saved_share == est.kv_reuse.prefill_saved_share
+
+
+def test_a_host_dram_budget_short_of_the_target_says_so():
+    service = _service(prefix={"shared_tokens": 1000, "turns": 8, "think_time_s": 300},
+                       kv_tiers={"target_hit_rate": 0.95, "host_dram_gb_per_server": 100})
+    (kv, _), _ = _plan(service)
+    assert not kv.target_met and any("short of the 95% target" in n for n in kv.notes)
+
+
+def test_nvme_and_storage_tiers_size_drives_and_storage():
+    service = _service(prefix={"shared_tokens": 1000, "turns": 8, "think_time_s": 300},
+                       kv_tiers={"target_hit_rate": 0.95, "host_dram_gb_per_server": 100, "local_nvme": True,
+                                 "shared_storage": True})
+    (kv, _), ctx = _plan(service)
+    drive = catalog.storage["nvme-gen5"]
+    assert kv.nvme_drives_per_server == max(-(-kv.nvme_per_server_bytes // drive.capacity_bytes), 1)
+    assert kv.storage_capacity_bytes == pytest.approx(2 * kv.needed_bytes_per_replica, rel=1e-6)
+    assert kv.storage_write_bytes_per_s > 0 and kv.storage_io_bytes == KV_CHUNK_TOKENS * 65536
+    assert kv.hit_rate > 0.9
+
+
+def test_the_report_section_renders_the_tiers():
+    service = _service(prefix={"shared_tokens": 1000, "turns": 8, "think_time_s": 90}, kv_tiers={})
+    (kv, _), ctx = _plan(service)
+    plan = SimpleNamespace(inference=[SimpleNamespace(name="chat", kv_tiers=kv, host_memory_needed_bytes=1e12,
+                                                      server_host_memory_bytes=2.2e12, host_memory_fits=True)])
+    html = str(kv_tiers_section(SimpleNamespace(plan=plan)))
+    assert "KV-cache tiers" in html and "Host DRAM" in html and "PCIe 5.0 x16" in html and "chat" in html
