@@ -42,7 +42,8 @@ def test_totals_are_sums_of_parts(name):
     assert s.write_bytes_per_s == pytest.approx(sum(r["write_bytes_per_s"] for r in s.workloads))
     cap = s.capacity_bytes
     assert cap["usable_bytes"] == pytest.approx(cap["datasets_bytes"] + cap["checkpoints_bytes"]
-                                                + cap["data_preparation_bytes"] + cap["model_repository_bytes"])
+                                                + cap["data_preparation_bytes"] + cap["model_repository_bytes"]
+                                                + cap["kv_cache_bytes"])
     assert cap["raw_bytes"] == pytest.approx(cap["usable_bytes"] / p.policies["storage_usable_ratio"])
     assert p.network.compute_nics == p.network.compute_nics_per_server * p.servers
     assert all(i.gpus == i.replicas * i.gpus_per_replica for i in p.inference if i.serving_mode == "aggregated")
