@@ -1,13 +1,13 @@
 """Kernel work per slider move, for every slider of every tab of the app (in-process, no browser).
 
-Builds the app on the default preset (as the notebook does), opens each tab in turn and moves each
-of its enabled sliders ``--moves`` steps right (one slider step each, as an ArrowRight does), timing
+Builds the app on the default preset (as the notebook does; ``--preset`` another), opens each tab in turn
+and moves each of its shown, enabled sliders ``--moves`` steps right (one slider step each, as an ArrowRight does), timing
 what the kernel does for one move: the plan and every shown output brought up to date. Prints, per
 slider, the median and the largest CPU time of a move: CPU time of this process, which other work on
 the machine does not inflate the way it does wall time (``--wall`` prints wall time instead). The
 browser adds its own share on top (``benchmarks/bench_app.py`` times the whole round trip).
 
-    .venv/bin/python benchmarks/bench_sliders.py [--moves 8] [--wall]
+    .venv/bin/python benchmarks/bench_sliders.py [--moves 8] [--wall] [--preset agentic-coding] [--tab Inference]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import ipywidgets as widgets
 
 from aisize.app import build_app
 from aisize.app.layout import TITLES
+from aisize.scenario import DEFAULT_PRESET, preset, to_dict
 
 SLIDERS = (widgets.FloatSlider, widgets.FloatLogSlider, widgets.IntSlider)
 
@@ -33,20 +34,33 @@ def step(slider):
     return min(slider.max, slider.value + slider.step)
 
 
+def sliders(widget):
+    """The shown, enabled sliders under ``widget``, in page order (a hidden box hides its children)."""
+    if widget.layout.display == "none":
+        return
+    if isinstance(widget, SLIDERS):
+        if not widget.disabled:
+            yield widget
+        return
+    for child in getattr(widget, "children", ()) or ():
+        yield from sliders(child)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--moves", type=int, default=8, help="moves per slider")
     parser.add_argument("--wall", action="store_true", help="time wall-clock instead of CPU")
+    parser.add_argument("--preset", default=DEFAULT_PRESET, help="the scenario the app opens on")
+    parser.add_argument("--tab", action="append", choices=TITLES, help="only this tab (repeatable)")
     args = parser.parse_args()
     clock = time.perf_counter if args.wall else time.process_time
-    app = build_app(display=False)
+    app = build_app(display=False, data=to_dict(preset(args.preset)))
     worst = []
-    print(f"ms per move ({'wall' if args.wall else 'CPU'} time of the kernel's work), {args.moves} moves a slider")
-    for title in TITLES:
+    print(f"{args.preset}: ms per move ({'wall' if args.wall else 'CPU'} time of the kernel's work), "
+          f"{args.moves} moves a slider")
+    for title in args.tab or TITLES:
         section = app.open_tab(title)
-        for name, slider in vars(section).items():
-            if not isinstance(slider, SLIDERS) or slider.disabled:
-                continue
+        for slider in list(sliders(section.view)):
             start, times = slider.value, []
             for _ in range(args.moves):
                 t = clock()

@@ -58,6 +58,19 @@ def int_slider(label: str, value: int, low: int, high: int, step: int, tooltip: 
                              **_style(kwargs))
 
 
+def checkbox(label: str, value: bool, tooltip: str, **kwargs) -> widgets.Checkbox:
+    """A labelled on/off switch, aligned with the other controls (label left, box right)."""
+    return widgets.Checkbox(value=value, description=label, tooltip=tooltip, indent=True, **_style(kwargs))
+
+
+def show_if(flag: bool, *controls) -> None:
+    """Show and enable ``controls`` when ``flag``; else hide and disable them (a hidden slider is not moved)."""
+    for c in controls:
+        if hasattr(c, "disabled"):
+            assign(c, "disabled", not flag)
+        assign(c.layout, "display", None if flag else "none")
+
+
 def error_box() -> widgets.HTML:
     """Where a refused change is explained (empty when all is well)."""
     return widgets.HTML("", layout=widgets.Layout(width="100%"))

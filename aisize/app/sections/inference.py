@@ -1,23 +1,35 @@
-"""Inference: the selected service's model, request rate, tokens, SLOs, replica shape and engine.
+"""Inference: the selected service's model, load (a request rate or users in flight), tokens and their
+spread, SLOs, replica shape, engine, speculative decoding, prompt reuse and KV-cache tiers.
 
 Shows the planned replica shape and fleet, TTFT and TPOT (mean and p95) against
-their targets under the planned load, the per-GPU memory, and TTFT/TPOT vs load
+their targets under the planned load, the per-GPU memory, the speculation and
+calibration the estimate used, the reuse and tier figures
+(:mod:`aisize.app.sections.inference_reuse`), and TTFT/TPOT vs load
 (:func:`aisize.plan.latency_curve`). Every figure is the planner's.
 """
 
 from __future__ import annotations
 
+import math
+
 import ipywidgets as widgets
 
-from aisize import catalog, charts
+from aisize import catalog, charts, serving
 from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
+from aisize.app.sections.inference_reuse import ReuseControls, reuse_cards
+from aisize.app.state import set_path
 from aisize.plan import latency_curve
 from aisize.scenario.model import WEIGHT_PRECISIONS
 
 TP_CHOICES = [("auto (fewest GPUs)", "auto")] + [(str(t), t) for t in (1, 2, 4, 8, 16, 32, 64, 72)]
 PP_CHOICES = [("auto", "auto")] + [(str(p), p) for p in (1, 2, 4, 8)]
+ENGINES = [("TensorRT-LLM", "trtllm"), ("vLLM", "vllm"), ("SGLang", "sglang")]
+# "draft" is left out: it needs a draft model, which a scenario cannot name (the plan refuses it)
+SPECULATION = [("none", "none"), ("MTP (multi-token prediction)", "mtp"), ("EAGLE-3", "eagle3"),
+               ("n-gram (prompt lookup)", "ngram")]
+LOADS = [("request rate", "rate"), ("users in flight", "users")]
 
 
 class InferenceSection(Section):
@@ -30,11 +42,19 @@ class InferenceSection(Section):
                                   "Number format of the served weights")
         self.kv = K.dropdown("KV cache precision", ["fp32", "bf16", "fp16", "fp8"], None,
                              "Number format of the attention key/value cache")
+        self.load = K.dropdown("Load given as", LOADS, "rate", "A request rate (open loop, random arrivals), or "
+                               "users in flight (each sends its next request when answered)")
         self.rate = K.log_slider("Request rate [requests/s]", 10, 0.1, 10_000, "Mean arrival rate of requests")
+        self.users = K.log_slider("Users in flight", 64, 1, 1_000_000, "Requests held in flight (a closed loop, "
+                                  "no think time); the plan finds the rate they send", fmt=".0f")
         self.prompt = K.log_slider("Prompt [tokens]", 1024, 16, 131_072, "Input tokens per request",
                                    steps_per_decade=12, fmt=".0f")
         self.output = K.log_slider("Output [tokens]", 256, 1, 32_768, "Generated tokens per request",
                                    steps_per_decade=12, fmt=".0f")
+        self.prompt_cv = K.float_slider("Prompt length CV", 0.0, 0.0, 4.0, 0.05, "Spread of prompt lengths "
+                                        "(lognormal coefficient of variation; 0: all the same)", fmt=".2f")
+        self.output_cv = K.float_slider("Output length CV", 0.0, 0.0, 4.0, 0.05, "Spread of output lengths "
+                                        "(reasoning models: 1 or more)", fmt=".2f")
         self.ttft = K.log_slider("TTFT target [ms]", 2000, 50, 60_000, "Time to first token target (prefill)")
         self.tpot = K.log_slider("TPOT target [ms/token]", 50, 5, 1000, "Time per output token target (decode)")
         self.stat = K.dropdown("SLO statistic", [("p95", "p95"), ("mean", "mean")], "p95",
@@ -43,8 +63,13 @@ class InferenceSection(Section):
         self.pp = K.dropdown("Pipeline stages", PP_CHOICES, "auto", "Stages of a replica; may span servers")
         self.mode = K.dropdown("Serving", [("aggregated", "aggregated"), ("disaggregated", "disaggregated")],
                                "aggregated", "Disaggregated: separate prefill and decode pools, KV shipped between")
-        self.engine = K.dropdown("Engine limits", [("TensorRT-LLM", "trtllm"), ("vLLM", "vllm")], "trtllm",
+        self.engine = K.dropdown("Engine limits", ENGINES, "trtllm",
                                  "Whose scheduler limits and defaults the replica runs with")
+        self.speculative = K.dropdown("Speculative decoding", SPECULATION, "none",
+                                      "A drafter proposes tokens the model verifies in one pass")
+        self.draft_tokens = K.int_slider("Draft tokens per step", 1, 1, 16, 1, "Tokens drafted per decode step (k)")
+        self.reuse = ReuseControls(lambda: None if self._syncing or self.service.value is None
+                                   else self.state.data["workloads"][self.service.value], self._change)
         self.figures = widgets.HTML()
         self.memory_chart, self.latency_chart = K.ChartSlot(), K.ChartSlot()
         self._curve_at = (None, None)  # (inputs, frame) of the last latency curve
@@ -53,7 +78,18 @@ class InferenceSection(Section):
         self.bind(self.model, w("model"))
         self.bind(self.weights, w("weight_precision"))
         self.bind(self.kv, w("kv_precision"))
-        self.bind(self.rate, w("requests_per_s"), float)
+        self.bind(self.rate, lambda: w("requests_per_s")() if self.load.value == "rate" else None, float)
+        self.bind(self.users, lambda: w("concurrency")() if self.load.value == "users" else None,
+                  lambda v: float(max(round(v), 1)))
+        self.bind(self.prompt_cv, w("prompt_cv"), float)
+        self.bind(self.output_cv, w("output_cv"), float)
+        self.bind(self.draft_tokens, lambda: w("speculative_tokens")() if self.speculative.value != "none" else None,
+                  int)
+        self.reuse.bind(self.bind, lambda *keys: lambda: None if self.service.value is None or
+                        self.state.data["workloads"][self.service.value][keys[0]] is None
+                        else ("workloads", self.service.value) + keys)
+        self.load.observe(self._on_load, names="value")
+        self.speculative.observe(self._on_speculative, names="value")
         self.bind(self.prompt, w("prompt_tokens"), lambda v: int(round(v)))
         self.bind(self.output, w("output_tokens"), lambda v: int(round(v)))
         self.bind(self.ttft, w("ttft_target_ms"), float)
@@ -64,9 +100,10 @@ class InferenceSection(Section):
         self.bind(self.mode, w("serving"))
         self.bind(self.engine, w("engine"))
         self.service.observe(lambda _: self._on_plan(self.state.plan), names="value")
-        left = K.controls_column([self.service, self.model, self.weights, self.kv, self.rate, self.prompt, self.output,
-                                  self.ttft, self.tpot, self.stat, self.tp, self.pp, self.mode, self.engine,
-                                  self.error])
+        left = K.controls_column([self.service, self.model, self.weights, self.kv, self.load, self.rate, self.users,
+                                  self.prompt, self.output, self.prompt_cv, self.output_cv, self.ttft, self.tpot,
+                                  self.stat, self.tp, self.pp, self.mode, self.engine, self.speculative,
+                                  self.draft_tokens, self.reuse.view, self.error])
         self.view.children = [widgets.HBox([left, K.figures_column([self.figures, self.memory_chart.box])]),
                               self.latency_chart.box]
         self.quietly(self.sync)
@@ -74,17 +111,61 @@ class InferenceSection(Section):
     def _path(self, field):
         return lambda: None if self.service.value is None else ("workloads", self.service.value, field)
 
+    def _change(self, updates: dict) -> None:
+        """Set several fields of the selected service at once (``updates``: a path under the service -> its
+        value), as one edit: fields that exclude each other change together. A refusal shows its message and
+        puts the controls back to the scenario."""
+        if self._syncing or self.service.value is None:
+            return
+        data = self.state.data
+        for keys, value in updates.items():
+            data = set_path(data, ("workloads", self.service.value) + keys, value)
+        refused = self.state.replace(data)
+        if refused:
+            self.quietly(self.sync)
+            K.assign(self.error, "value", K.error_html(refused))
+
+    def _on_load(self, change) -> None:
+        """Switch between a rate and users in flight, keeping the load the plan found: by Little's law, users
+        = rate x mean request latency (the planner's own relation for a service given as users)."""
+        if self._syncing or self.service.value is None:
+            return
+        i = self._plan_service(self.state.plan)
+        if change["new"] == "users":
+            users = i.requests_per_s * i.latency_mean_seconds
+            users = min(max(round(users), 1), 10 ** self.users.max) if math.isfinite(users) else round(self.users.value)
+            self._change({("requests_per_s",): None, ("concurrency",): float(users)})
+        else:
+            rate = i.requests_per_s if math.isfinite(i.requests_per_s) and i.requests_per_s > 0 else self.rate.value
+            self._change({("requests_per_s",): float(rate), ("concurrency",): None})
+
+    def _on_speculative(self, change) -> None:
+        method = None if change["new"] == "none" else change["new"]
+        self._change({("speculative_method",): method,
+                      ("speculative_tokens",): None if method is None else int(self.draft_tokens.value)})
+
     def sync(self) -> None:
         selected(self.service, self.state.workloads("inference"))
         if self.service.value is None:
             return
         w = self.state.data["workloads"][self.service.value]
         for knob, key in ((self.model, "model"), (self.weights, "weight_precision"), (self.kv, "kv_precision"),
-                          (self.rate, "requests_per_s"), (self.prompt, "prompt_tokens"),
-                          (self.output, "output_tokens"), (self.ttft, "ttft_target_ms"),
-                          (self.tpot, "tpot_target_ms"), (self.stat, "slo_statistic"), (self.tp, "tensor_parallel"),
-                          (self.pp, "pipeline_parallel"), (self.mode, "serving"), (self.engine, "engine")):
-            K.assign(knob, "value", w[key])
+                          (self.rate, "requests_per_s"), (self.users, "concurrency"), (self.prompt, "prompt_tokens"),
+                          (self.output, "output_tokens"), (self.prompt_cv, "prompt_cv"), (self.output_cv, "output_cv"),
+                          (self.ttft, "ttft_target_ms"), (self.tpot, "tpot_target_ms"), (self.stat, "slo_statistic"),
+                          (self.tp, "tensor_parallel"), (self.pp, "pipeline_parallel"), (self.mode, "serving"),
+                          (self.engine, "engine")):
+            if w[key] is not None:  # exactly one of rate and users is set
+                K.assign(knob, "value", w[key])
+        if w["speculative_method"] is not None:
+            K.assign(self.draft_tokens, "value", w["speculative_tokens"] or 1)  # the plan's default: 1
+        users = w["concurrency"] is not None
+        K.assign(self.load, "value", "users" if users else "rate")
+        K.show_if(not users, self.rate)
+        K.show_if(users, self.users)
+        K.assign(self.speculative, "value", w["speculative_method"] or "none")
+        K.show_if(w["speculative_method"] is not None, self.draft_tokens)
+        self.reuse.sync(w)
 
     def _plan_service(self, plan):
         name = self.state.data["workloads"][self.service.value]["name"]
@@ -113,9 +194,10 @@ class InferenceSection(Section):
 
     def _curve(self, i):
         """:func:`latency_curve` of ``i``, kept while its replica and fleet stay (a load move keeps it)."""
-        key = (i.estimate.model, i.estimate.accelerator, i.estimate.weight_precision, i.estimate.kv_precision,
-               i.estimate.input_tokens, i.estimate.output_tokens, i.estimate.engine, i.tensor_parallel,
-               i.pipeline_parallel, i.attention_dp, i.replicas)
+        e = i.estimate
+        key = (e.model, e.accelerator, e.weight_precision, e.kv_precision, e.input_tokens, e.output_tokens, e.engine,
+               i.tensor_parallel, i.pipeline_parallel, i.attention_dp, i.replicas, e.max_requests_per_s,
+               e.max_concurrency, e.speculative_method, e.speculative_tokens, e.acceptance_length)
         if self._curve_at[0] != key:
             self._curve_at = (key, latency_curve(i))
         return self._curve_at[1]
@@ -162,6 +244,42 @@ class InferenceSection(Section):
                       K.card("inference.decode_gpus", "Decode GPUs", i.pools.decode_gpus, "GPUs"),
                       K.card("inference.kv_transfer", "KV transfer", F.duration(i.pools.kv_transfer_s), "",
                              f"{F.bytes_si(i.pools.kv_bytes_per_request)} per request")]
+        items += InferenceSection._load_cards(i) + InferenceSection._estimate_cards(i.estimate)
         if i.slo_reason:
             items.append(K.card("inference.slo", "SLOs", "unreachable", "", i.slo_reason, state="bad"))
-        return K.cards(items)
+        return K.cards(items) + reuse_cards(i)
+
+    @staticmethod
+    def _load_cards(i) -> list[str]:
+        """The load: users in flight and the rate they send (Little's law, the planner's fixed point), or a rate."""
+        if i.concurrency is not None:
+            return [K.card("inference.users", "Users in flight", F.count(i.concurrency), "requests",
+                           "Given: each user sends its next request when the last is answered"),
+                    K.card("inference.rate", "Request rate", F.per_s(i.requests_per_s, "requests/s"), "",
+                           f"What they send: users ÷ mean request latency ({F.duration(i.latency_mean_seconds)}), "
+                           "Little's law; the fleet is planned for it")]
+        return [K.card("inference.rate", "Request rate", F.per_s(i.requests_per_s, "requests/s"), "",
+                       "Given (random arrivals)")]
+
+    @staticmethod
+    def _estimate_cards(e) -> list[str]:
+        """What the replica's estimate used: speculative decoding and its calibration (aggregated serving)."""
+        if e is None:
+            return []
+        items = []
+        if e.speculative_method is not None:
+            source = e.speculation.acceptance_source if e.speculation is not None else ""
+            items += [K.card("inference.speculative", "Speculative decoding", e.speculative_method,
+                             f"{e.speculative_tokens} drafted per step",
+                             "Each decode step drafts k tokens and verifies k + 1 in one pass of the model"),
+                      K.card("inference.acceptance", "Acceptance length", F.sig(e.acceptance_length), "tokens/step",
+                             "Tokens a decode step emits per request on average, the model's own included: a "
+                             f"request needs (output - 1) ÷ this many steps. From {source}")]
+        if e.uncalibrated:
+            items.append(K.card("inference.calibration", "Serving calibration", "uncalibrated", "",
+                                f"{e.accelerator}: no public runs of its GPU generation calibrate the serving model; "
+                                f"{serving.CALIBRATION.fallback_generation}'s efficiencies stand in", state="bad"))
+        else:
+            items.append(K.card("inference.calibration", "Serving calibration", e.calibration, "",
+                                "Efficiencies fitted on public runs of this GPU's generation"))
+        return items
