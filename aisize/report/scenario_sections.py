@@ -266,7 +266,10 @@ def assumptions_table(scenario: Scenario, assumptions: dict | None = None) -> Ht
         if key.startswith("policies."):
             continue  # shown above, with who set it
         label, unit, why = texts.get(key, (key, "", ""))
-        origin = f"scenario ({chosen.calibration.name[:80]})" if chosen and key.startswith("serving.") else _origin(key)
+        origin = _origin(key)
+        if key.startswith("serving."):  # a fitted file holds full-precision floats: four figures are shown
+            value = float(f"{value:.4g}")
+            origin = f"scenario ({chosen.calibration.name[:80]})" if chosen else origin
         rows.append([label, _show(value, unit), origin, why])
     defaults = table(["Assumption", "Value", "Set by", "Why it matters"], rows,
                      caption="Planner and engine defaults", css="assumptions")

@@ -225,7 +225,8 @@ def from_dict(d, *, where: str = "calibration") -> Calibration:
         for gen, x in items:
             label = f"{name}[{str(gen)[:40]}]" if per_generation else name
             if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or x < 0 or x > 1e6:
-                raise ValueError(f"{where}: {label}={str(x)[:60]!r} is not allowed: a finite number >= 0")
+                shown = repr(x) if isinstance(x, (int, float)) else repr(str(x)[:60])
+                raise ValueError(f"{where}: {label}={shown} is not allowed: a finite number from 0 to 1e6")
             if name in SHARES and not 0 < x <= 1:
                 raise ValueError(f"{where}: {label}={x!r} is not allowed: a share in (0, 1]")
         if per_generation:
