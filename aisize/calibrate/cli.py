@@ -2,8 +2,8 @@
 
 Reads the runs (:func:`aisize.calibrate.read_runs`), fits the constants they identify
 (:func:`aisize.calibrate.fit`), prints every run's error before and after, and writes the
-calibration to a JSON file a scenario (``serving.calibration``), ``aisize.serving.estimate(...,
-calibration=FILE)`` and the app's Accuracy tab can use.
+calibration to a JSON file a scenario (``policies.serving_calibration``), ``aisize.serving.estimate(...,
+calibration=FILE)`` and the app's Accuracy tab can use; says how to select it.
 """
 
 from __future__ import annotations
@@ -74,4 +74,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         raise ValueError(f"cannot write {out}: {e.strerror}") from None
     print(f"written: {out}")
+    print(f"select it in a scenario file (aisize plan / report / sweep embed its content, so a saved scenario "
+          f"stands alone):\n  policies:\n    serving_calibration: {out}\n"
+          "or in the app: Accuracy tab, Load calibration, then Use in this scenario")
     return 0

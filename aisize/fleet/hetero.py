@@ -91,10 +91,11 @@ def nic_bytes_per_s_per_gpu(server_id: str) -> float:
 
 
 @lru_cache(maxsize=64)
-def _phases(model, accelerator, input_tokens, output_tokens, weight_precision, kv_precision):
+def _phases(model, accelerator, input_tokens, output_tokens, weight_precision, kv_precision, calibration):
     """Per configuration of the disaggregated search: each phase's GPU-seconds per request and latencies."""
     r = serving.search(model, accelerator, input_tokens=input_tokens, output_tokens=output_tokens,
-                       weight_precisions=(weight_precision,), kv_precisions=(kv_precision,), modes=("disaggregated",))
+                       weight_precisions=(weight_precision,), kv_precisions=(kv_precision,), modes=("disaggregated",),
+                       calibration=calibration)
     f = r.feasible
     per_gpu = f.tokens_per_s_per_gpu
     out = pd.DataFrame({
@@ -105,7 +106,7 @@ def _phases(model, accelerator, input_tokens, output_tokens, weight_precision, k
         "tpot_s": f.tpot_s, "tpot_p95_s": f.tpot_p95_s})
     holds = {g: bool(serving.estimate(model, accelerator, tensor_parallel=int(g), weight_precision=weight_precision,
                                       kv_precision=kv_precision, input_tokens=input_tokens,
-                                      output_tokens=1).feasible)
+                                      output_tokens=1, calibration=calibration).feasible)
              for g in out.prefill_gpus.unique()}
     return out[out.prefill_gpus.map(holds)]
 
@@ -117,8 +118,10 @@ def _best(frame, cost_col, lat_col, limit):
 
 def heterogeneous(model, *, prefill_servers, decode_servers, requests_per_s, input_tokens, output_tokens,
                   ttft_target_s, tpot_target_s, usd_per_gpu_hour: dict, statistic="p95", weight_precision="fp8",
-                  kv_precision="fp8", target_utilisation=DEFAULT_UTILISATION) -> pd.DataFrame:
+                  kv_precision="fp8", target_utilisation=DEFAULT_UTILISATION, calibration=None) -> pd.DataFrame:
     """Every (prefill server, decode server) pair sized for the rate, cheapest feasible first.
+
+    ``calibration``: the serving constants (a :class:`aisize.serving.Calibration`; None: the default).
 
     Columns: prefill_server, decode_server, prefill/decode accelerators, GPUs per replica, replicas,
     GPUs, ttft_s (unloaded, with the KV transfer), tpot_s, kv_transfer_s, kv_link_utilisation,
@@ -130,7 +133,10 @@ def heterogeneous(model, *, prefill_servers, decode_servers, requests_per_s, inp
     tpot_t = checks.positive("tpot_target_s", tpot_target_s)
     i, o = int(checks.integer("input_tokens", input_tokens)), int(checks.integer("output_tokens", output_tokens))
     kv_request = float(models.kv_bytes_per_token(arch, kv_precision)) * i
-    eff = serving.CALIBRATION.link_efficiency
+    cal = serving.CALIBRATION if calibration is None else calibration
+    if not isinstance(cal, serving.Calibration):
+        raise ValueError(f"calibration={str(calibration)[:60]!r} is not allowed: a Calibration or None")
+    eff = cal.link_efficiency
     suffix = "_p95_s" if statistic == "p95" else "_s"
     rows = []
     for ps in prefill_servers:
@@ -139,8 +145,8 @@ def heterogeneous(model, *, prefill_servers, decode_servers, requests_per_s, inp
             p_acc, d_acc = catalog.servers[ps].accelerator, catalog.servers[ds].accelerator
             row.update(prefill_accelerator=p_acc, decode_accelerator=d_acc)
             try:
-                dec_all = _phases(arch, d_acc, i, o, weight_precision, kv_precision)
-                pre_all = _phases(arch, p_acc, i, o, weight_precision, kv_precision).copy()
+                dec_all = _phases(arch, d_acc, i, o, weight_precision, kv_precision, cal)
+                pre_all = _phases(arch, p_acc, i, o, weight_precision, kv_precision, cal).copy()
             except ValueError as error:  # a precision one of the accelerators does not run
                 row["why"] = str(error)
                 rows.append(row)

@@ -122,6 +122,15 @@ def mfu_range_for(gpus: int):
     return mfu_range(gpus)
 
 
+def serving_calibration(policies):
+    """The serving constants every serving figure of a plan uses: the calibration the scenario's
+    ``policies.serving_calibration`` selects, else :data:`aisize.serving.CALIBRATION`."""
+    from aisize import serving
+
+    chosen = policies.serving_calibration
+    return chosen.calibration if chosen is not None else serving.CALIBRATION
+
+
 def planner_assumptions() -> dict[str, object]:
     """The planner's own named assumptions with their values."""
     names = ("RACK_UNITS", "RACK_POWER_WATTS", "CHECKPOINT_MAX_STALL", "TOKENS_PER_STEP",

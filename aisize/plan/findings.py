@@ -333,7 +333,7 @@ def findings(plan) -> list[Finding]:
 
 def assumptions_used(policies) -> dict:
     """Every policy value and every named planner or engine default a plan uses, with its value."""
-    from aisize import host, serving
+    from aisize import host
     from aisize import training as engine_training
     from aisize.network import collectives
     from aisize.plan import inference as inf_plan
@@ -348,9 +348,12 @@ def assumptions_used(policies) -> dict:
         "plan.default_seq_len": training.DEFAULT_SEQ_LEN,
         "plan.ongoing_display_days": timeline.ONGOING_DISPLAY_DAYS,
         "plan.inference_fallback_utilisation": inf_plan.FALLBACK_UTILISATION,
-    } | {f"serving.{row['constant']}": row["value"] for row in serving.CALIBRATION.as_table()}
+    }
+    cal = C.serving_calibration(policies)  # the scenario's (policies.serving_calibration) or aisize's default
+    engine |= {f"serving.{row['constant']}": row["value"] for row in cal.as_table()}
     engine |= {f"training.{c['name']}": c["value"] for c in engine_training.efficiency_constants()}
-    return ({f"policies.{k}": v for k, v in policies.model_dump(mode="json").items()}
+    chosen = policies.model_dump(mode="json", exclude={"serving_calibration"}) | {"serving_calibration": cal.name}
+    return ({f"policies.{k}": v for k, v in chosen.items()}
             | {f"plan.{k}": v for k, v in C.planner_assumptions().items()} | engine)
 
 

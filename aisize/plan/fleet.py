@@ -26,6 +26,7 @@ from aisize.fleet.cost import DayCost, day_cost, server_usd_per_gpu_hour
 from aisize.fleet.failures import FailureRates, Spares, failure_rates, spares_for
 from aisize.fleet.hetero import heterogeneous
 from aisize.fleet.power import CoolingLoad, Efficiency, Envelope, cooling_load, efficiency, envelope
+from aisize.plan import context as C
 from aisize.plan.service_day import ServiceDay, fleet_of, service_day
 from aisize.plan.timeline import _in_window
 from aisize.queueing import PriorityClass, PriorityResult, priority_queue
@@ -150,8 +151,8 @@ def _hetero(w, scenario, prices):
                          input_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
                          ttft_target_s=w.ttft_target_ms / 1e3, tpot_target_s=w.tpot_target_ms / 1e3,
                          usd_per_gpu_hour=usd, statistic=w.slo_statistic, weight_precision=w.weight_precision,
-                         kv_precision=w.kv_precision,
-                         target_utilisation=h.target_utilisation)
+                         kv_precision=w.kv_precision, target_utilisation=h.target_utilisation,
+                         calibration=C.serving_calibration(scenario.policies))
 
 
 def _hourly_use(w, kind, gpus, day: ServiceDay | None) -> np.ndarray:

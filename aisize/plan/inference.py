@@ -126,7 +126,7 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
         return _plan_for_concurrency(w, ctx, policies)
     arch = models.resolve(w.model)
     engine = serving.ENGINES[w.engine]
-    cal = serving.CALIBRATION
+    cal = C.serving_calibration(policies)
     per = ctx.server.gpus
     ttft_t, tpot_t = w.ttft_target_ms / 1e3, w.tpot_target_ms / 1e3
     kw = dict(weight_precision=w.weight_precision, kv_precision=w.kv_precision, input_tokens=w.prompt_tokens,
@@ -208,7 +208,7 @@ def _aggregated(w, ctx, shape, replicas, est) -> dict:
         utilisation=fin(est and est.utilisation), estimate=est)
 
 
-def _disaggregated(w, ctx, arch, pools) -> dict:
+def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
     """The fleet figures of disaggregated serving: the prefill and decode pools of ``pools`` at the service's
     rate, through :func:`aisize.serving.estimate_disaggregated` (the public model of given pools)."""
     costs = model_costs(arch, w.weight_precision, w.kv_precision)
@@ -225,7 +225,7 @@ def _disaggregated(w, ctx, arch, pools) -> dict:
         arch, ctx.accelerator, prefill=side(pools.prefill_replicas, p_shape),
         decode=side(pools.decode_replicas, d_shape), weight_precision=w.weight_precision, kv_precision=w.kv_precision,
         input_tokens=w.prompt_tokens, output_tokens=w.output_tokens, requests_per_s=w.requests_per_s,
-        engine=w.engine, kv_link_bytes_per_s=ctx.scaleout_bytes_per_s)
+        engine=w.engine, kv_link_bytes_per_s=ctx.scaleout_bytes_per_s, calibration=calibration)
     batch = est.decode_batch if math.isfinite(est.tpot_s) else pools.decode_batch
     kv = batch * float(costs.kv_bytes(w.prompt_tokens + w.output_tokens)) / (
         min(d_tp // d_dp, costs.kv_heads) * d_pp * d_dp)
@@ -248,7 +248,8 @@ def _disaggregated(w, ctx, arch, pools) -> dict:
 def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t, kv=None) -> InferencePlan:
     agg_gpus = replicas * (shape.gpus if shape else 0)
     use_pools = pools is not None and pools.feasible and (not fleet.feasible or pools.gpus <= agg_gpus)
-    v = _disaggregated(w, ctx, arch, pools) if use_pools else _aggregated(w, ctx, shape, replicas, est)
+    v = (_disaggregated(w, ctx, arch, pools, C.serving_calibration(policies)) if use_pools
+         else _aggregated(w, ctx, shape, replicas, est))
     v["memory_per_gpu_bytes"]["total_bytes"] = sum(v["memory_per_gpu_bytes"].values())
     stat = w.slo_statistic
     ttft_met = (v["ttft_p95_seconds"] if stat == "p95" else v["ttft_seconds"]) <= ttft_t

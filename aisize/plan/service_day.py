@@ -107,14 +107,15 @@ def profile_of(w) -> LoadProfile:
     return LoadProfile(tuple(h * HOUR for h in spec.start_hours()), tuple(w.requests_per_s * v for v in spec.values()))
 
 
-def _estimate_kw(w, i: InferencePlan, ctx: C.HardwareContext) -> dict:
+def _estimate_kw(w, i: InferencePlan, ctx: C.HardwareContext, policies) -> dict:
     """The planner's replica as :func:`aisize.serving.estimate` arguments (stages across servers use the
-    pool's scale-out link, as the planner's shapes do)."""
+    pool's scale-out link, as the planner's shapes do; the scenario's serving calibration)."""
     link = ctx.scaleout_bytes_per_s if i.gpus_per_replica > ctx.server.gpus else None
     return dict(tensor_parallel=i.tensor_parallel, pipeline_parallel=i.pipeline_parallel, attention_dp=i.attention_dp,
                 stage_link_bytes_per_s=link,
                 weight_precision=w.weight_precision, kv_precision=w.kv_precision, input_tokens=w.prompt_tokens,
-                output_tokens=w.output_tokens, length_cv=w.length_cv, engine=w.engine)
+                output_tokens=w.output_tokens, length_cv=w.length_cv, engine=w.engine,
+                calibration=C.serving_calibration(policies))
 
 
 def _meets(w, est) -> bool:
@@ -122,10 +123,10 @@ def _meets(w, est) -> bool:
     return est.stable and ttft <= w.ttft_target_ms / 1e3 and tpot <= w.tpot_target_ms / 1e3
 
 
-def slo_rate(w, i: InferencePlan, ctx: C.HardwareContext, capacity: float) -> float:
+def slo_rate(w, i: InferencePlan, ctx: C.HardwareContext, capacity: float, policies) -> float:
     """The highest rate one replica takes within the service's TTFT and TPOT targets [1/s] (0: none)."""
     arch = models.resolve(w.model)
-    kw = _estimate_kw(w, i, ctx)
+    kw = _estimate_kw(w, i, ctx, policies)
     lo, hi = 0.0, capacity
     for _ in range(SLO_BISECTION_STEPS):
         mid = 0.5 * (lo + hi)
@@ -136,7 +137,7 @@ def slo_rate(w, i: InferencePlan, ctx: C.HardwareContext, capacity: float) -> fl
     return lo
 
 
-def _lora(w, i, ctx, cap_est) -> LoraServing | None:
+def _lora(w, i, ctx, cap_est, policies) -> LoraServing | None:
     a = fleet_of(w).adapters if fleet_of(w) else None
     if a is None or cap_est is None:
         return None
@@ -147,7 +148,8 @@ def _lora(w, i, ctx, cap_est) -> LoraServing | None:
                         batch=max(cap_est.max_concurrency, 1.0), iteration_seconds=cap_est.tpot_s,
                         tensor_parallel=i.tensor_parallel * i.pipeline_parallel, pcie_bytes_per_s=pcie,
                         storage_bytes_per_s=_storage_read(ctx, i.gpus_per_replica),
-                        memory_efficiency=serving.CALIBRATION.value("memory_efficiency", serving.hardware.generation(ctx.accelerator)))
+                        memory_efficiency=C.serving_calibration(policies).value(
+                            "memory_efficiency", serving.hardware.generation(ctx.accelerator)))
 
 
 def _storage_read(ctx: C.HardwareContext, gpus: int) -> float:
@@ -167,13 +169,13 @@ def service_day(w, ctx: C.HardwareContext, policies) -> ServiceDay:
     arch = models.resolve(w.model)
     if i.estimate is not None:  # aggregated: one replica of the chosen shape
         g = i.gpus_per_replica
-        cap_est = serving.estimate(arch, ctx.accelerator, **_estimate_kw(w, i, ctx))
+        cap_est = serving.estimate(arch, ctx.accelerator, **_estimate_kw(w, i, ctx, policies))
         capacity = cap_est.max_requests_per_s
     else:  # disaggregated: the pools scale together
         g = max(math.ceil(i.gpus / max(i.replicas, 1)), 1)
         cap_est = None
         capacity = i.requests_per_s / max(i.replicas, 1) / max(min(i.utilisation, 1.0), 1e-9)
-    lora = _lora(w, i, ctx, cap_est)
+    lora = _lora(w, i, ctx, cap_est, policies)
     factor = 1.0
     if lora is not None:
         factor = lora.capacity_factor
@@ -184,7 +186,7 @@ def service_day(w, ctx: C.HardwareContext, policies) -> ServiceDay:
     if target == "utilisation":
         rate, basis = auto.target_utilisation * capacity, f"{auto.target_utilisation:.0%} of capacity"
     elif cap_est is not None:
-        rate, basis = slo_rate(w, i, ctx, cap_est.max_requests_per_s) * factor, "latency targets"
+        rate, basis = slo_rate(w, i, ctx, cap_est.max_requests_per_s, policies) * factor, "latency targets"
         if rate <= 0:  # no rate meets the targets: the planner's fallback utilisation
             rate = FALLBACK_UTILISATION * capacity
             basis = f"{FALLBACK_UTILISATION:.0%} of capacity (no rate meets the targets)"

@@ -10,6 +10,7 @@ from aisize.format import points
 from aisize.report.markup import DASH, Html, block, count, esc, figure, note, pct, sig, table
 from aisize.report.training_sections import time_range_days
 from aisize.validation import left_out, mfu_observations, summary, validate
+from aisize.validation.serving import SETS, family_summary
 
 FAMILY_TEXT = {"memory": "GPU memory (weights, optimizer states, activations)",
                "flops-time": "Training FLOPs, GPU-hours and time",
@@ -31,6 +32,32 @@ def _err_span(errors) -> str:
     """One case's error, or the range of a group's ("-48 to -23 %")."""
     lo, hi = float(errors.min()), float(errors.max())
     return _err(lo) if len(errors) == 1 or lo == hi else f"{points(lo)} to {points(hi)} %"
+
+
+def _within(s: dict, key: str = "within", runs: str = "cases") -> str:
+    return f"{count(s[key])} of {count(s[runs])}" if runs in s else DASH
+
+
+def calibration_comparison(scenario) -> Html:
+    """The serving families with the scenario's selected calibration beside aisize's default (empty
+    when the scenario uses the default)."""
+    chosen = scenario.policies.serving_calibration
+    if chosen is None:
+        return Html("")
+    rows = []
+    for family in SETS:
+        d, c = family_summary(family), family_summary(family, chosen.calibration)
+        rows.append([FAMILY_TEXT.get(family, family), _within(d), _within(c), _err(d["median_abs_error_pct"]),
+                     _err(c["median_abs_error_pct"]), _within(d, "tpot_within", "tpot_cases"),
+                     _within(c, "tpot_within", "tpot_cases")])
+    t = table(["Family", "Within 15 %, default", "Within 15 %, selected", "Median |error|, default",
+               "Median |error|, selected", "TPOT within 15 %, default", "TPOT within 15 %, selected"], rows,
+              caption=f"Public serving runs with the scenario's calibration ({chosen.calibration.name}) and "
+                      "with aisize's default", css="numeric")
+    return block(t, note(f"The scenario selects the serving calibration {chosen.calibration.name} (from "
+                         f"{chosen.file}); every serving figure of this plan uses it. The default was fitted on "
+                         "these public runs; a calibration fitted on your own runs describes your deployments "
+                         "and may score worse on these."))
 
 
 def accuracy(ctx: ReportContext) -> Html:
@@ -66,7 +93,7 @@ def accuracy(ctx: ReportContext) -> Html:
     intro = note("Each case compares one published figure with aisize's estimate from the published inputs "
                  "(data/validation/cases.csv and the training and serving runs). A case whose source does not give "
                  "what a comparison needs is left out and listed with why.")
-    return Html(block(fam, intro) + block(worst_t) + block(gone_t)
+    return Html(block(fam, intro) + calibration_comparison(ctx.scenario) + block(worst_t) + block(gone_t)
                 + block(figure(charts.validation_errors(df[~serving]),
                                "Signed error of each case against its published figure (symlog axis); the tick "
                                "is the case's tolerance."))

@@ -133,6 +133,8 @@ POLICY_TEXT: dict[str, tuple[str, str, str]] = {
     "memory_headroom": ("GPU memory headroom", "%", "Kept free for framework, fragmentation, CUDA context."),
     "host_ram_ratio": ("Host RAM / GPU memory", "×", "Host RAM per server ÷ its total GPU memory."),
     "storage_usable_ratio": ("Usable / raw storage", "%", "Capacity left after data protection."),
+    "serving_calibration": ("Serving calibration", "", "The serving model's achieved shares of peak and fixed "
+                            "costs (listed below); aisize calibrate fits them on your own benchmark runs."),
     "switch_radix": ("Switch radix", "ports", "Ports per fabric switch."),
     "oversubscription": ("Fabric oversubscription", ":1",
                          "Leaf downlink ÷ uplink bandwidth; 1:1 is non-blocking."),
@@ -201,7 +203,7 @@ _SERVING_UNIT = {"share": "%", "s": "ms", "x": "×", "tokens": "tokens"}
 
 
 def _serving_text(row: dict) -> tuple[str, str, str]:
-    """Label, unit and why of one serving calibration constant (aisize.serving.CALIBRATION.as_table())."""
+    """Label, unit and why of one serving calibration constant (a row of ``Calibration.as_table()``)."""
     base, _, generation = row["constant"].partition("[")
     label = _SERVING_LABEL.get(base, base.replace("_", " ").capitalize())
     generation = generation.rstrip("]")
@@ -213,6 +215,14 @@ def _serving_text(row: dict) -> tuple[str, str, str]:
 
 
 DEFAULT_TEXT |= {f"serving.{r['constant']}": _serving_text(r) for r in serving.CALIBRATION.as_table()}
+
+
+def calibration_label(policies) -> str:
+    """The serving calibration a scenario's policies select, as the report names it."""
+    chosen = policies.serving_calibration
+    if chosen is None:
+        return f"{serving.CALIBRATION.name} (aisize's default)"
+    return f"{chosen.calibration.name} (file {chosen.file[:80]})"
 
 _SCALE = {"kW": 1e-3, "ms": 1e3, "MiB": 1 / MiB, "GiB": 1 / GiB}
 
@@ -244,15 +254,23 @@ def assumptions_table(scenario: Scenario, assumptions: dict | None = None) -> Ht
         for name in names:
             label, unit, why = POLICY_TEXT.get(name, (name.replace("_", " ").capitalize(), "", ""))
             origin = "scenario" if name in model.model_fields_set else "default"
-            rows.append([label, _show(getattr(model, name), unit), origin, why])
+            value = calibration_label(model) if name == "serving_calibration" else getattr(model, name)
+            rows.append([label, _show(value, unit), origin, why])
     policies = table(["Assumption", "Value", "Set by", "Why it matters"], rows,
                      caption="Scenario policies", css="assumptions")
+    chosen = scenario.policies.serving_calibration  # its constants are the scenario's, labelled from its table
+    texts = DEFAULT_TEXT | ({f"serving.{r['constant']}": _serving_text(r) for r in chosen.calibration.as_table()}
+                            if chosen else {})
     rows = []
     for key, value in assumptions.items():
         if key.startswith("policies."):
             continue  # shown above, with who set it
-        label, unit, why = DEFAULT_TEXT.get(key, (key, "", ""))
-        rows.append([label, _show(value, unit), _origin(key), why])
+        label, unit, why = texts.get(key, (key, "", ""))
+        origin = _origin(key)
+        if key.startswith("serving."):  # a fitted file holds full-precision floats: four figures are shown
+            value = float(f"{value:.4g}")
+            origin = f"scenario ({chosen.calibration.name[:80]})" if chosen else origin
+        rows.append([label, _show(value, unit), origin, why])
     defaults = table(["Assumption", "Value", "Set by", "Why it matters"], rows,
                      caption="Planner and engine defaults", css="assumptions")
     return Html(f"{policies}{defaults}{own_hardware_table(scenario)}" + note(

@@ -12,7 +12,7 @@ from aisize.plan import context as plan_context
 from aisize.plan import latency_curve
 from aisize.report.context import ReportContext
 from aisize.report.markup import DASH, Html, block, count, duration, figure, gb, note, pct, per_s, sig, table, yes_no
-from aisize.validation.serving import serving_summary
+from aisize.validation.serving import family_summary
 
 
 def _shape(i) -> str:
@@ -42,7 +42,11 @@ def inference(ctx: ReportContext) -> Html:
            for i in p.inference]
     mem_t = table(["Service", "Weights (model)", "KV cache / request", "Memory / GPU", "GPU memory", "Fits",
                    "Host RAM need / server", "Fits"], mem, caption="Memory", css="numeric")
-    acc, load = serving_summary(), serving_summary(family="serving-load")
+    cal = plan_context.serving_calibration(ctx.scenario.policies)
+    acc, load = family_summary("serving", cal), family_summary("serving-load", cal)
+    chosen = ctx.scenario.policies.serving_calibration
+    which = (f"calibration {cal.name}, from {chosen.file}, selected by the scenario" if chosen
+             else f"calibration {cal.name}, aisize's default")
     hardware = plan_context.resolve(ctx.scenario.hardware)
     out = [block(fleet_t, note(
         "Shape: TP GPUs per pipeline stage × PP stages (stages may span servers); ADP: attention data-parallel "
@@ -51,11 +55,12 @@ def inference(ctx: ReportContext) -> Html:
         "and replica count are the fewest GPUs that keep the TTFT and TPOT targets at the planned load. "
         "Capacity is the replica's output tokens/s with every request waiting (max throughput).")),
         block(slo_t, note(
-            f"Continuous batching under Poisson arrivals: iteration-level roofline (calibration "
-            f"{serving.CALIBRATION.name}), Little's law for the batch, M/G/c admission and the prompts' wait for "
+            f"Continuous batching under Poisson arrivals: iteration-level roofline ({which}), Little's law for the "
+            f"batch, M/G/c admission and the prompts' wait for "
             f"the token budget. The knee (where mean request latency doubles) is at "
             + ", ".join(f"{per_s(i.knee_requests_per_s)} for {i.name}" for i in p.inference)
-            + f". Against {acc['cases']} published TensorRT-LLM max-throughput runs the model lands "
+            + f". With this calibration, against {acc['cases']} published TensorRT-LLM max-throughput runs the "
+            f"model lands "
             f"{acc['within']} within 15 % (median error {acc['median_abs_error_pct']:.1f} %), against "
             f"{load['cases']} runs at a fixed concurrency {load['within']} (TPOT {load['tpot_within']}; median "
             f"{load['median_abs_error_pct']:.1f} %); see the accuracy appendix.")),
@@ -93,7 +98,8 @@ def _frontier(i, scaleout_bytes_per_s) -> Html:
                        output_tokens=e.output_tokens, ttft_target_s=i.ttft_target_seconds,
                        tpot_target_s=i.tpot_target_seconds, statistic=i.slo_statistic,
                        weight_precisions=(e.weight_precision,), kv_precisions=(e.kv_precision,),
-                       scaleout_bytes_per_s=scaleout_bytes_per_s, engine=serving.ENGINES[e.engine])
+                       scaleout_bytes_per_s=scaleout_bytes_per_s, engine=serving.ENGINES[e.engine],
+                       calibration=e.calibration_record or serving.CALIBRATION)
     caption = (f"{i.name}: {r.configurations:,} configurations (shapes × batches × token budgets, aggregated and "
                f"disaggregated); the line is the frontier of those that fit, grey points those meeting the targets.")
     if not len(r.frontier):

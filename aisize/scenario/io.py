@@ -21,7 +21,7 @@ import yaml
 from pydantic import ValidationError
 
 from aisize import checks
-from aisize.scenario.model import READ_MODEL_FILES, SCHEMA_VERSION, Scenario
+from aisize.scenario.model import READ_MODEL_FILES, SCENARIO_FOLDER, SCHEMA_VERSION, Scenario
 
 MAX_FILE_BYTES = 1_000_000  # a scenario is a page of text; anything larger is not one
 MAX_DEPTH = 12
@@ -222,7 +222,9 @@ def _safe_yaml(text: str):
 
 
 def load(path) -> Scenario:
-    """Read a scenario file (.yaml, .yml or .json); its models may name config.json files on disk."""
+    """Read a scenario file (.yaml, .yml or .json); it may name files on disk (a model's config.json, a serving
+    calibration), a relative path from the scenario file's folder where the file is there, else from the
+    working directory."""
     path = Path(path)
     try:
         text = checks.read_file("scenario", path, MAX_FILE_BYTES).decode("utf-8")
@@ -230,10 +232,13 @@ def load(path) -> Scenario:
         raise ScenarioError(f"{path}: cannot be read ({exc})") from None
     except ValueError as exc:  # not a regular file, or larger than a scenario
         raise ScenarioError(str(exc)) from None
+    token = SCENARIO_FOLDER.set(path.resolve().parent)
     try:
         return loads(text, fmt="json" if path.suffix.lower() == ".json" else "yaml", read_model_files=True)
     except ScenarioError as exc:
         raise ScenarioError(f"{path}: {exc}") from None
+    finally:
+        SCENARIO_FOLDER.reset(token)
 
 
 def to_dict(scenario: Scenario) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
@@ -20,9 +21,11 @@ from aisize.models.hf_config import read_config
 
 SCHEMA_VERSION = 1
 
-# A config.json on disk is read only for a scenario file given to the command line (io.load sets this):
-# in a scenario from the app or any dict, a path could name any file the server can read.
+# A config.json or calibration file on disk is read only for a scenario file given to the command line
+# (io.load sets this): in a scenario from the app or any dict, a path could name any file the server can read.
 READ_MODEL_FILES: ContextVar[bool] = ContextVar("aisize_read_model_files", default=False)
+# The folder of that scenario file: a relative path it names is looked for there first (io.load sets this).
+SCENARIO_FOLDER: ContextVar[Path | None] = ContextVar("aisize_scenario_folder", default=None)
 
 Name = Annotated[str, Field(min_length=1, max_length=80, pattern=r"^[\w .,:'()/+-]+$")]
 Positive = Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)]
@@ -49,6 +52,16 @@ class _Strict(BaseModel):
                 if isinstance(value, bool) and field is not None and field.annotation is not bool:
                     raise ValueError(f"{key}={value!r} is not allowed: must be a number or text, not true/false")
         return data
+
+
+def named_file(path: str) -> Path:
+    """A file a scenario file names: a relative path from the scenario file's folder where it is there (a
+    report's kernel runs elsewhere), else from the working directory."""
+    p = Path(path).expanduser()
+    folder = SCENARIO_FOLDER.get()
+    if folder is not None and not p.is_absolute() and (folder / p).exists():
+        return folder / p
+    return p
 
 
 def _short(value) -> str:
@@ -96,7 +109,7 @@ class HfConfigModel(_Hashable):
                 raise ValueError("a config.json path is read only from a scenario file given to the command "
                                  "line: embed the config here ({hf_config: NAME, config: {...}}) or upload "
                                  "the config.json in the app")
-            data = {**data, "config": read_config(data["hf_config"])[0]}
+            data = {**data, "config": read_config(str(named_file(data["hf_config"])))[0]}
         return data
 
     @model_validator(mode="after")
@@ -457,6 +470,8 @@ class Policies(_Strict):
     storage_usable_ratio: Annotated[float, Field(ge=0.05, le=1, allow_inf_nan=False)] = 0.8
     # training interruptions: node_mtbf_hours per server, or a published fleet's rates (data/failure_rates.csv)
     failure_rates: Annotated[str, Field(max_length=80)] = "node-mtbf"
+    # the serving model's constants: a file from `aisize calibrate` (aisize.scenario.calibration); None: the default
+    serving_calibration: ServingCalibration | None = None
 
     @field_validator("failure_rates")
     @classmethod
@@ -476,7 +491,7 @@ class Scenario(_Strict):
     name: Name
     description: Annotated[str, Field(max_length=4000)] = ""
     hardware: Hardware = Hardware()
-    policies: Policies = Policies()
+    policies: Policies = Field(default_factory=lambda: Policies())  # built once its fields resolve
     workloads: Annotated[list[Workload], Field(min_length=1, max_length=200)]
     pools: Annotated[list[Pool], Field(max_length=50)] = []  # none: one pool of hardware.server
     phases: Annotated[list[Phase], Field(max_length=50)] = []
@@ -540,8 +555,10 @@ def _in_model_tables(value):
 
 
 # the fleet fields build on this module's base types; resolve the forward references once they exist
+from aisize.scenario.calibration import ServingCalibration  # noqa: E402
 from aisize.scenario.fleet import ServiceFleet, Site  # noqa: E402
 from aisize.scenario.reuse import KVTiers, PrefixReuse  # noqa: E402
 
 Inference.model_rebuild()
+Policies.model_rebuild()
 Scenario.model_rebuild()

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 
+from aisize import checks
 from aisize.network.collectives import DEFAULT_EFFICIENCY
 
 SHARES = ("gemm_efficiency", "attention_efficiency", "memory_efficiency", "expert_memory_efficiency", "link_efficiency",
@@ -118,6 +119,10 @@ class Calibration:
     fitted_on: tuple = field(default=())  # the sets the fit used
     assumed: tuple = field(default=())  # values no public set identifies, stated as assumptions
 
+    def __hash__(self):  # its mappings are read-only views: hash their items (plans are cached by input)
+        return hash(tuple(tuple(sorted(v.items())) if isinstance(v, MappingProxyType) else v
+                          for v in (getattr(self, f.name) for f in fields(self))))
+
     def with_(self, **changes) -> "Calibration":
         """A copy with some values changed (for sensitivity studies and the fit)."""
         for name, value in changes.items():
@@ -163,46 +168,89 @@ class Calibration:
         return path
 
 
+MAX_FILE_BYTES = 1_000_000  # a calibration is a page of numbers; anything larger is not one
+MAX_TEXT_CHARS = {"name": 200, "source": 2000, "fallback_generation": 40}
+MAX_LIST_ITEMS = 200  # fitted, fitted_on, assumed: constants' and files' names
+MAX_GENERATIONS = 20
+
+
+def _text(where: str, name: str, value, limit: int) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > limit or not value.isprintable():
+        raise ValueError(f"{where}: {name}={str(value)[:60]!r} is not allowed: text of 1 to {limit} printable "
+                         "characters")
+    return value
+
+
+def _names(where: str, name: str, value) -> tuple:
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)) or len(value) > MAX_LIST_ITEMS:
+        raise ValueError(f"{where}: {name} must be a list of at most {MAX_LIST_ITEMS} names")
+    return tuple(_text(where, name, v, MAX_TEXT_CHARS["name"]) for v in value)
+
+
 def from_json(text: str, *, where: str = "calibration") -> Calibration:
-    """A :class:`Calibration` from :meth:`Calibration.to_json` text, every value checked."""
+    """A :class:`Calibration` from :meth:`Calibration.to_json` text, every value checked.
+
+    Keys left out keep the default calibration's values; an unknown key, a value that is not a
+    finite number in its range, a share outside (0, 1] and over-long or non-printable text are
+    refused with a message that starts with ``where``.
+    """
     try:
         d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{where} is not JSON: {e.msg} at line {e.lineno}") from None
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise ValueError(f"{where} is not JSON: {getattr(e, 'msg', 'nested too deep')}"
+                         + (f" at line {e.lineno}" if hasattr(e, "lineno") else "")) from None
+    return from_dict(d, where=where)
+
+
+def from_dict(d, *, where: str = "calibration") -> Calibration:
+    """A :class:`Calibration` from a parsed calibration file (a dict), checked as :func:`from_json` says."""
     if not isinstance(d, dict):
         raise ValueError(f"{where} must hold a JSON object of calibration constants")
     base = {f.name: getattr(CALIBRATION, f.name) for f in fields(CALIBRATION)}
     unknown = set(d) - set(base)
     if unknown:
-        raise ValueError(f"{where} has unknown keys {sorted(unknown)[:5]!r}; allowed: {', '.join(base)}")
+        raise ValueError(f"{where} has unknown keys {sorted(map(str, unknown))[:5]!r}; allowed: {', '.join(base)}")
     merged = {**base, **d}
+    for name, limit in MAX_TEXT_CHARS.items():
+        merged[name] = _text(where, name, merged[name], limit)
     for name in CONSTANTS:
         v = merged[name]
-        values = v.values() if isinstance(v, (dict, MappingProxyType)) else [v]
-        if isinstance(v, (dict, MappingProxyType)) and (not v or merged["fallback_generation"] not in v):
-            raise ValueError(f"{where}: {name} must map GPU generations to values, the fallback generation "
-                             f"{merged['fallback_generation']!r} included")
-        for x in values:
+        per_generation = isinstance(v, (dict, MappingProxyType))
+        if per_generation and (not v or merged["fallback_generation"] not in v or len(v) > MAX_GENERATIONS):
+            raise ValueError(f"{where}: {name} must map 1 to {MAX_GENERATIONS} GPU generations to values, the "
+                             f"fallback generation {merged['fallback_generation']!r} included")
+        items = v.items() if per_generation else [(None, v)]
+        for gen, x in items:
+            label = f"{name}[{str(gen)[:40]}]" if per_generation else name
             if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or x < 0 or x > 1e6:
-                raise ValueError(f"{where}: {name}={x!r} is not allowed: a finite number >= 0")
+                shown = repr(x) if isinstance(x, (int, float)) else repr(str(x)[:60])
+                raise ValueError(f"{where}: {label}={shown} is not allowed: a finite number from 0 to 1e6")
             if name in SHARES and not 0 < x <= 1:
-                raise ValueError(f"{where}: {name}={x!r} is not allowed: a share in (0, 1]")
-        if isinstance(v, (dict, MappingProxyType)):
-            merged[name] = MappingProxyType({str(k): float(x) for k, x in v.items()})
-    merged["fitted"] = tuple(merged.get("fitted") or ())
-    merged["fitted_on"] = tuple(merged.get("fitted_on") or ())
-    merged["assumed"] = tuple(merged.get("assumed") or ())
+                raise ValueError(f"{where}: {label}={x!r} is not allowed: a share in (0, 1]")
+        if per_generation:
+            limit = MAX_TEXT_CHARS["fallback_generation"]
+            merged[name] = MappingProxyType({_text(where, f"{name} generation", k, limit): float(x)
+                                             for k, x in v.items()})
+    for name in ("fitted", "fitted_on", "assumed"):
+        merged[name] = _names(where, name, merged.get(name))
     return Calibration(**merged)
+
+
+def read_text(path) -> str:
+    """A calibration file's text: a regular file (never a device or FIFO) of at most :data:`MAX_FILE_BYTES`."""
+    p = Path(path).expanduser()
+    try:
+        return checks.read_file("calibration file", p, MAX_FILE_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"calibration file {str(path)[:200]!r} cannot be read "
+                         f"({getattr(e, 'strerror', None) or 'not UTF-8 text'})") from None
 
 
 def load(path) -> Calibration:
     """A calibration file written by ``aisize calibrate`` (or :meth:`Calibration.save`)."""
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise ValueError(f"calibration file {str(path)[:200]!r} does not exist")
-    if p.stat().st_size > 1_000_000:
-        raise ValueError(f"calibration file {p.name!r} is larger than 1 MB: not a calibration")
-    return from_json(p.read_text(encoding="utf-8"), where=f"calibration file {p.name!r}")
+    return from_json(read_text(path), where=f"calibration file {Path(path).name[:100]!r}")
 
 
 CALIBRATION = Calibration(

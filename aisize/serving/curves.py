@@ -25,7 +25,7 @@ from aisize.serving.sizing import knee
 
 def _loaded(est, rates_per_s, calibration=None):
     """:func:`loaded_state` of the estimate's replica at each rate (per replica)."""
-    calibration = resolve_calibration(calibration)
+    calibration = resolve_calibration(calibration, est)
     engine = ENGINES[est.engine]
     formats = est.weight_formats or est.weight_precision
     dev = device(est.accelerator_record or est.accelerator, formats, est.kv_precision)

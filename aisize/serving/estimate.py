@@ -97,6 +97,7 @@ class ServingEstimate:
     speculation: object = field(default=None, repr=False, compare=False)  # the Speculation used (or None)
     model_record: object = field(default=None, repr=False, compare=False)  # the Transformer used
     accelerator_record: object = field(default=None, repr=False, compare=False)  # the Accelerator used
+    calibration_record: object = field(default=None, repr=False, compare=False)  # the Calibration used
 
     @property
     def e2e_s(self) -> float:
@@ -117,8 +118,11 @@ def _scalar(name, check, value, **kw):
     return checks.scalar(name, check(name, value, **kw))
 
 
-def resolve_calibration(calibration) -> Calibration:
-    """A :class:`Calibration` from one, None (the default), or the path of a calibration file."""
+def resolve_calibration(calibration, estimate=None) -> Calibration:
+    """A :class:`Calibration` from one, the path of a calibration file, or None: the one ``estimate`` (a
+    :class:`ServingEstimate` evaluated again at other loads) was made with, else the default."""
+    if calibration is None and estimate is not None and estimate.calibration_record is not None:
+        return estimate.calibration_record
     if calibration is None:
         return CALIBRATION
     if isinstance(calibration, Calibration):
@@ -342,7 +346,8 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
         concurrency=in_flight, calibration=calib.name, speculative_method=spec.method if spec else None,
         speculative_tokens=spec.draft_tokens if spec else 0, acceptance_length=spec.acceptance_length if spec else 1.0,
         kv_reuse=state.get("kv_reuse"), lengths=state.get("lengths"), notes=tuple(notes),
-        weight_formats=costs.formats, speculation=spec, model_record=m, accelerator_record=acc)
+        weight_formats=costs.formats, speculation=spec, model_record=m, accelerator_record=acc,
+        calibration_record=calib)
 
 
 def _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o, spec) -> float:

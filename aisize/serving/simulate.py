@@ -300,7 +300,7 @@ def simulate_estimate(est, *, requests_per_s=None, concurrency=None, requests=20
     from aisize.serving.iteration import achieved_rates
     from aisize.serving.shapes import ReplicaShape
 
-    cal = resolve_calibration(calibration)
+    cal = resolve_calibration(calibration, est)
     engine = ENGINES[est.engine]
     m = est.model_record or models.resolve(est.model)
     formats = est.weight_formats or est.weight_precision

@@ -292,7 +292,7 @@ def simulate_reuse_estimate(est, reuse, *, kv_tiers=(), requests=1500, seed=1, w
     from aisize.serving.shapes import ReplicaShape
     from aisize.serving.simulate import simulate
 
-    cal = resolve_calibration(calibration)
+    cal = resolve_calibration(calibration, est)
     engine = ENGINES[est.engine]
     m = est.model_record or models.resolve(est.model)
     formats = est.weight_formats or est.weight_precision

@@ -24,7 +24,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from aisize import catalog
+from aisize import catalog, checks
 
 TOLERANCE_PCT = 15.0  # the serving issues' bar: 80 % of rows within 15 %, median <= 10 %
 SETS = {"serving": "serving_throughput.csv", "serving-load": "serving_load.csv",
@@ -67,6 +67,25 @@ def serving_table(family: str = "serving", calibration=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@lru_cache(maxsize=32)
+def _table(family: str, calibration) -> pd.DataFrame:
+    return serving_table(family, calibration)
+
+
+def family_table(family: str = "serving", calibration=None) -> pd.DataFrame:
+    """:func:`serving_table` of a family with a :class:`~aisize.serving.Calibration` (None: the default),
+    remembered per calibration (a page that shows it again, or another family, does not predict again)."""
+    from aisize.serving import CALIBRATION
+
+    checks.choice("family", family, tuple(SETS))
+    return _table(family, CALIBRATION if calibration is None else calibration).copy()
+
+
+def family_summary(family: str = "serving", calibration=None) -> dict:
+    """:func:`serving_summary` of :func:`family_table`."""
+    return serving_summary(family_table(family, calibration), family)
+
+
 def serving_summary(table: pd.DataFrame | None = None, family: str = "serving") -> dict:
     """Runs, runs within tolerance (count and share) and the median / max |error| [%], TPOT alike."""
     t = serving_table(family) if table is None else table
@@ -84,7 +103,7 @@ def serving_summary(table: pd.DataFrame | None = None, family: str = "serving") 
 
 def serving_results(family: str = "serving") -> pd.DataFrame:
     """A family's rows in :func:`aisize.validation.validate`'s columns."""
-    t = serving_table(family)
+    t = family_table(family)
     status = ["ok" if w else ("not expressible" if n else "outside") for w, n in zip(t["within_tolerance"], t["note"])]
     tpot = [f"; TPOT published {p:.3g} ms, aisize {q:.3g} ms ({e:+.1f} %)" if np.isfinite(p) and np.isfinite(q)
             else "" for p, q, e in zip(t["published_tpot_ms"], t["predicted_tpot_ms"], t["tpot_error_pct"])]

@@ -2,7 +2,9 @@
 
 Independent of the scenario: computed once, drawn when the tab is first shown. Only cases with a
 prediction are counted and charted; the cases left out are listed apart with why
-(:func:`aisize.validation.left_out`), and every case outside its tolerance says why it misses.
+(:func:`aisize.validation.left_out`), and every case outside its tolerance says why it misses. The
+serving families' 300-odd runs have their own part (:mod:`.serving_accuracy`): a chart, a summary per
+family and one family's runs at a time, with a calibration file loaded beside the default.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pandas as pd
 from aisize import charts
 from aisize.app import controls as K
 from aisize.app.sections import Section
+from aisize.app.sections.serving_accuracy import ServingRuns
 from aisize.validation import left_out, summary, validate
 
 SUMMARY_NAMES = {"family": "family", "compared": "cases compared", "ok": "within tolerance",
@@ -36,20 +39,27 @@ class AccuracySection(Section):
         self.table, self.outside, self.left, self.chart = widgets.HTML(), widgets.HTML(), widgets.HTML(), K.ChartSlot()
         self.cases = None
         super().__init__(state)
+        self.serving = ServingRuns(state)
         self.view.children = [
             widgets.HTML("<p class='aisize-note'>Every estimate checked against a published figure "
                          "(data/validation/cases.csv and the training and serving runs): signed error and the "
                          "case's tolerance.</p>"),
-            self.table, self.chart.box, K.heading("Outside their tolerance, and why"), self.outside,
-            K.heading("Left out, and why", "cases whose source does not give what a comparison needs"), self.left]
+            self.table, self.chart.box, K.heading("Outside their tolerance, and why", "serving runs: below"),
+            self.outside, K.heading("Left out, and why", "cases whose source does not give what a comparison needs"),
+            self.left, self.serving.view]
 
     def update(self, plan) -> None:
         if self.cases is None:
             self.cases = validate()
             shown = summary(self.cases)[list(SUMMARY_NAMES)].rename(columns=SUMMARY_NAMES)
             K.assign(self.table, "value", K.table(shown))
-            K.assign(self.outside, "value", K.table(outside_table(self.cases)))
+            K.assign(self.outside, "value", K.table(outside_table(self.cases[~self._serving])))
             gone = left_out(self.cases)
             K.assign(self.left, "value", K.table(gone) if len(gone) else
                      f"<p class='aisize-note'>{html.escape('None: every case is compared.')}</p>")
-        self.chart.show("cases", lambda: charts.validation_errors(self.cases))
+        self.chart.show("cases", lambda: charts.validation_errors(self.cases[~self._serving]))
+        self.serving.update()
+
+    @property
+    def _serving(self) -> pd.Series:
+        return self.cases["family"].str.startswith("serving")
