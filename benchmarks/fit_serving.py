@@ -9,7 +9,8 @@ Usage (from the project root):
 The runs are the four public sets under ``data/validation/`` (copies of ``reference/`` with catalog
 ids): TensorRT-LLM max-throughput runs, closed-loop runs at a fixed concurrency, the same with MTP
 speculative decoding, and disaggregated deployments. :func:`aisize.calibrate.fit` fits the constants
-these runs identify (every generation they cover), the same for every model and engine; this is what
+the first, second and fourth identify (every generation they cover), the same for every model and
+engine; the MTP runs state no acceptance, so they are scored, not fitted on. This is what
 ``aisize calibrate`` does on a user's own runs.
 """
 
@@ -24,6 +25,7 @@ from aisize.calibrate.fitting import summary
 from aisize.serving import CALIBRATION
 
 SETS = ("serving_throughput", "serving_load", "serving_specdec", "serving_disagg")
+FITTED = ("serving_throughput", "serving_load", "serving_disagg")  # MTP runs state no acceptance: scored only
 
 
 def _line(name, preds):
@@ -38,7 +40,7 @@ def _line(name, preds):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true", help="refit the constants")
-    ap.add_argument("--sets", nargs="*", default=list(SETS), help="which sets to fit on")
+    ap.add_argument("--sets", nargs="*", default=list(FITTED), choices=SETS, help="which sets to fit on")
     ap.add_argument("--max-evaluations", type=int, default=300)
     a = ap.parse_args(argv)
     runs = {s: read_table(catalog.data_dir() / "validation" / f"{s}.csv") for s in SETS}

@@ -149,7 +149,13 @@ def test_inference_station_and_curves(plans, name):
         assert (i.station.servers, i.station.service_seconds) == (i.replicas * i.max_batch, i.request_seconds)
         assert i.knee_concurrency == 2 * i.station.servers
         curve = latency_curve(i, 20)
-        assert curve["utilisation"].iloc[-1] == pytest.approx(0.99, rel=0.05) and len(curve) == 20
+        # up to 99 % of the capacity rate; random arrivals may fill the slots before that (utilisation > 1)
+        if i.serving_mode == "disaggregated":  # up to 99 % of the busier pool
+            assert curve["utilisation"].iloc[-1] == pytest.approx(0.99, rel=0.05) and len(curve) == 20
+        else:
+            top = 0.99 * i.estimate.max_requests_per_s * max(i.replicas, 1)
+            assert curve["requests_per_s"].iloc[-1] == pytest.approx(top) and len(curve) == 20
+            assert curve["utilisation"].iloc[-1] >= 0.94 and curve["utilisation"].is_monotonic_increasing
         # the curve is the plan's own model: at the planned rate it gives the plan's latencies
         at = np.interp(i.requests_per_s, curve.requests_per_s, curve.latency_mean_seconds)
         assert at == pytest.approx(i.latency_mean_seconds, rel=0.1)

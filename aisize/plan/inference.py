@@ -20,9 +20,9 @@ from aisize.plan import context as C
 from aisize.plan.kvtiers import planned_cached_tokens, plan_kv_tiers, serving_extras
 from aisize.queueing import Station, inference_station, knee_concurrency
 from aisize.serving.costs import model_costs
-from aisize.serving.disaggregated import DisaggregatedPools, size_pools
+from aisize.serving.disaggregated import DisaggregatedPools, pools_curve, size_pools
 from aisize.serving.memory import weights_per_gpu_bytes
-from aisize.serving.sizing import candidate_shapes, choose_fleet
+from aisize.serving.sizing import candidate_shapes, choose_fleet, knee
 
 MAX_SERVERS_PER_REPLICA = 16  # pipeline stages may span up to this many servers
 FALLBACK_UTILISATION = 0.7  # assumption: replicas' load when no shape meets the targets
@@ -182,6 +182,14 @@ def _fallback_shape(shapes):
     return max(shapes, key=lambda s: s.gpus) if shapes else None
 
 
+def _admitted(est, shape) -> int:
+    """Requests a replica admits at once: the engine's batch limit or, below it, what the KV pool and token budget
+    hold (an engine without a limit of its own, SGLang's default, is bounded by its KV pool)."""
+    limit = est.max_batch_size * shape.attention_dp * shape.pipeline_parallel
+    held = est.max_concurrency if math.isfinite(est.max_concurrency) else limit
+    return max(int(min(limit, held)), 1)
+
+
 def _aggregated(w, ctx, shape, replicas, est) -> dict:
     """The fleet figures of aggregated serving: ``replicas`` copies of ``shape`` at their share of the rate."""
     # what the engine holds on each GPU: weights, the KV pool it allocates at start, its runtime peak
@@ -199,7 +207,7 @@ def _aggregated(w, ctx, shape, replicas, est) -> dict:
         gpus_per_replica=shape.gpus if shape else 0, replicas=replicas,
         replica_gpus=((shape.gpus,) * replicas) if shape else (), memory_per_gpu_bytes=mem,
         batch=int(round(est.batch_size)) if est and math.isfinite(est.batch_size) else 0,
-        max_batch=max(int(est.max_batch_size * shape.attention_dp * shape.pipeline_parallel), 1) if est else 1,
+        max_batch=_admitted(est, shape) if est else 1,
         kv_in_use_per_gpu_bytes=est.kv_pool_bytes * est.kv_occupancy if est else 0.0,
         ttft_seconds=fin(est and est.ttft_s), ttft_p95_seconds=fin(est and est.ttft_p95_s),
         tpot_seconds=fin(est and est.tpot_s), tpot_p95_seconds=fin(est and est.tpot_p95_s),
@@ -245,6 +253,12 @@ def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
         if est.stable else math.inf, estimate=None)
 
 
+def _pools_knee(pools, requests_per_s) -> float:
+    """Service rate at which the pools' mean request latency reaches KNEE_FACTOR x its light-load value [1/s]."""
+    c = pools_curve(pools, requests_per_s)
+    return knee(c["requests_per_s"], c["latency_mean_seconds"], C.KNEE_FACTOR)
+
+
 def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t, kv=None) -> InferencePlan:
     agg_gpus = replicas * (shape.gpus if shape else 0)
     use_pools = pools is not None and pools.feasible and (not fleet.feasible or pools.gpus <= agg_gpus)
@@ -276,7 +290,8 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
         gpus=gpus, servers=math.ceil(gpus / ctx.server.gpus), requests_per_s=w.requests_per_s,
         latency_mean_seconds=mean_request,
         latency_p95_seconds=v["ttft_p95_seconds"] + (w.output_tokens - 1) * v["tpot_p95_seconds"],
-        knee_requests_per_s=fleet.knee_requests_per_s * v["replicas"] if v["estimate"] else 0.0,
+        knee_requests_per_s=(fleet.knee_requests_per_s * v["replicas"] if v["estimate"] else
+                             _pools_knee(pools, w.requests_per_s) if use_pools else 0.0),
         within_context=seq <= arch.max_seq,
         context_window=arch.max_seq, uncalibrated=bool(est.uncalibrated) if est else False,
         model_loads_per_hour=w.model_loads_per_hour, host_memory_needed_bytes=float(host.memory.total_bytes),

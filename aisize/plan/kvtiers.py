@@ -71,7 +71,7 @@ class KVTierPlan:
     storage_read_bytes_per_s: float
     storage_write_bytes_per_s: float
     storage_io_bytes: float  # one chunk's KV
-    ttft_hit_s: float
+    ttft_hit_s: float | None  # None where no request has a history to find (single turns)
     ttft_miss_s: float
     notes: tuple = ()
 

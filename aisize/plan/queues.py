@@ -19,7 +19,7 @@ from aisize.plan.inference import InferencePlan
 from aisize.plan.storage import StoragePlan
 from aisize.queueing import Station, latency_vs_concurrency
 from aisize.serving.curves import latency_curve as serving_latency_curve
-from aisize.serving.disaggregated import pools_latency
+from aisize.serving.disaggregated import pools_curve
 
 STORAGE_CURVE_POINTS = 60
 STORAGE_CURVE_SPAN = (2.0, 1.2)  # default storage curve: to 2x the knee or 1.2x the blend, whichever is more
@@ -53,15 +53,7 @@ def latency_curve(p: InferencePlan, points: int = 50) -> pd.DataFrame:
 
 def _pools_curve(p: InferencePlan, points: int) -> pd.DataFrame:
     """Latency vs rate of a disaggregated service's fixed pools, up to the first overload."""
-    busy = float(pools_latency(p.pools, np.array([p.requests_per_s]))["utilisation"][0])
-    top = p.requests_per_s / max(busy, 1e-9)  # the rate that fills the busier pool
-    rates = np.linspace(0.01, 0.99, points) * top
-    lat = pools_latency(p.pools, rates)
-    o = p.pools.context["output_tokens"]
-    frame = pd.DataFrame({"requests_per_s": rates, **lat})
-    frame["latency_mean_seconds"] = frame.ttft_seconds + (o - 1) * frame.tpot_seconds
-    frame["latency_p95_seconds"] = frame.ttft_p95_seconds + (o - 1) * frame.tpot_p95_seconds
-    return frame
+    return pd.DataFrame(pools_curve(p.pools, p.requests_per_s, points))
 
 
 def concurrency_curve(station: Station, concurrency) -> pd.DataFrame:

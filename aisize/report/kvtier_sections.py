@@ -6,7 +6,6 @@ Every figure comes from the plan (:class:`aisize.plan.kvtiers.KVTierPlan` of eac
 
 from __future__ import annotations
 
-import math
 
 from aisize.report.context import ReportContext
 from aisize.report.markup import DASH, Html, block, count, duration, gb, note, pct, rate, table, yes_no
@@ -16,7 +15,7 @@ TIER_NAMES = {"hbm": "HBM (free KV pool)", "dram": "Host DRAM", "nvme": "Local N
 
 def _time(seconds) -> str:
     """A duration, or a dash where the class is empty (single-turn services have no history to find)."""
-    return duration(seconds) if math.isfinite(seconds) else DASH
+    return DASH if seconds is None else duration(seconds)
 
 
 def applies(ctx: ReportContext) -> bool:
@@ -32,14 +31,16 @@ def kv_tiers(ctx: ReportContext) -> Html:
     summary_t = table(["Service", "Target hit rate", "Hit rate", "Target", "Prefill saved", "Sessions kept",
                        "TTFT hit", "TTFT miss"], summary, caption="Prompt reuse", css="numeric")
     rows = [[i.name, TIER_NAMES[r.name], gb(r.capacity_per_server_bytes), gb(r.capacity_bytes), pct(r.served),
-             r.path, rate(r.read_bytes_per_s_per_replica) if r.read_bytes_per_s_per_replica else DASH,
-             duration(r.reload_s) if r.name != "hbm" and r.recompute_s else DASH,
-             duration(r.recompute_s) if r.recompute_s else DASH,
-             yes_no(r.used, "reload", "recompute"), rate(r.read_bytes_per_s), rate(r.write_bytes_per_s)]
-            for i in services for r in i.kv_tiers.tiers]
-    tiers_t = table(["Service", "Tier", "Capacity / server", "Capacity (fleet)", "Hits served", "Path",
-                     "Path rate / replica", "Reload", "Recompute", "Worth it", "Reads (fleet)", "Writes (fleet)"],
-                    rows, caption="KV-cache tiers", css="numeric")
+             rate(r.read_bytes_per_s), rate(r.write_bytes_per_s)] for i in services for r in i.kv_tiers.tiers]
+    tiers_t = table(["Service", "Tier", "Capacity / server", "Capacity (fleet)", "Hits served", "Reads (fleet)",
+                     "Writes (fleet)"], rows, caption="KV-cache tiers", css="numeric")
+    paths = [[i.name, TIER_NAMES[r.name], r.path,
+              rate(r.read_bytes_per_s_per_replica) if r.read_bytes_per_s_per_replica else DASH,
+              duration(r.reload_s) if r.name != "hbm" and r.recompute_s else DASH,
+              duration(r.recompute_s) if r.recompute_s else DASH, yes_no(r.used, "reload", "recompute")]
+             for i in services for r in i.kv_tiers.tiers]
+    paths_t = table(["Service", "Tier", "Path", "Path rate / replica", "Reload", "Recompute", "Worth it"], paths,
+                    caption="Reload or recompute a history", css="numeric")
     host = [[i.name, gb(k.host_dram_per_server_bytes), gb(k.host_dram_left_per_server_bytes),
              gb(i.host_memory_needed_bytes), gb(i.server_host_memory_bytes), yes_no(i.host_memory_fits),
              gb(k.nvme_per_server_bytes) if k.nvme_drives_per_server else DASH,
@@ -68,6 +69,7 @@ def kv_tiers(ctx: ReportContext) -> Html:
             "the storage NICs and the storage's latency from shared storage) and is worth it only when faster "
             "than recomputing the history. HBM is what the engine's KV pool leaves free beside the running "
             "batch.")),
+        block(paths_t),
         block(host_t, note(
             "The host-DRAM tier is a line item of host RAM per server; NVMe drives are counted for the capacity "
             "the target needs; the shared-storage tier joins the IO blender as one more workload (chunks of 256 "

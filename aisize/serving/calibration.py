@@ -37,11 +37,12 @@ constant near its start) on every public set that informs them, through the publ
 points, and nothing else (``benchmarks/fit_serving.py``; ``aisize calibrate`` runs the same
 fit, :func:`aisize.calibrate.fit`, on a user's own runs): TensorRT-LLM max-throughput runs,
 closed-loop runs at a fixed concurrency (1 to 256 requests in flight; TensorRT-LLM, SGLang
-and vLLM on Hopper, Blackwell and CDNA4), the same with MTP speculative decoding, and
-disaggregated deployments (``data/validation/serving_*.csv``). Each regime identifies
-different constants: low concurrency the fixed per-layer times and the achieved HBM rates;
-max throughput the GEMM efficiencies, elementwise and routing traffic and host time; the
-speculative runs the draft pass's fixed time, which moves no other regime's answer. A GPU
+and vLLM on Hopper, Blackwell and CDNA4) and disaggregated deployments
+(``data/validation/serving_*.csv``). The runs with MTP speculative decoding are scored, not
+fitted on: they state no acceptance, so they would move the other constants to make up for
+an unknown acceptance (``draft_step_seconds`` above). Each regime identifies different
+constants: low concurrency the fixed per-layer times and the achieved HBM rates; max
+throughput the GEMM efficiencies, elementwise and routing traffic and host time. A GPU
 generation gets its own GEMM and HBM efficiency and MoE-layer time (FP8 GEMMs on Hopper,
 NVFP4 on Blackwell and MXFP4 on CDNA4 are different kernels on different silicon); a
 generation without public runs borrows another's and its results are flagged uncalibrated.
@@ -256,10 +257,10 @@ def load(path) -> Calibration:
 CALIBRATION = Calibration(
     name="aisize-2026-11",
     source="fitted jointly on the public sets data/validation/serving_throughput.csv (118 TensorRT-LLM "
-           "max-throughput runs), serving_load.csv (82 closed-loop InferenceX and GPUStack runs), "
-           "serving_specdec.csv (34 MTP runs) and serving_disagg.csv (77 disaggregated deployments) by "
-           "benchmarks/fit_serving.py, leaving out the runs with speculative decoding (they state no "
-           "acceptance); sourced and assumed values as in the module docstring",
+           "max-throughput runs), serving_load.csv (82 closed-loop InferenceX and GPUStack runs) and "
+           "serving_disagg.csv (77 disaggregated deployments) by benchmarks/fit_serving.py; the 34 MTP runs "
+           "of serving_specdec.csv are scored, not fitted on (they state no acceptance); sourced and assumed "
+           "values as in the module docstring",
     gemm_efficiency=MappingProxyType({"hopper": 0.6929, "blackwell": 0.7752, "cdna4": 0.6386}),
     fallback_generation="hopper",
     attention_efficiency=0.6,
@@ -283,6 +284,6 @@ CALIBRATION = Calibration(
             "expert_gemm_efficiency", "elementwise_bytes_per_token", "expert_bytes_per_token", "layer_seconds",
             "moe_layer_seconds[blackwell]", "moe_layer_seconds[cdna4]", "moe_layer_seconds[hopper]",
             "host_seconds_per_sequence", "grace_host_factor", "request_seconds"),
-    fitted_on=("serving_throughput.csv", "serving_load.csv", "serving_specdec.csv", "serving_disagg.csv"),
+    fitted_on=("serving_throughput.csv", "serving_load.csv", "serving_disagg.csv"),
     assumed=("gemm_efficiency[cdna4]", "collective_seconds"),
 )

@@ -33,12 +33,17 @@ def _loaded(est, rates_per_s, calibration=None):
     shape = ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel, None,
                          est.expert_parallel if costs.moe_layers else None)
     dp = est.attention_dp * est.pipeline_parallel
+    # the prompt tokens reuse saves and the length-biased decoding context, as settled at the estimate's own rate
+    cached = float(est.kv_reuse.tiers.cached_tokens) if est.kv_reuse is not None else 0.0
+    context = float(est.lengths.decode_context_tokens) if est.lengths is not None else None
+    prompt_cv = float(est.lengths.lengths.input.cv) if est.lengths is not None else 0.0
     return loaded_state(costs, achieved_rates(dev, calibration), calibration,
                         requests_per_s=np.asarray(rates_per_s, dtype=float),
                         capacity_requests_per_s=est.max_requests_per_s, slots=est.max_concurrency,
                         input_tokens=est.input_tokens, output_tokens=est.output_tokens,
                         max_num_tokens=est.max_num_tokens * dp, chunked_prefill=engine.chunked_prefill, shape=shape,
-                        launch=engine.launch(est.max_batch_size * dp), speculation=est.speculation)
+                        launch=engine.launch(est.max_batch_size * dp), speculation=est.speculation,
+                        cached_tokens=cached, decode_context_tokens=context, prompt_cv=prompt_cv)
 
 
 def latency_curve(est, points: int = 50, *, replicas: int = 1) -> pd.DataFrame:

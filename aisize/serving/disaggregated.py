@@ -208,6 +208,19 @@ def pools_latency(pools: DisaggregatedPools, requests_per_s):
             "tpot_seconds": tpot, "tpot_p95_seconds": tpot}
 
 
+def pools_curve(pools: DisaggregatedPools, requests_per_s: float, points: int = 48) -> dict:
+    """:func:`pools_latency` from 1 % to 99 % of the rate that fills the busier pool (found from its
+    utilisation at ``requests_per_s``), with the request's mean and p95 latency [1/s, s]."""
+    busy = float(pools_latency(pools, np.array([requests_per_s]))["utilisation"][0])
+    top = requests_per_s / max(busy, 1e-9)
+    rates = np.linspace(0.01, 0.99, points) * top
+    lat = pools_latency(pools, rates)
+    o = pools.context["output_tokens"]
+    return {"requests_per_s": rates, **lat,
+            "latency_mean_seconds": lat["ttft_seconds"] + (o - 1) * lat["tpot_seconds"],
+            "latency_p95_seconds": lat["ttft_p95_seconds"] + (o - 1) * lat["tpot_p95_seconds"]}
+
+
 def _infeasible(reason: str) -> DisaggregatedPools:
     inf = math.inf
     return DisaggregatedPools(False, reason, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, inf, 0.0, 0.0, inf, inf, inf, inf,

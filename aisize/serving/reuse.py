@@ -50,7 +50,7 @@ class ReuseEstimate:
     tiers: ReuseTiers  # hits, tokens computed and each tier's part (aisize.serving.tiers)
     hbm_cache_bytes: float  # the KV pool the batch leaves free (whole-model bytes)
     prefill_saved_share: float  # share of prompt tokens not computed
-    ttft_hit_s: float  # mean TTFT of a request whose history was found
+    ttft_hit_s: float | None  # mean TTFT of a request whose history was found (None: single turns have none)
     ttft_miss_s: float  # mean TTFT of one whose history was not (first turns included)
     ttft_by_tier_s: dict  # mean TTFT of a hit, by the tier that served it
 
@@ -206,8 +206,8 @@ class ServingWorkload:
             means = (per * rows.reshape(len(classes), -1)).sum(axis=1) / np.maximum(per.sum(axis=1), 1e-300)
             share = per.sum(axis=1)
             served = [u.name for u in rt.tiers if u.history_served > 0]
-            by_tier = dict(zip(served, means[:-2].tolist()))
-            hit = float((share[:-2] * means[:-2]).sum()) / rt.hit_share if rt.hit_share > 0 else float("nan")
+            by_tier = {n: m for n, m, w in zip(served, means[:-2].tolist(), share[:-2]) if w > 0}
+            hit = float((share[:-2] * means[:-2]).sum()) / rt.hit_share if rt.hit_share > 0 else None
             miss = float((share[-2:] * means[-2:]).sum() / max(share[-2:].sum(), 1e-300))
             state["kv_reuse"] = ReuseEstimate(rt, hbm, rt.cached_tokens / float(i), hit, miss, by_tier)
         if self.lengths is not None:

@@ -8,7 +8,6 @@ TTFT on a hit and a miss, the host DRAM, NVMe and shared storage the tiers take)
 from __future__ import annotations
 
 import html
-import math
 
 import ipywidgets as widgets
 
@@ -164,7 +163,7 @@ class ReuseControls:
 
 def _time(seconds) -> F.Shown:
     """A duration, or a dash where the class is empty (single-turn services have no history to find)."""
-    return F.duration(seconds if math.isfinite(seconds) else None)
+    return F.duration(seconds)
 
 
 def reuse_cards(i) -> str:
@@ -175,7 +174,7 @@ def reuse_cards(i) -> str:
     ok = (lambda flag: "good" if flag else "bad")
     items = [
         K.card("reuse.hit_rate", "Reuse hit rate", F.pct(k.hit_rate), "",
-               f"Share of reusable prompts (session histories; single-turn RAG: chunk retrievals) found cached"
+               "Share of reusable prompts (session histories; single-turn RAG: chunk retrievals) found cached"
                + (f"; target {F.pct(k.target_hit_rate)}" if k.target_hit_rate else ""),
                state=ok(k.target_met) if k.target_hit_rate else ""),
         K.card("reuse.prefill_saved", "Prefill saved", F.pct(k.prefill_saved_share), "",
