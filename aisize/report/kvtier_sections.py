@@ -40,7 +40,7 @@ def kv_tiers(ctx: ReportContext) -> Html:
               duration(r.recompute_s) if r.recompute_s else DASH, yes_no(r.used, "reload", "recompute")]
              for i in services for r in i.kv_tiers.tiers]
     paths_t = table(["Service", "Tier", "Path", "Path rate / replica", "Reload", "Recompute", "Worth it"], paths,
-                    caption="Reload or recompute a history", css="numeric")
+                    caption="Reload or recompute a history", css="numeric wrap3")
     host = [[i.name, gb(k.host_dram_per_server_bytes), gb(k.host_dram_left_per_server_bytes),
              gb(i.host_memory_needed_bytes), gb(i.server_host_memory_bytes), yes_no(i.host_memory_fits),
              gb(k.nvme_per_server_bytes) if k.nvme_drives_per_server else DASH,
