@@ -147,6 +147,18 @@ def test_mtp_acceptance_follows_the_published_table():
     assert given.tpot_s > mtp.tpot_s
 
 
+def test_sglang_turns_its_overlap_scheduler_off_to_speculate():
+    # sglang server_args.py _handle_speculative_decoding: EAGLE/NEXTN set disable_overlap_schedule (spec v1)
+    sglang = serving.ENGINES["sglang"]
+    assert sglang.overlap_scheduler and not sglang.speculating(object()).overlap_scheduler
+    assert sglang.speculating(None) is sglang and serving.ENGINES["trtllm"].speculating(object()).overlap_scheduler
+    kw = dict(concurrency=64, speculative_method="mtp", speculative_tokens=3, **DSR1)
+    spec = serving.estimate("deepseek-r1", "b200", engine="sglang", **kw)
+    no_overlap = serving.estimate("deepseek-r1", "b200", engine=sglang.with_(overlap_scheduler=False), **kw)
+    overlapped = serving.estimate("deepseek-r1", "b200", engine=sglang.with_(overlap_with_speculation=True), **kw)
+    assert spec.tpot_s == pytest.approx(no_overlap.tpot_s) and spec.tpot_s > overlapped.tpot_s
+
+
 @pytest.mark.parametrize("k,published", [(1, 1.78), (2, 2.25), (3, 2.28)])
 def test_mtp_speed_ups_reproduce_tensorrt_llm_min_latency_deepseek_r1(k, published):
     # TensorRT-LLM tech blog 1 (DeepSeek-R1, NVFP4 MoE and BF16 attention, 8 x B200, batch 1, 1k/2k):

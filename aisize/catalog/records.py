@@ -240,6 +240,7 @@ class ServingEngine:
     cuda_graph_max_batch: int | None  # decode iterations up to this many sequences replay a CUDA graph
     cuda_graph_mixed_tokens: int  # iterations with prefill work up to this many tokens are graphed too (0: none)
     overlap_scheduler: bool  # the host schedules the next iteration while the GPU runs this one
+    overlap_with_speculation: bool | None  # the overlap scheduler stays on while speculating (empty: as above)
     windowed_kv: bool  # sliding/chunked-attention layers allocate only their window
     runtime_reserve_bytes: float  # CUDA context, NCCL buffers, CUDA graphs
     source: str

@@ -26,7 +26,7 @@ from aisize.serving.sizing import knee
 def _loaded(est, rates_per_s, calibration=None):
     """:func:`loaded_state` of the estimate's replica at each rate (per replica)."""
     calibration = resolve_calibration(calibration, est)
-    engine = ENGINES[est.engine]
+    engine = ENGINES[est.engine].speculating(est.speculation)
     formats = est.weight_formats or est.weight_precision
     dev = device(est.accelerator_record or est.accelerator, formats, est.kv_precision)
     costs = model_costs(est.model_record or models.resolve(est.model), formats, est.kv_precision)

@@ -73,6 +73,7 @@ class Engine:
     cuda_graph_max_batch: int | None = None  # decode batches up to this replay a CUDA graph (None: every batch)
     cuda_graph_mixed_tokens: int = 0  # iterations with prefill work up to this many tokens are graphed too
     overlap_scheduler: bool = True  # the host prepares the next iteration while the GPU runs this one
+    overlap_with_speculation: bool = True  # ... and still does while it speculates (SGLang: not without spec v2)
     kv_fraction_of_total: bool = False  # the share bounds weights + runtime + KV together (vLLM, SGLang)
     version: str = ""
     source: str = ""
@@ -80,6 +81,13 @@ class Engine:
     def with_(self, **changes) -> "Engine":
         """A copy with some settings changed (a deployment's own flags)."""
         return replace(self, **changes)
+
+    def speculating(self, speculation) -> "Engine":
+        """The engine as it runs with ``speculation`` (a :class:`~aisize.serving.speculative.Speculation` or
+        None): an engine that turns its overlap scheduler off to speculate runs without it."""
+        if speculation is None or self.overlap_with_speculation or not self.overlap_scheduler:
+            return self
+        return replace(self, overlap_scheduler=False)
 
     def launch(self, max_batch_size=None) -> "Launch":
         """How this engine launches iterations (CUDA graphs, host overlap) under a batch limit."""
@@ -118,6 +126,8 @@ def engine(key: str) -> Engine:
                   max_num_tokens=r.max_num_tokens, windowed_kv=r.windowed_kv,
                   runtime_reserve_bytes=r.runtime_reserve_bytes, cuda_graph_max_batch=r.cuda_graph_max_batch,
                   cuda_graph_mixed_tokens=r.cuda_graph_mixed_tokens, overlap_scheduler=r.overlap_scheduler,
+                  overlap_with_speculation=(r.overlap_scheduler if r.overlap_with_speculation is None
+                                            else r.overlap_with_speculation),
                   kv_fraction_of_total=r.kv_fraction_of_total, version=r.version, source=r.source)
 
 

@@ -207,6 +207,7 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     rates = achieved_rates(dev, calib)
     spec = speculation(m, formats, kv_precision, method=speculative_method, draft_tokens=speculative_tokens,
                        acceptance_length=acceptance_length, draft_model=draft_model)
+    engine = engine.speculating(spec)
     link = stage_link_bytes_per_s
     if link is None and pp > 1 and tp * pp > dev.scaleup_domain:
         link = scaleout_bytes_per_s(dev.id)

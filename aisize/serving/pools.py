@@ -215,6 +215,7 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     rates = achieved_rates(dev, calib)
     spec = speculation(m, formats, kv_precision, method=speculative_method, draft_tokens=speculative_tokens,
                        acceptance_length=acceptance_length, draft_model=draft_model)
+    eng = eng.speculating(spec)
     budget = float(max_num_tokens if max_num_tokens is not None else (eng.max_num_tokens or 8192))
     budget = float(checks.scalar("max_num_tokens", checks.positive("max_num_tokens", budget, high=1e8)))
     p_shape, d_shape = p_pool.shape(), d_pool.shape()

@@ -301,7 +301,7 @@ def simulate_estimate(est, *, requests_per_s=None, concurrency=None, requests=20
     from aisize.serving.shapes import ReplicaShape
 
     cal = resolve_calibration(calibration, est)
-    engine = ENGINES[est.engine]
+    engine = ENGINES[est.engine].speculating(est.speculation)
     m = est.model_record or models.resolve(est.model)
     formats = est.weight_formats or est.weight_precision
     dev = device(est.accelerator_record or est.accelerator, formats, est.kv_precision)

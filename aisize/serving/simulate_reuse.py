@@ -293,7 +293,7 @@ def simulate_reuse_estimate(est, reuse, *, kv_tiers=(), requests=1500, seed=1, w
     from aisize.serving.simulate import simulate
 
     cal = resolve_calibration(calibration, est)
-    engine = ENGINES[est.engine]
+    engine = ENGINES[est.engine].speculating(est.speculation)
     m = est.model_record or models.resolve(est.model)
     formats = est.weight_formats or est.weight_precision
     dev = device(est.accelerator_record or est.accelerator, formats, est.kv_precision)
