@@ -12,37 +12,26 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from aisize import checks, models
-from aisize.serving.costs import model_costs
-from aisize.serving.engine import ENGINES
-from aisize.serving.estimate import resolve_calibration
-from aisize.serving.hardware import device
-from aisize.serving.iteration import achieved_rates
+from aisize import checks
+from aisize.serving.estimate import replica_of
 from aisize.serving.latency import loaded_state
-from aisize.serving.shapes import ReplicaShape
 from aisize.serving.sizing import knee
 
 
 def _loaded(est, rates_per_s, calibration=None):
     """:func:`loaded_state` of the estimate's replica at each rate (per replica)."""
-    calibration = resolve_calibration(calibration, est)
-    engine = ENGINES[est.engine].speculating(est.speculation)
-    formats = est.weight_formats or est.weight_precision
-    dev = device(est.accelerator_record or est.accelerator, formats, est.kv_precision)
-    costs = model_costs(est.model_record or models.resolve(est.model), formats, est.kv_precision)
-    shape = ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel, None,
-                         est.expert_parallel if costs.moe_layers else None)
-    dp = est.attention_dp * est.pipeline_parallel
+    r = replica_of(est, calibration)
+    dp = r.groups
     # the prompt tokens reuse saves and the length-biased decoding context, as settled at the estimate's own rate
     cached = float(est.kv_reuse.tiers.cached_tokens) if est.kv_reuse is not None else 0.0
     context = float(est.lengths.decode_context_tokens) if est.lengths is not None else None
     prompt_cv = float(est.lengths.lengths.input.cv) if est.lengths is not None else 0.0
-    return loaded_state(costs, achieved_rates(dev, calibration), calibration,
+    return loaded_state(r.costs, r.rates, r.calibration,
                         requests_per_s=np.asarray(rates_per_s, dtype=float),
                         capacity_requests_per_s=est.max_requests_per_s, slots=est.max_concurrency,
                         input_tokens=est.input_tokens, output_tokens=est.output_tokens,
-                        max_num_tokens=est.max_num_tokens * dp, chunked_prefill=engine.chunked_prefill, shape=shape,
-                        launch=engine.launch(est.max_batch_size * dp), speculation=est.speculation,
+                        max_num_tokens=est.max_num_tokens * dp, chunked_prefill=r.engine.chunked_prefill,
+                        shape=r.shape, launch=r.engine.launch(est.max_batch_size * dp), speculation=est.speculation,
                         cached_tokens=cached, decode_context_tokens=context, prompt_cv=prompt_cv)
 
 

@@ -133,6 +133,46 @@ def resolve_calibration(calibration, estimate=None) -> Calibration:
                      f"path, or None")
 
 
+@dataclass(frozen=True)
+class Replica:
+    """An estimate's replica rebuilt to be evaluated again (curves, simulations): what it was made with."""
+
+    calibration: Calibration
+    engine: Engine  # as it runs (speculating or not)
+    costs: object  # per-token costs (aisize.serving.costs)
+    rates: object  # the GPU's achieved rates under the calibration
+    shape: ReplicaShape
+    groups: int  # attention-DP groups x pipeline stages: the engine's limits apply per group
+    pool_tokens: float  # the KV pool in tokens, whole replica
+
+
+def parts(m, accelerator, weight_precision, kv_precision, calib, engine, **speculative):
+    """(device, costs, rates, speculation, engine as it runs) of model ``m`` on a GPU: what every evaluation of
+    a replica or a pool starts from; ``speculative`` as for :func:`~aisize.serving.speculative.speculation`."""
+    formats = weight_formats(weight_precision)
+    dev = device(accelerator, formats, kv_precision)
+    costs = model_costs(m, formats, kv_precision)
+    spec = speculation(m, formats, kv_precision, **speculative)
+    return dev, costs, achieved_rates(dev, calib), spec, engine.speculating(spec)
+
+
+def replica_of(est, calibration=None) -> Replica:
+    """The :class:`Replica` of a :class:`ServingEstimate` (its own calibration unless one is given)."""
+    from aisize.serving.engine import ENGINES
+
+    calib = resolve_calibration(calibration, est)
+    formats = est.weight_formats or est.weight_precision
+    dev = device(est.accelerator_record or est.accelerator, formats, est.kv_precision)
+    costs = model_costs(est.model_record or models.resolve(est.model), formats, est.kv_precision)
+    kv_split = min(est.tensor_parallel // est.attention_dp, costs.kv_heads) * est.pipeline_parallel
+    per_token = costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window
+    return Replica(calib, ENGINES[est.engine].speculating(est.speculation), costs, achieved_rates(dev, calib),
+                   ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel, None,
+                                est.expert_parallel if costs.moe_layers else None),
+                   est.attention_dp * est.pipeline_parallel,
+                   est.kv_pool_bytes * kv_split * est.attention_dp / per_token)
+
+
 def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv_precision="fp8",
              input_tokens, output_tokens, requests_per_s=None, concurrency=None, pipeline_parallel=1,
              attention_dp=None, expert_parallel=None, max_batch_size=None, max_num_tokens=None, length_cv=0.0,
@@ -201,13 +241,9 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     if concurrency is not None:
         concurrency = _scalar("concurrency", checks.positive, concurrency, high=1e8)
     cv = _scalar("length_cv", checks.non_negative, length_cv, high=100.0)
-    formats = weight_formats(weight_precision)
-    dev = device(accelerator, formats, kv_precision)
-    costs = model_costs(m, formats, kv_precision)
-    rates = achieved_rates(dev, calib)
-    spec = speculation(m, formats, kv_precision, method=speculative_method, draft_tokens=speculative_tokens,
-                       acceptance_length=acceptance_length, draft_model=draft_model)
-    engine = engine.speculating(spec)
+    dev, costs, rates, spec, engine = parts(m, accelerator, weight_precision, kv_precision, calib, engine,
+                                            method=speculative_method, draft_tokens=speculative_tokens,
+                                            acceptance_length=acceptance_length, draft_model=draft_model)
     link = stage_link_bytes_per_s
     if link is None and pp > 1 and tp * pp > dev.scaleup_domain:
         link = scaleout_bytes_per_s(dev.id)
@@ -231,7 +267,7 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     _, shape, limits, cap, state = best
     if extras is not None:  # prefix reuse, KV tiers, length distributions, on the shape chosen (aisize.serving.reuse)
         cap, state = extras.settle(load, costs, dev, rates, calib, engine, shape, limits, cap, state, i, o, spec)
-    return _result(m, accelerator, dev, costs, rates, calib, engine, (formats.label, kv_precision), shape,
+    return _result(m, accelerator, dev, costs, rates, calib, engine, (costs.formats.label, kv_precision), shape,
                    limits, cap, state, i, o, spec)
 
 

@@ -37,15 +37,13 @@ import numpy as np
 
 from aisize import checks, models
 from aisize.queueing import mgc_wait
-from aisize.serving.costs import model_costs, weight_formats
 from aisize.serving.engine import resolve_engine
-from aisize.serving.estimate import MAX_TOKENS, resolve_calibration
-from aisize.serving.hardware import device, scaleout_bytes_per_s
-from aisize.serving.iteration import achieved_rates, iteration_time
+from aisize.serving.estimate import MAX_TOKENS, parts, resolve_calibration
+from aisize.serving.hardware import scaleout_bytes_per_s
+from aisize.serving.iteration import iteration_time
 from aisize.serving.latency import Z95, littles_law_concurrency
 from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ReplicaShape, check_shape
-from aisize.serving.speculative import speculation
 
 POOL_KEYS = ("replicas", "tensor_parallel", "expert_parallel", "attention_dp", "pipeline_parallel",
              "stage_link_bytes_per_s")
@@ -209,13 +207,9 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     i = int(checks.scalar("input_tokens", checks.integer("input_tokens", input_tokens, high=MAX_TOKENS)))
     o = int(checks.scalar("output_tokens", checks.integer("output_tokens", output_tokens, high=MAX_TOKENS)))
     p_pool, d_pool = pool("prefill", prefill, m), pool("decode", decode, m)
-    formats = weight_formats(weight_precision)
-    dev = device(accelerator, formats, kv_precision)
-    costs = model_costs(m, formats, kv_precision)
-    rates = achieved_rates(dev, calib)
-    spec = speculation(m, formats, kv_precision, method=speculative_method, draft_tokens=speculative_tokens,
-                       acceptance_length=acceptance_length, draft_model=draft_model)
-    eng = eng.speculating(spec)
+    dev, costs, rates, spec, eng = parts(m, accelerator, weight_precision, kv_precision, calib, eng,
+                                         method=speculative_method, draft_tokens=speculative_tokens,
+                                         acceptance_length=acceptance_length, draft_model=draft_model)
     budget = float(max_num_tokens if max_num_tokens is not None else (eng.max_num_tokens or 8192))
     budget = float(checks.scalar("max_num_tokens", checks.positive("max_num_tokens", budget, high=1e8)))
     p_shape, d_shape = p_pool.shape(), d_pool.shape()

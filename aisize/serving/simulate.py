@@ -292,33 +292,17 @@ def simulate_estimate(est, *, requests_per_s=None, concurrency=None, requests=20
     (neither: all requests at once). The closed loop's first requests spread over one request lifetime.
     ``lengths`` draws the prompts and outputs from :class:`~aisize.serving.lengths.Lengths`.
     """
-    from aisize import models
-    from aisize.serving.costs import model_costs
-    from aisize.serving.engine import ENGINES
-    from aisize.serving.estimate import resolve_calibration
-    from aisize.serving.hardware import device
-    from aisize.serving.iteration import achieved_rates
-    from aisize.serving.shapes import ReplicaShape
+    from aisize.serving.estimate import replica_of
 
-    cal = resolve_calibration(calibration, est)
-    engine = ENGINES[est.engine].speculating(est.speculation)
-    m = est.model_record or models.resolve(est.model)
-    formats = est.weight_formats or est.weight_precision
-    dev = device(est.accelerator_record or est.accelerator, formats, est.kv_precision)
-    costs = model_costs(m, formats, est.kv_precision)
-    groups = est.attention_dp * est.pipeline_parallel
-    kv_split = min(est.tensor_parallel // est.attention_dp, costs.kv_heads) * est.pipeline_parallel
-    pool_tokens = est.kv_pool_bytes * kv_split * est.attention_dp / (costs.kv_bytes_per_token_full
-                                                                     + costs.kv_bytes_per_token_window)
-    shape = ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel, None,
-                         est.expert_parallel if costs.moe_layers else None)
+    r = replica_of(est, calibration)
+    engine, cal, groups = r.engine, r.calibration, r.groups
     stagger = est.e2e_s if concurrency is not None and np.isfinite(est.e2e_s) else 0.0
-    return simulate(costs, achieved_rates(dev, cal), cal, input_tokens=est.input_tokens,
+    return simulate(r.costs, r.rates, cal, input_tokens=est.input_tokens,
                     output_tokens=est.output_tokens, requests_per_s=requests_per_s, concurrency=concurrency,
                     requests=requests, max_batch_size=est.max_batch_size * groups,
-                    max_num_tokens=est.max_num_tokens * groups, kv_pool_tokens=pool_tokens,
+                    max_num_tokens=est.max_num_tokens * groups, kv_pool_tokens=r.pool_tokens,
                     chunked_prefill=engine.chunked_prefill, reserve_full_sequence=engine.reserve_full_sequence,
-                    block_tokens=engine.block_tokens, shape=shape, length_cv=length_cv,
+                    block_tokens=engine.block_tokens, shape=r.shape, length_cv=length_cv,
                     warmup_share=0.0 if requests_per_s is None and concurrency is None else 0.2, seed=seed,
                     launch=engine.launch(est.max_batch_size * groups), speculation=est.speculation,
                     request_seconds=cal.request_seconds, stagger_seconds=stagger, lengths=lengths,

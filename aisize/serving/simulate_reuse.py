@@ -281,39 +281,24 @@ def simulate_reuse_estimate(est, reuse, *, kv_tiers=(), requests=1500, seed=1, w
     Returns (:class:`~aisize.serving.simulate.SimulationResult` with ``ttft_by_tag`` by serving tier and
     ``"miss"``, :class:`CacheSimulation`).
     """
-    from aisize import models
-    from aisize.serving.costs import model_costs
-    from aisize.serving.engine import ENGINES
-    from aisize.serving.estimate import resolve_calibration
-    from aisize.serving.hardware import device
-    from aisize.serving.iteration import achieved_rates
+    from aisize.serving.estimate import replica_of
     from aisize.serving.prefix import session_tokens
     from aisize.serving.reuse import BLEND_RECOMPUTE_SHARE
-    from aisize.serving.shapes import ReplicaShape
     from aisize.serving.simulate import simulate
 
-    cal = resolve_calibration(calibration, est)
-    engine = ENGINES[est.engine].speculating(est.speculation)
-    m = est.model_record or models.resolve(est.model)
-    formats = est.weight_formats or est.weight_precision
-    dev = device(est.accelerator_record or est.accelerator, formats, est.kv_precision)
-    costs = model_costs(m, formats, est.kv_precision)
-    groups = est.attention_dp * est.pipeline_parallel
+    r = replica_of(est, calibration)
+    engine, costs, groups, pool_tokens = r.engine, r.costs, r.groups, r.pool_tokens
     per_token = costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window
-    kv_split = min(est.tensor_parallel // est.attention_dp, costs.kv_heads) * est.pipeline_parallel
-    pool_tokens = est.kv_pool_bytes * kv_split * est.attention_dp / per_token
     tokens = session_tokens(reuse, est.input_tokens, est.output_tokens)
     source = SessionSource(reuse, tokens, requests_per_s=est.requests_per_s, kv_bytes=costs.kv_bytes,
                            kv_bytes_per_token=per_token, hbm_pool_tokens=pool_tokens, tiers=kv_tiers,
                            requests=requests, blend_share=BLEND_RECOMPUTE_SHARE, warmup_share=warmup_share,
                            seed=seed)
-    sim = simulate(costs, achieved_rates(dev, cal), cal, input_tokens=est.input_tokens,
+    sim = simulate(costs, r.rates, r.calibration, input_tokens=est.input_tokens,
                    output_tokens=est.output_tokens, max_batch_size=est.max_batch_size * groups,
                    max_num_tokens=est.max_num_tokens * groups, kv_pool_tokens=pool_tokens,
                    chunked_prefill=engine.chunked_prefill, reserve_full_sequence=engine.reserve_full_sequence,
-                   block_tokens=engine.block_tokens,
-                   shape=ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel, None,
-                                      est.expert_parallel if costs.moe_layers else None),
+                   block_tokens=engine.block_tokens, shape=r.shape,
                    warmup_share=warmup_share, seed=seed, source=source, on_kv=source.on_kv,
                    launch=engine.launch(est.max_batch_size * groups), speculation=est.speculation)
     return sim, source.world.result()
