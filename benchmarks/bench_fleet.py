@@ -6,25 +6,14 @@ Run: .venv/bin/python benchmarks/bench_fleet.py
 
 from __future__ import annotations
 
-import time
-
 from aisize.fleet import Autoscaler, day_replicas, profile
 from aisize.plan import clear_caches, plan
 from aisize.queueing import PriorityClass, priority_queue
 from aisize.scenario import preset
+from bench_queueing import best_of  # benchmarks/ is on the path when a benchmark runs
 
 DIURNAL = [0.30, 0.24, 0.2, 0.18, 0.17, 0.19, 0.26, 0.4, 0.58, 0.75, 0.87, 0.95, 1.0, 0.98, 0.96, 0.93, 0.88, 0.8,
            0.72, 0.64, 0.56, 0.48, 0.41, 0.35]
-
-
-def best_of(fn, repeat: int = 5) -> float:
-    """Fastest of ``repeat`` runs [s] (the least disturbed by other load on the machine)."""
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main() -> None:

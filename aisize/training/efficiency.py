@@ -143,6 +143,16 @@ def gemm_seconds(tokens, n_in, n_out, peak_flops_per_s, efficiency, hbm_bytes_pe
     return np.maximum(flops / (peak_flops_per_s * efficiency), moved / (hbm_bytes_per_s * HBM_EFFICIENCY))
 
 
+def recipe_gemm_seconds(tokens, n_in, n_out, recipe, *, high_peak, low_peak, e_high, e_low, hbm_bytes_per_s):
+    """:func:`gemm_seconds` under a precision recipe: the share ``recipe.low_share`` of the GEMM's work in the
+    recipe's low precision (FP8, MXFP8, NVFP4) at ``low_peak`` and ``e_low``, the rest in 16-bit [s]."""
+    high = gemm_seconds(tokens, n_in, n_out, high_peak, e_high, hbm_bytes_per_s)
+    if not recipe.low_share:
+        return high
+    low = gemm_seconds(tokens, n_in, n_out, low_peak, e_low, hbm_bytes_per_s, recipe.element_bytes)
+    return recipe.low_share * low + (1.0 - recipe.low_share) * high
+
+
 def attention_kernel(gen: str, te: bool) -> str:
     """The attention kernel family a kernel stack runs on a generation: "fa2" or "fa3".
 

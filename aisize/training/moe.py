@@ -115,16 +115,12 @@ def expert_times(d: ModelDims, *, tokens, ep, etp, dispatcher_code, recipe: Reci
     local = d.experts / ep
     grouped = t_e / (t_e + GROUPED_GEMM_HALF_TOKENS)
     e_high = E.gemm_efficiency(gen, "16") * grouped
-    share = recipe.low_share
     e_low = E.gemm_efficiency(gen, recipe.low_bits) * grouped if recipe.low_dtype else e_high
     width_in = f * (2 if d.ffn_gated else 1) / etp
 
     def gemm(n_in, n_out):
-        high = E.gemm_seconds(t_e, n_in, n_out, high_peak, e_high, hbm_bytes_per_s)
-        if not share:
-            return high
-        low = E.gemm_seconds(t_e, n_in, n_out, low_peak, e_low, hbm_bytes_per_s, recipe.element_bytes)
-        return share * low + (1.0 - share) * high
+        return E.recipe_gemm_seconds(t_e, n_in, n_out, recipe, high_peak=high_peak, low_peak=low_peak,
+                                     e_high=e_high, e_low=e_low, hbm_bytes_per_s=hbm_bytes_per_s)
 
     listed = h * width_in + (f / etp) * h
     scale = d.expert_params / (etp * listed)  # expert biases: keep the parameter count's FLOPs
@@ -133,7 +129,7 @@ def expert_times(d: ModelDims, *, tokens, ep, etp, dispatcher_code, recipe: Reci
     routed = tokens * k * etp  # token copies this rank's experts process
     inner = routed * f / etp
     act = inner * (SWIGLU_FUSED_BYTES if d.ffn_gated else ACTIVATION_FUSED_BYTES)
-    cast = cast_bytes_per_element(recipe, compiled) * share * (routed * h + inner)
+    cast = cast_bytes_per_element(recipe, compiled) * recipe.low_share * (routed * h + inner)
     router = ROUTER_BYTES_PER_LOGIT * tokens * d.experts
     permute = np.where(np.asarray(dispatcher_code) == 0, PERMUTE_BYTES_PER_COPY * h * tokens * (1.0 + k), 0.0)
     act_s = E.memory_seconds(act * imbalance, hbm_bytes_per_s)

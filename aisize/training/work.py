@@ -128,14 +128,10 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled:
     impl = "fused" if compiled else "eager"
     e_high = E.gemm_efficiency(gen, "16")
     e_low = E.gemm_efficiency(gen, recipe.low_bits) if recipe.low_dtype else e_high
-    share = recipe.low_share
 
     def gemm(n_in, n_out):
-        high = E.gemm_seconds(tokens, n_in, n_out, high_peak, e_high, hbm_bytes_per_s)
-        if not share:
-            return high
-        low = E.gemm_seconds(tokens, n_in, n_out, low_peak, e_low, hbm_bytes_per_s, recipe.element_bytes)
-        return share * low + (1.0 - share) * high
+        return E.recipe_gemm_seconds(tokens, n_in, n_out, recipe, high_peak=high_peak, low_peak=low_peak,
+                                     e_high=e_high, e_low=e_low, hbm_bytes_per_s=hbm_bytes_per_s)
 
     shapes = _linears(d, tp)
     times = [gemm(i, o) for i, o in shapes]
@@ -167,7 +163,7 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled:
     cp = seq_len * micro_batch / tokens
     merge = np.where(cp > 1, cp * tokens * d.q_width / tp * CP_MERGE_BYTES, 0.0)
     elem_fwd = row_tokens * per_row + tokens * per_head / tp + merge
-    cast = cast_bytes_per_element(recipe, compiled) * share
+    cast = cast_bytes_per_element(recipe, compiled) * recipe.low_share
     cast_fwd = cast * tokens * (2.0 * h + (d.q_width + f) / tp)
     cast_bwd = cast * tokens * (2.0 * h + (d.q_width + d.k_width + d.v_width + f * (2 if d.ffn_gated else 1)) / tp)
     mem_fwd = E.memory_seconds(elem_fwd + cast_fwd, hbm_bytes_per_s)
