@@ -158,6 +158,9 @@ def left_out(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["case", "family", "reason", "why"])
 
 
+LABEL_CHARS = 40  # a case's name on the error chart's axis (the tooltip has all of it)
+
+
 def error_chart(df: pd.DataFrame):
     """Altair bar chart of the signed error per case [%] (symlog axis), coloured by status.
 
@@ -166,7 +169,10 @@ def error_chart(df: pd.DataFrame):
     import altair as alt
 
     data = df[df["error_pct"].notna()][["case", "family", "error_pct", "tolerance_pct", "status"]]
-    base = alt.Chart(data).encode(y=alt.Y("case:N", sort=None, title=None))
+    # labels cut in the spec, not to a pixel width: measuring 100+ labels for an ellipsis took seconds of SVG
+    label = f"length(datum.label) > {LABEL_CHARS} ? slice(datum.label, 0, {LABEL_CHARS - 1}) + '…' : datum.label"
+    base = alt.Chart(data).encode(y=alt.Y("case:N", sort=None, title=None,
+                                          axis=alt.Axis(labelLimit=0, labelExpr=label)))
     bars = base.mark_bar().encode(
         x=alt.X("error_pct:Q", title="error vs published [%] (symlog)", scale=alt.Scale(type="symlog")),
         color=alt.Color("status:N", scale=alt.Scale(domain=["ok", "outside"], range=["#4c78a8", "#e45756"])),
