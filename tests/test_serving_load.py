@@ -159,6 +159,14 @@ def test_sglang_turns_its_overlap_scheduler_off_to_speculate():
     assert spec.tpot_s == pytest.approx(no_overlap.tpot_s) and spec.tpot_s > overlapped.tpot_s
 
 
+def test_an_estimate_evaluated_again_keeps_its_engine_variant():
+    from aisize.serving.estimate import replica_of
+
+    variant = serving.ENGINES["sglang"].with_(overlap_scheduler=False, max_num_tokens=4096)
+    est = serving.estimate("deepseek-r1", "b200", engine=variant, concurrency=16, **DSR1)
+    assert replica_of(est).engine == variant  # curves and simulations run the engine the estimate ran
+
+
 @pytest.mark.parametrize("k,published", [(1, 1.78), (2, 2.25), (3, 2.28)])
 def test_mtp_speed_ups_reproduce_tensorrt_llm_min_latency_deepseek_r1(k, published):
     # TensorRT-LLM tech blog 1 (DeepSeek-R1, NVFP4 MoE and BF16 attention, 8 x B200, batch 1, 1k/2k):

@@ -98,7 +98,7 @@ def _frontier(i, scaleout_bytes_per_s) -> Html:
                        output_tokens=e.output_tokens, ttft_target_s=i.ttft_target_seconds,
                        tpot_target_s=i.tpot_target_seconds, statistic=i.slo_statistic,
                        weight_precisions=(e.weight_precision,), kv_precisions=(e.kv_precision,),
-                       scaleout_bytes_per_s=scaleout_bytes_per_s, engine=serving.ENGINES[e.engine],
+                       scaleout_bytes_per_s=scaleout_bytes_per_s, engine=e.engine_record or serving.ENGINES[e.engine],
                        calibration=e.calibration_record or serving.CALIBRATION)
     caption = (f"{i.name}: {r.configurations:,} configurations (shapes × batches × token budgets, aggregated and "
                f"disaggregated); the line is the frontier of those that fit, grey points those meeting the targets.")

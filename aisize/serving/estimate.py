@@ -98,6 +98,7 @@ class ServingEstimate:
     model_record: object = field(default=None, repr=False, compare=False)  # the Transformer used
     accelerator_record: object = field(default=None, repr=False, compare=False)  # the Accelerator used
     calibration_record: object = field(default=None, repr=False, compare=False)  # the Calibration used
+    engine_record: object = field(default=None, repr=False, compare=False)  # the Engine used (a variant included)
 
     @property
     def e2e_s(self) -> float:
@@ -166,7 +167,8 @@ def replica_of(est, calibration=None) -> Replica:
     costs = model_costs(est.model_record or models.resolve(est.model), formats, est.kv_precision)
     kv_split = min(est.tensor_parallel // est.attention_dp, costs.kv_heads) * est.pipeline_parallel
     per_token = costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window
-    return Replica(calib, ENGINES[est.engine].speculating(est.speculation), costs, achieved_rates(dev, calib),
+    engine = est.engine_record or ENGINES[est.engine]
+    return Replica(calib, engine.speculating(est.speculation), costs, achieved_rates(dev, calib),
                    ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel, None,
                                 est.expert_parallel if costs.moe_layers else None),
                    est.attention_dp * est.pipeline_parallel,
@@ -384,7 +386,7 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
         speculative_tokens=spec.draft_tokens if spec else 0, acceptance_length=spec.acceptance_length if spec else 1.0,
         kv_reuse=state.get("kv_reuse"), lengths=state.get("lengths"), notes=tuple(notes),
         weight_formats=costs.formats, speculation=spec, model_record=m, accelerator_record=acc,
-        calibration_record=calib)
+        calibration_record=calib, engine_record=engine)
 
 
 def _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o, spec) -> float:
