@@ -49,6 +49,16 @@ def _out(x, scalar):
     return np.asarray(x).item() if scalar else np.asarray(x)
 
 
+def class_names(classes, kind) -> tuple:
+    """The names of a non-empty sequence of ``kind`` records (job or priority classes), checked unique."""
+    if not classes or not all(isinstance(k, kind) for k in classes):
+        raise ValueError(f"classes={classes!r} is not allowed: must be a non-empty sequence of {kind.__name__}")
+    names = tuple(k.name for k in classes)
+    if len(set(names)) != len(names):
+        raise ValueError(f"classes={names!r} is not allowed: class names must be unique")
+    return names
+
+
 def multiclass(classes, servers=1) -> MultiClassResult:
     """Per-class and aggregate response times of job classes sharing c FCFS servers.
 
@@ -67,11 +77,7 @@ def multiclass(classes, servers=1) -> MultiClassResult:
     .. [3] Allen, Probability, Statistics and Queueing Theory, 1990, section 6.4.
     """
     classes = tuple(classes)
-    if not classes or not all(isinstance(k, JobClass) for k in classes):
-        raise ValueError(f"classes={classes!r} is not allowed: must be a non-empty sequence of JobClass")
-    names = tuple(k.name for k in classes)
-    if len(set(names)) != len(names):
-        raise ValueError(f"classes={names!r} is not allowed: class names must be unique")
+    names = class_names(classes, JobClass)
     lam = [checks.positive(f"{k.name}.arrival_rate_per_s", k.arrival_rate_per_s) for k in classes]
     s = [checks.positive(f"{k.name}.service_seconds", k.service_seconds) for k in classes]
     cv = [checks.non_negative(f"{k.name}.service_cv", k.service_cv, high=1e3) for k in classes]

@@ -48,6 +48,7 @@ import numpy as np
 
 from aisize import checks
 from aisize.queueing.analytic import MAX_SERVERS, ggc
+from aisize.queueing.multiclass import class_names
 
 
 @dataclass(frozen=True)
@@ -92,11 +93,7 @@ class PriorityResult:
 
 def _checked(classes):
     classes = tuple(classes)
-    if not classes or not all(isinstance(k, PriorityClass) for k in classes):
-        raise ValueError(f"classes={classes!r} is not allowed: must be a non-empty sequence of PriorityClass")
-    names = tuple(k.name for k in classes)
-    if len(set(names)) != len(names):
-        raise ValueError(f"classes={names!r} is not allowed: class names must be unique")
+    names = class_names(classes, PriorityClass)
     lam = np.array([checks.scalar(f"{k.name}.arrival_rate_per_s", checks.positive(
         f"{k.name}.arrival_rate_per_s", k.arrival_rate_per_s)) for k in classes])
     s = np.array([checks.scalar(f"{k.name}.service_seconds", checks.positive(
