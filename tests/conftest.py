@@ -8,7 +8,9 @@ its reason, so a run that skipped something cannot pass for a full one.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import tempfile
 from collections import defaultdict
 
 import fuzz_profiles
@@ -42,6 +44,13 @@ def missing_pieces() -> list[str]:
     if find_proxy() is None:
         out.append("configurable-http-proxy (team server test): make test installs it with npm")
     return out
+
+
+def pytest_configure(config):
+    """Validation tables go to a folder of this run (not the user's ~/.cache); the report and app kernels
+    the tests start inherit it, so the run computes each table once."""
+    if "AISIZE_CACHE_DIR" not in os.environ:
+        os.environ["AISIZE_CACHE_DIR"] = tempfile.mkdtemp(prefix="aisize-test-cache-")
 
 
 def pytest_report_header(config):

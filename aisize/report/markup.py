@@ -45,8 +45,9 @@ def table(headers: Iterable[str], rows: Iterable[Iterable], *, caption: str = ""
 def figure(chart, caption: str) -> Html:
     """An Altair chart as inline SVG in a ``<figure>``: no script, no request to any host."""
     import vl_convert
+    from altair.utils import schemapi
 
-    svg = vl_convert.vegalite_to_svg(chart.to_dict())
+    svg = vl_convert.vegalite_to_svg(chart.to_dict(validate=schemapi.DEBUG_MODE))
     # Inline SVG in HTML needs no namespace declarations; dropping them leaves no http reference.
     svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
     return Html(f'<figure class="aisize-figure">{svg}<figcaption>{esc(caption)}</figcaption></figure>')

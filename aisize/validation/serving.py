@@ -69,7 +69,9 @@ def serving_table(family: str = "serving", calibration=None) -> pd.DataFrame:
 
 @lru_cache(maxsize=32)
 def _table(family: str, calibration) -> pd.DataFrame:
-    return serving_table(family, calibration)
+    from aisize.validation.store import remembered
+
+    return remembered(family, lambda: serving_table(family, calibration), key=repr(calibration))
 
 
 def family_table(family: str = "serving", calibration=None) -> pd.DataFrame:

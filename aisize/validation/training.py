@@ -164,10 +164,12 @@ def runs_table(path: str | None = None) -> pd.DataFrame:
 @lru_cache(maxsize=1)
 def training_table() -> pd.DataFrame:
     """Every training-family row: torchtitan tokens/s and memory, NVIDIA's Megatron-Core runs, then the
-    large runs (cached)."""
+    large runs (cached here and in :mod:`aisize.validation.store`)."""
+    from aisize.validation.store import remembered
     from aisize.validation.training_megatron import megatron_table
 
-    return pd.concat([torchtitan_table().assign(note=""), megatron_table(), runs_table()], ignore_index=True)
+    return remembered("training", lambda: pd.concat([torchtitan_table().assign(note=""), megatron_table(),
+                                                     runs_table()], ignore_index=True))
 
 
 PYTHIA_OUTSIDE = ("Pythia's 2022 GPT-NeoX runs (fp16, full recompute, the layouts of their configs) reached 18-35 % "

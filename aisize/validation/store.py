@@ -1,0 +1,144 @@
+"""Validation tables kept on disk between processes, keyed by everything they are computed from.
+
+Every report kernel, app kernel and ``aisize validate`` starts with no table in memory, and putting every
+published run through the estimates takes about 3 s on one core (the disaggregated closed loops most of
+it). The tables depend only on aisize's source, its data and catalog overlay files, the serving
+calibration and the numeric libraries' versions: the key hashes all of them, so a table written by other
+code or data is never read. Tables are JSON (pandas' ``table`` orient keeps each column's dtype), never
+pickle. A folder that cannot be written (or an unreadable file) costs only the computation.
+
+The folder is ``$AISIZE_CACHE_DIR``, else ``$XDG_CACHE_HOME/aisize``, else ``~/.cache/aisize``; setting
+``AISIZE_CACHE_DIR=off`` turns the store off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+CACHE_ENV = "AISIZE_CACHE_DIR"
+_SUFFIXES = (".py", ".csv", ".json", ".yaml", ".yml")
+_warming: subprocess.Popen | None = None  # the background process filling the store, if one was started
+WARM_TIMEOUT_S = 120.0  # how long a reader waits for that process before computing the table itself
+
+
+def folder() -> Path | None:
+    """Where tables are kept (None: the store is off)."""
+    given = os.environ.get(CACHE_ENV, "")
+    if given.strip().lower() == "off":
+        return None
+    if given:
+        return Path(given).expanduser() / "validation"
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "aisize" / "validation"
+
+
+def _hash_tree(h, root: Path) -> None:
+    if not root.is_dir():
+        return
+    for path in sorted(root.rglob("*")):
+        if path.suffix in _SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+
+
+@lru_cache(maxsize=1)
+def _code_hash() -> str:
+    import numpy
+    import scipy
+
+    from aisize import __version__
+
+    h = hashlib.sha256(f"{__version__} {sys.version} {numpy.__version__} {pd.__version__} "
+                       f"{scipy.__version__}".encode())
+    _hash_tree(h, Path(__file__).resolve().parents[1])
+    return h.hexdigest()
+
+
+def fingerprint() -> str:
+    """A key of aisize's code and of its data folder and catalog overlays as they are now."""
+    from aisize import catalog
+
+    h = hashlib.sha256(_code_hash().encode())
+    for root in (catalog.data_dir(), *catalog.overlay_dirs()):
+        h.update(str(root).encode())
+        _hash_tree(h, Path(root))
+    return h.hexdigest()
+
+
+def _path(where: Path, base: str, name: str, key: str) -> Path:
+    return where / f"{name}-{hashlib.sha256(f'{base} {name} {key}'.encode()).hexdigest()[:32]}.json"
+
+
+def remembered(name: str, compute: Callable[[], pd.DataFrame], *, key: str = "") -> pd.DataFrame:
+    """``compute()``, read from the store when it holds this table for the current code, data and ``key``
+    (e.g. the calibration's repr); else computed and written there."""
+    where = folder()
+    if where is None:
+        return compute()
+    path = _path(where, fingerprint(), name, key)
+    deadline = time.monotonic() + WARM_TIMEOUT_S
+    # a background process is filling the store: its result is nearer than our own
+    while not path.is_file() and _warming is not None and _warming.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        return pd.read_json(io.StringIO(path.read_text(encoding="utf-8")), orient="table")
+    except (OSError, ValueError, KeyError):
+        pass
+    frame = compute()
+    try:
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(frame.to_json(orient="table", index=False), encoding="utf-8")
+        os.replace(partial, path)  # readers see the whole table or none
+    except OSError:
+        pass
+    return frame
+
+
+def _tables() -> list[tuple[str, str]]:
+    """(name, key) of every table :func:`warm` writes."""
+    from aisize.serving import CALIBRATION
+    from aisize.validation.serving import SETS
+
+    return [("training", "")] + [(family, repr(CALIBRATION)) for family in SETS]
+
+
+def complete() -> bool:
+    """Whether the store holds every validation table for the current code and data."""
+    where = folder()
+    if where is None:
+        return False
+    base = fingerprint()
+    return all(_path(where, base, name, key).is_file() for name, key in _tables())
+
+
+def warm() -> None:
+    """Compute every validation table into the store (what :func:`warm_in_background` runs)."""
+    from aisize.validation.serving import family_table
+    from aisize.validation.training import training_table
+
+    # in the order a report reads them: the inference section's, then the appendix's
+    for family in ("serving", "serving-load", "serving-specdec"):
+        family_table(family)
+    training_table()
+    family_table("serving-disagg")
+
+
+def warm_in_background() -> None:
+    """Fill the store in a separate process, on another core, while this one goes on (a report kernel
+    plans and draws its sections meanwhile). Readers of a table it has not written yet wait for it."""
+    global _warming
+    if folder() is None or (_warming is not None and _warming.poll() is None) or complete():
+        return
+    _warming = subprocess.Popen([sys.executable, "-c", "from aisize.validation.store import warm; warm()"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,0 +1,103 @@
+"""The validation tables' store on disk: read back equal, keyed by code, data and calibration, never fatal."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from aisize.serving import CALIBRATION
+from aisize.validation import store
+from aisize.validation.serving import serving_table
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(store.CACHE_ENV, str(tmp_path))
+    return tmp_path / "validation"
+
+
+def counted(frame):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return frame
+
+    return compute, calls
+
+
+FRAME = pd.DataFrame({"case": ["a", "b"], "published": [1.5, float("nan")], "ok": [True, False],
+                      "n": [3, 4], "note": ["", "x"]})
+
+
+def test_a_table_is_computed_once_and_read_back_equal(cache):
+    compute, calls = counted(FRAME)
+    first = store.remembered("t", compute, key="k")
+    again = store.remembered("t", compute, key="k")
+    assert len(calls) == 1
+    pd.testing.assert_frame_equal(first, again)  # dtypes included: bool, int, float with NaN, str
+    assert [p.suffix for p in cache.iterdir()] == [".json"]
+
+
+def test_another_key_or_other_data_is_another_table(cache, tmp_path, monkeypatch):
+    compute, calls = counted(FRAME)
+    store.remembered("t", compute, key="k")
+    store.remembered("t", compute, key="other calibration")
+    assert len(calls) == 2
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "models.csv").write_text("id\n", encoding="utf-8")
+    before = store.fingerprint()
+    monkeypatch.setenv("AISIZE_CATALOG", str(overlay))
+    assert store.fingerprint() != before  # a user catalog may replace rows the runs use
+    store.remembered("t", compute, key="k")
+    assert len(calls) == 3
+    (overlay / "models.csv").write_text("id\nx\n", encoding="utf-8")
+    store.remembered("t", compute, key="k")
+    assert len(calls) == 4
+
+
+def test_a_damaged_file_is_computed_again(cache):
+    compute, calls = counted(FRAME)
+    store.remembered("t", compute)
+    (path,) = cache.iterdir()
+    path.write_text('{"schema": ', encoding="utf-8")
+    pd.testing.assert_frame_equal(store.remembered("t", compute), FRAME)
+    assert len(calls) == 2
+    pd.testing.assert_frame_equal(pd.read_json(path, orient="table"), FRAME)  # and written again
+
+
+def test_a_folder_that_cannot_be_written_costs_only_the_computation(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv(store.CACHE_ENV, str(blocker))
+    compute, calls = counted(FRAME)
+    pd.testing.assert_frame_equal(store.remembered("t", compute), FRAME)
+    store.remembered("t", compute)
+    assert len(calls) == 2
+
+
+def test_off_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv(store.CACHE_ENV, "off")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    compute, calls = counted(FRAME)
+    store.remembered("t", compute)
+    store.remembered("t", compute)
+    assert len(calls) == 2 and not any(tmp_path.iterdir())
+    assert store.folder() is None and not store.complete()
+
+
+def test_a_background_warm_up_fills_what_a_report_reads(cache, monkeypatch):
+    """The report kernel starts the warm-up, then reads the serving table the process writes (it computes
+    nothing itself); the table equals one computed here, and a complete store starts no process."""
+    monkeypatch.setattr(store, "_warming", None)
+    store.warm_in_background()
+    assert store._warming is not None
+    table = store.remembered("serving", lambda: pytest.fail("computed in the reader"), key=repr(CALIBRATION))
+    pd.testing.assert_frame_equal(table, serving_table("serving"))
+    assert store._warming.wait(120) == 0
+    assert store.complete()
+    monkeypatch.setattr(store, "_warming", None)
+    store.warm_in_background()
+    assert store._warming is None
+    assert cache.stat().st_mode & 0o077 == 0  # private to the user
