@@ -9,6 +9,7 @@ returns it as a float or a float ndarray.
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Iterable
@@ -48,6 +49,9 @@ def number(name: str, value, *, low: float = -ABSURD, high: float = ABSURD,
            low_inclusive: bool = True, high_inclusive: bool = True):
     """Check that ``value`` is finite and within [low, high] (ends as chosen)."""
     v = _as_numeric(name, value)
+    if (type(v) is float and math.isfinite(v)  # a valid scalar, without numpy's per-call overhead
+            and ((v >= low) if low_inclusive else (v > low)) and ((v <= high) if high_inclusive else (v < high))):
+        return v
     lo_ok = (v >= low) if low_inclusive else (v > low)
     hi_ok = (v <= high) if high_inclusive else (v < high)
     bad = ~(np.isfinite(v) & lo_ok & hi_ok)
@@ -76,6 +80,10 @@ def fraction(name: str, value, *, allow_zero: bool = False):
 def integer(name: str, value, *, low: int = 1, high: int = 10**12):
     """Check a whole number (scalar or array) in ``[low, high]``; returns int or int ndarray."""
     v = number(name, value, low=low, high=high)
+    if type(v) is float:
+        if v.is_integer():
+            return int(v)
+        _fail(name, v, f"a whole number in [{low}, {high}]")
     bad = v != np.round(v)
     if np.any(bad):
         _fail(name, _first_bad(v, bad), f"a whole number in [{low}, {high}]")
