@@ -49,8 +49,15 @@ def missing_pieces() -> list[str]:
 def pytest_configure(config):
     """Validation tables go to a folder of this run (not the user's ~/.cache); the report and app kernels
     the tests start inherit it, so the run computes each table once."""
-    if "AISIZE_CACHE_DIR" not in os.environ:
-        os.environ["AISIZE_CACHE_DIR"] = tempfile.mkdtemp(prefix="aisize-test-cache-")
+    if "AISIZE_VALIDATION_CACHE" not in os.environ:
+        config._aisize_validation_cache = tempfile.mkdtemp(prefix="aisize-test-validation-")
+        os.environ["AISIZE_VALIDATION_CACHE"] = config._aisize_validation_cache
+
+
+def pytest_unconfigure(config):
+    made = getattr(config, "_aisize_validation_cache", None)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
 
 
 def pytest_report_header(config):

@@ -12,7 +12,7 @@ from aisize.validation.serving import serving_table
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv(store.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(store.CACHE_ENV, str(tmp_path / "validation"))
     return tmp_path / "validation"
 
 
@@ -77,14 +77,10 @@ def test_a_folder_that_cannot_be_written_costs_only_the_computation(tmp_path, mo
     assert len(calls) == 2
 
 
-def test_off_writes_nothing(tmp_path, monkeypatch):
-    monkeypatch.setenv(store.CACHE_ENV, "off")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    compute, calls = counted(FRAME)
-    store.remembered("t", compute)
-    store.remembered("t", compute)
-    assert len(calls) == 2 and not any(tmp_path.iterdir())
-    assert store.folder() is None and not store.complete()
+def test_the_folder_is_in_aisize_cache_unless_given(tmp_path, monkeypatch):
+    monkeypatch.delenv(store.CACHE_ENV)
+    monkeypatch.setenv("AISIZE_CACHE", str(tmp_path))
+    assert store.folder() == tmp_path / "validation"
 
 
 def test_a_background_warm_up_fills_what_a_report_reads(cache, monkeypatch):

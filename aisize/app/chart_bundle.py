@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from aisize.cache import cache_dir
+
 # what serve.server_env puts in the server's (and so its kernels') environment: the bundle's URL
 # path below <base_url>voila/labextensions/
 ENV = "AISIZE_CHART_BUNDLE"
@@ -27,13 +29,6 @@ LOADER = """const base = JSON.parse(document.getElementById("jupyter-config-data
 const bundle = await import(new URL(base + "voila/labextensions/%s", window.location.href).href);
 export default bundle.default;
 """
-
-
-def cache_dir() -> Path:
-    """``$AISIZE_CACHE``, else ``$XDG_CACHE_HOME/aisize``, else ``~/.cache/aisize``."""
-    if os.environ.get("AISIZE_CACHE"):
-        return Path(os.environ["AISIZE_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aisize"
 
 
 def labextensions_dir() -> Path:

@@ -7,8 +7,7 @@ calibration and the numeric libraries' versions: the key hashes all of them, so 
 code or data is never read. Tables are JSON (pandas' ``table`` orient keeps each column's dtype), never
 pickle. A folder that cannot be written (or an unreadable file) costs only the computation.
 
-The folder is ``$AISIZE_CACHE_DIR``, else ``$XDG_CACHE_HOME/aisize``, else ``~/.cache/aisize``; setting
-``AISIZE_CACHE_DIR=off`` turns the store off.
+The folder is :func:`folder`.
 """
 
 from __future__ import annotations
@@ -25,21 +24,19 @@ from pathlib import Path
 
 import pandas as pd
 
-CACHE_ENV = "AISIZE_CACHE_DIR"
+from aisize.cache import cache_dir
+
+CACHE_ENV = "AISIZE_VALIDATION_CACHE"
 _SUFFIXES = (".py", ".csv", ".json", ".yaml", ".yml")
 _warming: subprocess.Popen | None = None  # the background process filling the store, if one was started
 WARM_TIMEOUT_S = 120.0  # how long a reader waits for that process before computing the table itself
 
 
-def folder() -> Path | None:
-    """Where tables are kept (None: the store is off)."""
-    given = os.environ.get(CACHE_ENV, "")
-    if given.strip().lower() == "off":
-        return None
-    if given:
-        return Path(given).expanduser() / "validation"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "aisize" / "validation"
+def folder() -> Path:
+    """Where tables are kept: ``$AISIZE_VALIDATION_CACHE``, else ``validation/`` in aisize's cache folder
+    (:func:`aisize.cache.cache_dir`)."""
+    given = os.environ.get(CACHE_ENV)
+    return Path(given).expanduser() if given else cache_dir() / "validation"
 
 
 def _hash_tree(h, root: Path) -> None:
@@ -83,8 +80,6 @@ def remembered(name: str, compute: Callable[[], pd.DataFrame], *, key: str = "")
     """``compute()``, read from the store when it holds this table for the current code, data and ``key``
     (e.g. the calibration's repr); else computed and written there."""
     where = folder()
-    if where is None:
-        return compute()
     path = _path(where, fingerprint(), name, key)
     deadline = time.monotonic() + WARM_TIMEOUT_S
     # a background process is filling the store: its result is nearer than our own
@@ -116,8 +111,6 @@ def _tables() -> list[tuple[str, str]]:
 def complete() -> bool:
     """Whether the store holds every validation table for the current code and data."""
     where = folder()
-    if where is None:
-        return False
     base = fingerprint()
     return all(_path(where, base, name, key).is_file() for name, key in _tables())
 
@@ -138,7 +131,7 @@ def warm_in_background() -> None:
     """Fill the store in a separate process, on another core, while this one goes on (a report kernel
     plans and draws its sections meanwhile). Readers of a table it has not written yet wait for it."""
     global _warming
-    if folder() is None or (_warming is not None and _warming.poll() is None) or complete():
+    if (_warming is not None and _warming.poll() is None) or complete():
         return
     _warming = subprocess.Popen([sys.executable, "-c", "from aisize.validation.store import warm; warm()"],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
