@@ -10,7 +10,8 @@ from aisize.format import points
 from aisize.report.markup import DASH, Html, block, count, esc, figure, note, pct, sig, table
 from aisize.report.training_sections import time_range_days
 from aisize.validation import left_out, mfu_observations, summary, validate
-from aisize.validation.serving import SETS, family_summary
+from aisize.validation.serving import (SETS, TTFT_READING_RATIO, family_summary, family_table, misses,
+                                       ttft_read_misses)
 
 FAMILY_TEXT = {"memory": "GPU memory (weights, optimizer states, activations)",
                "flops-time": "Training FLOPs, GPU-hours and time",
@@ -22,6 +23,10 @@ FAMILY_TEXT = {"memory": "GPU memory (weights, optimizer states, activations)",
                "serving-load": "Serving at a fixed concurrency (InferenceX, GPUStack closed-loop runs; the fit)",
                "serving-specdec": "Serving with MTP speculative decoding (InferenceX runs)",
                "serving-disagg": "Disaggregated serving as deployed (Dynamo, SGLang PD runs)"}
+
+
+FAMILY_SHORT = {"serving": "max-throughput runs", "serving-load": "runs at a fixed concurrency",
+                "serving-specdec": "runs with MTP", "serving-disagg": "disaggregated runs"}
 
 
 def _err(value: float) -> str:
@@ -102,4 +107,19 @@ def accuracy(ctx: ReportContext) -> Html:
                                "(log axes), by family; the band is ±15 %. The same runs fitted the serving "
                                "calibration. Every run, with its TPOT: aisize validate --family serving-load (and "
                                "serving, serving-specdec, serving-disagg)."))
+                + block(note(ttft_readings()))
                 + block(runs_t))
+
+
+def ttft_readings() -> str:
+    """How many serving misses per family have a published mean TTFT many times aisize's, and what it means."""
+    parts = []
+    for family in SETS:
+        t = family_table(family)
+        if misses(t) and t["published_ttft_ms"].notna().any():  # max-throughput runs publish no TTFT
+            parts.append(f"{count(ttft_read_misses(t))} of the {count(misses(t))} {FAMILY_SHORT[family]}")
+    return ("Serving runs outside 15 % on tokens/s per GPU or TPOT whose published mean TTFT is at least "
+            f"{TTFT_READING_RATIO:g}x aisize's: " + "; ".join(parts) + ". Such a run's requests waited seconds "
+            "for their first token for a cause aisize does not model (warm-up or compilation inside the timed "
+            "window, a queue at a worker or router), which lowers its tokens/s per GPU whatever the iteration "
+            "model; aisize validate --family serving-load lists each run with its TTFT.")

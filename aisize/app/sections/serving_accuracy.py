@@ -24,7 +24,8 @@ from aisize.app import controls as K
 from aisize.app.state import AppState, message
 from aisize.serving import CALIBRATION
 from aisize.serving.calibration import MAX_FILE_BYTES, from_json
-from aisize.validation.serving import SETS, TOLERANCE_PCT, family_table, serving_results
+from aisize.validation.serving import (SETS, TOLERANCE_PCT, family_table, misses, serving_results,
+                                       ttft_read_misses)
 
 WHAT = "calibration file (.json, from aisize calibrate)"
 FAMILY_LABELS = {"serving": "max throughput (TensorRT-LLM)", "serving-load": "fixed concurrency",
@@ -66,6 +67,7 @@ def summary_frame(calibration=None) -> pd.DataFrame:
         row["TPOT within 15 %, default"] = _within(d["tpot_error_pct"])
         if c is not None:
             row["TPOT within 15 %, loaded"] = _within(c["tpot_error_pct"])
+        row["misses with a TTFT reading"] = f"{ttft_read_misses(d)} of {misses(d)}"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -82,6 +84,8 @@ def runs_frame(family: str, calibration=None) -> pd.DataFrame:
     out |= {"TPOT published [ms]": d["published_tpot_ms"], "TPOT default [ms]": d["predicted_tpot_ms"]}
     if c is not None:
         out["TPOT loaded [ms]"] = c["predicted_tpot_ms"]
+    out |= {"TTFT published [ms]": d["published_ttft_ms"], "TTFT default [ms]": d["predicted_ttft_ms"],
+            "reading": d["reading"]}
     return pd.DataFrame(out)
 
 
