@@ -83,17 +83,9 @@ def test_the_folder_is_in_aisize_cache_unless_given(tmp_path, monkeypatch):
     assert store.folder() == tmp_path / "validation"
 
 
-def test_a_background_warm_up_fills_what_a_report_reads(cache, monkeypatch):
-    """The report kernel starts the warm-up, then reads the serving table the process writes (it computes
-    nothing itself); the table equals one computed here, and a complete store starts no process."""
-    monkeypatch.setattr(store, "_warming", None)
-    store.warm_in_background()
-    assert store._warming is not None
-    table = store.remembered("serving", lambda: pytest.fail("computed in the reader"), key=repr(CALIBRATION))
-    pd.testing.assert_frame_equal(table, serving_table("serving"))
-    assert store._warming.wait(120) == 0
-    assert store.complete()
-    monkeypatch.setattr(store, "_warming", None)
-    store.warm_in_background()
-    assert store._warming is None
+def test_a_serving_table_read_back_equals_the_one_computed(cache):
+    """What a report's kernel reads: every column of a real table (floats with NaN, bools, text) as computed."""
+    computed = store.remembered("serving-load", lambda: serving_table("serving-load"), key=repr(CALIBRATION))
+    read = store.remembered("serving-load", lambda: pytest.fail("computed again"), key=repr(CALIBRATION))
+    pd.testing.assert_frame_equal(read, computed)
     assert cache.stat().st_mode & 0o077 == 0  # private to the user

@@ -91,18 +91,14 @@ def origin(scenario_path: str = "", preset: str = "") -> str:
 
 def setup() -> None:
     """Make any chart a notebook cell displays render as static SVG (the default loads a CDN), and start
-    what the report needs later while it plans: vl-convert's JavaScript engine (its first conversion pays
-    about 1.5 s for starting it) in a thread, and the accuracy appendix's validation tables in another
-    process (:func:`aisize.validation.store.warm_in_background`; about 3 s of CPU, none when a report
-    of the same code ran before). Altair's schema checks of each chart are off: the tests check every
-    chart builder's output, and vl-convert still refuses a bad spec."""
+    vl-convert's JavaScript engine in the background: its first conversion pays for starting it (about
+    1.5 s), which then overlaps with planning instead of delaying the first figure. Altair's schema checks
+    of each chart are off: the tests check every chart builder's output, and vl-convert still refuses a
+    bad spec. (The accuracy appendix's tables come from :mod:`aisize.validation.store` once computed.)"""
     import threading
 
     import altair as alt
 
-    from aisize.validation.store import warm_in_background
-
-    warm_in_background()
     alt.renderers.enable("svg")
     alt.utils.schemapi.disable_debug_mode()
     threading.Thread(target=_warm_svg, name="aisize-vl-convert-warm-up", daemon=True).start()

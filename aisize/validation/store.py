@@ -15,9 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -28,8 +26,6 @@ from aisize.cache import cache_dir
 
 CACHE_ENV = "AISIZE_VALIDATION_CACHE"
 _SUFFIXES = (".py", ".csv", ".json", ".yaml", ".yml")
-_warming: subprocess.Popen | None = None  # the background process filling the store, if one was started
-WARM_TIMEOUT_S = 120.0  # how long a reader waits for that process before computing the table itself
 
 
 def folder() -> Path:
@@ -81,10 +77,6 @@ def remembered(name: str, compute: Callable[[], pd.DataFrame], *, key: str = "")
     (e.g. the calibration's repr); else computed and written there."""
     where = folder()
     path = _path(where, fingerprint(), name, key)
-    deadline = time.monotonic() + WARM_TIMEOUT_S
-    # a background process is filling the store: its result is nearer than our own
-    while not path.is_file() and _warming is not None and _warming.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
     try:
         return pd.read_json(io.StringIO(path.read_text(encoding="utf-8")), orient="table")
     except (OSError, ValueError, KeyError):
@@ -98,40 +90,3 @@ def remembered(name: str, compute: Callable[[], pd.DataFrame], *, key: str = "")
     except OSError:
         pass
     return frame
-
-
-def _tables() -> list[tuple[str, str]]:
-    """(name, key) of every table :func:`warm` writes."""
-    from aisize.serving import CALIBRATION
-    from aisize.validation.serving import SETS
-
-    return [("training", "")] + [(family, repr(CALIBRATION)) for family in SETS]
-
-
-def complete() -> bool:
-    """Whether the store holds every validation table for the current code and data."""
-    where = folder()
-    base = fingerprint()
-    return all(_path(where, base, name, key).is_file() for name, key in _tables())
-
-
-def warm() -> None:
-    """Compute every validation table into the store (what :func:`warm_in_background` runs)."""
-    from aisize.validation.serving import family_table
-    from aisize.validation.training import training_table
-
-    # in the order a report reads them: the inference section's, then the appendix's
-    for family in ("serving", "serving-load", "serving-specdec"):
-        family_table(family)
-    training_table()
-    family_table("serving-disagg")
-
-
-def warm_in_background() -> None:
-    """Fill the store in a separate process, on another core, while this one goes on (a report kernel
-    plans and draws its sections meanwhile). Readers of a table it has not written yet wait for it."""
-    global _warming
-    if (_warming is not None and _warming.poll() is None) or complete():
-        return
-    _warming = subprocess.Popen([sys.executable, "-c", "from aisize.validation.store import warm; warm()"],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
