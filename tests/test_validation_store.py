@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 import pytest
 
@@ -89,3 +91,16 @@ def test_a_serving_table_read_back_equals_the_one_computed(cache):
     read = store.remembered("serving-load", lambda: pytest.fail("computed again"), key=repr(CALIBRATION))
     pd.testing.assert_frame_equal(read, computed)
     assert cache.stat().st_mode & 0o077 == 0  # private to the user
+
+
+def test_a_starting_server_fills_the_store_in_the_background(tmp_path):
+    """What ``aisize app`` and ``aisize team`` start beside their server: a niced process that computes every
+    table into the store of the environment it is given, and returns at once when the store holds them."""
+    from aisize.cache import warm_validation_in_background
+
+    env = {**os.environ, store.CACHE_ENV: str(tmp_path / "tables")}
+    assert not store.complete(env)
+    process = warm_validation_in_background(env)
+    assert process.wait(300) == 0
+    assert store.complete(env)
+    assert os.getpriority(os.PRIO_PROCESS, os.getpid()) == 0  # only the child was niced

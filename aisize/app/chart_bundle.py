@@ -31,9 +31,10 @@ export default bundle.default;
 """
 
 
-def labextensions_dir() -> Path:
-    """The folder the server adds to voila's labextension paths (it holds :data:`FOLDER`)."""
-    return cache_dir() / "labextensions"
+def labextensions_dir(environ=None) -> Path:
+    """The folder the server adds to voila's labextension paths (it holds :data:`FOLDER`), in the cache
+    folder of ``environ`` (default: this process's environment)."""
+    return cache_dir(environ) / "labextensions"
 
 
 def bundle_name() -> str:
@@ -44,9 +45,10 @@ def bundle_name() -> str:
     return f"{FOLDER}/jupyter-chart-altair-{version('altair')}-vl-convert-{version('vl-convert-python')}.js"
 
 
-def bundle_file() -> Path:
-    """The offline bundle on disk, built (seconds, once per version) if it is not there yet."""
-    path = labextensions_dir() / bundle_name()
+def bundle_file(environ=None) -> Path:
+    """The offline bundle on disk (in the cache folder of ``environ``, default this process's environment),
+    built (seconds, once per version) if it is not there yet."""
+    path = labextensions_dir(environ) / bundle_name()
     if not path.is_file():
         import altair as alt
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from aisize import checks
 from aisize.app import chart_bundle
+from aisize.cache import warm_validation_in_background
 
 # Root added to JUPYTER_PATH: voila finds templates only under
 # <jupyter path>/voila/templates/<name>, so the template lives in that layout.
@@ -197,6 +198,7 @@ def run(port: int = 8866, host: str = "127.0.0.1", notebook: str | None = None,
     """
     command = build_command(notebook, port, host=host, open_browser=open_browser, **options)
     print(f"aisize app: {url(port, host)}  (Ctrl-C stops it)", flush=True)
+    warm_validation_in_background()
     try:
         os.execve(command[0], command, server_env())
     except OSError as error:

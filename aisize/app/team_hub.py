@@ -32,6 +32,8 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import Float, Unicode, default
 
 from aisize.app.guard import GuardedKernelManager
+from aisize.cache import ENV as CACHE_ENV
+from aisize.cache import VALIDATION_ENV as VALIDATION_CACHE_ENV
 from aisize.app.team_limits import username_problem
 
 
@@ -69,6 +71,9 @@ class AppSpawner(LocalProcessSpawner):
 
     def user_env(self, env):
         env.update(USER=self.user.name, HOME=self.home_dir)
+        for name in (CACHE_ENV, VALIDATION_CACHE_ENV):  # the team's cache, not one per person (team.team_cache)
+            if os.environ.get(name):
+                env[name] = os.environ[name]
         return env
 
     def move_certs(self, paths):

@@ -22,17 +22,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from aisize.cache import cache_dir
+from aisize.cache import VALIDATION_ENV, cache_dir
 
-CACHE_ENV = "AISIZE_VALIDATION_CACHE"
+CACHE_ENV = VALIDATION_ENV
 _SUFFIXES = (".py", ".csv", ".json", ".yaml", ".yml")
 
 
-def folder() -> Path:
+def folder(environ=None) -> Path:
     """Where tables are kept: ``$AISIZE_VALIDATION_CACHE``, else ``validation/`` in aisize's cache folder
-    (:func:`aisize.cache.cache_dir`)."""
-    given = os.environ.get(CACHE_ENV)
-    return Path(given).expanduser() if given else cache_dir() / "validation"
+    (:func:`aisize.cache.cache_dir`); read from ``environ`` (default: this process's environment)."""
+    environ = os.environ if environ is None else environ
+    given = environ.get(CACHE_ENV)
+    return Path(given).expanduser() if given else cache_dir(environ) / "validation"
 
 
 def _hash_tree(h, root: Path) -> None:
@@ -90,3 +91,26 @@ def remembered(name: str, compute: Callable[[], pd.DataFrame], *, key: str = "")
     except OSError:
         pass
     return frame
+
+
+def _tables() -> list[tuple[str, str]]:
+    """(name, key) of every table :func:`aisize.validation.validate` reads."""
+    from aisize.serving import CALIBRATION
+    from aisize.validation.serving import SETS
+
+    return [("training", "")] + [(family, repr(CALIBRATION)) for family in SETS]
+
+
+def complete(environ=None) -> bool:
+    """Whether the store (of ``environ``, default this process's) holds every table for this code and data."""
+    where, base = folder(environ), fingerprint()
+    return all(_path(where, base, name, key).is_file() for name, key in _tables())
+
+
+def warm() -> None:
+    """Compute every table into the store unless it holds them (what
+    :func:`aisize.cache.warm_validation_in_background` runs)."""
+    if not complete():
+        from aisize.validation import validate
+
+        validate()

@@ -137,6 +137,26 @@ def test_the_spawner_limits_each_process_memory(tmp_path, monkeypatch):
 
 
 @needs_hub
+def test_people_share_the_team_cache_not_one_each(tmp_path, monkeypatch):
+    """Each person's server runs with their own HOME; the chart code and validation tables come from the
+    team's one cache folder (built before anyone logs in), not from a cache per person."""
+    from aisize.app import chart_bundle, team
+    from aisize.app.team_hub import AppSpawner
+
+    monkeypatch.delenv("AISIZE_CACHE", raising=False)
+    env = team.hub_environment(tmp_path, admin="admin")
+    assert env["AISIZE_CACHE"] == str(tmp_path / "cache")
+    bundle = team.team_cache(env)
+    assert bundle == tmp_path / "cache" / "labextensions" / chart_bundle.bundle_name() and bundle.stat().st_size > 5e5
+    monkeypatch.setenv("AISIZE_TEAM_STATE", str(tmp_path))
+    monkeypatch.setenv("AISIZE_CACHE", env["AISIZE_CACHE"])
+    spawner = AppSpawner(user=SimpleNamespace(name="alice", admin=False, url="/user/alice/"))
+    person = spawner.user_env({})
+    assert person["HOME"] == str(tmp_path / "users" / "alice") and person["AISIZE_CACHE"] == str(tmp_path / "cache")
+    assert chart_bundle.bundle_file(person) == bundle  # their server finds it built
+
+
+@needs_hub
 def test_the_spawner_refuses_a_name_outside_the_rule_at_once(tmp_path, monkeypatch):
     from tornado import web
 
