@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 ENV = "AISIZE_CACHE"
 VALIDATION_ENV = "AISIZE_VALIDATION_CACHE"  # the validation tables' folder, when not in the cache folder
 

@@ -32,9 +32,9 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import Float, Unicode, default
 
 from aisize.app.guard import GuardedKernelManager
+from aisize.app.team_limits import username_problem
 from aisize.cache import ENV as CACHE_ENV
 from aisize.cache import VALIDATION_ENV as VALIDATION_CACHE_ENV
-from aisize.app.team_limits import username_problem
 
 
 class AppSpawner(LocalProcessSpawner):
