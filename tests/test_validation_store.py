@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pandas as pd
 import pytest
@@ -67,6 +68,19 @@ def test_a_damaged_file_is_computed_again(cache):
     pd.testing.assert_frame_equal(store.remembered("t", compute), FRAME)
     assert len(calls) == 2
     pd.testing.assert_frame_equal(pd.read_json(path, orient="table"), FRAME)  # and written again
+
+
+def test_old_files_of_a_table_are_pruned_and_other_tables_kept(cache):
+    compute, calls = counted(FRAME)
+    store.remembered("serving", compute, key="old code")
+    store.remembered("serving-load", compute, key="old code")
+    month_ago = time.time() - store.PRUNE_AFTER_S - 60
+    for path in cache.iterdir():
+        os.utime(path, (month_ago, month_ago))
+    store.remembered("serving", compute, key="new code")
+    names = sorted(p.name.rsplit("-", 1)[0] for p in cache.iterdir())
+    assert names == ["serving", "serving-load"]  # the old "serving" file went; "serving-load" is another table
+    assert len(calls) == 3
 
 
 def test_a_folder_that_cannot_be_written_costs_only_the_computation(tmp_path, monkeypatch):

@@ -5,7 +5,8 @@ published run through the estimates takes about 3 s on one core (the disaggregat
 it). The tables depend only on aisize's source, its data and catalog overlay files, the serving
 calibration and the numeric libraries' versions: the key hashes all of them, so a table written by other
 code or data is never read. Tables are JSON (pandas' ``table`` orient keeps each column's dtype), never
-pickle. A folder that cannot be written (or an unreadable file) costs only the computation.
+pickle. A folder that cannot be written (or an unreadable file) costs only the computation. A table's
+files of other code or data are removed once unwritten for 30 days.
 
 The folder is :func:`folder`.
 """
@@ -15,7 +16,9 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import sys
+import time
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +29,7 @@ from aisize.cache import VALIDATION_ENV, cache_dir
 
 CACHE_ENV = VALIDATION_ENV
 _SUFFIXES = (".py", ".csv", ".json", ".yaml", ".yml")
+PRUNE_AFTER_S = 30 * 86400.0  # a table file of other code or data unwritten this long is removed
 
 
 def folder(environ=None) -> Path:
@@ -88,9 +92,20 @@ def remembered(name: str, compute: Callable[[], pd.DataFrame], *, key: str = "")
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         partial.write_text(frame.to_json(orient="table", index=False), encoding="utf-8")
         os.replace(partial, path)  # readers see the whole table or none
+        _prune(where, name, path)
     except OSError:
         pass
     return frame
+
+
+def _prune(where: Path, name: str, kept: Path) -> None:
+    """Remove this table's files of other code or data not written for :data:`PRUNE_AFTER_S` (each new
+    version of aisize writes new ones; a file still in use is only computed again)."""
+    old = time.time() - PRUNE_AFTER_S
+    for other in where.glob(f"{name}-*.json"):
+        if other != kept and re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{32}}", other.stem) \
+                and other.stat().st_mtime < old:
+            other.unlink(missing_ok=True)
 
 
 def _tables() -> list[tuple[str, str]]:
