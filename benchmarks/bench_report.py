@@ -1,7 +1,8 @@
 """Time the report pipeline for the default preset: HTML only, and HTML + PDF. Prints figures;
 asserts nothing. Targets on the 2-core dev machine: HTML < 5 s, PDF (whole run) < 20 s. Also prints
 the CPU seconds the run used (this process and the kernel and browser it started), which other work
-on the machine does not inflate as it does the wall time.
+on the machine does not inflate as it does the wall time (the kernel's chart helper,
+``aisize.report.svg``, outlives the kernel by a moment and is not counted).
 
 Run: .venv/bin/python benchmarks/bench_report.py
 """

@@ -11,7 +11,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from aisize.charts.style import BLUE, GREY, HEIGHT, ORANGE, RED, WIDTH
+from aisize.charts.style import BLUE, GREY, HEIGHT, ORANGE, RED, WIDTH, tips
 
 
 def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerChart:
@@ -24,16 +24,16 @@ def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerCha
     bands = pd.DataFrame([{"phase": p["name"] + (" (ongoing)" if p["ongoing"] else ""), "start": p["start_day"],
                            "end": p["start_day"] + p["days"]} for p in phases])
     shade = alt.Chart(bands).mark_rect(opacity=0.12).encode(
-        x=alt.X("start:Q", title="day"), x2="end:Q",
+        x=alt.X("start:Q", title="day"), x2=alt.X2("end:Q"),
         color=alt.Color("phase:N", title="phase", sort=list(bands["phase"]),
                         scale=alt.Scale(range=["#bab0ac", "#ffffff", "#9d755d", "#eeeeee"])),
-        tooltip=["phase:N", "start:Q", "end:Q"])
+        tooltip=tips("phase:N", "start:Q", "end:Q"))
     bars = alt.Chart(data).mark_bar(height=14).encode(
-        x=alt.X("start_day:Q", title="day"), x2="end_day:Q",
+        x=alt.X("start_day:Q", title="day"), x2=alt.X2("end_day:Q"),
         y=alt.Y("label:N", title=None, sort=None),
         color=alt.Color("team:N", title="team"),
-        tooltip=["workload:N", "kind:N", "team:N", "phase:N", "pool:N", "hours:N", "gpus:Q",
-                 alt.Tooltip("start_day:Q", format=",.2f"), alt.Tooltip("end_day:Q", format=",.2f")])
+        tooltip=tips("workload:N", "kind:N", "team:N", "phase:N", "pool:N", "hours:N", "gpus:Q",
+                     alt.Tooltip("start_day:Q", format=",.2f"), alt.Tooltip("end_day:Q", format=",.2f")))
     return (shade + bars).resolve_scale(color="independent").properties(
         width=WIDTH, height=max(60, 24 * len(data)), title=title)
 
@@ -58,7 +58,7 @@ def packing(placement, slot_labels, *, title: str = "GPUs in use on each server"
         x=alt.X("server:N", title="server", sort=servers),
         y=alt.Y("sum(gpus):Q", title="GPUs in use", scale=alt.Scale(domain=[0, top])),
         color=alt.Color("workload:N", title="workload"),
-        tooltip=["slot:N", "server:N", "workload:N", "gpus:Q", "capacity:Q"])
+        tooltip=tips("slot:N", "server:N", "workload:N", "gpus:Q", "capacity:Q"))
     width = max(120, min(WIDTH, 18 * len(servers)))
     return bars.properties(width=width, height=160).facet(
         column=alt.Column("slot:N", title=None, sort=list(dict.fromkeys(slot_labels)))).properties(title=title)
@@ -81,17 +81,18 @@ def wait_vs_gpus(curve: pd.DataFrame, planned_gpus: int, target_hours: float | N
         x=alt.X("gpus:Q", title="GPUs in the partition"),
         y=alt.Y("hours:Q", title="wait [h]", scale=alt.Scale(type="log")),
         color=alt.Color("statistic:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE])),
-        tooltip=["gpus:Q", "statistic:N", alt.Tooltip("hours:Q", format=",.3g"),
-                 alt.Tooltip("utilisation:Q", format=".0%")])
+        tooltip=tips("gpus:Q", "statistic:N", alt.Tooltip("hours:Q", format=",.3g"),
+                     alt.Tooltip("utilisation:Q", format=".0%")))
     layers = [lines, alt.Chart(pd.DataFrame({"gpus": [planned_gpus], "what": ["planned"]})).mark_rule(
-        color=RED, strokeDash=[4, 3]).encode(x="gpus:Q", tooltip=["what:N", "gpus:Q"])]
+        color=RED, strokeDash=[4, 3]).encode(x=alt.X("gpus:Q"), tooltip=tips("what:N", "gpus:Q"))]
     if target_hours is not None and math.isfinite(target_hours):
         layers.append(alt.Chart(pd.DataFrame({"hours": [target_hours], "what": ["target"]})).mark_rule(
-            color=GREY, strokeDash=[2, 2]).encode(y="hours:Q", tooltip=["what:N", "hours:Q"]))
+            color=GREY, strokeDash=[2, 2]).encode(y=alt.Y("hours:Q"), tooltip=tips("what:N", "hours:Q")))
     if simulated is not None and len(simulated):
         sim = simulated.assign(hours=simulated["wait_mean_hours"].clip(lower=floor), statistic="simulated mean")
         layers.append(alt.Chart(sim).mark_point(shape="diamond", size=70, color="black", filled=True).encode(
-            x="gpus:Q", y="hours:Q", tooltip=["gpus:Q", alt.Tooltip("hours:Q", format=",.3g"), "statistic:N"]))
+            x=alt.X("gpus:Q"), y=alt.Y("hours:Q"),
+            tooltip=tips("gpus:Q", alt.Tooltip("hours:Q", format=",.3g"), "statistic:N")))
     return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=title)
 
 
@@ -121,7 +122,8 @@ def cost_breakdown(cost, *, title: str = "Cost per year") -> alt.Chart:
         x=alt.X("usd_per_year:Q", title="USD per year", axis=alt.Axis(format="~s")),
         y=alt.Y("item:N", title=None, sort="-x"),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE])),
-        tooltip=["item:N", "kind:N", alt.Tooltip("usd_per_year:Q", title="USD per year", format="$,.3s")]).properties(
+        tooltip=tips("item:N", "kind:N",
+                     alt.Tooltip("usd_per_year:Q", title="USD per year", format="$,.3s"))).properties(
         width=WIDTH, height=max(80, 20 * len(data)), title=title, datasets=cost_breakdown_rows(cost))
 
 
@@ -135,5 +137,5 @@ def comparison(table: pd.DataFrame, *, title: str = "B against A") -> alt.Chart:
         y=alt.Y("metric:N", title=None, sort=None),
         color=alt.Color("better:N", title="better", scale=alt.Scale(domain=["A", "B", "—"],
                                                                     range=[BLUE, ORANGE, GREY])),
-        tooltip=["metric:N", alt.Tooltip("percent:Q", format="+,.1f"), "better:N"]).properties(
+        tooltip=tips("metric:N", alt.Tooltip("percent:Q", format="+,.1f"), "better:N")).properties(
         width=WIDTH, height=max(60, 22 * len(rows)), title=title)

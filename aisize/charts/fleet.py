@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from aisize.charts.style import BLUE, GREY, ORANGE, WIDTH
+from aisize.charts.style import BLUE, GREY, ORANGE, WIDTH, tips
 
 PALETTE = [BLUE, ORANGE, "#54a24b", "#b279a2", "#eeca3b", "#9d755d", "#72b7b2", "#ff9da6"] * 4
 POINTS_PER_HOUR = 4  # the autoscaler's periods shown every 15 minutes (the most replicas in each)
@@ -33,12 +33,12 @@ def day_curve(sfp, *, title: str | None = None) -> alt.LayerChart:
     x = alt.X("hour:Q", title="hour of the day", scale=alt.Scale(domain=[0, 24]), axis=alt.Axis(tickCount=12))
     load = alt.Chart(data).mark_line(color=GREY, strokeDash=[4, 3]).encode(
         x=x, y=alt.Y("requests_per_s:Q", title="offered load [requests/s]"),
-        tooltip=["hour:Q", alt.Tooltip("requests_per_s:Q", format=",.2f")])
+        tooltip=tips("hour:Q", alt.Tooltip("requests_per_s:Q", format=",.2f")))
     reps = data.melt("hour", ["replicas holding GPUs", "replicas serving"], "what", "replicas")
     steps = alt.Chart(reps).mark_line(interpolate="step-after").encode(
         x=x, y=alt.Y("replicas:Q", title="replicas"),
         color=alt.Color("what:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE])),
-        tooltip=["hour:Q", "what:N", "replicas:Q"])
+        tooltip=tips("hour:Q", "what:N", "replicas:Q"))
     return alt.layer(load, steps).resolve_scale(y="independent").properties(
         width=WIDTH, height=DAY_HEIGHT, title=title or f"{sfp.day.name} through the day")
 
@@ -60,7 +60,7 @@ def pool_day(pool_day, *, title: str | None = None) -> alt.Chart:
         color=alt.Color("workload:N", title="workload", sort=names,
                         scale=alt.Scale(domain=names, range=PALETTE[:len(names) - 1] + ["#dddddd"])),
         order=alt.Order("order:Q"),
-        tooltip=["hour:O", "workload:N", "gpus:Q"]).transform_calculate(
+        tooltip=tips("hour:O", "workload:N", "gpus:Q")).transform_calculate(
         order=f"indexof({names!r}, datum.workload)").properties(
         width=WIDTH, height=DAY_HEIGHT - 30,
         title=title or f"Pool {pool_day.pool}: {pool_day.installed_gpus} GPUs by hour")

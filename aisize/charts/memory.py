@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import altair as alt
 
-from aisize.charts.style import RED, WIDTH
+from aisize.charts.style import RED, WIDTH, tips
 from aisize.units import GiB
 
 # Memory line items in drawing order (training and inference breakdowns), with display names.
@@ -57,11 +57,11 @@ def memory_breakdown(memory_bytes: Mapping[str, float], gpu_memory_bytes: float,
         color=alt.Color("item:N", title="line item", sort=list(MEMORY_ITEMS.values()),
                         scale=alt.Scale(scheme="tableau20")),
         order=alt.Order("order:Q"),
-        tooltip=["item:N", alt.Tooltip("gib:Q", title="GiB", format=",.2f")])
+        tooltip=tips("item:N", alt.Tooltip("gib:Q", title="GiB", format=",.2f")))
     # the legend lists only the limits drawn: a domain entry without a rule would still get a swatch
     drawn = [x["limit"] for x in data[LIMITS_DATA]]
     rules = alt.Chart(alt.NamedData(name=LIMITS_DATA)).mark_rule(color=RED, size=2).encode(
-        x="gib:Q", strokeDash=alt.StrokeDash("limit:N", title="limit",
+        x=alt.X("gib:Q"), strokeDash=alt.StrokeDash("limit:N", title="limit",
                                              scale=alt.Scale(domain=drawn, range=[LIMIT_DASHES[k] for k in drawn])),
-        tooltip=["limit:N", alt.Tooltip("gib:Q", title="GiB", format=",.1f")])
+        tooltip=tips("limit:N", alt.Tooltip("gib:Q", title="GiB", format=",.1f")))
     return (bars + rules).properties(width=WIDTH, height=70, title=title, datasets=data)

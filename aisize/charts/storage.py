@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 
 import altair as alt
 
-from aisize.charts.style import BLUE, ORANGE, RED, WIDTH, as_frame
+from aisize.charts.style import BLUE, ORANGE, RED, WIDTH, as_frame, tips
 from aisize.units import GB, MB, TB
 
 def _rate_unit(values: Iterable[float]) -> tuple[str, float]:
@@ -40,7 +40,7 @@ def io_blend(rows, *, title: str = "Storage IO blend: average rate by workload")
         y=alt.Y("name:N", title=None, sort=list(df["name"])),
         color=alt.Color("direction:N", title="direction", scale=alt.Scale(domain=["read", "write"],
                                                                          range=[BLUE, ORANGE])),
-        tooltip=["name:N", "direction:N", alt.Tooltip("rate:Q", title=unit, format=",.4g")],
+        tooltip=tips("name:N", "direction:N", alt.Tooltip("rate:Q", title=unit, format=",.4g")),
     ).properties(width=WIDTH - 80, height=alt.Step(22), title=title, datasets=io_blend_rows(rows))
 
 
@@ -65,9 +65,9 @@ def capacity_breakdown(capacity_bytes: Mapping[str, float], *, title: str = "Sto
     """
     bars = alt.Chart(alt.NamedData(name=CAPACITY_DATA)).mark_bar(height=34).encode(
         x=alt.X("sum(tb):Q", title="capacity [TB]"), y=alt.Y("bar:N", title=None, axis=None),
-        color=alt.Color("item:N", title="kept", sort=list(CAPACITY_ITEMS.values())), order="order:Q",
-        tooltip=["item:N", alt.Tooltip("tb:Q", title="TB", format=",.2f")])
+        color=alt.Color("item:N", title="kept", sort=list(CAPACITY_ITEMS.values())), order=alt.Order("order:Q"),
+        tooltip=tips("item:N", alt.Tooltip("tb:Q", title="TB", format=",.2f")))
     rule = alt.Chart(alt.NamedData(name=CAPACITY_DATA + "_raw")).mark_rule(color=RED, size=2).encode(
-        x="tb:Q", tooltip=["limit:N", alt.Tooltip("tb:Q", title="TB", format=",.2f")])
+        x=alt.X("tb:Q"), tooltip=tips("limit:N", alt.Tooltip("tb:Q", title="TB", format=",.2f")))
     return (bars + rule).properties(width=WIDTH, height=70, title=title,
                                     datasets=capacity_breakdown_rows(capacity_bytes))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from aisize.charts.style import GREY, WIDTH, as_frame
+from aisize.charts.style import GREY, WIDTH, as_frame, tips
 
 def validation_errors(df: pd.DataFrame) -> alt.LayerChart:
     """Signed error of each validation case vs its published figure [%] (from :func:`aisize.validation.validate`).
@@ -29,10 +29,10 @@ def serving_validation(df: pd.DataFrame, *, tolerance_pct: float = 15.0,
     scale = alt.Scale(type="log", domain=[lo, hi])
     x = alt.X("published:Q", title="published output tokens/s per GPU", scale=scale)
     area = alt.Chart(band).mark_area(opacity=0.15, color=GREY).encode(
-        x=x, y=alt.Y("low:Q", scale=scale, title="predicted output tokens/s per GPU"), y2="high:Q")
+        x=x, y=alt.Y("low:Q", scale=scale, title="predicted output tokens/s per GPU"), y2=alt.Y2("high:Q"))
     points = alt.Chart(data).mark_point(size=36, filled=True).encode(
         x=x, y=alt.Y("predicted:Q", scale=scale), color=alt.Color("family:N", title="set"),
         shape=alt.Shape("status:N", scale=alt.Scale(domain=["ok", "outside"], range=["circle", "triangle"])),
-        tooltip=["case", "family", "assumptions", alt.Tooltip("published:Q", format=",.0f"),
-                 alt.Tooltip("predicted:Q", format=",.0f"), alt.Tooltip("error_pct:Q", format="+.1f")])
+        tooltip=tips("case", "family", "assumptions", alt.Tooltip("published:Q", format=",.0f"),
+                     alt.Tooltip("predicted:Q", format=",.0f"), alt.Tooltip("error_pct:Q", format="+.1f")))
     return alt.layer(area, points).properties(width=WIDTH, height=WIDTH, title=title)

@@ -101,12 +101,12 @@ def accuracy(ctx: ReportContext) -> Html:
     return Html(block(fam, intro) + calibration_comparison(ctx.scenario) + block(worst_t) + block(gone_t)
                 + block(figure(charts.validation_errors(df[~serving]),
                                "Signed error of each case against its published figure (symlog axis); the tick "
-                               "is the case's tolerance."))
+                               "is the case's tolerance.", keep=True))
                 + block(figure(charts.serving_validation(df[serving]),
                                "Serving: predicted against published output tokens/s per GPU for every public run "
                                "(log axes), by family; the band is ±15 %. The same runs fitted the serving "
                                "calibration. Every run, with its TPOT: aisize validate --family serving-load (and "
-                               "serving, serving-specdec, serving-disagg)."))
+                               "serving, serving-specdec, serving-disagg).", keep=True))
                 + block(note(ttft_readings()))
                 + block(runs_t))
 

@@ -8,6 +8,7 @@ the sections use), so a test can compare the PDF's text with the API's value in 
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Iterable
 
@@ -42,12 +43,24 @@ def table(headers: Iterable[str], rows: Iterable[Iterable], *, caption: str = ""
                 f"<tbody>{body}</tbody></table>")
 
 
-def figure(chart, caption: str) -> Html:
-    """An Altair chart as inline SVG in a ``<figure>``: no script, no request to any host."""
+def figure(chart, caption: str, *, keep: bool = False) -> Html:
+    """An Altair chart as inline SVG in a ``<figure>``: no script, no request to any host.
+
+    ``keep``: the SVG is kept in the validation store by its spec (for a chart the same in every report
+    of a version, as the accuracy appendix's: SVG text costs about 3 ms a label to lay out)."""
     import vl_convert
     from altair.utils import schemapi
 
-    svg = vl_convert.vegalite_to_svg(chart.to_dict(validate=schemapi.DEBUG_MODE))
+    from aisize.report.svg import to_svg
+
+    spec = chart.to_dict(validate=schemapi.DEBUG_MODE)
+    if keep:
+        from aisize.validation.store import remembered_text
+
+        key = f"vl-convert {vl_convert.__version__} " + json.dumps(spec, sort_keys=True, default=str)
+        svg = remembered_text("figure", lambda: to_svg(spec), key=key)
+    else:
+        svg = to_svg(spec)
     # Inline SVG in HTML needs no namespace declarations; dropping them leaves no http reference.
     svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
     return Html(f'<figure class="aisize-figure">{svg}<figcaption>{esc(caption)}</figcaption></figure>')

@@ -84,7 +84,7 @@ def _model_chart(scenario: Scenario) -> Html:
     base = alt.Chart(data).encode(x=alt.X("params_billion:Q", title="Parameters (billions)"),
                                   y=alt.Y("workload:N", title=None, sort=None))
     bars = base.mark_bar(color="#1f4e79")
-    labels = base.mark_text(align="left", dx=4, color="#1d2733").encode(text="label:N")
+    labels = base.mark_text(align="left", dx=4, color="#1d2733").encode(text=alt.Text("label:N"))
     chart = (bars + labels).properties(width=420, height=28 * len(data))
     return figure(chart, "Model size of each workload")
 

@@ -91,24 +91,17 @@ def origin(scenario_path: str = "", preset: str = "") -> str:
 
 def setup() -> None:
     """Make any chart a notebook cell displays render as static SVG (the default loads a CDN), and start
-    vl-convert's JavaScript engine in the background: its first conversion pays for starting it (about
-    1.5 s), which then overlaps with planning instead of delaying the first figure. Altair's schema checks
-    of each chart are off: the tests check every chart builder's output, and vl-convert still refuses a
-    bad spec. (The accuracy appendix's tables come from :mod:`aisize.validation.store` once computed.)"""
-    import threading
-
+    the helper process that draws the report's charts (:mod:`aisize.report.svg`; a no-op when the
+    notebook started it before its imports). Altair's schema checks of each chart are off: the tests
+    check every chart builder's output, and vl-convert still refuses a bad spec. (The accuracy
+    appendix's tables and charts come from :mod:`aisize.validation.store` once computed.)"""
     import altair as alt
 
+    from aisize.report import svg
+
+    svg.start()
     alt.renderers.enable("svg")
     alt.utils.schemapi.disable_debug_mode()
-    threading.Thread(target=_warm_svg, name="aisize-vl-convert-warm-up", daemon=True).start()
-
-
-def _warm_svg() -> None:
-    import vl_convert
-
-    vl_convert.vegalite_to_svg({"data": {"values": [{"x": 0}]}, "mark": "point",
-                                "encoding": {"x": {"field": "x", "type": "quantitative"}}})
 
 
 def check_sections(names: Iterable[str]) -> list[str]:

@@ -168,6 +168,8 @@ def error_chart(df: pd.DataFrame):
     """
     import altair as alt
 
+    from aisize.charts.style import tips
+
     data = df[df["error_pct"].notna()][["case", "family", "error_pct", "tolerance_pct", "status"]]
     # labels cut in the spec, not to a pixel width: measuring 100+ labels for an ellipsis took seconds of SVG
     label = f"length(datum.label) > {LABEL_CHARS} ? slice(datum.label, 0, {LABEL_CHARS - 1}) + '…' : datum.label"
@@ -176,6 +178,6 @@ def error_chart(df: pd.DataFrame):
     bars = base.mark_bar().encode(
         x=alt.X("error_pct:Q", title="error vs published [%] (symlog)", scale=alt.Scale(type="symlog")),
         color=alt.Color("status:N", scale=alt.Scale(domain=["ok", "outside"], range=["#4c78a8", "#e45756"])),
-        tooltip=["case", "family", alt.Tooltip("error_pct:Q", format=".3g"), "tolerance_pct", "status"])
-    ticks = base.mark_tick(color="black", thickness=1).encode(x="tolerance_pct:Q")
+        tooltip=tips("case", "family", alt.Tooltip("error_pct:Q", format=".3g"), "tolerance_pct", "status"))
+    ticks = base.mark_tick(color="black", thickness=1).encode(x=alt.X("tolerance_pct:Q"))
     return (bars + ticks).properties(width=420, height=alt.Step(12), title="aisize vs published figures")

@@ -8,7 +8,8 @@ code or data is never read. Tables are JSON (pandas' ``table`` orient keeps each
 pickle. A folder that cannot be written (or an unreadable file) costs only the computation. A table's
 files of other code or data are removed once unwritten for 30 days.
 
-The folder is :func:`folder`.
+The appendix's charts, the same for every report of a version, are kept here too, as SVG text keyed by
+their spec (:func:`remembered_text`). The folder is :func:`folder`.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ def fingerprint() -> str:
     return h.hexdigest()
 
 
-def _path(where: Path, base: str, name: str, key: str) -> Path:
-    return where / f"{name}-{hashlib.sha256(f'{base} {name} {key}'.encode()).hexdigest()[:32]}.json"
+def _path(where: Path, base: str, name: str, key: str, suffix: str = ".json") -> Path:
+    return where / f"{name}-{hashlib.sha256(f'{base} {name} {key}'.encode()).hexdigest()[:32]}{suffix}"
 
 
 def remembered(name: str, compute: Callable[[], pd.DataFrame], *, key: str = "") -> pd.DataFrame:
@@ -87,22 +88,40 @@ def remembered(name: str, compute: Callable[[], pd.DataFrame], *, key: str = "")
     except (OSError, ValueError, KeyError):
         pass
     frame = compute()
-    try:
-        where.mkdir(parents=True, exist_ok=True, mode=0o700)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(frame.to_json(orient="table", index=False), encoding="utf-8")
-        os.replace(partial, path)  # readers see the whole table or none
-        _prune(where, name, path)
-    except OSError:
-        pass
+    _write(where, name, path, frame.to_json(orient="table", index=False))
     return frame
 
 
+def remembered_text(name: str, compute: Callable[[], str], *, key: str) -> str:
+    """``compute()``, a text wholly determined by ``key`` (a chart's SVG by its spec and the converter's
+    version), read from the store when it holds it; else computed and written there."""
+    where = folder()
+    path = _path(where, "", name, key, ".txt")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        pass
+    text = compute()
+    _write(where, name, path, text)
+    return text
+
+
+def _write(where: Path, name: str, path: Path, text: str) -> None:
+    try:
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)  # readers see the whole file or none
+        _prune(where, name, path)
+    except OSError:
+        pass
+
+
 def _prune(where: Path, name: str, kept: Path) -> None:
-    """Remove this table's files of other code or data not written for :data:`PRUNE_AFTER_S` (each new
-    version of aisize writes new ones; a file still in use is only computed again)."""
+    """Remove this name's files of other code, data or keys not written for :data:`PRUNE_AFTER_S` (each
+    new version of aisize writes new ones; a file still in use is only computed again)."""
     old = time.time() - PRUNE_AFTER_S
-    for other in where.glob(f"{name}-*.json"):
+    for other in where.glob(f"{name}-*{kept.suffix}"):
         if other != kept and re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{32}}", other.stem) \
                 and other.stat().st_mtime < old:
             other.unlink(missing_ok=True)
