@@ -48,7 +48,7 @@ class ReportResult:
 
 def _validate(scenario_path, preset, fmt, out_dir, title, customer, sections, name, notebook, compare_path=None):
     from aisize.report import parameters as P
-    from aisize.report import sections as S
+    from aisize.report import contents as C
     from aisize.scenario import DEFAULT_PRESET, ScenarioError, load
     from aisize.scenario import preset as load_preset
 
@@ -56,7 +56,7 @@ def _validate(scenario_path, preset, fmt, out_dir, title, customer, sections, na
         raise ParameterError(f"format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if scenario_path is not None and preset is not None:
         raise ParameterError("give a scenario file or a preset, not both")
-    values = {"title": title if title is not None else S.DEFAULT_TITLE,
+    values = {"title": title if title is not None else C.DEFAULT_TITLE,
               "customer": customer if customer is not None else ""}
     if sections is not None:
         values["sections"] = sections
@@ -76,7 +76,7 @@ def _validate(scenario_path, preset, fmt, out_dir, title, customer, sections, na
     values = P.validate(values, notebook)
     if "sections" in values:
         try:
-            S.check_sections(values["sections"])
+            C.check_sections(values["sections"])
         except ValueError as exc:
             raise ParameterError(str(exc)) from None
     out = P.output_dir(out_dir)
@@ -110,7 +110,7 @@ def render(scenario_path=None, preset=None, fmt: str = "both", out_dir=".", titl
     progress : called with (step, seconds) after each step: validate, execute, HTML, PDF.
     compare_path : scenario B of a comparison report (its "compare" section); see aisize.report.compare.
     """
-    from aisize.report.execute import execute
+    from aisize.report.execute import execute, start_kernel, stop_kernel
     from aisize.report.html import to_html
 
     start = time.perf_counter()
@@ -123,10 +123,17 @@ def render(scenario_path=None, preset=None, fmt: str = "both", out_dir=".", titl
             progress(step, now - tick[0])
         tick[0] = now
 
-    values, paths, footer = _validate(scenario_path, preset, fmt, out_dir, title, customer,
-                                      sections, name, notebook, compare_path)
+    # the kernel boots and imports the report code while the inputs are checked (in the notebook's folder:
+    # the output folder is not checked yet; the notebook reads and writes no file by a relative path)
+    kernel = start_kernel(notebook.parent)
+    try:
+        values, paths, footer = _validate(scenario_path, preset, fmt, out_dir, title, customer,
+                                          sections, name, notebook, compare_path)
+    except BaseException:
+        stop_kernel(kernel)
+        raise
     done("validate")
-    execute(notebook, paths[".ipynb"], values, cwd=paths[".ipynb"].parent)
+    execute(notebook, paths[".ipynb"], values, kernel=kernel)
     done("execute")
     html_path = to_html(paths[".ipynb"], paths[".html"], title=values["title"])
     done("HTML")

@@ -52,6 +52,14 @@ def _source_index(executed: Path) -> tuple[int | None, str | None]:
     return None, None
 
 
+# The kernel's arguments: its warning about TCP transport is noise on a CLI's stderr; and it imports what
+# the report notebook's first cell imports (starting the chart helper first, aisize.report.svg) as it starts,
+# which overlaps the caller's own checks when the kernel is started early (:func:`start_kernel`).
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR",
+                    "--IPKernelApp.exec_lines=from aisize.report import svg; svg.start(); "
+                    "import aisize.report.sections"]
+
+
 def _quiet_kernel_manager():
     """jupyter_client's kernel manager, less the interrupt (SIGINT) it sends before every shutdown request:
     a report kernel that is done gets only the request, so ipykernel does not log
@@ -67,8 +75,41 @@ def _quiet_kernel_manager():
     return QuietShutdownKernelManager
 
 
+def start_kernel(cwd: Path):
+    """A report kernel started now, in ``cwd``: it boots and imports the report code (about 1.5 s) while
+    the caller checks its inputs. None if it cannot start (papermill then starts one and says why)."""
+    from jupyter_core.utils import run_sync  # the event loop papermill's client then runs in
+
+    km = _quiet_kernel_manager()(kernel_name="python3")
+    try:
+        run_sync(km.start_kernel)(cwd=str(cwd), extra_arguments=KERNEL_ARGUMENTS)
+    except Exception:
+        return None
+    return km
+
+
+def stop_kernel(km) -> None:
+    """Stop a kernel of :func:`start_kernel` at once (nothing in it needs saving); a no-op once stopped."""
+    if km is not None and km.has_kernel:
+        from jupyter_core.utils import run_sync
+
+        run_sync(km.shutdown_kernel)(now=True)
+
+
+def _adopting(km):
+    """A kernel manager class whose one instance is ``km``, a kernel already started: papermill's client
+    then owns it as if it had made it, finds its kernel running, and stops it when done. (``km`` is not an
+    instance of this subclass, so Python does not initialise it again.)"""
+
+    class Adopting(type(km)):
+        def __new__(cls, *args, **kwargs):
+            return km
+
+    return Adopting
+
+
 def execute(notebook: Path, output: Path, parameters: dict, *, cwd: Path | None = None,
-            timeout_s: float = DEFAULT_TIMEOUT_S) -> Path:
+            timeout_s: float = DEFAULT_TIMEOUT_S, kernel=None) -> Path:
     """Run ``notebook`` with already validated ``parameters``; the executed copy goes to ``output``.
 
     Parameters
@@ -76,24 +117,25 @@ def execute(notebook: Path, output: Path, parameters: dict, *, cwd: Path | None 
     notebook : the source .ipynb with a cell tagged "parameters".
     output : where the executed notebook is written (also on failure).
     parameters : names and values checked by :func:`aisize.report.parameters.validate`.
-    cwd : working folder of the kernel [default: the notebook's folder].
+    cwd : working folder of the kernel [default: the notebook's folder]; a ``kernel`` given runs where it
+        was started.
     timeout_s : limit per cell [s].
+    kernel : a kernel of :func:`start_kernel` to run it in (stopped when done) [default: a new one].
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    manager = _adopting(kernel) if kernel is not None else _quiet_kernel_manager()
     try:
         papermill.execute_notebook(str(notebook), str(output), parameters=parameters,
                                    kernel_name="python3", progress_bar=False, log_output=False,
+                                   cwd=str(cwd or Path(notebook).parent), execution_timeout=timeout_s,
+                                   extra_arguments=KERNEL_ARGUMENTS, kernel_manager_class=manager,
                                    # written once at the end (and on a failing cell), not twice per cell
                                    request_save_on_cell_execute=False,
                                    # a finished report kernel holds nothing to save: stop it at once
                                    # instead of waiting for it to tear down (about 0.5 s)
-                                   shutdown_kernel="immediate",
-                                   cwd=str(cwd or Path(notebook).parent), execution_timeout=timeout_s,
-                                   # the kernel's warning about TCP transport is noise on a CLI's stderr
-                                   extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                                   kernel_manager_class=_quiet_kernel_manager())
+                                   shutdown_kernel="immediate")
     except PapermillExecutionError as exc:
         index, line = _source_index(output)
         if index is None:
@@ -103,4 +145,6 @@ def execute(notebook: Path, output: Path, parameters: dict, *, cwd: Path | None 
     except Exception as exc:  # kernel died, cell timed out, notebook unreadable
         raise ReportError("execute", f"{type(exc).__name__}: {exc}",
                           notebook_path=output if output.exists() else None) from exc
+    finally:
+        stop_kernel(kernel)  # papermill stops it once it has a client; not if it failed before
     return output

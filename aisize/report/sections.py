@@ -18,6 +18,7 @@ from aisize import __version__
 from aisize.report.accuracy import accuracy
 from aisize.report.cluster_sections import cost, jobqueue, placement
 from aisize.report.compare import compare
+from aisize.report.contents import DEFAULT_TITLE, HEADINGS, check_sections
 from aisize.report.context import ReportContext, as_context
 from aisize.report.fleet_sections import fleet
 from aisize.report.infra_sections import network, storage
@@ -38,35 +39,36 @@ __all__ = ["SECTIONS", "DEFAULT_TITLE", "Html", "esc", "table", "figure", "numbe
            "check_sections", "section", "title_page", "context", "load_scenario", "origin", "setup",
            "ReportContext"]
 
-DEFAULT_TITLE = "AI cluster sizing report"
-
 
 def _always(ctx: ReportContext) -> bool:
     return True
 
 
-# name -> (heading, renderer, applies): a section that does not apply (no inference workloads for
-# "inference") is left out of the contents and the numbering.
-SECTIONS: dict[str, tuple[str, Callable[[ReportContext], Html], Callable[[ReportContext], bool]]] = {
-    "executive": ("Executive summary", executive, _always),
-    "compare": ("Comparison", compare, lambda c: c.other is not None),
-    "summary": ("Scenario summary", lambda c: summary(c.scenario), _always),
-    "bom": ("Bill of materials", bom, _always),
-    "training": ("Training: memory and time", training, lambda c: bool(c.plan.training)),
-    "inference": ("Inference", inference, lambda c: bool(c.plan.inference)),
-    "kv-tiers": ("KV-cache tiers", kv_tiers, kv_tiers_apply),
-    "placement": ("Placement and timeline", placement, _always),
-    "jobqueue": ("Job queue", jobqueue, lambda c: bool(c.plan.job_streams)),
-    "fleet": ("Fleet over the day", fleet, lambda c: c.plan.fleet is not None),
-    "storage": ("Data path and storage", storage, _always),
-    "network": ("Network", network, _always),
-    "queueing": ("Queueing and latency", queueing, _always),
-    "blender": ("IO blender", blender, _always),
-    "cost": ("Cost", cost, _always),
-    "assumptions": ("Assumptions", lambda c: assumptions_table(c.scenario, c.plan.assumptions), _always),
-    "sources": ("Sources", lambda c: sources_table(c.scenario), _always),
-    "accuracy": ("Appendix: accuracy", accuracy, _always),
+# name -> (renderer, applies): a section that does not apply (no inference workloads for "inference") is
+# left out of the contents and the numbering. Names, order and headings: aisize.report.contents.
+_RENDERERS: dict[str, tuple[Callable[[ReportContext], Html], Callable[[ReportContext], bool]]] = {
+    "executive": (executive, _always),
+    "compare": (compare, lambda c: c.other is not None),
+    "summary": (lambda c: summary(c.scenario), _always),
+    "bom": (bom, _always),
+    "training": (training, lambda c: bool(c.plan.training)),
+    "inference": (inference, lambda c: bool(c.plan.inference)),
+    "kv-tiers": (kv_tiers, kv_tiers_apply),
+    "placement": (placement, _always),
+    "jobqueue": (jobqueue, lambda c: bool(c.plan.job_streams)),
+    "fleet": (fleet, lambda c: c.plan.fleet is not None),
+    "storage": (storage, _always),
+    "network": (network, _always),
+    "queueing": (queueing, _always),
+    "blender": (blender, _always),
+    "cost": (cost, _always),
+    "assumptions": (lambda c: assumptions_table(c.scenario, c.plan.assumptions), _always),
+    "sources": (lambda c: sources_table(c.scenario), _always),
+    "accuracy": (accuracy, _always),
 }
+# name -> (heading, renderer, applies), in report order
+SECTIONS: dict[str, tuple[str, Callable[[ReportContext], Html], Callable[[ReportContext], bool]]] = {
+    name: (heading, *_RENDERERS[name]) for name, heading in HEADINGS.items()}
 
 
 def load_scenario(scenario_path: str = "", preset: str = DEFAULT_PRESET) -> Scenario:
@@ -102,16 +104,6 @@ def setup() -> None:
     svg.start()
     alt.renderers.enable("svg")
     alt.utils.schemapi.disable_debug_mode()
-
-
-def check_sections(names: Iterable[str]) -> list[str]:
-    """The chosen sections in report order, or a ValueError naming unknown ones and the allowed."""
-    names = list(names)
-    unknown = [n for n in names if n not in SECTIONS]
-    if unknown or not names:
-        what = f"unknown {unknown}" if unknown else "none chosen"
-        raise ValueError(f"sections: {what}; choose from {list(SECTIONS)}")
-    return [n for n in SECTIONS if n in names]
 
 
 def _order(ctx: ReportContext, selected: Iterable[str]) -> list[str]:

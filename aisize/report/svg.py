@@ -67,6 +67,8 @@ def _close() -> None:
             _helper.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             _helper.kill()
+            _helper.wait()
+        _helper.stdout.close()
         _helper = None
 
 

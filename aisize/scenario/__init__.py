@@ -1,10 +1,26 @@
-"""Scenarios: the one input type shared by the API, the CLI, the app and the reports."""
+"""Scenarios: the one input type shared by the API, the CLI, the app and the reports.
 
-from aisize.scenario.io import ScenarioError, dumps, from_dict, load, loads, to_dict
-from aisize.scenario.model import (SCHEMA_VERSION, Cost, DataPrep, Hardware, Inference, JobStream, Layout,
-                                   Phase, Policies, Pool, Scenario, Training, When)
-from aisize.scenario.presets import DEFAULT_PRESET, preset, preset_names
+The names below are imported on first use (PEP 562): the command line's parser reads
+:data:`DEFAULT_PRESET` without importing the scenario model (pydantic, pandas: 0.4 s).
+"""
+
+from importlib import import_module
+
+_WHERE = {**dict.fromkeys(("ScenarioError", "dumps", "from_dict", "load", "loads", "to_dict"), "io"),
+          **dict.fromkeys(("SCHEMA_VERSION", "Cost", "DataPrep", "Hardware", "Inference", "JobStream", "Layout",
+                           "Phase", "Policies", "Pool", "Scenario", "Training", "When"), "model"),
+          **dict.fromkeys(("DEFAULT_PRESET", "preset", "preset_names"), "presets")}
 
 __all__ = ["SCHEMA_VERSION", "Scenario", "Training", "Inference", "DataPrep", "Hardware",
-           "Policies", "Layout", "JobStream", "Pool", "Phase", "When", "Cost", "ScenarioError", "load", "loads", "dumps", "from_dict", "to_dict",
-           "preset", "preset_names", "DEFAULT_PRESET"]
+           "Policies", "Layout", "JobStream", "Pool", "Phase", "When", "Cost", "ScenarioError", "load", "loads",
+           "dumps", "from_dict", "to_dict", "preset", "preset_names", "DEFAULT_PRESET"]
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'aisize.scenario' has no attribute {name!r}")
+    return getattr(import_module(f"aisize.scenario.{_WHERE[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

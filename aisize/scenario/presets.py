@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aisize.catalog import data_dir
-from aisize.scenario.io import ScenarioError, load
-from aisize.scenario.model import Scenario
+
+if TYPE_CHECKING:
+    from aisize.scenario.model import Scenario
 
 # The app opens with this one: a single server, small and instantly understandable.
 DEFAULT_PRESET = "xe9680-genai"
@@ -21,6 +24,8 @@ def preset_names() -> list[str]:
 
 def preset(name: str = DEFAULT_PRESET) -> Scenario:
     """A built-in scenario by name."""
+    from aisize.scenario.io import ScenarioError, load  # here: the names above serve a CLI's help cheaply
+
     names = preset_names()
     if name not in names:
         shown = repr(name) if len(repr(name)) <= 80 else repr(name)[:80] + "..."

@@ -4,11 +4,26 @@
 prediction (error in %, tolerance, status, assumptions); ``summary()`` gives the
 median and maximum error per family; ``mfu_range()`` and ``time_range()`` turn
 one time-to-train into low / expected / high from the MFUs of published runs.
+
+The names below are imported on first use (PEP 562), so the command line can offer ``aisize validate
+--family`` (:mod:`aisize.validation.families`) without importing the estimates.
 """
 
-from aisize.validation.cases import CasesError, load_cases
-from aisize.validation.ranges import MfuRange, mfu_observations, mfu_range, mfu_range_table, time_range
-from aisize.validation.report import error_chart, left_out, summary, validate
+from importlib import import_module
+
+_WHERE = {"CasesError": "cases", "load_cases": "cases", "MfuRange": "ranges", "mfu_observations": "ranges",
+          "mfu_range": "ranges", "mfu_range_table": "ranges", "time_range": "ranges", "error_chart": "report",
+          "left_out": "report", "summary": "report", "validate": "report"}
 
 __all__ = ["validate", "summary", "load_cases", "CasesError", "mfu_range", "time_range", "MfuRange",
            "mfu_observations", "mfu_range_table", "error_chart", "left_out"]
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'aisize.validation' has no attribute {name!r}")
+    return getattr(import_module(f"aisize.validation.{_WHERE[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

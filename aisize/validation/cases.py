@@ -16,10 +16,9 @@ import pandas as pd
 
 from aisize import catalog
 from aisize.units import HOUR, UNITS
+from aisize.validation.families import FAMILIES
 from aisize.validation.predict import PREDICTORS
 
-FAMILIES = ("memory", "flops-time", "storage", "throughput", "training", "serving", "serving-load",
-            "serving-specdec", "serving-disagg")
 STATUSES = ("ok", "outside", "needs input")
 COLUMNS = ("id", "family", "kind", "description", "published", "unit", "inputs", "tolerance_pct",
            "tolerance_basis", "expected_status", "source")

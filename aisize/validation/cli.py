@@ -11,10 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from aisize import format as F
-from aisize.validation.cases import FAMILIES
-from aisize.validation.ranges import mfu_range
-from aisize.validation.report import summary, validate
+from aisize.validation.families import FAMILIES
 
 TABLE_COLUMNS = ("case", "published", "predicted", "unit", "error_pct", "tolerance_pct", "status", "implied")
 TRAINING_COLUMNS = ("case", "published", "predicted", "unit", "error_pct", "status", "source")
@@ -34,6 +31,8 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def _text_table(frame) -> str:
     """The table as aligned text, headers with units and numbers as :mod:`aisize.format` shows them."""
+    from aisize import format as F
+
     shown = F.table(frame)
     cols = list(shown.columns)
     cells = [list(row) for row in shown.itertuples(index=False)]
@@ -45,6 +44,10 @@ def _text_table(frame) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Print the validation table and per-family summary; 0 when every case has its expected status."""
+    from aisize import format as F
+    from aisize.validation.ranges import mfu_range
+    from aisize.validation.report import summary, validate
+
     table = validate(args.family, path=args.cases)
     summ = summary(table)
     r = mfu_range(args.gpus)
