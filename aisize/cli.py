@@ -253,11 +253,17 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # ScenarioError, CatalogError and input checks are ValueErrors
         print(f"aisize {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def console() -> int:
+    """The ``aisize`` command (a process of its own): :func:`main`, then the objects its imports made are
+    frozen out of the cycle collector, so the interpreter's teardown does not sweep them all (0.25 s after a
+    report); the OS takes them back. (:func:`main` itself leaves a calling process's collector alone.)"""
+    try:
+        return main()
     finally:
-        # the command is done and the process ends: the interpreter's teardown would sweep every object
-        # the imports made for cycles (0.25 s after a report); frozen, they are left to the OS
         gc.freeze()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())
