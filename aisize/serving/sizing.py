@@ -4,7 +4,8 @@ For every candidate shape the replica's capacity comes from its max-throughput
 state (:mod:`.throughput`); its latencies under Poisson load are evaluated at a
 geometric grid of per-replica rates up to that capacity, all shapes and rates
 in one vectorized call (:func:`~aisize.serving.latency.loaded_state`), then
-refined by bisection. A replica's *SLO rate* is the highest rate whose TTFT and
+refined by bisection. The grid does not depend on the targets and is memoised
+apart from them, so a move of a target reruns only the comparison and the bisection. A replica's *SLO rate* is the highest rate whose TTFT and
 TPOT statistics (p95 or mean) meet the targets; the fleet needs
 ``ceil(λ / SLO rate)`` replicas.
 The shape with the fewest GPUs wins (then the smaller replica, then the lower TTFT). When no shape meets
@@ -150,10 +151,25 @@ class _ShapeRates:
     knee: object  # shape index -> knee of that shape [requests/s per replica] (memoised)
 
 
+@dataclass
+class _ShapeGrid:
+    """Every fitting shape's capacity and latencies on the coarse grid of rates: all that the SLO search
+    reads before it compares with the targets (so a move of a target reuses it)."""
+
+    fitting: list | None
+    gpus: np.ndarray
+    at: object  # per-replica rates (shapes x rates) -> (TTFT statistic, TPOT statistic, stable)
+    lam_grid: np.ndarray  # shapes x RATE_GRID [requests/s]
+    ttft: np.ndarray  # the statistic at lam_grid [s]
+    tpot: np.ndarray
+    stable: np.ndarray
+    knee: object  # shape index -> knee of that shape [requests/s per replica] (memoised)
+
+
 @lru_cache(maxsize=128)
-def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens, output_tokens, ttft_target_s,
-               tpot_target_s, stat, shapes, engine, calibration_key, length_cv, cached_tokens) -> _ShapeRates:
-    """Capacity, SLO rate and light-load latency of every shape that fits (all at once, vectorized)."""
+def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens, output_tokens, stat, shapes,
+                engine, calibration_key, length_cv, cached_tokens) -> _ShapeGrid:
+    """Capacity and latencies of every shape that fits on the coarse grid of rates (all at once, vectorized)."""
     calibration = calibration_key.value
     dev = device(accelerator, weight_precision, kv_precision)
     costs = model_costs(model, weight_precision, kv_precision)
@@ -167,14 +183,15 @@ def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens,
             fitting.append((s, limits))
             caps.append(cap)
     if not fitting:
-        return _ShapeRates(None, np.zeros(0), np.zeros(0), np.zeros(0), np.inf, np.inf, None)
+        empty = np.zeros((0, RATE_GRID))
+        return _ShapeGrid(None, np.zeros(0), None, empty, empty, empty, empty.astype(bool), None)
     capacity = np.array([float(c.state.requests_per_s) for c in caps])
     slots = np.array([float(c.state.concurrency) for c in caps])
     budget = np.array([float(lim.max_num_tokens) * s.attention_dp * s.pipeline_parallel for s, lim in fitting])
     grid_shape = ShapeGrid.of([s for s, _ in fitting], dev.link_bytes_per_s)
 
     def at(rates_per_s):
-        """(loaded state, targets met) of every shape (rows) at per-replica rates (columns)."""
+        """(TTFT statistic, TPOT statistic, stable) of every shape (rows) at per-replica rates (columns)."""
         ls = loaded_state(costs, rates, calibration, requests_per_s=rates_per_s,
                           capacity_requests_per_s=capacity[:, None], slots=slots[:, None], input_tokens=input_tokens,
                           output_tokens=output_tokens, max_num_tokens=budget[:, None],
@@ -182,22 +199,10 @@ def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens,
                           cached_tokens=cached_tokens)
         ttft = ls.ttft_p95_seconds if stat == "p95" else ls.ttft_seconds
         tpot = ls.tpot_p95_seconds if stat == "p95" else ls.tpot_seconds
-        return ls, ttft, tpot, ls.stable & (ttft <= ttft_target_s) & (tpot <= tpot_target_s)
+        return ttft, tpot, ls.stable
 
-    # a coarse geometric grid of rates, then bisection between the last that meets the targets and the next
     lam_grid = capacity[:, None] * np.geomspace(1e-3, 0.995, RATE_GRID)[None, :]
-    ls, ttft, tpot, ok = at(lam_grid)
-    best_ttft, best_tpot = float(np.min(ttft[:, 0])), float(np.min(tpot[:, 0]))
-    last = np.where(ok.any(axis=1), RATE_GRID - 1 - np.argmax(ok[:, ::-1], axis=1), -1)
-    lo = np.where(last >= 0, np.take_along_axis(lam_grid, np.maximum(last, 0)[:, None], axis=1)[:, 0], 0.0)
-    hi = np.take_along_axis(lam_grid, np.minimum(last + 1, RATE_GRID - 1)[:, None], axis=1)[:, 0]
-    hi = np.where(last == RATE_GRID - 1, lo, hi)
-    for _ in range(BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        good = at(mid[:, None])[3][:, 0] & (last >= 0)
-        lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
-    slo_rate = np.where(last >= 0, lo, 0.0)
-    gpus = np.array([s.gpus for s, _ in fitting], dtype=float)
+    ttft, tpot, stable = at(lam_grid)
 
     @lru_cache(maxsize=None)
     def shape_knee(k: int) -> float:
@@ -211,7 +216,36 @@ def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens,
         mean = (lk.ttft_seconds + (output_tokens - 1) * lk.tpot_seconds)[0]
         return knee(lam_k, mean)
 
-    return _ShapeRates(fitting, gpus, slo_rate, ttft[:, 0], best_ttft, best_tpot, shape_knee)
+    gpus = np.array([s.gpus for s, _ in fitting], dtype=float)
+    return _ShapeGrid(fitting, gpus, at, lam_grid, ttft, tpot, stable, shape_knee)
+
+
+@lru_cache(maxsize=128)
+def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens, output_tokens, ttft_target_s,
+               tpot_target_s, stat, shapes, engine, calibration_key, length_cv, cached_tokens) -> _ShapeRates:
+    """SLO rate and light-load latency of every shape that fits: the grid (:func:`_shape_grid`, which does not
+    depend on the targets) against the targets, then bisection where they stop holding."""
+    g = _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens, output_tokens, stat, shapes,
+                    engine, calibration_key, length_cv, cached_tokens)
+    if g.fitting is None:
+        return _ShapeRates(None, np.zeros(0), np.zeros(0), np.zeros(0), np.inf, np.inf, None)
+
+    def met(ttft, tpot, stable):
+        return stable & (ttft <= ttft_target_s) & (tpot <= tpot_target_s)
+
+    # the coarse geometric grid of rates, then bisection between the last that meets the targets and the next
+    lam_grid, ok = g.lam_grid, met(g.ttft, g.tpot, g.stable)
+    best_ttft, best_tpot = float(np.min(g.ttft[:, 0])), float(np.min(g.tpot[:, 0]))
+    last = np.where(ok.any(axis=1), RATE_GRID - 1 - np.argmax(ok[:, ::-1], axis=1), -1)
+    lo = np.where(last >= 0, np.take_along_axis(lam_grid, np.maximum(last, 0)[:, None], axis=1)[:, 0], 0.0)
+    hi = np.take_along_axis(lam_grid, np.minimum(last + 1, RATE_GRID - 1)[:, None], axis=1)[:, 0]
+    hi = np.where(last == RATE_GRID - 1, lo, hi)
+    for _ in range(BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        good = met(*g.at(mid[:, None]))[:, 0] & (last >= 0)
+        lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
+    slo_rate = np.where(last >= 0, lo, 0.0)
+    return _ShapeRates(g.fitting, g.gpus, slo_rate, g.ttft[:, 0], best_ttft, best_tpot, g.knee)
 
 
 def knee(rates_per_s, mean_latency_s, factor: float = KNEE_FACTOR) -> float:
