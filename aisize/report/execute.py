@@ -1,8 +1,10 @@
 """Headless notebook execution with papermill, and the error every report step raises.
 
-A failed run keeps its partial executed notebook in the output folder and
-raises :class:`ReportError` naming the step, the failing cell (its index in
-the source notebook and its first line) and the exception.
+A failed run raises :class:`ReportError` naming the step, the failing cell (its
+index in the source notebook and its first line) and the exception. A cell that
+raises leaves the partial executed notebook in the output folder; a kernel that
+dies or a cell that times out leaves none (the notebook is written once, when
+papermill is done, not after every cell).
 """
 
 from __future__ import annotations
