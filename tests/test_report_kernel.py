@@ -40,3 +40,17 @@ def test_without_an_early_kernel_papermill_starts_one(monkeypatch, tmp_path):
     monkeypatch.setattr(execute, "start_kernel", lambda cwd: None)
     result = render(preset="littles-law", fmt="html", out_dir=tmp_path, sections=["executive"])
     assert "Executive summary" in result.html_path.read_text(encoding="utf-8")
+
+
+def test_a_report_from_inside_a_running_event_loop(kernels, tmp_path):
+    """The app's "Make report" button renders in the kernel's running loop: the early kernel and papermill's
+    client must share one loop there too."""
+    import asyncio
+
+    async def from_a_callback():
+        asyncio.get_running_loop()
+        return render(preset="littles-law", fmt="html", out_dir=tmp_path, sections=["executive"])
+
+    result = asyncio.run(from_a_callback())
+    assert "Executive summary" in result.html_path.read_text(encoding="utf-8")
+    assert len(kernels) == 1 and not kernels[0].has_kernel
