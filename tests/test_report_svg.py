@@ -63,3 +63,15 @@ def test_a_kept_figure_is_drawn_once_per_spec(tmp_path, monkeypatch):
     figure(chart, "not kept")
     assert len(calls) == 3
     assert len(list((tmp_path / "validation").glob("figure-*.txt"))) == 2
+
+
+def test_a_kept_figure_that_was_tampered_with_is_drawn_again(tmp_path, monkeypatch):
+    """The store may be a folder a team shares: a kept SVG that could run script is never put in a report."""
+    monkeypatch.setenv(store.CACHE_ENV, str(tmp_path / "validation"))
+    chart = alt.Chart.from_dict(SPEC)
+    clean = figure(chart, "kept", keep=True)
+    (kept,) = (tmp_path / "validation").glob("figure-*.txt")
+    kept.write_text('<svg><script>fetch("/steal")</script></svg>', encoding="utf-8")
+    again = figure(chart, "kept", keep=True)
+    assert again == clean and "<script" not in again
+    assert "<script" not in kept.read_text(encoding="utf-8")  # written again, clean

@@ -58,12 +58,21 @@ def figure(chart, caption: str, *, keep: bool = False) -> Html:
         from aisize.validation.store import remembered_text
 
         key = f"vl-convert {vl_convert.__version__} " + json.dumps(spec, sort_keys=True, default=str)
-        svg = remembered_text("figure", lambda: to_svg(spec), key=key)
+        svg = remembered_text("figure", lambda: to_svg(spec), key=key, valid=_drawn_svg)
     else:
         svg = to_svg(spec)
     # Inline SVG in HTML needs no namespace declarations; dropping them leaves no http reference.
     svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
     return Html(f'<figure class="aisize-figure">{svg}<figcaption>{esc(caption)}</figcaption></figure>')
+
+
+# What vl-convert's SVG never holds: a file read back that does is drawn again, not put in the report.
+_ACTIVE = re.compile(r"<script|<foreignobject|<iframe|\son[a-z]+\s*=|javascript:", re.IGNORECASE)
+
+
+def _drawn_svg(text: str) -> bool:
+    """Whether ``text`` reads as a chart vl-convert drew: one SVG element, nothing that runs."""
+    return text.lstrip().startswith("<svg") and text.rstrip().endswith("</svg>") and not _ACTIVE.search(text)
 
 
 def facts(items: Iterable[tuple[str, str]]) -> Html:

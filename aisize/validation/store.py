@@ -92,13 +92,17 @@ def remembered(name: str, compute: Callable[[], pd.DataFrame], *, key: str = "")
     return frame
 
 
-def remembered_text(name: str, compute: Callable[[], str], *, key: str) -> str:
+def remembered_text(name: str, compute: Callable[[], str], *, key: str,
+                    valid: Callable[[str], bool] = lambda text: True) -> str:
     """``compute()``, a text wholly determined by ``key`` (a chart's SVG by its spec and the converter's
-    version), read from the store when it holds it; else computed and written there."""
+    version), read from the store when it holds it and the text read passes ``valid``; else computed and
+    written there."""
     where = folder()
     path = _path(where, "", name, key, ".txt")
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
+        if valid(text):
+            return text
     except (OSError, ValueError):
         pass
     text = compute()
