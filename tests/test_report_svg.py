@@ -45,6 +45,17 @@ def test_a_helper_that_died_leaves_the_conversion_in_process(helper):
     assert svg._helper is None
     with pytest.raises(ValueError, match="Invalid field type"):
         svg.to_svg(BAD)
+    svg.start()  # a new helper, and the charts go to it again
+    assert svg._helper is not None and svg._helper is not helper and svg.to_svg(SPEC).startswith("<svg")
+
+
+def test_start_after_the_helper_died_starts_another(helper):
+    helper.kill()
+    helper.wait()
+    svg.start()
+    assert svg._helper is not helper and svg._helper.poll() is None
+    assert helper.stdout.closed and helper.stdin.closed  # the dead one's pipes
+    assert svg.to_svg(SPEC) == vl_convert.vegalite_to_svg(SPEC)
 
 
 def test_stop_ends_the_helper(helper):

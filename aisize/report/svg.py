@@ -45,6 +45,7 @@ def start() -> None:
     with _lock:
         if _helper is not None and _helper.poll() is None:
             return
+        _close()  # a helper that died: its pipes
         try:
             _helper = subprocess.Popen([sys.executable, "-c", _HELPER], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
