@@ -4,12 +4,8 @@
 (``aisize app``) starts without importing Altair and ipywidgets.
 """
 
+from aisize import lazy
+
 __all__ = ["App", "build_app"]
 
-
-def __getattr__(name: str):
-    if name in __all__:
-        from aisize.app import layout
-
-        return getattr(layout, name)
-    raise AttributeError(f"module 'aisize.app' has no attribute {name!r}")
+__getattr__, __dir__ = lazy.exports(__name__, dict.fromkeys(__all__, "layout"))

@@ -6,14 +6,10 @@ SGLang ``bench_serving`` JSONL, AIPerf / genai-perf exports, InferenceX results)
 The names load on first use, so the command line's parser stays quick to import.
 """
 
-from importlib import import_module
+from aisize import lazy
 
 _EXPORTS = {"Run": "runs", "Prediction": "runs", "predict": "runs", "read_table": "runs",
             "read_runs": "formats", "fit": "fitting", "FitResult": "fitting", "fitted_constants": "fitting"}
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(import_module(f"aisize.calibrate.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module 'aisize.calibrate' has no attribute {name!r}")
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

@@ -4,7 +4,7 @@ The names below are imported on first use (PEP 562): the command line's parser r
 :data:`DEFAULT_PRESET` without importing the scenario model (pydantic, pandas: 0.4 s).
 """
 
-from importlib import import_module
+from aisize import lazy
 
 _WHERE = {**dict.fromkeys(("ScenarioError", "dumps", "from_dict", "load", "loads", "to_dict"), "io"),
           **dict.fromkeys(("SCHEMA_VERSION", "Cost", "DataPrep", "Hardware", "Inference", "JobStream", "Layout",
@@ -15,12 +15,4 @@ __all__ = ["SCHEMA_VERSION", "Scenario", "Training", "Inference", "DataPrep", "H
            "Policies", "Layout", "JobStream", "Pool", "Phase", "When", "Cost", "ScenarioError", "load", "loads",
            "dumps", "from_dict", "to_dict", "preset", "preset_names", "DEFAULT_PRESET"]
 
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'aisize.scenario' has no attribute {name!r}")
-    return getattr(import_module(f"aisize.scenario.{_WHERE[name]}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy.exports(__name__, _WHERE)

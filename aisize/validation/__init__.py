@@ -9,7 +9,7 @@ The names below are imported on first use (PEP 562), so the command line can off
 --family`` (:mod:`aisize.validation.families`) without importing the estimates.
 """
 
-from importlib import import_module
+from aisize import lazy
 
 _WHERE = {"CasesError": "cases", "load_cases": "cases", "MfuRange": "ranges", "mfu_observations": "ranges",
           "mfu_range": "ranges", "mfu_range_table": "ranges", "time_range": "ranges", "error_chart": "report",
@@ -18,12 +18,4 @@ _WHERE = {"CasesError": "cases", "load_cases": "cases", "MfuRange": "ranges", "m
 __all__ = ["validate", "summary", "load_cases", "CasesError", "mfu_range", "time_range", "MfuRange",
            "mfu_observations", "mfu_range_table", "error_chart", "left_out"]
 
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'aisize.validation' has no attribute {name!r}")
-    return getattr(import_module(f"aisize.validation.{_WHERE[name]}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy.exports(__name__, _WHERE)
