@@ -1,13 +1,15 @@
-"""Published runs whose mean TTFT is many times aisize's: read as such on every surface, never hidden."""
+"""Published runs whose mean TTFT is many times aisize's, and deployments published again further apart than
+the tolerance: read as such on every surface, never hidden."""
 
 from __future__ import annotations
 
 import math
 
 from aisize.app.sections.serving_accuracy import runs_frame, summary_frame
+from aisize.calibrate import Run
 from aisize.report.accuracy import ttft_readings
-from aisize.validation.serving import (TTFT_READING_RATIO, _ttft_reading, family_table, misses, serving_results,
-                                       ttft_read_misses)
+from aisize.validation.serving import (TTFT_READING_RATIO, _repeat_readings, _ttft_reading, family_table, misses,
+                                       repeat_read_misses, serving_results, ttft_read_misses)
 
 
 def test_the_reading_names_both_ttfts_and_their_ratio():
@@ -41,3 +43,41 @@ def test_the_readings_are_counted_per_family_on_the_page_and_in_the_report():
     assert {"TTFT published [ms]", "TTFT default [ms]", "reading"} <= set(runs.columns)
     summary = summary_frame().set_index("family")
     assert summary.loc["fixed concurrency", "misses with a TTFT reading"] == f"{ttft_read_misses(t)} of {misses(t)}"
+
+
+def _run(id, tokens_per_s, tpot_s=0.02, concurrency=64.0):
+    return Run(label=id, model="deepseek-r1", accelerator="b200", engine="trtllm", weight_precision="fp8",
+               kv_precision="fp8", input_tokens=922, output_tokens=922, gpus=8, tensor_parallel=8,
+               measured_tokens_per_s_per_gpu=tokens_per_s, measured_tpot_s=tpot_s, concurrency=concurrency, id=id)
+
+
+def test_a_deployment_published_twice_apart_is_read_with_the_band_an_estimate_must_hit():
+    """Within ±15 % of runs a and b means between 0.85·max and 1.15·min: 1,000 and 1,240 tokens/s leave
+    1,054 to 1,150; 1,000 and 1,400 (beyond 1.15/0.85) leave nothing. Closer runs, or another concurrency
+    (a different deployment to aisize), get no reading."""
+    r = _repeat_readings([_run("a", 1000.0), _run("b", 1240.0), _run("c", 1000.0, concurrency=128.0)])
+    assert set(r) == {"a", "b"}
+    assert r["a"].startswith("the same deployment was published again (b) 24 % apart on tokens/s per GPU")
+    assert "only an estimate from 1,054 to 1,150 tokens/s per GPU is within 15 % of every one" in r["a"]
+    assert "(a)" in r["b"]
+    far = _repeat_readings([_run("a", 1000.0), _run("b", 1400.0)])
+    assert "no estimate is within 15 % of every one" in far["a"]
+    assert _repeat_readings([_run("a", 1000.0), _run("b", 1100.0)]) == {}
+    tpot = _repeat_readings([_run("a", 1000.0, 0.020), _run("b", 1050.0, 0.025)])  # TPOT 25 % apart
+    assert "5 % apart on tokens/s per GPU and 25 % on TPOT" in tpot["a"]
+
+
+def test_the_public_repeats_are_read_on_the_page_and_in_the_report():
+    """InferenceX published Dynamo-SGLang's B200 NVFP4 deployment at C=1024 twice (disagg-011 and -016), 24 %
+    apart; two TensorRT-LLM MTP runs on B200 (specdec-011, -012) agree within 1 % and are not read."""
+    t = family_table("serving-disagg").set_index("case")
+    assert "published again (disagg-016)" in t.loc["disagg-011", "reading"]
+    assert "published again (disagg-011)" in t.loc["disagg-016", "reading"]
+    spec = family_table("serving-specdec")
+    assert "published again" not in spec.set_index("case").loc["specdec-011", "reading"]
+    d = family_table("serving-disagg")
+    assert 0 < repeat_read_misses(d) <= misses(d)
+    assert repeat_read_misses(family_table("serving")) == 0  # no max-throughput run was published twice
+    summary = summary_frame().set_index("family")
+    assert summary.loc["disaggregated", "misses published again, apart"] == f"{repeat_read_misses(d)} of {misses(d)}"
+    assert f"{repeat_read_misses(d)} of the {misses(d)} disaggregated runs" in ttft_readings()

@@ -19,6 +19,7 @@ a row whose status differs from its ``expected_status`` is a change to look at.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from functools import lru_cache
 
 import numpy as np
@@ -53,11 +54,14 @@ def serving_table(family: str = "serving", calibration=None) -> pd.DataFrame:
 
     nan = float("nan")
     rows = []
-    for r in runs(family):
+    family_runs = runs(family)
+    repeats = _repeat_readings(family_runs)
+    for r in family_runs:
         try:
             p = predict(r, calibration)
             pred, tpot, ttft, err, terr = p.tokens_per_s_per_gpu, p.tpot_s, p.ttft_s, p.error * 100.0, p.tpot_error
-            note, reading = "", _ttft_reading(r.measured_ttft_s, ttft)
+            note = ""
+            reading = "; ".join(x for x in (_ttft_reading(r.measured_ttft_s, ttft), repeats.get(r.id, "")) if x)
         except ValueError as e:
             pred = tpot = ttft = err = terr = nan
             note, reading = f"not expressible: {str(e)[:120]}", ""
@@ -88,6 +92,49 @@ def _ttft_reading(published_s, predicted_s) -> str:
     return (f"published mean TTFT {F.duration(published_s)} is {ratio:.0f}x aisize's {F.duration(predicted_s)}: "
             "time before the first token aisize sees no cause for (warm-up or compilation in the timed window, a "
             "queue it does not model) lowers the run's tokens/s per GPU")
+
+
+# what a measurement is, not what was deployed: runs that differ only in these are the same deployment
+MEASURED = frozenset({"label", "measured_tokens_per_s_per_gpu", "measured_tpot_s", "measured_ttft_s", "source", "id",
+                      "expected_status", "notes"})
+
+
+def _spread_pct(values) -> float:
+    """How far apart published figures are: the largest over the smallest, less one [%] (nan with fewer than 2)."""
+    v = [x for x in values if x and np.isfinite(x)]
+    return 100.0 * (max(v) / min(v) - 1.0) if len(v) > 1 else float("nan")
+
+
+def _repeat_readings(family_runs) -> dict:
+    """Run id -> a reading, for runs of one deployment published more than once whose figures lie further
+    apart than the tolerance (tokens/s per GPU or TPOT).
+
+    aisize's inputs are the same for such runs (model, GPU, engine, layout, precisions, lengths, load,
+    speculation), so one estimate answers them all. An estimate is within ±t of every one only between
+    (1 - t) x the largest and (1 + t) x the smallest published figure; runs more than (1 + t)/(1 - t) apart
+    (35 % at 15 %) leave no such estimate. What differs is outside the published configuration (another
+    engine build or image, another benchmark day), and the reading says so instead of leaving a silent miss."""
+    groups: dict = {}
+    for r in family_runs:
+        key = tuple(repr(getattr(r, f.name)) for f in fields(r) if f.name not in MEASURED)
+        groups.setdefault(key, []).append(r)
+    t = TOLERANCE_PCT / 100.0
+    out = {}
+    for same in groups.values():
+        tokens = [r.measured_tokens_per_s_per_gpu for r in same]
+        apart, tpot_apart = _spread_pct(tokens), _spread_pct([r.measured_tpot_s for r in same])
+        if not (apart > TOLERANCE_PCT or tpot_apart > TOLERANCE_PCT):
+            continue
+        low, high = (1.0 - t) * max(tokens), (1.0 + t) * min(tokens)
+        band = (f"no estimate is within {TOLERANCE_PCT:g} % of every one" if low > high else
+                f"only an estimate from {F.sig(low)} to {F.sig(high)} tokens/s per GPU is within "
+                f"{TOLERANCE_PCT:g} % of every one")
+        for r in same:
+            others = ", ".join(o.id for o in same if o is not r)
+            out[r.id] = (f"the same deployment was published again ({others}) {apart:.0f} % apart on tokens/s per "
+                         "GPU" + (f" and {tpot_apart:.0f} % on TPOT" if np.isfinite(tpot_apart) else "")
+                         + f": {band} (what differs is not in the published configuration)")
+    return out
 
 
 @lru_cache(maxsize=32)
@@ -123,7 +170,13 @@ def misses(table: pd.DataFrame) -> int:
 
 def ttft_read_misses(table: pd.DataFrame) -> int:
     """Of :func:`misses`, the runs whose published TTFT has a reading (:func:`_ttft_reading`)."""
-    return int((_missed(table) & (table["reading"] != "")).sum())
+    return int((_missed(table) & table["reading"].str.contains("published mean TTFT", regex=False)).sum())
+
+
+def repeat_read_misses(table: pd.DataFrame) -> int:
+    """Of :func:`misses`, the runs of a deployment published again further apart than the tolerance
+    (:func:`_repeat_readings`)."""
+    return int((_missed(table) & table["reading"].str.contains("published again", regex=False)).sum())
 
 
 def serving_summary(table: pd.DataFrame | None = None, family: str = "serving") -> dict:

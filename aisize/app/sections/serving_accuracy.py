@@ -24,8 +24,8 @@ from aisize.app import controls as K
 from aisize.app.state import AppState, message
 from aisize.serving import CALIBRATION
 from aisize.serving.calibration import MAX_FILE_BYTES, from_json
-from aisize.validation.serving import (SETS, TOLERANCE_PCT, family_table, misses, serving_results,
-                                       ttft_read_misses)
+from aisize.validation.serving import (SETS, TOLERANCE_PCT, family_table, misses, repeat_read_misses,
+                                       serving_results, ttft_read_misses)
 
 WHAT = "calibration file (.json, from aisize calibrate)"
 FAMILY_LABELS = {"serving": "max throughput (TensorRT-LLM)", "serving-load": "fixed concurrency",
@@ -68,6 +68,7 @@ def summary_frame(calibration=None) -> pd.DataFrame:
         if c is not None:
             row["TPOT within 15 %, loaded"] = _within(c["tpot_error_pct"])
         row["misses with a TTFT reading"] = f"{ttft_read_misses(d)} of {misses(d)}"
+        row["misses published again, apart"] = f"{repeat_read_misses(d)} of {misses(d)}"
         rows.append(row)
     return pd.DataFrame(rows)
 
