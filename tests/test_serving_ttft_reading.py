@@ -58,13 +58,15 @@ def test_a_deployment_published_twice_apart_is_read_with_the_band_an_estimate_mu
     r = _repeat_readings([_run("a", 1000.0), _run("b", 1240.0), _run("c", 1000.0, concurrency=128.0)])
     assert set(r) == {"a", "b"}
     assert r["a"].startswith("the same deployment was published again (b) 24 % apart on tokens/s per GPU")
-    assert "only an estimate from 1,054 to 1,150 tokens/s per GPU is within 15 % of every one" in r["a"]
+    assert "only a tokens/s estimate from 1,054 to 1,150 per GPU is within 15 % of every one" in r["a"]
     assert "(a)" in r["b"]
     far = _repeat_readings([_run("a", 1000.0), _run("b", 1400.0)])
-    assert "no estimate is within 15 % of every one" in far["a"]
+    assert "no tokens/s estimate is within 15 % of every one" in far["a"]
     assert _repeat_readings([_run("a", 1000.0), _run("b", 1100.0)]) == {}
     tpot = _repeat_readings([_run("a", 1000.0, 0.020), _run("b", 1050.0, 0.025)])  # TPOT 25 % apart
     assert "5 % apart on tokens/s per GPU and 25 % on TPOT" in tpot["a"]
+    assert "only a TPOT estimate from 21.2 to 23.0 ms is within 15 % of every one" in tpot["a"]
+    assert "tokens/s estimate" not in tpot["a"]  # tokens/s agree within the tolerance: no band for them
 
 
 def test_the_public_repeats_are_read_on_the_page_and_in_the_report():
@@ -72,6 +74,7 @@ def test_the_public_repeats_are_read_on_the_page_and_in_the_report():
     apart; two TensorRT-LLM MTP runs on B200 (specdec-011, -012) agree within 1 % and are not read."""
     t = family_table("serving-disagg").set_index("case")
     assert "published again (disagg-016)" in t.loc["disagg-011", "reading"]
+    assert t.loc["disagg-011", "published_again"] and not t.loc["disagg-001", "published_again"]
     assert "published again (disagg-011)" in t.loc["disagg-016", "reading"]
     spec = family_table("serving-specdec")
     assert "published again" not in spec.set_index("case").loc["specdec-011", "reading"]
