@@ -72,8 +72,9 @@ def serving_table(family: str = "serving", calibration=None) -> pd.DataFrame:
                      "tpot_error_pct": 100.0 * terr if terr is not None else nan,
                      "published_ttft_ms": 1e3 * r.measured_ttft_s if r.measured_ttft_s else nan,
                      "predicted_ttft_ms": 1e3 * ttft if ttft is not None and np.isfinite(ttft) else nan,
-                     "expected_status": r.expected_status, "note": note, "reading": "; ".join(x for x in (late, again) if x),
-                     "ttft_read": bool(late), "published_again": bool(again), "source": r.source})
+                     "expected_status": r.expected_status, "note": note,
+                     "reading": "; ".join(x for x in (late, again) if x), "ttft_read": bool(late),
+                     "published_again": bool(again), "source": r.source})
     return pd.DataFrame(rows)
 
 
