@@ -5,7 +5,8 @@ state (:mod:`.throughput`); its latencies under Poisson load are evaluated at a
 geometric grid of per-replica rates up to that capacity, all shapes and rates
 in one vectorized call (:func:`~aisize.serving.latency.loaded_state`), then
 refined by bisection. The grid does not depend on the targets and is memoised
-apart from them, so a move of a target reruns only the comparison and the bisection. A replica's *SLO rate* is the highest rate whose TTFT and
+apart from them, so a move of a target reruns only the comparison and the
+bisection. A replica's *SLO rate* is the highest rate whose TTFT and
 TPOT statistics (p95 or mean) meet the targets; the fleet needs
 ``ceil(λ / SLO rate)`` replicas.
 The shape with the fewest GPUs wins (then the smaller replica, then the lower TTFT). When no shape meets
