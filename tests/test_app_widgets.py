@@ -378,6 +378,50 @@ def test_command_is_locked_down():
     assert serve.server_env({})["JUPYTER_PATH"] == str(serve.JUPYTER_DATA_DIR)
 
 
+def test_server_config_sends_without_nagle_and_names_the_chart_bundle(monkeypatch):
+    """voila.py (read by the app server) turns Nagle's algorithm off on the kernel websocket, so
+    a reply is not held for the browser's delayed ACK (40 ms), and names the served chart bundle
+    in the page config (the page preloads it)."""
+    import asyncio
+    import inspect
+    import runpy
+
+    from jupyter_server.base.handlers import JupyterHandler
+    from traitlets.config import Config
+    from voila.handler import VoilaHandler
+    from voila.static_file_handler import TemplateStaticFileHandler
+    from voila.tornado.kernel_websocket_handler import VoilaKernelWebsocketHandler as Socket
+
+    from aisize.app import chart_bundle
+
+    # the file patches these classes: put them back after the test
+    for cls, name in ((Socket, "open"), (VoilaHandler, "get_generator"), (JupyterHandler, "check_host"),
+                      (TemplateStaticFileHandler, "parse_url_path"),
+                      (TemplateStaticFileHandler, "get_absolute_path")):
+        monkeypatch.setattr(cls, name, inspect.getattr_static(cls, name))
+    config = Config()
+    runpy.run_path(str(serve.JUPYTER_DATA_DIR / "voila.py"), init_globals={"get_config": lambda: config})
+
+    calls = []
+
+    class Handler:
+        def set_nodelay(self, value):
+            calls.append(("nodelay", value))
+
+    async def original_open(self, kernel_id):
+        calls.append(("open", kernel_id))
+
+    monkeypatch.setitem(Socket.open.__globals__, "_open_kernel_ws", original_open)
+    asyncio.run(Socket.open(Handler(), "k1"))
+    assert calls == [("nodelay", True), ("open", "k1")]
+
+    hook = config.VoilaConfiguration.page_config_hook
+    monkeypatch.setenv(chart_bundle.ENV, "aisize-charts/x.js")
+    assert hook({"baseUrl": "/"}, base_url="/") == {"baseUrl": "/", "aisizeChartBundle": "aisize-charts/x.js"}
+    monkeypatch.delenv(chart_bundle.ENV)
+    assert hook({"baseUrl": "/"}, base_url="/") == {"baseUrl": "/"}
+
+
 def test_command_options():
     command = serve.build_command(port=8000, host="0.0.0.0", pool_size=0, open_browser=True)
     assert "--Voila.ip=0.0.0.0" in command and "--preheat_kernel=False" in command

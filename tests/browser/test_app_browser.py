@@ -16,6 +16,7 @@ import uuid
 import pytest
 
 from aisize import format as F
+from aisize.app import chart_bundle
 from aisize.plan import plan
 from aisize.scenario import DEFAULT_PRESET, dumps, from_dict, preset, to_dict
 
@@ -85,6 +86,10 @@ def test_page_renders_offline_with_csp(served_app, page, requests_made, tmp_path
     base = plan(preset(DEFAULT_PRESET))
     assert number(figure(page, "training.gpus")) == base.training[0].gpus
     assert page.locator(".vega-embed svg.marks").count() >= 2  # memory and GPUs-vs-days charts
+    # the chart bundle is preloaded from the page's head, and that one download is the one the charts use
+    bundle = chart_bundle.bundle_name()
+    assert page.locator("link[rel=modulepreload]").get_attribute("href").endswith(bundle)
+    assert sum(url.endswith(bundle) for url in requests_made.seen) == 1
     page.screenshot(path=tmp_path / "app.png", full_page=True)
     for tab in ("Inference", "Data path", "Network", "Queueing", "Summary", "Accuracy"):
         open_tab(page, tab)
