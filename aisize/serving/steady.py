@@ -85,6 +85,13 @@ def token_budget_concurrency(input_tokens, output_tokens, max_num_tokens, *, who
     return b
 
 
+def _without_and_with(x, nd):
+    """``x`` (at most ``nd`` dimensions) after zeros of its shape, along a new first axis of length 2."""
+    x = np.asarray(x, dtype=float)
+    x = x.reshape((1,) * (nd - x.ndim) + x.shape)
+    return np.stack((np.zeros_like(x), x))
+
+
 def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_tokens, max_num_tokens,
                  chunked_prefill, shape, arrivals="burst", launch=GRAPHED, speculation=None, cached_tokens=0.0,
                  decode_context_tokens=None) -> SteadyState:
@@ -119,19 +126,9 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
     decoding = b - m
     kw = shape.kwargs()
     verify = 1.0 if speculation is None else speculation.verify_tokens
-
-    def run(prefill_tokens, prompts):
-        with_prefill = np.asarray(prompts) > 0
-        graphed = launch.graphed(decoding, decoding * verify + prefill_tokens, with_prefill)
-        return iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=ctx,
-                              prefill_tokens=prefill_tokens, prefill_prompts=prompts, prompt_tokens=attention,
-                              graphed=graphed, overlap=launch.overlap, speculation=speculation, **kw).seconds
-
-    decode_only = run(0.0 * b, 0.0 * b)
     budget = np.maximum(max_num_tokens - decoding * verify, 1.0)  # prompt tokens an iteration may still take
     if chunked_prefill and arrivals == "burst":  # a waiting queue fills every iteration's budget
-        with_prefill = run(m * i, m)
-        share = np.ones_like(with_prefill)
+        prefill_tokens, prompts, share = m * i, m, None
         spans = np.ceil(i / budget)
     else:
         # whole prompts while they fit the budget; with chunking a longer prompt spans
@@ -144,7 +141,17 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
             per = np.minimum(m / np.maximum(-np.expm1(-m), 1e-12), np.maximum(fit, 1.0))
         per = np.where(spans > 1, 1.0 / spans, per)
         share = np.minimum(m / per, 1.0)
-        with_prefill = run(np.minimum(per * i, budget), per)
+        prefill_tokens, prompts = np.minimum(per * i, budget), per
+    # the iteration without prefill work and the one with it in one call, along a new first axis
+    # (numpy's cost per operation, not the arithmetic, is most of an iteration's evaluation here)
+    nd = max(np.ndim(x) for x in (decoding, ctx, i, attention, prefill_tokens, prompts, *kw.values()))
+    prefill_tokens, prompts = _without_and_with(prefill_tokens, nd), _without_and_with(prompts, nd)
+    graphed = launch.graphed(decoding, decoding * verify + prefill_tokens, prompts > 0)
+    decode_only, with_prefill = iteration_time(
+        costs, rates, calib, decode_sequences=decoding, decode_context=ctx, prefill_tokens=prefill_tokens,
+        prefill_prompts=prompts, prompt_tokens=attention, graphed=graphed, overlap=launch.overlap,
+        speculation=speculation, **kw).seconds
+    share = np.ones_like(with_prefill) if share is None else share
     mean = (1.0 - share) * decode_only + share * with_prefill
     requests = b / (steps * mean)
     return SteadyState(b, mean, decode_only, with_prefill, share, spans, requests * o, requests, tau)
