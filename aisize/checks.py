@@ -22,6 +22,11 @@ ABSURD = 1e30
 
 
 def _as_numeric(name: str, value):
+    kind = type(value)
+    if kind is float or kind is int:  # the common cases first, without the abstract-class checks below
+        return float(value)
+    if kind is np.ndarray and value.dtype.kind == "f" and value.size:
+        return value
     if isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, str):
         raise ValueError(f"{name}={value!r} is not allowed: must be a number")
     if isinstance(value, Real):
@@ -52,6 +57,11 @@ def number(name: str, value, *, low: float = -ABSURD, high: float = ABSURD,
     if (type(v) is float and math.isfinite(v)  # a valid scalar, without numpy's per-call overhead
             and ((v >= low) if low_inclusive else (v > low)) and ((v <= high) if high_inclusive else (v < high))):
         return v
+    if type(v) is np.ndarray:  # a valid array in two reductions (NaN propagates through both)
+        least, most = float(v.min()), float(v.max())
+        if (math.isfinite(least) and math.isfinite(most) and ((least >= low) if low_inclusive else (least > low))
+                and ((most <= high) if high_inclusive else (most < high))):
+            return v
     lo_ok = (v >= low) if low_inclusive else (v > low)
     hi_ok = (v <= high) if high_inclusive else (v < high)
     bad = ~(np.isfinite(v) & lo_ok & hi_ok)
@@ -84,10 +94,11 @@ def integer(name: str, value, *, low: int = 1, high: int = 10**12):
         if v.is_integer():
             return int(v)
         _fail(name, v, f"a whole number in [{low}, {high}]")
-    bad = v != np.round(v)
-    if np.any(bad):
+    whole = v.astype(np.int64)  # exact: |v| <= high was checked
+    bad = whole != v
+    if bad.any():
         _fail(name, _first_bad(v, bad), f"a whole number in [{low}, {high}]")
-    return int(v) if np.ndim(v) == 0 else v.astype(np.int64)
+    return int(whole) if whole.ndim == 0 else whole
 
 
 def choice(name: str, value, allowed: Iterable):
