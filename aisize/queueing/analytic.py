@@ -236,17 +236,24 @@ def _poisson_window(c: np.ndarray, a: np.ndarray):
 
 
 def _erlang_b_logsum(c: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """B = (a^c/c!) / sum_k a^k/k!, evaluated as a log-sum-exp over the terms that matter."""
+    """B = (a^c/c!) / sum_k a^k/k!, evaluated as a log-sum-exp over the terms that matter.
+
+    Where c lies beyond a + 10√a + 30 the Poisson(a) mass above c is below 1e-20, so the sum over
+    k <= c is the whole series, e^a: only the other elements (loads near or over c) sum their terms."""
     c, a = np.broadcast_arrays(np.asarray(c, dtype=np.int64), np.asarray(a, dtype=float))
     shape, c, a = c.shape, c.ravel(), a.ravel()
     log_fact = _log_factorials(int(c.max()))
-    lo, hi = _poisson_window(c, a)
-    k = lo[:, None] + np.arange(int((hi - lo).max()) + 1)
-    log_a = np.log(a)[:, None]
-    terms = np.where(k <= hi[:, None], k * log_a - log_fact[np.minimum(k, c[:, None])], -np.inf)
-    top = terms.max(axis=1)
-    log_sum = top + np.log(np.exp(terms - top[:, None]).sum(axis=1))
-    return np.exp(c * log_a[:, 0] - log_fact[c] - log_sum).reshape(shape)
+    log_a = np.log(a)
+    log_sum = a.copy()
+    near = np.flatnonzero(c <= a + 10.0 * np.sqrt(a) + 30.0)
+    if near.size:
+        cn, log_an = c[near], log_a[near, None]
+        lo, hi = _poisson_window(cn, a[near])
+        k = lo[:, None] + np.arange(int((hi - lo).max()) + 1)
+        terms = np.where(k <= hi[:, None], k * log_an - log_fact[np.minimum(k, cn[:, None])], -np.inf)
+        top = terms.max(axis=1)
+        log_sum[near] = top + np.log(np.exp(terms - top[:, None]).sum(axis=1))
+    return np.exp(c * log_a - log_fact[c] - log_sum).reshape(shape)
 
 
 def _erlang_b_array(c: np.ndarray, a: np.ndarray) -> np.ndarray:
