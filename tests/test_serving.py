@@ -220,3 +220,24 @@ def test_preemption_point_lies_beyond_a_full_reservation_capacity():
                          output_tokens=2048)
     assert e.limited_by == "KV cache"
     assert e.max_requests_per_s < e.preemption_requests_per_s < 2.5 * e.max_requests_per_s
+
+
+def test_the_slo_search_finds_the_same_rates_however_its_halvings_are_grouped(monkeypatch):
+    # SEARCH_STAGES trades calls for rates per call; any grouping of the halvings must find the same
+    # SLO rate of every shape (the latencies rise with the rate), so the plans do not depend on it.
+    # Targets of 1 s TTFT and 50 ms TPOT at p95 bind within the grid for most shapes.
+    from aisize.serving import hardware, sizing
+
+    arch = models.resolve("llama-3.1-70b")
+    dev = hardware.device("h100-sxm", "fp8", "fp8")
+    shapes = tuple(sizing.candidate_shapes(arch, dev, scaleout_bytes_per_s=50e9))
+    args = (arch, "h100-sxm", "fp8", "fp8", 2000, 300, 1.0, 0.05, "p95", shapes, serving.ENGINES["trtllm"],
+            sizing._Key(serving.CALIBRATION), 0.5, 0.0)
+    found = {}
+    for stages in ((5,), (1, 1, 1, 1, 1), (3, 2), (2, 3)):
+        monkeypatch.setattr(sizing, "SEARCH_STAGES", stages)
+        found[stages] = sizing._slo_rates.__wrapped__(*args).slo_rate
+    assert (found[(5,)] > 0).sum() >= 2
+    for stages, rates in found.items():
+        # the same dyadic point of the step, to the rounding of how its offset is summed
+        np.testing.assert_allclose(rates, found[(5,)], rtol=1e-12, err_msg=f"SEARCH_STAGES={stages}")

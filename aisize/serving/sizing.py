@@ -35,9 +35,9 @@ from aisize.serving.shapes import ReplicaShape, ShapeGrid, attention_dp_choices,
 from aisize.serving.throughput import engine_limits, max_throughput
 
 RATE_GRID = 16  # per-replica rates tried per shape, geometric from 0.1 % to 99.5 % of capacity ...
-# ... then the step where the targets stop holding, resolved as 5 halvings would (to 2 % of the rate), in two
-# vectorized calls: 7 evenly spaced rates (3 halvings' worth), then 3 (2 more)
-SEARCH_STAGES = (3, 2)
+# ... then the step where the targets stop holding, resolved as 5 halvings would (to 2 % of the rate), in one
+# vectorized call of 31 evenly spaced rates (a call's cost is mostly per call, so one wide call beats (3, 2))
+SEARCH_STAGES = (5,)
 STATISTICS = ("p95", "mean")
 KNEE_FACTOR = 2.0  # the knee: where mean request latency doubles over its light-load value
 KNEE_POINTS = 48  # rates of the chosen shape's curve the knee is read from (1 % to 99 % of capacity)
@@ -245,7 +245,8 @@ def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens,
     hi = np.where(last == RATE_GRID - 1, lo, hi)
     # what sum(SEARCH_STAGES) halvings find (the latencies rise with the rate) in fewer calls: each stage tries
     # 2**bits - 1 evenly spaced rates inside the step and keeps the one after which the targets stop holding.
-    # A call's cost is mostly numpy's per-call overhead, but the M/G/c wait grows with the rates per call.
+    # One stage is cheapest now that the M/G/c wait no longer grows with the rates per call (Erlang B sums only
+    # the terms of loads near their servers); the loop keeps any split of the bits to the same rates.
     for bits in SEARCH_STAGES:
         steps = 2 ** bits
         inner = lo[:, None] + (hi - lo)[:, None] * (np.arange(1, steps) / steps)[None, :]
