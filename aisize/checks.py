@@ -25,7 +25,7 @@ def _as_numeric(name: str, value):
     kind = type(value)
     if kind is float or kind is int:  # the common cases first, without the abstract-class checks below
         return float(value)
-    if kind is np.ndarray and value.dtype.kind == "f" and value.size:
+    if kind is np.ndarray and value.dtype == np.float64 and value.size:  # already what asarray would give
         return value
     if isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, str):
         raise ValueError(f"{name}={value!r} is not allowed: must be a number")
@@ -94,7 +94,7 @@ def integer(name: str, value, *, low: int = 1, high: int = 10**12):
         if v.is_integer():
             return int(v)
         _fail(name, v, f"a whole number in [{low}, {high}]")
-    whole = v.astype(np.int64)  # exact: |v| <= high was checked
+    whole = v.astype(np.int64)  # |v| <= high was checked (only a seed bound, 2**63 - 1, reaches past int64)
     bad = whole != v
     if bad.any():
         _fail(name, _first_bad(v, bad), f"a whole number in [{low}, {high}]")

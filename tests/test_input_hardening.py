@@ -240,3 +240,31 @@ def test_storage_with_a_capacity_figure_counts_it_in_the_units():
     p = plan(sc.from_dict(d))
     assert not [f for f in p.findings if "publishes no capacity" in f.text]
     assert p.storage.units_by["capacity"] * 7.68e12 >= p.storage.capacity_bytes["raw_bytes"]
+
+
+def test_array_checks_take_the_fast_path_without_changing_what_they_accept_or_return():
+    # aisize.checks tests a float64 array by its min and max (NaN propagates through both); what
+    # it refuses, names and returns must be what the element-wise test gave
+    import numpy as np
+
+    from aisize import checks
+
+    ok = np.array([0.5, 2.0, 3.0])
+    assert checks.number("x", ok, low=0.0) is ok  # a float64 array passes through as given
+    as32 = checks.number("x", ok.astype(np.float32), low=0.0)
+    assert as32.dtype == np.float64  # other dtypes are still converted to float64
+    assert checks.number("x", np.array([1, 2]), low=0.0).dtype == np.float64
+    for bad, shown in ((np.array([1.0, np.nan]), "nan"), (np.array([1.0, np.inf]), "inf"),
+                       (np.array([2.0, -1.0]), "-1.0")):
+        with pytest.raises(ValueError, match=rf"x=np\.float64\({shown}\) is not allowed: must be a finite number"):
+            checks.number("x", bad, low=0.0)
+    with pytest.raises(ValueError, match=r"x=array\(-1\.\) is not allowed"):  # a 0-d array, shown as given
+        checks.number("x", np.asarray(-1.0), low=0.0)
+    with pytest.raises(ValueError, match=r"x=np\.float64\(0\.0\).*in \(0, 1\]"):
+        checks.fraction("x", np.array([0.5, 0.0]))
+    assert checks.fraction("x", np.array([0.0, 1.0]), allow_zero=True).tolist() == [0.0, 1.0]
+    whole = checks.integer("n", np.array([1.0, 8.0]))
+    assert whole.dtype == np.int64 and whole.tolist() == [1, 8]
+    assert checks.integer("n", np.asarray(3.0)) == 3 and type(checks.integer("n", np.asarray(3.0))) is int
+    with pytest.raises(ValueError, match=r"n=np\.float64\(2\.5\) is not allowed: must be a whole number"):
+        checks.integer("n", np.array([1.0, 2.5]))
