@@ -222,22 +222,33 @@ def test_preemption_point_lies_beyond_a_full_reservation_capacity():
     assert e.max_requests_per_s < e.preemption_requests_per_s < 2.5 * e.max_requests_per_s
 
 
-def test_the_slo_search_finds_the_same_rates_however_its_halvings_are_grouped(monkeypatch):
-    # SEARCH_STAGES trades calls for rates per call; any grouping of the halvings must find the same
-    # SLO rate of every shape (the latencies rise with the rate), so the plans do not depend on it.
-    # Targets of 1 s TTFT and 50 ms TPOT at p95 bind within the grid for most shapes.
+def test_the_one_call_slo_search_finds_what_bisection_finds():
+    # the SLO search tries 2**SEARCH_BITS - 1 rates of the grid step at once; it must find the rate that
+    # SEARCH_BITS halvings of that step find (the reference algorithm, written out here), for every shape.
+    # Targets of 1 s TTFT and 50 ms TPOT at p95 bind inside the grid for most shapes.
     from aisize.serving import hardware, sizing
 
     arch = models.resolve("llama-3.1-70b")
     dev = hardware.device("h100-sxm", "fp8", "fp8")
     shapes = tuple(sizing.candidate_shapes(arch, dev, scaleout_bytes_per_s=50e9))
-    args = (arch, "h100-sxm", "fp8", "fp8", 2000, 300, 1.0, 0.05, "p95", shapes, serving.ENGINES["trtllm"],
-            sizing._Key(serving.CALIBRATION), 0.5, 0.0)
-    found = {}
-    for stages in ((5,), (1, 1, 1, 1, 1), (3, 2), (2, 3)):
-        monkeypatch.setattr(sizing, "SEARCH_STAGES", stages)
-        found[stages] = sizing._slo_rates.__wrapped__(*args).slo_rate
-    assert (found[(5,)] > 0).sum() >= 2
-    for stages, rates in found.items():
-        # the same dyadic point of the step, to the rounding of how its offset is summed
-        np.testing.assert_allclose(rates, found[(5,)], rtol=1e-12, err_msg=f"SEARCH_STAGES={stages}")
+    service = (arch, "h100-sxm", "fp8", "fp8", 2000, 300)
+    rest = (shapes, serving.ENGINES["trtllm"], sizing._Key(serving.CALIBRATION), 0.5, 0.0)
+    found = sizing._slo_rates.__wrapped__(*service, 1.0, 0.05, "p95", *rest).slo_rate
+
+    g = sizing._shape_grid(*service, "p95", *rest)
+
+    def met(ttft, tpot, stable):
+        return stable & (ttft <= 1.0) & (tpot <= 0.05)
+
+    rows = np.arange(len(shapes))
+    ok = met(g.ttft, g.tpot, g.stable)
+    assert ok.any(axis=1).sum() >= 2 and not ok.all()
+    last = np.array([np.flatnonzero(r)[-1] if r.any() else -1 for r in ok])
+    lo = np.where(last >= 0, g.lam_grid[rows, np.maximum(last, 0)], 0.0)
+    hi = np.where(last == sizing.RATE_GRID - 1, lo, g.lam_grid[rows, np.minimum(last + 1, sizing.RATE_GRID - 1)])
+    for _ in range(sizing.SEARCH_BITS):
+        mid = 0.5 * (lo + hi)
+        good = met(*g.at(mid[:, None]))[:, 0]
+        lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
+    # the same dyadic point of the step, to the rounding of how its offset is summed
+    np.testing.assert_allclose(found, np.where(last >= 0, lo, 0.0), rtol=1e-12)

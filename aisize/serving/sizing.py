@@ -35,9 +35,10 @@ from aisize.serving.shapes import ReplicaShape, ShapeGrid, attention_dp_choices,
 from aisize.serving.throughput import engine_limits, max_throughput
 
 RATE_GRID = 16  # per-replica rates tried per shape, geometric from 0.1 % to 99.5 % of capacity ...
-# ... then the step where the targets stop holding, resolved as 5 halvings would (to 2 % of the rate), in one
-# vectorized call of 31 evenly spaced rates (a call's cost is mostly per call, so one wide call beats (3, 2))
-SEARCH_STAGES = (5,)
+# ... then the step where the targets stop holding, resolved as 5 halvings would (to 2 % of the rate) in one
+# call of 31 rates: a call's cost is mostly per call, not per rate (since Erlang B sums only the terms of loads
+# near their servers)
+SEARCH_BITS = 5
 STATISTICS = ("p95", "mean")
 KNEE_FACTOR = 2.0  # the knee: where mean request latency doubles over its light-load value
 KNEE_POINTS = 48  # rates of the chosen shape's curve the knee is read from (1 % to 99 % of capacity)
@@ -243,18 +244,13 @@ def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens,
     lo = np.where(last >= 0, np.take_along_axis(lam_grid, np.maximum(last, 0)[:, None], axis=1)[:, 0], 0.0)
     hi = np.take_along_axis(lam_grid, np.minimum(last + 1, RATE_GRID - 1)[:, None], axis=1)[:, 0]
     hi = np.where(last == RATE_GRID - 1, lo, hi)
-    # what sum(SEARCH_STAGES) halvings find (the latencies rise with the rate) in fewer calls: each stage tries
-    # 2**bits - 1 evenly spaced rates inside the step and keeps the one after which the targets stop holding.
-    # One stage is cheapest now that the M/G/c wait no longer grows with the rates per call (Erlang B sums only
-    # the terms of loads near their servers); the loop keeps any split of the bits to the same rates.
-    for bits in SEARCH_STAGES:
-        steps = 2 ** bits
-        inner = lo[:, None] + (hi - lo)[:, None] * (np.arange(1, steps) / steps)[None, :]
-        good = met(*g.at(inner)) & (last >= 0)[:, None]
-        n_good = np.where(good.any(axis=1), steps - 1 - np.argmax(good[:, ::-1], axis=1), 0)
-        edges = np.concatenate((lo[:, None], inner, hi[:, None]), axis=1)
-        lo = np.take_along_axis(edges, n_good[:, None], axis=1)[:, 0]
-        hi = np.take_along_axis(edges, n_good[:, None] + 1, axis=1)[:, 0]
+    # what SEARCH_BITS halvings of the step find (the latencies rise with the rate), in one vectorized call: the
+    # 2**SEARCH_BITS - 1 evenly spaced rates inside the step, keeping the last at which the targets hold
+    steps = 2 ** SEARCH_BITS
+    inner = lo[:, None] + (hi - lo)[:, None] * (np.arange(1, steps) / steps)[None, :]
+    good = met(*g.at(inner)) & (last >= 0)[:, None]
+    held = np.where(good.any(axis=1), steps - 1 - np.argmax(good[:, ::-1], axis=1), 0)  # 0: none of them
+    lo = np.take_along_axis(np.concatenate((lo[:, None], inner), axis=1), held[:, None], axis=1)[:, 0]
     slo_rate = np.where(last >= 0, lo, 0.0)
     return _ShapeRates(g.fitting, g.gpus, slo_rate, g.ttft[:, 0], best_ttft, best_tpot, g.knee)
 
