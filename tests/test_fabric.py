@@ -53,6 +53,25 @@ def test_single_switch_and_vectorized():
     np.testing.assert_array_equal(tree.tiers, [1, 2, 3])
 
 
+def test_one_switch_is_where_a_tree_has_a_single_leaf():
+    # the rule scale-out collectives read (aisize.training.comm.scaleout_rate): past one switch a
+    # group spans leaves, and the leaves' down:up ratio slows what crosses the spines
+    ends = np.arange(1, 300)
+    for oversubscription in (1.0, 2.0, 3.0):
+        tree = fabric.fat_tree(ends, QM9700_RADIX, oversubscription=oversubscription)
+        np.testing.assert_array_equal(fabric.one_switch(ends, QM9700_RADIX), tree.leaves == 1)
+    assert not fabric.one_switch(40, 64, rails=8)  # a rail-optimized fabric has a leaf per rail
+
+
+def test_scaleout_rate_halves_past_one_switch_at_two_to_one():
+    from aisize.training.comm import Links, scaleout_rate
+
+    links = Links(scaleup_bytes_per_s=450e9, scaleout_bytes_per_s=50e9, scaleup_domain=8, oversubscription=2.0)
+    np.testing.assert_array_equal(scaleout_rate(np.array([1, 64, 65, 4096]), links), [50e9, 50e9, 25e9, 25e9])
+    flat = Links(scaleup_bytes_per_s=450e9, scaleout_bytes_per_s=50e9, scaleup_domain=8)
+    np.testing.assert_array_equal(scaleout_rate(np.array([1, 4096]), flat), [50e9, 50e9])
+
+
 def test_nics_rail_optimized_and_shared():
     rail = fabric.compute_nics(8, NDR_BYTES_PER_S)
     assert (rail.nics_per_server, rail.rails, rail.per_gpu_bytes_per_s) == (8, 8, 50e9)

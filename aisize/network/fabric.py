@@ -92,6 +92,12 @@ class FatTree:
     max_endpoints_two_tier: float
 
 
+def one_switch(endpoints, radix, rails=1):
+    """Whether ``endpoints`` ports of ``rails`` rails fit a single switch of ``radix`` ports (no leaf-spine
+    tier, so no leaf oversubscription on their paths) [bool, vectorized]."""
+    return (np.asarray(endpoints) <= radix) & (np.asarray(rails) == 1)
+
+
 def fat_tree(endpoints, radix, *, oversubscription=1.0, rails=1) -> FatTree:
     """Leaf/spine(/core) switches for ``endpoints`` ports at a switch radix.
 
@@ -128,7 +134,7 @@ def fat_tree(endpoints, radix, *, oversubscription=1.0, rails=1) -> FatTree:
     if np.any(e > max_three):
         raise ValueError(f"endpoints={endpoints!r} is not allowed: more than a three-tier fat tree "
                          f"of radix {radix} holds at oversubscription {oversubscription}")
-    single = (e <= k) & (r == 1)
+    single = one_switch(e, k, r)
     three = leaves > k
     spines_two = np.ceil(leaves * up / k)
     pods = np.ceil(leaves / half)

@@ -27,7 +27,7 @@ import numpy as np
 
 from aisize.network import domain_share
 from aisize.network.collectives import DEFAULT_EFFICIENCY, transfer_seconds, two_tier_collective_seconds
-from aisize.network.fabric import fat_tree
+from aisize.network.fabric import one_switch
 
 SCALEUP_LATENCY_SECONDS = 1e-6  # NVLink step, as aisize.network.collectives assumes
 SCALEOUT_LATENCY_SECONDS = 5e-6  # network hop, as aisize.network.collectives assumes
@@ -56,10 +56,8 @@ def scaleout_rate(domains, links: Links):
     rate = links.scaleout_bytes_per_s
     if links.oversubscription <= 1.0:
         return rate * np.ones(np.shape(domains))
-    d = np.asarray(domains, dtype=float)
-    tree = fat_tree(np.maximum(d, 1.0), links.switch_radix, oversubscription=links.oversubscription)
-    leaves = np.asarray(tree.leaves, dtype=float)
-    return np.where(leaves > 1.0, rate / links.oversubscription, rate)
+    # past one switch the group spans leaves, and a fat tree's leaves are what the ratio oversubscribes
+    return np.where(one_switch(domains, links.switch_radix), rate, rate / links.oversubscription)
 
 
 def collective_seconds(op: str, payload_bytes, n, stride, links: Links):
