@@ -75,7 +75,11 @@ def test_hierarchy_beats_flat_ring_over_the_slow_link():
     (lambda: c.collective_seconds("all-reduce", 1e9, 4, 0.0), "bandwidth_bytes_per_s"),
     (lambda: c.collective_seconds("all-reduce", 1e9, 4, 1e9, efficiency=1.2), "efficiency"),
     (lambda: c.collective_seconds("all-reduce", 1e9, 4, 1e9, algorithm="mesh"), "algorithm"),
+    (lambda: c.collective_seconds("all-reduce", 1e9, 4, 1e9, latency_seconds=-1e-6), "latency_seconds"),
+    (lambda: c.collective_seconds("all-reduce", 1e9, 2.5, 1e9), "n"),
     (lambda: c.two_tier_collective_seconds("all-reduce", 1e9, 0, 2, 1e9, 1e9), "n_inner"),
+    (lambda: c.two_tier_collective_seconds("all-to-all", 1e9, 8, 2, 1e9, 0.0), "outer_bytes_per_s"),
+    (lambda: c.two_tier_collective_seconds("all-gather", 1e9, 8, 2, 1e9, 1e9, efficiency=0.0), "efficiency"),
     (lambda: c.bus_bandwidth("all-reduce", -5.0, 4), "algorithm_bytes_per_s"),
 ])
 def test_bad_input(call, name):

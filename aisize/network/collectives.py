@@ -51,7 +51,10 @@ def traffic_factor(op: str, n):
     .. [1] nccl-tests ``doc/PERFORMANCE.md`` (bus bandwidth factors).
     """
     checks.choice("op", op, OPS)
-    n = checks.integer("n", n, high=10**7)
+    return _traffic(op, checks.integer("n", n, high=10**7))
+
+
+def _traffic(op, n):
     share = (n - 1) / n
     if op == "all-reduce":
         return 2.0 * share
@@ -73,7 +76,10 @@ def steps(op: str, n, algorithm: str = "ring"):
     """
     checks.choice("op", op, OPS)
     checks.choice("algorithm", algorithm, ALGORITHMS)
-    n = checks.integer("n", n, high=10**7)
+    return _steps(op, checks.integer("n", n, high=10**7), algorithm)
+
+
+def _steps(op, n, algorithm):
     if algorithm == "tree" and op != "all-to-all":
         depth = np.ceil(np.log2(n))
         return 2.0 * depth if op == "all-reduce" else depth
@@ -105,7 +111,17 @@ def transfer_seconds(payload_bytes, bandwidth_bytes_per_s, *, latency_seconds=0.
     alpha = checks.non_negative("latency_seconds", latency_seconds)
     eff = checks.fraction("efficiency", efficiency)
     k = checks.non_negative("messages", messages)
-    return k * alpha + payload / (bandwidth * eff)
+    return _transfer(payload, bandwidth, alpha, eff, k)
+
+
+# The unchecked cores below take inputs their public function has checked: a hierarchical collective
+# runs several ring collectives and transfers, and training evaluates thousands of layouts a move.
+def _transfer(payload, bandwidth, alpha, eff, messages):
+    return messages * alpha + payload / (bandwidth * eff)
+
+
+def _collective(op, payload, n, bandwidth, alpha, eff, algorithm="ring"):
+    return _transfer(_traffic(op, n) * payload, bandwidth, alpha, eff, _steps(op, n, algorithm))
 
 
 def collective_seconds(op: str, payload_bytes, n, bandwidth_bytes_per_s, *,
@@ -132,9 +148,14 @@ def collective_seconds(op: str, payload_bytes, n, bandwidth_bytes_per_s, *,
     ----------
     .. [1] Thakur et al. 2005; [2] Patarasuk & Yuan 2009; [3] nccl-tests PERFORMANCE.md.
     """
-    moved = traffic_factor(op, n) * checks.non_negative("payload_bytes", payload_bytes)
-    return transfer_seconds(moved, bandwidth_bytes_per_s, latency_seconds=latency_seconds,
-                            efficiency=efficiency, messages=steps(op, n, algorithm))
+    checks.choice("op", op, OPS)
+    n = checks.integer("n", n, high=10**7)
+    payload = checks.non_negative("payload_bytes", payload_bytes)
+    bandwidth = checks.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    alpha = checks.non_negative("latency_seconds", latency_seconds)
+    eff = checks.fraction("efficiency", efficiency)
+    checks.choice("algorithm", algorithm, ALGORITHMS)
+    return _collective(op, payload, n, bandwidth, alpha, eff, algorithm)
 
 
 def two_tier_collective_seconds(op: str, payload_bytes, n_inner, n_outer,
@@ -175,20 +196,17 @@ def two_tier_collective_seconds(op: str, payload_bytes, n_inner, n_outer,
     s = checks.non_negative("payload_bytes", payload_bytes)
     ni = checks.integer("n_inner", n_inner, high=10**5)
     no = checks.integer("n_outer", n_outer, high=10**7)
-    # checked here so a bad rate is named as the caller gave it, not as the inner call's parameter
-    inner_bytes_per_s = checks.positive("inner_bytes_per_s", inner_bytes_per_s)
-    outer_bytes_per_s = checks.positive("outer_bytes_per_s", outer_bytes_per_s)
-    inner_latency_seconds = checks.non_negative("inner_latency_seconds", inner_latency_seconds)
-    outer_latency_seconds = checks.non_negative("outer_latency_seconds", outer_latency_seconds)
-    efficiency = checks.fraction("efficiency", efficiency)
+    inner_bw = checks.positive("inner_bytes_per_s", inner_bytes_per_s)
+    outer_bw = checks.positive("outer_bytes_per_s", outer_bytes_per_s)
+    inner_alpha = checks.non_negative("inner_latency_seconds", inner_latency_seconds)
+    outer_alpha = checks.non_negative("outer_latency_seconds", outer_latency_seconds)
+    eff = checks.fraction("efficiency", efficiency)
 
     def inner(kind, size):
-        return collective_seconds(kind, size, ni, inner_bytes_per_s,
-                                  latency_seconds=inner_latency_seconds, efficiency=efficiency)
+        return _collective(kind, size, ni, inner_bw, inner_alpha, eff)
 
     def outer(kind, size):
-        return collective_seconds(kind, size, no, outer_bytes_per_s,
-                                  latency_seconds=outer_latency_seconds, efficiency=efficiency)
+        return _collective(kind, size, no, outer_bw, outer_alpha, eff)
 
     if op == "all-reduce":
         return inner("reduce-scatter", s) + outer("all-reduce", s / ni) + inner("all-gather", s)
@@ -197,10 +215,8 @@ def two_tier_collective_seconds(op: str, payload_bytes, n_inner, n_outer,
     if op == "broadcast":
         return outer("broadcast", s) + inner("broadcast", s)
     n = ni * no
-    inside = transfer_seconds(s * (ni - 1) / n, inner_bytes_per_s, efficiency=efficiency,
-                              latency_seconds=inner_latency_seconds, messages=ni - 1)
-    across = transfer_seconds(s * (n - ni) / n, outer_bytes_per_s, efficiency=efficiency,
-                              latency_seconds=outer_latency_seconds, messages=n - ni)
+    inside = _transfer(s * (ni - 1) / n, inner_bw, inner_alpha, eff, ni - 1)
+    across = _transfer(s * (n - ni) / n, outer_bw, outer_alpha, eff, n - ni)
     return np.maximum(inside, across)
 
 
