@@ -74,6 +74,8 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots):
     ``tokens_per_s`` is λ·O; ``iteration_seconds(B)`` the mean iteration at concurrency B.
     The root of ``h(B) = λ·O·T(B) - B`` on (0, slots] by the Illinois variant of regula falsi
     (h falls as B grows until the replica saturates; it returns ``slots`` when h(slots) >= 0).
+    The array it returns is the last one it passed to ``iteration_seconds``, so a caller may keep
+    that evaluation instead of repeating it.
     """
     rate = np.asarray(tokens_per_s, dtype=float)
     shape = np.broadcast(rate, slots).shape
@@ -125,12 +127,18 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     stable = util < 1.0
     lam_s = np.where(stable, lam, 0.5 * cap)  # evaluate unstable points somewhere finite, then mark them
 
+    last = []  # (concurrency, state) of the last evaluation: the root finder ends on the root it returns
+
     def state_at(concurrency):
-        return steady_state(costs, rates, calib, concurrency=np.maximum(concurrency, 1e-9),
-                            input_tokens=input_tokens, output_tokens=output_tokens, max_num_tokens=max_num_tokens,
-                            chunked_prefill=chunked_prefill, shape=shape, arrivals="poisson", launch=launch,
-                            speculation=speculation, cached_tokens=cached_tokens,
-                            decode_context_tokens=decode_context_tokens)
+        if last and last[0] is concurrency:
+            return last[1]
+        st = steady_state(costs, rates, calib, concurrency=np.maximum(concurrency, 1e-9),
+                          input_tokens=input_tokens, output_tokens=output_tokens, max_num_tokens=max_num_tokens,
+                          chunked_prefill=chunked_prefill, shape=shape, arrivals="poisson", launch=launch,
+                          speculation=speculation, cached_tokens=cached_tokens,
+                          decode_context_tokens=decode_context_tokens)
+        last[:] = [concurrency, st]
+        return st
 
     tau = 1.0 if speculation is None else speculation.acceptance_length
     steps = 1.0 + (o - 1.0) / tau  # iterations of a request's life
