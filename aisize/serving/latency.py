@@ -47,7 +47,9 @@ from aisize.serving.prefix import prefill_work
 from aisize.serving.steady import steady_state
 
 Z95 = 1.6448536269514722  # standard normal 95th percentile
-_ITERATIONS = 8  # Illinois steps for Little's-law concurrency (converges to < 0.1 %)
+_SCAN = 2.0 ** -np.arange(23, -1, -1)  # where h is evaluated first, as shares of the slots (ascending)
+_MAX_ITERATIONS = 24  # steps within that bracket, at most (a call settles in about 6)
+_TOLERANCE = 1e-12  # relative step below which a point has settled
 
 
 @dataclass(frozen=True)
@@ -71,27 +73,46 @@ class LoadedState:
 def littles_law_concurrency(tokens_per_s, iteration_seconds, slots):
     """Requests in flight B with ``B = λ·O·T(B)`` (Little's law), at most ``slots`` (vectorized).
 
-    ``tokens_per_s`` is λ·O; ``iteration_seconds(B)`` the mean iteration at concurrency B.
-    The root of ``h(B) = λ·O·T(B) - B`` on (0, slots] by the Illinois variant of regula falsi
-    (h falls as B grows until the replica saturates; it returns ``slots`` when h(slots) >= 0).
-    The array it returns is the last one it passed to ``iteration_seconds``, so a caller may keep
-    that evaluation instead of repeating it.
+    ``tokens_per_s`` is λ·O; ``iteration_seconds(B)`` the mean iteration at concurrency B (it must
+    accept B with a leading axis of its own). The root of ``h(B) = λ·O·T(B) - B`` on (0, slots]; it
+    returns ``slots`` where h(slots) >= 0 (the replica saturates). h falls as B grows, but not
+    everywhere: the iteration time steps up where a grouped GEMM's tile or a CUDA-graph size fills,
+    so h may cross zero more than once. The lowest crossing is the one a replica filling from empty
+    settles at (B -> λ·O·T(B) rises to it), so one call first evaluates h at 0 and at slots / 2^k
+    (k = 23 ... 0) and keeps the first bracket where h turns negative. Then each step takes the secant
+    through the last two points evaluated where it falls inside the bracket, else the bracket's Illinois
+    point (regula falsi alone crawled for dozens of steps where h is nearly flat beyond the root, near
+    saturation), until every point has settled. The array it returns is the last one it passed to
+    ``iteration_seconds``, so a caller may keep that evaluation instead of repeating it.
     """
     rate = np.asarray(tokens_per_s, dtype=float)
     shape = np.broadcast(rate, slots).shape
-    lo, hi = np.full(shape, 1e-9), np.broadcast_to(np.maximum(slots, 1e-9), shape).astype(float)
-    h_lo = rate * iteration_seconds(lo) - lo
-    h_hi = rate * iteration_seconds(hi) - hi
+    top = np.broadcast_to(np.maximum(slots, 1e-9), shape).astype(float)
+    points = np.concatenate([np.full((1,) + shape, 1e-9), top * _SCAN.reshape((-1,) + (1,) * len(shape))])
+    h = rate * iteration_seconds(points) - points
+    below = h < 0
+    # the first point where h < 0 (ascending), and the one before it; the top where h never falls below 0
+    k = np.where(below.any(axis=0), np.argmax(below, axis=0), len(points) - 1)[None]
+    hi, h_hi = np.take_along_axis(points, k, 0)[0], np.take_along_axis(h, k, 0)[0]
+    before = np.maximum(k - 1, 0)
+    lo, h_lo = np.take_along_axis(points, before, 0)[0], np.take_along_axis(h, before, 0)[0]
+    # the secant of the last two points lands on a kink from its flat side at once
     side = np.zeros(shape)
-    b = hi.copy()
-    for _ in range(_ITERATIONS):
+    p, h_p, b, h_b = lo, h_lo, hi, h_hi
+    for _ in range(_MAX_ITERATIONS):
         with np.errstate(invalid="ignore", divide="ignore"):
-            b = np.where(h_hi >= 0, hi, (lo * h_hi - hi * h_lo) / (h_hi - h_lo))
-        b = np.clip(np.nan_to_num(b, nan=1e-9), lo, hi)
-        hb = rate * iteration_seconds(b) - b
-        right = hb < 0  # the root is at or below b
-        hi, h_hi = np.where(right, b, hi), np.where(right, hb, h_hi)
-        lo, h_lo = np.where(right, lo, b), np.where(right, h_lo, hb)
+            secant = b - h_b * (b - p) / (h_b - h_p)
+            falsi = (lo * h_hi - hi * h_lo) / (h_hi - h_lo)
+        inside = (secant > lo) & (secant < hi)
+        x = np.where(h_hi >= 0, hi, np.where(inside, secant, falsi))
+        x = np.clip(np.nan_to_num(x, nan=1e-9), lo, hi)
+        h_x = rate * iteration_seconds(x) - x
+        if np.all(np.abs(x - b) <= _TOLERANCE * x):  # every point settled: x is the root to rounding
+            return x
+        p, h_p, b, h_b = b, h_b, x, h_x
+        right = h_x < 0  # the root is at or below x
+        hi, h_hi = np.where(right, x, hi), np.where(right, h_x, h_hi)
+        lo, h_lo = np.where(right, lo, x), np.where(right, h_lo, h_x)
         h_lo = np.where(right & (side == -1), h_lo / 2, h_lo)  # Illinois: halve the stale end
         h_hi = np.where(~right & (side == 1), h_hi / 2, h_hi)
         side = np.where(right, -1, 1)
