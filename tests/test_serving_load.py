@@ -194,6 +194,29 @@ def test_disaggregated_pools_as_deployed():
     assert rate.tpot_s == pytest.approx(low.tpot_s, rel=0.05)
 
 
+def test_sglang_splits_its_limits_among_attention_dp_ranks():
+    # SGLang's chunked_prefill_size and max_running_requests are the replica's: with DP attention each of
+    # the dp ranks gets value // dp (server_args.py, scheduler.py); TensorRT-LLM's are each rank's
+    sglang = serving.ENGINES["sglang"]
+    assert sglang.limits_shared_by_dp and not serving.ENGINES["trtllm"].limits_shared_by_dp
+    assert sglang.rank_limit(16384, 8) == 2048 and sglang.rank_limit(512, 8) == 64
+    assert serving.ENGINES["trtllm"].rank_limit(8192, 8) == 8192
+    per_rank = sglang.with_(limits_shared_by_dp=False)
+    pools = dict(prefill=dict(replicas=1, tensor_parallel=8, expert_parallel=8, attention_dp=8),
+                 decode=dict(replicas=1, tensor_parallel=8, expert_parallel=8, attention_dp=8))
+    kw = dict(weight_precision="fp8", kv_precision="fp8", input_tokens=922, output_tokens=922, concurrency=512)
+    shared = serving.estimate_disaggregated("deepseek-r1", "b200", engine=sglang, max_num_tokens=16384,
+                                            max_batch_size=512, **pools, **kw)
+    split = serving.estimate_disaggregated("deepseek-r1", "b200", engine=per_rank, max_num_tokens=2048,
+                                           max_batch_size=64, **pools, **kw)
+    assert shared.decode_slots == split.decode_slots == 512  # 64 a rank, not 512
+    assert shared.prefill_seconds == split.prefill_seconds and shared.tpot_s == split.tpot_s
+    # aggregated: the budget each rank schedules
+    agg = dict(DSR1, engine="sglang", concurrency=64, expert_parallel=8)
+    assert serving.estimate("deepseek-r1", "b200", attention_dp=8, **agg).max_num_tokens == 2048
+    assert serving.estimate("deepseek-r1", "b200", attention_dp=1, **agg).max_num_tokens == 16384
+
+
 @pytest.mark.parametrize("kw,match", [
     (dict(concurrency=8, requests_per_s=1.0), "exactly one"), (dict(), "exactly one"),
     (dict(concurrency=8, prefill=dict(replicas=1)), "tensor_parallel"),

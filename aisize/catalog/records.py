@@ -245,6 +245,7 @@ class ServingEngine:
     runtime_reserve_bytes: float  # CUDA context, NCCL buffers, CUDA graphs
     source: str
     note: str | None
+    limits_shared_by_dp: bool = False  # batch and token limits are the replica's, split among its attention-DP ranks
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,7 @@ class Engine:
     overlap_scheduler: bool = True  # the host prepares the next iteration while the GPU runs this one
     overlap_with_speculation: bool = True  # ... and still does while it speculates (SGLang: not without spec v2)
     kv_fraction_of_total: bool = False  # the share bounds weights + runtime + KV together (vLLM, SGLang)
+    limits_shared_by_dp: bool = False  # the batch and token limits are the replica's, split among its DP ranks
     version: str = ""
     source: str = ""
 
@@ -88,6 +89,14 @@ class Engine:
         if speculation is None or self.overlap_with_speculation or not self.overlap_scheduler:
             return self
         return replace(self, overlap_scheduler=False)
+
+    def rank_limit(self, value, attention_dp):
+        """A batch or token limit as one attention-DP rank schedules it: SGLang's flags are the replica's and
+        each rank gets ``value // attention_dp`` (server_args.py divides ``chunked_prefill_size`` and
+        max_running_requests by ``dp_size`` under ``--enable-dp-attention``); other engines' are per rank."""
+        if value is None or not self.limits_shared_by_dp:
+            return value
+        return np.maximum(np.floor(np.asarray(value, dtype=float) / np.asarray(attention_dp, dtype=float)), 1.0)
 
     def launch(self, max_batch_size=None) -> "Launch":
         """How this engine launches iterations (CUDA graphs, host overlap) under a batch limit."""
@@ -128,7 +137,8 @@ def engine(key: str) -> Engine:
                   cuda_graph_mixed_tokens=r.cuda_graph_mixed_tokens, overlap_scheduler=r.overlap_scheduler,
                   overlap_with_speculation=(r.overlap_scheduler if r.overlap_with_speculation is None
                                             else r.overlap_with_speculation),
-                  kv_fraction_of_total=r.kv_fraction_of_total, version=r.version, source=r.source)
+                  kv_fraction_of_total=r.kv_fraction_of_total, limits_shared_by_dp=r.limits_shared_by_dp,
+                  version=r.version, source=r.source)
 
 
 class _Engines(Mapping):

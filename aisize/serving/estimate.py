@@ -201,7 +201,9 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     attention_dp : attention data-parallel groups per stage (MoE); None picks the fastest
     expert_parallel : GPUs of a stage the routed experts spread over, each expert split over the
         rest (MoE); None picks the fastest
-    max_batch_size, max_num_tokens : engine limits; None: the engine's own (or its heuristic)
+    max_batch_size, max_num_tokens : engine limits per attention-DP rank; None: the engine's own (or its
+        heuristic). An engine whose flags are the replica's (SGLang: ``max_running_requests``,
+        ``chunked_prefill_size``) splits them among the attention-DP ranks, as it does itself
     length_cv : coefficient of variation of the lengths, for the admission queue
     stage_link_bytes_per_s : link between pipeline stages per GPU per direction [B/s];
         None: NVLink when the replica fits one scale-up domain, else the GPU's scale-out NIC

@@ -192,8 +192,10 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     engine : engine key or :class:`~aisize.serving.Engine` (both pools; None: TensorRT-LLM serve)
     speculative_method, speculative_tokens, acceptance_length, draft_model : speculative decoding in
         the decode pool (as for :func:`aisize.serving.estimate`)
-    max_num_tokens : prefill token budget per attention-DP rank (None: the engine's)
-    max_batch_size : decode batch limit per attention-DP rank (None: the engine's)
+    max_num_tokens : prefill token budget per attention-DP rank (None: the engine's); an engine whose flags
+        are the replica's (SGLang's ``chunked_prefill_size``) splits it among the pool's ranks
+    max_batch_size : decode batch limit per attention-DP rank (None: the engine's, else the KV pool's);
+        split among the ranks the same way (SGLang's ``max_running_requests``)
     kv_link_bytes_per_s : link rate per prefill GPU per direction that carries the KV cache [B/s];
         None: the scale-up link when both pools fit one scale-up domain, else the server's NICs
     calibration : fitted constants, a calibration file, or None (the default)
@@ -206,12 +208,13 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     calib = resolve_calibration(calibration)
     i = int(checks.scalar("input_tokens", checks.integer("input_tokens", input_tokens, high=MAX_TOKENS)))
     o = int(checks.scalar("output_tokens", checks.integer("output_tokens", output_tokens, high=MAX_TOKENS)))
-    p_pool, d_pool = pool("prefill", prefill, m), pool("decode", decode, m)
     dev, costs, rates, spec, eng = parts(m, accelerator, weight_precision, kv_precision, calib, eng,
                                          method=speculative_method, draft_tokens=speculative_tokens,
                                          acceptance_length=acceptance_length, draft_model=draft_model)
     budget = float(max_num_tokens if max_num_tokens is not None else (eng.max_num_tokens or 8192))
     budget = float(checks.scalar("max_num_tokens", checks.positive("max_num_tokens", budget, high=1e8)))
+    p_pool, d_pool = pool("prefill", prefill, m), pool("decode", decode, m)
+    budget = float(eng.rank_limit(budget, p_pool.attention_dp))
     p_shape, d_shape = p_pool.shape(), d_pool.shape()
     notes = []
     # prefill: q whole prompts per attention-DP rank per iteration (a longer prompt spans ceil(I / budget))
@@ -230,8 +233,12 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
                            pipeline_parallel=p_pool.pipeline_parallel)
     # decode: slots per replica from the batch limit (per rank) and the KV pool
     extra = 0.0 if spec is None else spec.draft_weights_bytes / d_pool.gpus_per_replica
-    mbs = max_batch_size if max_batch_size is not None else (eng.max_batch_size or 4096)
-    mbs = float(checks.scalar("max_batch_size", checks.positive("max_batch_size", mbs, high=1e7)))
+    mbs = max_batch_size if max_batch_size is not None else eng.max_batch_size
+    if mbs is None:
+        mbs = 4096.0  # no flag: the KV pool bounds the batch
+    else:
+        mbs = float(checks.scalar("max_batch_size", checks.positive("max_batch_size", mbs, high=1e7)))
+        mbs = float(eng.rank_limit(mbs, d_pool.attention_dp))
     d_mem = replica_memory(costs, eng, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=mbs,
                            gpus=d_pool.tensor_parallel, attention_dp=d_pool.attention_dp,
                            pipeline_parallel=d_pool.pipeline_parallel, extra_weights_bytes=extra)

@@ -55,10 +55,13 @@ class MaxThroughput:
 
 def engine_limits(costs, device, engine, *, input_tokens, output_tokens, shape, max_batch_size=None,
                   max_num_tokens=None) -> EngineLimits:
-    """The engine's limits: as given, else its own; trtllm-bench chooses missing ones by its heuristic for
-    this workload, other engines leave a missing batch limit to the KV pool."""
-    mbs = max_batch_size if max_batch_size is not None else engine.max_batch_size
-    mnt = max_num_tokens if max_num_tokens is not None else engine.max_num_tokens
+    """The engine's limits per attention-DP rank: as given, else its own; trtllm-bench chooses missing ones by
+    its heuristic for this workload, other engines leave a missing batch limit to the KV pool. An engine whose
+    flags are the replica's (SGLang) splits them among the shape's attention-DP ranks."""
+    mbs = engine.rank_limit(max_batch_size if max_batch_size is not None else engine.max_batch_size,
+                            shape.attention_dp)
+    mnt = engine.rank_limit(max_num_tokens if max_num_tokens is not None else engine.max_num_tokens,
+                            shape.attention_dp)
     if not engine.key.startswith("trtllm-bench"):
         mbs = UNLIMITED_BATCH if mbs is None else mbs
         mnt = DEFAULT_TOKENS if mnt is None else mnt
