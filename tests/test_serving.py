@@ -248,7 +248,7 @@ def test_the_one_call_slo_search_finds_what_bisection_finds():
     hi = np.where(last == sizing.RATE_GRID - 1, lo, g.lam_grid[rows, np.minimum(last + 1, sizing.RATE_GRID - 1)])
     for _ in range(sizing.SEARCH_BITS):
         mid = 0.5 * (lo + hi)
-        good = met(*g.at(mid[:, None]))[:, 0]
+        good = met(*g.at(mid[:, None])[:3])[:, 0]
         lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
     # the same dyadic point of the step, to the rounding of how its offset is summed
     np.testing.assert_allclose(found, np.where(last >= 0, lo, 0.0), rtol=1e-12)

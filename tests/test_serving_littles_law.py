@@ -69,3 +69,46 @@ def test_returns_its_last_evaluation():
 
     b = littles_law_concurrency(np.array([100.0, 5000.0]), t, 1024.0)
     assert seen[-1] is b
+
+
+def test_a_bracket_from_nearby_rates_finds_the_same_roots_without_the_scan():
+    # the SLO search refines between two grid rates it solved: their roots bracket every rate between
+    t0, s = 0.02, 1e-5
+    t = lambda x: t0 + s * np.asarray(x)  # noqa: E731
+    grid = np.array([1000.0, 2000.0])
+    b_grid = littles_law_concurrency(grid, t, 1e6)
+    rate = np.linspace(1000.0, 2000.0, 9)[1:-1]
+    calls = []
+
+    def counted(x):
+        calls.append(np.shape(x))
+        return t(x)
+
+    warm = littles_law_concurrency(rate, counted, 1e6, bracket=(b_grid[0], t(b_grid[0]), b_grid[1], t(b_grid[1])))
+    np.testing.assert_allclose(warm, rate * t0 / (1.0 - rate * s), rtol=1e-9)
+    assert all(c == rate.shape for c in calls)  # no scan: every evaluation is one point per rate
+    # a bracket whose top is the slots, where the replica saturates, answers the slots
+    b = littles_law_concurrency(np.array([1e6]), t, 256.0, bracket=(100.0, t(100.0), 256.0, t(256.0)))
+    assert b[0] == 256.0
+
+
+def test_loaded_state_near_a_solved_rate_matches_a_cold_solve():
+    from aisize import models
+    from aisize.serving import latency
+    from aisize.serving.calibration import CALIBRATION
+    from aisize.serving.costs import model_costs, weight_formats
+    from aisize.serving.hardware import device
+    from aisize.serving.iteration import achieved_rates
+    from aisize.serving.shapes import ReplicaShape
+
+    costs = model_costs(models.resolve("llama-3.1-70b"), weight_formats("fp8"), "fp8")
+    rates = achieved_rates(device("h100-sxm", "fp8", "fp8"), CALIBRATION)
+    kw = dict(capacity_requests_per_s=20.0, slots=256.0, input_tokens=2000, output_tokens=400,
+              max_num_tokens=8192, chunked_prefill=True, shape=ReplicaShape(4, 1, 1, None))
+    ends = latency.loaded_state(costs, rates, CALIBRATION, requests_per_s=np.array([4.0, 12.0]), **kw)
+    between = np.array([6.0, 9.0, 11.5])
+    cold = latency.loaded_state(costs, rates, CALIBRATION, requests_per_s=between, **kw)
+    t = ends.iteration_seconds
+    warm = latency.loaded_state(costs, rates, CALIBRATION, requests_per_s=between, near=(4.0, t[0], 12.0, t[1]), **kw)
+    np.testing.assert_allclose(warm.ttft_seconds, cold.ttft_seconds, rtol=1e-9)
+    np.testing.assert_allclose(warm.tpot_p95_seconds, cold.tpot_p95_seconds, rtol=1e-9)

@@ -70,7 +70,7 @@ class LoadedState:
     queue_seconds: object  # mean admission wait
 
 
-def littles_law_concurrency(tokens_per_s, iteration_seconds, slots):
+def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None):
     """Requests in flight B with ``B = λ·O·T(B)`` (Little's law), at most ``slots`` (vectorized).
 
     ``tokens_per_s`` is λ·O; ``iteration_seconds(B)`` the mean iteration at concurrency B (it must
@@ -84,18 +84,18 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots):
     point (regula falsi alone crawled for dozens of steps where h is nearly flat beyond the root, near
     saturation), until every point has settled. The array it returns is the last one it passed to
     ``iteration_seconds``, so a caller may keep that evaluation instead of repeating it.
+
+    ``bracket``, when given, is ``(low, T(low), high, T(high))``: concurrencies known to hold the root
+    between them (the roots of this solve at a lower and a higher rate), with their iteration times; the
+    scan is then skipped. ``high`` may be ``slots`` with h(slots) >= 0, where the answer is ``slots``.
     """
     rate = np.asarray(tokens_per_s, dtype=float)
     shape = np.broadcast(rate, slots).shape
-    top = np.broadcast_to(np.maximum(slots, 1e-9), shape).astype(float)
-    points = np.concatenate([np.full((1,) + shape, 1e-9), top * _SCAN.reshape((-1,) + (1,) * len(shape))])
-    h = rate * iteration_seconds(points) - points
-    below = h < 0
-    # the first point where h < 0 (ascending), and the one before it; the top where h never falls below 0
-    k = np.where(below.any(axis=0), np.argmax(below, axis=0), len(points) - 1)[None]
-    hi, h_hi = np.take_along_axis(points, k, 0)[0], np.take_along_axis(h, k, 0)[0]
-    before = np.maximum(k - 1, 0)
-    lo, h_lo = np.take_along_axis(points, before, 0)[0], np.take_along_axis(h, before, 0)[0]
+    if bracket is None:
+        lo, h_lo, hi, h_hi = _scan(rate, iteration_seconds, slots, shape)
+    else:
+        lo, t_lo, hi, t_hi = (np.broadcast_to(np.asarray(v, dtype=float), shape) for v in bracket)
+        h_lo, h_hi = rate * t_lo - lo, rate * t_hi - hi
     # the secant of the last two points lands on a kink from its flat side at once
     side = np.zeros(shape)
     p, h_p, b, h_b = lo, h_lo, hi, h_hi
@@ -119,9 +119,23 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots):
     return b
 
 
+def _scan(rate, iteration_seconds, slots, shape):
+    """The first bracket of h(B) = rate·T(B) - B on 1e-9 and slots / 2^k (k = 23 ... 0) where h turns
+    negative, as (low, h(low), high, h(high)); the top, h(slots) >= 0, where it never does."""
+    top = np.broadcast_to(np.maximum(slots, 1e-9), shape).astype(float)
+    points = np.concatenate([np.full((1,) + shape, 1e-9), top * _SCAN.reshape((-1,) + (1,) * len(shape))])
+    h = rate * iteration_seconds(points) - points
+    below = h < 0
+    k = np.where(below.any(axis=0), np.argmax(below, axis=0), len(points) - 1)[None]
+    before = np.maximum(k - 1, 0)
+    return (np.take_along_axis(points, before, 0)[0], np.take_along_axis(h, before, 0)[0],
+            np.take_along_axis(points, k, 0)[0], np.take_along_axis(h, k, 0)[0])
+
+
 def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s, slots, input_tokens,
                  output_tokens, max_num_tokens, chunked_prefill, shape, length_cv=0.0, launch=GRAPHED,
-                 speculation=None, cached_tokens=0.0, decode_context_tokens=None, prompt_cv=0.0) -> LoadedState:
+                 speculation=None, cached_tokens=0.0, decode_context_tokens=None, prompt_cv=0.0,
+                 near=None) -> LoadedState:
     """Mean and p95 latencies of a replica serving ``requests_per_s`` (Poisson).
 
     Parameters
@@ -140,6 +154,9 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
         :func:`~aisize.serving.steady.steady_state`
     prompt_cv : coefficient of variation of the prompt tokens computed: the spread of the prefill queue's
         service (Pollaczek-Khinchine: the wait grows with 1 + cv²) (:mod:`~aisize.serving.lengths`)
+    near : ``(rate_low, T_low, rate_high, T_high)``, the mean iterations (``iteration_seconds``) this
+        replica settles at for stable rates below and above each of ``requests_per_s``: their requests in
+        flight bracket each solve (a search refining between rates it evaluated), so none is scanned for
     """
     lam = np.asarray(requests_per_s, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
@@ -163,7 +180,11 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
 
     tau = 1.0 if speculation is None else speculation.acceptance_length
     steps = 1.0 + (o - 1.0) / tau  # iterations of a request's life
-    b = littles_law_concurrency(lam_s * steps, lambda x: state_at(x).iteration_seconds, slots)
+    bracket = None
+    if near is not None:  # Little's law at those rates: B = λ·steps·T, at most the slots
+        r_lo, t_lo, r_hi, t_hi = (np.asarray(v, dtype=float) for v in near)
+        bracket = (np.minimum(r_lo * steps * t_lo, slots), t_lo, np.minimum(r_hi * steps * t_hi, slots), t_hi)
+    b = littles_law_concurrency(lam_s * steps, lambda x: state_at(x).iteration_seconds, slots, bracket)
     st = state_at(b)
     mean, t0, t1, p = st.iteration_seconds, st.decode_iteration_seconds, st.prefill_iteration_seconds, st.prefill_share
     hold = (st.prefill_iterations + steps - 1.0) * mean  # a slot is held while prefilling and for its decode steps

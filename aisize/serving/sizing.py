@@ -162,11 +162,12 @@ class _ShapeGrid:
 
     fitting: list | None
     gpus: np.ndarray
-    at: object  # per-replica rates (shapes x rates) -> (TTFT statistic, TPOT statistic, stable)
+    at: object  # per-replica rates (shapes x rates), near -> (TTFT statistic, TPOT statistic, stable, mean iteration)
     lam_grid: np.ndarray  # shapes x RATE_GRID [requests/s]
     ttft: np.ndarray  # the statistic at lam_grid [s]
     tpot: np.ndarray
     stable: np.ndarray
+    iteration: np.ndarray  # the mean iteration at lam_grid [s]
     knee: object  # shape index -> knee of that shape [requests/s per replica] (memoised)
 
 
@@ -188,25 +189,26 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
             caps.append(cap)
     if not fitting:
         empty = np.zeros((0, RATE_GRID))
-        return _ShapeGrid(None, np.zeros(0), None, empty, empty, empty, empty.astype(bool), None)
+        return _ShapeGrid(None, np.zeros(0), None, empty, empty, empty, empty.astype(bool), empty, None)
     capacity = np.array([float(c.state.requests_per_s) for c in caps])
     slots = np.array([float(c.state.concurrency) for c in caps])
     budget = np.array([float(lim.max_num_tokens) * s.attention_dp * s.pipeline_parallel for s, lim in fitting])
     grid_shape = ShapeGrid.of([s for s, _ in fitting], dev.link_bytes_per_s)
 
-    def at(rates_per_s):
-        """(TTFT statistic, TPOT statistic, stable) of every shape (rows) at per-replica rates (columns)."""
+    def at(rates_per_s, near=None):
+        """(TTFT statistic, TPOT statistic, stable, mean iteration) of every shape (rows) at per-replica rates
+        (columns); ``near`` as for :func:`loaded_state`."""
         ls = loaded_state(costs, rates, calibration, requests_per_s=rates_per_s,
                           capacity_requests_per_s=capacity[:, None], slots=slots[:, None], input_tokens=input_tokens,
                           output_tokens=output_tokens, max_num_tokens=budget[:, None],
                           chunked_prefill=engine.chunked_prefill, shape=grid_shape, length_cv=length_cv,
-                          cached_tokens=cached_tokens)
+                          cached_tokens=cached_tokens, near=near)
         ttft = ls.ttft_p95_seconds if stat == "p95" else ls.ttft_seconds
         tpot = ls.tpot_p95_seconds if stat == "p95" else ls.tpot_seconds
-        return ttft, tpot, ls.stable
+        return ttft, tpot, ls.stable, ls.iteration_seconds
 
     lam_grid = capacity[:, None] * np.geomspace(1e-3, 0.995, RATE_GRID)[None, :]
-    ttft, tpot, stable = at(lam_grid)
+    ttft, tpot, stable, iteration = at(lam_grid)
 
     @lru_cache(maxsize=None)
     def shape_knee(k: int) -> float:
@@ -221,7 +223,7 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
         return knee(lam_k, mean)
 
     gpus = np.array([s.gpus for s, _ in fitting], dtype=float)
-    return _ShapeGrid(fitting, gpus, at, lam_grid, ttft, tpot, stable, shape_knee)
+    return _ShapeGrid(fitting, gpus, at, lam_grid, ttft, tpot, stable, iteration, shape_knee)
 
 
 @lru_cache(maxsize=128)
@@ -241,14 +243,17 @@ def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens,
     lam_grid, ok = g.lam_grid, met(g.ttft, g.tpot, g.stable)
     best_ttft, best_tpot = float(np.min(g.ttft[:, 0])), float(np.min(g.tpot[:, 0]))
     last = np.where(ok.any(axis=1), RATE_GRID - 1 - np.argmax(ok[:, ::-1], axis=1), -1)
-    lo = np.where(last >= 0, np.take_along_axis(lam_grid, np.maximum(last, 0)[:, None], axis=1)[:, 0], 0.0)
-    hi = np.take_along_axis(lam_grid, np.minimum(last + 1, RATE_GRID - 1)[:, None], axis=1)[:, 0]
-    hi = np.where(last == RATE_GRID - 1, lo, hi)
+    k_lo, k_hi = np.maximum(last, 0)[:, None], np.where(last == RATE_GRID - 1, last, last + 1)[:, None]
+    lo = np.where(last >= 0, np.take_along_axis(lam_grid, k_lo, axis=1)[:, 0], 0.0)
+    hi = np.take_along_axis(lam_grid, k_hi, axis=1)[:, 0]
     # what SEARCH_BITS halvings of the step find (the latencies rise with the rate), in one vectorized call: the
-    # 2**SEARCH_BITS - 1 evenly spaced rates inside the step, keeping the last at which the targets hold
+    # 2**SEARCH_BITS - 1 evenly spaced rates inside the step, keeping the last at which the targets hold; each
+    # solve starts from the grid's own between the step's ends
     steps = 2 ** SEARCH_BITS
     inner = lo[:, None] + (hi - lo)[:, None] * (np.arange(1, steps) / steps)[None, :]
-    good = met(*g.at(inner)) & (last >= 0)[:, None]
+    near = (lo[:, None], np.take_along_axis(g.iteration, k_lo, axis=1), hi[:, None],
+            np.take_along_axis(g.iteration, k_hi, axis=1))
+    good = met(*g.at(inner, near)[:3]) & (last >= 0)[:, None]
     held = np.where(good.any(axis=1), steps - 1 - np.argmax(good[:, ::-1], axis=1), 0)  # 0: none of them
     lo = np.take_along_axis(np.concatenate((lo[:, None], inner), axis=1), held[:, None], axis=1)[:, 0]
     slo_rate = np.where(last >= 0, lo, 0.0)
