@@ -215,10 +215,12 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
         # the knee on a fine linear grid of the chosen shape alone (the curve the app and report draw)
         sel = ShapeGrid.of([fitting[k][0]], dev.link_bytes_per_s)
         lam_k = capacity[k] * np.linspace(0.01, 0.99, KNEE_POINTS)
+        j = np.searchsorted(lam_grid[k], lam_k)  # the grid's rates either side (it spans 0.1 % to 99.5 %)
+        near = (lam_grid[k][j - 1], iteration[k][j - 1], lam_grid[k][j], iteration[k][j])
         lk = loaded_state(costs, rates, calibration, requests_per_s=lam_k[None, :],
                           capacity_requests_per_s=capacity[k], slots=slots[k], input_tokens=input_tokens,
                           output_tokens=output_tokens, max_num_tokens=budget[k], chunked_prefill=engine.chunked_prefill,
-                          shape=sel, length_cv=length_cv, cached_tokens=cached_tokens)
+                          shape=sel, length_cv=length_cv, cached_tokens=cached_tokens, near=near)
         mean = (lk.ttft_seconds + (output_tokens - 1) * lk.tpot_seconds)[0]
         return knee(lam_k, mean)
 
