@@ -32,7 +32,7 @@ from aisize.serving.hardware import device
 from aisize.serving.iteration import achieved_rates
 from aisize.serving.latency import loaded_state
 from aisize.serving.shapes import ReplicaShape, ShapeGrid, attention_dp_choices, check_shape
-from aisize.serving.throughput import engine_limits, max_throughput
+from aisize.serving.throughput import EngineLimits, engine_limits, max_throughput
 
 RATE_GRID = 16  # per-replica rates tried per shape, geometric from 0.1 % to 99.5 % of capacity ...
 # ... then the step where the targets stop holding, resolved as 5 halvings would (to 2 % of the rate) in one
@@ -179,19 +179,24 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
     dev = device(accelerator, weight_precision, kv_precision)
     costs = model_costs(model, weight_precision, kv_precision)
     rates = achieved_rates(dev, calibration)
-    fitting, caps = [], []
-    for s in shapes:
-        limits = engine_limits(costs, dev, engine, input_tokens=input_tokens, output_tokens=output_tokens, shape=s)
-        cap = max_throughput(costs, dev, rates, calibration, engine, limits, input_tokens=input_tokens,
-                             output_tokens=output_tokens, shape=s, cached_tokens=cached_tokens)
-        if bool(cap.memory.fits):
-            fitting.append((s, limits))
-            caps.append(cap)
-    if not fitting:
-        empty = np.zeros((0, RATE_GRID))
+    empty = np.zeros((0, RATE_GRID))
+    if not shapes:
         return _ShapeGrid(None, np.zeros(0), None, empty, empty, empty, empty.astype(bool), empty, None)
-    capacity = np.array([float(c.state.requests_per_s) for c in caps])
-    slots = np.array([float(c.state.concurrency) for c in caps])
+    # every shape's max-throughput state in one call (a column per shape), then the shapes that fit
+    limits = [engine_limits(costs, dev, engine, input_tokens=input_tokens, output_tokens=output_tokens, shape=s)
+              for s in shapes]
+    column = (len(shapes), 1)
+    cap = max_throughput(costs, dev, rates, calibration, engine,
+                         EngineLimits(np.array([float(lim.max_batch_size) for lim in limits])[:, None],
+                                      np.array([float(lim.max_num_tokens) for lim in limits])[:, None]),
+                         input_tokens=input_tokens, output_tokens=output_tokens,
+                         shape=ShapeGrid.of(shapes, dev.link_bytes_per_s), cached_tokens=cached_tokens)
+    fits = np.broadcast_to(cap.memory.fits, column)[:, 0]
+    fitting = [(s, lim) for s, lim, ok in zip(shapes, limits, fits) if ok]
+    if not fitting:
+        return _ShapeGrid(None, np.zeros(0), None, empty, empty, empty, empty.astype(bool), empty, None)
+    capacity = np.broadcast_to(cap.state.requests_per_s, column)[fits, 0].astype(float)
+    slots = np.broadcast_to(cap.state.concurrency, column)[fits, 0].astype(float)
     budget = np.array([float(lim.max_num_tokens) * s.attention_dp * s.pipeline_parallel for s, lim in fitting])
     grid_shape = ShapeGrid.of([s for s, _ in fitting], dev.link_bytes_per_s)
 
