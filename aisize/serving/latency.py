@@ -74,7 +74,7 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None
     """Requests in flight B with ``B = λ·O·T(B)`` (Little's law), at most ``slots`` (vectorized).
 
     ``tokens_per_s`` is λ·O; ``iteration_seconds(B)`` the mean iteration at concurrency B (it must
-    accept B with a leading axis of its own). The root of ``h(B) = λ·O·T(B) - B`` on (0, slots]; it
+    accept B with a leading axis of its own, and B with the slots' axes but not the rates'). The root of ``h(B) = λ·O·T(B) - B`` on (0, slots]; it
     returns ``slots`` where h(slots) >= 0 (the replica saturates). h falls as B grows, but not
     everywhere: the iteration time steps up where a grouped GEMM's tile or a CUDA-graph size fills,
     so h may cross zero more than once. The lowest crossing is the one a replica filling from empty
@@ -121,10 +121,13 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None
 
 def _scan(rate, iteration_seconds, slots, shape):
     """The first bracket of h(B) = rate·T(B) - B on 1e-9 and slots / 2^k (k = 23 ... 0) where h turns
-    negative, as (low, h(low), high, h(high)); the top, h(slots) >= 0, where it never does."""
-    top = np.broadcast_to(np.maximum(slots, 1e-9), shape).astype(float)
-    points = np.concatenate([np.full((1,) + shape, 1e-9), top * _SCAN.reshape((-1,) + (1,) * len(shape))])
+    negative, as (low, h(low), high, h(high)); the top, h(slots) >= 0, where it never does. T depends on B
+    alone, so the points span the slots' axes only and every rate reads the same evaluation."""
+    top = np.maximum(np.asarray(slots, dtype=float), 1e-9)
+    top = top.reshape((1,) * (len(shape) - top.ndim) + top.shape)
+    points = np.concatenate([np.full((1,) + top.shape, 1e-9), top * _SCAN.reshape((-1,) + (1,) * len(shape))])
     h = rate * iteration_seconds(points) - points
+    points = np.broadcast_to(points, h.shape)
     below = h < 0
     k = np.where(below.any(axis=0), np.argmax(below, axis=0), len(points) - 1)[None]
     before = np.maximum(k - 1, 0)
