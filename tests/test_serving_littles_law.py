@@ -112,3 +112,12 @@ def test_loaded_state_near_a_solved_rate_matches_a_cold_solve():
     warm = latency.loaded_state(costs, rates, CALIBRATION, requests_per_s=between, near=(4.0, t[0], 12.0, t[1]), **kw)
     np.testing.assert_allclose(warm.ttft_seconds, cold.ttft_seconds, rtol=1e-9)
     np.testing.assert_allclose(warm.tpot_p95_seconds, cold.tpot_p95_seconds, rtol=1e-9)
+
+
+def test_a_bracket_that_misses_the_root_is_scanned_for_instead():
+    t0, s = 0.02, 1e-5
+    t = lambda x: t0 + s * np.asarray(x)  # noqa: E731
+    rate = np.array([1500.0])
+    wrong = (1.0, t(1.0), 2.0, t(2.0))  # h > 0 at both ends: the root lies far above
+    b = littles_law_concurrency(rate, t, 1e6, bracket=wrong)
+    np.testing.assert_allclose(b, rate * t0 / (1.0 - rate * s), rtol=1e-9)

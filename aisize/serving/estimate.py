@@ -67,7 +67,7 @@ class ServingEstimate:
     batch_size: float  # mean requests in the engine's batch
     max_concurrency: float  # requests in flight at capacity (batch limit, KV pool, token budget)
     max_batch_size: int  # engine's batch limit (per attention-DP group and stage)
-    max_num_tokens: int  # engine's token budget per iteration
+    max_num_tokens: int  # engine's token budget per iteration (per attention-DP group and stage)
     limited_by: str  # what caps concurrency at capacity: batch size, KV cache or token budget
     utilisation: float  # served rate / capacity
     stable: bool

@@ -91,11 +91,15 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None
     """
     rate = np.asarray(tokens_per_s, dtype=float)
     shape = np.broadcast(rate, slots).shape
-    if bracket is None:
-        lo, h_lo, hi, h_hi = _scan(rate, iteration_seconds, slots, shape)
-    else:
+    if bracket is not None:
         lo, t_lo, hi, t_hi = (np.broadcast_to(np.asarray(v, dtype=float), shape) for v in bracket)
         h_lo, h_hi = rate * t_lo - lo, rate * t_hi - hi
+        # a bracket that does not hold the root (h must fall from >= 0 to <= 0, or end at the slots) is scanned for
+        slack = 1e-9 * np.maximum(hi, 1e-9)
+        if np.any(h_lo < -slack) or np.any((h_hi > slack) & (hi < np.broadcast_to(slots, shape))):
+            bracket = None
+    if bracket is None:
+        lo, h_lo, hi, h_hi = _scan(rate, iteration_seconds, slots, shape)
     # the secant of the last two points lands on a kink from its flat side at once
     side = np.zeros(shape)
     p, h_p, b, h_b = lo, h_lo, hi, h_hi
