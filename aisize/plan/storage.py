@@ -164,7 +164,7 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
     return StoragePlan(
         rec.id, rec.scope, b.read_bytes_per_s, b.write_bytes_per_s, b.read_peak_bytes_per_s,
         b.write_peak_bytes_per_s, b.read_iops, b.write_iops, b.metadata_ops_per_s, b.read_share,
-        b.dominant_bandwidth, b.dominant_peak, tuple(_rows(b.table)), cap, units,
+        b.dominant_bandwidth, b.dominant_peak, tuple(_rows(b)), cap, units,
         {"read": sized.by_read, "write": sized.by_write, "iops": sized.by_iops, "capacity": sized.by_capacity},
         binding, util, supply["read"], supply["write"], float(supply_iops), supply["capacity"],
         ctx.storage_write_assumed, float(q.utilisation), float(q.response_mean_seconds),
@@ -180,14 +180,17 @@ def _outstanding(ops: float, latency_seconds: float) -> float:
     return float(outstanding_ios(ops, latency_seconds)) if math.isfinite(latency_seconds) else math.inf
 
 
-def _rows(table) -> list[dict]:
+_ROW_FIELDS = ("read_bytes_per_s", "write_bytes_per_s", "read_peak_bytes_per_s", "write_peak_bytes_per_s",
+               "read_iops", "write_iops", "read_io_bytes", "write_io_bytes", "metadata_ops_per_s")
+
+
+def _rows(blend) -> list[dict]:
+    """One row per workload of the blend, with its read share of its own bytes."""
     rows = []
-    for r in table.to_dict("records"):
-        total = r["read_bytes_per_s"] + r["write_bytes_per_s"]
-        rows.append({k: r[k] for k in ("name", "kind", "read_bytes_per_s", "write_bytes_per_s",
-                                       "read_peak_bytes_per_s", "write_peak_bytes_per_s", "read_iops",
-                                       "write_iops", "read_io_bytes", "write_io_bytes", "metadata_ops_per_s")}
-                    | {"read_share": r["read_bytes_per_s"] / total if total else 0.0})
+    for w in blend.workloads:
+        row = {"name": w.name, "kind": w.kind} | {k: float(getattr(w, k)) for k in _ROW_FIELDS}
+        total = row["read_bytes_per_s"] + row["write_bytes_per_s"]
+        rows.append(row | {"read_share": row["read_bytes_per_s"] / total if total else 0.0})
     return rows
 
 
