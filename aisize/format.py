@@ -339,6 +339,13 @@ def table(frame: pd.DataFrame, formats: Mapping[str, Callable] | None = None,
           headers: Mapping[str, str] | None = None) -> pd.DataFrame:
     """``frame`` as shown: every cell text (:func:`cell`, or ``formats[column]``), every column a header
     with its unit (:func:`header`, or ``headers[column]``). Money columns state USD in their cells."""
+    out = table_cells(frame, formats, headers)
+    return pd.DataFrame(out, columns=list(out))
+
+
+def table_cells(frame: pd.DataFrame, formats: Mapping[str, Callable] | None = None,
+                headers: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+    """What :func:`table` shows, as each column's header and cell texts (for a page that writes them out)."""
     formats, headers = dict(formats or {}), dict(headers or {})
     out = {}
     for column in frame.columns:
@@ -348,4 +355,4 @@ def table(frame: pd.DataFrame, formats: Mapping[str, Callable] | None = None,
         if unit == "USD" and column not in headers:
             title = title.replace(" [USD]", "")
         out[title] = [fmt(v) for v in frame[column].tolist()]
-    return pd.DataFrame(out, columns=list(out))
+    return out

@@ -138,10 +138,10 @@ def table(frame: pd.DataFrame, *, cls: str = "aisize-table", formats: dict | Non
           headers: dict | None = None) -> str:
     """A DataFrame as an HTML table: headers with units and cells as :func:`aisize.format.table` shows them
     (``formats`` maps a column to a function of its value, ``headers`` a column to its header)."""
-    shown = F.table(frame, formats, headers)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    shown = F.table_cells(frame, formats, headers)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown)
     rows = ["<tr>" + "".join(f"<td>{html.escape(text)}</td>" for text in record) + "</tr>"
-            for record in shown.itertuples(index=False)]
+            for record in zip(*shown.values())]
     return f"<table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
