@@ -75,15 +75,15 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None
 
     ``tokens_per_s`` is λ·O; ``iteration_seconds(B)`` the mean iteration at concurrency B (it must accept B with
     a leading axis of its own, and B with the slots' axes but not the rates'). The root of
-    ``h(B) = λ·O·T(B) - B`` on (0, slots]; it returns ``slots`` where h(slots) >= 0 (the replica saturates).
-    h falls as B grows, but not everywhere: the iteration time steps up where a grouped GEMM's tile or a CUDA-graph size fills, so h may
-    cross zero more than once. The lowest crossing is the one a replica filling from empty settles at (B ->
-    λ·O·T(B) rises to it), so one call first evaluates h at 0 and at slots / 2^k (k = 23 ... 0) and keeps the
-    first bracket where h turns negative. Then each step takes the secant through the last two points evaluated
-    where it falls inside the bracket, else the bracket's Illinois point (regula falsi alone crawled for dozens
-    of steps where h is nearly flat beyond the root, near saturation), until every point has settled. The array
-    it returns is the last one it passed to ``iteration_seconds``, so a caller may keep that evaluation instead
-    of repeating it.
+    ``h(B) = λ·O·T(B) - B`` on (0, slots]; it returns ``slots`` where h(slots) >= 0 (the replica saturates). h
+    falls as B grows, but not everywhere: the iteration time steps up where a grouped GEMM's tile or a
+    CUDA-graph size fills, so h may cross zero more than once. The lowest crossing is the one a replica filling
+    from empty settles at (B -> λ·O·T(B) rises to it), so one call first evaluates h at 0 and at slots / 2^k (k
+    = 23 ... 0) and keeps the first bracket where h turns negative. Then each step takes the secant through the
+    last two points evaluated where it falls inside the bracket, else the bracket's Illinois point (regula falsi
+    alone crawled for dozens of steps where h is nearly flat beyond the root, near saturation), until every
+    point has settled. The array it returns is the last one it passed to ``iteration_seconds``, so a caller may
+    keep that evaluation instead of repeating it.
 
     ``bracket``, when given, is ``(low, T(low), high, T(high))``: concurrencies known to hold the root
     between them (the roots of this solve at a lower and a higher rate), with their iteration times; the
