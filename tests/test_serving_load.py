@@ -78,6 +78,8 @@ def test_beyond_the_slots_requests_wait_their_turn():
     (dict(speculative_method="mtp", speculative_tokens=2, acceptance_length=4.0), "acceptance_length"),
     (dict(speculative_method="medusa", speculative_tokens=2), "speculative_method"),
     (dict(weight_precision={"experts": "nvfp4", "router": "bf16"}), "layer kinds"),
+    (dict(engine="sglang", max_num_tokens=-5), "max_num_tokens"), (dict(max_num_tokens="x"), "max_num_tokens"),
+    (dict(max_batch_size=0), "max_batch_size"),
 ])
 def test_bad_input_names_the_parameter(kw, match):
     args = dict(DSR1, **kw)

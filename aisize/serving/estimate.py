@@ -201,9 +201,10 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     attention_dp : attention data-parallel groups per stage (MoE); None picks the fastest
     expert_parallel : GPUs of a stage the routed experts spread over, each expert split over the
         rest (MoE); None picks the fastest
-    max_batch_size, max_num_tokens : engine limits per attention-DP rank; None: the engine's own (or its
-        heuristic). An engine whose flags are the replica's (SGLang: ``max_running_requests``,
-        ``chunked_prefill_size``) splits them among the attention-DP ranks, as it does itself
+    max_batch_size, max_num_tokens : the engine's batch and token limits as its flags state them; None: the
+        engine's own (or its heuristic). Each attention-DP rank schedules within them, except on an engine
+        whose flags are the replica's (SGLang: ``max_running_requests``, ``chunked_prefill_size``), which
+        splits them among its ranks as it does itself
     length_cv : coefficient of variation of the lengths, for the admission queue
     stage_link_bytes_per_s : link between pipeline stages per GPU per direction [B/s];
         None: NVLink when the replica fits one scale-up domain, else the GPU's scale-out NIC
@@ -245,6 +246,10 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     if concurrency is not None:
         concurrency = _scalar("concurrency", checks.positive, concurrency, high=1e8)
     cv = _scalar("length_cv", checks.non_negative, length_cv, high=100.0)
+    if max_batch_size is not None:
+        max_batch_size = _scalar("max_batch_size", checks.positive, max_batch_size, high=1e7)
+    if max_num_tokens is not None:
+        max_num_tokens = _scalar("max_num_tokens", checks.positive, max_num_tokens, high=1e8)
     dev, costs, rates, spec, engine = parts(m, accelerator, weight_precision, kv_precision, calib, engine,
                                             method=speculative_method, draft_tokens=speculative_tokens,
                                             acceptance_length=acceptance_length, draft_model=draft_model)

@@ -44,6 +44,7 @@ from aisize.serving.iteration import iteration_time
 from aisize.serving.latency import Z95, littles_law_concurrency
 from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ReplicaShape, check_shape
+from aisize.serving.throughput import DEFAULT_TOKENS
 
 POOL_KEYS = ("replicas", "tensor_parallel", "expert_parallel", "attention_dp", "pipeline_parallel",
              "stage_link_bytes_per_s")
@@ -192,10 +193,11 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     engine : engine key or :class:`~aisize.serving.Engine` (both pools; None: TensorRT-LLM serve)
     speculative_method, speculative_tokens, acceptance_length, draft_model : speculative decoding in
         the decode pool (as for :func:`aisize.serving.estimate`)
-    max_num_tokens : prefill token budget per attention-DP rank (None: the engine's); an engine whose flags
-        are the replica's (SGLang's ``chunked_prefill_size``) splits it among the pool's ranks
-    max_batch_size : decode batch limit per attention-DP rank (None: the engine's, else the KV pool's);
-        split among the ranks the same way (SGLang's ``max_running_requests``)
+    max_num_tokens : the prefill token budget as the engine's flag states it (None: the engine's own): each
+        attention-DP rank's, or on an engine whose flags are the replica's (SGLang's
+        ``chunked_prefill_size``) the replica's, split among its ranks
+    max_batch_size : the decode batch limit likewise (None: the engine's own, else the KV pool's; SGLang's
+        ``max_running_requests``)
     kv_link_bytes_per_s : link rate per prefill GPU per direction that carries the KV cache [B/s];
         None: the scale-up link when both pools fit one scale-up domain, else the server's NICs
     calibration : fitted constants, a calibration file, or None (the default)
@@ -211,10 +213,13 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     dev, costs, rates, spec, eng = parts(m, accelerator, weight_precision, kv_precision, calib, eng,
                                          method=speculative_method, draft_tokens=speculative_tokens,
                                          acceptance_length=acceptance_length, draft_model=draft_model)
-    budget = float(max_num_tokens if max_num_tokens is not None else (eng.max_num_tokens or 8192))
-    budget = float(checks.scalar("max_num_tokens", checks.positive("max_num_tokens", budget, high=1e8)))
+    budget = max_num_tokens if max_num_tokens is not None else eng.max_num_tokens
     p_pool, d_pool = pool("prefill", prefill, m), pool("decode", decode, m)
-    budget = float(eng.rank_limit(budget, p_pool.attention_dp))
+    if budget is None:
+        budget = float(DEFAULT_TOKENS)  # no flag: a budget per rank
+    else:
+        budget = float(checks.scalar("max_num_tokens", checks.positive("max_num_tokens", budget, high=1e8)))
+        budget = float(eng.rank_limit(budget, p_pool.attention_dp))
     p_shape, d_shape = p_pool.shape(), d_pool.shape()
     notes = []
     # prefill: q whole prompts per attention-DP rank per iteration (a longer prompt spans ceil(I / budget))
