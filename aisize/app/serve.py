@@ -3,8 +3,8 @@
 The command line built here
 
 - renders with the ``aisize`` template (``jupyter/voila/templates/aisize``),
-  voila's ``lab`` template without its CDN links; FontAwesome is served from
-  the ``fontawesomefree`` package;
+  voila's ``lab`` template without its CDN links (the FontAwesome the widgets'
+  icons use comes with voila's own style bundle and web fonts);
 - sends a Content-Security-Policy header that lets the page load only from
   its own origin (plus inline and blob: code, which widgets and anywidget
   need), set in ``jupyter/voila.py``, the only voila config file read;
@@ -73,13 +73,6 @@ def default_notebook() -> Path:
     package = Path(__file__).resolve().parents[1]
     checkout = package.parent / "notebooks" / "app.ipynb"
     return checkout if checkout.is_file() else package / "_notebooks" / "app.ipynb"
-
-
-def fontawesome_dir() -> Path:
-    """Folder holding ``fontawesomefree/css`` and ``fontawesomefree/webfonts``."""
-    import fontawesomefree
-
-    return Path(fontawesomefree.__file__).resolve().parent / "static"
 
 
 def server_env(base: dict[str, str] | None = None) -> dict[str, str]:
@@ -162,9 +155,8 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
         f"--GuardedKernelManager.max_sessions={sessions}",
         f"--GuardedKernelManager.connect_timeout_seconds={connect}",
         f"--Voila.base_url={base_url}",
-        # serves <base>/voila/labextensions/fontawesomefree/css/all.min.css and, built once,
-        # <base>/voila/labextensions/aisize-charts/jupyter-chart-....js (aisize.app.chart_bundle)
-        f"--VoilaConfiguration.extra_labextensions_path={fontawesome_dir()}",
+        # serves, built once, <base>/voila/labextensions/aisize-charts/jupyter-chart-....js
+        # (aisize.app.chart_bundle)
         f"--VoilaConfiguration.extra_labextensions_path={chart_bundle.bundle_file().parents[1]}",
         # no file from disk under /voila/files/
         "--VoilaConfiguration.file_denylist=.*",

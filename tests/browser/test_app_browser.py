@@ -105,8 +105,12 @@ def test_page_renders_offline_with_csp(served_app, page, requests_made, tmp_path
 def test_page_loads_nothing_external_even_without_csp(served_app, page_without_csp, requests_made):
     open_app(page_without_csp, served_app.url)
     page_without_csp.wait_for_load_state("networkidle")
-    assert any("fontawesomefree" in url for url in requests_made.seen)
     assert requests_made.blocked == []
+    # the buttons' icons draw with the FontAwesome voila's style bundle carries, its web font from this server
+    icon = page_without_csp.evaluate("""() => { const i = document.querySelector('button i.fa-undo');
+        return [getComputedStyle(i, '::before').fontFamily, document.fonts.check('900 12px "Font Awesome 5 Free"')]; }""")
+    assert icon == ['"Font Awesome 5 Free"', True]
+    assert any(url.startswith(served_app.url) and url.endswith(".woff2") for url in requests_made.seen)
 
 
 def test_slider_and_dropdown_update_the_figures(served_app, page, requests_made, tmp_path):
