@@ -250,15 +250,15 @@ class ServingEngine:
 
 @dataclass(frozen=True)
 class SpeculativeAcceptance:
-    """Measured acceptance lengths of a speculative-decoding method on a model family.
+    """Measured acceptance lengths of a speculative-decoding method on a model or a model family.
 
     ``acceptance_lengths`` lists tau(k), the mean tokens one verify step emits (the target's own
     token included) with k = 1, 2, ... draft tokens, separated by semicolons.
     """
 
-    id: str  # method:family
+    id: str  # method:model
     method: str  # mtp | eagle3 | draft | ngram
-    model_family: str  # the Transformer record's family, or * for any
+    model: str  # a Transformer record's id, or its family, or * for any (the most specific row applies)
     acceptance_lengths: str
     source: str
     note: str | None

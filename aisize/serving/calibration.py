@@ -20,7 +20,8 @@ Sourced (not fitted):
 - ``draft_step_seconds`` 150 µs: the fixed time of one MTP draft pass beyond its layers, the
   value with which this model reproduces TensorRT-LLM's published min-latency DeepSeek-R1
   speed-ups on 8 x B200 (tech blog 1: 1.78x, 2.25x and 2.28x tokens/s per user with 1, 2 and 3
-  MTP layers; the model gives 1.78x, 2.22x and 2.27x, tests/test_serving_load.py). The public
+  MTP layers at the blog's measured 1.92, 2.58 and 2.82 tokens a step; the model gives 1.78x, 2.22x
+  and 2.27x, tests/test_serving_load.py). The public
   speculative runs cannot set it: they do not state their acceptance, which depends on their
   random-token prompts, so a fit would load an acceptance shortfall onto the draft's cost.
 

@@ -214,7 +214,7 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     speculative_method : speculative decoding: ``mtp``, ``eagle3``, ``draft`` or ``ngram``; None: none
     speculative_tokens : tokens drafted per step, k (1 to 16)
     acceptance_length : tokens a step emits on average, τ (1 to k + 1); None: the measured curve of the
-        method and the model's family (``data/speculative.csv``)
+        method and the model, else its family (``data/speculative.csv``)
     draft_model : the draft model of ``speculative_method="draft"`` (catalog id or record)
     prefix : :class:`~aisize.serving.prefix.Reuse`: shared prefix, multi-turn sessions, RAG chunks (needs
         ``requests_per_s``); hits come from the KV pool's free part and ``kv_tiers`` (:mod:`.reuse`)

@@ -9,7 +9,7 @@ Each decode step of a sequence (Leviathan et al. 2023 [1]; Chen et al. 2023 [2])
   tokens per sequence through every linear layer and attention, but its weights and each
   sequence's KV cache are read once;
 - on average τ(k) tokens come out of the step (the target's own included), the acceptance
-  length. It is measured per method and model family (``data/speculative.csv``): acceptance
+  length. It is measured per method and model or model family (``data/speculative.csv``): acceptance
   falls with the draft position, so a constant per-token acceptance α over-predicts it (the
   TensorRT-LLM DeepSeek-R1 table: τ = 2.82 at k = 3 where α = 0.92 would give 3.45 [3]).
   Without a measured curve, α gives ``(1 - α^(k+1)) / (1 - α)`` [1].
@@ -62,13 +62,17 @@ class Speculation:
         return self.draft_tokens + 1
 
 
-def measured_acceptance_length(method: str, family: str, draft_tokens: int) -> tuple[float, str]:
-    """τ(k) from ``data/speculative.csv``: the model family's own curve, else the method's generic one.
+def measured_acceptance_length(method: str, model: str, draft_tokens: int,
+                               family: str | None = None) -> tuple[float, str]:
+    """τ(k) from ``data/speculative.csv``: the curve of ``model`` (a catalog id or a family), else that of its
+    ``family``, else the method's generic one.
 
+    A model gets its own curve where it is measured apart from its family: acceptance follows the text the
+    model writes, and a reasoning model (DeepSeek-R1) writes differently from its base (DeepSeek-V3).
     Beyond the longest k measured, τ stays at its last value (acceptance has saturated there).
     """
     rows = {r.id: r for r in catalog.speculative}
-    row = rows.get(f"{method}:{family}") or rows.get(f"{method}:*")
+    row = rows.get(f"{method}:{model}") or (family and rows.get(f"{method}:{family}")) or rows.get(f"{method}:*")
     if row is None:
         raise ValueError(f"speculative_method={method!r} has no acceptance curve in data/speculative.csv: give "
                          f"acceptance_length")
@@ -112,7 +116,7 @@ def speculation(model, formats, kv_precision: str, *, method, draft_tokens, acce
     method : mtp | eagle3 | draft | ngram, or None
     draft_tokens : k, tokens drafted per step (1 to 16)
     acceptance_length : τ, tokens per step (1 to k + 1); None: the measured curve for the method
-        and the model's family (``data/speculative.csv``)
+        and the model, else its family (``data/speculative.csv``)
     draft_model : the draft model of ``method="draft"`` (catalog id or record)
     """
     if method is None:
@@ -127,7 +131,7 @@ def speculation(model, formats, kv_precision: str, *, method, draft_tokens, acce
     k = int(checks.scalar("speculative_tokens", checks.integer("speculative_tokens", draft_tokens,
                                                                high=MAX_DRAFT_TOKENS)))
     if acceptance_length is None:
-        tau, source = measured_acceptance_length(m, model.family, k)
+        tau, source = measured_acceptance_length(m, model.id, k, family=model.family)
     else:
         tau = float(checks.scalar("acceptance_length", checks.number("acceptance_length", acceptance_length,
                                                                         low=1.0, high=float(k + 1))))
