@@ -42,8 +42,8 @@ def test_published_speculative_and_disaggregated_runs():
 
 
 def test_the_same_constants_serve_every_model():
-    # a model renamed (another id, name and family) gets the same answer: no constant is keyed by model (what
-    # is, a measured acceptance curve, is data about the model's draft head: see the MTP acceptance test)
+    # a model renamed (another id, name and family) gets the same answer: no constant is keyed by model (only
+    # measured data about a model is, such as its MTP acceptance curve: see the MTP acceptance test)
     m = models.resolve("deepseek-r1")
     twin = dataclasses.replace(m, id="twin", name="Twin", family="unknown_family")
     a = serving.estimate(m, "b200", concurrency=16, engine="sglang", **DSR1)
