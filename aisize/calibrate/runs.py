@@ -43,6 +43,7 @@ class Run:
     attention_dp: int | None = None
     prefill: dict | None = None  # disaggregated: replicas, tensor_parallel, expert_parallel, attention_dp
     decode: dict | None = None
+    max_batch_size: int | None = None  # disaggregated: the decode engine's batch flag as written (None: its own)
     speculative_method: str | None = None
     speculative_tokens: int | None = None
     acceptance_length: float | None = None
@@ -95,7 +96,7 @@ def predict(run: Run, calibration=None) -> Prediction:
             run.model, run.accelerator, prefill=run.prefill, decode=run.decode, weight_precision=run.weight_precision,
             kv_precision=run.kv_precision, input_tokens=run.input_tokens, output_tokens=run.output_tokens,
             concurrency=run.concurrency, requests_per_s=run.requests_per_s, engine=run.engine,
-            calibration=calibration, **_speculative(run))
+            max_batch_size=run.max_batch_size, calibration=calibration, **_speculative(run))
         if not est.feasible:
             raise ValueError(est.reason)
         per_gpu = est.output_tokens_per_s / est.gpus
@@ -180,10 +181,12 @@ def run_from_row(row: dict, where: str) -> Run:
         if row.get("prefill_replicas") or row.get("prefill_workers"):
             p, d = _pool(row, "prefill"), _pool(row, "decode")
             gpus = _int(row, "total_gpus") or _int(row, "gpus")
-            return Run(label=_label(row, common, "disagg"), gpus=gpus,
+            batch = _int(row, "decode_max_batch_size")
+            layout = "disagg" + (f" (decode batch limit {batch})" if batch else "")
+            return Run(label=_label(row, common, layout), gpus=gpus,
                        measured_tokens_per_s_per_gpu=_num(row, "output_tokens_per_s_per_gpu"),
                        concurrency=_num(row, "concurrency"), requests_per_s=_num(row, "request_rate"), prefill=p,
-                       decode=d, **common)
+                       decode=d, max_batch_size=batch, **common)
         tp = _int(row, "tensor_parallel", 1)
         gpus = _int(row, "gpus", tp)
         per_gpu = _num(row, "output_tokens_per_s_per_gpu")
