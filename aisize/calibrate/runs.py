@@ -194,11 +194,11 @@ def run_from_row(row: dict, where: str) -> Run:
             per_gpu = _num(row, "output_tokens_per_s") / gpus
         if per_gpu is None:
             raise ValueError("no measured output_tokens_per_s_per_gpu (or output_tokens_per_s)")
-        ep = _int(row, "expert_parallel")
-        return Run(label=_label(row, common, f"TP{tp}" + (f" EP{ep}" if ep and ep > 1 else "")), gpus=gpus,
-                   measured_tokens_per_s_per_gpu=per_gpu, concurrency=_num(row, "concurrency"),
-                   requests_per_s=_num(row, "request_rate"), tensor_parallel=tp, expert_parallel=ep,
-                   attention_dp=_int(row, "attention_dp"), **common)
+        ep, dp = _int(row, "expert_parallel"), _int(row, "attention_dp")
+        layout = f"TP{tp}" + (f" EP{ep}" if ep and ep > 1 else "") + (f" attention DP{dp}" if dp and dp > 1 else "")
+        return Run(label=_label(row, common, layout), gpus=gpus, measured_tokens_per_s_per_gpu=per_gpu,
+                   concurrency=_num(row, "concurrency"), requests_per_s=_num(row, "request_rate"), tensor_parallel=tp,
+                   expert_parallel=ep, attention_dp=dp, **common)
     except ValueError as e:
         raise ValueError(f"{where}: {e}") from None
 
