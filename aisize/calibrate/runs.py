@@ -43,7 +43,9 @@ class Run:
     attention_dp: int | None = None
     prefill: dict | None = None  # disaggregated: replicas, tensor_parallel, expert_parallel, attention_dp
     decode: dict | None = None
-    max_batch_size: int | None = None  # disaggregated: the decode engine's batch flag as written (None: its own)
+    max_batch_size: int | None = None  # the engine's batch flag as written, per rank (disaggregated: the decode
+    max_num_tokens: int | None = None  # engine's); the token budget per rank (aggregated); None: the engine's own
+    attention_dp_balance_iters: int | None = None  # TensorRT-LLM attention_dp_config timeout_iters with enable_balance
     speculative_method: str | None = None
     speculative_tokens: int | None = None
     acceptance_length: float | None = None
@@ -90,12 +92,17 @@ def _speculative(run: Run) -> dict:
 def predict(run: Run, calibration=None) -> Prediction:
     """aisize's figures for ``run`` (raises ValueError when the run cannot be expressed)."""
     from aisize import serving
+    from aisize.serving.engine import resolve_engine
 
+    engine = run.engine
+    if run.attention_dp_balance_iters:
+        engine = resolve_engine(engine, flat_out=False).with_(
+            attention_dp_balance_iters=run.attention_dp_balance_iters)
     if run.kind == "disaggregated":
         est = serving.estimate_disaggregated(
             run.model, run.accelerator, prefill=run.prefill, decode=run.decode, weight_precision=run.weight_precision,
             kv_precision=run.kv_precision, input_tokens=run.input_tokens, output_tokens=run.output_tokens,
-            concurrency=run.concurrency, requests_per_s=run.requests_per_s, engine=run.engine,
+            concurrency=run.concurrency, requests_per_s=run.requests_per_s, engine=engine,
             max_batch_size=run.max_batch_size, calibration=calibration, **_speculative(run))
         if not est.feasible:
             raise ValueError(est.reason)
@@ -111,7 +118,8 @@ def predict(run: Run, calibration=None) -> Prediction:
         est = serving.estimate(run.model, run.accelerator, tensor_parallel=run.tensor_parallel,
                                weight_precision=run.weight_precision, kv_precision=run.kv_precision,
                                input_tokens=run.input_tokens, output_tokens=run.output_tokens,
-                               expert_parallel=run.expert_parallel, attention_dp=run.attention_dp, engine=run.engine,
+                               expert_parallel=run.expert_parallel, attention_dp=run.attention_dp, engine=engine,
+                               max_batch_size=run.max_batch_size, max_num_tokens=run.max_num_tokens,
                                calibration=calibration, **load, **_speculative(run))
         if not est.feasible:
             raise ValueError(est.reason)
@@ -195,10 +203,14 @@ def run_from_row(row: dict, where: str) -> Run:
         if per_gpu is None:
             raise ValueError("no measured output_tokens_per_s_per_gpu (or output_tokens_per_s)")
         ep, dp = _int(row, "expert_parallel"), _int(row, "attention_dp")
+        batch, budget, balance = _int(row, "max_batch_size"), _int(row, "max_num_tokens"), _int(
+            row, "attention_dp_balance_iters")
         layout = f"TP{tp}" + (f" EP{ep}" if ep and ep > 1 else "") + (f" attention DP{dp}" if dp and dp > 1 else "")
+        layout += f" (balanced, timeout {balance} iterations)" if balance else ""
         return Run(label=_label(row, common, layout), gpus=gpus, measured_tokens_per_s_per_gpu=per_gpu,
                    concurrency=_num(row, "concurrency"), requests_per_s=_num(row, "request_rate"), tensor_parallel=tp,
-                   expert_parallel=ep, attention_dp=dp, **common)
+                   expert_parallel=ep, attention_dp=dp, max_batch_size=batch, max_num_tokens=budget,
+                   attention_dp_balance_iters=balance, **common)
     except ValueError as e:
         raise ValueError(f"{where}: {e}") from None
 

@@ -15,8 +15,9 @@ admission while C fits the replica's slots (batch limit and KV pool):
   tokens a step emits (more than one with speculative decoding);
 - TTFT is the request's fixed time outside the GPU, the wait for the engine to take the
   request (the rest of the running iteration, length-biased, and one more iteration when
-  the host has already scheduled the next one: an overlap scheduler), then the
-  iteration(s) that run its prefill;
+  the host has already scheduled the next one: an overlap scheduler), with TensorRT-LLM's
+  attention-DP balancing the wait until every rank has a prompt
+  (:func:`~aisize.serving.steady.balance_wait_iterations`), then the iteration(s) that run its prefill;
 - throughput follows from Little's law on the loop: ``C / (TTFT + (O - 1)·TPOT)``
   requests per second [3].
 
@@ -43,7 +44,7 @@ from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 from aisize.serving.latency import Z95
 from aisize.serving.prefix import prefill_work
-from aisize.serving.steady import steady_state
+from aisize.serving.steady import balance_wait_iterations, steady_state
 
 
 @dataclass(frozen=True)
@@ -120,12 +121,14 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
         ok, _w, wait, _w95 = mgc_wait(np.maximum(x, 1e-12), np.maximum(service, 1e-12), servers, service_cv=0.0)
         rho = np.minimum(x * service / servers, 1.0)
         backlog = np.where(ok, np.maximum(wait - rho * service / 2.0, 0.0), 0.0)
-        before = calib.request_seconds + residual + scheduled + backlog  # sent, not yet in the batch
+        # attention-DP balancing holds the prompt until every rank has one (TensorRT-LLM's enable_balance)
+        held, held95 = balance_wait_iterations(launch, shape.attention_dp, b / steps, ranks_full=c >= cap)
+        before = calib.request_seconds + residual + scheduled + backlog + held * mean  # sent, not yet in the batch
         ttft = before + t_prefill
         e2e = ttft + (steps - 1.0) * mean
         outside = before / e2e
         e2e_prev, before_prev = e2e, before
-    ttft95 = calib.request_seconds + 0.95 * np.where(p > 0.05, t1, t0) + scheduled + t_prefill
+    ttft95 = calib.request_seconds + 0.95 * np.where(p > 0.05, t1, t0) + scheduled + held95 * mean + t_prefill
     x_batch = np.minimum(c, cap / (1.0 - outside)) / e2e
     queue = np.maximum(c / x_batch - e2e, 0.0)  # waiting for one of the slots to free
     n = np.maximum(steps - 1.0, 1.0)

@@ -36,6 +36,9 @@ References
 .. [5] ai-dynamo/aiconfigurator ``systems/*.yaml`` (``other_mem`` 3.5 GiB) and its
        activation-memory coefficients (2 x tokens x hidden x 11 for dense models at TP 1,
        22 for MoE).
+.. [6] NVIDIA/TensorRT-LLM ``_executor/py_executor.py`` ``_balance_adp_requests`` (context requests are
+       scheduled once every rank has one and a free slot, or after ``timeout_iters``) and ``llm_args.py``
+       ``AttentionDpConfig`` (enable_balance False by default).
 """
 
 from __future__ import annotations
@@ -76,6 +79,9 @@ class Engine:
     overlap_with_speculation: bool = True  # ... and still does while it speculates (SGLang: not without spec v2)
     kv_fraction_of_total: bool = False  # the share bounds weights + runtime + KV together (vLLM, SGLang)
     limits_shared_by_dp: bool = False  # the batch and token limits are the replica's, split among its DP ranks
+    # TensorRT-LLM's attention_dp_config.enable_balance: prompts wait until every attention-DP rank has
+    # one, at most timeout_iters iterations (this; 0: off, TensorRT-LLM's default) [6]
+    attention_dp_balance_iters: int = 0
     version: str = ""
     source: str = ""
 
@@ -103,16 +109,19 @@ class Engine:
         graph = self.cuda_graph_max_batch
         if graph is None:
             graph = max_batch_size if max_batch_size is not None else np.inf
-        return Launch(graph, self.cuda_graph_mixed_tokens, self.overlap_scheduler)
+        return Launch(graph, self.cuda_graph_mixed_tokens, self.overlap_scheduler,
+                      float(self.attention_dp_balance_iters))
 
 
 @dataclass(frozen=True)
 class Launch:
-    """Which iterations replay a CUDA graph, and whether the host overlaps the GPU."""
+    """Which iterations replay a CUDA graph, whether the host overlaps the GPU, and whether prompts wait
+    for every attention-DP rank to have one."""
 
     graph_batch: object  # decode-only iterations of at most this many sequences are graphed
     graph_mixed_tokens: float  # iterations with prefill work of at most this many tokens are graphed
     overlap: bool
+    balance_iters: float = 0.0  # attention-DP prompts held until every rank has one, at most this many iterations
 
     def graphed(self, decode_sequences, tokens, with_prefill):
         """Whether an iteration of ``decode_sequences`` (``tokens`` in all) replays a CUDA graph."""

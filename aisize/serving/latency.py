@@ -16,7 +16,8 @@ iteration model with ``m / (1 - e^-m)`` prefills, the conditional mean), so
 - TTFT: the request's fixed time outside the GPU (HTTP, tokenizing: the calibration's
   ``request_seconds``) + admission wait + the wait for the token budget + the wait for the next
   iteration to start (length-biased: ``E[T²]/2E[T]``; one more with an overlap scheduler, which
-  picked that one's batch already) + the iteration(s) carrying the prefill. Admission is a
+  picked that one's batch already) + with TensorRT-LLM's attention-DP balancing the wait
+  until every rank has a prompt + the iteration(s) carrying the prefill. Admission is a
   queue for the replica's ``c`` slots (the concurrency its batch limit and KV pool allow), each
   held for ``S = T + (O - 1)·T``: M/G/c with
   the Allen-Cunneen correction for the lengths' variability [2] and the Erlang C
@@ -44,7 +45,7 @@ from aisize.queueing import mgc_wait
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 from aisize.serving.prefix import prefill_work
-from aisize.serving.steady import steady_state
+from aisize.serving.steady import balance_wait_iterations, steady_state
 
 Z95 = 1.6448536269514722  # standard normal 95th percentile
 _SCAN = 2.0 ** -np.arange(23, -1, -1)  # where h is evaluated first, as shares of the slots (ascending)
@@ -240,8 +241,10 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
         backlog = np.maximum(pf_wait - rho_pf * service / 2.0, 0.0)
         backlog95 = np.maximum(pf_wait95 - rho_pf * service / 2.0, 0.0)
         scheduled = mean if launch.overlap else 0.0  # an overlap scheduler chose the next batch already
-        ttft = calib.request_seconds + wq + backlog + residual + scheduled + t_prefill
-        ttft95 = calib.request_seconds + wq95 + backlog95 + residual95 + scheduled + t_prefill
+        # attention-DP balancing holds a prompt until every rank has one (slots to spare: prompts go round)
+        held, held95 = balance_wait_iterations(launch, shape.attention_dp, lam_s * mean, ranks_full=False)
+        ttft = calib.request_seconds + wq + backlog + residual + scheduled + held * mean + t_prefill
+        ttft95 = calib.request_seconds + wq95 + backlog95 + residual95 + scheduled + held95 * mean + t_prefill
     n = np.maximum(steps - 1.0, 1.0)
     # TPOT p95: a request's iterations carry a binomial number of prefills, and the batch itself
     # fluctuates (requests in a system with ample slots are Poisson: p95 at B + 1.645 sqrt(B))

@@ -17,6 +17,10 @@ batch, so a few prompt tokens ride along free while many turn it compute-bound):
 - ``"poisson"`` (requests arriving at random): without chunking the number of
   prefills in an iteration is Poisson with mean m, so a share ``1 - e^-m`` of
   iterations carries prefills, ``m / (1 - e^-m)`` of them on average;
+- with TensorRT-LLM's attention-DP balancing (``enable_balance``) prompts wait until every
+  rank has one, so an iteration that carries prefills carries a set of one per rank (more
+  where a rank's budget takes more and more are waiting) [4], and a prompt's wait for the set
+  is :func:`balance_wait_iterations`;
 - with chunked prefill (Sarathi-Serve [1]) a waiting queue fills every iteration's
   budget, so the prompt tokens spread evenly (``m·I`` per iteration); with random
   arrivals prompts still come whole while they fit the budget, and a longer one spans
@@ -32,6 +36,11 @@ References
 .. [2] DESIGN.md section 2, "Serving (one replica)".
 .. [3] TensorRT-LLM ``microBatchScheduler.cpp``: requests are taken in order; a
        context request costs its prompt; the first that does not fit ends the batch.
+.. [4] TensorRT-LLM ``_executor/py_executor.py`` ``_balance_adp_requests`` (``attention_dp_config``:
+       ``enable_balance``, ``timeout_iters``); new requests go to the rank with the fewest active
+       (``executor_request_queue.py``).
+.. [5] Ross, "Introduction to Probability Models", 10th ed., ex. 5.2 (the maximum of n exponential
+       waits of rate r has mean H_n / r, H_n the n-th harmonic number).
 """
 
 from __future__ import annotations
@@ -83,6 +92,30 @@ def token_budget_concurrency(input_tokens, output_tokens, max_num_tokens, *, who
             per = np.maximum(np.floor((max_num_tokens - b * (o - 1.0) / o) / i), 1.0)
             b = np.minimum(b, o * per)
     return b
+
+
+def balance_wait_iterations(launch, attention_dp, prompts_per_iteration, *, ranks_full):
+    """Mean and p95 iterations a prompt waits for TensorRT-LLM's attention-DP balancing (0 when it is off).
+
+    Prompts are held until every one of the ``dp`` ranks has one, at most ``launch.balance_iters``
+    iterations [4]. ``prompts_per_iteration`` (m) arrive over the replica. With slots to spare the
+    engine hands each to the rank with the fewest active requests, so they go round the ranks and a
+    prompt waits for the ``dp - 1`` next: ``(dp - 1) / 2m`` on average. With every rank full (a closed
+    loop of as many requests as slots, InferenceX's ``max_batch_size = C / TP``) a new prompt can only go
+    to the rank whose request just finished: each rank gets them at ``r = m / dp``, and a set is complete
+    when the last of the dp ranks has one, ``H_dp / r`` iterations on average (the longest of dp
+    exponential waits [5]). The p95 takes the wait's tail as exponential (3 x the mean). Both are capped
+    by the timeout. [iterations]
+    """
+    zero = np.zeros(np.broadcast(np.asarray(attention_dp, dtype=float), prompts_per_iteration, ranks_full).shape)
+    if not launch.balance_iters:
+        return zero, zero
+    dp = np.asarray(attention_dp, dtype=float)
+    m = np.maximum(np.asarray(prompts_per_iteration, dtype=float), 1e-12)
+    harmonic = np.log(dp) + 0.5772156649015329 + 0.5 / dp - 1.0 / (12.0 * dp**2)  # H_dp, to 0.1 % from dp = 2
+    mean = np.where(ranks_full, harmonic * dp / m, (dp - 1.0) / (2.0 * m))
+    mean = np.where(dp > 1, np.minimum(mean, launch.balance_iters), 0.0)
+    return mean, np.minimum(3.0 * mean, launch.balance_iters)
 
 
 def _without_and_with(x, nd):
@@ -139,6 +172,10 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
             per = fit
         else:  # a Poisson number, given at least one, capped by what fits
             per = np.minimum(m / np.maximum(-np.expm1(-m), 1e-12), np.maximum(fit, 1.0))
+            if launch.balance_iters:  # held until every attention-DP rank has one: a set of one per rank at least
+                dp = np.asarray(shape.attention_dp, dtype=float)
+                per_rank = np.maximum(np.floor(budget / dp / i), 1.0) if not chunked_prefill else fit / dp
+                per = np.where(dp > 1, np.clip(per, dp, np.maximum(dp * per_rank, dp)), per)
         per = np.where(spans > 1, 1.0 / spans, per)
         share = np.minimum(m / per, 1.0)
         prefill_tokens, prompts = np.minimum(per * i, budget), per
