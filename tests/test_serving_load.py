@@ -262,7 +262,8 @@ def test_the_balancing_wait_is_the_last_rank_to_get_a_prompt():
     assert mean == pytest.approx(sum(1 / k for k in range(1, 9)) * 8 / 0.5, rel=1e-3) and p95 == 60.0
     # slots to spare: prompts go round the ranks, a prompt waits for the 7 next, 7 / (2 x 0.5) = 7 iterations
     assert balance_wait_iterations(on, 8, 0.5, ranks_full=False)[0] == pytest.approx(7.0)
-    assert balance_wait_iterations(on, 8, 0.01, ranks_full=True)[0] == 60.0  # the timeout
+    assert balance_wait_iterations(on, 8, 0.01, ranks_full=True)[0] == 60.0  # the timeout ends the cycle
+    assert balance_wait_iterations(on, 8, 0.01, ranks_full=False)[0] == 30.0  # ... half of it, at random
     assert balance_wait_iterations(on, 1, 0.5, ranks_full=True)[0] == 0.0  # one rank: nothing to balance
 
 

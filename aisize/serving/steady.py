@@ -102,10 +102,12 @@ def balance_wait_iterations(launch, attention_dp, prompts_per_iteration, *, rank
     engine hands each to the rank with the fewest active requests, so they go round the ranks and a
     prompt waits for the ``dp - 1`` next: ``(dp - 1) / 2m`` on average. With every rank full (a closed
     loop of as many requests as slots, InferenceX's ``max_batch_size = C / TP``) a new prompt can only go
-    to the rank whose request just finished: each rank gets them at ``r = m / dp``, and a set is complete
-    when the last of the dp ranks has one, ``H_dp / r`` iterations on average (the longest of dp
-    exponential waits [5]). The p95 takes the wait's tail as exponential (3 x the mean). Both are capped
-    by the timeout. [iterations]
+    to the rank whose request just finished: each rank gets them at ``r = m / dp``, and from one release
+    the next set is complete when the last of the dp ranks has one, ``H_dp / r`` iterations on average (the
+    longest of dp exponential waits [5]), at most the timeout. That cycle is taken as the mean wait: the
+    published runs wait longer than its length-biased half (1.6 / r at dp = 8) would say, as prompts left
+    over on the busier ranks queue behind it. Where the timeout ends most holds a prompt waits half of it on
+    average. The p95 takes the wait's tail as exponential (3 x the mean), at most the timeout. [iterations]
     """
     zero = np.zeros(np.broadcast(np.asarray(attention_dp, dtype=float), prompts_per_iteration, ranks_full).shape)
     if not launch.balance_iters:
@@ -113,8 +115,9 @@ def balance_wait_iterations(launch, attention_dp, prompts_per_iteration, *, rank
     dp = np.asarray(attention_dp, dtype=float)
     m = np.maximum(np.asarray(prompts_per_iteration, dtype=float), 1e-12)
     harmonic = np.log(dp) + 0.5772156649015329 + 0.5 / dp - 1.0 / (12.0 * dp**2)  # H_dp, to 0.1 % from dp = 2
-    mean = np.where(ranks_full, harmonic * dp / m, (dp - 1.0) / (2.0 * m))
-    mean = np.where(dp > 1, np.minimum(mean, launch.balance_iters), 0.0)
+    mean = np.where(ranks_full, np.minimum(harmonic * dp / m, launch.balance_iters),
+                    np.minimum((dp - 1.0) / (2.0 * m), 0.5 * launch.balance_iters))
+    mean = np.where(dp > 1, mean, 0.0)
     return mean, np.minimum(3.0 * mean, launch.balance_iters)
 
 
@@ -172,10 +175,12 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
             per = fit
         else:  # a Poisson number, given at least one, capped by what fits
             per = np.minimum(m / np.maximum(-np.expm1(-m), 1e-12), np.maximum(fit, 1.0))
-            if launch.balance_iters:  # held until every attention-DP rank has one: a set of one per rank at least
+            if launch.balance_iters:  # held until every attention-DP rank has one: a set of one per rank
                 dp = np.asarray(shape.attention_dp, dtype=float)
                 per_rank = np.maximum(np.floor(budget / dp / i), 1.0) if not chunked_prefill else fit / dp
-                per = np.where(dp > 1, np.clip(per, dp, np.maximum(dp * per_rank, dp)), per)
+                # at so light a load that the timeout ends most holds, a release carries what came meanwhile
+                fewest = np.minimum(dp, np.maximum(m * launch.balance_iters, 1.0))
+                per = np.where(dp > 1, np.clip(per, fewest, np.maximum(dp * per_rank, fewest)), per)
         per = np.where(spans > 1, 1.0 / spans, per)
         share = np.minimum(m / per, 1.0)
         prefill_tokens, prompts = np.minimum(per * i, budget), per
