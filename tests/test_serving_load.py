@@ -265,6 +265,8 @@ def test_the_balancing_wait_is_the_last_rank_to_get_a_prompt():
     assert balance_wait_iterations(on, 8, 0.01, ranks_full=True)[0] == 60.0  # the timeout ends the cycle
     assert balance_wait_iterations(on, 8, 0.01, ranks_full=False)[0] == 30.0  # ... half of it, at random
     assert balance_wait_iterations(on, 1, 0.5, ranks_full=True)[0] == 0.0  # one rank: nothing to balance
+    with pytest.raises(ValueError, match="attention_dp_balance_iters"):  # never a negative wait
+        serving.ENGINES["trtllm"].with_(attention_dp_balance_iters=-60)
 
 
 def test_sglang_splits_its_limits_among_attention_dp_ranks():

@@ -85,6 +85,9 @@ class Engine:
     version: str = ""
     source: str = ""
 
+    def __post_init__(self):
+        checks.integer("attention_dp_balance_iters", self.attention_dp_balance_iters, low=0, high=1_000_000)
+
     def with_(self, **changes) -> "Engine":
         """A copy with some settings changed (a deployment's own flags)."""
         return replace(self, **changes)

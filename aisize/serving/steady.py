@@ -37,10 +37,12 @@ References
 .. [3] TensorRT-LLM ``microBatchScheduler.cpp``: requests are taken in order; a
        context request costs its prompt; the first that does not fit ends the batch.
 .. [4] TensorRT-LLM ``_executor/py_executor.py`` ``_balance_adp_requests`` (``attention_dp_config``:
-       ``enable_balance``, ``timeout_iters``); new requests go to the rank with the fewest active
-       (``executor_request_queue.py``).
-.. [5] Ross, "Introduction to Probability Models", 10th ed., ex. 5.2 (the maximum of n exponential
-       waits of rate r has mean H_n / r, H_n the n-th harmonic number).
+       ``enable_balance``, ``timeout_iters``); ``executor_request_queue.py``
+       ``_balance_requests_across_ranks`` hands new requests to the ranks below their share of the
+       active requests, fewest active tokens first (a heap).
+.. [5] Rényi 1953, "On the theory of order statistics", Acta Math. Acad. Sci. Hungar. 4: the gaps
+       between n exponential waits of rate r, in order, are exponential of rates n·r, (n-1)·r, ..., r,
+       so the longest has mean H_n / r, H_n the n-th harmonic number.
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def balance_wait_iterations(launch, attention_dp, prompts_per_iteration, *, rank
 
     Prompts are held until every one of the ``dp`` ranks has one, at most ``launch.balance_iters``
     iterations [4]. ``prompts_per_iteration`` (m) arrive over the replica. With slots to spare the
-    engine hands each to the rank with the fewest active requests, so they go round the ranks and a
+    engine hands each to a rank with the fewest active (below its share), so they go round the ranks and a
     prompt waits for the ``dp - 1`` next: ``(dp - 1) / 2m`` on average. With every rank full (a closed
     loop of as many requests as slots, InferenceX's ``max_batch_size = C / TP``) a new prompt can only go
     to the rank whose request just finished: each rank gets them at ``r = m / dp``, and from one release
