@@ -43,9 +43,11 @@ class Run:
     attention_dp: int | None = None
     prefill: dict | None = None  # disaggregated: replicas, tensor_parallel, expert_parallel, attention_dp
     decode: dict | None = None
-    max_batch_size: int | None = None  # the engine's batch flag as written, per rank (disaggregated: the decode
-    max_num_tokens: int | None = None  # engine's); the token budget per rank (aggregated); None: the engine's own
-    attention_dp_balance_iters: int | None = None  # TensorRT-LLM attention_dp_config timeout_iters with enable_balance
+    # engine flags as the run's scripts write them: TensorRT-LLM's per attention-DP rank, SGLang's the
+    # server's (None: the engine's own)
+    max_batch_size: int | None = None  # disaggregated: the decode pool's
+    max_num_tokens: int | None = None  # aggregated only
+    attention_dp_balance_iters: int | None = None  # TensorRT-LLM's enable_balance with this timeout_iters
     speculative_method: str | None = None
     speculative_tokens: int | None = None
     acceptance_length: float | None = None

@@ -107,9 +107,10 @@ def balance_wait_iterations(launch, attention_dp, prompts_per_iteration, *, rank
     to the rank whose request just finished: each rank gets them at ``r = m / dp``, and from one release
     the next set is complete when the last of the dp ranks has one, ``H_dp / r`` iterations on average (the
     longest of dp exponential waits [5]), at most the timeout. That cycle is taken as the mean wait: the
-    published runs wait longer than its length-biased half (1.6 / r at dp = 8) would say, as prompts left
-    over on the busier ranks queue behind it. Where the timeout ends most holds a prompt waits half of it on
-    average. The p95 takes the wait's tail as exponential (3 x the mean), at most the timeout. [iterations]
+    published runs wait longer than its length-biased residual (E[T²] / 2E[T], 1.6 / r at dp = 8) would
+    say, likely because prompts left over on the busier ranks queue behind the set. Where the timeout ends
+    most holds, a prompt waits half of it on average. The p95 takes the wait's tail as exponential (3 x the
+    mean), at most the timeout. [iterations]
     """
     zero = np.zeros(np.broadcast(np.asarray(attention_dp, dtype=float), prompts_per_iteration, ranks_full).shape)
     if not launch.balance_iters:
