@@ -109,15 +109,15 @@ def balance_wait_iterations(launch, attention_dp, prompts_per_iteration, *, rank
     longest of dp exponential waits [5]), at most the timeout. That cycle is taken as the mean wait: the
     published runs wait longer than its length-biased residual (E[T²] / 2E[T], 1.6 / r at dp = 8) would
     say, likely because prompts left over on the busier ranks queue behind the set. Where the timeout ends
-    most holds, a prompt waits half of it on average. The p95 takes the wait's tail as exponential (3 x the
-    mean), at most the timeout. [iterations]
+    most holds, a prompt waits half of it on average. The p95 takes the wait's tail as exponential
+    (-ln 0.05 = 3 x the mean), at most the timeout. [iterations]
     """
     zero = np.zeros(np.broadcast(np.asarray(attention_dp, dtype=float), prompts_per_iteration, ranks_full).shape)
     if not launch.balance_iters:
         return zero, zero
     dp = np.asarray(attention_dp, dtype=float)
     m = np.maximum(np.asarray(prompts_per_iteration, dtype=float), 1e-12)
-    harmonic = np.log(dp) + 0.5772156649015329 + 0.5 / dp - 1.0 / (12.0 * dp**2)  # H_dp, to 0.1 % from dp = 2
+    harmonic = np.log(dp) + np.euler_gamma + 0.5 / dp - 1.0 / (12.0 * dp**2)  # H_dp, to 0.1 % from dp = 2
     mean = np.where(ranks_full, np.minimum(harmonic * dp / m, launch.balance_iters),
                     np.minimum((dp - 1.0) / (2.0 * m), 0.5 * launch.balance_iters))
     mean = np.where(dp > 1, mean, 0.0)
