@@ -5,6 +5,9 @@ Usage (from the project root):
     .venv/bin/python benchmarks/fit_serving.py            # the scores at today's constants
     .venv/bin/python benchmarks/fit_serving.py --fit      # refit, print the constants to paste into
                                                           # aisize/serving/calibration.py, and the scores
+    .venv/bin/python benchmarks/fit_serving.py --fit --generation hopper
+                                                          # refit only one generation's own constants, on
+                                                          # that generation's runs (no other GPU's answer moves)
 
 The runs are the four public sets under ``data/validation/`` (copies of ``reference/`` with catalog
 ids): TensorRT-LLM max-throughput runs, closed-loop runs at a fixed concurrency, the same with MTP
@@ -22,7 +25,9 @@ import time
 from aisize import catalog
 from aisize.calibrate import fit, predict, read_table
 from aisize.calibrate.fitting import summary
+from aisize.calibrate.fitting import PER_GENERATION
 from aisize.serving import CALIBRATION
+from aisize.serving.hardware import generation
 
 SETS = ("serving_throughput", "serving_load", "serving_specdec", "serving_disagg")
 FITTED = ("serving_throughput", "serving_load", "serving_disagg")  # MTP runs state no acceptance: scored only
@@ -42,14 +47,24 @@ def main(argv=None):
     ap.add_argument("--fit", action="store_true", help="refit the constants")
     ap.add_argument("--sets", nargs="*", default=list(FITTED), choices=SETS, help="which sets to fit on")
     ap.add_argument("--max-evaluations", type=int, default=300)
+    ap.add_argument("--generation", help="fit only the constants kept per GPU generation for this one "
+                                         "(e.g. hopper), on its runs; request_seconds stays as it is")
     a = ap.parse_args(argv)
     runs = {s: read_table(catalog.data_dir() / "validation" / f"{s}.csv") for s in SETS}
     cal = CALIBRATION
     if a.fit:
         start = time.perf_counter()
-        result = fit([r for s in a.sets for r in runs[s]], CALIBRATION, max_evaluations=a.max_evaluations,
+        chosen = [r for s in a.sets for r in runs[s]]
+        constants = None
+        if a.generation:
+            chosen = [r for r in chosen if generation(r.accelerator) == a.generation]
+            constants = [(c, a.generation) for c in PER_GENERATION]
+        result = fit(chosen, CALIBRATION, constants=constants, max_evaluations=a.max_evaluations,
                      name=CALIBRATION.name, fitted_on=tuple(f"{s}.csv" for s in a.sets))
         cal = result.calibration
+        if a.generation:  # the request's fixed time is every generation's: keep it
+            cal = cal.with_(request_seconds=CALIBRATION.request_seconds, fitted=CALIBRATION.fitted,
+                            fitted_on=CALIBRATION.fitted_on)
         print(f"fitted {len(result.constants)} constants in {time.perf_counter() - start:.0f} s "
               f"({result.evaluations} evaluations); skipped {len(result.skipped)} runs")
         for row in cal.as_table():

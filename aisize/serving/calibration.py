@@ -260,12 +260,13 @@ CALIBRATION = Calibration(
     source="fitted jointly on the public sets data/validation/serving_throughput.csv (118 TensorRT-LLM "
            "max-throughput runs), serving_load.csv (82 closed-loop InferenceX and GPUStack runs) and "
            "serving_disagg.csv (77 disaggregated deployments) by benchmarks/fit_serving.py; the 34 MTP runs "
-           "of serving_specdec.csv are scored, not fitted on (they state no acceptance); sourced and assumed "
-           "values as in the module docstring",
-    gemm_efficiency=MappingProxyType({"hopper": 0.6929, "blackwell": 0.7752, "cdna4": 0.6386}),
+           "of serving_specdec.csv are scored, not fitted on (they state no acceptance); the three Hopper "
+           "constants refitted on the Hopper runs alone after seven of them were corrected to the EP 8 their "
+           "scripts ran (data/validation/README.md); sourced and assumed values as in the module docstring",
+    gemm_efficiency=MappingProxyType({"hopper": 0.69345, "blackwell": 0.7752, "cdna4": 0.6386}),
     fallback_generation="hopper",
     attention_efficiency=0.6,
-    memory_efficiency=MappingProxyType({"hopper": 0.8321, "blackwell": 0.5715, "cdna4": 0.5747}),
+    memory_efficiency=MappingProxyType({"hopper": 0.8269, "blackwell": 0.5715, "cdna4": 0.5747}),
     expert_memory_efficiency=0.681,
     link_efficiency=DEFAULT_EFFICIENCY,
     expert_gemm_efficiency=0.2822,
@@ -273,7 +274,7 @@ CALIBRATION = Calibration(
     elementwise_bytes_per_token=121.3,
     expert_bytes_per_token=19.82,
     layer_seconds=4.845e-05,
-    moe_layer_seconds=MappingProxyType({"hopper": 9.63e-05, "blackwell": 4.709e-05, "cdna4": 6.518e-05}),
+    moe_layer_seconds=MappingProxyType({"hopper": 6.279e-05, "blackwell": 4.709e-05, "cdna4": 6.518e-05}),
     collective_seconds=1e-05,
     eager_layer_seconds=0.00012,
     draft_step_seconds=1.5e-4,
