@@ -106,9 +106,12 @@ def test_page_loads_nothing_external_even_without_csp(served_app, page_without_c
     open_app(page_without_csp, served_app.url)
     page_without_csp.wait_for_load_state("networkidle")
     assert requests_made.blocked == []
-    # the buttons' icons draw with the FontAwesome voila's style bundle carries, its web font from this server
-    icon = page_without_csp.evaluate("""() => { const i = document.querySelector('button i.fa-undo');
-        return [getComputedStyle(i, '::before').fontFamily, document.fonts.check('900 12px "Font Awesome 5 Free"')]; }""")
+    # the buttons' icons draw with the FontAwesome voila's style bundle carries, its web font from this server:
+    # wait for the face to load (networkidle can come before the font is decoded), then it must be loaded
+    icon = page_without_csp.evaluate("""async () => { const i = document.querySelector('button i.fa-undo');
+        const faces = await document.fonts.load('900 12px "Font Awesome 5 Free"');
+        return [getComputedStyle(i, '::before').fontFamily,
+                faces.length > 0 && document.fonts.check('900 12px "Font Awesome 5 Free"')]; }""")
     assert icon == ['"Font Awesome 5 Free"', True]
     assert any(url.startswith(served_app.url) and url.endswith(".woff2") for url in requests_made.seen)
 

@@ -11,6 +11,7 @@ calibration the estimate used, the reuse and tier figures
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import ipywidgets as widgets
 
@@ -193,14 +194,16 @@ class InferenceSection(Section):
             title=f"TTFT and TPOT vs load: {i.name} ({i.replicas} replicas of {i.gpus_per_replica} GPUs)")
 
     def _curve(self, i):
-        """:func:`latency_curve` of ``i``, kept while its replica and fleet stay (a load move keeps it)."""
+        """:func:`latency_curve` of ``i``, kept while its replica stays: a load move keeps it, and a move that only
+        changes the replica count scales its rates (the replicas share the load evenly)."""
         e = i.estimate
         key = (e.model, e.accelerator, e.weight_precision, e.kv_precision, e.input_tokens, e.output_tokens, e.engine,
-               i.tensor_parallel, i.pipeline_parallel, i.attention_dp, i.replicas, e.max_requests_per_s,
+               i.tensor_parallel, i.pipeline_parallel, i.attention_dp, e.max_requests_per_s,
                e.max_concurrency, e.speculative_method, e.speculative_tokens, e.acceptance_length)
         if self._curve_at[0] != key:
-            self._curve_at = (key, latency_curve(i))
-        return self._curve_at[1]
+            self._curve_at = (key, latency_curve(replace(i, replicas=1)))
+        one = self._curve_at[1]
+        return one.assign(requests_per_s=one["requests_per_s"] * max(i.replicas, 1))
 
     @staticmethod
     def _figures(i, knee_factor: float) -> str:
