@@ -24,8 +24,7 @@ import time
 
 from aisize import catalog
 from aisize.calibrate import fit, predict, read_table
-from aisize.calibrate.fitting import summary
-from aisize.calibrate.fitting import PER_GENERATION
+from aisize.calibrate.fitting import PER_GENERATION, summary
 from aisize.serving import CALIBRATION
 from aisize.serving.hardware import generation
 

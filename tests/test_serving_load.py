@@ -6,6 +6,7 @@ GPUStack), the MTP runs of serving_specdec.csv, the disaggregated deployments of
 the TensorRT-LLM DeepSeek-R1 MTP acceptance table (tech blog 1); AMD's MI355X data sheet figures.
 """
 
+import csv
 import dataclasses
 
 import pytest
@@ -26,7 +27,6 @@ def load_table():
 
 def test_published_closed_loop_runs(load_table):
     # the state of the fit, pinned so that a change shows: see the closing note of the serving issue for the
-    # runs the model cannot express (the cold-start TTFTs of the 2025 SGLang runs, engine versions apart)
     # runs the model cannot express (the cold-start TTFTs of the 2025 SGLang runs, engine versions apart);
     # 58 and 69 since the runs of 2025-11-02 carry the EP and attention DP their scripts chose and the Hopper
     # constants were refitted on them (56 and 63 before)
@@ -266,7 +266,9 @@ NOVEMBER_SCRIPTS = {
 def test_the_runs_of_2025_11_02_carry_the_parallelism_their_scripts_chose():
     # Results of that date record no EP or attention DP, so the reference's "EP1, attention-DP off" is a
     # fill-in; the validation rows carry what dsr1_*_slurm.sh / _docker.sh chose (data/validation/README.md).
-    rows = [r for r in runs("serving-load") if r.id and "parallelism corrected" in _note(r.id)]
+    with open(catalog.data_dir() / "validation" / "serving_load.csv", encoding="utf-8") as f:
+        notes = {row["id"]: row["source_note"] for row in csv.DictReader(f)}
+    rows = [r for r in runs("serving-load") if "parallelism corrected" in notes[r.id]]
     assert len(rows) == 18
     for r in rows:
         key = f"{r.weight_precision.replace('nvfp4', 'fp4')} {r.accelerator.split('-')[0]} {r.engine}"
@@ -283,14 +285,8 @@ def test_the_runs_of_2025_11_02_carry_the_parallelism_their_scripts_chose():
     assert labelled.error < -0.25 and labelled.tpot_error > 0.4
     # load-009, H200 TP8 EP8 at 4 in flight: published 34.4 tokens/s per GPU, TPOT 13.8 ms (Hopper refit)
     h200 = predict(next(r for r in rows if r.id == "load-009"))
-    assert h200.tokens_per_s_per_gpu == pytest.approx(34.4, rel=0.1) and h200.tpot_s == pytest.approx(13.81e-3, rel=0.1)
-
-
-def _note(case_id: str) -> str:
-    import csv
-
-    with open(catalog.data_dir() / "validation" / "serving_load.csv", encoding="utf-8") as f:
-        return next(row["source_note"] for row in csv.DictReader(f) if row["id"] == case_id)
+    assert h200.tokens_per_s_per_gpu == pytest.approx(34.4, rel=0.1)
+    assert h200.tpot_s == pytest.approx(13.81e-3, rel=0.1)
 
 
 def test_the_balancing_wait_is_the_last_rank_to_get_a_prompt():
