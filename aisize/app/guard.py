@@ -8,6 +8,9 @@ never open the page's websocket left 31 kernels (8.2 GiB) until the 10-minute id
   the server answers "busy, try again" (``jupyter/voila.py`` asks :meth:`admit` before rendering);
 - a kernel whose page has not connected its websocket within ``connect_timeout_seconds`` of being
   served is shut down (a real page connects within seconds; a script that only GETs never does);
+- the preheated pool is refilled ``refill_delay_seconds`` after the last page was admitted, so that
+  the refill (it runs the notebook: seconds of CPU) does not slow that page's own start, and at once
+  when another page is admitted meanwhile (it takes the pending kernel: it must not wait out the delay);
 - ``allowed_hosts`` are the host names the server answers to, besides IP addresses and localhost
   (``jupyter/voila.py`` checks the Host header: a DNS-rebinding page's name is not among them).
 
@@ -16,12 +19,14 @@ Kernels idle and unconnected for ``MappingKernelManager.cull_idle_timeout`` are 
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from tornado.ioloop import PeriodicCallback
 from traitlets import Float, Integer, List, Unicode
 
+PREHEAT = "VOILA_PREHEAT"  # voila.utils.ENV_VARIABLE.VOILA_PREHEAT: in the env of the kernels it pools
 CHECK_SECONDS = 5.0  # how often served kernels are checked for a connection
 
 
@@ -32,6 +37,8 @@ class GuardedKernelManager(AsyncMappingKernelManager):
     connect_timeout_seconds = Float(60.0, min=1.0, config=True,
                                     help="shut a served kernel down if its page has not connected by then [s]")
     allowed_hosts = List(Unicode(), config=True, help="host names accepted besides IP addresses and localhost")
+    refill_delay_seconds = Float(0.0, min=0.0, config=True,
+                                 help="start a pool refill this long after the last page was admitted [s]")
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -39,6 +46,8 @@ class GuardedKernelManager(AsyncMappingKernelManager):
         self._connected: set[str] = set()
         self._opening = 0  # pages admitted whose kernel is not served yet
         self._watch: PeriodicCallback | None = None
+        self._admitted_at = float("-inf")  # when the last page was admitted (monotonic s)
+        self._page_admitted = asyncio.Event()  # set, then replaced, when a page is admitted
 
     def sessions(self) -> int:
         """Kernels serving pages now, plus pages being opened."""
@@ -49,6 +58,9 @@ class GuardedKernelManager(AsyncMappingKernelManager):
         if self.sessions() >= self.max_sessions:
             return False
         self._opening += 1
+        self._admitted_at = time.monotonic()
+        self._page_admitted.set()  # wakes a refill held back by the delay: this page may be waiting for it
+        self._page_admitted = asyncio.Event()
         return True
 
     def served(self, kernel_id: str | None) -> None:
@@ -60,6 +72,17 @@ class GuardedKernelManager(AsyncMappingKernelManager):
     def notify_connect(self, kernel_id):
         self._connected.add(kernel_id)
         return super().notify_connect(kernel_id)
+
+    async def start_kernel(self, **kwargs):
+        if (kwargs.get("env") or {}).get(PREHEAT) == "True":  # voila refilling its pool
+            wait = self._admitted_at + self.refill_delay_seconds - time.monotonic()
+            if wait > 0:
+                try:
+                    await asyncio.wait_for(self._page_admitted.wait(), wait)
+                    self.log.info("Pool refill started at once: a page was admitted")
+                except asyncio.TimeoutError:
+                    pass
+        return await super().start_kernel(**kwargs)
 
     def initialize_culler(self):
         super().initialize_culler()

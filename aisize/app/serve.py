@@ -87,7 +87,7 @@ def server_env(base: dict[str, str] | None = None) -> dict[str, str]:
 
 GUARD = "aisize.app.guard.GuardedKernelManager"
 MAX_SESSIONS = 16  # what one server held on 2 cores (README, benchmarks/bench_load.py)
-POOL_REFILL_DELAY_SECONDS = 6.0  # after a page takes the preheated kernel (voila: 1 s); bench_app.py times page opens
+POOL_REFILL_DELAY_SECONDS = 6.0  # after a page is admitted (voila: 1 s after one takes the pool); bench_app.py
 
 
 def _is_address(host: str) -> bool:
@@ -149,8 +149,10 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
         f"--preheat_kernel={pool_size > 0}",
         f"--pool_size={pool_size}",
         # refill the pool once the page that took its kernel has drawn, not while it loads: the refill runs
-        # the notebook (seconds of CPU), which voila's default 1 s delay puts under the page's own start
-        f"--VoilaKernelManager.fill_delay={POOL_REFILL_DELAY_SECONDS}",
+        # the notebook (seconds of CPU), which voila's default 1 s delay puts under the page's own start.
+        # The guard holds the refill back, and starts it at once if another page comes (aisize.app.guard)
+        "--VoilaKernelManager.fill_delay=0",
+        f"--GuardedKernelManager.refill_delay_seconds={POOL_REFILL_DELAY_SECONDS}",
         "--show_tracebacks=False",
         "--strip_sources=True",
         f"--MappingKernelManager.cull_idle_timeout={cull_idle}",
