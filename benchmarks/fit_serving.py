@@ -46,8 +46,9 @@ def main(argv=None):
     ap.add_argument("--fit", action="store_true", help="refit the constants")
     ap.add_argument("--sets", nargs="*", default=list(FITTED), choices=SETS, help="which sets to fit on")
     ap.add_argument("--max-evaluations", type=int, default=300)
-    ap.add_argument("--generation", help="fit only the constants kept per GPU generation for this one "
-                                         "(e.g. hopper), on its runs; request_seconds stays as it is")
+    ap.add_argument("--generation", choices=sorted(CALIBRATION.gemm_efficiency),
+                    help="fit only the constants kept per GPU generation for this one, on its runs; "
+                         "request_seconds stays as it is")
     a = ap.parse_args(argv)
     runs = {s: read_table(catalog.data_dir() / "validation" / f"{s}.csv") for s in SETS}
     cal = CALIBRATION
