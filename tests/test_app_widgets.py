@@ -429,12 +429,16 @@ def test_command_options():
     assert "--Voila.ip=0.0.0.0" in command and "--preheat_kernel=False" in command
     assert "--no-browser" not in command
     assert serve.url(8000, "0.0.0.0") == "http://127.0.0.1:8000/"
+    # voila refills at once; the guard holds the refill back (6 s unless told)
+    assert "--VoilaKernelManager.fill_delay=0" in command
+    assert f"--GuardedKernelManager.refill_delay_seconds={serve.POOL_REFILL_DELAY_SECONDS}" in command
 
 
 @pytest.mark.parametrize("kwargs,name", [({"port": 0}, "port"), ({"port": 70000}, "port"),
                                          ({"pool_size": -1}, "pool_size"),
                                          ({"cull_idle_seconds": 0}, "cull_idle_seconds"),
                                          ({"host": "a b"}, "host"),
+                                         ({"refill_delay_seconds": -1}, "refill_delay_seconds"),
                                          ({"notebook": "missing.ipynb"}, "notebook")])
 def test_command_rejects_bad_input(kwargs, name):
     with pytest.raises(ValueError, match=name):

@@ -87,7 +87,9 @@ def server_env(base: dict[str, str] | None = None) -> dict[str, str]:
 
 GUARD = "aisize.app.guard.GuardedKernelManager"
 MAX_SESSIONS = 16  # what one server held on 2 cores (README, benchmarks/bench_load.py)
-POOL_REFILL_DELAY_SECONDS = 6.0  # after a page is admitted (voila: 1 s after one takes the pool); bench_app.py
+# hold a pool refill this long after a page is admitted (voila: 1 s after one takes the pool), so that the
+# refill does not share the cores with the page's own start; bench_app.py times page opens
+POOL_REFILL_DELAY_SECONDS = 6.0
 
 
 def _is_address(host: str) -> bool:
@@ -103,6 +105,7 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
                   cull_idle_seconds: int = 600, cull_interval_seconds: int = 60,
                   max_sessions: int = MAX_SESSIONS, connect_timeout_seconds: int = 60,
                   allowed_hosts: tuple[str, ...] = (), base_url: str = "/",
+                  refill_delay_seconds: float = POOL_REFILL_DELAY_SECONDS,
                   open_browser: bool = False, python: str | None = None) -> list[str]:
     """The voila command line serving ``notebook`` (run it with :func:`server_env`).
 
@@ -119,6 +122,8 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
     allowed_hosts : host names the server answers to besides IP addresses and localhost (and ``host``
         when it is a name), e.g. the name users type behind a proxy
     base_url : path prefix the app is served under (a JupyterHub user's server: /user/NAME/)
+    refill_delay_seconds : start refilling the preheated pool this long after the last page was admitted
+        [s], 0..3600; a page admitted meanwhile starts it at once (:mod:`aisize.app.guard`)
     open_browser : let voila open a browser tab
     python : interpreter running voila; default the current one
     """
@@ -128,6 +133,7 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
     cull_every = int(checks.integer("cull_interval_seconds", cull_interval_seconds, low=1, high=10**7))
     sessions = int(checks.integer("max_sessions", max_sessions, low=1, high=1024))
     connect = int(checks.integer("connect_timeout_seconds", connect_timeout_seconds, low=1, high=10**5))
+    refill = float(checks.number("refill_delay_seconds", refill_delay_seconds, low=0.0, high=3600.0))
     if not isinstance(host, str) or not host or any(c.isspace() for c in host):
         raise ValueError(f"host={host!r} must be a non-empty address without spaces")
     names = [h.lower() for h in allowed_hosts] + ([] if _is_address(host) or host == "" else [host.lower()])
@@ -152,7 +158,7 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
         # the notebook (seconds of CPU), which voila's default 1 s delay puts under the page's own start.
         # The guard holds the refill back, and starts it at once if another page comes (aisize.app.guard)
         "--VoilaKernelManager.fill_delay=0",
-        f"--GuardedKernelManager.refill_delay_seconds={POOL_REFILL_DELAY_SECONDS}",
+        f"--GuardedKernelManager.refill_delay_seconds={refill}",
         "--show_tracebacks=False",
         "--strip_sources=True",
         f"--MappingKernelManager.cull_idle_timeout={cull_idle}",

@@ -229,3 +229,5 @@ def test_a_users_server_runs_the_reporting_kernel_manager_once():
     managers = [a for a in command if a.startswith("--VoilaConfiguration.multi_kernel_manager_class=")]
     assert managers == [f"--VoilaConfiguration.multi_kernel_manager_class={team.HUB_KERNELS}"]
     assert "--ActivityKernelManager.activity_interval_seconds=5.0" in command
+    # a reload soon after an open must not wait for a refill held back for the page's start
+    assert "--GuardedKernelManager.refill_delay_seconds=1.0" in command
