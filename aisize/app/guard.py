@@ -8,9 +8,10 @@ never open the page's websocket left 31 kernels (8.2 GiB) until the 10-minute id
   the server answers "busy, try again" (``jupyter/voila.py`` asks :meth:`admit` before rendering);
 - a kernel whose page has not connected its websocket within ``connect_timeout_seconds`` of being
   served is shut down (a real page connects within seconds; a script that only GETs never does);
-- the preheated pool is refilled ``refill_delay_seconds`` after the last page was admitted, so that
-  the refill (it runs the notebook: seconds of CPU) does not slow that page's own start, and at once
-  when another page is admitted meanwhile (it takes the pending kernel: it must not wait out the delay);
+- a refill of the preheated pool (voila asks for one when a page has taken the pool's kernel) starts
+  ``refill_delay_seconds`` later, so that it (it runs the notebook: seconds of CPU) does not slow that
+  page's own start; and at once when another page is admitted meanwhile (that page takes the pending
+  kernel: it must not wait out the delay). The first fill, before any page, starts at once;
 - ``allowed_hosts`` are the host names the server answers to, besides IP addresses and localhost
   (``jupyter/voila.py`` checks the Host header: a DNS-rebinding page's name is not among them).
 
@@ -38,7 +39,7 @@ class GuardedKernelManager(AsyncMappingKernelManager):
                                     help="shut a served kernel down if its page has not connected by then [s]")
     allowed_hosts = List(Unicode(), config=True, help="host names accepted besides IP addresses and localhost")
     refill_delay_seconds = Float(0.0, min=0.0, config=True,
-                                 help="start a pool refill this long after the last page was admitted [s]")
+                                 help="hold a pool refill back this long, unless a page is admitted [s]")
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -46,7 +47,7 @@ class GuardedKernelManager(AsyncMappingKernelManager):
         self._connected: set[str] = set()
         self._opening = 0  # pages admitted whose kernel is not served yet
         self._watch: PeriodicCallback | None = None
-        self._admitted_at = float("-inf")  # when the last page was admitted (monotonic s)
+        self._admitted_any = False  # a page has been admitted: pool kernels started from now on are refills
         self._page_admitted = asyncio.Event()  # set, then replaced, when a page is admitted
 
     def sessions(self) -> int:
@@ -58,7 +59,7 @@ class GuardedKernelManager(AsyncMappingKernelManager):
         if self.sessions() >= self.max_sessions:
             return False
         self._opening += 1
-        self._admitted_at = time.monotonic()
+        self._admitted_any = True
         self._page_admitted.set()  # wakes a refill held back by the delay: this page may be waiting for it
         self._page_admitted = asyncio.Event()
         return True
@@ -74,14 +75,13 @@ class GuardedKernelManager(AsyncMappingKernelManager):
         return super().notify_connect(kernel_id)
 
     async def start_kernel(self, **kwargs):
-        if (kwargs.get("env") or {}).get(PREHEAT) == "True":  # voila refilling its pool
-            wait = self._admitted_at + self.refill_delay_seconds - time.monotonic()
-            if wait > 0:
-                try:
-                    await asyncio.wait_for(self._page_admitted.wait(), wait)
-                    self.log.info("Pool refill started at once: a page was admitted")
-                except asyncio.TimeoutError:
-                    pass
+        refill = (kwargs.get("env") or {}).get(PREHEAT) == "True" and self._admitted_any
+        if refill and self.refill_delay_seconds > 0:  # voila asks right after a page took the pool's kernel
+            try:
+                await asyncio.wait_for(self._page_admitted.wait(), self.refill_delay_seconds)
+                self.log.info("Pool refill started at once: a page was admitted")
+            except asyncio.TimeoutError:
+                pass
         return await super().start_kernel(**kwargs)
 
     def initialize_culler(self):

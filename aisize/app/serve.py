@@ -87,8 +87,8 @@ def server_env(base: dict[str, str] | None = None) -> dict[str, str]:
 
 GUARD = "aisize.app.guard.GuardedKernelManager"
 MAX_SESSIONS = 16  # what one server held on 2 cores (README, benchmarks/bench_load.py)
-# hold a pool refill this long after a page is admitted (voila: 1 s after one takes the pool), so that the
-# refill does not share the cores with the page's own start; bench_app.py times page opens
+# hold a pool refill back this long after a page takes the pool's kernel (voila: 1 s), so that the refill
+# does not share the cores with the page's own start; bench_app.py times page opens
 POOL_REFILL_DELAY_SECONDS = 6.0
 
 
@@ -122,8 +122,8 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
     allowed_hosts : host names the server answers to besides IP addresses and localhost (and ``host``
         when it is a name), e.g. the name users type behind a proxy
     base_url : path prefix the app is served under (a JupyterHub user's server: /user/NAME/)
-    refill_delay_seconds : start refilling the preheated pool this long after the last page was admitted
-        [s], 0..3600; a page admitted meanwhile starts it at once (:mod:`aisize.app.guard`)
+    refill_delay_seconds : start refilling the preheated pool this long after a page takes its kernel [s],
+        0..3600; a page admitted meanwhile starts the refill at once (:mod:`aisize.app.guard`)
     open_browser : let voila open a browser tab
     python : interpreter running voila; default the current one
     """
