@@ -74,13 +74,43 @@ def remote_references(html: str) -> list[str]:
     return finder.found
 
 
-def exporter():
-    """An nbconvert HTMLExporter using the aisize template, with inputs and prompts hidden."""
+def _exporter_class():
+    """nbconvert's HTMLExporter without the pass it makes over the finished page with BeautifulSoup.
+
+    nbconvert 7 re-parses the whole page in pure Python to give ``<img>`` tags without one a
+    placeholder ``alt`` and cells a ``tabindex``: 1 to 2 s of a report's 5 to 9 s (its 800 kB are
+    mostly inline SVG). The report has no ``<img>`` and no code cells to focus, so its exporter
+    registers the same two filters and renders the template directly (tests/test_report.py
+    compares the two on a report).
+    """
+    from nbconvert import HTMLExporter, TemplateExporter
+    from nbconvert.filters.highlight import Highlight2HTML
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    class ReportExporter(HTMLExporter):
+        def from_notebook_node(self, nb, resources=None, **kw):
+            # HTMLExporter.from_notebook_node (nbconvert 7.17) up to its BeautifulSoup pass
+            info = nb.metadata.get("language_info", {})
+            lexer = info.get("pygments_lexer", info.get("name", None))
+            resources = self._init_resources(resources)
+            self.register_filter("highlight_code", self.filters.get(
+                "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+            self.register_filter("filter_data_type", WidgetsDataTypeFilter(
+                notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+            return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+    return ReportExporter
+
+
+def exporter(*, stock: bool = False):
+    """An nbconvert HTMLExporter using the aisize template, with inputs and prompts hidden (``stock``:
+    nbconvert's own class, with its BeautifulSoup pass; :func:`_exporter_class`)."""
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
 
-    exp = HTMLExporter(template_name=TEMPLATE_NAME, extra_template_basedirs=[str(TEMPLATES)],
-                       exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    cls = HTMLExporter if stock else _exporter_class()
+    exp = cls(template_name=TEMPLATE_NAME, extra_template_basedirs=[str(TEMPLATES)],
+              exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     exp.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_TAGS), enabled=True),
                               enabled=True)
     return exp
