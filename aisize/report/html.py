@@ -109,7 +109,9 @@ def exporter(*, stock: bool = False):
     from nbconvert.preprocessors import TagRemovePreprocessor
 
     cls = HTMLExporter if stock else _exporter_class()
-    exp = cls(template_name=TEMPLATE_NAME, extra_template_basedirs=[str(TEMPLATES)],
+    # optimistic_validation: the notebook is checked once, after the last of its 13 preprocessors, not
+    # after each of them
+    exp = cls(template_name=TEMPLATE_NAME, extra_template_basedirs=[str(TEMPLATES)], optimistic_validation=True,
               exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     exp.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_TAGS), enabled=True),
                               enabled=True)
