@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import altair as alt
 import pandas as pd
 import pytest
 import vl_convert
 
 from aisize.report import svg
-from aisize.report.markup import figure
+from aisize.report.markup import drawing_ahead, figure
 from aisize.validation import store
 
 SPEC = (alt.Chart(pd.DataFrame({"gpus": [8, 16, 32], "days": [12.0, 6.1, 3.2]})).mark_line(point=True)
@@ -86,3 +88,56 @@ def test_a_kept_figure_that_was_tampered_with_is_drawn_again(tmp_path, monkeypat
     again = figure(chart, "kept", keep=True)
     assert again == clean and "<script" not in again
     assert "<script" not in kept.read_text(encoding="utf-8")  # written again, clean
+
+
+def _spec(title: str, points: int = 3) -> dict:
+    frame = pd.DataFrame({"gpus": list(range(1, points + 1)), "days": [100.0 / g for g in range(1, points + 1)]})
+    return (alt.Chart(frame).mark_line(point=True).encode(x="gpus:Q", y="days:Q")
+            .properties(width=200, height=120, title=title).to_dict())
+
+
+def test_charts_sent_ahead_come_back_each_to_its_own_spec(helper):
+    specs = [_spec(f"chart {k}") for k in range(4)]
+    drawings = [svg.submit(s) for s in specs]
+    assert len(svg._sent) == 4  # all four with the helper before any answer is read
+    for k in (2, 0, 3, 1):  # asked for out of order
+        assert svg.result(drawings[k]) == vl_convert.vegalite_to_svg(specs[k])
+    assert not svg._sent
+
+
+def test_more_specs_than_a_pipe_holds_do_not_block(helper):
+    """Specs of 20 kB and answers of 60 kB: unread, they would fill both pipes and block both sides."""
+    specs = [_spec(f"big {k}", points=400) for k in range(6)]
+    assert all(len(json.dumps(s)) > 15_000 for s in specs)
+    drawings = [svg.submit(s) for s in specs]
+    assert sum(d.line_bytes for d in svg._sent) <= svg.IN_FLIGHT_BYTES
+    assert [svg.result(d) for d in drawings] == [vl_convert.vegalite_to_svg(s) for s in specs]
+
+
+def test_a_section_that_fails_leaves_the_helper_in_step(helper):
+    with pytest.raises(RuntimeError):
+        with drawing_ahead():
+            marker = figure(alt.Chart.from_dict(_spec("left behind")), "never placed")
+            assert "\x00" in marker and "<svg" not in marker
+            raise RuntimeError("a section failed")
+    assert not svg._sent  # its chart's answer was read on the way out
+    assert "next chart" in svg.to_svg(_spec("next chart"))
+
+
+def test_drawing_ahead_places_each_figure_where_it_was_made(helper):
+    with drawing_ahead() as place:
+        a = figure(alt.Chart.from_dict(_spec("first")), "caption one")
+        b = figure(alt.Chart.from_dict(_spec("second")), "caption two")
+        page = place(f"<p>before</p>{a}<p>between</p>{b}")
+    assert "\x00" not in page
+    assert page.index("first") < page.index("caption one") < page.index("between") < page.index("second")
+    assert page == f"<p>before</p>{figure(alt.Chart.from_dict(_spec('first')), 'caption one')}<p>between</p>" \
+                   f"{figure(alt.Chart.from_dict(_spec('second')), 'caption two')}"
+
+
+def test_charts_in_flight_when_the_helper_dies_are_drawn_here(helper):
+    drawings = [svg.submit(_spec(f"chart {k}")) for k in range(3)]
+    helper.kill()
+    helper.wait()
+    assert [svg.result(d) for d in drawings] == [vl_convert.vegalite_to_svg(_spec(f"chart {k}")) for k in range(3)]
+    assert svg._helper is None

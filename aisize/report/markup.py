@@ -11,6 +11,7 @@ import html
 import json
 import re
 from collections.abc import Iterable
+from contextlib import contextmanager
 
 from aisize import format as F
 
@@ -43,27 +44,69 @@ def table(headers: Iterable[str], rows: Iterable[Iterable], *, caption: str = ""
                 f"<tbody>{body}</tbody></table>")
 
 
+_ahead: dict | None = None  # inside drawing_ahead(): marker -> (Drawing, caption) of figures not placed yet
+
+
+@contextmanager
+def drawing_ahead():
+    """Within, :func:`figure` sends each chart to the drawing helper and returns a marker at once, so the
+    helper draws while the section builds the rest; ``place(text)`` puts each drawn figure where its marker
+    is (waiting for those not drawn yet). Every chart sent is settled on the way out, even after an error,
+    so the helper's next answer is a later chart's."""
+    global _ahead
+    from aisize.report import svg
+
+    if _ahead is not None:  # nested: the outermost settles them
+        yield _place
+        return
+    _ahead = {}
+    try:
+        yield _place
+    finally:
+        sent, _ahead = _ahead, None
+        for drawing, _ in sent.values():
+            svg.settle(drawing)
+
+
+def _place(text: str) -> Html:
+    from aisize.report.svg import result
+
+    for marker, (drawing, caption) in list(_ahead.items()):
+        if marker in text:
+            text = text.replace(marker, _figure_html(result(drawing), caption))
+    return Html(text)
+
+
+def _figure_html(svg: str, caption: str) -> str:
+    # Inline SVG in HTML needs no namespace declarations; dropping them leaves no http reference.
+    svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
+    return f'<figure class="aisize-figure">{svg}<figcaption>{esc(caption)}</figcaption></figure>'
+
+
 def figure(chart, caption: str, *, keep: bool = False) -> Html:
     """An Altair chart as inline SVG in a ``<figure>``: no script, no request to any host.
 
     ``keep``: the SVG is kept in the validation store by its spec (for a chart the same in every report
-    of a version, as the accuracy appendix's: SVG text costs about 3 ms a label to lay out)."""
+    of a version, as the accuracy appendix's: SVG text costs about 3 ms a label to lay out). Within
+    :func:`drawing_ahead` an unkept chart is a marker until the block places it."""
     import vl_convert
     from altair.utils import schemapi
 
-    from aisize.report.svg import to_svg
+    from aisize.report import svg as drawer
 
     spec = chart.to_dict(validate=schemapi.DEBUG_MODE)
     if keep:
         from aisize.validation.store import remembered_text
 
         key = f"vl-convert {vl_convert.__version__} " + json.dumps(spec, sort_keys=True, default=str)
-        svg = remembered_text("figure", lambda: to_svg(spec), key=key, valid=_drawn_svg)
+        svg = remembered_text("figure", lambda: drawer.to_svg(spec), key=key, valid=_drawn_svg)
+    elif _ahead is not None:
+        marker = f"\x00figure {len(_ahead)}\x00"  # no text the report writes holds a NUL
+        _ahead[marker] = (drawer.submit(spec), caption)
+        return Html(marker)
     else:
-        svg = to_svg(spec)
-    # Inline SVG in HTML needs no namespace declarations; dropping them leaves no http reference.
-    svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
-    return Html(f'<figure class="aisize-figure">{svg}<figcaption>{esc(caption)}</figcaption></figure>')
+        svg = drawer.to_svg(spec)
+    return Html(_figure_html(svg, caption))
 
 
 # What vl-convert's SVG never holds: a file read back that does is drawn again, not put in the report.

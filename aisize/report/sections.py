@@ -24,7 +24,7 @@ from aisize.report.fleet_sections import fleet
 from aisize.report.infra_sections import network, storage
 from aisize.report.kvtier_sections import applies as kv_tiers_apply
 from aisize.report.kvtier_sections import kv_tiers
-from aisize.report.markup import Html, esc, figure, number, table
+from aisize.report.markup import Html, drawing_ahead, esc, figure, number, table
 from aisize.report.plan_sections import bom, executive
 from aisize.report.queue_sections import blender, queueing
 from aisize.report.serving_sections import inference
@@ -133,5 +133,7 @@ def section(name: str, scenario: Scenario | ReportContext, selected: Iterable[st
     if name not in order:
         return None
     heading, render, _ = SECTIONS[name]
+    with drawing_ahead() as place:  # the helper draws each chart while the section builds the rest
+        body = place(render(ctx))
     return Html(f'<section class="aisize-section" id="{esc(name)}">'
-                f"<h2>{order.index(name) + 1}. {esc(heading)}</h2>{render(ctx)}</section>")
+                f"<h2>{order.index(name) + 1}. {esc(heading)}</h2>{body}</section>")
