@@ -106,7 +106,7 @@ def test_charts_sent_ahead_come_back_each_to_its_own_spec(helper):
 
 
 def test_more_specs_than_a_pipe_holds_do_not_block(helper):
-    """Specs of 20 kB and answers of 60 kB: unread, they would fill both pipes and block both sides."""
+    """Specs of 17 kB and answers of 115 kB: unread, they would fill both pipes and block both sides."""
     specs = [_spec(f"big {k}", points=400) for k in range(6)]
     assert all(len(json.dumps(s)) > 15_000 for s in specs)
     drawings = [svg.submit(s) for s in specs]

@@ -78,8 +78,9 @@ def _exporter_class():
     """nbconvert's HTMLExporter without the pass it makes over the finished page with BeautifulSoup.
 
     nbconvert 7 re-parses the whole page in pure Python to give ``<img>`` tags without one a
-    placeholder ``alt`` and cells a ``tabindex``: 1 to 2 s of a report's 5 to 9 s (its 800 kB are
-    mostly inline SVG). The report has no ``<img>`` and no code cells to focus, so its exporter
+    placeholder ``alt`` and cells a ``tabindex``: about 1 s of a fresh ``aisize report`` on the 2-core
+    dev machine (its 800 kB are mostly inline SVG). The report has no ``<img>`` and no code cells to
+    focus, so its exporter
     registers the same two filters and renders the template directly (tests/test_report.py
     compares the two on a report).
     """
