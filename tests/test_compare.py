@@ -8,7 +8,7 @@ import pytest
 
 from aisize.cli import main
 from aisize.plan import plan
-from aisize.plan.comparison import comparison_table
+from aisize.plan.comparison import change_shown, comparison_table, shown
 from aisize.scenario import dumps, from_dict, preset, to_dict
 
 
@@ -35,7 +35,7 @@ def test_compare_prints_both_plans_and_marks_differences(pair, capsys):
     table = comparison_table(a, b)
     assert f"{int(table['differs'].sum())} of {len(table)} figures differ (marked *)" in out
     power = next(l for l in lines if "Server power (max)" in l)
-    assert power.startswith("*") and f"{a.power_watts / 1e3:,.4g}" in power and f"{b.power_watts / 1e3:,.4g}" in power
+    assert power.startswith("*") and shown(a.power_watts / 1e3, "kW") in power and shown(b.power_watts / 1e3, "kW") in power
     racks = next(l for l in lines if l.strip().startswith("Racks"))
     assert not racks.startswith("*")  # same figure: not marked
     capital = next(l for l in lines if "Capital" in l)
@@ -72,3 +72,34 @@ def test_size_json_has_cost_placement_timeline_and_queues(tmp_path, capsys):
     assert data["placement"]["servers"] and data["timeline"]["rows"]
     assert data["job_streams"][0]["wait_p95_seconds"] <= 2 * 3600 * (1 + 1e-6)
     assert [p["name"] for p in data["pools"]] == ["training", "inference"]
+
+
+def test_a_comparison_reads_the_same_in_the_app_the_report_and_the_cli(pair, capsys):
+    """One definition per figure: every cell of the comparison is the same text in the app's table, the
+    report's section and ``aisize compare``."""
+    import html as H
+    import re
+
+    from aisize.app.sections.compare import table_html
+    from aisize.report import sections as S
+    from aisize.report.context import ReportContext
+
+    pa, pb, a, b = pair
+    table = comparison_table(a, b)
+    ca, cb = table.columns[3], table.columns[4]
+    expected = [[shown(r[ca], r["unit"]), shown(r[cb], r["unit"]), shown(r["difference"], r["unit"]),
+                 change_shown(r["change"])] for r in table.to_dict("records")]
+    assert any("$" in row[0] for row in expected) and any("%" in row[3] for row in expected)
+
+    def rows(page):
+        cells = [[H.unescape(re.sub("<[^>]+>", "", c)) for c in re.findall(r"<td>(.*?)</td>", tr)]
+                 for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", page) if "<td>" in tr]
+        return [c[2:6] for c in cells]
+
+    assert rows(table_html(table)) == expected
+    assert rows(S.section("compare", ReportContext(a.scenario, a, b), S.SECTIONS)) == expected
+    assert main(["compare", str(pa), str(pb)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for r, cells in zip(table.to_dict("records"), expected):
+        line = next(x for x in lines if f" {r['metric']} " in f" {x} ")
+        assert all(c in line for c in cells if c != "—"), (line, cells)

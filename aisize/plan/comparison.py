@@ -3,7 +3,9 @@
 ``comparison_table(a, b)`` has one row per metric with both values, the
 difference, the change in percent and which plan is better (where "better"
 has a direction: fewer servers, lower cost, more headroom). Rows whose values
-differ are marked; ``compare_text`` prints them with a marker in the first column.
+differ are marked; ``compare_text`` prints them with a marker in the first column. :func:`shown` and
+:func:`change_shown` give a cell's text: the app, the report and ``aisize compare`` all show a comparison
+through them, so a figure reads the same in each.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 
 import pandas as pd
 
+from aisize import format as F
 from aisize.units import GB, TB
 
 LOWER, HIGHER, NEUTRAL = "lower", "higher", ""
@@ -91,32 +94,41 @@ def comparison_table(a, b) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _cell(x, unit: str = "") -> str:
+def shown(x, unit: str = "") -> str:
+    """A comparison cell as every view shows it (:mod:`aisize.format`): money by ``usd``, shares as %,
+    numbers to three significant figures (whole numbers in full), "—" where a plan has no value and
+    "unbounded" for an infinite one."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    if isinstance(x, float):
-        if math.isinf(x):
-            return "unbounded"
+        return F.DASH
+    if isinstance(x, float) and math.isinf(x):
+        return F.UNBOUNDED
+    if _number(x):
         if unit == "share":
-            return f"{x:.1%}"
-        return f"{x:,.0f}" if abs(x) >= 1e4 else f"{x:,.4g}"
-    return f"{x:,}" if isinstance(x, int) else str(x)
+            return str(F.pct(x))
+        return str(F.usd(x)) if unit.startswith("USD") else F.num(x)
+    return str(x)
+
+
+def change_shown(change) -> str:
+    """The change from A to B as a signed percentage ("—" where A is zero or either has no number)."""
+    if change is None or (isinstance(change, float) and math.isnan(change)):
+        return F.DASH
+    return str(F.pct(change, signed=True))
 
 
 def compare_text(a, b) -> str:
     """The comparison as text; rows that differ start with ``*``, the better plan is named."""
     df = comparison_table(a, b)
     ca, cb = _columns(a, b)
-    shown = pd.DataFrame({
+    text = pd.DataFrame({
         "": [MARK if d else "" for d in df["differs"]], "metric": df["metric"], "unit": df["unit"],
-        ca: [_cell(x, u) for x, u in zip(df[ca], df["unit"])], cb: [_cell(x, u) for x, u in zip(df[cb], df["unit"])],
-        "B - A": [_cell(x, u) for x, u in zip(df["difference"], df["unit"])],
-        "change": ["" if c is None or (isinstance(c, float) and math.isnan(c)) else f"{c:+.1%}"
-                   for c in df["change"]],
+        ca: [shown(x, u) for x, u in zip(df[ca], df["unit"])], cb: [shown(x, u) for x, u in zip(df[cb], df["unit"])],
+        "B - A": [shown(x, u) for x, u in zip(df["difference"], df["unit"])],
+        "change": [change_shown(c) for c in df["change"]],
         "better": df["better"]})
     head = [f"A: {a.scenario_name}", f"B: {b.scenario_name}",
             f"{int(df['differs'].sum())} of {len(df)} figures differ (marked {MARK})", ""]
-    return "\n".join(head) + shown.to_string(index=False) + "\n"
+    return "\n".join(head) + text.to_string(index=False) + "\n"
 
 
 def comparison_dict(a, b) -> dict:

@@ -7,25 +7,14 @@ the "compare" section then shows :func:`aisize.plan.comparison.comparison_table`
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from aisize import charts
-from aisize.plan.comparison import comparison_table
+from aisize.plan.comparison import change_shown, comparison_table, shown
 from aisize.report.context import ReportContext
-from aisize.report.markup import DASH, Html, block, esc, figure, para, sig
+from aisize.report.markup import Html, block, esc, figure, para
 
 SECTIONS = ("compare", "executive", "bom", "placement", "jobqueue", "cost", "assumptions", "sources")
-
-
-def _cell(x, unit: str) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return DASH
-    if isinstance(x, float):
-        if math.isinf(x):
-            return "unbounded"
-        return f"{x:.1%}" if unit == "share" else sig(x)
-    return f"{x:,}" if isinstance(x, int) else str(x)
 
 
 def compare(ctx: ReportContext) -> Html:
@@ -35,11 +24,8 @@ def compare(ctx: ReportContext) -> Html:
     ca, cb = t.columns[3], t.columns[4]
     rows = []
     for r in t.to_dict("records"):
-        change = r["change"]
-        cells = [r["metric"], r["unit"], _cell(r[ca], r["unit"]), _cell(r[cb], r["unit"]),
-                 _cell(r["difference"], r["unit"]),
-                 DASH if change is None or (isinstance(change, float) and math.isnan(change)) else f"{change:+.1%}",
-                 r["better"]]
+        cells = [r["metric"], r["unit"], shown(r[ca], r["unit"]), shown(r[cb], r["unit"]),
+                 shown(r["difference"], r["unit"]), change_shown(r["change"]), r["better"]]
         cls = ' class="differs"' if r["differs"] else ""
         rows.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{esc(h)}</th>" for h in ("Figure", "Unit", ca, cb, "B - A", "Change", "Better"))

@@ -7,7 +7,6 @@ differ are highlighted and the better plan is named where "better" has a directi
 from __future__ import annotations
 
 import html
-import math
 
 import ipywidgets as widgets
 
@@ -17,22 +16,10 @@ from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.app.state import INPUT_ERRORS, message, upload_text
 from aisize.plan import plan as make_plan
-from aisize.plan.comparison import comparison_table
+from aisize.plan.comparison import change_shown, comparison_table, shown
 from aisize.scenario import loads, preset, preset_names
 
 UPLOADED = "(uploaded file)"
-
-
-def _cell(x, unit: str) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    if isinstance(x, float):
-        if math.isinf(x):
-            return "unbounded"
-        if unit == "share":
-            return str(F.pct(x))
-        return str(F.usd(x)) if unit == "USD" else F.num(x)
-    return F.num(x) if isinstance(x, int) else str(x)
 
 
 def table_html(table) -> str:
@@ -41,11 +28,8 @@ def table_html(table) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in ("metric", "unit", a, b, "B - A", "change", "better"))
     body = []
     for r in table.to_dict("records"):
-        change = r["change"]
-        cells = [r["metric"], r["unit"], _cell(r[a], r["unit"]), _cell(r[b], r["unit"]),
-                 _cell(r["difference"], r["unit"]),
-                 "" if change is None or (isinstance(change, float) and math.isnan(change)) else str(F.pct(change, signed=True)),
-                 r["better"]]
+        cells = [r["metric"], r["unit"], shown(r[a], r["unit"]), shown(r[b], r["unit"]),
+                 shown(r["difference"], r["unit"]), change_shown(r["change"]), r["better"]]
         cls = " class='aisize-differs'" if r["differs"] else ""
         body.append(f"<tr{cls} data-key='compare.{html.escape(r['key'])}'>"
                     + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
