@@ -199,6 +199,8 @@ def duration(seconds) -> Shown:
     missing = _missing(seconds)
     if missing is not None:
         return Shown(missing)
+    if float(seconds) == 0:
+        return Shown("0", "s")
     return _scaled(seconds, ((DAY, "days"), (HOUR, "h"), (MINUTE, "min"), (1.0, "s"), (1e-3, "ms"),
                              (1e-6, "µs")))
 

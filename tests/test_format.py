@@ -32,7 +32,7 @@ from aisize.units import GB, GiB, MB
     (F.usd(8000), "$8,000"), (F.usd(733_069.76), "$733 k"), (F.usd(6.19e6), "$6.19 M"), (F.usd(-25_000), "-$25.0 k"),
     (F.usd(math.inf), "unbounded"),
     (F.duration(0.0447), "44.7 ms"), (F.duration(56.21), "56.2 s"), (F.duration(628.1), "10.5 min"),
-    (F.duration(7200), "2.00 h"), (F.duration(18e6), "208 days"),
+    (F.duration(7200), "2.00 h"), (F.duration(18e6), "208 days"), (F.duration(0.0), "0 s"),
     (F.sig(0.00117), "0.00117"), (F.sig(1017.3), "1,017"), (F.sig(9.996), "10.0"), (F.sig(123456.7), "123,457"),
     (F.num(1440.0), "1,440"), (F.num(0.5158), "0.516"), (F.count(16.0), "16"), (F.large(70.6e9), "70.6 B"),
 ])
@@ -204,6 +204,7 @@ def test_gpus_busy_is_one_figure_on_cluster_and_cost():
 @pytest.mark.slow
 def test_the_cli_summary_of_every_preset_reads_well(presets):
     from aisize.plan import plan
+    from aisize.plan.fleet_summary import fleet_text
     from aisize.plan.summary import summary_text
     from aisize.scenario import preset
 
@@ -217,4 +218,6 @@ def test_the_cli_summary_of_every_preset_reads_well(presets):
             found += [f"{name}: raw field name {x!r} in {line.strip()[:100]!r}" for x in SNAKE.findall(line)
                       if x in raw_field_names(p)]
         found += [f"{name}: {x}" for x in problems(html.escape(text), set())]
+        if p.fleet is not None:  # `aisize fleet`, its day simulated too
+            found += [f"{name} fleet: {x}" for x in problems(html.escape(fleet_text(p, simulate=True)), set())]
     assert not found, "\n".join(found[:60])

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from aisize import format as F
 from aisize.fleet import simulate_day
 from aisize.plan.fleet import hourly_table
+from aisize.units import HOUR
 
 
 def simulate_service(sfp, *, seed: int = 0):
@@ -19,12 +19,9 @@ def simulate_service(sfp, *, seed: int = 0):
                         late_after_seconds=d.peak_plan.ttft_target_seconds, seed=seed)
 
 
-def _fmt(x, spec=",.1f"):
-    return "unbounded" if isinstance(x, float) and not math.isfinite(x) else format(x, spec)
-
-
 def fleet_text(plan, *, simulate: bool = False) -> str:
-    """The plan's fleet figures as text (``simulate``: each service's day simulated beside the model)."""
+    """The plan's fleet figures as text (``simulate``: each service's day simulated beside the model), every
+    figure through :mod:`aisize.format` as the app and the report show it."""
     f = plan.fleet
     if f is None:
         return (f"{plan.scenario_name}: no fleet figures (give a service a `fleet`, the scenario a `site`, or "
@@ -34,33 +31,33 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
         d, day = s.day, s.day.day
         p = d.profile
         out += [f"Service {d.name} (pool {s.pool}, {d.gpus_per_replica} GPU(s) per replica)",
-                f"  load: peak {p.peak_per_s:,.2f} req/s, mean {p.mean_per_s:,.2f} req/s (peak/mean "
-                f"{p.peak_to_mean:.2f}), {p.requests_per_day:,.0f} requests/day",
-                f"  replica: capacity {d.capacity_per_replica_per_s:,.3f} req/s, autoscaler target "
-                f"{d.requests_per_s_per_replica:,.3f} req/s ({d.target_basis})",
-                f"  scale-up: {d.scale_up_seconds:,.0f} s = {d.weights_bytes / 1e9:,.1f} GB of weights from "
-                f"{d.load_from} at {d.load_bytes_per_s / 1e9:,.1f} GB/s + {d.engine_start_seconds:,.0f} s engine "
+                f"  load: peak {F.per_s(p.peak_per_s, 'req/s')}, mean {F.per_s(p.mean_per_s, 'req/s')} (peak/mean "
+                f"{F.sig(p.peak_to_mean)}), {F.count(p.requests_per_day)} requests/day",
+                f"  replica: capacity {F.per_s(d.capacity_per_replica_per_s, 'req/s')}, autoscaler target "
+                f"{F.per_s(d.requests_per_s_per_replica, 'req/s')} ({d.target_basis})",
+                f"  scale-up: {F.duration(d.scale_up_seconds)} = {F.bytes_si(d.weights_bytes)} of weights from "
+                f"{d.load_from} at {F.rate(d.load_bytes_per_s)} + {F.duration(d.engine_start_seconds)} engine "
                 f"start; {day.scale_ups} scale-ups a day, largest burst {day.largest_burst} replicas "
-                f"({d.burst_read_bytes_per_s / 1e9:,.1f} GB/s of reads)",
-                f"  replicas: peak {day.peak_replicas}, least {day.least_replicas}, mean {day.mean_replicas:,.2f}; "
-                f"{day.gpu_hours:,.1f} GPU-hours a day ({day.peak_replicas * 24 * d.gpus_per_replica:,} if the peak "
-                f"were held all day)",
-                f"  overloaded {day.overloaded_hours * 60:,.1f} min, above target "
-                f"{day.above_target_hours * 60:,.1f} min",
-                f"  cost: ${s.cost.usd_per_day:,.0f}/day at ${s.cost.usd_per_gpu_hour:,.2f}/GPU-hour; "
-                f"${s.cost.usd_per_million_tokens:,.3f} per million output tokens over the day "
-                f"(${s.cost.usd_per_million_tokens_reserved:,.3f} if the peak's GPUs are held all day)"]
+                f"({F.rate(d.burst_read_bytes_per_s)} of reads)",
+                f"  replicas: peak {day.peak_replicas}, least {day.least_replicas}, mean {F.sig(day.mean_replicas)}; "
+                f"{F.num(day.gpu_hours)} GPU-hours a day ({F.count(day.peak_replicas * 24 * d.gpus_per_replica)} "
+                "if the peak were held all day)",
+                f"  overloaded {F.duration(day.overloaded_hours * HOUR)}, above target "
+                f"{F.duration(day.above_target_hours * HOUR)}",
+                f"  cost: {F.usd(s.cost.usd_per_day)}/day at {F.usd(s.cost.usd_per_gpu_hour)}/GPU-hour; "
+                f"{F.usd(s.cost.usd_per_million_tokens)} per million output tokens over the day "
+                f"({F.usd(s.cost.usd_per_million_tokens_reserved)} if the peak's GPUs are held all day)"]
         if s.efficiency is not None:
             e = s.efficiency
-            out.append(f"  energy: {e.tokens_per_s_per_mw:,.0f} tokens/s per MW, {e.kwh_per_million_tokens:,.3f} kWh "
-                       "per million tokens (day average)")
+            out.append(f"  energy: {F.num(e.tokens_per_s_per_mw)} tokens/s per MW, "
+                       f"{F.energy(e.kwh_per_million_tokens * F.JOULES_PER_KWH)} per million tokens (day average)")
         if d.lora is not None:
             lo = d.lora
-            out.append(f"  adapters: {lo.adapter_bytes / 1e6:,.0f} MB each, {lo.hbm_adapters} in GPU memory "
-                       f"({lo.hbm_bytes_per_gpu / 2**30:,.2f} GiB per GPU), hit {lo.hbm_hit_rate:.1%} in GPU memory, "
-                       f"{lo.host_hit_rate:.1%} from host RAM, {lo.storage_share:.1%} from storage; +"
-                       f"{lo.added_iteration_seconds * 1e3:,.2f} ms per iteration, capacity x{lo.capacity_factor:.3f}, "
-                       f"+{lo.added_ttft_mean_seconds * 1e3:,.2f} ms mean TTFT")
+            out.append(f"  adapters: {F.bytes_si(lo.adapter_bytes)} each, {lo.hbm_adapters} in GPU memory "
+                       f"({F.bytes_gpu(lo.hbm_bytes_per_gpu)} per GPU), hit {F.pct(lo.hbm_hit_rate)} in GPU memory, "
+                       f"{F.pct(lo.host_hit_rate)} from host RAM, {F.pct(lo.storage_share)} from storage; "
+                       f"+{F.ms(lo.added_iteration_seconds)} per iteration, capacity x{F.sig(lo.capacity_factor)}, "
+                       f"+{F.ms(lo.added_ttft_mean_seconds)} mean TTFT")
         if s.tenants is not None:
             t = s.tenants
             at = s.tenants_at_seconds / 3600.0
@@ -69,56 +66,56 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
             for n, u, ok, w, ttft, tgt in zip(t.names, t.cumulative_utilisation, t.class_stable, t.wait_mean_seconds,
                                               s.tenant_ttft_seconds, s.tenant_ttft_targets_seconds):
                 state = ("UNSTABLE: its queue grows in this period (until loading replicas serve)" if not ok
-                         else f"wait {w * 1e3:,.1f} ms, TTFT {ttft * 1e3:,.0f} ms")
-                out.append(f"    {n}: load with higher classes {u:.2f}; {state} (target {tgt * 1e3:,.0f} ms)")
+                         else f"wait {F.ms(w)}, TTFT {F.ms(ttft)}")
+                out.append(f"    {n}: load with higher classes {F.pct(u)}; {state} (target {F.ms(tgt)})")
         if s.spares is not None:
             sp = s.spares
-            out.append(f"  spares: {sp.spares} for {sp.replicas_needed} replicas: availability {sp.availability:.5f} "
-                       f"(without {sp.availability_without_spares:.5f}); a replica fails "
-                       f"{sp.replica_failures_per_day:.4f} times a day, down {sp.replica_unavailability:.2e}")
+            out.append(f"  spares: {sp.spares} for {sp.replicas_needed} replicas: availability "
+                       f"{F.availability(sp.availability)}; without spares "
+                       f"{F.availability(sp.availability_without_spares)}; a replica fails "
+                       f"{F.sig(sp.replica_failures_per_day)} times a day")
         if s.heterogeneous is not None and len(s.heterogeneous):
             out.append("  heterogeneous prefill/decode (cheapest first):")
             for _, r in s.heterogeneous.iterrows():
                 if r.feasible:
-                    out.append(f"    {r.prefill_server} ({r.prefill_gpus:.0f} GPUs) + {r.decode_server} "
-                               f"({r.decode_gpus:.0f} GPUs): ${r.usd_per_million_tokens:,.3f}/M tokens, TTFT "
-                               f"{r.ttft_s * 1e3:,.0f} ms, TPOT {r.tpot_s * 1e3:,.1f} ms, KV transfer "
-                               f"{r.kv_transfer_s * 1e3:,.1f} ms")
+                    out.append(f"    {r.prefill_server} ({F.count(r.prefill_gpus)} GPUs) + {r.decode_server} "
+                               f"({F.count(r.decode_gpus)} GPUs): {F.usd(r.usd_per_million_tokens)}/M tokens, TTFT "
+                               f"{F.ms(r.ttft_s)}, TPOT {F.ms(r.tpot_s)}, KV transfer {F.ms(r.kv_transfer_s)}")
                 else:
                     out.append(f"    {r.prefill_server} + {r.decode_server}: {r.why}")
         table = hourly_table(s)
-        out.append("  hour  req/s  replicas(max)  GPUs  $/h")
+        out.append("  hour  req/s  replicas(max)  GPUs      $/h")
         for _, r in table.iterrows():
-            out.append(f"  {int(r.hour):02d}    {r.requests_per_s:6.2f} {int(r.replicas_max):8d} {int(r.gpus_max):10d}"
-                       f"  {r.usd_per_hour:7.2f}")
+            out.append(f"  {int(r.hour):02d}   {F.sig(r.requests_per_s):>6} {int(r.replicas_max):8d} {int(r.gpus_max):10d}"
+                       f"  {F.usd(r.usd_per_hour):>7}")
         if simulate:
             sim = simulate_service(s)
-            out.append(f"  simulated ({sim.requests:,} requests): {sim.gpu_hours:,.1f} GPU-hours "
-                       f"({(day.gpu_hours / sim.gpu_hours - 1) * 100:+.1f} % model vs simulation), mean replicas "
-                       f"{sim.mean_replicas:,.2f}, peak {sim.peak_replicas}; waits mean "
-                       f"{sim.wait_mean_seconds:,.3f} s, "
-                       f"p99 {sim.wait_p99_seconds:,.2f} s, {sim.late_share:.2%} beyond the TTFT target")
+            out.append(f"  simulated ({F.count(sim.requests)} requests): {F.num(sim.gpu_hours)} GPU-hours "
+                       f"({F.pct(day.gpu_hours / sim.gpu_hours - 1, signed=True)} model vs simulation), mean replicas "
+                       f"{F.sig(sim.mean_replicas)}, peak {sim.peak_replicas}; waits mean "
+                       f"{F.duration(sim.wait_mean_seconds)}, p99 {F.duration(sim.wait_p99_seconds)}, "
+                       f"{F.pct(sim.late_share)} beyond the TTFT target")
         out.append("")
     for pd_ in f.pools:
         free = pd_.free_gpus
         busy = " ".join(f"{int(b)}" for b in pd_.busy_gpus)
         out.append(f"Pool {pd_.pool}: {pd_.installed_gpus} GPUs; busy by hour {busy}")
-        out.append(f"  free GPU-hours a day: {pd_.free_gpu_hours:,.0f} (fewest free {int(free.min())} at "
+        out.append(f"  free GPU-hours a day: {F.count(pd_.free_gpu_hours)} (fewest free {int(free.min())} at "
                    f"{int(np.argmin(free)):02d}:00, most {int(free.max())} at {int(np.argmax(free)):02d}:00)")
     r = f.failure_rates
-    out.append(f"Failures ({f.failures_basis}): {r.per_gpu_hour * 1e6:,.2f} per million GPU-hours + "
-               f"{r.per_server_hour * 1e6:,.2f} per million server-hours; this cluster "
-               f"{float(r.expected(plan.gpus, plan.servers, 1.0)):,.3f} interruptions a day")
+    out.append(f"Failures ({f.failures_basis}): {F.sig(r.per_gpu_hour * 1e6)} per million GPU-hours + "
+               f"{F.sig(r.per_server_hour * 1e6)} per million server-hours; this cluster "
+               f"{F.sig(float(r.expected(plan.gpus, plan.servers, 1.0)))} interruptions a day")
     for t in plan.training:
-        out.append(f"  training {t.name}: goodput {t.goodput:.1%}")
+        out.append(f"  training {t.name}: goodput {F.pct(t.goodput)}")
     for e, pp in zip(f.envelope, plan.pools):
-        out.append(f"Site: {e.site_watts / 1e6:,.2f} MW at PUE {e.pue:g} feeds {e.it_watts / 1e3:,.0f} kW of IT: "
-                   f"at most {e.servers_fit:,} {pp.server} ({e.gpus_fit:,} GPUs, {e.server_watts / 1e3:,.2f} kW each "
-                   "with other IT)")
+        out.append(f"Site: {F.power(e.site_watts)} at PUE {F.sig(e.pue)} feeds {F.power(e.it_watts)} of IT: "
+                   f"at most {F.count(e.servers_fit)} {pp.server} ({F.count(e.gpus_fit)} GPUs, "
+                   f"{F.power(e.server_watts)} each with other IT)")
     if f.site_fits is not None:
-        out.append(f"  this plan needs {f.site_it_watts_needed / 1e3:,.0f} kW of IT: "
+        out.append(f"  this plan needs {F.power(f.site_it_watts_needed)} of IT: "
                    + ("fits" if f.site_fits else "DOES NOT FIT"))
     for c in f.cooling:
-        out.append(f"Cooling {c.server}: {c.cooling}, {c.servers} servers, {c.it_watts / 1e3:,.1f} kW of heat at "
+        out.append(f"Cooling {c.server}: {c.cooling}, {c.servers} servers, {F.power(c.it_watts)} of heat at "
                    "maximum power")
     return "\n".join(out) + "\n"
