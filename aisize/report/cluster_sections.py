@@ -134,7 +134,7 @@ def cost(ctx: ReportContext) -> Html:
                   ("Per GPU-hour", usd(c.usd_per_gpu_hour)), ("GPUs busy", pct(c.gpu_utilisation)),
                   ("Break-even busy share", pct(c.break_even_utilisation)), ("Pays back", months)]),
            para(f"Capital is amortised straight-line over {c.life_years:g} years; energy is the servers' maximum "
-                f"power × {c.average_power_share:.0%} average draw × PUE × 8,760 h × the energy price (switch and "
+                f"power × {pct(c.average_power_share)} average draw × PUE × 8,760 h × the energy price (switch and "
                 "storage power are not counted). The cost per GPU-hour divides the yearly cost of owning by the "
                 f"installed GPU-hours. Renting the busy GPU-hours at {c.cloud_rate} "
                 f"({usd(c.cloud_usd_per_gpu_hour)} per GPU-hour) would cost {usd(c.rent_usd_per_year)} a year "
@@ -142,7 +142,7 @@ def cost(ctx: ReportContext) -> Html:
                 f"{pct(c.break_even_utilisation)} of hours busy.")]
     out.append(block(figure(charts.cost_breakdown(c), "Cost per year by line: capital amortised over the life, and "
                                                   "operating cost.")))
-    rows = [[x.item, f"{x.quantity:,.4g}", x.unit, usd(x.unit_usd), usd(x.usd), x.kind] for x in c.capital_lines]
+    rows = [[x.item, F.num(x.quantity), x.unit, usd(x.unit_usd), usd(x.usd), x.kind] for x in c.capital_lines]
     rows.append([Html("<strong>Total capital</strong>"), "", "", "", usd(c.capital_usd), ""])
     out.append(block(table(["Item", "Quantity", "Unit", "Unit price", "USD", "Price"], rows,
                            caption="Capital by bill-of-materials line", css="numeric")))
@@ -158,7 +158,7 @@ def cost(ctx: ReportContext) -> Html:
               f"{usd(j['usd_per_job_with_idle'])}"] for j in c.job_streams]
     if work:
         out.append(block(table(["Workload", "Per", "USD", "Basis"], work, caption="What each workload costs")))
-    prices = [[p["id"], p["item"], p["unit"], f"{p['usd']:,.4g}",
+    prices = [[p["id"], p["item"], p["unit"], usd(p["usd"]),
                Html(f"<strong>{esc(p['kind'])}</strong>") if p["kind"] == "assumption" else p["kind"],
                p["date"] or DASH, p["source"]] for p in c.prices_used]
     out.append(block(table(["Price", "Item", "Unit", "USD", "Kind", "Date", "Source"], prices,

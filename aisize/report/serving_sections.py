@@ -8,10 +8,12 @@ is recomputed here.
 from __future__ import annotations
 
 from aisize import charts, serving
+from aisize import format as F
 from aisize.plan import context as plan_context
 from aisize.plan import latency_curve
 from aisize.report.context import ReportContext
-from aisize.report.markup import DASH, Html, block, count, duration, figure, gb, note, pct, per_s, sig, table, yes_no
+from aisize.report.markup import DASH, Html, block, count, duration, figure, gb, note, pct, per_s, rate, sig, table, \
+    yes_no
 from aisize.validation.serving import family_summary
 
 
@@ -61,16 +63,16 @@ def inference(ctx: ReportContext) -> Html:
             + ", ".join(f"{per_s(i.knee_requests_per_s)} for {i.name}" for i in p.inference)
             + f". With this calibration, against {acc['cases']} published TensorRT-LLM max-throughput runs the "
             f"model lands "
-            f"{acc['within']} within 15 % (median error {acc['median_abs_error_pct']:.1f} %), against "
+            f"{acc['within']} within 15 % (median error {F.points(acc['median_abs_error_pct'])} %), against "
             f"{load['cases']} runs at a fixed concurrency {load['within']} (TPOT {load['tpot_within']}; median "
-            f"{load['median_abs_error_pct']:.1f} %); see the accuracy appendix.")),
+            f"{F.points(load['median_abs_error_pct'])} %); see the accuracy appendix.")),
         block(mem_t)]
     pools = [i for i in p.inference if i.pools is not None and i.pools.feasible]
     if pools:
         rows = [[i.name, i.serving_mode, f"{i.pools.prefill_replicas} × TP {i.pools.prefill_tensor_parallel}",
                  f"{i.pools.decode_replicas} × TP {i.pools.decode_tensor_parallel}", count(i.pools.prefill_gpus),
                  count(i.pools.decode_gpus), gb(i.pools.kv_bytes_per_request), duration(i.pools.kv_transfer_s),
-                 f"{i.pools.kv_link_bytes_per_s / 1e9:,.2f} GB/s", pct(i.pools.kv_link_utilisation)] for i in pools]
+                 rate(i.pools.kv_link_bytes_per_s), pct(i.pools.kv_link_utilisation)] for i in pools]
         out.append(block(table(["Service", "Chosen mode", "Prefill pool", "Decode pool", "Prefill GPUs",
                                 "Decode GPUs", "KV / request", "KV transfer", "KV traffic", "Prefill NIC load"],
                                rows, caption="Disaggregated prefill and decode pools", css="numeric"),
