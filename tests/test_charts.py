@@ -141,3 +141,54 @@ def test_builders_are_pure():
     before = frame.copy()
     charts.latency_vs_concurrency(frame, 2, latency_unit="s")
     pd.testing.assert_frame_equal(frame, before)
+
+
+def _tooltips(node):
+    """Every tooltip channel definition in a Vega-Lite spec."""
+    if isinstance(node, dict):
+        tip = node.get("tooltip")
+        if isinstance(tip, list):
+            yield from (t for t in tip if isinstance(t, dict))
+        elif isinstance(tip, dict) and "field" in tip:
+            yield tip
+        for value in node.values():
+            yield from _tooltips(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _tooltips(value)
+
+
+def _tooltip_problems(spec_dict, where):
+    out = []
+    for t in _tooltips(spec_dict):
+        shown = t.get("title", t.get("field", ""))
+        if "_" in str(shown):
+            out.append(f"{where}: tooltip shows the field name {shown!r}")
+        if str(t.get("format", "")).rstrip("~").endswith(("g", "e")):
+            out.append(f"{where}: tooltip {shown!r} formats {t['format']!r}, which writes exponents")
+    return out
+
+
+@pytest.mark.slow
+def test_no_chart_of_any_report_shows_a_field_name_or_an_exponent_on_hover(monkeypatch):
+    """A tooltip (and the description a screen reader reads, made from it) names its figure in words
+    and writes numbers as the formatter does: no ``tokens_per_s_per_gpu``, no "8.71e+3"."""
+    from aisize.report import sections as S
+    from aisize.report import svg
+    from aisize.scenario import preset, preset_names
+    from aisize.validation import error_chart, validate
+
+    specs = []
+    monkeypatch.setattr(svg, "submit", lambda spec: specs.append(spec) or svg.Drawing(spec, 0))
+    monkeypatch.setattr(svg, "result", lambda drawing: "<svg></svg>")
+    monkeypatch.setattr(svg, "to_svg", lambda spec: specs.append(spec) or "<svg></svg>")
+    found = []
+    for name in preset_names():
+        ctx = S.context(preset(name))
+        chosen = [n for n in S.SECTIONS if n != "accuracy"]  # its charts are kept in the store by their spec
+        for section in chosen:
+            del specs[:]
+            S.section(section, ctx, chosen)
+            found += [p for s in specs for p in _tooltip_problems(s, f"{name} {section}")]
+    found += _tooltip_problems(error_chart(validate()).to_dict(), "accuracy")
+    assert not found, "\n".join(sorted(set(found))[:40])

@@ -11,7 +11,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from aisize.charts.style import BLUE, GREY, HEIGHT, ORANGE, RED, WIDTH, tips
+from aisize.charts.style import BLUE, GREY, HEIGHT, NUMBER, ORANGE, RED, WIDTH, tips
 
 
 def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerChart:
@@ -29,11 +29,12 @@ def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerCha
                         scale=alt.Scale(range=["#bab0ac", "#ffffff", "#9d755d", "#eeeeee"])),
         tooltip=tips("phase:N", "start:Q", "end:Q"))
     bars = alt.Chart(data).mark_bar(height=14).encode(
-        x=alt.X("start_day:Q", title="day"), x2=alt.X2("end_day:Q"),
+        x=alt.X("start_day:Q", title="day"), x2=alt.X2("end_day:Q", title="end [day]"),
         y=alt.Y("label:N", title=None, sort=None),
         color=alt.Color("team:N", title="team"),
         tooltip=tips("workload:N", "kind:N", "team:N", "phase:N", "pool:N", "hours:N", "gpus:Q",
-                     alt.Tooltip("start_day:Q", format=",.2f"), alt.Tooltip("end_day:Q", format=",.2f")))
+                     alt.Tooltip("start_day:Q", title="start [day]", format=",.2f"),
+                     alt.Tooltip("end_day:Q", title="end [day]", format=",.2f")))
     return (shade + bars).resolve_scale(color="independent").properties(
         width=WIDTH, height=max(60, 24 * len(data)), title=title)
 
@@ -81,7 +82,7 @@ def wait_vs_gpus(curve: pd.DataFrame, planned_gpus: int, target_hours: float | N
         x=alt.X("gpus:Q", title="GPUs in the partition"),
         y=alt.Y("hours:Q", title="wait [h]", scale=alt.Scale(type="log")),
         color=alt.Color("statistic:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE])),
-        tooltip=tips("gpus:Q", "statistic:N", alt.Tooltip("hours:Q", format=",.3g"),
+        tooltip=tips("gpus:Q", "statistic:N", alt.Tooltip("hours:Q", format=NUMBER),
                      alt.Tooltip("utilisation:Q", format=".0%")))
     layers = [lines, alt.Chart(pd.DataFrame({"gpus": [planned_gpus], "what": ["planned"]})).mark_rule(
         color=RED, strokeDash=[4, 3]).encode(x=alt.X("gpus:Q"), tooltip=tips("what:N", "gpus:Q"))]
@@ -92,7 +93,7 @@ def wait_vs_gpus(curve: pd.DataFrame, planned_gpus: int, target_hours: float | N
         sim = simulated.assign(hours=simulated["wait_mean_hours"].clip(lower=floor), statistic="simulated mean")
         layers.append(alt.Chart(sim).mark_point(shape="diamond", size=70, color="black", filled=True).encode(
             x=alt.X("gpus:Q"), y=alt.Y("hours:Q"),
-            tooltip=tips("gpus:Q", alt.Tooltip("hours:Q", format=",.3g"), "statistic:N")))
+            tooltip=tips("gpus:Q", alt.Tooltip("hours:Q", format=NUMBER), "statistic:N")))
     return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=title)
 
 

@@ -33,7 +33,7 @@ def day_curve(sfp, *, title: str | None = None) -> alt.LayerChart:
     x = alt.X("hour:Q", title="hour of the day", scale=alt.Scale(domain=[0, 24]), axis=alt.Axis(tickCount=12))
     load = alt.Chart(data).mark_line(color=GREY, strokeDash=[4, 3]).encode(
         x=x, y=alt.Y("requests_per_s:Q", title="offered load [requests/s]"),
-        tooltip=tips("hour:Q", alt.Tooltip("requests_per_s:Q", format=",.2f")))
+        tooltip=tips("hour:Q", alt.Tooltip("requests_per_s:Q", title="requests/s", format=",.2f")))
     reps = data.melt("hour", ["replicas holding GPUs", "replicas serving"], "what", "replicas")
     steps = alt.Chart(reps).mark_line(interpolate="step-after").encode(
         x=x, y=alt.Y("replicas:Q", title="replicas"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from aisize.charts.style import BLUE, GREY, HEIGHT, MARK, ORANGE, RED, WIDTH, with_marker, tips
+from aisize.charts.style import BLUE, GREY, HEIGHT, MARK, NUMBER, ORANGE, RED, WIDTH, with_marker, tips
 
 LOAD_CURVE, LOAD_KNEE, LOAD_TARGET = "load_curve", "load_knee", "load_target"
 CONCURRENCY_CURVE, CONCURRENCY_KNEE = "concurrency_curve", "concurrency_knee"
@@ -47,8 +47,8 @@ def latency_vs_load(curve: pd.DataFrame, knee_requests_per_s: float, requests_pe
     lines = alt.Chart(alt.NamedData(name=LOAD_CURVE)).mark_line().encode(
         x=x, y=alt.Y("seconds:Q", title="latency [s]"),
         color=alt.Color("statistic:N", title="latency", scale=alt.Scale(range=[BLUE, ORANGE])),
-        tooltip=tips(alt.Tooltip("requests_per_s:Q", title="requests/s", format=",.3g"), "statistic:N",
-                     alt.Tooltip("seconds:Q", title="s", format=",.3g")))
+        tooltip=tips(alt.Tooltip("requests_per_s:Q", title="requests/s", format=NUMBER), "statistic:N",
+                     alt.Tooltip("seconds:Q", title="s", format=NUMBER)))
     markers = knee_markers(x, LOAD_KNEE, requests_per_s, "planned load", LOAD_TARGET if target_seconds is not None
                        else None)
     return with_marker(alt.layer(lines, *markers), requests_per_s).properties(
@@ -59,6 +59,7 @@ def knee_markers(x, knee_data: str, at=None, at_label="", target_data: str | Non
     """Labelled vertical rules at the knee (dashed red, dataset ``knee_data``: ``where`` and x's field)
     and the operating point (grey, at the MARK param); a horizontal target rule (dataset ``target_data``)."""
     field = x.shorthand.split(":")[0]
+    label = x.to_dict(validate=False).get("title", field)  # the axis's title names the rules' value too
     rule = {"knee": (alt.Chart(alt.NamedData(name=knee_data)), RED, [6, 3])}
     if at is not None:
         # the operating point reads the MARK param (its value is `at`): moving it needs no new chart
@@ -66,15 +67,15 @@ def knee_markers(x, knee_data: str, at=None, at_label="", target_data: str | Non
                       GREY, [1, 0])
     out = []
     for base, color, dash in rule.values():
-        base = base.encode(x=alt.X(f"{field}:Q"))
+        base = base.encode(x=alt.X(f"{field}:Q", title=label))
         out.append(base.mark_rule(color=color, size=2, strokeDash=dash).encode(
-            tooltip=tips("where:N", alt.Tooltip(f"{field}:Q", format=",.4g"))))
+            tooltip=tips("where:N", alt.Tooltip(f"{field}:Q", title=label, format=NUMBER))))
         out.append(base.mark_text(color=color, align="left", dx=4, dy=4, baseline="top", y=0,
                                   fontWeight="bold").encode(text=alt.Text("where:N")))
     if target_data is not None:
         base = alt.Chart(alt.NamedData(name=target_data)).encode(y=alt.Y("seconds:Q"))
         out.append(base.mark_rule(color=GREY, strokeDash=[2, 2]).encode(
-            tooltip=tips("what:N", alt.Tooltip("seconds:Q", title="s", format=",.3g"))))
+            tooltip=tips("what:N", alt.Tooltip("seconds:Q", title="s", format=NUMBER))))
         out.append(base.mark_text(color=GREY, align="right", x="width", dy=-6).encode(text=alt.Text("what:N")))
     return out
 
@@ -103,7 +104,7 @@ def latency_vs_concurrency(frame: pd.DataFrame, knee_concurrency: float, concurr
     x = alt.X("concurrency:Q", title="requests outstanding [count]")
     line = alt.Chart(alt.NamedData(name=CONCURRENCY_CURVE)).mark_line(color=BLUE).encode(
         x=x, y=alt.Y("latency:Q", title=f"mean latency [{latency_unit}]"),
-        tooltip=tips(alt.Tooltip("concurrency:Q", format=",.4g"),
-                     alt.Tooltip("latency:Q", title=latency_unit, format=",.4g")))
+        tooltip=tips(alt.Tooltip("concurrency:Q", format=NUMBER),
+                     alt.Tooltip("latency:Q", title=latency_unit, format=NUMBER)))
     return with_marker(alt.layer(line, *knee_markers(x, CONCURRENCY_KNEE, concurrency, "operating point")),
                          concurrency).properties(width=WIDTH, height=HEIGHT, title=title, datasets=data)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from aisize.charts.style import BLUE, HEIGHT, RED, WIDTH, as_frame
+from aisize.charts.style import BLUE, HEIGHT, NUMBER, RED, WIDTH, as_frame
 
 COLLECTIVE_DATA, COLLECTIVE_MARK = "collective_time", "collective_marked"  # named datasets
 
@@ -26,7 +26,7 @@ def collective_time(frame: pd.DataFrame, op: str, marked_gpus: int | None = None
     """
     x = alt.X("gpus:Q", title="GPUs [count] (log2)", scale=alt.Scale(type="log", base=2))
     y = alt.Y("seconds:Q", title=f"{op} time [s]")
-    tip = [alt.Tooltip("gpus:Q", format=",d"), alt.Tooltip("seconds:Q", format=",.3g")]
+    tip = [alt.Tooltip("gpus:Q", format=",d"), alt.Tooltip("seconds:Q", format=NUMBER)]
     line = alt.Chart(alt.NamedData(name=COLLECTIVE_DATA)).mark_line(color=BLUE).encode(x=x, y=y, tooltip=tip)
     point = alt.Chart(alt.NamedData(name=COLLECTIVE_MARK)).mark_point(filled=True, size=120, color=RED).encode(
         x=x, y=y, tooltip=tip)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from aisize.charts.style import BLUE, GREY, HEIGHT, MARK, ORANGE, RED, WIDTH, as_frame, with_marker, tips
+from aisize.charts.style import BLUE, GREY, HEIGHT, MARK, NUMBER, ORANGE, RED, WIDTH, as_frame, with_marker, tips
 
 SERVING_CURVE, SERVING_TARGETS = "serving_curve", "serving_targets"
 
@@ -39,14 +39,15 @@ def serving_latency(curve: pd.DataFrame, ttft_target_seconds: float | None = Non
             alt.datum.metric == metric).mark_line().encode(
             x=x, y=alt.Y("ms:Q", title=f"{metric} [ms]"),
             color=alt.Color("statistic:N", title="latency", scale=alt.Scale(range=[BLUE, ORANGE])),
-            tooltip=tips(alt.Tooltip("requests_per_s:Q", title="requests/s", format=",.3g"), "statistic:N",
-                         alt.Tooltip("ms:Q", format=",.3g")))
+            tooltip=tips(alt.Tooltip("requests_per_s:Q", title="requests/s", format=NUMBER), "statistic:N",
+                         alt.Tooltip("ms:Q", format=NUMBER)))
         layers = [lines, alt.Chart(alt.NamedData(name=SERVING_TARGETS)).transform_filter(
             alt.datum.metric == metric).mark_rule(color=RED, strokeDash=[6, 3]).encode(
-            y=alt.Y("ms:Q"), tooltip=tips("what:N", alt.Tooltip("ms:Q", format=",.4g")))]
+            y=alt.Y("ms:Q"), tooltip=tips("what:N", alt.Tooltip("ms:Q", format=NUMBER)))]
         if requests_per_s is not None:
             layers.append(alt.Chart(alt.Data(values=[{"where": "planned load"}])).transform_calculate(
-                requests_per_s=MARK).mark_rule(color=GREY).encode(x=alt.X("requests_per_s:Q"), tooltip=tips("where:N")))
+                requests_per_s=MARK).mark_rule(color=GREY).encode(x=alt.X("requests_per_s:Q", title="requests/s"),
+                                                                   tooltip=tips("where:N")))
         return alt.layer(*layers).properties(width=WIDTH // 2, height=HEIGHT, title=metric)
 
     chart = alt.hconcat(panel("TTFT"), panel("TPOT")).properties(title=title, datasets=data)
@@ -60,9 +61,11 @@ def serving_frontier(frontier: pd.DataFrame, feasible: pd.DataFrame | None = Non
     f = as_frame(frontier)
     x = alt.X("tokens_per_s_per_user:Q", title="output tokens/s per user (1 / TPOT)", scale=alt.Scale(type="log"))
     y = alt.Y("tokens_per_s_per_gpu:Q", title="output tokens/s per GPU", scale=alt.Scale(type="log"))
-    tip = [alt.Tooltip(c, format=",.3g") if c.startswith("tokens") else alt.Tooltip(c)
-           for c in ("mode", "weight_precision", "tensor_parallel", "pipeline_parallel", "attention_dp", "batch",
-                     "tokens_per_s_per_gpu", "tokens_per_s_per_user") if c in f]
+    titles = {"mode": "mode", "weight_precision": "weights", "tensor_parallel": "tensor parallel",
+              "pipeline_parallel": "pipeline parallel", "attention_dp": "attention DP", "batch": "batch",
+              "tokens_per_s_per_gpu": "output tokens/s per GPU", "tokens_per_s_per_user": "output tokens/s per user"}
+    tip = [alt.Tooltip(c, title=t, format=NUMBER) if c.startswith("tokens") else alt.Tooltip(c, title=t)
+           for c, t in titles.items() if c in f]
     line = alt.Chart(f).mark_line(point=True).encode(x=x, y=y, color=alt.Color("mode:N", title="mode"),
                                                      tooltip=tip)
     layers = [line]

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 
 import altair as alt
 
-from aisize.charts.style import BLUE, ORANGE, RED, WIDTH, as_frame, tips
+from aisize.charts.style import BLUE, NUMBER, ORANGE, RED, WIDTH, as_frame, tips
 from aisize.units import GB, MB, TB
 
 def _rate_unit(values: Iterable[float]) -> tuple[str, float]:
@@ -40,7 +40,7 @@ def io_blend(rows, *, title: str = "Storage IO blend: average rate by workload")
         y=alt.Y("name:N", title=None, sort=list(df["name"])),
         color=alt.Color("direction:N", title="direction", scale=alt.Scale(domain=["read", "write"],
                                                                          range=[BLUE, ORANGE])),
-        tooltip=tips("name:N", "direction:N", alt.Tooltip("rate:Q", title=unit, format=",.4g")),
+        tooltip=tips("name:N", "direction:N", alt.Tooltip("rate:Q", title=unit, format=NUMBER)),
     ).properties(width=WIDTH - 80, height=alt.Step(22), title=title, datasets=io_blend_rows(rows))
 
 

@@ -11,6 +11,9 @@ BLUE, ORANGE, RED, GREY = "#4c78a8", "#f58518", "#e45756", "#7f7f7f"
 # Params a viewer may set to move a marker without a new chart (JupyterChart.params.<name>).
 MARK = "marked"  # operating point of latency_vs_load / latency_vs_concurrency / serving_latency
 MARK_DAYS, MARK_GPUS = "marked_days", "marked_gpus"  # chosen point of gpus_vs_days
+# A tooltip's number as :func:`aisize.format.sig` writes it: three significant figures, thousands
+# separated, never an exponent (d3-format's "g" writes 8,710 as "8.71e+3").
+NUMBER = ",.3r"
 
 
 def as_frame(rows) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from aisize.charts.style import BLUE, HEIGHT, MARK_DAYS, MARK_GPUS, RED, WIDTH, as_frame, tips
+from aisize.charts.style import BLUE, HEIGHT, MARK_DAYS, MARK_GPUS, NUMBER, RED, WIDTH, as_frame, tips
 
 DAYS_DATA = "gpus_vs_days"  # named dataset of gpus_vs_days (swapped as a Vega changeset)
 
@@ -32,7 +32,7 @@ def gpus_vs_days(frame: pd.DataFrame, marked_days: float | None = None, marked_g
     x = alt.X("target_days:Q", title="target time to train [days] (log)", scale=alt.Scale(type="log"))
     y = alt.Y("gpus:Q", title="GPUs needed [count] (log)", scale=alt.Scale(type="log"))
     line = alt.Chart(alt.NamedData(name=DAYS_DATA)).mark_line(point=True, color=BLUE, interpolate="step-before").encode(
-        x=x, y=y, tooltip=tips(alt.Tooltip("target_days:Q", title="days", format=",.3g"),
+        x=x, y=y, tooltip=tips(alt.Tooltip("target_days:Q", title="days", format=NUMBER),
                                alt.Tooltip("gpus:Q", title="GPUs", format=",d")))
     if marked_days is None or marked_gpus is None:
         return line.properties(width=WIDTH, height=HEIGHT, title=title, datasets=gpus_vs_days_rows(frame))
@@ -40,7 +40,7 @@ def gpus_vs_days(frame: pd.DataFrame, marked_days: float | None = None, marked_g
     mark = (alt.Chart(pd.DataFrame([{"what": "chosen"}]))
             .transform_calculate(target_days=MARK_DAYS, gpus=MARK_GPUS)
             .mark_point(filled=True, size=140, color=RED).encode(
-                x=x, y=y, tooltip=tips(alt.Tooltip("target_days:Q", title="chosen days", format=",.3g"),
+                x=x, y=y, tooltip=tips(alt.Tooltip("target_days:Q", title="chosen days", format=NUMBER),
                                        alt.Tooltip("gpus:Q", title="GPUs", format=",d"))))
     return alt.layer(line, mark).add_params(alt.param(name=MARK_DAYS, value=float(marked_days)),
                                             alt.param(name=MARK_GPUS, value=float(marked_gpus))).properties(
@@ -103,7 +103,7 @@ def step_breakdown(frame: pd.DataFrame, *, title: str = "Step time by part, fast
         color=alt.Color("part:N", title="step-time part", sort=list(STEP_PARTS.values()),
                         scale=alt.Scale(domain=list(STEP_PARTS.values()), range=PART_COLOURS)),
         order=alt.Order("order:Q"),
-        tooltip=tips("layout:N", "part:N", alt.Tooltip("seconds:Q", title="seconds", format=",.3g"),
+        tooltip=tips("layout:N", "part:N", alt.Tooltip("seconds:Q", title="seconds", format=NUMBER),
                      alt.Tooltip("share:Q", title="share of step", format=".1%"),
                      alt.Tooltip("mfu:Q", title="layout MFU", format=".1%")),
     ).properties(width=WIDTH, height=alt.Step(18), title=title, datasets=step_breakdown_rows(frame))

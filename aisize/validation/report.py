@@ -168,7 +168,7 @@ def error_chart(df: pd.DataFrame):
     """
     import altair as alt
 
-    from aisize.charts.style import tips
+    from aisize.charts.style import NUMBER, tips
 
     data = df[df["error_pct"].notna()][["case", "family", "error_pct", "tolerance_pct", "status"]]
     # labels cut in the spec, not to a pixel width: measuring 100+ labels for an ellipsis took seconds of SVG
@@ -178,6 +178,7 @@ def error_chart(df: pd.DataFrame):
     bars = base.mark_bar().encode(
         x=alt.X("error_pct:Q", title="error vs published [%] (symlog)", scale=alt.Scale(type="symlog")),
         color=alt.Color("status:N", scale=alt.Scale(domain=["ok", "outside"], range=["#4c78a8", "#e45756"])),
-        tooltip=tips("case", "family", alt.Tooltip("error_pct:Q", format=".3g"), "tolerance_pct", "status"))
-    ticks = base.mark_tick(color="black", thickness=1).encode(x=alt.X("tolerance_pct:Q"))
+        tooltip=tips("case", "family", alt.Tooltip("error_pct:Q", title="error [%]", format=NUMBER),
+                     alt.Tooltip("tolerance_pct:Q", title="tolerance [%]"), "status"))
+    ticks = base.mark_tick(color="black", thickness=1).encode(x=alt.X("tolerance_pct:Q", title="tolerance [%]"))
     return (bars + ticks).properties(width=420, height=alt.Step(12), title="aisize vs published figures")
