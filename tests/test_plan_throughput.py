@@ -104,7 +104,7 @@ def test_other_models_on_v100_are_calibrated_on_resnet50():
     assert t.throughput_rule == "calibrated"
     expected = PYT_V100_AMP_8 * r50.forward_per_sample_flops / r152.forward_per_sample_flops
     assert t.samples_per_s_per_gpu == pytest.approx(expected, rel=1e-9)
-    assert "ResNet-50's measured efficiency" in t.throughput_basis and "20.4%" in t.throughput_basis
+    assert "ResNet-50's measured efficiency" in t.throughput_basis and "20.4 %" in t.throughput_basis
     assert t.days_low < t.training_days == pytest.approx(t.days_high)
 
 

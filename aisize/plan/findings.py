@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aisize.format import num, pct, sig, usd
+from aisize.format import bytes_gpu, bytes_si, days, duration, ms, num, pct, rate, sig, span, usd
 from aisize.plan import context as C
 from aisize.plan.figures import gpus_busy
-from aisize.units import GB, GiB
+from aisize.units import GB
 
 SEVERITIES = ("problem", "warning", "info")
 
@@ -39,14 +39,14 @@ def memory_fit(plan) -> list[Finding]:
     for t in plan.training:
         if not t.memory_fits:
             out.append(Finding("problem", "memory", (
-                f"{t.name}: needs {t.memory_bytes['total_bytes'] / GiB:,.1f} GiB per GPU with layout "
+                f"{t.name}: needs {bytes_gpu(t.memory_bytes['total_bytes'])} per GPU with layout "
                 f"TP{t.layout.tensor_parallel} PP{t.layout.pipeline_parallel} ZeRO-{t.layout.zero_stage} "
                 f"micro-batch {t.layout.micro_batch}, but {plan.accelerator} offers "
-                f"{t.gpu_memory_usable_bytes / GiB:,.1f} GiB after headroom: it does not fit")))
+                f"{bytes_gpu(t.gpu_memory_usable_bytes)} after headroom: it does not fit")))
     for i in plan.inference:
         if not i.fits:
             out.append(Finding("problem", "memory", (
-                f"{i.name}: weights and one {i.kv_bytes_per_user / GB:,.2f} GB context do not fit any replica "
+                f"{i.name}: weights and one {bytes_si(i.kv_bytes_per_user)} context do not fit any replica "
                 f"shape tried (up to {i.gpus_per_replica} x {plan.accelerator}): "
                 + (i.estimate.reason if i.estimate else "no shape holds the model"))))
     return out
@@ -60,7 +60,7 @@ def host_memory(plan) -> list[Finding]:
     if need and not out and plan.server_host_memory_bytes > C.OVERPROVISION_FACTOR * need:
         out.append(Finding("info", "host", (
             f"host RAM is over-provisioned for this plan: {plan.server} has {_gb(plan.server_host_memory_bytes)}, "
-            f"{plan.server_host_memory_bytes / need:.1f}x the {_gb(need)} the plan needs per server")))
+            f"{sig(plan.server_host_memory_bytes / need)}x the {_gb(need)} the plan needs per server")))
     return out
 
 
@@ -71,15 +71,15 @@ def storage_binding(plan) -> list[Finding]:
     if s.scope in ("system", "node") and over:
         worst = max(over, key=over.get)
         out.append(Finding("problem", "storage", (
-            f"storage {s.system} is too small: {worst} demand is {over[worst]:.1f}x what it supplies "
-            f"({', '.join(f'{k} {v:.1f}x' for k, v in over.items())})")))
+            f"storage {s.system} is too small: {worst} demand is {sig(over[worst])}x what it supplies "
+            f"({', '.join(f'{k} {sig(v)}x' for k, v in over.items())})")))
     elif s.scope in ("unit", "drive"):
         out.append(Finding("info", "storage", (
             f"storage: {s.units:.0f} x {s.system}; {s.binding} binds (units by read {s.units_by['read']:.0f}, "
             f"write {s.units_by['write']:.0f}, IOPS {s.units_by['iops']:.0f}, capacity {s.units_by['capacity']:.0f})")))
     else:
         out.append(Finding("info", "storage", (
-            f"storage {s.system}: {s.binding} binds at {s.utilisation[s.binding]:.0%} of what it supplies")))
+            f"storage {s.system}: {s.binding} binds at {pct(s.utilisation[s.binding])} of what it supplies")))
     return out
 
 
@@ -100,7 +100,7 @@ def storage_overprovisioned(plan) -> list[Finding]:
     used = [u for u in s.utilisation.values() if u is not None]
     if used and max(used) < 1.0 / C.OVERPROVISION_FACTOR:
         return [Finding("info", "storage", (
-            f"storage is over-provisioned: the busiest constraint ({s.binding}) uses {max(used):.0%} of "
+            f"storage is over-provisioned: the busiest constraint ({s.binding}) uses {pct(max(used))} of "
             f"{s.units:.0f} x {s.system}"))]
     return []
 
@@ -115,7 +115,7 @@ def storage_latency(plan) -> list[Finding]:
     if ops > s.knee_iops:
         out.append(Finding("warning", "storage", (
             f"storage runs past its latency knee: {ops:,.0f} operations/s against a knee of {s.knee_iops:,.0f}/s; "
-            f"p95 latency {s.latency_p95_seconds * 1e3:,.2f} ms")))
+            f"p95 latency {ms(s.latency_p95_seconds)}")))
     if s.units_at_knee is not None:
         out.append(Finding("info", "storage", (
             f"{s.units_at_knee:.0f} x {s.system} keep the blend below the latency knee "
@@ -130,7 +130,7 @@ def data_stalls(plan) -> list[Finding]:
         if j.stall_fraction > 0:
             bad = j.stall_fraction > allowed + 1e-9
             out.append(Finding("problem" if bad else "info", "storage", (
-                f"{j.name}: GPUs wait for data {j.stall_fraction:.0%} of the time (supplied "
+                f"{j.name}: GPUs wait for data {pct(j.stall_fraction)} of the time (supplied "
                 f"{_gb(min(j.storage_share_bytes_per_s, j.network_feed_bytes_per_s))}/s of "
                 f"{_gb(j.ideal_read_bytes_per_s)}/s)" + ("" if bad else ", within the target utilisation"))))
         if j.bottleneck_gpus is not None:
@@ -146,12 +146,12 @@ def network_links(plan) -> list[Finding]:
         u = j.link_utilisation
         if u > 1.0:
             out.append(Finding("problem", "network", (
-                f"{j.name}: the {link} links are below the data demand ({u:.1f}x their capacity); "
+                f"{j.name}: the {link} links are below the data demand ({sig(u)}x their capacity); "
                 "use faster or more NICs")))
         elif u > C.LINK_WARNING_UTILISATION:
-            out.append(Finding("warning", "network", f"{j.name}: training data fills {u:.0%} of the {link} links"))
+            out.append(Finding("warning", "network", f"{j.name}: training data fills {pct(u)} of the {link} links"))
         else:
-            out.append(Finding("info", "network", f"{j.name}: training data uses {u:.0%} of the {link} links"))
+            out.append(Finding("info", "network", f"{j.name}: training data uses {pct(u)} of the {link} links"))
     return out
 
 
@@ -181,18 +181,18 @@ def inference_targets(plan) -> list[Finding]:
         if i.requests_per_s > i.knee_requests_per_s > 0:
             out.append(Finding("warning", "inference", (
                 f"{i.name}: {i.requests_per_s:g} requests/s is past the latency knee "
-                f"({i.knee_requests_per_s:,.1f}/s): a small rise in load raises latency sharply")))
+                f"({sig(i.knee_requests_per_s)}/s): a small rise in load raises latency sharply")))
         if i.pools is not None and i.serving_mode == "disaggregated":
             p = i.pools
             out.append(Finding("info", "inference", (
                 f"{i.name}: disaggregated, {p.prefill_gpus} prefill + {p.decode_gpus} decode GPUs; each request "
-                f"ships {p.kv_bytes_per_request / 1e6:,.1f} MB of KV cache ({_ms(p.kv_transfer_s)}), "
-                f"{p.kv_link_bytes_per_s / 1e9:,.2f} GB/s in all, {p.kv_link_utilisation:.0%} of the prefill NICs")))
+                f"ships {bytes_si(p.kv_bytes_per_request)} of KV cache ({_ms(p.kv_transfer_s)}), "
+                f"{rate(p.kv_link_bytes_per_s)} in all, {pct(p.kv_link_utilisation)} of the prefill NICs")))
     return out
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:,.4g} ms"
+    return str(ms(seconds))
 
 
 def compute_notes(plan) -> list[Finding]:
@@ -204,8 +204,8 @@ def compute_notes(plan) -> list[Finding]:
             ratio = t.mfu_predicted / t.mfu_assumed
             if ratio > C.MFU_GAP_FACTOR or ratio < 1.0 / C.MFU_GAP_FACTOR:
                 out.append(Finding("warning", "compute", (
-                    f"{t.name}: the step-time model predicts MFU {t.mfu_predicted:.2f}, the plan assumes "
-                    f"{t.mfu_assumed:.2f}: check the assumption")))
+                    f"{t.name}: the step-time model predicts MFU {pct(t.mfu_predicted)}, the plan assumes "
+                    f"{pct(t.mfu_assumed)}: check the assumption")))
     return out
 
 
@@ -213,8 +213,8 @@ def throughput_basis(plan) -> list[Finding]:
     """What each job's time rests on: a measurement, a calibrated estimate or the assumed MFU."""
     out = []
     for t in plan.training:
-        text = (f"{t.name}: throughput {t.throughput_basis} ({t.mfu_assumed:.1%} MFU); {t.training_days:,.3g} "
-                f"days, range {t.days_low:,.3g}-{t.days_high:,.3g} ({t.days_range_basis})")
+        text = (f"{t.name}: throughput {t.throughput_basis} ({pct(t.mfu_assumed)} MFU); {days(t.training_days)}, "
+                f"range {span(t.days_low, t.days_high, 'days')} ({t.days_range_basis})")
         out.append(Finding("info", "compute", text + (f"; source: {t.throughput_source}" if t.throughput_source
                                                       else "")))
     return out
@@ -229,13 +229,13 @@ def checkpoints(plan) -> list[Finding]:
                 "finishes (raise the node MTBF, cut the restart time or use fewer servers)")))
         elif t.goodput < C.GOODPUT_WARNING:
             out.append(Finding("warning", "checkpoint", (
-                f"{t.name}: goodput {t.goodput:.0%}: failures and checkpoints cost over "
-                f"{1 - C.GOODPUT_WARNING:.0%} of wall time")))
+                f"{t.name}: goodput {pct(t.goodput)}: failures and checkpoints cost over "
+                f"{pct(1 - C.GOODPUT_WARNING)} of wall time")))
         c = t.checkpoint
         if c is not None and c.write_bytes_per_s < c.write_bytes_per_s_for_stall:
             out.append(Finding("warning", "checkpoint", (
                 f"{t.name}: checkpoints write at {_gb(c.write_bytes_per_s)}/s; keeping writes under "
-                f"{C.CHECKPOINT_MAX_STALL:.0%} of training needs {_gb(c.write_bytes_per_s_for_stall)}/s")))
+                f"{pct(C.CHECKPOINT_MAX_STALL)} of training needs {_gb(c.write_bytes_per_s_for_stall)}/s")))
     return out
 
 
@@ -260,13 +260,13 @@ def job_streams(plan) -> list[Finding]:
     for j in plan.job_streams:
         if not j.stable:
             out.append(Finding("problem", "queue", (
-                f"{j.name}: unstable: {j.offered_gpus:,.1f} GPUs of work arrive on average for {j.gpus} GPUs "
-                f"(utilisation {j.utilisation:.0%} >= 100 %); the queue grows without bound")))
+                f"{j.name}: unstable: {sig(j.offered_gpus)} GPUs of work arrive on average for {j.gpus} GPUs "
+                f"(utilisation {pct(j.utilisation)}, at least 100 %); the queue grows without bound")))
             continue
         severity = "info" if j.target_met else "warning"
         out.append(Finding(severity, "queue", (
-            f"{j.name}: {j.gpus} GPUs ({j.slots} jobs at once) for {j.target}: mean wait {j.wait_mean_seconds / 3600:,.2f} h, "
-            f"p95 {j.wait_p95_seconds / 3600:,.2f} h, utilisation {j.utilisation:.0%}"
+            f"{j.name}: {j.gpus} GPUs ({j.slots} jobs at once) for {j.target}: mean wait {duration(j.wait_mean_seconds)}, "
+            f"p95 {duration(j.wait_p95_seconds)}, utilisation {pct(j.utilisation)}"
             + ("" if j.target_met else " - the target is not met"))))
     return out
 
@@ -307,7 +307,7 @@ def assumptions(plan) -> list[Finding]:
     if plan.storage.write_assumed:
         out.append(Finding("info", "assumptions", (
             f"{plan.storage_system} publishes no write rate: writes assumed at "
-            f"{C.UNKNOWN_WRITE_SHARE:.0%} of its read rate")))
+            f"{pct(C.UNKNOWN_WRITE_SHARE)} of its read rate")))
     return out
 
 

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from aisize import format as F
 from aisize import models
 from aisize.compute import chinchilla, energy_joules, gpu_hours
 from aisize.host import host_for_server
@@ -173,8 +174,8 @@ def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput
     if tp is None:
         r = dataclasses.replace(C.mfu_range_for(gpus), expected=policy_mfu)
         low, _, high = time_range(days, r)
-        return float(low), float(high), (f"MFU {r.low:.0%}-{r.high:.0%} of {len(r.cases)} published runs "
-                                          f"({r.rule}) against the assumed {policy_mfu:.0%}"), r
+        return float(low), float(high), (f"MFU {F.pct(r.low)} to {F.pct(r.high)} in {len(r.cases)} published "
+                                          f"runs ({r.rule}), against the assumed {F.pct(policy_mfu)}"), r
     if tp.rule in ("measured", "calibrated"):
         rate = tp.samples_per_s_per_gpu
         return (days * rate / tp.high_samples_per_s_per_gpu, days * rate / tp.low_samples_per_s_per_gpu,
@@ -270,7 +271,7 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
         {k: float(v) for k, v in vars(hm).items()}, float(hm.total_bytes), float(ctx.server.host_memory_bytes),
         bool(host.memory_fits),
         throughput_rule=tp.rule if tp else "policy-mfu",
-        throughput_basis=tp.basis if tp else f"FLOPs at the assumed MFU {policies.mfu:.0%}",
+        throughput_basis=tp.basis if tp else f"FLOPs at the assumed MFU {F.pct(policies.mfu)}",
         throughput_source=tp.source if tp else None,
         days_low=float(low), days_high=float(high), days_range_basis=range_basis, days_range_mfu=range_mfu,
         seq_len=job.seq_len, step_parts_seconds=parts, training_days_predicted=predicted_days)
