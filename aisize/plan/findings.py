@@ -213,7 +213,8 @@ def throughput_basis(plan) -> list[Finding]:
     """What each job's time rests on: a measurement, a calibrated estimate or the assumed MFU."""
     out = []
     for t in plan.training:
-        text = (f"{t.name}: throughput {t.throughput_basis} ({pct(t.mfu_assumed)} MFU); {days(t.training_days)}, "
+        mfu = "" if "assumed MFU" in t.throughput_basis else f" ({pct(t.mfu_assumed)} MFU)"
+        text = (f"{t.name}: throughput {t.throughput_basis}{mfu}; {days(t.training_days)}, "
                 f"range {span(t.days_low, t.days_high, 'days')} ({t.days_range_basis})")
         out.append(Finding("info", "compute", text + (f"; source: {t.throughput_source}" if t.throughput_source
                                                       else "")))

@@ -175,7 +175,7 @@ def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput
         r = dataclasses.replace(C.mfu_range_for(gpus), expected=policy_mfu)
         low, _, high = time_range(days, r)
         return float(low), float(high), (f"MFU {F.pct(r.low)} to {F.pct(r.high)} in {len(r.cases)} published "
-                                          f"runs ({r.rule}), against the assumed {F.pct(policy_mfu)}"), r
+                                          f"runs: {r.rule}; against the assumed {F.pct(policy_mfu)}"), r
     if tp.rule in ("measured", "calibrated"):
         rate = tp.samples_per_s_per_gpu
         return (days * rate / tp.high_samples_per_s_per_gpu, days * rate / tp.low_samples_per_s_per_gpu,

@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 
 from aisize import checks
-from aisize.format import sig
 
 SCALE_FACTOR = 10.0  # "similar scale": GPU count within 10x either way
 MIN_CASES = 3  # fewer similar runs than this: use all runs
@@ -102,7 +101,7 @@ def mfu_range(gpus=None, *, path: str | Path | None = None) -> MfuRange:
         near = obs[(obs["gpus"] >= g / SCALE_FACTOR) & (obs["gpus"] <= g * SCALE_FACTOR)]
         if len(near) >= MIN_CASES:
             obs = near
-            rule = f"runs on {sig(g / SCALE_FACTOR)} to {sig(g * SCALE_FACTOR)} GPUs, within {SCALE_FACTOR:g}x of {g:g}"
+            rule = f"runs on {g / SCALE_FACTOR:g}-{g * SCALE_FACTOR:g} GPUs (within {SCALE_FACTOR:g}x of {g:g})"
         else:
             rule = (f"all published runs (only {len(near)} within {SCALE_FACTOR:g}x of {g:g} GPUs; "
                     f"{MIN_CASES} needed)")
