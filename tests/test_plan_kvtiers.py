@@ -95,7 +95,7 @@ def test_a_host_dram_budget_short_of_the_target_says_so():
     service = _service(prefix={"shared_tokens": 1000, "turns": 8, "think_time_s": 300},
                        kv_tiers={"target_hit_rate": 0.95, "host_dram_gb_per_server": 100})
     (kv, _), _ = _plan(service)
-    assert not kv.target_met and any("short of the 95% target" in n for n in kv.notes)
+    assert not kv.target_met and any("short of the 95.0 % target" in n for n in kv.notes)
 
 
 def test_nvme_and_storage_tiers_size_drives_and_storage():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from aisize.cost import (HOURS_PER_YEAR, CostLine, break_even_months, break_even_utilisation, capital_per_hour,
                          energy_per_year, load_prices, per_million_tokens, priced, server_price_id, switch_price_id)
 from aisize.plan.network import OPTICS_PRICE
-from aisize.format import power
+from aisize.format import pct, power, usd
 from aisize.plan.timeline import long_run_utilisation
 from aisize.units import GB, TB
 
@@ -100,12 +100,12 @@ def plan_cost(plan, pools) -> CostPlan:
                           "energy_usd_per_year": energy, "usd_per_gpu_hour": rate})
     energy = sum(r["energy_usd_per_year"] for r in pool_rows)
     operating = [{"item": "energy", "usd_per_year": energy,
-                  "basis": f"{power(plan.power_watts)} max x {cfg.average_power_share:.0%} average x PUE "
+                  "basis": f"{power(plan.power_watts)} max x {pct(cfg.average_power_share)} average x PUE "
                            f"{pue:g} x 8,760 h x ${kwh_rate:g}/kWh"},
                  {"item": "rack space", "usd_per_year": plan.racks * rack * 12.0,
-                  "basis": f"{plan.racks} rack{'' if plan.racks == 1 else 's'} x ${rack:,.0f}/month"},
+                  "basis": f"{plan.racks} rack{'' if plan.racks == 1 else 's'} x {usd(rack)}/month"},
                  {"item": "support", "usd_per_year": support * capital,
-                  "basis": f"{support:.0%} of capital per year"}]
+                  "basis": f"{pct(support)} of capital per year"}]
     opex = sum(x["usd_per_year"] for x in operating)
     own = float(capital_per_hour(capital, cfg.life_years)) * HOURS_PER_YEAR + opex
     rate = own / HOURS_PER_YEAR / gpus

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from aisize import format as F
 from aisize.cost import load_prices
 from aisize.fleet.cost import DayCost, day_cost, server_usd_per_gpu_hour
 from aisize.fleet.failures import FailureRates, Spares, failure_rates, spares_for
@@ -30,7 +31,7 @@ from aisize.plan import context as C
 from aisize.plan.service_day import ServiceDay, fleet_of, service_day
 from aisize.plan.timeline import _in_window
 from aisize.queueing import PriorityClass, PriorityResult, priority_queue
-from aisize.units import MINUTE
+from aisize.units import HOUR, MINUTE
 
 DEFAULT_FAILURES = "llama3-405b-h100"  # spares need per-GPU rates; node-mtbf scenarios use this published fleet
 
@@ -268,13 +269,13 @@ def fleet_findings(plan) -> list:
         d, c = s.day, s.cost
         out.append(Finding("info", "inference", (
             f"{d.name}: the autoscaler holds {d.day.least_replicas} to {d.day.peak_replicas} replicas through the day, "
-            f"{d.day.gpu_hours:,.0f} GPU-hours instead of {d.day.peak_replicas * d.gpus_per_replica * 24:,} at the "
-            f"peak all day: ${c.usd_per_million_tokens:,.3f} per million tokens over the day "
-            f"(${c.usd_per_million_tokens_reserved:,.3f} with the peak held)")))
+            f"{F.count(d.day.gpu_hours)} GPU-hours instead of {F.count(d.day.peak_replicas * d.gpus_per_replica * 24)} "
+            f"at the peak all day: {F.usd(c.usd_per_million_tokens)} per million tokens over the day "
+            f"({F.usd(c.usd_per_million_tokens_reserved)} with the peak held)")))
         if d.day.overloaded_hours > 0:
             out.append(Finding("warning", "inference", (
-                f"{d.name}: the load outruns the replicas for {d.day.overloaded_hours * 60:,.1f} min a day while new "
-                f"ones load ({d.scale_up_seconds:,.0f} s each): requests queue then; a host cache, a lower target or "
+                f"{d.name}: the load outruns the replicas for {F.duration(d.day.overloaded_hours * HOUR)} a day while "
+                f"new ones load ({F.duration(d.scale_up_seconds)} each): requests queue then; a host cache, a lower target or "
                 f"more min_replicas shortens it")))
         if s.tenants is not None and s.tenants.unstable_classes:
             at = s.tenants_at_seconds / 3600.0
@@ -286,14 +287,14 @@ def fleet_findings(plan) -> list:
             b = s.heterogeneous.iloc[0]
             out.append(Finding("info", "inference", (
                 f"{d.name}: the cheapest disaggregated pair is prefill on {b.prefill_server} and decode on "
-                f"{b.decode_server}: ${b.usd_per_million_tokens:,.3f} per million tokens at the peak")))
+                f"{b.decode_server}: {F.usd(b.usd_per_million_tokens)} per million tokens at the peak")))
     for pd_ in f.pools:
         if pd_.free_gpu_hours > 0:
             out.append(Finding("info", "placement", (
-                f"pool {pd_.pool}: {pd_.free_gpu_hours:,.0f} GPU-hours a day stay free (troughs), at most "
+                f"pool {pd_.pool}: {F.count(pd_.free_gpu_hours)} GPU-hours a day stay free (troughs), at most "
                 f"{int(pd_.free_gpus.max())} GPUs at once: room for batch or training jobs in those hours")))
     if f.site_fits is False:
         out.append(Finding("problem", "power", (
-            f"site: the plan needs {f.site_it_watts_needed / 1e3:,.0f} kW of IT; the site feeds "
-            f"{f.envelope[0].it_watts / 1e3:,.0f} kW")))
+            f"site: the plan needs {F.power(f.site_it_watts_needed)} of IT; the site feeds "
+            f"{F.power(f.envelope[0].it_watts)}")))
     return out

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from aisize import catalog, serving
+from aisize import format as F
 from aisize.host import host_for_server
 from aisize.plan import context as C
 from aisize.serving.costs import model_costs
@@ -133,8 +134,8 @@ def plan_kv_tiers(w, ctx: C.HardwareContext, policies, arch, shape, replicas: in
             tiers.append(KVTier("dram", dram * share, host_bw))
             paths["dram"] = f"{shape.gpus} x {link_name}"
         else:
-            notes.append(f"host DRAM: {dram / 1e9:,.0f} GB per server holds less than one session's KV "
-                         f"({session / 1e9:,.1f} GB); the tier is left out")
+            notes.append(f"host DRAM: {F.bytes_si(dram)} per server holds less than one session's KV "
+                         f"({F.bytes_si(session)}); the tier is left out")
             dram = 0.0
     if spec and spec.local_nvme and dram and dram * share >= need:
         notes.append("host DRAM already holds what the target needs: the NVMe tier below it adds no hits")
@@ -175,7 +176,7 @@ def _plan(w, est, tiers, paths, replicas, share, need, dram, left, nvme_server, 
         notes.append("the host-DRAM tier is no larger than the KV pool HBM leaves free, so it finds nothing HBM "
                      "does not (write-through tiers are inclusive; SGLang's host pool defaults to twice the GPU pool)")
     if target and hit < 0.99 * target:
-        notes.append(f"the tiers find {hit:.0%} of reusable prompts, short of the {target:.0%} target: "
+        notes.append(f"the tiers find {F.pct(hit)} of reusable prompts, short of the {F.pct(target)} target: "
                      + ("host DRAM is capped by the RAM the server has left" if dram and dram < need / share
                         else "a tier reloads slower than recomputing" if any(not r.used for r in rows)
                         else "the HBM and DRAM tiers cannot hold the sessions"))

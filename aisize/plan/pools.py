@@ -19,7 +19,7 @@ from aisize.plan import context as C
 from aisize.plan.inference import plan_inference
 from aisize.plan.placement import Demand, PoolSpec
 from aisize.plan.training import plan_training
-from aisize.units import GiB
+from aisize.format import bytes_gpu
 
 
 @dataclass(frozen=True)
@@ -110,8 +110,8 @@ def training_candidate(w, index: int, pool_index: int, pool: Pool, policies, slo
     d = Demand(w.name, f"workloads.{index}", tuple(split(t.gpus, spec.gpus_per_server)),
                _host_per_gpu(t.host_memory_needed_bytes, spec), _nics_per_gpu(t.gpus, spec), slots)
     why = ("" if t.memory_fits and t.host_memory_fits else
-           f"needs {t.memory_bytes['total_bytes'] / GiB:,.1f} GiB per GPU (usable {t.gpu_memory_usable_bytes / GiB:,.1f})"
-           if not t.memory_fits else f"needs {t.host_memory_needed_bytes / GiB:,.0f} GiB of host RAM per server")
+           f"needs {bytes_gpu(t.memory_bytes['total_bytes'])} per GPU (usable {bytes_gpu(t.gpu_memory_usable_bytes)})"
+           if not t.memory_fits else f"needs {bytes_gpu(t.host_memory_needed_bytes)} of host RAM per server")
     return Candidate(pool_index, t, d, not why, why)
 
 
@@ -126,7 +126,7 @@ def inference_candidate(w, index: int, pool_index: int, pool: Pool, policies, sl
                _nics_per_gpu(talks, spec), slots)
     why = ("" if i.fits and i.host_memory_fits else
            f"weights and one context do not fit {i.tensor_parallel} x {pool.ctx.accelerator.id}" if not i.fits
-           else f"needs {i.host_memory_needed_bytes / GiB:,.0f} GiB of host RAM per server")
+           else f"needs {bytes_gpu(i.host_memory_needed_bytes)} of host RAM per server")
     return Candidate(pool_index, i, d, not why, why)
 
 
