@@ -77,7 +77,9 @@ def _cmd_sweep(args) -> int:
             raise ValueError(f"cannot write {args.csv}: {exc}") from None
         print(args.csv)
     else:
-        sys.stdout.write(table.to_string(index=False, float_format=lambda x: f"{x:,.4g}") + "\n")
+        from aisize import format as F
+
+        sys.stdout.write(F.table(table).to_string(index=False) + "\n")
     return 0
 
 

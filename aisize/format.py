@@ -268,9 +268,10 @@ SUFFIXES = (
     (("bytes", "per", "s"), "B/s"), (("gb", "per", "s"), "GB/s"), (("mb", "per", "s"), "MB/s"),
     (("gbit", "per", "s"), "Gbit/s"), (("tokens", "per", "s"), "tokens/s"), (("per", "s"), "/s"),
     (("gib",), "GiB"), (("gb",), "GB"), (("tb",), "TB"), (("mb",), "MB"), (("bytes",), "B"),
-    (("seconds",), "s"), (("s",), "s"), (("ms",), "ms"), (("hours",), "h"), (("days",), "days"),
+    (("seconds",), "s"), (("s",), "s"), (("ms",), "ms"), (("hours",), "h"), (("h",), "h"), (("days",), "days"),
     (("kw",), "kW"), (("watts",), "W"), (("tflops",), "TFLOP/s"), (("pct",), "%"), (("billion",), "billion"),
 )
+_UNITS = {u for _, u in SUFFIXES}
 # Names whose words alone do not say it.
 HEADERS = {
     "unit_usd": "unit price [USD]", "capital_usd": "capital [USD]", "price_kind": "price basis",
@@ -288,6 +289,7 @@ HEADERS = {
 }
 # Columns that hold a share (0-1): shown as percentages.
 SHARES = {"goodput", "mfu", "mfu_assumed", "mfu_predicted", "utilisation", "read_share", "stall_fraction",
+          "max_data_stall",
           "link_utilisation", "io_utilisation", "share", "MFU", "goodput share"}
 
 
@@ -314,8 +316,11 @@ def header(name: str) -> str:
 
 def unit_of(name: str) -> str:
     """The unit :func:`header` puts in brackets ("" if none)."""
-    m = re.search(r"\[([^\]]+)\]$", header(name))
-    return m.group(1) if m else ""
+    shown = header(name)
+    m = re.search(r"\[([^\]]+)\]$", shown)
+    if m:
+        return m.group(1)
+    return shown if shown in _UNITS else ""  # a name that is its unit: usd_per_gpu_hour -> "USD/GPU-hour"
 
 
 def cell(value, unit: str = "") -> str:
@@ -325,7 +330,7 @@ def cell(value, unit: str = "") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if unit == "USD":
+        if unit == "USD" or unit.startswith("USD/"):  # money, per unit too ("$2.22" per GPU-hour)
             return str(usd(value))
         if unit == "%":
             return points(value)

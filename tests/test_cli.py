@@ -36,6 +36,8 @@ def test_sweep_prints_and_writes(scenario, tmp_path, capsys):
     assert main(["sweep", str(scenario), "--vary", "policies.mfu=0.3:0.5:3"]) == 0
     out = capsys.readouterr().out
     assert "policies.mfu" in out and len(out.strip().splitlines()) == 4
+    # headers in words with their units, numbers as aisize.format writes them (no "7.331e+05" capital)
+    assert "capital_usd" not in out and "capital" in out and "power [kW]" in out and "e+0" not in out
     assert main(["sweep", str(scenario), "--vary", "hardware.server=dgx-h100,dgx-b200",
                  "--csv", str(tmp_path / "t.csv")]) == 0
     assert (tmp_path / "t.csv").read_text().count("\n") == 3

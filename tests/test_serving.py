@@ -188,6 +188,7 @@ def test_planned_service_with_a_tensor_parallel_that_splits_no_heads_is_refused(
 
 
 def test_an_unreachable_ttft_is_a_problem_naming_the_target_and_the_best():
+    from aisize import format as F
     from aisize import plan, scenario
 
     d = scenario.preset("xe9680-genai").model_dump()
@@ -196,7 +197,7 @@ def test_an_unreachable_ttft_is_a_problem_naming_the_target_and_the_best():
     i = p.inference[0]
     assert not i.ttft_met and i.best_ttft_seconds > 0.010
     text = [f.text for f in p.findings if f.severity == "problem" and f.area == "inference"]
-    assert any(f"TTFT p95 target 10 ms (best achievable {i.best_ttft_seconds * 1e3:,.4g} ms)" in t for t in text)
+    assert any(f"TTFT p95 target 10 ms (best achievable {F.ms(i.best_ttft_seconds)})" in t for t in text)
 
 
 @pytest.mark.parametrize("model,gpu,wp,isl,osl,limits,pool_tokens,concurrency", [

@@ -9,8 +9,9 @@ calibration=FILE)`` and the app's Accuracy tab can use; says how to select it.
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
+
+from aisize import format as F
 
 
 def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -35,7 +36,7 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def _pct(x) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:+.1f}%"
+    return str(F.pct(x, signed=True))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
                  fitted_on=tuple(Path(p).name for p in args.runs))
     print(f"{'run':72s} {'measured':>10s} {'before':>8s} {'after':>8s} {'TPOT before':>11s} {'TPOT after':>10s}")
     for b, a in zip(result.before, result.after):
-        print(f"{b.run.label[:72]:72s} {b.run.measured_tokens_per_s_per_gpu:10.4g} {_pct(b.error):>8s} "
+        print(f"{b.run.label[:72]:72s} {F.sig(b.run.measured_tokens_per_s_per_gpu):>10s} {_pct(b.error):>8s} "
               f"{_pct(a.error):>8s} {_pct(b.tpot_error):>11s} {_pct(a.tpot_error):>10s}")
     for r, why in result.skipped:
         print(f"{r.label[:72]:72s} not expressible: {why}")

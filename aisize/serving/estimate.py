@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from aisize import checks, models
+from aisize import format as F
 from aisize.serving import calibration as _calibration
 from aisize.serving.calibration import CALIBRATION, Calibration
 from aisize.serving.closed import closed_loop_state
@@ -351,9 +352,9 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
                      f"are used (uncalibrated)")
     fits = bool(cap.memory.fits)
     reason = "" if fits else (
-        f"{m.id} at {dev.gemm_dtype} weights needs {float(cap.memory.weights_bytes) / 1e9:,.1f} GB of weights and "
-        f"{float(cap.memory.runtime_bytes) / 1e9:,.1f} GB of runtime per GPU, leaving no KV room for one "
-        f"{i + o:,}-token request in {dev.memory_bytes / 1e9:,.1f} GB: use more GPUs or a smaller precision")
+        f"{m.id} at {dev.gemm_dtype} weights needs {F.bytes_si(float(cap.memory.weights_bytes))} of weights and "
+        f"{F.bytes_si(float(cap.memory.runtime_bytes))} of runtime per GPU, leaving no KV room for one "
+        f"{i + o:,}-token request in {F.bytes_si(dev.memory_bytes)}: use more GPUs or a smaller precision")
     st = cap.state
     capacity_rps = float(st.requests_per_s) if fits else 0.0
     slots = float(st.concurrency)
@@ -364,7 +365,7 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
         util, queue, in_flight = state["utilisation"], state["queue"], state["concurrency"]
         if not stable:
             notes.append(f"requests_per_s={served:g} is at or beyond this replica's capacity of "
-                         f"{capacity_rps:.3g} requests/s: the queue grows without bound")
+                         f"{F.sig(capacity_rps)} requests/s: the queue grows without bound")
             served = capacity_rps
     else:
         served, batch, stable, util, queue, in_flight = 0.0, slots, False, inf, 0.0, float("nan")
@@ -377,7 +378,7 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
     breakdown = _breakdown(costs, rates, calib, shape, batch if np.isfinite(batch) else slots, i, o, spec)
     if spec is not None:
         notes.append(f"speculative decoding ({spec.method}, {spec.draft_tokens} draft tokens): "
-                     f"{spec.acceptance_length:.2f} tokens per step ({spec.acceptance_source[:80]})")
+                     f"{F.sig(spec.acceptance_length)} tokens per step ({spec.acceptance_source[:80]})")
     return ServingEstimate(
         model=m.id, accelerator=dev.id, engine=engine.key, gpus=shape.gpus, tensor_parallel=shape.tensor_parallel,
         pipeline_parallel=shape.pipeline_parallel, attention_dp=shape.attention_dp,

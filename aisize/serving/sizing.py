@@ -27,6 +27,7 @@ from functools import lru_cache
 import numpy as np
 
 from aisize import checks
+from aisize import format as F
 from aisize.serving.costs import model_costs
 from aisize.serving.hardware import device
 from aisize.serving.iteration import achieved_rates
@@ -111,11 +112,11 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
     if not np.isfinite(replicas).any():
         missed = []
         if r.best_ttft > ttft_target_s:
-            missed.append(f"TTFT {stat} target {ttft_target_s * 1e3:,.4g} ms (best achievable "
-                          f"{r.best_ttft * 1e3:,.4g} ms)")
+            missed.append(f"TTFT {stat} target {ttft_target_s * 1e3:,g} ms (best achievable "
+                          f"{F.ms(r.best_ttft)})")
         if r.best_tpot > tpot_target_s:
-            missed.append(f"TPOT {stat} target {tpot_target_s * 1e3:,.4g} ms (best achievable "
-                          f"{r.best_tpot * 1e3:,.4g} ms)")
+            missed.append(f"TPOT {stat} target {tpot_target_s * 1e3:,g} ms (best achievable "
+                          f"{F.ms(r.best_tpot)})")
         if not missed:
             missed.append("the TTFT and TPOT targets together (each is reachable alone, not both at once)")
         return FleetChoice(None, 0, 0.0, False, "no replica shape meets the " + " and ".join(missed), r.best_ttft,

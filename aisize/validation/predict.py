@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aisize import catalog
+from aisize import format as F
 from aisize.models import attention_dim, transformer_params
 from aisize.compute import flops_per_token, seconds_from_throughput, training_flops
 from aisize.memory.activations import activation_constants, layer_activation_bytes
@@ -57,7 +58,7 @@ def _model(inputs: dict):
 def _params(inputs: dict) -> tuple[float, str]:
     """Parameters from ``params`` or from a catalog model's architecture."""
     if "params" in inputs:
-        return float(inputs["params"]), f"N = {float(inputs['params']):.4g}"
+        return float(inputs["params"]), f"N = {F.large(float(inputs['params']))}"
     model = _model(inputs)
     extra = ", ".join(f"{k}={inputs[k]}" for k in OVERRIDABLE if k in inputs)
     n = transformer_params(model).total
@@ -137,14 +138,14 @@ def gpu_hours_case(inputs: dict, published_base: float) -> Prediction:
             rate, rate_how = float(inputs["per_gpu_tflops"]) * TFLOP, f"{inputs['per_gpu_tflops']} TFLOP/s per GPU"
         else:
             peak, peak_how = _peak(inputs)
-            rate, rate_how = float(inputs["mfu"]) * peak, f"MFU {float(inputs['mfu']):.1%} of {peak_how}"
+            rate, rate_how = float(inputs["mfu"]) * peak, f"MFU {F.pct(float(inputs['mfu']))} of {peak_how}"
         seconds = seconds_from_throughput(n, tokens, rate)  # GPU-seconds with gpus=1
         return Prediction(float(seconds), f"{how}; 6ND at {rate_how}; compute only",
-                          implied=f"implied goodput {seconds / published_base:.2f}")
+                          implied=f"implied goodput {F.sig(seconds / published_base)}")
     peak, peak_how = _peak(inputs)
     mfu = float(training_flops(n, tokens, **_attention(inputs))) / (published_base * peak)
     return Prediction(math.nan, f"{how}; {peak_how}; {NEEDS_MFU}",
-                      implied=f"implied MFU {mfu:.1%} over the published GPU-hours", implied_mfu=mfu)
+                      implied=f"implied MFU {F.pct(mfu)} over the published GPU-hours", implied_mfu=mfu)
 
 
 def mlperf_demand(inputs: dict) -> Prediction:
@@ -174,7 +175,7 @@ def throughput(inputs: dict, published_base: float) -> Prediction:
     gpus = float(inputs["gpus"])
     mfu = published_base / (gpus * samples_per_s_from_flops(per_sample, peak, efficiency=1.0))
     return Prediction(math.nan, f"{flops_how}; {peak_how}; {gpus:g} GPUs; {NEEDS_MFU}",
-                      implied=f"implied MFU {mfu:.1%}", implied_mfu=float(mfu))
+                      implied=f"implied MFU {F.pct(mfu)}", implied_mfu=float(mfu))
 
 
 # kind -> (predictor, required inputs, takes the published value)
