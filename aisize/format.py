@@ -289,8 +289,7 @@ HEADERS = {
 }
 # Columns that hold a share (0-1): shown as percentages.
 SHARES = {"goodput", "mfu", "mfu_assumed", "mfu_predicted", "utilisation", "read_share", "stall_fraction",
-          "max_data_stall",
-          "link_utilisation", "io_utilisation", "share", "MFU", "goodput share"}
+          "max_data_stall", "link_utilisation", "io_utilisation", "share", "MFU", "goodput share"}
 
 
 def header(name: str) -> str:

@@ -35,7 +35,8 @@ def test_compare_prints_both_plans_and_marks_differences(pair, capsys):
     table = comparison_table(a, b)
     assert f"{int(table['differs'].sum())} of {len(table)} figures differ (marked *)" in out
     power = next(l for l in lines if "Server power (max)" in l)
-    assert power.startswith("*") and shown(a.power_watts / 1e3, "kW") in power and shown(b.power_watts / 1e3, "kW") in power
+    assert power.startswith("*")
+    assert shown(a.power_watts / 1e3, "kW") in power and shown(b.power_watts / 1e3, "kW") in power
     racks = next(l for l in lines if l.strip().startswith("Racks"))
     assert not racks.startswith("*")  # same figure: not marked
     capital = next(l for l in lines if "Capital" in l)

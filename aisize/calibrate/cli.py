@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from aisize import format as F
-
 
 def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", metavar="RUNS",
@@ -36,10 +34,13 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def _pct(x) -> str:
+    from aisize import format as F  # imported on use: the command-line parser loads no pandas
+
     return str(F.pct(x, signed=True))
 
 
 def run(args: argparse.Namespace) -> int:
+    from aisize import format as F
     from aisize.calibrate.fitting import fit, summary
     from aisize.calibrate.formats import read_runs
     from aisize.serving import CALIBRATION

@@ -34,5 +34,6 @@ def serving_validation(df: pd.DataFrame, *, tolerance_pct: float = 15.0,
         x=x, y=alt.Y("predicted:Q", scale=scale), color=alt.Color("family:N", title="set"),
         shape=alt.Shape("status:N", scale=alt.Scale(domain=["ok", "outside"], range=["circle", "triangle"])),
         tooltip=tips("case", "family", "assumptions", alt.Tooltip("published:Q", format=",.0f"),
-                     alt.Tooltip("predicted:Q", format=",.0f"), alt.Tooltip("error_pct:Q", title="error [%]", format="+.1f")))
+                     alt.Tooltip("predicted:Q", format=",.0f"),
+                     alt.Tooltip("error_pct:Q", title="error [%]", format="+.1f")))
     return alt.layer(area, points).properties(width=WIDTH, height=WIDTH, title=title)

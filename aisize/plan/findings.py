@@ -266,7 +266,8 @@ def job_streams(plan) -> list[Finding]:
             continue
         severity = "info" if j.target_met else "warning"
         out.append(Finding(severity, "queue", (
-            f"{j.name}: {j.gpus} GPUs ({j.slots} jobs at once) for {j.target}: mean wait {duration(j.wait_mean_seconds)}, "
+            f"{j.name}: {j.gpus} GPUs ({j.slots} jobs at once) for {j.target}: mean wait "
+            f"{duration(j.wait_mean_seconds)}, "
             f"p95 {duration(j.wait_p95_seconds)}, utilisation {pct(j.utilisation)}"
             + ("" if j.target_met else " - the target is not met"))))
     return out

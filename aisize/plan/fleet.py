@@ -275,8 +275,8 @@ def fleet_findings(plan) -> list:
         if d.day.overloaded_hours > 0:
             out.append(Finding("warning", "inference", (
                 f"{d.name}: the load outruns the replicas for {F.duration(d.day.overloaded_hours * HOUR)} a day while "
-                f"new ones load ({F.duration(d.scale_up_seconds)} each): requests queue then; a host cache, a lower target or "
-                f"more min_replicas shortens it")))
+                f"new ones load ({F.duration(d.scale_up_seconds)} each): requests queue then; a host cache, a lower "
+                f"target or more min_replicas shortens it")))
         if s.tenants is not None and s.tenants.unstable_classes:
             at = s.tenants_at_seconds / 3600.0
             out.append(Finding("warning", "inference", (

@@ -86,8 +86,8 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
         table = hourly_table(s)
         out.append("  hour  req/s  replicas(max)  GPUs      $/h")
         for _, r in table.iterrows():
-            out.append(f"  {int(r.hour):02d}   {F.sig(r.requests_per_s):>6} {int(r.replicas_max):8d} {int(r.gpus_max):10d}"
-                       f"  {F.usd(r.usd_per_hour):>7}")
+            out.append(f"  {int(r.hour):02d}   {F.sig(r.requests_per_s):>6} {int(r.replicas_max):8d} "
+                       f"{int(r.gpus_max):10d}  {F.usd(r.usd_per_hour):>7}")
         if simulate:
             sim = simulate_service(s)
             out.append(f"  simulated ({F.count(sim.requests)} requests): {F.num(sim.gpu_hours)} GPU-hours "

@@ -127,7 +127,8 @@ class DataPathSection(Section):
                          "dataset [TB]": t.dataset_bytes / TB,
                          "checkpoint [GB]": c.checkpoint_bytes / GB if c else None,
                          "ckpt write [GB/s]": c.write_bytes_per_s / GB if c else None,
-                         f"needed for ≤{F.pct(max_stall)} stall [GB/s]": c.write_bytes_per_s_for_stall / GB if c else None,
+                         f"needed for ≤{F.pct(max_stall)} stall [GB/s]":
+                             c.write_bytes_per_s_for_stall / GB if c else None,
                          "write [s]": c.write_seconds if c else None,
                          "interval [min]": c.interval_seconds / 60 if c else None,
                          "RTO [min]": c.restore_seconds / 60 if c else None,
