@@ -95,18 +95,11 @@ def comparison_table(a, b) -> pd.DataFrame:
 
 
 def shown(x, unit: str = "") -> str:
-    """A comparison cell as every view shows it (:mod:`aisize.format`): money by ``usd``, shares as %,
-    numbers to three significant figures (whole numbers in full), "—" where a plan has no value and
-    "unbounded" for an infinite one."""
+    """A comparison cell as every view shows it: :func:`aisize.format.cell` (money by ``usd``, shares as %,
+    numbers to three significant figures, "unbounded" for an infinite one), "—" where a plan has no value."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return F.DASH
-    if isinstance(x, float) and math.isinf(x):
-        return F.UNBOUNDED
-    if _number(x):
-        if unit == "share":
-            return str(F.pct(x))
-        return str(F.usd(x)) if unit.startswith("USD") else F.num(x)
-    return str(x)
+    return F.cell(x, unit)
 
 
 def change_shown(change) -> str:
