@@ -27,6 +27,7 @@ from aisize.calibrate import fit, predict, read_table
 from aisize.calibrate.fitting import PER_GENERATION, summary
 from aisize.serving import CALIBRATION
 from aisize.serving.hardware import generation
+from aisize.validation.serving import superseded_readings
 
 SETS = ("serving_throughput", "serving_load", "serving_specdec", "serving_disagg")
 FITTED = ("serving_throughput", "serving_load", "serving_disagg")  # MTP runs state no acceptance: scored only
@@ -73,7 +74,11 @@ def main(argv=None):
             f.write(cal.to_json())
         print("written: calibration.fitted.json")
     for s in SETS:
-        print(_line(s, [predict(r, cal) for r in runs[s]]))
+        preds = [predict(r, cal) for r in runs[s]]
+        print(_line(s, preds))
+        earlier = superseded_readings(runs[s])
+        if earlier:  # runs of a recipe measured again later with a newer engine build: the latest alone
+            print(_line("  latest builds", [p for p in preds if p.run.id not in earlier]))
 
 
 if __name__ == "__main__":

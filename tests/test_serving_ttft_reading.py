@@ -1,15 +1,21 @@
-"""Published runs whose mean TTFT is many times aisize's, and deployments published again further apart than
-the tolerance: read as such on every surface, never hidden."""
+"""Published runs whose mean TTFT is many times aisize's, deployments published again further apart than the
+tolerance, and runs of a recipe measured again with a later engine build: read as such on every surface, never
+hidden."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+
+import pytest
 
 from aisize.app.sections.serving_accuracy import runs_frame, summary_frame
 from aisize.calibrate import Run
+from aisize.calibrate.runs import run_from_row
 from aisize.report.accuracy import ttft_readings
-from aisize.validation.serving import (TTFT_READING_RATIO, _repeat_readings, _ttft_reading, family_table, misses,
-                                       repeat_read_misses, serving_results, ttft_read_misses)
+from aisize.validation.serving import (TTFT_READING_RATIO, _repeat_readings, superseded_readings, _ttft_reading,
+                                       family_table, latest_runs, misses, repeat_read_misses, serving_results,
+                                       superseded_misses, ttft_read_misses)
 
 
 def test_the_reading_names_both_ttfts_and_their_ratio():
@@ -84,3 +90,53 @@ def test_the_public_repeats_are_read_on_the_page_and_in_the_report():
     summary = summary_frame().set_index("family")
     assert summary.loc["disaggregated", "misses published again, apart"] == f"{repeat_read_misses(d)} of {misses(d)}"
     assert f"{repeat_read_misses(d)} of the {misses(d)} disaggregated runs" in ttft_readings()
+
+
+def test_a_run_of_a_recipe_measured_again_later_is_read_as_an_earlier_build():
+    """Runs a and b (2025-11-02) share their recipe with c (2026-01-29) at another load: a and b are read as an
+    earlier build, c is not. Another engine, or a run with no date, is another matter."""
+    a, b, c = (replace(_run(i, 1000.0, concurrency=n), run_date=d)
+               for i, n, d in (("a", 16.0, "2025-11-02"), ("b", 32.0, "2025-11-02"), ("c", 64.0, "2026-01-29")))
+    other = replace(_run("d", 1000.0), engine="sglang", run_date="2026-03-01")
+    undated = _run("e", 1000.0, concurrency=8.0)
+    r = superseded_readings([a, b, c, other, undated])
+    assert set(r) == {"a", "b"}
+    assert r["a"].startswith("measured on 2025-11-02; the same model, GPU, engine and weight format were measured "
+                             "again on 2026-01-29 (c): an earlier engine build")
+    many = [replace(_run(f"n{i}", 1000.0, concurrency=float(i)), run_date="2026-02-01") for i in range(1, 7)]
+    assert "(n1, n2, n3, n4 and 2 more)" in superseded_readings([a, *many])["a"]
+
+
+def test_the_run_date_comes_from_its_column_or_its_source_note():
+    row = {"model_id": "deepseek-r1", "accelerator_id": "b200", "engine": "trtllm", "weight_precision": "fp8",
+           "input_tokens": "922", "output_tokens": "922", "tensor_parallel": "8", "gpus": "8",
+           "output_tokens_per_s_per_gpu": "100", "concurrency": "16"}
+    assert run_from_row(row, "t").run_date == ""
+    noted = run_from_row(row | {"source_note": "InferenceX; run date 2025-11-02; config x"}, "t")
+    assert noted.run_date == "2025-11-02"
+    given = run_from_row(row | {"run_date": "2026-02-05", "source_note": "run date 2025-01-01;"}, "t")
+    assert given.run_date == "2026-02-05"  # the column wins over the note
+    with pytest.raises(ValueError, match="t: column 'run_date' holds 'last week': a date YYYY-MM-DD is needed"):
+        run_from_row(row | {"run_date": "last week"}, "t")
+
+
+def test_the_earlier_builds_are_read_and_the_latest_builds_scored_on_the_page_and_in_the_report():
+    """InferenceX's TensorRT-LLM B200 FP8 recipe ran on 2025-11-02 (load-073: TPOT 18.5 ms at C=16) and again on
+    2026-01-29 (load-071: 11.1 ms at C=8; load-050: 21.5 ms at C=64). The earlier runs are read as such and stay
+    misses; the all-runs figures are unchanged, and the latest build of each recipe is scored beside them."""
+    t = family_table("serving-load")
+    rows = t.set_index("case")
+    assert rows.loc["load-073", "superseded"] and "again on 2026-01-29 (" in rows.loc["load-073", "reading"]
+    assert not rows.loc["load-071", "superseded"] and not rows.loc["load-079", "superseded"]  # latest; undated
+    assert not family_table("serving")["superseded"].any()  # max-throughput runs carry no run date
+    latest = latest_runs(t)
+    assert 0 < superseded_misses(t) <= misses(t) and 0 < len(latest) < len(t)
+    summary = summary_frame().set_index("family")
+    assert summary.loc["fixed concurrency", "runs"] == len(t)
+    earlier = summary.loc["fixed concurrency", "misses of an earlier engine build"]
+    assert earlier == f"{superseded_misses(t)} of {misses(t)}"
+    within = int((latest["error_pct"].abs() <= 15.0).sum())
+    assert summary.loc["fixed concurrency", "latest build of each recipe: within 15 %"] == f"{within} of {len(latest)}"
+    text = ttft_readings()
+    assert (f"{superseded_misses(t)} of the {misses(t)} runs at a fixed concurrency (on the latest build of each "
+            f"recipe, {within} of {len(latest)} within 15 %") in text

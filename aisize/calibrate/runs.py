@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +55,7 @@ class Run:
     measured_tpot_s: float | None = None
     measured_ttft_s: float | None = None
     source: str = ""
+    run_date: str = ""  # the day the run was measured, ISO (empty when its source does not say)
     id: str = ""
     expected_status: str = ""
     notes: tuple = field(default=())
@@ -151,6 +153,20 @@ def _int(row, key, default=None):
     return default if x is None else int(x)
 
 
+_RUN_DATE = re.compile(r"\brun date (\d{4}-\d{2}-\d{2})\b")
+
+
+def _run_date(row) -> str:
+    """The day a run was measured: a ``run_date`` column, else "run date YYYY-MM-DD" in its source note."""
+    given = (row.get("run_date") or "").strip()
+    if given:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", given):
+            raise ValueError(f"column 'run_date' holds {given[:40]!r}: a date YYYY-MM-DD is needed")
+        return given
+    found = _RUN_DATE.search(row.get("source_note") or "")
+    return found.group(1) if found else ""
+
+
 def _pool(row, side):
     keys = {"replicas": (f"{side}_replicas", f"{side}_workers"),
             "tensor_parallel": (f"{side}_tensor_parallel", f"{side}_tp", f"{side}_gpus_per_worker"),
@@ -187,6 +203,7 @@ def run_from_row(row: dict, where: str) -> Run:
                       measured_tpot_s=(_num(row, "tpot_ms") or 0) / 1e3 or None,
                       measured_ttft_s=(_num(row, "ttft_ms") or 0) / 1e3 or None,
                       source=(row.get("source_url") or row.get("source") or "")[:300], id=row.get("id", ""),
+                      run_date=_run_date(row),
                       expected_status=row.get("expected_status", ""))
         if row.get("prefill_replicas") or row.get("prefill_workers"):
             p, d = _pool(row, "prefill"), _pool(row, "decode")

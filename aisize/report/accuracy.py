@@ -10,8 +10,8 @@ from aisize.format import points
 from aisize.report.markup import DASH, Html, block, count, esc, figure, note, pct, sig, table
 from aisize.report.training_sections import time_range_days
 from aisize.validation import left_out, mfu_observations, summary, validate
-from aisize.validation.serving import (SETS, TTFT_READING_RATIO, family_summary, family_table, misses,
-                                       repeat_read_misses, ttft_read_misses)
+from aisize.validation.serving import (SETS, TOLERANCE_PCT, TTFT_READING_RATIO, family_summary, family_table, misses,
+                                       latest_runs, repeat_read_misses, superseded_misses, ttft_read_misses)
 
 FAMILY_TEXT = {"memory": "GPU memory (weights, optimizer states, activations)",
                "flops-time": "Training FLOPs, GPU-hours and time",
@@ -114,9 +114,17 @@ def accuracy(ctx: ReportContext) -> Html:
 def ttft_readings() -> str:
     """How many serving misses per family have a published mean TTFT many times aisize's, or were published
     again further apart than the tolerance, and what each means."""
-    parts, repeats = [], []
+    parts, repeats, earlier = [], [], []
     for family in SETS:
         t = family_table(family)
+        if superseded_misses(t):
+            latest = latest_runs(t)
+            within = int((latest["error_pct"].abs() <= TOLERANCE_PCT).sum())
+            tpot = latest["tpot_error_pct"].abs().dropna()
+            earlier.append(f"{count(superseded_misses(t))} of the {count(misses(t))} {FAMILY_SHORT[family]} (on the "
+                           f"latest build of each recipe, {count(within)} of {count(len(latest))} within 15 % on "
+                           f"tokens/s per GPU" + (f" and {count(int((tpot <= TOLERANCE_PCT).sum()))} on TPOT"
+                                                  if len(tpot) else "") + ")")
         if misses(t) and t["published_ttft_ms"].notna().any():  # max-throughput runs publish no TTFT
             parts.append(f"{count(ttft_read_misses(t))} of the {count(misses(t))} {FAMILY_SHORT[family]}")
         if repeat_read_misses(t):
@@ -129,4 +137,8 @@ def ttft_readings() -> str:
     if repeats:
         text += (" Misses whose deployment was published again more than 15 % apart (the same inputs to aisize, "
                  "so one estimate answers them all): " + "; ".join(repeats) + ".")
+    if earlier:
+        text += (" Misses measured with an earlier engine build than a later run of the same model, GPU, engine "
+                 "and weight format in the same set (aisize's inputs carry no engine version): "
+                 + "; ".join(earlier) + ".")
     return text

@@ -56,6 +56,7 @@ def serving_table(family: str = "serving", calibration=None) -> pd.DataFrame:
     rows = []
     family_runs = runs(family)
     repeats = _repeat_readings(family_runs)
+    later = superseded_readings(family_runs)
     for r in family_runs:
         try:
             p = predict(r, calibration)
@@ -64,6 +65,7 @@ def serving_table(family: str = "serving", calibration=None) -> pd.DataFrame:
         except ValueError as e:
             pred = tpot = ttft = err = terr = nan
             note, late, again = f"not expressible: {str(e)[:120]}", "", ""
+        old = later.get(r.id, "")
         rows.append({"case": r.id, "run": r.label, "published": r.measured_tokens_per_s_per_gpu, "predicted": pred,
                      "unit": "output tokens/s per GPU", "error_pct": err,
                      "within_tolerance": bool(abs(err) <= TOLERANCE_PCT),
@@ -73,8 +75,9 @@ def serving_table(family: str = "serving", calibration=None) -> pd.DataFrame:
                      "published_ttft_ms": 1e3 * r.measured_ttft_s if r.measured_ttft_s else nan,
                      "predicted_ttft_ms": 1e3 * ttft if ttft is not None and np.isfinite(ttft) else nan,
                      "expected_status": r.expected_status, "note": note,
-                     "reading": "; ".join(x for x in (late, again) if x), "ttft_read": bool(late),
-                     "published_again": bool(again), "source": r.source})
+                     "reading": "; ".join(x for x in (late, again, old) if x), "ttft_read": bool(late),
+                     "published_again": bool(again), "superseded": bool(old), "run_date": r.run_date,
+                     "source": r.source})
     return pd.DataFrame(rows)
 
 
@@ -97,7 +100,10 @@ def _ttft_reading(published_s, predicted_s) -> str:
 
 # what a measurement is, not what was deployed: runs that differ only in these are the same deployment
 _MEASURED = frozenset({"label", "measured_tokens_per_s_per_gpu", "measured_tpot_s", "measured_ttft_s", "source", "id",
-                      "expected_status", "notes"})
+                      "expected_status", "notes", "run_date"})
+# what makes one benchmark recipe: a later run of the same recipe measured a later build of its engine
+_RECIPE = ("kind", "model", "accelerator", "engine", "weight_precision", "speculative_method")
+SHOWN_IDS = 4  # later runs named in a reading; the rest are counted
 
 
 def _spread_pct(values) -> float:
@@ -148,6 +154,33 @@ def _repeat_readings(family_runs) -> dict:
     return out
 
 
+def superseded_readings(family_runs) -> dict:
+    """Run id -> a reading, for runs whose recipe (model, GPU, engine, weight format, speculation, aggregated
+    or disaggregated) was measured again on a later day in the same set.
+
+    Benchmark suites rerun a recipe with each new engine image, and a later image is often faster on the same
+    layout and load (InferenceX's TensorRT-LLM B200 FP8 recipe at 922/922 tokens: TPOT 18.5 ms at C=16 on
+    2025-11-02, 11.1 ms at C=8 and 21.5 ms at C=64 on 2026-01-29). aisize's inputs carry no engine version,
+    so one estimate answers both builds; the reading says which runs measured an earlier one. Runs without
+    a date are left alone."""
+    latest: dict = {}
+    for r in family_runs:
+        if r.run_date:
+            key = tuple(getattr(r, name) for name in _RECIPE)
+            latest.setdefault(key, []).append(r)
+    out = {}
+    for same in latest.values():
+        last = max(r.run_date for r in same)
+        newer = [r.id for r in same if r.run_date == last]
+        named = ", ".join(newer[:SHOWN_IDS]) + (f" and {len(newer) - SHOWN_IDS} more" if len(newer) > SHOWN_IDS else "")
+        for r in same:
+            if r.run_date < last:
+                out[r.id] = (f"measured on {r.run_date}; the same model, GPU, engine and weight format were measured "
+                             f"again on {last} ({named}): an earlier engine build, which aisize's inputs do not "
+                             "tell apart")
+    return out
+
+
 @lru_cache(maxsize=32)
 def _table(family: str, calibration) -> pd.DataFrame:
     from aisize.validation.store import remembered
@@ -188,6 +221,16 @@ def repeat_read_misses(table: pd.DataFrame) -> int:
     """Of :func:`misses`, the runs of a deployment published again further apart than the tolerance
     (:func:`_repeat_readings`)."""
     return int((_missed(table) & table["published_again"]).sum())
+
+
+def superseded_misses(table: pd.DataFrame) -> int:
+    """Of :func:`misses`, the runs of a recipe measured again on a later day (:func:`superseded_readings`)."""
+    return int((_missed(table) & table["superseded"]).sum())
+
+
+def latest_runs(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a :func:`serving_table` that no later run of their recipe supersedes."""
+    return table[~table["superseded"]]
 
 
 def serving_summary(table: pd.DataFrame | None = None, family: str = "serving") -> dict:

@@ -24,8 +24,8 @@ from aisize.app import controls as K
 from aisize.app.state import AppState, message
 from aisize.serving import CALIBRATION
 from aisize.serving.calibration import MAX_FILE_BYTES, from_json
-from aisize.validation.serving import (SETS, TOLERANCE_PCT, family_table, misses, repeat_read_misses,
-                                       serving_results, ttft_read_misses)
+from aisize.validation.serving import (SETS, TOLERANCE_PCT, family_table, latest_runs, misses, repeat_read_misses,
+                                       serving_results, superseded_misses, ttft_read_misses)
 
 WHAT = "calibration file (.json, from aisize calibrate)"
 FAMILY_LABELS = {"serving": "max throughput (TensorRT-LLM)", "serving-load": "fixed concurrency",
@@ -69,6 +69,10 @@ def summary_frame(calibration=None) -> pd.DataFrame:
             row["TPOT within 15 %, loaded"] = _within(c["tpot_error_pct"])
         row["misses with a TTFT reading"] = f"{ttft_read_misses(d)} of {misses(d)}"
         row["misses published again, apart"] = f"{repeat_read_misses(d)} of {misses(d)}"
+        row["misses of an earlier engine build"] = f"{superseded_misses(d)} of {misses(d)}"
+        latest = latest_runs(d)
+        row["latest build of each recipe: within 15 %"] = _within(latest["error_pct"])
+        row["latest build: TPOT within 15 %"] = _within(latest["tpot_error_pct"])
         rows.append(row)
     return pd.DataFrame(rows)
 
