@@ -8,13 +8,17 @@ Usage (from the project root):
     .venv/bin/python benchmarks/fit_serving.py --fit --generation hopper
                                                           # refit only one generation's own constants, on
                                                           # that generation's runs (no other GPU's answer moves)
+    .venv/bin/python benchmarks/fit_serving.py --fit --generation blackwell --latest-builds \
+        --constants memory_efficiency moe_layer_seconds   # how today's Blackwell constants were fitted
 
 The runs are the four public sets under ``data/validation/`` (copies of ``reference/`` with catalog
 ids): TensorRT-LLM max-throughput runs, closed-loop runs at a fixed concurrency, the same with MTP
 speculative decoding, and disaggregated deployments. :func:`aisize.calibrate.fit` fits the constants
 the first, second and fourth identify (every generation they cover), the same for every model and
 engine; the MTP runs state no acceptance, so they are scored, not fitted on. This is what
-``aisize calibrate`` does on a user's own runs.
+``aisize calibrate`` does on a user's own runs. ``--latest-builds`` leaves out the runs of a recipe
+that its set measured again on a later day with a newer engine build
+(:func:`aisize.validation.serving.superseded_readings`); they are still scored.
 """
 
 from __future__ import annotations
@@ -50,16 +54,23 @@ def main(argv=None):
     ap.add_argument("--generation", choices=sorted(CALIBRATION.gemm_efficiency),
                     help="fit only the constants kept per GPU generation for this one, on its runs; "
                          "request_seconds stays as it is")
+    ap.add_argument("--constants", nargs="*", choices=PER_GENERATION, default=list(PER_GENERATION),
+                    help="with --generation: which of its own constants to fit (default: all three)")
+    ap.add_argument("--latest-builds", action="store_true",
+                    help="fit on the latest build of each recipe only (earlier builds are scored, not fitted on)")
     a = ap.parse_args(argv)
     runs = {s: read_table(catalog.data_dir() / "validation" / f"{s}.csv") for s in SETS}
     cal = CALIBRATION
     if a.fit:
         start = time.perf_counter()
-        chosen = [r for s in a.sets for r in runs[s]]
+        chosen = []
+        for s in a.sets:
+            earlier = superseded_readings(runs[s]) if a.latest_builds else {}
+            chosen += [r for r in runs[s] if r.id not in earlier]
         constants = None
         if a.generation:
             chosen = [r for r in chosen if generation(r.accelerator) == a.generation]
-            constants = [(c, a.generation) for c in PER_GENERATION]
+            constants = [(c, a.generation) for c in a.constants]
         result = fit(chosen, CALIBRATION, constants=constants, max_evaluations=a.max_evaluations,
                      name=CALIBRATION.name, fitted_on=tuple(f"{s}.csv" for s in a.sets))
         cal = result.calibration
