@@ -59,6 +59,8 @@ def main(argv=None):
     ap.add_argument("--latest-builds", action="store_true",
                     help="fit on the latest build of each recipe only (earlier builds are scored, not fitted on)")
     a = ap.parse_args(argv)
+    if a.constants != list(PER_GENERATION) and not a.generation:
+        ap.error("--constants needs --generation (the constants are that generation's own)")
     runs = {s: read_table(catalog.data_dir() / "validation" / f"{s}.csv") for s in SETS}
     cal = CALIBRATION
     if a.fit:

@@ -112,8 +112,9 @@ def accuracy(ctx: ReportContext) -> Html:
 
 
 def ttft_readings() -> str:
-    """How many serving misses per family have a published mean TTFT many times aisize's, or were published
-    again further apart than the tolerance, and what each means."""
+    """How many serving misses per family have a published mean TTFT many times aisize's, were published
+    again further apart than the tolerance, or measured an earlier engine build of their recipe (with the
+    latest builds' scores), and what each means."""
     parts, repeats, earlier = [], [], []
     for family in SETS:
         t = family_table(family)
@@ -139,6 +140,6 @@ def ttft_readings() -> str:
                  "so one estimate answers them all): " + "; ".join(repeats) + ".")
     if earlier:
         text += (" Misses measured with an earlier engine build than a later run of the same model, GPU, engine "
-                 "and weight format in the same set (aisize's inputs carry no engine version): "
+                 "and weight format in the same set (aisize's inputs carry no engine build): "
                  + "; ".join(earlier) + ".")
     return text

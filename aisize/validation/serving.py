@@ -160,7 +160,7 @@ def superseded_readings(family_runs) -> dict:
 
     Benchmark suites rerun a recipe with each new engine image, and a later image is often faster on the same
     layout and load (InferenceX's TensorRT-LLM B200 FP8 recipe at 922/922 tokens: TPOT 18.5 ms at C=16 on
-    2025-11-02, 11.1 ms at C=8 and 21.5 ms at C=64 on 2026-01-29). aisize's inputs carry no engine version,
+    2025-11-02, 11.1 ms at C=8 and 21.5 ms at C=64 on 2026-01-29). aisize's inputs carry no engine build,
     so one estimate answers both builds; the reading says which runs measured an earlier one. Runs without
     a date are left alone."""
     latest: dict = {}
