@@ -52,8 +52,9 @@ A recipe (model, GPU, engine, weight format) that a benchmark reran with a newer
 often faster in the later run on the same layout and load (TensorRT-LLM FP8 on 8 x B200 at 922/922
 tokens: TPOT 18.5 ms at 16 in flight on 2025-11-02, 11.1 ms at 8 and 21.5 ms at 64 on 2026-01-29).
 aisize's inputs carry no engine build, so it estimates the latest: Blackwell's HBM share and MoE-layer
-time, which low-concurrency decode identifies, are fitted on the latest build of each recipe (134
-Blackwell runs; ``benchmarks/fit_serving.py --fit --generation blackwell --latest-builds --constants
+time, which low-concurrency decode identifies, are fitted on the latest build of each recipe (113
+Blackwell runs: 134 less the 21 disaggregated ones with MTP, which state no acceptance;
+``benchmarks/fit_serving.py --fit --generation blackwell --latest-builds --constants
 memory_efficiency moe_layer_seconds``); the earlier builds are scored and read as such
 (:func:`aisize.validation.serving.superseded_readings`). Blackwell's GEMM share stays as the joint fit
 set it (compute-bound work, which the builds change little; refitted too it runs to 0.92 of the
