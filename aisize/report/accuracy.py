@@ -11,7 +11,8 @@ from aisize.report.markup import DASH, Html, block, count, esc, figure, note, pc
 from aisize.report.training_sections import time_range_days
 from aisize.validation import left_out, mfu_observations, summary, validate
 from aisize.validation.serving import (SETS, TOLERANCE_PCT, TTFT_READING_RATIO, family_summary, family_table, misses,
-                                       latest_runs, repeat_read_misses, superseded_misses, ttft_read_misses)
+                                       latest_runs, repeat_read_misses, serving_summary, superseded_misses,
+                                       ttft_read_misses)
 
 FAMILY_TEXT = {"memory": "GPU memory (weights, optimizer states, activations)",
                "flops-time": "Training FLOPs, GPU-hours and time",
@@ -119,13 +120,11 @@ def ttft_readings() -> str:
     for family in SETS:
         t = family_table(family)
         if superseded_misses(t):
-            latest = latest_runs(t)
-            within = int((latest["error_pct"].abs() <= TOLERANCE_PCT).sum())
-            tpot = latest["tpot_error_pct"].abs().dropna()
+            latest = serving_summary(latest_runs(t), family)
             earlier.append(f"{count(superseded_misses(t))} of the {count(misses(t))} {FAMILY_SHORT[family]} (on the "
-                           f"latest build of each recipe, {count(within)} of {count(len(latest))} within 15 % on "
-                           f"tokens/s per GPU" + (f" and {count(int((tpot <= TOLERANCE_PCT).sum()))} on TPOT"
-                                                  if len(tpot) else "") + ")")
+                           f"latest build of each recipe, {count(latest['within'])} of {count(latest['cases'])} within "
+                           f"{TOLERANCE_PCT:g} % on tokens/s per GPU"
+                           + (f" and {count(latest['tpot_within'])} on TPOT" if "tpot_within" in latest else "") + ")")
         if misses(t) and t["published_ttft_ms"].notna().any():  # max-throughput runs publish no TTFT
             parts.append(f"{count(ttft_read_misses(t))} of the {count(misses(t))} {FAMILY_SHORT[family]}")
         if repeat_read_misses(t):
