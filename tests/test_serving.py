@@ -253,3 +253,16 @@ def test_the_one_call_slo_search_finds_what_bisection_finds():
         lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
     # the same dyadic point of the step, to the rounding of how its offset is summed
     np.testing.assert_allclose(found, np.where(last >= 0, lo, 0.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("engine, per_rank, graphed", [("trtllm", 128, True), ("trtllm", 129, False),
+                                                       ("sglang", 512, True), ("sglang", 513, False)])
+def test_cuda_graph_limits_are_per_attention_dp_rank(engine, per_rank, graphed):
+    """Each attention-DP rank replays a graph of its own batch (TensorRT-LLM's cuda_graph_config.max_batch_size
+    128, SGLang's cuda_graph_max_bs 512 on GPUs of 160 GB or more, both per rank): 8 ranks of 128 sequences
+    are graphed under TensorRT-LLM, though the replica runs 1,024."""
+    from aisize.serving.engine import engine as engine_record
+
+    launch = engine_record(engine).launch(2048, 8)
+    assert bool(launch.graphed(8 * per_rank, 8 * per_rank, False)) is graphed
+    assert bool(engine_record(engine).launch(2048).graphed(per_rank, per_rank, False)) is graphed

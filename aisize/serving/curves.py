@@ -31,7 +31,7 @@ def _loaded(est, rates_per_s, calibration=None):
                         capacity_requests_per_s=est.max_requests_per_s, slots=est.max_concurrency,
                         input_tokens=est.input_tokens, output_tokens=est.output_tokens,
                         max_num_tokens=est.max_num_tokens * dp, chunked_prefill=r.engine.chunked_prefill,
-                        shape=r.shape, launch=r.engine.launch(est.max_batch_size * dp), speculation=est.speculation,
+                        shape=r.shape, launch=r.engine.launch(est.max_batch_size, dp), speculation=est.speculation,
                         cached_tokens=cached, decode_context_tokens=context, prompt_cv=prompt_cv)
 
 

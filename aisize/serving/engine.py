@@ -107,12 +107,19 @@ class Engine:
             return value
         return np.maximum(np.floor(np.asarray(value, dtype=float) / np.asarray(attention_dp, dtype=float)), 1.0)
 
-    def launch(self, max_batch_size=None) -> "Launch":
-        """How this engine launches iterations (CUDA graphs, host overlap) under a batch limit."""
+    def launch(self, max_batch_size=None, groups=1) -> "Launch":
+        """How this engine launches iterations (CUDA graphs, host overlap) under a batch limit per rank.
+
+        ``groups`` are the attention-DP ranks (times pipeline stages) a replica's batch splits over. Each rank
+        replays a graph of its own batch, so the CUDA-graph limits are per rank: TensorRT-LLM compares each
+        rank's batch with ``cuda_graph_config.max_batch_size`` and graphs the iteration when every rank can
+        (``_executor/model_engine.py``, attention DP); SGLang compares the largest rank's batch with
+        ``cuda_graph_max_bs`` (``cuda_graph_runner.py`` ``can_run``). A replica's iteration is graphed while
+        its batch is within ``groups`` times the rank's limit (ranks balanced)."""
         graph = self.cuda_graph_max_batch
         if graph is None:
             graph = max_batch_size if max_batch_size is not None else np.inf
-        return Launch(graph, self.cuda_graph_mixed_tokens, self.overlap_scheduler,
+        return Launch(graph * groups, self.cuda_graph_mixed_tokens * groups, self.overlap_scheduler,
                       float(self.attention_dp_balance_iters))
 
 

@@ -299,7 +299,7 @@ class _Load:
         st = cap.state
         slots = float(st.concurrency)
         groups = shape.attention_dp * shape.pipeline_parallel
-        launch = engine.launch(limits.max_batch_size * groups)
+        launch = engine.launch(limits.max_batch_size, groups)
         if not bool(cap.memory.fits):
             return dict(score=-1.0)
         capacity = float(st.requests_per_s)
@@ -408,7 +408,7 @@ def _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o, spec) -
     full = groups * float(cap.memory.kv_pool_bytes) / (per_token * (i + 0.5 * o))
     st = steady_state(costs, rates, calib, concurrency=full, input_tokens=i, output_tokens=o,
                       max_num_tokens=limits.max_num_tokens * groups, chunked_prefill=engine.chunked_prefill,
-                      shape=shape, arrivals="poisson", launch=engine.launch(limits.max_batch_size * groups),
+                      shape=shape, arrivals="poisson", launch=engine.launch(limits.max_batch_size, groups),
                       speculation=spec)
     return float(st.requests_per_s)
 

@@ -261,7 +261,7 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
                                  f"room for one request's KV cache")
     tau = 1.0 if spec is None else spec.acceptance_length
     steps = max(1.0 + (o - 1.0) / tau, 1.0)
-    launch = eng.launch(mbs * d_pool.attention_dp)
+    launch = eng.launch(mbs, d_pool.attention_dp * d_pool.pipeline_parallel)
 
     def t_decode(batch):
         b = np.asarray(batch, dtype=float)

@@ -139,7 +139,7 @@ class ServingWorkload:
         batch = state["batch"] if np.isfinite(state.get("batch", np.inf)) else 0.0
         decoding = batch * (steps - 1.0) / steps
         room = max(float(limits.max_num_tokens) * groups - decoding * verify, 1.0)
-        launch = engine.launch(limits.max_batch_size * groups)
+        launch = engine.launch(limits.max_batch_size, groups)
         context = i + 0.5 * o if ctx is None else ctx
 
         def one(tokens, prompts, attention):

@@ -304,6 +304,6 @@ def simulate_estimate(est, *, requests_per_s=None, concurrency=None, requests=20
                     chunked_prefill=engine.chunked_prefill, reserve_full_sequence=engine.reserve_full_sequence,
                     block_tokens=engine.block_tokens, shape=r.shape, length_cv=length_cv,
                     warmup_share=0.0 if requests_per_s is None and concurrency is None else 0.2, seed=seed,
-                    launch=engine.launch(est.max_batch_size * groups), speculation=est.speculation,
+                    launch=engine.launch(est.max_batch_size, groups), speculation=est.speculation,
                     request_seconds=cal.request_seconds, stagger_seconds=stagger, lengths=lengths,
                     cooldown_share=cooldown_share)

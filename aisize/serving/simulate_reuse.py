@@ -300,5 +300,5 @@ def simulate_reuse_estimate(est, reuse, *, kv_tiers=(), requests=1500, seed=1, w
                    chunked_prefill=engine.chunked_prefill, reserve_full_sequence=engine.reserve_full_sequence,
                    block_tokens=engine.block_tokens, shape=r.shape,
                    warmup_share=warmup_share, seed=seed, source=source, on_kv=source.on_kv,
-                   launch=engine.launch(est.max_batch_size * groups), speculation=est.speculation)
+                   launch=engine.launch(est.max_batch_size, groups), speculation=est.speculation)
     return sim, source.world.result()

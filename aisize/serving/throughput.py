@@ -101,6 +101,6 @@ def max_throughput(costs, device, rates, calib, engine, limits: EngineLimits, *,
     state = steady_state(costs, rates, calib, concurrency=concurrency, input_tokens=input_tokens,
                          output_tokens=output_tokens, max_num_tokens=limits.max_num_tokens * dp,
                          chunked_prefill=engine.chunked_prefill, shape=shape,
-                         launch=engine.launch(limits.max_batch_size * dp), speculation=speculation,
+                         launch=engine.launch(limits.max_batch_size, dp), speculation=speculation,
                          cached_tokens=cached_tokens, decode_context_tokens=decode_context_tokens)
     return MaxThroughput(limits, mem, by_batch, by_kv, by_tokens, state)
