@@ -111,11 +111,12 @@ class Engine:
         """How this engine launches iterations (CUDA graphs, host overlap) under a batch limit per rank.
 
         ``groups`` are the attention-DP ranks (times pipeline stages) a replica's batch splits over. Each rank
-        replays a graph of its own batch, so the CUDA-graph limits are per rank: TensorRT-LLM compares each
-        rank's batch with ``cuda_graph_config.max_batch_size`` and graphs the iteration when every rank can
-        (``_executor/model_engine.py``, attention DP); SGLang compares the largest rank's batch with
-        ``cuda_graph_max_bs`` (``cuda_graph_runner.py`` ``can_run``). A replica's iteration is graphed while
-        its batch is within ``groups`` times the rank's limit (ranks balanced)."""
+        replays a graph of its own batch, so the CUDA-graph limits are per rank: under attention DP,
+        TensorRT-LLM's ranks all-gather their batch sizes and pad each to the largest, graphed while that is
+        within ``cuda_graph_config.max_batch_size`` (``_torch/pyexecutor/cuda_graph_runner.py``
+        ``_get_padded_batch``); SGLang compares the largest rank's batch with ``cuda_graph_max_bs``
+        (``model_executor/cuda_graph_runner.py`` ``can_run``). A replica's iteration is graphed while its
+        batch is within ``groups`` times the rank's limit (ranks balanced)."""
         graph = self.cuda_graph_max_batch
         if graph is None:
             graph = max_batch_size if max_batch_size is not None else np.inf
