@@ -54,12 +54,12 @@ def main(argv=None):
     ap.add_argument("--generation", choices=sorted(CALIBRATION.gemm_efficiency),
                     help="fit only the constants kept per GPU generation for this one, on its runs; "
                          "request_seconds stays as it is")
-    ap.add_argument("--constants", nargs="*", choices=PER_GENERATION, default=list(PER_GENERATION),
+    ap.add_argument("--constants", nargs="+", choices=PER_GENERATION,
                     help="with --generation: which of its own constants to fit (default: all three)")
     ap.add_argument("--latest-builds", action="store_true",
                     help="fit on the latest build of each recipe only (earlier builds are scored, not fitted on)")
     a = ap.parse_args(argv)
-    if a.constants != list(PER_GENERATION) and not a.generation:
+    if a.constants and not a.generation:
         ap.error("--constants needs --generation (the constants are that generation's own)")
     runs = {s: read_table(catalog.data_dir() / "validation" / f"{s}.csv") for s in SETS}
     cal = CALIBRATION
@@ -72,7 +72,7 @@ def main(argv=None):
         constants = None
         if a.generation:
             chosen = [r for r in chosen if generation(r.accelerator) == a.generation]
-            constants = [(c, a.generation) for c in a.constants]
+            constants = [(c, a.generation) for c in (a.constants or PER_GENERATION)]
         result = fit(chosen, CALIBRATION, constants=constants, max_evaluations=a.max_evaluations,
                      name=CALIBRATION.name, fitted_on=tuple(f"{s}.csv" for s in a.sets))
         cal = result.calibration
