@@ -382,13 +382,13 @@ def test_command_is_locked_down():
 
 def test_server_config_sends_without_nagle_and_names_the_chart_bundle(monkeypatch):
     """voila.py (read by the app server) turns Nagle's algorithm off on the kernel websocket, so
-    a reply is not held for the browser's delayed ACK (40 ms), and names the served chart bundle
-    in the page config (the page preloads it)."""
+    a reply is not held for the browser's delayed ACK (40 ms), names the served chart bundle
+    in the page config (the page preloads it) and lets the browser keep content-named scripts."""
     import asyncio
     import inspect
     import runpy
 
-    from jupyter_server.base.handlers import JupyterHandler
+    from jupyter_server.base.handlers import FileFindHandler, JupyterHandler
     from traitlets.config import Config
     from voila.handler import VoilaHandler
     from voila.static_file_handler import TemplateStaticFileHandler
@@ -399,7 +399,7 @@ def test_server_config_sends_without_nagle_and_names_the_chart_bundle(monkeypatc
     # the file patches these classes: put them back after the test
     for cls, name in ((Socket, "open"), (VoilaHandler, "get_generator"), (JupyterHandler, "check_host"),
                       (TemplateStaticFileHandler, "parse_url_path"),
-                      (TemplateStaticFileHandler, "get_absolute_path")):
+                      (TemplateStaticFileHandler, "get_absolute_path"), (FileFindHandler, "set_headers")):
         monkeypatch.setattr(cls, name, inspect.getattr_static(cls, name))
     config = Config()
     runpy.run_path(str(serve.JUPYTER_DATA_DIR / "voila.py"), init_globals={"get_config": lambda: config})
@@ -422,6 +422,28 @@ def test_server_config_sends_without_nagle_and_names_the_chart_bundle(monkeypatc
     assert hook({"baseUrl": "/"}, base_url="/") == {"baseUrl": "/", "aisizeChartBundle": "aisize-charts/x.js"}
     monkeypatch.delenv(chart_bundle.ENV)
     assert hook({"baseUrl": "/"}, base_url="/") == {"baseUrl": "/"}
+
+    # content-named labextension scripts are cached for good; voila's no-cache stays on everything else
+    monkeypatch.setitem(FileFindHandler.set_headers.__globals__, "_set_static_headers",
+                        lambda self: self.set_header("Cache-Control", "no-cache"))
+
+    def cache_control(path):
+        headers = {}
+        handler = type("Handler", (), {"request": type("Request", (), {"path": path})(),
+                                       "set_header": lambda self, k, v: headers.__setitem__(k, v)})()
+        FileFindHandler.set_headers(handler)
+        return headers["Cache-Control"]
+
+    forever = "public, max-age=31536000, immutable"
+    for path in ("/voila/labextensions/@jupyter-widgets/jupyterlab-manager/static/568.1e2faa2ba0bbe59c4780.js",
+                 "/user/al/voila/labextensions/anywidget/static/remoteEntry.698dcaf7.js",
+                 f"/voila/labextensions/{chart_bundle.bundle_name()}"):
+        assert cache_control(path) == forever, path
+    for path in ("/voila/labextensions/@jupyter-widgets/jupyterlab-manager/package.json",
+                 "/voila/labextensions/anywidget/static/remoteEntry.js",
+                 "/voila/labextensions/anywidget/static/style.js",
+                 "/static/568.1e2faa2ba0bbe59c4780.js"):
+        assert cache_control(path) == "no-cache", path
 
 
 def test_command_options():

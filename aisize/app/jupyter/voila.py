@@ -13,7 +13,8 @@ runs for preheated kernels, hence wrappers):
 - past ``GuardedKernelManager.max_sessions`` the page is a "busy, try again" 503;
 - the Host header must be an IP address, localhost or an allowed host name;
 - a malformed ``/voila/templates/...`` path is a 404, not a 500 with a traceback;
-- the kernel websocket sends without Nagle's delay (TCP_NODELAY).
+- the kernel websocket sends without Nagle's delay (TCP_NODELAY);
+- content-named labextension files are cached by the browser for good (voila asks for ``no-cache``).
 
 A page-config hook names the chart bundle, so the page fetches and compiles it while voila's own
 code loads, not after the widget state arrives (see the template).
@@ -24,7 +25,7 @@ import ipaddress
 import os
 import re
 
-from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.base.handlers import FileFindHandler, JupyterHandler
 from tornado.httputil import split_host_and_port
 from tornado.web import HTTPError
 from voila.handler import VoilaHandler
@@ -147,3 +148,20 @@ async def _open_nodelay(self, *args, **kwargs):
 
 
 VoilaKernelWebsocketHandler.open = _open_nodelay
+
+# Voila serves its labextensions with "Cache-Control: no-cache", so each page open revalidates the
+# twenty-odd widget-manager and chart scripts it already holds, one request each, while the page waits
+# to start. Their names carry a hash of their content (webpack's [contenthash]: 568.1e2faa2ba0bbe59c4780.js,
+# remoteEntry.5cbb9d2323598fbda535.js), and the chart bundle's the versions that built it (a new version
+# is a new name), so a cached copy can never be stale: the browser may keep them for good.
+_CONTENT_NAMED = re.compile(r"/voila/labextensions/(?:.+\.[0-9a-f]{8,}\.js|%s/[^/]+\.js)$" % chart_bundle.FOLDER)
+_set_static_headers = FileFindHandler.set_headers
+
+
+def _set_headers_immutable(self) -> None:
+    _set_static_headers(self)
+    if _CONTENT_NAMED.search(self.request.path):
+        self.set_header("Cache-Control", "public, max-age=31536000, immutable")
+
+
+FileFindHandler.set_headers = _set_headers_immutable
