@@ -143,7 +143,7 @@ def _cmd_team(args) -> int:
     from aisize.app.team import run
 
     return run(ip=args.ip, port=args.port, state_dir=args.state, admin=args.admin,
-               allowed_hosts=tuple(args.allow_host))
+               allowed_hosts=tuple(args.allow_host), trusted_proxies=tuple(args.trusted_proxy))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -232,9 +232,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--state", default="aisize-team", metavar="DIR",
                    help="folder for the hub's database, cookie secret and users' folders (default ./aisize-team)")
-    p.add_argument("--admin", default="admin", help="the admin user name (sign up with it first; default admin)")
+    p.add_argument("--admin", default="admin",
+                   help="the admin user name (default admin). The hub creates this account at its first start and "
+                        "writes its first password to DIR/admin-password; never sign up with it: a name that "
+                        "signed up and was never the admin is refused")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="a host name people reach the hub by; repeat for more (IP addresses and localhost always work)")
+    p.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+                   help="the address of a proxy in front of the hub (e.g. TLS) whose X-Forwarded-For entry is "
+                        "passed over to find the client; repeat for more. Without it, forwarding headers a "
+                        "client sends are never trusted")
     p.set_defaults(func=_cmd_team)
     return parser
 

@@ -11,6 +11,8 @@ the page they land on after login. Servers with no activity for an hour are cull
   first starts and writes its first password to ``admin-password`` in the state folder;
 - ``AISIZE_TEAM_HOSTS``: comma-separated host names people reach the hub by, other than an IP
   address or localhost (each user's server refuses other names: DNS rebinding);
+- ``AISIZE_TEAM_TRUSTED_PROXIES``: comma-separated addresses of proxies in front of the hub (TLS), whose
+  ``X-Forwarded-For`` entries are passed over to find the client's address; none by default;
 - ``AISIZE_PROXY``: configurable-http-proxy (from npm; ``make team`` installs it).
 
 Each user's server is the locked-down aisize app (``aisize.app.team_hub.AppSpawner``): no
@@ -26,11 +28,17 @@ from pathlib import Path
 import nativeauthenticator
 
 import aisize.app
+from aisize.app.team_hub import trust_forwarding_from_proxy_only
 
 c = get_config()  # noqa: F821 -- provided by JupyterHub when it runs this file
 
 state = Path(os.environ.get("AISIZE_TEAM_STATE") or os.getcwd())
 hosts = [h for h in os.environ.get("AISIZE_TEAM_HOSTS", "").split(",") if h]
+
+# Client addresses: the per-address limits below key on them, so only the proxy's own X-Forwarded-For
+# entry counts (X-Real-Ip and what a client writes are ignored); a TLS proxy in front is listed here.
+trust_forwarding_from_proxy_only()
+c.JupyterHub.trusted_downstream_ips = [a for a in os.environ.get("AISIZE_TEAM_TRUSTED_PROXIES", "").split(",") if a]
 
 # Login: NativeAuthenticator's password store, with aisize's rules (aisize.app.team_auth): names of
 # lower-case ASCII, admins named here only, approvals by POST with the hub's XSRF token, limits on

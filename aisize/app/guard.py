@@ -8,6 +8,9 @@ never open the page's websocket left 31 kernels (8.2 GiB) until the 10-minute id
   the server answers "busy, try again" (``jupyter/voila.py`` asks :meth:`admit` before rendering);
 - a kernel whose page has not connected its websocket within ``connect_timeout_seconds`` of being
   served is shut down (a real page connects within seconds; a script that only GETs never does);
+- a kernel whose page connected and then lost every websocket (a tab killed, a laptop closed: no
+  unload ever asked for a shutdown) is shut down ``disconnect_grace_seconds`` later, unless the page
+  reconnects meanwhile (voila reconnects after a network blip): its session is free again;
 - a refill of the preheated pool (voila asks for one when a page has taken the pool's kernel) starts
   ``refill_delay_seconds`` later, so that it (it runs the notebook: seconds of CPU) does not slow that
   page's own start; and at once when another page is admitted meanwhile (that page takes the pending
@@ -40,11 +43,14 @@ class GuardedKernelManager(AsyncMappingKernelManager):
     allowed_hosts = List(Unicode(), config=True, help="host names accepted besides IP addresses and localhost")
     refill_delay_seconds = Float(0.0, min=0.0, config=True,
                                  help="hold a pool refill back this long, unless a page is admitted [s]")
+    disconnect_grace_seconds = Float(60.0, min=1.0, config=True,
+                                     help="shut a served kernel down this long after its last websocket closed [s]")
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self._served: dict[str, float] = {}  # kernel id -> when its page was served (monotonic s)
         self._connected: set[str] = set()
+        self._left: dict[str, float] = {}  # kernel id -> when its page's last websocket closed (monotonic s)
         self._opening = 0  # pages admitted whose kernel is not served yet
         self._watch: PeriodicCallback | None = None
         self._admitted_any = False  # a page has been admitted: pool kernels started from now on are refills
@@ -72,7 +78,14 @@ class GuardedKernelManager(AsyncMappingKernelManager):
 
     def notify_connect(self, kernel_id):
         self._connected.add(kernel_id)
+        self._left.pop(kernel_id, None)
         return super().notify_connect(kernel_id)
+
+    def notify_disconnect(self, kernel_id):
+        result = super().notify_disconnect(kernel_id)
+        if kernel_id in self._served and self._kernel_connections.get(kernel_id, 0) <= 0:
+            self._left[kernel_id] = time.monotonic()
+        return result
 
     async def start_kernel(self, **kwargs):
         refill = (kwargs.get("env") or {}).get(PREHEAT) == "True" and self._admitted_any
@@ -96,17 +109,23 @@ class GuardedKernelManager(AsyncMappingKernelManager):
             if kernel_id not in self:
                 self._forget(kernel_id)
             elif kernel_id not in self._connected and now - since > self.connect_timeout_seconds:
-                self.log.warning("Culling kernel %s: its page did not connect within %.0f s",
-                                 kernel_id, self.connect_timeout_seconds)
-                self._forget(kernel_id)
-                try:
-                    await self.shutdown_kernel(kernel_id)
-                except KeyError:  # shut down meanwhile (tab closed, idle cull)
-                    pass
+                await self._cull(kernel_id, f"its page did not connect within {self.connect_timeout_seconds:.0f} s")
+            elif kernel_id in self._left and now - self._left[kernel_id] > self.disconnect_grace_seconds:
+                await self._cull(kernel_id, f"its page left without closing and did not come back within "
+                                            f"{self.disconnect_grace_seconds:.0f} s")
+
+    async def _cull(self, kernel_id: str, why: str) -> None:
+        self.log.warning("Culling kernel %s: %s", kernel_id, why)
+        self._forget(kernel_id)
+        try:
+            await self.shutdown_kernel(kernel_id)
+        except KeyError:  # shut down meanwhile (tab closed, idle cull)
+            pass
 
     def _forget(self, kernel_id: str) -> None:
         self._served.pop(kernel_id, None)
         self._connected.discard(kernel_id)
+        self._left.pop(kernel_id, None)
 
     async def shutdown_kernel(self, kernel_id, *args, **kwargs):
         self._forget(kernel_id)

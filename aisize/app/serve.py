@@ -106,6 +106,7 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
                   max_sessions: int = MAX_SESSIONS, connect_timeout_seconds: int = 60,
                   allowed_hosts: tuple[str, ...] = (), base_url: str = "/",
                   refill_delay_seconds: float = POOL_REFILL_DELAY_SECONDS,
+                  disconnect_grace_seconds: int = 60,
                   open_browser: bool = False, python: str | None = None) -> list[str]:
     """The voila command line serving ``notebook`` (run it with :func:`server_env`).
 
@@ -124,6 +125,8 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
     base_url : path prefix the app is served under (a JupyterHub user's server: /user/NAME/)
     refill_delay_seconds : start refilling the preheated pool this long after a page takes its kernel [s],
         0..3600; a page admitted meanwhile starts the refill at once (:mod:`aisize.app.guard`)
+    disconnect_grace_seconds : shut a served kernel down this long after its page's last websocket closed
+        without the page closing (a killed tab) [s], >= 1; a page that reconnects meanwhile keeps it
     open_browser : let voila open a browser tab
     python : interpreter running voila; default the current one
     """
@@ -134,6 +137,7 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
     sessions = int(checks.integer("max_sessions", max_sessions, low=1, high=1024))
     connect = int(checks.integer("connect_timeout_seconds", connect_timeout_seconds, low=1, high=10**5))
     refill = float(checks.number("refill_delay_seconds", refill_delay_seconds, low=0.0, high=3600.0))
+    grace = int(checks.integer("disconnect_grace_seconds", disconnect_grace_seconds, low=1, high=10**5))
     if not isinstance(host, str) or not host or any(c.isspace() for c in host):
         raise ValueError(f"host={host!r} must be a non-empty address without spaces")
     names = [h.lower() for h in allowed_hosts] + ([] if _is_address(host) or host == "" else [host.lower()])
@@ -166,6 +170,7 @@ def build_command(notebook: str | os.PathLike | None = None, port: int = 8866, *
         f"--VoilaConfiguration.multi_kernel_manager_class={GUARD}",
         f"--GuardedKernelManager.max_sessions={sessions}",
         f"--GuardedKernelManager.connect_timeout_seconds={connect}",
+        f"--GuardedKernelManager.disconnect_grace_seconds={grace}",
         f"--Voila.base_url={base_url}",
         # serves, built once, <base>/voila/labextensions/aisize-charts/jupyter-chart-....js
         # (aisize.app.chart_bundle)

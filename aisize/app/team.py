@@ -19,6 +19,7 @@ import argparse
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -95,16 +96,41 @@ def main(argv: list[str] | None = None) -> int:
     return 1  # not reached
 
 
-def hub_environment(state_dir: Path, *, admin: str, allowed_hosts: tuple[str, ...] = ()) -> dict[str, str]:
+def hub_environment(state_dir: Path, *, admin: str, allowed_hosts: tuple[str, ...] = (),
+                    trusted_proxies: tuple[str, ...] = ()) -> dict[str, str]:
     """What ``deploy/jupyterhub_config.py`` reads: the state folder, the admin, the proxy, host names."""
     env = serve.server_env()
     env.setdefault(cache.ENV, str(Path(state_dir) / "cache"))  # one cache for the team (team_cache)
     env.update(AISIZE_TEAM_STATE=str(state_dir), AISIZE_TEAM_ADMIN=admin,
-               AISIZE_TEAM_HOSTS=",".join(allowed_hosts), AISIZE_TEAM_PYTHON=sys.executable)
+               AISIZE_TEAM_HOSTS=",".join(allowed_hosts), AISIZE_TEAM_PYTHON=sys.executable,
+               AISIZE_TEAM_TRUSTED_PROXIES=",".join(trusted_proxies))
     proxy = find_proxy()
     if proxy:
         env["AISIZE_PROXY"] = proxy
     return env
+
+
+def admin_conflict(state_dir: Path, admin: str) -> str | None:
+    """Why the hub in ``state_dir`` must not start with ``admin`` as its admin, or None.
+
+    ``admin`` may name an account the hub created as admin, or no account yet; an account that signed up
+    and was never the admin (pending or approved) would get the admin role with the password its author
+    chose. The hub's authenticator refuses it too; this says so before the hub starts.
+    """
+    from aisize.app.team_limits import admin_conflict_message
+
+    database = Path(state_dir) / "jupyterhub.sqlite"
+    if not database.is_file():
+        return None
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        try:
+            signed_up = db.execute("SELECT 1 FROM users_info WHERE username = ?", (admin,)).fetchone()
+            was_admin = db.execute("SELECT admin FROM users WHERE name = ?", (admin,)).fetchone()
+        except sqlite3.Error:  # a hub that never finished its first start: no accounts yet
+            return None
+    if signed_up and not (was_admin and was_admin[0]):
+        return admin_conflict_message(admin)
+    return None
 
 
 def team_cache(env: dict[str, str]) -> Path:
@@ -126,7 +152,7 @@ def hub_command(*, ip: str, port: int, config: Path | None = None) -> list[str]:
 
 
 def run(*, ip: str = "127.0.0.1", port: int = 8000, state_dir: str = "aisize-team", admin: str = "admin",
-        allowed_hosts: tuple[str, ...] = ()) -> int:
+        allowed_hosts: tuple[str, ...] = (), trusted_proxies: tuple[str, ...] = ()) -> int:
     """``aisize team``: check what the hub needs, print the URL, and replace this process with JupyterHub."""
     try:
         import jupyterhub  # noqa: F401
@@ -144,19 +170,36 @@ def run(*, ip: str = "127.0.0.1", port: int = 8000, state_dir: str = "aisize-tea
         print(f"aisize team: needs {PROXY} from npm: npm install --prefix {Path(sys.prefix) / 'node'} "
               f"{PROXY} (make team does it), or set AISIZE_PROXY", file=sys.stderr)
         return 1
+    bad_proxies = [a for a in trusted_proxies if _address(a) is None]
+    if bad_proxies:
+        print(f"aisize team: --trusted-proxy {bad_proxies[0]!r} is not an IP address", file=sys.stderr)
+        return 2
     state = Path(state_dir).resolve()
+    conflict = admin_conflict(state, admin)
+    if conflict:
+        print(f"aisize team: --admin {admin!r} refused: {conflict}", file=sys.stderr)
+        return 2
     state.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o700)  # the hub's database, cookie secret and users' folders
     shown = "127.0.0.1" if ip in ("0.0.0.0", "") else ip
     print(f"aisize team: http://{shown}:{port}/  (admin user '{admin}': its first password is in "
           f"{state / ADMIN_PASSWORD_FILE}; state in {state}; Ctrl-C stops it)", flush=True)
     command = hub_command(ip=ip, port=port)
-    env = hub_environment(state, admin=admin, allowed_hosts=allowed_hosts)
+    env = hub_environment(state, admin=admin, allowed_hosts=allowed_hosts, trusted_proxies=trusted_proxies)
     team_cache(env)
     cache.warm_validation_in_background(env)
     os.chdir(state)
     os.execve(command[0], command, env)
     return 1  # not reached
+
+
+def _address(text: str) -> str | None:
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
 
 
 @dataclass

@@ -17,9 +17,16 @@ and replaces what an attack on it found (issue 22):
 - bcrypt runs in a worker thread, not on the hub's event loop, and accepts passwords past 72 bytes;
 - a failed login says the same whatever the reason (a pending account's right password is not told apart).
 
-Client addresses are what the hub sees through configurable-http-proxy (its ``X-Forwarded-For``).
-Behind another proxy (TLS), list that proxy in ``JupyterHub.trusted_downstream_ips``, else every client
-has its address and the per-address limits act on everyone at once.
+- an admin named in the configuration whose account signed up (and was never the hub's admin) stops the
+  hub from starting: naming a pending sign-up ``--admin`` would hand it the admin role with the password
+  its author chose (``aisize team`` refuses it before the hub starts, :func:`aisize.app.team.admin_conflict`);
+- a sign-up that reads like an existing account or a reserved name (``adm1n``, ``a.lice``) is refused;
+- a login runs bcrypt whether or not the account exists, so its time does not tell which names exist.
+
+Client addresses are what the hub sees through configurable-http-proxy (its ``X-Forwarded-For``, read by
+:func:`aisize.app.team_hub.trust_forwarding_from_proxy_only`; ``X-Real-Ip`` is ignored). Behind another
+proxy (TLS), list that proxy in ``JupyterHub.trusted_downstream_ips`` (``aisize team --trusted-proxy``),
+else every client has its address and the per-address limits act on everyone at once.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import secrets
 from pathlib import Path
 
 import bcrypt
+from jupyterhub import orm
 from jupyterhub.scopes import needs_scope
 from jupyterhub.utils import new_token
 from nativeauthenticator import NativeAuthenticator
@@ -38,7 +46,8 @@ from nativeauthenticator.orm import UserInfo
 from tornado import web
 from traitlets import Integer, Unicode
 
-from aisize.app.team_limits import MAX_PASSWORD_CHARS, SlidingWindow, password_bytes, username_problem
+from aisize.app.team_limits import (MAX_PASSWORD_CHARS, SlidingWindow, admin_conflict_message, password_bytes,
+                                    skeleton, username_problem)
 
 FAILED_LOGIN = "Invalid username or password, or the account is waiting for the admin's approval."
 
@@ -63,6 +72,8 @@ class TeamAuthenticator(NativeAuthenticator):
         self.signups = SlidingWindow(self.signups_per_client, 3600)
         self.failed_by_name = SlidingWindow(self.allowed_failed_logins, window)
         self.failed_by_client = SlidingWindow(self.failed_logins_per_client, 5 * window)
+        # checked against when there is no account, so that a login takes bcrypt's time either way
+        self._no_account_hash = bcrypt.hashpw(secrets.token_bytes(16), bcrypt.gensalt())
         for name in sorted(self.admin_users):
             self._create_admin_account(name)
 
@@ -72,6 +83,9 @@ class TeamAuthenticator(NativeAuthenticator):
             raise ValueError(f"admin name {name!r} is not allowed: {problem}")
         account = UserInfo.find(self.db, name)
         if account is not None:
+            user = orm.User.find(self.db, name)  # as the last run left it: JupyterHub marks admins after this
+            if user is None or not user.admin:
+                raise ValueError(admin_conflict_message(name))
             if not account.is_authorized:  # named admin in the configuration: approved by it
                 account.is_authorized = True
                 self.db.commit()
@@ -98,7 +112,14 @@ class TeamAuthenticator(NativeAuthenticator):
         problem = username_problem(name)
         if problem is None and (name in self.admin_users or self.user_exists(name)):
             problem = f"{name!r} is already in use: choose another name"
+        elif problem is None and skeleton(name) in self.taken_skeletons():
+            problem = f"{name!r} reads like an existing account's name: choose another name"
         return problem
+
+    def taken_skeletons(self) -> set[str]:
+        """How every account's and admin's name reads (:func:`~aisize.app.team_limits.skeleton`)."""
+        names = {row[0] for row in self.db.query(UserInfo.username)} | set(self.admin_users)
+        return {skeleton(n) for n in names if isinstance(n, str) and len(n) <= 64}
 
     # passwords ---------------------------------------------------------------------------------
 
@@ -106,11 +127,13 @@ class TeamAuthenticator(NativeAuthenticator):
         """bcrypt of ``password`` in a worker thread (about a quarter second of CPU)."""
         return await asyncio.to_thread(bcrypt.hashpw, password_bytes(password), bcrypt.gensalt())
 
-    async def password_matches(self, account: UserInfo, password: str) -> bool:
+    async def password_matches(self, account: UserInfo | None, password: str) -> bool:
+        """Whether ``password`` is ``account``'s; with no account, bcrypt runs all the same (and says no)."""
         if not isinstance(password, str) or len(password) > MAX_PASSWORD_CHARS:
             return False
+        stored = account.password if account is not None else self._no_account_hash
         try:
-            return await asyncio.to_thread(bcrypt.checkpw, password_bytes(password), account.password)
+            return await asyncio.to_thread(bcrypt.checkpw, password_bytes(password), stored) and account is not None
         except ValueError:  # a stored hash bcrypt cannot read: no password matches it
             return False
 
@@ -147,7 +170,8 @@ class TeamAuthenticator(NativeAuthenticator):
         if self.login_wait_seconds(client, name) > 0:
             return None
         account = self.get_user(name) if self.validate_username(name) else None
-        if account is not None and account.is_authorized and await self.password_matches(account, data.get("password")):
+        matches = await self.password_matches(account, data.get("password"))  # bcrypt's time whoever asks
+        if account is not None and account.is_authorized and matches:
             self.failed_by_name.clear((client, name))
             return name
         self.failed_by_name.hit((client, name))

@@ -13,6 +13,8 @@
   (ran code for a widget message, started, stopped), and :class:`ActivityBlindProxy` stops the hub
   from counting bytes through the proxy as activity: an open but untouched tab keeps its websocket
   alive with a ping every 30 s, which kept its server from ever being culled.
+- :func:`trust_forwarding_from_proxy_only`: the hub's idea of a client's address (its per-address limits,
+  its log) comes from the proxy's own ``X-Forwarded-For`` entry, never from headers a client wrote.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import json
 import os
 import resource
 import sys
+
+import tornado.httpserver
 
 from jupyter_server.utils import url_path_join
 from jupyterhub.proxy import ConfigurableHTTPProxy
@@ -32,7 +36,7 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import Float, Unicode, default
 
 from aisize.app.guard import GuardedKernelManager
-from aisize.app.team_limits import username_problem
+from aisize.app.team_limits import client_address, username_problem
 from aisize.cache import ENV as CACHE_ENV
 from aisize.cache import VALIDATION_ENV as VALIDATION_CACHE_ENV
 
@@ -142,3 +146,32 @@ class ActivityKernelManager(GuardedKernelManager):
             return False
         self._reported = last
         return True
+
+
+PROXY_PEERS = frozenset({"127.0.0.1", "::1"})  # where configurable-http-proxy reaches the hub from (its bind)
+
+
+def trust_forwarding_from_proxy_only(proxies: frozenset[str] = PROXY_PEERS) -> None:
+    """Make Tornado read a request's client address as :func:`~aisize.app.team_limits.client_address` does.
+
+    JupyterHub serves with ``xheaders=True``, and Tornado then takes ``X-Real-Ip`` from any request as the
+    client's address. configurable-http-proxy passes that header through from the client untouched, so a
+    client could name any address on each request and no per-address limit held (issue 46). There is no
+    setting for this, so the one method that applies the headers is replaced, in the hub's process only
+    (``deploy/jupyterhub_config.py`` calls this). ``X-Forwarded-Proto``: the last entry, from the proxy.
+    """
+    context = getattr(tornado.httpserver, "_HTTPRequestContext", None)
+    if context is None or not hasattr(context, "_apply_xheaders"):  # fail closed on a Tornado that moved it
+        raise RuntimeError(f"tornado {tornado.version}: no _HTTPRequestContext._apply_xheaders to replace; "
+                           "the team server cannot tell clients' addresses apart safely")
+
+    def _apply_xheaders(self, headers) -> None:
+        peer = self._orig_remote_ip
+        self.remote_ip = client_address(peer, headers.get_list("X-Forwarded-For"), proxies=proxies,
+                                        trusted_hops=frozenset(self.trusted_downstream or ()))
+        if peer in proxies:
+            proto = headers.get("X-Forwarded-Proto", "").split(",")[-1].strip()
+            if proto in ("http", "https"):
+                self.protocol = proto
+
+    context._apply_xheaders = _apply_xheaders

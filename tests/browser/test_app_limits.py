@@ -112,3 +112,44 @@ def test_past_the_cap_a_busy_page_then_unconnected_kernels_are_culled(small_app)
 def test_bad_limits_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         serve.build_command(**kwargs)
+
+
+def test_a_tab_that_dies_without_closing_frees_its_session(tmp_path):
+    """Issue 46.6: a page connected, then its websocket dropped with no unload (a killed tab): its session is
+    given back after the grace, where it was held until the 10-minute idle cull."""
+    websocket = pytest.importorskip("websocket")
+    app = serve.start(tmp_path / "voila.log", pool_size=0, max_sessions=1, disconnect_grace_seconds=3)
+    try:
+        status, _, body = get(app.url)
+        assert status == 200
+        kernel = KERNEL_ID.search(body)[1]
+        ws = websocket.create_connection(f"ws://127.0.0.1:{app.port}/api/kernels/{kernel.decode()}/channels",
+                                         timeout=30)
+        assert get(app.url)[0] == 503  # the one session is taken
+        ws.sock.close()  # the tab's process is gone: no close frame, no shutdown request
+        deadline = time.monotonic() + 30
+        while kernel_alive(app, kernel) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not kernel_alive(app, kernel), "a page that left without closing kept its kernel"
+        assert "its page left without closing and did not come back within 3 s" in app.log()
+        assert get(app.url)[0] == 200  # its session is free again
+    finally:
+        app.stop()
+
+
+def test_a_page_that_reconnects_within_the_grace_keeps_its_kernel(tmp_path):
+    websocket = pytest.importorskip("websocket")
+    app = serve.start(tmp_path / "voila.log", pool_size=0, max_sessions=1, disconnect_grace_seconds=8)
+    try:
+        kernel = KERNEL_ID.search(get(app.url)[2])[1]
+        channels = f"ws://127.0.0.1:{app.port}/api/kernels/{kernel.decode()}/channels"
+        websocket.create_connection(channels, timeout=30).sock.close()
+        time.sleep(2)
+        ws = websocket.create_connection(channels, timeout=30)  # a network blip: the page comes back
+        try:
+            time.sleep(12)  # past the grace and a check
+            assert kernel_alive(app, kernel)
+        finally:
+            ws.close()
+    finally:
+        app.stop()

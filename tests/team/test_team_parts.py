@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from aisize.app.team_limits import SlidingWindow, password_bytes, username_problem
+from aisize.app.team_limits import SlidingWindow, client_address, password_bytes, skeleton, username_problem
 
 needs_hub = pytest.mark.skipif(importlib.util.find_spec("jupyterhub") is None
                                or importlib.util.find_spec("nativeauthenticator") is None,
@@ -29,6 +29,34 @@ needs_hub = pytest.mark.skipif(importlib.util.find_spec("jupyterhub") is None
 ])
 def test_the_name_rule(name, ok):
     assert (username_problem(name) is None) == ok
+
+
+@pytest.mark.parametrize("name", ["adm1n", "admin.", "admin_", "a-dmin", "admin2", "ADM1N".lower(), "r00t", "r.o.o.t",
+                                  "administrat0r", "adminteam"])
+def test_names_that_read_like_a_reserved_one_are_reserved(name):  # issue 46.6: all were accepted beside admin
+    assert "reserved" in username_problem(name)
+
+
+def test_a_skeleton_is_how_a_name_reads():
+    assert skeleton("a1ice") == skeleton("alice") == skeleton("a.l.i.c.e") == skeleton("al1ce")
+    assert skeleton("bob") != skeleton("rob")
+
+
+PROXIES = frozenset({"127.0.0.1"})
+
+
+@pytest.mark.parametrize("peer, forwarded, trusted, client", [
+    ("127.0.0.1", ["127.0.0.7"], (), "127.0.0.7"),  # the proxy's own entry
+    ("127.0.0.1", ["203.0.113.9, 127.0.0.7"], (), "127.0.0.7"),  # what the client wrote is ignored
+    ("127.0.0.1", ["203.0.113.9", "127.0.0.7"], (), "127.0.0.7"),  # the header given twice
+    ("127.0.0.7", ["203.0.113.9"], (), "127.0.0.7"),  # straight to the hub, not from the proxy: no forwarding
+    ("127.0.0.1", [], (), "127.0.0.1"),  # the proxy's own calls, the idle culler
+    ("127.0.0.1", ["198.51.100.4, 10.0.0.2"], ("10.0.0.2",), "198.51.100.4"),  # past a trusted TLS proxy
+    ("127.0.0.1", ["junk, 10.0.0.2"], ("10.0.0.2",), "10.0.0.2"),  # no address past it: stop at the proxy
+    ("127.0.0.1", ["::ffff:127.0.0.7"], (), "127.0.0.7"),
+])
+def test_a_client_address_comes_from_the_proxy_only(peer, forwarded, trusted, client):
+    assert client_address(peer, forwarded, proxies=PROXIES, trusted_hops=frozenset(trusted)) == client
 
 
 def test_a_reserved_name_is_fine_for_an_admin_named_in_the_configuration():

@@ -248,3 +248,94 @@ def test_the_admin_changes_the_first_password(hub):
     assert reply.status_code == 200 and "changed successfully" in reply.text
     assert visitor(hub).log_in(ADMIN, new).status_code == 302
     assert visitor(hub).log_in(ADMIN, admin_password(hub)).status_code != 302
+
+
+# Issue 46: an outsider forging client addresses, look-alike names, and what a login's time tells.
+
+def forged(n: int) -> dict:
+    """Headers naming a made-up client address (TEST-NET-3), a fresh one for each n."""
+    address = f"203.0.113.{n % 250 + 1}"
+    return {"X-Real-Ip": address, "X-Forwarded-For": address}
+
+
+MEMBER = "ivan"  # an approved account (the admin's first password was changed above)
+
+
+def member(hub) -> str:
+    if not accounts(hub).get(MEMBER):
+        visitor(hub).sign_up(MEMBER)
+        decide(admin_session_by_member_test(hub), hub, MEMBER, "approve")
+    return MEMBER
+
+
+def admin_session_by_member_test(hub) -> Visitor:
+    admin = visitor(hub)
+    new = "a-new-admin-password-" + "ü" * 40  # what test_the_admin_changes_the_first_password set
+    if admin.log_in(ADMIN, new).status_code != 302:
+        assert admin.log_in(ADMIN, admin_password(hub)).status_code == 302
+    return admin
+
+
+def forged_post(person: Visitor, path: str, data: dict, headers: dict, **kwargs):
+    """A POST with its XSRF token fetched under the same forged headers (the hub binds the token to the
+    address it believes), as an attacker does."""
+    page = person.get(path, headers=headers).text
+    token = html.unescape(re.search(r'name="_xsrf" value="([^"]*)"', page)[1])
+    return person.post(path, dict(data, _xsrf=token), headers=headers, **kwargs)
+
+
+def test_forged_addresses_do_not_escape_the_failed_login_limit(hub):
+    name = member(hub)
+    attacker = visitor(hub)
+    codes = [forged_post(attacker, "hub/login", {"username": name, "password": f"wrong-{n}"}, forged(n),
+                         allow_redirects=False).status_code for n in range(12)]
+    assert codes.count(429) >= 6, codes  # the sixth try on is refused, whatever address it claims
+    right = forged_post(attacker, "hub/login", {"username": name, "password": PASSWORD}, forged(99),
+                        allow_redirects=False)
+    assert right.status_code == 429  # was 302: 40 wrong passwords then the right one logged in
+    log = hub.log()
+    assert "203.0.113." not in log, "the hub's log records an address the client made up"
+
+
+def test_forged_addresses_cannot_lock_out_another_client(hub):
+    name = member(hub)
+    attacker = visitor(hub)
+    for n in range(35):
+        forged_post(attacker, "hub/login", {"username": name, "password": f"wrong-{n}"},
+                    {"X-Real-Ip": "127.0.0.1", "X-Forwarded-For": "127.0.0.1"}, allow_redirects=False)
+    person = Visitor(hub.url, "127.0.0.1")  # the address the attacker claimed
+    assert person.log_in(name).status_code == 302  # was 429 for 581 s
+
+
+def test_forged_addresses_do_not_escape_the_sign_up_limit(hub):
+    flooder = visitor(hub)
+    codes = [forged_post(flooder, "hub/signup", {"username": f"forge{n:03d}", "signup_password": PASSWORD,
+                                                 "signup_password_confirmation": PASSWORD},
+                         forged(n)).status_code for n in range(9)]
+    assert codes.count(429) == 4, codes  # five per address: the made-up addresses did not count as others
+    assert sum(name.startswith("forge") for name in accounts(hub)) == 5
+
+
+@pytest.mark.parametrize("name", ["adm1n", "admin.", "admin_", "a1ice", "a.lice", "al1ce"])
+def test_names_that_read_like_the_admin_are_refused(hub, name):
+    reply = visitor(hub).sign_up(name)
+    assert reply.status_code == 400 and name not in accounts(hub), name
+    assert "reserved" in reply.text or "reads like" in reply.text
+
+
+def test_a_login_takes_as_long_whether_or_not_the_account_exists(hub):
+    import statistics
+    import time as clock
+
+    def seconds(name: str) -> float:
+        person = visitor(hub)  # a fresh address each time: no limit answers early
+        xsrf = person.xsrf("hub/login")
+        t0 = clock.perf_counter()
+        person.post("hub/login", {"username": name, "password": "a-wrong-password-1", "_xsrf": xsrf},
+                    allow_redirects=False)
+        return clock.perf_counter() - t0
+
+    known = statistics.median(seconds(member(hub)) for _ in range(5))
+    unknown = statistics.median(seconds(f"nosuch{n}") for n in range(5))
+    # bcrypt takes about 250 ms, the rest a few ms: without bcrypt for unknown names the ratio was ~0.04
+    assert unknown > 0.5 * known, (known, unknown)
