@@ -61,6 +61,9 @@ c.Spawner.args = [f"--allow-host={h}" for h in hosts]
 # Each process of a user's server (server, each tab's kernel, a report's kernel, Chromium) holds at
 # most this much data (RLIMIT_DATA); one tab's kernel holds about 300 MiB (README).
 c.Spawner.mem_limit = "1G"
+# ... and all of one person's processes together hold at most this much resident memory: past it the largest
+# is ended (aisize.app.memory_watch). One tab making an HTML+PDF report peaked at 2.1 GiB (issue 46).
+c.AppSpawner.person_mem_limit = 3 * 2**30
 c.Spawner.start_timeout = 120  # a 2-core machine starting several servers at once is slow
 c.Spawner.http_timeout = 120
 c.JupyterHub.redirect_to_server = True

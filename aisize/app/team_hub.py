@@ -33,8 +33,9 @@ from jupyterhub.spawner import LocalProcessSpawner
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.ioloop import PeriodicCallback
-from traitlets import Float, Unicode, default
+from traitlets import Float, Integer, Unicode, default
 
+from aisize.app import memory_watch
 from aisize.app.guard import GuardedKernelManager
 from aisize.app.team_limits import client_address, username_problem
 from aisize.cache import ENV as CACHE_ENV
@@ -46,6 +47,9 @@ class AppSpawner(LocalProcessSpawner):
 
     home_dir_template = Unicode("{state}/users/{username}", config=True,
                                 help="each user's working folder; {state} and {username} are filled in")
+    person_mem_limit = Integer(0, min=0, config=True,
+                                help="resident memory of all of one person's processes together [bytes]; 0: none. "
+                                     "Past it the largest process under their server is ended (memory_watch)")
 
     @default("cmd")
     def _default_cmd(self):
@@ -75,6 +79,8 @@ class AppSpawner(LocalProcessSpawner):
 
     def user_env(self, env):
         env.update(USER=self.user.name, HOME=self.home_dir)
+        if self.person_mem_limit:
+            env[memory_watch.ENV] = str(self.person_mem_limit)
         for name in (CACHE_ENV, VALIDATION_CACHE_ENV):  # the team's cache, not one per person (team.team_cache)
             if os.environ.get(name):
                 env[name] = os.environ[name]
@@ -121,12 +127,18 @@ class ActivityKernelManager(GuardedKernelManager):
         super().__init__(**kwargs)
         self._reported = None
         self._reporter: PeriodicCallback | None = None
+        self._memory: PeriodicCallback | None = None
 
     def initialize_culler(self):
         super().initialize_culler()
         if self._reporter is None and os.environ.get("JUPYTERHUB_ACTIVITY_URL"):
             self._reporter = PeriodicCallback(self.report_activity, self.activity_interval_seconds * 1000)
             self._reporter.start()
+        limit = memory_watch.limit_from_env()
+        if self._memory is None and limit:  # the person's processes together (memory_watch)
+            watch = memory_watch.MemoryWatch(limit, self.log)
+            self._memory = PeriodicCallback(watch.check, memory_watch.CHECK_SECONDS * 1000)
+            self._memory.start()
 
     async def report_activity(self) -> bool:
         """POST the kernels' last activity to the hub if it is newer than the last report; True if sent."""

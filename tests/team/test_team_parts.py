@@ -259,3 +259,33 @@ def test_a_users_server_runs_the_reporting_kernel_manager_once():
     assert "--ActivityKernelManager.activity_interval_seconds=5.0" in command
     # a reload soon after an open must not wait for a refill held back for the page's start
     assert "--GuardedKernelManager.refill_delay_seconds=1.0" in command
+
+
+def test_one_persons_processes_together_are_held_to_their_limit():
+    """Issue 46.6: RLIMIT_DATA holds each process; the watch holds all of a person's processes together."""
+    from aisize.app import memory_watch
+
+    hog = subprocess.Popen([sys.executable, "-c", "import time; x = bytearray(400 * 2**20); x[::4096] = b'1' * "
+                            "len(x[::4096]); time.sleep(60)"])
+    try:
+        import psutil
+
+        watch = memory_watch.MemoryWatch(psutil.Process().memory_info().rss + 200 * 2**20)  # this process: the server
+        deadline = time.monotonic() + 30
+        ended = None
+        while ended is None and time.monotonic() < deadline and hog.poll() is None:
+            ended = watch.check()
+            time.sleep(0.2)
+        assert ended is not None and ended.pid == hog.pid and ended.rss_bytes > 100 * 2**20
+        assert hog.wait(timeout=10) == -9
+    finally:
+        hog.kill()
+
+
+def test_the_watch_ends_the_largest_process_and_never_the_server():
+    from aisize.app.memory_watch import Process, over_limit
+
+    server, small, big = Process(1, 300, "voila"), Process(2, 200, "python"), Process(3, 600, "chromium")
+    assert over_limit(server, [small, big], 2000) is None
+    assert over_limit(server, [small, big], 1000) == big
+    assert over_limit(Process(1, 5000, "voila"), [], 1000) is None  # nothing under it to end
