@@ -289,3 +289,12 @@ def test_the_watch_ends_the_largest_process_and_never_the_server():
     assert over_limit(server, [small, big], 2000) is None
     assert over_limit(server, [small, big], 1000) == big
     assert over_limit(Process(1, 5000, "voila"), [], 1000) is None  # nothing under it to end
+
+
+def test_the_team_help_says_the_admin_is_named_not_signed_up():
+    from aisize.cli import build_parser
+
+    team_parser = next(a for a in build_parser()._subparsers._group_actions[0].choices.items() if a[0] == "team")[1]
+    text = " ".join(team_parser.format_help().split())
+    assert "sign up with it first" not in text  # what --help said until issue 46
+    assert "never sign up with it" in text and "--trusted-proxy" in text
