@@ -16,7 +16,11 @@ At each step it measures
 It stops early when available memory falls under ``--min-free-gib`` or a step takes longer than
 ``--step-limit`` seconds, then stops the hub (and checks nothing it started is left).
 
-    .venv/bin/python benchmarks/bench_team.py [--steps 1,2,4,8,12,16] [--tabs 4]
+    .venv/bin/python benchmarks/bench_team.py [--steps 1,2,4,8,12,16] [--tabs 4] [--report]
+
+``--report``: after the steps, the first user makes an HTML+PDF report from the Summary tab while their
+processes' memory is sampled; it prints the report's time and the person's peak RSS and PSS (the report's
+kernel and Chromium included), and people per machine if each made a report at once.
 
 The browser shares the machine's cores with the servers, so the latencies are pessimistic.
 """
@@ -83,6 +87,21 @@ def slider_ms(page) -> float:
     page.keyboard.press("ArrowRight")
     return page.evaluate("Promise.race([window.updated, new Promise((_, no) => setTimeout(() => no('no update'),"
                          " 60000))])")
+
+
+def report_peak(page, hub, user: str) -> tuple[float, int, int, str]:
+    """Make an HTML+PDF report in ``page``; (seconds, peak RSS, peak PSS of ``user``'s processes, what it said)."""
+    page.click(".lm-TabBar-tab:has-text('Summary')")
+    page.locator(".widget-dropdown:has-text('Report format') select").select_option(label="HTML and PDF")
+    page.click("button:has-text('Make report')")
+    t0, peak_rss, peak_pss = time.perf_counter(), 0, 0
+    done = "text=/Report ready|could not be made/"
+    while page.locator(done).count() == 0 and time.perf_counter() - t0 < OPEN_MS / 1000:
+        rss, _, pss = user_memory(hub).get(user, (0, 0, 0))
+        peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+        page.wait_for_timeout(250)
+    said = page.locator(done).first.inner_text() if page.locator(done).count() else "no answer"
+    return time.perf_counter() - t0, peak_rss, peak_pss, said[:80]
 
 
 def user_memory(hub) -> dict[str, tuple[int, int, int]]:
@@ -161,6 +180,12 @@ def bench(args) -> None:
                     stopped = f"stopped: the step took over {args.step_limit} s"
                     break
             print(stopped, flush=True)
+            if args.report and pages:
+                seconds, rss, pss, said = report_peak(pages[0], hub, "user01")
+                people = (psutil.virtual_memory().total - SYSTEM_BYTES - hub_memory(hub)) / pss
+                print(f"report (HTML+PDF) by user01: {seconds:.1f} s, {said!r}; their peak RSS {rss / MiB:.0f} MiB, "
+                      f"PSS {pss / MiB:.0f} MiB; people per machine all making a report at once: {people:.0f}",
+                      flush=True)
         finally:
             browser.close()
             left = hub.stop()
@@ -174,6 +199,7 @@ def main() -> None:
     parser.add_argument("--tabs", type=int, default=1, choices=range(1, 5), help="tabs each user opens (1 to 4)")
     parser.add_argument("--min-free-gib", type=float, default=4.0, help="stop under this available memory [GiB]")
     parser.add_argument("--step-limit", type=float, default=600.0, help="stop after a step longer than this [s]")
+    parser.add_argument("--report", action="store_true", help="then time an HTML+PDF report and its peak memory")
     bench(parser.parse_args())
 
 

@@ -118,7 +118,7 @@ def test_csv_profile_is_embedded(tmp_path):
     path.write_text("time,requests_per_s\n00:00,0.5\n08:00,1\n20:00,0.7\n")
     data = to_dict(preset("fleet-over-the-day"))
     data["workloads"][0]["fleet"]["load_profile"] = {"csv": str(path)}
-    s = from_dict(data)
+    s = from_dict(data, read_model_files=True)  # a dict from the command line; an upload names no path
     assert s.workloads[0].fleet.load_profile.points == ((0.0, 0.5), (8.0, 1.0), (20.0, 0.7))
     assert from_dict(to_dict(s)) == s  # a saved scenario stands alone
 

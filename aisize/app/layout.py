@@ -29,8 +29,8 @@ from aisize.app.sections.network import NetworkSection
 from aisize.app.sections.queueing import QueueingSection
 from aisize.app.sections.summary import SummarySection, download_link
 from aisize.app.sections.training import TrainingSection
-from aisize.app.state import AppState, message, upload_text
-from aisize.scenario import DEFAULT_PRESET, ScenarioError, dumps, loads, preset, preset_names, to_dict
+from aisize.app.state import AppState, load_failure, upload_text
+from aisize.scenario import DEFAULT_PRESET, dumps, loads, preset, preset_names, to_dict
 
 SECTIONS = (TrainingSection, InferenceSection, DataPathSection, NetworkSection, QueueingSection, ClusterSection,
             FleetSection, CostSection, SummarySection, CompareSection, AccuracySection)
@@ -133,8 +133,8 @@ def build_app(display: bool = True, data: dict | None = None) -> App:
         try:
             text, fmt = upload_text(change["new"])
             take(to_dict(loads(text, fmt=fmt)), "uploaded file")
-        except ScenarioError as error:
-            K.assign(status, "value", K.error_html(f"uploaded file: {message(error)}"))
+        except Exception as error:  # MemoryError too: the page says so rather than nothing
+            K.assign(status, "value", K.error_html(f"uploaded file: {load_failure(error)}"))
         upload.value = ()
 
     def on_reset(_) -> None:

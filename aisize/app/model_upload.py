@@ -16,7 +16,7 @@ import ipywidgets as widgets
 from aisize import models
 from aisize.app import controls as K
 from aisize.app.sections import selected
-from aisize.app.state import AppState, message
+from aisize.app.state import AppState, load_failure
 from aisize.models.hf_config import parse_config
 from aisize.report.provenance import model_origin
 
@@ -76,8 +76,8 @@ class ModelUpload:
                 raise ValueError("this scenario has no training or inference workload to give a model")
             name, config = config_from_upload(change["new"])
             refused = self.state.set(("workloads", self.workload.value, "model"), {"hf_config": name, "config": config})
-        except ValueError as error:
-            refused = message(error)
+        except Exception as error:  # MemoryError too: the page says so rather than nothing
+            refused = load_failure(error)
         if refused:
             self.show(refused)
         self.upload.value = ()

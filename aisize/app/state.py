@@ -11,6 +11,7 @@ the page to show next to the control.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable
 
 from aisize.app.controls import uploaded_text
@@ -28,6 +29,20 @@ def message(error: Exception) -> str:
     text = str(error).strip() or type(error).__name__
     text = text.replace("invalid scenario:\n  ", "").replace("\n  ", "; ")
     return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + " …"
+
+
+def load_failure(error: Exception) -> str:
+    """The page's words when loading a file (a scenario, a config.json, a calibration) failed.
+
+    An input error's own message; for anything else (memory running out, a bug) still a plain line, since a
+    widget callback's exception shows nothing on the page. The unexpected ones are logged with their traceback.
+    """
+    if isinstance(error, INPUT_ERRORS):
+        return message(error)
+    logging.getLogger(__name__).error("loading a file failed", exc_info=error)
+    if isinstance(error, MemoryError):
+        return "the file could not be loaded: the server ran out of memory reading it"
+    return f"the file could not be loaded ({type(error).__name__})"
 
 
 def upload_text(value) -> tuple[str, str]:

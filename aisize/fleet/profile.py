@@ -117,11 +117,18 @@ def _hour_of(text: str, field: str, row: int) -> float:
 
 
 def from_csv(source, *, scale=1.0, field: str = "load_profile.csv") -> LoadProfile:
-    """A profile from CSV text or a file: a header with ``time`` (hours or HH:MM) and ``requests_per_s``.
+    """A profile from CSV text or a file (a :class:`~pathlib.Path`): a header with ``time`` (hours or HH:MM)
+    and ``requests_per_s``.
 
-    Rows in increasing time from 0 (midnight) to before 24; each rate holds until the next row.
+    Rows in increasing time from 0 (midnight) to before 24; each rate holds until the next row. A file is
+    read as a regular file of at most :data:`aisize.scenario.paths.MAX_CSV_BYTES` (never a device or FIFO).
     """
-    text = Path(source).read_text() if isinstance(source, Path) else str(source)
+    if isinstance(source, Path):
+        from aisize.scenario.paths import MAX_CSV_BYTES, read_named_file
+
+        text = read_named_file(str(source), field=field, max_bytes=MAX_CSV_BYTES)
+    else:
+        text = str(source)
     rows = list(csv.DictReader(io.StringIO(text)))
     if not rows or not {"time", "requests_per_s"} <= set(rows[0]):
         raise ValueError(f"{field}: needs a header with the columns time and requests_per_s")

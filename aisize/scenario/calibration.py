@@ -15,10 +15,14 @@ from typing import Annotated
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from aisize.scenario.model import READ_MODEL_FILES, _Strict, named_file
+from aisize.scenario.model import _Strict
+from aisize.scenario.paths import MAX_CALIBRATION_BYTES, ScenarioPath
 from aisize.serving import calibration as serving_calibration
 
 __all__ = ["ServingCalibration"]
+
+CALIBRATION_FILE = ScenarioPath("file", MAX_CALIBRATION_BYTES, "embed its content here ({file: NAME, content: "
+                                "{...}}) or load the file in the Accuracy tab of the app")
 
 
 class ServingCalibration(_Strict):
@@ -31,7 +35,7 @@ class ServingCalibration(_Strict):
     ``{file: FILE}``.
     """
 
-    file: Annotated[str, Field(min_length=1, max_length=1000)]
+    file: Annotated[str, Field(min_length=1, max_length=1000), CALIBRATION_FILE]
     content: dict | None = None
     _calibration: object = PrivateAttr(default=None)
     _key: int = PrivateAttr(default=0)
@@ -42,11 +46,7 @@ class ServingCalibration(_Strict):
         if isinstance(data, str):
             data = {"file": data}
         if isinstance(data, dict) and data.get("content") is None and isinstance(data.get("file"), str):
-            if not READ_MODEL_FILES.get():  # the same words whatever the path names: nothing about it leaks
-                raise ValueError("the path of a calibration file is read only from a scenario file given to the "
-                                 "command line: embed its content here ({file: NAME, content: {...}}) or load "
-                                 "the file in the Accuracy tab of the app")
-            text = serving_calibration.read_text(named_file(data["file"]))
+            text = CALIBRATION_FILE.read(data["file"])
             serving_calibration.from_json(text, where=f"calibration file {data['file'][:200]!r}")
             data = {**data, "content": json.loads(text)}
         return data

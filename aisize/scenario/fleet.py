@@ -13,39 +13,38 @@ from pydantic import Field, field_validator, model_validator
 
 from aisize import catalog
 from aisize.scenario.model import Count, Name, Share, _in_table, _Strict
+from aisize.scenario.paths import MAX_CSV_BYTES, ScenarioPath
 
 Value = Annotated[float, Field(allow_inf_nan=False)]
 Multiplier = Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)]
 Hour = Annotated[float, Field(ge=0, lt=24, allow_inf_nan=False)]
 ENGINE_START_SECONDS = 60.0  # assumption: engine start after the weights are read (graphs, KV pool, warm-up)
 HBM_ADAPTERS = 16  # assumption: adapters a replica keeps in GPU memory (vLLM's --max-loras; its default is 1)
+CSV_FILE = ScenarioPath("csv", MAX_CSV_BYTES, "give the rows as points ([[hour, multiplier], ...]) or hourly "
+                        "values")
 
 
 class LoadProfile(_Strict):
     """The service's rate through the day, as multipliers of its ``requests_per_s``.
 
     Give ``hourly`` (24 values), ``quarter_hourly`` (96) or ``csv`` (a file with the columns time,
-    in hours or HH:MM from 0, and requests_per_s: its rows are embedded in ``points`` when the
-    scenario is read). ``requests_per_s`` x the largest value is the peak the fleet is placed for.
+    in hours or HH:MM from 0, and requests_per_s: its rows are embedded in ``points`` when a scenario
+    file given to the command line is read; anywhere else ``points`` is required: no path is read).
+    ``requests_per_s`` x the largest value is the peak the fleet is placed for.
     """
 
     hourly: tuple[Value, ...] | None = None
     quarter_hourly: tuple[Value, ...] | None = None
-    csv: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    csv: Annotated[str, Field(min_length=1, max_length=1000), CSV_FILE] | None = None
     points: Annotated[tuple[tuple[Hour, Multiplier], ...], Field(min_length=1, max_length=10_000)] | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _embed_csv(cls, data):
-        if isinstance(data, dict) and data.get("csv") and data.get("points") is None:
-            from pathlib import Path
-
+        if isinstance(data, dict) and isinstance(data.get("csv"), str) and data["csv"] and data.get("points") is None:
             from aisize.fleet.profile import from_csv
 
-            try:
-                p = from_csv(Path(data["csv"]), field="csv")
-            except OSError as exc:
-                raise ValueError(f"csv {data['csv']!r} cannot be read ({exc.strerror or exc})") from None
+            p = from_csv(CSV_FILE.read(data["csv"]), field="csv")
             data = {**data, "points": [[s / 3600.0, r] for s, r in zip(p.start_seconds, p.rates_per_s)]}
         return data
 

@@ -21,7 +21,8 @@ import yaml
 from pydantic import ValidationError
 
 from aisize import checks
-from aisize.scenario.model import READ_MODEL_FILES, SCENARIO_FOLDER, SCHEMA_VERSION, Scenario
+from aisize.scenario.model import SCHEMA_VERSION, Scenario
+from aisize.scenario.paths import READ_MODEL_FILES, SCENARIO_FOLDER
 
 MAX_FILE_BYTES = 1_000_000  # a scenario is a page of text; anything larger is not one
 MAX_DEPTH = 12
@@ -101,8 +102,9 @@ def _refuse_unreadable_numbers(data, path: tuple = ()) -> None:
 def from_dict(data, *, read_model_files: bool = False) -> Scenario:
     """Validate a plain dict (parsed YAML/JSON, or built by the app) into a Scenario.
 
-    ``read_model_files``: a model's ``hf_config`` may name a config.json on disk (a file the user
-    gave the command line); otherwise the config must be embedded.
+    ``read_model_files``: the scenario may name files on disk (a model's config.json, a serving calibration,
+    a load profile's CSV: it is a file the user gave the command line; see :mod:`aisize.scenario.paths`);
+    otherwise their content must be embedded and no path is read.
     """
     token = READ_MODEL_FILES.set(read_model_files)
     try:
@@ -223,8 +225,8 @@ def _safe_yaml(text: str):
 
 def load(path) -> Scenario:
     """Read a scenario file (.yaml, .yml or .json); it may name files on disk (a model's config.json, a serving
-    calibration), a relative path from the scenario file's folder where the file is there, else from the
-    working directory."""
+    calibration, a load profile's CSV), a relative path from the scenario file's folder where the file is
+    there, else from the working directory; each is read as a regular file under a byte cap and embedded."""
     path = Path(path)
     try:
         text = checks.read_file("scenario", path, MAX_FILE_BYTES).decode("utf-8")

@@ -10,22 +10,15 @@ to a default.
 from __future__ import annotations
 
 import json
-from contextvars import ContextVar
-from pathlib import Path
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from aisize import catalog, models
-from aisize.models.hf_config import read_config
+from aisize.models.hf_reader import parse_config
+from aisize.scenario.paths import MAX_CONFIG_BYTES, ScenarioPath
 
 SCHEMA_VERSION = 1
-
-# A config.json or calibration file on disk is read only for a scenario file given to the command line
-# (io.load sets this): in a scenario from the app or any dict, a path could name any file the server can read.
-READ_MODEL_FILES: ContextVar[bool] = ContextVar("aisize_read_model_files", default=False)
-# The folder of that scenario file: a relative path it names is looked for there first (io.load sets this).
-SCENARIO_FOLDER: ContextVar[Path | None] = ContextVar("aisize_scenario_folder", default=None)
 
 Name = Annotated[str, Field(min_length=1, max_length=80, pattern=r"^[\w .,:'()/+-]+$")]
 Positive = Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)]
@@ -54,16 +47,6 @@ class _Strict(BaseModel):
         return data
 
 
-def named_file(path: str) -> Path:
-    """A file a scenario file names: a relative path from the scenario file's folder where it is there (a
-    report's kernel runs elsewhere), else from the working directory."""
-    p = Path(path).expanduser()
-    folder = SCENARIO_FOLDER.get()
-    if folder is not None and not p.is_absolute() and (folder / p).exists():
-        return folder / p
-    return p
-
-
 def _short(value) -> str:
     """A value's repr cut to a readable length (a typo may be megabytes long)."""
     text = repr(value)
@@ -88,6 +71,11 @@ class _Hashable(_Strict):
         return hash(json.dumps(self.model_dump(mode="json"), sort_keys=True))
 
 
+HF_CONFIG_FILE = ScenarioPath("hf_config", MAX_CONFIG_BYTES, "embed the config here ({hf_config: NAME, "
+                              "config: {...}}) or upload the config.json in the app", inside="config.json",
+                              note="aisize reads local files only: download config.json from the model page first")
+
+
 class HfConfigModel(_Hashable):
     """A model read from a Hugging Face ``config.json`` (never the Hub).
 
@@ -97,7 +85,7 @@ class HfConfigModel(_Hashable):
     in ``hf_config``). Anywhere else ``config`` is required: no path is read.
     """
 
-    hf_config: Annotated[str, Field(min_length=1, max_length=1000)]
+    hf_config: Annotated[str, Field(min_length=1, max_length=1000), HF_CONFIG_FILE]
     id: Name | None = None
     config: dict | None = None
 
@@ -105,11 +93,8 @@ class HfConfigModel(_Hashable):
     @classmethod
     def _embed(cls, data):
         if isinstance(data, dict) and data.get("config") is None and isinstance(data.get("hf_config"), str):
-            if not READ_MODEL_FILES.get():  # the same words whatever the path names: nothing about it leaks
-                raise ValueError("a config.json path is read only from a scenario file given to the command "
-                                 "line: embed the config here ({hf_config: NAME, config: {...}}) or upload "
-                                 "the config.json in the app")
-            data = {**data, "config": read_config(str(named_file(data["hf_config"])))[0]}
+            text = HF_CONFIG_FILE.read(data["hf_config"])
+            data = {**data, "config": parse_config(text, f"hf_config {data['hf_config'][:200]!r}")}
         return data
 
     @model_validator(mode="after")
@@ -274,7 +259,9 @@ class Cost(_Strict):
     ``prices`` overrides any row of ``data/prices.csv`` by id (US dollars in the row's unit).
     """
 
-    life_years: Annotated[float, Field(gt=0, le=30)] = 4.0
+    # 1 to 15 years: servers are depreciated over 3 to 6 (hyperscalers: 5-6) and none serves past 15; below a year
+    # the amortised capital per GPU-hour runs away (1e-9 years gave $5.23 B per GPU-hour)
+    life_years: Annotated[float, Field(ge=1, le=15, allow_inf_nan=False)] = 4.0
     average_power_share: Share = 0.8  # average draw / the server's maximum power (assumption)
     cloud_rate: str = "aws-p5-capacity-block"  # a price id of kind cloud-rate ($ per GPU-hour)
     prices: dict[Annotated[str, Field(max_length=80)], float] = Field(default_factory=dict, max_length=500)

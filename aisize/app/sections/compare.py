@@ -14,7 +14,7 @@ from aisize import charts
 from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
-from aisize.app.state import INPUT_ERRORS, message, upload_text
+from aisize.app.state import load_failure, upload_text
 from aisize.plan import plan as make_plan
 from aisize.plan.comparison import change_shown, comparison_table, shown
 from aisize.scenario import loads, preset, preset_names
@@ -63,8 +63,8 @@ class CompareSection(Section):
             self.uploaded = make_plan(loads(text, fmt=fmt))
             self.other.value = UPLOADED
             self.refresh()
-        except INPUT_ERRORS as error:
-            K.assign(self.error, "value", K.error_html(f"scenario B: {message(error)}"))
+        except Exception as error:  # MemoryError too: the page says so rather than nothing
+            K.assign(self.error, "value", K.error_html(f"scenario B: {load_failure(error)}"))
         self.upload.value = ()
 
     def other_plan(self):

@@ -21,7 +21,7 @@ import pandas as pd
 from aisize import charts
 from aisize import format as F
 from aisize.app import controls as K
-from aisize.app.state import AppState, message
+from aisize.app.state import AppState, load_failure
 from aisize.serving import CALIBRATION
 from aisize.serving.calibration import MAX_FILE_BYTES, from_json
 from aisize.validation.serving import (SETS, TOLERANCE_PCT, family_table, latest_runs, misses, repeat_read_misses,
@@ -172,8 +172,8 @@ class ServingRuns:
         try:
             self.loaded = calibration_from_upload(change["new"])
             K.assign(self.error, "value", "")
-        except ValueError as error:
-            K.assign(self.error, "value", K.error_html(f"calibration refused: {message(error)}"))
+        except Exception as error:  # MemoryError too: the page says so rather than nothing
+            K.assign(self.error, "value", K.error_html(f"calibration refused: {load_failure(error)}"))
         self.upload.value = ()
         self.update()
 
