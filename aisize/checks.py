@@ -20,6 +20,15 @@ import numpy as np
 # Anything larger is a typo, not a cluster (1e30 bytes is a million yottabytes).
 ABSURD = 1e30
 
+# The most of each count a plan derives from its inputs (:func:`count`): past these it refuses by name before it
+# builds anything sized by the count (a tuple per replica, a packer's record per server).
+MAX_GPUS = 10**7  # the engines' limit on ranks (aisize.plan.job.MAX_GPUS), 10x the largest sites announced
+MAX_REPLICAS = 10**6  # the queueing models' limit on servers (aisize.queueing.analytic.MAX_SERVERS)
+MAX_SERVERS = 100_000  # an 800,000-GPU site of 8-GPU servers (the largest announced, xAI's Colossus 2, plans ~1M
+# GPUs); the packer keeps ~3 kB per server (~0.35 GB for these) ...
+MAX_SERVER_SLOTS = 1_000_000  # ... and ~0.7 kB per server in each time slot it is used (~0.7 GB for these): with
+# phases and hour windows cutting time into S slots, a plan holds at most MAX_SERVER_SLOTS / S servers
+
 
 def _as_numeric(name: str, value):
     kind = type(value)
@@ -141,3 +150,21 @@ def read_file(name: str, path, limit_bytes: int) -> bytes:
     if len(raw) > limit_bytes:
         raise ValueError(f"{name}={str(path)!r} is larger than allowed: at most {limit_bytes:,} bytes")
     return raw
+
+
+class CountError(ValueError):
+    """A count the plan derived (replicas, GPUs, servers, ...) is past its limit (:func:`count`)."""
+
+
+def count(what: str, value, limit: int, *, why: str = "") -> int:
+    """Check a count a plan derived from its inputs before anything proportional to it is built.
+
+    ``what`` names it in the user's words ("model replicas", "GPUs"); ``why`` says which inputs drove it.
+    Returns it as an int; raises :class:`CountError` ("needs 1,650,000,000 model replicas, more than aisize
+    plans (1,000,000): <why>") past ``limit``, and for a negative, infinite or NaN count.
+    """
+    v = float(value)
+    if 0 <= v <= limit:
+        return int(v)
+    shown = f"{v:,.0f}" if math.isfinite(v) and abs(v) < 1e15 else ("infinitely many" if v == math.inf else f"{v:g}")
+    raise CountError(f"needs {shown} {what}, more than aisize plans ({limit:,})" + (f": {why}" if why else ""))

@@ -61,6 +61,9 @@ def use_overlay(path) -> None:
     if not folder.is_dir():
         raise CatalogError(folder, "catalog overlay must be a folder holding CSV files named like "
                            f"ours ({', '.join(TABLES)} .csv)")
+    for table in TABLES.values():  # its rows are checked now, so a bad one is named before any plan
+        if (folder / table.filename).is_file():
+            load_table(folder / table.filename, table.record_type)
     _OVERLAYS.append(folder)
     for table in TABLES.values():
         table.__dict__.pop("_rows", None)

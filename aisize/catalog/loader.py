@@ -20,6 +20,7 @@ import types
 import typing
 from pathlib import Path
 
+from aisize.catalog.records import RANGES
 from aisize.units import BASE_SUFFIX, UNITS
 
 # Longest suffix first so "_bytes_per_s" wins over "_per_s".
@@ -162,7 +163,16 @@ def _cell(path: Path, col: _Column, row: dict, line: int):
 
 
 def _record(path: Path, record_type: type, columns: list[_Column], row: dict, line: int | None):
-    return record_type(**{c.field: _cell(path, c, row, line) for c in columns})
+    values = {c.field: _cell(path, c, row, line) for c in columns}
+    for c in columns:  # hardware figures within their physical range (records.RANGES), named by row and column
+        low, high, words = RANGES.get(record_type, {}).get(c.field, (None, None, ""))
+        v = values[c.field]
+        if low is not None and v is not None and not low <= v <= high:
+            unit = f" {(row.get(c.unit_header) or '').strip()}" if c.unit_header else ""
+            raise CatalogError(path, f"{values[columns[0].field]!r}: {(row.get(c.header) or '').strip()}{unit} is not "
+                                     f"allowed: {_stem(c.field, c.dimension)} must be {words}", line=line,
+                               column=c.header)
+    return record_type(**values)
 
 
 def load_table(path: Path, record_type: type) -> list:

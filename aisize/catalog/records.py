@@ -262,3 +262,49 @@ class SpeculativeAcceptance:
     acceptance_lengths: str
     source: str
     note: str | None
+
+
+# Physical range of each hardware figure (base units): (low, high, the range in words). A row outside it (ours,
+# from an overlay, a scenario) is refused by name where it is read: a bandwidth of 0 or a memory of 1e30
+# would otherwise divide by zero or overflow deep in a plan and be blamed on the workload. The ends lie far
+# outside the figures of any device sold (the highs 60x to 3,000x above the largest), so they stop typos, not hardware.
+_MEMORY = (1e8, 1e15, "from 100 MB to 1 PB (the largest GPU memory sold, on B300, is 288 GB)")
+_HOST_MEMORY = (1e8, 1e15, "from 100 MB to 1 PB (a GB300 NVL72 rack has 17 TB)")
+_HBM = (1e9, 1e15, "from 1 GB/s to 1 PB/s (the fastest HBM sold, on B300, reads 8 TB/s)")
+_FLOPS = (1e9, 1e18, "from 1 GFLOP/s to 1 EFLOP/s (the densest GPU sold, B300, does 15 PFLOP/s in FP4)")
+_LINK = (1e8, 1e15, "from 100 MB/s to 1 PB/s (NVLink 5: 1.8 TB/s both ways)")
+_WATTS = (1.0, 1e5, "from 1 W to 100 kW (B300: 1.4 kW)")
+_STORAGE_RATE = (1e6, 1e14, "from 1 MB/s to 100 TB/s (the fastest system in the catalog reads 730 GB/s)")
+_IOPS = (1.0, 1e12, "from 1 to 10^12 IO/s")
+RANGES = {
+    Accelerator: {
+        "memory_bytes": _MEMORY, "memory_visible_bytes": _MEMORY, "memory_bandwidth_bytes_per_s": _HBM,
+        **{f"{d}_flops_per_s": _FLOPS for d in ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")},
+        "scaleup_bidirectional_bytes_per_s": _LINK, "host_link_bidirectional_bytes_per_s": _LINK,
+        "scaleup_domain": (1, 100_000, "from 1 to 100,000 GPUs (an NVL72 rack: 72)"),
+        "pcie_gen": (1, 10, "from 1 to 10 (PCIe 6 is the newest)"), "tdp_watts": _WATTS,
+        "sfu_exp_per_s": (1e9, 1e18, "from 10^9 to 10^18 exponentials/s (B200: 9.5 x 10^12)"),
+    },
+    Server: {
+        "gpus": (1, 10_000, "from 1 to 10,000 GPUs (a GB300 NVL72 rack: 72)"),
+        "host_memory_bytes": _HOST_MEMORY,
+        "cpu_cores": (1, 100_000, "from 1 to 100,000 cores (a GB300 NVL72 rack: 2,592)"),
+        "compute_nics": (1, 1000, "from 1 to 1,000 NICs: a server reaches the others through at least one"),
+        "storage_nics": (0, 1000, "from 0 (storage over a compute NIC) to 1,000 NICs"),
+        "local_nvme_bytes": (0.0, 1e17, "from 0 to 100 PB"),
+        "power_watts": (1.0, 1e7, "from 1 W to 10 MW (a GB300 NVL72 rack draws about 140 kW)"),
+        "rack_units": (1, 1000, "from 1 to 1,000 U"),
+    },
+    Link: {
+        "bandwidth_per_direction_bytes_per_s": (1e6, 1e15, "from 1 MB/s to 1 PB/s per direction (NVLink 5: 900 GB/s)"),
+        "latency_seconds": (0.0, 1.0, "from 0 to 1 s"),
+    },
+    StorageSystem: {
+        "read_bandwidth_bytes_per_s": _STORAGE_RATE, "write_bandwidth_bytes_per_s": _STORAGE_RATE,
+        "read_iops_per_s": _IOPS, "write_iops_per_s": _IOPS,
+        "iops_io_size_bytes": (512.0, 1e9, "from 512 B to 1 GB"),
+        "latency_seconds": (0.0, 10.0, "from 0 to 10 s"),
+        "capacity_bytes": (1e9, 1e21, "from 1 GB to 1 ZB"),
+        "rack_units": (1, 1000, "from 1 to 1,000 U"),
+    },
+}

@@ -22,8 +22,12 @@ from aisize.catalog import data_dir
 
 KINDS = ("list-price", "quote", "cloud-rate", "published", "assumption")
 COLUMNS = ("id", "category", "item", "unit", "usd", "kind", "date", "source", "note")
-# Allowed ranges by unit where a price has a natural bound (everything else: >= 0).
-BOUNDS = {"PUE": (1.0, 5.0), "share of capital per year": (0.0, 1.0)}
+# Allowed ranges by unit where a price has a natural bound (everything else: >= 0). A cloud rate divides the
+# break-even: public rates run from about $0.10 (spot, older GPUs) to $12 (H100 on demand) a GPU-hour, so a cent
+# to $1,000 bounds typos; electricity costs cents a kWh (European peaks ~$1); the dearest server, a rack-scale
+# NVL72, lists at a few $ M.
+BOUNDS = {"PUE": (1.0, 5.0), "share of capital per year": (0.0, 1.0), "per GPU-hour": (0.01, 1000.0),
+          "per kWh": (0.0, 10.0), "per server": (0.0, 1e9)}
 MAX_USD = 1e12
 
 

@@ -24,12 +24,15 @@ import numpy as np
 from aisize import checks
 
 HOURS_PER_YEAR = 8760.0  # 365 days; AWS and others bill 730 hours a month
+# Amortisation life: servers are depreciated over 3 to 6 years and none serves past 15; below a year the capital
+# per hour runs away (1e-9 years is $5 B per GPU-hour), so that is refused as a typo (the scenario's cost.life_years).
+LIFE_YEARS = (1.0, 15.0)
 
 
 def capital_per_hour(capital_usd, life_years):
     """Capital amortised straight-line over ``life_years`` [$ per hour]."""
     c = checks.non_negative("capital_usd", capital_usd)
-    life = checks.positive("life_years", life_years, high=100.0)
+    life = checks.number("life_years", life_years, low=LIFE_YEARS[0], high=LIFE_YEARS[1])
     return c / (life * HOURS_PER_YEAR)
 
 

@@ -144,9 +144,16 @@ def spares_for(rates: FailureRates, *, replicas, gpus_per_replica, servers_per_r
     target = checks.scalar(field, checks.number(field, availability_target, low=0.0, high=1.0,
                                                 high_inclusive=False))
     p = lam * t / (1.0 + lam * t)
-    s = 0
-    while _at_most(n + s, s, p) < target:
-        s += 1
-        if s > 10 * n + 100:
-            raise ValueError(f"{field}={target!r} is not reachable: each replica is down {p:.1%} of the time")
+    # P(at most s of n + s down) never falls as s grows (one more spare adds at most one more down), so the fewest
+    # spares are found by doubling, then halving: O(s log s), where adding one spare at a time took O(s^2)
+    most = 10 * n + 100
+    if _at_most(n + most, most, p) < target:
+        raise ValueError(f"{field}={target!r} is not reachable: each replica is down {p:.1%} of the time")
+    lo, hi = -1, 0  # _at_most fails at lo (or lo is -1), holds at hi
+    while _at_most(n + hi, hi, p) < target:
+        lo, hi = hi, min(2 * hi + 1, most)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if _at_most(n + mid, mid, p) >= target else (mid, hi)
+    s = hi
     return Spares(n, s, lam * DAY, p, _at_most(n + s, s, p), _at_most(n, 0, p))

@@ -16,6 +16,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from aisize import checks
 from aisize.cost import load_prices
 from aisize.network.fabric import compute_nics_for, storage_network
 from aisize.plan import job as J
@@ -163,6 +164,10 @@ def plan(scenario) -> Plan:
 
     if scenario.site is not None:  # a site below one server is the site's error, not a workload's
         check_site(scenario, P.resolve_pools(scenario))
+    fixed = {f"pools.{i}.servers": p.servers for i, p in enumerate(scenario.pools) if p.servers != "auto"}
+    if sum(fixed.values()) > checks.MAX_SERVERS:  # the packer makes them all first: the pools' error, not a workload's
+        raise ValueError(f"{', '.join(fixed)}: {sum(fixed.values()):,} servers in all, more than aisize plans "
+                         f"({checks.MAX_SERVERS:,})")
     try:
         return _plan(scenario)
     except (ValueError, ArithmeticError) as error:

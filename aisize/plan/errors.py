@@ -16,6 +16,9 @@ import math
 import re
 from collections.abc import Callable
 
+from aisize.catalog import CatalogError
+from aisize.checks import CountError
+
 # "<name>=<value> is not allowed[ for ...]: <reason>", as aisize.checks and the planner word it
 _CHECK = re.compile(r"^(?P<name>\w+)=(?P<value>.+?) is not allowed(?P<context> for [^:]*)?: (?P<reason>.*)$", re.S)
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf|nan)", re.I)
@@ -93,12 +96,17 @@ def planning_error(error: Exception, scenario, plan_one: Callable) -> ValueError
 
     ``plan_one`` plans a scenario (the untranslated planner), used to find the failing workload.
     """
+    if isinstance(error, CatalogError):  # a catalog row (an overlay's, a scenario's own) names itself, not a workload
+        return error
     text = str(error) if isinstance(error, ValueError) else f"the figures overflow ({type(error).__name__}: {error})"
     culprit = _culprit(scenario, plan_one) if len(scenario.workloads) > 1 else (0, scenario.workloads[0])
     if culprit is None:
         return ValueError(f"{TOGETHER}: {_what(text, None)[0]}")
     index, workload = culprit
     what, translated = _what(text, workload)
+    translated = translated or isinstance(error, CountError)  # "needs N replicas, more than aisize plans": a hint
     drivers = DRIVERS.get(workload.kind, ", ".join(f for f in type(workload).model_fields if f not in ("kind", "name")))
+    if workload.kind == "inference" and scenario.policies.serving_calibration is not None:
+        drivers += ", and policies.serving_calibration"
     hint = f"; check its {drivers}" if translated and "hardware." not in what else ""
     return ValueError(f"workloads.{index} ({workload.name!r}): {what}{hint}")

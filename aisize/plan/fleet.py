@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from aisize import checks
 from aisize import format as F
 from aisize.cost import load_prices
 from aisize.fleet.cost import DayCost, day_cost, server_usd_per_gpu_hour
@@ -31,6 +32,7 @@ from aisize.plan import context as C
 from aisize.plan.service_day import ServiceDay, fleet_of, service_day
 from aisize.plan.timeline import _in_window
 from aisize.queueing import PriorityClass, PriorityResult, priority_queue
+from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
 from aisize.units import HOUR, MINUTE
 
 DEFAULT_FAILURES = "llama3-405b-h100"  # spares need per-GPU rates; node-mtbf scenarios use this published fleet
@@ -99,7 +101,7 @@ def _rates(policies) -> tuple[FailureRates, str]:
     return node, f"node MTBF {policies.node_mtbf_hours:,.0f} h (policies)"
 
 
-def tenant_classes(w, sd: ServiceDay, rate_per_s: float, ready: int):
+def tenant_classes(w, sd: ServiceDay, rate_per_s: float, ready: int, calibration=None):
     """The service's tenants as priority classes on ``ready`` replicas (highest priority first), and the
     servers of that queue: each replica a ``capacity x request time`` places (Little's law at capacity)."""
     f = fleet_of(w)
@@ -107,10 +109,15 @@ def tenant_classes(w, sd: ServiceDay, rate_per_s: float, ready: int):
     hold = max(i.request_seconds, 1e-9)
     slots = max(int(round(sd.capacity_per_replica_per_s * hold)), 1)
     order = sorted(f.tenants, key=lambda t: t.priority)
-    return [PriorityClass(t.name, rate_per_s * t.share, hold, w.length_cv) for t in order], max(ready, 1) * slots
+    places = checks.count("request places in the tenants' queue", max(ready, 1) * slots, QUEUE_SERVERS,
+                          why=f"{max(ready, 1):,} replicas x {slots:,} requests each at once "
+                              f"({sd.capacity_per_replica_per_s:.3g} requests/s x {hold:.3g} s a request)"
+                              + (f"; the scenario's serving calibration sets {slow}"
+                                 if calibration is not None and (slow := calibration.slowdowns()) else ""))
+    return [PriorityClass(t.name, rate_per_s * t.share, hold, w.length_cv) for t in order], places
 
 
-def _tenants(w, sd: ServiceDay):
+def _tenants(w, sd: ServiceDay, calibration=None):
     """Tenants at the tightest period of the day: the highest load per ready replica (a ramp that outruns
     the loading replicas, else the peak)."""
     f = fleet_of(w)
@@ -119,7 +126,7 @@ def _tenants(w, sd: ServiceDay):
     d = sd.day
     load = d.rate_per_s / np.maximum(d.ready * sd.capacity_per_replica_per_s, 1e-12)
     k = int(np.argmax(load))
-    classes, servers = tenant_classes(w, sd, float(d.rate_per_s[k]), int(d.ready[k]))
+    classes, servers = tenant_classes(w, sd, float(d.rate_per_s[k]), int(d.ready[k]), calibration)
     r = priority_queue(classes, servers, preemptive=f.preemptive)
     ttft = tuple(wait + sd.peak_plan.ttft_seconds for wait in r.wait_mean_seconds)
     order = sorted(f.tenants, key=lambda t: t.priority)
@@ -195,7 +202,7 @@ def fleet_plan(plan, pools) -> FleetPlan:
             continue
         cost = day_cost(sd.day.gpu_hours, rate_of[pool_of[w.name]], sd.output_tokens_per_day,
                         reserved_gpus=sd.day.peak_replicas * sd.gpus_per_replica)
-        tenants, ttft, targets, at = _tenants(w, sd)
+        tenants, ttft, targets, at = _tenants(w, sd, C.serving_calibration(pol))
         eff = efficiency(servers=sd.day.gpu_hours / 24.0 / ctx.server.gpus, server_power_watts=ctx.server.power_watts,
                          average_power_share=scenario.cost.average_power_share, pue=pue,
                          output_tokens_per_s=sd.output_tokens_per_day / 86400.0)

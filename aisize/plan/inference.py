@@ -14,11 +14,12 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 
-from aisize import models, serving
+from aisize import checks, models, serving
 from aisize.host import host_for_server
 from aisize.plan import context as C
 from aisize.plan.kvtiers import planned_cached_tokens, plan_kv_tiers, serving_extras
 from aisize.queueing import Station, inference_station, knee_concurrency
+from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
 from aisize.serving.costs import model_costs
 from aisize.serving.disaggregated import DisaggregatedPools, pools_curve, size_pools
 from aisize.serving.memory import weights_per_gpu_bytes
@@ -190,8 +191,30 @@ def _admitted(est, shape) -> int:
     return max(int(min(limit, held)), 1)
 
 
-def _aggregated(w, ctx, shape, replicas, est) -> dict:
+def check_fleet(w, calibration, replicas, gpus, what="model replicas") -> None:
+    """A service's replicas and their GPUs against the plan's limits (:func:`aisize.checks.count`), before
+    anything per replica is built; the error names the rate, a replica's share of it and the constants of a
+    calibration that make serving far slower than aisize's."""
+    slow = calibration.slowdowns()
+    why = (f"the service's {w.requests_per_s:.4g} requests/s at {w.requests_per_s / max(replicas, 1):.3g} requests/s "
+           f"per replica of {gpus / max(replicas, 1):.3g} GPUs"
+           + (f"; the scenario's serving calibration sets {slow}" if slow else ""))
+    checks.count(what, replicas, checks.MAX_REPLICAS, why=why)
+    checks.count("GPUs", gpus, checks.MAX_GPUS, why=why)
+
+
+def check_queue(replicas, max_batch, calibration=None) -> None:
+    """The servers of a fleet's queueing station (replicas x the requests each admits) against the queueing
+    model's limit, before the station is made."""
+    slow = calibration.slowdowns() if calibration is not None else ""
+    checks.count("servers", max(replicas, 1) * max_batch, QUEUE_SERVERS,
+                 why=f"the servers of the fleet's queue are its {max(replicas, 1):,} replicas x {max_batch:,} requests "
+                     "each at once" + (f"; the scenario's serving calibration sets {slow}" if slow else ""))
+
+
+def _aggregated(w, ctx, shape, replicas, est, calibration) -> dict:
     """The fleet figures of aggregated serving: ``replicas`` copies of ``shape`` at their share of the rate."""
+    check_fleet(w, calibration, replicas, replicas * (shape.gpus if shape else 0))
     # what the engine holds on each GPU: weights, the KV pool it allocates at start, its runtime peak
     mem = {"weights_bytes": est.weights_per_gpu_bytes if est else 0.0,
            "kv_cache_bytes": est.kv_pool_bytes if est else 0.0,
@@ -223,6 +246,9 @@ def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
     d_tp, d_pp, d_dp = pools.decode_tensor_parallel, pools.decode_pipeline_parallel, pools.decode_attention_dp
     weights = float(weights_per_gpu_bytes(costs, d_tp, d_dp, d_pp))
     p_shape, d_shape = pools.context["prefill_shape"], pools.context["decode_shape"]
+    p_gpus, d_gpus = pools.prefill_gpus // max(pools.prefill_replicas, 1), pools.decode_gpus // pools.decode_replicas
+    check_fleet(w, calibration, pools.prefill_replicas + pools.decode_replicas, pools.prefill_gpus + pools.decode_gpus,
+                "prefill and decode replicas")
 
     def side(n, s):
         return dict(replicas=n, tensor_parallel=s.tensor_parallel, attention_dp=s.attention_dp,
@@ -238,7 +264,6 @@ def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
     kv = batch * float(costs.kv_bytes(w.prompt_tokens + w.output_tokens)) / (
         min(d_tp // d_dp, costs.kv_heads) * d_pp * d_dp)
     mem = {"weights_bytes": weights, "kv_cache_bytes": kv}
-    p_gpus, d_gpus = pools.prefill_gpus // max(pools.prefill_replicas, 1), pools.decode_gpus // pools.decode_replicas
     capacity = est.requests_per_s if not est.stable else (
         w.requests_per_s / max(est.prefill_utilisation, est.decode_batch / max(est.decode_slots, 1.0), 1e-12))
     return dict(
@@ -263,7 +288,7 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
     agg_gpus = replicas * (shape.gpus if shape else 0)
     use_pools = pools is not None and pools.feasible and (not fleet.feasible or pools.gpus <= agg_gpus)
     v = (_disaggregated(w, ctx, arch, pools, C.serving_calibration(policies)) if use_pools
-         else _aggregated(w, ctx, shape, replicas, est))
+         else _aggregated(w, ctx, shape, replicas, est, C.serving_calibration(policies)))
     v["memory_per_gpu_bytes"]["total_bytes"] = sum(v["memory_per_gpu_bytes"].values())
     stat = w.slo_statistic
     ttft_met = (v["ttft_p95_seconds"] if stat == "p95" else v["ttft_seconds"]) <= ttft_t
@@ -274,6 +299,7 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
     gpus = sum(v["replica_gpus"])
     mean_request = v["ttft_seconds"] + (w.output_tokens - 1) * v["tpot_seconds"]
     hold = mean_request if math.isfinite(mean_request) else 1.0
+    check_queue(v["replicas"], v["max_batch"], C.serving_calibration(policies))
     station = inference_station(max(v["replicas"], 1), v["max_batch"], max(hold, 1e-9), C.INFERENCE_SERVICE_CV)
     host = host_for_server(ctx.server, ctx.accelerator, ratio=policies.host_ram_ratio,
                            kv_cache_bytes=kv.host_dram_per_server_bytes if kv else 0.0)

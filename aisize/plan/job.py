@@ -231,7 +231,8 @@ def estimate(job: JobInputs, ctx: C.HardwareContext, layout, gpus: int, gb: int)
 def checkpoints(params, gpus, servers, ctx: C.HardwareContext, policies) -> CheckpointResult:
     """N:N checkpoints of a job on ``gpus`` GPUs in ``servers`` servers (vectorized over both)."""
     size = ck.checkpoint_size(params, bytes_per_param=policies.checkpoint_bytes_per_param, ranks=gpus)
-    nic = ctx.server.storage_nics * ctx.storage_nic_link.bandwidth_per_direction_bytes_per_s
+    # a server without storage NICs of its own (0) reaches the storage over one compute NIC
+    nic = max(ctx.server.storage_nics, 1) * ctx.storage_nic_link.bandwidth_per_direction_bytes_per_s
     supply_read, supply_write = C.storage_supply(ctx, servers)
     write = ck.checkpoint_write(size.total_bytes, nic, supply_write, writers=servers, pattern="N:N")
     if policies.failure_rates == "node-mtbf":

@@ -29,6 +29,8 @@ import copy
 import math
 from dataclasses import dataclass, field
 
+from aisize import checks
+
 
 @dataclass(frozen=True)
 class Demand:
@@ -66,10 +68,15 @@ class PoolSpec:
 
 @dataclass
 class _Server:
+    """A server while packing. Its room is kept only for the slots something uses it in (the others are
+    as new): a server costs what it holds, not the scenario's slots, so thousands of slots stay cheap."""
+
     pool: str
     index: int
     sizes: list  # GPUs of each scale-up domain
-    free: dict = field(default_factory=dict)  # slot -> list of free GPUs per domain
+    host: float  # host RAM beyond the OS share, and NIC ports, of an empty slot
+    nics: float
+    free: dict = field(default_factory=dict)  # slot -> list of free GPUs per domain (used slots only)
     host_free: dict = field(default_factory=dict)
     nics_free: dict = field(default_factory=dict)
     items: list = field(default_factory=list)  # (workload, gpus, slots)
@@ -114,21 +121,16 @@ class Placement:
     slot_labels: tuple = ()  # a name per time slot (aisize.plan.timeline.Slots.labels)
 
 
-def _new_server(spec: PoolSpec, index: int, slots) -> _Server:
+def _new_server(spec: PoolSpec, index: int) -> _Server:
     domains = max(1, spec.gpus_per_server // spec.domain)
     sizes = [spec.domain] * domains
     sizes[-1] += spec.gpus_per_server - spec.domain * domains
-    s = _Server(spec.name, index, sizes)
-    for t in slots:
-        s.free[t] = list(sizes)
-        s.host_free[t] = spec.host_bytes - spec.os_bytes
-        s.nics_free[t] = float(spec.nics)
-    return s
+    return _Server(spec.name, index, sizes, spec.host_bytes - spec.os_bytes, float(spec.nics))
 
 
 def _domains_for(server: _Server, gpus: int, slots, domain: int) -> list[int] | None:
     """Domain indices an item of ``gpus`` takes on ``server`` in all ``slots``, or None."""
-    frees = [server.free[t] for t in slots]
+    frees = [server.free.get(t, server.sizes) for t in slots]
     n = len(frees[0])
     if gpus <= domain:
         fits = [(min(f[j] for f in frees), j) for j in range(n) if all(f[j] >= gpus for f in frees)]
@@ -148,57 +150,82 @@ def _fits(server: _Server, spec: PoolSpec, gpus: int, d: Demand, slots):
     host = d.host_bytes_per_gpu * gpus
     nics = d.nics_per_gpu * gpus
     slots = sorted(slots)
-    if any(server.host_free[t] < host - 1e-6 or server.nics_free[t] < nics - 1e-9 for t in slots):
+    if any(server.host_free.get(t, server.host) < host - 1e-6 or server.nics_free.get(t, server.nics) < nics - 1e-9
+           for t in slots):
         return None
     return _domains_for(server, gpus, slots, spec.domain)
 
 
 def _take(server: _Server, domains: list[int], gpus: int, d: Demand, spec: PoolSpec, slots) -> None:
     for t in slots:
+        free = server.free.setdefault(t, list(server.sizes))
         left = gpus
         for j in domains:
-            used = min(left, server.free[t][j]) if gpus <= spec.domain else server.free[t][j]
-            server.free[t][j] -= used
+            used = min(left, free[j]) if gpus <= spec.domain else free[j]
+            free[j] -= used
             left -= min(left, used)
-        server.host_free[t] -= d.host_bytes_per_gpu * gpus
-        server.nics_free[t] -= d.nics_per_gpu * gpus
+        server.host_free[t] = server.host_free.get(t, server.host) - d.host_bytes_per_gpu * gpus
+        server.nics_free[t] = server.nics_free.get(t, server.nics) - d.nics_per_gpu * gpus
     server.items.append((d.workload, gpus, tuple(sorted(slots))))
 
 
-def _full(server: _Server) -> bool:
-    return not any(any(free) for free in server.free.values())
+def _full(server: _Server, slot_count: int) -> bool:
+    return len(server.free) == slot_count and not any(any(free) for free in server.free.values())
 
 
-def _place_items(servers: list[_Server], spec: PoolSpec, d: Demand, all_slots) -> list[int] | None:
+def _place_items(servers: list[_Server], spec: PoolSpec, d: Demand, all_slots, others: int = 0, memo=None,
+                 touched=None) -> list[int] | None:
     """First fit for every item of ``d`` (largest first); opens servers as allowed. None: no room.
 
-    Servers full in every slot are skipped from the front (they never free up while packing),
-    so a job of a thousand whole servers costs linear, not quadratic, time.
+    A server past :data:`aisize.checks.MAX_SERVERS` (with ``others``, the other pools' servers) is refused
+    before it is made, naming the workload and the fewest servers it would take.
+
+    Servers full in every slot are skipped from the front (they never free up while packing), and an
+    item of the same size and slots as an earlier one starts where that one went (packing only takes room,
+    so a server that could not hold it then cannot now): a job of a thousand whole servers, or one busy in
+    some slots only, costs linear, not quadratic, time. ``memo`` carries where to start over calls that place
+    the same Demand again (a job stream taking the rest); ``touched`` collects a copy of each server as it was
+    before this call changed it, so that a failed call can be undone without copying the whole pool first.
     """
-    used, start = [], 0
-    for gpus, slots in sorted(d.pieces(), key=lambda p: (-p[0], -len(p[1]))):
+    memo = {} if memo is None else memo
+    used, start, since = [], memo.get("start", 0), memo.setdefault("since", {})
+    pieces = sorted(d.pieces(), key=lambda p: (-p[0], -len(p[1])))
+    for i, (gpus, slots) in enumerate(pieces):
         if gpus > spec.gpus_per_server:
             return None
-        while start < len(servers) and _full(servers[start]):
+        while start < len(servers) and _full(servers[start], len(all_slots)):
             start += 1
         spot = None
-        for s in servers[start:]:
-            domains = _fits(s, spec, gpus, d, slots)
+        for j in range(max(start, since.get((gpus, slots), 0)), len(servers)):
+            domains = _fits(servers[j], spec, gpus, d, slots)
             if domains is not None:
-                spot = (s, domains)
+                spot = (servers[j], domains)
                 break
         if spot is None:
             cap = spec.fixed if spec.fixed is not None else spec.limit
             if cap is not None and len(servers) >= cap:
                 return None
-            s = _new_server(spec, len(servers), all_slots)
+            most = min(checks.MAX_SERVERS, checks.MAX_SERVER_SLOTS // len(all_slots))
+            if others + len(servers) >= most:
+                left = sum(g for g, _ in pieces[i:])
+                slots_said = (f"; the plan cuts time into {len(all_slots):,} slots (phases x pieces of the day) and "
+                              f"holds {checks.MAX_SERVER_SLOTS:,} server-slots" if most < checks.MAX_SERVERS else "")
+                checks.count("servers", others + len(servers) + math.ceil(left / spec.gpus_per_server), most,
+                             why=f"{d.field_path} ({d.workload!r}) on {spec.server} servers of {spec.gpus_per_server} "
+                                 f"GPUs in pool {spec.name!r}, beside the {others + len(servers):,} servers placed "
+                                 f"before it" + slots_said)
+            s = _new_server(spec, len(servers))
             servers.append(s)
             domains = _fits(s, spec, gpus, d, slots)
             if domains is None:
                 return None  # one item needs more host RAM or NICs than a whole server has
             spot = (s, domains)
+        if touched is not None and spot[0].index not in touched:
+            touched[spot[0].index] = copy.deepcopy(spot[0])
         _take(spot[0], spot[1], gpus, d, spec, slots)
+        since[gpus, slots] = spot[0].index
         used.append(spot[0].index)
+    memo["start"] = start
     return used
 
 
@@ -213,13 +240,14 @@ def pack(specs: list[PoolSpec], demands: dict[str, list[tuple[int, Demand]]], or
     from being placed.
     """
     all_slots = list(range(slot_count))
-    state = {i: [_new_server(s, k, all_slots) for k in range(s.fixed or 0)] for i, s in enumerate(specs)}
+    checks.count("servers", sum(s.fixed or 0 for s in specs), checks.MAX_SERVERS, why="the pools' fixed servers")
+    state = {i: [_new_server(s, k) for k in range(s.fixed or 0)] for i, s in enumerate(specs)}
     chosen, assignment = {}, {}
     for name in order:
         tried = []
         for pool, d in demands[name]:
             trial = copy.deepcopy(state[pool])
-            used = _place_items(trial, specs[pool], d, all_slots)
+            used = _place_items(trial, specs[pool], d, all_slots, _others(state, pool))
             if used is not None:
                 state[pool], chosen[name] = trial, pool
                 assignment[name] = {"pool": specs[pool].name, "servers": sorted(set(used)), "items": list(d.items)}
@@ -229,20 +257,29 @@ def pack(specs: list[PoolSpec], demands: dict[str, list[tuple[int, Demand]]], or
             raise ValueError(_no_room(specs, tried, name))
     demands = dict(demands)
     filled = {}
-    for name, pool, one in fill:
-        jobs, used = 0, []
+    for name, pool, one in fill:  # one job at a time on the pool itself; the one that finds no room is undone
+        jobs, used, memo, servers = 0, [], {}, state[pool]
         while True:
-            trial = copy.deepcopy(state[pool])
-            got = _place_items(trial, specs[pool], one, all_slots)
+            opened, touched = len(servers), {}
+            got = _place_items(servers, specs[pool], one, all_slots, _others(state, pool), memo, touched)
             if got is None:
+                for k, before in touched.items():
+                    if k < opened:
+                        servers[k] = before
+                del servers[opened:]
                 break
-            state[pool], jobs, used = trial, jobs + 1, used + got
+            jobs, used = jobs + 1, used + got
         filled[name], chosen[name] = jobs, pool
         whole = Demand(one.workload, one.field_path, one.items * jobs, one.host_bytes_per_gpu, one.nics_per_gpu,
                        one.slots)
         demands[name] = [(pool, whole)]
         assignment[name] = {"pool": specs[pool].name, "servers": sorted(set(used)), "items": list(whole.items)}
     return _result(specs, state, assignment, demands, chosen, slot_count), chosen, filled
+
+
+def _others(state: dict, pool: int) -> int:
+    """Servers of the pools other than ``pool`` so far."""
+    return sum(len(servers) for k, servers in state.items() if k != pool)
 
 
 def _no_room(specs, tried, name) -> str:
@@ -267,18 +304,26 @@ def _result(specs, state, assignment, demands, chosen, slot_count) -> Placement:
     for i, spec in enumerate(specs):
         servers = state[i]
         for s in servers:
-            peak = max(spec.gpus_per_server - sum(s.free[t]) for t in range(slot_count))
-            host = max(spec.host_bytes - s.host_free[t] for t in range(slot_count))
-            nics = max(spec.nics - s.nics_free[t] for t in range(slot_count))
+            # the busiest of the slots it is used in (an unused slot uses nothing beyond the OS share)
+            peak = max((spec.gpus_per_server - sum(free) for free in s.free.values()), default=0)
+            host = max([spec.host_bytes - left for left in s.host_free.values()] + [spec.os_bytes])
+            nics = max([spec.nics - left for left in s.nics_free.values()] + [0.0])
             merged = {}  # one entry per workload and set of slots (a service's night replicas differ)
             for w, g, slots in s.items:
                 entry = merged.setdefault((w, slots), {"workload": w, "gpus": 0, "slots": slots})
                 entry["gpus"] += g
             uses.append(ServerUse(spec.name, s.index, spec.gpus_per_server, tuple(merged.values()), int(peak),
                                   float(host), float(nics), float(spec.host_bytes), int(spec.nics)))
-        active = [sum(g for w, pairs in demands.items() if chosen.get(w) == i
-                      for p, d in pairs if p == i for g, slots in d.pieces() if t in slots)
-                  for t in range(slot_count)]
+        gpus_in = {}  # GPUs active per set of slots (few distinct sets), then per slot
+        for w, pairs in demands.items():
+            for p, d in pairs if chosen.get(w) == i else ():
+                for g, slots in d.pieces() if p == i else ():
+                    gpus_in[slots] = gpus_in.get(slots, 0) + g
+        active = [0] * slot_count
+        for slots, g in gpus_in.items():
+            for t in slots:
+                if t < slot_count:
+                    active[t] += g
         bound = max((math.ceil(a / spec.gpus_per_server) for a in active), default=0)
         pools.append(PoolPlacement(spec.name, spec.server, len(servers), spec.gpus_per_server, int(bound),
                                    spec.fixed, spec.limit))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from aisize import checks
 from aisize.host import OS_AND_APPLICATION_BYTES, host_for_server
 from aisize.network.fabric import compute_nics_for
 from aisize.plan import context as C
@@ -77,6 +78,14 @@ def _pool(name, path, hw, ctx, fixed, max_servers, max_racks, field, declared) -
     return Pool(spec, ctx, hw, declared, per_rack, max_racks)
 
 
+def fewest_servers(gpus, spec: PoolSpec, why: str) -> int:
+    """The servers ``gpus`` take at the least, checked against the plan's limits (:func:`aisize.checks.count`)
+    before a piece per server is built; ``why`` names what asks for them."""
+    why = f"{why}, on {spec.server} servers of {spec.gpus_per_server} GPUs (pool {spec.name!r})"
+    checks.count("GPUs", gpus, checks.MAX_GPUS, why=why)
+    return checks.count("servers", math.ceil(gpus / spec.gpus_per_server), checks.MAX_SERVERS, why=why)
+
+
 def split(gpus: int, per_server: int) -> list[int]:
     """Pieces of ``gpus`` that each sit on one server: whole servers, then the remainder."""
     whole, rest = divmod(int(gpus), int(per_server))
@@ -107,6 +116,7 @@ class Candidate:
 def training_candidate(w, index: int, pool_index: int, pool: Pool, policies, slots) -> Candidate:
     t = plan_training(w, pool.ctx, policies)
     spec = pool.spec
+    fewest_servers(t.gpus, spec, f"the job's {t.gpus:,} GPUs")
     d = Demand(w.name, f"workloads.{index}", tuple(split(t.gpus, spec.gpus_per_server)),
                _host_per_gpu(t.host_memory_needed_bytes, spec), _nics_per_gpu(t.gpus, spec), slots)
     why = ("" if t.memory_fits and t.host_memory_fits else
@@ -118,6 +128,7 @@ def training_candidate(w, index: int, pool_index: int, pool: Pool, policies, slo
 def inference_candidate(w, index: int, pool_index: int, pool: Pool, policies, slots) -> Candidate:
     i = plan_inference(w, pool.ctx, policies)
     spec = pool.spec
+    fewest_servers(i.gpus, spec, f"{i.replicas:,} replicas of {i.gpus_per_replica} GPUs")
     per_replica = max(i.replica_gpus, default=1)  # a replica spans servers only when larger than one
     pieces = [piece for g in i.replica_gpus for piece in split(g, spec.gpus_per_server)] or split(1, spec.gpus_per_server)
     # a disaggregated service ships every request's KV cache from prefill to decode GPUs over the fabric
@@ -132,6 +143,8 @@ def inference_candidate(w, index: int, pool_index: int, pool: Pool, policies, sl
 
 def stream_candidate(w, index: int, pool_index: int, pool: Pool, policies, slots, job_slots: int) -> Candidate:
     spec = pool.spec
+    checks.count("jobs at once", job_slots, checks.MAX_REPLICAS, why=f"{w.name!r}'s job slots")
+    fewest_servers(job_slots * w.gpus_per_job, spec, f"{job_slots:,} jobs at once of {w.gpus_per_job} GPUs")
     host = host_for_server(pool.ctx.server, pool.ctx.accelerator, ratio=policies.host_ram_ratio)
     d = Demand(w.name, f"workloads.{index}", tuple(split(w.gpus_per_job, spec.gpus_per_server) * job_slots),
                _host_per_gpu(float(host.memory.total_bytes), spec), _nics_per_gpu(w.gpus_per_job, spec), slots)

@@ -20,17 +20,19 @@ import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from aisize import models, serving
+from aisize import checks, models, serving
 from aisize.fleet import Autoscaler, Day, LoadProfile, day_replicas
 from aisize.fleet.lora import LoraServing, lora_serving
+from aisize.format import bytes_gpu
 from aisize.plan import context as C
-from aisize.plan.inference import FALLBACK_UTILISATION, InferencePlan, plan_inference
+from aisize.plan.inference import FALLBACK_UTILISATION, InferencePlan, check_queue, plan_inference
 from aisize.plan.placement import Demand
 from aisize.queueing import inference_station, knee_concurrency
+from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
 from aisize.units import HOUR
 
 SLO_BISECTION_STEPS = 14  # the SLO rate to 1/16,000 of the replica's capacity
-NO_LIMIT_REPLICAS = 100_000
+NO_LIMIT_REPLICAS = checks.MAX_REPLICAS  # an autoscaler without max_replicas: the most a plan holds
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ def _lora(w, i, ctx, cap_est, policies) -> LoraServing | None:
 def _storage_read(ctx: C.HardwareContext, gpus: int) -> float:
     """One replica's read rate from the shared storage: its servers' storage NICs, at most the system's rate."""
     servers = max(math.ceil(gpus / ctx.server.gpus), 1)
-    nic = ctx.server.storage_nics * ctx.storage_nic_link.bandwidth_per_direction_bytes_per_s * servers
+    nic = max(ctx.server.storage_nics, 1) * ctx.storage_nic_link.bandwidth_per_direction_bytes_per_s * servers
     return min(nic, ctx.storage.read_bandwidth_bytes_per_s)
 
 
@@ -178,6 +180,7 @@ def service_day(w, ctx: C.HardwareContext, policies) -> ServiceDay:
     lora = _lora(w, i, ctx, cap_est, policies)
     factor = 1.0
     if lora is not None:
+        _check_adapters(fleet_of(w).adapters, lora, cap_est, g)
         factor = lora.capacity_factor
         if cap_est is not None and cap_est.limited_by == "KV cache" and cap_est.kv_pool_bytes > 0:
             factor *= max(1.0 - lora.hbm_bytes_per_gpu / cap_est.kv_pool_bytes, 0.0)
@@ -199,12 +202,47 @@ def service_day(w, ctx: C.HardwareContext, policies) -> ServiceDay:
         read = _storage_read(ctx, g)
     start = auto.engine_start_seconds if auto is not None else 0.0
     scale_up = i.weights_bytes / read + start
+    if auto is not None and auto.min_replicas:
+        _check_min_replicas(auto.min_replicas, g, i, ctx.server.gpus)
+    if auto is None or auto.max_replicas is None:  # the peak's replicas, before the day holds them
+        slow = C.serving_calibration(policies).slowdowns()
+        checks.count("model replicas", math.ceil(profile.peak_per_s / max(rate, 1e-9)), NO_LIMIT_REPLICAS,
+                     why=f"the day's peak of {profile.peak_per_s:.4g} requests/s at {rate:.3g} requests/s per replica "
+                         f"({basis})" + (f"; its LoRA adapters leave {factor:.2%} of a replica's capacity "
+                                         "(fleet.adapters)" if factor < 0.5 else "")
+                         + (f"; the scenario's serving calibration sets {slow}" if slow else ""))
     policy = Autoscaler(max(rate, 1e-9), auto.min_replicas if auto else 1,
                         (auto.max_replicas or NO_LIMIT_REPLICAS) if auto else NO_LIMIT_REPLICAS, scale_up,
                         scale_down_window_seconds=auto.scale_down_window_seconds if auto else 300.0)
     day = day_replicas(profile, policy, gpus_per_replica=g, capacity_per_replica_per_s=max(capacity, 1e-9))
+    checks.count("GPUs", day.peak_replicas * g, checks.MAX_GPUS,
+                 why=f"the day's peak of {day.peak_replicas:,} replicas of {g} GPUs")
     return ServiceDay(w.name, profile, i, int(g), float(capacity), float(rate), basis, float(i.weights_bytes),
                       float(read), load_from, float(start), float(scale_up), policy, day, lora, int(w.output_tokens))
+
+
+def _check_adapters(a, lora: LoraServing, cap_est, gpus: int) -> None:
+    """Refuse, naming the adapter fields, adapters whose resident copies take a replica's whole KV cache."""
+    if cap_est is None or lora.hbm_bytes_per_gpu < cap_est.kv_pool_bytes:
+        return
+    raise ValueError(f"fleet.adapters.hbm_adapters={a.hbm_adapters:,} (of count={a.count:,}) at rank={a.rank} does "
+                     f"not fit: {lora.hbm_adapters:,} adapters ({a.targets}) kept in GPU memory take "
+                     f"{bytes_gpu(lora.hbm_bytes_per_gpu)} per GPU, all of the {bytes_gpu(cap_est.kv_pool_bytes)} KV "
+                     f"cache of a replica of {gpus} GPUs: keep fewer in GPU memory (fleet.adapters.hbm_adapters) or "
+                     "lower their rank (fleet.adapters.rank)")
+
+
+def _check_min_replicas(m: int, gpus: int, i: InferencePlan, gpus_per_server: int) -> None:
+    """Refuse, naming ``fleet.autoscaling.min_replicas``, a floor of replicas past the plan's limits (they are held
+    all day: the day, its placement and its queue are built for them)."""
+    counts = [("GPUs", m * gpus, checks.MAX_GPUS),
+              ("servers", math.ceil(m * gpus / gpus_per_server), checks.MAX_SERVERS)]
+    if i.estimate is not None:  # aggregated: a queue of the replicas' requests in flight
+        counts.append((f"places in the fleet's queue ({i.max_batch:,} a replica)", m * i.max_batch, QUEUE_SERVERS))
+    for what, n, limit in counts:
+        if n > limit:
+            raise ValueError(f"fleet.autoscaling.min_replicas={m:,} is not allowed: {m:,} replicas of {gpus} GPUs "
+                             f"held all day need {n:,} {what}, more than aisize plans ({limit:,})")
 
 
 def replicas_in_slots(sd: ServiceDay, slots) -> list[int]:
@@ -222,11 +260,16 @@ def day_demand(d: Demand, sd: ServiceDay, slots, gpus_per_server: int) -> Demand
     """The service's placement demand with replica k present only in the slots where the day holds k or more."""
     per_slot = replicas_in_slots(sd, slots)
     active = sorted(d.slots)
-    pieces, item_slots = [], []
+    most = max((per_slot[t] for t in active), default=0)
+    checks.count("servers", math.ceil(most * sd.gpus_per_replica / gpus_per_server), checks.MAX_SERVERS,
+                 why=f"the day's peak of {most:,} replicas of {sd.gpus_per_replica} GPUs on servers of "
+                     f"{gpus_per_server}")
+    pieces, item_slots, seen = [], [], {}
     whole, rest = divmod(sd.gpus_per_replica, gpus_per_server)
     replica_pieces = [gpus_per_server] * whole + ([rest] if rest else [])
-    for k in range(1, max((per_slot[t] for t in active), default=0) + 1):
+    for k in range(1, most + 1):
         present = frozenset(t for t in active if per_slot[t] >= k)
+        present = seen.setdefault(present, present)  # one set per distinct count of slots, not per replica
         pieces += replica_pieces
         item_slots += [present] * len(replica_pieces)
     return replace(d, items=tuple(pieces), item_slots=tuple(item_slots))
@@ -249,6 +292,8 @@ def with_day_peak(i: InferencePlan, sd: ServiceDay, gpus_per_server: int) -> Inf
     n, g = sd.day.peak_replicas, sd.gpus_per_replica
     if n == i.replicas:
         return i
+    checks.count("GPUs", n * g, checks.MAX_GPUS, why=f"the day's peak of {n:,} replicas of {g} GPUs")
+    check_queue(n, i.max_batch)
     note = (f"replicas: {n}, the most the autoscaler holds through the day (the peak rate alone sizes "
             f"{i.replicas}; the autoscaler adds the meter's noise and its tolerance)")
     scale = n / max(i.replicas, 1)

@@ -66,6 +66,7 @@ MoE-layer time (a fit on them runs it from 63 to 209 µs and puts that run furth
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -172,6 +173,25 @@ class Calibration:
                              "meaning": meaning})
         return rows
 
+    def slowdowns(self, base: "Calibration | None" = None, factor: float = 4.0, most: int = 3) -> str:
+        """The constants that make serving ``factor`` x slower than ``base`` (the default) or more, furthest
+        first, in words ("layer_seconds=0.01 (206x aisize's 4.845e-05)"; "" when none): what to name when a
+        plan on this calibration needs far more replicas than one on aisize's (a share lower, a time, a
+        traffic, a tile or the Grace factor higher)."""
+        base = CALIBRATION if base is None else base
+        far = []
+        for name in CONSTANTS:
+            mine = getattr(self, name)
+            for gen, v in (mine.items() if isinstance(mine, MappingProxyType) else [(None, mine)]):
+                b = base.value(name, gen or base.fallback_generation)
+                slower = b / v if name in SHARES else v / b if b > 0 else (math.inf if v > 0 else 1.0)
+                if slower >= factor:
+                    label = f"{name}[{gen}]" if gen else name
+                    far.append((slower, f"{label}={v:.4g} ({v / b:.3g}x aisize's {b:.4g})" if b > 0
+                                else f"{label}={v:.4g} (aisize's is 0)"))
+        far.sort(key=lambda x: -x[0])
+        return "; ".join(text for _, text in far[:most])
+
     def to_json(self) -> str:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d.update({k: dict(v) for k, v in d.items() if isinstance(v, MappingProxyType)})
@@ -184,6 +204,36 @@ class Calibration:
         return path
 
 
+# Physical range of each constant, (low, high, why): a value outside is no engine's, and the serving figures
+# built on it (replicas, GPUs, servers, the tenants' queue) would run past the plan's limits. At these ends every
+# preset still plans (tests/test_plan_limits.py); aisize calibrate's fit (aisize.calibrate.fitting.BOUNDS) keeps
+# well inside them.
+_SECOND = ("10 ms of fixed time per layer is 80x the launches of an eager layer (120 µs) and 200x the fitted "
+           "graph-captured 48 µs: a 100-layer model would take a second an iteration, which no engine does")
+RANGES = {
+    **{name: (0.1, 1.0, "below 10 % of a datasheet peak no tuned engine runs (the fitted shares are 28 % to 83 %, "
+                        "and aisize calibrate fits them from 10 % up); a share near 0 would ask for billions of "
+                        "replicas") for name in SHARES},
+    "gemm_tile_tokens": (1.0, 1024.0, "GEMM kernels pad to M tiles of 64 to 256 rows (CUTLASS; BLOCK_M 128 in "
+                                      "DeepGEMM); 0 rows has no meaning"),
+    "elementwise_bytes_per_token": (0.0, 1000.0, "1,000 B per unit of hidden size is 500 reads or writes of a 16-bit "
+                                                 "activation per layer; norms, rotary, activation and residuals make "
+                                                 "a few dozen (fitted 121 B)"),
+    "expert_bytes_per_token": (0.0, 1000.0, "1,000 B per unit of hidden size is 500 16-bit copies of a token per "
+                                            "expert; permuting and un-permuting make a few (fitted 20 B)"),
+    "layer_seconds": (0.0, 0.01, _SECOND),
+    "moe_layer_seconds": (0.0, 0.01, _SECOND),
+    "eager_layer_seconds": (0.0, 0.01, _SECOND),
+    "collective_seconds": (0.0, 0.01, "10 ms is 1,000x a one-server all-reduce of a decode step (10 µs) and 100x "
+                                      "one across servers"),
+    "draft_step_seconds": (0.0, 0.01, "10 ms is 65x the fixed time of a draft pass on B200 (150 µs): a draft that "
+                                      "slow would cost more than the tokens it saves"),
+    "host_seconds_per_sequence": (0.0, 0.001, "1 ms of host time per sequence per iteration is 40x the fitted "
+                                              "26 µs: at 256 sequences it alone would make a 256 ms iteration"),
+    "grace_host_factor": (0.1, 10.0, "the Arm cores of Grace schedule within 10x an x86 host either way (fitted 1.8x)"),
+    "request_seconds": (0.0, 60.0, "a minute outside the GPU before the first token outlasts the default read "
+                                   "timeout of an HTTP proxy (nginx proxy_read_timeout 60 s); fitted 0.15 s"),
+}
 MAX_FILE_BYTES = 1_000_000  # a calibration is a page of numbers; anything larger is not one
 MAX_TEXT_CHARS = {"name": 200, "source": 2000, "fallback_generation": 40}
 MAX_LIST_ITEMS = 200  # fitted, fitted_on, assumed: constants' and files' names
@@ -245,10 +295,16 @@ def from_dict(d, *, where: str = "calibration") -> Calibration:
                 raise ValueError(f"{where}: {label}={shown} is not allowed: a finite number from 0 to 1e6")
             if name in SHARES and not 0 < x <= 1:
                 raise ValueError(f"{where}: {label}={x!r} is not allowed: a share in (0, 1]")
+            low, high, why = RANGES[name]
+            if not low <= x <= high:
+                raise ValueError(f"{where}: {label}={x:g} is not allowed: must be from {low:g} to {high:g} "
+                                 f"({CONSTANTS[name][0]}): {why}")
         if per_generation:
             limit = MAX_TEXT_CHARS["fallback_generation"]
             merged[name] = MappingProxyType({_text(where, f"{name} generation", k, limit): float(x)
                                              for k, x in v.items()})
+        elif name == "gemm_efficiency":  # always read per generation: one value serves them all
+            merged[name] = MappingProxyType({merged["fallback_generation"]: float(v)})
     for name in ("fitted", "fitted_on", "assumed"):
         merged[name] = _names(where, name, merged.get(name))
     return Calibration(**merged)
