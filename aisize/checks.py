@@ -143,9 +143,10 @@ def read_file(name: str, path, limit_bytes: int) -> bytes:
     OSError (missing, unreadable) is left to the caller, which knows what the file was for.
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before open(): it refuses a folder with its own IsADirectoryError
+        os.close(fd)
+        raise ValueError(f"{name}={str(path)!r} is not a regular file (a folder, device, FIFO or socket)")
     with open(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"{name}={str(path)!r} is not a regular file (a folder, device, FIFO or socket)")
         raw = file.read(limit_bytes + 1)
     if len(raw) > limit_bytes:
         raise ValueError(f"{name}={str(path)!r} is larger than allowed: at most {limit_bytes:,} bytes")

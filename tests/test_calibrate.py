@@ -70,7 +70,7 @@ def test_a_run_without_its_hardware_names_what_is_missing(tmp_path):
     with pytest.raises(ValueError, match="--accelerator --tensor-parallel"):
         read_runs([path])
     path.write_text("not json at all")
-    with pytest.raises(ValueError, match="line 1 is not JSON"):
+    with pytest.raises(ValueError, match=r"r\.json:1: not JSON"):
         read_runs([path], H100)
     with pytest.raises(ValueError, match="does not exist"):
         read_runs([tmp_path / "missing.json"], H100)

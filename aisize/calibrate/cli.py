@@ -9,7 +9,13 @@ calibration=FILE)`` and the app's Accuracy tab can use; says how to select it.
 from __future__ import annotations
 
 import argparse
+import os
+import stat
+import sys
+import time
 from pathlib import Path
+
+PROGRESS_SECONDS = 10.0  # a fit of many runs takes minutes: say how far it is this often (on stderr)
 
 
 def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -39,6 +45,61 @@ def _pct(x) -> str:
     return str(F.pct(x, signed=True))
 
 
+def _check_out(out: Path, inputs) -> None:
+    """Refuse an ``--out`` that is not a regular file (a FIFO would block the write, a device swallow it) or
+    that is one of the inputs (the fit would overwrite its own runs); stat only, so nothing blocks."""
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        return  # a new file cannot be an input
+    except OSError as e:
+        raise ValueError(f"--out={str(out)[:200]!r} cannot be used: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"--out={str(out)[:200]!r} is not a regular file (a folder, device, FIFO or socket)")
+    for path in inputs:
+        try:
+            same = os.path.samefile(out, path)
+        except OSError:
+            continue  # an input that cannot be found is refused when it is read
+        if same:
+            raise ValueError(f"--out={str(out)[:200]!r} is the input {str(path)[:200]!r}: the calibration would "
+                             f"overwrite it; give another --out")
+
+
+def _write(out: Path, text: str) -> None:
+    """Write ``text`` to ``out`` whole or not at all: a temporary file beside it, then renamed over it (a
+    symbolic link's target is replaced, the link kept)."""
+    target = Path(os.path.realpath(out))
+    tmp = target.parent / f".{target.name[:200]}.{os.urandom(4).hex()}.tmp"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+    except OSError as e:
+        raise ValueError(f"cannot write {str(out)[:200]}: {e.strerror}") from None
+
+
+def _progress(runs: int):
+    """A callback for :func:`~aisize.calibrate.fitting.fit` that prints a line every :data:`PROGRESS_SECONDS`."""
+    start = last = time.monotonic()
+
+    def report(evaluations: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= PROGRESS_SECONDS:
+            last = now
+            print(f"aisize calibrate: fitting {runs} runs: {evaluations} model evaluations in {now - start:.0f} s",
+                  file=sys.stderr, flush=True)
+
+    return report
+
+
 def run(args: argparse.Namespace) -> int:
     from aisize import format as F
     from aisize.calibrate.fitting import fit, summary
@@ -50,12 +111,13 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-evaluations={args.max_evaluations} is not allowed: 1 to 10000")
     defaults = {k: getattr(args, k) for k in ("model", "accelerator", "tensor_parallel", "gpus", "expert_parallel",
                                               "weight_precision", "kv_precision", "engine") if getattr(args, k)}
+    out = Path(args.out)
+    _check_out(out, [*args.runs, *([args.base] if args.base else [])])
     runs = read_runs(args.runs, defaults)
     base = load(args.base) if args.base else CALIBRATION
-    out = Path(args.out)
     name = args.name or f"{out.stem} (fitted by aisize calibrate on {len(runs)} runs)"
     result = fit(runs, base, max_evaluations=args.max_evaluations, name=name,
-                 fitted_on=tuple(Path(p).name for p in args.runs))
+                 fitted_on=tuple(Path(p).name for p in args.runs), progress=_progress(len(runs)))
     print(f"{'run':72s} {'measured':>10s} {'before':>8s} {'after':>8s} {'TPOT before':>11s} {'TPOT after':>10s}")
     for b, a in zip(result.before, result.after):
         print(f"{b.run.label[:72]:72s} {F.sig(b.run.measured_tokens_per_s_per_gpu):>10s} {_pct(b.error):>8s} "
@@ -70,11 +132,7 @@ def run(args: argparse.Namespace) -> int:
                                                          if s["tpot_runs"] else ""))
     print("fitted: " + ", ".join(f"{row['constant']} = {row['value']:.4g}" for row in result.calibration.as_table()
                                  if row["constant"] in {f"{c}[{g}]" if g else c for c, g in result.constants}))
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        result.calibration.save(out)
-    except OSError as e:
-        raise ValueError(f"cannot write {out}: {e.strerror}") from None
+    _write(out, result.calibration.to_json() + "\n")
     print(f"written: {out}")
     print(f"select it in a scenario file (aisize plan / report / sweep embed its content, so a saved scenario "
           f"stands alone):\n  policies:\n    serving_calibration: {out}\n"

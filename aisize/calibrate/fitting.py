@@ -23,13 +23,13 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 import numpy as np
 
 from aisize import models
-from aisize.calibrate.runs import Prediction, Run, predict
+from aisize.calibrate.runs import Prediction, Run, figures, predict, score
 from aisize.serving.hardware import GRACE_HOSTED, generation
 
 PRIOR_WEIGHT = 0.05  # log-ratio residual per constant: a tenth of a typical row's weight at 10 % error
@@ -105,13 +105,50 @@ def _with(base, constants, x):
 
 
 def _predict_all(runs, cal):
-    out, skipped = [], []
-    for r in runs:
-        try:
-            out.append(predict(r, cal))
-        except ValueError as e:
-            skipped.append((r, str(e)[:200]))
-    return out, skipped
+    return _Model(runs).predictions(cal)
+
+
+def _deployment(run: Run) -> str:
+    """What a run's figures depend on: the run less what was measured and what names it."""
+    return repr(replace(run, label="", source="", id="", run_date="", expected_status="", notes=(),
+                        measured_tokens_per_s_per_gpu=1.0, measured_tpot_s=None, measured_ttft_s=None))
+
+
+class _Model:
+    """The model's figures for runs, each deployment once per calibration: runs that differ only in what was
+    measured share them, and a finite-difference step in one GPU generation's constant re-models only the runs
+    that read it (a run reads its own generation's value, else the fallback's). The figures are the same as
+    predicting every run; the fit's cost drops with repeated deployments and with generations."""
+
+    def __init__(self, runs, constants=(), base=None):
+        self.runs, self.keys = runs, [_deployment(r) for r in runs]
+        fallback = base.fallback_generation if base is not None else None
+        self.uses = [tuple(j for j, (_, g) in enumerate(constants)
+                           if g in (None, generation(r.accelerator) or fallback, fallback)) for r in runs]
+        self.cache: dict = {}  # (deployment, the fitted values it reads) -> figures or why not expressible
+        self.capacity = (len(constants) + 2) * len(set(self.keys))  # a point and its Jacobian's steps
+
+    def predictions(self, cal, x=None) -> tuple[list, list]:
+        """(Prediction, ...) of the expressible runs and ((run, reason), ...) of the others at ``cal``, which
+        holds the fitted values ``x`` (None: a calibration outside the fit, cached for this call only)."""
+        store, values = (self.cache, x.tolist()) if x is not None else ({}, None)
+        out, skipped = [], []
+        for r, key, uses in zip(self.runs, self.keys, self.uses):
+            full = (key, tuple(values[j] for j in uses)) if values is not None else key
+            got = store.pop(full, None)
+            if got is None:
+                try:
+                    got = figures(r, cal)
+                except ValueError as e:
+                    got = str(e)[:200]
+            store[full] = got  # last used last: the oldest go first below
+            if isinstance(got, str):
+                skipped.append((r, got))
+            else:
+                out.append(score(r, got))
+        while len(self.cache) > self.capacity:
+            del self.cache[next(iter(self.cache))]
+        return out, skipped
 
 
 def _residuals(preds: list[Prediction]) -> list[float]:
@@ -140,7 +177,7 @@ def request_seconds(runs, cal) -> float | None:
 
 
 def fit(runs: list[Run], base=None, *, constants=None, max_evaluations: int = 400, name: str | None = None,
-        fitted_on: tuple = ()) -> FitResult:
+        fitted_on: tuple = (), progress=None) -> FitResult:
     """Fit the calibration constants on ``runs``, starting from ``base`` (the default calibration).
 
     Parameters
@@ -150,6 +187,7 @@ def fit(runs: list[Run], base=None, *, constants=None, max_evaluations: int = 40
     constants : (name, generation or None) pairs to fit; None: :func:`fitted_constants`
     max_evaluations : the solver's budget of residual evaluations
     name : the fitted calibration's name; fitted_on : names of the sets it was fitted on
+    progress : called with the count of model evaluations after each (every run modelled once)
     """
     from scipy.optimize import least_squares
 
@@ -177,11 +215,13 @@ def fit(runs: list[Run], base=None, *, constants=None, max_evaluations: int = 40
     x0 = np.clip(np.array([_value(base, c, g) for c, g in constants]) / scale, lo + 1e-9, hi - 1e-9)
     start = np.maximum(x0, 1e-6)
     count = [0]
+    model = _Model(usable, constants, base)
 
     def residuals(x):
         count[0] += 1
-        cal = _with(base, constants, x * scale)
-        preds, _ = _predict_all(usable, cal)
+        preds, _ = model.predictions(_with(base, constants, x * scale), x)
+        if progress is not None:
+            progress(count[0])
         prior = PRIOR_WEIGHT * np.log(np.maximum(x, 1e-6) / start)
         return np.concatenate([np.array(_residuals(preds)), prior])
 
