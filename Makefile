@@ -6,6 +6,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8866
 TEAM_PORT ?= 8000
+# Test workers (pytest-xdist): one per core by default; each takes whole test files. JOBS=0 runs in this process.
+JOBS ?= auto
 # Optional extras to install; CI adds the PyTorch cross-check: make test EXTRAS=test,team,torch
 EXTRAS ?= test,team
 comma := ,
@@ -57,7 +59,7 @@ app: $(STAMP)
 test: $(STAMP)
 	$(call system_packages,$(TEST_PACKAGES))
 	@$(MAKE) --no-print-directory $(PROXY)
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(JOBS) --dist loadfile
 
 # The team server: JupyterHub with logins, one workbook per user, on http://127.0.0.1:$(TEAM_PORT)/
 team: $(STAMP)

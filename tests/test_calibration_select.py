@@ -98,7 +98,8 @@ def test_a_path_is_never_read_from_the_app_or_a_dict(tmp_path):
             data["policies"] = {"serving_calibration": value}
             with pytest.raises(ScenarioError) as refused:
                 loads(json.dumps(data), fmt="json")
-            messages[form].add(str(refused.value).replace(repr(path), "PATH"))
+            said = str(refused.value).replace(repr(path), "PATH")
+            messages[form].add(re.sub(r"\(got '[^)]*\)", "(got PATH)", said))  # a long path is cut short
             with pytest.raises(ScenarioError):
                 from_dict(data)
     # the same words whether the file exists, is a device, is missing or is not a calibration: nothing leaks
