@@ -252,6 +252,30 @@ def yes_no(flag) -> str:
     return "yes" if flag else "no"
 
 
+def parallelism(tensor_parallel: int, pipeline_parallel: int = 1, attention_dp: int = 1) -> str:
+    """One replica's split: "TP 4", "TP 1 × PP 2", "TP 8 (attention DP 8)"; its GPUs are TP × PP."""
+    text = f"TP {tensor_parallel}" + (f" × PP {pipeline_parallel}" if pipeline_parallel > 1 else "")
+    return text + (f" (attention DP {attention_dp})" if attention_dp > 1 else "")
+
+
+def serving_shape(service) -> str:
+    """How a service's GPUs are laid out, adding up to its GPUs: "13 replicas × TP 4", or, disaggregated,
+    "10 prefill replicas × TP 1 × PP 2 + 3 decode replicas × TP 4" (an :class:`aisize.plan.InferencePlan`)."""
+    def times(n: int, what: str, split: str) -> str:
+        return f"{count(n)} {what}replica{'' if n == 1 else 's'} × {split}"
+
+    p = service.pools
+    if service.serving_mode == "disaggregated" and p is not None and p.feasible:
+        prefill = p.context.get("prefill_shape")
+        p_dp = prefill.attention_dp if prefill is not None else 1
+        return (times(p.prefill_replicas, "prefill ", parallelism(p.prefill_tensor_parallel,
+                                                                   p.prefill_pipeline_parallel, p_dp))
+                + " + " + times(p.decode_replicas, "decode ", parallelism(
+                    p.decode_tensor_parallel, p.decode_pipeline_parallel, p.decode_attention_dp)))
+    return times(service.replicas, "", parallelism(service.tensor_parallel, service.pipeline_parallel,
+                                                   service.attention_dp))
+
+
 # ---------------------------------------------------------------------------------------------
 # Table headers from field names
 
@@ -281,7 +305,7 @@ HEADERS = {
     "gpu_hours": "GPU-hours", "days_low": "time, low [days]", "days_high": "time, high [days]",
     "mfu_assumed": "MFU assumed", "mfu_predicted": "MFU predicted", "samples_per_s_per_gpu": "samples/s per GPU",
     "throughput_basis": "throughput basis", "memory_per_gpu_gb": "memory per GPU [GB]",
-    "memory_fits": "fits in memory", "host_ram_fits": "host RAM fits", "ttft_s": "TTFT [s]",
+    "memory_fits": "fits in memory", "host_ram_fits": "host RAM fits", "ttft_s": "TTFT [s]", "ttft_mean_s": "TTFT mean [s]", "tpot_mean_ms": "TPOT mean [ms]",
     "tpot_ms": "TPOT [ms]", "latency_p95_s": "latency p95 [s]", "utilisation": "utilisation",
     "error_pct": "error [%]", "abs_error_pct": "|error| [%]", "hours": "hours of the day",
     "tolerance_pct": "tolerance [%]", "needs_input": "needs input", "median_abs_error_pct": "median |error| [%]",

@@ -25,8 +25,9 @@ def _round(x: float):
 
 
 def _jsonable(obj):
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):  # a field may say it is not data (a function)
+        return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+                if f.metadata.get("export", True)}
     if hasattr(obj, "model_dump"):  # the pydantic Scenario
         return obj.model_dump(mode="json")
     if isinstance(obj, Mapping):  # dicts, and read-only mappings (serving calibration's mappingproxy)
@@ -170,7 +171,9 @@ def workloads_table(plan) -> pd.DataFrame:
     for i in plan.inference:
         rows.append({"workload": i.name, "kind": "inference", "model": i.model, "gpus": i.gpus,
                      "servers": i.servers, "replicas": i.replicas, "tensor_parallel": i.tensor_parallel,
-                     "batch": i.batch, "ttft_s": i.ttft_seconds, "tpot_ms": i.tpot_seconds * 1e3,
+                     "prefill_replicas": i.pools.prefill_replicas if i.pools_estimate else None,
+                     "decode_replicas": i.pools.decode_replicas if i.pools_estimate else None,
+                     "batch": i.batch, "ttft_mean_s": i.ttft_seconds, "tpot_mean_ms": i.tpot_seconds * 1e3,
                      "latency_p95_s": i.latency_p95_seconds, "utilisation": i.utilisation,
                      "memory_per_gpu_gb": i.memory_per_gpu_bytes["total_bytes"] / GB, "memory_fits": i.fits,
                      "host_ram_gb": i.host_memory_needed_bytes / GB, "host_ram_fits": i.host_memory_fits})

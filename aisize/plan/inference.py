@@ -9,6 +9,7 @@ queueing views from :func:`aisize.queueing.inference_station`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -21,7 +22,7 @@ from aisize.plan.kvtiers import planned_cached_tokens, plan_kv_tiers, serving_ex
 from aisize.queueing import Station, inference_station, knee_concurrency
 from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
 from aisize.serving.costs import model_costs
-from aisize.serving.disaggregated import DisaggregatedPools, pools_curve, size_pools
+from aisize.serving.disaggregated import DisaggregatedPools, size_pools
 from aisize.serving.memory import weights_per_gpu_bytes
 from aisize.serving.sizing import candidate_shapes, choose_fleet, knee
 
@@ -42,7 +43,7 @@ class InferencePlan:
     pipeline_parallel: int
     attention_dp: int
     tp_searched: bool
-    gpus_per_replica: int  # an aggregated replica, or a decode replica when disaggregated
+    gpus_per_replica: int | None  # an aggregated replica's; None when disaggregated (prefill and decode differ)
     replica_gpus: tuple  # GPUs of every replica (prefill replicas first when disaggregated)
     weights_bytes: float  # whole model at the weight precision
     kv_bytes_per_token: float  # whole model at the KV precision
@@ -88,10 +89,13 @@ class InferencePlan:
     station: Station  # replicas x slots channels, S = time a request holds a slot
     knee_concurrency: int  # requests in flight at which mean latency reaches KNEE_FACTOR x unloaded (closed)
     estimate: serving.ServingEstimate | None  # the aggregated replica at its share of the rate (None: disaggregated)
-    pools: DisaggregatedPools | None  # prefill/decode pools when disaggregated
+    pools: DisaggregatedPools | None  # prefill/decode pools when disaggregated, with pools_estimate's latencies
     notes: tuple = ()
     concurrency: float | None = None  # users in flight, when the service was given that way
     kv_tiers: object = None  # prompt reuse and KV-cache tiers (aisize.plan.kvtiers.KVTierPlan), when prefix is given
+    # the pools bought, at the planned rate (serving.estimate_disaggregated): every latency of a disaggregated
+    # service (headline, pools, curve, knee) is read from it
+    pools_estimate: serving.DisaggregatedEstimate | None = None
 
     @property
     def feasible(self) -> bool:
@@ -266,9 +270,18 @@ def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
     mem = {"weights_bytes": weights, "kv_cache_bytes": kv}
     capacity = est.requests_per_s if not est.stable else (
         w.requests_per_s / max(est.prefill_utilisation, est.decode_batch / max(est.decode_slots, 1.0), 1e-12))
+    stat = w.slo_statistic
+    # the pools as bought, with the latencies of the model that evaluates them (size_pools sized them at the
+    # largest decode batch meeting TPOT): one figure per quantity on every surface
+    shown = dataclasses.replace(
+        pools, ttft_s=est.ttft_s, ttft_p95_s=est.ttft_p95_s, tpot_s=est.tpot_s, tpot_p95_s=est.tpot_p95_s,
+        ttft_statistic_s=est.ttft_p95_s if stat == "p95" else est.ttft_s,
+        tpot_statistic_s=est.tpot_p95_s if stat == "p95" else est.tpot_s, kv_transfer_s=est.kv_transfer_s,
+        kv_link_bytes_per_s=est.kv_link_bytes_per_s, kv_link_utilisation=est.kv_link_utilisation)
     return dict(
+        pools=shown, pools_estimate=est,
         serving_mode="disaggregated", tensor_parallel=d_tp, pipeline_parallel=d_pp, attention_dp=d_dp,
-        gpus_per_replica=d_gpus, replicas=pools.prefill_replicas + pools.decode_replicas,
+        gpus_per_replica=None, replicas=pools.prefill_replicas + pools.decode_replicas,
         replica_gpus=(p_gpus,) * pools.prefill_replicas + (d_gpus,) * pools.decode_replicas,
         memory_per_gpu_bytes=mem, kv_in_use_per_gpu_bytes=kv, batch=int(round(batch)), max_batch=pools.decode_batch,
         ttft_seconds=est.ttft_s, ttft_p95_seconds=est.ttft_p95_s, tpot_seconds=est.tpot_s,
@@ -278,17 +291,17 @@ def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
         if est.stable else math.inf, estimate=None)
 
 
-def _pools_knee(pools, requests_per_s) -> float:
+def _pools_knee(est) -> float:
     """Service rate at which the pools' mean request latency reaches KNEE_FACTOR x its light-load value [1/s]."""
-    c = pools_curve(pools, requests_per_s)
-    return knee(c["requests_per_s"], c["latency_mean_seconds"], C.KNEE_FACTOR)
+    c = serving.disaggregated_curve(est)
+    return knee(c["requests_per_s"], c["latency_mean_seconds"], C.KNEE_FACTOR) if len(c["requests_per_s"]) else 0.0
 
 
 def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t, kv=None) -> InferencePlan:
     agg_gpus = replicas * (shape.gpus if shape else 0)
     use_pools = pools is not None and pools.feasible and (not fleet.feasible or pools.gpus <= agg_gpus)
     v = (_disaggregated(w, ctx, arch, pools, C.serving_calibration(policies)) if use_pools
-         else _aggregated(w, ctx, shape, replicas, est, C.serving_calibration(policies)))
+         else _aggregated(w, ctx, shape, replicas, est, C.serving_calibration(policies)) | {"pools": pools})
     v["memory_per_gpu_bytes"]["total_bytes"] = sum(v["memory_per_gpu_bytes"].values())
     stat = w.slo_statistic
     ttft_met = (v["ttft_p95_seconds"] if stat == "p95" else v["ttft_seconds"]) <= ttft_t
@@ -317,10 +330,10 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
         latency_mean_seconds=mean_request,
         latency_p95_seconds=v["ttft_p95_seconds"] + (w.output_tokens - 1) * v["tpot_p95_seconds"],
         knee_requests_per_s=(fleet.knee_requests_per_s * v["replicas"] if v["estimate"] else
-                             _pools_knee(pools, w.requests_per_s) if use_pools else 0.0),
+                             _pools_knee(v["pools_estimate"]) if use_pools else 0.0),
         within_context=seq <= arch.max_seq,
         context_window=arch.max_seq, uncalibrated=bool(est.uncalibrated) if est else False,
         model_loads_per_hour=w.model_loads_per_hour, host_memory_needed_bytes=float(host.memory.total_bytes),
         server_host_memory_bytes=float(ctx.server.host_memory_bytes), host_memory_fits=bool(host.memory_fits),
-        station=station, knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)), pools=pools,
+        station=station, knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)),
         notes=tuple(est.notes) + (kv.notes if kv else ()) if est else (), kv_tiers=kv, **v)

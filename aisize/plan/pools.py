@@ -128,7 +128,8 @@ def training_candidate(w, index: int, pool_index: int, pool: Pool, policies, slo
 def inference_candidate(w, index: int, pool_index: int, pool: Pool, policies, slots) -> Candidate:
     i = plan_inference(w, pool.ctx, policies)
     spec = pool.spec
-    fewest_servers(i.gpus, spec, f"{i.replicas:,} replicas of {i.gpus_per_replica} GPUs")
+    fewest_servers(i.gpus, spec, f"{i.replicas:,} replicas of {i.gpus_per_replica} GPUs" if i.gpus_per_replica else
+                   f"{i.replicas:,} prefill and decode replicas, {i.gpus:,} GPUs in all")
     per_replica = max(i.replica_gpus, default=1)  # a replica spans servers only when larger than one
     pieces = [piece for g in i.replica_gpus for piece in split(g, spec.gpus_per_server)] or split(1, spec.gpus_per_server)
     # a disaggregated service ships every request's KV cache from prefill to decode GPUs over the fabric

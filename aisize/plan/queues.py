@@ -19,7 +19,7 @@ from aisize.plan.inference import InferencePlan
 from aisize.plan.storage import StoragePlan
 from aisize.queueing import Station, latency_vs_concurrency
 from aisize.serving.curves import latency_curve as serving_latency_curve
-from aisize.serving.disaggregated import pools_curve
+from aisize.serving.pools import disaggregated_curve
 
 STORAGE_CURVE_POINTS = 60
 STORAGE_CURVE_SPAN = (2.0, 1.2)  # default storage curve: to 2x the knee or 1.2x the blend, whichever is more
@@ -53,7 +53,7 @@ def latency_curve(p: InferencePlan, points: int = 50) -> pd.DataFrame:
 
 def _pools_curve(p: InferencePlan, points: int) -> pd.DataFrame:
     """Latency vs rate of a disaggregated service's fixed pools, up to the first overload."""
-    return pd.DataFrame(pools_curve(p.pools, p.requests_per_s, points))
+    return pd.DataFrame(disaggregated_curve(p.pools_estimate, points))
 
 
 def concurrency_curve(station: Station, concurrency) -> pd.DataFrame:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from aisize import catalog
+from aisize import format as F
 from aisize.plan import bom_table
 from aisize.report.context import ReportContext
 from aisize.report.markup import (DASH, Html, block, count, days, duration, esc, facts, note, para,
@@ -39,8 +40,7 @@ def workload_lines(ctx: ReportContext) -> list[str]:
         target = f", target {t.target_days:g} days" if t.target_days is not None else ""
         lines.append(f"{t.name}: {days(t.training_days)} days on {count(t.gpus)} GPUs{target}{spread}.")
     for i in ctx.plan.inference:
-        lines.append(f"{i.name}: {count(i.replicas)} replica{'' if i.replicas == 1 else 's'} × TP "
-                     f"{i.tensor_parallel} = {count(i.gpus)} GPUs for {i.requests_per_s:g} requests/s, "
+        lines.append(f"{i.name}: {F.serving_shape(i)} = {count(i.gpus)} GPUs for {i.requests_per_s:g} requests/s, "
                      f"p95 latency {duration(i.latency_p95_seconds)} (target "
                      f"{duration(i.latency_target_seconds)}).")
     for d in ctx.plan.dataprep:

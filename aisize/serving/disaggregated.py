@@ -88,7 +88,8 @@ class DisaggregatedPools:
     kv_link_utilisation: float  # of the prefill pool's NICs
     ttft_s: float
     ttft_p95_s: float
-    tpot_s: float  # decode-only iteration: mean and p95 alike
+    tpot_s: float  # mean: the decode-only iteration (at the sized batch, until the plan evaluates the pools)
+    tpot_p95_s: float
     ttft_statistic_s: float
     tpot_statistic_s: float
     context: dict = field(default_factory=dict, repr=False, compare=False)  # what the latency curve needs
@@ -175,7 +176,7 @@ def size_pools(model, accelerator, *, weight_precision, kv_precision, input_toke
     return DisaggregatedPools(
         True, "", p_shape.tensor_parallel, p_shape.pipeline_parallel, d_shape.tensor_parallel,
         d_shape.pipeline_parallel, d_shape.attention_dp, n_p, n_d, int(n_p * gpus[kp]), int(n_d * gpus[kd]), q,
-        int(d_batch), kv_req, float(transfer[kp]), link, link / (n_p * gpus[kp] * nic), ttft, ttft95, td,
+        int(d_batch), kv_req, float(transfer[kp]), link, link / (n_p * gpus[kp] * nic), ttft, ttft95, td, td,
         ttft95 if statistic == "p95" else ttft, td, context)
 
 
@@ -224,7 +225,7 @@ def pools_curve(pools: DisaggregatedPools, requests_per_s: float, points: int = 
 def _infeasible(reason: str) -> DisaggregatedPools:
     inf = math.inf
     return DisaggregatedPools(False, reason, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, inf, 0.0, 0.0, inf, inf, inf, inf,
-                              inf)
+                              inf, inf)
 
 
 __all__ = ["DisaggregatedPools", "size_pools", "pools_latency", "prefill_iteration_seconds", "decode_iteration_seconds",

@@ -30,7 +30,7 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -151,6 +151,10 @@ class DisaggregatedEstimate:
     acceptance_length: float = 1.0
     uncalibrated: bool = False
     notes: tuple = ()
+    max_requests_per_s: float = 0.0  # the pools' capacity: the slower pool saturates here
+    # TTFT and TPOT (means, p95) of these pools at open-loop rates (vectorized): the model behind every figure above,
+    # so a curve over load (:func:`disaggregated_curve`) passes through them. Not exported (a function).
+    latency_at: Callable | None = field(default=None, repr=False, compare=False, metadata={"export": False})
 
     @property
     def gpus(self) -> int:
@@ -337,7 +341,28 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
         prefill_utilisation=state["rho"], decode_batch=state["batch"], decode_slots=slots,
         prefill_seconds=state["t_pre"], kv_bytes_per_request=kv_req, kv_transfer_s=transfer, kv_link=kind,
         kv_link_bytes_per_s=link_load, kv_link_utilisation=link_load / (link_rate * p_pool.gpus),
-        notes=tuple(notes))
+        notes=tuple(notes), max_requests_per_s=x_max, latency_at=at)
+
+
+def disaggregated_curve(est: DisaggregatedEstimate, points: int = 48) -> dict:
+    """TTFT and TPOT (mean, p95) and request latency of ``est``'s pools from 1 % to 99 % of their capacity, from
+    the same model as its figures [1/s, s]; empty arrays for pools that are not feasible."""
+    n = int(checks.scalar("points", checks.integer("points", points, low=2, high=10_000)))
+    if not est.feasible or est.latency_at is None or not est.max_requests_per_s > 0:
+        empty = np.zeros(0)
+        return {k: empty for k in ("requests_per_s", "utilisation", "ttft_seconds", "ttft_p95_seconds",
+                                   "tpot_seconds", "tpot_p95_seconds", "latency_mean_seconds", "latency_p95_seconds")}
+    rates = np.linspace(0.01, 0.99, n) * est.max_requests_per_s
+    s = est.latency_at(rates)
+    ok = np.asarray(s["ok"], dtype=bool) & (rates < est.max_requests_per_s)
+    out = {"requests_per_s": rates, "utilisation": rates / est.max_requests_per_s}
+    for key, name in (("ttft", "ttft_seconds"), ("ttft95", "ttft_p95_seconds"), ("tpot", "tpot_seconds"),
+                      ("tpot95", "tpot_p95_seconds")):
+        out[name] = np.where(ok, np.asarray(s[key], dtype=float) * np.ones(n), np.inf)
+    o = est.output_tokens
+    out["latency_mean_seconds"] = out["ttft_seconds"] + (o - 1) * out["tpot_seconds"]
+    out["latency_p95_seconds"] = out["ttft_p95_seconds"] + (o - 1) * out["tpot_p95_seconds"]
+    return out
 
 
 def _closed_loop(at, concurrency, x_max, output_tokens):
