@@ -306,7 +306,8 @@ HEADERS = {
     "mfu_assumed": "MFU assumed", "mfu_predicted": "MFU predicted", "samples_per_s_per_gpu": "samples/s per GPU",
     "throughput_basis": "throughput basis", "memory_per_gpu_gb": "memory per GPU [GB]",
     "memory_fits": "fits in memory", "host_ram_fits": "host RAM fits", "ttft_s": "TTFT [s]",
-    "ttft_mean_s": "TTFT mean [s]", "tpot_mean_ms": "TPOT mean [ms]", "tpot_ms": "TPOT [ms]", "latency_p95_s": "latency p95 [s]", "utilisation": "utilisation",
+    "ttft_mean_s": "TTFT mean [s]", "tpot_mean_ms": "TPOT mean [ms]", "tpot_ms": "TPOT [ms]",
+    "latency_p95_s": "latency p95 [s]", "utilisation": "utilisation",
     "error_pct": "error [%]", "abs_error_pct": "|error| [%]", "hours": "hours of the day",
     "tolerance_pct": "tolerance [%]", "needs_input": "needs input", "median_abs_error_pct": "median |error| [%]",
     "max_abs_error_pct": "max |error| [%]", "ok": "within tolerance", "implied": "implied"
