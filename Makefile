@@ -8,7 +8,8 @@ PORT ?= 8866
 TEAM_PORT ?= 8000
 # Test workers (pytest-xdist): one per core by default; each takes whole test files. JOBS=0 runs in this process.
 JOBS ?= auto
-# Optional extras to install; CI adds the PyTorch cross-check: make test EXTRAS=test,team,torch
+# Optional extras to install; CI adds the PyTorch cross-check and the kernel import:
+# make test EXTRAS=test,team,torch,kernels
 EXTRAS ?= test,team
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))

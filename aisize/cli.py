@@ -12,6 +12,7 @@ import sys
 
 from aisize import __version__
 from aisize.calibrate.cli import configure_parser as calibrate_parser
+from aisize.kernels.cli import configure_parser as kernels_parser
 
 EXIT_USAGE = 2
 
@@ -209,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=validation_cli.run)
 
     calibrate_parser(sub.add_parser("calibrate", help="refit the serving calibration on your own benchmark runs"))
+    kernels_parser(sub.add_parser("kernels", help="NVIDIA's measured kernel timings: import (aisize[kernels]) or "
+                                                  "list them"))
     p = sub.add_parser("model", help="describe a model: architecture, parameters, weight and KV bytes")
     p.add_argument("model", help="a config.json, a folder holding one (with model.safetensors.index.json, "
                                  "its total_size is shown), or a catalog model id")
