@@ -258,22 +258,29 @@ def parallelism(tensor_parallel: int, pipeline_parallel: int = 1, attention_dp: 
     return text + (f" (attention DP {attention_dp})" if attention_dp > 1 else "")
 
 
+def pool_shapes(service) -> tuple[str, str] | None:
+    """A disaggregated service's pools, short: ("10 × TP 1 × PP 2", "3 × TP 4"); None when it is not one."""
+    p = service.pools
+    if service.serving_mode != "disaggregated" or p is None or not p.feasible:
+        return None
+    prefill = p.context.get("prefill_shape")
+    return (f"{count(p.prefill_replicas)} × " + parallelism(p.prefill_tensor_parallel, p.prefill_pipeline_parallel,
+                                                           prefill.attention_dp if prefill is not None else 1),
+            f"{count(p.decode_replicas)} × " + parallelism(p.decode_tensor_parallel, p.decode_pipeline_parallel,
+                                                          p.decode_attention_dp))
+
+
 def serving_shape(service) -> str:
     """How a service's GPUs are laid out, adding up to its GPUs: "13 replicas × TP 4", or, disaggregated,
     "10 prefill replicas × TP 1 × PP 2 + 3 decode replicas × TP 4" (an :class:`aisize.plan.InferencePlan`)."""
-    def times(n: int, what: str, split: str) -> str:
-        return f"{count(n)} {what}replica{'' if n == 1 else 's'} × {split}"
-
-    p = service.pools
-    if service.serving_mode == "disaggregated" and p is not None and p.feasible:
-        prefill = p.context.get("prefill_shape")
-        p_dp = prefill.attention_dp if prefill is not None else 1
-        return (times(p.prefill_replicas, "prefill ", parallelism(p.prefill_tensor_parallel,
-                                                                   p.prefill_pipeline_parallel, p_dp))
-                + " + " + times(p.decode_replicas, "decode ", parallelism(
-                    p.decode_tensor_parallel, p.decode_pipeline_parallel, p.decode_attention_dp)))
-    return times(service.replicas, "", parallelism(service.tensor_parallel, service.pipeline_parallel,
-                                                   service.attention_dp))
+    pools = pool_shapes(service)
+    if pools is not None:
+        (n_p, split_p), (n_d, split_d) = (text.split(" × ", 1) for text in pools)
+        return (f"{n_p} prefill replica{'' if n_p == '1' else 's'} × {split_p} + "
+                f"{n_d} decode replica{'' if n_d == '1' else 's'} × {split_d}")
+    n = service.replicas
+    return f"{count(n)} replica{'' if n == 1 else 's'} × " + parallelism(
+        service.tensor_parallel, service.pipeline_parallel, service.attention_dp)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,7 +310,7 @@ HEADERS = {
     "peak_host_ram_gb": "peak host RAM [GB]", "host_ram_gb": "host RAM [GB]", "peak_nics": "peak NICs used",
     "start_day": "start [day]", "end_day": "end [day]", "busy_gpu_hours": "busy GPU-hours",
     "gpu_hours": "GPU-hours", "days_low": "time, low [days]", "days_high": "time, high [days]",
-    "mfu_assumed": "MFU assumed", "mfu_predicted": "MFU predicted", "samples_per_s_per_gpu": "samples/s per GPU",
+    "mfu_assumed": "MFU of the time", "mfu_predicted": "MFU predicted", "samples_per_s_per_gpu": "samples/s per GPU",
     "throughput_basis": "throughput basis", "memory_per_gpu_gb": "memory per GPU [GB]",
     "memory_fits": "fits in memory", "host_ram_fits": "host RAM fits", "ttft_s": "TTFT [s]",
     "ttft_mean_s": "TTFT mean [s]", "tpot_mean_ms": "TPOT mean [ms]", "tpot_ms": "TPOT [ms]",

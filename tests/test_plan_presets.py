@@ -101,12 +101,16 @@ def test_littles_law_reports_chassis_knee_and_link_speed_matters():
 def test_llama3_pretraining_days_checkpoint_and_goodput():
     p = plan(preset("llama3-70b-pretrain"))
     t = p.training[0]
-    # (6N + 12·L·h·s)·D FLOPs (PaLM appendix B) at 1024 x 989.4 TFLOP/s x MFU 0.4, then / goodput
+    # the time is the step-time model's at the chosen layout (issue 47): its steps x the predicted step, / goodput;
+    # the MFU it rests on is (6N + 12·L·h·s)·D FLOPs (PaLM appendix B) over that time on 1024 x 989.4 TFLOP/s
     n = t.params
     flops = (6 * n + 12 * 80 * 8192 * 8192) * 15e12
     assert n == pytest.approx(70.6e9, rel=0.01)  # the model card's 70.6 B
-    seconds = flops / (1024 * 989.4e12 * 0.4)
-    assert t.training_seconds == pytest.approx(seconds / t.goodput, rel=1e-9)
+    steps = 15e12 / (t.layout.global_batch * t.seq_len)
+    assert t.training_seconds == pytest.approx(steps * t.step_seconds_predicted / t.goodput, rel=1e-9)
+    assert t.throughput_rule == "step-time" and t.training_days_predicted == t.training_days
+    assert t.mfu_assumed == pytest.approx(flops / (1024 * 989.4e12 * t.training_seconds * t.goodput), rel=1e-3)
+    assert t.mfu_assumed == pytest.approx(t.mfu_predicted, rel=0.02)
     assert 150 < t.training_days < 300
     assert 0.8 < t.goodput < 1.0
     # MLPerf Storage: Llama 3 70B checkpoint 912 GB (binary, 14 B/param)

@@ -112,9 +112,28 @@ def gpus_vs_days(scenario, workload, days, *, memory: bool = False) -> pd.DataFr
     out = pd.DataFrame({"target_days": target_days, "gpus": gpus, "servers": sz.servers.astype(np.int64),
                         "goodput": sz.goodput, "training_days": planned_days, "days_low": low,
                         "days_high": high, "plannable": ok})
+    # a transformer's full training is timed by the step-time model at the layout plan() chooses for each target
+    # (aisize.plan.training): those rows are plan()'s own, so the curve passes through every plan
+    stepped = job.kind == "transformer" and job.lora_rank is None
+    plans = [_plan_or_none(w.model_copy(update={"target_days": float(d)}), ctx, pol) if k and (stepped or memory)
+             else None for d, k in zip(target_days, ok)]
+    if stepped:
+        for row, p in enumerate(plans):
+            if p is None:
+                out.loc[row, "plannable"] = False
+                continue
+            out.loc[row, ["gpus", "servers"]] = (p.gpus, p.servers)
+            out.loc[row, ["goodput", "training_days", "days_low", "days_high"]] = (
+                p.goodput, p.training_days, p.days_low, p.days_high)
     if memory:
-        plans = [plan_training(w.model_copy(update={"target_days": float(d)}), ctx, pol) if k else None
-                 for d, k in zip(target_days, ok)]
         out["memory_fits"] = [p.memory_fits if p else None for p in plans]
         out["memory_per_gpu_bytes"] = [p.memory_bytes["total_bytes"] if p else np.nan for p in plans]
     return out
+
+
+def _plan_or_none(w, ctx, pol):
+    """plan_training of ``w``, or None where it refuses the target (beyond the limits, no layout)."""
+    try:
+        return plan_training(w, ctx, pol)
+    except ValueError:
+        return None

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from aisize import format as F
 from aisize import models
 from aisize.compute import chinchilla, energy_joules, gpu_hours
@@ -64,7 +66,8 @@ class TrainingPlan:
     samples: float | None
     model_flops: float
     peak_flops_per_s: float
-    mfu_assumed: float  # MFU the time rests on: the policy (LLMs) or what the throughput implies (others)
+    mfu_assumed: float  # MFU the time rests on: the step-time model's (a transformer's full training), the
+    # policy's (adapters), or what the throughput implies (other models)
     mfu_predicted: float | None  # from aisize.training's step time, against peak_flops_per_s (full training only)
     step_seconds_predicted: float | None
     goodput: float
@@ -156,10 +159,104 @@ def _transformer_layout(job: J.JobInputs, w, gpus, gb, ctx, policies):
     return lay, est.memory.as_dict(), float(est.mfu), float(est.step_seconds), parts
 
 
+STEP_TIME_PASSES = 4  # GPUs <-> predicted MFU steps toward a target (the count settles in 1-2)
+DOWNWARD_CANDIDATES = 5  # rounder counts tried below the first that meets (the time is not monotone in GPUs)
+
+
+@dataclass(frozen=True)
+class _Timed:
+    sizing: J.Sizing
+    layout: LayoutChoice
+    memory: dict
+    mfu: float  # predicted, against the plan's peak
+    step_seconds: float
+    parts: dict
+
+
+def _timed_at(job: J.JobInputs, w, ctx, policies, gpus: int) -> _Timed | None:
+    """The job on exactly ``gpus`` GPUs, its time the step-time model's (None where it predicts nothing)."""
+    fixed = w.model_copy(update={"gpus": gpus})
+    sz = J.size(job, fixed, ctx, policies)  # servers, checkpoints and goodput at this count
+    lay, mem, mfu_pred, step_pred, parts = _transformer_layout(job, fixed, gpus, J.global_batch(w, job.seq_len, gpus),
+                                                               ctx, policies)
+    if step_pred is None or not math.isfinite(step_pred) or step_pred <= 0:
+        return None
+    mfu_pred *= peak_flops_per_s(ctx.accelerator, recipe(job.dtype, ctx.accelerator).high_dtype) \
+        / job.peak_flops_per_s  # the engine measures MFU against the 16-bit peak; the plan against its own
+    running = job.tokens / (lay.global_batch * job.seq_len) * step_pred
+    goodput = float(sz.goodput)
+    seconds = running / goodput if goodput > 0 else math.inf
+    sz = dataclasses.replace(sz, running_seconds=np.asarray(running), seconds=np.asarray(seconds))
+    return _Timed(sz, lay, mem, float(mfu_pred), float(step_pred), parts)
+
+
+def _rounder_counts(gpus: int, per: int) -> list[int]:
+    """Counts below ``gpus`` that are multiples of ever more servers (1,136, 1,120, 1,088, 1,024 below 1,152 on
+    8-GPU servers), largest first: a batch splits over them as people deploy, where the count just below a
+    good one often splits badly (2,048 sequences over 1,136 GPUs take 330 days against 189 on 1,024)."""
+    out = sorted({(gpus - 1) // (per * 2 ** k) * (per * 2 ** k) for k in range(1, 12)} - {0}, reverse=True)
+    return out[:DOWNWARD_CANDIDATES]
+
+
+def _sized_by_step_time(job: J.JobInputs, w, ctx, policies, sz: J.Sizing):
+    """(Sizing, LayoutChoice, memory, predicted MFU, predicted step [s], parts) of a transformer job timed by the
+    step-time model at the layout it chooses (aisize.training.estimate, validated on published runs); None where
+    the model predicts nothing (adapter training, no layout), and the MFU policy's sizing ``sz`` stands.
+
+    GPUs given: the time at that count. A target time: the fewest GPUs found to meet it. The time is not monotone
+    in the GPU count (2,048 sequences over 1,152 GPUs split worse than over 1,024), so the search steps from the
+    MFU policy's count along the predicted MFU, up a splittable count at a time when no count met the target yet,
+    then tries :data:`DOWNWARD_CANDIDATES` rounder counts below the best (:func:`_rounder_counts`).
+    """
+    timed: dict[int, _Timed | None] = {}
+
+    def at(g: int) -> _Timed | None:
+        if g not in timed:
+            try:
+                timed[g] = _timed_at(job, w, ctx, policies, g)
+            except ValueError:  # a count searched around the first: no layout there (a given one does not divide)
+                timed[g] = None
+        return timed[g]
+
+    g = int(sz.gpus)
+    timed[g] = _timed_at(job, w, ctx, policies, g)  # the policy's count: its errors are the plan's
+    if timed[g] is None:
+        return None
+    if w.gpus is None:
+        target = w.target_days * DAY * (1 + 1e-9)
+        per = ctx.server.gpus
+        for _ in range(STEP_TIME_PASSES):
+            t = at(g)
+            implied = job.flops / (float(t.sizing.running_seconds) * g * job.peak_flops_per_s)
+            nxt = int(J.size(dataclasses.replace(job, mfu=min(float(implied), 1.0)), w, ctx, policies).gpus)
+            if nxt in timed:
+                break
+            g = nxt
+        met = sorted(k for k, t in timed.items() if t is not None and float(t.sizing.seconds) <= target)
+        if not met:  # up a splittable count at a time
+            g = max(k for k, t in timed.items() if t is not None)
+            for _ in range(STEP_TIME_PASSES):
+                g = int(J._next_splittable(job, w, ctx, np.array([float(g + per)]), per, J.MAX_GPUS)[0])
+                t = at(g)
+                if t is not None and float(t.sizing.seconds) <= target:
+                    met = [g]
+                    break
+        best = met[0] if met else min((k for k, t in timed.items() if t is not None),
+                                      key=lambda k: float(timed[k].sizing.seconds))
+        for lower in _rounder_counts(best, per):
+            t = at(lower)
+            if t is not None and float(t.sizing.seconds) <= target:
+                best = lower
+        g = best
+    t = at(g)
+    return t.sizing, t.layout, t.memory, t.mfu, t.step_seconds, t.parts
+
+
 def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput | None):
     """(low, high, basis, MfuRange or None) around ``days``.
 
-    Transformers (``tp`` None): time scales as policy MFU / m over the MFUs of
+    Transformers (``tp`` None): ``policy_mfu`` is the MFU ``days`` rests on (the step-time model's, or the
+    policy's where it predicts nothing); time scales as that MFU / m over the MFUs of
     published runs of a similar scale (aisize.validation.ranges). Measured or
     calibrated throughput: time scales as rate / r over the spread of the
     measurements (frameworks; multi-GPU rows for multi-GPU jobs), not by MFU.
@@ -175,7 +272,7 @@ def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput
         r = dataclasses.replace(C.mfu_range_for(gpus), expected=policy_mfu)
         low, _, high = time_range(days, r)
         return float(low), float(high), (f"MFU {F.pct(r.low)} to {F.pct(r.high)} in {len(r.cases)} published "
-                                          f"runs: {r.rule}; against the assumed {F.pct(policy_mfu)}"), r
+                                          f"runs: {r.rule}; against this plan's {F.pct(policy_mfu)}"), r
     if tp.rule in ("measured", "calibrated"):
         rate = tp.samples_per_s_per_gpu
         return (days * rate / tp.high_samples_per_s_per_gpu, days * rate / tp.low_samples_per_s_per_gpu,
@@ -214,12 +311,17 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
     gp, seconds = float(sz.goodput), float(sz.seconds)
     if job.kind == "transformer":
         arch, seq, tokens = job.model, job.seq_len, job.tokens
-        gb = J.global_batch(w, seq, gpus)
-        lay, mem, mfu_pred, step_pred, parts = _transformer_layout(job, w, gpus, gb, ctx, policies)
-        if mfu_pred is not None:  # the engine measures MFU against the 16-bit peak; the plan against its own
-            mfu_pred *= peak_flops_per_s(ctx.accelerator, recipe(job.dtype, ctx.accelerator).high_dtype) \
-                / job.peak_flops_per_s
-        tp, mfu_used = None, policies.mfu
+        timed = _sized_by_step_time(job, w, ctx, policies, sz)
+        if timed is not None:  # the step-time model sets the GPUs (for a target) and the time
+            sz, lay, mem, mfu_pred, step_pred, parts = timed
+            gpus, servers, cp = int(sz.gpus), int(sz.servers), _scalar_checkpoint(sz.checkpoint)
+            gp, seconds = float(sz.goodput), float(sz.seconds)
+            mfu_used = job.flops / (float(sz.running_seconds) * gpus * job.peak_flops_per_s)
+        else:  # adapters, or no layout: the MFU policy
+            lay, mem, mfu_pred, step_pred, parts = _transformer_layout(job, w, gpus, J.global_batch(w, seq, gpus),
+                                                                       ctx, policies)
+            mfu_used = policies.mfu
+        tp = None
         per_gpu_rate = tokens / float(sz.running_seconds) / gpus  # tokens/s per GPU while running
         sample_bytes = 2.0 if arch.vocab < 65_536 else 4.0  # DESIGN.md "Datasets"
         fmt, batch_bytes, samples = "tfrecord", lay.micro_batch * seq * sample_bytes, None
@@ -251,10 +353,8 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
                            offloaded_optimizer_bytes=mem.get("host_bytes", 0.0) * min(per, gpus))
     hm = host.memory
     days = seconds / DAY
-    low, high, range_basis, range_mfu = days_range(days, policies.mfu, gpus, tp)
-    predicted_days = None
-    if step_pred is not None and gp:  # the job's steps at the predicted step time, stretched by the same goodput
-        predicted_days = float(tokens / (lay.global_batch * seq) * step_pred / gp / DAY)
+    low, high, range_basis, range_mfu = days_range(days, mfu_used if tp is None else policies.mfu, gpus, tp)
+    predicted_days = days if step_pred is not None and gp else None  # the headline itself, when the model sets it
     return TrainingPlan(
         w.name, w.team, _model_name(w.model), kind, dataset_id, w.method, gpus, servers, params, job.checkpoint_params,
         tokens, samples,
@@ -270,8 +370,11 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
         float(dataset_bytes), cp,
         {k: float(v) for k, v in vars(hm).items()}, float(hm.total_bytes), float(ctx.server.host_memory_bytes),
         bool(host.memory_fits),
-        throughput_rule=tp.rule if tp else "policy-mfu",
-        throughput_basis=tp.basis if tp else f"FLOPs at the assumed MFU {F.pct(policies.mfu)}",
+        throughput_rule=tp.rule if tp else "step-time" if step_pred is not None else "policy-mfu",
+        throughput_basis=tp.basis if tp else (
+            f"the step-time model at the chosen layout (MFU {F.pct(mfu_used)})" if step_pred is not None else
+            f"FLOPs at the assumed MFU {F.pct(policies.mfu)} (policies.mfu: the step-time model does not "
+            f"predict {'adapter training' if job.lora_rank is not None else 'this job'})"),
         throughput_source=tp.source if tp else None,
         days_low=float(low), days_high=float(high), days_range_basis=range_basis, days_range_mfu=range_mfu,
         seq_len=job.seq_len, step_parts_seconds=parts, training_days_predicted=predicted_days)

@@ -69,7 +69,7 @@ def inference(ctx: ReportContext) -> Html:
         block(mem_t)]
     pools = [i for i in p.inference if i.pools is not None and i.pools.feasible]
     if pools:
-        rows = [[i.name, i.serving_mode, *F.serving_shape(i).split(" + "), count(i.pools.prefill_gpus),
+        rows = [[i.name, i.serving_mode, *F.pool_shapes(i), count(i.pools.prefill_gpus),
                  count(i.pools.decode_gpus), gb(i.pools.kv_bytes_per_request), duration(i.pools.kv_transfer_s),
                  rate(i.pools.kv_link_bytes_per_s), pct(i.pools.kv_link_utilisation)] for i in pools]
         out.append(block(table(["Service", "Chosen mode", "Prefill pool", "Decode pool", "Prefill GPUs",

@@ -58,14 +58,12 @@ def _layout(t) -> str:
 
 def time_table(ctx: ReportContext) -> Html:
     rows = [[t.name, count(t.gpus), count(t.servers), pct(t.mfu_assumed),
-             pct(t.mfu_predicted) if t.mfu_predicted is not None else DASH, pct(t.goodput, 1),
-             days(t.training_days),
-             days(t.training_days_predicted) if t.training_days_predicted is not None else DASH,
-             f"{t.target_days:g}" if t.target_days is not None else DASH,
+             "step-time model" if t.throughput_rule == "step-time" else "assumed MFU (policy)"
+             if t.throughput_rule == "policy-mfu" else t.throughput_rule, pct(t.goodput, 1),
+             days(t.training_days), f"{t.target_days:g}" if t.target_days is not None else DASH,
              sig(t.gpu_hours), mwh(t.energy_joules)] for t in ctx.plan.training]
-    return table(["Workload", "GPUs", "Servers", "MFU assumed", "MFU predicted", "Goodput",
-                  "Time [days]", "At predicted MFU [days]", "Target [days]", "GPU-hours", "GPU energy"], rows,
-                 caption="Time to train", css="numeric")
+    return table(["Workload", "GPUs", "Servers", "MFU", "Timed by", "Goodput", "Time [days]", "Target [days]",
+                  "GPU-hours", "GPU energy"], rows, caption="Time to train", css="numeric")
 
 
 def step_table(ctx: ReportContext) -> Html:

@@ -94,7 +94,9 @@ class TrainingSection(Section):
         self.gpus = K.log_slider("GPUs [count]", 8, 1, 65_536, "GPUs the job runs on", steps_per_decade=30,
                                  fmt=".0f")
         self.mfu = K.float_slider("MFU assumed [ratio]", 0.4, 0.05, 0.9, 0.01, "Model FLOPs utilisation: "
-                                  "share of dense peak a run achieves (policy; large runs 0.35-0.50)", fmt=".2f")
+                                  "share of dense peak a run achieves (policy; large runs 0.35-0.50). It times "
+                                  "only what the step-time model does not: LoRA and QLoRA fine-tunes, models that "
+                                  "are not transformers", fmt=".2f")
         self.parallel = K.dropdown("Parallelism", [("auto (search)", "auto"), ("fixed", "fixed")], "auto",
                                    "Search the fastest layout that fits, or fix TP/PP/ZeRO/micro-batch")
         small = dict(layout=widgets.Layout(width="136px"), style={"description_width": "56px"})
@@ -245,7 +247,7 @@ class TrainingSection(Section):
         items = [K.card("training.gpus", "GPUs for this job", t.gpus, "GPUs", "GPUs the job runs on (whole servers)"),
                  K.card("training.servers", "Servers for this job", t.servers, "servers"),
                  K.card("training.days", "Time to train", F.days(t.training_days), "",
-                        "Expected wall-clock time at the assumed MFU, after goodput")]
+                        f"Expected wall-clock time after goodput; throughput: {t.throughput_basis}")]
         if t.days_low < t.days_high:
             label = "Range (high–low MFU)" if t.days_range_mfu is not None else "Range (measured throughputs)"
             items.append(K.card("training.days_range", label, F.span(t.days_low, t.days_high, "days"), "",
@@ -264,9 +266,6 @@ class TrainingSection(Section):
             items.append(K.card("training.mfu_predicted", "MFU predicted", "not modelled", "",
                                 "The step-time model times full training of a transformer; a LoRA or QLoRA "
                                 "fine-tune, or a model that is not a transformer, is timed at the assumed MFU"))
-        if t.training_days_predicted is not None:
-            items.append(K.card("training.days_predicted", "Time at predicted MFU", F.days(t.training_days_predicted),
-                                "", "The same job at the step-time model's MFU instead of the assumed one"))
         items += [K.card("training.goodput", "Goodput", F.pct(t.goodput), "",
                          "Share of time doing useful work after checkpoints and failures"),
                   K.card("training.gpu_hours", "GPU-hours", F.sig(t.gpu_hours), "GPU-hours"),
