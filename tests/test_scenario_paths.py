@@ -281,3 +281,17 @@ def test_an_unexpected_failure_while_loading_a_file_is_shown_on_the_page(app, mo
     _upload(section.upload, dumps(preset("io-blender")).encode(), "b.yaml")
     assert "scenario B: the file" in section.error.value and said in section.error.value
     assert app.state.data == before  # nothing was changed
+
+
+def test_a_plan_that_runs_out_of_memory_on_a_move_is_said_on_the_page(app, monkeypatch):
+    """Issue 46.4: a MemoryError anywhere in the app shows a message; a slider move re-plans the scenario."""
+    from aisize.app import state as app_state
+
+    def exhausted(scenario):
+        raise MemoryError
+
+    before = app.state.data
+    monkeypatch.setattr(app_state, "plan", exhausted)
+    said = app.state.set(("policies", "memory_headroom"), 0.2)
+    assert said is not None and "ran out of memory" in said and "last plan is kept" in said
+    assert app.state.data == before

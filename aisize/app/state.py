@@ -101,6 +101,10 @@ class AppState:
             new_plan = plan(scenario)
         except INPUT_ERRORS as error:
             return message(error)
+        except MemoryError:  # a widget callback's exception shows nothing: the page says so (issue 46.4)
+            logging.getLogger(__name__).error("planning ran out of memory", exc_info=True)
+            return ("the plan could not be made: the server ran out of memory planning this scenario; the "
+                    "last plan is kept")
         self.data, self.plan = to_dict(scenario), new_plan
         for listener in list(self.listeners):
             listener(new_plan)
