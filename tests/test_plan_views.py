@@ -3,6 +3,7 @@ time, the queueing stations and their curves, the time range and the network's e
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -12,8 +13,10 @@ from aisize import catalog
 from aisize.plan import (concurrency_curve, gpus_vs_days, latency_curve, layout_candidates, plan,
                          storage_latency_curve, sweep)
 from aisize.plan import context as C
+from aisize.plan import job as J
 from aisize.queueing import latency_vs_load
 from aisize.scenario import preset, preset_names
+from aisize.units import DAY
 from aisize.validation.ranges import mfu_range
 
 PRESETS = preset_names()
@@ -67,8 +70,27 @@ def test_seq_len_is_the_one_the_job_trains_at(plans, name):
         assert t.seq_len == (w.seq_len or min(catalog.transformers[t.model].max_seq, 4096))
 
 
-@pytest.mark.parametrize("name, job", [("xe9680-genai", "Full fine-tune 8B"), ("xe9680-genai", "LoRA fine-tune 70B"),
-                                       ("io-blender", "Vision training"), ("hpe-weka-resnet", 0)])
+def test_a_step_timed_jobs_curve_is_sized_at_its_plans_mfu_and_passes_through_the_plan(plans):
+    """Issue 47: the step-time model times a transformer's full training; the curve is sized at the MFU it gives
+    the job's own plan (a layout search per target would take half a second a chart) and holds that plan."""
+    p = plans["xe9680-genai"]
+    t = next(x for x in p.training if x.name == "Full fine-tune 8B")
+    assert t.throughput_rule == "step-time"
+    days = [0.05, 0.5, t.target_days, 3.0, 40.0]
+    frame = gpus_vs_days(p.scenario, t.name, days)
+    own = frame.loc[frame["target_days"] == t.target_days].iloc[0]
+    assert (own.gpus, own.servers, own.training_days, own.goodput) == (t.gpus, t.servers, t.training_days, t.goodput)
+    w = next(x for x in p.scenario.workloads if x.name == t.name).model_copy(update={"gpus": None})
+    ctx = C.resolve(p.scenario.hardware)
+    job = dataclasses.replace(J.job_inputs(w, ctx, p.scenario.policies), mfu=t.mfu_assumed)
+    sized = J.size(job, w, ctx, p.scenario.policies, target_seconds=np.array(days) * DAY)
+    others = frame["target_days"] != t.target_days
+    assert list(frame.loc[others, "gpus"]) == [int(g) for g, d in zip(sized.gpus, days) if d != t.target_days]
+    assert frame["gpus"].is_monotonic_decreasing
+
+
+@pytest.mark.parametrize("name, job", [("xe9680-genai", "LoRA fine-tune 70B"), ("io-blender", "Vision training"),
+                                       ("hpe-weka-resnet", 0)])
 def test_gpus_vs_days_is_what_plan_gives_each_target(plans, name, job):
     p = plans[name]
     days = [0.05, 0.5, 3.0, 40.0]
@@ -94,11 +116,14 @@ def test_gpus_vs_days_flags_targets_plan_refuses():
     frame = gpus_vs_days(s, 0, [0.25, 26.37, 210.96, 843.8])
     assert frame["plannable"].tolist() == [False, True, True, True]
     assert frame["gpus"].iloc[0] == 10**7  # beyond the engines' GPU limit: shown at the cap
-    # 26.37 days needs ~8,464 GPUs, over which 2,048 sequences cannot be split: rounded up a
-    # server at a time to the next count some layout divides, which then plans (sweep below)
-    assert frame["gpus"].iloc[1] > 8464
-    assert sweep(s, "workloads.0.target_days", [26.37])["gpus"].iloc[0] == frame["gpus"].iloc[1]
-    assert sweep(s, "workloads.0.target_days", [210.96])["gpus"].iloc[0] == frame["gpus"].iloc[2]
+    # every plannable count is one over which some layout splits the 2,048 sequences (a count that cannot is
+    # rounded up a server at a time); the job's own time reads its own plan
+    w, ctx = s.workloads[0], C.resolve(s.hardware)
+    job = J.job_inputs(w, ctx, s.policies)
+    assert J.layouts_exist(job, ctx, np.array(frame["gpus"].iloc[1:]), 2048).all()
+    t = plan(s).training[0]
+    own = gpus_vs_days(s, 0, [t.training_days])
+    assert own["gpus"].iloc[0] == t.gpus == 1024
 
 
 def test_gpus_vs_days_checks_its_inputs(plans):

@@ -8,6 +8,8 @@ the rest of the scenario (packing decides only which servers it runs on).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -71,6 +73,12 @@ def layout_candidates(scenario, workload, top: int = 10) -> pd.DataFrame:
 def gpus_vs_days(scenario, workload, days, *, memory: bool = False) -> pd.DataFrame:
     """GPUs (whole servers) one training job needs for each target time, sized as ``plan()`` sizes it.
 
+    A transformer's full training is timed by the step-time model at the layout the plan chooses; searching
+    that for every target takes a layout search per candidate count (half a second for a chart), so its
+    curve is sized at the MFU the model predicts for the job's own plan, and passes through that plan exactly
+    (the row at its own target, or at its own time when its GPUs are given). Other targets read what that MFU
+    gives; ``plan()`` at such a target searches layouts again and may settle on a nearby count.
+
     Parameters
     ----------
     scenario : an :class:`~aisize.scenario.Scenario`
@@ -95,9 +103,14 @@ def gpus_vs_days(scenario, workload, days, *, memory: bool = False) -> pd.DataFr
     """
     target_days = np.ravel(checks.positive("days", days, high=1e6)).astype(float)
     memory = checks.flag("memory", memory)
-    w = training_workload(scenario, workload).model_copy(update={"gpus": None, "target_days": 1.0})
+    own = training_workload(scenario, workload)
+    w = own.model_copy(update={"gpus": None, "target_days": 1.0})
     ctx, pol = C.resolve(scenario.hardware), scenario.policies
     job = J.job_inputs(w, ctx, pol)
+    mine = plan_training(own, ctx, pol) if job.kind == "transformer" else None
+    stepped = mine is not None and mine.throughput_rule == "step-time"
+    if stepped:  # sized at the MFU the step-time model gives the job's own plan
+        job = dataclasses.replace(job, mfu=mine.mfu_assumed)
     cap = (J.MAX_GPUS // ctx.server.gpus) * ctx.server.gpus
     sz = J.size(job, w, ctx, pol, target_seconds=target_days * DAY, max_gpus=cap)
     gpus = sz.gpus.astype(np.int64)
@@ -107,24 +120,20 @@ def gpus_vs_days(scenario, workload, days, *, memory: bool = False) -> pd.DataFr
     elif job.kind == "transformer" and w.global_batch:  # a derived batch always splits over the GPUs
         ok[ok] = J.layouts_exist(job, ctx, gpus[ok], J.global_batch(w, job.seq_len, gpus[ok]))
     planned_days = sz.seconds / DAY
-    ranges = [days_range(float(d), pol.mfu, int(g), job.throughput)[:2] for d, g in zip(planned_days, gpus)]
+    basis = job.mfu if job.kind == "transformer" else pol.mfu  # the MFU the rows' times rest on
+    ranges = [days_range(float(d), basis, int(g), job.throughput)[:2] for d, g in zip(planned_days, gpus)]
     low, high = (np.array(r, dtype=float).reshape(gpus.shape) for r in zip(*ranges))
     out = pd.DataFrame({"target_days": target_days, "gpus": gpus, "servers": sz.servers.astype(np.int64),
                         "goodput": sz.goodput, "training_days": planned_days, "days_low": low,
                         "days_high": high, "plannable": ok})
-    # a transformer's full training is timed by the step-time model at the layout plan() chooses for each target
-    # (aisize.plan.training): those rows are plan()'s own, so the curve passes through every plan
-    stepped = job.kind == "transformer" and job.lora_rank is None
-    plans = [_plan_or_none(w.model_copy(update={"target_days": float(d)}), ctx, pol) if k and (stepped or memory)
-             else None for d, k in zip(target_days, ok)]
-    if stepped:
-        for row, p in enumerate(plans):
-            if p is None:
-                out.loc[row, "plannable"] = False
-                continue
-            out.loc[row, ["gpus", "servers"]] = (p.gpus, p.servers)
-            out.loc[row, ["goodput", "training_days", "days_low", "days_high"]] = (
-                p.goodput, p.training_days, p.days_low, p.days_high)
+    if stepped:  # the job's own plan, exactly
+        own_target = own.target_days if own.gpus is None else mine.training_days
+        for row in np.flatnonzero(target_days == own_target):
+            out.loc[row, ["gpus", "servers"]] = (mine.gpus, mine.servers)
+            out.loc[row, ["goodput", "training_days", "days_low", "days_high", "plannable"]] = (
+                mine.goodput, mine.training_days, mine.days_low, mine.days_high, True)
+    plans = [_plan_or_none(w.model_copy(update={"target_days": float(d)}), ctx, pol) if k and memory else None
+             for d, k in zip(target_days, ok)]
     if memory:
         out["memory_fits"] = [p.memory_fits if p else None for p in plans]
         out["memory_per_gpu_bytes"] = [p.memory_bytes["total_bytes"] if p else np.nan for p in plans]
