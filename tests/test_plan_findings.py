@@ -6,6 +6,8 @@ import dataclasses
 
 import pytest
 
+from aisize.plan import context as C
+
 from aisize.plan import plan
 from aisize.plan.findings import inference_targets
 from aisize.scenario import from_dict, preset, to_dict
@@ -83,9 +85,10 @@ def test_inference_tpot_unreachable_and_past_knee():
     assert _has(slow, "problem", "inference", "no replica shape meets the TPOT p95 target 0.1 ms (best achievable")
     p = _plan("littles-law")
     i = p.inference[0]
-    assert i.requests_per_s < i.knee_requests_per_s and not _has(p, "warning", "inference", "knee")
-    busy = dataclasses.replace(p, inference=(dataclasses.replace(i, requests_per_s=1.1 * i.knee_requests_per_s),))
-    assert any("past the latency knee" in f.text for f in inference_targets(busy))
+    assert i.latency_elasticity <= C.KNEE_ELASTICITY and not _has(p, "warning", "inference", "knee")
+    # the knee is the slope at the operating point (issue 49): steep there, the warning fires
+    busy = dataclasses.replace(p, inference=(dataclasses.replace(i, latency_elasticity=2.5),))
+    assert any("past the latency knee" in f.text and "raises its" in f.text for f in inference_targets(busy))
 
 
 def test_chinchilla_and_mfu_gap():

@@ -26,6 +26,9 @@ STORAGE_LATENCY_SECONDS = 200e-6  # unloaded small-IO latency of a networked fla
 MODEL_LOAD_SECONDS = 60.0  # an inference fleet (re)loads its weights within a minute
 INFERENCE_SERVICE_CV = 0.0  # fixed prompt/output lengths: request time is deterministic
 KNEE_FACTOR = 2.0  # the "knee": load at which mean latency doubles over unloaded
+# A service is past its knee where a 10 % rise in load raises its request latency by 20 % or more: elasticity 2,
+# which an M/M/1 queue reaches at utilisation 2/3 (aisize.serving.curves.elasticity)
+KNEE_ELASTICITY = 2.0
 OVERPROVISION_FACTOR = 2.0  # more than 2x the need is over-provisioned
 MFU_GAP_FACTOR = 1.5  # predicted vs assumed MFU differing by more than 1.5x is reported
 GOODPUT_WARNING = 0.9  # goodput below 90 % is reported (Llama 3 reports > 90 %)
@@ -135,6 +138,6 @@ def planner_assumptions() -> dict[str, object]:
     """The planner's own named assumptions with their values."""
     names = ("RACK_UNITS", "RACK_POWER_WATTS", "CHECKPOINT_MAX_STALL", "TOKENS_PER_STEP",
              "PRETRAINING_TOKENS", "UNKNOWN_WRITE_SHARE", "STORAGE_LATENCY_SECONDS", "MODEL_LOAD_SECONDS",
-             "INFERENCE_SERVICE_CV", "KNEE_FACTOR", "OVERPROVISION_FACTOR", "MFU_GAP_FACTOR",
+             "INFERENCE_SERVICE_CV", "KNEE_FACTOR", "KNEE_ELASTICITY", "OVERPROVISION_FACTOR", "MFU_GAP_FACTOR",
              "GOODPUT_WARNING", "LINK_WARNING_UTILISATION", "READ_IO_BYTES")
     return {n.lower(): globals()[n] for n in names}

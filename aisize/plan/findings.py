@@ -6,10 +6,13 @@ One function per kind of finding, each returning a list of :class:`Finding`;
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 from aisize.format import bytes_gpu, bytes_si, days, duration, ms, num, pct, rate, sig, span, usd
 from aisize.plan import context as C
+from aisize.serving.curves import LOAD_RISE
 from aisize.plan.figures import gpus_busy
 from aisize.units import GB
 
@@ -178,10 +181,12 @@ def inference_targets(plan) -> list[Finding]:
             out.append(Finding("warning", "inference", (
                 f"{i.name}: {plan.accelerator} is of a GPU generation without fitted serving efficiencies; "
                 f"Hopper's stand in, so its figures are uncalibrated")))
-        if i.requests_per_s > i.knee_requests_per_s > 0:
+        if i.latency_elasticity > C.KNEE_ELASTICITY:  # the slope at the operating point, not a distant knee
+            rise = ("overloads it" if not math.isfinite(i.latency_elasticity) else
+                    f"raises its {i.slo_statistic} request latency by {pct(i.latency_elasticity * LOAD_RISE)}")
             out.append(Finding("warning", "inference", (
-                f"{i.name}: {i.requests_per_s:g} requests/s is past the latency knee "
-                f"({sig(i.knee_requests_per_s)}/s): a small rise in load raises latency sharply")))
+                f"{i.name}: past the latency knee at {i.requests_per_s:g} requests/s: {pct(LOAD_RISE)} more load "
+                f"{rise}")))
         if i.pools is not None and i.serving_mode == "disaggregated":
             p = i.pools
             out.append(Finding("info", "inference", (

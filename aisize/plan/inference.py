@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+import numpy as np
+
 
 from aisize import checks, models, serving
 from aisize.host import host_for_server
@@ -24,6 +26,7 @@ from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
 from aisize.serving.costs import model_costs
 from aisize.serving.disaggregated import DisaggregatedPools, size_pools
 from aisize.serving.memory import weights_per_gpu_bytes
+from aisize.serving.curves import LOAD_RISE, elasticity, latency_elasticity
 from aisize.serving.sizing import candidate_shapes, choose_fleet, knee
 
 MAX_SERVERS_PER_REPLICA = 16  # pipeline stages may span up to this many servers
@@ -79,6 +82,7 @@ class InferencePlan:
     latency_mean_seconds: float  # request (end-to-end)
     latency_p95_seconds: float  # TTFT p95 + (output - 1) x TPOT p95 (an upper estimate)
     knee_requests_per_s: float  # fleet rate at which mean latency reaches KNEE_FACTOR x the light-load latency
+
     within_context: bool
     context_window: int
     uncalibrated: bool
@@ -96,6 +100,9 @@ class InferencePlan:
     # the pools bought, at the planned rate (serving.estimate_disaggregated): every latency of a disaggregated
     # service (headline, pools, curve, knee) is read from it
     pools_estimate: serving.DisaggregatedEstimate | None = None
+    # relative rise of request latency (the SLO statistic) per relative rise of load at the planned rate: past
+    # C.KNEE_ELASTICITY a small rise in load raises latency sharply (inf: 10 % more load overloads it)
+    latency_elasticity: float = 0.0
 
     @property
     def feasible(self) -> bool:
@@ -291,6 +298,23 @@ def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
         if est.stable else math.inf, estimate=None)
 
 
+def _elasticity(w, v: dict) -> float:
+    """How steeply the service's request latency (its SLO statistic) rises with load at the planned rate
+    (:func:`aisize.serving.curves.elasticity`); 0 where nothing is served."""
+    est, pools = v["estimate"], v.get("pools_estimate")
+    if est is not None and est.feasible and v["replicas"] > 0:
+        return latency_elasticity(est, w.requests_per_s / v["replicas"], statistic=w.slo_statistic)
+    if pools is not None and pools.feasible and pools.latency_at is not None:
+        s = pools.latency_at(np.array([w.requests_per_s, w.requests_per_s * (1.0 + LOAD_RISE)]))
+        ttft, tpot = (s["ttft95"], s["tpot95"]) if w.slo_statistic == "p95" else (s["ttft"], s["tpot"])
+        ok = np.asarray(s["ok"], dtype=bool) & (np.array([1.0, 1.0 + LOAD_RISE]) * w.requests_per_s
+                                                 < pools.max_requests_per_s)
+        total = np.where(ok, np.asarray(ttft, dtype=float) + (w.output_tokens - 1) * np.asarray(tpot, dtype=float),
+                         np.inf) * np.ones(2)
+        return elasticity(float(total[0]), float(total[1]))
+    return 0.0
+
+
 def _pools_knee(est) -> float:
     """Service rate at which the pools' mean request latency reaches KNEE_FACTOR x its light-load value [1/s]."""
     c = serving.disaggregated_curve(est)
@@ -331,6 +355,7 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
         latency_p95_seconds=v["ttft_p95_seconds"] + (w.output_tokens - 1) * v["tpot_p95_seconds"],
         knee_requests_per_s=(fleet.knee_requests_per_s * v["replicas"] if v["estimate"] else
                              _pools_knee(v["pools_estimate"]) if use_pools else 0.0),
+        latency_elasticity=_elasticity(w, v),
         within_context=seq <= arch.max_seq,
         context_window=arch.max_seq, uncalibrated=bool(est.uncalibrated) if est else False,
         model_loads_per_hour=w.model_loads_per_hour, host_memory_needed_bytes=float(host.memory.total_bytes),

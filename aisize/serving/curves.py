@@ -3,11 +3,14 @@
 :func:`latency_curve` evaluates the replica of a :class:`~aisize.serving.ServingEstimate`
 at many request rates at once (:func:`~aisize.serving.latency.loaded_state`);
 :func:`knee_requests_per_s` is the rate at which the mean request latency reaches a
-multiple of its light-load value; :func:`slo_requests_per_s` the highest rate at which
-a TTFT and a TPOT target (p95 or mean) still hold.
+multiple of its light-load value; :func:`latency_elasticity` how steeply latency rises with load at
+an operating point; :func:`slo_requests_per_s` the highest rate at which a TTFT and a TPOT target
+(p95 or mean) still hold.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -68,3 +71,26 @@ def knee_requests_per_s(est, factor: float = 2.0, points: int = 48) -> float:
     f = checks.number("factor", factor, low=1.0, high=1e3, low_inclusive=False)
     curve = latency_curve(est, points)
     return knee(curve.requests_per_s.to_numpy(), curve.latency_mean_seconds.to_numpy(), f)
+
+
+LOAD_RISE = 0.10  # the "small rise in load" an elasticity is measured over
+
+
+def elasticity(latency_now_s: float, latency_after_s: float, rise: float = LOAD_RISE) -> float:
+    """Relative rise of latency per relative rise of load, (L(λ(1+r)) / L(λ) - 1) / r: 1 where latency grows as
+    fast as the load, ρ/(1-ρ) for an M/M/1 queue at utilisation ρ; inf where the raised load overloads."""
+    if not (latency_now_s > 0 and math.isfinite(latency_now_s)):
+        return math.inf
+    return (latency_after_s / latency_now_s - 1.0) / rise if math.isfinite(latency_after_s) else math.inf
+
+
+def latency_elasticity(est, requests_per_s, *, rise: float = LOAD_RISE, statistic: str = "mean") -> float:
+    """:func:`elasticity` of the request latency (mean, or p95 for ``statistic="p95"``) of the estimate's replica
+    at ``requests_per_s`` (per replica) against ``rise`` more load: the knee as a property of the operating point."""
+    lam = float(checks.positive("requests_per_s", requests_per_s, high=1e9))
+    ls = _loaded(est, np.array([lam, lam * (1.0 + rise)]))
+    o = est.output_tokens
+    ttft, tpot = (ls.ttft_p95_seconds, ls.tpot_p95_seconds) if statistic == "p95" else (ls.ttft_seconds,
+                                                                                        ls.tpot_seconds)
+    total = np.asarray(ttft, dtype=float) + (o - 1) * np.asarray(tpot, dtype=float)
+    return elasticity(float(total[0]), float(total[1]), rise)

@@ -1,0 +1,51 @@
+"""The latency knee as a property of the operating point (issue 49): a warning only where a small rise in load
+raises latency sharply there, never for a service far from saturation whose latency merely doubles somewhere.
+
+serving-at-scale's Reasoning R1 at 22 % utilisation was told "1 requests/s is past the latency knee (0.356/s)":
+the knee was where mean latency doubles, which a decode-heavy service reaches at light load.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from aisize.plan import context as C
+from aisize.plan import plan
+from aisize.queueing import ggc
+from aisize.scenario import preset, preset_names
+from aisize.serving.curves import LOAD_RISE, elasticity
+
+
+@pytest.mark.parametrize("rho", [0.2, 0.5, 2 / 3, 0.9])
+def test_elasticity_of_an_mm1_queue_is_rho_over_one_minus_rho(rho):
+    """M/M/1: response time R = S / (1 - ρ), so d ln R / d ln λ = ρ / (1 - ρ) (Kleinrock 1975, sec. 3.2)."""
+    s, rise = 0.1, 1e-5
+    lam = rho / s
+
+    def response(rate):
+        q = ggc(rate, s, 1, service_cv=1.0)
+        return float(q.wait_mean_seconds) + s
+
+    assert elasticity(response(lam), response(lam * (1 + rise)), rise) == pytest.approx(rho / (1 - rho), rel=1e-3)
+    assert elasticity(1.0, math.inf) == math.inf  # more load overloads it
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_a_knee_warning_fires_exactly_where_the_slope_is_steep(name):
+    p = plan(preset(name))
+    warned = {f.text.split(":")[0] for f in p.findings if f.area == "inference" and "latency knee" in f.text}
+    steep = {i.name for i in p.inference if i.latency_elasticity > C.KNEE_ELASTICITY}
+    assert warned == steep
+    for i in p.inference:
+        assert i.latency_elasticity >= 0
+
+
+def test_a_light_service_is_not_past_its_knee_and_a_saturated_one_is():
+    r1 = next(i for i in plan(preset("serving-at-scale")).inference if i.name == "Reasoning R1")
+    assert r1.utilisation < 0.3 and r1.latency_elasticity < 1.0  # was warned at 22 % busy
+    batch = next(i for i in plan(preset("shared-cluster")).inference if i.name == "Batch summaries 8B")
+    assert batch.utilisation > 0.9 and batch.latency_elasticity > C.KNEE_ELASTICITY
+    said = [f.text for f in plan(preset("shared-cluster")).findings if f.text.startswith("Batch summaries 8B: past")]
+    assert said and f"{LOAD_RISE * 100:.1f} % more load raises its p95 request latency by" in said[0]
