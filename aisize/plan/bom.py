@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from aisize.plan.spreadsheet import defuse
-from aisize.units import GB, TB
+from aisize.units import GB, TB, GiB
 
 SIGNIFICANT = 6  # floats in JSON keep 6 significant digits
 
@@ -111,8 +111,8 @@ def placement_table(plan) -> pd.DataFrame:
     for s in plan.placement.servers:
         rows.append({"pool": s.pool, "server": s.server + 1, "gpus": s.gpus,
                      "holds": "; ".join(f"{w['workload']}: {w['gpus']}" for w in s.workloads),
-                     "peak_gpus_used": s.peak_gpus_used, "peak_host_ram_gb": s.peak_host_bytes / GB,
-                     "host_ram_gb": s.host_bytes / GB, "peak_nics": s.peak_nics, "nics": s.nics})
+                     "peak_gpus_used": s.peak_gpus_used, "peak_host_ram_gib": s.peak_host_bytes / GiB,
+                     "host_ram_gib": s.host_bytes / GiB, "peak_nics": s.peak_nics, "nics": s.nics})
     return pd.DataFrame(rows)
 
 
@@ -121,7 +121,7 @@ def placement_groups(plan) -> pd.DataFrame:
     table = placement_table(plan)
     if table.empty:
         return table.assign(servers=[])
-    same = ["pool", "holds", "peak_gpus_used", "peak_host_ram_gb", "peak_nics"]
+    same = ["pool", "holds", "peak_gpus_used", "peak_host_ram_gib", "peak_nics"]
     key = (table[same] != table[same].shift()).any(axis=1).cumsum()
     rows = []
     for _, g in table.groupby(key, sort=False):
@@ -162,12 +162,12 @@ def workloads_table(plan) -> pd.DataFrame:
                      "layout": f"TP{t.layout.tensor_parallel} PP{t.layout.pipeline_parallel} "
                                f"DP{t.layout.data_parallel} ZeRO-{t.layout.zero_stage} mb{t.layout.micro_batch} "
                                f"{t.layout.recompute}",
-                     "memory_per_gpu_gb": t.memory_bytes["total_bytes"] / GB, "memory_fits": t.memory_fits,
+                     "memory_per_gpu_gib": t.memory_bytes["total_bytes"] / GiB, "memory_fits": t.memory_fits,
                      "read_gb_per_s": t.read_bytes_per_s / GB,
                      "checkpoint_gb": c.checkpoint_bytes / GB if c else None,
                      "checkpoint_write_s": c.write_seconds if c else None,
                      "restore_s": c.restore_seconds if c else None,
-                     "host_ram_gb": t.host_memory_needed_bytes / GB, "host_ram_fits": t.host_memory_fits})
+                     "host_ram_gib": t.host_memory_needed_bytes / GiB, "host_ram_fits": t.host_memory_fits})
     for i in plan.inference:
         rows.append({"workload": i.name, "kind": "inference", "model": i.model, "gpus": i.gpus,
                      "servers": i.servers, "replicas": i.replicas, "tensor_parallel": i.tensor_parallel,
@@ -175,8 +175,8 @@ def workloads_table(plan) -> pd.DataFrame:
                      "decode_replicas": i.pools.decode_replicas if i.pools_estimate else None,
                      "batch": i.batch, "ttft_mean_s": i.ttft_seconds, "tpot_mean_ms": i.tpot_seconds * 1e3,
                      "latency_p95_s": i.latency_p95_seconds, "utilisation": i.utilisation,
-                     "memory_per_gpu_gb": i.memory_per_gpu_bytes["total_bytes"] / GB, "memory_fits": i.fits,
-                     "host_ram_gb": i.host_memory_needed_bytes / GB, "host_ram_fits": i.host_memory_fits})
+                     "memory_per_gpu_gib": i.memory_per_gpu_bytes["total_bytes"] / GiB, "memory_fits": i.fits,
+                     "host_ram_gib": i.host_memory_needed_bytes / GiB, "host_ram_fits": i.host_memory_fits})
     for j in plan.job_streams:
         rows.append({"workload": j.name, "kind": "job-stream", "gpus": j.gpus,
                      "servers": len(plan.placement.assignment[j.name]["servers"]), "utilisation": j.utilisation,

@@ -56,14 +56,14 @@ def memory_fit(plan) -> list[Finding]:
 
 
 def host_memory(plan) -> list[Finding]:
-    out = [Finding("problem", "host", f"{p.name}: needs {_gb(p.host_memory_needed_bytes)} of host RAM per "
-                   f"server; {plan.server} has {_gb(p.server_host_memory_bytes)}")
+    out = [Finding("problem", "host", f"{p.name}: needs {bytes_gpu(p.host_memory_needed_bytes)} of host RAM per "
+                   f"server; {plan.server} has {bytes_gpu(p.server_host_memory_bytes)}")
            for p in plan.training + plan.inference if not p.host_memory_fits]
     need = plan.host_memory_needed_bytes
     if need and not out and plan.server_host_memory_bytes > C.OVERPROVISION_FACTOR * need:
         out.append(Finding("info", "host", (
-            f"host RAM is over-provisioned for this plan: {plan.server} has {_gb(plan.server_host_memory_bytes)}, "
-            f"{sig(plan.server_host_memory_bytes / need)}x the {_gb(need)} the plan needs per server")))
+            f"host RAM is over-provisioned for this plan: {plan.server} has {bytes_gpu(plan.server_host_memory_bytes)}, "
+            f"{sig(plan.server_host_memory_bytes / need)}x the {bytes_gpu(need)} the plan needs per server")))
     return out
 
 

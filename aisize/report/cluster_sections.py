@@ -51,10 +51,10 @@ def placement(ctx: ReportContext) -> Html:
                             "day)."), note("The lower bound is the busiest slot's GPUs divided by the GPUs of a "
                                            "server: no packing can use fewer servers.")))
     rows = [[r["pool"], r["server"], r["holds"], f"{r['peak_gpus_used']} / {r['gpus']}",
-             f"{sig(r['peak_host_ram_gb'])} / {sig(r['host_ram_gb'])}", f"{r['peak_nics']:g} / {r['nics']}"]
+             f"{sig(r['peak_host_ram_gib'])} / {sig(r['host_ram_gib'])}", f"{r['peak_nics']:g} / {r['nics']}"]
             for r in placement_groups(p).to_dict("records")]
     out.append(block(table(["Pool", "Servers", "Holds (workload: GPUs)", "GPUs used (busiest slot)",
-                            "Host RAM GB", "Fabric ports"], rows, caption="Packing (servers holding the same merged)",
+                            "Host RAM GiB", "Fabric ports"], rows, caption="Packing (servers holding the same merged)",
                            css="numeric")))
     out.append(_timeline(ctx))
     return Html("".join(out))
