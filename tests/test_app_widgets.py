@@ -205,9 +205,9 @@ def test_kv_cache_per_token_of_llama_3_8b(app):
     # Llama 3 8B: 32 layers x 8 KV heads x 128 dims x 2 (K and V) x 2 bytes (bf16) = 131,072 B/token
     # (Meta Llama 3 model card: 8 KV heads, GQA; AI Engineering formula 2 * L * kv_heads * d_head * bytes)
     inference = app.open_tab("Inference")
-    # shown to three significant figures, in the unit its size reads best in
-    assert shown(inference.figures.value, "inference.kv_per_token", base=False) == 131.0
-    assert "131 kB" in re.sub(r"<[^>]+>", "", inference.figures.value)
+    # GPU memory in binary units, as `aisize model` and nvidia-smi say it (issue 47: it read "131 kB" here)
+    assert shown(inference.figures.value, "inference.kv_per_token", base=False) == 128.0
+    assert "128 KiB" in re.sub(r"<[^>]+>", "", inference.figures.value)
 
 
 def test_a_marker_move_does_not_redraw_the_chart(app):

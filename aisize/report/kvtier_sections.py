@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from aisize.report.context import ReportContext
-from aisize.report.markup import DASH, Html, block, count, duration, gb, note, pct, rate, table, yes_no
+from aisize.report.markup import DASH, Html, block, count, duration, gb, gib, note, pct, rate, table, yes_no
 
 TIER_NAMES = {"hbm": "HBM (free KV pool)", "dram": "Host DRAM", "nvme": "Local NVMe", "storage": "Shared storage"}
 
@@ -41,8 +41,8 @@ def kv_tiers(ctx: ReportContext) -> Html:
              for i in services for r in i.kv_tiers.tiers]
     paths_t = table(["Service", "Tier", "Path", "Path rate / replica", "Reload", "Recompute", "Worth it"], paths,
                     caption="Reload or recompute a history", css="numeric wrap3")
-    host = [[i.name, gb(k.host_dram_per_server_bytes), gb(k.host_dram_left_per_server_bytes),
-             gb(i.host_memory_needed_bytes), gb(i.server_host_memory_bytes), yes_no(i.host_memory_fits),
+    host = [[i.name, gib(k.host_dram_per_server_bytes), gib(k.host_dram_left_per_server_bytes),
+             gib(i.host_memory_needed_bytes), gib(i.server_host_memory_bytes), yes_no(i.host_memory_fits),
              gb(k.nvme_per_server_bytes) if k.nvme_drives_per_server else DASH,
              count(k.nvme_drives_per_server) if k.nvme_drives_per_server else DASH,
              gb(k.nvme_installed_per_server_bytes) if k.nvme_drives_per_server else DASH,

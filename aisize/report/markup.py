@@ -164,6 +164,11 @@ def gb(bytes_: float) -> str:
     return str(F.bytes_si(bytes_))
 
 
+def gib(bytes_: float) -> str:
+    """GPU or host memory, binary (:func:`aisize.format.bytes_gpu`): "76.1 GiB", as nvidia-smi and free show it."""
+    return str(F.bytes_gpu(bytes_))
+
+
 def rate(bytes_per_s: float) -> str:
     """A data rate: "1.23 GB/s", "456 MB/s", "12.3 kB/s"."""
     return str(F.rate(bytes_per_s))

@@ -12,7 +12,7 @@ from aisize import format as F
 from aisize.plan import context as plan_context
 from aisize.plan import latency_curve
 from aisize.report.context import ReportContext
-from aisize.report.markup import DASH, Html, block, count, duration, figure, gb, note, pct, per_s, rate, sig, table, \
+from aisize.report.markup import DASH, Html, block, count, duration, figure, gb, gib, note, pct, per_s, rate, sig, table, \
     yes_no
 from aisize.validation.serving import family_summary
 
@@ -39,8 +39,8 @@ def inference(ctx: ReportContext) -> Html:
             yes_no(i.ttft_met and i.tpot_met, "met", "missed")] for i in p.inference]
     slo_t = table(["Service", "Load", "Util.", "TTFT mean", "TTFT p95", "TPOT mean", "TPOT p95",
                    "Targets TTFT / TPOT", "SLOs"], slo, caption="Latency under the planned load", css="numeric")
-    mem = [[i.name, gb(i.weights_bytes), gb(i.kv_bytes_per_user), gb(i.memory_per_gpu_bytes["total_bytes"]),
-            gb(i.gpu_memory_bytes), yes_no(i.fits), gb(i.host_memory_needed_bytes), yes_no(i.host_memory_fits)]
+    mem = [[i.name, gib(i.weights_bytes), gib(i.kv_bytes_per_user), gib(i.memory_per_gpu_bytes["total_bytes"]),
+            gib(i.gpu_memory_bytes), yes_no(i.fits), gib(i.host_memory_needed_bytes), yes_no(i.host_memory_fits)]
            for i in p.inference]
     mem_t = table(["Service", "Weights (model)", "KV cache / request", "Memory / GPU", "GPU memory", "Fits",
                    "Host RAM need / server", "Fits"], mem, caption="Memory", css="numeric")

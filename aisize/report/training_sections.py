@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from aisize import charts
 from aisize.plan import gpus_vs_days, layout_candidates
 from aisize.report.context import ReportContext
-from aisize.report.markup import (DASH, Html, block, count, days, duration, figure, gb, h3, mwh, note,
+from aisize.report.markup import (DASH, Html, block, count, days, duration, figure, gb, gib, h3, mwh, note,
                                   pct, rate, sig, table, yes_no)
 
 SWEEP_FACTORS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8)  # target times around the planned one, for the chart
@@ -93,9 +93,9 @@ def range_table(ctx: ReportContext) -> Html:
 
 
 def memory_table(ctx: ReportContext) -> Html:
-    rows = [[t.name, _layout(t), count(t.layout.global_batch), gb(t.memory_bytes["total_bytes"]),
-             gb(t.gpu_memory_usable_bytes), yes_no(t.memory_fits), gb(t.host_memory_needed_bytes),
-             gb(t.server_host_memory_bytes), yes_no(t.host_memory_fits)] for t in ctx.plan.training]
+    rows = [[t.name, _layout(t), count(t.layout.global_batch), gib(t.memory_bytes["total_bytes"]),
+             gib(t.gpu_memory_usable_bytes), yes_no(t.memory_fits), gib(t.host_memory_needed_bytes),
+             gib(t.server_host_memory_bytes), yes_no(t.host_memory_fits)] for t in ctx.plan.training]
     return table(["Workload", "Parallel layout", "Global batch", "GPU memory need", "Usable per GPU",
                   "Fits", "Host RAM need", "Host RAM", "Fits"], rows,
                  caption="Layout and memory (memory per GPU; host RAM per server)", css="numeric wrap2")
