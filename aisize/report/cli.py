@@ -31,7 +31,9 @@ def add_report_parser(subparsers) -> argparse.ArgumentParser:
                         help="a .yaml/.yml/.json scenario file")
     source.add_argument("--preset", metavar="NAME",
                         help=f"a built-in scenario (see `aisize presets`; default {DEFAULT_PRESET})")
-    p.add_argument("--format", choices=FORMATS, default="both", help="what to write (default both)")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="what to write (default: both where Chromium is installed, else html, said on stderr; "
+                        "pdf and both need Chromium)")
     p.add_argument("--out", default=".", metavar="DIR", help="output folder (default: current)")
     p.add_argument("--title", help="report title")
     p.add_argument("--customer", help="customer name for the title page and footer")
@@ -50,8 +52,16 @@ def cmd_report(args) -> int:
     from aisize.report import ParameterError, ReportError, render
 
     sections = args.sections.split(",") if args.sections else None
+    fmt = args.format
+    if fmt is None:  # the default says what it needs: a PDF only where a browser can print it
+        from aisize.report.pdf import chromium_path
+
+        fmt = "both" if chromium_path() is not None else "html"
+        if fmt == "html":
+            print("aisize report: HTML only: a PDF needs Chromium (Debian's chromium package, or set "
+                  "AISIZE_CHROMIUM); --format pdf or both asks for one", file=sys.stderr)
     try:
-        result = render(scenario_path=args.scenario, preset=args.preset, fmt=args.format,
+        result = render(scenario_path=args.scenario, preset=args.preset, fmt=fmt,
                         out_dir=args.out, title=args.title, customer=args.customer,
                         sections=sections, name=args.name, progress=_progress)
     except ParameterError as exc:
