@@ -87,3 +87,15 @@ def test_serving_at_scale_reads_its_pools():
     assert F.serving_shape(rag).startswith(f"{rag.pools.prefill_replicas} prefill replicas × TP "
                                            f"{rag.pools.prefill_tensor_parallel}")
     assert " × PP " in F.serving_shape(rag) or rag.pools.prefill_pipeline_parallel == 1
+
+
+def test_no_compute_nic_is_listed_without_saying_why_when_there_is_no_fabric():
+    """Issue 49: the default plan listed 16 InfiniBand NICs beside 0 switches and 0 links."""
+    from aisize.plan import bom_table
+
+    p = plan(preset("xe9680-genai"))
+    table = bom_table(p)
+    nic = table[table["item"].str.startswith("compute NIC")].iloc[0]
+    switches = table[table["item"] == "compute fabric switches"].iloc[0]
+    if switches["quantity"] == 0 and nic["quantity"] > 0:
+        assert "unused: no workload spans servers" in nic["item"]

@@ -81,7 +81,10 @@ def bom_table(plan) -> pd.DataFrame:
     rows += [
         row("racks", plan.racks, "racks"),
         row("server power", plan.power_watts / 1e3, "kW"),
-        row(f"compute NIC {net.compute_link}", net.compute_nics, "NICs"),
+        # the servers come with their NICs; with no compute fabric they connect to nothing, and the row says so
+        row(f"compute NIC {net.compute_link}" + ("" if fab["switches"] or not net.compute_nics else
+                                                 " (in the servers; unused: no workload spans servers)"),
+            net.compute_nics, "NICs"),
         row("compute fabric switches", fab["switches"], "switches"),
         row("compute fabric links (optics, cables)", net.compute_links, "links"),
         row(f"storage NIC {net.storage_link}", net.storage_nics, "NICs"),
