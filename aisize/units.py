@@ -3,7 +3,7 @@
 aisize computes in base units: bytes, bytes per second, FLOP, FLOP per second,
 seconds, watts. Decimal (SI) prefixes are used for rates and capacities, binary
 prefixes where the thing is binary (HBM as ``nvidia-smi`` shows it, MLPerf
-Storage's "MB/s", which are MiB/s). See DESIGN.md section 3.
+Storage's "MB/s", which are MiB/s). See docs/DESIGN.md section 3.
 
 Catalog tables state each figure in the unit of its source, written in the
 column header (``memory [GB]``, ``bandwidth [Gbit/s]``); :func:`to_base` turns

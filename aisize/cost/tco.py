@@ -12,7 +12,7 @@ use: 730 hours a month).
 
 References
 ----------
-.. [1] aisize DESIGN.md section 2, "Shared clusters and cost".
+.. [1] docs/DESIGN.md section 2, "Shared clusters and cost".
 .. [2] The Green Grid, White Paper 49, "PUE: A Comprehensive Examination of the
    Metric", 2012 (PUE = total facility energy / IT equipment energy).
 """
@@ -66,7 +66,7 @@ def per_million_tokens(usd_per_hour, tokens_per_s):
 
     References
     ----------
-    .. [1] aisize DESIGN.md section 2: $/M tokens = $/hour / (tokens/s x 3,600) x 10^6.
+    .. [1] docs/DESIGN.md section 2: $/M tokens = $/hour / (tokens/s x 3,600) x 10^6.
     """
     cost = checks.non_negative("usd_per_hour", usd_per_hour)
     rate = checks.positive("tokens_per_s", tokens_per_s)

@@ -62,7 +62,8 @@ def host_memory(plan) -> list[Finding]:
     need = plan.host_memory_needed_bytes
     if need and not out and plan.server_host_memory_bytes > C.OVERPROVISION_FACTOR * need:
         out.append(Finding("info", "host", (
-            f"host RAM is over-provisioned for this plan: {plan.server} has {bytes_gpu(plan.server_host_memory_bytes)}, "
+            f"host RAM is over-provisioned for this plan: {plan.server} has "
+            f"{bytes_gpu(plan.server_host_memory_bytes)}, "
             f"{sig(plan.server_host_memory_bytes / need)}x the {bytes_gpu(need)} the plan needs per server")))
     return out
 

@@ -323,7 +323,7 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
             mfu_used = policies.mfu
         tp = None
         per_gpu_rate = tokens / float(sz.running_seconds) / gpus  # tokens/s per GPU while running
-        sample_bytes = 2.0 if arch.vocab < 65_536 else 4.0  # DESIGN.md "Datasets"
+        sample_bytes = 2.0 if arch.vocab < 65_536 else 4.0  # docs/DESIGN.md "Datasets"
         fmt, batch_bytes, samples = "tfrecord", lay.micro_batch * seq * sample_bytes, None
         params, kind, dataset_id = float(C.params_of(arch).total), "transformer", w.dataset
         note = chinchilla(params, tokens).note if job.method == "full" and tokens >= C.PRETRAINING_TOKENS else ""

@@ -1,6 +1,6 @@
 """Queueing: Little's law, analytic queues, latency curves, sizing, multi-class, job streams, simulation.
 
-See DESIGN.md section 2 ("Queueing") for the formulas and their sources.
+See docs/DESIGN.md section 2 ("Queueing") for the formulas and their sources.
 """
 
 from aisize.queueing.analytic import (mgc_wait, 

@@ -157,8 +157,9 @@ DEFAULT_TEXT: dict[str, tuple[str, str, str]] = {
     "plan.inference_service_cv": ("Request-time variability (CV)", "",
                                   "Fixed prompt and output lengths: request time is deterministic."),
     "plan.knee_factor": ("Latency knee", "×", "Load at which mean latency reaches this multiple of unloaded."),
-    "plan.knee_elasticity": ("Past the knee", "× load rise", "A service is past its latency knee where a small rise in "
-                             "load raises its latency by this multiple of that rise or more (at the planned load)."),
+    "plan.knee_elasticity": ("Past the knee", "× load rise", "A service is past its latency knee where a small "
+                             "rise in load raises its latency by this multiple of that rise or more (at the planned "
+                             "load)."),
     "plan.overprovision_factor": ("Over-provisioning threshold", "×",
                                   "More than this multiple of the need is reported."),
     "plan.mfu_gap_factor": ("MFU gap reported", "×", "Predicted vs assumed MFU apart by more is reported."),

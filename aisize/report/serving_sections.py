@@ -12,8 +12,8 @@ from aisize import format as F
 from aisize.plan import context as plan_context
 from aisize.plan import latency_curve
 from aisize.report.context import ReportContext
-from aisize.report.markup import DASH, Html, block, count, duration, figure, gb, gib, note, pct, per_s, rate, sig, table, \
-    yes_no
+from aisize.report.markup import (DASH, Html, block, count, duration, figure, gb, gib, note, pct, per_s, rate, sig,
+                                  table, yes_no)
 from aisize.validation.serving import family_summary
 
 

@@ -442,7 +442,8 @@ class Hardware(_Strict):
 class Policies(_Strict):
     """Assumptions. Each default is named and shown to the user as an assumption."""
 
-    mfu: Annotated[float, Field(ge=0.01, le=0.9, allow_inf_nan=False)] = 0.40  # DESIGN.md: large runs land at 0.35-0.50
+    # times what the step-time model does not (adapters, non-transformers); docs/DESIGN.md: large runs land at 0.35-0.50
+    mfu: Annotated[float, Field(ge=0.01, le=0.9, allow_inf_nan=False)] = 0.40
     # MLPerf Storage's pass threshold
     target_gpu_utilisation: Annotated[float, Field(ge=0.05, le=1, allow_inf_nan=False)] = 0.90
     checkpoint_interval_minutes: Annotated[float, Field(ge=0.1, le=100_000, allow_inf_nan=False)] | Literal["auto"] = (

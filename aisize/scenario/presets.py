@@ -1,4 +1,4 @@
-"""Built-in scenarios (``data/presets/*.yaml``), replaying the cases in DESIGN.md section 1."""
+"""Built-in scenarios (``data/presets/*.yaml``), replaying the cases in docs/DESIGN.md section 1."""
 
 from __future__ import annotations
 

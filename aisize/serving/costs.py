@@ -32,7 +32,7 @@ References
 .. [1] Kaplan et al. 2020, arXiv:2001.08361, sec. 2.1 (forward pass ~2N FLOPs per token).
 .. [2] Chowdhery et al. 2022 (PaLM), arXiv:2204.02311, appendix B (attention FLOPs);
        Pope et al. 2023, arXiv:2211.05102, sec. 2.
-.. [3] DESIGN.md section 2 (serving): expected distinct experts for T tokens with top-k of E.
+.. [3] docs/DESIGN.md section 2 (serving): expected distinct experts for T tokens with top-k of E.
 .. [4] Kwon et al. 2023 (vLLM), arXiv:2309.06180, sec. 3; DeepSeek-V2, arXiv:2405.04434,
        sec. 2.1 (MLA; absorbing W_UK into W_Q and W_UV into W_O for inference).
 .. [5] NVIDIA TensorRT Model Optimizer, default quantization configs (``"*lm_head*": {"enable": False}``).

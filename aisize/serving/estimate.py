@@ -232,7 +232,7 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
 
     References
     ----------
-    See the modules of :mod:`aisize.serving`; DESIGN.md section 2, "Serving (one replica)".
+    See the modules of :mod:`aisize.serving`; docs/DESIGN.md section 2, "Serving (one replica)".
     """
     m = models.resolve(model)
     if requests_per_s is not None and concurrency is not None:

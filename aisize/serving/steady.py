@@ -33,7 +33,7 @@ budget (``B (I + O - 1) / O`` tokens per iteration on average).
 References
 ----------
 .. [1] Agrawal et al. 2024 (Sarathi-Serve), OSDI'24, arXiv:2403.02310, sec. 3-4.
-.. [2] DESIGN.md section 2, "Serving (one replica)".
+.. [2] docs/DESIGN.md section 2, "Serving (one replica)".
 .. [3] TensorRT-LLM ``microBatchScheduler.cpp``: requests are taken in order; a
        context request costs its prompt; the first that does not fit ends the batch.
 .. [4] TensorRT-LLM ``_executor/py_executor.py`` ``_balance_adp_requests`` (``attention_dp_config``:
