@@ -168,11 +168,44 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
                 replicas = 1
             else:  # no shape meets the targets: keep the fleet at 70 % of capacity instead
                 replicas = max(math.ceil(w.requests_per_s / (cap.max_requests_per_s * FALLBACK_UTILISATION)), 1)
-        if w.prefix is not None:  # reused prompts and KV tiers (aisize.plan.kvtiers)
-            kv, est = plan_kv_tiers(w, ctx, policies, arch, shape, replicas, one)
-        else:
-            est = serving.estimate(arch, ctx.accelerator, **one, requests_per_s=w.requests_per_s / replicas)
+        kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
+        if fleet.feasible:  # the sizing's rates are a screen: the fleet bought must meet the targets as estimated
+            for _ in range(TOP_UP_STEPS):
+                if est is None or not est.feasible or _meets(w, est, ttft_t, tpot_t):
+                    break
+                more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
+                kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
+                if est2 is None or not est2.feasible or _miss(w, est2, ttft_t, tpot_t) >= \
+                        _miss(w, est, ttft_t, tpot_t) * (1 - 1e-3):
+                    break  # more replicas no longer help: the light-load floor of this shape is above the target
+                replicas, kv, est = more, kv2, est2
     return _assemble(w, ctx, policies, arch, shape, replicas or 0, fleet, est, pools, ttft_t, tpot_t, kv)
+
+
+TOP_UP_STEPS = 16  # replicas added, a step at a time, until the estimate meets the targets
+TOP_UP_SHARE = 0.05  # each step adds this share of the fleet (at least one replica)
+
+
+def _evaluate(w, ctx, policies, arch, shape, replicas, one):
+    """(KV tiers or None, estimate) of ``replicas`` of ``shape`` sharing the service's rate."""
+    if w.prefix is not None:  # reused prompts and KV tiers (aisize.plan.kvtiers)
+        return plan_kv_tiers(w, ctx, policies, arch, shape, replicas, one)
+    return None, serving.estimate(arch, ctx.accelerator, **one, requests_per_s=w.requests_per_s / replicas)
+
+
+def _statistic(w, est) -> tuple[float, float]:
+    """(TTFT, TPOT) of ``est`` at the service's SLO statistic [s]."""
+    return (est.ttft_p95_s, est.tpot_p95_s) if w.slo_statistic == "p95" else (est.ttft_s, est.tpot_s)
+
+
+def _miss(w, est, ttft_t: float, tpot_t: float) -> float:
+    """How far ``est`` is from the targets: the larger of TTFT / target and TPOT / target (<= 1: met)."""
+    ttft, tpot = _statistic(w, est)
+    return max(ttft / ttft_t, tpot / tpot_t) if est.stable else math.inf
+
+
+def _meets(w, est, ttft_t: float, tpot_t: float) -> bool:
+    return _miss(w, est, ttft_t, tpot_t) <= 1.0
 
 
 def _plan_for_concurrency(w, ctx, policies) -> InferencePlan:
