@@ -6,7 +6,6 @@ One function per kind of finding, each returning a list of :class:`Finding`;
 
 from __future__ import annotations
 
-import math
 
 from dataclasses import dataclass
 
@@ -182,12 +181,11 @@ def inference_targets(plan) -> list[Finding]:
             out.append(Finding("warning", "inference", (
                 f"{i.name}: {plan.accelerator} is of a GPU generation without fitted serving efficiencies; "
                 f"Hopper's stand in, so its figures are uncalibrated")))
-        if i.latency_elasticity > C.KNEE_ELASTICITY:  # the slope at the operating point, not a distant knee
-            rise = ("overloads it" if not math.isfinite(i.latency_elasticity) else
-                    f"raises its {i.slo_statistic} request latency by {pct(i.latency_elasticity * LOAD_RISE)}")
+        if i.latency_elasticity > C.KNEE_ELASTICITY and i.stable:  # the slope at the operating point
             out.append(Finding("warning", "inference", (
-                f"{i.name}: past the latency knee at {i.requests_per_s:g} requests/s: {pct(LOAD_RISE)} more load "
-                f"{rise}")))
+                f"{i.name}: past the latency knee at {i.requests_per_s:g} requests/s: its {i.slo_statistic} "
+                f"request latency rises {num(i.latency_elasticity)} times as fast as the load there (at this slope "
+                f"{pct(LOAD_RISE)} more load adds {pct(i.latency_elasticity * LOAD_RISE)} to latency)")))
         if i.pools is not None and i.serving_mode == "disaggregated":
             p = i.pools
             out.append(Finding("info", "inference", (

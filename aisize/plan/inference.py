@@ -26,7 +26,7 @@ from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
 from aisize.serving.costs import model_costs
 from aisize.serving.disaggregated import DisaggregatedPools, size_pools
 from aisize.serving.memory import weights_per_gpu_bytes
-from aisize.serving.curves import LOAD_RISE, elasticity, latency_elasticity
+from aisize.serving.curves import elasticity, latency_elasticity, rise_within
 from aisize.serving.sizing import candidate_shapes, choose_fleet, knee
 
 MAX_SERVERS_PER_REPLICA = 16  # pipeline stages may span up to this many servers
@@ -338,13 +338,14 @@ def _elasticity(w, v: dict) -> float:
     if est is not None and est.feasible and v["replicas"] > 0:
         return latency_elasticity(est, w.requests_per_s / v["replicas"], statistic=w.slo_statistic)
     if pools is not None and pools.feasible and pools.latency_at is not None:
-        s = pools.latency_at(np.array([w.requests_per_s, w.requests_per_s * (1.0 + LOAD_RISE)]))
+        rise = rise_within(w.requests_per_s, pools.max_requests_per_s)
+        if rise <= 0:
+            return math.inf  # at or past the pools' capacity already
+        s = pools.latency_at(np.array([w.requests_per_s, w.requests_per_s * (1.0 + rise)]))
         ttft, tpot = (s["ttft95"], s["tpot95"]) if w.slo_statistic == "p95" else (s["ttft"], s["tpot"])
-        ok = np.asarray(s["ok"], dtype=bool) & (np.array([1.0, 1.0 + LOAD_RISE]) * w.requests_per_s
-                                                 < pools.max_requests_per_s)
-        total = np.where(ok, np.asarray(ttft, dtype=float) + (w.output_tokens - 1) * np.asarray(tpot, dtype=float),
-                         np.inf) * np.ones(2)
-        return elasticity(float(total[0]), float(total[1]))
+        total = np.where(np.asarray(s["ok"], dtype=bool), np.asarray(ttft, dtype=float)
+                         + (w.output_tokens - 1) * np.asarray(tpot, dtype=float), np.inf) * np.ones(2)
+        return elasticity(float(total[0]), float(total[1]), rise)
     return 0.0
 
 

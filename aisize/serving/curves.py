@@ -84,13 +84,28 @@ def elasticity(latency_now_s: float, latency_after_s: float, rise: float = LOAD_
     return (latency_after_s / latency_now_s - 1.0) / rise if math.isfinite(latency_after_s) else math.inf
 
 
+def rise_within(requests_per_s: float, capacity_requests_per_s: float, rise: float = LOAD_RISE) -> float:
+    """The load rise an elasticity is measured over: ``rise``, or half the way to capacity when that is nearer
+    (10 % more load on a replica 95 % busy has no steady state to compare with); 0 at or past capacity."""
+    if not capacity_requests_per_s > requests_per_s > 0:
+        return 0.0
+    return min(rise, 0.5 * (capacity_requests_per_s / requests_per_s - 1.0))
+
+
 def latency_elasticity(est, requests_per_s, *, rise: float = LOAD_RISE, statistic: str = "mean") -> float:
     """:func:`elasticity` of the request latency (mean, or p95 for ``statistic="p95"``) of the estimate's replica
     at ``requests_per_s`` (per replica) against ``rise`` more load: the knee as a property of the operating point."""
     lam = float(checks.positive("requests_per_s", requests_per_s, high=1e9))
-    ls = _loaded(est, np.array([lam, lam * (1.0 + rise)]))
+    rise = rise_within(lam, est.max_requests_per_s, rise)
+    if rise <= 0:
+        return math.inf  # at or past capacity already
+    rises = rise * np.array([1.0, 1 / 4, 1 / 16, 1 / 64])  # nearer, where a limit below the capacity binds first
+    ls = _loaded(est, lam * np.concatenate([[1.0], 1.0 + rises]))
     o = est.output_tokens
     ttft, tpot = (ls.ttft_p95_seconds, ls.tpot_p95_seconds) if statistic == "p95" else (ls.ttft_seconds,
                                                                                         ls.tpot_seconds)
     total = np.asarray(ttft, dtype=float) + (o - 1) * np.asarray(tpot, dtype=float)
-    return elasticity(float(total[0]), float(total[1]), rise)
+    for after, r in zip(total[1:], rises):
+        if math.isfinite(after):
+            return elasticity(float(total[0]), float(after), float(r))
+    return math.inf
