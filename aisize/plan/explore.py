@@ -107,7 +107,7 @@ def gpus_vs_days(scenario, workload, days, *, memory: bool = False) -> pd.DataFr
     w = own.model_copy(update={"gpus": None, "target_days": 1.0})
     ctx, pol = C.resolve(scenario.hardware), scenario.policies
     job = J.job_inputs(w, ctx, pol)
-    mine = plan_training(own, ctx, pol) if job.kind == "transformer" else None
+    mine = _plan_or_none(own, ctx, pol) if job.kind == "transformer" else None  # refused: the policy's curve
     stepped = mine is not None and mine.throughput_rule == "step-time"
     if stepped:  # sized at the MFU the step-time model gives the job's own plan
         job = dataclasses.replace(job, mfu=mine.mfu_assumed)

@@ -262,24 +262,30 @@ def test_a_users_server_runs_the_reporting_kernel_manager_once():
 
 
 def test_one_persons_processes_together_are_held_to_their_limit():
-    """Issue 46.6: RLIMIT_DATA holds each process; the watch holds all of a person's processes together."""
+    """Issue 46.6: RLIMIT_DATA holds each process; the watch holds all of a person's processes together. A stand-in
+    for a user's server starts a child that grows past the person's limit; the watch ends that child."""
+    import psutil
+
     from aisize.app import memory_watch
 
-    hog = subprocess.Popen([sys.executable, "-c", "import time; x = bytearray(400 * 2**20); x[::4096] = b'1' * "
-                            "len(x[::4096]); time.sleep(60)"])
+    hog = ("import time; x = bytearray(400 * 2**20); x[::4096] = b'1' * len(x[::4096]); time.sleep(60)")
+    server = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time; "
+                               f"subprocess.Popen([sys.executable, '-c', {hog!r}]); time.sleep(60)"])
     try:
-        import psutil
-
-        watch = memory_watch.MemoryWatch(psutil.Process().memory_info().rss + 200 * 2**20)  # this process: the server
+        watch = memory_watch.MemoryWatch(psutil.Process(server.pid).memory_info().rss + 200 * 2**20, pid=server.pid)
         deadline = time.monotonic() + 30
         ended = None
-        while ended is None and time.monotonic() < deadline and hog.poll() is None:
+        while ended is None and time.monotonic() < deadline:
             ended = watch.check()
             time.sleep(0.2)
-        assert ended is not None and ended.pid == hog.pid and ended.rss_bytes > 100 * 2**20
-        assert hog.wait(timeout=10) == -9
+        assert ended is not None and ended.pid != server.pid and ended.rss_bytes > 100 * 2**20
+        assert psutil.Process(server.pid).is_running() and not psutil.pid_exists(ended.pid) or \
+            psutil.Process(ended.pid).status() == psutil.STATUS_ZOMBIE
     finally:
-        hog.kill()
+        for child in psutil.Process(server.pid).children(recursive=True):
+            child.kill()
+        server.kill()
+        server.wait()
 
 
 def test_the_watch_ends_the_largest_process_and_never_the_server():
