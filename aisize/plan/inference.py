@@ -101,7 +101,7 @@ class InferencePlan:
     # service (headline, pools, curve, knee) is read from it
     pools_estimate: serving.DisaggregatedEstimate | None = None
     # relative rise of request latency (the SLO statistic) per relative rise of load at the planned rate: past
-    # C.KNEE_ELASTICITY a small rise in load raises latency sharply (inf: 10 % more load overloads it)
+    # C.KNEE_ELASTICITY a small rise in load raises latency sharply (inf: at or past capacity already)
     latency_elasticity: float = 0.0
 
     @property
@@ -171,7 +171,7 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
         kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
         if fleet.feasible:  # the sizing's rates are a screen: the fleet bought must meet the targets as estimated
             for _ in range(TOP_UP_STEPS):
-                if est is None or not est.feasible or _meets(w, est, ttft_t, tpot_t):
+                if est is None or not est.feasible or meets_targets(w, est, ttft_t, tpot_t):
                     break
                 more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
                 kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
@@ -204,7 +204,8 @@ def _miss(w, est, ttft_t: float, tpot_t: float) -> float:
     return max(ttft / ttft_t, tpot / tpot_t) if est.stable else math.inf
 
 
-def _meets(w, est, ttft_t: float, tpot_t: float) -> bool:
+def meets_targets(w, est, ttft_t: float, tpot_t: float) -> bool:
+    """Whether ``est`` (a replica's estimate) meets the service's TTFT and TPOT targets at its SLO statistic."""
     return _miss(w, est, ttft_t, tpot_t) <= 1.0
 
 

@@ -25,7 +25,7 @@ from aisize.fleet import Autoscaler, Day, LoadProfile, day_replicas
 from aisize.fleet.lora import LoraServing, lora_serving
 from aisize.format import bytes_gpu
 from aisize.plan import context as C
-from aisize.plan.inference import FALLBACK_UTILISATION, InferencePlan, check_queue, plan_inference
+from aisize.plan.inference import FALLBACK_UTILISATION, InferencePlan, check_queue, meets_targets, plan_inference
 from aisize.plan.placement import Demand
 from aisize.queueing import inference_station, knee_concurrency
 from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
@@ -121,8 +121,7 @@ def _estimate_kw(w, i: InferencePlan, ctx: C.HardwareContext, policies) -> dict:
 
 
 def _meets(w, est) -> bool:
-    ttft, tpot = (est.ttft_p95_s, est.tpot_p95_s) if w.slo_statistic == "p95" else (est.ttft_s, est.tpot_s)
-    return est.stable and ttft <= w.ttft_target_ms / 1e3 and tpot <= w.tpot_target_ms / 1e3
+    return meets_targets(w, est, w.ttft_target_ms / 1e3, w.tpot_target_ms / 1e3)
 
 
 def slo_rate(w, i: InferencePlan, ctx: C.HardwareContext, capacity: float, policies) -> float:
