@@ -350,11 +350,19 @@ def test_disaggregated_bad_input(kw, match):
         serving.estimate_disaggregated("deepseek-r1", "b200", **args)
 
 
-def test_disaggregated_pools_too_small_for_the_model_are_not_feasible():
-    est = serving.estimate_disaggregated("deepseek-r1", "h100-sxm", prefill=dict(replicas=1, tensor_parallel=2),
-                                         decode=dict(replicas=1, tensor_parallel=8), weight_precision="fp8",
-                                         input_tokens=1000, output_tokens=1000, concurrency=8)
-    assert not est.feasible and "prefill" in est.reason
+def test_disaggregated_pools_too_small_for_the_model_raise_naming_the_pool_and_memory():
+    # DeepSeek-R1 in fp8 holds 671 B weights: 2 H100s (80 GB each) cannot hold them. A deployment that
+    # cannot run is an error that says why, never 0 tokens/s (issue 48.4)
+    args = dict(prefill=dict(replicas=1, tensor_parallel=2), decode=dict(replicas=1, tensor_parallel=8),
+                weight_precision="fp8", input_tokens=1000, output_tokens=1000, concurrency=8)
+    with pytest.raises(serving.PoolsDoNotFit, match=r"prefill pool's replicas of 2 h100-sxm GPUs.*weights "
+                                                    r"3\d\d\.\d GiB.*of 79\.\d GiB"):
+        serving.estimate_disaggregated("deepseek-r1", "h100-sxm", **args)
+    # a sizing search that screens shapes asks for the result instead
+    est = serving.estimate_disaggregated("deepseek-r1", "h100-sxm", if_infeasible="result", **args)
+    assert not est.feasible and "prefill" in est.reason and est.output_tokens_per_s == 0.0
+    with pytest.raises(ValueError, match="if_infeasible='maybe' is not allowed"):
+        serving.estimate_disaggregated("deepseek-r1", "h100-sxm", if_infeasible="maybe", **args)
 
 
 def test_hybrid_mamba_models_serve_with_a_fixed_state_per_sequence():

@@ -304,7 +304,8 @@ def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
         arch, ctx.accelerator, prefill=side(pools.prefill_replicas, p_shape),
         decode=side(pools.decode_replicas, d_shape), weight_precision=w.weight_precision, kv_precision=w.kv_precision,
         input_tokens=w.prompt_tokens, output_tokens=w.output_tokens, requests_per_s=w.requests_per_s,
-        engine=w.engine, kv_link_bytes_per_s=ctx.scaleout_bytes_per_s, calibration=calibration)
+        engine=w.engine, kv_link_bytes_per_s=ctx.scaleout_bytes_per_s, calibration=calibration,
+        if_infeasible="result")
     batch = est.decode_batch if math.isfinite(est.tpot_s) else pools.decode_batch
     kv = batch * float(costs.kv_bytes(w.prompt_tokens + w.output_tokens)) / (
         min(d_tp // d_dp, costs.kv_heads) * d_pp * d_dp)

@@ -11,10 +11,11 @@ capacity), ``latency`` (TTFT/TPOT under load), ``shapes`` (TP/PP/EP/attention-DP
 from aisize.serving.calibration import CALIBRATION, Calibration
 from aisize.serving.engine import ENGINES, Engine
 from aisize.serving.estimate import ServingEstimate, decode_step, estimate
-from aisize.serving.pools import DisaggregatedEstimate, disaggregated_curve, estimate_disaggregated
+from aisize.serving.pools import DisaggregatedEstimate, PoolsDoNotFit, disaggregated_curve, estimate_disaggregated
 from aisize.serving.search import SearchResult, pareto, search
 
-__all__ = ["estimate", "ServingEstimate", "estimate_disaggregated", "DisaggregatedEstimate", "disaggregated_curve",
+__all__ = ["estimate", "ServingEstimate", "estimate_disaggregated", "DisaggregatedEstimate", "PoolsDoNotFit",
+           "disaggregated_curve",
            "decode_step", "search",
            "SearchResult", "pareto", "Calibration",
            "CALIBRATION", "Engine", "ENGINES"]

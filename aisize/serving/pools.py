@@ -45,10 +45,16 @@ from aisize.serving.latency import Z95, littles_law_concurrency
 from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ReplicaShape, check_shape
 from aisize.serving.throughput import DEFAULT_TOKENS
+from aisize.units import GiB as GIB
 
 POOL_KEYS = ("replicas", "tensor_parallel", "expert_parallel", "attention_dp", "pipeline_parallel",
              "stage_link_bytes_per_s")
 GRID_POINTS, GRID_PASSES = 33, 4  # the closed loop's throughput on log(X): 32^4 cells, to ~1e-5 relative
+
+
+class PoolsDoNotFit(ValueError):
+    """Disaggregated pools that cannot hold the model with one request's KV cache (the message says which
+    pool and by how much)."""
 
 
 @dataclass(frozen=True)
@@ -181,7 +187,8 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
                            input_tokens, output_tokens, concurrency=None, requests_per_s=None, engine=None,
                            speculative_method=None, speculative_tokens=None, acceptance_length=None,
                            draft_model=None, max_num_tokens=None, max_batch_size=None,
-                           kv_link_bytes_per_s=None, calibration=None) -> DisaggregatedEstimate:
+                           kv_link_bytes_per_s=None, calibration=None,
+                           if_infeasible: str = "raise") -> DisaggregatedEstimate:
     """Throughput and latencies of given prefill and decode pools, at a concurrency or a request rate.
 
     Parameters
@@ -205,7 +212,17 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     kv_link_bytes_per_s : link rate per prefill GPU per direction that carries the KV cache [B/s];
         None: the scale-up link when both pools fit one scale-up domain, else the server's NICs
     calibration : fitted constants, a calibration file, or None (the default)
+    if_infeasible : ``"raise"`` (default): pools that cannot hold the model and one request's KV cache
+        raise :class:`PoolsDoNotFit` naming the pool, its weights and memory per GPU; ``"result"``: return
+        an estimate with ``feasible=False`` and that ``reason`` (a sizing search screening shapes)
+
+    Raises
+    ------
+    PoolsDoNotFit (a ValueError) : see ``if_infeasible``. A deployment that cannot run never reads
+        as 0 tokens/s.
     """
+    if if_infeasible not in ("raise", "result"):
+        raise ValueError(f"if_infeasible={if_infeasible!r} is not allowed: 'raise' or 'result'")
     m = models.resolve(model)
     if (concurrency is None) == (requests_per_s is None):
         raise ValueError(f"concurrency={concurrency!r} and requests_per_s={requests_per_s!r}: give exactly one "
@@ -259,10 +276,16 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
                 speculative_method=spec.method if spec else None,
                 acceptance_length=spec.acceptance_length if spec else 1.0, uncalibrated=rates.uncalibrated)
     if not fits:
-        side = "prefill" if not bool(p_mem.fits) else "decode"
-        return _infeasible(base, f"{m.id} does not fit the {side} pool's GPUs ({dev.id}, "
-                                 f"{(p_pool if side == 'prefill' else d_pool).gpus_per_replica} per replica) with "
-                                 f"room for one request's KV cache")
+        side, mem, sp = ("prefill", p_mem, p_pool) if not bool(p_mem.fits) else ("decode", d_mem, d_pool)
+        reason = (f"{m.id} ({base['speculative_method'] or 'no speculation'}, weights {weight_precision}) does not "
+                  f"fit the {side} pool's replicas of {sp.gpus_per_replica} {dev.id} GPUs (TP {sp.tensor_parallel}, "
+                  f"EP {sp.expert_parallel}, attention DP {sp.attention_dp}): per GPU, weights "
+                  f"{float(mem.weights_bytes) / GIB:.1f} GiB + runtime {float(mem.runtime_bytes) / GIB:.1f} GiB of "
+                  f"{dev.memory_bytes / GIB:.1f} GiB leave no room for one request's KV cache "
+                  f"({i + (o if side == 'decode' else 1)} tokens); use more GPUs per replica or a smaller weight format")
+        if if_infeasible == "raise":
+            raise PoolsDoNotFit(reason)
+        return _infeasible(base, reason)
     tau = 1.0 if spec is None else spec.acceptance_length
     steps = max(1.0 + (o - 1.0) / tau, 1.0)
     launch = eng.launch(mbs, d_pool.attention_dp * d_pool.pipeline_parallel)
