@@ -65,6 +65,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from aisize.serving.shapes import expert_slots
 from aisize.serving.speculative import draft_seconds
 
 ACTIVATION_BYTES = 2.0  # hidden states between layers and on the wire are 16-bit
@@ -175,16 +176,17 @@ def _experts(costs, rates, calib, n, g, ep):
     if not costs.moe_layers:
         return 0.0 * n
     e, k = float(costs.experts), float(costs.experts_per_token)
+    slots = expert_slots(e, ep)  # with redundant copies where EP does not divide the experts
     etp = g / ep  # GPUs each expert is split over
-    local = e / ep  # experts per expert-parallel rank
-    lam = n * k / e  # tokens per expert per layer
+    local = slots / ep  # expert slots per expert-parallel rank
+    lam = n * k / slots  # tokens per slot per layer (a hot expert's tokens spread over its copies)
     z = _z_max(ep)
     rows = local * padded_expert_rows(lam, calib.gemm_tile_tokens)
     spread = np.sqrt(np.maximum(local * lam, 1e-12))
     busiest_rows = rows * (1.0 + z * np.minimum(spread / np.maximum(local * lam, 1e-12), 1.0))
     flops_per_row = costs.expert_flops_per_token / (costs.moe_layers * k)  # 2 x one expert's weights
     compute = costs.moe_layers * flops_per_row * busiest_rows / etp / rates.expert_flops_per_s
-    p = -np.expm1(n * np.log1p(-k / e))  # chance an expert is touched
+    p = -np.expm1(n * np.log1p(-k / slots))  # chance a slot is touched
     touched = local * p
     busiest = touched + z * np.sqrt(np.maximum(local * p * (1.0 - p), 0.0))
     memory = costs.moe_layers * np.minimum(busiest, local) * costs.expert_bytes / etp / rates.expert_memory_bytes_per_s

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aisize.serving.shapes import expert_slots
+
 _ACTIVATION_COEFFICIENT = {1: 11.0, 2: 6.5}  # [4]; 5.0 at TP >= 4
 _MOE_ACTIVATION_FACTOR = 2.0  # [4]
 
@@ -49,17 +51,21 @@ def activation_peak_bytes(costs, tokens, tp):
     return 2.0 * tokens * costs.hidden * c
 
 
-def weights_per_gpu_bytes(costs, gpus, attention_dp=1, pipeline_parallel=1):
+def weights_per_gpu_bytes(costs, gpus, attention_dp=1, pipeline_parallel=1, expert_parallel=None):
     """Weights on one GPU: dense part over the TP group, routed experts over all GPUs of a
-    stage, layers over the pipeline stages [B]."""
+    stage (with the redundant copies of :func:`~aisize.serving.shapes.expert_slots` where the
+    ``expert_parallel`` ranks do not divide the experts), layers over the pipeline stages [B]."""
     g = np.asarray(gpus, dtype=float)
     tp = g / np.asarray(attention_dp, dtype=float)
     experts = costs.moe_layers * costs.experts * costs.expert_bytes
-    return ((costs.weights_bytes - experts) / tp + experts / g) / np.asarray(pipeline_parallel, dtype=float)
+    resident = experts if expert_parallel is None else (
+        costs.moe_layers * expert_slots(costs.experts, expert_parallel) * costs.expert_bytes)
+    return ((costs.weights_bytes - experts) / tp + resident / g) / np.asarray(pipeline_parallel, dtype=float)
 
 
 def replica_memory(costs, engine, memory_bytes, *, sequence_tokens, max_num_tokens, gpus=1,
-                   attention_dp=1, pipeline_parallel=1, extra_weights_bytes=0.0) -> ReplicaMemory:
+                   attention_dp=1, pipeline_parallel=1, extra_weights_bytes=0.0,
+                   expert_parallel=None) -> ReplicaMemory:
     """Weights, runtime, KV pool and concurrent full-length sequences of a replica.
 
     Parameters
@@ -72,12 +78,13 @@ def replica_memory(costs, engine, memory_bytes, *, sequence_tokens, max_num_toke
     gpus, attention_dp : GPUs per pipeline stage and attention data-parallel groups [count]
     pipeline_parallel : stages; each holds 1/p of the layers, of their weights and of the KV
     extra_weights_bytes : other resident weights per GPU (a speculative drafter) [B]
+    expert_parallel : ranks the routed experts spread over (None: they divide evenly) [count]
     """
     g = np.asarray(gpus, dtype=float)
     dp = np.asarray(attention_dp, dtype=float)
     tp = g / dp
     pp = np.asarray(pipeline_parallel, dtype=float)
-    weights = weights_per_gpu_bytes(costs, g, dp, pp) + extra_weights_bytes
+    weights = weights_per_gpu_bytes(costs, g, dp, pp, expert_parallel) + extra_weights_bytes
     runtime = engine.runtime_reserve_bytes + activation_peak_bytes(costs, max_num_tokens / dp, tp)
     if engine.kv_fraction_of_total:  # vLLM's gpu_memory_utilization, SGLang's mem_fraction_static
         pool = np.maximum(memory_bytes * engine.kv_memory_fraction - weights - runtime, 0.0)

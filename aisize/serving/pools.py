@@ -256,7 +256,7 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     t_full, t_one = prefill_time(float(per_iter)), prefill_time(1.0)
     p_mem = replica_memory(costs, eng, dev.memory_bytes, sequence_tokens=i + 1.0, max_num_tokens=q * i,
                            gpus=p_pool.tensor_parallel, attention_dp=p_pool.attention_dp,
-                           pipeline_parallel=p_pool.pipeline_parallel)
+                           pipeline_parallel=p_pool.pipeline_parallel, expert_parallel=p_pool.expert_parallel)
     # decode: slots per replica from the batch limit (per rank) and the KV pool
     extra = 0.0 if spec is None else spec.draft_weights_bytes / d_pool.gpus_per_replica
     mbs = max_batch_size if max_batch_size is not None else eng.max_batch_size
@@ -267,7 +267,8 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
         mbs = float(eng.rank_limit(mbs, d_pool.attention_dp))
     d_mem = replica_memory(costs, eng, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=mbs,
                            gpus=d_pool.tensor_parallel, attention_dp=d_pool.attention_dp,
-                           pipeline_parallel=d_pool.pipeline_parallel, extra_weights_bytes=extra)
+                           pipeline_parallel=d_pool.pipeline_parallel, extra_weights_bytes=extra,
+                           expert_parallel=d_pool.expert_parallel)
     slots = float(min(mbs * d_pool.attention_dp * d_pool.pipeline_parallel, float(d_mem.sequences)))
     fits = bool(p_mem.fits) and bool(d_mem.fits) and slots >= 1
     base = dict(model=m.id, accelerator=dev.id, engine=eng.key, prefill=p_pool, decode=d_pool, input_tokens=i,

@@ -89,9 +89,9 @@ def check_shape(model, *, tensor_parallel, attention_dp, pipeline_parallel, expe
         if tp % ep:
             raise ValueError(f"expert_parallel={expert_parallel!r} is not allowed: must divide tensor_parallel="
                              f"{tensor_parallel} (the GPUs of a stage the experts spread over)")
-        if ep > 1 and model.experts % ep:
-            raise ValueError(f"expert_parallel={expert_parallel!r} is not allowed for {model.id!r}: must divide its "
-                             f"{model.experts} routed experts")
+        if ep > 1 and ep > model.experts:
+            raise ValueError(f"expert_parallel={expert_parallel!r} is not allowed for {model.id!r}: at most its "
+                             f"{model.experts} routed experts (each rank holds at least one)")
         if ep > 1 and model.experts <= 1:
             raise ValueError(f"expert_parallel={expert_parallel!r} is not allowed for {model.id!r}: a dense model "
                              f"has no routed experts (use 1)")
@@ -103,6 +103,23 @@ def check_shape(model, *, tensor_parallel, attention_dp, pipeline_parallel, expe
     if pp > model.layers:
         raise ValueError(f"pipeline_parallel={pipeline_parallel!r} is not allowed: must be at most the "
                          f"model's {model.layers} layers")
+
+
+def expert_slots(experts, expert_parallel):
+    """Expert slots over ``expert_parallel`` ranks: the routed experts, or, where EP does not divide them,
+    the next multiple of EP, the extra slots holding redundant copies of the busiest experts (SGLang's
+    ``--ep-num-redundant-experts`` with its expert-parallel load balancer, EPLB [1]; DeepSeek serves its 256
+    experts in 288 slots [2]). Each rank holds ``slots / EP`` experts and the router spreads a hot expert's
+    tokens over its copies, so the load per slot is the tokens' expert assignments over the slots [count].
+
+    .. [1] SGLang server arguments, ``--ep-num-redundant-experts`` and ``--enable-eplb``
+           (docs.sglang.ai, "Server Arguments", expert parallelism).
+    .. [2] DeepSeek-V3 technical report, arXiv:2412.19437, sec. 3.4 (redundant experts in decoding) and
+           deepseek-ai/EPLB README (redundant experts, 288 physical slots in its example of 256 + 32).
+    """
+    e = np.asarray(experts, dtype=float)
+    ep = np.maximum(np.asarray(expert_parallel, dtype=float), 1.0)
+    return np.ceil(e / ep) * ep
 
 
 def attention_dp_choices(model, tensor_parallel: int) -> list[int]:

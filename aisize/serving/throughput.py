@@ -91,7 +91,7 @@ def max_throughput(costs, device, rates, calib, engine, limits: EngineLimits, *,
     mem = replica_memory(costs, engine, device.memory_bytes, sequence_tokens=input_tokens + output_tokens,
                          max_num_tokens=limits.max_num_tokens, gpus=shape.tensor_parallel,
                          attention_dp=shape.attention_dp, pipeline_parallel=shape.pipeline_parallel,
-                         extra_weights_bytes=extra)
+                         extra_weights_bytes=extra, expert_parallel=shape.expert_parallel)
     by_batch = limits.max_batch_size * dp
     new_tokens = prefill_work(input_tokens, cached_tokens)[0]
     by_tokens = token_budget_concurrency(new_tokens, output_tokens, limits.max_num_tokens,

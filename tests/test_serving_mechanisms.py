@@ -1,0 +1,38 @@
+"""Serving mechanisms the held-out deployments need (issue 48.4), each against a worked number."""
+
+import pytest
+
+from aisize import models, serving
+from aisize.serving.costs import model_costs, weight_formats
+from aisize.serving.memory import weights_per_gpu_bytes
+from aisize.serving.shapes import expert_slots
+
+
+def test_expert_slots_round_up_to_a_multiple_of_the_expert_parallel_ranks():
+    # DeepSeek's 256 routed experts: EP 8 and 32 divide them; EP 24 holds 264 slots (11 a rank), EP 48 288 (6)
+    assert [float(expert_slots(256, ep)) for ep in (1, 8, 24, 32, 48)] == [256, 256, 264, 256, 288]
+
+
+def test_ep_that_does_not_divide_the_experts_holds_redundant_copies_in_memory():
+    costs = model_costs(models.resolve("deepseek-r1"), weight_formats("fp8"), "fp8")
+    # one fp8 expert of DeepSeek-V3/R1: gate, up and down, 3 x 7,168 x 2,048 weights at 1 byte (+ block scales)
+    assert costs.expert_bytes == pytest.approx(3 * 7168 * 2048, rel=0.01)
+    even = weights_per_gpu_bytes(costs, 24, 24, 1)
+    slotted = weights_per_gpu_bytes(costs, 24, 24, 1, expert_parallel=24)
+    # 8 redundant slots on each of the 58 MoE layers, spread over 24 GPUs
+    assert slotted - even == pytest.approx(58 * 8 * costs.expert_bytes / 24, rel=1e-9)
+    assert weights_per_gpu_bytes(costs, 32, 32, 1, expert_parallel=32) == pytest.approx(
+        weights_per_gpu_bytes(costs, 32, 32, 1), rel=1e-12)
+
+
+@pytest.mark.parametrize("ep", [24, 48])
+def test_sglang_wide_ep_that_does_not_divide_256_experts_is_estimated(ep):
+    est = serving.estimate("deepseek-r1", "h200-sxm", tensor_parallel=ep, attention_dp=ep, expert_parallel=ep,
+                           weight_precision="fp8", input_tokens=1000, output_tokens=1000, engine="sglang")
+    assert est.feasible and est.output_tokens_per_s > 0
+
+
+def test_more_expert_parallel_ranks_than_experts_is_refused_with_the_numbers():
+    with pytest.raises(ValueError, match=r"expert_parallel=16 is not allowed for 'mixtral-8x7b': at most its 8"):
+        serving.estimate("mixtral-8x7b", "h100-sxm", tensor_parallel=16, expert_parallel=16, input_tokens=100,
+                         output_tokens=100)
