@@ -8,20 +8,30 @@
 A row's ``kind`` says what the figure is: ``list-price``, ``quote`` (a public
 quote), ``cloud-rate`` (a published rental rate), ``published`` (an official
 statistic) or ``assumption`` (no public figure: the user must replace it).
-Prices are US dollars in the row's ``unit``; PUE is a ratio.
+Prices are US dollars in the row's ``unit``; PUE is a ratio. Every row carries
+the date it was valid (``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``): :func:`stale`
+names the ones older than :data:`MAX_PRICE_AGE_MONTHS`. A cloud row names the
+catalog accelerator it rents (``accelerator``), so a plan is compared with
+renting the GPU it bought (:func:`cloud_rates_for`).
 """
 
 from __future__ import annotations
 
 import csv
+import datetime
 import math
+import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from aisize.catalog import data_dir
 
 KINDS = ("list-price", "quote", "cloud-rate", "published", "assumption")
-COLUMNS = ("id", "category", "item", "unit", "usd", "kind", "date", "source", "note")
+COLUMNS = ("id", "category", "item", "unit", "usd", "kind", "date", "source", "note", "accelerator")
+# A price older than this is flagged on the plan: GPU rental rates fell by about half between mid-2024 and 2026
+# (AWS cut P5 on demand by ~44 % in June 2025), so an 18-month-old figure can misstate a verdict by that much.
+MAX_PRICE_AGE_MONTHS = 18.0
+_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
 # Allowed ranges by unit where a price has a natural bound (everything else: >= 0). A cloud rate divides the
 # break-even: public rates run from about $0.10 (spot, older GPUs) to $12 (H100 on demand) a GPU-hour, so a cent
 # to $1,000 bounds typos; electricity costs cents a kWh (European peaks ~$1); the dearest server, a rack-scale
@@ -44,6 +54,7 @@ class Price:
     date: str
     source: str
     note: str
+    accelerator: str = ""  # catalog accelerator a cloud row rents ("" for other rows)
 
     @property
     def assumed(self) -> bool:
@@ -105,23 +116,26 @@ class PriceTable:
 
 def _row(path, line: int, raw: dict) -> Price:
     where = f"{path}, line {line}"
-    missing = [c for c in COLUMNS if raw.get(c) is None]
+    missing = [c for c in COLUMNS if raw.get(c) is None and c != "accelerator"]
     if missing:
         raise ValueError(f"{where}: missing columns {missing}")
     kind = raw["kind"].strip()
+    if raw.get("accelerator") is None:
+        raise ValueError(f"{where}: missing columns ['accelerator']")
     if kind not in KINDS:
         raise ValueError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
     if not raw["source"].strip():
         raise ValueError(f"{where}: every price needs a source (or the words 'no public ... found')")
-    if kind != "assumption" and not raw["date"].strip():
-        raise ValueError(f"{where}: a {kind} needs the date it was valid")
+    if not raw["date"].strip():
+        raise ValueError(f"{where}: every price needs the date it was valid (an assumption: the date it was made)")
+    parse_date(f"{where}, date", raw["date"].strip())
     try:
         usd = float(raw["usd"])
     except ValueError:
         raise ValueError(f"{where}: usd {raw['usd']!r} is not a number") from None
     _check_value(f"{where}, usd", usd, raw["unit"].strip())
     return Price(raw["id"].strip(), raw["category"].strip(), raw["item"].strip(), raw["unit"].strip(), usd, kind,
-                 raw["date"].strip(), raw["source"].strip(), raw["note"].strip())
+                 raw["date"].strip(), raw["source"].strip(), raw["note"].strip(), raw["accelerator"].strip())
 
 
 @lru_cache(maxsize=1)
@@ -168,3 +182,39 @@ def server_price_id(server_id: str) -> str:
 def switch_price_id(link_kind: str, link_id: str) -> str:
     """The switch row for a fabric of ``link_id`` (InfiniBand by generation; one row for all Ethernet)."""
     return f"switch-{link_id}" if link_kind == "infiniband" else "switch-ethernet"
+
+
+def parse_date(where: str, text: str) -> datetime.date:
+    """A price's date (``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``) as the first day it names (ValueError: ``where``)."""
+    m = _DATE.match(text)
+    try:
+        if not m:
+            raise ValueError
+        return datetime.date(int(m[1]), int(m[2] or 1), int(m[3] or 1))
+    except ValueError:
+        raise ValueError(f"{where}: {text!r} is not a date: allowed YYYY, YYYY-MM or YYYY-MM-DD") from None
+
+
+def age_months(date_text: str, today: datetime.date) -> float:
+    """Months from a price's date to ``today`` (30.44-day months; a bare year or month counts from its first day,
+    so a row is never younger than it says)."""
+    return (today - parse_date("date", date_text)).days / (365.25 / 12.0)
+
+
+def stale(prices, today: datetime.date | None = None, max_age_months: float = MAX_PRICE_AGE_MONTHS) -> list[dict]:
+    """The prices older than ``max_age_months`` at ``today`` (default: the clock's date), oldest first.
+
+    A price with no date (a scenario's own override) is the user's current figure and never stale.
+    """
+    if not (isinstance(max_age_months, (int, float)) and not isinstance(max_age_months, bool)
+            and math.isfinite(max_age_months) and max_age_months > 0):
+        raise ValueError(f"max_age_months: {max_age_months!r} is not allowed: a number of months above 0")
+    today = today or datetime.date.today()
+    out = [{"id": p.id, "item": p.item, "date": p.date, "age_months": age_months(p.date, today)}
+           for p in prices if p.date]
+    return sorted((x for x in out if x["age_months"] > max_age_months), key=lambda x: -x["age_months"])
+
+
+def cloud_rates_for(table: PriceTable, accelerator: str) -> list[str]:
+    """Ids of the cloud rows renting ``accelerator`` (catalog id), in file order."""
+    return [i for i in table.ids("cloud") if table[i].accelerator == accelerator]

@@ -6,18 +6,24 @@ Glue only: prices from :mod:`aisize.cost.prices` (with the scenario's
 workload's cost is its GPU-hours at its pool's fully loaded $/GPU-hour.
 Energy counts the GPU servers (their maximum power x ``cost.average_power_share``)
 times the PUE; switch and storage power are not counted (the catalog has no
-sourced figure for them).
+sourced figure for them). Renting is priced for the GPUs the plan bought
+(:mod:`aisize.cost.rental`), and a price older than ``MAX_PRICE_AGE_MONTHS``
+is named (:func:`cost_notes`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import math
 from dataclasses import dataclass
 
 from aisize.cost import (HOURS_PER_YEAR, CostLine, break_even_months, break_even_utilisation, capital_per_hour,
                          energy_per_year, load_prices, per_million_tokens, priced, server_price_id, switch_price_id)
+from aisize.cost.prices import MAX_PRICE_AGE_MONTHS, stale
+from aisize.cost.rental import choose_rate
 from aisize.plan.network import OPTICS_PRICE
-from aisize.format import pct, power, usd
+from aisize.format import num, pct, power, sig, usd
 from aisize.plan.timeline import long_run_utilisation
 from aisize.units import GB, TB
 
@@ -39,16 +45,20 @@ class CostPlan:
     inference: tuple  # dicts: workload, gpus, usd_per_hour, tokens_per_s at load and capacity, $/M tokens
     job_streams: tuple  # dicts: workload, usd_per_job, usd_per_job_with_idle, usd_per_year
     gpu_utilisation: float  # busy share of installed GPU-hours over the life (timeline.long_run_utilisation)
-    cloud_rate: str
-    cloud_usd_per_gpu_hour: float
-    rent_usd_per_year: float  # the busy GPU-hours rented at the cloud rate
+    cloud_rate: str  # the cloud row(s) compared with, renting the GPU the plan bought ("" where none does)
+    cloud_usd_per_gpu_hour: float  # NaN where no rate rents the GPU bought (mixed GPUs: weighted by busy hours)
+    rent_usd_per_year: float  # the busy GPU-hours rented at the cloud rate (NaN: no rate)
     own_usd_per_year: float  # amortised capital + operating
-    break_even_utilisation: float  # share of hours busy at which owning costs what renting them would
+    break_even_utilisation: float  # share of hours busy at which owning costs what renting them would (NaN: no rate)
     break_even_months: float | None  # months until renting the busy GPU-hours has cost what buying and running
-    # does; None: never (renting costs no more a year than running the owned cluster)
+    # does; None: never (renting costs no more a year than running the owned cluster) or no rate
     assumed: tuple[str, ...]  # ids of prices used that are assumptions to replace
     unpriced: tuple[str, ...]  # items with no price row (counted at $0)
     prices_used: tuple  # dicts: id, item, unit, usd, kind, date, source
+    cloud_rate_requested: str = ""  # the scenario's cost.cloud_rate
+    rental_notes: tuple[str, ...] = ()  # why the rate compared with is not the requested one, or why there is none
+    stale_prices: tuple = ()  # dicts: id, item, date, age_months (prices used older than MAX_PRICE_AGE_MONTHS)
+    verdict: str = ""  # buy or rent, in one sentence with the break-even
 
 
 def _capital(plan, pools, prices) -> tuple[list[CostLine], dict[str, float]]:
@@ -111,20 +121,76 @@ def plan_cost(plan, pools) -> CostPlan:
     rate = own / HOURS_PER_YEAR / gpus
     by_pool = {r["pool"]: r["usd_per_gpu_hour"] for r in pool_rows}
     pool_of = {w: a["pool"] for w, a in plan.placement.assignment.items()}
-    cloud = prices.usd(cfg.cloud_rate)
     util = long_run_utilisation(plan.timeline, cfg.life_years * HOURS_PER_YEAR)
+    today = datetime.date.today()
+    choices, cloud = _rental(plan, prices, cfg.cloud_rate, today)
     rent = util * plan.gpus * HOURS_PER_YEAR * cloud
+    rate_ids = [c.id for c in choices if c.id]
     used = sorted({x.price_id for x in lines if x.price_id} | {"energy-per-kwh", "pue", "support-share",
-                                                                "rack-per-month", cfg.cloud_rate})
-    return CostPlan(
+                                                                "rack-per-month"} | set(rate_ids))
+    months = _finite(break_even_months(capital, opex, rent)) if math.isfinite(rent) else None
+    be = float(break_even_utilisation(rate, cloud)) if math.isfinite(cloud) else math.nan
+    c = CostPlan(
         cfg.life_years, cfg.average_power_share, tuple(lines), capital, tuple(operating), opex,
         plan.power_watts * cfg.average_power_share / 1e3 * pue * HOURS_PER_YEAR, rate, tuple(pool_rows),
         tuple(_training(plan, by_pool, pool_of)), tuple(_inference(plan, by_pool, pool_of)),
-        tuple(_streams(plan, by_pool, pool_of)), util, cfg.cloud_rate, cloud, rent, own,
-        float(break_even_utilisation(rate, cloud)), _finite(break_even_months(capital, opex, rent)),
+        tuple(_streams(plan, by_pool, pool_of)), util, ", ".join(rate_ids), cloud, rent, own, be, months,
         tuple(i for i in used if prices[i].assumed), tuple(x.item for x in lines if x.kind == "unpriced"),
         tuple({"id": i, "item": prices[i].item, "unit": prices[i].unit, "usd": prices[i].usd, "kind": prices[i].kind,
-               "date": prices[i].date, "source": prices[i].source} for i in used))
+               "date": prices[i].date, "source": prices[i].source} for i in used),
+        cfg.cloud_rate, tuple(c.note for c in choices if c.note),
+        tuple(stale((prices[i] for i in used), today)))
+    return dataclasses.replace(c, verdict=verdict(c, "/".join(sorted({x.accelerator for x in choices}))))
+
+
+def _rental(plan, prices, requested: str, today) -> tuple[list, float]:
+    """The rate compared with for each accelerator the plan bought, and their mean weighted by busy GPU-hours
+    (NaN when any accelerator has no rate: renting half a plan is not the plan)."""
+    acc_of = {pp.name: pp.accelerator for pp in plan.pools}
+    accs = list(dict.fromkeys(pp.accelerator for pp in plan.pools if pp.gpus)) or [plan.accelerator]
+    choices = [choose_rate(prices, requested, a, today) for a in accs]
+    if any(not c.id for c in choices):
+        return choices, math.nan
+    busy = {a: 0.0 for a in accs}
+    for r in plan.timeline.rows:
+        a = acc_of.get(r["pool"])
+        if a in busy:
+            busy[a] += r["busy_gpu_hours"]
+    total = sum(busy.values())
+    weights = {a: (busy[a] / total if total else 1.0 / len(accs)) for a in accs}
+    return choices, sum(weights[c.accelerator] * prices.usd(c.id) for c in choices)
+
+
+def verdict(c: CostPlan, gpu: str) -> str:
+    """Buy or rent, plainly: what the cheaper one saves over the life, and the busy share where buying pays back."""
+    life = f"{num(c.life_years)} year{'' if c.life_years == 1 else 's'}"
+    if not math.isfinite(c.rent_usd_per_year):
+        return f"not compared with renting: {'; '.join(c.rental_notes)}"
+    at = f"at {pct(c.gpu_utilisation)} busy over the {num(c.life_years)}-year life"
+    rate = f"{gpu} rented at {c.cloud_rate} ({usd(c.cloud_usd_per_gpu_hour)}/GPU-hour)"
+    diff = abs(c.own_usd_per_year - c.rent_usd_per_year) * c.life_years
+    if c.break_even_utilisation > 1:
+        pays = (f"buying does not pay back even 100 % busy (owning costs {usd(c.usd_per_gpu_hour)} per GPU-hour, "
+                f"renting {usd(c.cloud_usd_per_gpu_hour)})")
+    else:
+        pays = f"buying pays back at {pct(c.break_even_utilisation)} busy or more"
+    if c.rent_usd_per_year < c.own_usd_per_year:
+        return (f"renting wins {at}: {rate} costs {usd(diff)} less over {life} ({usd(c.rent_usd_per_year)}/year "
+                f"against {usd(c.own_usd_per_year)}/year to own); {pays}")
+    months = "" if c.break_even_months is None else f", paying back in {sig(c.break_even_months)} months"
+    return (f"buying wins {at}: owning costs {usd(diff)} less over {life} than {rate}{months}; {pays}")
+
+
+def cost_notes(c: CostPlan, max_age_months: float = MAX_PRICE_AGE_MONTHS) -> list[tuple[str, str]]:
+    """(severity, text) for the plan's findings: each stale price by name and date, why the rate compared with
+    was chosen, and the verdict."""
+    out = [("warning", f"price {p['id']} ({p['item']}) is dated {p['date']}, {sig(p['age_months'])} months ago "
+                       f"(older than {num(max_age_months)} months): replace it with a current figure "
+                       "(data/prices.csv or cost.prices)") for p in c.stale_prices]
+    if math.isfinite(c.rent_usd_per_year):
+        out += [("info", f"rental compared with the GPU bought: {n}") for n in c.rental_notes]
+        return out + [("info", c.verdict)]
+    return out + [("warning", c.verdict)]
 
 
 def _finite(x) -> float | None:

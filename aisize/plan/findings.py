@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aisize.format import bytes_gpu, bytes_si, days, duration, ms, num, pct, rate, sig, span, usd
+from aisize.format import bytes_gpu, bytes_si, days, duration, ms, num, pct, rate, sig, span
 from aisize.plan import context as C
 from aisize.serving.curves import LOAD_RISE
-from aisize.plan.figures import gpus_busy
+from aisize.plan.costing import cost_notes
 from aisize.units import GB
 
 SEVERITIES = ("problem", "warning", "info")
@@ -287,17 +287,8 @@ def cost(plan) -> list[Finding]:
         out.append(Finding("info", "cost", (
             f"{len(c.assumed)} price{'' if len(c.assumed) == 1 else 's'} used are assumptions to replace with "
             f"quotes: {', '.join(c.assumed)} (scenario cost.prices overrides any)")))
-    busy = gpus_busy(plan)
-    if c.rent_usd_per_year < c.own_usd_per_year:
-        out.append(Finding("info", "cost", (
-            f"{busy.label} {pct(busy.value)}: renting the busy GPU-hours at {c.cloud_rate} "
-            f"({usd(c.rent_usd_per_year)}/year) costs less than owning ({usd(c.own_usd_per_year)}/year); owning "
-            f"pays off above {pct(c.break_even_utilisation)} busy")))
-    else:
-        out.append(Finding("info", "cost", (
-            f"owning ({usd(c.own_usd_per_year)}/year) costs less than renting the busy GPU-hours at {c.cloud_rate} "
-            f"({usd(c.rent_usd_per_year)}/year)" + ("" if c.break_even_months is None else
-                                                   f"; it pays back in {sig(c.break_even_months)} months"))))
+    # stale prices, the rental rate chosen for the GPU bought, and the buy-or-rent verdict (aisize.plan.costing)
+    out += [Finding(severity, "cost", text) for severity, text in cost_notes(c)]
     return out
 
 

@@ -21,11 +21,7 @@ def cost_lines(p) -> list[str]:
     out = [f"  capital {_money(c.capital_usd)}, operating {_money(c.operating_usd_per_year)}/year, "
            f"{_money(c.usd_per_gpu_hour)} per GPU-hour over {c.life_years:g} years "
            f"({busy.label}: {F.pct(busy.value)})",
-           f"  renting the busy GPU-hours at {c.cloud_rate} ({_money(c.cloud_usd_per_gpu_hour)}/GPU-hour): "
-           f"{_money(c.rent_usd_per_year)}/year; owning: {_money(c.own_usd_per_year)}/year; break-even at "
-           f"{F.pct(c.break_even_utilisation)} busy, "
-           + (f"after {F.sig(c.break_even_months)} months" if c.break_even_months is not None
-              else "never at this use")]
+           f"  {c.verdict}"]  # buy or rent against the same GPU rented, with the break-even (plan.costing.verdict)
     out += [f"  {t['workload']}: {_money(t['usd'])} per run ("
             + ("unbounded" if t["gpu_hours"] is None else F.sig(t["gpu_hours"])) + " GPU-hours)" for t in c.training]
     out += [f"  {i['workload']}: {_money(i['usd_per_million_tokens'])} per million output tokens at the planned "
