@@ -1,8 +1,15 @@
 """The shared storage of a plan: the IO blend of every workload, capacity, units, stalls, latency.
 
+What is bought: a purchasable system the scenario names (aisize.storage.sizing.purchasable) is
+sized by the unit; a guidance row (NVIDIA DGX SuperPOD's per-node levels) names a performance
+level, not a product, so the plan buys the catalog's purchasable system that meets the demand with
+the least read bandwidth (choose_system) and keeps the guidance as a comparison; a whole measured
+system (scope ``system``) is bought once and checked. Units are sized on the blend's peaks (bursts
+coinciding) with ``policies.storage_headroom`` free and at least ``policies.storage_minimum_units``.
+
 Glue only: aisize.storage.blender (blend), capacity (capacity_plan), sizing
-(storage_units_for), demand (data_stall), aisize.network.links (link_feed_for)
-and aisize.queueing (storage_station, latency_vs_load, knee_load).
+(storage_units_for, choose_system, unit_iops_at), demand (data_stall), aisize.network.links
+(link_feed_for) and aisize.queueing (storage_station, latency_vs_load, knee_load).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from aisize import catalog
 from aisize.network.fabric import Nics
 from aisize.network.links import link_feed_for
 from aisize.plan import context as C
@@ -23,7 +31,7 @@ from aisize.storage.blender import (blend, checkpoint_bursts, inference_model_lo
                                     workload)
 from aisize.storage.capacity import capacity_plan
 from aisize.storage.demand import data_stall
-from aisize.storage.sizing import storage_units_for
+from aisize.storage.sizing import choose_system, storage_units_for, unit_iops_at
 from aisize.units import HOUR
 
 
@@ -44,7 +52,7 @@ class JobStorage:
 class StoragePlan:
     """Aggregate IO, capacity, supply, units and latency of the shared storage."""
 
-    system: str
+    system: str  # the catalog id of the storage bought
     scope: str  # system | unit | node | drive
     read_bytes_per_s: float  # blend averages [B/s]
     write_bytes_per_s: float
@@ -59,9 +67,9 @@ class StoragePlan:
     workloads: tuple  # one dict per blended workload (name, kind, bytes/s, IO sizes, read share)
     capacity_bytes: dict  # datasets, checkpoints, data preparation, model repository, usable, raw
     units: float  # systems, building blocks, drives or nodes the supply counts
-    units_by: dict  # units each constraint needs (read, write, iops, capacity)
-    binding: str  # the constraint with the highest need / supply
-    utilisation: dict  # need / supply per constraint (None where the storage gives no figure)
+    units_by: dict  # units each constraint needs (read, write, iops, capacity) at the headroom
+    binding: str  # what sets the units (unit, drive) or the highest need / supply; "minimum": the floor
+    utilisation: dict  # peak need / supply per constraint (None where the storage gives no figure)
     supply_read_bytes_per_s: float
     supply_write_bytes_per_s: float
     supply_iops: float
@@ -76,6 +84,13 @@ class StoragePlan:
     station: Station  # the queue the blend runs on: supply_iops x unloaded latency channels (storage_station)
     knee_concurrency: int  # outstanding IOs at which mean latency reaches KNEE_FACTOR x unloaded (closed system)
     outstanding_ios: float  # IOs the blend keeps in flight (Little's law at latency_mean_seconds; inf: unstable)
+    demand: dict = dataclasses.field(default_factory=dict)  # peak read, write [B/s], iops [1/s], capacity [B]
+    headroom: float = 0.0  # share of each rating left free at the peak (policies.storage_headroom)
+    minimum_units: int = 1  # policies.storage_minimum_units
+    unit_iops: float = 0.0  # operations/s one unit serves at the blend's mean IO size (sizing.unit_iops_at)
+    named: str = ""  # the scenario's hardware.storage (a guidance id when the plan chose the system)
+    comparison: dict | None = None  # the named guidance at this plan's servers (not bought), or None
+    candidates: dict = dataclasses.field(default_factory=dict)  # purchasable id -> units, read bought, rack units
 
 
 def _blend_workloads(training, inference, dataprep, scale_ups=None):
@@ -117,8 +132,45 @@ def _capacity(training, inference, dataprep, policies):
 
 
 def unloaded_latency_seconds(ctx: C.HardwareContext) -> float:
-    """Small-IO latency of the storage with nothing queued [s]: the catalog's figure, else the planner's default."""
+    """Small-IO latency of the named storage with nothing queued [s]: the catalog's figure, else the default."""
     return ctx.storage.latency_seconds or C.STORAGE_LATENCY_SECONDS
+
+
+def _peaks(b) -> tuple[float, float]:
+    """(operations/s, mean IO size [B]) with every workload at its peak (the blend's worst case)."""
+    ops = sum(w.read_peak_bytes_per_s / w.read_io_bytes + w.write_peak_bytes_per_s / w.write_io_bytes
+              for w in b.workloads)
+    return ops, ((b.read_peak_bytes_per_s + b.write_peak_bytes_per_s) / ops if ops else C.READ_IO_BYTES)
+
+
+def _with_write(rec):
+    """The record with the planner's assumed write rate where it publishes none (UNKNOWN_WRITE_SHARE)."""
+    if rec.write_bandwidth_bytes_per_s is not None:
+        return rec
+    return dataclasses.replace(rec, write_bandwidth_bytes_per_s=C.UNKNOWN_WRITE_SHARE * rec.read_bandwidth_bytes_per_s)
+
+
+def _buy(rec, need, peak_ops, peak_io, policies, servers):
+    """(record bought, its sizing, units, comparison, candidates) for the named record ``rec``."""
+    headroom, least = policies.storage_headroom, policies.storage_minimum_units
+    comparison, candidates = None, {}
+    if rec.kind == "guidance":  # a performance level: buy a real system to the demand, compare with the level
+        write = rec.write_bandwidth_bytes_per_s
+        comparison = {"system": rec.id, "name": rec.name, "servers": servers,
+                      "read_bytes_per_s": rec.read_bandwidth_bytes_per_s * servers,
+                      "write_bytes_per_s": write * servers if write is not None else None}
+        choice = choose_system(catalog.storage, read_bytes_per_s=need["read"], write_bytes_per_s=need["write"],
+                               iops_at_io=peak_ops, io_bytes=peak_io, capacity_bytes=need["capacity"],
+                               headroom=headroom, minimum_units=least, unknown_write_share=C.UNKNOWN_WRITE_SHARE)
+        rec, candidates = choice.system, choice.candidates
+    bought = _with_write(rec)
+    rated_iops = bought.read_iops_per_s is not None
+    sized = storage_units_for(bought, read_bytes_per_s=need["read"], write_bytes_per_s=need["write"],
+                              iops=need["iops"] if rated_iops else 0.0,
+                              capacity_bytes=need["capacity"] if bought.capacity_bytes else 0.0,
+                              headroom=headroom, minimum_units=least)
+    units = float(max(servers, 1)) if rec.scope == "node" else (1.0 if rec.scope == "system" else sized.units)
+    return rec, bought, sized, units, comparison, candidates
 
 
 @lru_cache(maxsize=128)
@@ -129,7 +181,7 @@ def _knee_iops(station) -> float:
 def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferencePlan, ...],
                  dataprep: tuple[DataPrepPlan, ...], ctx: C.HardwareContext, policies, servers: int,
                  nics: Nics, scale_ups: dict | None = None) -> StoragePlan:
-    """Blend every workload on the scenario's storage and size it by the record's scope.
+    """Blend every workload, choose or size the storage bought from the blend's peaks, and queue the blend on it.
 
     ``scale_ups`` maps an autoscaled service to the storage workload of its scale-ups (its weights
     read by each new replica), which replaces its hourly model reload."""
@@ -137,28 +189,30 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
     cap = _capacity(training, inference, dataprep, policies)
     ops = b.read_iops + b.write_iops
     mean_io = (b.read_bytes_per_s + b.write_bytes_per_s) / ops if ops else C.READ_IO_BYTES
-    rec = dataclasses.replace(ctx.storage, write_bandwidth_bytes_per_s=ctx.storage_write_bytes_per_s)
-    need = {"read": b.read_bytes_per_s, "write": b.write_bytes_per_s, "iops": ops, "capacity": cap["raw_bytes"]}
-    rated_iops = rec.read_iops_per_s is not None
-    sized = storage_units_for(rec, read_bytes_per_s=need["read"], write_bytes_per_s=need["write"],
-                              iops=ops if rated_iops else 0.0,
-                              capacity_bytes=need["capacity"] if rec.capacity_bytes else 0.0)
-    units = float(max(servers, 1)) if rec.scope == "node" else (1.0 if rec.scope == "system" else sized.units)
-    per = {"read": rec.read_bandwidth_bytes_per_s, "write": rec.write_bandwidth_bytes_per_s,
-           "iops": rec.read_iops_per_s, "capacity": rec.capacity_bytes}
+    peak_ops, peak_io = _peaks(b)
+    need = {"read": b.read_peak_bytes_per_s, "write": b.write_peak_bytes_per_s, "iops": peak_ops,
+            "capacity": cap["raw_bytes"]}
+    rec, bought, sized, units, comparison, candidates = _buy(ctx.storage, need, peak_ops, peak_io, policies,
+                                                              servers)
+    per = {"read": bought.read_bandwidth_bytes_per_s, "write": bought.write_bandwidth_bytes_per_s,
+           "iops": bought.read_iops_per_s, "capacity": bought.capacity_bytes}
     supply = {k: (v * units if v is not None else None) for k, v in per.items()}
     # the station serves at most the rated IOPS and what the read bandwidth allows at the blend's IO size
-    bw_iops = supply["read"] / mean_io
-    supply_iops = min(supply["iops"], bw_iops) if supply["iops"] else bw_iops
+    unit_iops = unit_iops_at(bought, mean_io)
+    supply_iops = unit_iops * units
     util = {k: (need[k] / supply[k] if supply[k] else None) for k in need}
-    binding = max((k for k in util if util[k] is not None), key=lambda k: util[k])
-    latency = unloaded_latency_seconds(ctx)
+    if rec.scope in ("unit", "drive"):  # the count is sized: what set it binds, or the floor the policy sets
+        top = max(sized.by_read, sized.by_write, sized.by_iops, sized.by_capacity)
+        binding = sized.binding if 0 < top >= sized.units else "minimum"
+    else:
+        binding = max((k for k in util if util[k] is not None), key=lambda k: util[k])
+    latency = rec.latency_seconds or C.STORAGE_LATENCY_SECONDS
     station = storage_station(supply_iops, latency)
     q = latency_vs_load(station, max(ops, 1e-9))
     knee = _knee_iops(station)
     at_knee = None
     if rec.scope in ("unit", "drive"):
-        one = storage_station(supply_iops / units, latency)
+        one = storage_station(unit_iops, latency)
         at_knee = float(math.ceil(ops / _knee_iops(one))) if ops else 1.0
     jobs = _jobs(training, b, supply["read"], ctx, nics, policies, rec.scope)
     return StoragePlan(
@@ -167,10 +221,12 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
         b.dominant_bandwidth, b.dominant_peak, tuple(_rows(b)), cap, units,
         {"read": sized.by_read, "write": sized.by_write, "iops": sized.by_iops, "capacity": sized.by_capacity},
         binding, util, supply["read"], supply["write"], float(supply_iops), supply["capacity"],
-        ctx.storage_write_assumed, float(q.utilisation), float(q.response_mean_seconds),
+        rec.write_bandwidth_bytes_per_s is None, float(q.utilisation), float(q.response_mean_seconds),
         float(q.response_p95_seconds), knee, at_knee, jobs, station=station,
         knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)),
-        outstanding_ios=_outstanding(ops, float(q.response_mean_seconds)))
+        outstanding_ios=_outstanding(ops, float(q.response_mean_seconds)), demand=need,
+        headroom=float(policies.storage_headroom), minimum_units=int(policies.storage_minimum_units),
+        unit_iops=float(unit_iops), named=ctx.storage.id, comparison=comparison, candidates=candidates)
 
 
 def _outstanding(ops: float, latency_seconds: float) -> float:

@@ -405,6 +405,9 @@ class Hardware(_Strict):
 
     server: str = "dgx-h100"
     scale_out_link: str | None = None  # default: the server's own compute NIC
+    # a purchasable system (data/storage.csv, kind building-block) is sized by the unit from the plan's demand;
+    # a guidance row (superpod-*) names a performance level: the plan buys the catalog's cheapest purchasable
+    # system that meets the demand and shows the guidance beside it for comparison
     storage: str = "superpod-h100-better"
     switch_radix: Annotated[int, Field(ge=4, le=1024, multiple_of=2)] = 64
     oversubscription: Annotated[float, Field(ge=1, le=16)] = 1.0
@@ -456,6 +459,12 @@ class Policies(_Strict):
     host_ram_ratio: Annotated[float, Field(ge=0, le=16)] = 1.0
     # usable / raw after data protection
     storage_usable_ratio: Annotated[float, Field(ge=0.05, le=1, allow_inf_nan=False)] = 0.8
+    # share of each storage rating (read, write, IOPS, capacity) left free at the peak demand: flash file systems
+    # slow as they fill, and bursts need room (assumption; 0 buys exactly the demand)
+    storage_headroom: Annotated[float, Field(ge=0, le=0.9, allow_inf_nan=False)] = 0.2
+    # storage units (nodes, enclosures) bought even when the plan asks nothing of the storage; at least one
+    # holds the model repository and datasets
+    storage_minimum_units: Annotated[int, Field(ge=1, le=100_000)] = 1
     # training interruptions: node_mtbf_hours per server, or a published fleet's rates (data/failure_rates.csv)
     failure_rates: Annotated[str, Field(max_length=80)] = "node-mtbf"
     # the serving model's constants: a file from `aisize calibrate` (aisize.scenario.calibration); None: the default
