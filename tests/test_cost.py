@@ -59,7 +59,7 @@ def test_break_even():
     # $1.2 M capital, $100k/yr to run, $700k/yr of rent saved: pays back in 1.2 M / 600k = 2 years
     assert cost.break_even_months(1.2e6, 1e5, 7e5) == pytest.approx(24.0)
     assert math.isinf(cost.break_even_months(1.2e6, 1e5, 5e4))
-    assert plan(preset("xe9680-genai")).cost.break_even_months is None  # 6 % busy: renting stays cheaper
+    assert plan(preset("xe9680-genai")).cost.break_even_months is None  # 12.5 % busy: renting stays cheaper
 
 
 def test_every_price_is_sourced_or_flagged():

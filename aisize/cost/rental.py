@@ -49,9 +49,8 @@ def choose_rate(table: PriceTable, requested: str, accelerator: str, today: date
     candidates = [i for i in cloud_rates_for(table, accelerator) if i.endswith(ON_DEMAND_SUFFIX)]
     if not candidates:
         return RateChoice("", accelerator, (
-            f"no rental rate for {accelerator} in data/prices.csv, so the plan is not compared with renting "
-            f"(the scenario's cloud rate {requested} rents {rented}, not the GPU bought); add a cloud row for "
-            f"{accelerator} to data/prices.csv to compare"))
+            f"no rental rate for {accelerator} in data/prices.csv (the scenario's cloud rate {requested} rents "
+            f"{rented}, not the GPU bought): add a cloud row for {accelerator} to compare"))
 
     def rank(i: str):
         p = table[i]

@@ -122,7 +122,7 @@ def plan_cost(plan, pools) -> CostPlan:
     by_pool = {r["pool"]: r["usd_per_gpu_hour"] for r in pool_rows}
     pool_of = {w: a["pool"] for w, a in plan.placement.assignment.items()}
     util = long_run_utilisation(plan.timeline, cfg.life_years * HOURS_PER_YEAR)
-    today = datetime.date.today()
+    today = _today()
     choices, cloud = _rental(plan, prices, cfg.cloud_rate, today)
     rent = util * plan.gpus * HOURS_PER_YEAR * cloud
     rate_ids = [c.id for c in choices if c.id]
@@ -141,6 +141,11 @@ def plan_cost(plan, pools) -> CostPlan:
         cfg.cloud_rate, tuple(c.note for c in choices if c.note),
         tuple(stale((prices[i] for i in used), today)))
     return dataclasses.replace(c, verdict=verdict(c, "/".join(sorted({x.accelerator for x in choices}))))
+
+
+def _today() -> datetime.date:
+    """The date prices are aged against (the clock's; tests pin it)."""
+    return datetime.date.today()
 
 
 def _rental(plan, prices, requested: str, today) -> tuple[list, float]:
