@@ -36,3 +36,41 @@ def test_more_expert_parallel_ranks_than_experts_is_refused_with_the_numbers():
     with pytest.raises(ValueError, match=r"expert_parallel=16 is not allowed for 'mixtral-8x7b': at most its 8"):
         serving.estimate("mixtral-8x7b", "h100-sxm", tensor_parallel=16, expert_parallel=16, input_tokens=100,
                          output_tokens=100)
+
+
+def test_an_all_reduce_across_servers_runs_hierarchically_over_both_links():
+    from aisize.serving.iteration import SCALEOUT_STEP_SECONDS, all_reduce_seconds
+
+    s, nvlink, nic, lat = 1e6, 360e9, 40e9, 1e-5  # 1 MB; achieved NVLink and NIC rates per GPU
+    inside = 2 * 7 / 8 * s / nvlink + lat  # reduce-scatter + all-gather among 8 GPUs of a server
+    across = 2 * 1 / 2 * (s / 8) / nic + 2 * SCALEOUT_STEP_SECONDS  # the 1/8 shard over 2 servers
+    got = all_reduce_seconds(s, 16, nvlink, lat, scaleup_domain=8, scaleout_bytes_per_s=nic)
+    assert float(got) == pytest.approx(inside + across, rel=1e-12)
+    # within one server, the ring as before
+    assert float(all_reduce_seconds(s, 8, nvlink, lat, scaleup_domain=8, scaleout_bytes_per_s=nic)) == \
+        pytest.approx(2 * 7 / 8 * s / nvlink + lat, rel=1e-12)
+
+
+def test_tp16_over_two_h100_servers_crosses_their_nics():
+    # a TP 16 replica of DeepSeek-R1 spans two 8-GPU H100 servers: its collectives cross the NICs
+    kw = dict(tensor_parallel=16, expert_parallel=16, weight_precision="fp8", input_tokens=1000,
+              output_tokens=1000, concurrency=64, engine="sglang")
+    from aisize.serving.estimate import replica_of
+
+    for dp in (1, 16):
+        est = serving.estimate("deepseek-r1", "h100-sxm", attention_dp=dp, **kw)
+        shape = replica_of(est).shape
+        assert shape.scaleup_domain == 8 and shape.scaleout_bytes_per_s == pytest.approx(50e9)  # 8 x 400 Gb/s / 8
+    one_domain = serving.estimate("deepseek-r1", "gb200", attention_dp=16, **kw)  # NVL72: one domain
+    assert replica_of(one_domain).shape.scaleup_domain is None
+
+    rep = replica_of(serving.estimate("deepseek-r1", "h100-sxm", attention_dp=16, **kw))
+    step = dict(decode_sequences=64.0, decode_context=1500.0, prefill_tokens=0.0, prefill_prompts=0.0,
+                prompt_tokens=1000.0)
+    from aisize.serving.iteration import iteration_time
+
+    spanning = iteration_time(rep.costs, rep.rates, rep.calibration, **step, **rep.shape.kwargs())
+    kwargs = dict(rep.shape.kwargs(), scaleup_domain=None, scaleout_bytes_per_s=None)
+    nvlink_only = iteration_time(rep.costs, rep.rates, rep.calibration, **step, **kwargs)
+    assert float(spanning.communication_seconds) > 1.5 * float(nvlink_only.communication_seconds)
+    assert float(spanning.linear_seconds) == float(nvlink_only.linear_seconds)

@@ -34,7 +34,8 @@ from aisize.serving.hardware import device, scaleout_bytes_per_s
 from aisize.serving.iteration import achieved_rates, iteration_time
 from aisize.serving.latency import loaded_state
 from aisize.serving.reuse import serving_workload
-from aisize.serving.shapes import ReplicaShape, attention_dp_choices, check_shape, expert_parallel_choices
+from aisize.serving.shapes import (ReplicaShape, attention_dp_choices, check_shape, expert_parallel_choices,
+                                   placed)
 from aisize.serving.speculative import speculation
 from aisize.serving.steady import steady_state
 from aisize.serving.throughput import engine_limits, max_throughput
@@ -169,9 +170,10 @@ def replica_of(est, calibration=None) -> Replica:
     kv_split = min(est.tensor_parallel // est.attention_dp, costs.kv_heads) * est.pipeline_parallel
     per_token = costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window
     engine = est.engine_record or ENGINES[est.engine]
+    shape = ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel, None,
+                         est.expert_parallel if costs.moe_layers else None)
     return Replica(calib, engine.speculating(est.speculation), costs, achieved_rates(dev, calib),
-                   ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel, None,
-                                est.expert_parallel if costs.moe_layers else None),
+                   placed(shape, dev.scaleup_domain, lambda: scaleout_bytes_per_s(dev.id)),
                    est.attention_dp * est.pipeline_parallel,
                    est.kv_pool_bytes * kv_split * est.attention_dp / per_token)
 
@@ -267,7 +269,8 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     for dp in dps:
         for ep in eps:
             check_shape(m, tensor_parallel=tp, attention_dp=dp, pipeline_parallel=pp, expert_parallel=ep)
-            shape = ReplicaShape(tp, dp, pp, link, ep if costs.moe_layers else None)
+            shape = placed(ReplicaShape(tp, dp, pp, link, ep if costs.moe_layers else None), dev.scaleup_domain,
+                           lambda: scaleout_bytes_per_s(dev.id))
             limits = engine_limits(costs, dev, engine, input_tokens=i, output_tokens=o, shape=shape,
                                    max_batch_size=max_batch_size, max_num_tokens=max_num_tokens)
             cap = max_throughput(costs, dev, rates, calib, engine, limits, input_tokens=i, output_tokens=o,

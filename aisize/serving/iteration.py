@@ -55,6 +55,11 @@ References
        from 16 to 128, chosen per token count by the autotuner).
 .. [8] Blom 1958, "Statistical Estimates and Transformed Beta-Variables": the expected
        maximum of n standard normals is about Φ⁻¹((n - 0.375) / (n + 0.25)).
+.. [9] Thakur, Rabenseifner & Gropp 2005, "Optimization of Collective Communication Operations in
+       MPICH", IJHPCA 19(1), sec. 4 (hierarchical composition); :func:`aisize.network.collectives.
+       two_tier_collective_seconds` (the same form for training).
+.. [10] deepseek-ai/DeepEP README (dispatch in FP8, combine in BF16; internode kernels over RDMA, each
+        token sent once per destination rank).
 """
 
 from __future__ import annotations
@@ -70,6 +75,10 @@ from aisize.serving.speculative import draft_seconds
 
 ACTIVATION_BYTES = 2.0  # hidden states between layers and on the wire are 16-bit
 LOGIT_BYTES = 4.0  # fp32 logits, written by the head and read by the sampler
+DISPATCH_BYTES = 1.0  # tokens dispatched to their experts in fp8 (DeepEP's dispatch format [10])
+# Latency of one ring step across servers (a network hop): aisize.network.collectives' assumption,
+# ~5 us per NCCL step over InfiniBand or RoCE (nccl-tests small-message times), 5x its NVLink step.
+SCALEOUT_STEP_SECONDS = 5e-6
 
 
 @dataclass(frozen=True)
@@ -151,11 +160,26 @@ class IterationTime:
         return self.gpu_seconds + self.host_seconds
 
 
-def all_reduce_seconds(payload_bytes, n, link_bytes_per_s, latency_seconds):
-    """Ring all-reduce of a buffer over n GPUs of one scale-up domain, plus its fixed latency [s] [4]."""
+def all_reduce_seconds(payload_bytes, n, link_bytes_per_s, latency_seconds, *, scaleup_domain=None,
+                       scaleout_bytes_per_s=None):
+    """All-reduce of a buffer over n GPUs, plus its fixed latency [s].
+
+    Within one scale-up domain a ring [4]. A group wider than its domain (``scaleup_domain`` GPUs per
+    server, joined by ``scaleout_bytes_per_s`` per GPU, already at the achieved share) runs NCCL's
+    hierarchical form [9]: reduce-scatter inside the domain, a ring all-reduce of the 1/d shard across the
+    n/d domains (one NIC rail per GPU), all-gather inside; each cross-server ring step pays
+    :data:`SCALEOUT_STEP_SECONDS`.
+    """
     n = np.asarray(n, dtype=float)
     ring = 2.0 * (n - 1.0) / n * payload_bytes / link_bytes_per_s + latency_seconds
-    return np.where(n > 1, ring, 0.0)
+    if scaleup_domain is None or scaleout_bytes_per_s is None:
+        return np.where(n > 1, ring, 0.0)
+    d = np.minimum(n, float(scaleup_domain))
+    o = n / d
+    inside = 2.0 * (d - 1.0) / d * payload_bytes / link_bytes_per_s + latency_seconds
+    across = (2.0 * (o - 1.0) / o * payload_bytes / d / scaleout_bytes_per_s
+              + 2.0 * (o - 1.0) * SCALEOUT_STEP_SECONDS)
+    return np.where(n > 1, np.where(o > 1, inside + across, ring), 0.0)
 
 
 MIN_TILE_TOKENS = 16.0  # the smallest M tile grouped-GEMM kernels choose for few tokens per expert [7]
@@ -197,7 +221,7 @@ def _experts(costs, rates, calib, n, g, ep):
 def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_context, prefill_tokens,
                    prefill_prompts, prompt_tokens, gpus=1, attention_dp=1, pipeline_parallel=1,
                    stage_link_bytes_per_s=None, expert_parallel=None, speculation=None, graphed=True,
-                   overlap=True) -> IterationTime:
+                   overlap=True, scaleup_domain=None, scaleout_bytes_per_s=None) -> IterationTime:
     """Time of one iteration of one replica, per GPU (work balanced over its GPUs).
 
     Parameters
@@ -222,6 +246,9 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
         each expert is split over ``gpus / expert_parallel`` GPUs [count]
     speculation : a :class:`~aisize.serving.speculative.Speculation` (None: none): each decoding
         sequence runs ``k + 1`` tokens through the model, after k draft passes
+    scaleup_domain, scaleout_bytes_per_s : where a stage spans servers, GPUs per scale-up domain and the
+        datasheet scale-out rate per GPU per direction (None: the stage sits in one domain); its
+        collectives run hierarchically over both links (:func:`all_reduce_seconds`)
     graphed : the iteration is replayed from a CUDA graph (else launched kernel by kernel)
     overlap : the host's scheduling overlaps the GPU's work
 
@@ -264,10 +291,21 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
                          / rates.attention_flops_per_s)
     hidden_bytes = n_group * costs.hidden * ACTIVATION_BYTES
     latency = calib.collective_seconds
-    comm = 2.0 * costs.layers * all_reduce_seconds(hidden_bytes, tp, rates.link_bytes_per_s, latency)
+    out = None if scaleout_bytes_per_s is None else float(scaleout_bytes_per_s) * calib.link_efficiency
+    comm = 2.0 * costs.layers * all_reduce_seconds(hidden_bytes, tp, rates.link_bytes_per_s, latency,
+                                                   scaleup_domain=scaleup_domain, scaleout_bytes_per_s=out)
     if costs.moe_layers:  # attention-DP groups gather their tokens for the experts and scatter them back
-        comm = comm + 2.0 * costs.moe_layers * np.where(
-            dp > 1, (dp - 1.0) * hidden_bytes / rates.link_bytes_per_s + latency, 0.0)
+        gather = (dp - 1.0) * hidden_bytes / rates.link_bytes_per_s + latency
+        if out is not None:
+            # across servers engines dispatch each token to the ranks of its experts and combine it back
+            # (DeepEP's all-to-all [10]: fp8 out, 16-bit back); the share bound for other servers crosses
+            # the NICs, each phase once per MoE layer, and the slower of the two links sets the pace
+            d = np.minimum(g, float(scaleup_domain))
+            ranks = np.minimum(float(costs.experts_per_token), ep)
+            remote = (n_group * ranks * (g - d) / g * costs.hidden * (DISPATCH_BYTES + ACTIVATION_BYTES) / out
+                      + np.where(g > d, 2.0 * SCALEOUT_STEP_SECONDS, 0.0))
+            gather = np.maximum(gather, 0.5 * remote)
+        comm = comm + 2.0 * costs.moe_layers * np.where(dp > 1, gather, 0.0)
     overhead = costs.layers * rates.layer_seconds + costs.moe_layers * rates.moe_layer_seconds
     launch = np.where(graphed, 0.0, costs.layers * calib.eager_layer_seconds)
     host = rates.host_seconds_per_sequence * sampled * pp / dp

@@ -43,7 +43,7 @@ from aisize.serving.hardware import scaleout_bytes_per_s
 from aisize.serving.iteration import iteration_time
 from aisize.serving.latency import Z95, littles_law_concurrency
 from aisize.serving.memory import replica_memory
-from aisize.serving.shapes import ReplicaShape, check_shape
+from aisize.serving.shapes import ReplicaShape, check_shape, placed
 from aisize.serving.throughput import DEFAULT_TOKENS
 from aisize.units import GiB as GIB
 
@@ -241,7 +241,8 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     else:
         budget = float(checks.scalar("max_num_tokens", checks.positive("max_num_tokens", budget, high=1e8)))
         budget = float(eng.rank_limit(budget, p_pool.attention_dp))
-    p_shape, d_shape = p_pool.shape(), d_pool.shape()
+    p_shape, d_shape = (placed(x.shape(), dev.scaleup_domain, lambda: scaleout_bytes_per_s(dev.id))
+                        for x in (p_pool, d_pool))
     notes = []
     # prefill: q whole prompts per attention-DP rank per iteration (a longer prompt spans ceil(I / budget))
     q = max(math.floor(budget / i), 1)

@@ -21,7 +21,7 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,6 +37,8 @@ class ReplicaShape:
     pipeline_parallel: int = 1
     stage_link_bytes_per_s: float | None = None  # None: the scale-up link
     expert_parallel: int | None = None  # GPUs of a stage the routed experts spread over (None: all)
+    scaleup_domain: int | None = None  # set where a stage spans servers: GPUs per scale-up domain
+    scaleout_bytes_per_s: float | None = None  # and their scale-out rate per GPU per direction
 
     @property
     def gpus(self) -> int:
@@ -50,7 +52,8 @@ class ReplicaShape:
         """Keyword arguments of the iteration model."""
         return dict(gpus=self.tensor_parallel, attention_dp=self.attention_dp,
                     pipeline_parallel=self.pipeline_parallel, stage_link_bytes_per_s=self.stage_link_bytes_per_s,
-                    expert_parallel=self.expert_parallel)
+                    expert_parallel=self.expert_parallel, scaleup_domain=self.scaleup_domain,
+                    scaleout_bytes_per_s=self.scaleout_bytes_per_s)
 
     @property
     def experts_over(self):
@@ -77,6 +80,15 @@ class ShapeGrid(ReplicaShape):
 
         links = np.array([s.stage_link_bytes_per_s or nvlink_bytes_per_s for s in shapes], dtype=float)[:, None]
         return cls(col("tensor_parallel"), col("attention_dp"), col("pipeline_parallel"), links)
+
+
+def placed(shape: ReplicaShape, scaleup_domain: int, scaleout_bytes_per_s) -> ReplicaShape:
+    """``shape`` on servers of ``scaleup_domain`` GPUs: a stage wider than the domain spans servers, and its
+    collectives cross their NICs (``scaleout_bytes_per_s`` per GPU; a callable is asked only then)."""
+    if shape.tensor_parallel <= scaleup_domain:
+        return shape
+    rate = scaleout_bytes_per_s() if callable(scaleout_bytes_per_s) else scaleout_bytes_per_s
+    return replace(shape, scaleup_domain=int(scaleup_domain), scaleout_bytes_per_s=float(rate))
 
 
 def check_shape(model, *, tensor_parallel, attention_dp, pipeline_parallel, expert_parallel=None) -> None:
