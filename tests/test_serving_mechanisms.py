@@ -52,7 +52,8 @@ def test_an_all_reduce_across_servers_runs_hierarchically_over_both_links():
 
 
 def test_tp16_over_two_h100_servers_crosses_their_nics():
-    # a TP 16 replica of DeepSeek-R1 spans two 8-GPU H100 servers: its collectives cross the NICs
+    # a TP 16 replica of DeepSeek-R1 spans two 8-GPU H100 servers: its collectives cross the NICs; at 128
+    # decoding sequences per attention-DP rank the dispatch to the other server outweighs the NVLink gather
     kw = dict(tensor_parallel=16, expert_parallel=16, weight_precision="fp8", input_tokens=1000,
               output_tokens=1000, concurrency=64, engine="sglang")
     from aisize.serving.estimate import replica_of
@@ -65,7 +66,7 @@ def test_tp16_over_two_h100_servers_crosses_their_nics():
     assert replica_of(one_domain).shape.scaleup_domain is None
 
     rep = replica_of(serving.estimate("deepseek-r1", "h100-sxm", attention_dp=16, **kw))
-    step = dict(decode_sequences=64.0, decode_context=1500.0, prefill_tokens=0.0, prefill_prompts=0.0,
+    step = dict(decode_sequences=2048.0, decode_context=1500.0, prefill_tokens=0.0, prefill_prompts=0.0,
                 prompt_tokens=1000.0)
     from aisize.serving.iteration import iteration_time
 
@@ -74,3 +75,16 @@ def test_tp16_over_two_h100_servers_crosses_their_nics():
     nvlink_only = iteration_time(rep.costs, rep.rates, rep.calibration, **step, **kwargs)
     assert float(spanning.communication_seconds) > 1.5 * float(nvlink_only.communication_seconds)
     assert float(spanning.linear_seconds) == float(nvlink_only.linear_seconds)
+
+
+@pytest.mark.parametrize("ep, dispatch_us, combine_us", [(16, 118, 195), (32, 155, 273), (64, 173, 314),
+                                                          (128, 192, 369), (256, 194, 360)])
+def test_cross_server_dispatch_reproduces_deepeps_published_low_latency_kernels(ep, dispatch_us, combine_us):
+    # deepseek-ai/DeepEP README, "Low-latency kernels with pure RDMA": H800, one CX7 400 Gb/s NIC per GPU,
+    # 128 tokens per batch, 7,168 hidden, top-8 experts, FP8 dispatch and BF16 combine
+    from aisize.serving.calibration import CALIBRATION
+    from aisize.serving.iteration import cross_server_dispatch_seconds
+
+    nic = 400e9 / 8 * CALIBRATION.link_efficiency
+    got = cross_server_dispatch_seconds(128.0, 8, ep, ep, 8, 7168, nic)
+    assert float(got) == pytest.approx((dispatch_us + combine_us) * 1e-6, rel=0.15)
