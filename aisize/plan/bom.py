@@ -92,6 +92,10 @@ def bom_table(plan) -> pd.DataFrame:
         row(f"storage {st.system} ({st.scope})", st.units, st.scope + "s"),
         row("storage capacity, raw", st.capacity_bytes["raw_bytes"] / TB, "TB"),
     ]
+    c = getattr(st, "comparison", None)
+    if c:  # the guidance the scenario named: what its per-node level would give these servers; not bought
+        rows.append(row(f"storage guidance {c['system']} x {c['servers']} nodes (comparison, not bought): read",
+                        c["read_bytes_per_s"] / GB, "GB/s"))
     return pd.DataFrame(rows)
 
 

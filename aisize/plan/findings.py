@@ -303,7 +303,7 @@ def assumptions(plan) -> list[Finding]:
     out = [Finding("info", "assumptions", f"assumptions used: {items}")]
     if plan.storage.write_assumed:
         out.append(Finding("info", "assumptions", (
-            f"{plan.storage_system} publishes no write rate: writes assumed at "
+            f"{plan.storage.system} publishes no write rate: writes assumed at "
             f"{pct(C.UNKNOWN_WRITE_SHARE)} of its read rate")))
     return out
 

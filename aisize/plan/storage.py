@@ -84,7 +84,8 @@ class StoragePlan:
     station: Station  # the queue the blend runs on: supply_iops x unloaded latency channels (storage_station)
     knee_concurrency: int  # outstanding IOs at which mean latency reaches KNEE_FACTOR x unloaded (closed system)
     outstanding_ios: float  # IOs the blend keeps in flight (Little's law at latency_mean_seconds; inf: unstable)
-    demand: dict = dataclasses.field(default_factory=dict)  # peak read, write [B/s], iops [1/s], capacity [B]
+    # what the units are sized for: peak read, write [B/s] (checkpoints at their stall budget), iops [1/s], capacity [B]
+    demand: dict = dataclasses.field(default_factory=dict)
     headroom: float = 0.0  # share of each rating left free at the peak (policies.storage_headroom)
     minimum_units: int = 1  # policies.storage_minimum_units
     unit_iops: float = 0.0  # operations/s one unit serves at the blend's mean IO size (sizing.unit_iops_at)
@@ -136,11 +137,21 @@ def unloaded_latency_seconds(ctx: C.HardwareContext) -> float:
     return ctx.storage.latency_seconds or C.STORAGE_LATENCY_SECONDS
 
 
-def _peaks(b) -> tuple[float, float]:
-    """(operations/s, mean IO size [B]) with every workload at its peak (the blend's worst case)."""
-    ops = sum(w.read_peak_bytes_per_s / w.read_io_bytes + w.write_peak_bytes_per_s / w.write_io_bytes
-              for w in b.workloads)
-    return ops, ((b.read_peak_bytes_per_s + b.write_peak_bytes_per_s) / ops if ops else C.READ_IO_BYTES)
+def _sized_peaks(b, training) -> tuple[float, float, float]:
+    """(read [B/s], write [B/s], operations/s) the storage is sized for: every workload at its peak (bursts
+    coinciding, the blend's worst case), except that a checkpoint needs no faster write than the one that keeps
+    it within CHECKPOINT_MAX_STALL of its interval (its burst in the blend runs at whatever the named storage
+    gave the job, which would make the sizing chase its own tail)."""
+    for_stall = {f"{t.name} checkpoints": t.checkpoint.write_bytes_per_s_for_stall
+                 for t in training if t.checkpoint is not None}
+    read = write = ops = 0.0
+    for w in b.workloads:
+        wp = w.write_peak_bytes_per_s
+        if w.kind == "checkpoint" and w.name in for_stall:
+            wp = min(wp, float(for_stall[w.name]))
+        read, write = read + w.read_peak_bytes_per_s, write + wp
+        ops += w.read_peak_bytes_per_s / w.read_io_bytes + wp / w.write_io_bytes
+    return read, write, ops
 
 
 def _with_write(rec):
@@ -189,9 +200,9 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
     cap = _capacity(training, inference, dataprep, policies)
     ops = b.read_iops + b.write_iops
     mean_io = (b.read_bytes_per_s + b.write_bytes_per_s) / ops if ops else C.READ_IO_BYTES
-    peak_ops, peak_io = _peaks(b)
-    need = {"read": b.read_peak_bytes_per_s, "write": b.write_peak_bytes_per_s, "iops": peak_ops,
-            "capacity": cap["raw_bytes"]}
+    peak_read, peak_write, peak_ops = _sized_peaks(b, training)
+    peak_io = (peak_read + peak_write) / peak_ops if peak_ops else C.READ_IO_BYTES
+    need = {"read": peak_read, "write": peak_write, "iops": peak_ops, "capacity": cap["raw_bytes"]}
     rec, bought, sized, units, comparison, candidates = _buy(ctx.storage, need, peak_ops, peak_io, policies,
                                                               servers)
     per = {"read": bought.read_bandwidth_bytes_per_s, "write": bought.write_bandwidth_bytes_per_s,
@@ -201,11 +212,10 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
     unit_iops = unit_iops_at(bought, mean_io)
     supply_iops = unit_iops * units
     util = {k: (need[k] / supply[k] if supply[k] else None) for k in need}
-    if rec.scope in ("unit", "drive"):  # the count is sized: what set it binds, or the floor the policy sets
+    binding = max((k for k in util if util[k] is not None), key=lambda k: util[k])  # busiest, ties to read
+    if rec.scope in ("unit", "drive"):  # the count is sized: the busiest constraint set it, unless the floor did
         top = max(sized.by_read, sized.by_write, sized.by_iops, sized.by_capacity)
-        binding = sized.binding if 0 < top >= sized.units else "minimum"
-    else:
-        binding = max((k for k in util if util[k] is not None), key=lambda k: util[k])
+        binding = binding if 0 < top >= sized.units else "minimum"
     latency = rec.latency_seconds or C.STORAGE_LATENCY_SECONDS
     station = storage_station(supply_iops, latency)
     q = latency_vs_load(station, max(ops, 1e-9))
