@@ -212,6 +212,13 @@ class ChartSlot:
         self.data = dict(data or {})
         return True
 
+    def clear(self) -> None:
+        """Nothing to draw (a scenario without the workload the chart is of): the last chart goes."""
+        if self.chart is not None:
+            self.box.children = ()
+            self.chart.close()  # its model leaves the page and the kernel
+            self.chart, self.key, self.data = None, None, {}
+
     def _send(self, data: dict[str, list]) -> None:
         changed = {name: rows for name, rows in data.items() if self.data.get(name) != rows}
         if not changed:

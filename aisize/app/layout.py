@@ -1,5 +1,5 @@
-"""The page: a scenario bar (preset, upload, download, reset; a workload's model from an uploaded
-config.json) above one tab per section.
+"""The page: a scenario bar (preset, upload, download, reset; the cluster's server; a workload's model
+from an uploaded config.json) above one tab per section.
 
 ``build_app()`` is what ``notebooks/app.ipynb`` calls. It opens on
 :data:`aisize.scenario.DEFAULT_PRESET`. The first tab draws its charts at once;
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import ipywidgets as widgets
 
+from aisize import catalog
 from aisize.app import controls as K
 from aisize.app.chart_bundle import use_offline_charts
 from aisize.app.model_upload import ModelUpload
@@ -71,6 +72,7 @@ class App:
     preset: widgets.Dropdown
     upload: widgets.FileUpload
     reset: widgets.Button
+    server: widgets.Dropdown
     model: ModelUpload
     status: widgets.HTML
     title: widgets.HTML
@@ -91,6 +93,12 @@ class App:
         return self[title]
 
 
+def server_options(data: dict) -> list[tuple[str, str]]:
+    """The servers a scenario may name: the catalog's and its own rows."""
+    own = [(f"{r['id']} (the scenario's own row)", r["id"]) for r in data["hardware"]["servers"]]
+    return own + [(f"{s.id} ({s.gpus}× {s.accelerator})", s.id) for s in catalog.servers]
+
+
 def build_app(display: bool = True, data: dict | None = None) -> App:
     """Build the page (on ``data``, default the built-in default scenario), wire it, and display it."""
     use_offline_charts()
@@ -103,24 +111,38 @@ def build_app(display: bool = True, data: dict | None = None) -> App:
                                 layout=widgets.Layout(width="120px"))
     reset = widgets.Button(description="Reset", icon="undo", tooltip="Back to the default scenario",
                            layout=widgets.Layout(width="90px"))
+    # hardware.server sizes every workload: a control of the scenario's, not of one job (issue 49.4)
+    server = K.dropdown("Server (whole cluster)", server_options(state.data), state.data["hardware"]["server"],
+                        "The server model, with its GPUs, that every workload of the scenario is sized on",
+                        style={"description_width": "150px"}, layout=widgets.Layout(width="520px"))
     model = ModelUpload(state)
     status, title, download = widgets.HTML(), widgets.HTML(), widgets.HTML()
     tabs = widgets.Tab(children=[widgets.Box() for _ in SECTIONS], titles=list(TITLES))
     bar = widgets.VBox([widgets.HBox([choose, upload, reset, download],
-                                     layout=widgets.Layout(align_items="center")), model.view, title, status])
+                                     layout=widgets.Layout(align_items="center")), server, model.view, title, status])
     bar.add_class("aisize-bar")
     view = widgets.VBox([widgets.HTML(CSS), bar, tabs])
-    app = App(state, {}, choose, upload, reset, model, status, title, download, tabs, view)
+    app = App(state, {}, choose, upload, reset, server, model, status, title, download, tabs, view)
+
+    syncing: list = []
 
     def show_scenario(plan) -> None:
         d = state.data
-        K.assign(title, "value", f"<div class='aisize-title'><h2>{html.escape(d['name'])}</h2>"
-                                 f"<p>{html.escape(d['description'])}</p></div>")
+        offered = server_options(d)
+        syncing.append(True)  # a new option list moves the value: that is no edit
+        try:
+            if [tuple(o) for o in server.options] != offered:
+                server.options = offered
+            K.assign(server, "value", d["hardware"]["server"])
+        finally:
+            syncing.pop()
+        paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in d["description"].split("\n\n") if p.strip())
+        K.assign(title, "value", f"<div class='aisize-title'><h2>{html.escape(d['name'])}</h2>{paragraphs}</div>")
         K.assign(download, "value", download_link("scenario.yaml", dumps(plan.scenario).encode(),
                                                   "Save scenario"))
 
     def take(new_data, what: str) -> None:
-        refused = state.replace(new_data)
+        refused = state.load(new_data)
         K.assign(status, "value", K.error_html(f"{what}: {refused}") if refused else "")
 
     def on_preset(change) -> None:
@@ -142,6 +164,13 @@ def build_app(display: bool = True, data: dict | None = None) -> App:
             take(to_dict(preset(DEFAULT_PRESET)), "reset")
         choose.value = DEFAULT_PRESET
 
+    def on_server(change) -> None:
+        if not syncing and change["new"] is not None and change["new"] != state.data["hardware"]["server"]:
+            refused = state.set(("hardware", "server"), change["new"])
+            K.assign(status, "value", K.error_html(f"server: {refused}") if refused else "")
+            if refused:
+                show_scenario(state.plan)  # the control goes back to the scenario's server
+
     def on_tab(change) -> None:
         for title_, section in app.sections.items():
             if TITLES.index(title_) != change["new"]:
@@ -154,6 +183,7 @@ def build_app(display: bool = True, data: dict | None = None) -> App:
     choose.observe(on_preset, names="value")
     upload.observe(on_upload, names="value")
     reset.on_click(on_reset)
+    server.observe(on_server, names="value")
     tabs.observe(on_tab, names="selected_index")
     tabs.selected_index = 0
     app[TITLES[0]].show()

@@ -6,6 +6,10 @@ applies it to a copy of the scenario dict, validates the copy with
 copy become the state and the listeners see the new plan. Otherwise the state
 and the plan stay as they were and the message (no traceback) is returned for
 the page to show next to the control.
+
+The scenario as loaded (a preset, a file, a reset) is kept as ``origin``: each edit's title,
+description and workload names are derived from it (:func:`aisize.app.edits.follow`), so they
+never claim what an edit changed.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import logging
 from collections.abc import Callable
 
 from aisize.app.controls import uploaded_text
+from aisize.app.edits import follow
 from aisize.plan import Plan, plan
 from aisize.scenario import DEFAULT_PRESET, ScenarioError, from_dict, preset, to_dict
 
@@ -74,8 +79,9 @@ class AppState:
     """The scenario being edited, its last valid plan, and the callbacks run after each change."""
 
     def __init__(self, data: dict | None = None):
-        self.data: dict = to_dict(from_dict(data)) if data is not None else to_dict(preset(DEFAULT_PRESET))
-        self.plan: Plan = plan(from_dict(self.data))
+        self.origin = from_dict(data) if data is not None else preset(DEFAULT_PRESET)  # the scenario as loaded
+        self.data: dict = to_dict(self.origin)
+        self.plan: Plan = plan(self.origin)
         self.listeners: list[Callable[[Plan], None]] = []
 
     @property
@@ -94,10 +100,19 @@ class AppState:
             return f"{'.'.join(map(str, path))}: cannot be set ({error})"
         return self.replace(candidate)
 
-    def replace(self, data) -> str | None:
-        """Take a whole scenario dict (preset, upload, reset). Returns None, or why it was refused."""
+    def load(self, data) -> str | None:
+        """Take a whole scenario dict as loaded (preset, upload, reset): its names are as written."""
+        return self.replace(data, loaded=True)
+
+    def replace(self, data, loaded: bool = False) -> str | None:
+        """Take a whole scenario dict: an edit of several fields, or (``loaded``) a new scenario. Returns
+        None, or why it was refused."""
         try:
             scenario = from_dict(data)
+            if not loaded:
+                followed = follow(self.origin, to_dict(self.origin), scenario, to_dict(scenario))
+                if followed != to_dict(scenario):
+                    scenario = from_dict(followed)
             new_plan = plan(scenario)
         except INPUT_ERRORS as error:
             return message(error)
@@ -106,6 +121,8 @@ class AppState:
             return ("the plan could not be made: the server ran out of memory planning this scenario; the "
                     "last plan is kept")
         self.data, self.plan = to_dict(scenario), new_plan
+        if loaded:
+            self.origin = scenario
         for listener in list(self.listeners):
             listener(new_plan)
         return None

@@ -15,7 +15,10 @@ from collections.abc import Callable
 import ipywidgets as widgets
 
 from aisize.app import controls as K
+from aisize.app.edits import model_label
 from aisize.app.state import AppState
+
+OWN_MODEL = "(the workload's own model)"  # a Model dropdown's value for a model that is no catalog id
 
 
 class Section:
@@ -103,3 +106,15 @@ def selected(dropdown: widgets.Dropdown, choices: list[tuple[int, str]]) -> None
         dropdown.options = opts
         if keep is not None:
             dropdown.value = keep
+
+
+def show_model(dropdown: widgets.Dropdown, ids: list[str], model, resolved) -> None:
+    """Offer the catalog ``ids`` in a Model ``dropdown`` and select the workload's ``model`` (its dict form;
+    ``resolved``: validated). A model that is no catalog id (an uploaded config.json, fields in the file) is
+    offered first, as :data:`OWN_MODEL`, so the dropdown never names a model the workload no longer has."""
+    offered = K.options(ids)
+    if not isinstance(model, str):
+        offered = [(model_label(resolved)[:120], OWN_MODEL)] + offered
+    if [tuple(o) for o in dropdown.options] != offered:
+        dropdown.options = offered
+    K.assign(dropdown, "value", model if isinstance(model, str) else OWN_MODEL)

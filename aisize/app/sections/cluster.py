@@ -90,7 +90,9 @@ class ClusterSection(Section):
 
     def _queue(self, plan) -> None:
         index = self._stream_index()
-        if index is None:
+        if index is None:  # no job stream: the last scenario's queue goes
+            K.assign(self.queue, "value", "")
+            self.waits.clear()
             return
         name = self.state.data["workloads"][index]["name"]
         s = next(j for j in plan.job_streams if j.name == name)

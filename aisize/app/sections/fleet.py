@@ -98,9 +98,12 @@ class FleetSection(Section):
         name = None if self.service.value is None else self.state.data["workloads"][self.service.value]["name"]
         sf = next((s for s in plan.fleet.services if s.day.name == name), None) if plan.fleet else None
         if sf is None:
-            K.assign(self.figures, "value", "<p>This service has no load profile: add one to see it through the "
-                                            "day (or open the preset 'fleet-over-the-day').</p>")
+            K.assign(self.figures, "value", "<p>This scenario has no inference service.</p>" if name is None else
+                     "<p>This service has no load profile: add one to see it through the day (or open the preset "
+                     "'fleet-over-the-day').</p>")
             K.assign(self.tables, "value", "")
+            self.day_chart.clear()  # the last service's day is not this one's
+            self.pool_chart.clear()
             return
         d, day, c = sf.day, sf.day.day, sf.cost
         pool = next(p for p in plan.fleet.pools if p.pool == sf.pool)

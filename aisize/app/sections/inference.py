@@ -18,12 +18,13 @@ import ipywidgets as widgets
 from aisize import catalog, charts, serving
 from aisize import format as F
 from aisize.app import controls as K
-from aisize.app.sections import Section, selected
+from aisize.app.sections import OWN_MODEL, Section, selected, show_model
 from aisize.app.sections.inference_reuse import ReuseControls, reuse_cards
 from aisize.app.state import set_path
 from aisize.plan import latency_curve
 from aisize.scenario.model import WEIGHT_PRECISIONS
 
+MODELS = catalog.transformers.ids()
 TP_CHOICES = [("auto (fewest GPUs)", "auto")] + [(str(t), t) for t in (1, 2, 4, 8, 16, 32, 64, 72)]
 PP_CHOICES = [("auto", "auto")] + [(str(p), p) for p in (1, 2, 4, 8)]
 ENGINES = [("TensorRT-LLM", "trtllm"), ("vLLM", "vllm"), ("SGLang", "sglang")]
@@ -38,7 +39,7 @@ class InferenceSection(Section):
 
     def __init__(self, state):
         self.service = K.dropdown("Service", [], None, "Which inference workload of the scenario these controls edit")
-        self.model = K.dropdown("Model", K.options(catalog.transformers.ids()), None, "Model served (catalog id)")
+        self.model = K.dropdown("Model", K.options(MODELS), None, "Model served (catalog id)")
         self.weights = K.dropdown("Weight precision", list(WEIGHT_PRECISIONS), None,
                                   "Number format of the served weights")
         self.kv = K.dropdown("KV cache precision", ["fp32", "bf16", "fp16", "fp8"], None,
@@ -76,7 +77,7 @@ class InferenceSection(Section):
         self._curve_at = (None, None)  # (inputs, frame) of the last latency curve
         super().__init__(state)
         w = self._path
-        self.bind(self.model, w("model"))
+        self.bind(self.model, lambda: None if self.model.value == OWN_MODEL else w("model")())
         self.bind(self.weights, w("weight_precision"))
         self.bind(self.kv, w("kv_precision"))
         self.bind(self.rate, lambda: w("requests_per_s")() if self.load.value == "rate" else None, float)
@@ -101,10 +102,12 @@ class InferenceSection(Section):
         self.bind(self.mode, w("serving"))
         self.bind(self.engine, w("engine"))
         self.service.observe(lambda _: self._on_plan(self.state.plan), names="value")
-        left = K.controls_column([self.service, self.model, self.weights, self.kv, self.load, self.rate, self.users,
-                                  self.prompt, self.output, self.prompt_cv, self.output_cv, self.ttft, self.tpot,
-                                  self.stat, self.tp, self.pp, self.mode, self.engine, self.speculative,
-                                  self.draft_tokens, self.reuse.view, self.error])
+        # the service's controls, hidden when the scenario has no service (they would edit nothing)
+        self.controls = widgets.VBox([self.model, self.weights, self.kv, self.load, self.rate, self.users, self.prompt,
+                                      self.output, self.prompt_cv, self.output_cv, self.ttft, self.tpot, self.stat,
+                                      self.tp, self.pp, self.mode, self.engine, self.speculative, self.draft_tokens,
+                                      self.reuse.view])
+        left = K.controls_column([self.service, self.controls, self.error])
         self.view.children = [widgets.HBox([left, K.figures_column([self.figures, self.memory_chart.box])]),
                               self.latency_chart.box]
         self.quietly(self.sync)
@@ -147,10 +150,12 @@ class InferenceSection(Section):
 
     def sync(self) -> None:
         selected(self.service, self.state.workloads("inference"))
+        K.assign(self.controls.layout, "display", "none" if self.service.value is None else None)
         if self.service.value is None:
             return
         w = self.state.data["workloads"][self.service.value]
-        for knob, key in ((self.model, "model"), (self.weights, "weight_precision"), (self.kv, "kv_precision"),
+        show_model(self.model, MODELS, w["model"], self.state.scenario.workloads[self.service.value].model)
+        for knob, key in ((self.weights, "weight_precision"), (self.kv, "kv_precision"),
                           (self.rate, "requests_per_s"), (self.users, "concurrency"), (self.prompt, "prompt_tokens"),
                           (self.output, "output_tokens"), (self.prompt_cv, "prompt_cv"), (self.output_cv, "output_cv"),
                           (self.ttft, "ttft_target_ms"), (self.tpot, "tpot_target_ms"), (self.stat, "slo_statistic"),
@@ -173,8 +178,10 @@ class InferenceSection(Section):
         return next(i for i in plan.inference if i.name == name)
 
     def update(self, plan) -> None:
-        if self.service.value is None:
+        if self.service.value is None:  # nothing of the last scenario's service stays on the page
             K.assign(self.figures, "value", "<p>This scenario has no inference service.</p>")
+            self.memory_chart.clear()
+            self.latency_chart.clear()
             return
         i = self._plan_service(plan)
         K.assign(self.figures, "value", self._figures(i, plan.assumptions["plan.knee_factor"]))
@@ -183,7 +190,8 @@ class InferenceSection(Section):
             data=charts.memory_breakdown_data(i.memory_per_gpu_bytes, i.gpu_memory_bytes),
             title=f"Memory per GPU: {i.name} ({plan.accelerator})")
         # the chart's shape is fixed per service; a new curve, targets or title only swaps rows and params
-        if i.estimate is None or not i.estimate.feasible:
+        if i.estimate is None or not i.estimate.feasible:  # no curve: the last one was of another replica
+            self.latency_chart.clear()
             return
         curve = self._curve(i)
         self.latency_chart.show(

@@ -1,4 +1,5 @@
-"""Training: the selected training job's model, GPU, precision, optimizer, layout and target time.
+"""Training: the selected training job's model, method, precision, optimizer, layout and target time (the
+server, which every workload is sized on, is the scenario bar's).
 
 Shows GPUs, servers and time to train with the plan's range (``TrainingPlan.days_low`` /
 ``days_high``: published MFUs, or the spread of measured throughputs), the per-GPU memory
@@ -18,11 +19,12 @@ import pandas as pd
 from aisize import catalog, charts
 from aisize import format as F
 from aisize.app import controls as K
-from aisize.app.sections import Section, selected
+from aisize.app.sections import OWN_MODEL, Section, selected, show_model
 from aisize.plan import gpus_vs_days, layout_candidates
 from aisize.scenario.model import OPTIMIZERS, RECOMPUTE, SCHEDULES, TRAIN_PRECISIONS
 from aisize.units import GiB
 
+MODELS = catalog.transformers.ids() + catalog.other_models.ids()
 SWEEP_DAYS = (0.25, 0.5, 1, 2, 4, 7, 14, 30, 60, 120, 365)
 TP_OPTIONS, PP_OPTIONS = (1, 2, 4, 8, 16, 32, 64), (1, 2, 4, 8, 16, 32, 64)
 MICRO_BATCH_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -73,11 +75,7 @@ class TrainingSection(Section):
 
     def __init__(self, state):
         self.job = K.dropdown("Training job", [], None, "Which training workload of the scenario these controls edit")
-        self.model = K.dropdown("Model", K.options(catalog.transformers.ids() + catalog.other_models.ids()),
-                                None, "Model to train (catalog id)")
-        self.server = K.dropdown("Server (GPU)", [(f"{s.id} ({s.gpus}× {s.accelerator})", s.id)
-                                                  for s in catalog.servers], None,
-                                 "Server model and its GPUs; applies to every workload of the scenario")
+        self.model = K.dropdown("Model", K.options(MODELS), None, "Model to train (catalog id)")
         self.method = K.dropdown("Method", ["full", "lora", "qlora"], None,
                                  "Full training, or LoRA / QLoRA adapters on a frozen base")
         self.precision = K.dropdown("Precision", list(TRAIN_PRECISIONS), None, "Training number format")
@@ -93,8 +91,8 @@ class TrainingSection(Section):
                                  "[days]; GPUs are derived (whole servers)")
         self.gpus = K.log_slider("GPUs [count]", 8, 1, 65_536, "GPUs the job runs on", steps_per_decade=30,
                                  fmt=".0f")
-        self.mfu = K.float_slider("MFU assumed [ratio]", 0.4, 0.05, 0.9, 0.01, "Model FLOPs utilisation: "
-                                  "share of dense peak a run achieves (policy; large runs 0.35-0.50). It times "
+        self.mfu = K.float_slider("MFU, all jobs [ratio]", 0.4, 0.05, 0.9, 0.01, "Model FLOPs utilisation: "
+                                  "share of dense peak a run achieves (a policy of every training job; large runs 0.35-0.50). It times "
                                   "only what the step-time model does not: LoRA and QLoRA fine-tunes, models that "
                                   "are not transformers", fmt=".2f")
         self.parallel = K.dropdown("Parallelism", [("auto (search)", "auto"), ("fixed", "fixed")], "auto",
@@ -116,8 +114,7 @@ class TrainingSection(Section):
         self._curve_at = (None, None)  # (inputs, (frame, refused)) of the last GPUs-vs-days curve
         super().__init__(state)
         w = self._path
-        self.bind(self.model, w("model"))
-        self.bind(self.server, lambda: ("hardware", "server"))
+        self.bind(self.model, lambda: None if self.model.value == OWN_MODEL else w("model")())
         for name in ("method", "precision", "optimizer"):
             self.bind(getattr(self, name), w(name))
         self.bind(self.tokens, w("tokens_billion"), float)
@@ -131,9 +128,10 @@ class TrainingSection(Section):
         self.job.observe(lambda _: self._on_plan(self.state.plan), names="value")
         manual = widgets.VBox([widgets.HBox([self.tp, self.pp, self.zero]),
                                widgets.HBox([self.micro, self.recompute, self.cp]), widgets.HBox([self.schedule])])
-        left = K.controls_column([self.job, self.model, self.server, self.method, self.precision, self.optimizer,
-                             self.tokens, self.size_by, self.days, self.gpus, self.mfu, self.parallel, manual,
-                             self.error])
+        # the job's controls, hidden when the scenario has no training job (they would edit nothing)
+        self.controls = widgets.VBox([self.model, self.method, self.precision, self.optimizer, self.tokens,
+                                      self.size_by, self.days, self.gpus, self.mfu, self.parallel, manual])
+        left = K.controls_column([self.job, self.controls, self.error])
         right = K.figures_column([self.figures, self.range_note, self.memory_chart.box])
         self.view.children = [widgets.HBox([left, right]), K.heading("GPUs needed vs target time"),
                               widgets.HBox([widgets.VBox([self.days_chart.box, self.days_note]), K.figures_column(
@@ -177,12 +175,13 @@ class TrainingSection(Section):
     def sync(self) -> None:
         selected(self.job, self.state.workloads("training"))
         data = self.state.data
-        K.assign(self.server, "value", data["hardware"]["server"])
         K.assign(self.mfu, "value", data["policies"]["mfu"])
+        K.assign(self.controls.layout, "display", "none" if self.job.value is None else None)
         if self.job.value is None:
             return
         w = data["workloads"][self.job.value]
-        for name in ("model", "method", "precision", "optimizer"):
+        show_model(self.model, MODELS, w["model"], self.state.scenario.workloads[self.job.value].model)
+        for name in ("method", "precision", "optimizer"):
             K.assign(getattr(self, name), "value", w[name])
         self.tokens.disabled = w["tokens_billion"] is None
         if w["tokens_billion"] is not None:
@@ -204,8 +203,12 @@ class TrainingSection(Section):
             knob.disabled = lay == "auto"
 
     def update(self, plan) -> None:
-        if self.job.value is None:
+        if self.job.value is None:  # nothing of the last scenario's job stays on the page
             K.assign(self.figures, "value", "<p>This scenario has no training job.</p>")
+            for html_ in (self.range_note, self.layouts, self.days_note):
+                K.assign(html_, "value", "")
+            for slot in (self.memory_chart, self.days_chart, self.step_chart):
+                slot.clear()
             return
         t = self._plan_job(plan)
         K.assign(self.figures, "value", self._figures(t))
@@ -231,6 +234,8 @@ class TrainingSection(Section):
         if len(candidates):  # one chart per job; new candidates arrive as rows, not a new chart
             self.step_chart.show(t.name, lambda: charts.step_breakdown(
                 candidates, title=f"Step time by part: {t.name}"), data=charts.step_breakdown_rows(candidates))
+        else:
+            self.step_chart.clear()
 
     def _curve(self, plan, name: str) -> tuple[pd.DataFrame, int]:
         """:func:`days_curve` of job ``name``, kept while the job (but for its own GPUs and target time, which
