@@ -20,9 +20,12 @@ EXIT_USAGE = 2
 def _cmd_presets(args) -> int:
     from aisize.scenario import DEFAULT_PRESET, preset, preset_names
 
+    from aisize import format as F
+
     for name in preset_names():
         marker = " (default)" if name == DEFAULT_PRESET else ""
-        print(f"{name}{marker}: {preset(name).description.splitlines()[0] if preset(name).description else ''}")
+        first = preset(name).description.splitlines()[0] if preset(name).description else ""
+        print(F.fit_lines(f"{name}{marker}: {first}"))
     return 0
 
 
@@ -60,7 +63,9 @@ def _cmd_fleet(args) -> int:
     from aisize.plan.fleet_summary import fleet_text
     from aisize.scenario import load
 
-    sys.stdout.write(fleet_text(make_plan(load(args.scenario)), simulate=args.simulate))
+    from aisize import format as F
+
+    sys.stdout.write(F.fit_lines(fleet_text(make_plan(load(args.scenario)), simulate=args.simulate)))
     return 0
 
 
@@ -68,6 +73,8 @@ def _cmd_sweep(args) -> int:
     from aisize.plan import defuse, sweep
     from aisize.plan.summary import parse_vary
     from aisize.scenario import load
+
+    from aisize.plan.explore import sweep_text
 
     path, values = parse_vary(args.vary)
     table = sweep(load(args.scenario), path, values)
@@ -78,9 +85,7 @@ def _cmd_sweep(args) -> int:
             raise ValueError(f"cannot write {args.csv}: {exc}") from None
         print(args.csv)
     else:
-        from aisize import format as F
-
-        sys.stdout.write(F.table(table).to_string(index=False) + "\n")
+        sys.stdout.write(sweep_text(table, path))
     return 0
 
 
@@ -106,7 +111,9 @@ def _cmd_compare(args) -> int:
             defuse(comparison_table(a, b)).to_csv(args.csv, index=False)
             print(args.csv)
         else:
-            sys.stdout.write(compare_text(a, b))
+            from aisize import format as F
+
+            sys.stdout.write(F.fit_lines(compare_text(a, b)))
     except OSError as exc:
         raise ValueError(f"cannot write the output: {exc}") from None
     return 0
@@ -118,6 +125,7 @@ _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 def _cmd_model(args) -> int:
     from pathlib import Path
 
+    from aisize import format as F
     from aisize import models
     from aisize.models.hf_config import read_config
     from aisize.models.summary import model_text
@@ -126,10 +134,10 @@ def _cmd_model(args) -> int:
         config, _ = read_config(args.model)
         record = models.from_hf_config(args.model)
         dtype = _TORCH_DTYPES.get(config.get("torch_dtype") or config.get("dtype"))
-        sys.stdout.write(model_text(record, safetensors_bytes=models.safetensors_total_bytes(args.model),
-                                    checkpoint_dtype=dtype))
+        sys.stdout.write(F.fit_lines(model_text(record, safetensors_bytes=models.safetensors_total_bytes(args.model),
+                                                checkpoint_dtype=dtype)))
     else:
-        sys.stdout.write(model_text(models.resolve(args.model)))
+        sys.stdout.write(F.fit_lines(model_text(models.resolve(args.model))))
     return 0
 
 

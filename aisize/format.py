@@ -396,3 +396,138 @@ def table_cells(frame: pd.DataFrame, formats: Mapping[str, Callable] | None = No
             title = title.replace(" [USD]", "")
         out[title] = [fmt(v) for v in frame[column].tolist()]
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Counts in words, engineering notation, and text that fits a terminal
+
+def plural(n, noun: str, plural_form: str | None = None) -> str:
+    """A count with its noun agreeing: (1, "GPU") -> "1 GPU", (16, "GPU") -> "16 GPUs", (2, "replica") ->
+    "2 replicas"; ``plural_form`` for an irregular noun."""
+    text = count(n) if _missing(n) is None else _missing(n)
+    one = _missing(n) is None and int(round(float(n))) == 1
+    return f"{text} {noun if one else (plural_form or noun + 's')}"
+
+
+SI_PREFIXES = ((1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"),
+               (1e3, "k"))
+# Units a prefix attaches to ("314 ZFLOP", "3.2 MB/s"); other units take a word ("6.74 billion parameters").
+SI_UNITS = frozenset({"FLOP", "FLOP/s", "B", "B/s", "W", "Wh", "J", "Hz", "bit/s"})
+SCALE_WORDS = ((1e12, "trillion"), (1e9, "billion"), (1e6, "million"))
+
+
+def engineering(x, unit: str = "", digits: int = 4) -> Shown:
+    """A published or predicted figure in engineering notation, never a 25-digit integer:
+    (3.14e23, "FLOP") -> "314.0 ZFLOP", (6.738e9, "count") -> "6.738 billion", (3552000, "GPU-h") ->
+    "3.552 million GPU-h", (46.2, "%") -> "46.20 %". Below a million a figure is written in full
+    ("1,017 tokens/s"); ``digits`` significant figures (four: a 0.1 % difference shows)."""
+    missing = _missing(x)
+    if missing is not None:
+        return Shown(missing)
+    x = float(x)
+    shown_unit = "" if unit == "count" else unit
+    if abs(x) >= 1e6:
+        if unit in SI_UNITS:
+            for scale, prefix in SI_PREFIXES:
+                if abs(x) >= scale * (1 - 0.5 * 10 ** (1 - digits)):
+                    return Shown(sig(x / scale, digits), prefix + unit)
+        for scale, word in SCALE_WORDS:
+            if abs(x) >= scale * (1 - 0.5 * 10 ** (1 - digits)):
+                if abs(x) / scale >= 1e4:  # beyond a word: a power of ten
+                    exponent = math.floor(math.log10(abs(x)))
+                    return Shown(f"{sig(x / 10 ** exponent, digits)}e{exponent}", shown_unit)
+                return Shown(f"{sig(x / scale, digits)} {word}", shown_unit)
+    if float(x).is_integer() and abs(x) >= 10 ** (digits - 1):
+        return Shown(f"{int(x):,}", shown_unit)
+    return Shown(sig(x, digits), shown_unit)
+
+
+WIDTH = 120  # the widest line the command line prints (a terminal's width; a wider table wraps or becomes records)
+
+
+def fit_lines(text: str, width: int = WIDTH) -> str:
+    """Prose lines wrapped at ``width``; a wrapped line continues under its own indent plus four spaces."""
+    import textwrap
+
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line.strip(), width=width, initial_indent=indent, subsequent_indent=indent + "    ",
+                             break_on_hyphens=False, break_long_words=True)
+    return "\n".join(out)
+
+
+_NUMERIC = re.compile(r"^[-+<>~$]?\s?[\d.,]+(\s?\S{0,12})?$")
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    import textwrap
+
+    if len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, width=width, break_on_hyphens=False, break_long_words=True) or [""]
+
+
+def text_table(frame: pd.DataFrame, width: int = WIDTH, *, indent: int = 0, shown: bool = False,
+               title_column: str | None = None) -> str:
+    """A table as aligned text no wider than ``width``: numbers right-aligned, headers with units
+    (:func:`table`, unless ``shown``: the cells are text already). Headers, then text cells, wrap onto
+    more lines where the table is too wide; a table that still does not fit is written one record per
+    block ("name" line, then "  header: value" lines), as a form reads."""
+    cells = {str(k): [str(v) for v in vals] for k, vals in (
+        {c: frame[c].tolist() for c in frame.columns} if shown else table_cells(frame)).items()}
+    heads = list(cells)
+    n = len(next(iter(cells.values()), []))
+    pad = " " * indent
+    if not heads:
+        return ""
+    natural = [max([len(h)] + [len(v) for v in cells[h]]) for h in heads]
+    numeric = [bool(cells[h]) and all(v in ("", DASH) or _NUMERIC.match(v) for v in cells[h]) for h in heads]
+    # the least a column can take: a number whole, a text cell's longest word (up to 30 characters: an id is not
+    # cut while prose can wrap), and its header's longest word
+    least = [max([len(w) for w in h.split()] + ([len(v) for v in cells[h]] if numeric[i] else
+                                                [min(len(w), 30) for v in cells[h] for w in v.split()]) + [1])
+             for i, h in enumerate(heads)]
+    widths = list(natural)
+    budget = width - indent - 2 * (len(heads) - 1)
+    while sum(widths) > budget:
+        shrinkable = [k for k in range(len(heads)) if widths[k] > least[k]]
+        if not shrinkable:
+            return _records(cells, width, indent, title_column)
+        widths[max(shrinkable, key=lambda k: (widths[k], k))] -= 1  # the widest column wraps first
+    lines = []
+    head_lines = [_wrapped(h, w) for h, w in zip(heads, widths)]
+    depth = max(len(x) for x in head_lines)
+    for k in range(depth):  # headers sit on their last line, as a column's foot would
+        parts = [(x[k - depth + len(x)] if k - depth + len(x) >= 0 else "") for x in head_lines]
+        lines.append(pad + "  ".join(p.rjust(w) if num else p.ljust(w)
+                                     for p, w, num in zip(parts, widths, numeric)).rstrip())
+    for r in range(n):
+        wrapped = [_wrapped(cells[h][r], w) for h, w in zip(heads, widths)]
+        for k in range(max(len(x) for x in wrapped)):
+            parts = [x[k] if k < len(x) else "" for x in wrapped]
+            lines.append(pad + "  ".join(p.rjust(w) if num else p.ljust(w)
+                                         for p, w, num in zip(parts, widths, numeric)).rstrip())
+    return "\n".join(lines)
+
+
+def _records(cells: dict[str, list[str]], width: int, indent: int, title_column: str | None) -> str:
+    """One block per row: its first (or ``title_column``) cell, then each other "header: value", wrapped."""
+    import textwrap
+
+    heads = list(cells)
+    title = title_column if title_column in cells else heads[0]
+    pad = " " * indent
+    blocks = []
+    for r in range(len(cells[title])):
+        lines = [pad + (cells[title][r] or "—")]
+        for h in heads:
+            if h == title or cells[h][r] == "":
+                continue
+            lines += textwrap.wrap(f"{h}: {cells[h][r]}", width=width, initial_indent=pad + "  ",
+                                   subsequent_indent=pad + "      ", break_on_hyphens=False)
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)

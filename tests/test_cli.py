@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -35,12 +36,30 @@ def test_size_json_csv_excel(scenario, tmp_path, capsys):
 def test_sweep_prints_and_writes(scenario, tmp_path, capsys):
     assert main(["sweep", str(scenario), "--vary", "policies.mfu=0.3:0.5:3"]) == 0
     out = capsys.readouterr().out
-    assert "policies.mfu" in out and len(out.strip().splitlines()) == 4
+    rows = out.strip().splitlines()
+    # a header and one row per value for the outputs that change; the ones that do not on a line of their own
+    assert rows[0].startswith("policies.mfu") and "training [days]" in rows[0]
+    assert [r.split()[0] for r in rows[1:4]] == ["0.300", "0.400", "0.500"]
+    assert "The same at every value of policies.mfu:" in out
     # headers in words with their units, numbers as aisize.format writes them (no "7.331e+05" capital)
-    assert "capital_usd" not in out and "capital" in out and "power [kW]" in out and "e+0" not in out
+    assert "capital_usd" not in out and "capital $" in out and "power [kW]" in out and "e+0" not in out
     assert main(["sweep", str(scenario), "--vary", "hardware.server=dgx-h100,dgx-b200",
                  "--csv", str(tmp_path / "t.csv")]) == 0
     assert (tmp_path / "t.csv").read_text().count("\n") == 3
+
+
+def test_sweep_that_changes_nothing_says_so(scenario, capsys):
+    # the README's example: the LoRA job needs one server for any target from 1 to 8 days (it takes 0.575)
+    assert main(["sweep", str(scenario), "--vary", "workloads.0.target_days=1:8:8"]) == 0
+    out = capsys.readouterr().out
+    assert "changes none of the plan's key outputs" in out and "a longer target cannot save a GPU" in out
+    assert "workloads.0.target [days]" not in out  # the path as typed, never a header made of it
+    assert len(out.strip().splitlines()) < 12  # a message, not eight identical rows
+    # a sweep that does change the plan is a table headed by the path as typed, one row per value
+    assert main(["sweep", str(scenario), "--vary", "workloads.0.target_days=0.05,1"]) == 0
+    out = capsys.readouterr().out
+    assert "workloads.0.target_days" in out and "changes none" not in out
+    assert [line.split()[0] for line in out.splitlines() if re.match(r"^ +[\d.]+ +\d", line)] == ["0.0500", "1"]
 
 
 @pytest.mark.parametrize("edit, expected", [

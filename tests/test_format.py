@@ -221,3 +221,41 @@ def test_the_cli_summary_of_every_preset_reads_well(presets):
         if p.fleet is not None:  # `aisize fleet`, its day simulated too
             found += [f"{name} fleet: {x}" for x in problems(html.escape(fleet_text(p, simulate=True)), set())]
     assert not found, "\n".join(found[:60])
+
+
+# --- counts, engineering notation and text that fits a terminal ------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    (F.plural(1, "GPU"), "1 GPU"), (F.plural(16, "GPU"), "16 GPUs"), (F.plural(1.0, "rack"), "1 rack"),
+    (F.plural(0, "replica"), "0 replicas"), (F.plural(2, "switch", "switches"), "2 switches"),
+    (F.engineering(313_999_999_999_999_995_805_696, "FLOP"), "314.0 ZFLOP"),
+    (F.engineering(2.5566e24, "FLOP"), "2.557 YFLOP"), (F.engineering(6_738_417_664, "count"), "6.738 billion"),
+    (F.engineering(3_552_000, "GPU-h"), "3.552 million GPU-h"), (F.engineering(809_472, "GPU-h"), "809,472 GPU-h"),
+    (F.engineering(46.2, "%"), "46.20 %"), (F.engineering(3e9, "B/s"), "3.000 GB/s"),
+    (F.engineering(float("nan"), "GB"), "—"),
+])
+def test_counts_and_engineering(text, expected):
+    assert text == expected
+
+
+def test_text_table_fits_by_wrapping_text_then_by_records():
+    import pandas as pd
+
+    frame = pd.DataFrame({"workload": ["Chat assistant 8B", "Pre-train 70B"], "gpus": [16, 1024],
+                          "why": ["a long reason " * 6, "short"], "tpot_mean_ms": [36.4, float("nan")]})
+    wide = F.text_table(frame, width=200)
+    assert wide.splitlines()[0].split() == ["workload", "GPUs", "why", "TPOT", "mean", "[ms]"]
+    assert "  1,024" in wide and "36.4" in wide  # numbers right-aligned, formatted
+    wrapped = F.text_table(frame, width=70)
+    assert max(map(len, wrapped.splitlines())) <= 70 and len(wrapped.splitlines()) > 3
+    assert "Chat assistant 8B" in wrapped  # a name is wrapped only at its spaces, never cut
+    records = F.text_table(frame, width=24)
+    assert max(map(len, records.splitlines())) <= 24
+    assert records.splitlines()[:3] == ["Chat assistant 8B", "  GPUs: 16", "  why: a long reason a"]
+    assert "\n\nPre-train 70B\n  GPUs: 1,024\n" in records
+
+
+def test_fit_lines_wraps_prose_under_its_indent():
+    text = "  " + "word " * 40
+    lines = F.fit_lines(text, width=50).splitlines()
+    assert max(map(len, lines)) <= 50 and lines[0].startswith("  word") and lines[1].startswith("      word")

@@ -8,6 +8,7 @@ asserts them, one test per case id.
 import argparse
 import json
 import math
+import re
 import shutil
 
 import pandas as pd
@@ -182,7 +183,48 @@ def _cli(argv):
 def test_cli_text(capsys):
     assert _cli([]) == 0
     out = capsys.readouterr().out
-    assert "zero-7.5b-stage3" in out and "median |error| [%]" in out and "median_abs_error_pct" not in out and "MFU range" in out
+    assert "zero-7.5b-stage3" in out and "|error| [%]" in out and "median_abs_error_pct" not in out
+    assert "MFU range" in out and max(len(line) for line in out.splitlines()) <= 120
+
+
+def _line(out: str, case: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith(case + " "))
+
+
+def test_cli_figures_in_engineering_notation(capsys):
+    """Published and predicted in their unit with an SI prefix or a scale word, never a 25-digit integer."""
+    assert _cli(["--family", "flops-time"]) == 0
+    out = capsys.readouterr().out
+    assert "313,999,999,999,999,995,805,696" not in out and not re.search(r"\d{1,3}(,\d{3}){6,}", out)
+    gpt3 = _line(out, "gpt3-training-flops")
+    assert "314.0 ZFLOP" in gpt3 and "314.3 ZFLOP" in gpt3  # 3.14e23 and 3.1428e23 FLOP
+    assert "2.560 YFLOP" in _line(out, "palm-training-flops")
+    assert _cli(["--family", "memory"]) == 0
+    assert "6.738 billion" in _line(capsys.readouterr().out, "params-llama-2-7b")
+
+
+def test_verdicts_are_honest():
+    """A case more than 15 % off is never "ok": within a wide tolerance it is a rough check, said in words."""
+    from aisize.validation.report import OK_PCT, verdict
+
+    assert OK_PCT == 15
+    assert verdict(-55.9, 60.0, "ok") == "within the 60 % band of a rough check"
+    assert verdict(-7.7, 60.0, "ok") == "ok" and verdict(14.9, 15.0, "ok") == "ok"
+    assert verdict(20.3, 15.0, "outside") == "outside" and verdict(float("nan"), 60, "needs input") == "needs input"
+    opt = BY_ID.loc["opt-175b-gpu-hours"]
+    assert opt["error_pct"] < -50 and opt["verdict"] == "within the 60 % band of a rough check"
+    said_ok = RESULTS[RESULTS["verdict"] == "ok"]
+    assert len(said_ok) > 100 and (said_ok["error_pct"].abs() <= OK_PCT).all()
+    assert (RESULTS.loc[RESULTS["error_pct"].abs() > OK_PCT, "verdict"] != "ok").all()
+    s = summary(RESULTS).set_index("family")
+    assert s.loc["flops-time", "rough"] == 3 and (s["ok"] + s["rough"] + s["outside"] == s["compared"]).all()
+
+
+def test_cli_says_rough_in_words(capsys):
+    assert _cli(["--family", "flops-time"]) == 0
+    out = capsys.readouterr().out
+    row = out[out.index("opt-175b-gpu-hours"):out.index("bloom-176b-gpu-hours")]
+    assert "-55.9" in row and " ok " not in row and "rough check" in " ".join(row.split())
 
 
 def test_cli_json_csv_family(capsys, tmp_path):

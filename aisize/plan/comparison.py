@@ -121,7 +121,7 @@ def compare_text(a, b) -> str:
         "better": df["better"]})
     head = [f"A: {a.scenario_name}", f"B: {b.scenario_name}",
             f"{int(df['differs'].sum())} of {len(df)} figures differ (marked {MARK})", ""]
-    return "\n".join(head) + text.to_string(index=False) + "\n"
+    return "\n".join(head) + F.text_table(text, shown=True) + "\n"  # within the terminal's 120 columns
 
 
 def comparison_dict(a, b) -> dict:

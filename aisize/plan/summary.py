@@ -33,19 +33,27 @@ def cost_lines(p) -> list[str]:
     return out
 
 
-def _text(frame) -> str:
-    """A table as aligned text with human headers and formatted cells (:func:`aisize.format.table`)."""
-    return F.table(frame).to_string(index=False)
+def _text(frame, title_column: str | None = None) -> str:
+    """A table as aligned text within the terminal's width, human headers and formatted cells
+    (:func:`aisize.format.text_table`): wider tables wrap their text cells or become one block per row."""
+    return F.text_table(frame, title_column=title_column)
+
+
+def _finding(f) -> str:
+    return f"  [{f.severity}] {f.area}: {f.text}"
 
 
 def summary_text(p) -> str:
-    """A compact text report: totals, bill of materials, placement, timeline, cost, workloads, findings."""
+    """A compact text report: totals, bill of materials, placement, timeline, cost, workloads, findings and
+    the assumptions in sentences with their units; every line within :data:`aisize.format.WIDTH`."""
+    from aisize.report.scenario_sections import assumption_sentences
+
     s = p.storage
     pools = ", ".join(f"{x.servers} x {x.server}" + (f" ({x.name})" if len(p.pools) > 1 else "") for x in p.pools)
     lines = [f"{p.scenario_name}",
-             f"  {p.gpus} x {p.accelerator} in {pools}, {p.racks} rack(s), "
-             f"{F.power(p.power_watts)}; at most {p.gpus_busy_peak} GPUs busy at once",
-             f"  storage {s.system} ({s.scope}): {s.units:g} unit(s), {s.binding} binds; "
+             f"  {F.plural(p.gpus, 'GPU')} ({p.accelerator}) in {pools}, {F.plural(p.racks, 'rack')}, "
+             f"{F.power(p.power_watts)} at most; at most {F.plural(p.gpus_busy_peak, 'GPU')} busy at once",
+             f"  storage {s.system} ({s.scope}): {F.plural(s.units, 'unit')}, {s.binding} binds; "
              f"read {F.rate(s.read_bytes_per_s)}, write {F.rate(s.write_bytes_per_s)}, "
              f"{F.sig(s.read_iops + s.write_iops)} IO/s, raw {F.bytes_si(s.capacity_bytes['raw_bytes'])}, "
              f"p95 latency {F.duration(s.latency_p95_seconds)}", "", "Bill of materials"]
@@ -53,16 +61,23 @@ def summary_text(p) -> str:
     lines += [f"  compute fabric: {p.network.fabric_reason}"]
     lines += ["", f"Placement ({p.placement.method})"]
     lines.append(_text(placement_groups(p)))
-    lines += ["", "Timeline [days]", _text(timeline_table(p))]
+    lines += ["", "Timeline", _text(timeline_table(p))]
     if p.job_streams:
         lines += ["", "Job streams", _text(job_streams_table(p))]
     lines += ["", "Cost (USD)"] + cost_lines(p)
     lines += ["", _text(cost_table(p))]
-    lines += ["", "Workloads", _text(workloads_table(p))]
+    lines += ["", "Workloads", _text(workloads_table(p), title_column="workload")]
     lines += ["", "Findings"]
-    lines += [f"  [{f.severity}] {f.area}: {f.text}" for f in p.findings if f.area != "assumptions"]
-    lines += [f"  [{f.severity}] {f.area}: {f.text}" for f in p.findings if f.area == "assumptions"]
-    return "\n".join(lines) + "\n"
+    lines += [_finding(f) for f in p.findings if f.area != "assumptions"]
+    lines += [_finding(f) for f in p.findings if f.area == "assumptions" and not f.text.startswith(ASSUMPTIONS)]
+    scenario = getattr(p, "scenario", None)
+    if scenario is not None:
+        lines += ["", "Assumptions (policies, then the planner's and engines' defaults)"]
+        lines += [f"  {line}" for line in assumption_sentences(scenario, p.assumptions)]
+    return F.fit_lines("\n".join(lines)) + "\n"
+
+
+ASSUMPTIONS = "assumptions used:"  # the finding that lists them by name (aisize.plan.findings.assumptions)
 
 
 def _value(text: str):

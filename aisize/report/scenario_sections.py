@@ -133,6 +133,10 @@ POLICY_TEXT: dict[str, tuple[str, str, str]] = {
     "memory_headroom": ("GPU memory headroom", "%", "Kept free for framework, fragmentation, CUDA context."),
     "host_ram_ratio": ("Host RAM / GPU memory", "×", "Host RAM per server ÷ its total GPU memory."),
     "storage_usable_ratio": ("Usable / raw storage", "%", "Capacity left after data protection."),
+    "storage_headroom": ("Storage headroom", "%", "Share of each storage rating left free at the peak demand: "
+                         "flash file systems slow as they fill, and bursts need room."),
+    "storage_minimum_units": ("Storage units at least", "", "Bought even when the plan asks nothing of "
+                              "the storage: one holds the model repository and datasets."),
     "serving_calibration": ("Serving calibration", "", "The serving model's achieved shares of peak and fixed "
                             "costs (listed below); aisize calibrate fits them on your own benchmark runs."),
     "switch_radix": ("Switch radix", "ports", "Ports per fabric switch."),
@@ -184,11 +188,17 @@ def _training_text(name: str, source: str) -> tuple[str, str, str]:
     """Label, unit and origin of one of aisize.training.efficiency_constants()."""
     unit = {"FLASH_TILE_TOKENS": "tokens", "STEP_TIME_CV": "", "BACKWARD_BYTES_RATIO": "×",
             "ATTENTION_BACKWARD_RATIO": "×"}.get(name, "%")
+    base, _, key = name.partition("[")
+    if key:  # "GEMM_EFFICIENCY[hopper, 16-bit]" -> "Matmul efficiency, Hopper 16-bit (training)"
+        words = [w.strip() for w in key.rstrip("]").split(",")]
+        name = base
     label = (name.replace("GEMM_EFFICIENCY", "Matmul efficiency").replace("ATTENTION_EFFICIENCY", "Attention efficiency")
              .replace("HBM_EFFICIENCY", "Memory-bound kernel efficiency").replace("FLASH_TILE_TOKENS", "Attention tile")
              .replace("STEP_TIME_CV", "Step-time jitter (CV)").replace("BACKWARD_BYTES_RATIO", "Backward / forward bytes")
              .replace("ATTENTION_BACKWARD_RATIO", "Attention backward / forward FLOPs"))
-    return label, unit, source
+    if key:
+        label += ", " + " ".join(w.upper() if w.startswith("fa") else w.capitalize() for w in words)
+    return f"{label} (training)", unit, source
 
 
 DEFAULT_TEXT |= {f"training.{c['name']}": _training_text(c["name"], c["source"]) for c in efficiency_constants()}
@@ -245,26 +255,25 @@ def _origin(key: str) -> str:
     return "planner default" if module == "plan" else f"engine default ({module})"
 
 
-def assumptions_table(scenario: Scenario, assumptions: dict | None = None) -> Html:
-    """Every value the plan uses: policies (set by the scenario or defaulted), then every planner
-    and engine default from ``assumptions`` (the plan's list; computed from the policies if None)."""
+def assumption_rows(scenario: Scenario, assumptions: dict | None = None) -> tuple[list[list], list[list]]:
+    """(policy rows, default rows), each row [label, value with its unit, set by, why it matters]: every
+    policy (set by the scenario or defaulted), then every planner and engine default from ``assumptions``
+    (the plan's list; computed from the policies if None)."""
     from aisize.plan.findings import assumptions_used
 
     assumptions = assumptions if assumptions is not None else assumptions_used(scenario.policies)
-    rows = []
+    policies = []
     for model, names in ((scenario.policies, type(scenario.policies).model_fields),
                          (scenario.hardware, ("switch_radix", "oversubscription"))):
         for name in names:
             label, unit, why = POLICY_TEXT.get(name, (name.replace("_", " ").capitalize(), "", ""))
             origin = "scenario" if name in model.model_fields_set else "default"
             value = calibration_label(model) if name == "serving_calibration" else getattr(model, name)
-            rows.append([label, _show(value, unit), origin, why])
-    policies = table(["Assumption", "Value", "Set by", "Why it matters"], rows,
-                     caption="Scenario policies", css="assumptions")
+            policies.append([label, _show(value, unit), origin, why])
     chosen = scenario.policies.serving_calibration  # its constants are the scenario's, labelled from its table
     texts = DEFAULT_TEXT | ({f"serving.{r['constant']}": _serving_text(r) for r in chosen.calibration.as_table()}
                             if chosen else {})
-    rows = []
+    defaults = []
     for key, value in assumptions.items():
         if key.startswith("policies."):
             continue  # shown above, with who set it
@@ -273,8 +282,34 @@ def assumptions_table(scenario: Scenario, assumptions: dict | None = None) -> Ht
         if key.startswith("serving."):  # a fitted file holds full-precision floats: four figures are shown
             value = float(f"{value:.4g}")
             origin = f"scenario ({chosen.calibration.name[:80]})" if chosen else origin
-        rows.append([label, _show(value, unit), origin, why])
-    defaults = table(["Assumption", "Value", "Set by", "Why it matters"], rows,
+        defaults.append([label, _show(value, unit), origin, why])
+    return policies, defaults
+
+
+def assumption_sentences(scenario: Scenario, assumptions: dict | None = None) -> list[str]:
+    """Every assumption as a line a reader can take in: "OS and application RAM: 32 GiB. Per server:
+    kernel, drivers, framework." (not ``host.os_and_application_bytes = 34,359,738,368``); one the
+    scenario sets says so."""
+    policies, defaults = assumption_rows(scenario, assumptions)
+    out = []
+    for label, value, origin, why in policies + defaults:
+        text = f"{label}: {value}." if value else f"{label}."
+        why = why.strip()
+        if why:
+            text += f" {why}" + ("" if why.endswith((".", ")")) else ".")
+        if origin.startswith("scenario"):
+            text += " (Set by the scenario.)"
+        out.append(text)
+    return out
+
+
+def assumptions_table(scenario: Scenario, assumptions: dict | None = None) -> Html:
+    """Every value the plan uses: policies (set by the scenario or defaulted), then every planner
+    and engine default from ``assumptions`` (the plan's list; computed from the policies if None)."""
+    rows, defaults_rows = assumption_rows(scenario, assumptions)
+    policies = table(["Assumption", "Value", "Set by", "Why it matters"], rows,
+                     caption="Scenario policies", css="assumptions")
+    defaults = table(["Assumption", "Value", "Set by", "Why it matters"], defaults_rows,
                      caption="Planner and engine defaults", css="assumptions")
     return Html(f"{policies}{defaults}{own_hardware_table(scenario)}" + note(
         "Defaults are named constants of aisize's modules; change a policy in the scenario file "

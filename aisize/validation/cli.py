@@ -13,10 +13,6 @@ from pathlib import Path
 
 from aisize.validation.families import FAMILIES
 
-TABLE_COLUMNS = ("case", "published", "predicted", "unit", "error_pct", "tolerance_pct", "status", "implied")
-TRAINING_COLUMNS = ("case", "published", "predicted", "unit", "error_pct", "status", "source")
-SOURCE_CHARS = 70  # the training table's source column, cut on the terminal (--csv keeps it whole)
-
 
 def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add ``--family``, ``--json``, ``--csv FILE``, ``--cases FILE`` and ``--gpus N`` to ``p``."""
@@ -30,16 +26,48 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def _text_table(frame) -> str:
-    """The table as aligned text, headers with units and numbers as :mod:`aisize.format` shows them."""
+    """The table as aligned text within the terminal's width, headers with units and numbers as
+    :mod:`aisize.format` shows them."""
     from aisize import format as F
 
-    shown = F.table(frame)
-    cols = list(shown.columns)
-    cells = [list(row) for row in shown.itertuples(index=False)]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) if cells else len(c) for i, c in enumerate(cols)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in cells]
-    return "\n".join(lines)
+    return F.text_table(frame)
+
+
+def _figures(part, *, sources: list[str], tolerance: bool, note: bool):
+    """One family's rows as shown: published and predicted with their unit in engineering notation (314.0 ZFLOP,
+    not 313,999,999,999,999,995,805,696 FLOP), the error, the verdict, and the source by its number."""
+    import pandas as pd
+
+    from aisize import format as F
+
+    cols = {"case": part["case"].tolist(),
+            "published": [F.engineering(v, u) for v, u in zip(part["published"], part["unit"])],
+            "predicted": [F.engineering(v, u) for v, u in zip(part["predicted"], part["unit"])],
+            "error [%]": [F.points(e) if e == e else "" for e in part["error_pct"]]}
+    if tolerance:
+        cols["tolerance [%]"] = [F.points(t) for t in part["tolerance_pct"]]
+    cols["verdict"] = part["verdict"].tolist()
+    if note:
+        cols["note"] = [str(x or "") for x in part["implied"].fillna("")]
+    refs = []
+    for src in part["source"].fillna("").astype(str):
+        if src and src not in sources:
+            sources.append(src)
+        refs.append(f"[{sources.index(src) + 1}]" if src else "")
+    cols["source"] = refs
+    return pd.DataFrame(cols)
+
+
+def _sources(sources: list[str]) -> str:
+    from aisize import format as F
+
+    return F.fit_lines("\n".join(f"  [{i}] {s}" for i, s in enumerate(sources, 1)))
+
+
+VERDICTS = ("Verdicts: ok is within the case's tolerance and within {ok:g} %; \"within the N % band of a rough "
+            "check\" is within a tolerance wider than {ok:g} % (a time-to-train check that accepts any goodput "
+            "from 0.4 to 1) but more than {ok:g} % off; outside is beyond the case's tolerance. Published and "
+            "predicted figures are in their published unit, to four significant figures.")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,15 +89,26 @@ def run(args: argparse.Namespace) -> int:
                              "cases": list(r.cases)}}
         print(json.dumps(out, indent=2))
     else:
-        print(_text_table(table[~table["family"].isin(("training", "serving"))][list(TABLE_COLUMNS)]))
+        from aisize.validation.report import OK_PCT
+
+        print(F.fit_lines(VERDICTS.format(ok=OK_PCT)))
         print()
-        for fam in ("training", "serving"):
-            part = table[table["family"] == fam][list(TRAINING_COLUMNS)]
-            if len(part):
-                print(f"{fam} family: published vs predicted vs error vs source")
-                print(_text_table(part.assign(source=part["source"].str.slice(0, SOURCE_CHARS))))
-                print()
-        print(_text_table(summ))
+        families = [("", table[~table["family"].str.startswith(("training", "serving"))], True, True),
+                    ("training family: published vs predicted", table[table["family"] == "training"], True, False)]
+        families += [(f"{fam} family: published vs predicted", table[table["family"] == fam], True, False)
+                     for fam in table["family"].unique() if str(fam).startswith("serving")]
+        for title, part, tolerance, note in families:
+            if not len(part):
+                continue
+            sources: list[str] = []
+            if title:
+                print(title)
+            print(_text_table(_figures(part, sources=sources, tolerance=tolerance, note=note)))
+            print("Sources:")
+            print(_sources(sources))
+            print()
+        print(_text_table(summ.rename(columns={"ok": f"ok (|error| at most {OK_PCT:g} %)",
+                                               "rough": "within a rough band", "outside": "outside tolerance"})))
         print()
         print(f"MFU range ({r.rule}): low {F.pct(r.low)}, expected {F.pct(r.expected)}, high {F.pct(r.high)}")
     unexpected = table[table["status"] != table["expected_status"]]

@@ -25,8 +25,25 @@ from aisize.validation.ranges import mfu_range
 RESULT_COLUMNS = ("case", "family", "kind", "published", "predicted", "unit", "error_pct", "tolerance_pct",
                   "within_tolerance", "status", "expected_status", "implied", "implied_mfu", "assumptions",
                   "tolerance_basis", "description", "source")
-SUMMARY_COLUMNS = ("family", "cases", "compared", "ok", "outside", "needs_input", "median_abs_error_pct",
+SUMMARY_COLUMNS = ("family", "cases", "compared", "ok", "rough", "outside", "needs_input", "median_abs_error_pct",
                    "max_abs_error_pct")
+# The widest error a verdict calls "ok": a case whose stated tolerance is wider (a time-to-train check at 60 %,
+# accepting any goodput from 0.4 to 1) and whose error is beyond this is "within the 60 % band of a rough check".
+OK_PCT = 15.0
+
+
+def verdict(error_pct: float, tolerance_pct: float, status: str) -> str:
+    """What a reader is told of one case: "ok" (|error| within its tolerance and within :data:`OK_PCT`),
+    "within the 60 % band of a rough check" (within a tolerance wider than :data:`OK_PCT` but beyond it),
+    "outside" (beyond its tolerance) or "needs input" (no prediction)."""
+    if status == "needs input" or error_pct is None or math.isnan(error_pct):
+        return status
+    error = abs(float(error_pct))
+    if error > tolerance_pct:
+        return "outside"
+    if error <= OK_PCT:
+        return "ok"
+    return f"within the {tolerance_pct:g} % band of a rough check"
 
 
 def _row(case: dict, highest_mfu: float) -> dict:
@@ -66,9 +83,9 @@ def validate(family: str | None = None, *, path: str | Path | None = None) -> pd
     -------
     DataFrame with columns case, family, kind, published, predicted, unit (as
     published), error_pct ((predicted - published) / published x 100),
-    tolerance_pct, within_tolerance, status (ok | outside | needs input),
-    expected_status, implied, implied_mfu [ratio], assumptions, tolerance_basis,
-    description, source.
+    tolerance_pct, within_tolerance, status (ok | outside | needs input: against the case's own
+    tolerance), expected_status, implied, implied_mfu [ratio], assumptions, tolerance_basis,
+    description, source, verdict (:func:`verdict`: "ok" only within :data:`OK_PCT` as well).
 
     References
     ----------
@@ -93,11 +110,14 @@ def validate(family: str | None = None, *, path: str | Path | None = None) -> pd
             if family in (None, "", fam):
                 frame = pd.concat([frame, serving_results(fam)[list(RESULT_COLUMNS)]], ignore_index=True)
     frame["within_tolerance"] = frame["within_tolerance"].astype("boolean")
+    frame["verdict"] = [verdict(e, t, st) for e, t, st in zip(frame["error_pct"], frame["tolerance_pct"],
+                                                             frame["status"])]
     return frame
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Per family: cases, compared (with a prediction), ok, outside, needs input, median and max |error| [%].
+    """Per family: cases, compared (with a prediction), ok, rough (within a tolerance wider than
+    :data:`OK_PCT` but beyond it), outside, needs input, median and max |error| [%].
 
     Parameters
     ----------
@@ -110,8 +130,11 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     for fam in [f for f in FAMILIES if f in set(df["family"])]:
         part = df[df["family"] == fam]
         err = part["error_pct"].abs().dropna().to_numpy()
+        said = (part["verdict"] if "verdict" in part else
+                pd.Series([verdict(e, t, st) for e, t, st in zip(part["error_pct"], part.get(
+                    "tolerance_pct", pd.Series(math.inf, index=part.index)), part["status"])], index=part.index))
         rows.append({"family": fam, "cases": len(part), "compared": len(err),
-                     "ok": int((part["status"] == "ok").sum()),
+                     "ok": int((said == "ok").sum()), "rough": int(said.str.startswith("within the").sum()),
                      "outside": int((part["status"] == "outside").sum()),
                      "needs_input": int((part["status"] == "needs input").sum()),
                      "median_abs_error_pct": float(np.median(err)) if len(err) else math.nan,
