@@ -321,3 +321,19 @@ def test_cost_tab_shows_the_plans_cost_and_follows_the_life(served_app, page, re
     assert shown == F.usd(longer.usd_per_gpu_hour).value and longer.usd_per_gpu_hour < base.usd_per_gpu_hour
     page.screenshot(path=tmp_path / "app-cost.png", full_page=True)
     assert_clean(page, requests_made)
+
+
+def test_the_title_follows_the_server_and_an_empty_tab_is_cleared(served_app, page, requests_made):
+    """Issue 49.4 in the browser: the cluster's server (a scenario-bar control) marks the title as edited, and a
+    preset without a training job leaves none of the last job's charts on the Training tab."""
+    open_app(page, served_app.url)
+    control(page, "Server (whole cluster)", "select").select_option(label="dgx-b200 (8× b200)")
+    page.wait_for_function("() => document.querySelector('.aisize-title')?.textContent"
+                           ".includes('(edited: server now NVIDIA DGX B200)')", timeout=UPDATE_MS)
+    control(page, "Preset", "select").select_option("agentic-coding")
+    page.wait_for_function("() => document.body.innerText.includes('This scenario has no training job')",
+                           timeout=UPDATE_MS)
+    page.wait_for_function("() => ![...document.querySelectorAll('.vega-embed svg.marks')]"
+                           ".some(e => e.getBoundingClientRect().width > 0)", timeout=UPDATE_MS)
+    assert "(edited" not in page.inner_text(".aisize-title")
+    assert_clean(page, requests_made)
