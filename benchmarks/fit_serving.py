@@ -10,6 +10,9 @@ Usage (from the project root):
                                                           # that generation's runs (no other GPU's answer moves)
     .venv/bin/python benchmarks/fit_serving.py --fit --generation blackwell --latest-builds \
         --constants memory_efficiency moe_layer_seconds   # how today's Blackwell constants were fitted
+    .venv/bin/python benchmarks/fit_serving.py --cross-validate model gpu
+                                                          # leave one model out, leave one GPU out: each
+                                                          # group refitted without its runs, then scored
 
 The runs are the four public sets under ``data/validation/`` (copies of ``reference/`` with catalog
 ids): TensorRT-LLM max-throughput runs, closed-loop runs at a fixed concurrency, the same with MTP
@@ -27,7 +30,7 @@ import argparse
 import time
 
 from aisize import catalog
-from aisize.calibrate import fit, predict, read_table
+from aisize.calibrate import cross_validate, fit, predict, read_table
 from aisize.calibrate.fitting import PER_GENERATION, summary
 from aisize.serving import CALIBRATION
 from aisize.serving.hardware import generation
@@ -58,6 +61,9 @@ def main(argv=None):
                     help="with --generation: which of its own constants to fit (default: all three)")
     ap.add_argument("--latest-builds", action="store_true",
                     help="fit on the latest build of each recipe only (earlier builds are scored, not fitted on)")
+    ap.add_argument("--cross-validate", nargs="+", choices=("model", "gpu"), default=(),
+                    help="also print held-out scores: refit without each model (or GPU), score its runs")
+    ap.add_argument("--cv-evaluations", type=int, default=5, help="solver budget per cross-validation refit")
     a = ap.parse_args(argv)
     if a.constants and not a.generation:
         ap.error("--constants needs --generation (the constants are that generation's own)")
@@ -92,6 +98,17 @@ def main(argv=None):
         earlier = superseded_readings(runs[s])
         if earlier:  # runs of a recipe measured again later with a newer engine build: the latest alone
             print(_line("  latest builds", [p for p in preds if p.run.id not in earlier]))
+
+
+    for by in a.cross_validate:
+        chosen = [r for s in a.sets for r in runs[s]]
+        start = time.perf_counter()
+        cv = cross_validate(chosen, cal, by=by, max_evaluations=a.cv_evaluations,
+                            progress=lambda g, k, n: print(f"  holding out {by} {g} ({k + 1}/{n})", flush=True))
+        print(f"leave one {by} out over {', '.join(a.sets)} ({len(cv.groups)} groups, "
+              f"{time.perf_counter() - start:.0f} s; skipped {[g for g, _ in cv.skipped]}):")
+        print(_line("  in sample", list(cv.in_sample)))
+        print(_line("  held out", list(cv.held_out)))
 
 
 if __name__ == "__main__":

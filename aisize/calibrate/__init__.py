@@ -9,7 +9,8 @@ The names load on first use, so the command line's parser stays quick to import.
 from aisize import lazy
 
 _EXPORTS = {"Run": "runs", "Prediction": "runs", "predict": "runs", "read_table": "runs",
-            "read_runs": "formats", "fit": "fitting", "FitResult": "fitting", "fitted_constants": "fitting"}
+            "read_runs": "formats", "fit": "fitting", "FitResult": "fitting", "fitted_constants": "fitting",
+            "cross_validate": "crossval", "CrossValidation": "crossval"}
 __all__ = list(_EXPORTS)
 
 __getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

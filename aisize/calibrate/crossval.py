@@ -1,0 +1,130 @@
+"""Cross-validated scores of the serving calibration: leave one model out, leave one GPU out.
+
+A constant fitted on the runs it is then scored on flatters the model: the in-sample score says how
+well the constants reproduce those runs, not how well they predict a deployment nobody measured. So
+each group of runs (one model, or one GPU) is held out in turn: the constants are refitted on the other
+runs, from the same starting calibration and with the same solver as :func:`aisize.calibrate.fit`, and
+the held-out runs are predicted with them. Their errors, pooled over the groups, are the
+cross-validated score, reported beside the in-sample one.
+
+Held out with its GPU, a generation may lose every run that identified its own constants (one GPU of
+its generation in the set): those constants then come from the calibration's fallback generation as
+refitted, as they would for a GPU nobody calibrated, never from the values fitted with the held-out runs.
+
+The refits start from the shipped calibration, whose fit saw every run, and the solver's prior pulls
+gently toward that start (:data:`aisize.calibrate.fitting.PRIOR_WEIGHT`); the held-out score is therefore
+an optimistic bound where a constant is weakly identified by the remaining runs. The number of solver
+steps is kept small (``max_evaluations``) so that a whole cross-validation runs in minutes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from aisize import checks
+from aisize.calibrate.fitting import PER_GENERATION, fit, fitted_constants, summary
+from aisize.calibrate.runs import Prediction, Run, predict
+from aisize.serving.hardware import generation
+
+GROUPINGS = ("model", "gpu")
+
+
+def group_of(run: Run, by: str) -> str:
+    """The group a run is held out with: its model id (``by="model"``) or its accelerator id (``"gpu"``)."""
+    checks.choice("by", by, GROUPINGS)
+    return str(run.model if by == "model" else run.accelerator)
+
+
+@dataclass(frozen=True)
+class CrossValidation:
+    """In-sample and held-out predictions of one grouping, with their summaries."""
+
+    by: str  # model | gpu
+    groups: tuple  # the group ids, in the order they were held out
+    in_sample: tuple  # Prediction per run with the calibration as given
+    held_out: tuple  # Prediction per run with constants refitted without its group
+    skipped: tuple  # (group, why) for groups that could not be held out (too few runs left)
+
+    @property
+    def in_sample_summary(self) -> dict:
+        return summary(list(self.in_sample))
+
+    @property
+    def held_out_summary(self) -> dict:
+        return summary(list(self.held_out))
+
+
+def _fallback_generations(cal, train: Sequence[Run], held: Sequence[Run]):
+    """``cal`` with the per-generation constants of generations no training run covers set to the fallback's."""
+    covered = {generation(r.accelerator) or cal.fallback_generation for r in train}
+    lost = {generation(r.accelerator) for r in held} - covered - {None, cal.fallback_generation}
+    if not lost:
+        return cal
+    changes = {}
+    for name in PER_GENERATION:
+        v = getattr(cal, name)
+        if isinstance(v, MappingProxyType):
+            d = dict(v)
+            for g in lost:
+                if g in d:
+                    d[g] = d[cal.fallback_generation]
+            changes[name] = d
+    return cal.with_(**changes)
+
+
+def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_evaluations: int = 5,
+                   min_train_runs: int = 10, progress: Callable[[str, int, int], None] | None = None
+                   ) -> CrossValidation:
+    """Hold each group of ``runs`` out in turn, refit on the rest, predict the held-out runs.
+
+    Parameters
+    ----------
+    runs : measured runs (:func:`aisize.calibrate.read_runs`)
+    calibration : the :class:`~aisize.serving.Calibration` scored in sample, and every refit's start
+    by : ``"model"`` (leave one model out) or ``"gpu"`` (leave one GPU out)
+    max_evaluations : the solver's budget per refit (as for :func:`~aisize.calibrate.fit`)
+    min_train_runs : a group whose removal leaves fewer runs is not held out (listed in ``skipped``)
+    progress : called with (group, index, count) before each refit
+    """
+    checks.choice("by", by, GROUPINGS)
+    n = int(checks.scalar("max_evaluations", checks.integer("max_evaluations", max_evaluations, low=1, high=10_000)))
+    runs = list(runs)
+    if not runs:
+        raise ValueError("runs is empty: give at least one measured run")
+    expressible = []
+    for r in runs:  # a run the model cannot express (ValueError) is neither fitted on nor scored
+        try:
+            expressible.append((r, predict(r, calibration)))
+        except ValueError:
+            continue
+    runs = [r for r, _ in expressible]
+    in_sample = tuple(p for _, p in expressible)
+    groups = list(dict.fromkeys(group_of(r, by) for r in runs))
+    held: dict[int, Prediction] = {}
+    skipped = []
+    for k, g in enumerate(groups):
+        test = [i for i, r in enumerate(runs) if group_of(r, by) == g]
+        train = [r for r in runs if group_of(r, by) != g]
+        if len(train) < min_train_runs:
+            skipped.append((g, f"{len(train)} runs left to fit on (fewer than {min_train_runs})"))
+            continue
+        if progress is not None:
+            progress(g, k, len(groups))
+        constants = fitted_constants(train, calibration)
+        refit = fit(train, calibration, constants=constants, max_evaluations=n).calibration
+        refit = _fallback_generations(refit, train, [runs[i] for i in test])
+        for i in test:
+            try:
+                held[i] = predict(runs[i], refit)
+            except ValueError:  # the refit cannot express it (e.g. it no longer fits): a miss, said as such
+                held[i] = _missed(in_sample[i])
+    order = [i for i in range(len(runs)) if i in held]
+    return CrossValidation(by, tuple(groups), tuple(in_sample[i] for i in order), tuple(held[i] for i in order),
+                           tuple(skipped))
+
+
+def _missed(p: Prediction) -> Prediction:
+    """A held-out run the refitted model could not express: scored as a total miss (error -100 %)."""
+    return Prediction(p.run, 0.0, None, None, -1.0, None if p.tpot_error is None else -1.0, p.uncalibrated)

@@ -1,0 +1,51 @@
+"""Cross-validated scores of the serving calibration (aisize.calibrate.crossval)."""
+
+import pytest
+
+from aisize import catalog
+from aisize.calibrate import cross_validate, fit, fitted_constants, predict, read_table
+from aisize.calibrate.crossval import _fallback_generations, group_of
+from aisize.serving import CALIBRATION
+
+
+@pytest.fixture(scope="module")
+def dense_hopper_runs():
+    runs = read_table(catalog.data_dir() / "validation" / "serving_throughput.csv")
+    return [r for r in runs if r.model in ("llama-3.1-8b", "llama-3.3-70b") and r.accelerator in ("h100-sxm", "h200-sxm")]
+
+
+def test_each_gpu_is_predicted_by_constants_fitted_without_it(dense_hopper_runs):
+    cv = cross_validate(dense_hopper_runs, CALIBRATION, by="gpu", max_evaluations=4)
+    assert set(cv.groups) == {"h100-sxm", "h200-sxm"} and not cv.skipped
+    assert len(cv.held_out) == len(cv.in_sample) == len(dense_hopper_runs)
+    # the H100 runs' held-out figures are exactly those of a refit on the H200 runs alone
+    train = [r for r in dense_hopper_runs if r.accelerator == "h200-sxm"]
+    refit = fit(train, CALIBRATION, constants=fitted_constants(train, CALIBRATION), max_evaluations=4).calibration
+    for p in cv.held_out:
+        if p.run.accelerator == "h100-sxm":
+            assert p.tokens_per_s_per_gpu == pytest.approx(predict(p.run, refit).tokens_per_s_per_gpu, rel=1e-12)
+    # fitted on the runs it scores, the shipped calibration does better than on runs it never saw
+    assert cv.held_out_summary["within"] < cv.in_sample_summary["within"]
+
+
+def test_a_generation_left_without_runs_takes_the_fallback_generations_constants(dense_hopper_runs):
+    held = [r for r in read_table(catalog.data_dir() / "validation" / "serving_throughput.csv")
+            if r.accelerator == "b200"]
+    cal = CALIBRATION.with_(gemm_efficiency={**CALIBRATION.gemm_efficiency, "blackwell": 0.123})
+    fb = cal.fallback_generation
+    assert fb == "hopper"
+    # trained on Hopper runs only, the held-out B200 (Blackwell) takes Hopper's refitted constants
+    out = _fallback_generations(cal, dense_hopper_runs, held)
+    assert out.value("gemm_efficiency", "blackwell") == cal.value("gemm_efficiency", fb) != 0.123
+    # a generation the training runs still cover keeps its own constants
+    assert _fallback_generations(cal, held, held).value("gemm_efficiency", "blackwell") == 0.123
+
+
+def test_bad_grouping_and_budget_are_refused_with_the_allowed_values(dense_hopper_runs):
+    with pytest.raises(ValueError, match="by='engine'.*model.*gpu"):
+        cross_validate(dense_hopper_runs, CALIBRATION, by="engine")
+    with pytest.raises(ValueError, match="max_evaluations"):
+        cross_validate(dense_hopper_runs, CALIBRATION, max_evaluations=0)
+    with pytest.raises(ValueError, match="runs is empty"):
+        cross_validate([], CALIBRATION)
+    assert group_of(dense_hopper_runs[0], "model") == dense_hopper_runs[0].model
