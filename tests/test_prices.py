@@ -101,11 +101,13 @@ def test_the_rate_compared_with_rents_the_same_gpu():
 
 
 def test_a_b200_plan_is_compared_with_b200_rental(today):
-    p = plan(preset("agentic-coding"))
+    d = to_dict(preset("agentic-coding"))
+    d["cost"]["cloud_rate"] = "aws-p5-on-demand"  # an H100 rate
+    p = plan(from_dict(d))
     assert {x.accelerator for x in p.pools} == {"b200"}
     c, table = p.cost, cost.load_prices()
-    assert table[c.cloud_rate].accelerator == "b200"  # not the scenario's H100 capacity block
-    assert c.cloud_rate_requested == "aws-p5-capacity-block"
+    assert table[c.cloud_rate].accelerator == "b200"  # not the scenario's H100 rate
+    assert c.cloud_rate_requested == "aws-p5-on-demand"
     assert c.cloud_usd_per_gpu_hour == table.usd(c.cloud_rate)
     assert any("the plan bought b200, so it is compared with" in f.text for f in p.findings)
 

@@ -263,7 +263,7 @@ class Cost(_Strict):
     # the amortised capital per GPU-hour runs away (1e-9 years gave $5.23 B per GPU-hour)
     life_years: Annotated[float, Field(ge=1, le=15, allow_inf_nan=False)] = 4.0
     average_power_share: Share = 0.8  # average draw / the server's maximum power (assumption)
-    cloud_rate: str = "aws-p5-capacity-block"  # a price id of kind cloud-rate ($ per GPU-hour)
+    cloud_rate: str = "aws-p5-on-demand"  # a cloud price id ($ per GPU-hour); a plan of another GPU uses its own
     prices: dict[Annotated[str, Field(max_length=80)], float] = Field(default_factory=dict, max_length=500)
 
     @field_validator("prices")
