@@ -26,6 +26,7 @@ from aisize.report.training_sections import time_range_days
 from aisize.scenario import dumps, preset, preset_names
 
 PRESETS = preset_names()
+APPENDIX = "xe9680-genai"  # rendered with the accuracy appendix (--accuracy-appendix); the others without
 INJECTION = "\"; import os; os.system('touch /tmp/pwned') #"
 needs_poppler = pytest.mark.skipif(not shutil.which("pdftotext"), reason="poppler-utils not installed")
 
@@ -56,7 +57,8 @@ def rendered(tmp_path_factory):
         mp.setenv(report_pdf.CHROMIUM_ENV, "/nonexistent/chromium")
         for name in PRESETS:
             try:
-                results[name] = render(preset=name, fmt="html", out_dir=out, customer="ACME Corp")
+                results[name] = render(preset=name, fmt="html", out_dir=out, customer="ACME Corp",
+                                       keep_notebook=True, accuracy_appendix=name == APPENDIX)
             except Exception as exc:  # reported by the test for that preset
                 results[name] = exc
     return results
@@ -133,8 +135,9 @@ def test_preset_prints_to_pdf(printed, name):
     for f in p.findings:
         text = "assumptions used:" if f.text.startswith("assumptions used:") else f.text
         assert squash(text) in flat, text
-    for heading in ("Billofmaterials", "Assumptions", "Sources", "Appendix:accuracy"):
+    for heading in ("Billofmaterials", "Assumptions", "Sources"):
         assert heading in flat
+    assert ("Appendix:accuracy" in flat) == (name == APPENDIX)  # on request only
 
 
 @pytest.mark.slow
@@ -440,6 +443,31 @@ def test_render_both_writes_html_and_pdf(tmp_path):
     result = render(preset="xe9680-genai", fmt="both", out_dir=tmp_path, customer="ACME Corp",
                     sections=["summary"])
     assert result.html_path.is_file() and result.pdf_path.read_bytes().startswith(b"%PDF-")
+    # the folder holds what a customer gets: the executed notebook only with keep_notebook (--keep-notebook)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["xe9680-genai.html", "xe9680-genai.pdf"]
+    assert result.notebook_path is None
+
+
+def test_the_accuracy_appendix_is_on_request():
+    from aisize.report import customer_sections
+    from aisize.report.contents import HEADINGS
+
+    assert customer_sections(None, False) == [n for n in HEADINGS if n != "accuracy"]
+    assert customer_sections(None, True)[-1] == "accuracy" and len(customer_sections(None, True)) == len(HEADINGS)
+    assert customer_sections(["summary"], False) == ["summary"]
+    assert customer_sections(["summary"], True) == ["summary", "accuracy"]
+    parser = argparse.ArgumentParser(prog="aisize")
+    report_cli.add_report_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["report", "--preset", "xe9680-genai"])
+    assert not args.accuracy_appendix and not args.keep_notebook
+    args = parser.parse_args(["report", "--preset", "xe9680-genai", "--accuracy-appendix", "--keep-notebook"])
+    assert args.accuracy_appendix and args.keep_notebook
+
+
+def test_customer_report_leaves_the_appendix_out(rendered):
+    other = next(n for n in PRESETS if n != APPENDIX)
+    assert "Appendix: accuracy" not in result_for(rendered, other).html_path.read_text(encoding="utf-8")
+    assert "Appendix: accuracy" in result_for(rendered, APPENDIX).html_path.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("fmt", ["pdf", "both"])

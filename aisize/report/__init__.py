@@ -38,12 +38,24 @@ NOTEBOOK = _notebook_path()
 
 @dataclass(frozen=True)
 class ReportResult:
-    """Where the report went and how long it took."""
+    """Where the report went and how long it took (``notebook_path`` None unless the executed notebook
+    was kept: ``render(keep_notebook=True)``)."""
 
     html_path: Path | None
     pdf_path: Path | None
-    notebook_path: Path
+    notebook_path: Path | None
     seconds: float
+
+
+def customer_sections(sections: Sequence[str] | None, accuracy_appendix: bool) -> list[str]:
+    """The sections a report holds: the chosen ones (default: every section but the accuracy appendix, which
+    is aisize's own validation record, not the customer's plan), with the appendix added on request."""
+    from aisize.report.contents import HEADINGS
+
+    chosen = list(sections) if sections is not None else [n for n in HEADINGS if n != "accuracy"]
+    if accuracy_appendix and "accuracy" not in chosen:
+        chosen.append("accuracy")
+    return chosen
 
 
 def _validate(scenario_path, preset, fmt, out_dir, title, customer, sections, name, notebook, compare_path=None):
@@ -94,7 +106,7 @@ def _validate(scenario_path, preset, fmt, out_dir, title, customer, sections, na
 def render(scenario_path=None, preset=None, fmt: str = "both", out_dir=".", title=None,
            customer=None, sections: Sequence[str] | None = None, *, name: str | None = None,
            notebook=None, progress: Callable[[str, float], None] | None = None,
-           compare_path=None) -> ReportResult:
+           compare_path=None, keep_notebook: bool = False, accuracy_appendix: bool = False) -> ReportResult:
     """Render a report of a scenario file or a built-in preset to HTML, PDF or both.
 
     Parameters
@@ -104,11 +116,15 @@ def render(scenario_path=None, preset=None, fmt: str = "both", out_dir=".", titl
     fmt : "html", "pdf" or "both" (the PDF is printed from the HTML, which is kept).
     out_dir : folder for the executed notebook, the HTML and the PDF (created if missing).
     title, customer : shown on the title page and in the page footer.
-    sections : section names to include [default: all]; see ``aisize.report.sections.SECTIONS``.
+    sections : section names to include [default: all but the accuracy appendix]; see
+        ``aisize.report.sections.SECTIONS``.
     name : file name stem of the outputs [default: from the preset or the scenario file].
     notebook : the report notebook [default: notebooks/report.ipynb].
     progress : called with (step, seconds) after each step: validate, execute, HTML, PDF.
     compare_path : scenario B of a comparison report (its "compare" section); see aisize.report.compare.
+    keep_notebook : keep the executed notebook beside the HTML and PDF [default: False: the folder holds what
+        a customer gets; a failed execution keeps its partial notebook whatever this says].
+    accuracy_appendix : add the appendix of aisize's accuracy against published figures [default: False].
     """
     from aisize.report.execute import execute, start_kernel, stop_kernel
     from aisize.report.html import to_html
@@ -127,6 +143,11 @@ def render(scenario_path=None, preset=None, fmt: str = "both", out_dir=".", titl
     # the output folder is not checked yet; the notebook reads and writes no file by a relative path)
     kernel = start_kernel(notebook.parent)
     try:
+        if not isinstance(keep_notebook, bool) or not isinstance(accuracy_appendix, bool):
+            raise ParameterError(f"keep_notebook={keep_notebook!r}, accuracy_appendix={accuracy_appendix!r}: "
+                                 "each must be True or False")
+        if sections is None or isinstance(sections, (list, tuple)):  # anything else: refused by _validate
+            sections = customer_sections(sections, accuracy_appendix)
         values, paths, footer = _validate(scenario_path, preset, fmt, out_dir, title, customer,
                                           sections, name, notebook, compare_path)
     except BaseException:
@@ -146,4 +167,8 @@ def render(scenario_path=None, preset=None, fmt: str = "both", out_dir=".", titl
         if fmt == "pdf":
             html_path.unlink()
             html_path = None
-    return ReportResult(html_path, pdf_path, paths[".ipynb"], time.perf_counter() - start)
+    notebook_path = paths[".ipynb"]
+    if not keep_notebook:  # the folder holds what a customer gets: the HTML and the PDF
+        notebook_path.unlink(missing_ok=True)
+        notebook_path = None
+    return ReportResult(html_path, pdf_path, notebook_path, time.perf_counter() - start)

@@ -25,7 +25,8 @@ def add_report_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "report", help="render a scenario's report to HTML and/or PDF (headless, offline)",
         description="Execute the report notebook for a scenario file or a built-in preset and "
-                    "write the executed notebook, an HTML page and a PDF into --out.")
+                    "write an HTML page and a PDF into --out: what a customer gets (the executed notebook "
+                    "with --keep-notebook, aisize's accuracy appendix with --accuracy-appendix).")
     source = p.add_mutually_exclusive_group()
     source.add_argument("scenario", nargs="?", metavar="SCENARIO",
                         help="a .yaml/.yml/.json scenario file")
@@ -37,7 +38,13 @@ def add_report_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", default=".", metavar="DIR", help="output folder (default: current)")
     p.add_argument("--title", help="report title")
     p.add_argument("--customer", help="customer name for the title page and footer")
-    p.add_argument("--sections", metavar="A,B", help="comma-separated sections (default: all)")
+    p.add_argument("--sections", metavar="A,B",
+                   help="comma-separated sections (default: all but the accuracy appendix)")
+    p.add_argument("--accuracy-appendix", action="store_true",
+                   help="add the appendix of aisize's estimates against published figures (off by default: "
+                        "it is aisize's validation record, not the customer's plan)")
+    p.add_argument("--keep-notebook", action="store_true",
+                   help="also keep the executed notebook (.ipynb) beside the HTML and PDF")
     p.add_argument("--name", help="file name stem of the outputs (default: from the input)")
     p.set_defaults(func=cmd_report)
     return p
@@ -63,7 +70,8 @@ def cmd_report(args) -> int:
     try:
         result = render(scenario_path=args.scenario, preset=args.preset, fmt=fmt,
                         out_dir=args.out, title=args.title, customer=args.customer,
-                        sections=sections, name=args.name, progress=_progress)
+                        sections=sections, name=args.name, progress=_progress,
+                        keep_notebook=args.keep_notebook, accuracy_appendix=args.accuracy_appendix)
     except ParameterError as exc:
         print(f"aisize report: error: {exc.message}", file=sys.stderr)
         return EXIT_USAGE
@@ -71,7 +79,7 @@ def cmd_report(args) -> int:
         print(f"aisize report: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     _progress("total", result.seconds)
-    for path in (result.html_path, result.pdf_path):
+    for path in (result.html_path, result.pdf_path, result.notebook_path):
         if path is not None:
             print(path)
     return 0
