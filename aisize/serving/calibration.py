@@ -102,6 +102,9 @@ CONSTANTS = {
 }
 
 
+GEMM_SOURCES = ("roofline", "kernels")
+
+
 @dataclass(frozen=True)
 class Calibration:
     """Achieved shares of peak and fixed costs of serving engines [dimensionless, s, B].
@@ -132,6 +135,9 @@ class Calibration:
     host_seconds_per_sequence: float
     grace_host_factor: float
     request_seconds: float
+    # where linear layers' time comes from: "roofline" (peaks x gemm_efficiency) or "kernels" (the engine's
+    # GEMMs measured on the GPU, aisize.serving.kernel_gemms, with the roofline where no table covers a case)
+    gemm_source: str = "roofline"
     fitted: tuple = field(default=())  # names of the fitted attributes (gemm_efficiency[gen] for one generation)
     fitted_on: tuple = field(default=())  # the sets the fit used
     assumed: tuple = field(default=())  # values no public set identifies, stated as assumptions
@@ -307,6 +313,9 @@ def from_dict(d, *, where: str = "calibration") -> Calibration:
             merged[name] = MappingProxyType({merged["fallback_generation"]: float(v)})
     for name in ("fitted", "fitted_on", "assumed"):
         merged[name] = _names(where, name, merged.get(name))
+    if merged["gemm_source"] not in GEMM_SOURCES:
+        raise ValueError(f"{where}: gemm_source={str(merged['gemm_source'])[:40]!r} is not allowed: one of "
+                         f"{', '.join(GEMM_SOURCES)}")
     return Calibration(**merged)
 
 

@@ -122,7 +122,7 @@ def size_pools(model, accelerator, *, weight_precision, kv_precision, input_toke
     i, o = float(input_tokens), float(output_tokens)
     dev = device(accelerator, weight_precision, kv_precision)
     costs = model_costs(model, weight_precision, kv_precision)
-    rates = achieved_rates(dev, calibration)
+    rates = achieved_rates(dev, calibration, engine)
     grid = ShapeGrid.of(shapes, dev.link_bytes_per_s)
     gpus = np.array([s.gpus for s in shapes], dtype=float)
     nic = checks.positive("scaleout_bytes_per_s", scaleout_bytes_per_s) * calibration.link_efficiency

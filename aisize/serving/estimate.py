@@ -156,7 +156,7 @@ def parts(m, accelerator, weight_precision, kv_precision, calib, engine, **specu
     dev = device(accelerator, formats, kv_precision)
     costs = model_costs(m, formats, kv_precision)
     spec = speculation(m, formats, kv_precision, **speculative)
-    return dev, costs, achieved_rates(dev, calib), spec, engine.speculating(spec)
+    return dev, costs, achieved_rates(dev, calib, engine), spec, engine.speculating(spec)
 
 
 def replica_of(est, calibration=None) -> Replica:
@@ -172,7 +172,7 @@ def replica_of(est, calibration=None) -> Replica:
     engine = est.engine_record or ENGINES[est.engine]
     shape = ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel, None,
                          est.expert_parallel if costs.moe_layers else None)
-    return Replica(calib, engine.speculating(est.speculation), costs, achieved_rates(dev, calib),
+    return Replica(calib, engine.speculating(est.speculation), costs, achieved_rates(dev, calib, engine),
                    placed(shape, dev.scaleup_domain, lambda: scaleout_bytes_per_s(dev.id)),
                    est.attention_dp * est.pipeline_parallel,
                    est.kv_pool_bytes * kv_split * est.attention_dp / per_token)

@@ -70,6 +70,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from aisize.serving.kernel_gemms import linear_seconds as kernel_linear_seconds
 from aisize.serving.shapes import expert_slots
 from aisize.serving.speculative import draft_seconds
 
@@ -97,10 +98,12 @@ class Rates:
     expert_memory_bytes_per_s: float = 0.0  # the routed experts' weight reads
     layer_seconds: float = 0.0  # fixed GPU time per layer per graphed iteration
     moe_layer_seconds: float = 0.0  # additional fixed time per MoE layer
+    kernel_gemms: tuple | None = None  # (gpu, engine key): linear layers from measured GEMMs (kernel_gemms)
 
 
-def achieved_rates(device, calib) -> Rates:
-    """Datasheet figures of a :class:`~aisize.serving.hardware.Device` times the calibration."""
+def achieved_rates(device, calib, engine=None) -> Rates:
+    """Datasheet figures of a :class:`~aisize.serving.hardware.Device` times the calibration; with
+    ``calib.gemm_source == "kernels"`` and an ``engine`` (key or record), its measured GEMMs where tables exist."""
     gen = device.generation if device.generation in calib.gemm_efficiency else calib.fallback_generation
     e = calib.value("gemm_efficiency", gen)
     attn, dense, experts = (p * e for p in device.gemm_peaks_flops_per_s)
@@ -111,7 +114,17 @@ def achieved_rates(device, calib) -> Rates:
                  device.memory_bandwidth_bytes_per_s * calib.value("memory_efficiency", gen),
                  device.link_bytes_per_s * calib.link_efficiency, host, gen != device.generation,
                  device.memory_bandwidth_bytes_per_s * calib.value("expert_memory_efficiency", gen),
-                 calib.value("layer_seconds", gen), calib.value("moe_layer_seconds", gen))
+                 calib.value("layer_seconds", gen), calib.value("moe_layer_seconds", gen),
+                 _kernel_source(device, calib, engine))
+
+
+def _kernel_source(device, calib, engine):
+    if getattr(calib, "gemm_source", "roofline") != "kernels" or engine is None:
+        return None
+    from aisize.serving.kernel_gemms import ENGINE_TABLES
+
+    key = getattr(engine, "key", engine)
+    return (device.id, key) if key in ENGINE_TABLES else None
 
 
 @lru_cache(maxsize=64)
@@ -294,6 +307,8 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
                          costs.attention_weight_bytes / tp / mem)
               + np.maximum(costs.dense_flops_per_token * n_group / tp / rates.dense_gemm_flops_per_s,
                            costs.dense_weight_bytes / tp / mem))
+    if rates.kernel_gemms is not None:  # the engine's GEMMs as measured on this GPU, where tables cover them
+        linear = kernel_linear_seconds(costs, *rates.kernel_gemms, n_group, tp, linear)
     experts = _experts(costs, rates, calib, n, g, ep)
     head = np.maximum(costs.head_flops_per_token * sampled / g / rates.head_flops_per_s,
                       costs.head_weight_bytes / g / mem) + sampled / g * costs.vocab * LOGIT_BYTES * 2.0 / mem

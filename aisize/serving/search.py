@@ -199,7 +199,7 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
         for kv in kv_precisions:
             dev = device(accelerator, wp, kv)
             costs = model_costs(m, wp, kv)
-            rates = achieved_rates(dev, calibration)
+            rates = achieved_rates(dev, calibration, engine)
             limit = max_gpus_per_replica or dev.scaleup_domain * max(pipeline_parallels)
             shapes = _shapes(m, dev, int(limit), pipeline_parallels)
             nic = scaleout_bytes_per_s or server_scaleout_bytes_per_s(dev.id)

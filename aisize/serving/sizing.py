@@ -179,7 +179,7 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
     calibration = calibration_key.value
     dev = device(accelerator, weight_precision, kv_precision)
     costs = model_costs(model, weight_precision, kv_precision)
-    rates = achieved_rates(dev, calibration)
+    rates = achieved_rates(dev, calibration, engine)
     empty = np.zeros((0, RATE_GRID))
     if not shapes:
         return _ShapeGrid(None, np.zeros(0), None, empty, empty, empty, empty.astype(bool), empty, None)
