@@ -1,5 +1,7 @@
 """The README speaks for the project alone: every shell command it shows runs on this checkout.
 
+The same holds for the documents in ``docs/`` it links to (the engineering history moved there from the
+README, issue 49.5): their commands run too, each document's ``sh`` blocks in a scratch folder of its own.
 The fenced ``sh`` blocks run line by line, in order (a later line uses the file an earlier one
 wrote), in a scratch folder that sees the checkout's ``.venv``, ``data`` and ``benchmarks``. A
 ``make`` target is checked with ``make -n`` (it exists and its recipe expands: running ``make test``
@@ -26,18 +28,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))}
+TEXTS = {"README.md": README, **DOCS}
 LINKED = (".venv", "data", "benchmarks", "notebooks")
 SERVERS = ("aisize app", "aisize team")
 
 
-def fenced(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+def fenced(language: str, text: str = README) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
 
 
-def sh_commands() -> list[str]:
+def sh_commands(text: str = README) -> list[str]:
     """Each command line of the ``sh`` blocks, its trailing comment removed."""
     out = []
-    for block in fenced("sh"):
+    for block in fenced("sh", text):
         for line in block.splitlines():
             command = re.split(r"\s+#\s", " " + line, maxsplit=1)[0].strip()
             if command and not command.startswith("#"):
@@ -45,16 +49,33 @@ def sh_commands() -> list[str]:
     return out
 
 
-def inline_commands() -> list[str]:
+def inline_commands(text: str = README) -> list[str]:
     """Commands quoted inline in the prose (`aisize ...`, `.venv/bin/...`, `make ...`, `VAR=x ...`)."""
-    quoted = re.findall(r"(?<!`)`([^`\n]+)`(?!`)", README)
+    quoted = re.findall(r"(?<!`)`([^`\n]+)`(?!`)", text)
     pattern = re.compile(r"^([A-Z_]+=\S+ )*(\.venv/bin/\S+|aisize |make |python )")
     return sorted({q.strip() for q in quoted if pattern.match(q.strip())})
 
 
 def test_no_command_names_a_path_outside_the_checkout():
-    outside = [c for c in sh_commands() + inline_commands() if "../" in c or c.startswith("/")]
-    assert not outside, f"README commands that reach outside the checkout: {outside}"
+    outside = [(name, c) for name, text in TEXTS.items() for c in sh_commands(text) + inline_commands(text)
+               if "../" in c or c.startswith("/")]
+    assert not outside, f"commands that reach outside the checkout: {outside}"
+
+
+def test_the_readme_stays_short_and_starts_with_the_two_commands():
+    """A newcomer reads what to type first (issue 49.5): the README's first commands are `make app` and
+    `make test`, and the engineering history lives in docs/, not in the README."""
+    assert sh_commands()[:2] == ["make app", "make test"]
+    assert len(README.splitlines()) < 250
+
+
+def test_the_readme_links_only_to_documents_in_the_checkout():
+    links = {m for text in TEXTS.values() for m in re.findall(r"\]\(((?:docs/)?[\w.-]+\.md)(?:#[\w-]+)?\)", text)}
+    assert "docs/accuracy.md" in links and "docs/calibration.md" in links
+    for name, text in TEXTS.items():
+        base = (ROOT / name).parent
+        for target in re.findall(r"\]\(([\w./-]+\.md)(?:#[\w-]+)?\)", text):
+            assert (base / target).is_file(), f"{name} links to {target}, which is not in the checkout"
 
 
 def scratch(tmp_path: Path) -> Path:
@@ -130,30 +151,36 @@ def chromium() -> bool:
 
 
 @pytest.mark.slow
-def test_the_readme_shell_blocks_run_in_order(tmp_path):
+@pytest.mark.parametrize("name", [n for n in TEXTS if sh_commands(TEXTS[n])])
+def test_the_readme_shell_blocks_run_in_order(tmp_path, name):
     cwd = scratch(tmp_path)
     ran = []
-    for command in sh_commands():
+    for command in sh_commands(TEXTS[name]):
         if "--format both" in command and not chromium():
             command = command.replace("--format both", "--format html")  # PDF needs Chromium
         run_command(command, cwd)
         ran.append(command)
-    assert any("aisize size" in c for c in ran) and any(c.startswith("make") for c in ran)
+    if name == "README.md":
+        assert any("aisize size" in c for c in ran) and any(c.startswith("make") for c in ran)
 
 
 @pytest.mark.slow
 def test_the_readme_python_block_runs(tmp_path):
-    for block in fenced("python"):
-        done = subprocess.run([sys.executable, "-c", block], cwd=scratch(tmp_path), capture_output=True, text=True,
+    assert fenced("python"), "the README shows no Python"
+    cwd = scratch(tmp_path)
+    for block in [b for text in TEXTS.values() for b in fenced("python", text)]:
+        done = subprocess.run([sys.executable, "-c", block], cwd=cwd, capture_output=True, text=True,
                               env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.mark.slow
-def test_the_readme_inline_commands_run(tmp_path):
+@pytest.mark.parametrize("name", [n for n in TEXTS if inline_commands(TEXTS[n])])
+def test_the_readme_inline_commands_run(tmp_path, name):
     cwd = scratch(tmp_path)
-    commands = inline_commands()
-    assert "aisize validate --family serving" in commands
+    commands = inline_commands(TEXTS[name])
+    if name == "README.md":
+        assert "aisize validate --family serving" in commands
     for command in commands:
         if command.startswith("aisize app") or command == "aisize team":
             continue  # the same servers as the sh blocks' .venv/bin/aisize app and make team
