@@ -314,13 +314,18 @@ HEADERS = {
     "mfu_assumed": "MFU of the time", "mfu_predicted": "MFU predicted", "samples_per_s_per_gpu": "samples/s per GPU",
     "throughput_basis": "throughput basis", "memory_per_gpu_gb": "memory per GPU [GB]",
     "memory_per_gpu_gib": "memory per GPU [GiB]",
-    "memory_fits": "fits in memory", "host_ram_fits": "host RAM fits", "ttft_s": "TTFT [s]",
-    "ttft_mean_s": "TTFT mean [s]", "tpot_mean_ms": "TPOT mean [ms]", "tpot_ms": "TPOT [ms]",
+    "memory_fits": "fits in memory", "host_ram_fits": "host RAM fits",
+    "tpot_mean_ms": "TPOT mean [ms]", "tpot_ms": "TPOT [ms]",
     "latency_p95_s": "latency p95 [s]", "utilisation": "utilisation",
     "error_pct": "error [%]", "abs_error_pct": "|error| [%]", "hours": "hours of the day",
     "tolerance_pct": "tolerance [%]", "needs_input": "needs input", "median_abs_error_pct": "median |error| [%]",
     "max_abs_error_pct": "max |error| [%]", "ok": "within tolerance", "implied": "implied"
 }
+# Latencies kept in seconds whose figures read in milliseconds (a TPOT of 0.0364 s is "36.4" under "TPOT [ms]");
+# a column that names its statistic says it ("tpot_mean_s" -> "TPOT mean [ms]").
+MS_COLUMNS = {"ttft_s": "TTFT [ms]", "tpot_s": "TPOT [ms]", "kv_transfer_s": "KV transfer [ms]",
+              "ttft_p95_s": "TTFT p95 [ms]", "tpot_p95_s": "TPOT p95 [ms]", "tpot_mean_s": "TPOT mean [ms]",
+              "ttft_mean_s": "TTFT mean [ms]"}
 # Columns that hold a share (0-1): shown as percentages.
 SHARES = {"goodput", "mfu", "mfu_assumed", "mfu_predicted", "utilisation", "read_share", "stall_fraction",
           "max_data_stall", "link_utilisation", "io_utilisation", "share", "MFU", "goodput share"}
@@ -383,6 +388,11 @@ def table(frame: pd.DataFrame, formats: Mapping[str, Callable] | None = None,
     return pd.DataFrame(out, columns=list(out))
 
 
+def _in_ms(seconds) -> str:
+    return "" if _missing(seconds) == DASH else sig(float(seconds) * 1e3) if _missing(seconds) is None else \
+        _missing(seconds)
+
+
 def table_cells(frame: pd.DataFrame, formats: Mapping[str, Callable] | None = None,
                 headers: Mapping[str, str] | None = None) -> dict[str, list[str]]:
     """What :func:`table` shows, as each column's header and cell texts (for a page that writes them out)."""
@@ -392,6 +402,9 @@ def table_cells(frame: pd.DataFrame, formats: Mapping[str, Callable] | None = No
         unit = "share" if column in SHARES else unit_of(column)
         fmt = formats.get(column) or (lambda v, u=unit: cell(v, u))
         title = headers.get(column) or header(column)
+        if column in MS_COLUMNS and column not in formats:
+            fmt = _in_ms
+            title = headers.get(column) or MS_COLUMNS[column]
         if unit == "USD" and column not in headers:
             title = title.replace(" [USD]", "")
         out[title] = [fmt(v) for v in frame[column].tolist()]

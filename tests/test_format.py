@@ -259,3 +259,13 @@ def test_fit_lines_wraps_prose_under_its_indent():
     text = "  " + "word " * 40
     lines = F.fit_lines(text, width=50).splitlines()
     assert max(map(len, lines)) <= 50 and lines[0].startswith("  word") and lines[1].startswith("      word")
+
+
+def test_latencies_in_seconds_read_in_milliseconds():
+    """A TPOT kept in seconds reads "36.4" under "TPOT [ms]" (the app's pool table had read "TPOT [s] 0.0364");
+    a column that names its statistic keeps it in its header."""
+    import pandas as pd
+
+    shown = F.table(pd.DataFrame({"tpot_s": [0.0364], "ttft_mean_s": [0.634], "kv_transfer_s": [float("nan")]}))
+    assert list(shown.columns) == ["TPOT [ms]", "TTFT mean [ms]", "KV transfer [ms]"]
+    assert shown.iloc[0].tolist() == ["36.4", "634", ""]

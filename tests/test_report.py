@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from aisize import catalog
+from aisize import format as F
 from aisize.report import NOTEBOOK, ParameterError, ReportError, render
 from aisize.report import cli as report_cli
 from aisize.report import html as report_html
@@ -124,9 +125,9 @@ def test_preset_prints_to_pdf(printed, name):
     assert len(sections) + 1 <= pages <= 28 + 2 * len(scenario.workloads) + 2 * fleet_services, pages
     assert "Page1of" in flat  # the footer
     # key figures: the planner's values in the report's rounding
-    assert squash(f"The plan needs {p.gpus:,} GPUs in {p.servers:,} servers") in flat
+    assert squash(f"The plan needs {F.plural(p.gpus, 'GPU')} in {F.plural(p.servers, 'server')}") in flat
     for t in p.training:
-        line = f"{t.name}: {M.days(t.training_days)} days on {t.gpus:,} GPUs"
+        line = f"{t.name}: {M.days(t.training_days)} days on {F.plural(t.gpus, 'GPU')}"
         line += f", target {t.target_days:g} days" if t.target_days is not None else ""
         r = time_range_days(t)
         if r is not None:  # the planner's time-to-train range (published MFUs, measured spread)

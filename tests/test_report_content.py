@@ -10,6 +10,8 @@ from html import unescape
 import numpy as np
 import pytest
 
+from aisize import format as F
+
 from aisize.plan import bom_table, sweep
 from aisize.queueing import latency_vs_load
 from aisize.report import markup as M
@@ -126,9 +128,9 @@ def test_executive_summary_shows_totals_and_every_finding(contexts, name):
     ctx = contexts[name]
     shown = text(S.section("executive", ctx, ["executive"]))
     p = ctx.plan
-    assert f"The plan needs {p.gpus:,} GPUs in {p.servers:,} servers" in shown
+    assert f"The plan needs {F.plural(p.gpus, 'GPU')} in {F.plural(p.servers, 'server')}" in shown
     for t in p.training:
-        assert f"{t.name}: {M.days(t.training_days)} days on {t.gpus:,} GPUs" in shown
+        assert f"{t.name}: {M.days(t.training_days)} days on {F.plural(t.gpus, 'GPU')}" in shown
     for f in p.findings:
         assert (f.text if f.area != "assumptions" or "used:" not in f.text else "assumptions used:") in shown
     assert shown.count("Problem") == sum(f.severity == "problem" for f in p.findings)
@@ -203,3 +205,18 @@ def test_every_section_renders_for_every_preset(contexts, name):
         assert (html is not None) == applies
         if html is not None:
             assert "nan" not in text(html).lower().split() and "None" not in text(html).split()
+
+
+def test_counts_agree_with_their_nouns():
+    """"1 GPU", "1 server" (the report had written "1 GPUs"), "2 GPUs"; a replica's GPUs in words, not "GPU(s)"."""
+    import dataclasses
+
+    from aisize.report import plan_sections
+
+    ctx = S.context(preset("xe9680-genai"))
+    one = dataclasses.replace(ctx.plan, gpus=1, servers=1)
+    line = plan_sections.headline(dataclasses.replace(ctx, plan=one))
+    assert "needs 1 GPU in 1 server (" in line and "1 GPUs" not in line
+    fleet = S.context(preset("fleet-over-the-day"))
+    shown = str(S.section("fleet", fleet, ["fleet"]))
+    assert "GPU(s)" not in shown and re.search(r"Each replica has \d+ GPUs? and", shown)

@@ -108,7 +108,7 @@ def jobqueue(ctx: ReportContext) -> Html:
                           ("p95 wait", duration(s.wait_p95_seconds)),
                           ("Target", ("met: " if s.target_met else "missed: ") + s.target)]))
         if not s.stable:
-            out.append(para(f"Unstable: {sig(s.offered_gpus)} GPUs of work arrive on average for {s.gpus} GPUs "
+            out.append(para(f"Unstable: {sig(s.offered_gpus)} GPUs of work arrive on average for {F.plural(s.gpus, 'GPU')} "
                             "(utilisation at or above 100 %): the queue grows without bound."))
         rows = [[count(r.gpus), pct(r.utilisation), duration(r.wait_mean_hours * 3600) if r.stable else "unstable",
                  duration(r.wait_p95_hours * 3600) if r.stable else "unstable"] for r in curve.itertuples()]
@@ -116,7 +116,7 @@ def jobqueue(ctx: ReportContext) -> Html:
                 for r in sim.itertuples()]
         out.append(block(figure(charts.wait_vs_gpus(curve, s.gpus, target, sim, title=f"{s.name}: wait vs GPUs"),
                                 f"Mean and p95 wait against the partition's GPUs ({s.jobs_per_day:g} jobs/day of "
-                                f"{s.gpus_per_job} GPUs, {sig(s.job_seconds / 3600)} h each, "
+                                f"{F.plural(s.gpus_per_job, 'GPU')}, {sig(s.job_seconds / 3600)} h each, "
                                 f"{s.hours_distribution}); dashed: the planned size; diamonds: simulated mean "
                                 "waits. Waits under 4 s are drawn at the axis floor.")))
         out.append(block(table(["GPUs", "Utilisation", "Mean wait", "p95 wait"], rows, caption="Wait vs GPUs",

@@ -7,6 +7,7 @@ Every figure is ``Plan.fleet`` (:mod:`aisize.plan.fleet`).
 from __future__ import annotations
 
 from aisize import charts
+from aisize import format as F
 from aisize.fleet.autoscale import HPA_SCALE_DOWN_WINDOW_SECONDS, HPA_SYNC_SECONDS, HPA_TOLERANCE, METRIC_WINDOW_SECONDS
 from aisize.format import availability, usd
 from aisize.plan.fleet import hourly_table, whole_fleet
@@ -28,7 +29,7 @@ def _service(s) -> str:
                   ("$ per M tokens over the day", usd(c.usd_per_million_tokens)),
                   ("… with the peak held all day", usd(c.usd_per_million_tokens_reserved)),
                   ("Scale-up time", f"{sig(d.scale_up_seconds)} s")]),
-           para(f"Each replica has {d.gpus_per_replica} GPU(s) and saturates at {sig(d.capacity_per_replica_per_s)} "
+           para(f"Each replica has {F.plural(d.gpus_per_replica, 'GPU')} and saturates at {sig(d.capacity_per_replica_per_s)} "
                 f"requests/s; the autoscaler gives it {sig(d.requests_per_s_per_replica)} requests/s "
                 f"({d.target_basis}). A new replica reads {sig(d.weights_bytes / 1e9)} GB of weights from "
                 f"{d.load_from} at {sig(d.load_bytes_per_s / 1e9)} GB/s, then starts its engine in "
@@ -111,13 +112,13 @@ def fleet(ctx: ReportContext) -> Html:
                          note(f"{sig(pd_.free_gpu_hours)} GPU-hours a day stay free.")))
     if len(f.pools) > 1:
         whole = whole_fleet(f.pools)
-        out.append(block(figure(charts.pool_day(whole, title=f"The whole fleet: {whole.installed_gpus} GPUs by hour"),
+        out.append(block(figure(charts.pool_day(whole, title=f"The whole fleet: {F.plural(whole.installed_gpus, 'GPU')} by hour"),
                                 "Every pool's GPUs by workload in each hour, free GPUs on top.")))
     r = f.failure_rates
     out.append(h3("Failures, power and cooling"))
     out.append(para(f"Interruptions ({f.failures_basis}): {sig(r.per_gpu_hour * 1e6)} per million GPU-hours and "
-                    f"{sig(r.per_server_hour * 1e6)} per million server-hours; this cluster of {count(p.gpus)} GPUs "
-                    f"in {count(p.servers)} servers: {sig(float(r.expected(p.gpus, p.servers, 1.0)))} a day. "
+                    f"{sig(r.per_server_hour * 1e6)} per million server-hours; this cluster of {F.plural(p.gpus, 'GPU')} "
+                    f"in {F.plural(p.servers, 'server')}: {sig(float(r.expected(p.gpus, p.servers, 1.0)))} a day. "
                     f"Source: {r.source.split(': ')[0]}."))
     fit = {pp.server: e for e, pp in zip(f.envelope, p.pools)}
     rows = [[c.server, c.cooling, count(c.servers), f"{sig(c.it_watts / 1e3)} kW",

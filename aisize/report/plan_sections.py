@@ -26,7 +26,7 @@ def headline(ctx: ReportContext) -> str:
     p = ctx.plan
     gpu, server = _name("accelerators", p.accelerator), _name("servers", p.server)
     s = p.storage
-    return (f"The plan needs {count(p.gpus)} GPUs in {count(p.servers)} servers ({server}, {gpu}), "
+    return (f"The plan needs {F.plural(p.gpus, 'GPU')} in {F.plural(p.servers, 'server')} ({server}, {gpu}), "
             f"{count(p.racks)} rack{'' if p.racks == 1 else 's'} and {sig(p.power_watts / 1e3)} kW at "
             f"maximum server power, with {s.units:g} × {_name('storage', s.system)} for shared storage.")
 
@@ -38,9 +38,9 @@ def workload_lines(ctx: ReportContext) -> list[str]:
         r = time_range_days(t)
         spread = f" (range {days(r.low_days)} to {days(r.high_days)} days)" if r is not None else ""
         target = f", target {t.target_days:g} days" if t.target_days is not None else ""
-        lines.append(f"{t.name}: {days(t.training_days)} days on {count(t.gpus)} GPUs{target}{spread}.")
+        lines.append(f"{t.name}: {days(t.training_days)} days on {F.plural(t.gpus, 'GPU')}{target}{spread}.")
     for i in ctx.plan.inference:
-        lines.append(f"{i.name}: {F.serving_shape(i)} = {count(i.gpus)} GPUs for {i.requests_per_s:g} requests/s, "
+        lines.append(f"{i.name}: {F.serving_shape(i)} = {F.plural(i.gpus, 'GPU')} for {i.requests_per_s:g} requests/s, "
                      f"p95 latency {duration(i.latency_p95_seconds)} (target "
                      f"{duration(i.latency_target_seconds)}).")
     for d in ctx.plan.dataprep:

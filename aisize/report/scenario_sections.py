@@ -9,6 +9,7 @@ accelerators, servers and storage) are named as such, with their source.
 from __future__ import annotations
 
 from aisize import catalog, serving
+from aisize import format as F
 from aisize.report.markup import Html, esc, facts, figure, note, number, table
 from aisize.report.provenance import OWN_LABEL, hardware_record, model_origin, own_row_figures, own_rows
 from aisize.scenario import Scenario
@@ -38,7 +39,7 @@ def _work(w) -> tuple[str, str, str]:
         else:
             work = f"{catalog.datasets[w.dataset].name} × {w.epochs:g} epochs"
         target = (f"{w.target_days:g} day{'' if w.target_days == 1 else 's'}"
-                  if w.target_days is not None else f"{w.gpus:,} GPUs")
+                  if w.target_days is not None else F.plural(w.gpus, "GPU"))
         return kind, work, target
     if isinstance(w, Inference):
         kind = f"Inference: {w.weight_precision} weights, {w.kv_precision} KV cache"
@@ -49,10 +50,10 @@ def _work(w) -> tuple[str, str, str]:
         return kind, work, target
     if w.kind == "job-stream":
         rate = f"{w.jobs_per_day:g} jobs/day" if w.jobs_per_day is not None else f"{w.jobs_per_week:g} jobs/week"
-        work = f"{rate} of {w.gpus_per_job:,} GPUs × {w.hours_per_job:g} h ({w.hours_distribution})"
+        work = f"{rate} of {F.plural(w.gpus_per_job, 'GPU')} × {w.hours_per_job:g} h ({w.hours_distribution})"
         target = (f"{w.wait_statistic} wait ≤ {w.target_wait_hours:g} h" if w.target_wait_hours is not None else
                   f"utilisation ≤ {w.target_utilisation:.0%}" if w.target_utilisation is not None else
-                  f"{w.gpus} GPUs" if w.gpus != "rest" else "the rest of its pool")
+                  F.plural(w.gpus, "GPU") if w.gpus != "rest" else "the rest of its pool")
         return "Job stream (training/fine-tuning jobs)", work, target
     assert isinstance(w, DataPrep)
     work = (f"read {w.read_gb_per_s:g} GB/s, write {w.write_gb_per_s:g} GB/s, "

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from aisize import charts
+from aisize import format as F
 from aisize.plan import gpus_vs_days, layout_candidates
 from aisize.report.context import ReportContext
 from aisize.report.markup import (DASH, Html, block, count, days, duration, figure, gb, gib, h3, mwh, note,
@@ -144,7 +145,7 @@ def _charts(ctx: ReportContext, t) -> Html:
                                                     title=f"{t.name}: GPUs needed vs target time"),
                                 f"{t.name}: GPUs needed (whole servers) for target times around the "
                                 f"plan's; the red point is the plan ({days(t.training_days)} days on "
-                                f"{count(t.gpus)} GPUs)."))
+                                f"{F.plural(t.gpus, 'GPU')})."))
     return Html("".join(block(p) for p in parts))
 
 
