@@ -59,7 +59,7 @@ c.Authenticator.allow_all = True  # who may log in is decided by the admin's app
 c.JupyterHub.spawner_class = "aisize.app.team_hub.AppSpawner"
 c.Spawner.args = [f"--allow-host={h}" for h in hosts]
 # Each process of a user's server (server, each tab's kernel, a report's kernel, Chromium) holds at
-# most this much data (RLIMIT_DATA); one tab's kernel holds about 300 MiB (README).
+# most this much data (RLIMIT_DATA); one tab's kernel holds about 300 MiB (docs/team-server.md).
 c.Spawner.mem_limit = "1G"
 # ... and all of one person's processes together hold at most this much resident memory: past it the largest
 # is ended (aisize.app.memory_watch). One tab making an HTML+PDF report peaked at 2.1 GiB (issue 46).

@@ -86,7 +86,7 @@ def server_env(base: dict[str, str] | None = None) -> dict[str, str]:
 
 
 GUARD = "aisize.app.guard.GuardedKernelManager"
-MAX_SESSIONS = 16  # what one server held on 2 cores (README, benchmarks/bench_load.py)
+MAX_SESSIONS = 16  # what one server held on 2 cores (docs/team-server.md, benchmarks/bench_load.py)
 # hold a pool refill back this long after a page takes the pool's kernel (voila: 1 s), so that the refill
 # does not share the cores with the page's own start; bench_app.py times page opens
 POOL_REFILL_DELAY_SECONDS = 6.0

@@ -134,7 +134,7 @@ def unit_iops_at(system: StorageSystem, io_bytes) -> float:
 
     References
     ----------
-    .. [1] Little's law / bandwidth = IOPS x IO size (DESIGN.md, "Queueing").
+    .. [1] Little's law / bandwidth = IOPS x IO size (docs/DESIGN.md, "Queueing").
     """
     io = checks.positive("io_bytes", io_bytes)
     by_bandwidth = system.read_bandwidth_bytes_per_s / io
