@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 
 from aisize import __version__
@@ -22,10 +23,12 @@ def _cmd_presets(args) -> int:
 
     from aisize import format as F
 
+    # one line per preset, its name first (scripts and ../shared/tools/check_consistency.py read the first
+    # word of each line): the scenario's title, cut to the width; `aisize preset NAME` shows the rest
     for name in preset_names():
         marker = " (default)" if name == DEFAULT_PRESET else ""
-        first = preset(name).description.splitlines()[0] if preset(name).description else ""
-        print(F.fit_lines(f"{name}{marker}: {first}"))
+        line = f"{name}{marker}: {preset(name).name}"
+        print(line if len(line) <= F.WIDTH else line[:F.WIDTH - 1] + "…")
     return 0
 
 
@@ -281,6 +284,9 @@ def console() -> int:
     report); the OS takes them back. (:func:`main` itself leaves a calling process's collector alone.)"""
     try:
         return main()
+    except BrokenPipeError:  # the reader went away (`aisize presets | head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     finally:
         gc.freeze()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +110,29 @@ def test_report_subcommand_rejects_a_bad_name_before_running(capsys, tmp_path):
     assert main(["report", "--preset", "xe9680-genai", "--out", str(tmp_path), "--name", "../x"]) == 2
     assert "Traceback" not in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_presets_prints_one_line_per_preset_its_name_first(capsys):
+    # ../shared/tools/check_consistency.py (and scripts) read the first word of each line as a preset's name
+    from aisize.cli import main
+    from aisize.scenario import preset_names
+
+    assert main(["presets"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]
+    assert [ln.split()[0].rstrip(":") for ln in lines] == list(preset_names())
+    assert all(len(ln) <= 120 for ln in lines)
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    import subprocess
+    import sys
+
+    # `aisize validate` prints about 77 kB line by line: read one line and close the pipe, so that the
+    # writer (more than a pipe buffer of 64 kB still to write) meets the closed pipe
+    p = subprocess.Popen([sys.executable, "-m", "aisize.cli", "validate"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=Path(__file__).parents[1])
+    first = p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=300) == 0 and first.strip()
+    assert "Traceback" not in err and "BrokenPipe" not in err
