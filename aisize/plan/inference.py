@@ -57,7 +57,7 @@ class InferencePlan:
     batch: int  # mean requests in flight per replica at the planned load
     kv_in_use_per_gpu_bytes: float  # the KV cache those requests hold, per GPU
     max_batch: int  # requests a replica admits at once (batch limit, KV pool)
-    slo_statistic: str  # p95 | mean: what the targets bound
+    slo_statistic: str  # p95 | p99 | mean: what the targets bound
     ttft_target_seconds: float
     tpot_target_seconds: float
     ttft_met: bool
@@ -69,6 +69,8 @@ class InferencePlan:
     ttft_p95_seconds: float
     tpot_seconds: float
     tpot_p95_seconds: float
+    ttft_p99_seconds: float  # the estimate's (or the pools' estimate's), as the p95
+    tpot_p99_seconds: float
     request_seconds: float  # mean time from arrival to last token
     output_tokens_per_s_per_replica: float  # the replica's capacity (max throughput; a decode replica's)
     capacity_output_tokens_per_s: float  # the whole fleet's (disaggregated: the tighter of its two pools)
@@ -81,6 +83,7 @@ class InferencePlan:
     utilisation: float  # of each replica's capacity
     latency_mean_seconds: float  # request (end-to-end)
     latency_p95_seconds: float  # TTFT p95 + (output - 1) x TPOT p95 (an upper estimate)
+    latency_p99_seconds: float  # TTFT p99 + (output - 1) x TPOT p99 (an upper estimate)
     knee_requests_per_s: float  # fleet rate at which mean latency reaches KNEE_FACTOR x the light-load latency
 
     within_context: bool
@@ -193,9 +196,15 @@ def _evaluate(w, ctx, policies, arch, shape, replicas, one):
     return None, serving.estimate(arch, ctx.accelerator, **one, requests_per_s=w.requests_per_s / replicas)
 
 
+# each SLO statistic's suffix in the names of the estimates' and the plan's latencies (ttft_p99_s, ttft_p99_seconds)
+_SUFFIX = {"mean": "", "p95": "_p95", "p99": "_p99"}
+
+
 def _statistic(w, est) -> tuple[float, float]:
-    """(TTFT, TPOT) of ``est`` at the service's SLO statistic [s]."""
-    return (est.ttft_p95_s, est.tpot_p95_s) if w.slo_statistic == "p95" else (est.ttft_s, est.tpot_s)
+    """(TTFT, TPOT) of ``est`` (a replica's or the pools' estimate) at the service's SLO statistic [s]: read from
+    the estimate, never computed again."""
+    suffix = _SUFFIX[w.slo_statistic]
+    return getattr(est, f"ttft{suffix}_s"), getattr(est, f"tpot{suffix}_s")
 
 
 def _miss(w, est, ttft_t: float, tpot_t: float) -> float:
@@ -279,6 +288,7 @@ def _aggregated(w, ctx, shape, replicas, est, calibration) -> dict:
         kv_in_use_per_gpu_bytes=est.kv_pool_bytes * est.kv_occupancy if est else 0.0,
         ttft_seconds=fin(est and est.ttft_s), ttft_p95_seconds=fin(est and est.ttft_p95_s),
         tpot_seconds=fin(est and est.tpot_s), tpot_p95_seconds=fin(est and est.tpot_p95_s),
+        ttft_p99_seconds=fin(est and est.ttft_p99_s), tpot_p99_seconds=fin(est and est.tpot_p99_s),
         output_tokens_per_s_per_replica=est.max_output_tokens_per_s if est else 0.0,
         capacity_output_tokens_per_s=replicas * est.max_output_tokens_per_s if est else 0.0,
         utilisation=fin(est and est.utilisation), estimate=est)
@@ -312,13 +322,12 @@ def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
     mem = {"weights_bytes": weights, "kv_cache_bytes": kv}
     capacity = est.requests_per_s if not est.stable else (
         w.requests_per_s / max(est.prefill_utilisation, est.decode_batch / max(est.decode_slots, 1.0), 1e-12))
-    stat = w.slo_statistic
+    ttft_stat, tpot_stat = _statistic(w, est)
     # the pools as bought, with the latencies of the model that evaluates them (size_pools sized them at the
     # largest decode batch meeting TPOT): one figure per quantity on every surface
     shown = dataclasses.replace(
         pools, ttft_s=est.ttft_s, ttft_p95_s=est.ttft_p95_s, tpot_s=est.tpot_s, tpot_p95_s=est.tpot_p95_s,
-        ttft_statistic_s=est.ttft_p95_s if stat == "p95" else est.ttft_s,
-        tpot_statistic_s=est.tpot_p95_s if stat == "p95" else est.tpot_s, kv_transfer_s=est.kv_transfer_s,
+        ttft_statistic_s=ttft_stat, tpot_statistic_s=tpot_stat, kv_transfer_s=est.kv_transfer_s,
         kv_link_bytes_per_s=est.kv_link_bytes_per_s, kv_link_utilisation=est.kv_link_utilisation)
     return dict(
         pools=shown, pools_estimate=est,
@@ -327,7 +336,8 @@ def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
         replica_gpus=(p_gpus,) * pools.prefill_replicas + (d_gpus,) * pools.decode_replicas,
         memory_per_gpu_bytes=mem, kv_in_use_per_gpu_bytes=kv, batch=int(round(batch)), max_batch=pools.decode_batch,
         ttft_seconds=est.ttft_s, ttft_p95_seconds=est.ttft_p95_s, tpot_seconds=est.tpot_s,
-        tpot_p95_seconds=est.tpot_p95_s, output_tokens_per_s_per_replica=pools.decode_batch / pools.tpot_s,
+        tpot_p95_seconds=est.tpot_p95_s, ttft_p99_seconds=est.ttft_p99_s, tpot_p99_seconds=est.tpot_p99_s,
+        output_tokens_per_s_per_replica=pools.decode_batch / pools.tpot_s,
         capacity_output_tokens_per_s=capacity * w.output_tokens,
         utilisation=max(est.prefill_utilisation, est.decode_batch / max(est.decode_slots, 1.0))
         if est.stable else math.inf, estimate=None)
@@ -344,7 +354,8 @@ def _elasticity(w, v: dict) -> float:
         if rise <= 0:
             return math.inf  # at or past the pools' capacity already
         s = pools.latency_at(np.array([w.requests_per_s, w.requests_per_s * (1.0 + rise)]))
-        ttft, tpot = (s["ttft95"], s["tpot95"]) if w.slo_statistic == "p95" else (s["ttft"], s["tpot"])
+        key = _SUFFIX[w.slo_statistic].lstrip("_p")  # the pools' keys: ttft, ttft95, ttft99
+        ttft, tpot = s[f"ttft{key}"], s[f"tpot{key}"]
         total = np.where(np.asarray(s["ok"], dtype=bool), np.asarray(ttft, dtype=float)
                          + (w.output_tokens - 1) * np.asarray(tpot, dtype=float), np.inf) * np.ones(2)
         return elasticity(float(total[0]), float(total[1]), rise)
@@ -364,8 +375,8 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
          else _aggregated(w, ctx, shape, replicas, est, C.serving_calibration(policies)) | {"pools": pools})
     v["memory_per_gpu_bytes"]["total_bytes"] = sum(v["memory_per_gpu_bytes"].values())
     stat = w.slo_statistic
-    ttft_met = (v["ttft_p95_seconds"] if stat == "p95" else v["ttft_seconds"]) <= ttft_t
-    tpot_met = (v["tpot_p95_seconds"] if stat == "p95" else v["tpot_seconds"]) <= tpot_t
+    ttft_met = v[f"ttft{_SUFFIX[stat]}_seconds"] <= ttft_t
+    tpot_met = v[f"tpot{_SUFFIX[stat]}_seconds"] <= tpot_t
     reason = "" if use_pools else fleet.reason
     if w.serving == "disaggregated" and not use_pools and pools is not None and not pools.feasible:
         reason = "; ".join(r for r in (f"disaggregated: {pools.reason}", fleet.reason) if r)
@@ -389,6 +400,7 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
         gpus=gpus, servers=math.ceil(gpus / ctx.server.gpus), requests_per_s=w.requests_per_s,
         latency_mean_seconds=mean_request,
         latency_p95_seconds=v["ttft_p95_seconds"] + (w.output_tokens - 1) * v["tpot_p95_seconds"],
+        latency_p99_seconds=v["ttft_p99_seconds"] + (w.output_tokens - 1) * v["tpot_p99_seconds"],
         knee_requests_per_s=(fleet.knee_requests_per_s * v["replicas"] if v["estimate"] else
                              _pools_knee(v["pools_estimate"]) if use_pools else 0.0),
         latency_elasticity=_elasticity(w, v),

@@ -340,17 +340,25 @@ def _allen_cunneen_wait(lam, s, c, cs, ca):
     return stable, p_wait, p_wait * s / (c - a_ok) * (ca**2 + cs**2) / 2.0
 
 
-def mgc_wait(arrival_rate_per_s, service_seconds, servers=1, *, service_cv=1.0, arrival_cv=1.0):
-    """Mean and p95 wait of a G/G/c queue, cheaply: Allen–Cunneen's mean, an exponential tail.
+def tail_probability(q) -> float:
+    """1 − q for a quantile q, rounded to 12 decimals: 0.95 gives 0.05 exactly (1 − 0.95 is 0.05 + 4e-17 in
+    binary), so a tail at "p95" is the same number however it is asked for."""
+    return round(1.0 - float(q), 12)
 
-    What :func:`ggc` gives for ``wait_mean_seconds``, with the p95 from the M/M/c tail
-    P(W > t) = C·e^(−t/θ) scaled to that mean (θ = W_q / C), so that vectorized callers
-    that need only these two figures skip :func:`ggc`'s numerical percentiles.
+
+def mgc_wait(arrival_rate_per_s, service_seconds, servers=1, *, service_cv=1.0, arrival_cv=1.0,
+             quantiles=(0.95,)):
+    """Mean and quantile waits of a G/G/c queue, cheaply: Allen–Cunneen's mean, an exponential tail.
+
+    What :func:`ggc` gives for ``wait_mean_seconds``, with each q-quantile from the M/M/c tail
+    P(W > t) = C·e^(−t/θ) scaled to that mean (θ = W_q / C): t_q = θ·ln(C/(1 − q)) where C > 1 − q,
+    else 0, so that vectorized callers that need only these figures skip :func:`ggc`'s numerical
+    percentiles. ``quantiles`` (each in (0, 1)) defaults to the p95 alone.
 
     Returns
     -------
-    (stable, prob_wait, wait_mean_seconds, wait_p95_seconds), arrays of the inputs' shape;
-    unstable elements (ρ >= 1) have inf waits.
+    (stable, prob_wait, wait_mean_seconds, wait_q_seconds for each q of ``quantiles``), arrays of the
+    inputs' shape (by default the 4-tuple ending with the p95); unstable elements (ρ >= 1) have inf waits.
 
     References
     ----------
@@ -361,13 +369,17 @@ def mgc_wait(arrival_rate_per_s, service_seconds, servers=1, *, service_cv=1.0, 
     c = checks.integer("servers", servers, low=1, high=MAX_SERVERS)
     cs = checks.non_negative("service_cv", service_cv, high=1e3)
     ca = checks.non_negative("arrival_cv", arrival_cv, high=1e3)
+    tails = [tail_probability(checks.scalar("quantiles", checks.number(
+        "quantiles", q, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False))) for q in quantiles]
     lam, s, c, cs, ca = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (lam, s, c, cs, ca)))
     stable, p_wait, mean = _allen_cunneen_wait(lam, s, c, cs, ca)
+    inf = np.full(stable.shape, math.inf)
+    waits = []
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = np.where(p_wait > 0, mean / p_wait, 0.0)
-        p95 = np.where(p_wait > 0.05, theta * np.log(p_wait / 0.05), 0.0)
-    inf = np.full(stable.shape, math.inf)
-    return stable, np.where(stable, p_wait, 1.0), np.where(stable, mean, inf), np.where(stable, p95, inf)
+        for tail in tails:
+            waits.append(np.where(stable, np.where(p_wait > tail, theta * np.log(p_wait / tail), 0.0), inf))
+    return (stable, np.where(stable, p_wait, 1.0), np.where(stable, mean, inf), *waits)
 
 
 def ggc(arrival_rate_per_s, service_seconds, servers=1, *, service_cv=1.0, arrival_cv=1.0) -> QueueResult:

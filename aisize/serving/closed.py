@@ -42,9 +42,9 @@ import numpy as np
 from aisize.queueing import mgc_wait
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
-from aisize.serving.latency import Z95
 from aisize.serving.prefix import prefill_work
 from aisize.serving.steady import balance_wait_iterations, steady_state
+from aisize.serving.tails import QUANTILES, normal_quantile, residual_quantile
 
 
 @dataclass(frozen=True)
@@ -61,13 +61,15 @@ class ClosedLoopState:
     ttft_p95_seconds: object
     tpot_seconds: object
     tpot_p95_seconds: object
+    ttft_p99_seconds: object
+    tpot_p99_seconds: object
     queue_seconds: object  # mean wait for a slot (0 while C fits the slots)
 
 
 def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, output_tokens, max_num_tokens,
                       chunked_prefill, shape, launch=GRAPHED, speculation=None, cached_tokens=0.0,
                       decode_context_tokens=None) -> ClosedLoopState:
-    """Throughput and mean/p95 latencies of a replica under a closed loop of ``concurrency`` requests.
+    """Throughput and mean/p95/p99 latencies of a replica under a closed loop of ``concurrency`` requests.
 
     Parameters
     ----------
@@ -122,16 +124,26 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
         rho = np.minimum(x * service / servers, 1.0)
         backlog = np.where(ok, np.maximum(wait - rho * service / 2.0, 0.0), 0.0)
         # attention-DP balancing holds the prompt until every rank has one (TensorRT-LLM's enable_balance)
-        held, held95 = balance_wait_iterations(launch, shape.attention_dp, b / steps, ranks_full=c >= cap)
+        held, _ = balance_wait_iterations(launch, shape.attention_dp, b / steps, ranks_full=c >= cap)
         before = calib.request_seconds + residual + scheduled + backlog + held * mean  # sent, not yet in the batch
         ttft = before + t_prefill
         e2e = ttft + (steps - 1.0) * mean
         outside = before / e2e
         e2e_prev, before_prev = e2e, before
-    ttft95 = calib.request_seconds + 0.95 * np.where(p > 0.05, t1, t0) + scheduled + held95 * mean + t_prefill
     x_batch = np.minimum(c, cap / (1.0 - outside)) / e2e
     queue = np.maximum(c / x_batch - e2e, 0.0)  # waiting for one of the slots to free
     n = np.maximum(steps - 1.0, 1.0)
-    spread = np.minimum(p + Z95 * np.sqrt(p * (1.0 - p) / n), 1.0)
-    tpot95 = np.maximum(t0 + (t1 - t0) * spread, mean) / tau
-    return ClosedLoopState(c, b, x_batch, mean, t0, t1, ttft + queue, ttft95 + queue, mean / tau, tpot95, queue)
+
+    def at_quantile(q):
+        """TTFT and TPOT q-quantiles: the running iteration's rest and the balancing wait at their q-quantiles;
+        a request's iterations carry a binomial number of prefills (the batch does not fluctuate: C is fixed)."""
+        _, held_q = balance_wait_iterations(launch, shape.attention_dp, b / steps, ranks_full=c >= cap, quantile=q)
+        ttft_q = calib.request_seconds + residual_quantile(q, p, t0, t1) + scheduled + held_q * mean + t_prefill
+        spread = np.minimum(p + normal_quantile(q) * np.sqrt(p * (1.0 - p) / n), 1.0)
+        return ttft_q + queue, np.maximum(t0 + (t1 - t0) * spread, mean) / tau
+
+    (ttft95, tpot95), (ttft99, tpot99) = (at_quantile(q) for q in QUANTILES)
+    return ClosedLoopState(concurrency=c, batch=b, requests_per_s=x_batch, iteration_seconds=mean,
+                           decode_iteration_seconds=t0, prefill_iteration_seconds=t1, ttft_seconds=ttft + queue,
+                           ttft_p95_seconds=ttft95, tpot_seconds=mean / tau, tpot_p95_seconds=tpot95,
+                           ttft_p99_seconds=ttft99, tpot_p99_seconds=tpot99, queue_seconds=queue)

@@ -77,6 +77,8 @@ class ServingEstimate:
     ttft_p95_s: float
     tpot_s: float
     tpot_p95_s: float
+    ttft_p99_s: float
+    tpot_p99_s: float
     queue_s: float  # mean wait for admission (a slot)
     weights_per_gpu_bytes: float
     kv_pool_bytes: float  # per GPU
@@ -315,16 +317,19 @@ class _Load:
             return dict(score=served, served=served, batch=float(cl.batch), concurrency=self.concurrency,
                         stable=True, utilisation=served / capacity, ttft=float(cl.ttft_seconds),
                         ttft95=float(cl.ttft_p95_seconds), tpot=float(cl.tpot_seconds),
-                        tpot95=float(cl.tpot_p95_seconds), queue=float(cl.queue_seconds),
+                        tpot95=float(cl.tpot_p95_seconds), ttft99=float(cl.ttft_p99_seconds),
+                        tpot99=float(cl.tpot_p99_seconds), queue=float(cl.queue_seconds),
                         t0=float(cl.decode_iteration_seconds), t1=float(cl.prefill_iteration_seconds))
         if self.requests_per_s is None:  # flat out: from admission, wait for the next cohort, then its iteration
             t_dec, t_mix, mean_t = (float(st.decode_iteration_seconds), float(st.prefill_iteration_seconds),
                                     float(st.iteration_seconds))
             tau = st.tokens_per_step
             ttft = calib.request_seconds + mean_t + t_mix
+            # flat out the model spreads TTFT over nothing and TPOT up to a decode-only iteration: p99 = p95
+            tail = max(t_dec, mean_t) / tau if o > 1 else 0.0
             return dict(score=capacity, served=capacity, batch=slots, concurrency=slots, stable=True,
-                        utilisation=1.0, ttft=ttft, ttft95=ttft, tpot=mean_t / tau,
-                        tpot95=max(t_dec, mean_t) / tau if o > 1 else 0.0, queue=0.0, t0=t_dec, t1=t_mix)
+                        utilisation=1.0, ttft=ttft, ttft95=ttft, ttft99=ttft, tpot=mean_t / tau, tpot95=tail,
+                        tpot99=tail, queue=0.0, t0=t_dec, t1=t_mix)
         rate = self.requests_per_s
         ls = loaded_state(costs, rates, calib, requests_per_s=rate, capacity_requests_per_s=capacity, slots=slots,
                           input_tokens=i, output_tokens=o, max_num_tokens=limits.max_num_tokens * groups,
@@ -339,7 +344,8 @@ class _Load:
         return dict(score=capacity, served=served,
                     batch=batch, concurrency=rate * e2e if stable else float("inf"), stable=stable,
                     utilisation=float(ls.utilisation), ttft=ttft, ttft95=float(ls.ttft_p95_seconds),
-                    tpot=float(ls.tpot_seconds), tpot95=float(ls.tpot_p95_seconds), queue=float(ls.queue_seconds),
+                    tpot=float(ls.tpot_seconds), tpot95=float(ls.tpot_p95_seconds),
+                    ttft99=float(ls.ttft_p99_seconds), tpot99=float(ls.tpot_p99_seconds), queue=float(ls.queue_seconds),
                     t0=float(ls.decode_iteration_seconds), t1=float(ls.prefill_iteration_seconds))
 
 
@@ -365,6 +371,7 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
     if fits:
         served, batch, stable = state["served"], state["batch"], state["stable"]
         ttft, ttft95, tpot, tpot95 = state["ttft"], state["ttft95"], state["tpot"], state["tpot95"]
+        ttft99, tpot99 = state["ttft99"], state["tpot99"]
         util, queue, in_flight = state["utilisation"], state["queue"], state["concurrency"]
         if not stable:
             notes.append(f"requests_per_s={served:g} is at or beyond this replica's capacity of "
@@ -372,7 +379,7 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
             served = capacity_rps
     else:
         served, batch, stable, util, queue, in_flight = 0.0, slots, False, inf, 0.0, float("nan")
-        ttft = ttft95 = tpot = tpot95 = inf
+        ttft = ttft95 = ttft99 = tpot = tpot95 = tpot99 = inf
     occupancy, preempt = 0.0, 0.0
     if fits and np.isfinite(batch):
         occupancy = min(batch / max(float(cap.memory.sequences), 1.0), 1.0)
@@ -391,8 +398,9 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
         max_output_tokens_per_s=capacity_rps * o, batch_size=batch, max_concurrency=slots,
         max_batch_size=int(limits.max_batch_size), max_num_tokens=int(limits.max_num_tokens),
         limited_by=cap.limited_by, utilisation=util, stable=stable, ttft_s=ttft, ttft_p95_s=ttft95, tpot_s=tpot,
-        tpot_p95_s=tpot95, queue_s=queue, weights_per_gpu_bytes=float(cap.memory.weights_bytes),
-        kv_pool_bytes=float(cap.memory.kv_pool_bytes), kv_occupancy=occupancy, preemption_requests_per_s=preempt,
+        tpot_p95_s=tpot95, ttft_p99_s=ttft99, tpot_p99_s=tpot99, queue_s=queue,
+        weights_per_gpu_bytes=float(cap.memory.weights_bytes), kv_pool_bytes=float(cap.memory.kv_pool_bytes),
+        kv_occupancy=occupancy, preemption_requests_per_s=preempt,
         kv_bytes_per_token=float(costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window),
         iteration_breakdown=breakdown, within_context=within, uncalibrated=rates.uncalibrated,
         concurrency=in_flight, calibration=calib.name, speculative_method=spec.method if spec else None,

@@ -1,4 +1,4 @@
-"""Latency of one replica under load: mean and p95 TTFT and TPOT at a request rate.
+"""Latency of one replica under load: mean, p95 and p99 TTFT and TPOT at a request rate.
 
 Requests arrive as a Poisson stream of rate λ. In steady state a replica with
 mean iteration time T holds ``B = λ·(T + (O-1)·T)`` requests (Little's law [1])
@@ -21,9 +21,11 @@ iteration model with ``m / (1 - e^-m)`` prefills, the conditional mean), so
   queue for the replica's ``c`` slots (the concurrency its batch limit and KV pool allow), each
   held for ``S = T + (O - 1)·T``: M/G/c with
   the Allen-Cunneen correction for the lengths' variability [2] and the Erlang C
-  tail for p95 [3]. Without chunked prefill at most ``q = budget // I`` whole prompts
+  tail for p95 and p99 [3]. Without chunked prefill at most ``q = budget // I`` whole prompts
   fit one iteration, so prompts queue as M/D/q with service ``T1``; with chunking
   they share the budget left after decoding (M/D/1, service = a prompt's share).
+- p99: the same terms at q = 0.99 (z = 2.326, each wait's Erlang C tail at 1 %, the balancing wait's
+  exponential tail at -ln 0.01 = 4.6 x its mean), one function for both (``at_quantile``).
 
 λ at or beyond the replica's capacity is unstable: reported as such, with
 infinite latencies, never as a negative wait.
@@ -46,8 +48,9 @@ from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 from aisize.serving.prefix import prefill_work
 from aisize.serving.steady import balance_wait_iterations, steady_state
+from aisize.serving.tails import QUANTILES, Z95, normal_quantile, residual_quantile
 
-Z95 = 1.6448536269514722  # standard normal 95th percentile
+__all__ = ["LoadedState", "Z95", "littles_law_concurrency", "loaded_state"]
 _SCAN = 2.0 ** -np.arange(23, -1, -1)  # where h is evaluated first, as shares of the slots (ascending)
 _MAX_ITERATIONS = 24  # steps within that bracket, at most (a call settles in about 6)
 # relative step below which a point has settled: the secant's error after a step of d is of order d**1.6, so
@@ -71,6 +74,8 @@ class LoadedState:
     ttft_p95_seconds: object
     tpot_seconds: object
     tpot_p95_seconds: object
+    ttft_p99_seconds: object
+    tpot_p99_seconds: object
     queue_seconds: object  # mean admission wait
 
 
@@ -148,7 +153,7 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
                  output_tokens, max_num_tokens, chunked_prefill, shape, length_cv=0.0, launch=GRAPHED,
                  speculation=None, cached_tokens=0.0, decode_context_tokens=None, prompt_cv=0.0,
                  near=None) -> LoadedState:
-    """Mean and p95 latencies of a replica serving ``requests_per_s`` (Poisson).
+    """Mean, p95 and p99 latencies of a replica serving ``requests_per_s`` (Poisson).
 
     Parameters
     ----------
@@ -205,7 +210,7 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     util = np.maximum(util, offered / c)  # random arrivals mix prefills less well than a waiting queue
     stable = util < 1.0
     # admission: M/G/c over the replica's slots, the lengths' spread as the service CV (Allen-Cunneen)
-    ok_adm, _, wq, wq95 = mgc_wait(np.maximum(lam_s, 1e-12), hold, c, service_cv=length_cv)
+    ok_adm, _, wq, *wq_q = mgc_wait(np.maximum(lam_s, 1e-12), hold, c, service_cv=length_cv, quantiles=QUANTILES)
     stable = stable & ok_adm
     # prompts queue for the token budget: without chunking at most q whole prompts fit an iteration
     # (q "servers", each busy for the iteration that carries the prefill); with chunking the prompt
@@ -215,6 +220,8 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     ctx = full + 0.5 * o if decode_context_tokens is None else decode_context_tokens
     verify = 1.0 if speculation is None else speculation.verify_tokens
     room = np.maximum(max_num_tokens - st.concurrency * (steps - 1.0) / steps * verify, 1.0)
+    # an arrival waits out the iteration in progress, landing in long ones more often (length-biased residual
+    # E[T²] / 2E[T]; its quantiles: :func:`~aisize.serving.tails.residual_quantile`)
     residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean)
     # a request's prefill iteration also carries the prompts that arrived during the iteration it
     # waited out, whose length is size-biased: E[T²]/E[T] = 2 x the residual
@@ -231,33 +238,47 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
         servers, service = 1.0, t1 * i / room
     else:
         servers, service = fit, t1
-    ok_pf, _, pf_wait, pf_wait95 = mgc_wait(np.maximum(lam_s, 1e-12), np.maximum(service, 1e-12), servers,
-                                            service_cv=prompt_cv)
+    ok_pf, _, pf_wait, *pf_wait_q = mgc_wait(np.maximum(lam_s, 1e-12), np.maximum(service, 1e-12), servers,
+                                             service_cv=prompt_cv, quantiles=QUANTILES)
     stable = stable & ok_pf
-    # an arrival waits out the iteration in progress; it lands in long iterations more often
-    # (length-biased residual E[T²] / 2E[T]); at p95, nearly a whole prefill-carrying iteration
-    residual95 = 0.95 * np.where(p > 0.05, t1, t0)
     # the M/D/q wait already holds the residual of the prefill in service (ρ·S/2); keep only the
-    # backlog beyond it, the residual of whatever iteration is running being counted above
+    # backlog beyond it, the residual of whatever iteration is running being counted on its own
     rho_pf = np.minimum(lam_s * service / servers, 1.0)
+    scheduled = mean if launch.overlap else 0.0  # an overlap scheduler chose the next batch already
     with np.errstate(invalid="ignore"):
         backlog = np.maximum(pf_wait - rho_pf * service / 2.0, 0.0)
-        backlog95 = np.maximum(pf_wait95 - rho_pf * service / 2.0, 0.0)
-        scheduled = mean if launch.overlap else 0.0  # an overlap scheduler chose the next batch already
         # attention-DP balancing holds a prompt until every rank has one (slots to spare: prompts go round)
-        held, held95 = balance_wait_iterations(launch, shape.attention_dp, lam_s * mean, ranks_full=False)
+        held, _ = balance_wait_iterations(launch, shape.attention_dp, lam_s * mean, ranks_full=False)
         ttft = calib.request_seconds + wq + backlog + residual + scheduled + held * mean + t_prefill
-        ttft95 = calib.request_seconds + wq95 + backlog95 + residual95 + scheduled + held95 * mean + t_prefill
     n = np.maximum(steps - 1.0, 1.0)
-    # TPOT p95: a request's iterations carry a binomial number of prefills, and the batch itself
-    # fluctuates (requests in a system with ample slots are Poisson: p95 at B + 1.645 sqrt(B))
-    b95 = np.minimum(st.concurrency + Z95 * np.sqrt(st.concurrency), np.maximum(slots, 1.0))
-    hi = state_at(b95)
-    with np.errstate(invalid="ignore"):  # unstable points may hold inf - inf; they are replaced below
-        spread = np.minimum(p + Z95 * np.sqrt(p * (1.0 - p) / n), 1.0)
-        tpot95 = np.maximum(hi.decode_iteration_seconds + (hi.prefill_iteration_seconds
-                                                          - hi.decode_iteration_seconds) * spread, mean) / tau
+
+    def at_quantile(q, wq_q, pf_wait_q):
+        """TTFT and TPOT q-quantiles: every wait at its q-quantile; a request's iterations carry a binomial
+        number of prefills, and the batch itself fluctuates (requests in a system with ample slots are
+        Poisson: its q-quantile at B + z·sqrt(B))."""
+        z = normal_quantile(q)
+        with np.errstate(invalid="ignore"):
+            backlog_q = np.maximum(pf_wait_q - rho_pf * service / 2.0, 0.0)
+            _, held_q = balance_wait_iterations(launch, shape.attention_dp, lam_s * mean, ranks_full=False,
+                                                quantile=q)
+            ttft_q = (calib.request_seconds + wq_q + backlog_q + residual_quantile(q, p, t0, t1) + scheduled
+                      + held_q * mean + t_prefill)
+        b_q = np.minimum(st.concurrency + z * np.sqrt(st.concurrency), np.maximum(slots, 1.0))
+        hi = state_at(b_q)
+        with np.errstate(invalid="ignore"):  # unstable points may hold inf - inf; they are replaced below
+            spread = np.minimum(p + z * np.sqrt(p * (1.0 - p) / n), 1.0)
+            tpot_q = np.maximum(hi.decode_iteration_seconds + (hi.prefill_iteration_seconds
+                                                               - hi.decode_iteration_seconds) * spread, mean) / tau
+        return ttft_q, tpot_q
+
+    (ttft95, tpot95), (ttft99, tpot99) = (at_quantile(*a) for a in zip(QUANTILES, wq_q, pf_wait_q))
     inf = np.inf
-    return LoadedState(lam, stable, util, np.where(stable, np.minimum(lam_s * steps * mean, c), inf),
-                       mean, t0, t1, np.where(stable, ttft, inf), np.where(stable, ttft95, inf),
-                       np.where(stable, mean / tau, inf), np.where(stable, tpot95, inf), np.where(stable, wq, inf))
+
+    def finite(x):
+        return np.where(stable, x, inf)
+    return LoadedState(requests_per_s=lam, stable=stable, utilisation=util,
+                       concurrency=finite(np.minimum(lam_s * steps * mean, c)), iteration_seconds=mean,
+                       decode_iteration_seconds=t0, prefill_iteration_seconds=t1, ttft_seconds=finite(ttft),
+                       ttft_p95_seconds=finite(ttft95), tpot_seconds=finite(mean / tau),
+                       tpot_p95_seconds=finite(tpot95), ttft_p99_seconds=finite(ttft99),
+                       tpot_p99_seconds=finite(tpot99), queue_seconds=finite(wq))

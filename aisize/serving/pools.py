@@ -41,9 +41,10 @@ from aisize.serving.engine import resolve_engine
 from aisize.serving.estimate import MAX_TOKENS, parts, resolve_calibration
 from aisize.serving.hardware import scaleout_bytes_per_s
 from aisize.serving.iteration import iteration_time
-from aisize.serving.latency import Z95, littles_law_concurrency
+from aisize.serving.latency import littles_law_concurrency
 from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ReplicaShape, check_shape, placed
+from aisize.serving.tails import QUANTILES, normal_quantile
 from aisize.serving.throughput import DEFAULT_TOKENS
 from aisize.units import GiB as GIB
 
@@ -143,6 +144,8 @@ class DisaggregatedEstimate:
     ttft_p95_s: float
     tpot_s: float
     tpot_p95_s: float
+    ttft_p99_s: float
+    tpot_p99_s: float
     prefill_utilisation: float
     decode_batch: float  # per decode replica (per attention-DP group: / attention_dp)
     decode_slots: float  # per decode replica
@@ -158,7 +161,7 @@ class DisaggregatedEstimate:
     uncalibrated: bool = False
     notes: tuple = ()
     max_requests_per_s: float = 0.0  # the pools' capacity: the slower pool saturates here
-    # TTFT and TPOT (means, p95) of these pools at open-loop rates (vectorized): the model behind every figure above,
+    # TTFT and TPOT (means, p95, p99) of these pools at open-loop rates (vectorized): the model behind every figure,
     # so a curve over load (:func:`disaggregated_curve`) passes through them. Not exported (a function).
     latency_at: Callable | None = field(default=None, repr=False, compare=False, metadata={"export": False})
 
@@ -315,20 +318,25 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     x_decode = d_pool.replicas * slots / ((steps - 1.0) * float(t_decode(slots))) if steps > 1 else math.inf
 
     def at(x):
-        """TTFT, TPOT (means and p95), decode batch and prefill utilisation at throughputs x (vectorized)."""
+        """TTFT, TPOT (means, p95 and p99), decode batch and prefill utilisation at throughputs x (vectorized):
+        keys ttft, ttft95, ttft99, tpot, tpot95, tpot99, batch, rho, t_pre (and ok)."""
         x = np.asarray(x, dtype=float)
         servers = p_pool.replicas * per_iter
-        ok, _, wq, wq95 = mgc_wait(np.maximum(x, 1e-12), t_full, servers, service_cv=0.0)
+        ok, _, wq, *wq_q = mgc_wait(np.maximum(x, 1e-12), t_full, servers, service_cv=0.0, quantiles=QUANTILES)
         rho = np.minimum(x * t_full / servers, 1.0)
         t_pre = t_one + (t_full - t_one) * rho  # a lone prompt early, full iterations near saturation
         if steps > 1:
             b = littles_law_concurrency(x / d_pool.replicas * (steps - 1.0), t_decode, slots)
         else:
             b = 0.0 * x
-        b95 = np.minimum(b + Z95 * np.sqrt(np.maximum(b, 0.0)), slots)
         head = calib.request_seconds + t_pre + transfer
-        return dict(ok=ok, ttft=head + wq, ttft95=head + wq95, tpot=t_decode(np.maximum(b, 1e-9)) / tau,
-                    tpot95=t_decode(np.maximum(b95, 1e-9)) / tau, batch=b, rho=rho, t_pre=t_pre)
+        out = dict(ok=ok, ttft=head + wq, tpot=t_decode(np.maximum(b, 1e-9)) / tau, batch=b, rho=rho, t_pre=t_pre)
+        for q, wait_q in zip(QUANTILES, wq_q):
+            # the prefill queue's wait at its q-quantile; the decode batch, Poisson, at B + z·sqrt(B)
+            b_q = np.minimum(b + normal_quantile(q) * np.sqrt(np.maximum(b, 0.0)), slots)
+            out[f"ttft{q * 100:.0f}"] = head + wait_q
+            out[f"tpot{q * 100:.0f}"] = t_decode(np.maximum(b_q, 1e-9)) / tau
+        return out
 
     def scalar(state, k=0):
         return {key: float(np.ravel(v)[k]) for key, v in state.items()}
@@ -363,6 +371,7 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
         output_tokens_per_s=(x if stable else x_max) * o, stable=stable, limited_by=limited,
         ttft_s=state["ttft"] + wait if stable else inf, ttft_p95_s=state["ttft95"] + wait if stable else inf,
         tpot_s=state["tpot"] if stable else inf, tpot_p95_s=state["tpot95"] if stable else inf,
+        ttft_p99_s=state["ttft99"] + wait if stable else inf, tpot_p99_s=state["tpot99"] if stable else inf,
         prefill_utilisation=state["rho"], decode_batch=state["batch"], decode_slots=slots,
         prefill_seconds=state["t_pre"], kv_bytes_per_request=kv_req, kv_transfer_s=transfer, kv_link=kind,
         kv_link_bytes_per_s=link_load, kv_link_utilisation=link_load / (link_rate * p_pool.gpus),
@@ -370,23 +379,25 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
 
 
 def disaggregated_curve(est: DisaggregatedEstimate, points: int = 48) -> dict:
-    """TTFT and TPOT (mean, p95) and request latency of ``est``'s pools from 1 % to 99 % of their capacity, from
+    """TTFT and TPOT (mean, p95, p99) and request latency of ``est``'s pools from 1 % to 99 % of their capacity, from
     the same model as its figures [1/s, s]; empty arrays for pools that are not feasible."""
     n = int(checks.scalar("points", checks.integer("points", points, low=2, high=10_000)))
     if not est.feasible or est.latency_at is None or not est.max_requests_per_s > 0:
         empty = np.zeros(0)
         return {k: empty for k in ("requests_per_s", "utilisation", "ttft_seconds", "ttft_p95_seconds",
-                                   "tpot_seconds", "tpot_p95_seconds", "latency_mean_seconds", "latency_p95_seconds")}
+                                   "tpot_seconds", "tpot_p95_seconds", "ttft_p99_seconds", "tpot_p99_seconds",
+                                   "latency_mean_seconds", "latency_p95_seconds", "latency_p99_seconds")}
     rates = np.linspace(0.01, 0.99, n) * est.max_requests_per_s
     s = est.latency_at(rates)
     ok = np.asarray(s["ok"], dtype=bool) & (rates < est.max_requests_per_s)
     out = {"requests_per_s": rates, "utilisation": rates / est.max_requests_per_s}
     for key, name in (("ttft", "ttft_seconds"), ("ttft95", "ttft_p95_seconds"), ("tpot", "tpot_seconds"),
-                      ("tpot95", "tpot_p95_seconds")):
+                      ("tpot95", "tpot_p95_seconds"), ("ttft99", "ttft_p99_seconds"), ("tpot99", "tpot_p99_seconds")):
         out[name] = np.where(ok, np.asarray(s[key], dtype=float) * np.ones(n), np.inf)
     o = est.output_tokens
     out["latency_mean_seconds"] = out["ttft_seconds"] + (o - 1) * out["tpot_seconds"]
     out["latency_p95_seconds"] = out["ttft_p95_seconds"] + (o - 1) * out["tpot_p95_seconds"]
+    out["latency_p99_seconds"] = out["ttft_p99_seconds"] + (o - 1) * out["tpot_p99_seconds"]
     return out
 
 
@@ -417,6 +428,6 @@ def _infeasible(base, reason) -> DisaggregatedEstimate:
     inf = math.inf
     return DisaggregatedEstimate(**base, feasible=False, reason=reason, concurrency=0.0, requests_per_s=0.0,
                                  output_tokens_per_s=0.0, stable=False, limited_by="", ttft_s=inf, ttft_p95_s=inf,
-                                 tpot_s=inf, tpot_p95_s=inf, prefill_utilisation=0.0, decode_batch=0.0,
-                                 decode_slots=0.0, prefill_seconds=inf, kv_bytes_per_request=0.0, kv_transfer_s=inf,
-                                 kv_link="", kv_link_bytes_per_s=0.0, kv_link_utilisation=0.0)
+                                 tpot_s=inf, tpot_p95_s=inf, ttft_p99_s=inf, tpot_p99_s=inf, prefill_utilisation=0.0,
+                                 decode_batch=0.0, decode_slots=0.0, prefill_seconds=inf, kv_bytes_per_request=0.0,
+                                 kv_transfer_s=inf, kv_link="", kv_link_bytes_per_s=0.0, kv_link_utilisation=0.0)

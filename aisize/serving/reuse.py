@@ -15,7 +15,7 @@ the replica's state:
    its new tokens; a first turn prefills its new tokens; a turn whose history was evicted prefills
    it too. Each class waits out the iteration running when it arrives and shares its own with the
    prompts that arrived meanwhile (:func:`~aisize.serving.tails.ttft_tail`, over the prompt lengths
-   too when they come from a distribution): the mean and p95 are over the classes;
+   too when they come from a distribution): the mean, p95 and p99 are over the classes;
 4. lengths from a distribution make the decoding context and the KV in use length-biased, and the
    TPOT tail a mixture over output lengths (:mod:`.lengths`).
 """
@@ -29,7 +29,6 @@ import numpy as np
 from aisize.serving import lengths as L
 from aisize.serving import tails as T
 from aisize.serving.iteration import iteration_time
-from aisize.serving.latency import Z95
 from aisize.serving.prefix import Reuse, cache_load, prefill_work, session_tokens
 from aisize.serving.throughput import max_throughput
 from aisize.serving.tiers import KVTier, ReuseTiers, check_tiers, reuse_tiers
@@ -197,10 +196,12 @@ class ServingWorkload:
         t0, t1, mean_it = state["t0"], state["t1"], state["tpot"] * tau
         p = float(np.clip((mean_it - t0) / (t1 - t0), 0.0, 1.0)) if t1 > t0 else 0.0
         lam = state["served"]
-        state["ttft"], state["ttft95"], rows = T.ttft_tail(
+        state["ttft"], (state["ttft95"], state["ttft99"]), rows = T.ttft_tail(
             requests_per_s=lam, t0=t0, t1=t1, prefill_share=p, seconds=seconds, others=(new, attention, weight),
-            own=(new, attention, extra, weight), mean_ttft=state["ttft"])
-        state["tpot95"] = self._tpot_tail(state, seconds, (new, attention, weight), lam, mean_it, p, o, tau)
+            own=(new, attention, extra, weight), mean_ttft=state["ttft"], q=T.QUANTILES)
+        sigma = T.iteration_sigma(prefill_share=p, seconds=seconds, others=(new, attention, weight))
+        for q in T.QUANTILES:  # each in place of the queueing model's figure at mean lengths, which it reads
+            state[f"tpot{q * 100:.0f}"] = self._tpot_tail(state, sigma, mean_it, p, o, tau, q)
         if rt is not None:  # each class's mean over its rows (one per prompt length)
             per = weight.reshape(len(classes), -1)
             means = (per * rows.reshape(len(classes), -1)).sum(axis=1) / np.maximum(per.sum(axis=1), 1e-300)
@@ -217,16 +218,17 @@ class ServingWorkload:
                                              float(self.lengths.output.quantile(0.95)))
         return state
 
-    def _tpot_tail(self, state, seconds, others, lam, mean_it, p, o, tau):
-        """TPOT p95 over the output lengths, with the spread of the prompts each iteration carries (:mod:`.tails`),
-        plus the queueing model's allowance for the batch's own fluctuation."""
+    def _tpot_tail(self, state, sigma, mean_it, p, o, tau, q):
+        """TPOT q-quantile over the output lengths, with the spread ``sigma`` of one iteration over the prompts it
+        carries (:mod:`.tails`), plus the queueing model's allowance at q for the batch's own fluctuation (its
+        q-quantile beyond the mean and the binomial spread of prefills, ``state["tpot95"]`` or ``["tpot99"]``
+        as :func:`~aisize.serving.latency.loaded_state` gave them)."""
         t0, t1 = state["t0"], state["t1"]
         n_mean = max((o - 1.0) / tau, 1.0)
-        binomial = Z95 * (t1 - t0) * np.sqrt(p * (1.0 - p)) / tau / np.sqrt(n_mean)
-        batch_part = max(state["tpot95"] - state["tpot"] - binomial, 0.0)
-        sigma = T.iteration_sigma(prefill_share=p, seconds=seconds, others=others)
+        binomial = T.normal_quantile(q) * (t1 - t0) * np.sqrt(p * (1.0 - p)) / tau / np.sqrt(n_mean)
+        batch_part = max(state[f"tpot{q * 100:.0f}"] - state["tpot"] - binomial, 0.0)
         ox, ow = self.lengths.output.points() if self.lengths else (np.array([float(o)]), np.ones(1))
-        return T.tpot_quantile(mean_it / tau, sigma / tau, (ox - 1.0) / tau, ow) + batch_part
+        return T.tpot_quantile(mean_it / tau, sigma / tau, (ox - 1.0) / tau, ow, q) + batch_part
 
 
 def serving_workload(prefix, kv_tiers, length_distribution, input_tokens, output_tokens, requests_per_s,

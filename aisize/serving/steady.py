@@ -54,6 +54,7 @@ import numpy as np
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 from aisize.serving.prefix import prefill_work
+from aisize.serving.tails import exponential_quantile_factor
 
 ARRIVALS = ("burst", "poisson")
 
@@ -96,8 +97,9 @@ def token_budget_concurrency(input_tokens, output_tokens, max_num_tokens, *, who
     return b
 
 
-def balance_wait_iterations(launch, attention_dp, prompts_per_iteration, *, ranks_full):
-    """Mean and p95 iterations a prompt waits for TensorRT-LLM's attention-DP balancing (0 when it is off).
+def balance_wait_iterations(launch, attention_dp, prompts_per_iteration, *, ranks_full, quantile=0.95):
+    """Mean and ``quantile`` (p95 by default) iterations a prompt waits for TensorRT-LLM's attention-DP balancing
+    (0 when it is off).
 
     Prompts are held until every one of the ``dp`` ranks has one, at most ``launch.balance_iters``
     iterations [4]. ``prompts_per_iteration`` (m) arrive over the replica. With slots to spare the
@@ -109,8 +111,8 @@ def balance_wait_iterations(launch, attention_dp, prompts_per_iteration, *, rank
     longest of dp exponential waits [5]), at most the timeout. That cycle is taken as the mean wait: the
     published runs wait longer than its length-biased residual (E[T²] / 2E[T], 1.6 / r at dp = 8) would
     say, likely because prompts left over on the busier ranks queue behind the set. Where the timeout ends
-    most holds, a prompt waits half of it on average. The p95 takes the wait's tail as exponential
-    (-ln 0.05 = 3 x the mean), at most the timeout. [iterations]
+    most holds, a prompt waits half of it on average. A quantile q takes the wait's tail as exponential
+    (-ln(1 - q) x the mean: 3 at p95, 4.6 at p99), at most the timeout. [iterations]
     """
     zero = np.zeros(np.broadcast(np.asarray(attention_dp, dtype=float), prompts_per_iteration, ranks_full).shape)
     if not launch.balance_iters:
@@ -121,7 +123,7 @@ def balance_wait_iterations(launch, attention_dp, prompts_per_iteration, *, rank
     mean = np.where(ranks_full, np.minimum(harmonic * dp / m, launch.balance_iters),
                     np.minimum((dp - 1.0) / (2.0 * m), 0.5 * launch.balance_iters))
     mean = np.where(dp > 1, mean, 0.0)
-    return mean, np.minimum(3.0 * mean, launch.balance_iters)
+    return mean, np.minimum(exponential_quantile_factor(quantile) * mean, launch.balance_iters)
 
 
 def _without_and_with(x, nd):

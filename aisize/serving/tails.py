@@ -35,8 +35,19 @@ References
 
 from __future__ import annotations
 
+import math
+from statistics import NormalDist
+
 import numpy as np
 
+from aisize.queueing.analytic import tail_probability
+
+# the quantiles an estimate reports beside the mean: p95, and p99 (service-level targets, audited benchmarks)
+QUANTILES = (0.95, 0.99)
+Z95 = 1.6448536269514722  # standard normal 95th percentile
+Z99 = 2.3263478740408408  # standard normal 99th percentile
+# -ln(0.05) = 2.996, rounded to 3 where the balancing wait was fitted: kept so that its p95 does not move
+_EXPONENTIAL_P95 = 3.0
 _BISECTIONS = 60
 _MAX_COARRIVALS = 6  # co-arrivals counted one by one; the rest of the Poisson mass is lumped here
 
@@ -49,6 +60,24 @@ def normal_tail(z):
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
     half_erfc = 0.5 * poly * np.exp(-x * x)
     return np.where(z >= 0, half_erfc, 1.0 - half_erfc)
+
+
+def normal_quantile(q) -> float:
+    """The standard normal's q-quantile z: Z95 and Z99 to the last bit (NormalDist's differ in it, and the p95 figures
+    were fitted with Z95), else :class:`statistics.NormalDist`."""
+    return {0.95: Z95, 0.99: Z99}.get(float(q)) or NormalDist().inv_cdf(float(q))
+
+
+def exponential_quantile_factor(q) -> float:
+    """An exponential's q-quantile over its mean, -ln(1 - q): 3 at p95 (as fitted), 4.605 at p99."""
+    return _EXPONENTIAL_P95 if float(q) == 0.95 else -math.log(tail_probability(q))
+
+
+def residual_quantile(q, prefill_share, t0, t1):
+    """The q-quantile of the rest of the iteration running at an arrival, roughly: q x a prefill-carrying
+    iteration where more than 1 - q of iterations carry one (length-biased, they are likelier still), else
+    q x a decode-only one [s]."""
+    return q * np.where(prefill_share > tail_probability(q), t1, t0)
 
 
 def _poisson(mean, kmax=_MAX_COARRIVALS):
@@ -69,7 +98,8 @@ def _quantile(exceed, lo, hi, q):
 
 
 def ttft_tail(*, requests_per_s, t0, t1, prefill_share, seconds, others, own, mean_ttft, q=0.95):
-    """(mean, q-quantile, mean of each ``own`` row) of TTFT from the mixture of the module docstring [s].
+    """(mean, q-quantile, mean of each ``own`` row) of TTFT from the mixture of the module docstring [s]; ``q`` a
+    tuple of quantiles gives a tuple of their values in its place (the mixture is built once).
 
     Parameters
     ----------
@@ -108,7 +138,9 @@ def ttft_tail(*, requests_per_s, t0, t1, prefill_share, seconds, others, own, me
     weight = v[:, None, None] * pkx[:, None, :] * ow[None, :, None]  # type x class x co-arrivals
     keep = weight > 1e-12 * weight.sum()  # the mixture's negligible cells cost time and move no quantile
     start = shift + np.broadcast_to(s[None, :, :], weight.shape)[keep]
-    quantile = _uniform_mixture_quantile(weight[keep], start, np.broadcast_to(t[:, None, None], weight.shape)[keep], q)
+    quantile = _uniform_mixture_quantile(weight[keep], start, np.broadcast_to(t[:, None, None], weight.shape)[keep],
+                                         q if isinstance(q, tuple) else (q,))
+    quantile = quantile if isinstance(q, tuple) else quantile[0]
     return float((ow * rows).sum()) + shift, quantile, rows + shift
 
 
@@ -129,9 +161,10 @@ def _coarse(xn, xa, xw):
     return n, a, w[keep]
 
 
-def _uniform_mixture_quantile(w, a, t, q):
-    """The q-quantile of ``a_i + U(0, t_i)`` drawn with probabilities ``w_i``, exactly: its tail
-    ``P(X > x) = Σ w_i min(1, max(0, 1 - (x - a_i)/t_i))`` is piecewise linear between the a_i and a_i + t_i."""
+def _uniform_mixture_quantile(w, a, t, qs):
+    """The q-quantiles (a tuple, one per q of ``qs``) of ``a_i + U(0, t_i)`` drawn with probabilities ``w_i``,
+    exactly: its tail ``P(X > x) = Σ w_i min(1, max(0, 1 - (x - a_i)/t_i))`` is piecewise linear between the a_i
+    and a_i + t_i."""
     w = np.asarray(w, dtype=float) / np.sum(w)
     a, t = np.asarray(a, dtype=float), np.maximum(np.asarray(t, dtype=float), 1e-15)
     e = a + t
@@ -150,14 +183,17 @@ def _uniform_mixture_quantile(w, a, t, q):
 
     xs = np.unique(np.concatenate([a, e]))
     f = tail(xs)
-    level = 1.0 - q
-    k = int(np.searchsorted(-f, -level, side="left"))  # first breakpoint at or below the level (f falls)
-    if k <= 0:
-        return float(xs[0])
-    if k >= xs.size:
-        return float(xs[-1])
-    x0, x1, f0, f1 = xs[k - 1], xs[k], f[k - 1], f[k]
-    return float(x0 + (f0 - level) / (f0 - f1) * (x1 - x0)) if f0 > f1 else float(x1)
+
+    def at(q):
+        level = 1.0 - q
+        k = int(np.searchsorted(-f, -level, side="left"))  # first breakpoint at or below the level (f falls)
+        if k <= 0:
+            return float(xs[0])
+        if k >= xs.size:
+            return float(xs[-1])
+        x0, x1, f0, f1 = xs[k - 1], xs[k], f[k - 1], f[k]
+        return float(x0 + (f0 - level) / (f0 - f1) * (x1 - x0)) if f0 > f1 else float(x1)
+    return tuple(at(q) for q in qs)
 
 
 def _iterations(seconds, xn, xa, xw, prompts_mean):
