@@ -17,7 +17,7 @@ from aisize.report import sections as S
 from aisize.report.cluster_sections import simulated_points, usd
 from aisize.report.context import ReportContext
 from aisize.report.pdf import chromium_path
-from aisize.scenario import dumps, preset
+from aisize.scenario import dumps, from_dict, preset, to_dict
 
 
 def text(html: str) -> str:
@@ -92,3 +92,22 @@ def test_comparison_report_renders(tmp_path):
                                              check=True).stdout)
     assert "2.Comparison" in flat and "figuresdiffer" in flat and "B:SharedAIclusterforseveralteams" in flat
     assert "5.Cost" in flat
+
+
+def test_cost_section_shows_the_plans_buy_or_rent_verdict():
+    # issue 49: "Pays back: never at this use" said neither why nor what renting costs; the section now says
+    # the plan's verdict (plan.costing) word for word, and "—" only with the reason where no rate rents the GPU
+    ctx = S.context(preset("xe9680-genai"))
+    c = ctx.plan.cost
+    shown = text(S.section("cost", ctx, S.SECTIONS))
+    assert c.verdict.startswith("renting wins at 12.5 % busy") and f"Buy or rent: {c.verdict}." in shown
+    assert ("never within the 4-year life (at 12.5 % busy; buying pays back at 83.2 % busy or more) Pays back"
+            in shown)
+    assert "$3.90 per h100-sxm GPU-hour (aws-p5-on-demand) Cloud rate" in shown
+    d = to_dict(preset("xe9680-genai"))
+    d["hardware"]["server"] = "dgx-b300"  # no public B300 rental rate
+    ctx = S.context(from_dict(d))
+    shown = text(S.section("cost", ctx, S.SECTIONS))
+    assert f"Buy or rent: {ctx.plan.cost.verdict}." in shown
+    assert "— (no rental rate for b300 in data/prices.csv" in shown and "never" not in shown
+    assert "— (no rate) Break-even busy share" in shown

@@ -23,7 +23,7 @@ from aisize.cost import (HOURS_PER_YEAR, CostLine, break_even_months, break_even
 from aisize.cost.prices import MAX_PRICE_AGE_MONTHS, stale
 from aisize.cost.rental import choose_rate
 from aisize.plan.network import OPTICS_PRICE
-from aisize.format import num, pct, power, sig, usd
+from aisize.format import DASH, num, pct, power, sig, usd
 from aisize.plan.timeline import long_run_utilisation
 from aisize.units import GB, TB
 
@@ -59,6 +59,7 @@ class CostPlan:
     rental_notes: tuple[str, ...] = ()  # why the rate compared with is not the requested one, or why there is none
     stale_prices: tuple = ()  # dicts: id, item, date, age_months (prices used older than MAX_PRICE_AGE_MONTHS)
     verdict: str = ""  # buy or rent, in one sentence with the break-even
+    cloud_gpu: str = ""  # the GPU(s) the rate compared with rents ("/"-joined; "" where none)
 
 
 def _capital(plan, pools, prices) -> tuple[list[CostLine], dict[str, float]]:
@@ -140,7 +141,8 @@ def plan_cost(plan, pools) -> CostPlan:
                "date": prices[i].date, "source": prices[i].source} for i in used),
         cfg.cloud_rate, tuple(c.note for c in choices if c.note),
         tuple(stale((prices[i] for i in used), today)))
-    return dataclasses.replace(c, verdict=verdict(c, "/".join(sorted({x.accelerator for x in choices}))))
+    gpu = "/".join(sorted({x.accelerator for x in choices if x.id}))
+    return dataclasses.replace(c, verdict=verdict(c, gpu), cloud_gpu=gpu)
 
 
 def _today() -> datetime.date:
@@ -174,16 +176,33 @@ def verdict(c: CostPlan, gpu: str) -> str:
     at = f"at {pct(c.gpu_utilisation)} busy over the {num(c.life_years)}-year life"
     rate = f"{gpu} rented at {c.cloud_rate} ({usd(c.cloud_usd_per_gpu_hour)}/GPU-hour)"
     diff = abs(c.own_usd_per_year - c.rent_usd_per_year) * c.life_years
-    if c.break_even_utilisation > 1:
-        pays = (f"buying does not pay back even 100 % busy (owning costs {usd(c.usd_per_gpu_hour)} per GPU-hour, "
-                f"renting {usd(c.cloud_usd_per_gpu_hour)})")
-    else:
-        pays = f"buying pays back at {pct(c.break_even_utilisation)} busy or more"
+    pays = _pays(c)
     if c.rent_usd_per_year < c.own_usd_per_year:
         return (f"renting wins {at}: {rate} costs {usd(diff)} less over {life} ({usd(c.rent_usd_per_year)}/year "
                 f"against {usd(c.own_usd_per_year)}/year to own); {pays}")
     months = "" if c.break_even_months is None else f", paying back in {sig(c.break_even_months)} months"
     return (f"buying wins {at}: owning costs {usd(diff)} less over {life} than {rate}{months}; {pays}")
+
+
+def _pays(c: CostPlan) -> str:
+    """The busy share at which buying pays back (the verdict's last clause)."""
+    if c.break_even_utilisation > 1:
+        return (f"buying does not pay back even 100 % busy (owning costs {usd(c.usd_per_gpu_hour)} per GPU-hour, "
+                f"renting {usd(c.cloud_usd_per_gpu_hour)})")
+    return f"buying pays back at {pct(c.break_even_utilisation)} busy or more"
+
+
+def payback(c: CostPlan) -> tuple[str, str, str]:
+    """(value, unit, why) of "pays back in", in the verdict's terms, for the report's fact and the app's card.
+
+    Where renting wins, the months until renting has cost what owning does fall after the life (or never come),
+    so buying never pays back within it; "—" with the reason where no rate rents the GPU bought."""
+    if not math.isfinite(c.rent_usd_per_year):
+        return DASH, "", "; ".join(c.rental_notes)
+    why = f"at {pct(c.gpu_utilisation)} busy; {_pays(c)}"
+    if c.rent_usd_per_year < c.own_usd_per_year or c.break_even_months is None:
+        return "never", f"within the {num(c.life_years)}-year life", why
+    return str(sig(c.break_even_months)), "months", why
 
 
 def cost_notes(c: CostPlan, max_age_months: float = MAX_PRICE_AGE_MONTHS) -> list[tuple[str, str]]:

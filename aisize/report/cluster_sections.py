@@ -15,6 +15,7 @@ from aisize import charts
 from aisize import format as F
 from aisize.plan import job_wait_curve
 from aisize.plan.bom import placement_groups
+from aisize.plan.costing import payback
 from aisize.queueing import simulate_job_stream
 from aisize.report.context import ReportContext
 from aisize.report.markup import DASH, Html, block, count, duration, esc, facts, figure, h3, note, para, pct, sig, \
@@ -129,17 +130,21 @@ def jobqueue(ctx: ReportContext) -> Html:
 def cost(ctx: ReportContext) -> Html:
     """Capital by line, operating cost, $/GPU-hour, each workload's cost and the break-even against renting."""
     c = ctx.plan.cost
-    months = "never at this use" if c.break_even_months is None else f"{sig(c.break_even_months)} months"
+    # the buy-or-rent verdict and its payback are the plan's sentences (plan.costing), never re-derived here
+    value, unit, why = payback(c)
+    rate = (f"{usd(c.cloud_usd_per_gpu_hour)} per {c.cloud_gpu} GPU-hour ({c.cloud_rate})" if c.cloud_rate
+            else f"{DASH} (no rate for the GPU bought)")
+    rent = (f" Renting the busy GPU-hours would cost {usd(c.rent_usd_per_year)} a year against "
+            f"{usd(c.own_usd_per_year)} for owning." if math.isfinite(c.rent_usd_per_year) else "")
     out = [facts([("Capital", usd(c.capital_usd)), ("Operating per year", usd(c.operating_usd_per_year)),
                   ("Per GPU-hour", usd(c.usd_per_gpu_hour)), ("GPUs busy", pct(c.gpu_utilisation)),
-                  ("Break-even busy share", pct(c.break_even_utilisation)), ("Pays back", months)]),
+                  ("Cloud rate", rate), ("Break-even busy share", pct(c.break_even_utilisation) if c.cloud_rate else f"{DASH} (no rate)"),
+                  ("Pays back", " ".join(x for x in (value, unit) if x) + f" ({why})")]),
            para(f"Capital is amortised straight-line over {c.life_years:g} years; energy is the servers' maximum "
                 f"power × {pct(c.average_power_share)} average draw × PUE × 8,760 h × the energy price (switch and "
                 "storage power are not counted). The cost per GPU-hour divides the yearly cost of owning by the "
-                f"installed GPU-hours. Renting the busy GPU-hours at {c.cloud_rate} "
-                f"({usd(c.cloud_usd_per_gpu_hour)} per GPU-hour) would cost {usd(c.rent_usd_per_year)} a year "
-                f"against {usd(c.own_usd_per_year)} for owning; owning pays off above "
-                f"{pct(c.break_even_utilisation)} of hours busy.")]
+                f"installed GPU-hours.{rent}"),
+           para(Html(f"<strong>Buy or rent:</strong> {esc(c.verdict)}."))]
     out.append(block(figure(charts.cost_breakdown(c), "Cost per year by line: capital amortised over the life, and "
                                                   "operating cost.")))
     rows = [[x.item, F.num(x.quantity), x.unit, usd(x.unit_usd), usd(x.usd), x.kind] for x in c.capital_lines]

@@ -19,6 +19,7 @@ from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.cost import load_prices, server_price_id
 from aisize.plan.bom import cost_table
+from aisize.plan.costing import payback
 from aisize.plan.figures import gpus_busy
 
 
@@ -90,20 +91,25 @@ class CostSection(Section):
 
     def update(self, plan) -> None:
         c = plan.cost
-        months = c.break_even_months
         busy = gpus_busy(plan)
+        # the payback and the buy-or-rent verdict are the plan's words (plan.costing), not re-derived here
+        value, unit, why = payback(c)
+        rated = bool(c.cloud_rate)
+        rate = (K.card("cost.cloud", f"Renting {c.cloud_gpu}", F.usd(c.cloud_usd_per_gpu_hour), "per GPU-hour",
+                       f"{c.cloud_gpu} rented at {c.cloud_rate}") if rated else
+                K.card("cost.cloud", "Cloud rate", F.DASH, "no rate for the GPU bought", why))
         K.assign(self.figures, "value", K.cards([
             K.card("cost.capital", "Capital", F.usd(c.capital_usd), ""),
             K.card("cost.operating", "Operating", F.usd(c.operating_usd_per_year), "per year"),
             K.card("cost.per_gpu_hour", "Per GPU-hour", F.usd(c.usd_per_gpu_hour), "",
                    f"Amortised over {c.life_years:g} years plus operating, per installed GPU"),
             K.card("cost.utilisation", busy.label, F.pct(busy.value), "", busy.note),
-            K.card("cost.cloud", "Cloud rate", F.usd(c.cloud_usd_per_gpu_hour), "per GPU-hour", c.cloud_rate),
-            K.card("cost.break_even", "Break-even", F.pct(c.break_even_utilisation), "busy",
-                   "Owning costs what renting the busy hours would at this share of hours busy",
-                   state="good" if c.gpu_utilisation >= c.break_even_utilisation else "bad"),
-            K.card("cost.payback", "Pays back in", "never" if months is None else F.sig(months),
-                   "" if months is None else "months")]))
+            rate,
+            K.card("cost.break_even", "Break-even", F.pct(c.break_even_utilisation), "busy" if rated else "no rate",
+                   "Owning costs what renting the busy hours would at this share of hours busy" if rated else why,
+                   state="" if not rated else "good" if c.gpu_utilisation >= c.break_even_utilisation else "bad"),
+            K.card("cost.payback", "Pays back in", value, unit or "no rate", why)])
+            + f"<p class='aisize-note' data-key='cost.verdict'><b>Buy or rent:</b> {html.escape(c.verdict)}.</p>")
         lines = charts.cost_breakdown_rows(c)
         self.chart.show(len(lines[charts.COST_DATA]), lambda: charts.cost_breakdown(c), data=lines,
                         title=f"Cost per year ({plan.scenario_name})")
