@@ -289,7 +289,7 @@ def serving_shape(service) -> str:
 # Words of field names as a reader writes them.
 WORDS = {"gpu": "GPU", "gpus": "GPUs", "ram": "RAM", "nic": "NIC", "nics": "NICs", "kv": "KV", "mfu": "MFU",
          "tp": "TP", "pp": "PP", "dp": "DP", "cp": "CP", "ep": "EP", "io": "IO", "iops": "IOPS", "id": "id",
-         "ttft": "TTFT", "tpot": "TPOT", "slo": "SLO", "hbm": "HBM", "cpu": "CPU", "p95": "p95", "p50": "p50",
+         "ttft": "TTFT", "tpot": "TPOT", "slo": "SLO", "hbm": "HBM", "cpu": "CPU", "p95": "p95", "p99": "p99", "p50": "p50",
          "pct": "%", "llm": "LLM", "moe": "MoE", "zero": "ZeRO", "usd": "USD", "bom": "BOM", "ssd": "SSD",
          "nvlink": "NVLink", "pue": "PUE"}
 # Unit suffixes of field names: (words that end a name) -> the unit the header states.
@@ -316,7 +316,7 @@ HEADERS = {
     "memory_per_gpu_gib": "memory per GPU [GiB]",
     "memory_fits": "fits in memory", "host_ram_fits": "host RAM fits",
     "tpot_mean_ms": "TPOT mean [ms]", "tpot_ms": "TPOT [ms]",
-    "latency_p95_s": "latency p95 [s]", "utilisation": "utilisation",
+    "latency_p95_s": "latency p95 [s]", "latency_p99_s": "latency p99 [s]", "utilisation": "utilisation",
     "error_pct": "error [%]", "abs_error_pct": "|error| [%]", "hours": "hours of the day",
     "tolerance_pct": "tolerance [%]", "needs_input": "needs input", "median_abs_error_pct": "median |error| [%]",
     "max_abs_error_pct": "max |error| [%]", "ok": "within tolerance", "implied": "implied"
@@ -325,6 +325,7 @@ HEADERS = {
 # a column that names its statistic says it ("tpot_mean_s" -> "TPOT mean [ms]").
 MS_COLUMNS = {"ttft_s": "TTFT [ms]", "tpot_s": "TPOT [ms]", "kv_transfer_s": "KV transfer [ms]",
               "ttft_p95_s": "TTFT p95 [ms]", "tpot_p95_s": "TPOT p95 [ms]", "tpot_mean_s": "TPOT mean [ms]",
+              "ttft_p99_s": "TTFT p99 [ms]", "tpot_p99_s": "TPOT p99 [ms]",
               "ttft_mean_s": "TTFT mean [ms]"}
 # Columns that hold a share (0-1): shown as percentages.
 SHARES = {"goodput", "mfu", "mfu_assumed", "mfu_predicted", "utilisation", "read_share", "stall_fraction",

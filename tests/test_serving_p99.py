@@ -184,3 +184,14 @@ def test_a_plan_reads_its_p99_from_the_estimate():
         assert i.latency_p99_seconds == pytest.approx(i.ttft_p99_seconds + steps * i.tpot_p99_seconds, rel=1e-9)
         assert i.ttft_p99_seconds >= i.ttft_p95_seconds and i.tpot_p99_seconds >= i.tpot_p95_seconds
     assert kinds == {"aggregated", "disaggregated"}
+
+
+def test_the_latency_curve_carries_p99_at_or_above_p95():
+    from aisize.serving.curves import latency_curve
+
+    est = serving.estimate("llama-3.1-8b", "h100-sxm", tensor_parallel=1, weight_precision="fp8",
+                           input_tokens=1000, output_tokens=200, requests_per_s=5.0, engine="vllm")
+    c = latency_curve(est, points=12)
+    for what in ("ttft", "tpot"):
+        assert (c[f"{what}_p99_seconds"] >= c[f"{what}_p95_seconds"] * (1 - 1e-6)).all()
+    assert (c["latency_p99_seconds"] == c["ttft_p99_seconds"] + 199 * c["tpot_p99_seconds"]).all()

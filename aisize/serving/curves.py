@@ -39,7 +39,7 @@ def _loaded(est, rates_per_s, calibration=None):
 
 
 def latency_curve(est, points: int = 50, *, replicas: int = 1) -> pd.DataFrame:
-    """TTFT, TPOT and request latency (mean and p95) against the fleet's request rate.
+    """TTFT, TPOT and request latency (mean, p95 and p99) against the fleet's request rate.
 
     Parameters
     ----------
@@ -51,7 +51,8 @@ def latency_curve(est, points: int = 50, *, replicas: int = 1) -> pd.DataFrame:
     -------
     DataFrame: ``requests_per_s`` (fleet) [1/s], ``utilisation``, ``ttft_seconds``,
     ``ttft_p95_seconds``, ``tpot_seconds``, ``tpot_p95_seconds``, ``latency_mean_seconds``,
-    ``latency_p95_seconds`` [s].
+    ``latency_p95_seconds``, and the same at p99 (``ttft_p99_seconds``, ``tpot_p99_seconds``,
+    ``latency_p99_seconds``) [s].
     """
     n = int(checks.integer("points", points, low=2, high=10**5))
     r = int(checks.integer("replicas", replicas, high=10**7))
@@ -62,7 +63,9 @@ def latency_curve(est, points: int = 50, *, replicas: int = 1) -> pd.DataFrame:
                          "ttft_p95_seconds": ls.ttft_p95_seconds, "tpot_seconds": ls.tpot_seconds,
                          "tpot_p95_seconds": ls.tpot_p95_seconds,
                          "latency_mean_seconds": ls.ttft_seconds + (o - 1) * ls.tpot_seconds,
-                         "latency_p95_seconds": ls.ttft_p95_seconds + (o - 1) * ls.tpot_p95_seconds})
+                         "latency_p95_seconds": ls.ttft_p95_seconds + (o - 1) * ls.tpot_p95_seconds,
+                         "ttft_p99_seconds": ls.ttft_p99_seconds, "tpot_p99_seconds": ls.tpot_p99_seconds,
+                         "latency_p99_seconds": ls.ttft_p99_seconds + (o - 1) * ls.tpot_p99_seconds})
 
 
 def knee_requests_per_s(est, factor: float = 2.0, points: int = 48) -> float:
