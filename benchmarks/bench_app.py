@@ -19,9 +19,19 @@ Measures, on the real server (``aisize.app.serve.start``):
     (a mutation observer on the page; the move counts once no change
     has landed for 300 ms, and is timed to its last change).
 
-Targets: page open < 1.5 s, p95 per update < 50 ms. Prints the figures.
+Each figure of (a) and (b) is measured against its floor in the same run: the same server
+(``aisize.app.serve.start``: the same template, the same preheated pool, the same guard), serving
+``benchmarks/floor/one_slider.ipynb`` (one ipywidgets log slider and one HTML output it updates, nothing
+else) beside the app, on its own port. Floor and app take turns: page opens alternate (the first of the two
+alternates too), each waiting until both servers' pools are full and settled, so neither's refill runs
+under the other's open; slider moves alternate move by move. A floor open is timed to the HTML output
+drawn, a floor move until the HTML output changes. It prints both figures, the ratio app / floor and the
+difference, e.g. ``page open median: app 1.83 s, floor 1.33 s, ratio 1.37x (+500 ms)``. The absolute
+figures move from day to day on this shared 2-core machine; the ratio, taken in one run, moves less.
 
-    .venv/bin/python benchmarks/bench_app.py [--opens 5] [--reloads 3] [--moves 30] [--every 6]
+Targets (issue 25): page open < 1.5 s, p95 per update < 50 ms. Prints the figures; asserts nothing.
+
+    .venv/bin/python benchmarks/bench_app.py [--opens 5] [--reloads 3] [--moves 30] [--every 6] [--no-floor]
 """
 
 from __future__ import annotations
@@ -45,6 +55,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 FIGURE = "[data-key='training.gpus']"
 RATE_HANDLE = (".widget-inline-hbox:has(label:text-is('Request rate [requests/s]')) .noUi-handle"
                " >> visible=true")
+FLOOR_NOTEBOOK = Path(__file__).resolve().parent / "floor" / "one_slider.ipynb"
+FLOOR_VALUE = "[data-key='floor.value']"
+FLOOR_HANDLE = ".widget-slider .noUi-handle >> visible=true"
 POOL_FILLED = re.compile(r"Kernel pool of .* is filled")
 # The pool reports "filled" when the kernel has started; the notebook then
 # still executes in it (imports, Altair's offline bundle): give it this long.
@@ -52,7 +65,7 @@ SETTLE_SECONDS = 12.0
 
 # Arms a promise that resolves, with the milliseconds from the next keydown,
 # once the result text and the marked point both differ from `before`.
-ARM = """before => { window.updated = new Promise(resolve => {
+ARM_TEMPLATE = """before => { window.updated = new Promise(resolve => {
   let t0 = null;
   document.addEventListener('keydown', () => { t0 = performance.now(); },
                             {once: true, capture: true});
@@ -71,7 +84,10 @@ STATE = """() => { const charts = [...document.querySelectorAll('.vega-embed svg
     .filter(e => e.getBoundingClientRect().width > 0);
   return [document.querySelector("[data-key='inference.utilisation']").textContent,
           charts[charts.length - 1].innerHTML]; }"""
-ARM = ARM % STATE
+ARM = ARM_TEMPLATE % STATE
+# the floor notebook's one output, twice (ARM waits until both parts differ: here, until the text does)
+FLOOR_STATE = """() => { const text = document.querySelector("%s").textContent; return [text, text]; }""" % FLOOR_VALUE
+FLOOR_ARM = ARM_TEMPLATE % FLOOR_STATE
 # Arms a promise resolving to the ms from the next keydown to the last mutation of the page
 # (null when nothing changed within 3 s: a slider at its end, or a control the tab does not show).
 ARM_ANY = """() => { window.updated = new Promise(resolve => {
@@ -130,54 +146,131 @@ def every_slider(page, moves: int) -> dict[str, list[float]]:
     return out
 
 
-def timed_open(page, url: str | None) -> float:
-    """ms from going to ``url`` (None: reloading the page) to the Training tab's figures and both charts."""
+def app_drawn(page) -> None:
+    """Wait for the app's first complete render: the Training tab's figures and both its charts."""
+    page.wait_for_selector(FIGURE, timeout=60_000)
+    page.wait_for_function("() => document.querySelectorAll('.vega-embed svg.marks').length >= 2", timeout=60_000)
+
+
+def floor_drawn(page) -> None:
+    """Wait for the floor notebook's render: its HTML output (drawn with the slider, in the same widget box)."""
+    page.wait_for_selector(FLOOR_VALUE, timeout=60_000)
+
+
+def timed_open(page, url: str | None, drawn=app_drawn) -> float:
+    """ms from going to ``url`` (None: reloading the page) to its first complete render (``drawn``)."""
     t0 = time.perf_counter()
     if url is None:
         page.reload()
     else:
         page.goto(url)
-    page.wait_for_selector(FIGURE, timeout=60_000)
-    page.wait_for_function("() => document.querySelectorAll('.vega-embed svg.marks').length >= 2", timeout=60_000)
+    drawn(page)
     return (time.perf_counter() - t0) * 1e3
 
 
-def bench(opens: int, moves: int, every: int = 0, reloads: int = 3) -> None:
+class Served:
+    """One server of the run (the app, or the floor notebook) and what has been timed on it."""
+
+    def __init__(self, name: str, server: serve.Server, drawn):
+        self.name, self.server, self.drawn = name, server, drawn
+        self.fills_expected = 1  # the pool's first fill; each page open takes its kernel and one more follows
+        self.page = None
+        self.open_ms: list[float] = []
+        self.reload_ms: list[float] = []
+        self.update_ms: list[float] = []
+
+    def fills(self) -> int:
+        return len(POOL_FILLED.findall(self.server.log()))
+
+
+def settle(served: list[Served], timeout: float = 180.0) -> None:
+    """Wait until every server's pool has refilled after its last page open, then let the notebooks run."""
+    deadline = time.monotonic() + timeout
+    for s in served:
+        while s.fills() < s.fills_expected:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the {s.name} server's kernel pool did not refill")
+            time.sleep(0.2)
+    time.sleep(SETTLE_SECONDS)
+
+
+def first_visit(browser, s: Served) -> None:
+    """Open ``s`` in a fresh browser context (empty cache), closing the one it had."""
+    if s.page is not None:
+        s.page.context.close()
+    s.page = browser.new_context(viewport={"width": 1100, "height": 900}).new_page()
+    s.open_ms.append(timed_open(s.page, s.server.url, s.drawn))
+    s.fills_expected += 1
+
+
+def reload(s: Served) -> None:
+    s.reload_ms.append(timed_open(s.page, None, s.drawn))
+    s.fills_expected += 1
+
+
+def rate_slider_ready(page) -> None:
+    """Show the app's Inference tab and focus its request-rate slider."""
+    page.click(".lm-TabBar-tab:has-text('Inference')")
+    page.wait_for_selector("[data-key='inference.utilisation'] >> visible=true", timeout=60_000)
+    page.wait_for_function("() => [...document.querySelectorAll('.vega-embed svg.marks')]"
+                           ".filter(e => e.getBoundingClientRect().width > 0).length >= 2", timeout=60_000)
+    page.locator(RATE_HANDLE).first.focus()
+
+
+def move(page, arm: str, state: str) -> float:
+    """ms from one ArrowRight on the focused slider to its outputs changed (``arm``, ``state``: ARM, STATE)."""
+    page.evaluate(arm, page.evaluate(state))
+    page.keyboard.press("ArrowRight")
+    return page.evaluate("window.updated")
+
+
+def against(label: str, app: list[float], floor: list[float], p: float | None, unit: str) -> str:
+    """'LABEL: app X, floor Y, ratio Rx (+D ms)': the median (``p`` None) or the p-th percentile of each."""
+    a = statistics.median(app) if p is None else percentile(app, p)
+    f = statistics.median(floor) if p is None else percentile(floor, p)
+    shown = (lambda ms: f"{ms / 1e3:.2f} s") if unit == "s" else (lambda ms: f"{ms:.1f} ms")
+    return (f"{label}: app {shown(a)}, floor {shown(f)}, ratio {a / f:.2f}x ({a - f:+.0f} ms; "
+            f"{len(app)} and {len(floor)} measured)")
+
+
+def bench(opens: int, moves: int, every: int = 0, reloads: int = 3, floor: bool = True) -> None:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
-        server = serve.start(Path(tmp) / "voila.log")
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        app = Served("app", serve.start(Path(tmp) / "voila.log"), app_drawn)
+        served = [app]
+        browser = None
         try:
-            fills = 0
-            open_ms, last_page = [], None
-            for _ in range(opens):
-                fills = wait_for_warm_pool(server, fills)
-                if last_page is not None:
-                    last_page.context.close()
-                page = browser.new_context(viewport={"width": 1100, "height": 900}).new_page()
-                open_ms.append(timed_open(page, server.url))
-                last_page = page
-            reload_ms = []
-            for _ in range(reloads):
-                fills = wait_for_warm_pool(server, fills)
-                reload_ms.append(timed_open(last_page, None))
-            # the pool refills after the last open; let that finish before timing updates
-            wait_for_warm_pool(server, fills)
-            page = last_page
-            page.click(".lm-TabBar-tab:has-text('Inference')")
-            page.wait_for_selector("[data-key='inference.utilisation'] >> visible=true", timeout=60_000)
-            page.wait_for_function("() => [...document.querySelectorAll('.vega-embed svg.marks')]"
-                                   ".filter(e => e.getBoundingClientRect().width > 0).length >= 2", timeout=60_000)
-            page.locator(RATE_HANDLE).first.focus()
-            update_ms = []
-            for _ in range(moves):
-                page.evaluate(ARM, page.evaluate(STATE))
-                page.keyboard.press("ArrowRight")
-                update_ms.append(page.evaluate("window.updated"))
-            others = every_slider(page, every) if every else {}
+            if floor:
+                served.append(Served("floor", serve.start(Path(tmp) / "floor.log", FLOOR_NOTEBOOK), floor_drawn))
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            # alternating, and which goes first alternates too: floor, app; app, floor; ...
+            turns = [served if k % 2 else served[::-1] for k in range(max(opens, reloads))]
+            for k in range(opens):
+                for s in turns[k]:
+                    settle(served)
+                    first_visit(browser, s)
+            for k in range(reloads):
+                for s in turns[k]:
+                    settle(served)
+                    reload(s)
+            # the pools refill after the last open; let that finish before timing updates
+            settle(served)
+            rate_slider_ready(app.page)
+            if floor:
+                served[1].page.locator(FLOOR_HANDLE).first.focus()
+            for k in range(moves):
+                for s in turns[k % len(turns)] if turns else served:
+                    if s is app:
+                        app.update_ms.append(move(app.page, ARM, STATE))
+                    else:
+                        s.update_ms.append(move(s.page, FLOOR_ARM, FLOOR_STATE))
+            others = every_slider(app.page, every) if every else {}
         finally:
-            browser.close()
-            server.stop()
+            if browser is not None:
+                browser.close()
+            for s in served:
+                s.server.stop()
+    open_ms, reload_ms, update_ms = app.open_ms, app.reload_ms, app.update_ms
     print(f"page open -> first complete render, preheated kernel: first (cold browser) "
           f"{open_ms[0]:.0f} ms; next {opens - 1}: median {statistics.median(open_ms[1:]):.0f} ms, "
           f"max {max(open_ms[1:]):.0f} ms (target < 1500 ms)")
@@ -194,6 +287,18 @@ def bench(opens: int, moves: int, every: int = 0, reloads: int = 3) -> None:
         print(f"every other slider ({len(others)} sliders, {len(every_ms)} moves): p50 {percentile(every_ms, 50):.0f} "
               f"ms, p95 {percentile(every_ms, 95):.0f} ms, worst slider p95 "
               f"{max(percentile(t, 95) for t in others.values()):.0f} ms (target p95 < 50 ms)")
+    if floor:
+        f = served[1]
+        print("against the floor (benchmarks/floor/one_slider.ipynb on the same server code, template and pool; "
+              "alternating with the app in this run):")
+        print(f"  floor page opens, ms: {', '.join(f'{x:.0f}' for x in f.open_ms)}; app: "
+              f"{', '.join(f'{x:.0f}' for x in open_ms)} (the first of the run is the cold browser's; "
+              "both medians leave out each one's first)")
+        print("  " + against("page open median", open_ms[1:], f.open_ms[1:], None, "s"))
+        if reload_ms:
+            print("  " + against("page reload median", reload_ms, f.reload_ms, None, "s"))
+        print("  " + against("slider p50", update_ms, f.update_ms, 50, "ms"))
+        print("  " + against("slider p95", update_ms, f.update_ms, 95, "ms"))
     # a 2-core machine shared with other work: the load says how much to trust the figures
     print("load average (1, 5, 15 min) before " + ", ".join(f"{x:.2f}" for x in load_before)
           + "; after " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
@@ -201,14 +306,15 @@ def bench(opens: int, moves: int, every: int = 0, reloads: int = 3) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--opens", type=int, default=6, help="page opens to time (>= 2)")
+    parser.add_argument("--opens", type=int, default=6, help="page opens to time (>= 2), of the app and of the floor")
     parser.add_argument("--reloads", type=int, default=3, help="reloads of the opened page to time")
     parser.add_argument("--moves", type=int, default=30, help="slider moves to time")
     parser.add_argument("--every", type=int, default=6, help="moves of every other slider (0: skip)")
+    parser.add_argument("--no-floor", action="store_true", help="time the app alone, without the floor notebook")
     args = parser.parse_args()
     if args.opens < 2 or args.moves < 1 or args.reloads < 0:
         parser.error("--opens must be >= 2, --moves >= 1 and --reloads >= 0")
-    bench(args.opens, args.moves, args.every, args.reloads)
+    bench(args.opens, args.moves, args.every, args.reloads, floor=not args.no_floor)
 
 
 if __name__ == "__main__":
