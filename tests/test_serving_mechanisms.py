@@ -88,3 +88,18 @@ def test_cross_server_dispatch_reproduces_deepeps_published_low_latency_kernels(
     nic = 400e9 / 8 * CALIBRATION.link_efficiency
     got = cross_server_dispatch_seconds(128.0, 8, ep, ep, 8, 7168, nic)
     assert float(got) == pytest.approx((dispatch_us + combine_us) * 1e-6, rel=0.15)
+
+
+def test_an_uncalibrated_gpu_gives_the_range_of_the_calibrated_generations_not_a_point_alone():
+    kw = dict(tensor_parallel=1, weight_precision="fp8", input_tokens=1000, output_tokens=1000, engine="vllm")
+    est = serving.estimate("llama-3.1-8b", "mi325x", **kw)  # CDNA3: no public run calibrates it
+    lo, hi = est.output_tokens_per_s_range
+    assert est.uncalibrated and lo < hi and lo <= est.output_tokens_per_s <= hi
+    # the low end is the MI325X under CDNA4's (MI355X's) fitted efficiencies, its nearest calibrated generation
+    cdna4 = serving.estimate("llama-3.1-8b", "mi325x", calibration=serving.CALIBRATION.with_(
+        fallback_generation="cdna4"), **kw)
+    assert cdna4.output_tokens_per_s in (lo, hi)
+    assert est.tpot_range_s[0] <= est.tpot_s <= est.tpot_range_s[1]
+    assert any("no public run calibrates" in n and "cdna4" in n for n in est.notes)
+    # a calibrated GPU carries no range
+    assert serving.estimate("llama-3.1-8b", "h100-sxm", **kw).output_tokens_per_s_range == ()

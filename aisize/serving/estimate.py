@@ -18,7 +18,7 @@ the highest throughput at the asked load is used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +97,11 @@ class ServingEstimate:
     kv_reuse: object = None  # prefix reuse and KV tiers (aisize.serving.reuse.ReuseEstimate), when prefix is given
     lengths: object = None  # lengths from a distribution (aisize.serving.reuse.LengthEffects), when given
     notes: tuple = ()
+    # an uncalibrated GPU: (low, high) of the figure under each calibrated generation's efficiencies, the point
+    # among them (:func:`_uncalibrated_range`); empty on a calibrated GPU
+    output_tokens_per_s_range: tuple = ()
+    ttft_range_s: tuple = ()
+    tpot_range_s: tuple = ()
     weight_formats: object = field(default=None, repr=False, compare=False)  # the WeightFormats used
     speculation: object = field(default=None, repr=False, compare=False)  # the Speculation used (or None)
     model_record: object = field(default=None, repr=False, compare=False)  # the Transformer used
@@ -189,6 +194,11 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
              length_distribution=None) -> ServingEstimate:
     """Throughput, latencies and memory of one serving replica.
 
+    On a GPU whose generation no public run calibrates (A100, L40S, MI300X, ...) the point uses the fallback
+    generation's efficiencies, and the estimate also carries the range the calibrated generations' efficiencies
+    span on that GPU (``output_tokens_per_s_range``, ``ttft_range_s``, ``tpot_range_s``): a flag alone does
+    not protect a customer.
+
     Parameters
     ----------
     model : catalog id (e.g. ``"llama-3-70b"``) or a model from :func:`aisize.models.from_hf_config`
@@ -238,6 +248,40 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     ----------
     See the modules of :mod:`aisize.serving`; docs/DESIGN.md section 2, "Serving (one replica)".
     """
+    asked = dict(locals())
+    est = _estimate(**asked)
+    if est.uncalibrated and est.feasible and est.stable:
+        est = _uncalibrated_range(est, asked)
+    return est
+
+
+def _uncalibrated_range(est: ServingEstimate, asked: dict) -> ServingEstimate:
+    """``est`` with the (low, high) its figures take under each calibrated generation's efficiencies (the
+    fallback's point among them), and a note naming the spread."""
+    calib = est.calibration_record
+    figures = {"tokens": [est.output_tokens_per_s], "ttft": [est.ttft_s], "tpot": [est.tpot_s]}
+    for gen in calib.gemm_efficiency:
+        if gen == calib.fallback_generation:
+            continue
+        other = _estimate(**{**asked, "calibration": calib.with_(fallback_generation=gen)})
+        if other.feasible and other.stable:
+            figures["tokens"].append(other.output_tokens_per_s)
+            figures["ttft"].append(other.ttft_s)
+            figures["tpot"].append(other.tpot_s)
+    span = {k: (min(v), max(v)) for k, v in figures.items()}
+    lo, hi = span["tokens"]
+    note = (f"{est.accelerator}: no public run calibrates its generation; under the efficiencies of the calibrated "
+            f"generations ({', '.join(calib.gemm_efficiency)}) it serves {F.sig(lo)} to {F.sig(hi)} output tokens/s "
+            f"(the point, {F.sig(est.output_tokens_per_s)}, uses {calib.fallback_generation}'s)")
+    return replace(est, output_tokens_per_s_range=span["tokens"], ttft_range_s=span["ttft"],
+                   tpot_range_s=span["tpot"], notes=est.notes + (note,))
+
+
+def _estimate(model, accelerator, *, tensor_parallel, weight_precision, kv_precision, input_tokens, output_tokens,
+              requests_per_s, concurrency, pipeline_parallel, attention_dp, expert_parallel, max_batch_size,
+              max_num_tokens, length_cv, stage_link_bytes_per_s, engine, calibration, speculative_method,
+              speculative_tokens, acceptance_length, draft_model, prefix, kv_tiers,
+              length_distribution) -> ServingEstimate:
     m = models.resolve(model)
     if requests_per_s is not None and concurrency is not None:
         raise ValueError(f"requests_per_s={requests_per_s!r} and concurrency={concurrency!r} are both given: "
