@@ -48,3 +48,14 @@ def test_fleet_tab_gives_a_plain_service_a_profile(app):
     assert app.state.data["workloads"][tab.service.value]["fleet"]["load_profile"]["hourly"][12] == 1.0
     assert app.state.plan.fleet is not None and not tab.least.disabled
     assert "fleet.gpu_hours" in tab.figures.value
+
+
+def test_fleet_tables_name_the_statistic_of_each_latency(app):
+    # the pairing table's ttft_s/tpot_s are the service's target statistic (fleet.hetero), the tenants' TTFT a mean
+    app.preset.value = "fleet-over-the-day"
+    tab = app.open_tab("Fleet")
+    stat = app.state.plan.fleet.service("Chat 70B").day.peak_plan.slo_statistic
+    assert stat == "p95"
+    assert "<th>TTFT p95 [ms]</th>" in tab.tables.value and "<th>TPOT p95 [ms]</th>" in tab.tables.value
+    assert "<th>TTFT mean [ms]</th>" in tab.tables.value  # the tenants' TTFT
+    assert "<th>TPOT [ms]</th>" not in tab.tables.value and "<th>TTFT [ms]</th>" not in tab.tables.value

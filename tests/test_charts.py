@@ -192,3 +192,72 @@ def test_no_chart_of_any_report_shows_a_field_name_or_an_exponent_on_hover(monke
             found += [p for s in specs for p in _tooltip_problems(s, f"{name} {section}")]
     found += _tooltip_problems(error_chart(validate()).to_dict(), "accuracy")
     assert not found, "\n".join(sorted(set(found))[:40])
+
+
+def drawn_axis_titles(chart) -> list[str]:
+    """The axis titles Vega draws of a chart (or its Vega-Lite dict): Vega-Lite joins a shared axis's differing layer titles with ", "
+    ("day, day, end [day]"), which the Vega-Lite spec alone does not show."""
+    import vl_convert
+
+    out = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            out.extend(a["title"] for a in node.get("axes", []) if a.get("title"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(vl_convert.vegalite_to_vega(chart if isinstance(chart, dict) else chart.to_dict()))
+    return out
+
+
+def test_the_timeline_has_one_day_axis_title_and_counts_agree_with_gpu():
+    rows = [{"workload": "Tune", "kind": "training", "team": "ml", "phase": "build", "pool": "a", "start_day": 0.0,
+             "end_day": 3.0, "hours": "all day", "gpus": 1},
+            {"workload": "Chat", "kind": "inference", "team": "apps", "phase": "run", "pool": "a", "start_day": 3.0,
+             "end_day": 30.0, "hours": "8-20 h", "gpus": 16}]
+    phases = [{"name": "build", "start_day": 0.0, "days": 3.0, "ongoing": False},
+              {"name": "run", "start_day": 3.0, "days": 27.0, "ongoing": True}]
+    chart = charts.timeline(rows, phases)
+    assert drawn_axis_titles(chart) == ["time from the start [days]"]  # was "day, day, end [day]"
+    labels = [r["label"] for d in datasets(chart) for r in d if "label" in r]
+    assert labels == ["Tune (1 GPU, all day)", "Chat (16 GPUs, 8-20 h)"]  # was "1 GPUs"
+
+
+def test_latency_charts_draw_each_axis_title_once():
+    curve = pd.DataFrame({"requests_per_s": [1.0, 2.0], "ttft_seconds": [0.1, 0.2], "ttft_p95_seconds": [0.2, 0.3],
+                          "tpot_seconds": [0.01, 0.02], "tpot_p95_seconds": [0.02, 0.03]})
+    # the planned-load rule's own x title was joined on: "request rate [requests/s], requests/s"
+    assert drawn_axis_titles(charts.serving_latency(curve, 0.5, 0.05, requests_per_s=1.5)) == [
+        "request rate [requests/s]", "TTFT [ms]", "request rate [requests/s]", "TPOT [ms]"]
+    load = pd.DataFrame({"requests_per_s": [1.0, 2.0], "latency_mean_seconds": [1.0, 1.5],
+                         "latency_p95_seconds": [1.2, 2.0]})
+    assert drawn_axis_titles(charts.latency_vs_load(load, 1.8, 1.2, 3.0)) == ["request rate [requests/s]",
+                                                                              "latency [s]"]
+    frame = pd.DataFrame({"concurrency": [1.0, 8.0], "response_mean_seconds": [0.5, 1.0]})
+    assert drawn_axis_titles(charts.latency_vs_concurrency(frame, 8, 2)) == ["requests outstanding [count]",
+                                                                             "mean latency [ms]"]
+
+
+@pytest.mark.slow
+def test_no_chart_of_any_report_joins_axis_titles(monkeypatch):
+    """Every report chart of every preset, compiled as Vega draws it: no axis title is two joined."""
+    from aisize.report import sections as S
+    from aisize.report import svg
+    from aisize.scenario import preset, preset_names
+
+    specs = []
+    monkeypatch.setattr(svg, "submit", lambda spec: specs.append(spec) or svg.Drawing(spec, 0))
+    monkeypatch.setattr(svg, "result", lambda drawing: "<svg></svg>")
+    monkeypatch.setattr(svg, "to_svg", lambda spec: specs.append(spec) or "<svg></svg>")
+    joined = set()
+    for name in preset_names():
+        ctx = S.context(preset(name))
+        chosen = [n for n in S.SECTIONS if n != "accuracy"]  # aisize.validation draws that one
+        for section in chosen:
+            del specs[:]
+            S.section(section, ctx, chosen)
+            joined |= {f"{section}: {t}" for s in specs for t in drawn_axis_titles(s) if ", " in t}
+    assert not joined, sorted(joined)

@@ -4,6 +4,8 @@ Figures of the serving model (replicas, capacities) are not pinned here: they ch
 serving work. The tests check relations that hold whatever a replica delivers.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -132,3 +134,17 @@ def test_cli_fleet_prints_the_day(tmp_path, capsys):
                  "heterogeneous prefill/decode", "Pool shared", "Site: 2.00 MW", "Cooling dgx-h100: air"):
         assert text in out
     assert np.isfinite(float(out.split("GPU-hours a day")[0].split()[-1].replace(",", "")))
+
+
+def test_fleet_text_says_its_title_once_and_names_counts_and_statistics(fleet_plan):
+    from aisize.plan.fleet_summary import fleet_text
+
+    text = fleet_text(fleet_plan)
+    assert fleet_plan.scenario_name == "Fleet over the day"
+    assert text.splitlines()[0] == "Fleet over the day"  # was "Fleet over the day: Fleet over the day"
+    assert "Service Chat 70B (pool shared, 2 GPUs per replica)" in text and "GPU(s)" not in text
+    assert "mean wait 45.0 ms, mean TTFT" in text  # the tenants' figures are means
+    pair = next(line for line in text.splitlines() if "+ dgx-h200" in line)
+    assert "TTFT p95 " in pair and "TPOT p95 " in pair and " GPUs)" in pair  # the service's target statistic
+    named = dataclasses.replace(fleet_plan, scenario_name="Chat day")
+    assert fleet_text(named).splitlines()[0] == "Fleet over the day: Chat day"

@@ -220,3 +220,12 @@ def test_counts_agree_with_their_nouns():
     fleet = S.context(preset("fleet-over-the-day"))
     shown = str(S.section("fleet", fleet, ["fleet"]))
     assert "GPU(s)" not in shown and re.search(r"Each replica has \d+ GPUs? and", shown)
+
+
+def test_fleet_section_names_the_statistic_of_each_latency():
+    """The pairing table's TTFT and TPOT are the service's target statistic; the tenants' TTFT is a mean."""
+    fleet = S.context(preset("fleet-over-the-day"))
+    shown = str(S.section("fleet", fleet, ["fleet"]))
+    assert fleet.plan.fleet.services[0].day.peak_plan.slo_statistic == "p95"
+    assert "<th>TTFT p95</th><th>TPOT p95</th>" in shown and "<th>Mean TTFT</th>" in shown
+    assert "<th>TTFT</th>" not in shown and "<th>TPOT</th>" not in shown

@@ -12,6 +12,9 @@ import altair as alt
 import pandas as pd
 
 from aisize.charts.style import BLUE, GREY, HEIGHT, NUMBER, ORANGE, RED, WIDTH, tips
+from aisize.format import plural
+
+DAY = "time from the start [days]"
 
 
 def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerChart:
@@ -20,16 +23,19 @@ def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerCha
     ``rows`` and ``phases`` are ``Plan.timeline.rows`` / ``.phases``; an open-ended phase is drawn
     ``aisize.plan.timeline.ONGOING_DISPLAY_DAYS`` long and labelled "ongoing".
     """
-    data = pd.DataFrame([{**r, "label": f"{r['workload']} ({r['gpus']} GPUs, {r['hours']})"} for r in rows])
+    # Vega-Lite joins the differing titles of a shared axis ("day, day, end [day]"): every layer's x (and
+    # x2, which would add its own) says the one title
+    data = pd.DataFrame([{**r, "label": f"{r['workload']} ({plural(r['gpus'], 'GPU')}, {r['hours']})"}
+                         for r in rows])
     bands = pd.DataFrame([{"phase": p["name"] + (" (ongoing)" if p["ongoing"] else ""), "start": p["start_day"],
                            "end": p["start_day"] + p["days"]} for p in phases])
     shade = alt.Chart(bands).mark_rect(opacity=0.12).encode(
-        x=alt.X("start:Q", title="day"), x2=alt.X2("end:Q"),
+        x=alt.X("start:Q", title=DAY), x2=alt.X2("end:Q"),
         color=alt.Color("phase:N", title="phase", sort=list(bands["phase"]),
                         scale=alt.Scale(range=["#bab0ac", "#ffffff", "#9d755d", "#eeeeee"])),
         tooltip=tips("phase:N", "start:Q", "end:Q"))
     bars = alt.Chart(data).mark_bar(height=14).encode(
-        x=alt.X("start_day:Q", title="day"), x2=alt.X2("end_day:Q", title="end [day]"),
+        x=alt.X("start_day:Q", title=DAY), x2=alt.X2("end_day:Q"),
         y=alt.Y("label:N", title=None, sort=None),
         color=alt.Color("team:N", title="team"),
         tooltip=tips("workload:N", "kind:N", "team:N", "phase:N", "pool:N", "hours:N", "gpus:Q",

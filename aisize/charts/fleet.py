@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from aisize.charts.style import BLUE, GREY, ORANGE, WIDTH, tips
+from aisize.format import plural
 
 PALETTE = [BLUE, ORANGE, "#54a24b", "#b279a2", "#eeca3b", "#9d755d", "#72b7b2", "#ff9da6"] * 4
 POINTS_PER_HOUR = 4  # the autoscaler's periods shown every 15 minutes (the most replicas in each)
@@ -63,4 +64,4 @@ def pool_day(pool_day, *, title: str | None = None) -> alt.Chart:
         tooltip=tips("hour:O", "workload:N", "gpus:Q")).transform_calculate(
         order=f"indexof({names!r}, datum.workload)").properties(
         width=WIDTH, height=DAY_HEIGHT - 30,
-        title=title or f"Pool {pool_day.pool}: {pool_day.installed_gpus} GPUs by hour")
+        title=title or f"Pool {pool_day.pool}: {plural(pool_day.installed_gpus, 'GPU')} by hour")

@@ -32,6 +32,7 @@ def serving_latency(curve: pd.DataFrame, ttft_target_seconds: float | None = Non
     ``ttft_*``/``tpot_*`` columns in seconds).
     """
     data = serving_latency_data(curve, ttft_target_seconds, tpot_target_seconds)
+    # every layer's x is this one: a differing title would be joined onto the axis's ("…, requests/s")
     x = alt.X("requests_per_s:Q", title="request rate [requests/s]")
 
     def panel(metric):
@@ -46,8 +47,7 @@ def serving_latency(curve: pd.DataFrame, ttft_target_seconds: float | None = Non
             y=alt.Y("ms:Q"), tooltip=tips("what:N", alt.Tooltip("ms:Q", format=NUMBER)))]
         if requests_per_s is not None:
             layers.append(alt.Chart(alt.Data(values=[{"where": "planned load"}])).transform_calculate(
-                requests_per_s=MARK).mark_rule(color=GREY).encode(x=alt.X("requests_per_s:Q", title="requests/s"),
-                                                                   tooltip=tips("where:N")))
+                requests_per_s=MARK).mark_rule(color=GREY).encode(x=x, tooltip=tips("where:N")))
         return alt.layer(*layers).properties(width=WIDTH // 2, height=HEIGHT, title=metric)
 
     chart = alt.hconcat(panel("TTFT"), panel("TPOT")).properties(title=title, datasets=data)

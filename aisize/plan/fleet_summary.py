@@ -26,11 +26,13 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
     if f is None:
         return (f"{plan.scenario_name}: no fleet figures (give a service a `fleet`, the scenario a `site`, or "
                 "policies.failure_rates)\n")
-    out = [f"Fleet over the day: {plan.scenario_name}", ""]
+    title = "Fleet over the day"  # a scenario named after the view ("Fleet over the day") is not said twice
+    out = [title if plan.scenario_name.strip().lower() == title.lower() else f"{title}: {plan.scenario_name}", ""]
     for s in f.services:
         d, day = s.day, s.day.day
         p = d.profile
-        out += [f"Service {d.name} (pool {s.pool}, {d.gpus_per_replica} GPU(s) per replica)",
+        stat = d.peak_plan.slo_statistic  # the statistic the pairing table's TTFT and TPOT are (fleet.hetero)
+        out += [f"Service {d.name} (pool {s.pool}, {F.plural(d.gpus_per_replica, 'GPU')} per replica)",
                 f"  load: peak {F.per_s(p.peak_per_s, 'req/s')}, mean {F.per_s(p.mean_per_s, 'req/s')} (peak/mean "
                 f"{F.sig(p.peak_to_mean)}), {F.count(p.requests_per_day)} requests/day",
                 f"  replica: capacity {F.per_s(d.capacity_per_replica_per_s, 'req/s')}, autoscaler target "
@@ -66,7 +68,7 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
             for n, u, ok, w, ttft, tgt in zip(t.names, t.cumulative_utilisation, t.class_stable, t.wait_mean_seconds,
                                               s.tenant_ttft_seconds, s.tenant_ttft_targets_seconds):
                 state = ("UNSTABLE: its queue grows in this period (until loading replicas serve)" if not ok
-                         else f"wait {F.ms(w)}, TTFT {F.ms(ttft)}")
+                         else f"mean wait {F.ms(w)}, mean TTFT {F.ms(ttft)}")
                 out.append(f"    {n}: load with higher classes {F.pct(u)}; {state} (target {F.ms(tgt)})")
         if s.spares is not None:
             sp = s.spares
@@ -78,9 +80,10 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
             out.append("  heterogeneous prefill/decode (cheapest first):")
             for _, r in s.heterogeneous.iterrows():
                 if r.feasible:
-                    out.append(f"    {r.prefill_server} ({F.count(r.prefill_gpus)} GPUs) + {r.decode_server} "
-                               f"({F.count(r.decode_gpus)} GPUs): {F.usd(r.usd_per_million_tokens)}/M tokens, TTFT "
-                               f"{F.ms(r.ttft_s)}, TPOT {F.ms(r.tpot_s)}, KV transfer {F.ms(r.kv_transfer_s)}")
+                    out.append(f"    {r.prefill_server} ({F.plural(r.prefill_gpus, 'GPU')}) + {r.decode_server} "
+                               f"({F.plural(r.decode_gpus, 'GPU')}): {F.usd(r.usd_per_million_tokens)}/M tokens, "
+                               f"TTFT {stat} {F.ms(r.ttft_s)}, TPOT {stat} {F.ms(r.tpot_s)}, "
+                               f"KV transfer {F.ms(r.kv_transfer_s)}")
                 else:
                     out.append(f"    {r.prefill_server} + {r.decode_server}: {r.why}")
         table = hourly_table(s)

@@ -63,7 +63,8 @@ def _service(s) -> str:
                 for n, u, ok, w, ttft, tgt in zip(t.names, t.cumulative_utilisation, t.class_stable,
                                                   t.wait_mean_seconds, s.tenant_ttft_seconds,
                                                   s.tenant_ttft_targets_seconds)]
-        out.append(block(table(["Tenant (priority order)", "Load with higher classes", "Mean wait", "TTFT", "Target"],
+        out.append(block(table(["Tenant (priority order)", "Load with higher classes", "Mean wait", "Mean TTFT",
+                                "Target"],
                                rows, caption=f"Tenants at the tightest period ({_clock(s.tenants_at_seconds)}), "
                                              f"{'preemptive' if t.preemptive else 'non-preemptive'} priority",
                                css="numeric")))
@@ -83,8 +84,9 @@ def _service(s) -> str:
                              usd(r.usd_per_million_tokens)])
             else:
                 rows.append([r.prefill_server, r.decode_server, "—", "—", "—", "—", "—", r.why])
-        out.append(block(table(["Prefill on", "Decode on", "Prefill GPUs", "Decode GPUs", "TTFT", "TPOT",
-                                "KV transfer", "$ per M tokens"], rows,
+        stat = d.peak_plan.slo_statistic  # the pairs are sized on the service's target statistic (fleet.hetero)
+        out.append(block(table(["Prefill on", "Decode on", "Prefill GPUs", "Decode GPUs", f"TTFT {stat}",
+                                f"TPOT {stat}", "KV transfer", "$ per M tokens"], rows,
                                caption="Heterogeneous prefill and decode pools at the peak, cheapest first",
                                css="numeric")))
     if s.efficiency is not None:

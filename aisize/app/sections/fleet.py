@@ -139,7 +139,7 @@ class FleetSection(Section):
             t = sf.tenants
             rows = pd.DataFrame({"tenant": t.names, "load with higher classes": t.cumulative_utilisation,
                                  "mean wait [ms]": [w * 1e3 for w in t.wait_mean_seconds],
-                                 "TTFT [ms]": [x * 1e3 for x in sf.tenant_ttft_seconds],
+                                 "TTFT mean [ms]": [x * 1e3 for x in sf.tenant_ttft_seconds],
                                  "target [ms]": [x * 1e3 for x in sf.tenant_ttft_targets_seconds],
                                  "stable": ["yes" if ok else "no: its queue grows" for ok in t.class_stable]})
             h = sf.tenants_at_seconds / 3600
@@ -148,7 +148,10 @@ class FleetSection(Section):
         if sf.heterogeneous is not None and len(sf.heterogeneous):
             cols = ["prefill_server", "decode_server", "prefill_gpus", "decode_gpus", "ttft_s", "tpot_s",
                     "kv_transfer_s", "usd_per_million_tokens", "feasible"]
-            h = sf.heterogeneous[[c for c in cols if c in sf.heterogeneous]]
+            # ttft_s and tpot_s are the service's target statistic (fleet.hetero): the header names it
+            stat = sf.day.peak_plan.slo_statistic
+            h = sf.heterogeneous[[c for c in cols if c in sf.heterogeneous]].rename(
+                columns={"ttft_s": f"ttft_{stat}_s", "tpot_s": f"tpot_{stat}_s"})
             parts.append("<h3 class='aisize-h'>Heterogeneous prefill and decode pools (cheapest first)</h3>"
                          + K.table(h))
         if sf.spares is not None:
