@@ -18,6 +18,17 @@ It stops early when available memory falls under ``--min-free-gib`` or a step ta
 
     .venv/bin/python benchmarks/bench_team.py [--steps 1,2,4,8,12,16] [--tabs 4] [--report]
 
+``--floor N``: instead of the steps, times the app against its floor behind the same hub, in the same run:
+users floor01.. get a bare server (``benchmarks/floor/team_server.py``: the app's own server command from
+``aisize.app.team.user_server_command``, started by the same spawner, with the same voila flags, template,
+preheated pool and hub authentication, serving ``benchmarks/floor/one_slider.ipynb`` instead of the app),
+users app01.. the app. N users of each log in, alternating (floor, app; app, floor; ...), then ``--reloads``
+reloads of each kind's last page and ``--moves`` slider moves alternate; each open and reload waits until
+every server's preheated pool is full and settled. It prints app, floor, ratio and difference for the first
+open (login -> drawn, the server's start included), the reload and the slider (ms p95).
+
+    .venv/bin/python benchmarks/bench_team.py --floor 2 [--reloads 3] [--moves 10]
+
 ``--report``: after the steps, the first user makes an HTML+PDF report from the Summary tab while their
 processes' memory is sampled; it prints the report's time and the person's peak RSS and PSS (the report's
 kernel and Chromium included), and people per machine if each made a report at once.
@@ -30,6 +41,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -50,10 +62,21 @@ c.JupyterHub.authenticator_class = "dummy"  # benchmark only: log in without sig
 c.DummyAuthenticator.password = "bench-password"
 c.Authenticator.allow_all = True
 '''
+FLOOR_OVERLAY = '''
+# benchmark only: users named floor* get the bare server (benchmarks/floor/team_server.py), from the same spawner
+def _floor_server(spawner):
+    if spawner.user.name.startswith("floor"):
+        spawner.cmd = [{python!r}, {script!r}]
 
 
-def log_in(browser, url: str, name: str, tabs: int = 1):
-    """Log ``name`` in and open ``tabs`` tabs of their workbook; (first tab, seconds to its workbook)."""
+c.Spawner.pre_spawn_hook = _floor_server
+'''
+FLOOR_SCRIPT = Path(__file__).resolve().parent / "floor" / "team_server.py"
+
+
+def log_in(browser, url: str, name: str, tabs: int = 1, drawn: str = WORKBOOK):
+    """Log ``name`` in and open ``tabs`` tabs of their workbook (``drawn``: the selector that says it is drawn);
+    (first tab, seconds to its workbook)."""
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
     page = context.new_page()
@@ -62,19 +85,19 @@ def log_in(browser, url: str, name: str, tabs: int = 1):
     page.fill("input[name=username]", name)
     page.fill("input[name=password]", "bench-password")
     page.click("[type=submit]")
-    page.wait_for_selector(WORKBOOK, timeout=OPEN_MS)
+    page.wait_for_selector(drawn, timeout=OPEN_MS)
     seconds = time.perf_counter() - t0
     for _ in range(tabs - 1):
         tab = context.new_page()
         tab.goto(page.url, timeout=OPEN_MS)
-        tab.wait_for_selector(WORKBOOK, timeout=OPEN_MS)
+        tab.wait_for_selector(drawn, timeout=OPEN_MS)
     return page, seconds
 
 
-def reopen(page) -> float:
+def reopen(page, drawn: str = WORKBOOK) -> float:
     t0 = time.perf_counter()
     page.reload(timeout=OPEN_MS)
-    page.wait_for_selector(WORKBOOK, timeout=OPEN_MS)
+    page.wait_for_selector(drawn, timeout=OPEN_MS)
     return time.perf_counter() - t0
 
 
@@ -193,6 +216,81 @@ def bench(args) -> None:
           "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
+def settle(hub, fills: int, timeout: float = 300.0) -> None:
+    """Wait until the users' servers have reported ``fills`` pool fills in all (one when a server starts, one
+    after each page open or reload takes its kernel), then let the notebooks run."""
+    deadline = time.monotonic() + timeout
+    while len(bench_app.POOL_FILLED.findall(hub.log())) < fills:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the users' kernel pools did not refill ({fills} fills expected)")
+        time.sleep(0.3)
+    time.sleep(bench_app.SETTLE_SECONDS)
+
+
+def bench_floor(args) -> None:
+    """The app against its floor (a bare server from the same spawner, the one-slider notebook), alternating."""
+    began = time.monotonic()
+    load_before = os.getloadavg()
+    kinds = {"floor": {"drawn": bench_app.FLOOR_VALUE, "first": [], "reload": [], "slider": [], "page": None},
+             "app": {"drawn": WORKBOOK, "first": [], "reload": [], "slider": [], "page": None}}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
+        overlay = Path(tmp) / "bench_config.py"
+        overlay.write_text(OVERLAY.format(config=str(team.hub_config_path()))
+                           + FLOOR_OVERLAY.format(python=sys.executable, script=str(FLOOR_SCRIPT)))
+        hub = team.start_hub(Path(tmp) / "state", Path(tmp) / "hub.log", config=overlay)
+        browser = playwright.chromium.launch(executable_path=bench_app.CHROMIUM, args=bench_app.CHROMIUM_ARGS)
+        fills = 0
+        order = [("floor", "app") if k % 2 == 0 else ("app", "floor") for k in range(max(args.floor, args.reloads,
+                                                                                          args.moves))]
+        try:
+            for k in range(args.floor):
+                for kind in order[k]:
+                    settle(hub, fills)
+                    kinds[kind]["page"], seconds = log_in(browser, hub.url, f"{kind}{k + 1:02d}",
+                                                          drawn=kinds[kind]["drawn"])
+                    kinds[kind]["first"].append(seconds)
+                    fills += 2  # the new server's pool, then its refill after this open
+                    print(f"  first open {kind}{k + 1:02d}: {seconds:.2f} s", flush=True)
+            for k in range(args.reloads):
+                for kind in order[k]:
+                    settle(hub, fills)
+                    kinds[kind]["reload"].append(reopen(kinds[kind]["page"], kinds[kind]["drawn"]))
+                    fills += 1
+            settle(hub, fills)
+            app_page, floor_page = kinds["app"]["page"], kinds["floor"]["page"]
+            app_page.click(".lm-TabBar-tab:has-text('Inference')")
+            app_page.wait_for_selector(UTILISATION, timeout=OPEN_MS)
+            app_page.wait_for_function(bench_load.TWO_CHARTS, timeout=OPEN_MS)
+            app_page.locator(RATE_HANDLE).first.focus()
+            floor_page.locator(bench_app.FLOOR_HANDLE).first.focus()
+            for k in range(args.moves):
+                for kind in order[k]:
+                    if kind == "app":
+                        kinds[kind]["slider"].append(bench_app.move(app_page, bench_app.ARM, bench_app.STATE))
+                    else:
+                        kinds[kind]["slider"].append(bench_app.move(floor_page, bench_app.FLOOR_ARM,
+                                                                    bench_app.FLOOR_STATE))
+        finally:
+            browser.close()
+            left = hub.stop()
+    app, floor = kinds["app"], kinds["floor"]
+    print("team server against its floor (a bare server from the same hub, proxy and spawner, serving "
+          "benchmarks/floor/one_slider.ipynb; alternating with the app in this run):")
+    for kind in ("floor", "app"):
+        print(f"  {kind}: first opens s {', '.join(f'{x:.2f}' for x in kinds[kind]['first'])}; reloads s "
+              f"{', '.join(f'{x:.2f}' for x in kinds[kind]['reload']) or '-'}")
+    print("  " + bench_app.against("first open (login -> drawn, server start included) median",
+                                   [x * 1e3 for x in app["first"]], [x * 1e3 for x in floor["first"]], None, "s"))
+    if args.reloads:
+        print("  " + bench_app.against("reload median", [x * 1e3 for x in app["reload"]],
+                                       [x * 1e3 for x in floor["reload"]], None, "s"))
+    if args.moves:
+        print("  " + bench_app.against("slider p95", app["slider"], floor["slider"], 95, "ms"))
+    print(f"hub stopped; processes left: {left or 'none'}; total {time.monotonic() - began:.0f} s; load average "
+          "before " + ", ".join(f"{x:.2f}" for x in load_before) + "; after "
+          + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", default="1,2,4,8,12,16", help="user counts, increasing")
@@ -200,7 +298,17 @@ def main() -> None:
     parser.add_argument("--min-free-gib", type=float, default=4.0, help="stop under this available memory [GiB]")
     parser.add_argument("--step-limit", type=float, default=600.0, help="stop after a step longer than this [s]")
     parser.add_argument("--report", action="store_true", help="then time an HTML+PDF report and its peak memory")
-    bench(parser.parse_args())
+    parser.add_argument("--floor", type=int, default=0, metavar="N",
+                        help="instead of the steps: N users of the app against N of the floor, alternating")
+    parser.add_argument("--reloads", type=int, default=3, help="with --floor: reloads of each kind to time")
+    parser.add_argument("--moves", type=int, default=10, help="with --floor: slider moves of each kind to time")
+    args = parser.parse_args()
+    if args.floor < 0 or args.reloads < 0 or args.moves < 0:
+        parser.error("--floor, --reloads and --moves must be >= 0")
+    if args.floor:
+        bench_floor(args)
+    else:
+        bench(args)
 
 
 if __name__ == "__main__":
