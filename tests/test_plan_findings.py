@@ -113,12 +113,18 @@ def test_low_goodput_and_slow_checkpoints():
     assert _has(q, "warning", "checkpoint", "checkpoints write at")
 
 
-def test_assumptions_list_every_policy():
+def test_assumptions_list_every_policy_in_the_sentences_the_cli_says():
+    from aisize.plan.assumption_text import POLICY_TEXT, assumption_sentences
+
     p = _plan("littles-law")
     text = next(f.text for f in p.findings if f.area == "assumptions" and "assumptions used" in f.text)
+    sentences = assumption_sentences(p.scenario, p.assumptions)
+    assert text == "assumptions used: " + " ".join(sentences)  # one wording (was `key = value`)
     for key in to_dict(preset("littles-law"))["policies"]:
-        assert f"policies.{key} =" in text
-    assert "training.GEMM_EFFICIENCY[hopper, 16-bit]" in text and "plan.rack_power_watts" in text
+        assert f"{POLICY_TEXT[key][0]}: " in text and f"policies.{key}" not in text
+    assert "OS and application RAM: 32 GiB. Per server: kernel, drivers, framework." in text
+    assert "host.os_and_application_bytes" not in text and "34,359,738,368" not in text
+    assert "Matmul efficiency, Hopper 16-bit (training)" in text and "Rack power budget" in text
     assert _has(p, "info", "assumptions", "publishes no write rate")
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from aisize.format import bytes_gpu, bytes_si, days, duration, ms, num, pct, rate, sig, span
 from aisize.plan import context as C
 from aisize.serving.curves import LOAD_RISE
+from aisize.plan.assumption_text import assumption_sentences
 from aisize.plan.costing import cost_notes
 from aisize.units import GB
 
@@ -298,9 +299,10 @@ def fabric(plan) -> list[Finding]:
 
 
 def assumptions(plan) -> list[Finding]:
-    items = ", ".join(f"{k} = {num(v, 4) if isinstance(v, (int, float)) and not isinstance(v, bool) else v}"
-                      for k, v in plan.assumptions.items())
-    out = [Finding("info", "assumptions", f"assumptions used: {items}")]
+    # one finding, in the sentences the CLI, the app and the report say (plan.assumption_text); its prefix lets
+    # a surface that lists the assumptions apart leave this one out
+    said = " ".join(assumption_sentences(plan.scenario, plan.assumptions))
+    out = [Finding("info", "assumptions", f"assumptions used: {said}")]
     if plan.storage.write_assumed:
         out.append(Finding("info", "assumptions", (
             f"{plan.storage.system} publishes no write rate: writes assumed at "
