@@ -185,8 +185,12 @@ def test_storage_queue_chart_uses_the_planner_station(contexts, name):
 
 def test_accuracy_appendix_shows_the_validation_summary(contexts):
     shown = text(S.section("accuracy", contexts["xe9680-genai"], ["accuracy"]))
+    # ok, rough and outside counted apart as `aisize validate` counts them (was "Within tolerance": the ok count)
+    assert ("ok (within 15 % and the case's tolerance) rough (within a wide tolerance only) outside its tolerance"
+            in shown)
     for r in summary(validate()).to_dict("records"):
-        assert f"{r['compared']} {r['ok']} {r['outside']}" in shown, r
+        assert f"{r['compared']} {r['ok']} {r['rough']} {r['outside']}" in shown, r
+        assert r["ok"] + r["rough"] + r["outside"] == r["compared"]
     assert "Published runs behind this plan's time-to-train ranges" in shown
     # a case without a prediction is not an untested row: it is listed apart, with why
     for r in left_out(validate()).to_dict("records"):  # cases left out for one reason share a row

@@ -18,11 +18,13 @@ from aisize import charts
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.app.sections.serving_accuracy import ServingRuns
+from aisize.report.accuracy import VERDICT_HEADERS
 from aisize.validation import left_out, summary, validate
 
-SUMMARY_NAMES = {"family": "family", "compared": "cases compared", "ok": "within tolerance",
-                 "outside": "outside", "median_abs_error_pct": "median |error| [%]",
-                 "max_abs_error_pct": "max |error| [%]", "needs_input": "left out (below)"}
+# ok, rough and outside as `aisize validate` counts them apart, in the report's words
+SUMMARY_NAMES = {"family": "family", "compared": "cases compared", **VERDICT_HEADERS,
+                 "median_abs_error_pct": "median |error| [%]", "max_abs_error_pct": "max |error| [%]",
+                 "needs_input": "left out (below)"}
 
 
 def outside_table(cases: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,24 @@
+"""The app's Accuracy tab counts ok, rough and outside apart, as `aisize validate` does."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+from aisize.app import build_app
+from aisize.validation import summary, validate
+
+
+def test_accuracy_tab_counts_ok_rough_and_outside_apart():
+    app = build_app(display=False)
+    shown = unescape(app.open_tab("Accuracy").table.value)
+    heads = re.findall(r"<th>([^<]*)</th>", shown)
+    # "within tolerance" had labelled the ok count alone: flops-time's 3 rough cases were in no column
+    assert heads[2:5] == ["ok (within 15 % and the case's tolerance)", "rough (within a wide tolerance only)",
+                          "outside its tolerance"]
+    rows = [re.findall(r"<td>([^<]*)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", shown.split("<tbody>")[1])]
+    expected = summary(validate())
+    assert [[r[0]] + [int(x) for x in r[1:5]] for r in rows] == \
+        expected[["family", "compared", "ok", "rough", "outside"]].values.tolist()
+    flops = expected.set_index("family").loc["flops-time"]
+    assert flops["rough"] > 0 and flops["ok"] + flops["rough"] + flops["outside"] == flops["compared"]
