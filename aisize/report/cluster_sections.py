@@ -138,7 +138,8 @@ def cost(ctx: ReportContext) -> Html:
             f"{usd(c.own_usd_per_year)} for owning." if math.isfinite(c.rent_usd_per_year) else "")
     out = [facts([("Capital", usd(c.capital_usd)), ("Operating per year", usd(c.operating_usd_per_year)),
                   ("Per GPU-hour", usd(c.usd_per_gpu_hour)), ("GPUs busy", pct(c.gpu_utilisation)),
-                  ("Cloud rate", rate), ("Break-even busy share", pct(c.break_even_utilisation) if c.cloud_rate else f"{DASH} (no rate)"),
+                  ("Cloud rate", rate),
+                  ("Break-even busy share", pct(c.break_even_utilisation) if c.cloud_rate else f"{DASH} (no rate)"),
                   ("Pays back", " ".join(x for x in (value, unit) if x) + f" ({why})")]),
            para(f"Capital is amortised straight-line over {c.life_years:g} years; energy is the servers' maximum "
                 f"power × {pct(c.average_power_share)} average draw × PUE × 8,760 h × the energy price (switch and "
