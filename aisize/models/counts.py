@@ -67,7 +67,8 @@ from aisize import checks
 from aisize.catalog.records import Transformer
 
 __all__ = ["ParamCount", "GATED_FFN", "validate", "transformer_params", "active_params", "attention_dim",
-           "moe_layers", "attention_layer_count", "ffn_layer_count", "mamba_block_params"]
+           "moe_layers", "attention_layer_count", "ffn_layer_count", "mamba_block_params", "BlockParams",
+           "block_params", "mamba_scan_flops_per_token"]
 
 BERT_TOKEN_TYPES = 2  # BERT's segment A/B embeddings [6]
 FFN_TYPES = ("gelu", "relu", "swiglu", "geglu")
@@ -183,6 +184,57 @@ def mamba_block_params(arch) -> int:
     inner = heads * arch.mamba_head_dim
     conv = inner + 2 * groups * state
     return h * (inner + conv + heads) + conv * (arch.mamba_conv_kernel + 1) + 3 * heads + inner + inner * h
+
+
+def mamba_scan_flops_per_token(arch, chunk_tokens: int) -> float:
+    """Forward FLOPs per token of one Mamba-2 layer's SSD scan, outside its in_proj, convolution and
+    out_proj (those count with the parameters) [FLOP]; 0 without Mamba-2 layers.
+
+    SSD splits the sequence into chunks of Q tokens [8, sec. 6]: per token, C·Bᵀ within its chunk
+    2·Q·N·G, that matrix times x 2·Q·P·H, the chunk state Bᵀx and its read-out C·state 4·N·P·H
+    (H heads of width P, G groups, state N). Megatron-LM's MambaMixer and Hugging Face's
+    NemotronHConfig use Q = 128; the reference kernels' default is 256.
+    """
+    if not arch.mamba_layers:
+        return 0.0
+    q = checks.integer("chunk_tokens", chunk_tokens, high=10**6)
+    n, g, heads, p = arch.ssm_state_size, arch.mamba_groups, arch.mamba_heads, arch.mamba_head_dim
+    return 2.0 * q * n * g + 2.0 * q * p * heads + 4.0 * n * p * heads
+
+
+@dataclass(frozen=True)
+class BlockParams:
+    """Parameters of one layer kind: ``layers`` blocks of that kind, ``params`` weights each (norms
+    included), ``active`` the weights one token passes through (MoE: k routed experts) [count]."""
+
+    kind: str  # "attention" | "mamba" | "mlp" (dense) | "moe"
+    layers: int
+    params: float
+    active: float
+
+
+def block_params(arch) -> tuple[BlockParams, ...]:
+    """Parameters by layer kind (the kinds the model has, in the order attention, mamba, mlp, moe).
+
+    Each block takes its share of the per-layer norms (``norms_per_layer`` x layers / blocks: one
+    per block in a transformer's two-block layer and in Nemotron-H's one-block layers); the
+    attention blocks also hold their own norms (q/k norms, MLA's latent norms). Summed with the
+    embeddings, the output head and the final norm, the blocks give ``transformer_params(arch).total``.
+    """
+    pc = transformer_params(arch)
+    h, L = arch.hidden, arch.layers
+    n_attn, n_mamba, n_ffn, n_moe = attention_layer_count(arch), arch.mamba_layers, ffn_layer_count(arch), pc.moe_layers
+    blocks = n_attn + n_mamba + n_ffn
+    norm = L * arch.norms_per_layer * _norm_size(arch, h) / blocks if blocks else 0.0
+    attn_weights, attn_norms = _attention(arch)
+    expert = pc.routed_expert
+    per_moe = (pc.mlp - (n_ffn - n_moe) * _mlp(arch, arch.ffn_hidden)) / n_moe if n_moe else 0.0
+    idle = (arch.experts - arch.experts_per_token) * expert
+    rows = [("attention", n_attn, attn_weights + attn_norms + norm, 0.0),
+            ("mamba", n_mamba, mamba_block_params(arch) + norm, 0.0),
+            ("mlp", n_ffn - n_moe, _mlp(arch, arch.ffn_hidden) + norm, 0.0),
+            ("moe", n_moe, per_moe + norm, idle)]
+    return tuple(BlockParams(k, n, float(p), float(p - skip)) for k, n, p, skip in rows if n)
 
 
 def _norm_size(arch, width: int) -> int:

@@ -6,6 +6,7 @@ is what the storage side asks for. Modules, one concept each:
 
 ========================  ==========================================================
 ``dims``                  the sizes of a transformer the cores use
+``layer_kinds``           attention / Mamba-2 / MLP / MoE blocks: parameters, FLOPs, activations
 ``efficiency``            GEMM, attention, memory-bound and straggler efficiencies
 ``recipes``               bf16 / fp8 / mxfp8 / nvfp4: low-precision GEMMs, casts, state
 ``work``                  one layer's kernels timed (forward, backward; Mamba-2 scans)
@@ -26,6 +27,7 @@ is what the storage side asks for. Modules, one concept each:
 
 from aisize.training.efficiency import efficiency_constants, generation
 from aisize.training.estimate import Layout, TrainingEstimate, estimate
+from aisize.training.layer_kinds import LayerKind, layer_kinds, mamba_saved_bytes_per_token, model_flops_per_token
 from aisize.training.layout import Grid, evaluate_grid, layout_frame, layout_grid, rank_layouts, search_layouts
 from aisize.training.memory import (Fit, TrainingMemory, fits, max_micro_batch, other_model_training_memory,
                                     training_memory)
@@ -43,4 +45,5 @@ __all__ = ["estimate", "TrainingEstimate", "Layout", "search_layouts", "layout_g
            "other_model_training_memory", "StepTime", "PARTS", "DP_OVERLAP", "ASYNC_TP_HIDDEN_SHARE", "SCHEDULES", "pipeline_in_flight", "PRECISIONS", "recipe",
            "efficiency_constants", "generation", "samples_per_s", "resolve_samples_per_s",
            "samples_per_s_for_model", "samples_per_s_from_flops", "ResolvedThroughput",
-           "TRAINING_FLOPS_PER_FORWARD_FLOP", "DEFAULT_MFU"]
+           "TRAINING_FLOPS_PER_FORWARD_FLOP", "DEFAULT_MFU", "layer_kinds", "LayerKind", "model_flops_per_token",
+           "mamba_saved_bytes_per_token"]

@@ -9,12 +9,17 @@ one place means the step-time, memory and layout cores never read a record.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from aisize import models
+
+# Mamba-2's SSD chunk in training: Megatron-LM's MambaMixer (chunk_size=128) and Hugging Face's
+# NemotronHConfig (chunk_size 128) (Dao & Gu 2024, arXiv:2405.21060, sec. 6).
+SSD_CHUNK_TOKENS = 128
 
 
 def resolve(model):
@@ -80,6 +85,7 @@ class ModelDims:
     mamba_groups: int = 0
     ffn_layers: int = 0  # layers with an MLP or MoE block
     mtp_layers: int = 0  # multi-token-prediction modules (one layer and an output head each)
+    mamba_scan_flops: float = 0.0  # forward SSD FLOPs per token of one Mamba-2 layer (chunk SSD_CHUNK_TOKENS)
 
     @property
     def attention_share(self) -> float:
@@ -181,7 +187,31 @@ def model_dims(model) -> ModelDims:
         attention_layers=models.attention_layer_count(m), muon_flops_per_param=muon, norms_per_layer=m.norms_per_layer,
         mamba_layers=m.mamba_layers, mamba_inner=inner, mamba_conv_dim=inner + 2 * groups * state if m.mamba_layers else 0,
         mamba_heads=m.mamba_heads or 0, mamba_head_dim=m.mamba_head_dim or 0, ssm_state=state, mamba_groups=groups,
-        ffn_layers=n_ffn, mtp_layers=m.mtp_layers)
+        ffn_layers=n_ffn, mtp_layers=m.mtp_layers,
+        mamba_scan_flops=models.mamba_scan_flops_per_token(m, SSD_CHUNK_TOKENS))
+
+
+
+def tensor_parallel_units(m) -> int:
+    """What TP must divide: the attention heads, and on a hybrid also the Mamba-2 heads and groups
+    (Megatron-LM ``MambaMixer``: "nheads must be evenly divisible by tp_size", "ngroups must be
+    evenly divisible by tp_size"; in_proj, conv1d, dt_bias, A_log, D and the gated norm split by
+    heads and groups, out_proj by its input rows)."""
+    units = m.heads
+    if m.mamba_layers:
+        units = math.gcd(units, m.mamba_heads, m.mamba_groups)
+    return units
+
+
+def check_tensor_parallel(m, tp: int) -> None:
+    """Raise a ValueError naming ``tensor_parallel`` when TP does not divide the heads (and, on a
+    hybrid, the Mamba-2 heads and groups)."""
+    if m.heads % tp:
+        raise ValueError(f"tensor_parallel={tp} is not allowed: it must divide the {m.heads} attention heads")
+    if m.mamba_layers and (m.mamba_heads % tp or m.mamba_groups % tp):
+        raise ValueError(f"tensor_parallel={tp} is not allowed: it must divide the {m.mamba_heads} Mamba-2 heads "
+                         f"and the {m.mamba_groups} Mamba-2 groups (Megatron-LM splits both over TP); allowed: "
+                         f"the divisors of {tensor_parallel_units(m)}")
 
 
 # Muon orthogonalizes each weight update with 5 Newton-Schulz iterations X <- aX + (bA + cA²)X,

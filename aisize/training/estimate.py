@@ -19,13 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize import checks
-from aisize.compute import flops_per_token
 from aisize.memory.states import FRAMEWORK_STAGES, tidy
 from aisize.precision import bytes_per_element
 from aisize.training import comm
-from aisize.training.dims import model_dims, resolve
+from aisize.training.dims import check_tensor_parallel, model_dims, resolve
 from aisize.training.efficiency import efficiency_constants
 from aisize.training.evaluate import Options, evaluate, transformer_engine
+from aisize.training.layer_kinds import model_flops_per_token
 from aisize.training.memory import TrainingMemory
 from aisize.training.moe import DISPATCHERS
 from aisize.training.recompute import check_modules, full_share
@@ -215,8 +215,7 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
         raise ValueError(f"gpus={n} is not allowed: it must be a multiple of tensor_parallel x pipeline_parallel "
                          f"x context_parallel = {tp * pp * cp}")
     dp = n // (tp * pp * cp)
-    if m.heads % tp:
-        raise ValueError(f"tensor_parallel={tp} is not allowed: it must divide the {m.heads} attention heads")
+    check_tensor_parallel(m, tp)  # the heads; a hybrid's Mamba-2 heads and groups too
     if pp > m.layers:
         raise ValueError(f"pipeline_parallel={pp} is not allowed: at most the {m.layers} layers")
     if s % cp:
@@ -299,9 +298,7 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
                     "fp32" if eng.grad_bytes == 4.0 else "bf16", dispatcher, graphs, bool(embed_slot),
                     bool(loss_slot))
     total = float(np.asarray(mem.total_bytes))
-    hw = (flops_per_token(d.active_params, layers=d.attention_layers, attention_dim=d.attention_dim, seq_len=s,
-                          recompute=recompute)
-          / flops_per_token(d.active_params, layers=d.attention_layers, attention_dim=d.attention_dim, seq_len=s))
+    hw = model_flops_per_token(d, s, recompute) / model_flops_per_token(d, s)
     return TrainingEstimate(m.id, acc.id, layout, step, mem, float(capacity), eng.generation, float(step.step_seconds),
                             float(step.tokens_per_s), float(step.tokens_per_s_per_gpu), float(step.mfu),
                             float(step.mfu * hw), total, bool(total <= capacity))

@@ -30,7 +30,7 @@ import numpy as np
 
 from aisize import checks
 from aisize.memory.states import FRAMEWORK_STAGES
-from aisize.training.dims import resolve
+from aisize.training.dims import resolve, tensor_parallel_units
 from aisize.training.evaluate import Options, evaluate, transformer_engine
 from aisize.training.memory import TrainingMemory
 from aisize.training.moe import DISPATCHERS
@@ -305,15 +305,17 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
     links = default_links(acc, scaleup_bytes_per_s=scaleup_bytes_per_s, scaleout_bytes_per_s=scaleout_bytes_per_s,
                           scaleup_domain=scaleup_domain, oversubscription=oversubscription, switch_radix=switch_radix)
     eng = engine(acc, precision=precision, framework=framework, optimizer=optimizer, links=links)
-    grid = layout_grid(n, heads=m.heads, layers=m.layers, global_batch=gb, seq_len=seq_len,
+    units = tensor_parallel_units(m)  # TP divides the heads (a hybrid's Mamba-2 heads and groups too)
+    grid = layout_grid(n, heads=units, layers=m.layers, global_batch=gb, seq_len=seq_len,
                        scaleup_domain=links.scaleup_domain, experts=m.experts, expert_ffn=m.moe_ffn_hidden or 0,
                        stages=stages or FRAMEWORK_STAGES[framework], recomputes=recomputes,
                        micro_batches=micro_batches, context_parallel=context_parallel, schedules=schedules,
                        virtual_stages=virtual_stages)
     if grid.count == 0:
+        what = "the heads and Mamba-2 heads and groups" if m.mamba_layers else "the heads"
         raise ValueError(f"global_batch={gb!r} is not allowed for gpus={n!r}: no TP x PP x CP x DP layout splits it "
                          f"into whole micro-batches (DP must divide the global batch; TP must divide "
-                         f"heads={m.heads}; CP the sequence)")
+                         f"{units}, {what}; CP the sequence)")
     frozen = bytes_per_element("nf4" if qlora else "bf16") if lora_rank is not None else 0.0
     options = dict(async_tp=async_tp, cp_method=cp_method, lora_rank=lora_rank, frozen_dtype_bytes=frozen)
     peak, step = evaluate_grid(m, grid, eng, framework=framework, compiled=compiled, **options)

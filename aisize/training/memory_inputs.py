@@ -8,6 +8,7 @@ from aisize import checks
 from aisize.memory.activations import FFN_SAVED_TENSORS, NORM_IMPLS, ActivationConstants, activation_constants
 from aisize.memory.states import lora_adapter_params
 from aisize.training.dims import model_dims, param_count, resolve
+from aisize.training.layer_kinds import mamba_saved_bytes_per_token
 from aisize.training.memory import TrainingMemory, sac_saved_sbh, training_memory
 
 
@@ -59,9 +60,8 @@ def transformer_memory_inputs(model, *, pp=1, dropout=False, flash_attention=Tru
         heads_per_kv = m.heads / m.kv_heads
     checks.choice("norm_impl", norm_impl, NORM_IMPLS)
     # hybrids: Q, K, V on the attention layers only, each block keeps its normed input, and a
-    # Mamba-2 layer keeps its in_proj output (z, x, B, C, dt), the convolution output, the scan
-    # output and the gated norm's output, 16-bit (arXiv:2405.21060; the chunk states are re-run)
-    mamba = d.mamba_share * 2.0 * (3.0 * d.mamba_inner + 2.0 * d.mamba_conv_dim + d.mamba_heads) / h
+    # Mamba-2 layer what Megatron-LM's memory-efficient mixer saves (layer_kinds.mamba_saved_bytes_per_token)
+    mamba = d.mamba_share * mamba_saved_bytes_per_token(d) / h
     blocks = d.attention_share + d.mamba_share + d.ffn_layers / L
     consts = activation_constants(m.ffn_type, ratio, dropout=dropout, q_ratio=q_ratio,
                                   kv_ratio=kv_ratio, flash_attention=flash_attention,

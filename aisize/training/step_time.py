@@ -61,7 +61,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aisize.compute import flops_per_token
+from aisize.training.layer_kinds import model_flops_per_token
 from aisize.memory.states import tidy
 from aisize.training import comm
 from aisize.training.arrays import add
@@ -296,7 +296,7 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     gpus = tp * pp * cp * dp
     factor = straggler_factor(gpus)
     tokens = dp * n_mb * micro_batch * seq_len
-    model = flops_per_token(d.active_params, layers=d.attention_layers, attention_dim=d.attention_dim, seq_len=seq_len)
+    model = model_flops_per_token(d, seq_len)  # 6N + attention + Mamba-2 scans
     if not parts:  # micro-batches and bubble both run stage + communication: one full-size product
         runs = n_mb + idle
         step = add(runs * (stage_c + comm_mb), runs * layers_here * host, optim, pp_time, dp_exposed, ep_time, offload)

@@ -177,11 +177,10 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled:
     return LayerTimes(gemm_fwd, attn_fwd, attn_bwd, mem_fwd, mem_bwd, norm_fwd, mla_up, mlp_fwd, sac)
 
 
-# Mamba-2's SSD algorithm splits the sequence into chunks of Q tokens (Hugging Face NemotronHConfig
-# chunk_size 128): within a chunk it runs like attention over Q keys, across chunks it passes an
-# H x P x N state. Its backward re-runs the chunk states and computes the gradients: about twice
-# the forward, as a GEMM's (assumption).
-SSD_CHUNK_TOKENS = 128
+# Mamba-2's SSD algorithm splits the sequence into chunks of Q tokens (dims.SSD_CHUNK_TOKENS):
+# within a chunk it runs like attention over Q keys, across chunks it passes an H x P x N state.
+# Its backward re-runs the chunk states and computes the gradients: about twice the forward, as a
+# GEMM's (assumption).
 SSD_BACKWARD_RATIO = 2.0
 
 
@@ -199,8 +198,7 @@ def ssd_seconds(d: ModelDims, *, tokens, tp, gen: str, high_peak, hbm_bytes_per_
     .. [1] Dao & Gu 2024, "Transformers are SSMs" (Mamba-2), arXiv:2405.21060, sec. 6 (SSD
        algorithm: intra-chunk, chunk states, state passing, output), sec. 7 (architecture).
     """
-    q, n, g, heads, p = SSD_CHUNK_TOKENS, d.ssm_state, d.mamba_groups, d.mamba_heads, d.mamba_head_dim
-    flops = 2.0 * q * n * g + 2.0 * q * p * heads + 4.0 * n * p * heads
+    flops, heads = d.mamba_scan_flops, d.mamba_heads  # aisize.models.mamba_scan_flops_per_token
     moved = 2.0 * (3.0 * d.mamba_conv_dim + heads + 4.0 * d.mamba_inner)
     return (tokens / tp) * (flops / (high_peak * E.gemm_efficiency(gen, "16")) + moved / (hbm_bytes_per_s * E.HBM_EFFICIENCY))
 
