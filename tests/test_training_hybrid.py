@@ -142,5 +142,8 @@ def test_tp_must_divide_the_mamba_heads_and_groups(h8b):
         training.estimate(h8b, "h100-sxm", gpus=16, tensor_parallel=16, **kw)
     with pytest.raises(ValueError, match="tensor_parallel=16"):
         training.layer_kinds(h8b, seq_len=8192, tensor_parallel=16)
+    # CP splits each TP rank's Mamba-2 heads (128 / 8 = 16 heads): CP 32 cannot
+    with pytest.raises(ValueError, match=r"context_parallel=32 .* 16 Mamba-2 heads per TP rank"):
+        training.estimate(h8b, "b200", gpus=256, tensor_parallel=8, context_parallel=32, **kw)
     frame = training.search_layouts(h8b, "b200", 16, global_batch=64, seq_len=8192, top=50)
     assert set(frame["tp"]) <= {1, 2, 4, 8}

@@ -203,15 +203,20 @@ def tensor_parallel_units(m) -> int:
     return units
 
 
-def check_tensor_parallel(m, tp: int) -> None:
+def check_tensor_parallel(m, tp: int, cp: int = 1) -> None:
     """Raise a ValueError naming ``tensor_parallel`` when TP does not divide the heads (and, on a
-    hybrid, the Mamba-2 heads and groups)."""
+    hybrid, the Mamba-2 heads and groups), or ``context_parallel`` when a hybrid's Mamba-2 heads per
+    TP rank do not split over CP."""
     if m.heads % tp:
         raise ValueError(f"tensor_parallel={tp} is not allowed: it must divide the {m.heads} attention heads")
     if m.mamba_layers and (m.mamba_heads % tp or m.mamba_groups % tp):
         raise ValueError(f"tensor_parallel={tp} is not allowed: it must divide the {m.mamba_heads} Mamba-2 heads "
                          f"and the {m.mamba_groups} Mamba-2 groups (Megatron-LM splits both over TP); allowed: "
                          f"the divisors of {tensor_parallel_units(m)}")
+    if m.mamba_layers and (m.mamba_heads // tp) % cp:
+        raise ValueError(f"context_parallel={cp} is not allowed: with tensor_parallel={tp} it must divide the "
+                         f"{m.mamba_heads // tp} Mamba-2 heads per TP rank (Megatron-LM's MambaContextParallel "
+                         f"splits the heads over CP: 'nheads must be evenly divisible by tp_size * cp_size')")
 
 
 # Muon orthogonalizes each weight update with 5 Newton-Schulz iterations X <- aX + (bA + cA²)X,

@@ -215,11 +215,11 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
         raise ValueError(f"gpus={n} is not allowed: it must be a multiple of tensor_parallel x pipeline_parallel "
                          f"x context_parallel = {tp * pp * cp}")
     dp = n // (tp * pp * cp)
-    check_tensor_parallel(m, tp)  # the heads; a hybrid's Mamba-2 heads and groups too
     if pp > m.layers:
         raise ValueError(f"pipeline_parallel={pp} is not allowed: at most the {m.layers} layers")
     if s % cp:
         raise ValueError(f"context_parallel={cp} is not allowed: it must divide seq_len={s}")
+    check_tensor_parallel(m, tp, cp)  # the heads; a hybrid's Mamba-2 heads and groups (and heads over CP)
     check_experts(m, tp=tp, cp=cp, dp=dp, ep=ep, etp=etp)
     checks.choice("schedule", schedule, SCHEDULES)
     embed_slot = int(checks.flag("embedding_in_pipeline_split", embedding_in_pipeline_split))
