@@ -13,6 +13,7 @@ from aisize.serving.hardware import device
 from aisize.serving.iteration import achieved_rates, iteration_time
 
 KERNELS = serving.CALIBRATION.with_(gemm_source="kernels")
+ROOFLINE = serving.CALIBRATION.with_(gemm_source="roofline")
 
 
 def test_llama_70b_gemms_per_gpu_at_tp4_follow_its_architecture():
@@ -38,6 +39,7 @@ def test_the_curve_is_the_sum_of_the_measured_gemms_and_interpolates_between_the
 @pytest.mark.parametrize("model, fmt, gpu, engine, expect", [
     ("llama-3-70b", "fp8", "h100-sxm", "trtllm", "measured GEMMs (h100-sxm, trtllm"),
     ("llama-3-70b", "fp8", "h100-sxm", "trtllm-bench", "measured GEMMs (h100-sxm, trtllm"),
+    ("llama-2-7b", "fp16", "a100-sxm-80gb", "trtllm", "measured GEMMs (a100-sxm-80gb"),  # sweep ends at m 8,192
     ("llama-3-70b", "int4-g128", "h100-sxm", "vllm", "roofline (no measured"),
     ("llama-3-70b", "fp8", "mi300x", "vllm", "roofline (no measured"),
     ("deepseek-r1", "fp8", "h200-sxm", "sglang", "roofline (deepseek-r1: layers without"),
@@ -57,8 +59,7 @@ def test_an_iteration_reads_its_linear_time_from_the_tables_when_the_calibration
     gemms = KG.layer_gemms(m, 4)
     direct = sum(c * kernels.gemm_seconds("h100-sxm", "trtllm", "fp8", 64, n, k) for _, n, k, c in gemms)
     assert float(measured.linear_seconds) == pytest.approx(direct, rel=1e-9)
-    roofline = iteration_time(costs, achieved_rates(dev, serving.CALIBRATION, "trtllm"), serving.CALIBRATION,
-                              **step)
+    roofline = iteration_time(costs, achieved_rates(dev, ROOFLINE, "trtllm"), ROOFLINE, **step)
     assert float(roofline.linear_seconds) != pytest.approx(direct, rel=0.01)
     # without an engine the tables cannot be chosen: the roofline, said by the rates
     assert achieved_rates(dev, KERNELS).kernel_gemms is None
@@ -69,3 +70,14 @@ def test_a_calibration_file_names_a_known_gemm_source():
     with pytest.raises(ValueError, match="gemm_source='guess' is not allowed: one of roofline, kernels"):
         from_json(text)
     assert from_json(json.dumps({"gemm_source": "kernels"})).gemm_source == "kernels"
+
+
+def test_a_static_decode_on_a100_reads_measured_gemms_and_lands_near_lmdeploys_published_rate():
+    # LMDeploy's published Llama-2-7B fp16 decode on one A100-80G: 102.21 tokens/s at batch 1, 1,010.62 at
+    # batch 16 (data/validation/cases.csv). TensorRT-LLM's GEMMs, measured on the A100, stand in for TurboMind's.
+    for batch, context, published in ((1, 192, 102.21), (16, 1152, 1010.62)):
+        step = serving.decode_step("llama-2-7b", "a100-sxm-80gb", batch=batch, context_tokens=context,
+                                   weight_precision="fp16", kv_precision="fp16", calibration=KERNELS)
+        assert batch / step["seconds"] == pytest.approx(published, rel=0.08)
+    with pytest.raises(ValueError, match="engine='lmdeploy' is not allowed"):
+        serving.decode_step("llama-2-7b", "a100-sxm-80gb", batch=1, context_tokens=192, engine="lmdeploy")

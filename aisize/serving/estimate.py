@@ -479,12 +479,15 @@ def _breakdown(costs, rates, calib, shape, batch, i, o, spec=None) -> dict:
 
 
 def decode_step(model, accelerator, *, batch, context_tokens, tensor_parallel=1, weight_precision="bf16",
-                kv_precision="fp8", calibration: Calibration | str | None = None) -> dict:
+                kv_precision="fp8", calibration: Calibration | str | None = None, engine: str = "trtllm") -> dict:
     """One decode iteration of a static batch (no prefill in flight), by kind of work [s].
 
     What a static-batch benchmark measures between tokens: ``batch`` sequences at a
     mean context of ``context_tokens``, on ``tensor_parallel`` GPUs, replayed from a CUDA
-    graph. The dict's ``seconds`` is the iteration; the other keys are its parts.
+    graph. The dict's ``seconds`` is the iteration; the other keys are its parts. ``engine``
+    names whose GEMMs, measured on the GPU, time the linear layers (with a calibration whose
+    ``gemm_source`` is "kernels"); TensorRT-LLM's stand in for an engine without tables (LMDeploy's
+    TurboMind runs cuBLAS/CUTLASS GEMMs of the same shapes).
     """
     m = models.resolve(model)
     calib = resolve_calibration(calibration)
@@ -495,7 +498,7 @@ def decode_step(model, accelerator, *, batch, context_tokens, tensor_parallel=1,
     formats = weight_formats(weight_precision)
     dev = device(accelerator, formats, kv_precision)
     costs = model_costs(m, formats, kv_precision)
-    rates = achieved_rates(dev, calib)
+    rates = achieved_rates(dev, calib, checks.choice("engine", engine, ("trtllm", "vllm", "sglang")))
     it = iteration_time(costs, rates, calib, decode_sequences=b, decode_context=ctx, prefill_tokens=0.0,
                         prefill_prompts=0.0, prompt_tokens=ctx, gpus=tp)
     parts = _breakdown(costs, rates, calib, ReplicaShape(tp), b, ctx, 0)

@@ -37,6 +37,7 @@ ENGINE_TABLES = {"trtllm": "trtllm", "trtllm-bench": "trtllm", "vllm": "vllm", "
 #: block-scaled fp8 where an engine measured only that).
 DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8", "fp8_block"), "nvfp4": ("nvfp4",)}
 M_GRID = 2.0 ** np.arange(0, 16)  # 1 ... 32,768 tokens: the tables' measured range of m
+MIN_MEASURED_M = 1024.0  # a curve must be measured up to here (past it, time ~ m: compute-bound)
 
 
 def layer_gemms(model, tp: int) -> tuple:
@@ -89,11 +90,14 @@ def curve(gpu: str, engine_key: str, attention_format: str, dense_format: str, g
         return None
     total = np.zeros_like(M_GRID)
     for kind, n, k, count in gemms:
-        t = kernels.gemm_seconds(gpu, engine, dtypes[kind], M_GRID, n, k, out_of_range="nan")
-        if not np.all(np.isfinite(t)):
-            return None
-        total = total + count * t
-    return np.log(M_GRID), np.log(total)
+        total = total + count * kernels.gemm_seconds(gpu, engine, dtypes[kind], M_GRID, n, k, out_of_range="nan")
+    # some sweeps stop below 32,768 tokens (A100's at 8,192): keep the measured prefix, which must reach
+    # MIN_MEASURED_M (a decode batch); beyond it time grows with m, as compute-bound GEMMs do (seconds())
+    finite = np.isfinite(total)
+    upto = int(np.argmin(finite)) if not finite.all() else len(total)
+    if upto == 0 or M_GRID[upto - 1] < MIN_MEASURED_M:
+        return None
+    return np.log(M_GRID[:upto]), np.log(total[:upto])
 
 
 def seconds(lookup, tokens):
