@@ -23,7 +23,6 @@ KNOWN = {
     ("serving/estimate.py", "format"): "a refusal's reason names bytes and rates in the house style",
     ("serving/sizing.py", "format"): "a refusal's reason names the best TTFT and TPOT found",
     ("training/throughput.py", "format"): "a refusal's reason names an MFU as a percentage",
-    ("plan/summary.py", "report"): "the summary's assumption sentences are the report's (one wording)",
 }
 
 

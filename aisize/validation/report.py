@@ -185,7 +185,8 @@ LABEL_CHARS = 40  # a case's name on the error chart's axis (the tooltip has all
 
 
 def error_chart(df: pd.DataFrame):
-    """Altair bar chart of the signed error per case [%] (symlog axis), coloured by status.
+    """Altair bar chart of the signed error per case [%] (symlog axis), coloured by status, a tick at each
+    case's tolerance.
 
     Cases without a prediction (needs input) are left out; the tolerance is a tick beside each bar.
     """
@@ -203,5 +204,7 @@ def error_chart(df: pd.DataFrame):
         color=alt.Color("status:N", scale=alt.Scale(domain=["ok", "outside"], range=["#4c78a8", "#e45756"])),
         tooltip=tips("case", "family", alt.Tooltip("error_pct:Q", title="error [%]", format=NUMBER),
                      alt.Tooltip("tolerance_pct:Q", title="tolerance [%]"), "status"))
-    ticks = base.mark_tick(color="black", thickness=1).encode(x=alt.X("tolerance_pct:Q", title="tolerance [%]"))
+    # the ticks share the bars' axis: give them its title, or Vega joins both ("..., tolerance [%]")
+    ticks = base.mark_tick(color="black", thickness=1).encode(
+        x=alt.X("tolerance_pct:Q", title="error vs published [%] (symlog)"))
     return (bars + ticks).properties(width=420, height=alt.Step(12), title="aisize vs published figures")
