@@ -70,7 +70,12 @@ def test_a_scenario_given_as_users_in_flight_opens():
 
 
 def test_switching_to_users_keeps_the_load_by_littles_law():
-    app, inference = open_inference()
+    # at a load well below the replicas' capacity (10 requests/s on one replica of about 23), so that the
+    # open loop's queueing does not inflate the latency Little's law turns into users (at 86 % busy it does,
+    # and the users' plan then buys another replica and serves more)
+    def edit(d):
+        d["workloads"][SERVICE].update(requests_per_s=10.0)
+    app, inference = open_inference(scenario(edit=edit))
     before = app.state.plan.inference[0]
     inference.load.value = "users"
     w = app.state.data["workloads"][SERVICE]

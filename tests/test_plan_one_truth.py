@@ -68,7 +68,7 @@ def test_a_disaggregated_services_latencies_are_its_pools(planned):
 
 def test_the_report_says_the_shape_that_adds_up(planned):
     for i in planned.inference:
-        assert f"{F.serving_shape(i)} = {F.count(i.gpus)} GPUs" in _report_line(planned, i)
+        assert f"{F.serving_shape(i)} = {F.plural(i.gpus, 'GPU')}" in _report_line(planned, i)
 
 
 def _report_line(planned, i) -> str:

@@ -34,11 +34,13 @@ def inference(ctx: ReportContext) -> Html:
                      "Replicas", "GPUs", "Servers"], fleet, caption="Serving plan: replica shape and fleet",
                     css="numeric")
     slo = [[i.name, f"{i.requests_per_s:g}/s", pct(i.utilisation), duration(i.ttft_seconds),
-            duration(i.ttft_p95_seconds), duration(i.tpot_seconds), duration(i.tpot_p95_seconds),
+            duration(i.ttft_p95_seconds), duration(i.ttft_p99_seconds), duration(i.tpot_seconds),
+            duration(i.tpot_p95_seconds), duration(i.tpot_p99_seconds),
             f"{duration(i.ttft_target_seconds)} / {duration(i.tpot_target_seconds)} ({i.slo_statistic})",
             yes_no(i.ttft_met and i.tpot_met, "met", "missed")] for i in p.inference]
-    slo_t = table(["Service", "Load", "Util.", "TTFT mean", "TTFT p95", "TPOT mean", "TPOT p95",
-                   "Targets TTFT / TPOT", "SLOs"], slo, caption="Latency under the planned load", css="numeric")
+    slo_t = table(["Service", "Load", "Util.", "TTFT mean", "TTFT p95", "TTFT p99", "TPOT mean", "TPOT p95",
+                   "TPOT p99", "Targets TTFT / TPOT", "SLOs"], slo, caption="Latency under the planned load",
+                  css="numeric")
     mem = [[i.name, gib(i.weights_bytes), gib(i.kv_bytes_per_user), gib(i.memory_per_gpu_bytes["total_bytes"]),
             gib(i.gpu_memory_bytes), yes_no(i.fits), gib(i.host_memory_needed_bytes), yes_no(i.host_memory_fits)]
            for i in p.inference]

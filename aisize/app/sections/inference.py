@@ -232,13 +232,15 @@ class InferenceSection(Section):
             K.card("inference.capacity", "Capacity per replica", F.sig(i.output_tokens_per_s_per_replica), "tokens/s",
                    "Output tokens/s with every request waiting (max throughput)"),
             K.card("inference.ttft", f"TTFT {stat}", F.ms(ttft), "",
-                   f"mean {F.ms(i.ttft_seconds)}, p95 {F.ms(i.ttft_p95_seconds)}; "
+                   f"mean {F.ms(i.ttft_seconds)}, p95 {F.ms(i.ttft_p95_seconds)}, p99 {F.ms(i.ttft_p99_seconds)}; "
                    f"target {F.ms(i.ttft_target_seconds)}", state=ok(i.ttft_met)),
             K.card("inference.tpot", f"TPOT {stat}", F.ms(tpot), "per token",
-                   f"mean {F.ms(i.tpot_seconds)}, p95 {F.ms(i.tpot_p95_seconds)}; "
+                   f"mean {F.ms(i.tpot_seconds)}, p95 {F.ms(i.tpot_p95_seconds)}, p99 {F.ms(i.tpot_p99_seconds)}; "
                    f"target {F.ms(i.tpot_target_seconds)}", state=ok(i.tpot_met)),
             K.card("inference.latency_p95", "Request latency p95", F.duration(i.latency_p95_seconds), "",
                    "TTFT p95 + (output - 1) x TPOT p95", state=ok(i.latency_target_met)),
+            K.card("inference.latency_p99", "Request latency p99", F.duration(i.latency_p99_seconds), "",
+                   "TTFT p99 + (output - 1) x TPOT p99"),
             K.card("inference.kv_per_token", "KV cache per token", F.bytes_gpu(i.kv_bytes_per_token), "",
                    "Keys and values of one token over all layers"),
             K.card("inference.kv_per_user", "KV cache per request", F.bytes_gpu(i.kv_bytes_per_user), "",
