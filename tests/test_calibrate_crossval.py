@@ -49,3 +49,17 @@ def test_bad_grouping_and_budget_are_refused_with_the_allowed_values(dense_hoppe
     with pytest.raises(ValueError, match="runs is empty"):
         cross_validate([], CALIBRATION)
     assert group_of(dense_hopper_runs[0], "model") == dense_hopper_runs[0].model
+
+
+def test_aisize_validate_cross_validate_prints_in_sample_beside_held_out(monkeypatch):
+    # the command's lines on a small set (two Hopper GPUs, two dense models) so that the test runs in seconds
+    from aisize.validation import cli
+
+    runs = read_table(catalog.data_dir() / "validation" / "serving_throughput.csv")
+    small = [r for r in runs if r.model in ("llama-3.1-8b", "llama-3.3-70b") and r.accelerator in ("h100-sxm", "h200-sxm")]
+    monkeypatch.setattr("aisize.calibrate.read_table", lambda path: small if "throughput" in str(path) else [])
+    lines = cli.cross_validation_lines(["gpu"], 4)
+    assert lines[0].startswith("serving calibration aisize-") and "roofline GEMMs" in lines[0]
+    assert lines[1].startswith("leave one gpu out (2 groups")
+    assert lines[2].startswith("  in sample") and lines[3].startswith("  held out")
+    assert all(len(x) <= 120 for x in lines)

@@ -21,8 +21,39 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--csv", metavar="FILE", default=None, help="also write the full table to FILE")
     p.add_argument("--cases", metavar="FILE", default=None, help="a cases CSV (default: the packaged one)")
     p.add_argument("--gpus", type=int, default=None, help="show the MFU range for runs of about N GPUs")
+    p.add_argument("--cross-validate", nargs="+", choices=("model", "gpu"), default=None, metavar="BY",
+                   help="instead of the table: the serving calibration's scores on the public runs in sample and "
+                        "held out (leave one model out: 'model', leave one GPU out: 'gpu'; minutes each)")
+    p.add_argument("--cv-evaluations", type=int, default=5, help="solver budget per refit (with --cross-validate)")
     p.set_defaults(func=run)
     return p
+
+
+CV_SETS = ("serving_throughput", "serving_load", "serving_disagg")  # the sets the calibration is fitted on
+
+
+def cross_validation_lines(by_list, evaluations: int, calibration=None, progress=None) -> list[str]:
+    """Lines of in-sample and held-out scores for each grouping (``aisize.calibrate.cross_validate``)."""
+    from aisize import catalog
+    from aisize.calibrate import cross_validate, read_table
+    from aisize.calibrate.fitting import summary
+    from aisize.serving import CALIBRATION
+
+    cal = calibration or CALIBRATION
+    runs = [r for s in CV_SETS for r in read_table(catalog.data_dir() / "validation" / f"{s}.csv")]
+
+    def line(name, preds):
+        s = summary(list(preds))
+        return (f"  {name:10s} {s['within']:3d} of {s['runs']} runs within 15 % on tokens/s per GPU (median |err| "
+                f"{100 * s['median_abs_error']:.1f} %); TPOT {s['tpot_within']} of {s['tpot_runs']} (median |err| "
+                f"{100 * s['tpot_median_abs_error']:.1f} %)")
+
+    out = [f"serving calibration {cal.name} ({cal.gemm_source} GEMMs) on {', '.join(CV_SETS)}"]
+    for by in by_list:
+        cv = cross_validate(runs, cal, by=by, max_evaluations=evaluations, progress=progress)
+        out += [f"leave one {by} out ({len(cv.groups)} groups, each refitted with {evaluations} solver steps "
+                f"without its runs):", line("in sample", cv.in_sample), line("held out", cv.held_out)]
+    return out
 
 
 def _text_table(frame) -> str:
@@ -76,6 +107,12 @@ def run(args: argparse.Namespace) -> int:
     from aisize.validation.ranges import mfu_range
     from aisize.validation.report import summary, validate
 
+    if getattr(args, "cross_validate", None):
+        for line in cross_validation_lines(args.cross_validate, args.cv_evaluations,
+                                           progress=lambda g, k, n: print(f"  holding out {g} ({k + 1}/{n})",
+                                                                          file=sys.stderr, flush=True)):
+            print(line)
+        return 0
     table = validate(args.family, path=args.cases)
     summ = summary(table)
     r = mfu_range(args.gpus)
