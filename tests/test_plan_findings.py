@@ -143,3 +143,19 @@ def test_findings_are_ordered_problems_first():
 def test_inconsistent_fixed_layout_is_a_value_error(edit, match):
     with pytest.raises(ValueError, match=match):
         _plan("xe9680-genai", edit)
+
+
+def test_an_uncalibrated_gpu_says_its_capacity_range_and_to_size_with_the_low_end():
+    # littles-law serves Llama 2 7B on L40S (no calibrated generation): the finding carries the range the
+    # calibrated generations' efficiencies give its fleet, read from the plan's one figure
+    from aisize.plan import plan
+    from aisize.scenario import preset
+
+    p = plan(preset("littles-law"))
+    i = p.inference[0]
+    lo, hi = i.capacity_range_output_tokens_per_s
+    assert i.uncalibrated and lo < hi
+    text = next(f.text for f in p.findings if "uncalibrated" in f.text)
+    from aisize.format import sig
+
+    assert f"serve {sig(lo)} to {sig(hi)} output tokens/s at most" in text and "size with the low end" in text

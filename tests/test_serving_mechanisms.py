@@ -100,6 +100,12 @@ def test_an_uncalibrated_gpu_gives_the_range_of_the_calibrated_generations_not_a
         fallback_generation="cdna4"), **kw)
     assert cdna4.output_tokens_per_s in (lo, hi)
     assert est.tpot_range_s[0] <= est.tpot_s <= est.tpot_range_s[1]
+    assert est.max_output_tokens_per_s_range == est.output_tokens_per_s_range  # flat out, served = capacity
+    # at a given rate the served figure is the rate's; the capacity and the latencies carry the spread
+    at_rate = serving.estimate("llama-3.1-8b", "mi325x", requests_per_s=2.0, **kw)
+    lo_r, hi_r = at_rate.output_tokens_per_s_range
+    assert lo_r == pytest.approx(hi_r) and at_rate.max_output_tokens_per_s_range[0] < at_rate.max_output_tokens_per_s_range[1]
+    assert at_rate.tpot_range_s[0] < at_rate.tpot_range_s[1]
     assert any("no public run calibrates" in n and "cdna4" in n for n in est.notes)
     # a calibrated GPU carries no range
     assert serving.estimate("llama-3.1-8b", "h100-sxm", **kw).output_tokens_per_s_range == ()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aisize.format import bytes_gpu, bytes_si, days, duration, ms, num, pct, rate, sig, span
+from aisize.format import bytes_gpu, bytes_si, days, duration, ms, num, pct, plural, rate, sig, span
 from aisize.plan import context as C
 from aisize.serving.curves import LOAD_RISE
 from aisize.plan.assumption_text import assumption_sentences
@@ -179,9 +179,16 @@ def inference_targets(plan) -> list[Finding]:
                               f"over the {_ms(i.tpot_target_seconds)} target")
             out.append(Finding("problem", "inference", f"{i.name}: " + "; ".join(missed)))
         if i.uncalibrated:
+            spread = ""
+            if i.capacity_range_output_tokens_per_s:
+                lo, hi = i.capacity_range_output_tokens_per_s
+                t_lo, t_hi = i.tpot_range_seconds or (i.tpot_seconds, i.tpot_seconds)
+                spread = (f": under the calibrated generations' efficiencies its {plural(i.replicas, 'replica')} serve "
+                          f"{sig(lo)} to {sig(hi)} output tokens/s at most and its TPOT mean is {_ms(t_lo)} to "
+                          f"{_ms(t_hi)}; size with the low end")
             out.append(Finding("warning", "inference", (
                 f"{i.name}: {plan.accelerator} is of a GPU generation without fitted serving efficiencies; "
-                f"Hopper's stand in, so its figures are uncalibrated")))
+                f"Hopper's stand in, so its figures are uncalibrated{spread}")))
         if i.latency_elasticity > C.KNEE_ELASTICITY and i.stable:  # the slope at the operating point
             out.append(Finding("warning", "inference", (
                 f"{i.name}: past the latency knee at {i.requests_per_s:g} requests/s: its {i.slo_statistic} "

@@ -98,6 +98,10 @@ class InferencePlan:
     estimate: serving.ServingEstimate | None  # the aggregated replica at its share of the rate (None: disaggregated)
     pools: DisaggregatedPools | None  # prefill/decode pools when disaggregated, with pools_estimate's latencies
     notes: tuple = ()
+    # an uncalibrated GPU: the fleet's capacity [output tokens/s] and the TPOT [s] under each calibrated
+    # generation's efficiencies, (low, high), read from the estimate (serving.estimate); empty when calibrated
+    capacity_range_output_tokens_per_s: tuple = ()
+    tpot_range_seconds: tuple = ()
     concurrency: float | None = None  # users in flight, when the service was given that way
     kv_tiers: object = None  # prompt reuse and KV-cache tiers (aisize.plan.kvtiers.KVTierPlan), when prefix is given
     # the pools bought, at the planned rate (serving.estimate_disaggregated): every latency of a disaggregated
@@ -409,4 +413,6 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
         model_loads_per_hour=w.model_loads_per_hour, host_memory_needed_bytes=float(host.memory.total_bytes),
         server_host_memory_bytes=float(ctx.server.host_memory_bytes), host_memory_fits=bool(host.memory_fits),
         station=station, knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)),
-        notes=tuple(est.notes) + (kv.notes if kv else ()) if est else (), kv_tiers=kv, **v)
+        notes=tuple(est.notes) + (kv.notes if kv else ()) if est else (), kv_tiers=kv,
+        capacity_range_output_tokens_per_s=tuple(x * v["replicas"] for x in est.max_output_tokens_per_s_range)
+        if est else (), tpot_range_seconds=tuple(est.tpot_range_s) if est else (), **v)

@@ -18,6 +18,7 @@ the highest throughput at the asked load is used.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -100,6 +101,7 @@ class ServingEstimate:
     # an uncalibrated GPU: (low, high) of the figure under each calibrated generation's efficiencies, the point
     # among them (:func:`_uncalibrated_range`); empty on a calibrated GPU
     output_tokens_per_s_range: tuple = ()
+    max_output_tokens_per_s_range: tuple = ()  # the capacity's (at a given rate the served figure is the rate's)
     ttft_range_s: tuple = ()
     tpot_range_s: tuple = ()
     weight_formats: object = field(default=None, repr=False, compare=False)  # the WeightFormats used
@@ -259,22 +261,31 @@ def _uncalibrated_range(est: ServingEstimate, asked: dict) -> ServingEstimate:
     """``est`` with the (low, high) its figures take under each calibrated generation's efficiencies (the
     fallback's point among them), and a note naming the spread."""
     calib = est.calibration_record
-    figures = {"tokens": [est.output_tokens_per_s], "ttft": [est.ttft_s], "tpot": [est.tpot_s]}
+    keys = {"tokens": "output_tokens_per_s", "capacity": "max_output_tokens_per_s", "ttft": "ttft_s", "tpot": "tpot_s"}
+    figures = {k: [getattr(est, a)] for k, a in keys.items()}
+    overloaded = []
     for gen in calib.gemm_efficiency:
         if gen == calib.fallback_generation:
             continue
         other = _estimate(**{**asked, "calibration": calib.with_(fallback_generation=gen)})
-        if other.feasible and other.stable:
-            figures["tokens"].append(other.output_tokens_per_s)
-            figures["ttft"].append(other.ttft_s)
-            figures["tpot"].append(other.tpot_s)
+        if not other.feasible:
+            continue
+        figures["capacity"].append(other.max_output_tokens_per_s)  # a capacity whatever the load
+        if other.stable:
+            for k in ("tokens", "ttft", "tpot"):
+                figures[k].append(getattr(other, keys[k]))
+        else:  # the load asked for is past this generation's capacity: the latencies have no upper end
+            overloaded.append(gen)
+            for k in ("ttft", "tpot"):
+                figures[k].append(math.inf)
     span = {k: (min(v), max(v)) for k, v in figures.items()}
-    lo, hi = span["tokens"]
+    lo, hi = span["capacity"]
     note = (f"{est.accelerator}: no public run calibrates its generation; under the efficiencies of the calibrated "
-            f"generations ({', '.join(calib.gemm_efficiency)}) it serves {F.sig(lo)} to {F.sig(hi)} output tokens/s "
-            f"(the point, {F.sig(est.output_tokens_per_s)}, uses {calib.fallback_generation}'s)")
-    return replace(est, output_tokens_per_s_range=span["tokens"], ttft_range_s=span["ttft"],
-                   tpot_range_s=span["tpot"], notes=est.notes + (note,))
+            f"generations ({', '.join(calib.gemm_efficiency)}) a replica's capacity is {F.sig(lo)} to {F.sig(hi)} "
+            f"output tokens/s (the point, {F.sig(est.max_output_tokens_per_s)}, uses {calib.fallback_generation}'s)"
+            + (f"; under {', '.join(overloaded)}'s the load asked for would overload it" if overloaded else ""))
+    return replace(est, output_tokens_per_s_range=span["tokens"], max_output_tokens_per_s_range=span["capacity"],
+                   ttft_range_s=span["ttft"], tpot_range_s=span["tpot"], notes=est.notes + (note,))
 
 
 def _estimate(model, accelerator, *, tensor_parallel, weight_precision, kv_precision, input_tokens, output_tokens,
