@@ -60,7 +60,7 @@ def test_csv_and_excel(genai, tmp_path):
 
 def test_summary_text_names_totals_and_findings(genai):
     text = summary_text(genai)
-    assert f"{genai.gpus} x h100-sxm" in text and "Findings" in text and "Bill of materials" in text
+    assert f"{genai.gpus} GPUs (h100-sxm)" in text and "Findings" in text and "Bill of materials" in text
 
 
 def test_sweep_target_days_trades_gpus_for_time():

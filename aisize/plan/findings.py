@@ -79,7 +79,7 @@ def storage_binding(plan) -> list[Finding]:
             f"({', '.join(f'{k} {sig(v)}x' for k, v in over.items())})")))
     elif s.scope in ("unit", "drive"):
         out.append(Finding("info", "storage", (
-            f"storage: {s.units:.0f} x {s.system}; {s.binding} binds (units by read {s.units_by['read']:.0f}, "
+            f"{s.units:.0f} x {s.system} bought; {s.binding} binds (units by read {s.units_by['read']:.0f}, "
             f"write {s.units_by['write']:.0f}, IOPS {s.units_by['iops']:.0f}, capacity {s.units_by['capacity']:.0f})")))
     else:
         out.append(Finding("info", "storage", (
@@ -225,7 +225,7 @@ def throughput_basis(plan) -> list[Finding]:
     """What each job's time rests on: a measurement, a calibrated estimate or the assumed MFU."""
     out = []
     for t in plan.training:
-        mfu = "" if "assumed MFU" in t.throughput_basis else f" ({pct(t.mfu_assumed)} MFU)"
+        mfu = "" if "MFU" in t.throughput_basis else f" ({pct(t.mfu_assumed)} MFU)"  # the basis may name it
         text = (f"{t.name}: throughput {t.throughput_basis}{mfu}; {days(t.training_days)}, "
                 f"range {span(t.days_low, t.days_high, 'days')} ({t.days_range_basis})")
         out.append(Finding("info", "compute", text + (f"; source: {t.throughput_source}" if t.throughput_source
