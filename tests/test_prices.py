@@ -117,8 +117,9 @@ def test_a_plan_of_a_gpu_no_one_rents_says_so_instead_of_comparing(today):
     d["hardware"]["server"] = "dgx-b300"  # no public B300 rental rate in data/prices.csv
     p = plan(from_dict(d))
     c = p.cost
-    assert c.cloud_rate == "" and math.isnan(c.cloud_usd_per_gpu_hour) and math.isnan(c.rent_usd_per_year)
-    assert math.isnan(c.break_even_utilisation) and c.break_even_months is None
+    # no rate: no figure (None), never a NaN a reader could take for a number
+    assert c.cloud_rate == "" and c.cloud_usd_per_gpu_hour is None and c.rent_usd_per_year is None
+    assert c.break_even_utilisation is None and c.break_even_months is None
     assert c.verdict.startswith("not compared with renting: no rental rate for b300")
     assert [f.severity for f in p.findings if f.text == c.verdict] == ["warning"]
     assert "h100" not in " ".join(x["id"] for x in c.prices_used)  # no other GPU's rate is used

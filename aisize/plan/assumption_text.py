@@ -165,7 +165,10 @@ def assumption_rows(scenario: Scenario, assumptions: dict | None = None) -> tupl
                          (scenario.hardware, ("switch_radix", "oversubscription"))):
         for name in names:
             label, unit, why = POLICY_TEXT.get(name, (name.replace("_", " ").capitalize(), "", ""))
-            origin = "scenario" if name in model.model_fields_set else "default"
+            # a value other than the default is the scenario's (a saved scenario writes every field, so whether
+            # a field was written says nothing: a plan of the saved file must read as the plan did)
+            default = type(model).model_fields[name].get_default(call_default_factory=True)
+            origin = "scenario" if getattr(model, name) != default else "default"
             value = calibration_label(model) if name == "serving_calibration" else getattr(model, name)
             policies.append([label, _show(value, unit), origin, why])
     chosen = scenario.policies.serving_calibration  # its constants are the scenario's, labelled from its table

@@ -46,10 +46,10 @@ class CostPlan:
     job_streams: tuple  # dicts: workload, usd_per_job, usd_per_job_with_idle, usd_per_year
     gpu_utilisation: float  # busy share of installed GPU-hours over the life (timeline.long_run_utilisation)
     cloud_rate: str  # the cloud row(s) compared with, renting the GPU the plan bought ("" where none does)
-    cloud_usd_per_gpu_hour: float  # NaN where no rate rents the GPU bought (mixed GPUs: weighted by busy hours)
-    rent_usd_per_year: float  # the busy GPU-hours rented at the cloud rate (NaN: no rate)
+    cloud_usd_per_gpu_hour: float | None  # None where no rate rents the GPU bought (mixed GPUs: weighted by busy hours)
+    rent_usd_per_year: float | None  # the busy GPU-hours rented at the cloud rate (None: no rate)
     own_usd_per_year: float  # amortised capital + operating
-    break_even_utilisation: float  # share of hours busy at which owning costs what renting them would (NaN: no rate)
+    break_even_utilisation: float | None  # share of hours busy at which owning costs what renting would (None: no rate)
     break_even_months: float | None  # months until renting the busy GPU-hours has cost what buying and running
     # does; None: never (renting costs no more a year than running the owned cluster) or no rate
     assumed: tuple[str, ...]  # ids of prices used that are assumptions to replace
@@ -125,12 +125,12 @@ def plan_cost(plan, pools) -> CostPlan:
     util = long_run_utilisation(plan.timeline, cfg.life_years * HOURS_PER_YEAR)
     today = _today()
     choices, cloud = _rental(plan, prices, cfg.cloud_rate, today)
-    rent = util * plan.gpus * HOURS_PER_YEAR * cloud
+    rent = None if cloud is None else util * plan.gpus * HOURS_PER_YEAR * cloud
     rate_ids = [c.id for c in choices if c.id]
     used = sorted({x.price_id for x in lines if x.price_id} | {"energy-per-kwh", "pue", "support-share",
                                                                 "rack-per-month"} | set(rate_ids))
-    months = _finite(break_even_months(capital, opex, rent)) if math.isfinite(rent) else None
-    be = float(break_even_utilisation(rate, cloud)) if math.isfinite(cloud) else math.nan
+    months = _finite(break_even_months(capital, opex, rent)) if rent is not None else None
+    be = float(break_even_utilisation(rate, cloud)) if cloud is not None else None  # no rate: no figure, not NaN
     c = CostPlan(
         cfg.life_years, cfg.average_power_share, tuple(lines), capital, tuple(operating), opex,
         plan.power_watts * cfg.average_power_share / 1e3 * pue * HOURS_PER_YEAR, rate, tuple(pool_rows),
@@ -150,14 +150,14 @@ def _today() -> datetime.date:
     return datetime.date.today()
 
 
-def _rental(plan, prices, requested: str, today) -> tuple[list, float]:
+def _rental(plan, prices, requested: str, today) -> tuple[list, float | None]:
     """The rate compared with for each accelerator the plan bought, and their mean weighted by busy GPU-hours
-    (NaN when any accelerator has no rate: renting half a plan is not the plan)."""
+    (None when any accelerator has no rate: renting half a plan is not the plan)."""
     acc_of = {pp.name: pp.accelerator for pp in plan.pools}
     accs = list(dict.fromkeys(pp.accelerator for pp in plan.pools if pp.gpus)) or [plan.accelerator]
     choices = [choose_rate(prices, requested, a, today) for a in accs]
     if any(not c.id for c in choices):
-        return choices, math.nan
+        return choices, None
     busy = {a: 0.0 for a in accs}
     for r in plan.timeline.rows:
         a = acc_of.get(r["pool"])
@@ -171,7 +171,7 @@ def _rental(plan, prices, requested: str, today) -> tuple[list, float]:
 def verdict(c: CostPlan, gpu: str) -> str:
     """Buy or rent, plainly: what the cheaper one saves over the life, and the busy share where buying pays back."""
     life = f"{num(c.life_years)} year{'' if c.life_years == 1 else 's'}"
-    if not math.isfinite(c.rent_usd_per_year):
+    if c.rent_usd_per_year is None:
         return f"not compared with renting: {'; '.join(c.rental_notes)}"
     at = f"at {pct(c.gpu_utilisation)} busy over the {num(c.life_years)}-year life"
     rate = f"{gpu} rented at {c.cloud_rate} ({usd(c.cloud_usd_per_gpu_hour)}/GPU-hour)"
@@ -197,7 +197,7 @@ def payback(c: CostPlan) -> tuple[str, str, str]:
 
     Where renting wins, the months until renting has cost what owning does fall after the life (or never come),
     so buying never pays back within it; "—" with the reason where no rate rents the GPU bought."""
-    if not math.isfinite(c.rent_usd_per_year):
+    if c.rent_usd_per_year is None:
         return DASH, "", "; ".join(c.rental_notes)
     why = f"at {pct(c.gpu_utilisation)} busy; {_pays(c)}"
     if c.rent_usd_per_year < c.own_usd_per_year or c.break_even_months is None:
@@ -211,7 +211,7 @@ def cost_notes(c: CostPlan, max_age_months: float = MAX_PRICE_AGE_MONTHS) -> lis
     out = [("warning", f"price {p['id']} ({p['item']}) is dated {p['date']}, {sig(p['age_months'])} months ago "
                        f"(older than {num(max_age_months)} months): replace it with a current figure "
                        "(data/prices.csv or cost.prices)") for p in c.stale_prices]
-    if math.isfinite(c.rent_usd_per_year):
+    if c.rent_usd_per_year is not None:
         out += [("info", f"rental compared with the GPU bought: {n}") for n in c.rental_notes]
         return out + [("info", c.verdict)]
     return out + [("warning", c.verdict)]

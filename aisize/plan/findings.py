@@ -184,8 +184,10 @@ def inference_targets(plan) -> list[Finding]:
                 lo, hi = i.capacity_range_output_tokens_per_s
                 t_lo, t_hi = i.tpot_range_seconds or (i.tpot_seconds, i.tpot_seconds)
                 spread = (f": under the calibrated generations' efficiencies its {plural(i.replicas, 'replica')} serve "
-                          f"{sig(lo)} to {sig(hi)} output tokens/s at most and its TPOT mean is {_ms(t_lo)} to "
-                          f"{_ms(t_hi)}; size with the low end")
+                          f"{sig(lo)} to {sig(hi)} output tokens/s at most and its TPOT mean is "
+                          + (_ms(t_lo) if t_lo == t_hi else f"{_ms(t_lo)} to {_ms(t_hi)}")
+                          + (f" (with the {' and '.join(i.overloaded_under)} efficiencies the load would overload "
+                             f"them)" if i.overloaded_under else "") + "; size with the low end")
             out.append(Finding("warning", "inference", (
                 f"{i.name}: {plan.accelerator} is of a GPU generation without fitted serving efficiencies; "
                 f"Hopper's stand in, so its figures are uncalibrated{spread}")))

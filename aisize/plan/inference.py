@@ -101,7 +101,8 @@ class InferencePlan:
     # an uncalibrated GPU: the fleet's capacity [output tokens/s] and the TPOT [s] under each calibrated
     # generation's efficiencies, (low, high), read from the estimate (serving.estimate); empty when calibrated
     capacity_range_output_tokens_per_s: tuple = ()
-    tpot_range_seconds: tuple = ()
+    tpot_range_seconds: tuple = ()  # over the generations that keep the load stable
+    overloaded_under: tuple = ()  # generations whose efficiencies would not carry the load
     concurrency: float | None = None  # users in flight, when the service was given that way
     kv_tiers: object = None  # prompt reuse and KV-cache tiers (aisize.plan.kvtiers.KVTierPlan), when prefix is given
     # the pools bought, at the planned rate (serving.estimate_disaggregated): every latency of a disaggregated
@@ -415,4 +416,5 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
         station=station, knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)),
         notes=tuple(est.notes) + (kv.notes if kv else ()) if est else (), kv_tiers=kv,
         capacity_range_output_tokens_per_s=tuple(x * v["replicas"] for x in est.max_output_tokens_per_s_range)
-        if est else (), tpot_range_seconds=tuple(est.tpot_range_s) if est else (), **v)
+        if est else (), tpot_range_seconds=tuple(est.tpot_range_s) if est else (),
+        overloaded_under=tuple(est.overloaded_under) if est else (), **v)

@@ -135,7 +135,7 @@ def cost(ctx: ReportContext) -> Html:
     rate = (f"{usd(c.cloud_usd_per_gpu_hour)} per {c.cloud_gpu} GPU-hour ({c.cloud_rate})" if c.cloud_rate
             else f"{DASH} (no rate for the GPU bought)")
     rent = (f" Renting the busy GPU-hours would cost {usd(c.rent_usd_per_year)} a year against "
-            f"{usd(c.own_usd_per_year)} for owning." if math.isfinite(c.rent_usd_per_year) else "")
+            f"{usd(c.own_usd_per_year)} for owning." if c.rent_usd_per_year is not None else "")
     out = [facts([("Capital", usd(c.capital_usd)), ("Operating per year", usd(c.operating_usd_per_year)),
                   ("Per GPU-hour", usd(c.usd_per_gpu_hour)), ("GPUs busy", pct(c.gpu_utilisation)),
                   ("Cloud rate", rate),

@@ -18,7 +18,6 @@ the highest throughput at the asked load is used.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -102,8 +101,9 @@ class ServingEstimate:
     # among them (:func:`_uncalibrated_range`); empty on a calibrated GPU
     output_tokens_per_s_range: tuple = ()
     max_output_tokens_per_s_range: tuple = ()  # the capacity's (at a given rate the served figure is the rate's)
-    ttft_range_s: tuple = ()
+    ttft_range_s: tuple = ()  # over the generations whose efficiencies keep the load stable
     tpot_range_s: tuple = ()
+    overloaded_under: tuple = ()  # generations under whose efficiencies the load asked for overloads the replica
     weight_formats: object = field(default=None, repr=False, compare=False)  # the WeightFormats used
     speculation: object = field(default=None, repr=False, compare=False)  # the Speculation used (or None)
     model_record: object = field(default=None, repr=False, compare=False)  # the Transformer used
@@ -274,10 +274,8 @@ def _uncalibrated_range(est: ServingEstimate, asked: dict) -> ServingEstimate:
         if other.stable:
             for k in ("tokens", "ttft", "tpot"):
                 figures[k].append(getattr(other, keys[k]))
-        else:  # the load asked for is past this generation's capacity: the latencies have no upper end
+        else:  # the load asked for is past this generation's capacity: said apart, its latencies have no bound
             overloaded.append(gen)
-            for k in ("ttft", "tpot"):
-                figures[k].append(math.inf)
     span = {k: (min(v), max(v)) for k, v in figures.items()}
     lo, hi = span["capacity"]
     note = (f"{est.accelerator}: no public run calibrates its generation; under the efficiencies of the calibrated "
@@ -285,7 +283,8 @@ def _uncalibrated_range(est: ServingEstimate, asked: dict) -> ServingEstimate:
             f"output tokens/s (the point, {F.sig(est.max_output_tokens_per_s)}, uses {calib.fallback_generation}'s)"
             + (f"; under {', '.join(overloaded)}'s the load asked for would overload it" if overloaded else ""))
     return replace(est, output_tokens_per_s_range=span["tokens"], max_output_tokens_per_s_range=span["capacity"],
-                   ttft_range_s=span["ttft"], tpot_range_s=span["tpot"], notes=est.notes + (note,))
+                   ttft_range_s=span["ttft"], tpot_range_s=span["tpot"], overloaded_under=tuple(overloaded),
+                   notes=est.notes + (note,))
 
 
 def _estimate(model, accelerator, *, tensor_parallel, weight_precision, kv_precision, input_tokens, output_tokens,
