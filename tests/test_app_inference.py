@@ -333,3 +333,20 @@ def test_a_gpu_generation_without_public_runs_is_flagged_uncalibrated():
     f = figures(inference)
     assert shown(f, "inference.calibration") == "uncalibrated"
     assert card_class(f, "inference.calibration") == "aisize-card bad"
+
+
+def test_a_disaggregated_services_shape_card_adds_up_to_its_gpus():
+    # serving-at-scale's RAG chat 70B: the card said "13 replicas", "Replica shape (TP) 4" beside 32 GPUs
+    from aisize import format as F
+
+    app, inference = open_inference(to_dict(preset("serving-at-scale")))
+    p = app.state.plan
+    index = next(k for k, i in enumerate(p.inference) if i.serving_mode == "disaggregated")
+    inference.service.value = inference.service.options[index][1] if isinstance(
+        inference.service.options[index], tuple) else inference.service.options[index]
+    i = app.state.plan.inference[index]
+    page = figures(inference)
+    assert F.serving_shape(i) in page and "prefill replica" in page and "Replicas (prefill + decode)" in page
+    # the shape's parts add up to the GPUs shown beside it
+    assert i.pools.prefill_gpus + i.pools.decode_gpus == i.gpus
+    assert "past it" in page or i.requests_per_s <= i.knee_requests_per_s

@@ -216,16 +216,17 @@ class InferenceSection(Section):
     @staticmethod
     def _figures(i, knee_factor: float) -> str:
         ok = (lambda flag: "good" if flag else "bad")
-        shape = f"{i.tensor_parallel}" + (f" × PP {i.pipeline_parallel}" if i.pipeline_parallel > 1 else "") + (
-            f", ADP {i.attention_dp}" if i.attention_dp > 1 else "")
         stat = i.slo_statistic
         ttft = i.ttft_p95_seconds if stat == "p95" else i.ttft_seconds
         tpot = i.tpot_p95_seconds if stat == "p95" else i.tpot_seconds
         items = [
-            K.card("inference.replicas", "Replicas", i.replicas, "", "Copies of the model serving in parallel"),
+            K.card("inference.replicas", "Replicas" + (" (prefill + decode)" if i.pools is not None
+                                                       and i.serving_mode == "disaggregated" else ""),
+                   i.replicas, "", "Copies of the model serving in parallel"),
             K.card("inference.gpus", "GPUs for this service", i.gpus, "GPUs"),
-            K.card("inference.tensor_parallel", "Replica shape (TP)", shape, "",
-                   "GPUs per pipeline stage, stages, attention data-parallel groups"),
+            # the plan's one wording of the shape, adding up to the GPUs ("10 prefill replicas × TP 1 × PP 2 + ...")
+            K.card("inference.tensor_parallel", "Replica shape", F.serving_shape(i), "",
+                   "Replicas × GPUs per pipeline stage (TP), stages (PP), attention data-parallel groups (ADP)"),
             K.card("inference.mode", "Serving", i.serving_mode, ""),
             K.card("inference.batch", "Batch per replica", F.num(i.batch), "requests",
                    f"Mean requests in flight under the planned load (at most {i.max_batch})"),
@@ -249,8 +250,12 @@ class InferenceSection(Section):
                    "", f"At the planned batch, of a pool of {F.bytes_gpu(i.memory_per_gpu_bytes['kv_cache_bytes'])}"),
             K.card("inference.utilisation", "Utilisation", F.pct(i.utilisation), "of capacity",
                    "Of each replica's capacity at the planned load"),
-            K.card("inference.knee", "Knee (request rate)", F.sig(i.knee_requests_per_s), "requests/s",
-                   f"Load at which mean latency reaches {knee_factor:g}x unloaded"),
+            # the doubling point, named as what it is: the knee warning reads the curve's slope at the planned load
+            K.card("inference.knee", f"Mean latency {knee_factor:g}x unloaded at", F.sig(i.knee_requests_per_s),
+                   "requests/s", f"Load at which mean latency reaches {knee_factor:g}x unloaded"
+                   + (f"; the planned {F.sig(i.requests_per_s)} requests/s is past it" if
+                      i.requests_per_s > i.knee_requests_per_s > 0 else ""),
+                   state="bad" if i.requests_per_s > i.knee_requests_per_s > 0 else ""),
         ]
         if i.pools is not None and i.serving_mode == "disaggregated":
             items += [K.card("inference.prefill_gpus", "Prefill GPUs", i.pools.prefill_gpus, "GPUs"),
