@@ -270,6 +270,21 @@ def pool_shapes(service) -> tuple[str, str] | None:
                                                           p.decode_attention_dp))
 
 
+def layout(lay, *, recompute: bool = True) -> str:
+    """A training layout in one wording on every surface, its parts multiplying to its GPUs:
+    "TP2 PP1 CP2 DP2 ZeRO-3 mb1" (EP where experts spread, the schedule's chunks where stages interleave),
+    then "recompute none" (a :class:`~aisize.plan.training` layout: tensor_parallel, pipeline_parallel,
+    context_parallel, data_parallel, expert_parallel, zero_stage, micro_batch, recompute)."""
+    cp = getattr(lay, "context_parallel", 1)
+    ep = getattr(lay, "expert_parallel", 1)
+    vs = getattr(lay, "virtual_stages", 1)
+    text = (f"TP{lay.tensor_parallel} PP{lay.pipeline_parallel}" + (f"x{vs}" if lay.pipeline_parallel > 1 and vs > 1
+                                                                   else "")
+            + f" CP{cp} DP{lay.data_parallel}" + (f" EP{ep}" if ep > 1 else "")
+            + f" ZeRO-{lay.zero_stage} mb{lay.micro_batch}")
+    return text + (f" recompute {lay.recompute}" if recompute else "")
+
+
 def serving_shape(service) -> str:
     """How a service's GPUs are laid out, adding up to its GPUs: "13 replicas × TP 4", or, disaggregated,
     "10 prefill replicas × TP 1 × PP 2 + 3 decode replicas × TP 4" (an :class:`aisize.plan.InferencePlan`)."""

@@ -99,3 +99,18 @@ def test_no_compute_nic_is_listed_without_saying_why_when_there_is_no_fabric():
     switches = table[table["item"] == "compute fabric switches"].iloc[0]
     if switches["quantity"] == 0 and nic["quantity"] > 0:
         assert "unused: no workload spans servers" in nic["item"]
+
+
+@pytest.mark.parametrize("name", ["xe9680-genai", "shared-cluster", "llama3-70b-pretrain"])
+def test_a_training_layout_reads_the_same_everywhere_and_multiplies_to_its_gpus(name):
+    # the Summary's workloads table said "TP2 PP1 DP2" (4 GPUs) for a job of 8 whose card said "... CP2 ..."
+    from aisize.plan.bom import workloads_table
+
+    p = plan(preset(name))
+    rows = {r["workload"]: r for r in workloads_table(p).to_dict("records")}
+    for t in p.training:
+        lay = t.layout
+        assert (lay.tensor_parallel * lay.pipeline_parallel * lay.context_parallel * lay.data_parallel
+                == t.gpus), t.name
+        assert rows[t.name]["layout"] == F.layout(lay)
+        assert f"CP{lay.context_parallel} DP{lay.data_parallel}" in F.layout(lay)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from aisize import format as F
 from aisize.plan.spreadsheet import defuse
 from aisize.units import GB, TB, GiB
 
@@ -166,9 +167,7 @@ def workloads_table(plan) -> pd.DataFrame:
                      "days_high": t.days_high, "goodput": t.goodput,
                      "mfu_assumed": t.mfu_assumed, "mfu_predicted": t.mfu_predicted,
                      "samples_per_s_per_gpu": t.samples_per_s_per_gpu, "throughput_basis": t.throughput_basis,
-                     "layout": f"TP{t.layout.tensor_parallel} PP{t.layout.pipeline_parallel} "
-                               f"DP{t.layout.data_parallel} ZeRO-{t.layout.zero_stage} mb{t.layout.micro_batch} "
-                               f"{t.layout.recompute}",
+                     "layout": F.layout(t.layout),
                      "memory_per_gpu_gib": t.memory_bytes["total_bytes"] / GiB, "memory_fits": t.memory_fits,
                      "read_gb_per_s": t.read_bytes_per_s / GB,
                      "checkpoint_gb": c.checkpoint_bytes / GB if c else None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aisize.format import bytes_gpu, bytes_si, days, duration, ms, num, pct, plural, rate, sig, span
+from aisize.format import bytes_gpu, bytes_si, days, duration, layout, ms, num, pct, plural, rate, sig, span
 from aisize.plan import context as C
 from aisize.serving.curves import LOAD_RISE
 from aisize.plan.assumption_text import assumption_sentences
@@ -43,8 +43,7 @@ def memory_fit(plan) -> list[Finding]:
         if not t.memory_fits:
             out.append(Finding("problem", "memory", (
                 f"{t.name}: needs {bytes_gpu(t.memory_bytes['total_bytes'])} per GPU with layout "
-                f"TP{t.layout.tensor_parallel} PP{t.layout.pipeline_parallel} ZeRO-{t.layout.zero_stage} "
-                f"micro-batch {t.layout.micro_batch}, but {plan.accelerator} offers "
+                f"{layout(t.layout, recompute=False)}, but {plan.accelerator} offers "
                 f"{bytes_gpu(t.gpu_memory_usable_bytes)} after headroom: it does not fit")))
     for i in plan.inference:
         if not i.fits:

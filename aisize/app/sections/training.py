@@ -261,8 +261,7 @@ class TrainingSection(Section):
                          f"usable {F.bytes_gpu(t.gpu_memory_usable_bytes)}", state="good" if t.memory_fits else "bad"),
                   K.card("training.fits", "Fits in GPU memory", "yes" if t.memory_fits else "no", "",
                          state="good" if t.memory_fits else "bad"),
-                  K.card("training.layout", "Layout", f"TP{lay.tensor_parallel} PP{lay.pipeline_parallel} "
-                         f"DP{lay.data_parallel} CP{lay.context_parallel} Z{lay.zero_stage} mb{lay.micro_batch}", "",
+                  K.card("training.layout", "Layout", F.layout(lay, recompute=False), "",
                          ("searched" if lay.searched else "fixed by the user") + f"; schedule {lay.schedule}")]
         if t.mfu_predicted is not None:
             items.append(K.card("training.mfu_predicted", "MFU predicted", F.pct(t.mfu_predicted), "",
