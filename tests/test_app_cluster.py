@@ -78,3 +78,16 @@ def test_cost_cards_show_the_plans_verdict_and_the_gpu_rented(app):
     for key in ("cost.cloud", "cost.break_even", "cost.payback"):
         assert shown(cost.figures.value, key) == "—"
     assert "no rate" in cost.figures.value and "never" not in cost.figures.value
+
+
+def test_compare_does_not_compare_a_preset_with_itself_by_default():
+    # agentic-coding is the first preset: B defaulted to it, so opening agentic-coding compared it with itself
+    from aisize.app import build_app
+    from aisize.scenario import to_dict
+
+    app = build_app(display=False, data=to_dict(preset("agentic-coding")))
+    compare = app.open_tab("Compare")
+    assert compare.other.value != "agentic-coding" and not compare.chosen
+    assert shown(compare.summary.value, "compare.differs") > 0
+    compare.other.value = "agentic-coding"  # the user may still ask for it
+    assert compare.chosen and compare.other.value == "agentic-coding"

@@ -48,12 +48,34 @@ class CompareSection(Section):
         self.summary, self.table = widgets.HTML(), widgets.HTML()
         self.chart = K.ChartSlot()
         self.uploaded = None  # the plan of the last uploaded B
+        self.chosen = False  # the user picked B; until then B is a preset other than the scenario on screen
+        self._auto = False
         super().__init__(state)
-        self.other.observe(lambda _: self.refresh(), names="value")
+        self.other.observe(self._on_pick, names="value")
         self.upload.observe(self._on_upload, names="value")
         left = K.controls_column([self.other, self.upload, self.error, self.summary])
         self.view.children = [widgets.HBox([left, K.figures_column([self.chart.box])]),
                               K.heading("Side by side", "A is the scenario being edited"), self.table]
+
+    def _on_pick(self, _change) -> None:
+        if not self._auto:
+            self.chosen = True
+        self.refresh()
+
+    def _default_other(self, plan) -> None:
+        """B by default is the first preset that is not the scenario on screen (a plan compared with itself
+        differs in nothing and draws an empty chart)."""
+        if self.chosen or self.other.value == UPLOADED:
+            return
+        if preset(self.other.value).name != plan.scenario_name:
+            return
+        other = next((n for n in preset_names() if preset(n).name != plan.scenario_name), None)
+        if other is not None:
+            self._auto = True
+            try:
+                self.other.value = other
+            finally:
+                self._auto = False
 
     def _on_upload(self, change) -> None:
         if not change["new"]:
@@ -73,6 +95,7 @@ class CompareSection(Section):
         return make_plan(preset(self.other.value))
 
     def update(self, plan) -> None:
+        self._default_other(plan)
         b = self.other_plan()
         if b is None:
             K.assign(self.summary, "value", "<p class='aisize-note'>Load a scenario file as B.</p>")
