@@ -261,3 +261,16 @@ def test_no_chart_of_any_report_joins_axis_titles(monkeypatch):
             S.section(section, ctx, chosen)
             joined |= {f"{section}: {t}" for s in specs for t in drawn_axis_titles(s) if ", " in t}
     assert not joined, sorted(joined)
+
+
+def test_a_services_memory_bar_adds_up_to_the_plans_memory_per_gpu():
+    # the bar left the engine's runtime out: 69 GiB drawn against the summary's 73.6 GiB per GPU (screenshots)
+    from aisize.charts.memory import MEMORY_DATA, memory_breakdown_data
+    from aisize.plan import plan
+    from aisize.scenario import preset
+    from aisize.units import GiB
+
+    for name in ("xe9680-genai", "agentic-coding"):
+        i = plan(preset(name)).inference[0]
+        rows = memory_breakdown_data(i.memory_per_gpu_bytes, i.gpu_memory_bytes)[MEMORY_DATA]
+        assert sum(r["gib"] for r in rows) == pytest.approx(i.memory_per_gpu_bytes["total_bytes"] / GiB, rel=1e-6)

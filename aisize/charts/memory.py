@@ -16,6 +16,7 @@ MEMORY_ITEMS = {
     "loss_buffers_bytes": "logits and loss", "kv_cache_bytes": "KV cache", "activation_workspace_bytes": "activation workspace",
     "temporary_buffers_bytes": "temporary buffers", "communication_buffers_bytes": "communication buffers",
     "cuda_context_bytes": "CUDA context", "fragmentation_bytes": "fragmentation",
+    "runtime_bytes": "runtime (engine reserve, activations)",  # a service's: its bar adds up to the plan's total
 }
 
 
