@@ -91,3 +91,19 @@ def test_compare_does_not_compare_a_preset_with_itself_by_default():
     assert shown(compare.summary.value, "compare.differs") > 0
     compare.other.value = "agentic-coding"  # the user may still ask for it
     assert compare.chosen and compare.other.value == "agentic-coding"
+
+
+def test_the_cost_tab_says_when_the_rate_asked_for_rents_another_gpu():
+    # agentic-coding buys B200; its scenario asks for AWS's H100 rate: the dropdown showed the H100 rate while
+    # the cards rented B200, with nothing on the tab to say why (found on the screenshots)
+    from html import unescape
+
+    from aisize.app import build_app
+    from aisize.scenario import to_dict
+
+    app = build_app(display=False, data=to_dict(preset("agentic-coding")))
+    cost = app.open_tab("Cost")
+    c = app.state.plan.cost
+    assert cost.cloud.value == "aws-p5-on-demand" and c.cloud_gpu == "b200" and c.rental_notes
+    page = unescape(cost.figures.value)
+    assert all(n in page for n in c.rental_notes) and "Renting b200" in page

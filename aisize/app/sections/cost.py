@@ -49,9 +49,10 @@ class CostSection(Section):
         self.life = K.float_slider("Life [years]", 4.0, 1.0, 10.0, 0.5, "Straight-line amortisation period")
         self.power = K.float_slider("Average power [share]", 0.8, 0.1, 1.0, 0.05,
                                     "Average draw as a share of the servers' maximum power", fmt=".2f")
-        self.cloud = K.dropdown("Cloud rate", [(f"{prices[i].item}: ${prices[i].usd:g}/GPU-h", i)
-                                               for i in prices.ids("cloud")], None,
-                                "The rental rate owning is compared with")
+        self.cloud = K.dropdown("Cloud rate asked for", [(f"{prices[i].item}: ${prices[i].usd:g}/GPU-h", i)
+                                                         for i in prices.ids("cloud")], None,
+                                "The rental rate owning is compared with, where it rents the GPU bought (else "
+                                "a rate for that GPU, as the note under the cards says)")
         self.kwh = K.float_slider("Energy [$/kWh]", prices.usd("energy-per-kwh"), 0.01, 0.5, 0.005,
                                   "Electricity price (overrides data/prices.csv)", fmt=".3f")
         self.pue = K.float_slider("PUE", prices.usd("pue"), 1.0, 3.0, 0.01, "Facility power / IT power", fmt=".2f")
@@ -109,7 +110,10 @@ class CostSection(Section):
                    "Owning costs what renting the busy hours would at this share of hours busy" if rated else why,
                    state="" if not rated else "good" if c.gpu_utilisation >= c.break_even_utilisation else "bad"),
             K.card("cost.payback", "Pays back in", value, unit or "no rate", why)])
-            + f"<p class='aisize-note' data-key='cost.verdict'><b>Buy or rent:</b> {html.escape(c.verdict)}.</p>")
+            + f"<p class='aisize-note' data-key='cost.verdict'><b>Buy or rent:</b> {html.escape(c.verdict)}.</p>"
+            # the dropdown holds the rate asked for; where it rents another GPU, say what the cards compare with
+            + "".join(f"<p class='aisize-note' data-key='cost.rental_note'>{html.escape(n)}</p>"
+                      for n in (c.rental_notes if rated else ())))
         lines = charts.cost_breakdown_rows(c)
         self.chart.show(len(lines[charts.COST_DATA]), lambda: charts.cost_breakdown(c), data=lines,
                         title=f"Cost per year ({plan.scenario_name})")
