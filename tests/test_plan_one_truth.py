@@ -114,3 +114,20 @@ def test_a_training_layout_reads_the_same_everywhere_and_multiplies_to_its_gpus(
                 == t.gpus), t.name
         assert rows[t.name]["layout"] == F.layout(lay)
         assert f"CP{lay.context_parallel} DP{lay.data_parallel}" in F.layout(lay)
+
+
+@pytest.mark.parametrize("name", ["agentic-coding", "rag-service", "xe9680-genai"])
+def test_the_latency_chart_passes_through_the_services_own_figures(name):
+    # agentic-coding's TTFT p95 card read 1,702 ms while its chart drew about 580 ms at the planned load: the
+    # curve priced prompt reuse at its mean hit, the card mixes hits and misses (found on the screenshots)
+    import numpy as np
+
+    from aisize.serving.curves import latency_curve
+
+    for i in plan(preset(name)).inference:
+        if i.estimate is None:
+            continue
+        c = latency_curve(i.estimate, 50, replicas=i.replicas)
+        for col, figure in (("ttft_p95_seconds", i.ttft_p95_seconds), ("ttft_seconds", i.ttft_seconds),
+                            ("tpot_p95_seconds", i.tpot_p95_seconds)):
+            assert np.interp(i.requests_per_s, c["requests_per_s"], c[col]) == pytest.approx(figure, rel=0.01), col

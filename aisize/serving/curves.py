@@ -59,13 +59,35 @@ def latency_curve(est, points: int = 50, *, replicas: int = 1) -> pd.DataFrame:
     per = np.linspace(0.01, 0.99, n) * est.max_requests_per_s
     ls = _loaded(est, per)
     o = est.output_tokens
-    return pd.DataFrame({"requests_per_s": per * r, "utilisation": ls.utilisation, "ttft_seconds": ls.ttft_seconds,
-                         "ttft_p95_seconds": ls.ttft_p95_seconds, "tpot_seconds": ls.tpot_seconds,
-                         "tpot_p95_seconds": ls.tpot_p95_seconds,
-                         "latency_mean_seconds": ls.ttft_seconds + (o - 1) * ls.tpot_seconds,
-                         "latency_p95_seconds": ls.ttft_p95_seconds + (o - 1) * ls.tpot_p95_seconds,
-                         "ttft_p99_seconds": ls.ttft_p99_seconds, "tpot_p99_seconds": ls.tpot_p99_seconds,
-                         "latency_p99_seconds": ls.ttft_p99_seconds + (o - 1) * ls.tpot_p99_seconds})
+    cols = {"ttft_seconds": ls.ttft_seconds, "ttft_p95_seconds": ls.ttft_p95_seconds,
+            "ttft_p99_seconds": ls.ttft_p99_seconds, "tpot_seconds": ls.tpot_seconds,
+            "tpot_p95_seconds": ls.tpot_p95_seconds, "tpot_p99_seconds": ls.tpot_p99_seconds}
+    cols = _through_the_estimate(est, cols)
+    out = {"requests_per_s": per * r, "utilisation": ls.utilisation, **cols}
+    for stat, suffix in (("mean", "_seconds"), ("p95", "_p95_seconds"), ("p99", "_p99_seconds")):
+        out[f"latency_{stat}_seconds"] = out[f"ttft{suffix}"] + (o - 1) * out[f"tpot{suffix}"]
+    keys = ("requests_per_s", "utilisation", "ttft_seconds", "ttft_p95_seconds", "tpot_seconds", "tpot_p95_seconds",
+            "latency_mean_seconds", "latency_p95_seconds", "ttft_p99_seconds", "tpot_p99_seconds",
+            "latency_p99_seconds")
+    return pd.DataFrame({k: out[k] for k in keys})
+
+
+def _through_the_estimate(est, cols: dict) -> dict:
+    """With prompt reuse or a length distribution the estimate's latencies mix classes of requests (hits and
+    misses, short and long prompts: :mod:`aisize.serving.reuse`), which the curve's single class of request does
+    not; each latency column is scaled so that the curve passes through the estimate's own figure at its rate
+    (one figure on the card and the chart), keeping the curve's shape in load [s]."""
+    if (est.kv_reuse is None and est.lengths is None) or not est.stable or not est.requests_per_s > 0:
+        return cols
+    at = _loaded(est, np.array([est.requests_per_s]))
+    own = {"ttft_seconds": est.ttft_s, "ttft_p95_seconds": est.ttft_p95_s, "ttft_p99_seconds": est.ttft_p99_s,
+           "tpot_seconds": est.tpot_s, "tpot_p95_seconds": est.tpot_p95_s, "tpot_p99_seconds": est.tpot_p99_s}
+    out = dict(cols)
+    for k, figure in own.items():
+        base = float(np.ravel(getattr(at, k))[0])
+        if np.isfinite(figure) and np.isfinite(base) and base > 0:
+            out[k] = np.asarray(cols[k], dtype=float) * (figure / base)
+    return out
 
 
 def knee_requests_per_s(est, factor: float = 2.0, points: int = 48) -> float:
