@@ -274,3 +274,14 @@ def test_a_services_memory_bar_adds_up_to_the_plans_memory_per_gpu():
         i = plan(preset(name)).inference[0]
         rows = memory_breakdown_data(i.memory_per_gpu_bytes, i.gpu_memory_bytes)[MEMORY_DATA]
         assert sum(r["gib"] for r in rows) == pytest.approx(i.memory_per_gpu_bytes["total_bytes"] / GiB, rel=1e-6)
+
+
+def test_the_knee_and_operating_point_labels_sit_on_different_lines():
+    # the two labels were drawn at the same height and overlapped when the rules were close (screenshots)
+    import altair as alt
+
+    from aisize.charts.latency import knee_markers
+
+    marks = knee_markers(alt.X("concurrency:Q"), "knee", at=8, at_label="operating point")
+    texts = [m.to_dict(validate=False)["mark"] for m in marks if m.to_dict(validate=False)["mark"]["type"] == "text"]
+    assert len({t["dy"] for t in texts}) == len(texts) == 2

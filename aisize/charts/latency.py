@@ -66,11 +66,12 @@ def knee_markers(x, knee_data: str, at=None, at_label="", target_data: str | Non
         rule["at"] = (alt.Chart(alt.Data(values=[{"where": at_label}])).transform_calculate(**{field: MARK}),
                       GREY, [1, 0])
     out = []
-    for base, color, dash in rule.values():
+    for line, (base, color, dash) in enumerate(rule.values()):
         base = base.encode(x=alt.X(f"{field}:Q", title=label))
         out.append(base.mark_rule(color=color, size=2, strokeDash=dash).encode(
             tooltip=tips("where:N", alt.Tooltip(f"{field}:Q", title=label, format=NUMBER))))
-        out.append(base.mark_text(color=color, align="left", dx=4, dy=4, baseline="top", y=0,
+        # one label a line down from the other: near each other the two rules' labels overlapped
+        out.append(base.mark_text(color=color, align="left", dx=4, dy=4 + 14 * line, baseline="top", y=0,
                                   fontWeight="bold").encode(text=alt.Text("where:N")))
     if target_data is not None:
         base = alt.Chart(alt.NamedData(name=target_data)).encode(y=alt.Y("seconds:Q"))
