@@ -350,3 +350,21 @@ def test_a_disaggregated_services_shape_card_adds_up_to_its_gpus():
     # the shape's parts add up to the GPUs shown beside it
     assert i.pools.prefill_gpus + i.pools.decode_gpus == i.gpus
     assert "past it" in page or i.requests_per_s <= i.knee_requests_per_s
+
+
+def test_a_disaggregated_service_draws_its_pools_latency_curve():
+    # the Inference tab drew no latency chart for a disaggregated service (screenshots): now the pools' curve,
+    # from the model that gives the cards' figures, passing through them at the planned load
+    import numpy as np
+
+    from aisize.plan import latency_curve
+
+    app, inference = open_inference(to_dict(preset("serving-at-scale")))
+    index = next(k for k, i in enumerate(app.state.plan.inference) if i.serving_mode == "disaggregated")
+    option = inference.service.options[index]
+    inference.service.value = option[1] if isinstance(option, tuple) else option
+    i = app.state.plan.inference[index]
+    assert inference.latency_chart.chart is not None
+    c = latency_curve(i)
+    assert np.interp(i.requests_per_s, c["requests_per_s"], c["tpot_p95_seconds"]) == pytest.approx(
+        i.tpot_p95_seconds, rel=0.02)

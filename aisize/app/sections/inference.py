@@ -190,16 +190,18 @@ class InferenceSection(Section):
             data=charts.memory_breakdown_data(i.memory_per_gpu_bytes, i.gpu_memory_bytes),
             title=f"Memory per GPU: {i.name} ({plan.accelerator})")
         # the chart's shape is fixed per service; a new curve, targets or title only swaps rows and params
-        if i.estimate is None or not i.estimate.feasible:  # no curve: the last one was of another replica
+        pools = i.serving_mode == "disaggregated" and i.pools_estimate is not None and i.pools_estimate.feasible
+        if not pools and (i.estimate is None or not i.estimate.feasible):  # no curve: the last one was another's
             self.latency_chart.clear()
             return
-        curve = self._curve(i)
+        # the pools bought, from the model that gives their figures (plan.latency_curve), or the replicas'
+        curve = latency_curve(i) if pools else self._curve(i)
         self.latency_chart.show(
             (i.name, "serving"),
             lambda: charts.serving_latency(curve, i.ttft_target_seconds, i.tpot_target_seconds, i.requests_per_s),
             params={charts.MARK: float(i.requests_per_s)},
             data=charts.serving_latency_data(curve, i.ttft_target_seconds, i.tpot_target_seconds),
-            title=f"TTFT and TPOT vs load: {i.name} ({i.replicas} replicas of {i.gpus_per_replica} GPUs)")
+            title=f"TTFT and TPOT vs load: {i.name} ({F.serving_shape(i)})")
 
     def _curve(self, i):
         """:func:`latency_curve` of ``i``, kept while its replica stays: a load move keeps it, and a move that only
