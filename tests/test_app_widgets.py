@@ -234,7 +234,7 @@ def test_a_new_curve_swaps_the_rows_of_the_drawn_chart(app):
     sent = {u["name"]: u["value"] for u in slot.chart._py_to_js_updates}
     assert sent[charts.SERVING_CURVE] == rows[charts.SERVING_CURVE]
     assert slot.chart.spec["datasets"] == rows  # the kernel's copy of the spec follows
-    assert f"({expected.replicas} replicas of" in getattr(slot.chart.params, K.TITLE)
+    assert f"({F.serving_shape(expected)})" in getattr(slot.chart.params, K.TITLE)
     assert slot.chart.params.marked == inference.rate.value
 
 

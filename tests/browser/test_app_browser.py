@@ -288,7 +288,7 @@ def test_more_replicas_redraw_the_latency_curve_in_place(served_app, page, reque
     page.wait_for_selector("[data-key='inference.utilisation'] >> visible=true", timeout=RENDER_MS)
     chart = "[...document.querySelectorAll('.vega-embed svg.marks')].filter(e => e.getBoundingClientRect().width > 0).pop()"
     first = int(number(figure(page, "inference.replicas")))
-    page.wait_for_function(f"() => {chart}?.textContent.includes('({first} replicas of')", timeout=RENDER_MS)
+    page.wait_for_function(f"() => {chart}?.textContent.includes('({first} replica')", timeout=RENDER_MS)
     ticks = f"() => [...{chart}.querySelectorAll('.role-axis-label text')].map(t => t.textContent).join('|')"
     before = page.evaluate(ticks)
     control(page, "Request rate [requests/s]", ".noUi-handle").focus()
@@ -301,7 +301,7 @@ def test_more_replicas_redraw_the_latency_curve_in_place(served_app, page, reque
     replicas = int(number(figure(page, "inference.replicas")))
     assert replicas > first
     # the rows and the title reach the drawn view (a changeset and a param): new axis range, new title
-    page.wait_for_function(f"() => {chart}.textContent.includes('({replicas} replicas of')", timeout=UPDATE_MS)
+    page.wait_for_function(f"() => {chart}.textContent.includes('({replicas} replica')", timeout=UPDATE_MS)
     page.wait_for_function(f"before => ({ticks})() !== before", arg=before, timeout=UPDATE_MS)
     assert_clean(page, requests_made)
 
