@@ -30,6 +30,9 @@ ALGORITHMS = ("ring", "tree")
 
 # A default per-step latency is an assumption, shown as such: ~5 us per NCCL
 # step over a network hop, ~1 us inside an NVLink domain (nccl-tests small-message times).
+# Training (aisize.training.comm) and serving (aisize.serving.iteration) read these two.
+SCALEUP_STEP_SECONDS = 1e-6
+SCALEOUT_STEP_SECONDS = 5e-6
 DEFAULT_EFFICIENCY = 0.8
 
 
@@ -160,7 +163,8 @@ def collective_seconds(op: str, payload_bytes, n, bandwidth_bytes_per_s, *,
 
 def two_tier_collective_seconds(op: str, payload_bytes, n_inner, n_outer,
                                 inner_bytes_per_s, outer_bytes_per_s, *,
-                                inner_latency_seconds=1e-6, outer_latency_seconds=5e-6,
+                                inner_latency_seconds=SCALEUP_STEP_SECONDS,
+                                outer_latency_seconds=SCALEOUT_STEP_SECONDS,
                                 efficiency=DEFAULT_EFFICIENCY):
     """A collective over ``n_inner * n_outer`` GPUs: n_inner per scale-up domain
     (NVLink), n_outer domains joined by the scale-out network.

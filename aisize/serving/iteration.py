@@ -70,6 +70,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from aisize.network.collectives import SCALEOUT_STEP_SECONDS  # one ring step across servers
 from aisize.serving.kernel_gemms import linear_seconds as kernel_linear_seconds
 from aisize.serving.shapes import expert_slots
 from aisize.serving.speculative import draft_seconds
@@ -77,9 +78,6 @@ from aisize.serving.speculative import draft_seconds
 ACTIVATION_BYTES = 2.0  # hidden states between layers and on the wire are 16-bit
 LOGIT_BYTES = 4.0  # fp32 logits, written by the head and read by the sampler
 DISPATCH_BYTES = 1.0  # tokens dispatched to their experts in fp8 (DeepEP's dispatch format [10])
-# Latency of one ring step across servers (a network hop): aisize.network.collectives' assumption,
-# ~5 us per NCCL step over InfiniBand or RoCE (nccl-tests small-message times), 5x its NVLink step.
-SCALEOUT_STEP_SECONDS = 5e-6
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize.network import domain_share
-from aisize.network.collectives import DEFAULT_EFFICIENCY, transfer_seconds, two_tier_collective_seconds
+from aisize.network.collectives import (DEFAULT_EFFICIENCY, SCALEOUT_STEP_SECONDS, SCALEUP_STEP_SECONDS,
+                                        transfer_seconds, two_tier_collective_seconds)
 from aisize.network.fabric import one_switch
 
-SCALEUP_LATENCY_SECONDS = 1e-6  # NVLink step, as aisize.network.collectives assumes
-SCALEOUT_LATENCY_SECONDS = 5e-6  # network hop, as aisize.network.collectives assumes
+SCALEUP_LATENCY_SECONDS = SCALEUP_STEP_SECONDS  # NVLink step (aisize.network.collectives' assumption)
+SCALEOUT_LATENCY_SECONDS = SCALEOUT_STEP_SECONDS  # network hop (the same, and serving's)
 DEFAULT_SWITCH_RADIX = 64  # NDR InfiniBand QM9700 (aisize.network.fabric)
 
 
