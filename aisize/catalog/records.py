@@ -158,6 +158,9 @@ class Transformer:
     mamba_groups: int | None = None  # G, groups sharing B and C
     mamba_conv_kernel: int = 4  # causal depthwise convolution width
     mtp_layers: int = 0  # multi-token-prediction modules (trained, not in the published parameter count)
+    # LatentMoE (Nemotron 3 Super): routed experts work in a latent of this width, projected from and back to
+    # hidden around them; empty: the experts read the hidden width (every other MoE)
+    moe_latent_size: int | None = None
 
     def __post_init__(self):
         # older rows give only shared_experts: those experts have the routed experts' size

@@ -17,6 +17,10 @@ experts' inner size together):
 - MoE layers [4, 5]: E routed experts of size f_e, the router E x h (+ E biases when
   ``router_bias``), the shared experts as one MLP of size f_s (+ an h-weight gate,
   Qwen2-MoE); the ``dense_layers`` other layers keep a dense MLP of size f;
+- latent MoE (Nemotron 3 Super [9]): with ``moe_latent_size`` l the routed experts read and
+  write a latent of width l, so each is an MLP of width l (2 l f_e for squared ReLU) and the
+  layer adds fc1_latent_proj h x l before the experts and fc2_latent_proj l x h after them;
+  the router and the shared experts still read the hidden width h;
 - norms: LayerNorm 2h (weight + bias), RMSNorm h; ``norms_per_layer`` per layer (2;
   Gemma 2/3: 4; Nemotron-H's single-block layers: 1), one final (decoders) or one on the
   embeddings (BERT) [1, 6];
@@ -56,6 +60,11 @@ References
 .. [8] Dao & Gu 2024, "Transformers are SSMs" (Mamba-2), arXiv:2405.21060, sec. 7; NVIDIA 2025,
        "Nemotron-H", arXiv:2504.03624, sec. 2; Hugging Face ``modeling_nemotron_h.py``
        (``NemotronHMamba2Mixer``: in_proj, conv1d, dt_bias, A_log, D, gated norm, out_proj).
+.. [9] NVIDIA 2026, "Nemotron 3 Super: Open, Efficient Mixture-of-Experts Hybrid Mamba-Transformer
+       Model for Agentic Reasoning", arXiv:2604.12374, sec. 2 (LatentMoE; 120.6 B total, 12.7 B
+       active); config.json of nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16 (``moe_latent_size``
+       1024); Megatron-LM ``MoELayer`` and Hugging Face ``NemotronHMoE`` (router and shared expert
+       on the hidden states, ``fc1_latent_proj`` / ``fc2_latent_proj`` around the routed experts).
 """
 
 from __future__ import annotations
@@ -68,7 +77,7 @@ from aisize.catalog.records import Transformer
 
 __all__ = ["ParamCount", "GATED_FFN", "validate", "transformer_params", "active_params", "attention_dim",
            "moe_layers", "attention_layer_count", "ffn_layer_count", "mamba_block_params", "BlockParams",
-           "block_params", "mamba_scan_flops_per_token"]
+           "block_params", "mamba_scan_flops_per_token", "expert_width", "latent_projection_params"]
 
 BERT_TOKEN_TYPES = 2  # BERT's segment A/B embeddings [6]
 FFN_TYPES = ("gelu", "relu", "swiglu", "geglu")
@@ -154,6 +163,11 @@ def validate(arch) -> None:
             raise ValueError(f"mamba_groups={arch.mamba_groups} is not allowed: it must divide mamba_heads="
                              f"{arch.mamba_heads}")
     checks.integer("mtp_layers", arch.mtp_layers, low=0, high=64)
+    if arch.moe_latent_size is not None:
+        if arch.experts <= 1:
+            raise ValueError(f"moe_latent_size={arch.moe_latent_size!r} is not allowed on a dense model "
+                             f"(experts={arch.experts}): the latent is the routed experts' width")
+        checks.integer("moe_latent_size", arch.moe_latent_size, high=arch.hidden)
     if arch.attention == "mla":
         for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
             checks.integer(name, getattr(arch, name), high=10**5)
@@ -164,6 +178,20 @@ def validate(arch) -> None:
 def moe_layers(arch) -> int:
     """Layers holding routed experts: all but the dense ones in an MoE model, else 0."""
     return arch.layers - arch.dense_layers if arch.experts > 1 else 0
+
+
+def expert_width(arch) -> int:
+    """Width the routed experts read and write: the latent of a latent MoE [9], else hidden."""
+    return arch.moe_latent_size or arch.hidden
+
+
+def latent_projection_params(arch) -> int:
+    """fc1_latent_proj (h x l) and fc2_latent_proj (l x h) of one latent-MoE layer, with their biases when
+    ``bias`` (Megatron-LM gives them the experts' ``add_bias_linear``) [9]; 0 without a latent."""
+    l = arch.moe_latent_size
+    if not l:
+        return 0
+    return 2 * arch.hidden * l + ((l + arch.hidden) if arch.bias else 0)
 
 
 def attention_layer_count(arch) -> int:
@@ -268,9 +296,9 @@ def _attention(arch) -> tuple[int, int]:
     return weights + biases + sinks, qk_norm
 
 
-def _mlp(arch, inner: int) -> int:
-    """One dense MLP (or one expert) of inner size ``inner``."""
-    h = arch.hidden
+def _mlp(arch, inner: int, width: int | None = None) -> int:
+    """One dense MLP (or one expert) of inner size ``inner`` reading and writing ``width`` (default hidden)."""
+    h = width or arch.hidden
     if arch.ffn_type in GATED_FFN:
         return 3 * h * inner + ((2 * inner + h) if arch.bias else 0)
     return 2 * h * inner + ((inner + h) if arch.bias else 0)
@@ -311,8 +339,9 @@ def transformer_params(arch: Transformer) -> ParamCount:
     norm = L * arch.norms_per_layer * _norm_size(arch, h) + n_attn * attn_norms + _norm_size(arch, h)
 
     n_moe = moe_layers(arch)
-    expert = _mlp(arch, arch.moe_ffn_hidden) if n_moe else 0
+    expert = _mlp(arch, arch.moe_ffn_hidden, expert_width(arch)) if n_moe else 0
     per_moe = arch.experts * expert + arch.experts * h + (arch.experts if arch.router_bias else 0)
+    per_moe += latent_projection_params(arch) if n_moe else 0
     if arch.shared_experts:
         per_moe += _mlp(arch, arch.shared_ffn_hidden) + (h if arch.shared_expert_gate else 0)
     mlp = (ffn_layer_count(arch) - n_moe) * _mlp(arch, arch.ffn_hidden) + n_moe * per_moe

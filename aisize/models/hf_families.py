@@ -300,7 +300,9 @@ def _nemotron_h(c: HfConfig) -> dict:
     # - MLP, E MoE: one block per layer, one RMSNorm each) or layers_block_type; no rotary
     # embeddings (the Mamba-2 layers carry position). MoE (Nemotron 3): n_routed_experts 8,
     # num_experts_per_tok 2, moe_intermediate_size 7688, one shared expert of
-    # moe_shared_expert_intermediate_size, a router bias (e_score_correction_bias).
+    # moe_shared_expert_intermediate_size, a router bias (e_score_correction_bias). moe_latent_size
+    # (default None; Nemotron 3 Super: 1024): LatentMoE, the routed experts in a projected width
+    # (fc1_latent_proj / fc2_latent_proj, see aisize.models.counts [9]).
     pattern = c.data.get("hybrid_override_pattern")
     types = c.data.get("layers_block_type")
     if isinstance(types, list) and all(isinstance(t, str) and t in _NEMOTRON_H_TYPES for t in types):
@@ -308,9 +310,6 @@ def _nemotron_h(c: HfConfig) -> dict:
     if not isinstance(pattern, str) or not pattern or set(pattern) - set(_NEMOTRON_H_BLOCKS):
         c.fail(f"config key 'hybrid_override_pattern'={pattern!r} (or 'layers_block_type') is required: one "
                f"letter per layer from {sorted(_NEMOTRON_H_BLOCKS)}")
-    if c.has("moe_latent_size"):
-        c.fail("config key 'moe_latent_size' is set: latent MoE (experts in a projected width, Nemotron 3 "
-               "Super) is not supported")
     hidden, heads = c.int("hidden_size"), c.int("num_attention_heads")
     kv = c.int("num_key_value_heads", 8)
     if kv > heads or heads % kv:
@@ -335,7 +334,11 @@ def _nemotron_h(c: HfConfig) -> dict:
         shared = c.int("n_shared_experts", 1, low=0)
         f.update(experts=experts, experts_per_token=top_k, moe_ffn_hidden=c.int("moe_intermediate_size", 7688),
                  dense_layers=layers - n_moe, shared_experts=shared, router_bias=True,
-                 shared_ffn_hidden=shared * c.int("moe_shared_expert_intermediate_size", 7688) or None)
+                 shared_ffn_hidden=shared * c.int("moe_shared_expert_intermediate_size", 7688) or None,
+                 moe_latent_size=_nullable(c, "moe_latent_size", None))
+    elif _nullable(c, "moe_latent_size", None) is not None:
+        c.fail(f"config key 'moe_latent_size'={c.data['moe_latent_size']!r} is set but hybrid_override_pattern has "
+               "no MoE layer ('E'): the latent is the routed experts' width")
     return f
 
 

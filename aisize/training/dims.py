@@ -86,6 +86,13 @@ class ModelDims:
     ffn_layers: int = 0  # layers with an MLP or MoE block
     mtp_layers: int = 0  # multi-token-prediction modules (one layer and an output head each)
     mamba_scan_flops: float = 0.0  # forward SSD FLOPs per token of one Mamba-2 layer (chunk SSD_CHUNK_TOKENS)
+    moe_latent: int = 0  # LatentMoE: the routed experts' width l (0: they read the hidden width)
+
+    @property
+    def expert_width(self) -> int:
+        """Width a routed token copy has, in the dispatch and in the experts' GEMMs: the latent l of a
+        latent MoE (Nemotron 3 Super: 1024 of 4096), else the hidden width h."""
+        return self.moe_latent or self.hidden
 
     @property
     def attention_share(self) -> float:
@@ -188,7 +195,8 @@ def model_dims(model) -> ModelDims:
         mamba_layers=m.mamba_layers, mamba_inner=inner, mamba_conv_dim=inner + 2 * groups * state if m.mamba_layers else 0,
         mamba_heads=m.mamba_heads or 0, mamba_head_dim=m.mamba_head_dim or 0, ssm_state=state, mamba_groups=groups,
         ffn_layers=n_ffn, mtp_layers=m.mtp_layers,
-        mamba_scan_flops=models.mamba_scan_flops_per_token(m, SSD_CHUNK_TOKENS))
+        mamba_scan_flops=models.mamba_scan_flops_per_token(m, SSD_CHUNK_TOKENS),
+        moe_latent=int(m.moe_latent_size or 0) if moe else 0)
 
 
 
@@ -237,6 +245,8 @@ def _muon_flops_per_param(m, q_width, k_width, v_width, dense_ffn) -> float:
     if dense_ffn:
         shapes += [(h, dense_ffn)] * (3 if m.ffn_type == "swiglu" else 2)
     if m.experts > 1:
-        shapes += [(h, m.moe_ffn_hidden)] * ((3 if m.ffn_type == "swiglu" else 2) * m.experts)
+        width = models.expert_width(m)  # a latent MoE's experts are l x f_e, plus its two h x l projections
+        shapes += [(width, m.moe_ffn_hidden)] * ((3 if m.ffn_type == "swiglu" else 2) * m.experts)
+        shapes += [(h, m.moe_latent_size)] * (2 if m.moe_latent_size else 0)
     work = sum(MUON_NS_STEPS * (4.0 * min(a, b) ** 2 * max(a, b) + 2.0 * min(a, b) ** 3) for a, b in shapes)
     return work / sum(a * b for a, b in shapes)

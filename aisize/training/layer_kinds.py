@@ -17,8 +17,11 @@ A transformer layer holds an attention and an MLP or MoE block; a Nemotron-H lay
   input (2 + 2 bytes x h, over t with SP); attention Q, K, V and the core attention's output
   (2q + 2(k + v) + 2q bytes, over t) and FlashAttention's fp32 log-sum-exp (4 B per head); an
   MLP its inner tensors (2 x saved tensors x f, over t); an MoE block that for the k routed
-  experts and the shared ones, plus the k routed copies of the token (2k·h); a Mamba-2 block
-  :func:`mamba_saved_bytes_per_token` over t.
+  experts and the shared ones, plus the k routed copies of the token (2k·h); a latent MoE
+  (Nemotron 3 Super, latent l) routes copies of width l (2k·l) and keeps fc2_latent_proj's input
+  (2l); a Mamba-2 block :func:`mamba_saved_bytes_per_token` over t.
+* **latent MoE** FLOPs: the two h x l projections count with the block's active weights, and the
+  k experts are l-wide (:func:`aisize.models.block_params`; NVIDIA 2026, arXiv:2604.12374, sec. 2).
 """
 
 from __future__ import annotations
@@ -117,8 +120,8 @@ def layer_kinds(model, *, seq_len, tensor_parallel=1) -> tuple[LayerKind, ...]:
             act = mamba_saved_bytes_per_token(d) / t
         elif b.kind == "mlp":
             act = 2.0 * tensors * m.ffn_hidden / t
-        else:  # moe: k routed experts, the shared ones, k routed copies of the token
+        else:  # moe: k routed experts, the shared ones, k routed copies of the token (latent: l wide)
             inner = d.experts_per_token * d.expert_ffn + (m.shared_ffn_hidden or 0)
-            act = 2.0 * tensors * inner / t + 2.0 * d.experts_per_token * h / t
+            act = 2.0 * tensors * inner / t + 2.0 * (d.experts_per_token * d.expert_width + d.moe_latent) / t
         out.append(LayerKind(b.kind, b.layers, b.params, b.active, float(fwd), 3.0 * float(fwd), float(rep + act)))
     return tuple(out)

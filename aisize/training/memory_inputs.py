@@ -86,16 +86,23 @@ def moe_copy_sbh(model, low_precision_inputs=False) -> float:
     averaged over layers: the k routed copies of each token the experts' first GEMM saves (2k; k
     when Transformer Engine keeps them quantized). The routing probabilities weight the experts'
     activation (Megatron-Core's ``TEGroupedMLP``: the weighted activation is the second GEMM's
-    input, counted with the inner tensors), so the unpermutation keeps no expert output.
+    input, counted with the inner tensors), so the unpermutation keeps no expert output. A latent MoE
+    (Nemotron 3 Super) routes copies of the latent width l (k·l/h each) and its fc2_latent_proj keeps its
+    input, the combined latent (2·l/h); fc1_latent_proj reads the block's normed input, kept already.
 
     References
     ----------
     .. [1] NVIDIA Megatron-LM ``megatron/core/transformer/moe/experts.py`` (``TEGroupedMLP.forward``:
-       ``bias_act_func`` applies ``permuted_probs`` after the activation), ``moe_utils.py`` (``permute``).
+       ``bias_act_func`` applies ``permuted_probs`` after the activation), ``moe_utils.py`` (``permute``),
+       ``moe_layer.py`` (``fc1_latent_proj`` / ``fc2_latent_proj`` around the dispatcher).
     """
     d = model_dims(model)
+    if not d.moe_layers:
+        return 0.0
     per_copy = 1.0 if low_precision_inputs else 2.0
-    return per_copy * d.experts_per_token * d.moe_layers / d.layers if d.moe_layers else 0.0
+    copies = per_copy * d.experts_per_token * d.expert_width / d.hidden
+    latent_out = 2.0 * d.moe_latent / d.hidden  # fc2_latent_proj's input (0 without a latent)
+    return (copies + latent_out) * d.moe_layers / d.layers
 
 
 def recompute_saved_sbh(model, modules, consts: ActivationConstants) -> tuple[float, float]:

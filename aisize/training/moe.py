@@ -26,6 +26,9 @@ width k·f_e, but they run as E/ep small GEMMs:
   is set), so the CPU stops running ahead of the GPU and the GPU waits while the host launches
   the rest of the layer: :data:`MOE_SYNC_HOST_SECONDS` per MoE layer forward, of which CUDA
   graphs leave :data:`CUDA_GRAPH_HOST_SHARE` [3];
+* **latent MoE** (Nemotron 3 Super): the experts, the permutation and the dispatch carry tokens of the
+  latent width l instead of h (``ModelDims.expert_width``); the two h x l projections around them
+  are dense GEMMs of the layer (:mod:`aisize.training.work`) [5];
 * **load imbalance**: the busiest rank sets the pace of every all-to-all; ``imbalance`` (max /
   mean tokens per rank, 1 = balanced as the benchmark recipes force it) scales the expert work
   and the dispatch.
@@ -39,6 +42,8 @@ References
    ``_maybe_dtoh_and_synchronize``), ``router.py`` (fp32 router, aux loss), ``moe_utils.permute``.
 .. [4] DeepSeek-AI, DeepEP (github.com/deepseek-ai/DeepEP); NVIDIA HybridEP (Megatron-LM
    ``fused_a2a.py``).
+.. [5] NVIDIA 2026, Nemotron 3 Super technical report, arXiv:2604.12374, sec. 2 (LatentMoE); Megatron-LM
+   ``MoELayer`` (``fc1_latent_proj`` before the token dispatcher, ``fc2_latent_proj`` after it).
 """
 
 from __future__ import annotations
@@ -109,7 +114,7 @@ def expert_times(d: ModelDims, *, tokens, ep, etp, dispatcher_code, recipe: Reci
     if not d.moe_layers:
         z = np.zeros(np.broadcast(tokens, ep, etp).shape) if np.ndim(tokens) + np.ndim(ep) + np.ndim(etp) else 0.0
         return ExpertTimes(z, z, z, z)
-    h, f = d.hidden, d.expert_ffn
+    h, f = d.expert_width, d.expert_ffn  # a latent MoE's tokens reach the experts at the latent width
     k = d.experts_per_token
     t_e = tokens_per_expert(d, tokens, ep, etp)
     local = d.experts / ep

@@ -253,7 +253,8 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     comm_mb = layers_here * (tp_layer + cp_layer)
 
     if d.moe_layers:
-        routed = ACTIVATION_BYTES * tokens_r * d.hidden * d.experts_per_token * moe.imbalance
+        # k copies of each token, of the latent width on a latent MoE (dispatched after fc1_latent_proj)
+        routed = ACTIVATION_BYTES * tokens_r * d.expert_width * d.experts_per_token * moe.imbalance
         a2a = comm.collective_seconds("all-to-all", routed, ep, etp, links)
         etp_ag = comm.collective_seconds("all-gather", routed * etp, etp, 1, links)
         etp_rs = comm.collective_seconds("reduce-scatter", routed * etp, etp, 1, links)
