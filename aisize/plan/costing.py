@@ -18,14 +18,15 @@ import datetime
 import math
 from dataclasses import dataclass
 
+from aisize import catalog
 from aisize.cost import (HOURS_PER_YEAR, CostLine, break_even_months, break_even_utilisation, capital_per_hour,
-                         energy_per_year, load_prices, per_million_tokens, priced, server_price_id, switch_price_id)
+                         energy_per_year, load_prices, per_million_tokens, priced, server_price_id, storage_line,
+                         switch_price_id)
 from aisize.cost.prices import MAX_PRICE_AGE_MONTHS, stale
 from aisize.cost.rental import choose_rate
 from aisize.plan.network import OPTICS_PRICE
 from aisize.format import DASH, num, pct, power, sig, usd
 from aisize.plan.timeline import long_run_utilisation
-from aisize.units import GB, TB
 
 
 @dataclass(frozen=True)
@@ -83,10 +84,8 @@ def _capital(plan, pools, prices) -> tuple[list[CostLine], dict[str, float]]:
                         switch_price_id(first.kind, first.id), prices))
     lines.append(priced("storage fabric optics and cables", sfab["endpoint_cables"] + sfab["leaf_spine_cables"]
                         + sfab["spine_core_cables"], "links", OPTICS_PRICE, prices))
-    lines.append(priced(f"storage capacity ({st.system})", st.capacity_bytes["raw_bytes"] / TB, "TB raw",
-                        "storage-per-tb", prices))
-    lines.append(priced(f"storage read bandwidth ({st.system})", st.supply_read_bytes_per_s / GB, "GB/s",
-                        "storage-per-gb-per-s", prices))
+    # the units bought, each at its unit price or raw capacity (aisize.cost.storage), never per GB/s delivered
+    lines.append(storage_line(st.record or catalog.storage[st.system], st.units, st.capacity_bytes["raw_bytes"], prices))
     return lines, servers
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from aisize import catalog
+from aisize.cost import load_prices, unit_usd
 from aisize.network.fabric import Nics
 from aisize.network.links import link_feed_for
 from aisize.plan import context as C
@@ -31,7 +32,7 @@ from aisize.storage.blender import (blend, checkpoint_bursts, inference_model_lo
                                     workload)
 from aisize.storage.capacity import capacity_plan
 from aisize.storage.demand import data_stall
-from aisize.storage.sizing import choose_system, storage_units_for, unit_iops_at
+from aisize.storage.sizing import choose_system, storage_units, unit_iops_at
 from aisize.units import HOUR
 
 
@@ -91,7 +92,8 @@ class StoragePlan:
     unit_iops: float = 0.0  # operations/s one unit serves at the blend's mean IO size (sizing.unit_iops_at)
     named: str = ""  # the scenario's hardware.storage (a guidance id when the plan chose the system)
     comparison: dict | None = None  # the named guidance at this plan's servers (not bought), or None
-    candidates: dict = dataclasses.field(default_factory=dict)  # purchasable id -> units, read bought, rack units
+    candidates: dict = dataclasses.field(default_factory=dict)  # purchasable id -> units, read, raw, cost, rack units
+    record: object = None  # the catalog StorageSystem bought (what aisize.cost.storage prices)
 
 
 def _blend_workloads(training, inference, dataprep, scale_ups=None):
@@ -170,16 +172,21 @@ def _buy(rec, need, peak_ops, peak_io, policies, servers):
         comparison = {"system": rec.id, "name": rec.name, "servers": servers,
                       "read_bytes_per_s": rec.read_bandwidth_bytes_per_s * servers,
                       "write_bytes_per_s": write * servers if write is not None else None}
+        table = load_prices()  # the choice's unit prices (a scenario's override prices the line, not the choice)
         choice = choose_system(catalog.storage, read_bytes_per_s=need["read"], write_bytes_per_s=need["write"],
                                iops_at_io=peak_ops, io_bytes=peak_io, capacity_bytes=need["capacity"],
-                               headroom=headroom, minimum_units=least, unknown_write_share=C.UNKNOWN_WRITE_SHARE)
+                               headroom=headroom, minimum_units=least, unknown_write_share=C.UNKNOWN_WRITE_SHARE,
+                               unit_usd=lambda s: unit_usd(s, table))
         rec, candidates = choice.system, choice.candidates
     bought = _with_write(rec)
-    rated_iops = bought.read_iops_per_s is not None
-    sized = storage_units_for(bought, read_bytes_per_s=need["read"], write_bytes_per_s=need["write"],
-                              iops=need["iops"] if rated_iops else 0.0,
-                              capacity_bytes=need["capacity"] if bought.capacity_bytes else 0.0,
-                              headroom=headroom, minimum_units=least)
+    # the IO rate one unit serves at the peak's IO size: its rated IOPS, at most its read rate / IO size (the
+    # same bound choose_system sized with), so a unit without an IOPS rating is still sized for the IO demand
+    per_unit_iops = unit_iops_at(bought, peak_io) if need["iops"] else None
+    sized = storage_units(read_bytes_per_s=need["read"], write_bytes_per_s=need["write"], iops=need["iops"],
+                          capacity_bytes=need["capacity"] if bought.capacity_bytes else 0.0,
+                          unit_read_bytes_per_s=bought.read_bandwidth_bytes_per_s,
+                          unit_write_bytes_per_s=bought.write_bandwidth_bytes_per_s, unit_iops=per_unit_iops,
+                          unit_capacity_bytes=bought.capacity_bytes, headroom=headroom, minimum_units=least)
     units = float(max(servers, 1)) if rec.scope == "node" else (1.0 if rec.scope == "system" else sized.units)
     return rec, bought, sized, units, comparison, candidates
 
@@ -236,7 +243,7 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
         knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)),
         outstanding_ios=_outstanding(ops, float(q.response_mean_seconds)), demand=need,
         headroom=float(policies.storage_headroom), minimum_units=int(policies.storage_minimum_units),
-        unit_iops=float(unit_iops), named=ctx.storage.id, comparison=comparison, candidates=candidates)
+        unit_iops=float(unit_iops), named=ctx.storage.id, comparison=comparison, candidates=candidates, record=rec)
 
 
 def _outstanding(ops: float, latency_seconds: float) -> float:

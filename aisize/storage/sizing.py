@@ -5,9 +5,9 @@ ceil(IOPS / usable IOPS), ceil(capacity / usable capacity)), where a unit's usab
 figure is its rating x (1 - headroom); the largest term binds. A requirement
 of zero never binds; a unit figure that is unknown (None in the catalog) is
 skipped only when nothing is required of it. :func:`choose_system` sizes every
-system a buyer can order by the unit (:func:`purchasable`) and keeps the one
-that buys the least read bandwidth (what data/prices.csv prices), then the
-fewest rack units.
+system a buyer can order by the unit (:func:`purchasable`) and keeps the
+cheapest count (each unit at its own price or raw capacity, as
+aisize.cost.storage prices it), then the fewest rack units.
 
 References
 ----------
@@ -151,8 +151,9 @@ class Choice:
 
 
 def choose_system(systems, *, read_bytes_per_s=0.0, write_bytes_per_s=0.0, iops_at_io=None, io_bytes=None,
-                  capacity_bytes=0.0, headroom=0.0, minimum_units=1, unknown_write_share=0.5) -> Choice:
-    """The purchasable system whose smallest count meets every demand and buys the least read bandwidth.
+                  capacity_bytes=0.0, headroom=0.0, minimum_units=1, unknown_write_share=0.5,
+                  unit_usd=None) -> Choice:
+    """The purchasable system whose smallest count meets every demand at the least cost.
 
     Parameters
     ----------
@@ -161,16 +162,18 @@ def choose_system(systems, *, read_bytes_per_s=0.0, write_bytes_per_s=0.0, iops_
     iops_at_io, io_bytes : peak operations/s [1/s] at a mean IO size [B] (None: no IOPS demand)
     headroom, minimum_units : as :func:`storage_units`
     unknown_write_share : a unit without a write rating writes at this share of its read rate [1]
+    unit_usd : callable(system) -> US dollars per unit, or None (then a unit costs its raw capacity,
+        so the least raw capacity bought wins: what a uniform price per raw TB makes cheapest)
 
     Returns
     -------
-    :class:`Choice`. Ties on read bandwidth bought go to fewer rack units, then to the id.
+    :class:`Choice`. Ties on cost go to fewer rack units, then to the id. A demand of zero buys
+    ``minimum_units`` of the cheapest unit (the smallest one where units are priced by capacity).
 
     References
     ----------
-    .. [1] data/prices.csv ``storage-per-gb-per-s``: the cost tables price storage by the read GB/s
-       bought (and by the raw TB the plan needs, the same for every system), so the least read
-       bandwidth bought is the cheapest there.
+    .. [1] aisize.cost.storage: a unit is priced at its own unit price or its raw capacity x the price
+       per raw TB (data/prices.csv ``storage-per-tb``), never by the bandwidth it delivers.
     """
     share = checks.scalar("unknown_write_share", checks.fraction("unknown_write_share", unknown_write_share))
     sized = {}
@@ -188,8 +191,13 @@ def choose_system(systems, *, read_bytes_per_s=0.0, write_bytes_per_s=0.0, iops_
     if not sized:
         raise ValueError("systems has no purchasable storage system (a building block, scope 'unit', with a "
                          "capacity): add one to data/storage.csv or hardware.storage_systems")
+    def cost(s, u):
+        each = unit_usd(s) if unit_usd is not None else None
+        return u.units * (each if each is not None else s.capacity_bytes)
+
     table = {k: {"units": u.units, "read_bytes_per_s": u.units * s.read_bandwidth_bytes_per_s,
+                 "raw_capacity_bytes": u.units * s.capacity_bytes, "cost": cost(s, u),
                  "rack_units": u.units * s.rack_units if s.rack_units else None, "binding": u.binding}
              for k, (s, u) in sized.items()}
-    best = min(table, key=lambda k: (table[k]["read_bytes_per_s"], table[k]["rack_units"] or math.inf, k))
+    best = min(table, key=lambda k: (table[k]["cost"], table[k]["rack_units"] or math.inf, k))
     return Choice(sized[best][0], sized[best][1], table)
