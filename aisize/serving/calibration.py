@@ -138,6 +138,9 @@ class Calibration:
     # where linear layers' time comes from: "roofline" (peaks x gemm_efficiency) or "kernels" (the engine's
     # GEMMs measured on the GPU, aisize.serving.kernel_gemms, with the roofline where no table covers a case)
     gemm_source: str = "roofline"
+    # where routed experts' time comes from: "roofline" (tile-padded grouped GEMMs x expert efficiencies) or
+    # "kernels" (the engine's MoE operator measured on the GPU, aisize.serving.kernel_moe, else the roofline)
+    moe_source: str = "roofline"
     fitted: tuple = field(default=())  # names of the fitted attributes (gemm_efficiency[gen] for one generation)
     fitted_on: tuple = field(default=())  # the sets the fit used
     assumed: tuple = field(default=())  # values no public set identifies, stated as assumptions
@@ -313,9 +316,10 @@ def from_dict(d, *, where: str = "calibration") -> Calibration:
             merged[name] = MappingProxyType({merged["fallback_generation"]: float(v)})
     for name in ("fitted", "fitted_on", "assumed"):
         merged[name] = _names(where, name, merged.get(name))
-    if merged["gemm_source"] not in GEMM_SOURCES:
-        raise ValueError(f"{where}: gemm_source={str(merged['gemm_source'])[:40]!r} is not allowed: one of "
-                         f"{', '.join(GEMM_SOURCES)}")
+    for switch in ("gemm_source", "moe_source"):
+        if merged[switch] not in GEMM_SOURCES:
+            raise ValueError(f"{where}: {switch}={str(merged[switch])[:40]!r} is not allowed: one of "
+                             f"{', '.join(GEMM_SOURCES)}")
     return Calibration(**merged)
 
 

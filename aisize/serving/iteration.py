@@ -72,6 +72,7 @@ import numpy as np
 
 from aisize.network.collectives import SCALEOUT_STEP_SECONDS  # one ring step across servers
 from aisize.serving.kernel_gemms import linear_seconds as kernel_linear_seconds
+from aisize.serving.kernel_moe import experts_seconds as kernel_experts_seconds
 from aisize.serving.shapes import expert_slots
 from aisize.serving.speculative import draft_seconds
 
@@ -97,11 +98,13 @@ class Rates:
     layer_seconds: float = 0.0  # fixed GPU time per layer per graphed iteration
     moe_layer_seconds: float = 0.0  # additional fixed time per MoE layer
     kernel_gemms: tuple | None = None  # (gpu, engine key): linear layers from measured GEMMs (kernel_gemms)
+    kernel_moe: tuple | None = None  # (gpu, engine key): routed experts from measured MoE kernels (kernel_moe)
 
 
 def achieved_rates(device, calib, engine=None) -> Rates:
     """Datasheet figures of a :class:`~aisize.serving.hardware.Device` times the calibration; with
-    ``calib.gemm_source == "kernels"`` and an ``engine`` (key or record), its measured GEMMs where tables exist."""
+    ``calib.gemm_source == "kernels"`` (``calib.moe_source``) and an ``engine`` (key or record), its measured
+    GEMMs (MoE kernels) where tables exist."""
     gen = device.generation if device.generation in calib.gemm_efficiency else calib.fallback_generation
     e = calib.value("gemm_efficiency", gen)
     attn, dense, experts = (p * e for p in device.gemm_peaks_flops_per_s)
@@ -113,11 +116,11 @@ def achieved_rates(device, calib, engine=None) -> Rates:
                  device.link_bytes_per_s * calib.link_efficiency, host, gen != device.generation,
                  device.memory_bandwidth_bytes_per_s * calib.value("expert_memory_efficiency", gen),
                  calib.value("layer_seconds", gen), calib.value("moe_layer_seconds", gen),
-                 _kernel_source(device, calib, engine))
+                 _kernel_source(device, calib, engine, "gemm_source"), _kernel_source(device, calib, engine, "moe_source"))
 
 
-def _kernel_source(device, calib, engine):
-    if getattr(calib, "gemm_source", "roofline") != "kernels" or engine is None:
+def _kernel_source(device, calib, engine, switch):
+    if getattr(calib, switch, "roofline") != "kernels" or engine is None:
         return None
     from aisize.serving.kernel_gemms import ENGINE_TABLES
 
@@ -308,6 +311,8 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
     if rates.kernel_gemms is not None:  # the engine's GEMMs as measured on this GPU, where tables cover them
         linear = kernel_linear_seconds(costs, *rates.kernel_gemms, n_group, tp, linear)
     experts = _experts(costs, rates, calib, n, g, ep)
+    if rates.kernel_moe is not None:  # the engine's MoE operator as measured on this GPU, where tables cover it
+        experts = kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep, experts)
     head = np.maximum(costs.head_flops_per_token * sampled / g / rates.head_flops_per_s,
                       costs.head_weight_bytes / g / mem) + sampled / g * costs.vocab * LOGIT_BYTES * 2.0 / mem
     elementwise = calib.elementwise_bytes_per_token * costs.hidden * costs.layers * n_group / mem

@@ -1,0 +1,143 @@
+"""Time of a replica's routed experts from the MoE kernels measured on the GPU.
+
+NVIDIA's AIConfigurator measures each serving engine's fused MoE operator (routing permutation,
+the grouped gate/up and down GEMMs, the weighted combine) on each GPU by weight format, model
+shape (hidden, expert intermediate, top-k, routed experts), MoE tensor and expert parallel sizes,
+token count and routing skew [1]; aisize keeps those sweeps as surfaces under ``data/kernels/``
+(:mod:`aisize.kernels`). The table's ``tokens`` are the tokens entering the MoE layer of the whole
+expert-parallel group (before routing), its time that of one GPU's share: the tensor-parallel split
+of each expert (``tp = gpus / ep``) and its ``experts / ep`` local experts [1, 2].
+
+So one iteration's routed-expert time per GPU is ``moe_layers x t(tokens)``, read from the engine's
+own measured operator (its tile padding, its memory-bound floor at few tokens, its load imbalance
+under the measured routing skew), where the roofline needs a fitted efficiency for each. Routing
+follows AIConfigurator's own model choice [3]: a power law of exponent 1.01 for DeepSeek-family
+models (MLA attention) and 1.2 for the other MoE models (the balanced sweep where no skewed one was
+measured).
+
+Each (GPU, engine, format, shape, split) gives one curve of seconds over tokens on powers of two (1 to
+16,384, the measured range), read once and cached; an iteration interpolates it in (ln tokens,
+ln seconds), so a search's many batches cost one vectorized interpolation. Where no table covers a
+case (another engine, a format without a measured kernel, a GPU without tables, a shape or split
+outside the sweeps), :func:`curve` returns None and the iteration keeps its roofline;
+:func:`coverage` says which.
+
+References
+----------
+.. [1] ``aiconfigurator-core`` 0.12.0 (Apache-2.0), ``systems/data/<gpu>/moe/<engine>/<version>/
+       moe_perf.parquet``; docs/kernels.md (the import, its versions and its accuracy).
+.. [2] TensorRT-LLM ``MoeConfig`` / SGLang ``--ep-size``: experts split over ``moe_ep_size`` GPUs and
+       each expert over ``moe_tp_size = tp / moe_ep_size`` of them.
+.. [3] ``aiconfigurator-core`` 0.12.0, ``sdk/models/moe.py`` (``_power_law_alpha = 1.2``) and
+       ``sdk/models/deepseek.py`` (``1.01``), with ``sdk/config.py`` ``workload_distribution =
+       "power_law"``; docs/kernels.md.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from aisize.serving.kernel_gemms import ENGINE_TABLES, seconds  # the same log-log interpolation as GEMMs
+
+#: expert weight format -> the measured MoE dtypes, in order of preference.
+DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8", "fp8_block"), "nvfp4": ("nvfp4",),
+          "mxfp4": ("w4a16_mxfp4",), "int4": ("int4_wo",)}
+#: DeepSeek-style checkpoints store FP8 with 128x128 block scales (DeepSeek-V3 report, sec. 3.3).
+BLOCK_FP8_FIRST = ("fp8_block", "fp8")
+TOKEN_GRID = 2.0 ** np.arange(0, 15)  # 1 ... 16,384 tokens: the tables' measured range
+MIN_MEASURED_TOKENS = 1024.0  # a curve must be measured up to here (past it, time ~ tokens)
+SKIP_KERNELS = ("min_latency",)  # TRT-LLM's low-latency NVFP4 twin: a separate table the engine picks itself
+
+
+def distribution(model) -> str:
+    """The routing skew AIConfigurator models for ``model`` [3]."""
+    return "power_law_1.01" if model.attention == "mla" else "power_law_1.2"
+
+
+def moe_shape(model) -> tuple | None:
+    """(hidden, expert intermediate, top-k, routed experts, gated, distribution) of a MoE model, else None."""
+    if model.experts <= 1 or not model.moe_ffn_hidden:
+        return None
+    return (int(model.hidden), int(model.moe_ffn_hidden), int(model.experts_per_token), int(model.experts),
+            model.ffn_type == "swiglu", distribution(model), model.attention == "mla")
+
+
+def _variants(table, dtype: str, gated: bool, dist: str):
+    """Variant ids of ``dtype`` for a gated (or non-gated) MLP, the engine's default kernel first, skewed
+    routing ``dist`` where measured, else balanced."""
+    cats = table.cats
+    counts = table.points_per_variant()
+    out = []
+    for want in (dist, "balanced"):
+        ids = []
+        for i, v in enumerate(table.variants):
+            row = dict(zip(cats, v))
+            kernel = row.get("kernel", "")
+            if row.get("dtype") != dtype or row.get("distribution") != want:
+                continue
+            if any(s in kernel for s in SKIP_KERNELS) or ("nongated" in kernel) == gated:
+                continue
+            ids.append(i)
+        out += sorted(ids, key=lambda i: -int(counts[i]))
+    return out
+
+
+@lru_cache(maxsize=1024)
+def curve(gpu: str, engine_key: str, expert_format: str, shape: tuple | None, moe_tp: int, ep: int):
+    """(ln tokens, ln seconds) on :data:`TOKEN_GRID` of one MoE layer's routed experts on one GPU, or None
+    where no table covers them (see the module docstring)."""
+    from aisize import kernels
+
+    engine = ENGINE_TABLES.get(engine_key)
+    if engine is None or shape is None:
+        return None
+    try:
+        table = kernels.table(gpu, engine, "moe")
+    except kernels.KernelDataMissing:
+        return None
+    hidden, inter, topk, experts, gated, dist, block_first = shape
+    dtypes = DTYPES.get(expert_format, ())
+    if block_first and expert_format == "fp8":
+        dtypes = BLOCK_FP8_FIRST
+    coords = np.stack(np.broadcast_arrays(float(hidden), float(inter), float(topk), float(experts),
+                                          float(moe_tp), float(ep), TOKEN_GRID), axis=1)
+    for dtype in dtypes:
+        for vid in _variants(table, dtype, gated, dist):
+            log_t, ok, _ = table.lookup_ids(np.full(len(TOKEN_GRID), vid), coords)
+            # keep the measured prefix (some sweeps stop early); it must reach a decode batch's tokens
+            upto = int(np.argmin(ok)) if not ok.all() else len(ok)
+            if upto and TOKEN_GRID[upto - 1] >= MIN_MEASURED_TOKENS:
+                return np.log(TOKEN_GRID[:upto]), log_t[:upto]
+    return None
+
+
+def experts_seconds(costs, gpu: str, engine_key: str, tokens, gpus, ep, roofline):
+    """The measured routed-expert time of ``tokens`` through every MoE layer of a replica whose experts
+    spread over ``ep`` of its ``gpus``, where tables cover the case, else ``roofline`` (broadcast) [s]."""
+    shape = moe_shape(costs.model)
+    result = np.asarray(roofline, dtype=float)
+    if shape is None or not costs.moe_layers:
+        return result
+    g, e = np.broadcast_arrays(np.asarray(gpus, dtype=float), np.asarray(ep, dtype=float))
+    pairs = np.unique(np.stack([g.ravel(), e.ravel()], axis=1), axis=0)
+    for gv, ev in pairs:
+        if gv % ev:
+            continue
+        lookup = curve(gpu, engine_key, costs.formats.experts, shape, int(gv // ev), int(ev))
+        if lookup is None:
+            continue
+        result = np.where((g == gv) & (e == ev), costs.moe_layers * seconds(lookup, tokens), result)
+    return result
+
+
+def coverage(costs, gpu: str, engine_key: str, gpus: int, ep: int) -> str:
+    """Where a replica's routed-expert time comes from, in words."""
+    shape = moe_shape(costs.model)
+    if shape is None:
+        return f"none ({costs.model.id} has no routed experts)"
+    if gpus % ep == 0 and curve(gpu, engine_key, costs.formats.experts, shape, gpus // ep, ep) is not None:
+        return f"measured MoE kernels ({gpu}, {ENGINE_TABLES[engine_key]}, data/kernels)"
+    return (f"roofline (no measured {costs.formats.experts} MoE kernel for {gpu} under {engine_key} at hidden "
+            f"{shape[0]}, expert size {shape[1]}, top-{shape[2]} of {shape[3]}, TP {gpus // max(ep, 1)} x EP {ep})")
