@@ -143,7 +143,7 @@ def _one_server(rate_usd):
     d = to_dict(preset("xe9680-genai"))
     d["workloads"] = [d["workloads"][1] | {"when": {"phase": "always", "hours": None}}]
     d["phases"] = []
-    zero = ["switch-ib-ndr", "switch-ethernet", "optics-per-link", "storage-per-tb", "storage-per-gb-per-s",
+    zero = ["switch-ib-ndr", "switch-ethernet", "optics-per-link", "storage-per-tb",
             "rack-per-month"]
     d["cost"] = {"life_years": 4, "average_power_share": 0.8, "cloud_rate": "aws-p5-on-demand",
                  "prices": {"server-dell-xe9680-h100": 250_000, "energy-per-kwh": 0.10, "pue": 1.5,

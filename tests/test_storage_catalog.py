@@ -11,6 +11,7 @@ import math
 import pytest
 
 from aisize import catalog
+from aisize.cost import load_prices, unit_usd
 from aisize.plan import plan
 from aisize.plan import context as C
 from aisize.scenario import ScenarioError, from_dict, preset, preset_names, to_dict
@@ -89,12 +90,14 @@ def test_every_preset_buys_storage_that_meets_its_peak_demand(plans, name):
 
 @pytest.mark.parametrize("name", [n for n in preset_names()
                                   if catalog.storage[preset(n).hardware.storage].kind == "guidance"])
-def test_the_chosen_system_buys_the_least_read_bandwidth(plans, name):
+def test_the_chosen_system_is_the_cheapest_count(plans, name):
     s = plans[name].storage
     chosen = s.candidates[s.system]
     assert chosen["units"] == s.units
     assert chosen["read_bytes_per_s"] == pytest.approx(s.units * catalog.storage[s.system].read_bandwidth_bytes_per_s)
-    assert all(c["read_bytes_per_s"] >= chosen["read_bytes_per_s"] for c in s.candidates.values())
+    # each unit costs its unit price or its raw capacity x storage-per-tb (aisize.cost.storage): the cheapest wins
+    assert chosen["cost"] == pytest.approx(s.units * unit_usd(catalog.storage[s.system], load_prices()))
+    assert all(c["cost"] >= chosen["cost"] for c in s.candidates.values())
     assert set(s.candidates) == {r.id for r in catalog.storage if purchasable(r)}
 
 
