@@ -154,7 +154,7 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
     shapes = candidate_shapes(arch, serving.hardware.device(ctx.accelerator, w.weight_precision, w.kv_precision),
                               scaleout_bytes_per_s=ctx.scaleout_bytes_per_s, tensor_parallel=w.tensor_parallel,
                               pipeline_parallel=w.pipeline_parallel, gpus_per_server=per,
-                              max_servers=MAX_SERVERS_PER_REPLICA)
+                              max_servers=MAX_SERVERS_PER_REPLICA, engine=engine)
     pools = None
     if w.serving == "disaggregated":
         pools = size_pools(arch, ctx.accelerator, **kw, requests_per_s=w.requests_per_s, ttft_target_s=ttft_t,
@@ -166,28 +166,96 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
     shape = fleet.shape or _fallback_shape(shapes)
     replicas = fleet.replicas if fleet.feasible else None
     est = kv = None
-    if shape is not None:
-        one = dict(tensor_parallel=shape.tensor_parallel, **kw, pipeline_parallel=shape.pipeline_parallel,
-                   attention_dp=shape.attention_dp, stage_link_bytes_per_s=shape.stage_link_bytes_per_s,
-                   length_cv=w.length_cv, engine=engine, calibration=cal, **serving_extras(w))
-        if replicas is None:  # the replica's capacity decides the fallback fleet
-            cap = serving.estimate(arch, ctx.accelerator, **one)
-            if not cap.feasible:  # nothing fits: one replica shows what fails
-                replicas = 1
-            else:  # no shape meets the targets: keep the fleet at 70 % of capacity instead
-                replicas = max(math.ceil(w.requests_per_s / (cap.max_requests_per_s * FALLBACK_UTILISATION)), 1)
+    if shape is not None and fleet.feasible:  # the screen's best shapes, sized again with the estimate the plan shows
+        fleet, kv, est = _sized_by_estimate(w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, tpot_t)
+        shape, replicas = fleet.shape, fleet.replicas
+    elif shape is not None:
+        one = _one(w, shape, kw, engine, cal)
+        cap = serving.estimate(arch, ctx.accelerator, **one)
+        if not cap.feasible:  # nothing fits: one replica shows what fails
+            replicas = 1
+        else:  # no shape meets the targets: keep the fleet at 70 % of capacity instead
+            replicas = max(math.ceil(w.requests_per_s / (cap.max_requests_per_s * FALLBACK_UTILISATION)), 1)
         kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
-        if fleet.feasible:  # the sizing's rates are a screen: the fleet bought must meet the targets as estimated
-            for _ in range(TOP_UP_STEPS):
-                if est is None or not est.feasible or meets_targets(w, est, ttft_t, tpot_t):
-                    break
-                more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
-                kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
-                if est2 is None or not est2.feasible or _miss(w, est2, ttft_t, tpot_t) >= \
-                        _miss(w, est, ttft_t, tpot_t) * (1 - 1e-3):
-                    break  # more replicas no longer help: the light-load floor of this shape is above the target
-                replicas, kv, est = more, kv2, est2
     return _assemble(w, ctx, policies, arch, shape, replicas or 0, fleet, est, pools, ttft_t, tpot_t, kv)
+
+
+def _one(w, shape, kw, engine, cal) -> dict:
+    """:func:`aisize.serving.estimate`'s arguments for one replica of ``shape`` (its rate apart)."""
+    return dict(tensor_parallel=shape.tensor_parallel, **kw, pipeline_parallel=shape.pipeline_parallel,
+                attention_dp=shape.attention_dp, stage_link_bytes_per_s=shape.stage_link_bytes_per_s,
+                length_cv=w.length_cv, engine=engine, calibration=cal, **serving_extras(w))
+
+
+REFINE_SHAPES = 6  # the screen's best shapes sized again with the full estimate
+GUESS_UTILISATION = 0.9  # the bisection's first probe: replicas this busy (saves probes; the result is the same)
+
+
+def _sized_by_estimate(w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, tpot_t):
+    """(fleet, KV tiers, estimate) of the fewest GPUs that meet the targets as the plan estimates them.
+
+    The screen (:func:`choose_fleet`) ranks the shapes on a model without speculation, output-length spread or KV
+    tiers, so its replica counts are a start, not the answer: each of its best :data:`REFINE_SHAPES` shapes is
+    sized again with the estimate the plan reports (bisection on the replicas between the capacity's bound and
+    the screen's count, or steps up from it), and the fewest GPUs win (then the smaller replica). When no shape
+    meets the targets with the estimate, the screen's choice is kept at the replicas that come nearest, and the
+    plan says by how much it misses."""
+    best, nearest = None, None
+    for shape, n, _ in fleet.ranked[:REFINE_SHAPES]:
+        floor = best[0] if best else math.inf
+        got = _fewest_replicas(w, ctx, policies, arch, shape, n, _one(w, shape, kw, engine, cal), ttft_t, tpot_t,
+                               floor)
+        if got is None:
+            continue
+        replicas, kv, est, met = got
+        key = (replicas * shape.gpus, shape.gpus)
+        if met and (best is None or key < best[:2]):
+            best = key + (shape, replicas, kv, est)
+        if not met and nearest is None and shape == fleet.shape:
+            nearest = (shape, replicas, kv, est)
+    if best is None and nearest is None:  # nothing better than the screen's count: keep it as estimated
+        one = _one(w, fleet.shape, kw, engine, cal)
+        nearest = (fleet.shape, fleet.replicas) + _evaluate(w, ctx, policies, arch, fleet.shape, fleet.replicas, one)
+    shape, replicas, kv, est = best[2:] if best else nearest
+    knee_rate = fleet.knee_of(shape) if fleet.knee_of else fleet.knee_requests_per_s
+    return replace(fleet, shape=shape, replicas=replicas, knee_requests_per_s=knee_rate), kv, est
+
+
+def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):
+    """(replicas, KV tiers, estimate, met) for ``shape``: the fewest replicas the estimate says meet the targets,
+    searched from the screen's ``n``; None where the shape does not fit or cannot beat ``floor`` GPUs."""
+    kv, est = _evaluate(w, ctx, policies, arch, shape, n, one)
+    if est is None or not est.feasible:
+        return None
+    cap = est.max_requests_per_s
+    low = max(math.ceil(w.requests_per_s / cap) - 1, 0) if cap > 0 and math.isfinite(cap) else 0  # at capacity
+    if (low + 1) * shape.gpus >= floor:
+        return None
+    if meets_targets(w, est, ttft_t, tpot_t):  # bisection: `low` misses (or is 0), n meets
+        high = (n, kv, est)
+        guess = math.ceil(low / GUESS_UTILISATION)  # first where busy replicas usually still meet their targets
+        while high[0] - low > 1:
+            mid = guess if low < guess < high[0] else (low + high[0]) // 2
+            guess = 0
+            kv2, est2 = _evaluate(w, ctx, policies, arch, shape, mid, one)
+            if est2 is not None and est2.feasible and meets_targets(w, est2, ttft_t, tpot_t):
+                high = (mid, kv2, est2)
+            else:
+                low = mid
+        return high + (True,)
+    replicas = n
+    for _ in range(TOP_UP_STEPS):  # steps up from the screen's count until the estimate meets the targets
+        more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
+        if more * shape.gpus >= floor:
+            break
+        kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
+        if est2 is None or not est2.feasible or _miss(w, est2, ttft_t, tpot_t) >= \
+                _miss(w, est, ttft_t, tpot_t) * (1 - 1e-3):
+            break  # more replicas no longer help: the light-load floor of this shape is above the target
+        replicas, kv, est = more, kv2, est2
+        if meets_targets(w, est, ttft_t, tpot_t):
+            return replicas, kv, est, True
+    return replicas, kv, est, False
 
 
 TOP_UP_STEPS = 16  # replicas added, a step at a time, until the estimate meets the targets

@@ -151,6 +151,55 @@ def expert_parallel_choices(model, tensor_parallel: int) -> list[int]:
     return sorted({d for d in (1, tensor_parallel) if model.experts % d == 0})
 
 
+@dataclass(frozen=True)
+class EngineLayouts:
+    """How an engine's published deployment recipes lay a replica out (docs/engine-shapes.md): the flags that
+    give an MoE model data-parallel attention with expert parallelism, and pipeline stages across servers."""
+
+    attention_dp: str  # the launch flags of attention DP + EP (an MoE model's other layout is TP + EP)
+    pipeline: str  # the launch flag of pipeline stages, each stage one server's (scale-up domain's) TP group
+    source: str
+
+
+# the layouts engines publish for MoE and multi-server models (docs/engine-shapes.md lists the recipes); TP stays
+# inside one scale-up domain in every recipe, and no recipe pipelines the GPUs of one server or combines
+# attention DP with pipeline stages
+ENGINE_LAYOUTS = {
+    "vllm": EngineLayouts(
+        "--data-parallel-size N --enable-expert-parallel", "--pipeline-parallel-size (one stage per node)",
+        "vLLM recipes, DeepSeek-V3/R1 usage guide (TP8+EP or DP8+EP on 8 GPUs); vLLM docs, parallelism and "
+        "scaling (TP inside a node, PP across nodes)"),
+    "sglang": EngineLayouts(
+        "--tp N --dp N --enable-dp-attention (--ep N)", "--pp-size",
+        "SGLang docs, DeepSeek V3/V3.1/R1 usage (--tp 8 on 8 x H200/B200; --enable-dp-attention for throughput)"),
+    "trtllm": EngineLayouts(
+        "enable_attention_dp: true, moe_expert_parallel_size N", "pipeline_parallel_size",
+        "TensorRT-LLM deployment guide for DeepSeek R1 (B200: TP8 + EP8, attention DP for max throughput, TP8 "
+        "without it for min latency)"),
+}
+ENGINE_LAYOUTS["trtllm-bench"] = ENGINE_LAYOUTS["trtllm"]
+
+
+def engine_runs(shape: ReplicaShape, widest_tensor_parallel: int) -> bool:
+    """Whether ``shape`` is a layout the engines' recipes run (:data:`ENGINE_LAYOUTS`): pipeline stages only
+    at the widest tensor parallelism the scale-up domain allows (``widest_tensor_parallel``: a stage is a
+    whole server's TP group, as vLLM's ``TP 8 x PP 2`` over two nodes), and attention DP only without
+    pipeline stages. A replica that fits one scale-up domain is TP (or attention DP + EP) over it, never
+    pipelined across its own GPUs."""
+    if shape.pipeline_parallel > 1 and shape.tensor_parallel < widest_tensor_parallel:
+        return False
+    return not (shape.attention_dp > 1 and shape.pipeline_parallel > 1)
+
+
+def pipeline_for_capacity(shapes, fits) -> np.ndarray:
+    """``fits`` (which ``shapes`` hold the model) less the pipelined shapes where one stage holds it: the engines
+    add pipeline stages for a model too large for one node, not for throughput (vLLM, "Parallelism and scaling":
+    TP inside a node, PP across nodes when the model does not fit one; docs/engine-shapes.md)."""
+    fits = np.asarray(fits, dtype=bool)
+    staged = np.array([s.pipeline_parallel > 1 for s in shapes], dtype=bool)
+    return fits & ~staged if (fits & ~staged).any() else fits
+
+
 def divisors(n: int) -> np.ndarray:
     k = np.arange(1, n + 1)
     return k[n % k == 0]

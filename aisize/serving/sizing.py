@@ -21,7 +21,7 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -32,7 +32,8 @@ from aisize.serving.costs import model_costs
 from aisize.serving.hardware import device
 from aisize.serving.iteration import achieved_rates
 from aisize.serving.latency import loaded_state
-from aisize.serving.shapes import ReplicaShape, ShapeGrid, attention_dp_choices, check_shape
+from aisize.serving.shapes import (ENGINE_LAYOUTS, ReplicaShape, ShapeGrid, attention_dp_choices, check_shape,
+                                   engine_runs, pipeline_for_capacity)
 from aisize.serving.throughput import EngineLimits, engine_limits, max_throughput
 
 RATE_GRID = 16  # per-replica rates tried per shape, geometric from 0.1 % to 99.5 % of capacity ...
@@ -58,16 +59,23 @@ class FleetChoice:
     best_tpot_s: float
     candidates: int
     knee_requests_per_s: float = 0.0  # per replica of the chosen shape: mean request latency doubles there
+    # every shape that meets the targets, in the order the search ranks them (the chosen first): (shape, replicas,
+    # SLO rate per replica [requests/s]); a plan that checks the ranking with its full estimate reads it
+    ranked: tuple = ()
+    knee_of: object = field(default=None, repr=False, compare=False)  # shape -> its knee [requests/s per replica]
 
 
 def candidate_shapes(model, dev, *, scaleout_bytes_per_s, tensor_parallel="auto", pipeline_parallel="auto",
-                     gpus_per_server=8, max_servers=16) -> list[ReplicaShape]:
-    """Shapes worth trying.
+                     gpus_per_server=8, max_servers=16, engine=None) -> list[ReplicaShape]:
+    """Shapes worth trying: the layouts the engine's published recipes run (docs/engine-shapes.md).
 
     Tensor parallelism stays inside one scale-up domain and splits the heads evenly;
-    pipeline stages (1, 2, 4 or 8) may span servers, and stages beyond one scale-up
-    domain talk over the servers' scale-out NICs (``scaleout_bytes_per_s`` per GPU);
-    MoE models also try attention data parallelism.
+    pipeline stages (2, 4 or 8) are added only at the widest such TP, one scale-up domain
+    (server) per stage, and stages beyond one scale-up domain talk over the servers'
+    scale-out NICs (``scaleout_bytes_per_s`` per GPU); MoE models also try attention data
+    parallelism with expert parallelism, without pipeline stages, on engines whose recipes
+    run it (:data:`~aisize.serving.shapes.ENGINE_LAYOUTS`; ``engine`` None: every engine's).
+    A shape the scenario fixes (both TP and PP given) is tried as given.
     """
     domain = max(dev.scaleup_domain, 1)
     if tensor_parallel != "auto":
@@ -77,14 +85,19 @@ def candidate_shapes(model, dev, *, scaleout_bytes_per_s, tensor_parallel="auto"
         t for t in (1, 2, 4, 8, 16, 32, 64, 72) if t <= domain and model.heads % t == 0]
     pps = [pipeline_parallel] if pipeline_parallel != "auto" else [
         p for p in (1, 2, 4, 8) if p <= max_servers * max(gpus_per_server, 1)]
+    fixed = tensor_parallel != "auto" and pipeline_parallel != "auto"
+    key = getattr(engine, "key", engine)
     out = []
     for pp in pps:
         if pp > model.layers:
             continue
         for tp in tps:
             link = scaleout_bytes_per_s if pp > 1 and tp * pp > domain else None
-            for dp in attention_dp_choices(model, tp):
-                out.append(ReplicaShape(tp, dp, pp, link))
+            dps = attention_dp_choices(model, tp) if key is None or key in ENGINE_LAYOUTS else [1]
+            for dp in dps:
+                shape = ReplicaShape(tp, dp, pp, link)
+                if fixed or engine_runs(shape, max(tps)):
+                    out.append(shape)
     return out
 
 
@@ -124,8 +137,10 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
     total = replicas * r.gpus
     order = np.lexsort((r.ttft_light, r.gpus, total))  # fewest GPUs, then the smallest replica, then the lowest TTFT
     k = int(order[0])
+    ranked = tuple((r.fitting[j][0], int(replicas[j]), float(slo_rate[j])) for j in order if np.isfinite(replicas[j]))
+    index = {r.fitting[j][0]: int(j) for j in order}
     return FleetChoice(r.fitting[k][0], int(replicas[k]), float(slo_rate[k]), True, "", r.best_ttft, r.best_tpot,
-                       len(shapes), r.knee(k))
+                       len(shapes), r.knee(k), ranked, lambda shape: r.knee(index[shape]))
 
 
 class _Key:
@@ -192,7 +207,7 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
                                       np.array([float(lim.max_num_tokens) for lim in limits])[:, None]),
                          input_tokens=input_tokens, output_tokens=output_tokens,
                          shape=ShapeGrid.of(shapes, dev.link_bytes_per_s), cached_tokens=cached_tokens)
-    fits = np.broadcast_to(cap.memory.fits, column)[:, 0]
+    fits = pipeline_for_capacity(shapes, np.broadcast_to(cap.memory.fits, column)[:, 0])
     fitting = [(s, lim) for s, lim, ok in zip(shapes, limits, fits) if ok]
     if not fitting:
         return _ShapeGrid(None, np.zeros(0), None, empty, empty, empty, empty.astype(bool), empty, None)
