@@ -21,6 +21,7 @@ from collections.abc import Callable
 from aisize.app.controls import uploaded_text
 from aisize.app.edits import follow
 from aisize.plan import Plan, plan
+from aisize.plan.incremental import PlanCache
 from aisize.scenario import DEFAULT_PRESET, ScenarioError, from_dict, preset, to_dict
 
 # What a planner or validation failure may raise; anything else is a bug and propagates.
@@ -81,7 +82,8 @@ class AppState:
     def __init__(self, data: dict | None = None):
         self.origin = from_dict(data) if data is not None else preset(DEFAULT_PRESET)  # the scenario as loaded
         self.data: dict = to_dict(self.origin)
-        self.plan: Plan = plan(self.origin)
+        self.cache = PlanCache()  # a move re-plans only the workloads whose inputs it changed
+        self.plan: Plan = plan(self.origin, self.cache)
         self.listeners: list[Callable[[Plan], None]] = []
 
     @property
@@ -113,7 +115,7 @@ class AppState:
                 followed = follow(self.origin, to_dict(self.origin), scenario, to_dict(scenario))
                 if followed != to_dict(scenario):
                     scenario = from_dict(followed)
-            new_plan = plan(scenario)
+            new_plan = plan(scenario, self.cache)
         except INPUT_ERRORS as error:
             return message(error)
         except MemoryError:  # a widget callback's exception shows nothing: the page says so (issue 46.4)

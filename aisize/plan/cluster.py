@@ -21,6 +21,7 @@ from aisize.cost import load_prices
 from aisize.network.fabric import compute_nics_for, storage_network
 from aisize.plan import job as J
 from aisize.plan import pools as P
+from aisize.plan.incremental import workload_key
 from aisize.plan.dataprep import DataPrepPlan, plan_dataprep
 from aisize.plan.inference import InferencePlan
 from aisize.plan.jobstreams import JobStreamPlan, plan_job_stream, target_slots
@@ -89,8 +90,11 @@ class Plan:
         return self.training + self.inference + self.dataprep
 
 
-def _candidates(scenario, pools, slots, policies, stream_slots):
-    """{workload: [Candidate, ...]} for every GPU workload, in the pools it may use (fitting ones first)."""
+def _candidates(scenario, pools, slots, policies, stream_slots, cache=None):
+    """{workload: [Candidate, ...]} for every GPU workload, in the pools it may use (fitting ones first).
+
+    With a :class:`~aisize.plan.incremental.PlanCache`, a workload whose inputs did not change since an
+    earlier plan takes its candidate from there."""
     names = [p.spec.name for p in pools]
     declared = any(p.declared for p in pools)
     out = {}
@@ -98,15 +102,7 @@ def _candidates(scenario, pools, slots, policies, stream_slots):
         if w.kind == "data-prep":
             continue
         which = [names.index(w.pool)] if w.pool is not None else range(len(pools))
-        found = []
-        for k in which:
-            args = (w, index, k, pools[k], policies, slots.active[w.name])
-            if w.kind == "training":
-                found.append(P.training_candidate(*args))
-            elif w.kind == "inference":
-                found.append(day_candidate(w, index, k, pools[k], policies, slots))
-            else:
-                found.append(P.stream_candidate(*args, stream_slots.get(w.name) or 1))
+        found = [_candidate(w, index, k, pools[k], policies, slots, stream_slots, cache) for k in which]
         fitting = [c for c in found if c.fits]
         if declared and not fitting:
             field = f"workloads.{index}.pool" if w.pool is not None else f"workloads.{index}"
@@ -119,6 +115,34 @@ def _candidates(scenario, pools, slots, policies, stream_slots):
             raise ValueError(f"workloads.{index}.gpus_per_job: {found[0].why}")
         out[w.name] = fitting or found[:1]  # the implicit pool keeps a misfit: findings report it
     return out
+
+
+def _candidate(w, index, k, pool, policies, slots, stream_slots, cache):
+    """One workload's candidate on pool ``k``, from ``cache`` where its inputs are unchanged."""
+    def compute(ctx, pol):
+        # the candidate reads the pool's spec and hardware context only (hardware None: a read would fail loudly)
+        on = dataclasses.replace(pool, ctx=ctx, hardware=None) if cache is not None else pool
+        if w.kind == "training":
+            return P.training_candidate(w, index, k, on, pol, slots.active[w.name])
+        if w.kind == "inference":
+            return day_candidate(w, index, k, on, pol, slots)
+        return P.stream_candidate(w, index, k, on, pol, slots.active[w.name], stream_slots.get(w.name) or 1)
+
+    if cache is None:
+        return compute(pool.ctx, policies)
+    base = ("candidate", workload_key(w), index, k, repr(pool.spec), pool.declared, pool.per_rack, pool.max_racks,
+            slots.phases, slots.segments, slots.active[w.name], stream_slots.get(w.name))
+    # a training job's layout search is memoised on the whole context: it gets the context itself
+    return cache.call(base, pool.ctx, compute, track_ctx=w.kind != "training", share=(w.name, k))
+
+
+def _service_day(w, k, pool, policies, cache):
+    """:func:`aisize.plan.service_day.service_day` of a service on pool ``k``, from ``cache`` where unchanged
+    (with the wrappers its candidate was planned with, whose memoised day it then reuses)."""
+    if cache is None:
+        return service_day(w, pool.ctx, policies)
+    return cache.call(("day", workload_key(w), k), pool.ctx, lambda ctx, pol: service_day(w, ctx, pol),
+                      share=(w.name, k))
 
 
 def _order(scenario, cands) -> list[str]:
@@ -153,12 +177,13 @@ def _peak_gpus(placement: Placement, slot_count: int) -> int:
     return max(busy)
 
 
-def plan(scenario) -> Plan:
+def plan(scenario, cache=None) -> Plan:
     """Plan a :class:`~aisize.scenario.Scenario`: a bill of materials, the figures behind it, and findings.
 
     Raises ValueError (naming the workload and field) when a fixed layout or input is inconsistent,
     or when a pool cannot hold what is pinned to it, or when the inputs ask for more than the
-    formulas accept (:mod:`aisize.plan.errors`).
+    formulas accept (:mod:`aisize.plan.errors`). ``cache``: a :class:`~aisize.plan.incremental.PlanCache`
+    whose per-workload results of earlier plans are reused where their inputs did not change (the app's).
     """
     from aisize.plan.errors import planning_error
 
@@ -169,12 +194,12 @@ def plan(scenario) -> Plan:
         raise ValueError(f"{', '.join(fixed)}: {sum(fixed.values()):,} servers in all, more than aisize plans "
                          f"({checks.MAX_SERVERS:,})")
     try:
-        return _plan(scenario)
+        return _plan(scenario, cache)
     except (ValueError, ArithmeticError) as error:
         raise planning_error(error, scenario, _plan) from error
 
 
-def _plan(scenario) -> Plan:
+def _plan(scenario, cache=None) -> Plan:
     from aisize.plan.costing import plan_cost
     from aisize.plan.findings import assumptions_used, findings
 
@@ -182,7 +207,9 @@ def _plan(scenario) -> Plan:
     pools = P.resolve_pools(scenario)
     slots = active_slots(scenario)
     streams = {w.name: target_slots(w) for w in scenario.workloads if w.kind == "job-stream"}
-    cands = _candidates(scenario, pools, slots, pol, streams)
+    if cache is not None:
+        cache.begin(pol)
+    cands = _candidates(scenario, pools, slots, pol, streams, cache)
     fill = _rest_streams(scenario, pools, cands)
     placement, chosen, filled = pack([p.spec for p in pools], {n: [(c.pool, c.demand) for c in cs]
                                                               for n, cs in cands.items()},
@@ -208,7 +235,7 @@ def _plan(scenario) -> Plan:
     servers = sum(p.servers for p in pool_plans)
     read_per_server = sum(t.read_bytes_per_s for t in training) / max(servers, 1)
     nics = compute_nics_for(primary.server, primary.scale_out_link)
-    days = {w.name: service_day(w, pools[chosen[w.name]].ctx, pol) for w in scenario.workloads
+    days = {w.name: _service_day(w, chosen[w.name], pools[chosen[w.name]], pol, cache) for w in scenario.workloads
             if fleet_of(w) is not None and w.name in chosen}
     storage = plan_storage(training, inference, dataprep, primary, pol, servers, nics,
                            {n: scale_up_reads(sd) for n, sd in days.items()})
