@@ -1,0 +1,149 @@
+"""Storage priced by the units bought and queued on the system bought (issue 49, items 1 and 3).
+
+Hand-worked figures: YanRong F9000X holds 10 x 7,000 GiB = 75.16 TB raw per node (MLPerf Storage v1.0
+submission; the catalog stores 75.16 TB); at data/prices.csv storage-per-tb ($150 per TB raw) one node costs
+75.16 x 150 = $11,274. NetApp's 8-node
+AFF A90 served 3,644,870 ops/s at its last SPECstorage 2020 EDA load point and 0.4 ms at its first:
+Little's law gives 3,644,870 x 0.0004 = 1,458 IOs in flight at the rated rate.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from aisize import catalog
+from aisize.cost import load_prices, storage_line, storage_unit_price_id, unit_usd
+from aisize.cost.prices import Price, PriceTable
+from aisize.plan import plan
+from aisize.plan import context as C
+from aisize.scenario import from_dict, preset, preset_names, to_dict
+from aisize.storage.sizing import choose_system, purchasable, unit_iops_at
+from aisize.units import TB
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return {n: plan(preset(n)) for n in preset_names()}
+
+
+def _storage_line(p):
+    (line,) = [x for x in p.cost.capital_lines if x.item.startswith("storage ") and "fabric" not in x.item]
+    return line
+
+
+def test_no_price_per_gb_per_s_and_the_capacity_price_is_a_stated_assumption():
+    table = load_prices()
+    assert "storage-per-gb-per-s" not in table
+    tb = table["storage-per-tb"]
+    assert (tb.unit, tb.kind) == ("per TB raw", "assumption") and "ASSUMPTION" in tb.note
+    assert "diskprices.com" in tb.source  # the public datum the assumption is set against
+
+
+def test_one_yanrong_node_costs_its_raw_capacity_at_the_price_per_tb():
+    y = catalog.storage["yanrong-f9000x"]
+    table = load_prices()
+    assert y.capacity_bytes / TB == pytest.approx(75.16, abs=0.01)  # 10 x 7,000 GiB
+    assert unit_usd(y, table) == pytest.approx(75.16 * 150)  # $11,274
+    line = storage_line(y, 3, 0.0, table)
+    assert (line.price_id, line.unit, line.quantity) == ("storage-per-tb", "TB raw", pytest.approx(3 * 75.16))
+    assert line.usd == pytest.approx(3 * 11_274)
+
+
+def test_a_unit_price_row_prices_the_units_and_a_system_without_capacity_the_plans_need():
+    table = load_prices()
+    ddn = catalog.storage["ddn-ai400x2t"]
+    own = Price(storage_unit_price_id(ddn.id), "storage", ddn.name, "per unit", 400_000.0, "quote", "2026-12",
+                "a test quote", "")
+    quoted = PriceTable(table.rows | {own.id: own})
+    line = storage_line(ddn, 2, 1e15, quoted)
+    assert (line.price_id, line.quantity, line.usd) == (own.id, 2.0, 800_000.0)  # the raw need does not enter
+    assert unit_usd(ddn, quoted) == 400_000.0
+    netapp = catalog.storage["netapp-aff-a90-8node"]  # a measured system without a published capacity
+    assert unit_usd(netapp, table) is None
+    line = storage_line(netapp, 1, 500e12, table)
+    assert (line.quantity, line.usd) == (pytest.approx(500.0), pytest.approx(500 * 150))
+    with pytest.raises(ValueError, match="units"):
+        storage_line(ddn, -1, 0.0, table)
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_pays_for_the_units_it_bought_not_for_bandwidth(plans, name):
+    p = plans[name]
+    s = p.storage
+    line = _storage_line(p)
+    bought = catalog.storage[s.system]
+    assert line.price_id == "storage-per-tb" and line.kind == "assumption"  # no public unit price in the table
+    tb = s.units * bought.capacity_bytes / TB if bought.capacity_bytes else s.capacity_bytes["raw_bytes"] / TB
+    assert line.quantity == pytest.approx(tb) and line.usd == pytest.approx(tb * 150)
+    assert not [x for x in p.cost.capital_lines if x.unit == "GB/s"]
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_buys_units_that_meet_its_io_demand_at_the_headroom(plans, name):
+    s = plans[name].storage
+    if s.scope != "unit":  # a named system or the guidance per node is bought as named, not sized
+        return
+    bought = catalog.storage[s.system]
+    ops, io = s.demand["iops"], None
+    if ops:
+        io = (s.demand["read"] + s.demand["write"]) / ops
+        # the IOPS one unit serves at the peak's IO size: rated, at most its read rate / IO size
+        assert s.demand["iops"] <= s.units * unit_iops_at(bought, io) * (1 - s.headroom) * (1 + 1e-9)
+    assert s.units >= s.minimum_units
+
+
+def test_agentic_coding_buys_one_smallest_unit_for_its_model_repository(plans):
+    # its read, write and IO demand are all 0: the minimum (1) of the smallest purchasable unit, $11,274
+    p = plans["agentic-coding"]
+    s = p.storage
+    smallest = min((r for r in catalog.storage if purchasable(r)), key=lambda r: r.capacity_bytes)
+    assert (s.system, s.units, s.minimum_units) == (smallest.id, 1.0, 1)
+    assert _storage_line(p).usd == pytest.approx(11_274)  # was $450 k at $8,000 per GB/s of read bought
+
+
+@pytest.mark.parametrize("least", [1, 2, 4])
+def test_a_demand_of_zero_buys_the_stated_minimum_of_the_cheapest_unit(least):
+    table = load_prices()
+    c = choose_system(catalog.storage, minimum_units=least, unit_usd=lambda r: unit_usd(r, table))
+    cheapest = min((r for r in catalog.storage if purchasable(r)), key=lambda r: unit_usd(r, table))
+    assert (c.system.id, c.sized.units) == (cheapest.id, least)
+    assert c.candidates[c.system.id]["cost"] == pytest.approx(least * unit_usd(cheapest, table))
+
+
+def test_a_cheaper_unit_price_changes_the_choice():
+    table = load_prices()
+    # at $1 a unit the 491 TB Huawei appliance is the cheapest way to hold even 1 TB
+    c = choose_system(catalog.storage, capacity_bytes=1e12, unit_usd=lambda r: 1.0 if r.id == "huawei-oceanstor-a800"
+                      else unit_usd(r, table))
+    assert c.system.id == "huawei-oceanstor-a800"
+
+
+def _named(system_id):
+    d = to_dict(preset("hpe-weka-resnet"))
+    d["hardware"]["storage"] = system_id
+    return plan(from_dict(d))
+
+
+def test_the_queue_serves_at_the_systems_iops_with_littles_law_channels():
+    s = _named("netapp-aff-a90-8node").storage
+    a90 = catalog.storage["netapp-aff-a90-8node"]
+    assert (s.system, s.units) == (a90.id, 1.0)
+    ops = s.read_iops + s.write_iops
+    io = (s.read_bytes_per_s + s.write_bytes_per_s) / ops
+    # the rated 3,644,870 ops/s, at most the 58.8 GB/s over the blend's ~115 kB ImageNet reads
+    assert s.supply_iops == pytest.approx(min(3_644_870, 58.809e9 / io))
+    assert s.station.service_seconds == a90.latency_seconds == pytest.approx(400e-6)  # published, not the default
+    assert s.station.servers == round(s.supply_iops * 400e-6)  # Little: IOs in flight = IOPS x latency
+    # service rate = the IOPS, to within the half channel the rounding to whole channels moves it
+    assert abs(s.station.capacity_per_s - s.supply_iops) <= 0.5 / s.station.service_seconds
+    # at small IOs the rated IOPS binds: 1,458 channels of 0.4 ms serve 3.645 M IO/s
+    assert unit_iops_at(a90, 4096) == 3_644_870
+    assert round(unit_iops_at(a90, 4096) * a90.latency_seconds) == 1458
+
+
+def test_a_system_without_a_published_latency_is_queued_at_the_stated_default():
+    s = _named("ddn-ai400x2t").storage
+    assert catalog.storage[s.system].latency_seconds is None
+    assert s.station.service_seconds == C.STORAGE_LATENCY_SECONDS
+    assert s.station.servers == max(1, round(s.supply_iops * C.STORAGE_LATENCY_SECONDS))
+    assert C.STORAGE_LATENCY_SECONDS == 200e-6  # the stated default (plan assumptions: "Unloaded storage latency")
