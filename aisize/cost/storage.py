@@ -5,7 +5,7 @@ A storage system is sold by the node or enclosure, so its price follows the unit
 unit's raw capacity x ``storage-per-tb`` (an assumption, said so on the plan). A system whose
 catalog row gives no capacity (a measured installation) is priced at the raw capacity the plan
 needs. Storage is never priced by the bandwidth it delivers: no vendor sells it that way, and a
-per-GB/s figure would have to be invented.
+per-GB/s figure would have to be invented. docs/storage.md says where each figure comes from.
 """
 
 from __future__ import annotations

@@ -2,13 +2,15 @@
 
 What is bought: a purchasable system the scenario names (aisize.storage.sizing.purchasable) is
 sized by the unit; a guidance row (NVIDIA DGX SuperPOD's per-node levels) names a performance
-level, not a product, so the plan buys the catalog's purchasable system that meets the demand with
-the least read bandwidth (choose_system) and keeps the guidance as a comparison; a whole measured
+level, not a product, so the plan buys the catalog's purchasable system whose count meets the demand
+at the least cost (choose_system) and keeps the guidance as a comparison; a whole measured
 system (scope ``system``) is bought once and checked. Units are sized on the blend's peaks (bursts
-coinciding) with ``policies.storage_headroom`` free and at least ``policies.storage_minimum_units``.
+coinciding) with ``policies.storage_headroom`` free and at least ``policies.storage_minimum_units``;
+a unit is priced by its unit price or raw capacity (aisize.cost.storage), and the blend queues on
+the bought units: channels = IOPS x unloaded latency (Little's law; docs/storage.md).
 
-Glue only: aisize.storage.blender (blend), capacity (capacity_plan), sizing
-(storage_units_for, choose_system, unit_iops_at), demand (data_stall), aisize.network.links
+Glue only: aisize.storage.blender (blend), capacity (capacity_plan), sizing (storage_units,
+choose_system, unit_iops_at), aisize.cost (unit_usd), demand (data_stall), aisize.network.links
 (link_feed_for) and aisize.queueing (storage_station, latency_vs_load, knee_load).
 """
 
