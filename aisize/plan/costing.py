@@ -85,7 +85,8 @@ def _capital(plan, pools, prices) -> tuple[list[CostLine], dict[str, float]]:
     lines.append(priced("storage fabric optics and cables", sfab["endpoint_cables"] + sfab["leaf_spine_cables"]
                         + sfab["spine_core_cables"], "links", OPTICS_PRICE, prices))
     # the units bought, each at its unit price or raw capacity (aisize.cost.storage), never per GB/s delivered
-    lines.append(storage_line(st.record or catalog.storage[st.system], st.units, st.capacity_bytes["raw_bytes"], prices))
+    bought = st.record or catalog.storage[st.system]
+    lines.append(storage_line(bought, st.units, st.capacity_bytes["raw_bytes"], prices))
     return lines, servers
 
 
