@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 
 import pandas as pd
 
-from aisize.units import DAY, GB, HOUR, KB, MINUTE, PB, TB, GiB, KiB, MiB, TiB
+from aisize.units import DAY, GB, HOUR, KB, MINUTE, PB, TB, GiB, KiB, MiB
 
 DASH = "—"
 UNBOUNDED = "unbounded"
@@ -171,8 +171,9 @@ def bytes_si(b) -> Shown:
 
 
 def bytes_gpu(b) -> Shown:
-    """Binary bytes (GPU memory, as nvidia-smi shows it): "5.53 GiB", "128 MiB"."""
-    return _scaled(b, ((TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB"), (1.0, "B")))
+    """Binary bytes (GPU and host memory, as nvidia-smi and free show them): "5.53 GiB", "128 MiB", and
+    "2,048 GiB" for a 2 TiB server, never TiB: one unit for every memory figure (issue 47)."""
+    return _scaled(b, ((GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB"), (1.0, "B")))
 
 
 def rate(bytes_per_s) -> Shown:
@@ -327,6 +328,8 @@ HEADERS = {
     "start_day": "start [day]", "end_day": "end [day]", "busy_gpu_hours": "busy GPU-hours",
     "gpu_hours": "GPU-hours", "days_low": "time, low [days]", "days_high": "time, high [days]",
     "mfu_assumed": "MFU of the time", "mfu_predicted": "MFU predicted", "samples_per_s_per_gpu": "samples/s per GPU",
+    "tokens_per_s_per_gpu": "tokens/s per GPU", "request_latency_p95_s": "request latency p95 [s]",
+    "tpot_p95_ms": "TPOT p95 [ms]",
     "throughput_basis": "throughput basis", "memory_per_gpu_gb": "memory per GPU [GB]",
     "memory_per_gpu_gib": "memory per GPU [GiB]",
     "memory_fits": "fits in memory", "host_ram_fits": "host RAM fits",

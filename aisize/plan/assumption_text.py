@@ -148,15 +148,41 @@ def _show(value, unit: str) -> str:
     return f"{value * _SCALE.get(unit, 1):,g} {unit}".strip()
 
 
+# Assumptions only one kind of workload reads: a plan with none of that kind marks them unused, rather than
+# list "Model FLOPs utilisation (MFU): 40 %" for a plan with no training job as if a figure rested on it.
+TRAINING_ONLY = {"policies.mfu", "policies.checkpoint_interval_minutes", "policies.checkpoint_retention",
+                 "policies.checkpoint_bytes_per_param", "policies.restart_minutes", "plan.checkpoint_max_stall",
+                 "plan.tokens_per_step", "plan.pretraining_tokens", "plan.mfu_gap_factor", "plan.goodput_warning",
+                 "plan.read_io_bytes", "plan.default_seq_len"}
+SERVING_ONLY = {"policies.serving_calibration", "plan.model_load_seconds", "plan.inference_service_cv",
+                "plan.knee_elasticity", "plan.inference_fallback_utilisation"}
+
+
+def unused_reason(key: str, scenario: Scenario, plan=None) -> str:
+    """Why no workload of the plan reads assumption ``key`` ("" when one does): the kinds of its workloads,
+    and, given the plan, whether any training job's time rests on the MFU policy (a transformer's full training
+    is timed by the step-time model; plan.training's throughput_rule)."""
+    kinds = {w.kind for w in scenario.workloads}
+    if (key in TRAINING_ONLY or key.startswith("training.")) and "training" not in kinds:
+        return "unused: the plan has no training job"
+    if (key in SERVING_ONLY or key.startswith("serving.")) and "inference" not in kinds:
+        return "unused: the plan has no inference service"
+    if key == "policies.mfu" and plan is not None and plan.training and not any(
+            t.throughput_rule == "policy-mfu" for t in plan.training):
+        return "unused: every training job is timed by the step-time model or a measured rate"
+    return ""
+
+
 def _origin(key: str) -> str:
     module = key.rsplit(".", 1)[0]
     return "planner default" if module == "plan" else f"engine default ({module})"
 
 
-def assumption_rows(scenario: Scenario, assumptions: dict | None = None) -> tuple[list[list], list[list]]:
+def assumption_rows(scenario: Scenario, assumptions: dict | None = None, plan=None) -> tuple[list[list], list[list]]:
     """(policy rows, default rows), each row [label, value with its unit, set by, why it matters]: every
     policy (set by the scenario or defaulted), then every planner and engine default from ``assumptions``
-    (the plan's list; computed from the policies if None)."""
+    (the plan's list; computed from the policies if None). One no workload reads says so first in its why
+    (:func:`unused_reason`; ``plan``, where given, tells whether the MFU policy times a job)."""
     from aisize.plan.findings import assumptions_used
 
     assumptions = assumptions if assumptions is not None else assumptions_used(scenario.policies)
@@ -170,7 +196,7 @@ def assumption_rows(scenario: Scenario, assumptions: dict | None = None) -> tupl
             default = type(model).model_fields[name].get_default(call_default_factory=True)
             origin = "scenario" if getattr(model, name) != default else "default"
             value = calibration_label(model) if name == "serving_calibration" else getattr(model, name)
-            policies.append([label, _show(value, unit), origin, why])
+            policies.append([label, _show(value, unit), origin, _why(f"policies.{name}", why, scenario, plan)])
     chosen = scenario.policies.serving_calibration  # its constants are the scenario's, labelled from its table
     texts = DEFAULT_TEXT | ({f"serving.{r['constant']}": _serving_text(r) for r in chosen.calibration.as_table()}
                             if chosen else {})
@@ -183,15 +209,20 @@ def assumption_rows(scenario: Scenario, assumptions: dict | None = None) -> tupl
         if key.startswith("serving."):  # a fitted file holds full-precision floats: four figures are shown
             value = float(f"{value:.4g}")
             origin = f"scenario ({chosen.calibration.name[:80]})" if chosen else origin
-        defaults.append([label, _show(value, unit), origin, why])
+        defaults.append([label, _show(value, unit), origin, _why(key, why, scenario, plan)])
     return policies, defaults
 
 
-def assumption_sentences(scenario: Scenario, assumptions: dict | None = None) -> list[str]:
+def _why(key: str, why: str, scenario: Scenario, plan) -> str:
+    unused = unused_reason(key, scenario, plan)
+    return f"{unused[0].upper()}{unused[1:]}. {why}".strip() if unused else why
+
+
+def assumption_sentences(scenario: Scenario, assumptions: dict | None = None, plan=None) -> list[str]:
     """Every assumption as a line a reader can take in: "OS and application RAM: 32 GiB. Per server:
     kernel, drivers, framework." (not ``host.os_and_application_bytes = 34,359,738,368``); one the
-    scenario sets says so."""
-    policies, defaults = assumption_rows(scenario, assumptions)
+    scenario sets says so, one no workload reads says that ("Unused: the plan has no training job.")."""
+    policies, defaults = assumption_rows(scenario, assumptions, plan)
     out = []
     for label, value, origin, why in policies + defaults:
         text = f"{label}: {value}." if value else f"{label}."

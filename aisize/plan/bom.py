@@ -166,7 +166,9 @@ def workloads_table(plan) -> pd.DataFrame:
                      "servers": t.servers, "days": t.training_days, "days_low": t.days_low,
                      "days_high": t.days_high, "goodput": t.goodput,
                      "mfu_assumed": t.mfu_assumed, "mfu_predicted": t.mfu_predicted,
-                     "samples_per_s_per_gpu": t.samples_per_s_per_gpu, "throughput_basis": t.throughput_basis,
+                     # a transformer's rate is in tokens (plan.training): the column says which it holds
+                     ("samples_per_s_per_gpu" if t.seq_len is None else "tokens_per_s_per_gpu"):
+                         t.samples_per_s_per_gpu, "throughput_basis": t.throughput_basis,
                      "layout": F.layout(t.layout),
                      "memory_per_gpu_gib": t.memory_bytes["total_bytes"] / GiB, "memory_fits": t.memory_fits,
                      "read_gb_per_s": t.read_bytes_per_s / GB,
@@ -176,11 +178,11 @@ def workloads_table(plan) -> pd.DataFrame:
                      "host_ram_gib": t.host_memory_needed_bytes / GiB, "host_ram_fits": t.host_memory_fits})
     for i in plan.inference:
         rows.append({"workload": i.name, "kind": "inference", "model": i.model, "gpus": i.gpus,
-                     "servers": i.servers, "replicas": i.replicas, "tensor_parallel": i.tensor_parallel,
-                     "prefill_replicas": i.pools.prefill_replicas if i.pools_estimate else None,
-                     "decode_replicas": i.pools.decode_replicas if i.pools_estimate else None,
-                     "batch": i.batch, "ttft_mean_s": i.ttft_seconds, "tpot_mean_ms": i.tpot_seconds * 1e3,
-                     "latency_p95_s": i.latency_p95_seconds, "utilisation": i.utilisation,
+                     # the plan's one wording of the shape, adding up to the GPUs (disaggregated: both pools)
+                     "servers": i.servers, "replicas": i.replicas, "shape": F.serving_shape(i),
+                     "batch": i.batch, "ttft_mean_s": i.ttft_seconds, "ttft_p95_s": i.ttft_p95_seconds,
+                     "tpot_mean_ms": i.tpot_seconds * 1e3, "tpot_p95_ms": i.tpot_p95_seconds * 1e3,
+                     "request_latency_p95_s": i.latency_p95_seconds, "utilisation": i.utilisation,
                      "memory_per_gpu_gib": i.memory_per_gpu_bytes["total_bytes"] / GiB, "memory_fits": i.fits,
                      "host_ram_gib": i.host_memory_needed_bytes / GiB, "host_ram_fits": i.host_memory_fits})
     for j in plan.job_streams:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aisize.format import bytes_gpu, bytes_si, days, duration, layout, ms, num, pct, plural, rate, sig, span
+from aisize.format import bytes_gpu, days, duration, layout, ms, num, pct, plural, rate, sig, span
 from aisize.plan import context as C
 from aisize.serving.curves import LOAD_RISE
 from aisize.plan.assumption_text import assumption_sentences
@@ -48,7 +48,7 @@ def memory_fit(plan) -> list[Finding]:
     for i in plan.inference:
         if not i.fits:
             out.append(Finding("problem", "memory", (
-                f"{i.name}: weights and one {bytes_si(i.kv_bytes_per_user)} context do not fit any replica "
+                f"{i.name}: weights and one {bytes_gpu(i.kv_bytes_per_user)} context do not fit any replica "
                 f"shape tried (up to {i.gpus_per_replica} x {plan.accelerator}): "
                 + (i.estimate.reason if i.estimate else "no shape holds the model"))))
     return out
@@ -199,7 +199,7 @@ def inference_targets(plan) -> list[Finding]:
             p = i.pools
             out.append(Finding("info", "inference", (
                 f"{i.name}: disaggregated, {p.prefill_gpus} prefill + {p.decode_gpus} decode GPUs; each request "
-                f"ships {bytes_si(p.kv_bytes_per_request)} of KV cache ({_ms(p.kv_transfer_s)}), "
+                f"ships {bytes_gpu(p.kv_bytes_per_request)} of KV cache ({_ms(p.kv_transfer_s)}), "
                 f"{rate(p.kv_link_bytes_per_s)} in all, {pct(p.kv_link_utilisation)} of the prefill NICs")))
     return out
 
@@ -309,7 +309,7 @@ def fabric(plan) -> list[Finding]:
 def assumptions(plan) -> list[Finding]:
     # one finding, in the sentences the CLI, the app and the report say (plan.assumption_text); its prefix lets
     # a surface that lists the assumptions apart leave this one out
-    said = " ".join(assumption_sentences(plan.scenario, plan.assumptions))
+    said = " ".join(assumption_sentences(plan.scenario, plan.assumptions, plan))
     out = [Finding("info", "assumptions", f"assumptions used: {said}")]
     if plan.storage.write_assumed:
         out.append(Finding("info", "assumptions", (

@@ -73,7 +73,7 @@ def summary_text(p) -> str:
     scenario = getattr(p, "scenario", None)
     if scenario is not None:
         lines += ["", "Assumptions (policies, then the planner's and engines' defaults)"]
-        lines += [f"  {line}" for line in assumption_sentences(scenario, p.assumptions)]
+        lines += [f"  {line}" for line in assumption_sentences(scenario, p.assumptions, p)]
     return F.fit_lines("\n".join(lines)) + "\n"
 
 

@@ -117,10 +117,11 @@ def summary(scenario: Scenario) -> Html:
     return Html(f"{paragraphs}{cards}{hardware}{workloads_table(scenario)}{_model_chart(scenario)}")
 
 
-def assumptions_table(scenario: Scenario, assumptions: dict | None = None) -> Html:
+def assumptions_table(scenario: Scenario, assumptions: dict | None = None, plan=None) -> Html:
     """Every value the plan uses: policies (set by the scenario or defaulted), then every planner
-    and engine default from ``assumptions`` (the plan's list; computed from the policies if None)."""
-    rows, defaults_rows = assumption_rows(scenario, assumptions)
+    and engine default from ``assumptions`` (the plan's list; computed from the policies if None); one no
+    workload of ``plan`` reads says so in its why."""
+    rows, defaults_rows = assumption_rows(scenario, assumptions, plan)
     policies = table(["Assumption", "Value", "Set by", "Why it matters"], rows,
                      caption="Scenario policies", css="assumptions")
     defaults = table(["Assumption", "Value", "Set by", "Why it matters"], defaults_rows,

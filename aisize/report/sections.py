@@ -62,7 +62,7 @@ _RENDERERS: dict[str, tuple[Callable[[ReportContext], Html], Callable[[ReportCon
     "queueing": (queueing, _always),
     "blender": (blender, _always),
     "cost": (cost, _always),
-    "assumptions": (lambda c: assumptions_table(c.scenario, c.plan.assumptions), _always),
+    "assumptions": (lambda c: assumptions_table(c.scenario, c.plan.assumptions, c.plan), _always),
     "sources": (lambda c: sources_table(c.scenario), _always),
     "accuracy": (accuracy, _always),
 }

@@ -12,15 +12,14 @@ from aisize import format as F
 from aisize.plan import context as plan_context
 from aisize.plan import latency_curve
 from aisize.report.context import ReportContext
-from aisize.report.markup import (DASH, Html, block, count, duration, figure, gb, gib, note, pct, per_s, rate, sig,
+from aisize.report.markup import (DASH, Html, block, count, duration, figure, gib, note, pct, per_s, rate, sig,
                                   table, yes_no)
 from aisize.validation.serving import family_summary
 
 
 def _shape(i) -> str:
-    text = f"TP{i.tensor_parallel}" + (f"×PP{i.pipeline_parallel}" if i.pipeline_parallel > 1 else "")
-    text += f" ADP{i.attention_dp}" if i.attention_dp > 1 else ""
-    return text + ("" if i.tp_searched else " (given)")
+    # the plan's one wording, adding up to the GPUs (both pools when disaggregated): every surface writes it
+    return F.serving_shape(i) + ("" if i.tp_searched else " (given)")
 
 
 def inference(ctx: ReportContext) -> Html:
@@ -53,9 +52,9 @@ def inference(ctx: ReportContext) -> Html:
              else f"calibration {cal.name}, aisize's default")
     hardware = plan_context.resolve(ctx.scenario.hardware)
     out = [block(fleet_t, note(
-        "Shape: TP GPUs per pipeline stage × PP stages (stages may span servers); ADP: attention data-parallel "
-        "groups of an MoE model, its experts spread over all the stage's GPUs; a disaggregated service shows its "
-        "decode pool. The shape "
+        "Shape: replicas × TP GPUs per pipeline stage × PP stages (stages may span servers); ADP: attention "
+        "data-parallel groups of an MoE model, its experts spread over all the stage's GPUs; a disaggregated "
+        "service shows both pools, and its batch and capacity are a decode replica's. The shape "
         "and replica count are the fewest GPUs that keep the TTFT and TPOT targets at the planned load. "
         "Capacity is the replica's output tokens/s with every request waiting (max throughput).")),
         block(slo_t, note(
@@ -72,7 +71,7 @@ def inference(ctx: ReportContext) -> Html:
     pools = [i for i in p.inference if i.pools is not None and i.pools.feasible]
     if pools:
         rows = [[i.name, i.serving_mode, *F.pool_shapes(i), count(i.pools.prefill_gpus),
-                 count(i.pools.decode_gpus), gb(i.pools.kv_bytes_per_request), duration(i.pools.kv_transfer_s),
+                 count(i.pools.decode_gpus), gib(i.pools.kv_bytes_per_request), duration(i.pools.kv_transfer_s),
                  rate(i.pools.kv_link_bytes_per_s), pct(i.pools.kv_link_utilisation)] for i in pools]
         out.append(block(table(["Service", "Chosen mode", "Prefill pool", "Decode pool", "Prefill GPUs",
                                 "Decode GPUs", "KV / request", "KV transfer", "KV traffic", "Prefill NIC load"],

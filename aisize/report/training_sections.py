@@ -47,14 +47,10 @@ CANDIDATES = 5  # layouts shown per job in the step-time chart
 
 
 def _layout(t) -> str:
+    # the plan's one wording of a layout (aisize.format.layout, as the CLI, CSV and app write it), then the schedule
     lay = t.layout
-    text = (f"TP {lay.tensor_parallel} · PP {lay.pipeline_parallel} · CP {lay.context_parallel}"
-            f" · DP {lay.data_parallel}"
-            + (f" · EP {lay.expert_parallel}" if lay.expert_parallel > 1 else "")
-            + (f" · {lay.schedule}" + (f" ({lay.virtual_stages} chunks)" if lay.virtual_stages > 1 else "")
-               if lay.pipeline_parallel > 1 else "")
-            + f" · ZeRO-{lay.zero_stage} · micro-batch {lay.micro_batch} · recompute {lay.recompute}")
-    return text + ("" if lay.searched else " (given)")
+    return (F.layout(lay) + (f", {lay.schedule} schedule" if lay.pipeline_parallel > 1 else "")
+            + ("" if lay.searched else " (given)"))
 
 
 def time_table(ctx: ReportContext) -> Html:

@@ -263,7 +263,7 @@ class InferenceSection(Section):
             items += [K.card("inference.prefill_gpus", "Prefill GPUs", i.pools.prefill_gpus, "GPUs"),
                       K.card("inference.decode_gpus", "Decode GPUs", i.pools.decode_gpus, "GPUs"),
                       K.card("inference.kv_transfer", "KV transfer", F.duration(i.pools.kv_transfer_s), "",
-                             f"{F.bytes_si(i.pools.kv_bytes_per_request)} per request")]
+                             f"{F.bytes_gpu(i.pools.kv_bytes_per_request)} per request (KV cache is GPU memory: GiB)")]
         items += InferenceSection._load_cards(i) + InferenceSection._estimate_cards(i.estimate)
         if i.slo_reason:
             items.append(K.card("inference.slo", "SLOs", "unreachable", "", i.slo_reason, state="bad"))

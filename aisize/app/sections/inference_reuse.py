@@ -187,19 +187,20 @@ def reuse_cards(i) -> str:
                "Mean TTFT of first turns and of histories that were evicted"),
     ]
     for r in k.tiers:
+        size = F.bytes_gpu if r.name in ("hbm", "dram") else F.bytes_si  # memory in GiB, drives in GB (issue 47)
         way = ("in place" if r.name == "hbm" else
                f"reload {F.duration(r.reload_s)} vs recompute {F.duration(r.recompute_s)} over {r.path}")
         items.append(K.card(f"reuse.tier.{r.name}", f"Hits from {TIER_NAMES[r.name]}", F.pct(r.served), "",
-                            f"{F.bytes_si(r.capacity_per_server_bytes)} per server, {F.bytes_si(r.capacity_bytes)} "
+                            f"{size(r.capacity_per_server_bytes)} per server, {size(r.capacity_bytes)} "
                             f"in the fleet; {way}" + ("" if r.used else ": recomputing is faster, so it finds nothing"),
                             state="" if r.used else "bad"))
     if k.host_dram_per_server_bytes:
-        items.append(K.card("reuse.host_dram", "KV in host DRAM", F.bytes_si(k.host_dram_per_server_bytes),
-                            "per server", f"{F.bytes_si(k.host_dram_left_per_server_bytes)} of RAM left per server "
+        items.append(K.card("reuse.host_dram", "KV in host DRAM", F.bytes_gpu(k.host_dram_per_server_bytes),
+                            "per server", f"{F.bytes_gpu(k.host_dram_left_per_server_bytes)} of RAM left per server "
                                           f"after its other line items"))
     if k.host_dram_per_server_bytes or k.nvme_drives_per_server or k.storage_capacity_bytes:
-        items.append(K.card("reuse.host_ram", "Host RAM needed", F.bytes_si(i.host_memory_needed_bytes),
-                            "per server", f"Of {F.bytes_si(i.server_host_memory_bytes)} installed, the KV tier "
+        items.append(K.card("reuse.host_ram", "Host RAM needed", F.bytes_gpu(i.host_memory_needed_bytes),
+                            "per server", f"Of {F.bytes_gpu(i.server_host_memory_bytes)} installed, the KV tier "
                                           f"included", state=ok(i.host_memory_fits)))
     if k.nvme_drives_per_server:
         items.append(K.card("reuse.nvme", "KV on local NVMe", F.bytes_si(k.nvme_per_server_bytes), "per server",

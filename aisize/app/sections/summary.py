@@ -83,7 +83,7 @@ class SummarySection(Section):
         K.assign(self.findings, "value", findings_html(plan.findings))
         # the sentences the CLI, the report and the findings say (plan.assumption_text), not `key = value`
         K.assign(self.assumptions, "value", "<ul class='aisize-note aisize-assumptions'>" + "".join(
-            f"<li>{html.escape(line)}</li>" for line in assumption_sentences(plan.scenario, plan.assumptions))
+            f"<li>{html.escape(line)}</li>" for line in assumption_sentences(plan.scenario, plan.assumptions, plan))
             + "</ul>")
         self._downloads(plan)
 
