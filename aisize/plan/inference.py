@@ -421,7 +421,9 @@ def _elasticity(w, v: dict) -> float:
     (:func:`aisize.serving.curves.elasticity`); 0 where nothing is served."""
     est, pools = v["estimate"], v.get("pools_estimate")
     if est is not None and est.feasible and v["replicas"] > 0:
-        return latency_elasticity(est, w.requests_per_s / v["replicas"], statistic=w.slo_statistic)
+        # latency_elasticity reads the mean or the p95: a p99 target's knee is read on the p95, its nearest tail
+        stat = "p95" if w.slo_statistic == "p99" else w.slo_statistic
+        return latency_elasticity(est, w.requests_per_s / v["replicas"], statistic=stat)
     if pools is not None and pools.feasible and pools.latency_at is not None:
         rise = rise_within(w.requests_per_s, pools.max_requests_per_s)
         if rise <= 0:

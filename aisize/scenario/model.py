@@ -338,7 +338,7 @@ class Inference(_Strict):
     output_tokens: Count = 256
     ttft_target_ms: Annotated[float, Field(ge=1, le=600_000, allow_inf_nan=False)] = 2000.0
     tpot_target_ms: Annotated[float, Field(ge=0.1, le=60_000, allow_inf_nan=False)] = 50.0
-    slo_statistic: Literal["p95", "mean"] = "p95"  # what the TTFT and TPOT targets bound
+    slo_statistic: Literal["mean", "p95", "p99"] = "p95"  # what the TTFT and TPOT targets bound
     tensor_parallel: Annotated[int, Field(ge=1, le=512)] | Literal["auto"] = "auto"  # GPUs per pipeline stage
     pipeline_parallel: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] = "auto"  # stages (may span servers)
     serving: Literal["aggregated", "disaggregated"] = "aggregated"  # disaggregated: prefill and decode pools
@@ -365,6 +365,13 @@ class Inference(_Strict):
         if self.requests_per_s is None and getattr(self, "fleet", None) is not None:
             raise ValueError("fleet needs requests_per_s: a day's load profile scales a request rate, not users "
                              "in flight")
+        if self.slo_statistic == "p99" and self.serving == "disaggregated":
+            # size_pools (aisize.serving.disaggregated) bounds the p95 or the mean only: refuse, not size at the mean
+            raise ValueError("slo_statistic='p99' is not allowed with serving='disaggregated': its prefill and "
+                             "decode pools are sized on the mean or p95 (use p95 or mean, or aggregated serving)")
+        if self.slo_statistic == "p99" and getattr(getattr(self, "fleet", None), "heterogeneous", None) is not None:
+            raise ValueError("slo_statistic='p99' is not allowed with fleet.heterogeneous: its pool pairs are sized "
+                             "on the mean or p95 (use p95 or mean)")
         if self.kv_tiers is not None and self.prefix is None:
             raise ValueError("kv_tiers needs prefix: the tiers hold reused prompts; describe them with prefix")
         if self.prefix is not None:

@@ -45,9 +45,10 @@ from aisize.serving.hardware import device
 from aisize.serving.hardware import scaleout_bytes_per_s as server_scaleout_bytes_per_s
 from aisize.serving.disaggregated import decode_iteration_seconds, kv_transfer_seconds, prefill_iteration_seconds
 from aisize.serving.iteration import achieved_rates
-from aisize.serving.latency import Z95
+from aisize.serving.tails import Z95, Z99
 from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ShapeGrid, divisors
+from aisize.serving.sizing import STATISTICS
 from aisize.serving.steady import steady_state
 
 BATCHES = tuple(2 ** k for k in range(13))  # 1 .. 4096 requests in flight
@@ -101,16 +102,18 @@ def _aggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link):
                           max_num_tokens=budget[sel] * dp[sel] * pp[sel], chunked_prefill=flag, shape=s,
                           arrivals="poisson")
         p = st.prefill_share
-        tpot95 = st.decode_iteration_seconds + (st.prefill_iteration_seconds - st.decode_iteration_seconds) * (
-            np.minimum(p + Z95 * np.sqrt(p * (1 - p) / max(o - 1.0, 1.0)), 1.0))
+
+        def tpot_at(z):  # a request's share of iterations with prefill work, at the normal tail z over its tokens
+            return st.decode_iteration_seconds + (st.prefill_iteration_seconds - st.decode_iteration_seconds) * (
+                np.minimum(p + z * np.sqrt(p * (1 - p) / max(o - 1.0, 1.0)), 1.0))
         prefill = st.prefill_iterations * st.prefill_iteration_seconds
         req = calib.request_seconds
-        out[flag] = (sel, st.iteration_seconds, tpot95, req + 0.5 * st.iteration_seconds + prefill,
-                     req + 0.95 * st.iteration_seconds + prefill)
-    tpot = np.empty(b.shape)
-    tpot95, ttft, ttft95 = np.empty(b.shape), np.empty(b.shape), np.empty(b.shape)
-    for sel, t, t95, f, f95 in out.values():
-        tpot[sel], tpot95[sel], ttft[sel], ttft95[sel] = t, t95, f, f95
+        # an arrival waits a uniform share of the running iteration: half on average, q of it at the q-quantile
+        out[flag] = (sel, st.iteration_seconds, tpot_at(Z95), tpot_at(Z99), req + 0.5 * st.iteration_seconds + prefill,
+                     req + 0.95 * st.iteration_seconds + prefill, req + 0.99 * st.iteration_seconds + prefill)
+    tpot, tpot95, tpot99, ttft, ttft95, ttft99 = (np.empty(b.shape) for _ in range(6))
+    for sel, t, t95, t99, f, f95, f99 in out.values():
+        tpot[sel], tpot95[sel], tpot99[sel], ttft[sel], ttft95[sel], ttft99[sel] = t, t95, t99, f, f95, f99
     mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=budget,
                          gpus=tp, attention_dp=dp, pipeline_parallel=pp)
     gpus = tp * pp
@@ -118,7 +121,7 @@ def _aggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link):
     del shape
     return dict(mode="aggregated", tensor_parallel=tp, attention_dp=dp, pipeline_parallel=pp, batch=b,
                 budget=budget, chunked=chunked, prefill_gpus=0.0 * b, decode_gpus=gpus, gpus_per_replica=gpus,
-                tpot_s=tpot, tpot_p95_s=tpot95, ttft_s=ttft, ttft_p95_s=ttft95,
+                tpot_s=tpot, tpot_p95_s=tpot95, tpot_p99_s=tpot99, ttft_s=ttft, ttft_p95_s=ttft95, ttft_p99_s=ttft99,
                 tokens_per_s_per_gpu=per_replica / gpus, tokens_per_s_per_user=1.0 / tpot,
                 fits=mem.sequences >= b, kv_transfer_s=0.0 * b)
 
@@ -149,8 +152,9 @@ def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic)
     ttft = calib.request_seconds + 1.5 * pre + transfer
     return dict(mode="disaggregated", tensor_parallel=d_tp, attention_dp=d_dp, pipeline_parallel=d_pp, batch=b,
                 budget=budget, chunked=np.zeros(b.shape, bool), prefill_gpus=p_gpus, decode_gpus=d_gpus,
-                gpus_per_replica=p_gpus + d_gpus, tpot_s=dec, tpot_p95_s=dec, ttft_s=ttft,
+                gpus_per_replica=p_gpus + d_gpus, tpot_s=dec, tpot_p95_s=dec, tpot_p99_s=dec, ttft_s=ttft,
                 ttft_p95_s=calib.request_seconds + 1.95 * pre + transfer,
+                ttft_p99_s=calib.request_seconds + 1.99 * pre + transfer,
                 tokens_per_s_per_gpu=o / (prefill_gpu_s + decode_gpu_s),
                 tokens_per_s_per_user=1.0 / dec, fits=mem.sequences >= b, kv_transfer_s=transfer,
                 prefill_share_of_gpus=prefill_gpu_s / (prefill_gpu_s + decode_gpu_s))
@@ -167,7 +171,7 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
     model : catalog id or model record; accelerator : catalog accelerator id
     input_tokens, output_tokens : mean lengths [tokens]
     ttft_target_s, tpot_target_s : targets [s] (None: no target)
-    statistic : "p95" or "mean": which statistic the targets bound
+    statistic : "mean", "p95" or "p99": which statistic the targets bound
     weight_precisions, kv_precisions : formats to try (each must be supported by the GPU)
     max_gpus_per_replica : GPUs a replica may use (default: the scale-up domain x stages)
     pipeline_parallels : stage counts to try (stages beyond one scale-up domain use its scale-out NICs)
@@ -188,7 +192,7 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
     engine = resolve_engine(engine, flat_out=False)
     i = float(checks.integer("input_tokens", input_tokens, high=10**8))
     o = float(checks.integer("output_tokens", output_tokens, high=10**8))
-    stat = checks.choice("statistic", statistic, ("p95", "mean"))
+    stat = checks.choice("statistic", statistic, STATISTICS)
     for mode in modes:
         checks.choice("modes", mode, MODES)
     ttft_t = np.inf if ttft_target_s is None else checks.positive("ttft_target_s", ttft_target_s)
@@ -230,8 +234,8 @@ def _frame(part, wp, kv, ttft_t, tpot_t, stat) -> pd.DataFrame:
     f.insert(0, "mode", part["mode"])
     f.insert(1, "weight_precision", wp)
     f.insert(2, "kv_precision", kv)
-    ttft = f.ttft_p95_s if stat == "p95" else f.ttft_s
-    tpot = f.tpot_p95_s if stat == "p95" else f.tpot_s
+    suffix = {"mean": "", "p95": "_p95", "p99": "_p99"}[stat]
+    ttft, tpot = f[f"ttft{suffix}_s"], f[f"tpot{suffix}_s"]
     f["meets_targets"] = (ttft <= ttft_t) & (tpot <= tpot_t)
     return f
 

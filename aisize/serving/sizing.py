@@ -7,7 +7,7 @@ in one vectorized call (:func:`~aisize.serving.latency.loaded_state`), then
 refined by bisection. The grid does not depend on the targets and is memoised
 apart from them, so a move of a target reruns only the comparison and the
 bisection. A replica's *SLO rate* is the highest rate whose TTFT and
-TPOT statistics (p95 or mean) meet the targets; the fleet needs
+TPOT statistics (mean, p95 or p99) meet the targets; the fleet needs
 ``ceil(λ / SLO rate)`` replicas.
 The shape with the fewest GPUs wins (then the smaller replica, then the lower TTFT). When no shape meets
 a target at any load, the result says which target and the best any shape
@@ -41,7 +41,7 @@ RATE_GRID = 16  # per-replica rates tried per shape, geometric from 0.1 % to 99.
 # call of 31 rates: a call's cost is mostly per call, not per rate (since Erlang B sums only the terms of loads
 # near their servers)
 SEARCH_BITS = 5
-STATISTICS = ("p95", "mean")
+STATISTICS = ("mean", "p95", "p99")  # what a TTFT or TPOT target bounds
 KNEE_FACTOR = 2.0  # the knee: where mean request latency doubles over its light-load value
 KNEE_POINTS = 48  # rates of the chosen shape's curve the knee is read from (1 % to 99 % of capacity)
 
@@ -119,7 +119,9 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
     if r.fitting is None:
         return FleetChoice(None, 0, 0.0, False, "no shape holds the weights and one request's KV cache", np.inf,
                            np.inf, len(shapes))
-    slo_rate = r.slo_rate
+    # pipelined shapes only where no one-stage shape holds the model (the engines' recipes, docs/engine-shapes.md)
+    slo_rate = np.where(pipeline_for_capacity([s for s, _ in r.fitting], np.ones(len(r.fitting), bool)), r.slo_rate,
+                        0.0)
     with np.errstate(divide="ignore"):
         replicas = np.where(slo_rate > 0, np.ceil(lam / np.where(slo_rate > 0, slo_rate, 1.0)), np.inf)
     if not np.isfinite(replicas).any():
@@ -207,7 +209,7 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
                                       np.array([float(lim.max_num_tokens) for lim in limits])[:, None]),
                          input_tokens=input_tokens, output_tokens=output_tokens,
                          shape=ShapeGrid.of(shapes, dev.link_bytes_per_s), cached_tokens=cached_tokens)
-    fits = pipeline_for_capacity(shapes, np.broadcast_to(cap.memory.fits, column)[:, 0])
+    fits = np.broadcast_to(cap.memory.fits, column)[:, 0]
     fitting = [(s, lim) for s, lim, ok in zip(shapes, limits, fits) if ok]
     if not fitting:
         return _ShapeGrid(None, np.zeros(0), None, empty, empty, empty, empty.astype(bool), empty, None)
@@ -224,8 +226,8 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
                           output_tokens=output_tokens, max_num_tokens=budget[:, None],
                           chunked_prefill=engine.chunked_prefill, shape=grid_shape, length_cv=length_cv,
                           cached_tokens=cached_tokens, near=near)
-        ttft = ls.ttft_p95_seconds if stat == "p95" else ls.ttft_seconds
-        tpot = ls.tpot_p95_seconds if stat == "p95" else ls.tpot_seconds
+        suffix = {"mean": "", "p95": "_p95", "p99": "_p99"}[stat]
+        ttft, tpot = getattr(ls, f"ttft{suffix}_seconds"), getattr(ls, f"tpot{suffix}_seconds")
         return ttft, tpot, ls.stable, ls.iteration_seconds
 
     lam_grid = capacity[:, None] * np.geomspace(1e-3, 0.995, RATE_GRID)[None, :]
