@@ -5,9 +5,11 @@ and moves each of its shown, enabled sliders ``--moves`` steps right (one slider
 what the kernel does for one move: the plan and every shown output brought up to date. Prints, per
 slider, the median and the largest CPU time of a move: CPU time of this process, which other work on
 the machine does not inflate the way it does wall time (``--wall`` prints wall time instead). The
-browser adds its own share on top (``benchmarks/bench_app.py`` times the whole round trip).
+browser adds its own share on top (``benchmarks/bench_app.py`` times the whole round trip). ``--fresh`` re-plans
+the whole scenario on every move, as the app did before incremental re-planning (its cache off): the figure
+to compare against, in the same run of the same code.
 
-    .venv/bin/python benchmarks/bench_sliders.py [--moves 8] [--wall] [--preset agentic-coding] [--tab Inference]
+    .venv/bin/python benchmarks/bench_sliders.py [--moves 8] [--wall] [--fresh] [--preset agentic-coding] [--tab Inference]
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import ipywidgets as widgets
 
 from aisize.app import build_app
 from aisize.app.layout import TITLES
+from aisize.plan import plan
 from aisize.scenario import DEFAULT_PRESET, preset, to_dict
 
 SLIDERS = (widgets.FloatSlider, widgets.FloatLogSlider, widgets.IntSlider)
@@ -51,13 +54,17 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=8, help="moves per slider")
     parser.add_argument("--wall", action="store_true", help="time wall-clock instead of CPU")
     parser.add_argument("--preset", default=DEFAULT_PRESET, help="the scenario the app opens on")
+    parser.add_argument("--fresh", action="store_true", help="re-plan every workload on each move (no cache)")
     parser.add_argument("--tab", action="append", choices=TITLES, help="only this tab (repeatable)")
     args = parser.parse_args()
     clock = time.perf_counter if args.wall else time.process_time
     app = build_app(display=False, data=to_dict(preset(args.preset)))
+    if args.fresh:
+        app.state.cache = None
+        plan(app.state.scenario)  # the memoised functions hold this plan's results, as they did before the cache
     worst = []
     print(f"{args.preset}: ms per move ({'wall' if args.wall else 'CPU'} time of the kernel's work), "
-          f"{args.moves} moves a slider")
+          f"{args.moves} moves a slider{', whole plan each move (--fresh)' if args.fresh else ''}")
     for title in args.tab or TITLES:
         section = app.open_tab(title)
         for slider in list(sliders(section.view)):
