@@ -47,7 +47,7 @@ from aisize.serving.disaggregated import decode_iteration_seconds, kv_transfer_s
 from aisize.serving.iteration import achieved_rates
 from aisize.serving.tails import Z95, Z99
 from aisize.serving.memory import replica_memory
-from aisize.serving.shapes import ShapeGrid, divisors
+from aisize.serving.shapes import ReplicaShape, ShapeGrid, divisors, engine_runs
 from aisize.serving.sizing import STATISTICS
 from aisize.serving.steady import steady_state
 
@@ -83,6 +83,8 @@ def _shapes(model, dev, max_gpus, pipeline_parallels):
             for dp in divisors(tp) if model.experts > 1 else (1,):
                 if model.heads % (tp // dp) == 0 and pp <= model.layers:
                     rows.append((tp, dp, pp))
+    widest = max((tp for tp, _, pp in rows if pp == 1), default=1)  # stages are whole TP groups of this width
+    rows = [r for r in rows if engine_runs(ReplicaShape(*r), widest)]  # the engines' layouts (docs/engine-shapes.md)
     return np.array(rows, dtype=float).T
 
 
