@@ -218,7 +218,23 @@ def _sized_by_estimate(w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, t
         nearest = (fleet.shape, fleet.replicas) + _evaluate(w, ctx, policies, arch, fleet.shape, fleet.replicas, one)
     shape, replicas, kv, est = best[2:] if best else nearest
     knee_rate = fleet.knee_of(shape) if fleet.knee_of else fleet.knee_requests_per_s
-    return replace(fleet, shape=shape, replicas=replicas, knee_requests_per_s=knee_rate), kv, est
+    reason = "" if best else _missed(w, fleet, shape, replicas, est, ttft_t, tpot_t)
+    return replace(fleet, shape=shape, replicas=replicas, knee_requests_per_s=knee_rate, reason=reason), kv, est
+
+
+def _missed(w, fleet, shape, replicas, est, ttft_t, tpot_t) -> str:
+    """Why the plan misses a target though the screen found shapes: the nearest as estimated, with its figures."""
+    if est is None or not est.feasible:
+        return ""
+    ttft, tpot = _statistic(w, est)
+    stat = w.slo_statistic
+    return (f"none of the {min(len(fleet.ranked), REFINE_SHAPES)} best shapes the screen found meets the targets as "
+            f"estimated, with up to {TOP_UP_STEPS} steps of {TOP_UP_SHARE:.0%} more replicas; at the screen's "
+            f"count, {replicas} x TP {shape.tensor_parallel}"
+            + (f" x PP {shape.pipeline_parallel}" if shape.pipeline_parallel > 1 else "")
+            + (f" (attention DP {shape.attention_dp})" if shape.attention_dp > 1 else "")
+            + f", reaches TTFT {stat} {ttft * 1e3:,.0f} ms (target {ttft_t * 1e3:,.0f} ms) and TPOT {stat} "
+            f"{tpot * 1e3:,.1f} ms (target {tpot_t * 1e3:,.1f} ms)")
 
 
 def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):
@@ -243,19 +259,19 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
             else:
                 low = mid
         return high + (True,)
-    replicas = n
+    replicas, last = n, est
     for _ in range(TOP_UP_STEPS):  # steps up from the screen's count until the estimate meets the targets
         more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
         if more * shape.gpus >= floor:
             break
         kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
         if est2 is None or not est2.feasible or _miss(w, est2, ttft_t, tpot_t) >= \
-                _miss(w, est, ttft_t, tpot_t) * (1 - 1e-3):
+                _miss(w, last, ttft_t, tpot_t) * (1 - 1e-3):
             break  # more replicas no longer help: the light-load floor of this shape is above the target
-        replicas, kv, est = more, kv2, est2
-        if meets_targets(w, est, ttft_t, tpot_t):
-            return replicas, kv, est, True
-    return replicas, kv, est, False
+        replicas, last = more, est2
+        if meets_targets(w, est2, ttft_t, tpot_t):
+            return replicas, kv2, est2, True
+    return n, kv, est, False  # missed at any count tried: the screen's count, not replicas that buy nothing
 
 
 TOP_UP_STEPS = 16  # replicas added, a step at a time, until the estimate meets the targets

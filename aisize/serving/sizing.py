@@ -133,7 +133,7 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
             missed.append(f"TPOT {stat} target {tpot_target_s * 1e3:,g} ms (best achievable "
                           f"{F.ms(r.best_tpot)})")
         if not missed:
-            missed.append("the TTFT and TPOT targets together (each is reachable alone, not both at once)")
+            missed.append("TTFT and TPOT targets together (each is reachable alone, not both at once)")
         return FleetChoice(None, 0, 0.0, False, "no replica shape meets the " + " and ".join(missed), r.best_ttft,
                            r.best_tpot, len(shapes))
     total = replicas * r.gpus
