@@ -175,6 +175,27 @@ def test_gpus_agree_with_the_plan_on_every_surface(shown):
     assert sum(w.gpus for w in shown.plan.inference) <= shown.plan.gpus
 
 
+# --- training: one layout wording, the days and the MFU the time rests on -------------------------------------
+
+def test_a_training_jobs_layout_days_and_mfu_read_the_plans_on_every_surface(shown):
+    blocks = shown.cli_blocks()
+    workloads = shown.csv["workloads"].set_index("workload")
+    for t in shown.plan.training:
+        lay = F.layout(t.layout)
+        assert blocks[t.name]["layout"] == workloads.loc[t.name, "layout"] == lay
+        assert shown.cards[(t.name, "training.layout")][1] == F.layout(t.layout, recompute=False)
+        assert lay in _text(shown.report["training"]), f"{shown.name} {t.name}: the report's layout is not {lay!r}"
+        _close(float(blocks[t.name]["days"].replace(",", "")), t.training_days, f"CLI {t.name} days")
+        _close(number(shown.cards[(t.name, "training.days")][1]), t.training_days, f"app {t.name} days")
+        # one MFU under one label: the figure the time rests on, with what it rests on beside it
+        _close(float(blocks[t.name]["MFU of the time"].rstrip(" %")) / 100, t.mfu_assumed, f"CLI {t.name} MFU")
+        label, value, unit = shown.cards[(t.name, "training.mfu")]
+        assert label == "MFU of the time" and unit.startswith("%"), (label, unit)
+        _close(number(value) / 100, t.mfu_assumed, f"app {t.name} MFU")
+        assert ("assumed" in unit) == (t.throughput_rule == "policy-mfu"), (t.name, unit)
+        assert "not modelled" not in value
+
+
 # --- latencies: a statistic in every label, the plan's figure under it ------------------------------------------
 
 def _latency_truth(i, label: str) -> float | None:

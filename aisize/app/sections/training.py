@@ -32,7 +32,10 @@ CP_OPTIONS = (1, 2, 4, 8, 16, 32)
 INTERLEAVED_CHUNKS = 2  # model chunks per stage the fixed-layout knob uses for interleaved 1F1B
 LAYOUT_COLUMNS = {"tp": "TP", "pp": "PP", "dp": "DP", "cp": "CP", "schedule": "schedule", "zero_stage": "ZeRO",
                   "micro_batch": "micro-batch", "recompute": "recompute", "step_seconds": "step [s]",
-                  "mfu": "MFU", "total_bytes": "memory/GPU [GiB]"}
+                  "mfu": "MFU (step-time model)", "total_bytes": "memory/GPU [GiB]"}
+# what a job's time rests on (plan.training's throughput_rule), said beside the MFU it used
+TIMED_BY = {"step-time": "step-time model", "policy-mfu": "assumed: policies.mfu", "measured": "measured rate",
+            "calibrated": "calibrated rate", "scenario": "the scenario's rate"}
 
 
 def best_layouts(scenario, index: int, top: int = 5) -> pd.DataFrame:
@@ -229,7 +232,11 @@ class TrainingSection(Section):
             "the GPU count).</p>"))
         candidates = layout_candidates(plan.scenario, self.job.value, 5)
         layouts = shown_layouts(candidates)
-        K.assign(self.layouts, "value", K.table(layouts, formats={"MFU": lambda v: str(F.pct(v))}) if len(layouts) else
+        own = "" if t.throughput_rule == "step-time" or not len(layouts) else (
+            "<p class='aisize-note'>The layouts' step times and MFUs are the step-time model's for full training; "
+            f"this job's time rests on {html.escape(t.throughput_basis)}.</p>")
+        K.assign(self.layouts, "value", own + K.table(layouts, formats={LAYOUT_COLUMNS["mfu"]: lambda v: str(
+            F.pct(v))}) if len(layouts) else
                  "<p class='aisize-note'>No searched layouts: the model is not a transformer, or nothing fits.</p>")
         if len(candidates):  # one chart per job; new candidates arrive as rows, not a new chart
             self.step_chart.show(t.name, lambda: charts.step_breakdown(
@@ -263,13 +270,14 @@ class TrainingSection(Section):
                          state="good" if t.memory_fits else "bad"),
                   K.card("training.layout", "Layout", F.layout(lay, recompute=False), "",
                          ("searched" if lay.searched else "fixed by the user") + f"; schedule {lay.schedule}")]
-        if t.mfu_predicted is not None:
-            items.append(K.card("training.mfu_predicted", "MFU predicted", F.pct(t.mfu_predicted), "",
+        # the MFU the time rests on, named with its basis, as the CLI's "MFU of the time" (one figure, one label);
+        # the step-time model's own figure only where it is another (the card said "not modelled" above a table
+        # of layouts with MFU 50.1 % for a LoRA job timed at the policy's 40 %)
+        items.append(K.card("training.mfu", "MFU of the time", F.pct(t.mfu_assumed),
+                            TIMED_BY.get(t.throughput_rule, t.throughput_rule), t.throughput_basis))
+        if t.mfu_predicted is not None and abs(t.mfu_predicted - t.mfu_assumed) > 5e-4:
+            items.append(K.card("training.mfu_predicted", "MFU predicted", F.pct(t.mfu_predicted), "step-time model",
                                 "From the step-time model of the chosen layout (aisize.training)"))
-        else:
-            items.append(K.card("training.mfu_predicted", "MFU predicted", "not modelled", "",
-                                "The step-time model times full training of a transformer; a LoRA or QLoRA "
-                                "fine-tune, or a model that is not a transformer, is timed at the assumed MFU"))
         items += [K.card("training.goodput", "Goodput", F.pct(t.goodput), "",
                          "Share of time doing useful work after checkpoints and failures"),
                   K.card("training.gpu_hours", "GPU-hours", F.sig(t.gpu_hours), "GPU-hours"),
