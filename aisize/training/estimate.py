@@ -186,8 +186,9 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     oversubscription, switch_radix : the scale-out fat tree's leaf down:up ratio and switch ports
     dp_overlap : share of compute that hides data-parallel traffic, [0, 1]
     lora_rank, qlora : LoRA adapters on all linear layers: memory counts the frozen base at bf16
-        (nf4 with ``qlora``) and the adapters' training states; the step time still books
-        full-training FLOPs and gradient traffic (conservative)
+        (nf4 with ``qlora``) and the adapters' training states; the step runs no weight-gradient
+        GEMMs for the frozen base and reduces, all-gathers and updates the adapters only
+        (:func:`aisize.training.step_time.step_breakdown`); MFU still counts 6N per token
 
     Returns
     -------

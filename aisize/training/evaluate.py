@@ -88,6 +88,7 @@ def evaluate(model, eng: Engine, opt: Options, *, seq_len, micro_batch, microbat
         exp_per_s=eng.exp_per_s, embed_slot=opt.embed_slot, loss_slot=opt.loss_slot, offload_bytes=offload_bytes,
         offload_layers=opt.offload_layers, host_bytes_per_s=eng.host_bytes_per_s,
         optimizer_flops_per_param=d.muon_flops_per_param if eng.optimizer == "muon" else 0.0,
+        trainable_share=inputs["trainable_share"] if opt.lora_rank is not None else None,
         parts=memory == "breakdown")
     held, interleave = in_flight(pp, microbatches, virtual_stages)
     busy, last, first = pipeline_slots(d.layers, pp, virtual_stages, opt.embed_slot, opt.loss_slot)

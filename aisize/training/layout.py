@@ -277,7 +277,7 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
         links and fabric (default: the accelerator's NVLink, the catalog server's NICs)
     async_tp, cp_method : see :func:`aisize.training.estimate`
     lora_rank, qlora : LoRA adapters on all linear layers (memory counts the frozen base at
-        bf16, nf4 with ``qlora``; step time still books full-training FLOPs: conservative)
+        bf16, nf4 with ``qlora``; the step skips the frozen weights' gradients, see ``estimate``)
 
     Returns
     -------

@@ -167,7 +167,7 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
                    state_bytes_per_param, gather_bytes, grad_bytes, async_tp=False, cp_method="all-gather",
                    dp_overlap=DP_OVERLAP, moe: Moe = Moe(), attention_kernel="fa2", exp_per_s=None,
                    embed_slot=0, loss_slot=0, offload_bytes=0.0, offload_layers=0, host_bytes_per_s=None,
-                   optimizer_flops_per_param=0.0, te=False, parts=True) -> StepTime:
+                   optimizer_flops_per_param=0.0, te=False, trainable_share=None, parts=True) -> StepTime:
     """Vectorized core (inputs checked by the caller; arrays broadcast).
 
     ``micro_batch``: sequences per pipeline micro-batch; ``microbatches``: micro-batches per
@@ -177,7 +177,11 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     Engine kernels (Megatron-Core, Megatron-FSDP); framework ``fsdp`` without them is torchtitan's
     PyTorch (op-level selective checkpointing, DTensor float8 TP, eager cross entropy);
     ``parts=False``: only ``step_seconds`` (the parts 0), the same sum in fewer full-size array
-    operations (what ranking a large grid needs).
+    operations (what ranking a large grid needs). ``trainable_share``: LoRA (None: every weight trains);
+    the frozen base computes no weight gradients, so each backward GEMM runs once (the input gradient)
+    instead of twice, and the optimizer and the data-parallel gradient reduction (and, below ZeRO-3, the
+    parameter all-gather) cover the adapters' share of the weights only (Hu et al. 2021,
+    arXiv:2106.09685, sec. 4.2: no gradients or optimizer states for the frozen weights).
     """
     L = d.layers
     fsdp = framework == "fsdp"
@@ -195,6 +199,9 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     redo, moe_again = _redo(lt, xt, moe_share, rc, torch_kernels, d.shared_ffn_share)
     fwd = lt.forward + moe_share * xt.forward
     bwd = lt.backward + moe_share * xt.backward
+    lora = trainable_share is not None
+    if lora:  # frozen base: no weight-gradient GEMMs (the adapters' own GEMMs are rank-r thin, left out)
+        bwd = bwd - lt.gemm_forward - moe_share * xt.gemm_forward
     layer = fwd + bwd + redo
     sync = np.choose(np.asarray(moe.dispatcher), [moe_kernels.MOE_SYNC_HOST_SECONDS[k] for k in moe_kernels.DISPATCHERS])
     sync = sync * (moe_kernels.CUDA_GRAPH_HOST_SHARE if moe.cuda_graphs else 1.0)
@@ -219,7 +226,8 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
                    + np.where(pp == 1, d.embed_params + d.head_params, d.embed_params)) / tp
     expert_local = layers_here * d.layer_expert_params / (ep * etp)
     local = dense_local + expert_local
-    optim = optimizer_seconds(np.where(stage >= 1, dense_local / shard + expert_local / edp, local),
+    share = trainable_share if lora else 1.0
+    optim = share * optimizer_seconds(np.where(stage >= 1, dense_local / shard + expert_local / edp, local),
                               state_bytes_per_param, hbm_bytes_per_s, high_peak * gemm_efficiency(gen, "16"),
                               optimizer_flops_per_param)
     host_total = n_mb * layers_here * host
@@ -238,7 +246,7 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     ag = comm.collective_seconds("all-gather", act, tp, 1, links)
     rs = comm.collective_seconds("reduce-scatter", act, tp, 1, links)
     tp_layer = forward_ag * ag_fwd + forward_rs * rs + 2.0 * (ag + rs)
-    gemm_layer = lt.gemm_forward * (3.0 + full_redo)
+    gemm_layer = lt.gemm_forward * ((2.0 if lora else 3.0) + full_redo)  # GEMMs async TP hides under
     tp_layer = tp_layer - np.where(async_tp, np.minimum(ASYNC_TP_HIDDEN_SHARE * tp_layer, gemm_layer), 0.0)
 
     kv = ACTIVATION_BYTES * micro_batch * seq_len * (d.k_width + d.v_width) / tp
@@ -279,9 +287,10 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
 
     def dp_traffic(params, group, stride):
         """(all traffic of a step, the part no compute can hide) of one parameter group [s]."""
-        ag_ = comm.collective_seconds("all-gather", params * gather_bytes, group, stride, links)
-        rs_ = comm.collective_seconds("reduce-scatter", params * grad_bytes, group, stride, links)
-        ar_ = comm.collective_seconds("all-reduce", params * grad_bytes, group, stride, links)
+        gathered = params * np.where(stage >= 3, 1.0, share)  # ZeRO-3 gathers the frozen weights too
+        ag_ = comm.collective_seconds("all-gather", gathered * gather_bytes, group, stride, links)
+        rs_ = comm.collective_seconds("reduce-scatter", share * params * grad_bytes, group, stride, links)
+        ar_ = comm.collective_seconds("all-reduce", share * params * grad_bytes, group, stride, links)
         total = np.where(stage >= 3, gathers * ag_ + reductions * rs_, np.where(stage >= 1, ag_ + rs_, ar_))
         edge = np.where(stage >= 1, ag_ + rs_, ar_) / layers_here
         on = group > 1
