@@ -8,8 +8,9 @@ Reads the submitters' repositories as published (github.com/mlcommons/training_r
 Per (submitter, system, benchmark) of Llama 3.1 405B and 8B pretraining and Llama 2 70B LoRA:
 the system JSON (accelerator, nodes x accelerators per node), and from every ``result_N.txt``
 MLLOG the run's time to train (``run_stop`` - ``run_start``, the span MLPerf scores), the samples
-it took to reach the target (``run_stop``'s ``samples_count``), ``global_batch_size`` and
-``max_sequence_length``. ``scaling.json``'s factor (the RCP scaling MLPerf applies to the
+it took to reach the target (``run_stop``'s ``samples_count``), ``global_batch_size``,
+``max_sequence_length``, and the evaluations inside that span (``eval_accuracy`` events, mean per
+run, of ``eval_samples`` sequences each). ``scaling.json``'s factor (the RCP scaling MLPerf applies to the
 score) is kept beside the measured mean. The layout (TP, PP, CP, virtual stages, micro-batch,
 FP8/FP4) is read where the submission ships a NeMo ``config_<SYSTEM>_<nodes>x<gpus>x<minibs>x
 tp<t>pp<p>cp<c>*.sh`` whose nodes, GPUs per node and per-rank batch match the run; elsewhere
@@ -32,6 +33,7 @@ ACCELERATORS = [("GB300", "gb300"), ("GB200", "gb200"), ("B300", "b300"), ("B200
                 ("MI300X", "mi300x")]
 COLUMNS = ["id", "round", "submitter", "system", "accelerator", "accelerator_name", "gpus", "benchmark", "model",
            "seq_len", "global_batch", "runs", "time_to_train_minutes", "samples_to_target", "tokens_to_target",
+           "evals", "eval_samples",
            "scaling_factor", "tp", "pp", "cp", "virtual_stages", "micro_batch", "precision", "layout_source", "source"]
 
 
@@ -51,8 +53,10 @@ def mllog(text: str) -> dict:
             if key == "run_stop":
                 out["samples"] = rec["metadata"].get("samples_count")
                 out["status"] = rec["metadata"].get("status")
-        elif key in ("global_batch_size", "max_sequence_length", "gradient_accumulation_steps"):
+        elif key in ("global_batch_size", "max_sequence_length", "gradient_accumulation_steps", "eval_samples"):
             out[key] = rec["value"]
+        elif key == "eval_accuracy":
+            out["evals"] = out.get("evals", 0) + 1
     return out
 
 
@@ -184,6 +188,8 @@ def rows(repo, round_name):
                    model=BENCHMARKS[bench], seq_len=seq, global_batch=gbs or "", runs=len(runs),
                    time_to_train_minutes=round(minutes, 3), samples_to_target=round(samples, 1),
                    tokens_to_target=round(samples * seq), scaling_factor=scale,
+                   evals=round(statistics.mean(r.get("evals", 0) for r in runs), 2),
+                   eval_samples=runs[0].get("eval_samples", ""),
                    **{k: lay.get(k, "") for k in ("tp", "pp", "cp", "virtual_stages", "micro_batch", "precision",
                                                   "layout_source")},
                    source=f"https://github.com/mlcommons/training_results_{round_name}/tree/{commit}/{submitter}/"
