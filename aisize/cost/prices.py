@@ -102,16 +102,27 @@ class PriceTable:
     def with_overrides(self, overrides: dict) -> PriceTable:
         """A copy with ``overrides`` (id -> USD) applied; each is checked and marked "overridden".
 
-        A ``server-<id>`` not in the table (a server the scenario defines itself) becomes a new row.
+        A ``server-<id>`` or ``storage-unit-<id>`` not in the table (a server the scenario defines, a storage
+        unit's quoted price) becomes a new row.
         """
         check_overrides(overrides, self)
         rows = dict(self.rows)
         for id_, value in overrides.items():
-            old = rows.get(id_) or Price(id_, "server", id_.removeprefix("server-"), "per server", 0.0, "", "", "", "")
-            note = f"data/prices.csv: {old.usd:g}" if id_ in self.rows else "a server of the scenario's own"
+            old = rows.get(id_) or _new_row(id_)
+            note = f"data/prices.csv: {old.usd:g}" if id_ in self.rows else f"the scenario's own {old.unit} price"
             rows[id_] = replace(old, usd=float(value), kind="overridden", date="", source="scenario cost.prices",
                                 note=note)
         return PriceTable(rows)
+
+
+# ids a scenario may price without a row in the table: its own servers, and storage units (aisize.cost.storage)
+_NEW_ROWS = {"server-": ("server", "per server"), "storage-unit-": ("storage", "per unit")}
+
+
+def _new_row(id_: str) -> Price:
+    prefix = next(p for p in _NEW_ROWS if id_.startswith(p))
+    category, unit = _NEW_ROWS[prefix]
+    return Price(id_, category, id_.removeprefix(prefix), unit, 0.0, "", "", "", "")
 
 
 def _row(path, line: int, raw: dict) -> Price:
@@ -155,13 +166,15 @@ def load() -> PriceTable:
 def check_overrides(overrides: dict, table: PriceTable | None = None) -> None:
     """Raise ValueError naming ``cost.prices.<id>`` for an unknown id or a value out of range.
 
-    ``server-<id>`` ids outside the table are allowed (servers a scenario defines; the scenario checks them).
+    ``server-<id>`` ids outside the table are allowed (servers a scenario defines; the scenario checks them),
+    and so are ``storage-unit-<id>`` ids (a storage unit's price: aisize.cost.storage).
     """
     table = table or load()
     for id_, value in overrides.items():
-        if id_ not in table and not id_.startswith("server-"):
-            raise ValueError(f"cost.prices: {id_!r} is not a price id; ids: {', '.join(table.ids())}")
-        _check_value(f"cost.prices.{id_}", value, table[id_].unit if id_ in table else "per server")
+        if id_ not in table and not id_.startswith(tuple(_NEW_ROWS)):
+            raise ValueError(f"cost.prices: {id_!r} is not a price id; ids: {', '.join(table.ids())} (or "
+                             "server-<id>, storage-unit-<id>)")
+        _check_value(f"cost.prices.{id_}", value, table[id_].unit if id_ in table else _new_row(id_).unit)
         if id_ in table and table[id_].category == "cloud" and value == 0:  # break-even divides by it
             raise ValueError(f"cost.prices.{id_}: 0 is not allowed: a cloud rate is more than 0 "
                              f"({table[id_].unit})")

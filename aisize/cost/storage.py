@@ -3,8 +3,9 @@
 A storage system is sold by the node or enclosure, so its price follows the units bought: a
 ``storage-unit-<id>`` row of data/prices.csv where the unit has a public (or quoted) price, else the
 unit's raw capacity x ``storage-per-tb`` (an assumption, said so on the plan). A system whose
-catalog row gives no capacity (a measured installation) is priced at the raw capacity the plan
-needs. Storage is never priced by the bandwidth it delivers: no vendor sells it that way, and a
+catalog row gives neither (a measured installation of unknown size) is left unpriced, counted at
+$0 and named on the plan: pricing only the capacity the plan needs would bill three 4U chassis at
+$30. A ``storage-unit-<id>`` row (data/prices.csv, or PriceTable.with_overrides) prices it. Storage is never priced by the bandwidth it delivers: no vendor sells it that way, and a
 per-GB/s figure would have to be invented. docs/storage.md says where each figure comes from.
 """
 
@@ -44,7 +45,8 @@ def storage_line(system: StorageSystem, units, needed_raw_bytes, table: PriceTab
     ----------
     system : the catalog record bought
     units : units bought [count], >= 0
-    needed_raw_bytes : raw capacity the plan needs [B], >= 0 (prices a system without a published capacity)
+    needed_raw_bytes : raw capacity the plan needs [B], >= 0 (checked; the line does not depend on it
+        since a system is priced by what is bought, not by what the plan stores on it)
     table : the price table (with the scenario's overrides)
     """
     n = float(checks.scalar("units", checks.non_negative("units", units)))
@@ -55,5 +57,5 @@ def storage_line(system: StorageSystem, units, needed_raw_bytes, table: PriceTab
     if system.capacity_bytes is not None:
         tb = system.capacity_bytes / TB
         return priced(f"storage {system.id} ({n:g} x {tb:,.1f} TB raw)", n * tb, "TB raw", PER_TB, table)
-    return priced(f"storage {system.id} (capacity unpublished: the plan's raw need)", need / TB, "TB raw", PER_TB,
-                  table)
+    del need  # checked above: a negative need is a caller's bug even where it does not price the line
+    return priced(f"storage {system.id} (no unit price or capacity published)", n, "units", unit_id, table)
