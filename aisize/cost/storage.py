@@ -56,6 +56,6 @@ def storage_line(system: StorageSystem, units, needed_raw_bytes, table: PriceTab
         return priced(f"storage {system.id}", n, "units", unit_id, table)
     if system.capacity_bytes is not None:
         tb = system.capacity_bytes / TB
-        return priced(f"storage {system.id} ({n:g} x {tb:,.1f} TB raw)", n * tb, "TB raw", PER_TB, table)
+        return priced(f"storage {system.id} ({n:g} unit{'' if n == 1 else 's'})", n * tb, "TB raw", PER_TB, table)
     del need  # checked above: a negative need is a caller's bug even where it does not price the line
     return priced(f"storage {system.id} (no unit price or capacity published)", n, "units", unit_id, table)
