@@ -77,8 +77,9 @@ def _changed_paths(origin: dict, data: dict) -> list[tuple]:
     """Paths of the leaves that differ, but for names and descriptions (what :func:`follow` writes)."""
     before, after = dict(_leaves(origin)), dict(_leaves(data))
     skip = {("name",), ("description",)}
-    return [p for p in sorted(set(before) | set(after), key=str) if p not in skip
-            and not (len(p) == 3 and p[0] == "workloads" and p[2] == "name") and before.get(p) != after.get(p)]
+    changed = [p for p in before.keys() | after.keys() if p not in skip
+               and not (len(p) == 3 and p[0] == "workloads" and p[2] == "name") and before.get(p) != after.get(p)]
+    return sorted(changed, key=str)  # the few that changed, not every leaf (runs on each slider move)
 
 
 def _server_name(scenario, id_: str) -> str:

@@ -22,6 +22,7 @@ from collections import OrderedDict
 ALL = "*"  # the object was used as a whole: the entry depends on every field
 MAX_KEYS = 256  # distinct (workload, pool) keys kept, least recently used dropped first
 MAX_PER_KEY = 8  # entries under one key (one per distinct value of the fields read)
+MAX_CONTEXTS = 16  # hardware contexts whose canonical values are kept
 
 
 class _Reads:
@@ -96,16 +97,22 @@ class PlanCache:
         self._entries: OrderedDict = OrderedDict()
         self.max_keys = max_keys
         self.hits = self.misses = 0
-        self._policies = self._contexts = None
+        self._policies = None
+        # hardware contexts (frozen, from the memoised aisize.plan.context.resolve) with their fields' canonical
+        # values, kept across plans: the records' reprs are long. Each is held, so its id stays its own
+        self._contexts: OrderedDict = OrderedDict()
         self._proxies = {}  # this plan's wrappers by (workload, pool index): a service's day reuses them
 
     def begin(self, policies) -> None:
         """Start one plan: the policies' canonical values are computed once."""
-        self._policies, self._contexts, self._proxies = _model_values(policies), {}, {}
+        self._policies, self._proxies = _model_values(policies), {}
 
     def _ctx_values(self, ctx) -> _Values:
         if id(ctx) not in self._contexts:
-            self._contexts[id(ctx)] = (ctx, _dataclass_values(ctx))  # ctx held: its id stays its own
+            self._contexts[id(ctx)] = (ctx, _dataclass_values(ctx))
+            while len(self._contexts) > MAX_CONTEXTS:
+                self._contexts.popitem(last=False)
+        self._contexts.move_to_end(id(ctx))
         return self._contexts[id(ctx)][1]
 
     def call(self, base: tuple, ctx, compute, track_ctx: bool = True, share=None):
