@@ -129,9 +129,9 @@ def test_every_row_is_sourced_and_consistent():
 def test_published_anchor_rows():
     """Two rows checked against what the vendors published of the same runs."""
     by_id = {r["id"]: r for r in rows()}
-    # NVIDIA, MLPerf Training v5.1: Llama 3.1 405B in 10 minutes on 5,120 Blackwell GPUs, and 18.79
-    # minutes on 2,560 (NVIDIA technical blog, November 2025). The table keeps the measured mean
-    # before MLPerf's RCP scaling factor, so it may sit a little below the scored figure.
+    # NVIDIA, MLPerf Training v5.1 (November 2025; epium.com/news/nvidia-sweeps-mlperf-training-v51):
+    # Llama 3.1 405B in 10 minutes on more than 5,000 Blackwell GPUs, and 18.79 minutes on 2,560. The
+    # table keeps the measured mean before MLPerf's RCP scaling factor, so it may differ a little.
     five = by_id["v5.1:NVIDIA:hsg_ngpu5120_ngc25.09_nemo:llama31_405b"]
     two = by_id["v5.1:NVIDIA:hsg_ngpu2560_ngc25.09_nemo:llama31_405b"]
     assert int(five["gpus"]) == 5120 and float(five["time_to_train_minutes"]) == pytest.approx(10.2, abs=0.3)
