@@ -13,6 +13,9 @@ Usage (from the project root):
     .venv/bin/python benchmarks/fit_serving.py --cross-validate model gpu
                                                           # leave one model out, leave one GPU out: each
                                                           # group refitted without its runs, then scored
+    .venv/bin/python benchmarks/fit_serving.py --moe-source kernels --fit --max-evaluations 20 \
+        --cross-validate model gpu --out calibration.kernels.json
+                                                          # the same from the measured MoE kernels
 
 The runs are the four public sets under ``data/validation/`` (copies of ``reference/`` with catalog
 ids): TensorRT-LLM max-throughput runs, closed-loop runs at a fixed concurrency, the same with MTP
@@ -33,6 +36,7 @@ from aisize import catalog
 from aisize.calibrate import cross_validate, fit, predict, read_table
 from aisize.calibrate.fitting import PER_GENERATION, summary
 from aisize.serving import CALIBRATION
+from aisize.serving.calibration import GEMM_SOURCES
 from aisize.serving.hardware import generation
 from aisize.validation.serving import superseded_readings
 
@@ -64,11 +68,17 @@ def main(argv=None):
     ap.add_argument("--cross-validate", nargs="+", choices=("model", "gpu"), default=(),
                     help="also print held-out scores: refit without each model (or GPU), score its runs")
     ap.add_argument("--cv-evaluations", type=int, default=5, help="solver budget per cross-validation refit")
+    ap.add_argument("--gemm-source", choices=GEMM_SOURCES, default=CALIBRATION.gemm_source,
+                    help="where linear layers' time comes from (the start of the fit and the scores)")
+    ap.add_argument("--moe-source", choices=GEMM_SOURCES, default=CALIBRATION.moe_source,
+                    help="where routed experts' time comes from (the start of the fit and the scores)")
+    ap.add_argument("--out", default="calibration.fitted.json", help="where --fit writes the calibration")
     a = ap.parse_args(argv)
     if a.constants and not a.generation:
         ap.error("--constants needs --generation (the constants are that generation's own)")
     runs = {s: read_table(catalog.data_dir() / "validation" / f"{s}.csv") for s in SETS}
-    cal = CALIBRATION
+    base = CALIBRATION.with_(gemm_source=a.gemm_source, moe_source=a.moe_source)
+    cal = base
     if a.fit:
         start = time.perf_counter()
         chosen = []
@@ -79,7 +89,7 @@ def main(argv=None):
         if a.generation:
             chosen = [r for r in chosen if generation(r.accelerator) == a.generation]
             constants = [(c, a.generation) for c in (a.constants or PER_GENERATION)]
-        result = fit(chosen, CALIBRATION, constants=constants, max_evaluations=a.max_evaluations,
+        result = fit(chosen, base, constants=constants, max_evaluations=a.max_evaluations,
                      name=CALIBRATION.name, fitted_on=tuple(f"{s}.csv" for s in a.sets))
         cal = result.calibration
         if a.generation:  # the request's fixed time is every generation's: keep it
@@ -89,9 +99,9 @@ def main(argv=None):
               f"({result.evaluations} evaluations); skipped {len(result.skipped)} runs")
         for row in cal.as_table():
             print(f"  {row['constant']:36s} {row['value']:.6g}  ({row['origin']})")
-        with open("calibration.fitted.json", "w") as f:
+        with open(a.out, "w") as f:
             f.write(cal.to_json())
-        print("written: calibration.fitted.json")
+        print(f"written: {a.out}")
     for s in SETS:
         preds = [predict(r, cal) for r in runs[s]]
         print(_line(s, preds))

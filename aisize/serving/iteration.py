@@ -310,9 +310,11 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
                            costs.dense_weight_bytes / tp / mem))
     if rates.kernel_gemms is not None:  # the engine's GEMMs as measured on this GPU, where tables cover them
         linear = kernel_linear_seconds(costs, *rates.kernel_gemms, n_group, tp, linear)
-    experts = _experts(costs, rates, calib, n, g, ep)
     if rates.kernel_moe is not None:  # the engine's MoE operator as measured on this GPU, where tables cover it
-        experts = kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep, experts)
+        experts = kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep,
+                                         lambda: _experts(costs, rates, calib, n, g, ep))
+    else:
+        experts = _experts(costs, rates, calib, n, g, ep)
     head = np.maximum(costs.head_flops_per_token * sampled / g / rates.head_flops_per_s,
                       costs.head_weight_bytes / g / mem) + sampled / g * costs.vocab * LOGIT_BYTES * 2.0 / mem
     elementwise = calib.elementwise_bytes_per_token * costs.hidden * costs.layers * n_group / mem

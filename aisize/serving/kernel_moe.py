@@ -115,21 +115,37 @@ def curve(gpu: str, engine_key: str, expert_format: str, shape: tuple | None, mo
 
 def experts_seconds(costs, gpu: str, engine_key: str, tokens, gpus, ep, roofline):
     """The measured routed-expert time of ``tokens`` through every MoE layer of a replica whose experts
-    spread over ``ep`` of its ``gpus``, where tables cover the case, else ``roofline`` (broadcast) [s]."""
+    spread over ``ep`` of its ``gpus``, where tables cover the case, else ``roofline()`` (a callable, only
+    evaluated where some case is not covered; broadcast) [s]."""
     shape = moe_shape(costs.model)
-    result = np.asarray(roofline, dtype=float)
     if shape is None or not costs.moe_layers:
-        return result
-    g, e = np.broadcast_arrays(np.asarray(gpus, dtype=float), np.asarray(ep, dtype=float))
-    pairs = np.unique(np.stack([g.ravel(), e.ravel()], axis=1), axis=0)
-    for gv, ev in pairs:
-        if gv % ev:
-            continue
-        lookup = curve(gpu, engine_key, costs.formats.experts, shape, int(gv // ev), int(ev))
+        return roofline()
+    g, e = np.asarray(gpus, dtype=float), np.asarray(ep, dtype=float)
+    if g.size == 1 and e.size == 1:  # one split (an estimate's replica): no grouping needed
+        lookup = _split_curve(gpu, engine_key, costs.formats.experts, shape, float(g), float(e))
+        return roofline() if lookup is None else costs.moe_layers * seconds(lookup, tokens)
+    g, e = np.broadcast_arrays(g, e)
+    key = g * 4096.0 + e  # one number per (gpus, EP) split: EP is at most a few hundred
+    result, uncovered = None, np.zeros(g.shape, bool)
+    for k in np.unique(key):
+        here = key == k
+        lookup = _split_curve(gpu, engine_key, costs.formats.experts, shape, float(g[here].flat[0]),
+                              float(e[here].flat[0]))
         if lookup is None:
+            uncovered |= here
             continue
-        result = np.where((g == gv) & (e == ev), costs.moe_layers * seconds(lookup, tokens), result)
-    return result
+        t = costs.moe_layers * seconds(lookup, tokens)
+        result = np.where(here, t, 0.0 if result is None else result)
+    if result is None:
+        return roofline()
+    return np.where(uncovered, roofline(), result) if uncovered.any() else result
+
+
+def _split_curve(gpu, engine_key, expert_format, shape, g: float, e: float):
+    """:func:`curve` of a replica of ``g`` GPUs with experts over ``e`` of them (None if not a whole split)."""
+    if e < 1 or g % e:
+        return None
+    return curve(gpu, engine_key, expert_format, shape, int(g // e), int(e))
 
 
 def coverage(costs, gpu: str, engine_key: str, gpus: int, ep: int) -> str:
