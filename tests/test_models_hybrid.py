@@ -59,7 +59,7 @@ def test_bad_hybrid_configs_are_named():
     with pytest.raises(ValueError, match="hybrid_override_pattern"):
         models.from_hf_config({**H8B, "hybrid_override_pattern": "MX*"})
     with pytest.raises(ValueError, match="moe_latent_size"):
-        models.from_hf_config({**NANO, "moe_latent_size": 1024})
+        models.from_hf_config({**H8B, "moe_latent_size": 1024})  # a latent needs MoE layers
 
 
 def test_hybrid_training_counts_attention_on_its_layers_only():
