@@ -41,6 +41,9 @@ class Accelerator:
     # Added for training at scale; empty means not published (the estimate then leaves the term out).
     host_link_bidirectional_bytes_per_s: float | None = None  # GPU-host link other than PCIe (NVLink-C2C)
     sfu_exp_per_s: float | None = None  # exponentials/s of the special-function units (softmax in attention)
+    # The vendor's architecture ("hopper", "blackwell", "cdna3", ...), as the datasheet in ``source`` names it:
+    # the one place serving and training read a GPU's generation from (each maps it to its calibrated set).
+    architecture: str | None = None
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,9 @@ GEMM_DTYPES = {
 WEIGHT_PRECISIONS = tuple(GEMM_DTYPES)
 KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 
-# Generations with calibrated efficiencies, by catalog id prefix (longest match wins).
-GENERATIONS = {"h100": "hopper", "h200": "hopper", "h20": "hopper", "gh200": "hopper",
-               "b200": "blackwell", "gb200": "blackwell", "b300": "blackwell", "gb300": "blackwell",
-               "rtx-pro-6000": "blackwell", "mi300x": "cdna3", "mi325x": "cdna3", "mi350x": "cdna4",
-               "mi355x": "cdna4"}
+# Architectures the serving calibration has efficiencies for (catalog column ``architecture``); any other
+# GPU is uncalibrated: its efficiencies fall back and its estimates carry a range (Calibration.fallback_generation).
+GENERATIONS = ("hopper", "blackwell", "cdna3", "cdna4")
 # Grace-hosted superchips schedule from an Arm host (see Calibration.host_factor).
 GRACE_HOSTED = ("gh200", "gb200", "gb300")
 
@@ -76,11 +74,13 @@ def _peak(acc, dtype):
     return getattr(acc, f"{dtype}_flops_per_s", None)
 
 
-def generation(accelerator_id) -> str | None:
-    """The calibrated hardware generation of a catalog accelerator (id or record), or None."""
-    accelerator_id = getattr(accelerator_id, "id", accelerator_id)
-    keys = sorted((k for k in GENERATIONS if accelerator_id.startswith(k)), key=len, reverse=True)
-    return GENERATIONS[keys[0]] if keys else None
+def generation(accelerator) -> str | None:
+    """The calibrated generation of an accelerator (catalog id or record): its catalog ``architecture``
+    where the serving calibration covers it, else None (uncalibrated)."""
+    if isinstance(accelerator, str):
+        accelerator = catalog.accelerators.get(accelerator)
+    arch = getattr(accelerator, "architecture", None)
+    return arch if arch in GENERATIONS else None
 
 
 def _gemm_dtype(acc, fmt: str, kind: str) -> str:
@@ -119,7 +119,7 @@ def device(accelerator, weight_precision, kv_precision: str) -> Device:
     else:  # no NVLink-class link: GPUs exchange activations peer-to-peer over PCIe
         pcie = catalog.links.get(f"pcie-gen{acc.pcie_gen}-x16")
         link = pcie.bandwidth_per_direction_bytes_per_s if pcie else 0.0
-    return Device(acc.id, generation(acc.id), dtypes, tuple(float(_peak(acc, d)) for d in dtypes),
+    return Device(acc.id, generation(acc), dtypes, tuple(float(_peak(acc, d)) for d in dtypes),
                   float(_peak(acc, attention)), float(_peak(acc, _gemm_dtype(acc, "bf16", "head"))),
                   float(acc.memory_bandwidth_bytes_per_s),
                   float(acc.memory_visible_bytes or acc.memory_bytes), float(link), int(acc.scaleup_domain),

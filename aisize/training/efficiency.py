@@ -107,10 +107,14 @@ CONSTANT_SOURCES = {
 
 
 def generation(accelerator) -> str:
-    """Tensor-core generation from the formats the catalog row has a dense peak for.
-
-    fp4 -> blackwell, fp8 -> hopper (also Ada and CDNA3), bf16 -> ampere, else volta.
+    """The calibrated generation a training step is timed at: the catalog ``architecture`` where training
+    has constants for it (volta, ampere, hopper, blackwell), else the class of the newest tensor-core format
+    the GPU has a dense peak for (fp4 -> blackwell, fp8 -> hopper, bf16 -> ampere, else volta): Ada and CDNA3
+    run at Hopper's efficiencies, CDNA4 at Blackwell's (no published training run calibrates them).
     """
+    arch = getattr(accelerator, "architecture", None)
+    if arch in GENERATIONS:
+        return arch
     if getattr(accelerator, "fp4_flops_per_s", None):
         return "blackwell"
     if getattr(accelerator, "fp8_flops_per_s", None):
