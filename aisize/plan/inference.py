@@ -172,11 +172,22 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
     elif shape is not None:
         one = _one(w, shape, kw, engine, cal)
         cap = serving.estimate(arch, ctx.accelerator, **one)
+        if shape.pipeline_parallel > 1:  # pipeline stages only for a model one stage cannot hold (the recipes)
+            single = max((s for s in shapes if s.pipeline_parallel == 1), key=lambda s: s.gpus, default=None)
+            cap1 = serving.estimate(arch, ctx.accelerator, **_one(w, single, kw, engine, cal)) if single else None
+            if cap1 is not None and cap1.feasible:
+                shape, one, cap = single, _one(w, single, kw, engine, cal), cap1
         if not cap.feasible:  # nothing fits: one replica shows what fails
             replicas = 1
         else:  # no shape meets the targets: keep the fleet at 70 % of capacity instead
             replicas = max(math.ceil(w.requests_per_s / (cap.max_requests_per_s * FALLBACK_UTILISATION)), 1)
         kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
+        if cap.feasible and est is not None and est.feasible and 0 < est.max_requests_per_s < math.inf:
+            # the capacity with the service's prompt reuse, speculation and lengths (the plain one leaves them out)
+            again = max(math.ceil(w.requests_per_s / (est.max_requests_per_s * FALLBACK_UTILISATION)), 1)
+            if again != replicas:
+                replicas = again
+                kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
     return _assemble(w, ctx, policies, arch, shape, replicas or 0, fleet, est, pools, ttft_t, tpot_t, kv)
 
 
@@ -322,7 +333,8 @@ def _plan_for_concurrency(w, ctx, policies) -> InferencePlan:
 
 
 def _fallback_shape(shapes):
-    """With no fitting shape, report the largest one tried (its figures say why it fails)."""
+    """With no shape meeting the targets, start from the largest one tried (its figures say why it fails; the plan
+    keeps a one-stage shape instead where one holds the model)."""
     return max(shapes, key=lambda s: s.gpus) if shapes else None
 
 
