@@ -188,10 +188,11 @@ def test_a_training_jobs_layout_days_and_mfu_read_the_plans_on_every_surface(sho
         _close(float(blocks[t.name]["days"].replace(",", "")), t.training_days, f"CLI {t.name} days")
         _close(number(shown.cards[(t.name, "training.days")][1]), t.training_days, f"app {t.name} days")
         # one MFU under one label: the figure the time rests on, with what it rests on beside it
-        _close(float(blocks[t.name]["MFU of the time"].rstrip(" %")) / 100, t.mfu_assumed, f"CLI {t.name} MFU")
+        # a percentage is shown to one decimal (aisize.format.pct): within 0.05 points
+        assert float(blocks[t.name]["MFU of the time"].rstrip(" %")) == pytest.approx(t.mfu_assumed * 100, abs=0.05)
         label, value, unit = shown.cards[(t.name, "training.mfu")]
         assert label == "MFU of the time" and unit.startswith("%"), (label, unit)
-        _close(number(value) / 100, t.mfu_assumed, f"app {t.name} MFU")
+        assert number(value) == pytest.approx(t.mfu_assumed * 100, abs=0.05), f"app {t.name} MFU"
         assert ("assumed" in unit) == (t.throughput_rule == "policy-mfu"), (t.name, unit)
         assert "not modelled" not in value
 
@@ -208,6 +209,8 @@ def _latency_truth(i, label: str) -> float | None:
     if field is None:
         return None
     assert stat, f"{i.name}: {label!r} names no statistic (mean, p95, p99)"
+    if re.search(r"\b(hit|miss)\b", label):  # prompt reuse's TTFT of hits or misses: a part, not the headline
+        return None
     suffix = {"mean": "", "p95": "_p95", "p99": "_p99"}[stat.lower()]
     if field == "latency":
         return getattr(i, f"latency{suffix or '_mean'}_seconds")
@@ -229,10 +232,43 @@ def test_every_latency_label_names_its_statistic_and_shows_the_plans_figure(show
                 scale = 1e-3 if column.endswith("_ms") else 1.0
                 _close(workloads.loc[i.name, column] * scale, truth, f"CSV {i.name} {column}")
         for (workload, key), (label, value, unit) in shown.cards.items():
-            if workload == i.name and key.startswith("inference.") and "target" not in label.lower():
+            if workload == i.name and key.startswith(("inference.", "reuse.")) and "target" not in label.lower():
                 truth = _latency_truth(i, label)
                 if truth is not None:
                     _close(number(value) * FACTORS[unit.split(" ")[0]], truth, f"app {i.name} {label}")
+
+
+def _report_rows(shown):
+    """(section, header, cell, row's first cell) of every cell of the report's tables."""
+    for section, html in shown.report.items():
+        for table in re.findall(r"<table.*?</table>", html, re.S):
+            head = [_text(h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", table, re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", table, re.S):
+                cells = [_text(c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+                for h, c in zip(head, cells):
+                    yield section, h, c, cells[0] if cells else ""
+
+
+def _base(cell: str) -> float | None:
+    m = re.fullmatch(r"([\d.,]+) (\S+)", cell)
+    return float(m[1].replace(",", "")) * FACTORS[m[2]] if m and m[2] in FACTORS else None
+
+
+def test_the_reports_tables_show_the_plans_latencies_and_memory(shown):
+    services = {i.name: i for i in shown.plan.inference}
+    checked = 0
+    for section, head, cell, first in _report_rows(shown):
+        i, value = services.get(first), _base(cell)
+        if i is None or value is None or "target" in head.lower():
+            continue
+        truth = _latency_truth(i, head)
+        if truth is None and head in ("Memory / GPU", "GPU memory", "Host RAM need / server"):
+            truth = {"Memory / GPU": i.memory_per_gpu_bytes["total_bytes"], "GPU memory": i.gpu_memory_bytes,
+                     "Host RAM need / server": i.host_memory_needed_bytes}[head]
+        if truth is not None:
+            _close(value, truth, f"{shown.name} report {section} {i.name} {head} = {cell}")
+            checked += 1
+    assert checked >= 9 * len(services), checked  # the SLO table's six latencies and the memory table's three
 
 
 # --- memory: GiB for GPU and host memory, and a plan said to fit fits -----------------------------------------

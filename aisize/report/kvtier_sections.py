@@ -29,8 +29,9 @@ def kv_tiers(ctx: ReportContext) -> Html:
                 yes_no(k.target_met, "met", "missed"), pct(k.prefill_saved_share), count(k.resident_sessions),
                 _time(k.ttft_hit_s), _time(k.ttft_miss_s)] for i in services for k in (i.kv_tiers,)]
     summary_t = table(["Service", "Target hit rate", "Hit rate", "Target", "Prefill saved", "Sessions kept",
-                       "TTFT hit", "TTFT miss"], summary, caption="Prompt reuse", css="numeric")
-    rows = [[i.name, TIER_NAMES[r.name], gb(r.capacity_per_server_bytes), gb(r.capacity_bytes), pct(r.served),
+                       "TTFT mean, hit", "TTFT mean, miss"], summary, caption="Prompt reuse", css="numeric")
+    size = (lambda r: gib if r.name in ("hbm", "dram") else gb)  # memory in GiB, drives and storage in GB
+    rows = [[i.name, TIER_NAMES[r.name], size(r)(r.capacity_per_server_bytes), size(r)(r.capacity_bytes), pct(r.served),
              rate(r.read_bytes_per_s), rate(r.write_bytes_per_s)] for i in services for r in i.kv_tiers.tiers]
     tiers_t = table(["Service", "Tier", "Capacity / server", "Capacity (fleet)", "Hits served", "Reads (fleet)",
                      "Writes (fleet)"], rows, caption="KV-cache tiers", css="numeric")
@@ -60,8 +61,8 @@ def kv_tiers(ctx: ReportContext) -> Html:
             "by least-recently-used tiers; the hit rate is the share of histories (single-turn RAG: of chunk "
             "retrievals) still cached when they are needed, from Che's approximation at each tier's capacity. "
             "Found tokens skip prefill but are still read as KV every decode step. Sessions kept: Little's law, "
-            "session rate × the time a session's history is held. TTFT hit: a request whose history was found "
-            "(reloaded first when it sits below HBM); miss: first turns and histories that were evicted.")),
+            "session rate × the time a session's history is held. TTFT mean, hit: of requests whose history was "
+            "found (reloaded first when it sits below HBM); miss: of first turns and histories that were evicted.")),
         block(tiers_t, note(
             "Tiers are inclusive (each writes through what the GPUs compute, as LMCache, vLLM's CPU offload, "
             "SGLang HiCache and Dynamo KVBM do) and a hit is served by the fastest tier that holds it. A reload "

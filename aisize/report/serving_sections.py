@@ -83,12 +83,17 @@ def inference(ctx: ReportContext) -> Html:
                                                         title=f"{i.name}: memory per GPU"),
                                 f"{i.name}: weights, KV cache at the planned batch and runtime memory "
                                 "on one GPU, against the GPU's memory.")))
-        if i.estimate is not None and i.estimate.feasible:
+        # a disaggregated service's curve is its pools' (plan.latency_curve), the model of its figures, as the app
+        # draws it; it had none here
+        pools = i.serving_mode == "disaggregated" and i.pools_estimate is not None and i.pools_estimate.feasible
+        if pools or (i.estimate is not None and i.estimate.feasible):
             out.append(block(figure(charts.serving_latency(latency_curve(i, 40), i.ttft_target_seconds,
                                                            i.tpot_target_seconds, i.requests_per_s,
-                                                           title=f"{i.name}: TTFT and TPOT vs load"),
+                                                           title=f"{i.name}: TTFT and TPOT vs load "
+                                                                 f"({F.serving_shape(i)})"),
                                     f"{i.name}: mean and p95 latencies as the request rate rises, with the "
                                     "targets (red) and the planned load (grey).")))
+        if i.estimate is not None and i.estimate.feasible:
             out.append(block(_frontier(i, hardware.scaleout_bytes_per_s)))
     return Html("".join(out))
 

@@ -181,9 +181,9 @@ def reuse_cards(i) -> str:
                "Share of prompt tokens found cached, so not computed again"),
         K.card("reuse.sessions", "Sessions kept", F.count(k.resident_sessions), "",
                "Sessions running or held in the largest tier (Little's law)"),
-        K.card("reuse.ttft_hit", "TTFT on a hit", _time(k.ttft_hit_s), "",
+        K.card("reuse.ttft_hit", "TTFT mean on a hit", _time(k.ttft_hit_s), "",
                "Mean TTFT of a request whose history was found (reloaded first below HBM)"),
-        K.card("reuse.ttft_miss", "TTFT on a miss", _time(k.ttft_miss_s), "",
+        K.card("reuse.ttft_miss", "TTFT mean on a miss", _time(k.ttft_miss_s), "",
                "Mean TTFT of first turns and of histories that were evicted"),
     ]
     for r in k.tiers:
