@@ -5,7 +5,8 @@ applies it to a copy of the scenario dict, validates the copy with
 :func:`aisize.scenario.from_dict` and plans it; only when both succeed does the
 copy become the state and the listeners see the new plan. Otherwise the state
 and the plan stay as they were and the message (no traceback) is returned for
-the page to show next to the control.
+the page to show next to the control. Planning goes through the state's
+:class:`~aisize.plan.incremental.PlanCache`: a move re-plans only the workloads whose inputs it changed.
 
 The scenario as loaded (a preset, a file, a reset) is kept as ``origin``: each edit's title,
 description and workload names are derived from it (:func:`aisize.app.edits.follow`), so they
