@@ -175,6 +175,35 @@ def test_gpus_agree_with_the_plan_on_every_surface(shown):
     assert sum(w.gpus for w in shown.plan.inference) <= shown.plan.gpus
 
 
+def test_one_label_shows_one_figure_across_the_apps_tabs(shown):
+    """"Servers", "Raw capacity", "GPUs busy over the 4-year life" appear on several tabs: one value, one unit."""
+    seen: dict[tuple[str, str], tuple[str, str, str]] = {}
+    for (workload, key), (label, value, unit) in shown.cards.items():
+        if key.startswith("compare."):  # scenario B's figures
+            continue
+        first = seen.setdefault((workload, label), (key, value, unit))
+        assert (first[1], first[2]) == (value, unit), (
+            f"{shown.name} {workload}: {label!r} shows {first[1]} {first[2]} ({first[0]}) and {value} {unit} ({key})")
+
+
+def test_the_clusters_totals_read_the_same_on_every_surface(shown):
+    p = shown.plan
+    assert (shown.json["gpus"], shown.json["servers"], shown.json["racks"]) == (p.gpus, p.servers, p.racks)
+    head = shown.cli.splitlines()[1]  # "  112 GPUs (b200) in 14 x dgx-b200, 7 racks, 200 kW at most; ..."
+    assert head.strip().startswith(f"{F.plural(p.gpus, 'GPU')} ("), head
+    assert f"{F.plural(p.racks, 'rack')}, {F.power(p.power_watts)} at most" in head, head
+    assert sum(int(n) for n in re.findall(r"(\d+) x ", head)) == p.servers, head
+    cards = {key: value for (w, key), (_, value, _) in shown.cards.items() if not w}
+    assert (number(cards["summary.gpus"]), number(cards["summary.servers"]), number(cards["summary.racks"])) == \
+        (p.gpus, p.servers, p.racks)
+    _, power, unit = shown.cards[("", "summary.power")]
+    _close(number(power) * FACTORS[unit], p.power_watts, "app power")
+    executive = _text(shown.report["executive"])
+    assert f"The plan needs {F.plural(p.gpus, 'GPU')} in {F.plural(p.servers, 'server')}" in executive
+    bom = shown.csv["bom"].set_index("item")
+    assert bom["quantity"].iloc[0] == p.gpus
+
+
 # --- training: one layout wording, the days and the MFU the time rests on -------------------------------------
 
 def test_a_training_jobs_layout_days_and_mfu_read_the_plans_on_every_surface(shown):
