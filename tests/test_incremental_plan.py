@@ -33,12 +33,14 @@ TEXT_EDITS = (  # (path, value): the choices a number sweep does not reach
 
 
 def _numbers(node, path=()):
-    """(path, value) of every number in a scenario dict (not true/false)."""
+    """(path, value) of every number in a scenario dict (not true/false); of a list of numbers (a load profile's
+    24 hours) the first only."""
     if isinstance(node, dict):
         for k, v in node.items():
             yield from _numbers(v, path + (k,))
     elif isinstance(node, list):
-        for i, v in enumerate(node):
+        scalars = all(not isinstance(v, (dict, list)) for v in node)
+        for i, v in enumerate(node[:1] if scalars and len(node) > 2 else node):
             yield from _numbers(v, path + (i,))
     elif isinstance(node, (int, float)) and not isinstance(node, bool):
         yield path, node
@@ -70,7 +72,9 @@ def _differences(name: str, cache: PlanCache) -> list[str]:
     """Paths whose edit (or its undoing) gave a cached plan unlike the fresh one."""
     data = to_dict(preset(name))
     edits = [(p, _changed(v)) for p, v in _numbers(data)] + list(TEXT_EDITS)
-    _outcome(from_dict(data), cache)
+    original = from_dict(data)
+    fresh = _outcome(original)
+    _outcome(original, cache)
     wrong = []
     for path, value in edits:
         try:
@@ -78,12 +82,13 @@ def _differences(name: str, cache: PlanCache) -> list[str]:
         except (ScenarioError, ValueError):
             assert (path, value) not in TEXT_EDITS, f"{path}: {value!r} is no longer a valid choice"
             continue  # out of the field's range: nothing to plan
-        for step in (scenario, from_dict(data)):  # the edit, then back (a hit on the earlier entry)
-            if _outcome(step, cache) != _outcome(step):
-                wrong.append(".".join(map(str, path)))
+        # the edit, then back (a hit on the earlier entry)
+        if _outcome(scenario, cache) != _outcome(scenario) or _outcome(original, cache) != fresh:
+            wrong.append(".".join(map(str, path)))
     return wrong
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PRESETS)
 def test_every_edit_replans_to_the_fresh_plan(name):
     cache = PlanCache()
@@ -102,8 +107,13 @@ def test_a_storage_policy_reuses_every_workload_and_a_prompt_replans_its_service
     data = to_dict(preset("xe9680-genai"))
     cache = PlanCache()
     plan(from_dict(data), cache)
+    # a result another plan memoised (an earlier test's) serves this one whole: its entry depends on every
+    # policy, until a move plans it afresh and reads only what it needs
+    data = _edited(data, ("policies", "checkpoint_retention"), 17)
+    plan(from_dict(data), cache)
     misses = cache.misses
-    plan(from_dict(_edited(data, ("policies", "checkpoint_retention"), 5)), cache)
+    data = _edited(data, ("policies", "checkpoint_retention"), 23)
+    plan(from_dict(data), cache)
     assert cache.misses == misses  # no workload reads the retention: all reused
     service = next(i for i, w in enumerate(data["workloads"]) if w["kind"] == "inference")
     prompt = data["workloads"][service]["prompt_tokens"]

@@ -28,8 +28,10 @@ MAX_CONTEXTS = 16  # hardware contexts whose canonical values are kept
 class _Reads:
     """``real`` as the planner sees it, recording which of its fields are read.
 
-    Hashes and compares by identity, so a memoised function called with it computes (and records)
-    rather than returning a result computed from another object (whose reads this one never saw)."""
+    It hashes as ``real`` without a record (a hash alone decides nothing), so that a memoised function's
+    result computed with it serves later calls with ``real`` itself (the views of a finished plan make
+    them); comparing it, as a memoised function does before returning another call's result, records a
+    use of the whole (that result may rest on any field)."""
 
     __slots__ = ("_real", "_fields", "read")
 
@@ -49,7 +51,15 @@ class _Reads:
         self.read.add(ALL)
         return repr(self._real)
 
-    __hash__ = object.__hash__
+    def __hash__(self):
+        return hash(self._real)
+
+    def __eq__(self, other):
+        self.read.add(ALL)
+        return self._real == (other._real if type(other) is _Reads else other)
+
+    def __ne__(self, other):
+        return not self == other
 
 
 class _Values:
