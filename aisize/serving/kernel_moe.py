@@ -31,6 +31,10 @@ References
 .. [3] ``aiconfigurator-core`` 0.12.0, ``sdk/models/moe.py`` (``_power_law_alpha = 1.2``) and
        ``sdk/models/deepseek.py`` (``1.01``), with ``sdk/config.py`` ``workload_distribution =
        "power_law"``; docs/kernels.md.
+.. [4] ``aiconfigurator-core`` 0.12.0, ``sdk/operations/moe.py`` (the ``moe_torch_flow_min_latency`` rows form
+       a low-latency twin table the engine selects by token count); evaluated through its engine for DeepSeek-R1
+       NVFP4 on B200 at EP 8 it returns the twin's times up to 128 tokens and the regular table's from 129
+       (docs/kernels.md).
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8", "fp8_bloc
 BLOCK_FP8_FIRST = ("fp8_block", "fp8")
 TOKEN_GRID = 2.0 ** np.arange(0, 15)  # 1 ... 16,384 tokens: the tables' measured range
 MIN_MEASURED_TOKENS = 1024.0  # a curve must be measured up to here (past it, time ~ tokens)
-SKIP_KERNELS = ("min_latency",)  # TRT-LLM's low-latency NVFP4 twin: a separate table the engine picks itself
+LOW_LATENCY_KERNEL = "min_latency"  # TRT-LLM's low-latency NVFP4 MoE (TRTLLM-Gen kernels), a twin sweep
+LOW_LATENCY_MAX_TOKENS = 128.0  # ... that AIConfigurator's engine reads up to here and the regular one above [4]
 
 
 def distribution(model) -> str:
@@ -77,7 +82,7 @@ def _variants(table, dtype: str, gated: bool, dist: str):
             kernel = row.get("kernel", "")
             if row.get("dtype") != dtype or row.get("distribution") != want:
                 continue
-            if any(s in kernel for s in SKIP_KERNELS) or ("nongated" in kernel) == gated:
+            if LOW_LATENCY_KERNEL in kernel or ("nongated" in kernel) == gated:
                 continue
             ids.append(i)
         out += sorted(ids, key=lambda i: -int(counts[i]))
@@ -106,11 +111,29 @@ def curve(gpu: str, engine_key: str, expert_format: str, shape: tuple | None, mo
     for dtype in dtypes:
         for vid in _variants(table, dtype, gated, dist):
             log_t, ok, _ = table.lookup_ids(np.full(len(TOKEN_GRID), vid), coords)
+            log_t, ok = _low_latency(table, vid, coords, log_t, ok)
             # keep the measured prefix (some sweeps stop early); it must reach a decode batch's tokens
             upto = int(np.argmin(ok)) if not ok.all() else len(ok)
             if upto and TOKEN_GRID[upto - 1] >= MIN_MEASURED_TOKENS:
                 return np.log(TOKEN_GRID[:upto]), log_t[:upto]
     return None
+
+
+def _low_latency(table, vid, coords, log_t, ok):
+    """Up to :data:`LOW_LATENCY_MAX_TOKENS`, the low-latency twin of variant ``vid`` where it was measured [4]."""
+    row = dict(zip(table.cats, table.variants[vid]))
+    twin = row["kernel"].replace("cutlass", LOW_LATENCY_KERNEL)
+    if twin == row["kernel"]:
+        return log_t, ok
+    try:
+        tid = table.resolve_variant(kernel=twin, dtype=row["dtype"], distribution=row["distribution"])
+    except LookupError:
+        return log_t, ok
+    low = TOKEN_GRID <= LOW_LATENCY_MAX_TOKENS
+    y, ok_low, _ = table.lookup_ids(np.full(int(low.sum()), tid), coords[low])
+    if not ok_low.all():
+        return log_t, ok
+    return np.where(low, np.pad(y, (0, len(TOKEN_GRID) - len(y))), log_t), ok
 
 
 def experts_seconds(costs, gpu: str, engine_key: str, tokens, gpus, ep, roofline):
