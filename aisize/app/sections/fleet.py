@@ -13,7 +13,7 @@ import pandas as pd
 from aisize import charts
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
-from aisize.format import availability, bytes_si, power, usd
+from aisize.format import availability, bytes_gpu, power, usd
 
 # A service given a profile here: a quarter of the afternoon peak at night (a typical chat curve; replace it)
 DIURNAL = [0.30, 0.24, 0.2, 0.18, 0.17, 0.19, 0.26, 0.4, 0.58, 0.75, 0.87, 0.95, 1.0, 0.98, 0.96, 0.93, 0.88, 0.8,
@@ -109,16 +109,16 @@ class FleetSection(Section):
         pool = next(p for p in plan.fleet.pools if p.pool == sf.pool)
         cards = [K.card("fleet.replicas", "Replicas through the day", f"{day.least_replicas} – {day.peak_replicas}", "",
                         "Fewest and most the autoscaler holds through the day"),
-                 K.card("fleet.gpu_hours", "GPU-hours a day", day.gpu_hours, "GPU-h",
+                 K.card("fleet.gpu_hours", "GPU-hours a day", day.gpu_hours, "GPU-hours",
                         f"{day.peak_replicas * d.gpus_per_replica * 24:,} if the peak were held all day"),
                  K.card("fleet.usd_per_mtok", "$ per M tokens (day)", c.usd_per_million_tokens, "USD",
                         f"{usd(c.usd_per_million_tokens_reserved)} with the peak held all day"),
                  K.card("fleet.scale_up", "Scale-up time", d.scale_up_seconds, "s",
-                        f"{bytes_si(d.weights_bytes)} from {d.load_from} + engine start"),
+                        f"{bytes_gpu(d.weights_bytes)} of weights from {d.load_from} + engine start"),
                  K.card("fleet.overloaded", "Overloaded", day.overloaded_hours * 60, "min/day",
                         "Load above what the serving replicas can take while new ones load",
                         state="bad" if day.overloaded_hours > 0 else "good"),
-                 K.card("fleet.free", "Free in the troughs", pool.free_gpu_hours, "GPU-h/day",
+                 K.card("fleet.free", "Free in the troughs", pool.free_gpu_hours, "GPU-hours a day",
                         f"Pool {pool.pool}: GPUs no workload holds, by hour")]
         if plan.fleet.site_fits is not None:
             cards.append(K.card("fleet.site", "Site", "fits" if plan.fleet.site_fits else "does not fit", "",
