@@ -142,7 +142,7 @@ def test_a_slow_calibration_is_named_where_the_replicas_run_past_the_limit(monke
     with pytest.raises(ValueError) as info:
         plan(sc.preset("agentic-coding"))  # was a 13.2 GB tuple and a MemoryError
     text = str(info.value)
-    assert "needs 1,648,348,586 model replicas, more than aisize plans (1,000,000)" in text
+    assert "needs 20,698,827,826 model replicas, more than aisize plans (1,000,000)" in text
     assert "the scenario's serving calibration sets layer_seconds=1e+06" in text
 
 
