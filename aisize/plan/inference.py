@@ -366,8 +366,7 @@ def meets_targets(w, est, ttft_t: float, tpot_t: float, *, below_knee: bool = Fa
         return False
     if not below_knee or not est.requests_per_s:
         return True
-    stat = "p95" if w.slo_statistic == "p99" else w.slo_statistic  # the knee of a p99 target is read on the p95
-    return latency_elasticity(est, est.requests_per_s, statistic=stat) <= C.KNEE_ELASTICITY
+    return latency_elasticity(est, est.requests_per_s, statistic=w.slo_statistic) <= C.KNEE_ELASTICITY
 
 
 def _plan_for_concurrency(w, ctx, policies) -> InferencePlan:
@@ -501,9 +500,7 @@ def _elasticity(w, v: dict) -> float:
     (:func:`aisize.serving.curves.elasticity`); 0 where nothing is served."""
     est, pools = v["estimate"], v.get("pools_estimate")
     if est is not None and est.feasible and v["replicas"] > 0:
-        # latency_elasticity reads the mean or the p95: a p99 target's knee is read on the p95, its nearest tail
-        stat = "p95" if w.slo_statistic == "p99" else w.slo_statistic
-        return latency_elasticity(est, w.requests_per_s / v["replicas"], statistic=stat)
+        return latency_elasticity(est, w.requests_per_s / v["replicas"], statistic=w.slo_statistic)
     if pools is not None and pools.feasible and pools.latency_at is not None:
         rise = rise_within(w.requests_per_s, pools.max_requests_per_s)
         if rise <= 0:

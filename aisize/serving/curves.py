@@ -118,7 +118,7 @@ def rise_within(requests_per_s: float, capacity_requests_per_s: float, rise: flo
 
 
 def latency_elasticity(est, requests_per_s, *, rise: float = LOAD_RISE, statistic: str = "mean") -> float:
-    """:func:`elasticity` of the request latency (mean, or p95 for ``statistic="p95"``) of the estimate's replica
+    """:func:`elasticity` of the request latency (``statistic``: "mean", "p95" or "p99") of the estimate's replica
     at ``requests_per_s`` (per replica) against ``rise`` more load: the knee as a property of the operating point."""
     lam = float(checks.positive("requests_per_s", requests_per_s, high=1e9))
     rise = rise_within(lam, est.max_requests_per_s, rise)
@@ -127,8 +127,8 @@ def latency_elasticity(est, requests_per_s, *, rise: float = LOAD_RISE, statisti
     rises = rise * np.array([1.0, 1 / 4, 1 / 16, 1 / 64])  # nearer, where a limit below the capacity binds first
     ls = _loaded(est, lam * np.concatenate([[1.0], 1.0 + rises]))
     o = est.output_tokens
-    ttft, tpot = (ls.ttft_p95_seconds, ls.tpot_p95_seconds) if statistic == "p95" else (ls.ttft_seconds,
-                                                                                        ls.tpot_seconds)
+    suffix = {"mean": "", "p95": "_p95", "p99": "_p99"}[checks.choice("statistic", statistic, ("mean", "p95", "p99"))]
+    ttft, tpot = getattr(ls, f"ttft{suffix}_seconds"), getattr(ls, f"tpot{suffix}_seconds")
     total = np.asarray(ttft, dtype=float) + (o - 1) * np.asarray(tpot, dtype=float)
     for after, r in zip(total[1:], rises):
         if math.isfinite(after):
