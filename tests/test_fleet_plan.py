@@ -148,3 +148,16 @@ def test_fleet_text_says_its_title_once_and_names_counts_and_statistics(fleet_pl
     assert "TTFT p95 " in pair and "TPOT p95 " in pair and " GPUs)" in pair  # the service's target statistic
     named = dataclasses.replace(fleet_plan, scenario_name="Chat day")
     assert fleet_text(named).splitlines()[0] == "Fleet over the day: Chat day"
+
+
+def test_the_fleet_text_says_which_model_to_trust_when_they_seem_to_disagree():
+    # issue 47: "Free: UNSTABLE, its queue grows" at 08:00 beside the simulation's "waits mean 1.05 ms": both hold
+    # (a minute's steady-state queue against the day), and the text now says which figure answers what
+    from aisize.plan.fleet_summary import fleet_text
+
+    p = plan(preset("fleet-over-the-day"))
+    s = p.fleet.services[0]
+    assert s.tenants is not None and not all(s.tenants.class_stable)
+    text = " ".join(fleet_text(p, simulate=True).split())
+    assert "UNSTABLE at this minute" in text and "which to trust: the simulation for waits over the day" in text
+    assert "which to trust" not in " ".join(fleet_text(p).split())  # no simulation shown: nothing to reconcile

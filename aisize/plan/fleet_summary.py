@@ -67,7 +67,7 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
                        f"{'preemptive' if t.preemptive else 'non-preemptive'}):")
             for n, u, ok, w, ttft, tgt in zip(t.names, t.cumulative_utilisation, t.class_stable, t.wait_mean_seconds,
                                               s.tenant_ttft_seconds, s.tenant_ttft_targets_seconds):
-                state = ("UNSTABLE: its queue grows in this period (until loading replicas serve)" if not ok
+                state = ("UNSTABLE at this minute: its queue grows while the ramp outruns the loading replicas" if not ok
                          else f"mean wait {F.ms(w)}, mean TTFT {F.ms(ttft)}")
                 out.append(f"    {n}: load with higher classes {F.pct(u)}; {state} (target {F.ms(tgt)})")
         if s.spares is not None:
@@ -98,6 +98,12 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
                        f"{F.sig(sim.mean_replicas)}, peak {sim.peak_replicas}; waits mean "
                        f"{F.duration(sim.wait_mean_seconds)}, p99 {F.duration(sim.wait_p99_seconds)}, "
                        f"{F.pct(sim.late_share)} beyond the TTFT target")
+            if s.tenants is not None and not all(s.tenants.class_stable):
+                # the two models answer different questions; say which figure to quote (issue 47, item 5)
+                out.append("  which to trust: the simulation for waits over the day (it follows the autoscaler minute "
+                           "by minute, every tenant in one queue); the tenant lines for who waits first in the "
+                           "tightest minute, a steady-state queue that grows only while the ramp outruns the "
+                           "loading replicas")
         out.append("")
     for pd_ in f.pools:
         free = pd_.free_gpus
