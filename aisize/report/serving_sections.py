@@ -31,7 +31,7 @@ def inference(ctx: ReportContext) -> Html:
              for i in p.inference]
     fleet_t = table(["Service", "Mode", "Shape", "Weights / KV", "Batch mean / max", "Capacity / replica",
                      "Replicas", "GPUs", "Servers"], fleet, caption="Serving plan: replica shape and fleet",
-                    css="numeric")
+                    css="numeric wrap3")  # a disaggregated shape names both pools: it wraps
     slo = [[i.name, f"{i.requests_per_s:g}/s", pct(i.utilisation), duration(i.ttft_seconds),
             duration(i.ttft_p95_seconds), duration(i.ttft_p99_seconds), duration(i.tpot_seconds),
             duration(i.tpot_p95_seconds), duration(i.tpot_p99_seconds),
