@@ -121,7 +121,8 @@ def gpus_vs_days(scenario, workload, days, *, memory: bool = False) -> pd.DataFr
         ok[ok] = J.layouts_exist(job, ctx, gpus[ok], J.global_batch(w, job.seq_len, gpus[ok]))
     planned_days = sz.seconds / DAY
     basis = job.mfu if job.kind == "transformer" else pol.mfu  # the MFU the rows' times rest on
-    ranges = [days_range(float(d), basis, int(g), job.throughput)[:2] for d, g in zip(planned_days, gpus)]
+    ranges = [days_range(float(d), basis, int(g), job.throughput, step_time=stepped)[:2]
+              for d, g in zip(planned_days, gpus)]
     low, high = (np.array(r, dtype=float).reshape(gpus.shape) for r in zip(*ranges))
     out = pd.DataFrame({"target_days": target_days, "gpus": gpus, "servers": sz.servers.astype(np.int64),
                         "goodput": sz.goodput, "training_days": planned_days, "days_low": low,

@@ -27,7 +27,7 @@ from aisize.precision import peak_flops_per_s
 from aisize.training import PARTS, ResolvedThroughput, fits, other_model_training_memory, recipe
 from aisize.storage.io import io_profile_for_format
 from aisize.units import DAY
-from aisize.validation.ranges import MfuRange, time_range
+from aisize.validation.ranges import STEP_TIME_SPREAD, MfuRange, step_time_range, time_range
 
 
 @dataclass(frozen=True)
@@ -252,9 +252,12 @@ def _sized_by_step_time(job: J.JobInputs, w, ctx, policies, sz: J.Sizing):
     return t.sizing, t.layout, t.memory, t.mfu, t.step_seconds, t.parts
 
 
-def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput | None):
+def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput | None, *,
+               step_time: bool = False):
     """(low, high, basis, MfuRange or None) around ``days``.
 
+    ``step_time``: the step-time model sets ``days``; the range is its own error on published runs
+    (:func:`aisize.validation.ranges.step_time_range`), not the spread of other runs' MFUs.
     Transformers (``tp`` None): ``policy_mfu`` is the MFU ``days`` rests on (the step-time model's, or the
     policy's where it predicts nothing); time scales as that MFU / m over the MFUs of
     published runs of a similar scale (aisize.validation.ranges). Measured or
@@ -268,6 +271,9 @@ def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput
     """
     if not math.isfinite(days):
         return days, days, "no range: the job does not finish", None
+    if tp is None and step_time:
+        low, high = step_time_range(days)
+        return float(low), float(high), STEP_TIME_SPREAD.basis, None
     if tp is None:
         r = dataclasses.replace(C.mfu_range_for(gpus), expected=policy_mfu)
         low, _, high = time_range(days, r)
@@ -353,7 +359,8 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
                            offloaded_optimizer_bytes=mem.get("host_bytes", 0.0) * min(per, gpus))
     hm = host.memory
     days = seconds / DAY
-    low, high, range_basis, range_mfu = days_range(days, mfu_used if tp is None else policies.mfu, gpus, tp)
+    low, high, range_basis, range_mfu = days_range(days, mfu_used if tp is None else policies.mfu, gpus, tp,
+                                                   step_time=tp is None and step_pred is not None)
     predicted_days = days if step_pred is not None and gp else None  # the headline itself, when the model sets it
     return TrainingPlan(
         w.name, w.team, _model_name(w.model), kind, dataset_id, w.method, gpus, servers, params, job.checkpoint_params,
