@@ -128,3 +128,19 @@ def test_the_cache_is_bounded():
     for k in range(8):
         plan(from_dict(_edited(data, ("workloads", 0, "prompt_tokens"), prompt + 16 * k)), cache)
     assert len(cache._entries) <= 4
+
+
+def test_the_recorder_sees_field_reads_and_counts_any_other_use_as_the_whole():
+    from aisize.plan.incremental import ALL, _Reads
+    from aisize.scenario.model import Policies
+
+    policies = preset("xe9680-genai").policies
+    fields = frozenset(Policies.model_fields)
+    seen = _Reads(policies, fields)
+    assert isinstance(seen, Policies) and seen.mfu == policies.mfu and seen.host_ram_ratio >= 0
+    assert seen.read == {"mfu", "host_ram_ratio"}
+    assert hash(seen) == hash(policies) and seen.read == {"mfu", "host_ram_ratio"}  # a hash decides nothing
+    for use in (lambda r: r == policies, lambda r: policies == r, lambda r: r.model_dump(), dict, repr):
+        whole = _Reads(policies, fields)
+        use(whole)
+        assert ALL in whole.read

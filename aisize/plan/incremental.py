@@ -7,7 +7,8 @@ time slots, and by the *values of the policy and hardware fields the computation
 the policies and the pool's hardware context are handed to the planner wrapped in :class:`_Reads`,
 which records every field read. A storage policy or the fabric's oversubscription then leaves an
 inference service's cached plan valid, since the service never read them; a field it read, or any
-use of the object as a whole (hashing it, dumping it, printing it) makes the entry depend on all of it.
+use of the object as a whole (comparing it, dumping it, iterating or printing it) makes the entry depend on all
+of it.
 
 A wrong hit would be a wrong plan, so the key errs toward missing: the workload is compared by its
 canonical JSON (which tells 1 from 1.0 and true from 1), read fields by their JSON or ``repr``.
@@ -50,6 +51,10 @@ class _Reads:
     def __repr__(self):
         self.read.add(ALL)
         return repr(self._real)
+
+    def __iter__(self):  # a pydantic model's (name, value) pairs: special methods bypass __getattr__
+        self.read.add(ALL)
+        return iter(self._real)
 
     def __hash__(self):
         return hash(self._real)
