@@ -207,7 +207,6 @@ def _decode_pair_flops(model) -> float:
     return 4.0 * models.attention_dim(model)
 
 
-@lru_cache(maxsize=512)
 def model_costs(model, weight_precision, kv_precision: str) -> ModelCosts:
     """:class:`ModelCosts` of a model record at its weight formats and a KV precision.
 
@@ -222,7 +221,12 @@ def model_costs(model, weight_precision, kv_precision: str) -> ModelCosts:
     ----------
     See the module docstring; parameter counts from :func:`aisize.models.params`.
     """
-    fmt = weight_formats(weight_precision)
+    # built once per model, formats and KV precision: "fp8" and WeightFormats("fp8", ...) are one key
+    return _model_costs(model, weight_formats(weight_precision), kv_precision)
+
+
+@lru_cache(maxsize=512)
+def _model_costs(model, fmt: WeightFormats, kv_precision: str) -> ModelCosts:
     ab, db, eb = (bytes_per_element(f) for f in (fmt.attention, fmt.dense, fmt.experts))
     hb = bytes_per_element(HEAD_PRECISION)
     pc = models.params(model)
