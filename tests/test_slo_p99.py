@@ -79,3 +79,11 @@ def test_the_configuration_search_bounds_the_p99():
     f = by["p99"].feasible
     assert len(f) and (f.ttft_p99_s <= 1.0).all() and (f.tpot_p99_s <= 0.03).all()
     assert (f.ttft_p99_s >= f.ttft_p95_s).all() and (f.tpot_p99_s >= f.tpot_p95_s).all()
+
+
+def test_every_surface_reads_the_figure_at_the_targets_statistic():
+    # the app's cards and the findings' miss read these properties (they read the mean for a p99 target)
+    for stat, suffix in (("mean", ""), ("p95", "_p95"), ("p99", "_p99")):
+        i = _rag(stat, tpot_target_ms=45)
+        assert i.ttft_at_statistic_seconds == getattr(i, f"ttft{suffix}_seconds")
+        assert i.tpot_at_statistic_seconds == getattr(i, f"tpot{suffix}_seconds")

@@ -171,10 +171,10 @@ def inference_targets(plan) -> list[Finding]:
         elif not (i.ttft_met and i.tpot_met):
             missed = []
             if not i.ttft_met:
-                missed.append(f"TTFT {stat} {_ms(i.ttft_p95_seconds if stat == 'p95' else i.ttft_seconds)} "
+                missed.append(f"TTFT {stat} {_ms(i.ttft_at_statistic_seconds)} "
                               f"over the {_ms(i.ttft_target_seconds)} target")
             if not i.tpot_met:
-                missed.append(f"TPOT {stat} {_ms(i.tpot_p95_seconds if stat == 'p95' else i.tpot_seconds)} "
+                missed.append(f"TPOT {stat} {_ms(i.tpot_at_statistic_seconds)} "
                               f"over the {_ms(i.tpot_target_seconds)} target")
             out.append(Finding("problem", "inference", f"{i.name}: " + "; ".join(missed)))
         if i.uncalibrated:

@@ -122,6 +122,16 @@ class InferencePlan:
         """The planned load leaves every replica below its capacity (latencies are finite)."""
         return math.isfinite(self.ttft_seconds) and self.utilisation < 1.0
 
+    @property
+    def ttft_at_statistic_seconds(self) -> float:
+        """TTFT at the statistic the targets bound (mean, p95 or p99): the figure every surface compares."""
+        return getattr(self, f"ttft{_SUFFIX[self.slo_statistic]}_seconds")
+
+    @property
+    def tpot_at_statistic_seconds(self) -> float:
+        """TPOT at the statistic the targets bound (mean, p95 or p99)."""
+        return getattr(self, f"tpot{_SUFFIX[self.slo_statistic]}_seconds")
+
 
 def _source(w) -> str:
     m = w.model

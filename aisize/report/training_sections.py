@@ -35,8 +35,8 @@ class TimeRange:
 def time_range_days(t) -> TimeRange | None:
     """The plan's time-to-train range of a job (its ``days_*`` fields), or None where it has no spread.
 
-    Transformers: the plan's time at the lowest and highest MFU that published
-    runs of a similar scale reached; measured throughputs: their spread across frameworks.
+    Transformers timed by the step-time model: its own error on published runs; at an assumed MFU: the
+    lowest and highest MFU published runs of a similar scale reached; measured throughputs: their spread.
     """
     if not (math.isfinite(t.training_days) and t.days_low < t.days_high):
         return None
@@ -148,10 +148,12 @@ def _charts(ctx: ReportContext, t) -> Html:
 def training(ctx: ReportContext) -> Html:
     """Time to train and its range, layout and memory, checkpoints, and per-job charts."""
     p = ctx.plan
-    intro = note("Time is model FLOPs ÷ (GPUs × peak × MFU), stretched by goodput (time lost to "
-                 "checkpoints, failures and restarts). The range below puts the lowest and highest MFU that "
-                 "published runs of a similar scale reached in place of the assumed one (or, for models "
-                 "trained at a measured sample rate, the spread of the measurements).")
+    intro = note("Time is the tokens to train ÷ the step-time model's tokens/s at the chosen layout (or model "
+                 "FLOPs ÷ (GPUs × peak × the assumed MFU) where it predicts nothing), stretched by goodput (time "
+                 "lost to checkpoints, failures and restarts). The range below is the step-time model's own "
+                 "error on published runs (80 % of them within it), or the lowest and highest MFU published "
+                 "runs of a similar scale reached where the time rests on an assumed MFU (for models trained "
+                 "at a measured sample rate, the spread of the measurements).")
     out = [block(time_table(ctx), intro), block(range_table(ctx)), block(memory_table(ctx)),
            block(step_table(ctx), note("Predicted by aisize.training's step-time model for the plan's layout: "
                                        "GEMMs on their roofline, FlashAttention, memory-bound work and the "

@@ -59,8 +59,8 @@ class InferenceSection(Section):
                                         "(reasoning models: 1 or more)", fmt=".2f")
         self.ttft = K.log_slider("TTFT target [ms]", 2000, 50, 60_000, "Time to first token target (prefill)")
         self.tpot = K.log_slider("TPOT target [ms/token]", 50, 5, 1000, "Time per output token target (decode)")
-        self.stat = K.dropdown("SLO statistic", [("p95", "p95"), ("mean", "mean")], "p95",
-                               "Whether the TTFT and TPOT targets bound the p95 or the mean")
+        self.stat = K.dropdown("SLO statistic", [("p95", "p95"), ("p99", "p99"), ("mean", "mean")], "p95",
+                               "Whether the TTFT and TPOT targets bound the p95, the p99 or the mean")
         self.tp = K.dropdown("Tensor parallel", TP_CHOICES, "auto", "GPUs per pipeline stage; must divide the heads")
         self.pp = K.dropdown("Pipeline stages", PP_CHOICES, "auto", "Stages of a replica; may span servers")
         self.mode = K.dropdown("Serving", [("aggregated", "aggregated"), ("disaggregated", "disaggregated")],
@@ -219,8 +219,7 @@ class InferenceSection(Section):
     def _figures(i, knee_factor: float) -> str:
         ok = (lambda flag: "good" if flag else "bad")
         stat = i.slo_statistic
-        ttft = i.ttft_p95_seconds if stat == "p95" else i.ttft_seconds
-        tpot = i.tpot_p95_seconds if stat == "p95" else i.tpot_seconds
+        ttft, tpot = i.ttft_at_statistic_seconds, i.tpot_at_statistic_seconds
         items = [
             K.card("inference.replicas", "Replicas" + (" (prefill + decode)" if i.pools is not None
                                                        and i.serving_mode == "disaggregated" else ""),

@@ -261,7 +261,9 @@ class TrainingSection(Section):
                  K.card("training.days", "Time to train", F.days(t.training_days), "",
                         f"Expected wall-clock time after goodput; throughput: {t.throughput_basis}")]
         if t.days_low < t.days_high:
-            label = "Range (high–low MFU)" if t.days_range_mfu is not None else "Range (measured throughputs)"
+            label = ("Range (high–low MFU)" if t.days_range_mfu is not None else
+                     "Range (the model's error on published runs)" if t.throughput_rule == "step-time" else
+                     "Range (measured throughputs)")
             items.append(K.card("training.days_range", label, F.span(t.days_low, t.days_high, "days"), "",
                                 t.days_range_basis))
         items += [K.card("training.memory", "Memory per GPU", F.bytes_gpu(t.memory_bytes["total_bytes"]), "",
