@@ -46,7 +46,7 @@ def model_text(m, *, safetensors_bytes: int | None = None, checkpoint_dtype: str
         ours = "" if checkpoint_dtype is None else \
             f"; ours at {checkpoint_dtype}: {c.total * bytes_per_element(checkpoint_dtype) / 1e9:,.2f} GB"
         lines.append(f"  model.safetensors.index.json total_size: {safetensors_bytes / 1e9:,.2f} GB{ours}")
-    lines += ["", "weights:   " + ", ".join(f"{d} {c.total * bytes_per_element(d) / 1e9:,.1f} GB"
+    lines += ["", "weights:   " + ", ".join(f"{d} {c.total * bytes_per_element(d) / 2**30:,.1f} GiB"
                                        for d in WEIGHT_DTYPES),
               "KV cache per token (all layers growing): "
               + ", ".join(f"{d} {kv_bytes_per_token(m, d) / 1024:,.1f} KiB" for d in KV_DTYPES)]
