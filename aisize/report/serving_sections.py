@@ -7,10 +7,11 @@ is recomputed here.
 
 from __future__ import annotations
 
-from aisize import charts, serving
+from aisize import charts
 from aisize import format as F
 from aisize.plan import context as plan_context
 from aisize.plan import latency_curve
+from aisize.plan.frontier import configuration_search
 from aisize.report.context import ReportContext
 from aisize.report.markup import (DASH, Html, block, count, duration, figure, gib, note, pct, per_s, rate, sig,
                                   table, yes_no)
@@ -100,13 +101,7 @@ def inference(ctx: ReportContext) -> Html:
 
 def _frontier(i, scaleout_bytes_per_s) -> Html:
     """The configuration search's frontier for the service's model, GPU, lengths and targets."""
-    e = i.estimate
-    r = serving.search(e.model_record, e.accelerator_record or e.accelerator, input_tokens=e.input_tokens,
-                       output_tokens=e.output_tokens, ttft_target_s=i.ttft_target_seconds,
-                       tpot_target_s=i.tpot_target_seconds, statistic=i.slo_statistic,
-                       weight_precisions=(e.weight_precision,), kv_precisions=(e.kv_precision,),
-                       scaleout_bytes_per_s=scaleout_bytes_per_s, engine=e.engine_record or serving.ENGINES[e.engine],
-                       calibration=e.calibration_record or serving.CALIBRATION)
+    r = configuration_search(i, scaleout_bytes_per_s)
     caption = (f"{i.name}: {r.configurations:,} configurations (shapes × batches × token budgets, aggregated and "
                f"disaggregated); the line is the frontier of those that fit, grey points those meeting the targets.")
     if not len(r.frontier):
