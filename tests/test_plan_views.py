@@ -138,10 +138,14 @@ def test_gpus_vs_days_checks_its_inputs(plans):
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_time_range_carries_the_published_mfus(plans, name):
+    from aisize.validation.ranges import step_time_range
     for t in plans[name].training:
         r = t.days_range_mfu
         if t.model_kind != "transformer":  # a measured spread or none, not published LLM MFUs
             assert r is None
+            continue
+        if t.throughput_rule == "step-time":  # the step-time model's own error on published runs, not MFUs
+            assert r is None and (t.days_low, t.days_high) == pytest.approx(step_time_range(t.training_days))
             continue
         published = mfu_range(t.gpus)
         assert (r.low, r.high, r.cases, r.expected) == (published.low, published.high, published.cases,
@@ -231,7 +235,7 @@ def test_clear_caches_forgets_plans_and_the_same_plan_follows():
 
     s = preset("xe9680-genai")
     before = plan(s)
-    memoised = (inference.plan_inference, plan_training.plan_training, job.job_inputs, costs.model_costs)
+    memoised = (inference.plan_inference, plan_training.plan_training, job.job_inputs, costs._model_costs)
     assert all(f.cache_info().currsize > 0 for f in memoised)
     clear_caches()
     assert all(f.cache_info().currsize == 0 for f in memoised)

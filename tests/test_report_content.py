@@ -91,17 +91,28 @@ def test_time_range_table_shows_the_planners_range(contexts, name):
             assert r.low_days <= r.expected_days <= r.high_days and r.low_days < r.high_days
 
 
-def test_time_range_rests_on_published_mfus_for_transformers(contexts):
+def test_time_range_is_the_step_time_models_error_on_published_runs(contexts):
+    # the step-time model sets the headline, so the range is its own error on published runs (issue 50 item 4),
+    # no longer the spread of other runs' MFUs around it
+    from aisize.validation.ranges import STEP_TIME_SPREAD, step_time_range
+
     t = contexts["llama3-70b-pretrain"].plan.training[0]
     r = time_range_days(t)
-    published = mfu_range(t.gpus)  # aisize.validation.ranges, applied by the planner only
-    assert r.mfu is t.days_range_mfu
-    assert (r.mfu.low, r.mfu.high, r.mfu.cases, r.mfu.expected) == (published.low, published.high,
-                                                                     published.cases, t.mfu_assumed)
+    assert t.throughput_rule == "step-time" and r.mfu is None and t.days_range_mfu is None
+    assert (r.low_days, r.high_days) == pytest.approx(step_time_range(t.training_days))
+    assert r.basis == STEP_TIME_SPREAD.basis and "210 published runs" in r.basis
+
+
+def test_a_time_at_an_assumed_mfu_rests_on_published_mfus():
+    from aisize.plan.training import days_range
+
+    low, high, basis, r = days_range(100.0, 0.4, 1024, None)
+    published = mfu_range(1024)  # aisize.validation.ranges, applied by the planner only
+    assert (r.low, r.high, r.cases, r.expected) == (published.low, published.high, published.cases, 0.4)
     # time x MFU is constant: the plan's time at its assumed MFU, the range's ends at the published extremes
-    assert r.low_days * r.mfu.high == pytest.approx(t.training_days * t.mfu_assumed, rel=1e-9)
-    assert r.high_days * r.mfu.low == pytest.approx(t.training_days * t.mfu_assumed, rel=1e-9)
-    assert f"{len(r.mfu.cases)} published runs" in r.basis
+    assert low * r.high == pytest.approx(100.0 * 0.4, rel=1e-9)
+    assert high * r.low == pytest.approx(100.0 * 0.4, rel=1e-9)
+    assert f"{len(r.cases)} published runs" in basis
 
 
 def test_report_computes_no_range_and_no_station_of_its_own():

@@ -287,7 +287,7 @@ def test_a_plan_that_runs_out_of_memory_on_a_move_is_said_on_the_page(app, monke
     """Issue 46.4: a MemoryError anywhere in the app shows a message; a slider move re-plans the scenario."""
     from aisize.app import state as app_state
 
-    def exhausted(scenario):
+    def exhausted(scenario, cache=None):
         raise MemoryError
 
     before = app.state.data
