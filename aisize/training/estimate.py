@@ -21,7 +21,7 @@ import numpy as np
 from aisize import checks
 from aisize.memory.states import FRAMEWORK_STAGES, tidy
 from aisize.precision import bytes_per_element
-from aisize.training import comm
+from aisize.training import comm, kernel_gemms
 from aisize.training.dims import check_tensor_parallel, model_dims, resolve
 from aisize.training.efficiency import efficiency_constants
 from aisize.training.evaluate import Options, evaluate, transformer_engine
@@ -94,6 +94,8 @@ class TrainingEstimate:
     hfu: float  # hardware FLOPs (recompute included, Korthikanti et al. sec. 6) / (time x GPUs x peak)
     peak_memory_bytes: float
     fits: bool
+    gemm_source: str = "roofline"  # where the layers' GEMM times come from (aisize.training.kernel_gemms)
+    gemm_coverage: str = ""  # in words: which tables, which share of the GEMM FLOPs
 
     def __post_init__(self):
         tidy(self)
@@ -127,7 +129,7 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
              moe_load_imbalance=1.0, cuda_graphs=False, embedding_in_pipeline_split=False,
              loss_in_pipeline_split=False, scaleup_bytes_per_s=None, scaleout_bytes_per_s=None,
              scaleup_domain=None, oversubscription=1.0, switch_radix=comm.DEFAULT_SWITCH_RADIX,
-             dp_overlap=DP_OVERLAP, lora_rank=None, qlora=False) -> TrainingEstimate:
+             dp_overlap=DP_OVERLAP, lora_rank=None, qlora=False, gemm_source=None) -> TrainingEstimate:
     """Step time, tokens/s per GPU, MFU and peak memory of one training layout.
 
     Parameters
@@ -189,6 +191,9 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
         (nf4 with ``qlora``) and the adapters' training states; the step runs no weight-gradient
         GEMMs for the frozen base and reduces, all-gathers and updates the adapters only
         (:func:`aisize.training.step_time.step_breakdown`); MFU still counts 6N per token
+    gemm_source : "roofline" (fitted efficiency per generation) | "kernels" (the layers' forward, dgrad and
+        wgrad GEMMs read from NVIDIA's measured tables of this GPU, roofline where none covers them;
+        :mod:`aisize.training.kernel_gemms`); default :data:`aisize.training.kernel_gemms.DEFAULT_GEMM_SOURCE`
 
     Returns
     -------
@@ -289,9 +294,13 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
                   dp_overlap=overlap, modules=modules, dispatcher=DISPATCHERS.index(dispatcher),
                   imbalance=imbalance, cuda_graphs=graphs, embed_slot=embed_slot, loss_slot=loss_slot,
                   offload_layers=offload, lora_rank=rank, frozen_dtype_bytes=frozen)
-    mem, step = evaluate(m, eng, opt, seq_len=s, micro_batch=b // n_pipe, microbatches=n_pipe,
-                         accumulation=accumulation, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, etp=etp, virtual_stages=v,
-                         schedule_code=SCHEDULE_CODES[schedule], code=code, full_share=share, sp=sp, stage=stage)
+    source = kernel_gemms.check_source(gemm_source)
+    with kernel_gemms.using(acc.id, source):
+        mem, step = evaluate(m, eng, opt, seq_len=s, micro_batch=b // n_pipe, microbatches=n_pipe,
+                             accumulation=accumulation, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, etp=etp, virtual_stages=v,
+                             schedule_code=SCHEDULE_CODES[schedule], code=code, full_share=share, sp=sp, stage=stage)
+    covered = (kernel_gemms.coverage(d, acc.id, eng.recipe, b // n_pipe * s / cp, tp, opt.te)
+               if source == "kernels" else "roofline x fitted efficiency (gemm_source='roofline')")
     capacity = acc.memory_visible_bytes or acc.memory_bytes
     layout = Layout(n, tp, pp, cp, dp, ep, schedule, v, b, n_pipe, accumulation, gb, s, recompute, precision,
                     compiled, framework, stage, sp, async_tp, cp_method, etp,
@@ -302,7 +311,7 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     hw = model_flops_per_token(d, s, recompute) / model_flops_per_token(d, s)
     return TrainingEstimate(m.id, acc.id, layout, step, mem, float(capacity), eng.generation, float(step.step_seconds),
                             float(step.tokens_per_s), float(step.tokens_per_s_per_gpu), float(step.mfu),
-                            float(step.mfu * hw), total, bool(total <= capacity))
+                            float(step.mfu * hw), total, bool(total <= capacity), source, covered)
 
 
 def check_experts(m, *, tp, cp, dp, ep, etp) -> None:

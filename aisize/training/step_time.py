@@ -63,7 +63,7 @@ import numpy as np
 
 from aisize.training.layer_kinds import model_flops_per_token
 from aisize.memory.states import tidy
-from aisize.training import comm
+from aisize.training import comm, kernel_gemms
 from aisize.training.arrays import add
 from aisize.training.dims import ModelDims
 from aisize.training.efficiency import gemm_efficiency, straggler_factor
@@ -167,7 +167,8 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
                    state_bytes_per_param, gather_bytes, grad_bytes, async_tp=False, cp_method="all-gather",
                    dp_overlap=DP_OVERLAP, moe: Moe = Moe(), attention_kernel="fa2", exp_per_s=None,
                    embed_slot=0, loss_slot=0, offload_bytes=0.0, offload_layers=0, host_bytes_per_s=None,
-                   optimizer_flops_per_param=0.0, te=False, trainable_share=None, parts=True) -> StepTime:
+                   optimizer_flops_per_param=0.0, te=False, trainable_share=None, parts=True,
+                   gemm_source: kernel_gemms.GemmSource | None = None) -> StepTime:
     """Vectorized core (inputs checked by the caller; arrays broadcast).
 
     ``micro_batch``: sequences per pipeline micro-batch; ``microbatches``: micro-batches per
@@ -182,6 +183,8 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     instead of twice, and the optimizer and the data-parallel gradient reduction (and, below ZeRO-3, the
     parameter all-gather) cover the adapters' share of the weights only (Hu et al. 2021,
     arXiv:2106.09685, sec. 4.2: no gradients or optimizer states for the frozen weights).
+    ``gemm_source``: where the layers' GEMMs are timed (:mod:`aisize.training.kernel_gemms`; None: the one
+    :func:`aisize.training.kernel_gemms.using` set, else the roofline).
     """
     L = d.layers
     fsdp = framework == "fsdp"
@@ -191,6 +194,14 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     lt = layer_times(d, tokens=tokens_mb, micro_batch=micro_batch, seq_len=seq_len, tp=tp, sp=sp,
                      compiled=compiled, recipe=recipe, gen=gen, high_peak=high_peak, low_peak=low_peak,
                      hbm_bytes_per_s=hbm_bytes_per_s, attention_kernel=attention_kernel, exp_per_s=exp_per_s)
+    src = gemm_source or kernel_gemms.active()
+    if src.source == "kernels":  # the layers' GEMMs from measured tables (aisize.training.kernel_gemms)
+        e_high = gemm_efficiency(gen, "16")
+        kt = kernel_gemms.linear_times(
+            d, gpu=src.gpu, recipe=recipe, tokens=tokens_mb, tp=tp, fused=te, high_peak=high_peak,
+            low_peak=low_peak, e_high=e_high, e_low=gemm_efficiency(gen, recipe.low_bits) if recipe.low_dtype else e_high,
+            hbm_bytes_per_s=hbm_bytes_per_s)
+        lt = kernel_gemms.with_kernel_gemms(lt, kt)
     moe_share = d.moe_layers / L
     tokens_r = tokens_mb / tp  # sequence-parallel share each rank routes (Megatron requires SP with TP for MoE)
     xt = expert_times(d, tokens=tokens_r, ep=ep, etp=moe.etp, dispatcher_code=moe.dispatcher, recipe=recipe,
@@ -201,7 +212,7 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     bwd = lt.backward + moe_share * xt.backward
     lora = trainable_share is not None
     if lora:  # frozen base: no weight-gradient GEMMs (the adapters' own GEMMs are rank-r thin, left out)
-        bwd = bwd - lt.gemm_forward - moe_share * xt.gemm_forward
+        bwd = bwd - getattr(lt, "gemm_wgrad", lt.gemm_forward) - moe_share * xt.gemm_forward
     layer = fwd + bwd + redo
     sync = np.choose(np.asarray(moe.dispatcher), [moe_kernels.MOE_SYNC_HOST_SECONDS[k] for k in moe_kernels.DISPATCHERS])
     sync = sync * (moe_kernels.CUDA_GRAPH_HOST_SHARE if moe.cuda_graphs else 1.0)
@@ -210,6 +221,9 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     busy, last, first = pipeline_slots(L, pp, virtual_stages, embed_slot, loss_slot)
     head = head_seconds(d, tokens=tokens_mb, tp=tp, fused_loss=not torch_kernels, high_peak=high_peak, gen=gen,
                         hbm_bytes_per_s=hbm_bytes_per_s)
+    if src.source == "kernels":
+        head = head + kernel_gemms.head_gemm_seconds(d, gpu=src.gpu, tokens=tokens_mb, tp=tp, high_peak=high_peak,
+                                                     e_high=gemm_efficiency(gen, "16"), hbm_bytes_per_s=hbm_bytes_per_s)
     middle = np.where(pp >= 3, busy, 0)
     stage_layers_ = np.maximum(np.maximum(first, middle), last)  # most transformer layers on one stage
     # multi-token prediction: each MTP module runs one more layer and output head on the last stage
@@ -246,7 +260,9 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     ag = comm.collective_seconds("all-gather", act, tp, 1, links)
     rs = comm.collective_seconds("reduce-scatter", act, tp, 1, links)
     tp_layer = forward_ag * ag_fwd + forward_rs * rs + 2.0 * (ag + rs)
-    gemm_layer = lt.gemm_forward * ((2.0 if lora else 3.0) + full_redo)  # GEMMs async TP hides under
+    # GEMMs async TP hides under: forward (again under full recompute), dgrad, wgrad (none for a frozen base)
+    dgrad, wgrad = getattr(lt, "gemm_dgrad", lt.gemm_forward), getattr(lt, "gemm_wgrad", lt.gemm_forward)
+    gemm_layer = lt.gemm_forward * (1.0 + full_redo) + dgrad + (0.0 if lora else wgrad)
     tp_layer = tp_layer - np.where(async_tp, np.minimum(ASYNC_TP_HIDDEN_SHARE * tp_layer, gemm_layer), 0.0)
 
     kv = ACTIVATION_BYTES * micro_batch * seq_len * (d.k_width + d.v_width) / tp
