@@ -48,7 +48,8 @@ from aisize.serving.kernel_gemms import ENGINE_TABLES, seconds  # the same log-l
 #: expert weight format -> the measured MoE dtypes, in order of preference.
 DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8", "fp8_block"), "nvfp4": ("nvfp4",),
           "mxfp4": ("w4a16_mxfp4",), "int4": ("int4_wo",)}
-#: DeepSeek-style checkpoints store FP8 with 128x128 block scales (DeepSeek-V3 report, sec. 3.3).
+#: DeepSeek-style (MLA) checkpoints store FP8 with 128x128 block scales (DeepSeek-V3 report, arXiv:2412.19437,
+#: sec. 3.3), so their FP8 experts read the block-scaled sweep first.
 BLOCK_FP8_FIRST = ("fp8_block", "fp8")
 TOKEN_GRID = 2.0 ** np.arange(0, 15)  # 1 ... 16,384 tokens: the tables' measured range
 MIN_MEASURED_TOKENS = 1024.0  # a curve must be measured up to here (past it, time ~ tokens)
@@ -62,7 +63,8 @@ def distribution(model) -> str:
 
 
 def moe_shape(model) -> tuple | None:
-    """(hidden, expert intermediate, top-k, routed experts, gated, distribution) of a MoE model, else None."""
+    """(hidden, expert intermediate, top-k, routed experts, gated, routing skew, block-scaled FP8 first) of a MoE
+    model, else None: the key of its :func:`curve`."""
     if model.experts <= 1 or not model.moe_ffn_hidden:
         return None
     return (int(model.hidden), int(model.moe_ffn_hidden), int(model.experts_per_token), int(model.experts),
