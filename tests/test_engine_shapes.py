@@ -10,7 +10,7 @@ import pytest
 from aisize import models, serving
 from aisize.plan import plan
 from aisize.plan import context as C
-from aisize.plan.inference import _evaluate, _one, meets_targets
+from aisize.plan.inference import _evaluate, _one, below_knee, meets_targets
 from aisize.scenario import io, preset, preset_names
 from aisize.serving import hardware, sizing
 from aisize.serving.shapes import ENGINE_LAYOUTS, ReplicaShape, engine_runs
@@ -49,8 +49,10 @@ def test_agentic_coding_runs_a_vllm_recipe_and_meets_its_targets_with_the_fewest
     assert (i.tensor_parallel, i.pipeline_parallel) == (8, 1) and i.attention_dp in (1, 8)
     assert i.ttft_met and i.tpot_met and not i.slo_reason
     assert i.ttft_p95_seconds <= 5.0 and i.tpot_p95_seconds <= 0.050
-    assert i.gpus < 112  # 14 x TP 1 x PP 8 before; the forced-TP 8 attempt bought 160
-    # one replica fewer misses a target as the plan estimates it (the bisection found the fewest)
+    # 14 x TP 1 x PP 8 before, the forced-TP 8 attempt bought 160; 13 x TP 8 met the targets at 92 % busy, past
+    # the latency knee, so the planner adds replicas short of it (aisize.plan.inference.below_knee)
+    assert i.gpus <= 120 and i.latency_elasticity <= C.KNEE_ELASTICITY
+    # one replica fewer misses a target or runs past the knee as the plan estimates it (the fewest that hold)
     w = sc.workloads[0]
     ctx, cal = C.resolve(sc.hardware), C.serving_calibration(sc.policies)
     shape = ReplicaShape(i.tensor_parallel, i.attention_dp, i.pipeline_parallel)
@@ -58,7 +60,7 @@ def test_agentic_coding_runs_a_vllm_recipe_and_meets_its_targets_with_the_fewest
               output_tokens=w.output_tokens)
     one = _one(w, shape, kw, serving.ENGINES[w.engine], cal)
     _, fewer = _evaluate(w, ctx, sc.policies, models.resolve(w.model), shape, i.replicas - 1, one)
-    assert not meets_targets(w, fewer, 5.0, 0.050)
+    assert not (meets_targets(w, fewer, 5.0, 0.050) and below_knee(w, fewer))
 
 
 def test_deepseek_r1_on_h100_pipelines_across_two_nodes_as_vllm_does():

@@ -270,13 +270,13 @@ def _rescued(w, ctx, policies, arch, shapes, fleet, kw, engine, cal, ttft_t, tpo
         n = max(math.ceil(w.requests_per_s / (cap.max_requests_per_s * FALLBACK_UTILISATION)), 1)
         _, est = _evaluate(w, ctx, policies, arch, shape, n, one)
         for _ in range(RESCUE_DOUBLINGS):
-            if est is None or not est.feasible or meets_targets(w, est, ttft_t, tpot_t, below_knee=True):
+            if est is None or not est.feasible or meets_targets(w, est, ttft_t, tpot_t):
                 break
             _, more = _evaluate(w, ctx, policies, arch, shape, 2 * n, one)
             if more is None or not more.feasible or _miss(w, more, ttft_t, tpot_t) >= _miss(w, est, ttft_t, tpot_t):
                 break
             n, est = 2 * n, more
-        if est is None or not est.feasible or not meets_targets(w, est, ttft_t, tpot_t, below_knee=True):
+        if est is None or not est.feasible or not meets_targets(w, est, ttft_t, tpot_t):
             continue
         got = _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t,
                                best[0].replicas * best[0].shape.gpus if best else math.inf)
@@ -303,6 +303,37 @@ def _missed(w, fleet, shape, replicas, est, ttft_t, tpot_t) -> str:
 
 
 def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):
+    """(replicas, KV tiers, estimate, met) for ``shape``: the fewest replicas the estimate says meet the targets
+    short of the latency knee, searched from the screen's ``n``; None where the shape does not fit or cannot beat
+    ``floor`` GPUs. The targets are bisected first; the knee (one curve per shape, not one per probe) then adds
+    replicas a step at a time where the count that meets them runs past it."""
+    got = _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor)
+    if got is None or not got[3]:
+        return got
+    replicas, kv, est, _ = got
+    for _ in range(TOP_UP_STEPS):
+        if below_knee(w, est):
+            break
+        more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
+        if more * shape.gpus >= floor:
+            return None  # another shape already meets the targets short of its knee with fewer GPUs
+        kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
+        if est2 is None or not est2.feasible:
+            break
+        replicas, kv, est = more, kv2, est2
+    return replicas, kv, est, True
+
+
+def below_knee(w, est) -> bool:
+    """Whether a replica's request latency (at the targets' statistic) rises at most KNEE_ELASTICITY times as fast
+    as its load at the estimate's rate: a fleet sized only to meet its targets can sit at the knee (agentic-coding
+    at 92 % busy: 10 % more load, 42 % more latency), meeting them on paper and missing them at the first rise."""
+    if not est.requests_per_s:
+        return True
+    return latency_elasticity(est, est.requests_per_s, statistic=w.slo_statistic) <= C.KNEE_ELASTICITY
+
+
+def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):
     """(replicas, KV tiers, estimate, met) for ``shape``: the fewest replicas the estimate says meet the targets,
     searched from the screen's ``n``; None where the shape does not fit or cannot beat ``floor`` GPUs."""
     kv, est = _evaluate(w, ctx, policies, arch, shape, n, one)
@@ -312,14 +343,14 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
     low = max(math.ceil(w.requests_per_s / cap) - 1, 0) if cap > 0 and math.isfinite(cap) else 0  # at capacity
     if (low + 1) * shape.gpus >= floor:
         return None
-    if meets_targets(w, est, ttft_t, tpot_t, below_knee=True):  # bisection: `low` misses (or is 0), n meets
+    if meets_targets(w, est, ttft_t, tpot_t):  # bisection: `low` misses (or is 0), n meets
         high = (n, kv, est)
         guess = math.ceil(low / GUESS_UTILISATION)  # first where busy replicas usually still meet their targets
         while high[0] - low > 1:
             mid = guess if low < guess < high[0] else (low + high[0]) // 2
             guess = 0
             kv2, est2 = _evaluate(w, ctx, policies, arch, shape, mid, one)
-            if est2 is not None and est2.feasible and meets_targets(w, est2, ttft_t, tpot_t, below_knee=True):
+            if est2 is not None and est2.feasible and meets_targets(w, est2, ttft_t, tpot_t):
                 high = (mid, kv2, est2)
             else:
                 low = mid
@@ -334,7 +365,7 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
                 _miss(w, last, ttft_t, tpot_t) * (1 - 1e-3):
             break  # more replicas no longer help: the light-load floor of this shape is above the target
         replicas, last = more, est2
-        if meets_targets(w, est2, ttft_t, tpot_t, below_knee=True):
+        if meets_targets(w, est2, ttft_t, tpot_t):
             return replicas, kv2, est2, True
     return n, kv, est, False  # missed at any count tried: the screen's count, not replicas that buy nothing
 
@@ -367,16 +398,9 @@ def _miss(w, est, ttft_t: float, tpot_t: float) -> float:
     return max(ttft / ttft_t, tpot / tpot_t) if est.stable else math.inf
 
 
-def meets_targets(w, est, ttft_t: float, tpot_t: float, *, below_knee: bool = False) -> bool:
-    """Whether ``est`` (a replica's estimate) meets the service's TTFT and TPOT targets at its SLO statistic; with
-    ``below_knee``, also short of the latency knee at its rate: a fleet sized to meet its targets only at the
-    knee (agentic-coding at 92 % busy: 10 % more load, 42 % more latency) meets them on paper and misses them
-    at the first rise in load, so the planner sizes below it (the slope the knee finding warns above)."""
-    if _miss(w, est, ttft_t, tpot_t) > 1.0:
-        return False
-    if not below_knee or not est.requests_per_s:
-        return True
-    return latency_elasticity(est, est.requests_per_s, statistic=w.slo_statistic) <= C.KNEE_ELASTICITY
+def meets_targets(w, est, ttft_t: float, tpot_t: float) -> bool:
+    """Whether ``est`` (a replica's estimate) meets the service's TTFT and TPOT targets at its SLO statistic."""
+    return _miss(w, est, ttft_t, tpot_t) <= 1.0
 
 
 def _plan_for_concurrency(w, ctx, policies) -> InferencePlan:
