@@ -18,8 +18,15 @@ Megatron-Core runs, copy of ``reference/training_megatron.csv``), each turned in
    whose recipe does not match the published run cannot pull every constant; same weight per row.
 3. Then the allocator fragmentation shares on the torchtitan peak-memory rows.
 
+``--gemm-source kernels`` fits with the layers' GEMMs read from the measured kernel tables
+(:mod:`aisize.training.kernel_gemms`; the GEMM efficiencies then only time what no table covers).
+``--cross-validate`` adds a leave-one-model-out score: for each model, the speed constants are refitted
+(warm-started from the in-sample fit, :data:`CV_ITERS` iterations) without that model's rows and
+scored on them; the table gives in-sample and held-out rows within 15 % per model and in all.
+``--save FILE`` writes the fitted speed constants as JSON (to evaluate other sets under them).
+
 numpy only. Prints the values to paste into the modules and the fit's residuals; asserts nothing.
-Run: .venv/bin/python benchmarks/fit_training.py
+Run: .venv/bin/python benchmarks/fit_training.py [--gemm-source kernels] [--cross-validate] [--save f.json]
 """
 
 from __future__ import annotations
@@ -184,7 +191,55 @@ def nelder_mead(f, x0, step=0.05, iters=300):
     return pts[best], vals[best]
 
 
+CV_ITERS = 10  # LM iterations of each leave-one-model-out refit, from the in-sample optimum
+TOLERANCE = 0.15
+
+
+def model_of(row) -> str:
+    return getattr(row[1], "id", row[1])
+
+
+def cross_validate(rows, best):
+    """Leave-one-model-out: {model: (rows, in-sample within 15 %, held-out within 15 %, held-out log errors)}."""
+    inside = log_errors(rows)
+    out = {}
+    for name in dict.fromkeys(model_of(r) for r in rows):
+        _apply(best)
+        train = [r for r in rows if model_of(r) != name]
+        test = [r for r in rows if model_of(r) == name]
+        fit_speed(train, iters=CV_ITERS)
+        held = log_errors(test)
+        mine = np.array([e for r, e in zip(rows, inside) if model_of(r) == name])
+        out[name] = (len(test), int(np.sum(np.abs(np.expm1(mine)) <= TOLERANCE)),
+                     int(np.sum(np.abs(np.expm1(held)) <= TOLERANCE)), held)
+    _apply(best)
+    return out
+
+
+def _save(path):
+    import json
+
+    values = [{"module": mod.__name__, "name": name, "key": key, "value": _get(mod, name, key)}
+              for mod, name, key, *_ in SPEED]
+    values += [{"module": E.__name__, "name": "GEMM_EFFICIENCY", "key": k, "value": v}
+               for k, v in E.GEMM_EFFICIENCY.items()]
+    values.append({"module": E.__name__, "name": "STEP_TIME_CV", "key": None, "value": E.STEP_TIME_CV})
+    with open(path, "w") as f:
+        json.dump(values, f, indent=1)
+
+
 if __name__ == "__main__":
+    import argparse
+
+    from aisize.training import kernel_gemms
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gemm-source", choices=kernel_gemms.GEMM_SOURCES, default=kernel_gemms.DEFAULT_GEMM_SOURCE)
+    ap.add_argument("--cross-validate", action="store_true")
+    ap.add_argument("--save", metavar="FILE")
+    args = ap.parse_args()
+    kernel_gemms.DEFAULT_GEMM_SOURCE = args.gemm_source
+    print(f"GEMMs: {args.gemm_source}")
     rows = cases()
     grid = np.linspace(0.0, 0.05, 51)
     cv = grid[int(np.argmin([jitter_loss(c, rows) for c in grid]))]
@@ -199,6 +254,18 @@ if __name__ == "__main__":
         print(f"  {label:4s} {100 * (np.exp(e) - 1):+6.1f}%")
     within = np.mean(np.abs(np.exp(err) - 1) <= 0.15)
     print(f"within 15 %: {within:.0%}; median |err| {100 * np.median(np.abs(np.exp(err) - 1)):.1f}%")
+    if args.save:
+        _save(args.save)
+    if args.cross_validate:
+        cv = cross_validate(rows, x)
+        print(f"leave-one-model-out ({CV_ITERS} LM iterations per refit), rows within 15 %:")
+        print(f"  {'model':18s} rows in-sample held-out  held-out median |err|")
+        for name, (n, ins, held, e) in cv.items():
+            print(f"  {name:18s} {n:4d} {ins:9d} {held:8d}  {100 * np.median(np.abs(np.expm1(e))):6.1f}%")
+        n_all = sum(v[0] for v in cv.values())
+        all_held = np.concatenate([v[3] for v in cv.values()])
+        print(f"  {'all':18s} {n_all:4d} {sum(v[1] for v in cv.values()):9d} {sum(v[2] for v in cv.values()):8d}  "
+              f"{100 * np.median(np.abs(np.expm1(all_held))):6.1f}%")
     m0 = [M.ALLOCATOR_FRAGMENTATION_SHARE[k] for _, k in MEMORY]
     xm, lm = nelder_mead(lambda v: memory_loss(v, rows), m0, step=0.03, iters=100)
     print(f"memory: sum of squared log errors {lm:.4f}")

@@ -121,15 +121,18 @@ def _table_dtype_cached(gpu: str, dtype: str):
     return None
 
 
+def gemm3_shapes(tokens, n_in, n_out) -> tuple:
+    """The table's (m, n, k) of a linear layer's forward, dgrad and wgrad GEMMs (module docstring)."""
+    return ((tokens, n_out, n_in), (tokens, n_in, n_out), (n_in, n_out, tokens))
+
+
 @lru_cache(maxsize=65536)
 def gemm3_seconds(gpu: str, engine: str, dtype: str, tokens: float, n_in: float, n_out: float) -> tuple:
     """(forward, dgrad, wgrad) seconds of one linear layer of ``tokens`` x n_in -> n_out, read from the
     measured table (NaN where a GEMM's shape is outside it) [s]."""
     from aisize import kernels
 
-    m = np.array([tokens, tokens, n_in])
-    n = np.array([n_out, n_in, n_out])
-    k = np.array([n_in, n_out, tokens])
+    m, n, k = (np.array(axis, dtype=float) for axis in zip(*gemm3_shapes(tokens, n_in, n_out)))
     t = kernels.gemm_seconds(gpu, engine, dtype, m, n, k, out_of_range="nan")
     return tuple(float(x) for x in t)
 
