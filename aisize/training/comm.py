@@ -17,6 +17,9 @@ References
 ----------
 .. [1] Narayanan et al. 2021, arXiv:2104.04473, sec. 3 (placement) and 4.1 (scatter/gather).
 .. [2] Al-Fares et al. 2008, SIGCOMM (fat tree); NVIDIA DGX SuperPOD reference architecture (rails).
+.. [3] DeepSeek-AI, DeepEP (github.com/deepseek-ai/DeepEP), internode dispatch: one RDMA copy per
+   destination node, forwarded over NVLink to that node's experts; DeepSeek-AI 2024, "DeepSeek-V3
+   Technical Report", arXiv:2412.19437, sec. 3.2.2 (node-limited routing, dispatch via IB then NVLink).
 """
 
 from __future__ import annotations
@@ -88,3 +91,45 @@ def pipeline_send_seconds(activation_bytes, tp, stride, pp, sharded, links: Link
     send = transfer_seconds(activation_bytes / tp, bw, latency_seconds=lat, efficiency=links.efficiency)
     gather = collective_seconds("all-gather", activation_bytes, tp, 1, links)
     return send + np.where(sharded, 0.0, gather)
+
+
+def domains_reached(k, experts, domains):
+    """Expected scale-up domains a token's k experts fall in, of ``domains`` holding experts/domains each.
+
+    Uniform routing without replacement: a domain is missed with probability
+    prod_{i<k} (E - E/D - i) / (E - i) [count, 1..min(k, D)].
+    """
+    e = np.asarray(experts, dtype=float)
+    dom = np.asarray(domains, dtype=float)
+    miss = np.ones(np.broadcast(e, dom).shape)
+    for i in range(int(k)):
+        miss = miss * np.maximum(e - e / dom - i, 0.0) / (e - i)
+    return dom * (1.0 - miss)
+
+
+def moe_alltoall_seconds(copy_bytes, k, experts, ep, stride, links: Links, dedup=False):
+    """One dispatch (or combine) all-to-all of a rank's routed tokens over its EP group [s].
+
+    ``copy_bytes``: one copy of the tokens this rank routes (tokens x width x 2 B). NCCL's
+    all-to-all (Megatron's ``alltoall`` dispatcher) sends all k copies, the share (n - n_in)/n of
+    them over the scale-out NIC and (n_in - 1)/n over NVLink, at once (the slower sets the time).
+    ``dedup`` (DeepEP / HybridEP, Megatron's ``flex``): a token crosses the network once per other
+    domain its experts reach (:func:`domains_reached`) and fans out over NVLink there, so the
+    scale-out bytes are copy_bytes x (D - 1)/D x domains reached instead of k x copy_bytes x
+    (n - n_in)/n [3]. Inside one domain both are the same. 0 where ep = 1.
+    """
+    inner, outer = span(ep, stride, links.scaleup_domain)
+    payload = k * np.asarray(copy_bytes, dtype=float)
+    plain = collective_seconds("all-to-all", payload, ep, stride, links)
+    if not np.any(dedup):
+        return plain
+    out_bw = scaleout_rate(outer, links)
+    reached = domains_reached(k, experts, outer)
+    across = transfer_seconds(copy_bytes * reached * (outer - 1) / outer, out_bw,
+                              latency_seconds=SCALEOUT_LATENCY_SECONDS, efficiency=links.efficiency,
+                              messages=outer - 1)
+    inside = transfer_seconds(payload * (inner - 1) / inner, links.scaleup_bytes_per_s,
+                              latency_seconds=SCALEUP_LATENCY_SECONDS, efficiency=links.efficiency,
+                              messages=inner - 1)
+    deduped = np.where(np.asarray(ep) > 1, np.maximum(inside, across), 0.0)
+    return np.where(dedup, deduped, plain)

@@ -16,7 +16,7 @@ from aisize.training.dims import model_dims
 from aisize.training.efficiency import attention_kernel
 from aisize.training.memory import TrainingMemory, memory_breakdown, peak_memory_bytes
 from aisize.training.memory_inputs import recompute_saved_sbh, transformer_memory_inputs
-from aisize.training.schedules import in_flight, pipeline_slots
+from aisize.training.schedules import in_flight, pipeline_slots, stage_in_flight
 from aisize.training.setup import Engine
 from aisize.training.step_time import DP_OVERLAP, Moe, Recompute, StepTime, step_breakdown
 
@@ -106,5 +106,5 @@ def evaluate(model, eng: Engine, opt: Options, *, seq_len, micro_batch, microbat
         sac_sbh=inputs["sac_sbh"], kv_width=inputs["kv_width"], trainable_share=inputs["trainable_share"],
         frozen_dtype_bytes=opt.frozen_dtype_bytes, etp=etp, full_share=full_share, saved_rep_sbh=saved_rep,
         saved_par_sbh=saved_par, moe_copy_sbh=inputs["moe_copy_sbh"], offload_layers=opt.offload_layers, te=opt.te,
-        mtp_layers=d.mtp_layers)
+        mtp_layers=d.mtp_layers, in_flight_last=stage_in_flight(pp, microbatches, virtual_stages, pp - 1))
     return mem, step

@@ -42,6 +42,7 @@ from aisize.memory.states import FRAMEWORK_STAGES, state_factors, states_of, per
 from aisize.precision import bytes_per_element, training_precision
 from aisize.training.arrays import add
 from aisize.training.schedules import in_flight as pipeline_in_flight
+from aisize.training.schedules import stage_in_flight
 from aisize.units import MiB
 
 # Gradient all-reduce buckets in flight: PyTorch DDP bucket_cap_mb = 25 (MiB), two
@@ -121,7 +122,8 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
                      unit, framework, weight_bytes, gather_bytes=None, compiled=False, sac_sbh=None,
                      kv_width=0.0, trainable_share=1.0, frozen_dtype_bytes=0.0, offload_optimizer=False,
                      offload_params=False, etp=1, full_share=1.0, saved_rep_sbh=0.0, saved_par_sbh=0.0,
-                     moe_copy_sbh=0.0, offload_layers=0, te=False, mtp_layers=0, totals=False) -> tuple:
+                     moe_copy_sbh=0.0, offload_layers=0, te=False, mtp_layers=0, in_flight_last=1.0,
+                     totals=False) -> tuple:
     """(first stage, last stage) breakdowns: the vectorized core, inputs unchecked (the public functions
     check them). With one stage both are the same. ``totals``: only the two totals [B], summed in a
     factored order (what ranking a large grid needs).
@@ -136,7 +138,10 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
     keep (the experts' inputs and outputs, k·h each, averaged over layers, TP-split);
     ``offload_layers`` layers per stage whose activations wait in host memory; ``mtp_layers``
     multi-token-prediction modules (a layer, its weights and another loss each) on the last
-    stage; ``te`` Transformer
+    stage; ``in_flight_last`` the micro-batches of its layers the last stage holds
+    (:func:`aisize.training.schedules.stage_in_flight`: 1 under 1F1B, ((v - 1)·p + 1)/v under
+    interleaving; the loss buffers stay one micro-batch's); each stage keeps the routed experts of
+    its own MoE layers; ``te`` Transformer
     Engine kernels (Megatron-Core, Megatron-FSDP); framework ``fsdp`` without them is PyTorch FSDP2
     as torchtitan runs it (the DTensor and loss behaviour below).
     """
@@ -146,7 +151,8 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
     single = pp == 1
     first_params = layers_first * layer_params / tp + (embed_params + single * output_params) / tp
     last_params = (layers_last + mtp_layers) * layer_params / tp + (single * embed_params + output_params) / tp
-    experts = layers_first * expert_params / (etp * ep)
+    experts_first = layers_first * expert_params / (etp * ep)
+    experts_last = (layers_last + mtp_layers) * expert_params / (etp * ep)
 
     sbh = seq_len * micro_batch * hidden
     none = layer_bytes_core(consts, seq_len, micro_batch, hidden, heads, tp, sp, 0) + moe_copy_sbh * sbh / tp
@@ -171,7 +177,8 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
               frozen_bytes=frozen_dtype_bytes, offload_optimizer=offload_optimizer, offload_params=offload_params)
     shard = dp * cp
     dense_f = state_factors(shard, **kw)
-    moe = states_of(experts, state_factors(np.maximum(shard * tp / (ep * etp), 1.0), **kw))
+    expert_f = state_factors(np.maximum(shard * tp / (ep * etp), 1.0), **kw)
+    moe_first, moe_last = states_of(experts_first, expert_f), states_of(experts_last, expert_f)
     layer_local = layer_params / tp + expert_params / (ep * etp)
     common = workspace * act_scale + np.where(sp & (tp > 1), 2.0 * sbh, 0.0)
     common = common + 2.0 * kv_width / tp * seq_len * micro_batch * (cp - 1)
@@ -179,7 +186,7 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
     comms = NCCL_BYTES_PER_COMMUNICATOR * ((tp > 1) * 1.0 + (pp > 1) + (dp > 1) + (ep > 1) + (cp > 1))
     share = ALLOCATOR_FRAGMENTATION_SHARE["compiled" if compiled else "eager"]
 
-    def temporary(params):
+    def temporary(params, experts):
         if fsdp:
             zero3 = np.where(pp > 1, (params + experts) * (gather + REDUCE_BYTES / virtual_stages),
                              GATHERED_LAYERS * gather * layer_local + REDUCE_BYTES * layer_local)
@@ -187,15 +194,15 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
             zero3 = GATHERED_LAYERS * weight_bytes * layer_local
         return np.where(stage >= 3, zero3, GRAD_BUCKET_BYTES * (shard > 1)) + common
 
-    def total(params, act, loss_bytes):
+    def total(params, act, loss_bytes, experts, moe):
         on_gpu = ("weights", "gradients", "master_weights", "optimizer_moments")
         dense_sum = add(*(dense_f[k] for k in on_gpu))
         fixed = add(params * dense_sum, moe.total_bytes, comms, CUDA_CONTEXT_BYTES)
-        return fixed + (1.0 + share) * add(act, loss_bytes, temporary(params))
+        return fixed + (1.0 + share) * add(act, loss_bytes, temporary(params, experts))
 
-    def one(params, act, loss_bytes) -> TrainingMemory:
+    def one(params, act, loss_bytes, experts, moe) -> TrainingMemory:
         dense = states_of(params, dense_f)
-        temp = temporary(params)
+        temp = temporary(params, experts)
         return TrainingMemory(
             dense.weights_bytes + moe.weights_bytes, dense.gradients_bytes + moe.gradients_bytes,
             dense.master_weights_bytes + moe.master_weights_bytes,
@@ -207,13 +214,16 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
     # the forward) holds the kept layers only
     kept = np.maximum(layers_first - offload_layers, 0)
     first_act = layer_act * (kept * in_flight * interleave) + first_edge
-    last_act = layer_act * (np.maximum(layers_last - offload_layers, 0) + mtp_layers) + last_edge
+    last_held = np.where(single, in_flight * interleave, in_flight_last)
+    last_act = layer_act * (np.maximum(layers_last - offload_layers, 0) + mtp_layers) * last_held + last_edge
     loss_last = loss * (1 + mtp_layers)
+    f_moe, l_moe = (experts_first, moe_first), (experts_last, moe_last)
     if totals:
-        return total(first_params, first_act, single * loss_last), total(last_params, last_act, loss_last)
+        return (total(first_params, first_act, single * loss_last, *f_moe),
+                total(last_params, last_act, loss_last, *l_moe))
     offloaded = layer_act * (layers_first - kept) * in_flight * interleave
-    first = one(first_params, first_act, single * loss_last)
-    last = one(last_params, last_act, loss_last)
+    first = one(first_params, first_act, single * loss_last, *f_moe)
+    last = one(last_params, last_act, loss_last, *l_moe)
     first = replace(first, host_bytes=first.host_bytes + offloaded)
     last = replace(last, host_bytes=last.host_bytes + layer_act * np.minimum(offload_layers, layers_last))
     return first, last
@@ -324,6 +334,7 @@ def training_memory(*, layer_params, embed_params, output_params, layers, hidden
         layer_params=lp, expert_params=xp, embed_params=emb, output_params=outp,
         layers_first=-(-L // pp_), layers_last=L // pp_, hidden=h, heads=a, vocab=V, seq_len=s / c,
         micro_batch=b, tp=t, pp=pp_, dp=d, ep=e, cp=c, sp=sp, code=recompute_code(recompute), stage=stage,
+        in_flight_last=stage_in_flight(pp_, m, v, pp_ - 1),
         in_flight=held, interleave=interleave, virtual_stages=v, consts=consts, act_scale=p.activation_scale,
         dropout=1.0 if checks.flag("dropout", dropout) else 0.0, unit=unit, framework=framework,
         weight_bytes=p.weight_bytes, gather_bytes=gather_bytes, compiled=compiled, sac_sbh=sac_sbh,

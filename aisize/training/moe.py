@@ -29,9 +29,19 @@ width k·f_e, but they run as E/ep small GEMMs:
 * **latent MoE** (Nemotron 3 Super): the experts, the permutation and the dispatch carry tokens of the
   latent width l instead of h (``ModelDims.expert_width``); the two h x l projections around them
   are dense GEMMs of the layer (:mod:`aisize.training.work`) [5];
-* **load imbalance**: the busiest rank sets the pace of every all-to-all; ``imbalance`` (max /
+* **load imbalance**: the busiest rank sets the pace of every all-to-all and of its grouped GEMMs
+  (its E/ep experts run one after another, so their sum is what counts); ``imbalance`` (max /
   mean tokens per rank, 1 = balanced as the benchmark recipes force it) scales the expert work
-  and the dispatch.
+  and the dispatch. :func:`busiest_rank_imbalance` derives it: the router's own violation
+  (max expert load / mean - 1; :data:`AUX_FREE_MAX_VIOLATION` for auxiliary-loss-free routing [6])
+  times the spread of a balanced router's token counts over the EP ranks (the expected maximum of
+  ep binomial counts, mean + sigma·sqrt(2 ln ep));
+* **dispatch overlap**: :func:`ep_layer_seconds` is a layer's dispatch and combine
+  (:func:`aisize.training.comm.moe_alltoall_seconds`, deduplicated per node under ``flex``);
+  Megatron's combined 1F1B (``--overlap-moe-expert-parallel-comm``) runs one micro-batch's
+  all-to-alls beside another's forward or backward compute, so in the steady state only what
+  exceeds that compute is exposed, and the warmup / cool-down chunks
+  (:func:`aisize.training.schedules.unpaired_share`) stay exposed (:func:`exposed_alltoall_seconds`) [7].
 
 References
 ----------
@@ -42,6 +52,13 @@ References
    ``_maybe_dtoh_and_synchronize``), ``router.py`` (fp32 router, aux loss), ``moe_utils.permute``.
 .. [4] DeepSeek-AI, DeepEP (github.com/deepseek-ai/DeepEP); NVIDIA HybridEP (Megatron-LM
    ``fused_a2a.py``).
+.. [6] Wang et al. 2024, "Auxiliary-Loss-Free Load Balancing Strategy for Mixture-of-Experts",
+   arXiv:2408.15664, Table 1 (MaxVio_global 0.04 for Loss-Free Balancing at 1B and 3B, against
+   0.72 and 0.52 with an auxiliary loss); DeepSeek-V3 (arXiv:2412.19437, sec. 2.1.2) routes this way.
+.. [7] NVIDIA Megatron-Core developer guide, "Combined 1F1B: Expert-Parallel All-to-All Overlap"
+   (``--overlap-moe-expert-parallel-comm``; requires interleaving when PP > 1) and
+   ``megatron/core/pipeline_parallel/combined_1f1b.py`` ("EP A2A in forward step is hidden by the
+   attention/mlp computation in the backward step, and vice versa").
 .. [5] NVIDIA 2026, Nemotron 3 Super technical report, arXiv:2604.12374, sec. 2 (LatentMoE); Megatron-LM
    ``MoELayer`` (``fc1_latent_proj`` before the token dispatcher, ``fc2_latent_proj`` after it).
 """
@@ -52,6 +69,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aisize.training import comm
 from aisize.training import efficiency as E
 from aisize.training.dims import ModelDims
 from aisize.training.recipes import Recipe, cast_bytes_per_element
@@ -78,6 +96,11 @@ ROUTER_BYTES_PER_LOGIT = 16.0
 # The all-to-all dispatcher's permute reads each token (2h) and writes k copies (2kh); unpermute
 # reads the k copies and writes the weighted sum: 4h(1 + k) bytes per token forward, as many backward.
 PERMUTE_BYTES_PER_COPY = 4.0
+# Auxiliary-loss-free routing (bias balancing, DeepSeek-V3): the busiest expert's load over the mean,
+# minus 1, measured over a whole validation set [6]; a single micro-batch spreads more (the sampling
+# term of busiest_rank_imbalance adds that).
+AUX_FREE_MAX_VIOLATION = 0.04
+TOKEN_BYTES = 2.0  # 16-bit token copies on the wire (dispatch and combine)
 SWIGLU_FUSED_BYTES = 6.0  # per inner element: read gate and up, write the product (Megatron's fused SwiGLU)
 ACTIVATION_FUSED_BYTES = 4.0  # GeLU/ReLU: read, write
 
@@ -140,3 +163,47 @@ def expert_times(d: ModelDims, *, tokens, ep, etp, dispatcher_code, recipe: Reci
     act_s = E.memory_seconds(act * imbalance, hbm_bytes_per_s)
     mem = E.memory_seconds((act + cast) * imbalance + router + permute, hbm_bytes_per_s)
     return ExpertTimes(gemm_fwd, mem, act_s, t_e)
+
+
+def busiest_rank_imbalance(routed_per_rank, ep, max_violation=0.0):
+    """Max / mean token copies an EP rank receives in one micro-batch [>= 1].
+
+    ``routed_per_rank``: the mean copies per rank (tokens x k a rank routes); ``max_violation``:
+    the router's systematic excess (0 for forced balance, :data:`AUX_FREE_MAX_VIOLATION` for
+    auxiliary-loss-free routing). A balanced router's counts are binomial, so the busiest of ep
+    ranks expects mean + sigma·sqrt(2 ln ep) with sigma = sqrt(mean (1 - 1/ep)) (the Gaussian
+    bound on the maximum of ep samples); 1 where ep = 1.
+    """
+    mu = np.maximum(np.asarray(routed_per_rank, dtype=float), 1.0)
+    n = np.asarray(ep, dtype=float)
+    spread = np.sqrt(2.0 * np.log(np.maximum(n, 1.0)) * (1.0 - 1.0 / n) / mu)
+    return (1.0 + max_violation) * np.where(n > 1, 1.0 + spread, 1.0)
+
+
+def ep_layer_seconds(d: ModelDims, *, tokens, ep, etp, links, dispatcher_code, imbalance=1.0, redo_share=0.0):
+    """EP communication of one MoE layer for one micro-batch on one GPU, forward and backward [s].
+
+    Dispatch and combine forward, their gradients backward, and again for a recomputed MoE forward
+    (``redo_share``); with expert TP the experts' tokens are all-gathered and their outputs
+    reduce-scattered over it. ``tokens``: tokens this rank routes; ``dispatcher_code`` 1 (flex)
+    crosses the network once per destination node (:func:`aisize.training.comm.moe_alltoall_seconds`).
+    """
+    k = d.experts_per_token
+    copy = TOKEN_BYTES * tokens * d.expert_width * imbalance
+    dedup = np.asarray(dispatcher_code) == DISPATCHERS.index("flex")
+    a2a = comm.moe_alltoall_seconds(copy, k, d.experts, ep, etp, links, dedup=dedup)
+    etp_ag = comm.collective_seconds("all-gather", copy * k * etp, etp, 1, links)
+    etp_rs = comm.collective_seconds("reduce-scatter", copy * k * etp, etp, 1, links)
+    return 2.0 * (2.0 + redo_share) * (a2a + 0.5 * (etp_ag + etp_rs))
+
+
+def exposed_alltoall_seconds(a2a_seconds, compute_seconds, overlap, unpaired):
+    """The part of a MoE layer's all-to-all time left on the critical path [s].
+
+    Without overlap all of it. With Megatron's combined 1F1B a paired chunk's all-to-alls run beside
+    the partner micro-batch's compute of that layer (``compute_seconds``, forward and backward), so
+    only max(a2a - compute, 0) shows; the ``unpaired`` share of chunks (warmup and cool-down,
+    :func:`aisize.training.schedules.unpaired_share`) shows all of it [7].
+    """
+    hidden = (1.0 - unpaired) * np.minimum(a2a_seconds, compute_seconds)
+    return a2a_seconds - np.where(overlap, hidden, 0.0)

@@ -29,6 +29,16 @@ References
 .. [2] Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.3 (interleaved memory).
 .. [3] Qi et al. 2024, "Zero Bubble Pipeline Parallelism", ICLR 2024, arXiv:2401.10241, sec. 3.
 .. [4] pytorch/torchtitan ``pipelining_utils.generate_split_points`` (uneven stages).
+.. [5] NVIDIA Megatron-LM ``megatron/core/pipeline_parallel/schedules.py``
+   (``forward_backward_pipelining_with_interleaving``: rank r runs (p - r - 1)·2 + (v - 1)·p
+   warmup forwards; without interleaving p - r - 1) and ``combined_1f1b.py`` (the EP all-to-all
+   of one micro-batch's forward hidden under another's backward, and vice versa, in the steady
+   state only).
+
+Each rank holds the activations of its warmup forwards and one more until its first backward:
+(W_r + 1)/v micro-batches of its stage's layers, at most all m. Rank 0 gives
+:func:`in_flight` (p + (p - 1)/v); the last rank (which also runs the loss) holds
+((v - 1)·p + 1)/v, not one micro-batch, under interleaving [5].
 """
 
 from __future__ import annotations
@@ -119,3 +129,35 @@ def pipeline_in_flight(pp, num_microbatches, virtual_stages=1):
     m = checks.integer("num_microbatches", num_microbatches, high=10**9)
     v = checks.integer("virtual_stages", virtual_stages, high=10**3)
     return in_flight(p, m, v)
+
+
+def warmup_chunks(pp, microbatches, virtual_stages, rank=0):
+    """Model-chunk forwards rank ``rank`` runs before its first backward (Megatron-LM's schedules [5]).
+
+    Interleaved (v > 1): (p - r - 1)·2 + (v - 1)·p; 1F1B: p - r - 1; never more than all m·v.
+    """
+    v = np.asarray(virtual_stages)
+    w = np.where(v > 1, (pp - rank - 1) * 2 + (v - 1) * pp, pp - rank - 1)
+    return np.minimum(w, microbatches * v)
+
+
+def stage_in_flight(pp, microbatches, virtual_stages, rank):
+    """Micro-batches of its stage's layer activations rank ``rank`` holds at its peak [count].
+
+    (warmup chunks + 1)/v, at most m: rank 0 is :func:`in_flight`'s product; the last rank
+    holds ((v - 1)·p + 1)/v under interleaving and 1 without it.
+    """
+    v = np.asarray(virtual_stages)
+    held = np.minimum(warmup_chunks(pp, microbatches, v, rank) + 1, microbatches * v)
+    return held / v
+
+
+def unpaired_share(pp, microbatches, virtual_stages):
+    """Share of rank 0's chunk forwards (and backwards) the combined 1F1B schedule runs alone [0-1].
+
+    Megatron-LM's EP all-to-all overlap pairs each steady-state forward with another micro-batch's
+    backward; the warmup forwards and the cool-down backwards have no partner [5]. Without
+    pipelining the first forward and the last backward are alone (one of m).
+    """
+    total = microbatches * np.asarray(virtual_stages)
+    return np.minimum(np.maximum(warmup_chunks(pp, microbatches, virtual_stages, 0), 1), total) / total
