@@ -261,7 +261,7 @@ def _plan(scenario, cache=None) -> Plan:
              _peak_gpus(placement, slots.count()))
     p = dataclasses.replace(p, cost=plan_cost(p, pools))
     if needs_fleet(scenario):
-        p = dataclasses.replace(p, fleet=fleet_plan(p, pools))
+        p = dataclasses.replace(p, fleet=fleet_plan(p, pools, days))
     return dataclasses.replace(p, findings=tuple(findings(p)))
 
 

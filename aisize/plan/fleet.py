@@ -181,8 +181,9 @@ def whole_fleet(pools: tuple[PoolDay, ...]) -> PoolDay:
                    by)
 
 
-def fleet_plan(plan, pools) -> FleetPlan:
-    """The fleet figures of a finished plan (``pools``: the resolved pools, in the plan's order)."""
+def fleet_plan(plan, pools, days_known=None) -> FleetPlan:
+    """The fleet figures of a finished plan (``pools``: the resolved pools, in the plan's order; ``days_known``:
+    the service days the planner already made, by workload name, read rather than made again)."""
     scenario, pol = plan.scenario, plan.scenario.policies
     prices = load_prices().with_overrides(scenario.cost.prices)
     rates, basis = _rates(pol)
@@ -196,7 +197,7 @@ def fleet_plan(plan, pools) -> FleetPlan:
         if w.kind != "inference" or w.name not in pool_of:
             continue
         ctx = ctx_of[pool_of[w.name]]
-        sd = service_day(w, ctx, pol)
+        sd = (days_known or {}).get(w.name) or service_day(w, ctx, pol)
         days[w.name] = sd
         if fleet_of(w) is None:
             continue
