@@ -115,6 +115,17 @@ def test_unpaired_share_and_exposed_alltoall():
     assert float(moe.exposed_alltoall_seconds(10e-3, 6e-3, False, 0.1)) == pytest.approx(10e-3)
 
 
+def test_overlap_assumed_where_the_ep_group_crosses_servers():
+    # EP 32 over 8-GPU H100 servers crosses 4 of them: on with interleaving, off without it (Megatron needs
+    # VP > 1 under PP) and under full recompute; EP 8 stays in one server; EP 64 fits an NVL72 domain
+    assert bool(moe.overlap_assumed(32, 1, H100, 8, 4, 0))
+    assert not bool(moe.overlap_assumed(32, 1, H100, 8, 1, 0))
+    assert not bool(moe.overlap_assumed(32, 1, H100, 8, 4, 2))
+    assert bool(moe.overlap_assumed(32, 1, H100, 1, 1, 1))
+    assert not bool(moe.overlap_assumed(8, 1, H100, 8, 4, 0))
+    assert not bool(moe.overlap_assumed(64, 1, default_links(accelerator_record("gb200")), 4, 4, 0))
+
+
 # -- (3) expert load imbalance --------------------------------------------------------------------------------
 
 def test_busiest_rank_imbalance_by_hand():

@@ -42,6 +42,7 @@ width k·f_e, but they run as E/ep small GEMMs:
   all-to-alls beside another's forward or backward compute, so in the steady state only what
   exceeds that compute is exposed, and the warmup / cool-down chunks
   (:func:`aisize.training.schedules.unpaired_share`) stay exposed (:func:`exposed_alltoall_seconds`) [7].
+  Design and effect on published runs: docs/training-moe.md.
 
 References
 ----------
@@ -207,3 +208,16 @@ def exposed_alltoall_seconds(a2a_seconds, compute_seconds, overlap, unpaired):
     """
     hidden = (1.0 - unpaired) * np.minimum(a2a_seconds, compute_seconds)
     return a2a_seconds - np.where(overlap, hidden, 0.0)
+
+
+def overlap_assumed(ep, stride, links, pp, virtual_stages, recompute_code):
+    """Whether the combined 1F1B all-to-all overlap is assumed when the layout does not say [bool].
+
+    On where the EP group crosses scale-up domains (its all-to-all goes over the NIC), as NVIDIA's
+    Megatron-Bridge recipes set ``moe_a2a_overlap`` there (Qwen3-235B on H100 at EP 32, DeepSeek-V3 on
+    H100 at EP 64 and on B200 at EP 32), and where Megatron allows it: no pipeline or an interleaved one,
+    and no full recompute [7].
+    """
+    _, domains = comm.span(ep, stride, links.scaleup_domain)
+    schedule_ok = (np.asarray(pp) == 1) | (np.asarray(virtual_stages) > 1)
+    return (np.asarray(domains) > 1) & schedule_ok & (np.asarray(recompute_code) != 2)
