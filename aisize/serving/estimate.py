@@ -18,27 +18,23 @@ the highest throughput at the asked load is used.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 
 from aisize import checks, models
 from aisize import format as F
-from aisize.serving import calibration as _calibration
 from aisize.serving.calibration import CALIBRATION, Calibration
-from aisize.serving.closed import closed_loop_state
 from aisize.serving.costs import model_costs, weight_formats
 from aisize.serving.engine import Engine, resolve_engine
 from aisize.serving.hardware import device, scaleout_bytes_per_s
 from aisize.serving.iteration import achieved_rates, iteration_time
-from aisize.serving.latency import loaded_state
+from aisize.serving.replica import Load, Replica, ReplicaState, evaluate, parts, resolve_calibration
 from aisize.serving.reuse import serving_workload
-from aisize.serving.shapes import (ReplicaShape, attention_dp_choices, check_shape, expert_parallel_choices,
-                                   placed)
-from aisize.serving.speculative import speculation
+from aisize.serving.shapes import ReplicaShape, attention_dp_choices, check_shape, expert_parallel_choices, placed
 from aisize.serving.steady import steady_state
-from aisize.serving.throughput import engine_limits, max_throughput
+from aisize.serving.throughput import engine_limits
 
 MAX_TOKENS = 10**8  # a longer request is a typo, not a workload
 
@@ -110,6 +106,8 @@ class ServingEstimate:
     accelerator_record: object = field(default=None, repr=False, compare=False)  # the Accelerator used
     calibration_record: object = field(default=None, repr=False, compare=False)  # the Calibration used
     engine_record: object = field(default=None, repr=False, compare=False)  # the Engine used (a variant included)
+    replica: object = field(default=None, repr=False, compare=False)  # the Replica evaluated (aisize.serving.replica)
+    state: object = field(default=None, repr=False, compare=False)  # its ReplicaState under the load (None: no fit)
 
     @property
     def e2e_s(self) -> float:
@@ -130,61 +128,10 @@ def _scalar(name, check, value, **kw):
     return checks.scalar(name, check(name, value, **kw))
 
 
-def resolve_calibration(calibration, estimate=None) -> Calibration:
-    """A :class:`Calibration` from one, the path of a calibration file, or None: the one ``estimate`` (a
-    :class:`ServingEstimate` evaluated again at other loads) was made with, else the default."""
-    if calibration is None and estimate is not None and estimate.calibration_record is not None:
-        return estimate.calibration_record
-    if calibration is None:
-        return CALIBRATION
-    if isinstance(calibration, Calibration):
-        return calibration
-    if isinstance(calibration, (str, Path)):
-        return _calibration.load(calibration)
-    raise ValueError(f"calibration={calibration!r} is not allowed: give a Calibration, a calibration file's "
-                     f"path, or None")
-
-
-@dataclass(frozen=True)
-class Replica:
-    """An estimate's replica rebuilt to be evaluated again (curves, simulations): what it was made with."""
-
-    calibration: Calibration
-    engine: Engine  # as it runs (speculating or not)
-    costs: object  # per-token costs (aisize.serving.costs)
-    rates: object  # the GPU's achieved rates under the calibration
-    shape: ReplicaShape
-    groups: int  # attention-DP groups x pipeline stages: the engine's limits apply per group
-    pool_tokens: float  # the KV pool in tokens, whole replica
-
-
-def parts(m, accelerator, weight_precision, kv_precision, calib, engine, **speculative):
-    """(device, costs, rates, speculation, engine as it runs) of model ``m`` on a GPU: what every evaluation of
-    a replica or a pool starts from; ``speculative`` as for :func:`~aisize.serving.speculative.speculation`."""
-    formats = weight_formats(weight_precision)
-    dev = device(accelerator, formats, kv_precision)
-    costs = model_costs(m, formats, kv_precision)
-    spec = speculation(m, formats, kv_precision, **speculative)
-    return dev, costs, achieved_rates(dev, calib, engine), spec, engine.speculating(spec)
-
-
 def replica_of(est, calibration=None) -> Replica:
-    """The :class:`Replica` of a :class:`ServingEstimate` (its own calibration unless one is given)."""
-    from aisize.serving.engine import ENGINES
-
-    calib = resolve_calibration(calibration, est)
-    formats = est.weight_formats or est.weight_precision
-    dev = device(est.accelerator_record or est.accelerator, formats, est.kv_precision)
-    costs = model_costs(est.model_record or models.resolve(est.model), formats, est.kv_precision)
-    kv_split = min(est.tensor_parallel // est.attention_dp, costs.kv_heads) * est.pipeline_parallel
-    per_token = costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window
-    engine = est.engine_record or ENGINES[est.engine]
-    shape = ReplicaShape(est.tensor_parallel, est.attention_dp, est.pipeline_parallel, None,
-                         est.expert_parallel if costs.moe_layers else None)
-    return Replica(calib, engine.speculating(est.speculation), costs, achieved_rates(dev, calib, engine),
-                   placed(shape, dev.scaleup_domain, lambda: scaleout_bytes_per_s(dev.id)),
-                   est.attention_dp * est.pipeline_parallel,
-                   est.kv_pool_bytes * kv_split * est.attention_dp / per_token)
+    """The :class:`~aisize.serving.replica.Replica` a :class:`ServingEstimate` evaluated (with ``calibration``'s
+    achieved rates where one is given), to evaluate it again (curves, simulations)."""
+    return est.replica.with_calibration(resolve_calibration(calibration, est))
 
 
 def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv_precision="fp8",
@@ -257,6 +204,19 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     return est
 
 
+def replica(model, accelerator, **kwargs) -> Replica:
+    """The :class:`~aisize.serving.replica.Replica` :func:`estimate` evaluates, from the same arguments: the
+    model, GPU, engine as it runs and its limits, calibration, formats, lengths, and the shape (where
+    ``attention_dp`` or ``expert_parallel`` is not given, the split with the highest throughput at the load
+    given). Evaluate it at a load with :func:`aisize.serving.replica.evaluate`."""
+    asked = inspect.signature(estimate).bind(model, accelerator, **kwargs)
+    asked.apply_defaults()
+    return _evaluated(**asked.arguments)[0]
+
+
+replica.__signature__ = inspect.signature(estimate).replace(return_annotation=Replica)
+
+
 def _uncalibrated_range(est: ServingEstimate, asked: dict) -> ServingEstimate:
     """``est`` with the (low, high) its figures take under each calibrated generation's efficiencies (the
     fallback's point among them), and a note naming the spread."""
@@ -287,11 +247,13 @@ def _uncalibrated_range(est: ServingEstimate, asked: dict) -> ServingEstimate:
                    notes=est.notes + (note,))
 
 
-def _estimate(model, accelerator, *, tensor_parallel, weight_precision, kv_precision, input_tokens, output_tokens,
+def _evaluated(model, accelerator, *, tensor_parallel, weight_precision, kv_precision, input_tokens, output_tokens,
               requests_per_s, concurrency, pipeline_parallel, attention_dp, expert_parallel, max_batch_size,
               max_num_tokens, length_cv, stage_link_bytes_per_s, engine, calibration, speculative_method,
               speculative_tokens, acceptance_length, draft_model, prefix, kv_tiers,
-              length_distribution) -> ServingEstimate:
+              length_distribution) -> tuple[Replica, object, ReplicaState | None]:
+    """(the replica, its capacity, its state under the load; None where it does not fit) of :func:`estimate`'s
+    arguments: the shape search picks the attention-DP and expert-parallel split at that load."""
     m = models.resolve(model)
     if requests_per_s is not None and concurrency is not None:
         raise ValueError(f"requests_per_s={requests_per_s!r} and concurrency={concurrency!r} are both given: "
@@ -319,7 +281,7 @@ def _estimate(model, accelerator, *, tensor_parallel, weight_precision, kv_preci
         link = scaleout_bytes_per_s(dev.id)
     dps = [attention_dp] if attention_dp is not None else attention_dp_choices(m, tp)
     eps = [expert_parallel] if expert_parallel is not None else expert_parallel_choices(m, tp)
-    load = _Load(requests_per_s, concurrency, cv, spec)
+    load = Load(requests_per_s, concurrency, cv)
     extras = serving_workload(prefix, kv_tiers, length_distribution, i, o, requests_per_s, costs.kv_bytes)
     best = None
     for dp in dps:
@@ -329,82 +291,27 @@ def _estimate(model, accelerator, *, tensor_parallel, weight_precision, kv_preci
                            lambda: scaleout_bytes_per_s(dev.id))
             limits = engine_limits(costs, dev, engine, input_tokens=i, output_tokens=o, shape=shape,
                                    max_batch_size=max_batch_size, max_num_tokens=max_num_tokens)
-            cap = max_throughput(costs, dev, rates, calib, engine, limits, input_tokens=i, output_tokens=o,
-                                 shape=shape, speculation=spec)
-            state = load.evaluate(costs, rates, calib, engine, shape, limits, cap, i, o)
-            score = state["score"] if bool(cap.memory.fits) else -1.0
+            rep = Replica(m, accelerator, dev, costs, rates, calib, engine, spec, shape, limits, kv_precision, i, o)
+            state = evaluate(rep, load)
+            score = state.score if state is not None else -1.0
             if best is None or score > best[0]:
-                best = (score, shape, limits, cap, state)
-    _, shape, limits, cap, state = best
-    if extras is not None:  # prefix reuse, KV tiers, length distributions, on the shape chosen (aisize.serving.reuse)
-        cap, state = extras.settle(load, costs, dev, rates, calib, engine, shape, limits, cap, state, i, o, spec)
-    return _result(m, accelerator, dev, costs, rates, calib, engine, (costs.formats.label, kv_precision), shape,
-                   limits, cap, state, i, o, spec)
+                best = (score, rep, state)
+    _, rep, state = best
+    cap = rep.capacity
+    if extras is not None and state is not None:  # prefix reuse, KV tiers, length distributions, on the shape chosen
+        cap, state = extras.settle(load, rep, cap, state)
+    return rep, cap, state
 
 
-@dataclass(frozen=True)
-class _Load:
-    """The load asked for: a Poisson rate, a closed-loop concurrency, or neither (flat out)."""
-
-    requests_per_s: float | None
-    concurrency: float | None
-    length_cv: float
-    speculation: object = None
-
-    def evaluate(self, costs, rates, calib, engine, shape, limits, cap, i, o, cached=0.0, context=None,
-                 prompt_cv=0.0) -> dict:
-        """The replica's served rate, batch and latencies under this load (a dict of floats); ``cached`` prompt
-        tokens, the decoding ``context`` and the prompts' spread as for :func:`~aisize.serving.latency.loaded_state`."""
-        st = cap.state
-        slots = float(st.concurrency)
-        groups = shape.attention_dp * shape.pipeline_parallel
-        launch = engine.launch(limits.max_batch_size, groups)
-        if not bool(cap.memory.fits):
-            return dict(score=-1.0)
-        capacity = float(st.requests_per_s)
-        if self.concurrency is not None:
-            cl = closed_loop_state(costs, rates, calib, concurrency=self.concurrency, slots=slots, input_tokens=i,
-                                   output_tokens=o, max_num_tokens=limits.max_num_tokens * groups,
-                                   chunked_prefill=engine.chunked_prefill, shape=shape, launch=launch,
-                                   speculation=self.speculation, cached_tokens=cached, decode_context_tokens=context)
-            served = float(cl.requests_per_s)
-            return dict(score=served, served=served, batch=float(cl.batch), concurrency=self.concurrency,
-                        stable=True, utilisation=served / capacity, ttft=float(cl.ttft_seconds),
-                        ttft95=float(cl.ttft_p95_seconds), tpot=float(cl.tpot_seconds),
-                        tpot95=float(cl.tpot_p95_seconds), ttft99=float(cl.ttft_p99_seconds),
-                        tpot99=float(cl.tpot_p99_seconds), queue=float(cl.queue_seconds),
-                        t0=float(cl.decode_iteration_seconds), t1=float(cl.prefill_iteration_seconds))
-        if self.requests_per_s is None:  # flat out: from admission, wait for the next cohort, then its iteration
-            t_dec, t_mix, mean_t = (float(st.decode_iteration_seconds), float(st.prefill_iteration_seconds),
-                                    float(st.iteration_seconds))
-            tau = st.tokens_per_step
-            ttft = calib.request_seconds + mean_t + t_mix
-            # flat out the model spreads TTFT over nothing and TPOT up to a decode-only iteration: p99 = p95
-            tail = max(t_dec, mean_t) / tau if o > 1 else 0.0
-            return dict(score=capacity, served=capacity, batch=slots, concurrency=slots, stable=True,
-                        utilisation=1.0, ttft=ttft, ttft95=ttft, ttft99=ttft, tpot=mean_t / tau, tpot95=tail,
-                        tpot99=tail, queue=0.0, t0=t_dec, t1=t_mix)
-        rate = self.requests_per_s
-        ls = loaded_state(costs, rates, calib, requests_per_s=rate, capacity_requests_per_s=capacity, slots=slots,
-                          input_tokens=i, output_tokens=o, max_num_tokens=limits.max_num_tokens * groups,
-                          chunked_prefill=engine.chunked_prefill, shape=shape, length_cv=self.length_cv,
-                          launch=launch, speculation=self.speculation, cached_tokens=cached,
-                          decode_context_tokens=context, prompt_cv=prompt_cv)
-        stable = bool(ls.stable)
-        batch = float(ls.concurrency)
-        served = float(rate) if stable else capacity
-        ttft = float(ls.ttft_seconds)
-        e2e = ttft + (o - 1) * float(ls.tpot_seconds)
-        return dict(score=capacity, served=served,
-                    batch=batch, concurrency=rate * e2e if stable else float("inf"), stable=stable,
-                    utilisation=float(ls.utilisation), ttft=ttft, ttft95=float(ls.ttft_p95_seconds),
-                    tpot=float(ls.tpot_seconds), tpot95=float(ls.tpot_p95_seconds),
-                    ttft99=float(ls.ttft_p99_seconds), tpot99=float(ls.tpot_p99_seconds), queue=float(ls.queue_seconds),
-                    t0=float(ls.decode_iteration_seconds), t1=float(ls.prefill_iteration_seconds))
+def _estimate(**asked) -> ServingEstimate:
+    return _result(*_evaluated(**asked))
 
 
-def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits, cap, state, i, o,
-            spec) -> ServingEstimate:
+def _result(rep: Replica, cap, state: ReplicaState | None) -> ServingEstimate:
+    m, dev, costs, rates, calib, engine, shape, limits, spec = (rep.model, rep.device, rep.costs, rep.rates,
+                                                                rep.calibration, rep.engine, rep.shape, rep.limits,
+                                                                rep.speculation)
+    i, o = rep.input_tokens, rep.output_tokens
     notes = []
     within = i + o <= m.max_seq
     if not within:
@@ -423,10 +330,10 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
     slots = float(st.concurrency)
     inf = float("inf")
     if fits:
-        served, batch, stable = state["served"], state["batch"], state["stable"]
-        ttft, ttft95, tpot, tpot95 = state["ttft"], state["ttft95"], state["tpot"], state["tpot95"]
-        ttft99, tpot99 = state["ttft99"], state["tpot99"]
-        util, queue, in_flight = state["utilisation"], state["queue"], state["concurrency"]
+        served, batch, stable = state.requests_per_s, state.batch, state.stable
+        ttft, ttft95, ttft99 = state.ttft.mean_seconds, state.ttft.p95_seconds, state.ttft.p99_seconds
+        tpot, tpot95, tpot99 = state.tpot.mean_seconds, state.tpot.p95_seconds, state.tpot.p99_seconds
+        util, queue, in_flight = state.utilisation, state.queue_seconds, state.concurrency
         if not stable:
             notes.append(f"requests_per_s={served:g} is at or beyond this replica's capacity of "
                          f"{F.sig(capacity_rps)} requests/s: the queue grows without bound")
@@ -438,7 +345,7 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
     if fits and np.isfinite(batch):
         occupancy = min(batch / max(float(cap.memory.sequences), 1.0), 1.0)
     if fits:
-        preempt = _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o, spec)
+        preempt = _kv_full_rate(rep, cap)
     breakdown = _breakdown(costs, rates, calib, shape, batch if np.isfinite(batch) else slots, i, o, spec)
     if spec is not None:
         notes.append(f"speculative decoding ({spec.method}, {spec.draft_tokens} draft tokens): "
@@ -446,8 +353,8 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
     return ServingEstimate(
         model=m.id, accelerator=dev.id, engine=engine.key, gpus=shape.gpus, tensor_parallel=shape.tensor_parallel,
         pipeline_parallel=shape.pipeline_parallel, attention_dp=shape.attention_dp,
-        expert_parallel=shape.experts_over if costs.moe_layers else 1, weight_precision=precisions[0],
-        kv_precision=precisions[1], gemm_dtype=dev.gemm_dtype, input_tokens=i, output_tokens=o, feasible=fits,
+        expert_parallel=shape.experts_over if costs.moe_layers else 1, weight_precision=costs.formats.label,
+        kv_precision=rep.kv_precision, gemm_dtype=dev.gemm_dtype, input_tokens=i, output_tokens=o, feasible=fits,
         reason=reason, output_tokens_per_s=served * o, requests_per_s=served, max_requests_per_s=capacity_rps,
         max_output_tokens_per_s=capacity_rps * o, batch_size=batch, max_concurrency=slots,
         max_batch_size=int(limits.max_batch_size), max_num_tokens=int(limits.max_num_tokens),
@@ -455,26 +362,26 @@ def _result(m, acc, dev, costs, rates, calib, engine, precisions, shape, limits,
         tpot_p95_s=tpot95, ttft_p99_s=ttft99, tpot_p99_s=tpot99, queue_s=queue,
         weights_per_gpu_bytes=float(cap.memory.weights_bytes), kv_pool_bytes=float(cap.memory.kv_pool_bytes),
         kv_occupancy=occupancy, preemption_requests_per_s=preempt,
-        kv_bytes_per_token=float(costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window),
+        kv_bytes_per_token=float(rep.kv_bytes_per_token),
         iteration_breakdown=breakdown, within_context=within, uncalibrated=rates.uncalibrated,
         concurrency=in_flight, calibration=calib.name, speculative_method=spec.method if spec else None,
         speculative_tokens=spec.draft_tokens if spec else 0, acceptance_length=spec.acceptance_length if spec else 1.0,
-        kv_reuse=state.get("kv_reuse"), lengths=state.get("lengths"), notes=tuple(notes),
-        weight_formats=costs.formats, speculation=spec, model_record=m, accelerator_record=acc,
-        calibration_record=calib, engine_record=engine)
+        kv_reuse=state.kv_reuse if state is not None else None, lengths=state.lengths if state is not None else None,
+        notes=tuple(notes), weight_formats=costs.formats, speculation=spec, model_record=m,
+        accelerator_record=rep.accelerator, calibration_record=calib, engine_record=engine, replica=rep, state=state)
 
 
-def _kv_full_rate(costs, rates, calib, engine, shape, limits, cap, i, o, spec) -> float:
+def _kv_full_rate(rep: Replica, cap) -> float:
     """Request rate at which the KV cache in use, each sequence at its mean context ``I + O/2``, fills the
     pool (Little's law at that concurrency, random arrivals) [1/s]."""
+    i, o = rep.input_tokens, rep.output_tokens
     per_token = float(cap.memory.kv_bytes_per_sequence) / float(
-        np.ceil((i + o) / engine.block_tokens) * engine.block_tokens)
-    groups = shape.attention_dp * shape.pipeline_parallel
+        np.ceil((i + o) / rep.engine.block_tokens) * rep.engine.block_tokens)
+    groups = rep.groups
     full = groups * float(cap.memory.kv_pool_bytes) / (per_token * (i + 0.5 * o))
-    st = steady_state(costs, rates, calib, concurrency=full, input_tokens=i, output_tokens=o,
-                      max_num_tokens=limits.max_num_tokens * groups, chunked_prefill=engine.chunked_prefill,
-                      shape=shape, arrivals="poisson", launch=engine.launch(limits.max_batch_size, groups),
-                      speculation=spec)
+    st = steady_state(rep.costs, rep.rates, rep.calibration, concurrency=full, input_tokens=i, output_tokens=o,
+                      max_num_tokens=rep.limits.max_num_tokens * groups, chunked_prefill=rep.engine.chunked_prefill,
+                      shape=rep.shape, arrivals="poisson", launch=rep.launch, speculation=rep.speculation)
     return float(st.requests_per_s)
 
 

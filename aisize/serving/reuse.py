@@ -22,7 +22,7 @@ the replica's state:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from aisize.serving import lengths as L
 from aisize.serving import tails as T
 from aisize.serving.iteration import iteration_time
 from aisize.serving.prefix import Reuse, cache_load, prefill_work, session_tokens
-from aisize.serving.throughput import max_throughput
+from aisize.serving.replica import Latency, Replica, ReplicaState, capacity, evaluate
 from aisize.serving.tiers import KVTier, ReuseTiers, check_tiers, reuse_tiers
 
 # LMCache's default share of a reused chunk's tokens that blending recomputes (lmcache/v1/config.py,
@@ -74,21 +74,18 @@ class ServingWorkload:
     tiers: tuple
     lengths: L.Lengths | None
 
-    def settle(self, load, costs, dev, rates, calib, engine, shape, limits, cap, state, i, o, spec):
-        """(capacity, state) of the replica with reuse, tiers and lengths; the state dict gains
-        ``kv_reuse`` and ``lengths`` (None where not asked)."""
-        if "served" not in state:  # the model does not fit: nothing to settle
-            return cap, state
-        groups = shape.attention_dp * shape.pipeline_parallel
+    def settle(self, load, rep: Replica, cap, state: ReplicaState):
+        """(capacity, state) of the replica (fitting its GPUs) under ``load`` with reuse, tiers and lengths; the
+        state's ``kv_reuse`` and ``lengths`` set where asked."""
+        costs, rates, shape, i, o = rep.costs, rep.rates, rep.shape, rep.input_tokens, rep.output_tokens
         ctx = L.decode_context_tokens(self.lengths) if self.lengths else None
         prompt_cv = self.lengths.input.cv if self.lengths else 0.0
 
         def run(cached):
-            c = max_throughput(costs, dev, rates, calib, engine, limits, input_tokens=i, output_tokens=o,
-                               shape=shape, speculation=spec, cached_tokens=cached, decode_context_tokens=ctx)
-            return c, load.evaluate(costs, rates, calib, engine, shape, limits, c, i, o, cached, ctx, prompt_cv)
+            c = capacity(rep, cached_tokens=cached, decode_context_tokens=ctx)
+            return c, evaluate(rep, load, c, cached, ctx, prompt_cv)
 
-        held = self._held_tokens(engine, i, o)
+        held = self._held_tokens(rep.engine, i, o)
         if self.reuse is None:
             cap, state = run(0.0)
             tokens, rt, hbm = None, None, 0.0
@@ -96,27 +93,26 @@ class ServingWorkload:
             tokens = session_tokens(self.reuse, i, o)
             lam = load.requests_per_s
             loadc = cache_load(self.reuse, tokens, lam, costs.kv_bytes)
-            whole = float(cap.memory.kv_pool_bytes) * min(shape.attention_tp, costs.kv_heads) * groups
+            whole = float(cap.memory.kv_pool_bytes) * rep.kv_split * rep.groups
             cached = 0.0
             s, u = tokens.shared_tokens, tokens.new_tokens_per_turn
             for k in range(_PASSES):
-                stable = state.get("stable", False) and np.isfinite(state["batch"])
-                batch = state["batch"] if stable else float(cap.state.concurrency)  # overloaded: the pool runs full
+                stable = state.stable and np.isfinite(state.batch)
+                batch = state.batch if stable else float(cap.state.concurrency)  # overloaded: the pool runs full
                 hbm = max(whole - batch * float(costs.kv_bytes(held)), 0.0)
-                prefill = self._prefill(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx)
+                prefill = self._prefill(rep, state, ctx)
                 hbm_tier = KVTier("hbm", hbm, rates.memory_bytes_per_s * shape.gpus)
                 rt = reuse_tiers(loadc, tokens, (hbm_tier,) + self.tiers, kv_bytes=costs.kv_bytes,
                                  kv_bytes_per_token=float(costs.kv_bytes_per_token_full
                                                           + costs.kv_bytes_per_token_window),
                                  recompute_seconds=lambda h: prefill(u + h, s + u + h) - prefill(u, s + u + h),
                                  blend_recompute_share=BLEND_RECOMPUTE_SHARE,
-                                 response_seconds=state.get("ttft", 0.0) + (o - 1) * state.get("tpot", 0.0))
+                                 response_seconds=state.ttft.mean_seconds + (o - 1) * state.tpot.mean_seconds)
                 if abs(rt.cached_tokens - cached) < 0.5 and k > 0:
                     break
                 cached = rt.cached_tokens
                 cap, state = run(cached)
-        return cap, self._latencies(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx, rt, hbm,
-                                    held)
+        return cap, self._latencies(rep, state, ctx, rt, hbm, held)
 
     def _held_tokens(self, engine, i, o):
         """KV tokens a request in flight holds: reserved whole or grown so far, length-biased by a distribution."""
@@ -127,18 +123,19 @@ class ServingWorkload:
         return L.decode_context_tokens(self.lengths)
 
     @staticmethod
-    def _iteration(costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx):
+    def _iteration(rep: Replica, state: ReplicaState, ctx):
         """``seconds(tokens, prompts, attention_tokens)``: the iterations that carry those prefills beside the batch
         (a prompt longer than the budget left spans several full ones); with ``spans=True``, (one of those
         iterations, how many)."""
-        groups = shape.attention_dp * shape.pipeline_parallel
+        costs, rates, calib, engine, spec = rep.costs, rep.rates, rep.calibration, rep.engine, rep.speculation
+        i, o, shape = rep.input_tokens, rep.output_tokens, rep.shape
         tau = 1.0 if spec is None else spec.acceptance_length
         verify = 1.0 if spec is None else spec.verify_tokens
         steps = 1.0 + (o - 1.0) / tau
-        batch = state["batch"] if np.isfinite(state.get("batch", np.inf)) else 0.0
+        batch = state.batch if np.isfinite(state.batch) else 0.0
         decoding = batch * (steps - 1.0) / steps
-        room = max(float(limits.max_num_tokens) * groups - decoding * verify, 1.0)
-        launch = engine.launch(limits.max_batch_size, groups)
+        room = max(float(rep.limits.max_num_tokens) * rep.groups - decoding * verify, 1.0)
+        launch = rep.launch
         context = i + 0.5 * o if ctx is None else ctx
 
         def one(tokens, prompts, attention):
@@ -166,14 +163,14 @@ class ServingWorkload:
             return it(new, 1.0 + 0.0 * new, prefill_work(prompt, np.asarray(prompt) - new)[1])
         return seconds
 
-    def _latencies(self, costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx, rt, hbm, held):
+    def _latencies(self, rep: Replica, state: ReplicaState, ctx, rt, hbm, held) -> ReplicaState:
         """The state with TTFT by class and the tails of TTFT and TPOT (:mod:`.tails`); ``kv_reuse`` and
-        ``lengths`` added."""
-        state = dict(state, kv_reuse=None, lengths=None)
-        if not state.get("stable", False) or not np.isfinite(state.get("ttft", np.inf)):
+        ``lengths`` set where asked."""
+        state = replace(state, kv_reuse=None, lengths=None)
+        if not state.stable or not np.isfinite(state.ttft.mean_seconds):
             return state
-        args = (costs, rates, calib, engine, shape, limits, spec, state, i, o, ctx)
-        seconds = self._iteration(*args)
+        costs, i, o, spec = rep.costs, rep.input_tokens, rep.output_tokens, rep.speculation
+        seconds = self._iteration(rep, state, ctx)
         if rt is None:  # one class: every request computes its whole prompt
             classes = [(1.0, float(i), float(i), 0.0)]
         else:
@@ -193,15 +190,18 @@ class ServingWorkload:
         weight = np.concatenate([max(w, 0.0) * ws for w, _, _, _ in classes])
         attention = prefill_work(prompt, prompt - new)[1]
         tau = 1.0 if spec is None else spec.acceptance_length
-        t0, t1, mean_it = state["t0"], state["t1"], state["tpot"] * tau
+        t0, t1 = state.decode_iteration_seconds, state.prefill_iteration_seconds
+        mean_it = state.tpot.mean_seconds * tau
         p = float(np.clip((mean_it - t0) / (t1 - t0), 0.0, 1.0)) if t1 > t0 else 0.0
-        lam = state["served"]
-        state["ttft"], (state["ttft95"], state["ttft99"]), rows = T.ttft_tail(
-            requests_per_s=lam, t0=t0, t1=t1, prefill_share=p, seconds=seconds, others=(new, attention, weight),
-            own=(new, attention, extra, weight), mean_ttft=state["ttft"], q=T.QUANTILES)
+        ttft, (ttft95, ttft99), rows = T.ttft_tail(
+            requests_per_s=state.requests_per_s, t0=t0, t1=t1, prefill_share=p, seconds=seconds,
+            others=(new, attention, weight), own=(new, attention, extra, weight), mean_ttft=state.ttft.mean_seconds,
+            q=T.QUANTILES)
         sigma = T.iteration_sigma(prefill_share=p, seconds=seconds, others=(new, attention, weight))
-        for q in T.QUANTILES:  # each in place of the queueing model's figure at mean lengths, which it reads
-            state[f"tpot{q * 100:.0f}"] = self._tpot_tail(state, sigma, mean_it, p, o, tau, q)
+        # each in place of the queueing model's figure at mean lengths, which it reads
+        tpot95, tpot99 = (self._tpot_tail(state, sigma, mean_it, p, o, tau, q) for q in T.QUANTILES)
+        state = replace(state, ttft=Latency(ttft, ttft95, ttft99),
+                        tpot=Latency(state.tpot.mean_seconds, tpot95, tpot99))
         if rt is not None:  # each class's mean over its rows (one per prompt length)
             per = weight.reshape(len(classes), -1)
             means = (per * rows.reshape(len(classes), -1)).sum(axis=1) / np.maximum(per.sum(axis=1), 1e-300)
@@ -210,23 +210,24 @@ class ServingWorkload:
             by_tier = {n: m for n, m, w in zip(served, means[:-2].tolist(), share[:-2]) if w > 0}
             hit = float((share[:-2] * means[:-2]).sum()) / rt.hit_share if rt.hit_share > 0 else None
             miss = float((share[-2:] * means[-2:]).sum() / max(share[-2:].sum(), 1e-300))
-            state["kv_reuse"] = ReuseEstimate(rt, hbm, rt.cached_tokens / float(i), hit, miss, by_tier)
+            state = replace(state, kv_reuse=ReuseEstimate(rt, hbm, rt.cached_tokens / float(i), hit, miss, by_tier))
         if self.lengths is not None:
-            state["lengths"] = LengthEffects(self.lengths, float(L.decode_context_tokens(self.lengths)), float(held),
-                                             state["batch"] * float(costs.kv_bytes(held)),
-                                             float(self.lengths.input.quantile(0.95)),
-                                             float(self.lengths.output.quantile(0.95)))
+            state = replace(state, lengths=LengthEffects(
+                self.lengths, float(L.decode_context_tokens(self.lengths)), float(held),
+                state.batch * float(costs.kv_bytes(held)), float(self.lengths.input.quantile(0.95)),
+                float(self.lengths.output.quantile(0.95))))
         return state
 
     def _tpot_tail(self, state, sigma, mean_it, p, o, tau, q):
         """TPOT q-quantile over the output lengths, with the spread ``sigma`` of one iteration over the prompts it
         carries (:mod:`.tails`), plus the queueing model's allowance at q for the batch's own fluctuation (its
-        q-quantile beyond the mean and the binomial spread of prefills, ``state["tpot95"]`` or ``["tpot99"]``
-        as :func:`~aisize.serving.latency.loaded_state` gave them)."""
-        t0, t1 = state["t0"], state["t1"]
+        q-quantile beyond the mean and the binomial spread of prefills, ``state.tpot``'s p95 or p99 as
+        :func:`~aisize.serving.latency.loaded_state` gave them)."""
+        t0, t1 = state.decode_iteration_seconds, state.prefill_iteration_seconds
         n_mean = max((o - 1.0) / tau, 1.0)
         binomial = T.normal_quantile(q) * (t1 - t0) * np.sqrt(p * (1.0 - p)) / tau / np.sqrt(n_mean)
-        batch_part = max(state[f"tpot{q * 100:.0f}"] - state["tpot"] - binomial, 0.0)
+        at_q = {0.95: state.tpot.p95_seconds, 0.99: state.tpot.p99_seconds}[q]
+        batch_part = max(at_q - state.tpot.mean_seconds - binomial, 0.0)
         ox, ow = self.lengths.output.points() if self.lengths else (np.array([float(o)]), np.ones(1))
         return T.tpot_quantile(mean_it / tau, sigma / tau, (ox - 1.0) / tau, ow, q) + batch_part
 
