@@ -34,7 +34,9 @@ step = compute + exposed TP + exposed CP + pipeline sends + exposed DP/FSDP + Mo
   fabric's oversubscription; the first gather and the last reduction stay exposed [5];
 * EP: dispatch and combine all-to-alls of the routed tokens over the EP group (stride
   expert-TP), forward and backward (and again for a recomputed MoE forward); with expert
-  TP the experts' tokens are all-gathered and their outputs reduce-scattered over it [6];
+  TP the experts' tokens are all-gathered and their outputs reduce-scattered over it [6]
+  (:func:`aisize.training.moe.ep_layer_seconds`); Megatron's combined 1F1B hides them under the
+  partner micro-batch's compute outside the warmup chunks (:func:`aisize.training.moe.exposed_alltoall_seconds`);
 * host: the MoE dispatcher's host synchronisation (:data:`aisize.training.moe.MOE_SYNC_HOST_SECONDS`
   per MoE layer forward);
 * offload: activations of ``activation_offload_layers`` layers copied to host memory after
@@ -70,7 +72,7 @@ from aisize.training.efficiency import gemm_efficiency, straggler_factor
 from aisize.training import moe as moe_kernels
 from aisize.training.moe import expert_times
 from aisize.training.recipes import Recipe
-from aisize.training.schedules import bubble_share, pipeline_slots
+from aisize.training.schedules import bubble_share, pipeline_slots, unpaired_share
 from aisize.training.work import head_seconds, layer_times, optimizer_seconds
 
 # Share of the backward pass data-parallel traffic can hide under (DDP buckets,
@@ -141,6 +143,7 @@ class Moe:
     dispatcher: object = 0
     imbalance: float = 1.0
     cuda_graphs: bool = False
+    a2a_overlap: object = None  # combined 1F1B EP overlap; None: aisize.training.moe.overlap_assumed
 
 
 def _redo(lt, xt, moe_share, rc: Recompute, selective_op: bool, shared_share: float):
@@ -277,12 +280,15 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     comm_mb = layers_here * (tp_layer + cp_layer)
 
     if d.moe_layers:
-        # k copies of each token, of the latent width on a latent MoE (dispatched after fc1_latent_proj)
-        routed = ACTIVATION_BYTES * tokens_r * d.expert_width * d.experts_per_token * moe.imbalance
-        a2a = comm.collective_seconds("all-to-all", routed, ep, etp, links)
-        etp_ag = comm.collective_seconds("all-gather", routed * etp, etp, 1, links)
-        etp_rs = comm.collective_seconds("reduce-scatter", routed * etp, etp, 1, links)
-        ep_layer = (2.0 * (2.0 + moe_again)) * (a2a + 0.5 * (etp_ag + etp_rs))
+        # dispatch and combine of k token copies (latent width on a latent MoE; once per node under flex)
+        ep_layer = moe_kernels.ep_layer_seconds(d, tokens=tokens_r, ep=ep, etp=etp, links=links,
+                                                dispatcher_code=moe.dispatcher, imbalance=moe.imbalance,
+                                                redo_share=moe_again)
+        overlap = (moe_kernels.overlap_assumed(ep, etp, links, pp, virtual_stages, code)
+                   if moe.a2a_overlap is None else moe.a2a_overlap)
+        # combined 1F1B: the partner micro-batch's compute and host waits of one MoE layer hide the all-to-alls
+        ep_layer = moe_kernels.exposed_alltoall_seconds(ep_layer, layer + host / moe_share, overlap,
+                                                        unpaired_share(pp, microbatches, virtual_stages))
         ep_time = n_mb * layers_here * moe_share * ep_layer
     else:
         ep_time = 0.0 * n_mb
