@@ -284,9 +284,32 @@ def _measure(finished, warmup_share, stats, cooldown_share=0.0) -> SimulationRes
                             float(np.percentile(tpot, 95)) if tpot.size else 0.0, iteration, batch, by_tag)
 
 
+def simulate_replica(rep, *, requests_per_s=None, concurrency=None, requests=2000, length_cv=0.0, seed=1,
+                     warmup_share=0.2, request_seconds=None, stagger_seconds=0.0, lengths=None, source=None,
+                     on_kv=None, cooldown_share=0.0) -> SimulationResult:
+    """:func:`simulate` a :class:`~aisize.serving.replica.Replica`: its costs, rates, engine policy and limits
+    (whole replica: each attention-DP rank's times the ranks), KV pool, shape, launch and speculation.
+
+    ``request_seconds`` is a request's fixed time before the engine sees it (None: the replica's calibration's);
+    the other arguments as for :func:`simulate`.
+    """
+    engine, groups = rep.engine, rep.groups
+    batch_limit, token_limit = int(rep.limits.max_batch_size), int(rep.limits.max_num_tokens)
+    return simulate(rep.costs, rep.rates, rep.calibration, input_tokens=rep.input_tokens,
+                    output_tokens=rep.output_tokens, requests_per_s=requests_per_s, concurrency=concurrency,
+                    requests=requests, max_batch_size=batch_limit * groups, max_num_tokens=token_limit * groups,
+                    kv_pool_tokens=rep.pool_tokens, chunked_prefill=engine.chunked_prefill,
+                    reserve_full_sequence=engine.reserve_full_sequence, block_tokens=engine.block_tokens,
+                    shape=rep.shape, length_cv=length_cv, warmup_share=warmup_share, seed=seed,
+                    launch=engine.launch(batch_limit, groups), speculation=rep.speculation,
+                    request_seconds=rep.calibration.request_seconds if request_seconds is None else request_seconds,
+                    stagger_seconds=stagger_seconds, lengths=lengths, source=source, on_kv=on_kv,
+                    cooldown_share=cooldown_share)
+
+
 def simulate_estimate(est, *, requests_per_s=None, concurrency=None, requests=2000, length_cv=0.0, seed=1,
                       calibration=None, lengths=None, cooldown_share=0.0) -> SimulationResult:
-    """:func:`simulate` the replica of a :class:`~aisize.serving.ServingEstimate` with its engine's limits.
+    """:func:`simulate_replica` the replica of a :class:`~aisize.serving.ServingEstimate` (``est.replica``).
 
     ``requests_per_s`` is the rate at this replica, ``concurrency`` a closed loop's requests in flight
     (neither: all requests at once). The closed loop's first requests spread over one request lifetime.
@@ -294,16 +317,8 @@ def simulate_estimate(est, *, requests_per_s=None, concurrency=None, requests=20
     """
     from aisize.serving.estimate import replica_of
 
-    r = replica_of(est, calibration)
-    engine, cal, groups = r.engine, r.calibration, r.groups
     stagger = est.e2e_s if concurrency is not None and np.isfinite(est.e2e_s) else 0.0
-    return simulate(r.costs, r.rates, cal, input_tokens=est.input_tokens,
-                    output_tokens=est.output_tokens, requests_per_s=requests_per_s, concurrency=concurrency,
-                    requests=requests, max_batch_size=est.max_batch_size * groups,
-                    max_num_tokens=est.max_num_tokens * groups, kv_pool_tokens=r.pool_tokens,
-                    chunked_prefill=engine.chunked_prefill, reserve_full_sequence=engine.reserve_full_sequence,
-                    block_tokens=engine.block_tokens, shape=r.shape, length_cv=length_cv,
-                    warmup_share=0.0 if requests_per_s is None and concurrency is None else 0.2, seed=seed,
-                    launch=engine.launch(est.max_batch_size, groups), speculation=est.speculation,
-                    request_seconds=cal.request_seconds, stagger_seconds=stagger, lengths=lengths,
-                    cooldown_share=cooldown_share)
+    return simulate_replica(replica_of(est, calibration), requests_per_s=requests_per_s, concurrency=concurrency,
+                            requests=requests, length_cv=length_cv, seed=seed,
+                            warmup_share=0.0 if requests_per_s is None and concurrency is None else 0.2,
+                            stagger_seconds=stagger, lengths=lengths, cooldown_share=cooldown_share)

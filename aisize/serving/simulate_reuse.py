@@ -284,21 +284,16 @@ def simulate_reuse_estimate(est, reuse, *, kv_tiers=(), requests=1500, seed=1, w
     from aisize.serving.estimate import replica_of
     from aisize.serving.prefix import session_tokens
     from aisize.serving.reuse import BLEND_RECOMPUTE_SHARE
-    from aisize.serving.simulate import simulate
+    from aisize.serving.simulate import simulate_replica
 
     r = replica_of(est, calibration)
-    engine, costs, groups, pool_tokens = r.engine, r.costs, r.groups, r.pool_tokens
-    per_token = costs.kv_bytes_per_token_full + costs.kv_bytes_per_token_window
     tokens = session_tokens(reuse, est.input_tokens, est.output_tokens)
-    source = SessionSource(reuse, tokens, requests_per_s=est.requests_per_s, kv_bytes=costs.kv_bytes,
-                           kv_bytes_per_token=per_token, hbm_pool_tokens=pool_tokens, tiers=kv_tiers,
+    source = SessionSource(reuse, tokens, requests_per_s=est.requests_per_s, kv_bytes=r.costs.kv_bytes,
+                           kv_bytes_per_token=r.kv_bytes_per_token, hbm_pool_tokens=r.pool_tokens, tiers=kv_tiers,
                            requests=requests, blend_share=BLEND_RECOMPUTE_SHARE, warmup_share=warmup_share,
                            seed=seed)
-    sim = simulate(costs, r.rates, r.calibration, input_tokens=est.input_tokens,
-                   output_tokens=est.output_tokens, max_batch_size=est.max_batch_size * groups,
-                   max_num_tokens=est.max_num_tokens * groups, kv_pool_tokens=pool_tokens,
-                   chunked_prefill=engine.chunked_prefill, reserve_full_sequence=engine.reserve_full_sequence,
-                   block_tokens=engine.block_tokens, shape=r.shape,
-                   warmup_share=warmup_share, seed=seed, source=source, on_kv=source.on_kv,
-                   launch=engine.launch(est.max_batch_size, groups), speculation=est.speculation)
+    # TTFTs without the request's fixed time outside the GPU: aisize.validation.simulation.scheduler_rows compares
+    # them with the estimate's less that time
+    sim = simulate_replica(r, warmup_share=warmup_share, seed=seed, request_seconds=0.0, source=source,
+                           on_kv=source.on_kv)
     return sim, source.world.result()
