@@ -39,7 +39,7 @@ from aisize.serving.hardware import device
 from aisize.serving.iteration import achieved_rates, iteration_time
 from aisize.serving.latency import littles_law_concurrency
 from aisize.serving.memory import replica_memory
-from aisize.serving.shapes import ShapeGrid
+from aisize.serving.shapes import ReplicaShape, ShapeGrid
 
 PREFILL_BUDGET = 8192  # tokens per prefill iteration (and at least one whole prompt)
 DECODE_BATCHES = np.array([2.0 ** k for k in range(13)])  # 1 .. 4096
@@ -93,6 +93,9 @@ class DisaggregatedPools:
     ttft_statistic_s: float
     tpot_statistic_s: float
     context: dict = field(default_factory=dict, repr=False, compare=False)  # what the latency curve needs
+    # a prefill and a decode replica's shapes (None: infeasible); typed copies of context's, not exported
+    prefill_shape: ReplicaShape | None = field(default=None, compare=False, metadata={"export": False})
+    decode_shape: ReplicaShape | None = field(default=None, compare=False, metadata={"export": False})
 
     @property
     def gpus(self) -> int:
@@ -177,7 +180,7 @@ def size_pools(model, accelerator, *, weight_precision, kv_precision, input_toke
         True, "", p_shape.tensor_parallel, p_shape.pipeline_parallel, d_shape.tensor_parallel,
         d_shape.pipeline_parallel, d_shape.attention_dp, n_p, n_d, int(n_p * gpus[kp]), int(n_d * gpus[kd]), q,
         int(d_batch), kv_req, float(transfer[kp]), link, link / (n_p * gpus[kp] * nic), ttft, ttft95, td, td,
-        ttft95 if statistic == "p95" else ttft, td, context)
+        ttft95 if statistic == "p95" else ttft, td, context, p_shape, d_shape)
 
 
 def pools_latency(pools: DisaggregatedPools, requests_per_s):

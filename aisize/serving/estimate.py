@@ -106,8 +106,10 @@ class ServingEstimate:
     accelerator_record: object = field(default=None, repr=False, compare=False)  # the Accelerator used
     calibration_record: object = field(default=None, repr=False, compare=False)  # the Calibration used
     engine_record: object = field(default=None, repr=False, compare=False)  # the Engine used (a variant included)
-    replica: object = field(default=None, repr=False, compare=False)  # the Replica evaluated (aisize.serving.replica)
-    state: object = field(default=None, repr=False, compare=False)  # its ReplicaState under the load (None: no fit)
+    # the Replica evaluated (aisize.serving.replica) and its ReplicaState under the load (None: no fit); not
+    # exported: the figures above are read from them
+    replica: object = field(default=None, repr=False, compare=False, metadata={"export": False})
+    state: object = field(default=None, repr=False, compare=False, metadata={"export": False})
 
     @property
     def e2e_s(self) -> float:
