@@ -81,3 +81,21 @@ def test_another_calibration_changes_the_rates_not_the_replica():
     assert replica_of(est) is est.replica
     again = replica_of(est, other)
     assert again.calibration is other and (again.shape, again.limits) == (est.replica.shape, est.replica.limits)
+
+
+def test_reuse_and_lengths_settle_into_the_state_the_estimate_reads():
+    from aisize.serving import lengths as L
+    from aisize.serving.prefix import Reuse
+
+    kw = dict(tensor_parallel=1, weight_precision="fp8", kv_precision="fp8", input_tokens=8000, output_tokens=300,
+              engine="vllm", requests_per_s=2.0)
+    est = serving.estimate("llama-3.1-8b", "h100-sxm", prefix=Reuse(shared_tokens=1000, turns=8, think_time_s=30),
+                           length_distribution=L.Lengths(L.lognormal(8000, 1.0), L.lognormal(300, 0.8)), **kw)
+    s = est.state
+    assert s.kv_reuse is est.kv_reuse and s.lengths is est.lengths
+    assert (est.ttft_s, est.ttft_p95_s, est.ttft_p99_s) == dataclasses.astuple(s.ttft)
+    assert (est.tpot_s, est.tpot_p95_s, est.tpot_p99_s) == dataclasses.astuple(s.tpot)
+    # the settled state is not the replica's plain one: reuse saves prefill, the spread of lengths widens the tails
+    plain = evaluate(est.replica, Load(requests_per_s=2.0))
+    assert s.ttft.mean_seconds < plain.ttft.mean_seconds and s.kv_reuse.prefill_saved_share > 0.5
+    assert s.tpot.p99_seconds > s.tpot.p95_seconds > s.tpot.mean_seconds
