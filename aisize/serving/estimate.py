@@ -324,9 +324,9 @@ def _result(rep: Replica, cap, state: ReplicaState | None) -> ServingEstimate:
                      f"are used (uncalibrated)")
     fits = bool(cap.memory.fits)
     reason = "" if fits else (
-        f"{m.id} at {dev.gemm_dtype} weights needs {F.bytes_si(float(cap.memory.weights_bytes))} of weights and "
-        f"{F.bytes_si(float(cap.memory.runtime_bytes))} of runtime per GPU, leaving no KV room for one "
-        f"{i + o:,}-token request in {F.bytes_si(dev.memory_bytes)}: use more GPUs or a smaller precision")
+        f"{m.id} at {dev.gemm_dtype} weights needs {F.bytes_gpu(float(cap.memory.weights_bytes))} of weights and "
+        f"{F.bytes_gpu(float(cap.memory.runtime_bytes))} of runtime per GPU, leaving no KV room for one "
+        f"{i + o:,}-token request in {F.bytes_gpu(dev.memory_bytes)}: use more GPUs or a smaller precision")
     st = cap.state
     capacity_rps = float(st.requests_per_s) if fits else 0.0
     slots = float(st.concurrency)
