@@ -99,3 +99,9 @@ def test_reuse_and_lengths_settle_into_the_state_the_estimate_reads():
     plain = evaluate(est.replica, Load(requests_per_s=2.0))
     assert s.ttft.mean_seconds < plain.ttft.mean_seconds and s.kv_reuse.prefill_saved_share > 0.5
     assert s.tpot.p99_seconds > s.tpot.p95_seconds > s.tpot.mean_seconds
+
+
+def test_an_estimate_without_its_replica_is_refused_by_name():
+    est = serving.estimate("qwen3-8b", "h100-sxm", **QWEN)
+    with pytest.raises(ValueError, match="carries no replica"):
+        replica_of(dataclasses.replace(est, replica=None))

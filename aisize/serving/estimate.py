@@ -133,6 +133,9 @@ def _scalar(name, check, value, **kw):
 def replica_of(est, calibration=None) -> Replica:
     """The :class:`~aisize.serving.replica.Replica` a :class:`ServingEstimate` evaluated (with ``calibration``'s
     achieved rates where one is given), to evaluate it again (curves, simulations)."""
+    if getattr(est, "replica", None) is None:
+        raise ValueError(f"est={type(est).__name__} carries no replica: give a ServingEstimate from "
+                         f"aisize.serving.estimate")
     return est.replica.with_calibration(resolve_calibration(calibration, est))
 
 
