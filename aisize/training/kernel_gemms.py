@@ -24,7 +24,10 @@ The layers' GEMMs on one tensor-parallel rank are those of :func:`aisize.trainin
 Transformer Engine (Megatron-Core) fuses Q/K/V into one GEMM and the gated MLP's two inputs into one
 (``linear_qkv``, ``linear_fc1``); PyTorch's torchtitan model runs them as separate ``nn.Linear``
 layers: the shapes follow the framework. Low-precision recipes run ``recipe.low_share`` of the work
-in the recipe's format (fp8 per-tensor, else block-scaled fp8; nvfp4), the rest in bf16.
+in the recipe's format (fp8 per-tensor, else block-scaled fp8; nvfp4), the rest in bf16. The engines'
+fp8 and nvfp4 timings include quantizing the activation on every call (a cost that does not grow with
+n); training's casts are timed apart (:mod:`aisize.training.work`), so that share is taken out
+(:func:`input_quantization_seconds`).
 
 The switch: ``gemm_source`` "roofline" (the fitted efficiency, the default) or "kernels"
 (:data:`GEMM_SOURCES`); :func:`aisize.training.estimate` takes it as a keyword, else reads
