@@ -25,7 +25,7 @@ import numpy as np
 
 from aisize import checks, models
 from aisize import format as F
-from aisize.serving.calibration import CALIBRATION, Calibration
+from aisize.serving.calibration import Calibration
 from aisize.serving.costs import model_costs, weight_formats
 from aisize.serving.engine import Engine, resolve_engine
 from aisize.serving.hardware import device, scaleout_bytes_per_s
