@@ -264,7 +264,7 @@ def pool_shapes(service) -> tuple[str, str] | None:
     p = service.pools
     if service.serving_mode != "disaggregated" or p is None or not p.feasible:
         return None
-    prefill = p.context.get("prefill_shape")
+    prefill = p.prefill_shape
     return (f"{count(p.prefill_replicas)} × " + parallelism(p.prefill_tensor_parallel, p.prefill_pipeline_parallel,
                                                            prefill.attention_dp if prefill is not None else 1),
             f"{count(p.decode_replicas)} × " + parallelism(p.decode_tensor_parallel, p.decode_pipeline_parallel,

@@ -486,7 +486,7 @@ def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
     costs = model_costs(arch, w.weight_precision, w.kv_precision)
     d_tp, d_pp, d_dp = pools.decode_tensor_parallel, pools.decode_pipeline_parallel, pools.decode_attention_dp
     weights = float(weights_per_gpu_bytes(costs, d_tp, d_dp, d_pp))
-    p_shape, d_shape = pools.context["prefill_shape"], pools.context["decode_shape"]
+    p_shape, d_shape = pools.prefill_shape, pools.decode_shape
     p_gpus, d_gpus = pools.prefill_gpus // max(pools.prefill_replicas, 1), pools.decode_gpus // pools.decode_replicas
     check_fleet(w, calibration, pools.prefill_replicas + pools.decode_replicas, pools.prefill_gpus + pools.decode_gpus,
                 "prefill and decode replicas")
@@ -503,8 +503,8 @@ def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
         engine=w.engine, kv_link_bytes_per_s=ctx.scaleout_bytes_per_s, calibration=calibration,
         if_infeasible="result")
     batch = est.decode_batch if math.isfinite(est.tpot_s) else pools.decode_batch
-    kv = batch * float(costs.kv_bytes(w.prompt_tokens + w.output_tokens)) / (
-        min(d_tp // d_dp, costs.kv_heads) * d_pp * d_dp)
+    kv = batch * float(costs.kv_bytes(w.prompt_tokens + w.output_tokens)) / (d_shape.kv_split(costs.kv_heads)
+                                                                               * d_pp * d_dp)
     mem = {"weights_bytes": weights, "kv_cache_bytes": kv}
     capacity = est.requests_per_s if not est.stable else (
         w.requests_per_s / max(est.prefill_utilisation, est.decode_batch / max(est.decode_slots, 1.0), 1e-12))

@@ -132,7 +132,7 @@ class Replica:
     @property
     def kv_split(self) -> int:
         """GPUs of an attention-DP rank one token's KV is split over (beyond the KV heads they replicate)."""
-        return min(self.shape.attention_tp, self.costs.kv_heads)
+        return self.shape.kv_split(self.costs.kv_heads)
 
     @property
     def kv_bytes_per_token(self) -> float:

@@ -48,6 +48,11 @@ class ReplicaShape:
     def attention_tp(self) -> int:
         return self.tensor_parallel // self.attention_dp
 
+    def kv_split(self, kv_heads: int) -> int:
+        """GPUs of an attention-DP rank one token's KV is split over: its attention TP, up to the KV heads
+        (beyond them heads are replicated; an MLA latent has one)."""
+        return min(self.attention_tp, kv_heads)
+
     def kwargs(self) -> dict:
         """Keyword arguments of the iteration model."""
         return dict(gpus=self.tensor_parallel, attention_dp=self.attention_dp,
