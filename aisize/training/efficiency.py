@@ -6,7 +6,9 @@ Compute efficiency is not one number. Each kind of work gets its own rate:
   the roofline of the matrix shapes, ``max(FLOPs / (peak x e_gemm), bytes / (HBM x e_hbm))``,
   where ``e_gemm`` is the share of the dense peak large GEMMs reach on the GPU's
   generation at that number format (:data:`GEMM_EFFICIENCY`). Thin matrices (small
-  hidden size, a wide tensor-parallel split, few tokens) become memory-bound [1].
+  hidden size, a wide tensor-parallel split, few tokens) become memory-bound [1]. With
+  ``gemm_source="kernels"`` the layers' GEMMs are read from measured tables instead and this
+  roofline times only what no table covers (:mod:`aisize.training.kernel_gemms`, docs/training-kernels.md).
 * **attention** (FlashAttention): ``FLOPs / (16-bit peak x e_attn x s/(s + B))``: the
   kernel's share of peak on the generation (:data:`ATTENTION_EFFICIENCY`) times the
   share of a causal tile sweep that is not wasted on the masked half of the
