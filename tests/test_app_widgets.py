@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import base64
 import copy
 import datetime
@@ -134,8 +136,10 @@ def test_time_range_is_the_plans(app, name):
     if t.days_range_mfu is not None:
         r = t.days_range_mfu
         assert f"{F.span(r.low * 100, r.high * 100, '%')} ({len(r.cases)} {r.rule})" in note
+    elif t.throughput_rule == "step-time":  # the model's own error on published runs
+        assert f"Time range from {t.days_range_basis}" in html.unescape(note) and "published runs" in note
     else:
-        assert "measured throughputs" in note
+        assert "the spread of measured throughputs" in note
 
 
 def test_app_computes_no_planner_figure_of_its_own():

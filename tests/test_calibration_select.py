@@ -73,7 +73,8 @@ class _Poisoned:
 def test_every_serving_figure_of_a_plan_uses_the_selected_calibration(monkeypatch, name):
     """Fleets through the day (LoRA, heterogeneous pairs), KV tiers, disaggregated pools, latency curves and the
     report's Inference, fleet and KV-tier sections: none falls back to the default."""
-    estimate_module = importlib.import_module("aisize.serving.estimate")
+    # the default is read where a replica resolves its calibration (aisize.serving.replica, once estimate.py)
+    estimate_module = importlib.import_module("aisize.serving.replica")
     selected = DEFAULT.with_(name="mine", request_seconds=DEFAULT.request_seconds + 0.01)
     data = to_dict(preset(name))
     data["policies"]["serving_calibration"] = {"file": "mine.json", "content": json.loads(selected.to_json())}

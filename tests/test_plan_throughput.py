@@ -133,13 +133,18 @@ def test_scenario_throughput_overrides_everything():
     assert t.days_low == t.days_high == t.training_days
 
 
-def test_llm_range_scales_with_published_mfus():
+def test_llm_range_is_the_step_time_models_error_and_an_assumed_mfu_keeps_the_published_mfus():
+    from aisize.plan.training import days_range
+    from aisize.validation.ranges import step_time_range
+
     t = plan(preset("llama3-70b-pretrain")).training[0]
-    r = mfu_range(t.gpus)
-    assert t.days_low == pytest.approx(t.training_days * t.mfu_assumed / r.high, rel=1e-12)
-    assert t.days_high == pytest.approx(t.training_days * t.mfu_assumed / r.low, rel=1e-12)
-    assert t.days_low < t.training_days < t.days_high
-    assert "published runs" in t.days_range_basis
+    assert t.throughput_rule == "step-time"  # the step-time model sets the days: its own error sets the range
+    assert (t.days_low, t.days_high) == pytest.approx(step_time_range(t.training_days), rel=1e-12)
+    assert t.days_low < t.training_days < t.days_high and "published runs" in t.days_range_basis
+    r = mfu_range(t.gpus)  # a time at an assumed MFU scales with the published MFUs
+    low, high, _, _ = days_range(t.training_days, t.mfu_assumed, t.gpus, None)
+    assert low == pytest.approx(t.training_days * t.mfu_assumed / r.high, rel=1e-12)
+    assert high == pytest.approx(t.training_days * t.mfu_assumed / r.low, rel=1e-12)
 
 
 def test_workloads_table_and_json_carry_the_range_and_basis(weka):

@@ -282,7 +282,7 @@ def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput
     if tp.rule in ("measured", "calibrated"):
         rate = tp.samples_per_s_per_gpu
         return (days * rate / tp.high_samples_per_s_per_gpu, days * rate / tp.low_samples_per_s_per_gpu,
-                f"spread of measured throughputs ({tp.low_samples_per_s_per_gpu:,.0f}-"
+                f"the spread of measured throughputs ({tp.low_samples_per_s_per_gpu:,.0f}-"
                 f"{tp.high_samples_per_s_per_gpu:,.0f} samples/s per GPU across frameworks), not MFU-based", None)
     return days, days, ("no range: throughput given by the scenario" if tp.rule == "scenario" else
                         "no range: no measurement to spread the assumed MFU (published MFU ranges are of LLM "

@@ -191,9 +191,6 @@ KNOWN_OUTSIDE = {
                                  "estimates the table's layout, 46 % fast",
     ("M43", "tokens/s per GPU"): "Qwen3-30B-A3B on 16 H100: the table says VP 24, MBS 2, the recipe VP 12, MBS 1, "
                                  "with MoE all-to-all overlap (not an estimate() input); aisize 52 % fast",
-    ("M44", "tokens/s per GPU"): "Qwen3-235B-A22B on 256 H100, EP 32 across 4 servers: the recipe overlaps the "
-                                 "all-to-all with the other micro-batch's compute (moe_a2a_overlap, not an "
-                                 "estimate() input); aisize counts it exposed, 47 % slow",
     **{(f"Pythia-{size}", "GPU-hours"): PYTHIA_OUTSIDE for size in ("70M", "160M", "410M", "1B", "1.4B", "2.8B",
                                                                      "6.9B", "12B")},
 }

@@ -68,7 +68,7 @@ def range_note(t) -> str:
         return (f"<p class='aisize-note'>Time range from published MFUs {F.span(r.low * 100, r.high * 100, '%')} "
                 f"({len(r.cases)} {r.rule}).</p>")
     if t.days_low < t.days_high:
-        return f"<p class='aisize-note'>Time range from the {html.escape(t.days_range_basis)}.</p>"
+        return f"<p class='aisize-note'>Time range from {html.escape(t.days_range_basis)}.</p>"
     return (f"<p class='aisize-note'>Time from {html.escape(t.throughput_basis)}; "
             f"{html.escape(t.days_range_basis)}.</p>")
 
