@@ -144,3 +144,27 @@ def test_the_recorder_sees_field_reads_and_counts_any_other_use_as_the_whole():
         whole = _Reads(policies, fields)
         use(whole)
         assert ALL in whole.read
+
+
+def test_a_second_apps_cache_sees_what_a_memoised_hit_rests_on():
+    # Two app states (two caches) planning the same scenario: the second's services hit the memoised planner
+    # with the first's wrappers as the stored key. The comparison had recorded the use on the first wrapper
+    # only, so the second cache keyed its services on no policy at all and a changed serving calibration
+    # re-used the default's plan (tests/test_app_serving_accuracy.py failed after any other app test).
+    from aisize.plan import clear_caches
+    from aisize.plan.incremental import PlanCache
+    from aisize.serving import CALIBRATION
+
+    clear_caches()
+    s = preset("xe9680-genai")
+    first, second = PlanCache(), PlanCache()
+    plan(s, cache=first)
+    plan(s, cache=second)
+    half = CALIBRATION.with_(name="half", gemm_efficiency={**CALIBRATION.gemm_efficiency,
+                                                         "hopper": CALIBRATION.gemm_efficiency["hopper"] / 2})
+    d = to_dict(s)
+    d["policies"]["serving_calibration"] = {"file": "half.json", "content": json.loads(half.to_json())}
+    edited = from_dict(d)
+    cached = plan(edited, cache=second)
+    assert cached.inference[0].estimate.calibration == "half"
+    assert to_json(cached) == to_json(plan(edited))

@@ -61,7 +61,10 @@ class _Reads:
 
     def __eq__(self, other):
         self.read.add(ALL)
-        return self._real == (other._real if type(other) is _Reads else other)
+        if type(other) is _Reads:  # two plans' wrappers: a memoised hit rests on the whole of both
+            other.read.add(ALL)
+            return self._real == other._real
+        return self._real == other
 
     def __ne__(self, other):
         return not self == other
