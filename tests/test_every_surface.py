@@ -334,14 +334,9 @@ def test_every_memory_figure_on_a_card_is_in_binary_units_no_larger_than_gib(sho
 
 
 def test_every_memory_figure_in_the_report_is_in_gib(shown):
-    for section, html in shown.report.items():
-        for table in re.findall(r"<table.*?</table>", html, re.S):
-            head = [_text(h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", table, re.S)]
-            for row in re.findall(r"<tr>(.*?)</tr>", table, re.S):
-                cells = [_text(c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
-                for h, c in zip(head, cells):
-                    if re.search(r"memory|\bRAM\b|KV cache", h) and re.fullmatch(r"[\d.,]+ \S+", c):
-                        assert c.split(" ")[1] in MEMORY_UNITS, f"{shown.name} report {section}: {h} = {c}"
+    for section, h, c, _ in _report_rows(shown):
+        if re.search(r"memory|\bRAM\b|KV cache", h) and re.fullmatch(r"[\d.,]+ \S+", c):
+            assert c.split(" ")[1] in MEMORY_UNITS, f"{shown.name} report {section}: {h} = {c}"
 
 
 # --- columns whose unit must match their values ----------------------------------------------------------------
