@@ -159,3 +159,20 @@ def test_a_system_without_a_published_latency_is_queued_at_the_stated_default():
     assert s.station.service_seconds == C.STORAGE_LATENCY_SECONDS
     assert s.station.servers == max(1, round(s.supply_iops * C.STORAGE_LATENCY_SECONDS))
     assert C.STORAGE_LATENCY_SECONDS == 200e-6  # the stated default (plan assumptions: "Unloaded storage latency")
+
+
+def test_a_scenario_quote_for_a_storage_unit_prices_the_units_bought():
+    # cost.prices accepts storage-unit-<storage id>, as a server's quote: the plan prices the units at it
+    from aisize.scenario import from_dict, to_dict
+
+    d = to_dict(preset("xe9680-genai"))
+    base = plan(from_dict(d))
+    d["cost"]["prices"] = {"storage-unit-yanrong-f9000x": 200_000}
+    quoted = plan(from_dict(d))
+    assert quoted.storage.system == base.storage.system == "yanrong-f9000x"
+    units = quoted.storage.units
+    assert quoted.cost.capital_usd - base.cost.capital_usd == pytest.approx(
+        units * 200_000 - units * 75.16 * 150, rel=0.01)
+    d["cost"]["prices"] = {"storage-unit-no-such-system": 1}
+    with pytest.raises(ValueError, match="storage-unit-<storage id>"):
+        from_dict(d)

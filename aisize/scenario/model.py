@@ -527,15 +527,19 @@ def _unique(items, what: str) -> list[str]:
 def _check_references(s: Scenario) -> None:
     """Every pool's server exists, every workload's pool and phase is declared, every priced server is known."""
     pools, phases = _unique(s.pools, "pool"), _unique(s.phases, "phase")
-    custom = s.hardware.custom_records()[1]
+    _, custom, custom_storage = s.hardware.custom_records()
     for i, p in enumerate(s.pools):
         _in_ids(f"pools.{i}.server", p.server, catalog.servers, custom)
     from aisize.cost.prices import load, server_price_id
+    from aisize.cost.storage import storage_unit_price_id
 
+    # a quote for one unit of a storage system (catalog or the scenario's own) prices the units a plan buys
+    units = {storage_unit_price_id(k) for k in list(catalog.storage.ids()) + list(custom_storage)}
     for id_ in s.cost.prices:
-        if id_ not in load() and id_ not in {server_price_id(k) for k in custom}:
-            raise ValueError(f"cost.prices: {id_!r} is not a price id of data/prices.csv or of a server in "
-                             f"hardware.servers; ids: {', '.join(load().ids())}")
+        if id_ not in load() and id_ not in {server_price_id(k) for k in custom} and id_ not in units:
+            raise ValueError(f"cost.prices: {id_!r} is not a price id of data/prices.csv, of a server in "
+                             f"hardware.servers or of a storage unit (storage-unit-<storage id>); ids: "
+                             f"{', '.join(load().ids())}")
     if "always" in phases:
         raise ValueError("phases: 'always' is reserved for workloads that run all the time; rename the phase")
     for i, w in enumerate(s.workloads):
