@@ -10,7 +10,7 @@ import pytest
 from aisize import models, serving
 from aisize.plan import plan
 from aisize.plan import context as C
-from aisize.plan.inference import _evaluate, _one, below_knee, meets_targets
+from aisize.plan.replica_count import _evaluate, _one, below_knee, meets_targets
 from aisize.scenario import io, preset, preset_names
 from aisize.serving import hardware, sizing
 from aisize.serving.shapes import ENGINE_LAYOUTS, ReplicaShape, engine_runs
@@ -50,7 +50,7 @@ def test_agentic_coding_runs_a_vllm_recipe_and_meets_its_targets_with_the_fewest
     assert i.ttft_met and i.tpot_met and not i.slo_reason
     assert i.ttft_p95_seconds <= 5.0 and i.tpot_p95_seconds <= 0.050
     # 14 x TP 1 x PP 8 before, the forced-TP 8 attempt bought 160; 13 x TP 8 met the targets at 92 % busy, past
-    # the latency knee, so the planner adds replicas short of it (aisize.plan.inference.below_knee)
+    # the latency knee, so the planner adds replicas short of it (aisize.plan.replica_count.below_knee)
     assert i.gpus <= 120 and i.latency_elasticity <= C.KNEE_ELASTICITY
     # one replica fewer misses a target or runs past the knee as the plan estimates it (the fewest that hold)
     w = sc.workloads[0]

@@ -20,7 +20,9 @@ import numpy as np
 from aisize import checks, models, serving
 from aisize.host import host_for_server
 from aisize.plan import context as C
-from aisize.plan.kvtiers import planned_cached_tokens, plan_kv_tiers, serving_extras
+from aisize.plan.kvtiers import planned_cached_tokens
+from aisize.plan.replica_count import (FALLBACK_UTILISATION, _SUFFIX, _evaluate, _one, _rescued,
+                                       _sized_by_estimate, _statistic)
 from aisize.queueing import Station, inference_station, knee_concurrency
 from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
 from aisize.serving.costs import model_costs
@@ -30,7 +32,6 @@ from aisize.serving.curves import elasticity, latency_elasticity, rise_within
 from aisize.serving.sizing import candidate_shapes, choose_fleet, knee
 
 MAX_SERVERS_PER_REPLICA = 16  # pipeline stages may span up to this many servers
-FALLBACK_UTILISATION = 0.7  # assumption: replicas' load when no shape meets the targets
 
 
 @dataclass(frozen=True)
@@ -203,204 +204,6 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
                 replicas = again
                 kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
     return _assemble(w, ctx, policies, arch, shape, replicas or 0, fleet, est, pools, ttft_t, tpot_t, kv)
-
-
-def _one(w, shape, kw, engine, cal) -> dict:
-    """:func:`aisize.serving.estimate`'s arguments for one replica of ``shape`` (its rate apart)."""
-    return dict(tensor_parallel=shape.tensor_parallel, **kw, pipeline_parallel=shape.pipeline_parallel,
-                attention_dp=shape.attention_dp, stage_link_bytes_per_s=shape.stage_link_bytes_per_s,
-                length_cv=w.length_cv, engine=engine, calibration=cal, **serving_extras(w))
-
-
-REFINE_SHAPES = 6  # the screen's best shapes sized again with the full estimate
-GUESS_UTILISATION = 0.9  # the bisection's first probe: replicas this busy (saves probes; the result is the same)
-
-
-def _sized_by_estimate(w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, tpot_t):
-    """(fleet, KV tiers, estimate) of the fewest GPUs that meet the targets as the plan estimates them.
-
-    The screen (:func:`choose_fleet`) ranks the shapes on a model without speculation, output-length spread or KV
-    tiers, so its replica counts are a start, not the answer: each of its best :data:`REFINE_SHAPES` shapes is
-    sized again with the estimate the plan reports (bisection on the replicas between the capacity's bound and
-    the screen's count, or steps up from it), and the fewest GPUs win (then the smaller replica). When no shape
-    meets the targets with the estimate, the screen's choice is kept at the replicas that come nearest, and the
-    plan says by how much it misses."""
-    best, nearest = None, None
-    for shape, n, _ in fleet.ranked[:REFINE_SHAPES]:
-        floor = best[0] if best else math.inf
-        got = _fewest_replicas(w, ctx, policies, arch, shape, n, _one(w, shape, kw, engine, cal), ttft_t, tpot_t,
-                               floor)
-        if got is None:
-            continue
-        replicas, kv, est, met = got
-        key = (replicas * shape.gpus, shape.gpus)
-        if met and (best is None or key < best[:2]):
-            best = key + (shape, replicas, kv, est)
-        if not met and nearest is None and shape == fleet.shape:
-            nearest = (shape, replicas, kv, est)
-    if best is None and nearest is None:  # nothing better than the screen's count: keep it as estimated
-        one = _one(w, fleet.shape, kw, engine, cal)
-        nearest = (fleet.shape, fleet.replicas) + _evaluate(w, ctx, policies, arch, fleet.shape, fleet.replicas, one)
-    shape, replicas, kv, est = best[2:] if best else nearest
-    knee_rate = fleet.knee_of(shape) if fleet.knee_of else fleet.knee_requests_per_s
-    reason = "" if best else _missed(w, fleet, shape, replicas, est, ttft_t, tpot_t)
-    return replace(fleet, shape=shape, replicas=replicas, knee_requests_per_s=knee_rate, reason=reason), kv, est
-
-
-RESCUE_SHAPES = 2  # one-stage shapes, widest first, the estimate tries where the screen found none
-RESCUE_DOUBLINGS = 3  # ... from 70 % busy to 1/8 of that
-
-
-def _rescued(w, ctx, policies, arch, shapes, fleet, kw, engine, cal, ttft_t, tpot_t):
-    """(fleet, KV tiers, estimate) meeting the targets that the screen judged out of reach, or None.
-
-    The screen leaves out speculation, the spread of lengths and prompt reuse; a service that has them may meet a
-    target the screen's light-load latency misses (agentic-coding's MTP: TPOT p95 5.3 ms at light load, the
-    screen's best 6.8 ms). The widest one-stage shapes are estimated at 70 % busy, then at twice, four and eight
-    times the replicas; the first count that meets the targets is bisected down (:func:`_fewest_replicas`)."""
-    if fleet.shape is not None or not (w.speculative_method or w.output_cv or w.prompt_cv or w.prefix):
-        return None
-    one_stage = [s for s in shapes if s.pipeline_parallel == 1] or list(shapes)
-    best = None
-    for shape in sorted(one_stage, key=lambda s: -s.gpus)[:RESCUE_SHAPES]:
-        one = _one(w, shape, kw, engine, cal)
-        cap = serving.estimate(arch, ctx.accelerator, **one)
-        if not cap.feasible:
-            continue
-        n = max(math.ceil(w.requests_per_s / (cap.max_requests_per_s * FALLBACK_UTILISATION)), 1)
-        _, est = _evaluate(w, ctx, policies, arch, shape, n, one)
-        for _ in range(RESCUE_DOUBLINGS):
-            if est is None or not est.feasible or meets_targets(w, est, ttft_t, tpot_t):
-                break
-            _, more = _evaluate(w, ctx, policies, arch, shape, 2 * n, one)
-            if more is None or not more.feasible or _miss(w, more, ttft_t, tpot_t) >= _miss(w, est, ttft_t, tpot_t):
-                break
-            n, est = 2 * n, more
-        if est is None or not est.feasible or not meets_targets(w, est, ttft_t, tpot_t):
-            continue
-        got = _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t,
-                               best[0].replicas * best[0].shape.gpus if best else math.inf)
-        if got is not None and got[3] and (best is None or got[0] * shape.gpus < best[0].replicas * best[0].shape.gpus):
-            knee_rate = serving.curves.knee_requests_per_s(got[2], C.KNEE_FACTOR)
-            best = (replace(fleet, shape=shape, replicas=got[0], feasible=True, reason="",
-                            knee_requests_per_s=knee_rate), got[1], got[2])
-    return best
-
-
-def _missed(w, fleet, shape, replicas, est, ttft_t, tpot_t) -> str:
-    """Why the plan misses a target though the screen found shapes: the nearest as estimated, with its figures."""
-    if est is None or not est.feasible:
-        return ""
-    ttft, tpot = _statistic(w, est)
-    stat = w.slo_statistic
-    return (f"none of the {min(len(fleet.ranked), REFINE_SHAPES)} best shapes the screen found meets the targets as "
-            f"estimated, with up to {TOP_UP_STEPS} steps of {TOP_UP_SHARE:.0%} more replicas; at the screen's "
-            f"count, {replicas} x TP {shape.tensor_parallel}"
-            + (f" x PP {shape.pipeline_parallel}" if shape.pipeline_parallel > 1 else "")
-            + (f" (attention DP {shape.attention_dp})" if shape.attention_dp > 1 else "")
-            + f", reaches TTFT {stat} {ttft * 1e3:,.0f} ms (target {ttft_t * 1e3:,.0f} ms) and TPOT {stat} "
-            f"{tpot * 1e3:,.1f} ms (target {tpot_t * 1e3:,.1f} ms)")
-
-
-def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):
-    """(replicas, KV tiers, estimate, met) for ``shape``: the fewest replicas the estimate says meet the targets
-    short of the latency knee, searched from the screen's ``n``; None where the shape does not fit or cannot beat
-    ``floor`` GPUs. The targets are bisected first; the knee (one curve per shape, not one per probe) then adds
-    replicas a step at a time where the count that meets them runs past it."""
-    got = _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor)
-    if got is None or not got[3]:
-        return got
-    replicas, kv, est, _ = got
-    for _ in range(TOP_UP_STEPS):
-        if below_knee(w, est):
-            break
-        more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
-        if more * shape.gpus >= floor:
-            return None  # another shape already meets the targets short of its knee with fewer GPUs
-        kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
-        if est2 is None or not est2.feasible:
-            break
-        replicas, kv, est = more, kv2, est2
-    return replicas, kv, est, True
-
-
-def below_knee(w, est) -> bool:
-    """Whether a replica's request latency (at the targets' statistic) rises at most KNEE_ELASTICITY times as fast
-    as its load at the estimate's rate: a fleet sized only to meet its targets can sit at the knee (agentic-coding
-    at 92 % busy: 10 % more load, 42 % more latency), meeting them on paper and missing them at the first rise."""
-    if not est.requests_per_s:
-        return True
-    return latency_elasticity(est, est.requests_per_s, statistic=w.slo_statistic) <= C.KNEE_ELASTICITY
-
-
-def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):
-    """(replicas, KV tiers, estimate, met) for ``shape``: the fewest replicas the estimate says meet the targets,
-    searched from the screen's ``n``; None where the shape does not fit or cannot beat ``floor`` GPUs."""
-    kv, est = _evaluate(w, ctx, policies, arch, shape, n, one)
-    if est is None or not est.feasible:
-        return None
-    cap = est.max_requests_per_s
-    low = max(math.ceil(w.requests_per_s / cap) - 1, 0) if cap > 0 and math.isfinite(cap) else 0  # at capacity
-    if (low + 1) * shape.gpus >= floor:
-        return None
-    if meets_targets(w, est, ttft_t, tpot_t):  # bisection: `low` misses (or is 0), n meets
-        high = (n, kv, est)
-        guess = math.ceil(low / GUESS_UTILISATION)  # first where busy replicas usually still meet their targets
-        while high[0] - low > 1:
-            mid = guess if low < guess < high[0] else (low + high[0]) // 2
-            guess = 0
-            kv2, est2 = _evaluate(w, ctx, policies, arch, shape, mid, one)
-            if est2 is not None and est2.feasible and meets_targets(w, est2, ttft_t, tpot_t):
-                high = (mid, kv2, est2)
-            else:
-                low = mid
-        return high + (True,)
-    replicas, last = n, est
-    for _ in range(TOP_UP_STEPS):  # steps up from the screen's count until the estimate meets the targets
-        more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
-        if more * shape.gpus >= floor:
-            break
-        kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
-        if est2 is None or not est2.feasible or _miss(w, est2, ttft_t, tpot_t) >= \
-                _miss(w, last, ttft_t, tpot_t) * (1 - 1e-3):
-            break  # more replicas no longer help: the light-load floor of this shape is above the target
-        replicas, last = more, est2
-        if meets_targets(w, est2, ttft_t, tpot_t):
-            return replicas, kv2, est2, True
-    return n, kv, est, False  # missed at any count tried: the screen's count, not replicas that buy nothing
-
-
-TOP_UP_STEPS = 16  # replicas added, a step at a time, until the estimate meets the targets
-TOP_UP_SHARE = 0.05  # each step adds this share of the fleet (at least one replica)
-
-
-def _evaluate(w, ctx, policies, arch, shape, replicas, one):
-    """(KV tiers or None, estimate) of ``replicas`` of ``shape`` sharing the service's rate."""
-    if w.prefix is not None:  # reused prompts and KV tiers (aisize.plan.kvtiers)
-        return plan_kv_tiers(w, ctx, policies, arch, shape, replicas, one)
-    return None, serving.estimate(arch, ctx.accelerator, **one, requests_per_s=w.requests_per_s / replicas)
-
-
-# each SLO statistic's suffix in the names of the estimates' and the plan's latencies (ttft_p99_s, ttft_p99_seconds)
-_SUFFIX = {"mean": "", "p95": "_p95", "p99": "_p99"}
-
-
-def _statistic(w, est) -> tuple[float, float]:
-    """(TTFT, TPOT) of ``est`` (a replica's or the pools' estimate) at the service's SLO statistic [s]: read from
-    the estimate, never computed again."""
-    suffix = _SUFFIX[w.slo_statistic]
-    return getattr(est, f"ttft{suffix}_s"), getattr(est, f"tpot{suffix}_s")
-
-
-def _miss(w, est, ttft_t: float, tpot_t: float) -> float:
-    """How far ``est`` is from the targets: the larger of TTFT / target and TPOT / target (<= 1: met)."""
-    ttft, tpot = _statistic(w, est)
-    return max(ttft / ttft_t, tpot / tpot_t) if est.stable else math.inf
-
-
-def meets_targets(w, est, ttft_t: float, tpot_t: float) -> bool:
-    """Whether ``est`` (a replica's estimate) meets the service's TTFT and TPOT targets at its SLO statistic."""
-    return _miss(w, est, ttft_t, tpot_t) <= 1.0
 
 
 def _plan_for_concurrency(w, ctx, policies) -> InferencePlan:

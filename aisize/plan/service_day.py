@@ -25,7 +25,8 @@ from aisize.fleet import Autoscaler, Day, LoadProfile, day_replicas
 from aisize.fleet.lora import LoraServing, lora_serving
 from aisize.format import bytes_gpu
 from aisize.plan import context as C
-from aisize.plan.inference import FALLBACK_UTILISATION, InferencePlan, check_queue, meets_targets, plan_inference
+from aisize.plan.inference import InferencePlan, check_queue, plan_inference
+from aisize.plan.replica_count import FALLBACK_UTILISATION, meets_targets
 from aisize.plan.placement import Demand
 from aisize.queueing import inference_station, knee_concurrency
 from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
