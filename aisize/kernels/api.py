@@ -7,6 +7,9 @@ import numpy as np
 from aisize.kernels.tables import KernelDataMissing, KernelOutOfRange, KernelTable, Lookup, index, load
 
 ENGINES = ("trtllm", "vllm", "sglang")
+#: weight format -> the GEMM dtypes the tables measured it as, in order of preference (per-tensor fp8 first;
+#: DeepSeek-style block-scaled fp8 where an engine measured only that). Serving and training both read it.
+GEMM_DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8", "fp8_block"), "nvfp4": ("nvfp4",)}
 #: committed op tables (``nccl`` lives under the pseudo-engine "nccl").
 OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "generation_mla", "moe",
        "custom_allreduce", "moe_a2a", "nccl")

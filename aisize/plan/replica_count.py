@@ -15,6 +15,7 @@ from aisize import serving
 from aisize.plan import context as C
 from aisize.plan.kvtiers import plan_kv_tiers, serving_extras
 from aisize.serving.curves import latency_elasticity
+from aisize.serving.tails import STATISTIC_SUFFIX
 
 FALLBACK_UTILISATION = 0.7  # assumption: replicas' load when no shape meets the targets
 
@@ -196,7 +197,7 @@ def _evaluate(w, ctx, policies, arch, shape, replicas, one):
 
 
 # each SLO statistic's suffix in the names of the estimates' and the plan's latencies (ttft_p99_s, ttft_p99_seconds)
-_SUFFIX = {"mean": "", "p95": "_p95", "p99": "_p99"}
+_SUFFIX = STATISTIC_SUFFIX
 
 
 def _statistic(w, est) -> tuple[float, float]:

@@ -19,6 +19,7 @@ from aisize import checks
 from aisize.serving.estimate import replica_of
 from aisize.serving.latency import loaded_state
 from aisize.serving.sizing import knee
+from aisize.serving.tails import STATISTIC_SUFFIX
 
 
 def _loaded(est, rates_per_s, calibration=None):
@@ -127,7 +128,7 @@ def latency_elasticity(est, requests_per_s, *, rise: float = LOAD_RISE, statisti
     rises = rise * np.array([1.0, 1 / 4, 1 / 16, 1 / 64])  # nearer, where a limit below the capacity binds first
     ls = _loaded(est, lam * np.concatenate([[1.0], 1.0 + rises]))
     o = est.output_tokens
-    suffix = {"mean": "", "p95": "_p95", "p99": "_p99"}[checks.choice("statistic", statistic, ("mean", "p95", "p99"))]
+    suffix = STATISTIC_SUFFIX[checks.choice("statistic", statistic, tuple(STATISTIC_SUFFIX))]
     ttft, tpot = getattr(ls, f"ttft{suffix}_seconds"), getattr(ls, f"tpot{suffix}_seconds")
     total = np.asarray(ttft, dtype=float) + (o - 1) * np.asarray(tpot, dtype=float)
     for after, r in zip(total[1:], rises):

@@ -31,11 +31,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from aisize.kernels.api import GEMM_DTYPES
+
 #: engine key -> the engine whose kernel tables it runs (trtllm-bench is TensorRT-LLM's own benchmark).
 ENGINE_TABLES = {"trtllm": "trtllm", "trtllm-bench": "trtllm", "vllm": "vllm", "sglang": "sglang"}
-#: weight format -> the measured GEMM dtypes, in order of preference (per-tensor fp8 first; DeepSeek-style
-#: block-scaled fp8 where an engine measured only that).
-DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8", "fp8_block"), "nvfp4": ("nvfp4",)}
+DTYPES = GEMM_DTYPES  # weight format -> the measured GEMM dtypes (aisize.kernels.api)
 M_GRID = 2.0 ** np.arange(0, 16)  # 1 ... 32,768 tokens: the tables' measured range of m
 MIN_MEASURED_M = 1024.0  # a curve must be measured up to here (past it, time ~ m: compute-bound)
 

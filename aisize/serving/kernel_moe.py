@@ -43,11 +43,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from aisize.kernels.api import GEMM_DTYPES
 from aisize.serving.kernel_gemms import ENGINE_TABLES, seconds  # the same log-log interpolation as GEMMs
 
 #: expert weight format -> the measured MoE dtypes, in order of preference.
-DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8", "fp8_block"), "nvfp4": ("nvfp4",),
-          "mxfp4": ("w4a16_mxfp4",), "int4": ("int4_wo",)}
+DTYPES = {**GEMM_DTYPES, "mxfp4": ("w4a16_mxfp4",), "int4": ("int4_wo",)}
 #: DeepSeek-style (MLA) checkpoints store FP8 with 128x128 block scales (DeepSeek-V3 report, arXiv:2412.19437,
 #: sec. 3.3), so their FP8 experts read the block-scaled sweep first.
 BLOCK_FP8_FIRST = ("fp8_block", "fp8")

@@ -50,6 +50,7 @@ from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ReplicaShape, ShapeGrid, divisors, engine_runs
 from aisize.serving.sizing import STATISTICS
 from aisize.serving.steady import steady_state
+from aisize.serving.tails import STATISTIC_SUFFIX
 
 BATCHES = tuple(2 ** k for k in range(13))  # 1 .. 4096 requests in flight
 BUDGETS = (0, 512, 1024, 2048, 4096, 8192, 16384)  # 0: no chunking (budget = whole prompts)
@@ -236,7 +237,7 @@ def _frame(part, wp, kv, ttft_t, tpot_t, stat) -> pd.DataFrame:
     f.insert(0, "mode", part["mode"])
     f.insert(1, "weight_precision", wp)
     f.insert(2, "kv_precision", kv)
-    suffix = {"mean": "", "p95": "_p95", "p99": "_p99"}[stat]
+    suffix = STATISTIC_SUFFIX[stat]
     ttft, tpot = f[f"ttft{suffix}_s"], f[f"tpot{suffix}_s"]
     f["meets_targets"] = (ttft <= ttft_t) & (tpot <= tpot_t)
     return f

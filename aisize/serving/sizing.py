@@ -35,13 +35,14 @@ from aisize.serving.latency import loaded_state
 from aisize.serving.shapes import (ENGINE_LAYOUTS, ReplicaShape, ShapeGrid, attention_dp_choices, check_shape,
                                    engine_runs, pipeline_for_capacity)
 from aisize.serving.throughput import EngineLimits, engine_limits, max_throughput
+from aisize.serving.tails import STATISTIC_SUFFIX
 
 RATE_GRID = 16  # per-replica rates tried per shape, geometric from 0.1 % to 99.5 % of capacity ...
 # ... then the step where the targets stop holding, resolved as 5 halvings would (to 2 % of the rate) in one
 # call of 31 rates: a call's cost is mostly per call, not per rate (since Erlang B sums only the terms of loads
 # near their servers)
 SEARCH_BITS = 5
-STATISTICS = ("mean", "p95", "p99")  # what a TTFT or TPOT target bounds
+STATISTICS = tuple(STATISTIC_SUFFIX)  # what a TTFT or TPOT target bounds
 KNEE_FACTOR = 2.0  # the knee: where mean request latency doubles over its light-load value
 KNEE_POINTS = 48  # rates of the chosen shape's curve the knee is read from (1 % to 99 % of capacity)
 
@@ -226,7 +227,7 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
                           output_tokens=output_tokens, max_num_tokens=budget[:, None],
                           chunked_prefill=engine.chunked_prefill, shape=grid_shape, length_cv=length_cv,
                           cached_tokens=cached_tokens, near=near)
-        suffix = {"mean": "", "p95": "_p95", "p99": "_p99"}[stat]
+        suffix = STATISTIC_SUFFIX[stat]
         ttft, tpot = getattr(ls, f"ttft{suffix}_seconds"), getattr(ls, f"tpot{suffix}_seconds")
         return ttft, tpot, ls.stable, ls.iteration_seconds
 

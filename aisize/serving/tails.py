@@ -42,6 +42,10 @@ import numpy as np
 
 from aisize.queueing.analytic import tail_probability
 
+# The statistics a latency target may bound, and the suffix each one's figure carries in a name
+# (ttft_s, ttft_p95_s, ttft_p99_seconds): read by every surface that picks a figure by statistic.
+STATISTIC_SUFFIX = {"mean": "", "p95": "_p95", "p99": "_p99"}
+
 # the quantiles an estimate reports beside the mean: p95, and p99 (service-level targets, audited benchmarks)
 QUANTILES = (0.95, 0.99)
 Z95 = 1.6448536269514722  # standard normal 95th percentile

@@ -52,6 +52,7 @@ from functools import lru_cache
 import numpy as np
 
 from aisize import checks
+from aisize.kernels.api import GEMM_DTYPES
 from aisize.training import efficiency as E
 from aisize.training.dims import ModelDims
 from aisize.training.recipes import Recipe
@@ -66,7 +67,7 @@ DEFAULT_GEMM_SOURCE = "roofline"
 TABLE_ENGINES = ("trtllm", "vllm")
 #: catalog peak format of a recipe's GEMMs -> the measured dtypes, in order of preference (training's
 #: fp8 is per-tensor scaled; block-scaled fp8 where only that was measured).
-TABLE_DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8", "fp8_block"), "fp4": ("nvfp4",)}
+TABLE_DTYPES = {**{k: v for k, v in GEMM_DTYPES.items() if k != "nvfp4"}, "fp4": GEMM_DTYPES["nvfp4"]}
 
 #: measured dtypes whose inference timings include quantizing the activation (:func:`input_quantization_seconds`).
 QUANTIZED_DTYPES = ("fp8", "fp8_block", "nvfp4")
