@@ -22,13 +22,13 @@ from aisize.host import host_for_server
 from aisize.plan import context as C
 from aisize.plan.kvtiers import planned_cached_tokens
 from aisize.plan.replica_count import (FALLBACK_UTILISATION, _SUFFIX, _evaluate, _one, _rescued,
-                                       _sized_by_estimate, _statistic)
+                                       _sized_by_estimate, _statistic, elasticity_at)
 from aisize.queueing import Station, inference_station, knee_concurrency
 from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
 from aisize.serving.costs import model_costs
 from aisize.serving.disaggregated import DisaggregatedPools, size_pools
 from aisize.serving.memory import weights_per_gpu_bytes
-from aisize.serving.curves import elasticity, latency_elasticity, rise_within
+from aisize.serving.curves import elasticity, rise_within
 from aisize.serving.sizing import candidate_shapes, choose_fleet, knee
 
 MAX_SERVERS_PER_REPLICA = 16  # pipeline stages may span up to this many servers
@@ -337,7 +337,7 @@ def _elasticity(w, v: dict) -> float:
     (:func:`aisize.serving.curves.elasticity`); 0 where nothing is served."""
     est, pools = v["estimate"], v.get("pools_estimate")
     if est is not None and est.feasible and v["replicas"] > 0:
-        return latency_elasticity(est, w.requests_per_s / v["replicas"], statistic=w.slo_statistic)
+        return elasticity_at(est, w.requests_per_s / v["replicas"], w.slo_statistic)
     if pools is not None and pools.feasible and pools.latency_at is not None:
         rise = rise_within(w.requests_per_s, pools.max_requests_per_s)
         if rise <= 0:

@@ -43,6 +43,8 @@ def _sized_by_estimate(w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, t
     best, nearest = None, None
     for shape, n, _ in fleet.ranked[:REFINE_SHAPES]:
         floor = best[0] if best else math.inf
+        if shape.gpus >= floor:  # one replica already needs the GPUs of the best: _fewest_replicas says None
+            continue
         got = _fewest_replicas(w, ctx, policies, arch, shape, n, _one(w, shape, kw, engine, cal), ttft_t, tpot_t,
                                floor)
         if got is None:
@@ -145,7 +147,24 @@ def below_knee(w, est) -> bool:
     at 92 % busy: 10 % more load, 42 % more latency), meeting them on paper and missing them at the first rise."""
     if not est.requests_per_s:
         return True
-    return latency_elasticity(est, est.requests_per_s, statistic=w.slo_statistic) <= C.KNEE_ELASTICITY
+    return elasticity_at(est, est.requests_per_s, w.slo_statistic) <= C.KNEE_ELASTICITY
+
+
+_ELASTICITIES: dict = {}  # (id of the estimate, rate, statistic) -> (the estimate, its elasticity)
+_KEPT_ELASTICITIES = 16
+
+
+def elasticity_at(est, requests_per_s: float, statistic: str) -> float:
+    """:func:`latency_elasticity` of ``est`` at ``requests_per_s`` per replica, computed once: the knee check and
+    the plan's figure (aisize.plan.inference) read it of the same estimate at the same rate (one curve, not two).
+    The entry holds the estimate, so its id names no other while it is kept."""
+    key = (id(est), float(requests_per_s), statistic)
+    got = _ELASTICITIES.get(key)
+    if got is None or got[0] is not est:
+        got = _ELASTICITIES[key] = (est, latency_elasticity(est, requests_per_s, statistic=statistic))
+        while len(_ELASTICITIES) > _KEPT_ELASTICITIES:
+            del _ELASTICITIES[next(iter(_ELASTICITIES))]
+    return got[1]
 
 
 def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):
