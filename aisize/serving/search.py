@@ -198,10 +198,13 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
     stat = checks.choice("statistic", statistic, STATISTICS)
     for mode in modes:
         checks.choice("modes", mode, MODES)
+    for name, given in (("modes", modes), ("weight_precisions", weight_precisions), ("kv_precisions", kv_precisions)):
+        if not len(given):
+            raise ValueError(f"{name}={given!r} is not allowed: name at least one")
     ttft_t = np.inf if ttft_target_s is None else checks.positive("ttft_target_s", ttft_target_s)
     tpot_t = np.inf if tpot_target_s is None else checks.positive("tpot_target_s", tpot_target_s)
     start = time.perf_counter()
-    frames, count = [], 0
+    parts = []  # (columns of one precision pair and mode, weight format, KV format)
     for wp in weight_precisions:
         for kv in kv_precisions:
             dev = device(accelerator, wp, kv)
@@ -211,36 +214,48 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
             shapes = _shapes(m, dev, int(limit), pipeline_parallels)
             nic = scaleout_bytes_per_s or server_scaleout_bytes_per_s(dev.id)
             link = nic if max(pipeline_parallels) > 1 else None
-            parts = []
             if "aggregated" in modes:
-                parts.append(_aggregated(m, costs, dev, rates, calibration, engine, i, o, shapes, link))
+                parts.append((_aggregated(m, costs, dev, rates, calibration, engine, i, o, shapes, link), wp, kv))
             if "disaggregated" in modes:
-                parts.append(_disaggregated(m, costs, dev, rates, calibration, engine, i, o, shapes, link,
-                                            nic * calibration.link_efficiency))
-            for part in parts:
-                count += part["batch"].size
-                frames.append(_frame(part, wp, kv, ttft_t, tpot_t, stat))
-    seconds = time.perf_counter() - start
-    allc = pd.concat(frames, ignore_index=True)
+                parts.append((_disaggregated(m, costs, dev, rates, calibration, engine, i, o, shapes, link,
+                                             nic * calibration.link_efficiency), wp, kv))
+    count = sum(part["batch"].size for part, _, _ in parts)
+    fit = _fitting(parts, ttft_t, tpot_t, stat)
+    seconds = time.perf_counter() - start  # the evaluation and the one frame of those that fit
     if gpu_hour_usd is not None:
         price = checks.non_negative("gpu_hour_usd", gpu_hour_usd, high=1e6)
-        allc["usd_per_million_output_tokens"] = price / 3600.0 / allc["tokens_per_s_per_gpu"] * 1e6
-    fit = allc[allc.fits]
+        fit["usd_per_million_output_tokens"] = price / 3600.0 / fit["tokens_per_s_per_gpu"] * 1e6
     feasible = fit[fit.meets_targets].sort_values("tokens_per_s_per_gpu", ascending=False)
     best = feasible.iloc[0].to_dict() if len(feasible) else None
     return SearchResult(count, feasible.reset_index(drop=True), pareto(fit), best, seconds)
 
 
-def _frame(part, wp, kv, ttft_t, tpot_t, stat) -> pd.DataFrame:
-    keep = {k: np.ravel(v) for k, v in part.items() if k != "mode"}
-    f = pd.DataFrame(keep)
-    f.insert(0, "mode", part["mode"])
-    f.insert(1, "weight_precision", wp)
-    f.insert(2, "kv_precision", kv)
+def _fitting(parts, ttft_t, tpot_t, stat) -> pd.DataFrame:
+    """One frame of the configurations whose KV pool holds their batch, built once at the end from every
+    part's arrays (a frame per part and their concatenation cost more than the evaluation). The columns: the
+    labels, each part's in order, then ``meets_targets``; a column a part lacks (the disaggregated prefill
+    share) is NaN on its rows."""
+    labels = ("mode", "weight_precision", "kv_precision")
+    names = []
+    for part, _, _ in parts:
+        names += [k for k in (*part, "meets_targets") if k not in names and k not in labels]
     suffix = STATISTIC_SUFFIX[stat]
-    ttft, tpot = f[f"ttft{suffix}_s"], f[f"tpot{suffix}_s"]
-    f["meets_targets"] = (ttft <= ttft_t) & (tpot <= tpot_t)
-    return f
+    columns = {k: [] for k in names}
+    codes = []  # each row's part, for its labels
+    for n, (part, _, _) in enumerate(parts):
+        flat = {k: np.ravel(v) for k, v in part.items() if k != "mode"}
+        fits = flat["fits"]
+        rows = int(np.count_nonzero(fits))
+        flat["meets_targets"] = (flat[f"ttft{suffix}_s"] <= ttft_t) & (flat[f"tpot{suffix}_s"] <= tpot_t)
+        for k, kept in columns.items():
+            kept.append(flat[k][fits] if k in flat else np.full(rows, np.nan))
+        codes.append(np.full(rows, n))
+    codes = np.concatenate(codes)
+    # a label column is its few values taken by code, in pandas' own string dtype
+    frame = {k: pd.Series([(p["mode"], wp, kv)[j] for p, wp, kv in parts]).array.take(codes)
+             for j, k in enumerate(labels)}
+    frame.update((k, np.concatenate(v)) for k, v in columns.items())
+    return pd.DataFrame(frame)
 
 
 def pareto(frame: pd.DataFrame, x="tokens_per_s_per_user", y="tokens_per_s_per_gpu") -> pd.DataFrame:
