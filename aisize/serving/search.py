@@ -130,36 +130,43 @@ def _aggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link):
 
 
 def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic):
-    """Prefill shapes x decode shapes x decode batches x prefill budgets."""
+    """Prefill shapes x decode shapes x decode batches x prefill budgets.
+
+    A decode iteration depends on the decode shape and batch only, a prefill iteration on the prefill shape
+    and budget only: each is evaluated once per shape (n x batches, n x budgets) and taken to the n^2 pairs,
+    not evaluated n-fold over the pairs' grid (the same arithmetic on each element)."""
     n = shapes.shape[1]
     pi, di = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     pi, di = pi.ravel(), di.ravel()
-    p_tp, p_dp, p_pp = (shapes[k][pi][:, None, None] for k in range(3))
-    d_tp, d_dp, d_pp = (shapes[k][di][:, None, None] for k in range(3))
-    b = np.asarray(BATCHES, dtype=float)[None, :, None]
-    budget = np.maximum(np.asarray(PREFILL_BUDGETS, dtype=float)[None, None, :], float(i))
-    p_tp, p_dp, p_pp, d_tp, d_dp, d_pp, b, budget = np.broadcast_arrays(p_tp, p_dp, p_pp, d_tp, d_dp, d_pp, b,
-                                                                         budget)
-    dec = decode_iteration_seconds(costs, rates, calib, ShapeGrid(d_tp, d_dp, d_pp, link), batch=b, input_tokens=i,
-                                   output_tokens=o)
+    tp, dp, pp = (a[:, None] for a in shapes)  # n x 1: one row per shape
+    b = np.asarray(BATCHES, dtype=float)
+    budget = np.maximum(np.asarray(PREFILL_BUDGETS, dtype=float), float(i))
+    dec = decode_iteration_seconds(costs, rates, calib, ShapeGrid(tp, dp, pp, link), batch=b[None, :],
+                                   input_tokens=i, output_tokens=o)  # n x batches
     prompts = np.floor(budget / i)
-    pre = prefill_iteration_seconds(costs, rates, calib, ShapeGrid(p_tp, p_dp, p_pp, link), prompts=prompts,
-                                    input_tokens=i)
-    transfer = kv_transfer_seconds(costs, i, nic, p_tp * p_pp)
+    pre = prefill_iteration_seconds(costs, rates, calib, ShapeGrid(tp, dp, pp, link), prompts=prompts[None, :],
+                                    input_tokens=i)  # n x budgets
+    gpus = shapes[0] * shapes[2]
+    transfer = kv_transfer_seconds(costs, i, nic, gpus)  # by prefill shape
     mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=float(i),
-                         gpus=d_tp, attention_dp=d_dp, pipeline_parallel=d_pp)
-    p_gpus, d_gpus = p_tp * p_pp, d_tp * d_pp
+                         gpus=shapes[0], attention_dp=shapes[1], pipeline_parallel=shapes[2])  # by decode shape
+    # the pairs' grid: pairs x batches x budgets
+    grid = (n * n, b.size, budget.size)
+    b, budget, prompts = b[None, :, None], budget[None, None, :], prompts[None, None, :]
+    d_tp, d_dp, d_pp, d_gpus = (a[di][:, None, None] for a in (*shapes, gpus))
+    p_gpus, transfer = gpus[pi][:, None, None], transfer[pi][:, None, None]
+    dec, pre = dec[di][:, :, None], pre[pi][:, None, :]
     # GPU-seconds per request in each pool, then tokens/s per GPU of the whole deployment
     prefill_gpu_s = pre / prompts * p_gpus
     decode_gpu_s = o * dec / b * d_gpus
     ttft = calib.request_seconds + 1.5 * pre + transfer
-    return dict(mode="disaggregated", tensor_parallel=d_tp, attention_dp=d_dp, pipeline_parallel=d_pp, batch=b,
-                budget=budget, chunked=np.zeros(b.shape, bool), prefill_gpus=p_gpus, decode_gpus=d_gpus,
-                gpus_per_replica=p_gpus + d_gpus, tpot_s=dec, tpot_p95_s=dec, tpot_p99_s=dec, ttft_s=ttft,
-                ttft_p95_s=calib.request_seconds + 1.95 * pre + transfer,
+    return dict(mode="disaggregated", tensor_parallel=d_tp, attention_dp=d_dp, pipeline_parallel=d_pp,
+                batch=np.broadcast_to(b, grid), budget=budget, chunked=np.zeros(grid, bool), prefill_gpus=p_gpus,
+                decode_gpus=d_gpus, gpus_per_replica=p_gpus + d_gpus, tpot_s=dec, tpot_p95_s=dec, tpot_p99_s=dec,
+                ttft_s=ttft, ttft_p95_s=calib.request_seconds + 1.95 * pre + transfer,
                 ttft_p99_s=calib.request_seconds + 1.99 * pre + transfer,
                 tokens_per_s_per_gpu=o / (prefill_gpu_s + decode_gpu_s),
-                tokens_per_s_per_user=1.0 / dec, fits=mem.sequences >= b, kv_transfer_s=transfer,
+                tokens_per_s_per_user=1.0 / dec, fits=mem.sequences[di][:, None, None] >= b, kv_transfer_s=transfer,
                 prefill_share_of_gpus=prefill_gpu_s / (prefill_gpu_s + decode_gpu_s))
 
 
@@ -243,12 +250,13 @@ def _fitting(parts, ttft_t, tpot_t, stat) -> pd.DataFrame:
     columns = {k: [] for k in names}
     codes = []  # each row's part, for its labels
     for n, (part, _, _) in enumerate(parts):
-        flat = {k: np.ravel(v) for k, v in part.items() if k != "mode"}
-        fits = flat["fits"]
+        grid = part["batch"].shape  # a column may be given along fewer axes: it is the same on the rest
+        fits = np.broadcast_to(part["fits"], grid)
         rows = int(np.count_nonzero(fits))
+        flat = {k: np.broadcast_to(v, grid)[fits] for k, v in part.items() if k != "mode"}
         flat["meets_targets"] = (flat[f"ttft{suffix}_s"] <= ttft_t) & (flat[f"tpot{suffix}_s"] <= tpot_t)
         for k, kept in columns.items():
-            kept.append(flat[k][fits] if k in flat else np.full(rows, np.nan))
+            kept.append(flat[k] if k in flat else np.full(rows, np.nan))
         codes.append(np.full(rows, n))
     codes = np.concatenate(codes)
     # a label column is its few values taken by code, in pandas' own string dtype
