@@ -47,65 +47,29 @@ References
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
-GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
+from aisize.training.calibration import CALIBRATION as SHIPPED
+from aisize.training.calibration import CONSTANTS, GENERATIONS, TrainingCalibration
 
-# Share of the dense peak that large GEMMs reach, by generation and number format
-# ("16": bf16/fp16, "8": fp8/mxfp8, "4": nvfp4). Fitted jointly on the torchtitan and
-# Megatron-Core rows (benchmarks/fit_training.py): Ampere on the torchtitan A100 rows; Hopper
-# on both (torchtitan's H100s are 500 W parts the tools map to the 700 W H100 SXM, so these are
-# a compromise between the two); Blackwell fp8 on the Megatron B200/GB200/GB300 rows. Volta is
-# assumed equal to Ampere; Blackwell 16-bit follows its fp8 at Hopper's 16/8-bit ratio (only MoE
-# rows run it) and fp4 equals fp8 (no published run): replace when runs exist.
-GEMM_EFFICIENCY = {
-    ("volta", "16"): 0.830, ("ampere", "16"): 0.830,
-    ("hopper", "16"): 0.634, ("hopper", "8"): 0.702,
-    ("blackwell", "16"): 0.725, ("blackwell", "8"): 0.802, ("blackwell", "4"): 0.802,
-}
-# Attention kernels' share of the 16-bit peak on their matmuls, long sequences, by generation and
-# kernel family: "fa2" (FlashAttention-2's algorithm: PyTorch SDPA's flash backend, which
-# torchtitan's runs use; fitted on the torchtitan rows; FlashAttention-2's own figures are
-# 50-73 % on A100 and 35 % on H100 [2][3]) and "fa3" (asynchronous, warp-specialized kernels:
-# FlashAttention-3 / cuDNN fused attention as Transformer Engine runs them in Megatron-Core on
-# Hopper, cuDNN on Blackwell; fitted on the Megatron-Core rows). The softmax exponentials are
-# timed separately on the special-function units (:func:`attention_seconds`), so one "fa3"
-# value serves Hopper, Blackwell and Blackwell Ultra: their differences are the catalog's peaks
-# and exponential rates.
-ATTENTION_EFFICIENCY = {("volta", "fa2"): 0.619, ("ampere", "fa2"): 0.619, ("hopper", "fa2"): 0.267,
-                        ("hopper", "fa3"): 0.649, ("blackwell", "fa3"): 0.444}
-# FlashAttention-2 tiles queries in blocks of 128 rows (head dim 128); with a causal
-# mask the diagonal tiles are half wasted: useful share s / (s + 128) [2].
-FLASH_TILE_TOKENS = 128.0
-# Share of HBM bandwidth memory-bound kernels (elementwise, reductions, casts, optimizer)
-# sustain, launch gaps included. Fitted jointly (benchmarks/fit_training.py) within [0.55, 0.95]:
-# the fit sits at the lower bound.
-HBM_EFFICIENCY = 0.55
-# Coefficient of variation of one rank's step time (jitter, stragglers). Fitted on the
-# torchtitan Llama 3.1 8B rows on 8 vs 128 GPUs (same per-GPU work, 2-3 % slower at 128),
-# the only reference rows that isolate it: 1 + 0.031 sqrt(2 ln n) is 6 % on 8 GPUs, 10 % on
-# 128, 14 % on 16,384.
-STEP_TIME_CV = 0.031
-# Backward of an elementwise op reads its saved input and the incoming gradient and
-# writes the outgoing one: about twice the forward's bytes.
-BACKWARD_BYTES_RATIO = 2.0
-# FlashAttention backward runs 5 matmuls to the forward's 2 (it recomputes the scores):
-# 2.5x the forward FLOPs, the convention of its benchmarks [2].
-ATTENTION_BACKWARD_RATIO = 2.5
+# The shipped values under their old names, read-only (tables and tests read them). Every code path
+# reads the calibration it is given (the Engine's, aisize.training.setup.engine), never these; each
+# constant's meaning, origin and source: aisize.training.calibration.CONSTANTS.
+GEMM_EFFICIENCY = MappingProxyType({tuple(k.split(":")): v for k, v in SHIPPED.gemm_efficiency.items()})
+ATTENTION_EFFICIENCY = MappingProxyType({tuple(k.split(":")): v for k, v in SHIPPED.attention_efficiency.items()})
+FLASH_TILE_TOKENS = SHIPPED.flash_tile_tokens
+HBM_EFFICIENCY = SHIPPED.hbm_efficiency
+STEP_TIME_CV = SHIPPED.step_time_cv
+BACKWARD_BYTES_RATIO = SHIPPED.backward_bytes_ratio
+ATTENTION_BACKWARD_RATIO = SHIPPED.attention_backward_ratio
 
-CONSTANT_SOURCES = {
-    "GEMM_EFFICIENCY": "fitted jointly on reference/training_torchtitan.csv and training_megatron.csv "
-                       "(Ampere, Hopper, Blackwell fp8); Volta = Ampere, Blackwell 16-bit at Hopper's 16/8 ratio, "
-                       "fp4 = fp8 assumed",
-    "ATTENTION_EFFICIENCY": "fa2: fitted on reference/training_torchtitan.csv; fa3: fitted on "
-                            "reference/training_megatron.csv (benchmarks/fit_training.py); FlashAttention-2/3 "
-                            "papers for scale",
-    "FLASH_TILE_TOKENS": "FlashAttention-2 block size (arXiv:2307.08691)",
-    "HBM_EFFICIENCY": "fitted jointly on reference/training_torchtitan.csv and training_megatron.csv",
-    "STEP_TIME_CV": "fitted on reference/training_torchtitan.csv (8 vs 128 GPUs)",
-    "BACKWARD_BYTES_RATIO": "assumption: backward reads input and gradient, writes gradient",
-    "ATTENTION_BACKWARD_RATIO": "FlashAttention backward: 5 matmuls vs 2 (arXiv:2307.08691)",
-}
+# old name -> the calibration's attribute (efficiency_constants keeps the names plans and findings key on)
+_NAMES = {"GEMM_EFFICIENCY": "gemm_efficiency", "ATTENTION_EFFICIENCY": "attention_efficiency",
+          "FLASH_TILE_TOKENS": "flash_tile_tokens", "HBM_EFFICIENCY": "hbm_efficiency",
+          "STEP_TIME_CV": "step_time_cv", "BACKWARD_BYTES_RATIO": "backward_bytes_ratio",
+          "ATTENTION_BACKWARD_RATIO": "attention_backward_ratio"}
 
 
 def generation(accelerator) -> str:
@@ -126,18 +90,19 @@ def generation(accelerator) -> str:
     return "volta"
 
 
-def gemm_efficiency(gen: str, bits: str) -> float:
+def gemm_efficiency(gen: str, bits: str, cal: TrainingCalibration = SHIPPED) -> float:
     """Share of the dense peak large GEMMs reach on ``gen`` at ``bits`` ("16", "8", "4")."""
-    key = (gen, bits)
-    if key not in GEMM_EFFICIENCY:
+    key = f"{gen}:{bits}"
+    if key not in cal.gemm_efficiency:
         raise ValueError(f"bits={bits!r} is not allowed on a {gen}-class GPU: its tensor cores have no such format")
-    return GEMM_EFFICIENCY[key]
+    return cal.gemm_efficiency[key]
 
 
-def gemm_seconds(tokens, n_in, n_out, peak_flops_per_s, efficiency, hbm_bytes_per_s, element_bytes=2.0):
+def gemm_seconds(tokens, n_in, n_out, peak_flops_per_s, efficiency, hbm_bytes_per_s, element_bytes=2.0,
+                 cal: TrainingCalibration = SHIPPED):
     """Time of one GEMM (tokens x n_in) @ (n_in x n_out) on its roofline [s].
 
-    max(2·tokens·n_in·n_out / (peak x efficiency), bytes / (HBM x HBM_EFFICIENCY)) with
+    max(2·tokens·n_in·n_out / (peak x efficiency), bytes / (HBM x cal.hbm_efficiency)) with
     bytes = element_bytes x (tokens·n_in + n_in·n_out + tokens·n_out). Broadcasts.
 
     References
@@ -146,16 +111,17 @@ def gemm_seconds(tokens, n_in, n_out, peak_flops_per_s, efficiency, hbm_bytes_pe
     """
     flops = 2.0 * tokens * n_in * n_out
     moved = element_bytes * (tokens * n_in + n_in * n_out + tokens * n_out)
-    return np.maximum(flops / (peak_flops_per_s * efficiency), moved / (hbm_bytes_per_s * HBM_EFFICIENCY))
+    return np.maximum(flops / (peak_flops_per_s * efficiency), moved / (hbm_bytes_per_s * cal.hbm_efficiency))
 
 
-def recipe_gemm_seconds(tokens, n_in, n_out, recipe, *, high_peak, low_peak, e_high, e_low, hbm_bytes_per_s):
+def recipe_gemm_seconds(tokens, n_in, n_out, recipe, *, high_peak, low_peak, e_high, e_low, hbm_bytes_per_s,
+                        cal: TrainingCalibration = SHIPPED):
     """:func:`gemm_seconds` under a precision recipe: the share ``recipe.low_share`` of the GEMM's work in the
     recipe's low precision (FP8, MXFP8, NVFP4) at ``low_peak`` and ``e_low``, the rest in 16-bit [s]."""
-    high = gemm_seconds(tokens, n_in, n_out, high_peak, e_high, hbm_bytes_per_s)
+    high = gemm_seconds(tokens, n_in, n_out, high_peak, e_high, hbm_bytes_per_s, cal=cal)
     if not recipe.low_share:
         return high
-    low = gemm_seconds(tokens, n_in, n_out, low_peak, e_low, hbm_bytes_per_s, recipe.element_bytes)
+    low = gemm_seconds(tokens, n_in, n_out, low_peak, e_low, hbm_bytes_per_s, recipe.element_bytes, cal)
     return recipe.low_share * low + (1.0 - recipe.low_share) * high
 
 
@@ -174,17 +140,18 @@ def attention_kernel(gen: str, te: bool) -> str:
     return "fa3"
 
 
-def attention_efficiency(gen: str, seq_len, kernel: str = "fa2"):
+def attention_efficiency(gen: str, seq_len, kernel: str = "fa2", cal: TrainingCalibration = SHIPPED):
     """FlashAttention share of the 16-bit peak at a (causal) sequence length [ratio].
 
     References
     ----------
     .. [2] Dao 2023, arXiv:2307.08691; [3] Shah et al. 2024, arXiv:2407.08608.
     """
-    return ATTENTION_EFFICIENCY[(gen, kernel)] * seq_len / (seq_len + FLASH_TILE_TOKENS)
+    return cal.attention_efficiency[f"{gen}:{kernel}"] * seq_len / (seq_len + cal.flash_tile_tokens)
 
 
-def attention_seconds(flops, exponentials, gen: str, kernel: str, chunk, peak_flops_per_s, exp_per_s):
+def attention_seconds(flops, exponentials, gen: str, kernel: str, chunk, peak_flops_per_s, exp_per_s,
+                      cal: TrainingCalibration = SHIPPED):
     """Attention time [s]: matmul FLOPs at the 16-bit peak plus the softmax exponentials on the
     special-function units, both at the kernel's efficiency.
 
@@ -203,15 +170,15 @@ def attention_seconds(flops, exponentials, gen: str, kernel: str, chunk, peak_fl
     t = flops / peak_flops_per_s
     if exp_per_s:
         t = t + exponentials / exp_per_s
-    return t / attention_efficiency(gen, chunk, kernel)
+    return t / attention_efficiency(gen, chunk, kernel, cal)
 
 
-def memory_seconds(moved_bytes, hbm_bytes_per_s):
+def memory_seconds(moved_bytes, hbm_bytes_per_s, cal: TrainingCalibration = SHIPPED):
     """Time of memory-bound work that moves ``moved_bytes`` through HBM [s]."""
-    return moved_bytes / (hbm_bytes_per_s * HBM_EFFICIENCY)
+    return moved_bytes / (hbm_bytes_per_s * cal.hbm_efficiency)
 
 
-def straggler_factor(ranks):
+def straggler_factor(ranks, cal: TrainingCalibration = SHIPPED):
     """Expected slowest-of-n step over the mean step: 1 + CV·sqrt(2 ln n) (1 for one rank).
 
     References
@@ -219,19 +186,19 @@ def straggler_factor(ranks):
     .. [4] Dean & Barroso 2013; [5] Gumbel 1958 (maximum of n normal variables).
     """
     n = np.maximum(np.asarray(ranks, dtype=float), 1.0)
-    return 1.0 + STEP_TIME_CV * np.sqrt(2.0 * np.log(n))
+    return 1.0 + cal.step_time_cv * np.sqrt(2.0 * np.log(n))
 
 
-def efficiency_constants() -> list[dict]:
-    """Every efficiency constant with its value and source, for the user to see."""
+def efficiency_constants(cal: TrainingCalibration = SHIPPED) -> list[dict]:
+    """Every efficiency constant of the step's kernels with its value and source, under the names plans and
+    findings key on ("GEMM_EFFICIENCY[hopper, 16-bit]"); the whole calibration: ``cal.as_table()``."""
     rows = []
-    for (gen, bits), v in GEMM_EFFICIENCY.items():
-        rows.append({"name": f"GEMM_EFFICIENCY[{gen}, {bits}-bit]", "value": v,
-                     "source": CONSTANT_SOURCES["GEMM_EFFICIENCY"]})
-    for (gen, kernel), v in ATTENTION_EFFICIENCY.items():
-        rows.append({"name": f"ATTENTION_EFFICIENCY[{gen}, {kernel}]", "value": v,
-                     "source": CONSTANT_SOURCES["ATTENTION_EFFICIENCY"]})
-    for name in ("FLASH_TILE_TOKENS", "HBM_EFFICIENCY", "STEP_TIME_CV", "BACKWARD_BYTES_RATIO",
-                 "ATTENTION_BACKWARD_RATIO"):
-        rows.append({"name": name, "value": globals()[name], "source": CONSTANT_SOURCES[name]})
+    for old, name in _NAMES.items():
+        value, source = getattr(cal, name), CONSTANTS[name][2]
+        if isinstance(value, MappingProxyType):
+            suffix = "-bit" if name == "gemm_efficiency" else ""
+            rows += [{"name": f"{old}[{k.split(':')[0]}, {k.split(':')[1]}{suffix}]", "value": v, "source": source}
+                     for k, v in value.items()]
+        else:
+            rows.append({"name": old, "value": value, "source": source})
     return rows

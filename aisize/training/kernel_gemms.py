@@ -54,6 +54,8 @@ import numpy as np
 from aisize import checks
 from aisize.kernels.api import GEMM_DTYPES
 from aisize.training import efficiency as E
+from aisize.training.calibration import CALIBRATION as SHIPPED
+from aisize.training.calibration import TrainingCalibration
 from aisize.training.dims import ModelDims
 from aisize.training.recipes import Recipe
 from aisize.training.work import LayerTimes, _linears
@@ -220,7 +222,7 @@ def _pass_times(gpu, dtype, shapes, tokens, roofline):
 
 
 def linear_times(d: ModelDims, *, gpu: str | None, recipe: Recipe, tokens, tp, fused: bool, high_peak, low_peak,
-                 e_high, e_low, hbm_bytes_per_s) -> LinearTimes:
+                 e_high, e_low, hbm_bytes_per_s, cal: TrainingCalibration = SHIPPED) -> LinearTimes:
     """The GEMMs of one layer outside the routed experts, read from the tables where they cover them (see the
     module docstring). ``tp`` scalar or array; each distinct TP degree is looked up once."""
     tps = np.asarray(tp, dtype=float)
@@ -228,18 +230,18 @@ def linear_times(d: ModelDims, *, gpu: str | None, recipe: Recipe, tokens, tp, f
     fields = None
     for t in np.unique(tps):
         part = _linear_times_tp(d, gpu, recipe, tok, float(t), fused, high_peak, low_peak, e_high, e_low,
-                                hbm_bytes_per_s)
+                                hbm_bytes_per_s, cal)
         fields = part if fields is None else [np.where(tps == t, p, f) for p, f in zip(part, fields)]
     return LinearTimes(*fields)
 
 
-def _linear_times_tp(d, gpu, recipe, tokens, tp, fused, high_peak, low_peak, e_high, e_low, hbm):
+def _linear_times_tp(d, gpu, recipe, tokens, tp, fused, high_peak, low_peak, e_high, e_low, hbm, cal):
     shapes = layer_shapes(d, tp, fused)
     listed = sum(i * o for _, i, o in shapes) * tp
     scale = d.dense_gemm_params / listed  # MLA, biases, routers: the parameter count's FLOPs (as work.py)
 
     def roofline(i, o, peak, eff, elem):
-        return E.gemm_seconds(tokens, i, o, peak, eff, hbm, elem)
+        return E.gemm_seconds(tokens, i, o, peak, eff, hbm, elem, cal)
 
     high_r = [roofline(i, o, high_peak, e_high, 2.0) for _, i, o in shapes]
     high = _pass_times(gpu, recipe.high_dtype if recipe.high_dtype != "fp32" else None, shapes, tokens, high_r)
@@ -301,7 +303,8 @@ def with_kernel_gemms(lt: LayerTimes, k: LinearTimes) -> KernelLayerTimes:
         gemm_dgrad=k.dgrad, gemm_wgrad=k.wgrad, covered=k.covered)
 
 
-def head_gemm_seconds(d: ModelDims, *, gpu: str | None, tokens, tp, high_peak, e_high, hbm_bytes_per_s):
+def head_gemm_seconds(d: ModelDims, *, gpu: str | None, tokens, tp, high_peak, e_high, hbm_bytes_per_s,
+                      cal: TrainingCalibration = SHIPPED):
     """(measured - roofline) seconds of the output layer's three bf16 GEMMs (tokens x hidden -> vocab/tp),
     0 where no table covers them: what to add to :func:`aisize.training.work.head_seconds`."""
     table = _table_dtype(gpu, "bf16") if gpu else None
@@ -313,7 +316,7 @@ def head_gemm_seconds(d: ModelDims, *, gpu: str | None, tokens, tp, high_peak, e
     out = np.zeros(tok.shape)
     pairs = np.unique(np.stack([tok.ravel(), tps.ravel()], axis=1), axis=0)
     for t, p in pairs:
-        r = float(E.gemm_seconds(t, d.hidden, d.vocab / p, high_peak, e_high, hbm_bytes_per_s))
+        r = float(E.gemm_seconds(t, d.hidden, d.vocab / p, high_peak, e_high, hbm_bytes_per_s, cal=cal))
         three = gemm3_seconds(gpu, *table, float(t), float(d.hidden), float(d.vocab / p))
         measured = sum(x if np.isfinite(x) else r for x in three)
         out = np.where((tok == t) & (tps == p), measured - 3.0 * r, out)

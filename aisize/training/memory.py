@@ -43,6 +43,8 @@ from aisize.precision import bytes_per_element, training_precision
 from aisize.training.arrays import add
 from aisize.training.schedules import in_flight as pipeline_in_flight
 from aisize.training.schedules import stage_in_flight
+from aisize.training.calibration import CALIBRATION as SHIPPED
+from aisize.training.calibration import TrainingCalibration
 from aisize.units import MiB
 
 # Gradient all-reduce buckets in flight: PyTorch DDP bucket_cap_mb = 25 (MiB), two
@@ -56,11 +58,11 @@ GATHERED_LAYERS = 2
 LOSS_BYTES_PER_LOGIT = {"fsdp": 12.0}
 # fp32 unsharded gradients FSDP2 reduce-scatters (torchtitan's mixed_precision_reduce).
 REDUCE_BYTES = 4.0
-# PyTorch caching allocator: reserved minus allocated, as a share of the short-lived
-# bytes (activations, loss, buffers). Fitted on the torchtitan peaks (reserved
-# memory, reference/training_torchtitan.csv): eager code allocates many small
-# intermediates and strands more than compiled (fused) code.
-ALLOCATOR_FRAGMENTATION_SHARE = {"eager": 0.067, "compiled": 0.040}
+# PyTorch caching allocator: reserved minus allocated, as a share of the short-lived bytes (activations,
+# loss, buffers), fitted on the torchtitan reserved-memory peaks: eager code allocates many small
+# intermediates and strands more than compiled (fused) code. The calibration's
+# ``allocator_fragmentation_share`` (aisize.training.calibration); the shipped value under its old name:
+ALLOCATOR_FRAGMENTATION_SHARE = SHIPPED.allocator_fragmentation_share
 
 
 @dataclass(frozen=True)
@@ -123,10 +125,11 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
                      kv_width=0.0, trainable_share=1.0, frozen_dtype_bytes=0.0, offload_optimizer=False,
                      offload_params=False, etp=1, full_share=1.0, saved_rep_sbh=0.0, saved_par_sbh=0.0,
                      moe_copy_sbh=0.0, offload_layers=0, te=False, mtp_layers=0, in_flight_last=1.0,
-                     totals=False) -> tuple:
+                     totals=False, calibration: TrainingCalibration | None = None) -> tuple:
     """(first stage, last stage) breakdowns: the vectorized core, inputs unchecked (the public functions
     check them). With one stage both are the same. ``totals``: only the two totals [B], summed in a
-    factored order (what ranking a large grid needs).
+    factored order (what ranking a large grid needs). ``calibration``: the allocator's fragmentation share
+    (the Engine's; None: the shipped one).
 
     ``seq_len`` is the sequence share of one GPU (s / cp); ``dp`` the data-parallel
     degree (dense states shard over dp x cp; routed experts, split over ep x ``etp``, over
@@ -184,7 +187,7 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
     common = common + 2.0 * kv_width / tp * seq_len * micro_batch * (cp - 1)
     common = common + np.where(pp > 1, 2.0 * 2.0 * sbh / tp * in_flight, 0.0)
     comms = NCCL_BYTES_PER_COMMUNICATOR * ((tp > 1) * 1.0 + (pp > 1) + (dp > 1) + (ep > 1) + (cp > 1))
-    share = ALLOCATOR_FRAGMENTATION_SHARE["compiled" if compiled else "eager"]
+    share = (calibration or SHIPPED).allocator_fragmentation_share["compiled" if compiled else "eager"]
 
     def temporary(params, experts):
         if fsdp:

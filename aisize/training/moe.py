@@ -11,7 +11,7 @@ width k·f_e, but they run as E/ep small GEMMs:
 
 * **grouped GEMMs**: each expert's GEMMs on their roofline (weights read once per expert:
   a few tokens per expert make them memory-bound), at the dense GEMM efficiency times
-  ``T_e / (T_e + GROUPED_GEMM_HALF_TOKENS)``: tile and wave quantization and per-group setup
+  ``T_e / (T_e + grouped_gemm_half_tokens)``: tile and wave quantization and per-group setup
   cost a share that falls as the tokens per expert grow [1][2];
 * **router**: the h x E logits GEMM is among the layer's dense GEMMs; its fp32 softmax/top-k
   and the load-balancing loss move :data:`ROUTER_BYTES_PER_LOGIT` per logit [3];
@@ -24,8 +24,8 @@ width k·f_e, but they run as E/ep small GEMMs:
   copied to the host every forward (``MoEAlltoAllTokenDispatcher`` synchronises on a
   device-to-host copy; DeepEP and HybridEP wait for the receive counts unless a token capacity
   is set), so the CPU stops running ahead of the GPU and the GPU waits while the host launches
-  the rest of the layer: :data:`MOE_SYNC_HOST_SECONDS` per MoE layer forward, of which CUDA
-  graphs leave :data:`CUDA_GRAPH_HOST_SHARE` [3];
+  the rest of the layer: ``moe_sync_host_seconds`` per MoE layer forward, of which CUDA
+  graphs leave ``cuda_graph_host_share`` (:mod:`aisize.training.calibration`) [3];
 * **latent MoE** (Nemotron 3 Super): the experts, the permutation and the dispatch carry tokens of the
   latent width l instead of h (``ModelDims.expert_width``); the two h x l projections around them
   are dense GEMMs of the layer (:mod:`aisize.training.work`) [5];
@@ -72,25 +72,21 @@ import numpy as np
 
 from aisize.training import comm
 from aisize.training import efficiency as E
+from aisize.training.calibration import CALIBRATION as SHIPPED
+from aisize.training.calibration import DISPATCHERS, TrainingCalibration
 from aisize.training.dims import ModelDims
 from aisize.training.recipes import Recipe, cast_bytes_per_element
 
-DISPATCHERS = ("alltoall", "flex")
-# Tokens per expert at which a grouped GEMM reaches half of the dense GEMM efficiency. Fitted
-# jointly on the public training rows (benchmarks/fit_training.py); only MoE rows depend on it.
-GROUPED_GEMM_HALF_TOKENS = 662.0
-# Host time the GPU waits for after the dispatcher's device-to-host synchronisation, per MoE
-# layer forward (the launch of the rest of the layer), by dispatcher: the all-to-all dispatcher
-# launches permutation, NCCL all-to-all and grouped-GEMM kernels after it; DeepEP/HybridEP fuse
-# the permutation into their dispatch kernels. Fitted jointly on the public training rows
-# (benchmarks/fit_training.py); only MoE rows depend on them.
-MOE_SYNC_HOST_SECONDS = {"alltoall": 5.57e-3, "flex": 0.65e-3}
-# Share of that host time left when CUDA graphs capture launches around the synchronisation
-# (Transformer Engine graphs of attention, router and preprocess). Fitted jointly
-# (benchmarks/fit_training.py; only MoE rows depend on it): 1.0, no change. The graphed launches
-# run before the synchronisation, where the host is ahead of the GPU anyway; what the GPU waits
-# for is launched after it and is not captured.
-CUDA_GRAPH_HOST_SHARE = 1.0
+# The fitted MoE constants live in the calibration (aisize.training.calibration): the grouped GEMMs'
+# half-efficiency tokens per expert; the host time the GPU waits for after the dispatcher's
+# device-to-host synchronisation, per MoE layer forward, by dispatcher (the all-to-all dispatcher
+# launches permutation, NCCL all-to-all and grouped-GEMM kernels after it; DeepEP/HybridEP fuse the
+# permutation into their dispatch kernels); and the share of it CUDA graphs leave (fitted 1.0: the
+# graphed launches run before the synchronisation, where the host is ahead of the GPU anyway). Below,
+# the shipped values under their old names (code reads the Engine's calibration).
+GROUPED_GEMM_HALF_TOKENS = SHIPPED.grouped_gemm_half_tokens
+MOE_SYNC_HOST_SECONDS = SHIPPED.moe_sync_host_seconds
+CUDA_GRAPH_HOST_SHARE = SHIPPED.cuda_graph_host_share
 # fp32 router: logits written, softmax read/write, top-k read, the aux-loss statistics read:
 # about four 4-byte passes per logit forward (Megatron-LM router.py, moe_router_dtype fp32).
 ROUTER_BYTES_PER_LOGIT = 16.0
@@ -114,6 +110,7 @@ class ExpertTimes:
     memory_forward: object  # activation, casts, router, permutation
     activation_forward: object  # the expert activation function alone (what ``moe_act`` recomputes)
     tokens_per_expert: object
+    backward_bytes_ratio: float = SHIPPED.backward_bytes_ratio  # the calibration's (elementwise backward / forward)
 
     @property
     def forward(self):
@@ -121,7 +118,7 @@ class ExpertTimes:
 
     @property
     def backward(self):
-        return 2.0 * self.gemm_forward + E.BACKWARD_BYTES_RATIO * self.memory_forward
+        return 2.0 * self.gemm_forward + self.backward_bytes_ratio * self.memory_forward
 
 
 def tokens_per_expert(d: ModelDims, tokens, ep, etp):
@@ -130,26 +127,27 @@ def tokens_per_expert(d: ModelDims, tokens, ep, etp):
 
 
 def expert_times(d: ModelDims, *, tokens, ep, etp, dispatcher_code, recipe: Recipe, gen: str, high_peak,
-                 low_peak, hbm_bytes_per_s, compiled: bool, imbalance=1.0) -> ExpertTimes:
+                 low_peak, hbm_bytes_per_s, compiled: bool, imbalance=1.0,
+                 cal: TrainingCalibration = SHIPPED) -> ExpertTimes:
     """Routed-expert work of one MoE layer, one micro-batch, one GPU (vectorized; 0 for dense models).
 
     ``tokens``: tokens this rank routes (b·s/(c·t)); ``dispatcher_code``: index in :data:`DISPATCHERS`.
     """
     if not d.moe_layers:
         z = np.zeros(np.broadcast(tokens, ep, etp).shape) if np.ndim(tokens) + np.ndim(ep) + np.ndim(etp) else 0.0
-        return ExpertTimes(z, z, z, z)
+        return ExpertTimes(z, z, z, z, cal.backward_bytes_ratio)
     h, f = d.expert_width, d.expert_ffn  # a latent MoE's tokens reach the experts at the latent width
     k = d.experts_per_token
     t_e = tokens_per_expert(d, tokens, ep, etp)
     local = d.experts / ep
-    grouped = t_e / (t_e + GROUPED_GEMM_HALF_TOKENS)
-    e_high = E.gemm_efficiency(gen, "16") * grouped
-    e_low = E.gemm_efficiency(gen, recipe.low_bits) * grouped if recipe.low_dtype else e_high
+    grouped = t_e / (t_e + cal.grouped_gemm_half_tokens)
+    e_high = E.gemm_efficiency(gen, "16", cal) * grouped
+    e_low = E.gemm_efficiency(gen, recipe.low_bits, cal) * grouped if recipe.low_dtype else e_high
     width_in = f * (2 if d.ffn_gated else 1) / etp
 
     def gemm(n_in, n_out):
         return E.recipe_gemm_seconds(t_e, n_in, n_out, recipe, high_peak=high_peak, low_peak=low_peak,
-                                     e_high=e_high, e_low=e_low, hbm_bytes_per_s=hbm_bytes_per_s)
+                                     e_high=e_high, e_low=e_low, hbm_bytes_per_s=hbm_bytes_per_s, cal=cal)
 
     listed = h * width_in + (f / etp) * h
     scale = d.expert_params / (etp * listed)  # expert biases: keep the parameter count's FLOPs
@@ -161,9 +159,9 @@ def expert_times(d: ModelDims, *, tokens, ep, etp, dispatcher_code, recipe: Reci
     cast = cast_bytes_per_element(recipe, compiled) * recipe.low_share * (routed * h + inner)
     router = ROUTER_BYTES_PER_LOGIT * tokens * d.experts
     permute = np.where(np.asarray(dispatcher_code) == 0, PERMUTE_BYTES_PER_COPY * h * tokens * (1.0 + k), 0.0)
-    act_s = E.memory_seconds(act * imbalance, hbm_bytes_per_s)
-    mem = E.memory_seconds((act + cast) * imbalance + router + permute, hbm_bytes_per_s)
-    return ExpertTimes(gemm_fwd, mem, act_s, t_e)
+    act_s = E.memory_seconds(act * imbalance, hbm_bytes_per_s, cal)
+    mem = E.memory_seconds((act + cast) * imbalance + router + permute, hbm_bytes_per_s, cal)
+    return ExpertTimes(gemm_fwd, mem, act_s, t_e, cal.backward_bytes_ratio)
 
 
 def busiest_rank_imbalance(routed_per_rank, ep, max_violation=0.0):

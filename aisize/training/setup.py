@@ -13,6 +13,8 @@ from aisize import catalog, checks
 from aisize.memory.states import per_param_bytes
 from aisize.precision import peak_flops_per_s, training_precision
 from aisize.training import comm
+from aisize.training.calibration import CALIBRATION as SHIPPED
+from aisize.training.calibration import TrainingCalibration
 from aisize.training.efficiency import generation
 from aisize.training.recipes import Recipe, recipe
 from aisize.units import bidirectional_to_per_direction
@@ -104,11 +106,17 @@ class Engine:
     exp_per_s: float | None = None  # softmax exponentials/s (catalog sfu_exp), None: not limiting
     host_bytes_per_s: float | None = None  # GPU-host link per direction (activation offload)
     optimizer: str = "adamw"
+    calibration: TrainingCalibration = SHIPPED  # fitted and assumed constants every path of the step reads
 
 
-def engine(acc, *, precision, framework, optimizer, links: comm.Links, grad_reduce_precision=None) -> Engine:
+def engine(acc, *, precision, framework, optimizer, links: comm.Links, grad_reduce_precision=None,
+           calibration: TrainingCalibration | None = None) -> Engine:
     """The :class:`Engine` of a precision and framework on an accelerator (checks the precision and
-    ``grad_reduce_precision``: "fp32" | "bf16", None for the framework's default)."""
+    ``grad_reduce_precision``: "fp32" | "bf16", None for the framework's default). ``calibration``: a
+    :class:`aisize.training.calibration.TrainingCalibration` (None: the shipped one)."""
+    if calibration is not None and not isinstance(calibration, TrainingCalibration):
+        raise ValueError(f"calibration={str(calibration)[:60]!r} is not allowed: give a TrainingCalibration "
+                         "(aisize.calibration.load(path).training) or None for the shipped one")
     r = recipe(precision, acc)
     reduce = DEFAULT_GRAD_REDUCE[framework] if grad_reduce_precision is None else checks.choice(
         "grad_reduce_precision", grad_reduce_precision, GRAD_REDUCE_PRECISIONS)
@@ -122,4 +130,5 @@ def engine(acc, *, precision, framework, optimizer, links: comm.Links, grad_redu
     grad = main_grad if framework in ("megatron", "fsdp") else unit["grad"]
     return Engine(r, generation(acc), high, low, acc.memory_bandwidth_bytes_per_s, unit, states,
                   tp.weight_bytes, tp.activation_scale, gather, grad, unit["master"] + unit["moments"] + 4.0,
-                  links, acc.sfu_exp_per_s, host_link_bytes_per_s(acc), optimizer)
+                  links, acc.sfu_exp_per_s, host_link_bytes_per_s(acc), optimizer,
+                  SHIPPED if calibration is None else calibration)

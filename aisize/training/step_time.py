@@ -15,7 +15,7 @@ step = compute + exposed TP + exposed CP + pipeline sends + exposed DP/FSDP + Mo
 * TP (Megatron-style, all-reduces or all-gather + reduce-scatter with sequence
   parallelism: the same bytes): two collective pairs forward, two backward, two more
   with full recompute (one with PyTorch's selective policy, which re-gathers); async
-  TP hides :data:`ASYNC_TP_HIDDEN_SHARE` of them behind the GEMMs [1][2];
+  TP hides ``async_tp_hidden_share`` (:mod:`aisize.training.calibration`) of them behind the GEMMs [1][2];
 * CP: K and V all-gathered forward and their gradients reduce-scattered backward
   per layer (again with full recompute); ``all-gather`` (torchtitan, Llama 3) leaves it
   exposed, ``ring`` (Megatron-LM) hides each step under the attention of the previous
@@ -25,7 +25,7 @@ step = compute + exposed TP + exposed CP + pipeline sends + exposed DP/FSDP + Mo
 * bubble: :func:`aisize.training.schedules.bubble_share` of each pipeline flush;
 * DP/FSDP: ZeRO-3/FSDP all-gathers the parameters (twice per micro-batch without
   PP, once per step with it) and reduce-scatters the gradients, hidden under compute up to
-  :data:`DP_OVERLAP` of it; the distributed optimizer (stages 1-2) reduce-scatters the
+  ``dp_overlap`` of it; the distributed optimizer (stages 1-2) reduce-scatters the
   gradients (in ``grad_reduce_precision``) and all-gathers the updated 16-bit parameters
   once per step, hidden under the last micro-batch's backward and the first one's forward
   (Megatron's ``overlap_grad_reduce`` / ``overlap_param_gather``); stage 0 all-reduces. Dense
@@ -37,7 +37,7 @@ step = compute + exposed TP + exposed CP + pipeline sends + exposed DP/FSDP + Mo
   TP the experts' tokens are all-gathered and their outputs reduce-scattered over it [6]
   (:func:`aisize.training.moe.ep_layer_seconds`); Megatron's combined 1F1B hides them under the
   partner micro-batch's compute outside the warmup chunks (:func:`aisize.training.moe.exposed_alltoall_seconds`);
-* host: the MoE dispatcher's host synchronisation (:data:`aisize.training.moe.MOE_SYNC_HOST_SECONDS`
+* host: the MoE dispatcher's host synchronisation (``moe_sync_host_seconds`` of the calibration
   per MoE layer forward);
 * offload: activations of ``activation_offload_layers`` layers copied to host memory after
   their forward and back before their backward over the host link, each copy hidden under
@@ -68,6 +68,8 @@ from aisize.memory.states import tidy
 from aisize.training import comm, kernel_gemms
 from aisize.training.arrays import add
 from aisize.training.dims import ModelDims
+from aisize.training.calibration import CALIBRATION as SHIPPED
+from aisize.training.calibration import TrainingCalibration
 from aisize.training.efficiency import gemm_efficiency, straggler_factor
 from aisize.training import moe as moe_kernels
 from aisize.training.moe import expert_times
@@ -75,13 +77,11 @@ from aisize.training.recipes import Recipe
 from aisize.training.schedules import bubble_share, pipeline_slots, unpaired_share
 from aisize.training.work import head_seconds, layer_times, optimizer_seconds
 
-# Share of the backward pass data-parallel traffic can hide under (DDP buckets,
-# FSDP prefetch and reduce-scatter streams run beside compute). Assumption.
-DP_OVERLAP = 0.8
-# Share of the TP collectives async TP hides behind the GEMMs, implied by torchtitan's
-# async-TP benchmark (Llama 3 70B, 256 H100, TP 8: 1.09x bf16, 1.16x float8).
-ASYNC_TP_HIDDEN_SHARE = 0.5
-ACTIVATION_BYTES = 2.0  # 16-bit activations and activation gradients on the wire
+# The shipped overlap shares under their old names (aisize.training.calibration: dp_overlap, an
+# assumption; async_tp_hidden_share, implied by torchtitan's async-TP benchmark); code reads the Engine's.
+DP_OVERLAP = SHIPPED.dp_overlap
+ASYNC_TP_HIDDEN_SHARE = SHIPPED.async_tp_hidden_share
+WIRE_ACTIVATION_BYTES = 2.0  # 16-bit activations and activation gradients on the wire
 CP_METHODS = ("all-gather", "ring")
 PARTS = ("compute_seconds", "tp_comm_seconds", "cp_comm_seconds", "pp_comm_seconds", "dp_comm_exposed_seconds",
          "ep_comm_seconds", "host_sync_seconds", "offload_exposed_seconds", "pp_bubble_seconds",
@@ -168,10 +168,11 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
                    micro_batch, microbatches, accumulation, tp, pp, cp, dp, ep, virtual_stages, schedule_code,
                    rc: Recompute, sp, stage, high_peak, low_peak, hbm_bytes_per_s, links: comm.Links,
                    state_bytes_per_param, gather_bytes, grad_bytes, async_tp=False, cp_method="all-gather",
-                   dp_overlap=DP_OVERLAP, moe: Moe = Moe(), attention_kernel="fa2", exp_per_s=None,
+                   dp_overlap=None, moe: Moe = Moe(), attention_kernel="fa2", exp_per_s=None,
                    embed_slot=0, loss_slot=0, offload_bytes=0.0, offload_layers=0, host_bytes_per_s=None,
                    optimizer_flops_per_param=0.0, te=False, trainable_share=None, parts=True,
-                   gemm_source: kernel_gemms.GemmSource | None = None) -> StepTime:
+                   gemm_source: kernel_gemms.GemmSource | None = None,
+                   calibration: TrainingCalibration | None = None) -> StepTime:
     """Vectorized core (inputs checked by the caller; arrays broadcast).
 
     ``micro_batch``: sequences per pipeline micro-batch; ``microbatches``: micro-batches per
@@ -187,8 +188,12 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     parameter all-gather) cover the adapters' share of the weights only (Hu et al. 2021,
     arXiv:2106.09685, sec. 4.2: no gradients or optimizer states for the frozen weights).
     ``gemm_source``: where the layers' GEMMs are timed (:mod:`aisize.training.kernel_gemms`; None: the one
-    :func:`aisize.training.kernel_gemms.using` set, else the roofline).
+    :func:`aisize.training.kernel_gemms.using` set, else the roofline). ``calibration``: the fitted and
+    assumed constants (the Engine's, :mod:`aisize.training.calibration`; None: the shipped one);
+    ``dp_overlap`` None: the calibration's.
     """
+    cal = SHIPPED if calibration is None else calibration
+    dp_overlap = cal.dp_overlap if dp_overlap is None else dp_overlap
     L = d.layers
     fsdp = framework == "fsdp"
     torch_kernels = fsdp and not te
@@ -196,20 +201,22 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     tokens_mb = micro_batch * seq_len / cp
     lt = layer_times(d, tokens=tokens_mb, micro_batch=micro_batch, seq_len=seq_len, tp=tp, sp=sp,
                      compiled=compiled, recipe=recipe, gen=gen, high_peak=high_peak, low_peak=low_peak,
-                     hbm_bytes_per_s=hbm_bytes_per_s, attention_kernel=attention_kernel, exp_per_s=exp_per_s)
+                     hbm_bytes_per_s=hbm_bytes_per_s, attention_kernel=attention_kernel, exp_per_s=exp_per_s,
+                     cal=cal)
     src = gemm_source or kernel_gemms.active()
     if src.source == "kernels":  # the layers' GEMMs from measured tables (aisize.training.kernel_gemms)
-        e_high = gemm_efficiency(gen, "16")
+        e_high = gemm_efficiency(gen, "16", cal)
         kt = kernel_gemms.linear_times(
             d, gpu=src.gpu, recipe=recipe, tokens=tokens_mb, tp=tp, fused=te, high_peak=high_peak,
-            low_peak=low_peak, e_high=e_high, e_low=gemm_efficiency(gen, recipe.low_bits) if recipe.low_dtype else e_high,
-            hbm_bytes_per_s=hbm_bytes_per_s)
+            low_peak=low_peak, e_high=e_high,
+            e_low=gemm_efficiency(gen, recipe.low_bits, cal) if recipe.low_dtype else e_high,
+            hbm_bytes_per_s=hbm_bytes_per_s, cal=cal)
         lt = kernel_gemms.with_kernel_gemms(lt, kt)
     moe_share = d.moe_layers / L
     tokens_r = tokens_mb / tp  # sequence-parallel share each rank routes (Megatron requires SP with TP for MoE)
     xt = expert_times(d, tokens=tokens_r, ep=ep, etp=moe.etp, dispatcher_code=moe.dispatcher, recipe=recipe,
                       gen=gen, high_peak=high_peak, low_peak=low_peak, hbm_bytes_per_s=hbm_bytes_per_s,
-                      compiled=compiled, imbalance=moe.imbalance)
+                      compiled=compiled, imbalance=moe.imbalance, cal=cal)
     redo, moe_again = _redo(lt, xt, moe_share, rc, torch_kernels, d.shared_ffn_share)
     fwd = lt.forward + moe_share * xt.forward
     bwd = lt.backward + moe_share * xt.backward
@@ -217,16 +224,17 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     if lora:  # frozen base: no weight-gradient GEMMs (the adapters' own GEMMs are rank-r thin, left out)
         bwd = bwd - getattr(lt, "gemm_wgrad", lt.gemm_forward) - moe_share * xt.gemm_forward
     layer = fwd + bwd + redo
-    sync = np.choose(np.asarray(moe.dispatcher), [moe_kernels.MOE_SYNC_HOST_SECONDS[k] for k in moe_kernels.DISPATCHERS])
-    sync = sync * (moe_kernels.CUDA_GRAPH_HOST_SHARE if moe.cuda_graphs else 1.0)
+    sync = np.choose(np.asarray(moe.dispatcher), [cal.moe_sync_host_seconds[k] for k in moe_kernels.DISPATCHERS])
+    sync = sync * (cal.cuda_graph_host_share if moe.cuda_graphs else 1.0)
     host = moe_share * sync * (1.0 + moe_again) if d.moe_layers else 0.0
 
     busy, last, first = pipeline_slots(L, pp, virtual_stages, embed_slot, loss_slot)
     head = head_seconds(d, tokens=tokens_mb, tp=tp, fused_loss=not torch_kernels, high_peak=high_peak, gen=gen,
-                        hbm_bytes_per_s=hbm_bytes_per_s)
+                        hbm_bytes_per_s=hbm_bytes_per_s, cal=cal)
     if src.source == "kernels":
         head = head + kernel_gemms.head_gemm_seconds(d, gpu=src.gpu, tokens=tokens_mb, tp=tp, high_peak=high_peak,
-                                                     e_high=gemm_efficiency(gen, "16"), hbm_bytes_per_s=hbm_bytes_per_s)
+                                                     e_high=gemm_efficiency(gen, "16", cal),
+                                                     hbm_bytes_per_s=hbm_bytes_per_s, cal=cal)
     middle = np.where(pp >= 3, busy, 0)
     stage_layers_ = np.maximum(np.maximum(first, middle), last)  # most transformer layers on one stage
     # multi-token prediction: each MTP module runs one more layer and output head on the last stage
@@ -245,12 +253,12 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     local = dense_local + expert_local
     share = trainable_share if lora else 1.0
     optim = share * optimizer_seconds(np.where(stage >= 1, dense_local / shard + expert_local / edp, local),
-                              state_bytes_per_param, hbm_bytes_per_s, high_peak * gemm_efficiency(gen, "16"),
-                              optimizer_flops_per_param)
+                              state_bytes_per_param, hbm_bytes_per_s, high_peak * gemm_efficiency(gen, "16", cal),
+                              optimizer_flops_per_param, cal)
     host_total = n_mb * layers_here * host
     compute = n_mb * stage_c + optim
 
-    act = ACTIVATION_BYTES * tokens_mb * d.hidden
+    act = WIRE_ACTIVATION_BYTES * tokens_mb * d.hidden
     # Per layer: forward all-gathers (into Q/K/V and the MLP) and reduce-scatters (out of the
     # output projections), as many backward; recompute repeats the forward ones (PyTorch's
     # selective policy saves the reduce-scatter outputs, so only the gathers). Low-precision
@@ -258,17 +266,17 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     full_redo = np.where(code == 2, rc.full_share, 0.0)
     forward_ag = 2.0 * (1.0 + full_redo + (code == 1) * (1.0 if torch_kernels else 0.0))
     forward_rs = 2.0 * (1.0 + full_redo)
-    ag_elem = recipe.element_bytes if (torch_kernels and recipe.low_dtype) else ACTIVATION_BYTES
-    ag_fwd = comm.collective_seconds("all-gather", act * ag_elem / ACTIVATION_BYTES, tp, 1, links)
+    ag_elem = recipe.element_bytes if (torch_kernels and recipe.low_dtype) else WIRE_ACTIVATION_BYTES
+    ag_fwd = comm.collective_seconds("all-gather", act * ag_elem / WIRE_ACTIVATION_BYTES, tp, 1, links)
     ag = comm.collective_seconds("all-gather", act, tp, 1, links)
     rs = comm.collective_seconds("reduce-scatter", act, tp, 1, links)
     tp_layer = forward_ag * ag_fwd + forward_rs * rs + 2.0 * (ag + rs)
     # GEMMs async TP hides under: forward (again under full recompute), dgrad, wgrad (none for a frozen base)
     dgrad, wgrad = getattr(lt, "gemm_dgrad", lt.gemm_forward), getattr(lt, "gemm_wgrad", lt.gemm_forward)
     gemm_layer = lt.gemm_forward * (1.0 + full_redo) + dgrad + (0.0 if lora else wgrad)
-    tp_layer = tp_layer - np.where(async_tp, np.minimum(ASYNC_TP_HIDDEN_SHARE * tp_layer, gemm_layer), 0.0)
+    tp_layer = tp_layer - np.where(async_tp, np.minimum(cal.async_tp_hidden_share * tp_layer, gemm_layer), 0.0)
 
-    kv = ACTIVATION_BYTES * micro_batch * seq_len * (d.k_width + d.v_width) / tp
+    kv = WIRE_ACTIVATION_BYTES * micro_batch * seq_len * (d.k_width + d.v_width) / tp
     gather = comm.collective_seconds("all-gather", kv, cp, tp, links)
     scatter = comm.collective_seconds("reduce-scatter", kv, cp, tp, links)
     attn_redo = 1.0 + full_redo
@@ -326,7 +334,7 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     dp_exposed = np.maximum(add(dense_total, expert_total) - hide, 0.0) + add(dense_edge, expert_edge)
 
     gpus = tp * pp * cp * dp
-    factor = straggler_factor(gpus)
+    factor = straggler_factor(gpus, cal)
     tokens = dp * n_mb * micro_batch * seq_len
     model = model_flops_per_token(d, seq_len)  # 6N + attention + Mamba-2 scans
     if not parts:  # micro-batches and bubble both run stage + communication: one full-size product

@@ -30,7 +30,7 @@ Per layer and micro-batch, on a GPU holding 1/t of the layer (tensor parallel) a
 
   Norms and residuals run on tokens/t with sequence parallelism (else on every
   token); rotary, activation and casts on the rank's 1/t share. Backward moves
-  :data:`~aisize.training.efficiency.BACKWARD_BYTES_RATIO` times the forward bytes.
+  ``backward_bytes_ratio`` (:mod:`aisize.training.calibration`) times the forward bytes.
   Context parallelism adds the merge of each chunk's partial attention output
   (:data:`CP_MERGE_BYTES` per output element and chunk).
 * **low-precision casts** (:mod:`aisize.training.recipes`): the inputs of the
@@ -58,6 +58,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize.training import efficiency as E
+from aisize.training.calibration import CALIBRATION as SHIPPED
+from aisize.training.calibration import TrainingCalibration
 from aisize.training.dims import ModelDims
 from aisize.training.recipes import Recipe, cast_bytes_per_element
 
@@ -66,7 +68,7 @@ LAYERNORM_BYTES = 4.0
 RESIDUAL_BYTES = {"eager": 6.0, "fused": 4.0}
 ROPE_BYTES = {"eager": 20.0, "fused": 4.0}
 GATED_ACTIVATION_BYTES = {"eager": 10.0, "fused": 6.0}
-ACTIVATION_BYTES = 4.0
+ACTIVATION_FN_BYTES = 4.0  # GeLU / ReLU: read, write (per inner element)
 # Context parallelism runs attention chunk by chunk and merges each chunk's partial output
 # with the running one by their log-sum-exp (fp32: read both, write one: 12 B per output
 # element per chunk; the backward accumulates dQ the same way). Ring attention, Liu et al.
@@ -117,21 +119,25 @@ def _linears(d: ModelDims, tp):
 
 
 def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled: bool, recipe: Recipe, gen: str,
-                high_peak, low_peak, hbm_bytes_per_s, attention_kernel: str = "fa2", exp_per_s=None) -> LayerTimes:
+                high_peak, low_peak, hbm_bytes_per_s, attention_kernel: str = "fa2", exp_per_s=None,
+                cal: TrainingCalibration = SHIPPED) -> LayerTimes:
     """Forward and backward seconds of one layer for one micro-batch, outside the routed experts (vectorized).
 
     ``tokens`` = b·s/c on this GPU, ``micro_batch`` = b, ``seq_len`` = s (the attention context), ``tp`` the
     tensor-parallel degree, ``sp`` sequence parallel, ``compiled`` fused elementwise kernels,
     ``attention_kernel`` "fa2" | "fa3" (:func:`aisize.training.efficiency.attention_kernel`),
-    ``exp_per_s`` the GPU's exponential rate (None: not limiting).
+    ``exp_per_s`` the GPU's exponential rate (None: not limiting), ``cal`` the calibration (the Engine's).
     """
     impl = "fused" if compiled else "eager"
-    e_high = E.gemm_efficiency(gen, "16")
-    e_low = E.gemm_efficiency(gen, recipe.low_bits) if recipe.low_dtype else e_high
+    e_high = E.gemm_efficiency(gen, "16", cal)
+    e_low = E.gemm_efficiency(gen, recipe.low_bits, cal) if recipe.low_dtype else e_high
 
     def gemm(n_in, n_out):
         return E.recipe_gemm_seconds(tokens, n_in, n_out, recipe, high_peak=high_peak, low_peak=low_peak,
-                                     e_high=e_high, e_low=e_low, hbm_bytes_per_s=hbm_bytes_per_s)
+                                     e_high=e_high, e_low=e_low, hbm_bytes_per_s=hbm_bytes_per_s, cal=cal)
+
+    def mem(moved):
+        return E.memory_seconds(moved, hbm_bytes_per_s, cal)
 
     shapes = _linears(d, tp)
     times = [gemm(i, o) for i, o in shapes]
@@ -148,17 +154,17 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled:
     keys4 = d.attention_keys(seq_len) * d.attention_share  # 4 x mean keys per query, averaged over layers
     attn_flops = keys4 * d.attention_dim * tokens / tp
     exps = keys4 / 4.0 * d.heads * tokens / tp
-    attn_fwd = E.attention_seconds(attn_flops, exps, gen, attention_kernel, chunk, high_peak, exp_per_s)
-    attn_bwd = E.attention_seconds(E.ATTENTION_BACKWARD_RATIO * attn_flops, exps, gen, attention_kernel, chunk,
-                                   high_peak, exp_per_s)
+    attn_fwd = E.attention_seconds(attn_flops, exps, gen, attention_kernel, chunk, high_peak, exp_per_s, cal)
+    attn_bwd = E.attention_seconds(cal.attention_backward_ratio * attn_flops, exps, gen, attention_kernel, chunk,
+                                   high_peak, exp_per_s, cal)
 
     h, f = d.hidden, d.dense_ffn_width
     norm = RMSNORM_BYTES[impl] if d.norm == "rmsnorm" else LAYERNORM_BYTES
     row_tokens = np.where(sp, tokens / tp, tokens)
     norms = d.norms_per_layer
-    norm_fwd = E.memory_seconds(row_tokens * norms * norm * h, hbm_bytes_per_s)
+    norm_fwd = mem(row_tokens * norms * norm * h)
     per_row = norms * (norm + RESIDUAL_BYTES[impl]) * h
-    act_bytes = (GATED_ACTIVATION_BYTES[impl] if d.ffn_gated else ACTIVATION_BYTES) * f
+    act_bytes = (GATED_ACTIVATION_BYTES[impl] if d.ffn_gated else ACTIVATION_FN_BYTES) * f
     per_head = (ROPE_BYTES[impl] * (d.q_width + d.k_width) * d.attention_share if d.rope else 0.0) + act_bytes
     cp = seq_len * micro_batch / tokens
     merge = np.where(cp > 1, cp * tokens * d.q_width / tp * CP_MERGE_BYTES, 0.0)
@@ -166,14 +172,15 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled:
     cast = cast_bytes_per_element(recipe, compiled) * recipe.low_share
     cast_fwd = cast * tokens * (2.0 * h + (d.q_width + f) / tp)
     cast_bwd = cast * tokens * (2.0 * h + (d.q_width + d.k_width + d.v_width + f * (2 if d.ffn_gated else 1)) / tp)
-    mem_fwd = E.memory_seconds(elem_fwd + cast_fwd, hbm_bytes_per_s)
-    mem_bwd = E.memory_seconds(E.BACKWARD_BYTES_RATIO * elem_fwd + cast_bwd, hbm_bytes_per_s)
+    mem_fwd = mem(elem_fwd + cast_fwd)
+    mem_bwd = mem(cal.backward_bytes_ratio * elem_fwd + cast_bwd)
     if d.mamba_layers:  # Mamba-2 scans (SSD) ride on the attention-like part of the layer
-        ssd = ssd_seconds(d, tokens=tokens, tp=tp, gen=gen, high_peak=high_peak, hbm_bytes_per_s=hbm_bytes_per_s)
+        ssd = ssd_seconds(d, tokens=tokens, tp=tp, gen=gen, high_peak=high_peak, hbm_bytes_per_s=hbm_bytes_per_s,
+                          cal=cal)
         attn_fwd = attn_fwd + d.mamba_share * ssd
         attn_bwd = attn_bwd + d.mamba_share * SSD_BACKWARD_RATIO * ssd
-    mlp_fwd = mlp_gemm + E.memory_seconds(tokens * act_bytes / tp, hbm_bytes_per_s)
-    sac = redo_gemm + E.memory_seconds(elem_fwd + 0.5 * cast_fwd, hbm_bytes_per_s)
+    mlp_fwd = mlp_gemm + mem(tokens * act_bytes / tp)
+    sac = redo_gemm + mem(elem_fwd + 0.5 * cast_fwd)
     return LayerTimes(gemm_fwd, attn_fwd, attn_bwd, mem_fwd, mem_bwd, norm_fwd, mla_up, mlp_fwd, sac)
 
 
@@ -184,7 +191,7 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled:
 SSD_BACKWARD_RATIO = 2.0
 
 
-def ssd_seconds(d: ModelDims, *, tokens, tp, gen: str, high_peak, hbm_bytes_per_s):
+def ssd_seconds(d: ModelDims, *, tokens, tp, gen: str, high_peak, hbm_bytes_per_s, cal: TrainingCalibration = SHIPPED):
     """Forward time of one Mamba-2 layer's scan, causal convolution and gated norm [s].
 
     Per token (H heads of width P, G groups, state N, chunk Q): C·Bᵀ within the chunk 2·Q·N·G,
@@ -200,20 +207,22 @@ def ssd_seconds(d: ModelDims, *, tokens, tp, gen: str, high_peak, hbm_bytes_per_
     """
     flops, heads = d.mamba_scan_flops, d.mamba_heads  # aisize.models.mamba_scan_flops_per_token
     moved = 2.0 * (3.0 * d.mamba_conv_dim + heads + 4.0 * d.mamba_inner)
-    return (tokens / tp) * (flops / (high_peak * E.gemm_efficiency(gen, "16")) + moved / (hbm_bytes_per_s * E.HBM_EFFICIENCY))
+    return (tokens / tp) * (flops / (high_peak * E.gemm_efficiency(gen, "16", cal))
+                            + moved / (hbm_bytes_per_s * cal.hbm_efficiency))
 
 
-def head_seconds(d: ModelDims, *, tokens, tp, fused_loss: bool, high_peak, gen: str, hbm_bytes_per_s):
+def head_seconds(d: ModelDims, *, tokens, tp, fused_loss: bool, high_peak, gen: str, hbm_bytes_per_s,
+                 cal: TrainingCalibration = SHIPPED):
     """Output projection (16-bit in every recipe) and loss of one micro-batch on the last stage [s]."""
-    e = E.gemm_efficiency(gen, "16")
-    gemm = 3.0 * E.gemm_seconds(tokens, d.hidden, d.vocab / tp, high_peak, e, hbm_bytes_per_s)
+    e = E.gemm_efficiency(gen, "16", cal)
+    gemm = 3.0 * E.gemm_seconds(tokens, d.hidden, d.vocab / tp, high_peak, e, hbm_bytes_per_s, cal=cal)
     per_logit = FUSED_LOSS_BYTES_PER_LOGIT if fused_loss else LOSS_BYTES_PER_LOGIT
-    loss = E.memory_seconds(per_logit * tokens * d.vocab / tp, hbm_bytes_per_s)
+    loss = E.memory_seconds(per_logit * tokens * d.vocab / tp, hbm_bytes_per_s, cal)
     return gemm + loss
 
 
 def optimizer_seconds(params_on_gpu, state_bytes_per_param, hbm_bytes_per_s, gemm_flops_per_s=1.0,
-                      flops_per_param=0.0):
+                      flops_per_param=0.0, cal: TrainingCalibration = SHIPPED):
     """Optimizer step over this GPU's share of the states [s].
 
     ``state_bytes_per_param``: bytes of fp32 master, moments and gradient per parameter
@@ -222,7 +231,7 @@ def optimizer_seconds(params_on_gpu, state_bytes_per_param, hbm_bytes_per_s, gem
     parameter (Muon's Newton-Schulz iterations, :data:`aisize.precision.OPTIMIZERS`), at the
     rate ``gemm_flops_per_s`` (16-bit peak x GEMM efficiency).
     """
-    mem = E.memory_seconds(params_on_gpu * (2.0 * state_bytes_per_param + 8.0), hbm_bytes_per_s)
+    mem = E.memory_seconds(params_on_gpu * (2.0 * state_bytes_per_param + 8.0), hbm_bytes_per_s, cal)
     if not flops_per_param:
         return mem
     return mem + params_on_gpu * flops_per_param / gemm_flops_per_s
