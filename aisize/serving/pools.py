@@ -30,22 +30,25 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
 from aisize import checks, models
 from aisize.queueing import mgc_wait
+from aisize.serving.disaggregated import PoolPair
 from aisize.serving.engine import resolve_engine
 from aisize.serving.estimate import MAX_TOKENS, parts, resolve_calibration
+from aisize.serving.replica import Replica
 from aisize.serving.hardware import scaleout_bytes_per_s
 from aisize.serving.iteration import iteration_time
 from aisize.serving.latency import littles_law_concurrency
 from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ReplicaShape, check_shape, placed
 from aisize.serving.tails import QUANTILES, normal_quantile
-from aisize.serving.throughput import DEFAULT_TOKENS
+from aisize.serving.throughput import DEFAULT_TOKENS, EngineLimits
 from aisize.units import GiB as GIB
 
 POOL_KEYS = ("replicas", "tensor_parallel", "expert_parallel", "attention_dp", "pipeline_parallel",
@@ -161,9 +164,18 @@ class DisaggregatedEstimate:
     uncalibrated: bool = False
     notes: tuple = ()
     max_requests_per_s: float = 0.0  # the pools' capacity: the slower pool saturates here
-    # TTFT and TPOT (means, p95, p99) of these pools at open-loop rates (vectorized): the model behind every figure,
-    # so a curve over load (:func:`disaggregated_curve`) passes through them. Not exported (a function).
-    latency_at: Callable | None = field(default=None, repr=False, compare=False, metadata={"export": False})
+    # a prefill and a decode replica and their KV link, built once (None: infeasible): what every figure and curve
+    # of these pools is computed from. Not exported (a value of values).
+    pair: PoolPair | None = field(default=None, repr=False, compare=False, metadata={"export": False})
+
+    @property
+    def latency_at(self):
+        """TTFT and TPOT (means, p95, p99) of these pools at open-loop rates (vectorized, :func:`pools_state`):
+        the model behind every figure, so a curve over load (:func:`disaggregated_curve`) passes through them;
+        None where the pools are not feasible."""
+        if self.pair is None:
+            return None
+        return partial(pools_state, self.pair, self.prefill.replicas, self.decode.replicas)
 
     @property
     def gpus(self) -> int:
@@ -291,17 +303,6 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
         if if_infeasible == "raise":
             raise PoolsDoNotFit(reason)
         return _infeasible(base, reason)
-    tau = 1.0 if spec is None else spec.acceptance_length
-    steps = max(1.0 + (o - 1.0) / tau, 1.0)
-    launch = eng.launch(mbs, d_pool.attention_dp * d_pool.pipeline_parallel)
-
-    def t_decode(batch):
-        b = np.asarray(batch, dtype=float)
-        return iteration_time(costs, rates, calib, decode_sequences=b, decode_context=i + 0.5 * o,
-                              prefill_tokens=0.0 * b, prefill_prompts=0.0 * b, prompt_tokens=float(i),
-                              graphed=launch.graphed(b, b, False), overlap=launch.overlap, speculation=spec,
-                              **d_shape.kwargs()).seconds
-
     # KV transfer: each prefill GPU ships its shard of the prompt's cache
     kv_req = float(costs.kv_bytes(float(i)))
     same_domain = p_pool.gpus + d_pool.gpus <= dev.scaleup_domain
@@ -313,30 +314,22 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
         link, kind = scaleout_bytes_per_s(dev.id), "scale-out"
     link_rate = link * calib.link_efficiency
     shards = min(p_pool.tensor_parallel, max(costs.kv_heads, 1) * p_pool.attention_dp) * p_pool.pipeline_parallel
-    transfer = kv_req / (link_rate * shards)
-    x_prefill = p_pool.replicas * per_iter / t_full
-    x_decode = d_pool.replicas * slots / ((steps - 1.0) * float(t_decode(slots))) if steps > 1 else math.inf
 
-    def at(x):
-        """TTFT, TPOT (means, p95 and p99), decode batch and prefill utilisation at throughputs x (vectorized):
-        keys ttft, ttft95, ttft99, tpot, tpot95, tpot99, batch, rho, t_pre (and ok)."""
-        x = np.asarray(x, dtype=float)
-        servers = p_pool.replicas * per_iter
-        ok, _, wq, *wq_q = mgc_wait(np.maximum(x, 1e-12), t_full, servers, service_cv=0.0, quantiles=QUANTILES)
-        rho = np.minimum(x * t_full / servers, 1.0)
-        t_pre = t_one + (t_full - t_one) * rho  # a lone prompt early, full iterations near saturation
-        if steps > 1:
-            b = littles_law_concurrency(x / d_pool.replicas * (steps - 1.0), t_decode, slots)
-        else:
-            b = 0.0 * x
-        head = calib.request_seconds + t_pre + transfer
-        out = dict(ok=ok, ttft=head + wq, tpot=t_decode(np.maximum(b, 1e-9)) / tau, batch=b, rho=rho, t_pre=t_pre)
-        for q, wait_q in zip(QUANTILES, wq_q):
-            # the prefill queue's wait at its q-quantile; the decode batch, Poisson, at B + z·sqrt(B)
-            b_q = np.minimum(b + normal_quantile(q) * np.sqrt(np.maximum(b, 0.0)), slots)
-            out[f"ttft{q * 100:.0f}"] = head + wait_q
-            out[f"tpot{q * 100:.0f}"] = t_decode(np.maximum(b_q, 1e-9)) / tau
-        return out
+    def rep(shape, speculating, limits):
+        return Replica(model=m, accelerator=accelerator, device=dev, costs=costs, rates=rates, calibration=calib,
+                       engine=eng, speculation=speculating, shape=shape, limits=limits, kv_precision=kv_precision,
+                       input_tokens=i, output_tokens=o)
+
+    decode_rep = rep(d_shape, spec, EngineLimits(mbs, budget))
+    pair = PoolPair(prefill=rep(p_shape, None, EngineLimits(float(q), budget)), decode=decode_rep,
+                    decode_launch=decode_rep.launch, prefill_prompts=per_iter, prefill_seconds=t_full,
+                    lone_prefill_seconds=t_one, decode_slots=slots, kv_bytes_per_request=kv_req, kv_link=kind,
+                    kv_link_bytes_per_s=link_rate, kv_transfer_seconds=kv_req / (link_rate * shards))
+    steps = pair.decode_steps
+    x_prefill = p_pool.replicas * per_iter / t_full
+    x_decode = (d_pool.replicas * slots / ((steps - 1.0) * float(pair.decode_seconds(slots))) if steps > 1
+                else math.inf)
+    at = partial(pools_state, pair, p_pool.replicas, d_pool.replicas)
 
     def scalar(state, k=0):
         return {key: float(np.ravel(v)[k]) for key, v in state.items()}
@@ -373,22 +366,53 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
         tpot_s=state["tpot"] if stable else inf, tpot_p95_s=state["tpot95"] if stable else inf,
         ttft_p99_s=state["ttft99"] + wait if stable else inf, tpot_p99_s=state["tpot99"] if stable else inf,
         prefill_utilisation=state["rho"], decode_batch=state["batch"], decode_slots=slots,
-        prefill_seconds=state["t_pre"], kv_bytes_per_request=kv_req, kv_transfer_s=transfer, kv_link=kind,
+        prefill_seconds=state["t_pre"], kv_bytes_per_request=kv_req, kv_transfer_s=pair.kv_transfer_seconds, kv_link=kind,
         kv_link_bytes_per_s=link_load, kv_link_utilisation=link_load / (link_rate * p_pool.gpus),
-        notes=tuple(notes), max_requests_per_s=x_max, latency_at=at)
+        notes=tuple(notes), max_requests_per_s=x_max, pair=pair)
+
+
+def pools_state(pair: PoolPair, prefill_replicas: int, decode_replicas: int, requests_per_s) -> dict:
+    """TTFT, TPOT (means, p95 and p99), decode batch and prefill utilisation of ``prefill_replicas`` and
+    ``decode_replicas`` replicas of ``pair`` at open-loop throughputs (vectorized) [s, count].
+
+    Keys ttft, ttft95, ttft99, tpot, tpot95, tpot99, batch, rho, t_pre, and ok (the prefill queue is stable). The
+    prefill pool is a queue of ``replicas x prompts per iteration`` slots with deterministic service, its wait at a
+    quantile from the M/M/c tail scaled to Allen-Cunneen's mean [3]; a lone prompt runs in a smaller iteration than
+    a full one. The decode batch is Little's law on a replica's share, up to its slots, and at a quantile the
+    Poisson batch's ``B + z·sqrt(B)`` (:func:`~aisize.serving.tails.normal_quantile`)."""
+    x = np.asarray(requests_per_s, dtype=float)
+    t_full, t_one, slots = pair.prefill_seconds, pair.lone_prefill_seconds, pair.decode_slots
+    servers = prefill_replicas * pair.prefill_prompts
+    ok, _, wq, *wq_q = mgc_wait(np.maximum(x, 1e-12), t_full, servers, service_cv=0.0, quantiles=QUANTILES)
+    rho = np.minimum(x * t_full / servers, 1.0)
+    t_pre = t_one + (t_full - t_one) * rho  # a lone prompt early, full iterations near saturation
+    steps, tau = pair.decode_steps, pair.tokens_per_step
+    if steps > 1:
+        b = littles_law_concurrency(x / decode_replicas * (steps - 1.0), pair.decode_seconds, slots)
+    else:
+        b = 0.0 * x
+    head = pair.calibration.request_seconds + t_pre + pair.kv_transfer_seconds
+    out = dict(ok=ok, ttft=head + wq, tpot=pair.decode_seconds(np.maximum(b, 1e-9)) / tau, batch=b, rho=rho,
+               t_pre=t_pre)
+    for q, wait_q in zip(QUANTILES, wq_q):
+        # the prefill queue's wait at its q-quantile; the decode batch, Poisson, at B + z·sqrt(B)
+        b_q = np.minimum(b + normal_quantile(q) * np.sqrt(np.maximum(b, 0.0)), slots)
+        out[f"ttft{q * 100:.0f}"] = head + wait_q
+        out[f"tpot{q * 100:.0f}"] = pair.decode_seconds(np.maximum(b_q, 1e-9)) / tau
+    return out
 
 
 def disaggregated_curve(est: DisaggregatedEstimate, points: int = 48) -> dict:
     """TTFT and TPOT (mean, p95, p99) and request latency of ``est``'s pools from 1 % to 99 % of their capacity, from
     the same model as its figures [1/s, s]; empty arrays for pools that are not feasible."""
     n = int(checks.scalar("points", checks.integer("points", points, low=2, high=10_000)))
-    if not est.feasible or est.latency_at is None or not est.max_requests_per_s > 0:
+    if not est.feasible or est.pair is None or not est.max_requests_per_s > 0:
         empty = np.zeros(0)
         return {k: empty for k in ("requests_per_s", "utilisation", "ttft_seconds", "ttft_p95_seconds",
                                    "tpot_seconds", "tpot_p95_seconds", "ttft_p99_seconds", "tpot_p99_seconds",
                                    "latency_mean_seconds", "latency_p95_seconds", "latency_p99_seconds")}
     rates = np.linspace(0.01, 0.99, n) * est.max_requests_per_s
-    s = est.latency_at(rates)
+    s = pools_state(est.pair, est.prefill.replicas, est.decode.replicas, rates)
     ok = np.asarray(s["ok"], dtype=bool) & (rates < est.max_requests_per_s)
     out = {"requests_per_s": rates, "utilisation": rates / est.max_requests_per_s}
     for key, name in (("ttft", "ttft_seconds"), ("ttft95", "ttft_p95_seconds"), ("tpot", "tpot_seconds"),
