@@ -227,43 +227,66 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
                 parts.append((_disaggregated(m, costs, dev, rates, calibration, engine, i, o, shapes, link,
                                              nic * calibration.link_efficiency), wp, kv))
     count = sum(part["batch"].size for part, _, _ in parts)
-    fit = _fitting(parts, ttft_t, tpot_t, stat)
-    seconds = time.perf_counter() - start  # the evaluation and the one frame of those that fit
+    fit = _Fitting(parts, ttft_t, tpot_t, stat)
     if gpu_hour_usd is not None:
         price = checks.non_negative("gpu_hour_usd", gpu_hour_usd, high=1e6)
-        fit["usd_per_million_output_tokens"] = price / 3600.0 / fit["tokens_per_s_per_gpu"] * 1e6
-    feasible = fit[fit.meets_targets].sort_values("tokens_per_s_per_gpu", ascending=False)
+        fit.columns["usd_per_million_output_tokens"] = price / 3600.0 / fit.columns["tokens_per_s_per_gpu"] * 1e6
+    # the feasible ones by tokens/s per GPU, highest first (pandas' sort, on that one column)
+    meets = np.flatnonzero(fit.columns["meets_targets"])
+    by_gpu = pd.Series(fit.columns["tokens_per_s_per_gpu"][meets]).sort_values(ascending=False).index
+    feasible = fit.frame(meets[np.asarray(by_gpu)])
+    frontier = fit.frame(_pareto_rows(fit.columns["tokens_per_s_per_user"], fit.columns["tokens_per_s_per_gpu"]))
+    frontier = frontier.sort_values("tokens_per_s_per_user").reset_index(drop=True)
+    seconds = time.perf_counter() - start  # the evaluation and the result frames
     best = feasible.iloc[0].to_dict() if len(feasible) else None
-    return SearchResult(count, feasible.reset_index(drop=True), pareto(fit), best, seconds)
+    return SearchResult(count, feasible, frontier, best, seconds)
 
 
-def _fitting(parts, ttft_t, tpot_t, stat) -> pd.DataFrame:
-    """One frame of the configurations whose KV pool holds their batch, built once at the end from every
-    part's arrays (a frame per part and their concatenation cost more than the evaluation). The columns: the
-    labels, each part's in order, then ``meets_targets``; a column a part lacks (the disaggregated prefill
-    share) is NaN on its rows."""
-    labels = ("mode", "weight_precision", "kv_precision")
-    names = []
-    for part, _, _ in parts:
-        names += [k for k in (*part, "meets_targets") if k not in names and k not in labels]
-    suffix = STATISTIC_SUFFIX[stat]
-    columns = {k: [] for k in names}
-    codes = []  # each row's part, for its labels
-    for n, (part, _, _) in enumerate(parts):
-        grid = part["batch"].shape  # a column may be given along fewer axes: it is the same on the rest
-        fits = np.broadcast_to(part["fits"], grid)
-        rows = int(np.count_nonzero(fits))
-        flat = {k: np.broadcast_to(v, grid)[fits] for k, v in part.items() if k != "mode"}
-        flat["meets_targets"] = (flat[f"ttft{suffix}_s"] <= ttft_t) & (flat[f"tpot{suffix}_s"] <= tpot_t)
-        for k, kept in columns.items():
-            kept.append(flat[k] if k in flat else np.full(rows, np.nan))
-        codes.append(np.full(rows, n))
-    codes = np.concatenate(codes)
-    # a label column is its few values taken by code, in pandas' own string dtype
-    frame = {k: pd.Series([(p["mode"], wp, kv)[j] for p, wp, kv in parts]).array.take(codes)
-             for j, k in enumerate(labels)}
-    frame.update((k, np.concatenate(v)) for k, v in columns.items())
-    return pd.DataFrame(frame)
+class _Fitting:
+    """The configurations whose KV pool holds their batch, as numpy columns of every part's arrays, each
+    row's labels by code; result frames are built from them once, of the rows they show (a frame per part
+    and their concatenation cost more than the evaluation). The columns: the labels, each part's in order,
+    then ``meets_targets``; a column a part lacks (the disaggregated prefill share) is NaN on its rows."""
+
+    LABELS = ("mode", "weight_precision", "kv_precision")
+
+    def __init__(self, parts, ttft_t, tpot_t, stat):
+        names = []
+        for part, _, _ in parts:
+            names += [k for k in (*part, "meets_targets") if k not in names and k not in self.LABELS]
+        suffix = STATISTIC_SUFFIX[stat]
+        columns = {k: [] for k in names}
+        codes = []  # each row's part, for its labels
+        for n, (part, _, _) in enumerate(parts):
+            grid = part["batch"].shape  # a column may be given along fewer axes: it is the same on the rest
+            fits = np.broadcast_to(part["fits"], grid)
+            rows = int(np.count_nonzero(fits))
+            flat = {k: np.broadcast_to(v, grid)[fits] for k, v in part.items() if k != "mode"}
+            flat["meets_targets"] = (flat[f"ttft{suffix}_s"] <= ttft_t) & (flat[f"tpot{suffix}_s"] <= tpot_t)
+            for k, kept in columns.items():
+                kept.append(flat[k] if k in flat else np.full(rows, np.nan))
+            codes.append(np.full(rows, n))
+        self.columns = {k: np.concatenate(v) for k, v in columns.items()}
+        self.codes = np.concatenate(codes)
+        self.labels = {k: pd.Series([(p["mode"], wp, kv)[j] for p, wp, kv in parts]).array
+                       for j, k in enumerate(self.LABELS)}
+
+    def frame(self, rows) -> pd.DataFrame:
+        """The frame of ``rows`` (positions among the fitting configurations), in that order."""
+        codes = self.codes[rows]
+        out = {k: values.take(codes) for k, values in self.labels.items()}  # pandas' own string dtype
+        out.update((k, v[rows]) for k, v in self.columns.items())
+        return pd.DataFrame(out)
+
+
+def _pareto_rows(x, y) -> np.ndarray:
+    """Positions of the rows :func:`pareto` keeps, in its order before its final sort: by ``x`` then ``y``,
+    both descending, ties in row order (pandas' stable lexicographic sort), each kept where its ``y`` beats
+    every row before it."""
+    order = np.lexsort((-y, -x))
+    ys = y[order]
+    best = np.maximum.accumulate(ys)
+    return order[np.r_[True, ys[1:] > best[:-1]]] if len(order) else order
 
 
 def pareto(frame: pd.DataFrame, x="tokens_per_s_per_user", y="tokens_per_s_per_gpu") -> pd.DataFrame:
