@@ -16,6 +16,9 @@ Usage (from the project root):
     .venv/bin/python benchmarks/fit_serving.py --moe-source kernels --fit --max-evaluations 20 \
         --cross-validate model gpu --out calibration.kernels.json
                                                           # the same from the measured MoE kernels
+    .venv/bin/python benchmarks/fit_serving.py --attention-source kernels --fit --max-evaluations 20 \
+        --cross-validate model gpu --out calibration.attention.json
+                                                          # the same from the measured attention kernels
 
 The runs are the four public sets under ``data/validation/`` (copies of ``reference/`` with catalog
 ids): TensorRT-LLM max-throughput runs, closed-loop runs at a fixed concurrency, the same with MTP
@@ -72,12 +75,14 @@ def main(argv=None):
                     help="where linear layers' time comes from (the start of the fit and the scores)")
     ap.add_argument("--moe-source", choices=GEMM_SOURCES, default=CALIBRATION.moe_source,
                     help="where routed experts' time comes from (the start of the fit and the scores)")
+    ap.add_argument("--attention-source", choices=GEMM_SOURCES, default=CALIBRATION.attention_source,
+                    help="where attention's time comes from (the start of the fit and the scores)")
     ap.add_argument("--out", default="calibration.fitted.json", help="where --fit writes the calibration")
     a = ap.parse_args(argv)
     if a.constants and not a.generation:
         ap.error("--constants needs --generation (the constants are that generation's own)")
     runs = {s: read_table(catalog.data_dir() / "validation" / f"{s}.csv") for s in SETS}
-    base = CALIBRATION.with_(gemm_source=a.gemm_source, moe_source=a.moe_source)
+    base = CALIBRATION.with_(gemm_source=a.gemm_source, moe_source=a.moe_source, attention_source=a.attention_source)
     cal = base
     if a.fit:
         start = time.perf_counter()

@@ -103,6 +103,8 @@ CONSTANTS = {
 
 
 GEMM_SOURCES = ("roofline", "kernels")
+#: the calibration's switches between the roofline and the measured kernel tables (each one of GEMM_SOURCES)
+SOURCE_SWITCHES = ("gemm_source", "moe_source", "attention_source")
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,10 @@ class Calibration:
     # where routed experts' time comes from: "roofline" (tile-padded grouped GEMMs x expert efficiencies) or
     # "kernels" (the engine's MoE operator measured on the GPU, aisize.serving.kernel_moe, else the roofline)
     moe_source: str = "roofline"
+    # where attention's time comes from: "roofline" (attention peak x attention_efficiency, KV reads at the HBM
+    # share) or "kernels" (the engine's attention and MLA kernels measured on the GPU, aisize.serving.
+    # kernel_attention, with the roofline where no table covers a case)
+    attention_source: str = "roofline"
     fitted: tuple = field(default=())  # names of the fitted attributes (gemm_efficiency[gen] for one generation)
     fitted_on: tuple = field(default=())  # the sets the fit used
     assumed: tuple = field(default=())  # values no public set identifies, stated as assumptions
@@ -316,7 +322,7 @@ def from_dict(d, *, where: str = "calibration") -> Calibration:
             merged[name] = MappingProxyType({merged["fallback_generation"]: float(v)})
     for name in ("fitted", "fitted_on", "assumed"):
         merged[name] = _names(where, name, merged.get(name))
-    for switch in ("gemm_source", "moe_source"):
+    for switch in SOURCE_SWITCHES:
         if merged[switch] not in GEMM_SOURCES:
             raise ValueError(f"{where}: {switch}={str(merged[switch])[:40]!r} is not allowed: one of "
                              f"{', '.join(GEMM_SOURCES)}")

@@ -23,6 +23,9 @@ max(FLOPs / achieved peak, bytes / achieved bandwidth) [3]:
 - decode attention: every decoding sequence reads its KV cache once and does the
   attention FLOPs of its engine's decode form (MLA absorbed), whichever is longer;
 - prefill attention: causal FLOPs ``2·d_attn·s²`` per layer per prompt;
+- with ``calib.attention_source == "kernels"``, decode and prefill attention (GQA/MHA and MLA) are read from
+  the engine's attention kernels measured on the GPU where the tables cover the case
+  (:mod:`aisize.serving.kernel_attention`), and the result says which share of their seconds was read;
 - collectives: two tensor-parallel all-reduces per layer of the tokens' hidden
   states (ring bandwidth [4] plus a fixed latency each); with attention data
   parallelism, the gather and scatter of tokens around every MoE layer;
@@ -71,6 +74,7 @@ from statistics import NormalDist
 import numpy as np
 
 from aisize.network.collectives import SCALEOUT_STEP_SECONDS  # one ring step across servers
+from aisize.serving import kernel_attention
 from aisize.serving.kernel_gemms import linear_seconds as kernel_linear_seconds
 from aisize.serving.kernel_moe import experts_seconds as kernel_experts_seconds
 from aisize.serving.shapes import expert_slots
@@ -99,12 +103,13 @@ class Rates:
     moe_layer_seconds: float = 0.0  # additional fixed time per MoE layer
     kernel_gemms: tuple | None = None  # (gpu, engine key): linear layers from measured GEMMs (kernel_gemms)
     kernel_moe: tuple | None = None  # (gpu, engine key): routed experts from measured MoE kernels (kernel_moe)
+    kernel_attention: tuple | None = None  # (gpu, engine key): attention from measured kernels (kernel_attention)
 
 
 def achieved_rates(device, calib, engine=None) -> Rates:
     """Datasheet figures of a :class:`~aisize.serving.hardware.Device` times the calibration; with
-    ``calib.gemm_source == "kernels"`` (``calib.moe_source``) and an ``engine`` (key or record), its measured
-    GEMMs (MoE kernels) where tables exist."""
+    ``calib.gemm_source == "kernels"`` (``calib.moe_source``, ``calib.attention_source``) and an ``engine`` (key
+    or record), its measured GEMMs (MoE kernels, attention kernels) where tables exist."""
     gen = device.generation if device.generation in calib.gemm_efficiency else calib.fallback_generation
     e = calib.value("gemm_efficiency", gen)
     attn, dense, experts = (p * e for p in device.gemm_peaks_flops_per_s)
@@ -116,7 +121,8 @@ def achieved_rates(device, calib, engine=None) -> Rates:
                  device.link_bytes_per_s * calib.link_efficiency, host, gen != device.generation,
                  device.memory_bandwidth_bytes_per_s * calib.value("expert_memory_efficiency", gen),
                  calib.value("layer_seconds", gen), calib.value("moe_layer_seconds", gen),
-                 _kernel_source(device, calib, engine, "gemm_source"), _kernel_source(device, calib, engine, "moe_source"))
+                 _kernel_source(device, calib, engine, "gemm_source"), _kernel_source(device, calib, engine, "moe_source"),
+                 _kernel_source(device, calib, engine, "attention_source"))
 
 
 def _kernel_source(device, calib, engine, switch):
@@ -159,6 +165,8 @@ class IterationTime:
     host_seconds: object
     launch_seconds: object = 0.0  # host launch time of an iteration that is not graph-captured
     overlap: bool = True  # the host prepares the next iteration while the GPU runs this one
+    # share of the attention seconds read from measured kernels (None: attention_source is the roofline)
+    attention_table_share: object = None
 
     @property
     def gpu_seconds(self):
@@ -322,11 +330,20 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
     decode_attention = np.maximum(seqs * costs.kv_bytes(decode_context) / kv_split / mem,
                                   seqs * v * costs.decode_attention_flops(decode_context) / g
                                   / rates.attention_flops_per_s)
-    if costs.mamba_layers:  # each decoding sequence reads and writes its Mamba-2 state once per step
-        decode_attention = decode_attention + seqs / dp * 2.0 * costs.ssm_state_bytes(tp) / mem
     prefill_attention = (busiest_prompts * (costs.attention_flops(prompt_tokens, prompt_tokens)
                                             + costs.ssm_scan_flops_per_token * prompt_tokens) / tp
                          / rates.attention_flops_per_s)
+    table_share = None
+    if rates.kernel_attention is not None:  # the engine's attention kernels as measured on this GPU, where covered
+        scan = busiest_prompts * costs.ssm_scan_flops_per_token * prompt_tokens / tp / rates.attention_flops_per_s
+        attention_only = (busiest_prompts * costs.attention_flops(prompt_tokens, prompt_tokens) / tp
+                          / rates.attention_flops_per_s)
+        decode_attention, prefill_attention, table_share = _kernel_attention(
+            costs, rates.kernel_attention, seqs * v / dp, decode_context, busiest_prompts, prompt_tokens, tp,
+            decode_attention, attention_only)
+        prefill_attention = prefill_attention + scan
+    if costs.mamba_layers:  # each decoding sequence reads and writes its Mamba-2 state once per step
+        decode_attention = decode_attention + seqs / dp * 2.0 * costs.ssm_state_bytes(tp) / mem
     hidden_bytes = n_group * costs.hidden * ACTIVATION_BYTES
     latency = calib.collective_seconds
     out = None if scaleout_bytes_per_s is None else float(scaleout_bytes_per_s) * calib.link_efficiency
@@ -352,4 +369,15 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
     drafts = draft_seconds(speculation, rates, calib, decode_sequences=seqs, decode_context=decode_context,
                            shape_kwargs=dict(gpus=gpus, attention_dp=attention_dp, expert_parallel=expert_parallel))
     return IterationTime(linear, experts, head * pp, elementwise, decode_attention, prefill_attention,
-                         comm + send, overhead + drafts * pp + 0.0 * n, host, launch, overlap)
+                         comm + send, overhead + drafts * pp + 0.0 * n, host, launch, overlap, table_share)
+
+
+def _kernel_attention(costs, source, batch, context, prompts, prompt_tokens, tp, decode_roofline, prefill_roofline):
+    """Decode and prefill attention from the measured kernels where covered (kernel_attention), and the share
+    of their seconds the tables gave."""
+    decode, dec_ok = kernel_attention.decode_seconds(costs, *source, batch, context, tp, decode_roofline)
+    prefill, pre_ok = kernel_attention.prefill_seconds(costs, *source, prompts, prompt_tokens, tp, prefill_roofline)
+    total = decode + prefill
+    measured = np.where(dec_ok, decode, 0.0) + np.where(pre_ok, prefill, 0.0)
+    share = np.where(total > 0, measured / np.where(total > 0, total, 1.0), 1.0)
+    return decode, prefill, share
