@@ -16,6 +16,10 @@ import time
 from pathlib import Path
 
 PROGRESS_SECONDS = 10.0  # a fit of many runs takes minutes: say how far it is this often (on stderr)
+TRAINING_SECTIONS = ("shipped", "none")
+# 'none' until aisize.serving.calibration.from_dict reads the serving section of a file with sections
+# (scenario files, the app and serving.estimate(calibration=FILE) read calibrations through it)
+DEFAULT_TRAINING_SECTION = "none"
 
 
 def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -35,6 +39,11 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                              ("--engine", str, "trtllm, vllm, sglang, trtllm-bench")):
         p.add_argument(flag, type=kind, default=None, help=text)
     p.add_argument("--max-evaluations", type=int, default=200, help="the solver's budget (default 200)")
+    p.add_argument("--training", choices=TRAINING_SECTIONS, default=DEFAULT_TRAINING_SECTION,
+                   help="the file's training section: 'shipped' writes aisize's training calibration beside the "
+                        "fitted serving one (an aisize.calibration file with both sections); 'none' writes the "
+                        f"serving constants alone (default {DEFAULT_TRAINING_SECTION!r}). A refit of the training "
+                        "constants runs benchmarks/fit_training.py (hours on two cores)")
     p.set_defaults(func=run)
     return p
 
@@ -104,8 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from aisize import format as F
     from aisize.calibrate.fitting import fit, summary
     from aisize.calibrate.formats import read_runs
-    from aisize.serving import CALIBRATION
-    from aisize.serving.calibration import load
+    from aisize import calibration as both
 
     if not 1 <= args.max_evaluations <= 10_000:
         raise ValueError(f"--max-evaluations={args.max_evaluations} is not allowed: 1 to 10000")
@@ -114,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _check_out(out, [*args.runs, *([args.base] if args.base else [])])
     runs = read_runs(args.runs, defaults)
-    base = load(args.base) if args.base else CALIBRATION
+    base_both = both.load(args.base) if args.base else both.CALIBRATION  # a file of either format
+    base = base_both.serving
     name = args.name or f"{out.stem} (fitted by aisize calibrate on {len(runs)} runs)"
     result = fit(runs, base, max_evaluations=args.max_evaluations, name=name,
                  fitted_on=tuple(Path(p).name for p in args.runs), progress=_progress(len(runs)))
@@ -132,7 +141,10 @@ def run(args: argparse.Namespace) -> int:
                                                          if s["tpot_runs"] else ""))
     print("fitted: " + ", ".join(f"{row['constant']} = {row['value']:.4g}" for row in result.calibration.as_table()
                                  if row["constant"] in {f"{c}[{g}]" if g else c for c, g in result.constants}))
-    _write(out, result.calibration.to_json() + "\n")
+    if args.training == "shipped":  # the base's training section (aisize's own unless --base has one)
+        _write(out, both.Calibration(serving=result.calibration, training=base_both.training).to_json() + "\n")
+    else:
+        _write(out, result.calibration.to_json() + "\n")
     print(f"written: {out}")
     print(f"select it in a scenario file (aisize plan / report / sweep embed its content, so a saved scenario "
           f"stands alone):\n  policies:\n    serving_calibration: {out}\n"

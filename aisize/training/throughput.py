@@ -12,13 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aisize import catalog, checks
-from aisize.format import pct
+from aisize.compute import DEFAULT_MFU  # the one assumed MFU (aisize.compute)
 from aisize.catalog.records import Accelerator, OtherModel
 
 # Training FLOPs per sample = forward x 3 (backward = 2 x forward; Kaplan et al. 2020, arXiv 2001.08361, 2.1)
 TRAINING_FLOPS_PER_FORWARD_FLOP = 3.0
-DEFAULT_MFU = 0.4  # assumption: model FLOPs utilisation when none is measured
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
+
+
+def _percent(share) -> str:
+    """An MFU in a basis sentence, one decimal ("40.0 %"): the text is data of the result, not presentation."""
+    return f"{100.0 * float(share):.1f} %"
 
 
 def samples_per_s_from_flops(training_flops_per_sample, peak_flops_per_s, *, efficiency=DEFAULT_MFU):
@@ -152,11 +156,11 @@ def resolve_samples_per_s(model: OtherModel, accelerator: Accelerator, *, precis
             best, mfus = ref[0], [mfu(r) for r in ref]
             rate = samples_per_s_from_flops(per_sample, peak, efficiency=mfu(best))
             basis = (f"FLOPs at {models[best.model].name}'s measured efficiency on {accelerator.name} "
-                     f"{PRECISION_LABELS[p]} ({pct(mfu(best))}; {best.framework}, {best.gpus} GPUs)")
+                     f"{PRECISION_LABELS[p]} ({_percent(mfu(best))}; {best.framework}, {best.gpus} GPUs)")
             return ResolvedThroughput(float(rate), float(rate * min(mfus) / mfu(best)),
                                       float(rate * max(mfus) / mfu(best)), mfu(best), "calibrated", basis, best.source)
     rate = float(samples_per_s_for_model(model, accelerator, precision=precision, efficiency=eff))
-    basis = (f"FLOPs at the assumed MFU {pct(eff)}: no measurement of {model.name} or another {model.family} "
+    basis = (f"FLOPs at the assumed MFU {_percent(eff)}: no measurement of {model.name} or another {model.family} "
              f"model on {accelerator.name} {PRECISION_LABELS[precision]}")
     return ResolvedThroughput(rate, rate, rate, float(eff), "policy-mfu", basis, None)
 
