@@ -1,7 +1,8 @@
 """The public entry point: one training layout of one model on one GPU type, estimated.
 
-:func:`estimate` checks the layout where it enters (a clear ``ValueError`` naming the
-parameter), then runs the same vectorized cores the layout search uses:
+:func:`estimate` builds the layout once, as a :class:`~aisize.training.parallel.TrainingLayout`
+(or takes one: ``layout=``), which refuses an inconsistent one with a ``ValueError`` naming the
+parameter; then it runs the same vectorized cores the layout search uses:
 :func:`aisize.training.step_time.step_breakdown` and
 :func:`aisize.training.memory.memory_breakdown`.
 
@@ -14,66 +15,28 @@ pipeline parallelism it is split into ``pipeline_microbatches`` micro-batches
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from aisize import checks
-from aisize.memory.states import FRAMEWORK_STAGES, tidy
+from aisize.memory.states import tidy
 from aisize.precision import bytes_per_element
 from aisize.training import comm, kernel_gemms
-from aisize.training.dims import check_tensor_parallel, model_dims, resolve
+from aisize.training.dims import model_dims, resolve
 from aisize.training.efficiency import efficiency_constants
 from aisize.training.evaluate import Options, evaluate, transformer_engine
 from aisize.training.layer_kinds import model_flops_per_token
 from aisize.training.memory import TrainingMemory
 from aisize.training.moe import DISPATCHERS
-from aisize.training.recompute import check_modules, full_share
+from aisize.training.parallel import (DEFAULT_VIRTUAL_STAGES, DEFAULT_ZERO_STAGE, FRAMEWORKS, RECOMPUTE,  # noqa: F401
+                                      TrainingLayout)
 from aisize.training.recipes import recipe
-from aisize.training.schedules import SCHEDULE_CODES, SCHEDULES, check_virtual_stages
+from aisize.training.schedules import SCHEDULE_CODES
 from aisize.training.setup import accelerator_record, default_links, engine
 from aisize.training.step_time import CP_METHODS, DP_OVERLAP, StepTime
 
-RECOMPUTE = ("none", "selective", "full")
-FRAMEWORKS = ("fsdp", "megatron", "zero", "deepspeed")
-DEFAULT_ZERO_STAGE = {"fsdp": 3, "megatron": 1, "zero": 1, "deepspeed": 2}
-DEFAULT_VIRTUAL_STAGES = 2  # torchtitan's default for looped schedules (stages per rank)
-
-
-@dataclass(frozen=True)
-class Layout:
-    """A fully resolved parallel layout."""
-
-    gpus: int
-    tensor_parallel: int
-    pipeline_parallel: int
-    context_parallel: int
-    data_parallel: int
-    expert_parallel: int
-    schedule: str
-    virtual_stages: int
-    micro_batch: int  # sequences per data-parallel rank per forward/backward
-    pipeline_microbatches: int
-    accumulation: int  # gradient-accumulation steps per optimizer step
-    global_batch: int
-    seq_len: int
-    recompute: str
-    precision: str
-    compiled: bool
-    framework: str
-    zero_stage: int
-    sequence_parallel: bool
-    async_tp: bool
-    cp_method: str
-    expert_tensor_parallel: int = 1
-    recompute_layers: int | None = None  # full recompute: layers per model chunk (None: all)
-    recompute_modules: tuple = ()  # selective recompute: Megatron modules
-    activation_offload_layers: int = 0
-    grad_reduce_precision: str = "fp32"
-    moe_dispatcher: str = "alltoall"
-    cuda_graphs: bool = False
-    embedding_in_pipeline_split: bool = False
-    loss_in_pipeline_split: bool = False
+Layout = TrainingLayout  # the name estimates' layouts had before TrainingLayout
 
 
 @dataclass(frozen=True)
@@ -82,7 +45,7 @@ class TrainingEstimate:
 
     model: str
     accelerator: str
-    layout: Layout
+    layout: TrainingLayout  # resolved: every default filled in, moe_dispatcher included
     step: StepTime
     memory: TrainingMemory
     memory_capacity_bytes: float  # what the framework sees (nvidia-smi total)
@@ -120,16 +83,17 @@ def _int(name, value, high):
     return int(checks.scalar(name, checks.integer(name, value, high=high)))
 
 
-def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1, context_parallel=1,
-             expert_parallel=1, expert_tensor_parallel=None, schedule="1f1b", virtual_stages=None, micro_batch,
-             global_batch, seq_len, pipeline_microbatches=None, recompute="selective", recompute_layers=None,
+def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_parallel=1, context_parallel=1,
+             expert_parallel=1, expert_tensor_parallel=None, schedule="1f1b", virtual_stages=None, micro_batch=None,
+             global_batch=None, seq_len=None, pipeline_microbatches=None, recompute="selective", recompute_layers=None,
              recompute_modules=None, activation_offload_layers=0, precision="bf16", compiled=False,
              framework="fsdp", zero_stage=None, optimizer="adamw", grad_reduce_precision=None,
              sequence_parallel=None, async_tp=False, cp_method="all-gather", moe_dispatcher=None,
              moe_load_imbalance=1.0, cuda_graphs=False, embedding_in_pipeline_split=False,
              loss_in_pipeline_split=False, scaleup_bytes_per_s=None, scaleout_bytes_per_s=None,
              scaleup_domain=None, oversubscription=1.0, switch_radix=comm.DEFAULT_SWITCH_RADIX,
-             dp_overlap=DP_OVERLAP, lora_rank=None, qlora=False, gemm_source=None) -> TrainingEstimate:
+             dp_overlap=DP_OVERLAP, lora_rank=None, qlora=False, gemm_source=None,
+             layout=None) -> TrainingEstimate:
     """Step time, tokens/s per GPU, MFU and peak memory of one training layout.
 
     Parameters
@@ -195,6 +159,10 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
         wgrad GEMMs read from NVIDIA's measured tables of this GPU, roofline where none covers them;
         :mod:`aisize.training.kernel_gemms`); default :data:`aisize.training.kernel_gemms.DEFAULT_GEMM_SOURCE`
 
+    layout : a :class:`~aisize.training.parallel.TrainingLayout` of ``model``, instead of the layout
+        keywords (gpus through loss_in_pipeline_split, and the recompute, ZeRO, offload, gradient
+        reduction and dispatcher choices), which must then be left out
+
     Returns
     -------
     :class:`TrainingEstimate` with ``tokens_per_s_per_gpu``, ``mfu`` (against the 16-bit dense
@@ -208,63 +176,24 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
     m = resolve(model)
     acc = accelerator_record(accelerator)
     d = model_dims(m)
-    n = _int("gpus", gpus, 10**7)
-    tp = _int("tensor_parallel", tensor_parallel, 10**4)
-    pp = _int("pipeline_parallel", pipeline_parallel, 10**4)
-    cp = _int("context_parallel", context_parallel, 10**5)
-    ep = _int("expert_parallel", expert_parallel, 10**5)
-    etp = tp if expert_tensor_parallel is None else _int("expert_tensor_parallel", expert_tensor_parallel, 10**4)
-    s = _int("seq_len", seq_len, 10**8)
-    b = _int("micro_batch", micro_batch, 10**6)
-    gb = _int("global_batch", global_batch, 10**9)
-    if n % (tp * pp * cp):
-        raise ValueError(f"gpus={n} is not allowed: it must be a multiple of tensor_parallel x pipeline_parallel "
-                         f"x context_parallel = {tp * pp * cp}")
-    dp = n // (tp * pp * cp)
-    if pp > m.layers:
-        raise ValueError(f"pipeline_parallel={pp} is not allowed: at most the {m.layers} layers")
-    if s % cp:
-        raise ValueError(f"context_parallel={cp} is not allowed: it must divide seq_len={s}")
-    check_tensor_parallel(m, tp, cp)  # the heads; a hybrid's Mamba-2 heads and groups (and heads over CP)
-    check_experts(m, tp=tp, cp=cp, dp=dp, ep=ep, etp=etp)
-    checks.choice("schedule", schedule, SCHEDULES)
-    embed_slot = int(checks.flag("embedding_in_pipeline_split", embedding_in_pipeline_split))
-    loss_slot = int(checks.flag("loss_in_pipeline_split", loss_in_pipeline_split))
-    if (embed_slot or loss_slot) and pp == 1:
-        raise ValueError("embedding_in_pipeline_split / loss_in_pipeline_split=True is not allowed with "
-                         "pipeline_parallel=1: they count as layers of a pipeline split")
-    v = DEFAULT_VIRTUAL_STAGES if virtual_stages is None and schedule == "interleaved-1f1b" else (virtual_stages or 1)
-    v = _int("virtual_stages", v, 10**3)
-    check_virtual_stages(m.layers + embed_slot + loss_slot, pp, v, schedule)
-    if gb % (b * dp):
-        raise ValueError(f"global_batch={gb} is not allowed: it must be a multiple of micro_batch x data parallel "
-                         f"= {b} x {dp}")
-    n_pipe = _int("pipeline_microbatches", pipeline_microbatches if pipeline_microbatches is not None
-                  else (pp if pp > 1 else 1), 10**6)
-    if b % n_pipe:
-        raise ValueError(f"pipeline_microbatches={n_pipe} is not allowed: it must divide micro_batch={b}")
-    checks.choice("recompute", recompute, RECOMPUTE)
-    chunk = -(-(m.layers + embed_slot + loss_slot) // (pp * v))
-    share = full_share(recompute, recompute_layers, chunk)
-    modules = check_modules(recompute, recompute_modules, moe=m.experts > 1, mla=m.attention == "mla")
-    if recompute_modules is not None and framework == "fsdp":
-        raise ValueError(f"recompute_modules={modules!r} is not allowed with framework='fsdp': PyTorch's "
-                         "selective recompute is op-level (torchtitan); modules are Megatron-Core's")
+    given = dict(gpus=gpus, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
+                 context_parallel=context_parallel, expert_parallel=expert_parallel,
+                 expert_tensor_parallel=expert_tensor_parallel, schedule=schedule, virtual_stages=virtual_stages,
+                 micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len,
+                 pipeline_microbatches=pipeline_microbatches, recompute=recompute, recompute_layers=recompute_layers,
+                 recompute_modules=recompute_modules, activation_offload_layers=activation_offload_layers,
+                 framework=framework, zero_stage=zero_stage, grad_reduce_precision=grad_reduce_precision,
+                 sequence_parallel=sequence_parallel, moe_dispatcher=moe_dispatcher,
+                 embedding_in_pipeline_split=embedding_in_pipeline_split,
+                 loss_in_pipeline_split=loss_in_pipeline_split)
+    lay = _layout(m, layout, given)
     recipe(precision, acc)
-    checks.choice("framework", framework, FRAMEWORKS)
-    stage = DEFAULT_ZERO_STAGE[framework] if zero_stage is None else int(
-        checks.scalar("zero_stage", checks.integer("zero_stage", zero_stage, low=0, high=3)))
-    if stage not in FRAMEWORK_STAGES[framework]:
-        raise ValueError(f"zero_stage={stage} is not allowed: framework {framework!r} offers stages "
-                         f"{FRAMEWORK_STAGES[framework]}")
-    sp = tp > 1 if sequence_parallel is None else checks.flag("sequence_parallel", sequence_parallel)
     compiled = checks.flag("compiled", compiled)
     async_tp = checks.flag("async_tp", async_tp)
     graphs = checks.flag("cuda_graphs", cuda_graphs)
     checks.choice("cp_method", cp_method, CP_METHODS)
-    if moe_dispatcher is None:
-        moe_dispatcher = "flex" if (scaleup_domain or acc.scaleup_domain) > 8 else "alltoall"
-    dispatcher = checks.choice("moe_dispatcher", moe_dispatcher, DISPATCHERS)
+    if lay.moe_dispatcher is None:  # HybridEP on scale-up domains beyond 8 GPUs (Megatron-Bridge's GB200 recipes)
+        lay = replace(lay, moe_dispatcher="flex" if (scaleup_domain or acc.scaleup_domain) > 8 else "alltoall")
     imbalance = float(checks.scalar("moe_load_imbalance", checks.number("moe_load_imbalance", moe_load_imbalance,
                                                                         low=1.0, high=64.0)))
     links = default_links(acc, scaleup_bytes_per_s=scaleup_bytes_per_s, scaleout_bytes_per_s=scaleout_bytes_per_s,
@@ -272,59 +201,68 @@ def estimate(model, accelerator, *, gpus, tensor_parallel=1, pipeline_parallel=1
                           switch_radix=switch_radix)
     overlap = checks.fraction("dp_overlap", dp_overlap, allow_zero=True)
 
-    eng = engine(acc, precision=precision, framework=framework, optimizer=optimizer, links=links,
-                 grad_reduce_precision=grad_reduce_precision)
-    offload = _int("activation_offload_layers", activation_offload_layers, 10**5) if activation_offload_layers else 0
-    if offload:
-        if eng.host_bytes_per_s is None:
-            raise ValueError(f"activation_offload_layers={offload} is not allowed on {acc.id}: the catalog gives it "
-                             "no host link (NVLink-C2C or PCIe) to copy activations over")
-        per_stage = -(-m.layers // pp)
-        if offload >= per_stage:
-            raise ValueError(f"activation_offload_layers={offload} is not allowed: at most {per_stage - 1} of the "
-                             f"{per_stage} layers of a pipeline stage (one stays on the GPU for backward)")
+    eng = engine(acc, precision=precision, framework=lay.framework, optimizer=optimizer, links=links,
+                 grad_reduce_precision=lay.grad_reduce_precision)
+    offload = lay.activation_offload_layers
+    if offload and eng.host_bytes_per_s is None:
+        raise ValueError(f"activation_offload_layers={offload} is not allowed on {acc.id}: the catalog gives it "
+                         "no host link (NVLink-C2C or PCIe) to copy activations over")
     if qlora and lora_rank is None:
         raise ValueError("qlora=True is not allowed without lora_rank: QLoRA trains LoRA adapters")
     rank = None if lora_rank is None else _int("lora_rank", lora_rank, 10**5)
     frozen = bytes_per_element("nf4" if qlora else "bf16") if rank is not None else 0.0
-    accumulation = gb // (b * dp)
-    code = RECOMPUTE.index(recompute)
-    opt = Options(framework=framework, compiled=compiled, te=transformer_engine(framework, cp_method),
-                  async_tp=async_tp, cp_method=cp_method,
-                  dp_overlap=overlap, modules=modules, dispatcher=DISPATCHERS.index(dispatcher),
-                  imbalance=imbalance, cuda_graphs=graphs, embed_slot=embed_slot, loss_slot=loss_slot,
-                  offload_layers=offload, lora_rank=rank, frozen_dtype_bytes=frozen)
+    te = transformer_engine(lay.framework, cp_method)
+    opt = Options(framework=lay.framework, compiled=compiled, te=te, async_tp=async_tp, cp_method=cp_method,
+                  dp_overlap=overlap, modules=lay.recompute_modules, dispatcher=DISPATCHERS.index(lay.moe_dispatcher),
+                  imbalance=imbalance, cuda_graphs=graphs, embed_slot=int(lay.embedding_in_pipeline_split),
+                  loss_slot=int(lay.loss_in_pipeline_split), offload_layers=offload, lora_rank=rank,
+                  frozen_dtype_bytes=frozen)
     source = kernel_gemms.check_source(gemm_source)
+    b, s, cp = lay.pipeline_micro_batch, lay.seq_len, lay.context_parallel
     with kernel_gemms.using(acc.id, source):
-        mem, step = evaluate(m, eng, opt, seq_len=s, micro_batch=b // n_pipe, microbatches=n_pipe,
-                             accumulation=accumulation, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, etp=etp, virtual_stages=v,
-                             schedule_code=SCHEDULE_CODES[schedule], code=code, full_share=share, sp=sp, stage=stage)
-    covered = (kernel_gemms.coverage(d, acc.id, eng.recipe, b // n_pipe * s / cp, tp, opt.te)
+        mem, step = evaluate(m, eng, opt, seq_len=s, micro_batch=b, microbatches=lay.pipeline_microbatches,
+                             accumulation=lay.accumulation, tp=lay.tp, pp=lay.pp, cp=cp, dp=lay.dp, ep=lay.ep,
+                             etp=lay.etp, virtual_stages=lay.vp, schedule_code=SCHEDULE_CODES[lay.schedule],
+                             code=RECOMPUTE.index(lay.recompute), full_share=lay.recompute_share,
+                             sp=lay.sequence_parallel, stage=lay.zero_stage)
+    covered = (kernel_gemms.coverage(d, acc.id, eng.recipe, b * s / cp, lay.tp, te)
                if source == "kernels" else "roofline x fitted efficiency (gemm_source='roofline')")
     capacity = acc.memory_visible_bytes or acc.memory_bytes
-    layout = Layout(n, tp, pp, cp, dp, ep, schedule, v, b, n_pipe, accumulation, gb, s, recompute, precision,
-                    compiled, framework, stage, sp, async_tp, cp_method, etp,
-                    None if recompute_layers is None else int(recompute_layers), modules, offload,
-                    "fp32" if eng.grad_bytes == 4.0 else "bf16", dispatcher, graphs, bool(embed_slot),
-                    bool(loss_slot))
     total = float(np.asarray(mem.total_bytes))
-    hw = model_flops_per_token(d, s, recompute) / model_flops_per_token(d, s)
-    return TrainingEstimate(m.id, acc.id, layout, step, mem, float(capacity), eng.generation, float(step.step_seconds),
+    hw = model_flops_per_token(d, s, lay.recompute) / model_flops_per_token(d, s)
+    return TrainingEstimate(m.id, acc.id, lay, step, mem, float(capacity), eng.generation, float(step.step_seconds),
                             float(step.tokens_per_s), float(step.tokens_per_s_per_gpu), float(step.mfu),
                             float(step.mfu * hw), total, bool(total <= capacity), source, covered)
 
 
-def check_experts(m, *, tp, cp, dp, ep, etp) -> None:
-    """Raise a ValueError naming ``expert_parallel`` / ``expert_tensor_parallel`` when the expert layout
-    cannot fold onto the attention layout (MoE parallel folding, arXiv:2504.14960)."""
-    if ep > 1 and m.experts <= 1:
-        raise ValueError(f"expert_parallel={ep} is not allowed: {m.id} has no routed experts")
-    if m.experts > 1 and m.experts % ep:
-        raise ValueError(f"expert_parallel={ep} is not allowed: it must divide the {m.experts} routed experts")
-    if (tp * cp * dp) % (ep * etp):
-        raise ValueError(f"expert_parallel={ep} x expert_tensor_parallel={etp} is not allowed: it must divide "
-                         f"tensor_parallel x context_parallel x data parallel = {tp} x {cp} x {dp} (the expert "
-                         "layers fold onto the same GPUs)")
-    if m.experts > 1 and m.moe_ffn_hidden % etp:
-        raise ValueError(f"expert_tensor_parallel={etp} is not allowed: it must divide the experts' inner size "
-                         f"{m.moe_ffn_hidden}")
+# estimate()'s layout keywords and their defaults: with layout= they must be left out
+LAYOUT_KEYWORDS = dict(gpus=None, tensor_parallel=1, pipeline_parallel=1, context_parallel=1, expert_parallel=1,
+                       expert_tensor_parallel=None, schedule="1f1b", virtual_stages=None, micro_batch=None,
+                       global_batch=None, seq_len=None, pipeline_microbatches=None, recompute="selective",
+                       recompute_layers=None, recompute_modules=None, activation_offload_layers=0, framework="fsdp",
+                       zero_stage=None, grad_reduce_precision=None, sequence_parallel=None, moe_dispatcher=None,
+                       embedding_in_pipeline_split=False, loss_in_pipeline_split=False)
+
+
+def _is_default(value, default) -> bool:
+    if value is None or default is None:
+        return value is default
+    try:
+        return type(value) is type(default) and bool(value == default)
+    except (TypeError, ValueError):  # an array: not a default
+        return False
+
+
+def _layout(m, layout, given: dict) -> TrainingLayout:
+    """The estimate's layout: ``layout`` (built for model ``m``) or one built from the loose keywords."""
+    if layout is None:
+        return TrainingLayout(model=m, **given)
+    if not isinstance(layout, TrainingLayout):
+        raise ValueError(f"layout={layout!r} is not allowed: give a aisize.training.TrainingLayout")
+    if layout.model != m:
+        raise ValueError(f"layout= is not allowed for model={m.id!r}: it was built for model {layout.model.id!r}")
+    extra = [k for k, v in given.items() if not _is_default(v, LAYOUT_KEYWORDS[k])]
+    if extra:
+        raise ValueError(f"{extra[0]}={given[extra[0]]!r} is not allowed with layout=: the layout gives "
+                         f"{', '.join(extra)}; leave them out or build the layout with them")
+    return layout
