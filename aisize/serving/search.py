@@ -90,19 +90,21 @@ def _shapes(model, dev, max_gpus, pipeline_parallels):
 
 
 def _aggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link):
+    """Shapes x batches x token budgets. The unchunked and the chunked budgets are evaluated apart (the
+    steady state differs), each along its own budget columns; a shape's figures are given along the shape
+    axis only and broadcast to the grid."""
     tp, dp, pp = (a[:, None, None] for a in shapes)
     b = np.asarray(BATCHES, dtype=float)[None, :, None]
     budget = np.asarray(BUDGETS, dtype=float)[None, None, :]
     chunked = budget > 0
     budget = np.where(chunked, np.maximum(budget, b + 1.0), np.maximum(UNCHUNKED_BUDGET, i + b))
+    grid = (tp.shape[0], b.shape[1], budget.shape[2])
     shape = ShapeGrid(tp, dp, pp, link)
-    tp, dp, pp, b, budget, chunked = np.broadcast_arrays(tp, dp, pp, b, budget, chunked)
-    out = {}
+    tpot, tpot95, tpot99, ttft, ttft95, ttft99 = (np.empty(grid) for _ in range(6))
     for flag in (False, True):
-        sel = chunked == flag
-        s = ShapeGrid(tp[sel], dp[sel], pp[sel], link)
-        st = steady_state(costs, rates, calib, concurrency=b[sel], input_tokens=i, output_tokens=o,
-                          max_num_tokens=budget[sel] * dp[sel] * pp[sel], chunked_prefill=flag, shape=s,
+        cols = np.flatnonzero(chunked[0, 0] == flag)
+        st = steady_state(costs, rates, calib, concurrency=b, input_tokens=i, output_tokens=o,
+                          max_num_tokens=budget[:, :, cols] * dp * pp, chunked_prefill=flag, shape=shape,
                           arrivals="poisson")
         p = st.prefill_share
 
@@ -112,21 +114,19 @@ def _aggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link):
         prefill = st.prefill_iterations * st.prefill_iteration_seconds
         req = calib.request_seconds
         # an arrival waits a uniform share of the running iteration: half on average, q of it at the q-quantile
-        out[flag] = (sel, st.iteration_seconds, tpot_at(Z95), tpot_at(Z99), req + 0.5 * st.iteration_seconds + prefill,
-                     req + 0.95 * st.iteration_seconds + prefill, req + 0.99 * st.iteration_seconds + prefill)
-    tpot, tpot95, tpot99, ttft, ttft95, ttft99 = (np.empty(b.shape) for _ in range(6))
-    for sel, t, t95, t99, f, f95, f99 in out.values():
-        tpot[sel], tpot95[sel], tpot99[sel], ttft[sel], ttft95[sel], ttft99[sel] = t, t95, t99, f, f95, f99
+        tpot[:, :, cols], tpot95[:, :, cols], tpot99[:, :, cols] = st.iteration_seconds, tpot_at(Z95), tpot_at(Z99)
+        ttft[:, :, cols] = req + 0.5 * st.iteration_seconds + prefill
+        ttft95[:, :, cols] = req + 0.95 * st.iteration_seconds + prefill
+        ttft99[:, :, cols] = req + 0.99 * st.iteration_seconds + prefill
     mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=budget,
                          gpus=tp, attention_dp=dp, pipeline_parallel=pp)
     gpus = tp * pp
     per_replica = b / tpot  # output tokens/s
-    del shape
-    return dict(mode="aggregated", tensor_parallel=tp, attention_dp=dp, pipeline_parallel=pp, batch=b,
-                budget=budget, chunked=chunked, prefill_gpus=0.0 * b, decode_gpus=gpus, gpus_per_replica=gpus,
-                tpot_s=tpot, tpot_p95_s=tpot95, tpot_p99_s=tpot99, ttft_s=ttft, ttft_p95_s=ttft95, ttft_p99_s=ttft99,
-                tokens_per_s_per_gpu=per_replica / gpus, tokens_per_s_per_user=1.0 / tpot,
-                fits=mem.sequences >= b, kv_transfer_s=0.0 * b)
+    return dict(mode="aggregated", tensor_parallel=tp, attention_dp=dp, pipeline_parallel=pp,
+                batch=np.broadcast_to(b, grid), budget=budget, chunked=chunked, prefill_gpus=0.0 * b,
+                decode_gpus=gpus, gpus_per_replica=gpus, tpot_s=tpot, tpot_p95_s=tpot95, tpot_p99_s=tpot99,
+                ttft_s=ttft, ttft_p95_s=ttft95, ttft_p99_s=ttft99, tokens_per_s_per_gpu=per_replica / gpus,
+                tokens_per_s_per_user=1.0 / tpot, fits=mem.sequences >= b, kv_transfer_s=0.0 * b)
 
 
 def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic):
