@@ -30,15 +30,16 @@ import numpy as np
 
 from aisize import checks
 from aisize.memory.states import FRAMEWORK_STAGES
-from aisize.training.dims import resolve, tensor_parallel_units
+from aisize.training.dims import resolve
 from aisize.training.evaluate import Options, evaluate, transformer_engine
 from aisize.training.memory import TrainingMemory
 from aisize.training.moe import DISPATCHERS
+from aisize.training.parallel import (RECOMPUTE, Degrees, ModelSizes, TrainingLayout, chunk_layers, data_parallel,
+                                      holds)
 from aisize.training.schedules import SCHEDULE_CODES, SCHEDULES
 from aisize.training.setup import accelerator_record, default_links, engine
 from aisize.training.step_time import PARTS, StepTime
 
-RECOMPUTE = ("none", "selective", "full")
 AXES = ("gpus", "seq_len", "tp", "pp", "cp", "schedule", "micro_batch", "zero_stage", "recompute", "ep", "etp")
 DEFAULT_RECOMPUTE_SHARES = (0.5, 1.0)  # shares of a chunk's layers tried with full recompute
 EXPERT_TP_CHOICES = ("1", "tp")  # MoE models: experts folded without TP (1), or split like attention (TP)
@@ -75,7 +76,7 @@ class Grid:
     ep: np.ndarray
     etp: np.ndarray  # expert tensor parallel
     dp: np.ndarray  # gpus // (tp pp cp), 0 where it does not divide
-    microbatches: np.ndarray  # per pipeline flush, 0 where the batch does not split
+    microbatches: np.ndarray  # per pipeline flush (global batch // (micro-batch x DP); meaningful where valid)
     valid: np.ndarray  # full shape
 
     @property
@@ -88,6 +89,12 @@ class Grid:
         return int(np.count_nonzero(self.valid))
 
 
+def _not_duplicate(schedule, pp, etp_code, tp):
+    """Search-only cuts, not rules: without pipelining every schedule is 1F1B, and expert TP = TP is
+    expert TP 1 where TP is 1 (each would rank the same layout twice)."""
+    return ((schedule == SCHEDULE_CODES["1f1b"]) | (pp >= 2)) & ((etp_code == 0) | (tp > 1))
+
+
 def _axis(values, k: int) -> np.ndarray:
     shape = [1] * len(AXES)
     shape[k] = -1
@@ -97,7 +104,8 @@ def _axis(values, k: int) -> np.ndarray:
 def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup_domain: int, experts: int = 1,
                 stages=(0, 1, 2, 3), recomputes=RECOMPUTE, micro_batches=None, context_parallel=None,
                 schedules=("1f1b", "interleaved-1f1b"), virtual_stages=DEFAULT_VIRTUAL_STAGES,
-                recompute_shares=DEFAULT_RECOMPUTE_SHARES, expert_ffn: int = 0) -> Grid:
+                recompute_shares=DEFAULT_RECOMPUTE_SHARES, expert_ffn: int = 0, mamba_heads: int = 0,
+                mamba_groups: int = 0) -> Grid:
     """Every consistent layout for one or more GPU counts and sequence lengths, as a :class:`Grid`.
 
     Parameters
@@ -116,6 +124,12 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
         whole layers; 1 = every layer)
     expert_ffn : one routed expert's inner width; with it, MoE models try expert TP 1 (MoE parallel
         folding) and expert TP = TP (Megatron-Core's default, where TP divides the expert's width)
+    mamba_heads, mamba_groups : a hybrid's Mamba-2 heads and groups (TP divides both; CP the heads per
+        TP rank); 0 without Mamba-2 layers
+
+    A point is valid where every rule of :data:`aisize.training.parallel.RULES` holds (the rules
+    :class:`~aisize.training.parallel.TrainingLayout` checks one layout with) and it is not a
+    duplicate of another point (:func:`_not_duplicate`).
 
     References
     ----------
@@ -134,8 +148,10 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
     mbs = np.asarray(micro_batches if micro_batches is not None else DEFAULT_MICRO_BATCHES)
     checks.integer("micro_batches", mbs, high=10**6)
     vs = np.atleast_1d(checks.integer("virtual_stages", np.asarray(virtual_stages), low=2, high=10**3))
+    sizes = ModelSizes("", int(layers), int(heads), int(mamba_heads), int(mamba_groups), int(experts), int(expert_ffn))
     divs = np.unique(np.concatenate([_divisors(int(x)) for x in n]))
-    tps = divs[(heads % divs == 0) & (divs <= scaleup_domain)]
+    # axes cut to values some layout can take (the rules below decide), TP within one scale-up domain
+    tps = divs[(sizes.tensor_parallel_units % divs == 0) & (divs <= scaleup_domain)]
     pps = divs[divs <= layers]
     if context_parallel is None:
         cps = divs[divs <= MAX_CONTEXT_PARALLEL]
@@ -155,17 +171,15 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
     X = np.where(XC == 1, T, 1)  # expert TP
     G, V = _axis(gb, 0), _axis([v for _, v in sched], 5)
     # whole layers of a chunk: ceil(L / (p v)) layers, round(share x chunk) of them recomputed
-    chunk = -(-layers // (P * V))
+    chunk = chunk_layers(layers, P, V)
     share = np.where(R == 2, np.maximum(np.round(_axis([x for _, x in rec], 8) * chunk), 1) / chunk, 1.0)
-    tpc = T * P * C
-    dp = np.where(N % tpc == 0, N // tpc, 0)
-    m = np.where((dp > 0) & (G % np.maximum(B * dp, 1) == 0), G // np.maximum(B * dp, 1), 0)
-    inter = K == SCHEDULE_CODES["interleaved-1f1b"]
-    sched_ok = np.where(K == SCHEDULE_CODES["1f1b"], True, P >= 2)
-    chunks_ok = (P >= 2) & (layers >= P * V) & ((layers % P != 0) | ((layers // P) % V == 0))
-    sched_ok = (sched_ok & ~inter) | (inter & chunks_ok)
-    etp_ok = (XC == 0) | ((T > 1) & (expert_ffn % X == 0))  # TP-split experts only where TP > 1 divides them
-    ok = (dp > 0) & (S % C == 0) & (m > 0) & ((T * C * dp) % np.maximum(E * X, 1) == 0) & sched_ok & etp_ok
+    dp = data_parallel(N, T, P, C)
+    # the search runs the global batch as one pipeline flush of m micro-batches of B sequences: as a
+    # TrainingLayout, a local batch of B x m split into m (m rounded down: the batch rule refuses a remainder)
+    m = G // np.maximum(B * dp, 1)
+    d = Degrees(N, T, P, C, dp, E, X, K, V, layers, 0, B * m, np.maximum(m, 1), G, S)
+    ok = holds(d, sizes)  # the rules TrainingLayout checks (aisize.training.parallel.RULES), all at once
+    ok = ok & _not_duplicate(K, P, XC, T)
     ok = ok & np.ones(tuple(len(np.ravel(a)) for a in ax), dtype=bool)
     return Grid(N, G, S, T, P, C, K, V, B, Z, R, share, E, X, dp, m, ok)
 
@@ -241,7 +255,7 @@ def layout_frame(model, grid: Grid, mem, step: StepTime, usable_bytes, eng, *, t
     cols["virtual_stages"] = rows.virtual_stages
     cols["microbatches"] = rows.microbatches
     cols["recompute"] = np.asarray(RECOMPUTE)[rows.recompute]
-    chunk = -(-model.layers // (rows.pp * rows.virtual_stages))
+    chunk = chunk_layers(model.layers, rows.pp, rows.virtual_stages)
     cols["recompute_layers"] = np.where(rows.recompute == 2, np.round(rows.recompute_share * chunk), 0).astype(int)
     cols["expert_tensor_parallel"] = rows.etp
     cols["global_batch"] = rows.global_batch
@@ -305,10 +319,16 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
     links = default_links(acc, scaleup_bytes_per_s=scaleup_bytes_per_s, scaleout_bytes_per_s=scaleout_bytes_per_s,
                           scaleup_domain=scaleup_domain, oversubscription=oversubscription, switch_radix=switch_radix)
     eng = engine(acc, precision=precision, framework=framework, optimizer=optimizer, links=links)
-    units = tensor_parallel_units(m)  # TP divides the heads (a hybrid's Mamba-2 heads and groups too)
-    grid = layout_grid(n, heads=units, layers=m.layers, global_batch=gb, seq_len=seq_len,
-                       scaleup_domain=links.scaleup_domain, experts=m.experts, expert_ffn=m.moe_ffn_hidden or 0,
-                       stages=stages or FRAMEWORK_STAGES[framework], recomputes=recomputes,
+    k = ModelSizes.of(m)
+    units = k.tensor_parallel_units  # TP divides the heads (a hybrid's Mamba-2 heads and groups too)
+    stages = FRAMEWORK_STAGES[framework] if stages is None or not len(stages) else tuple(stages)
+    for z in stages:
+        if z not in FRAMEWORK_STAGES[framework]:
+            raise ValueError(f"stages={stages!r} is not allowed: framework {framework!r} offers ZeRO stages "
+                             f"{FRAMEWORK_STAGES[framework]}")
+    grid = layout_grid(n, heads=k.heads, layers=m.layers, global_batch=gb, seq_len=seq_len,
+                       scaleup_domain=links.scaleup_domain, experts=m.experts, expert_ffn=k.expert_ffn,
+                       mamba_heads=k.mamba_heads, mamba_groups=k.mamba_groups, stages=stages, recomputes=recomputes,
                        micro_batches=micro_batches, context_parallel=context_parallel, schedules=schedules,
                        virtual_stages=virtual_stages)
     if grid.count == 0:
@@ -320,5 +340,15 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
     options = dict(async_tp=async_tp, cp_method=cp_method, lora_rank=lora_rank, frozen_dtype_bytes=frozen)
     peak, step = evaluate_grid(m, grid, eng, framework=framework, compiled=compiled, **options)
     usable = (acc.memory_visible_bytes or acc.memory_bytes) * (1.0 - room)
-    return layout_frame(m, grid, peak, step, usable, eng, top=top, framework=framework, compiled=compiled,
-                        **options)
+    frame = layout_frame(m, grid, peak, step, usable, eng, top=top, framework=framework, compiled=compiled,
+                         **options)
+    frame.attrs.update(model=m, framework=framework)  # what chosen_layout needs to rebuild a row's layout
+    return frame
+
+
+def chosen_layout(frame, i: int = 0) -> TrainingLayout:
+    """Row ``i`` (0: the fastest) of a :func:`search_layouts` frame as a
+    :class:`~aisize.training.parallel.TrainingLayout`, to pass to ``estimate(..., layout=...)``."""
+    if not 0 <= i < len(frame):
+        raise ValueError(f"i={i!r} is not allowed: the search returned {len(frame)} layouts (0 to {len(frame) - 1})")
+    return TrainingLayout.from_search(frame.iloc[i], frame.attrs["model"], framework=frame.attrs["framework"])
