@@ -37,6 +37,7 @@ import pandas as pd
 
 from aisize import catalog, checks, models, serving
 from aisize.cost import per_million_tokens
+from aisize.serving.tails import STATISTIC_SUFFIX
 
 DEFAULT_UTILISATION = 0.8  # assumption: each pool's GPUs busy at most 80 % of the time
 COLUMNS = ["prefill_server", "decode_server", "prefill_accelerator", "decode_accelerator", "prefill_gpus_per_replica",
@@ -104,7 +105,8 @@ def _phases(model, accelerator, input_tokens, output_tokens, weight_precision, k
         "prefill_gpu_seconds": f.prefill_share_of_gpus * output_tokens / per_gpu,
         "decode_gpu_seconds": (1.0 - f.prefill_share_of_gpus) * output_tokens / per_gpu,
         "ttft_s": f.ttft_s - f.kv_transfer_s, "ttft_p95_s": f.ttft_p95_s - f.kv_transfer_s,
-        "tpot_s": f.tpot_s, "tpot_p95_s": f.tpot_p95_s})
+        "ttft_p99_s": f.ttft_p99_s - f.kv_transfer_s,
+        "tpot_s": f.tpot_s, "tpot_p95_s": f.tpot_p95_s, "tpot_p99_s": f.tpot_p99_s})
     holds = {g: bool(serving.estimate(model, accelerator, tensor_parallel=int(g), weight_precision=weight_precision,
                                       kv_precision=kv_precision, input_tokens=input_tokens,
                                       output_tokens=1, calibration=calibration).feasible)
@@ -123,13 +125,15 @@ def heterogeneous(model, *, prefill_servers, decode_servers, requests_per_s, inp
     """Every (prefill server, decode server) pair sized for the rate, cheapest feasible first.
 
     ``calibration``: the serving constants (a :class:`aisize.serving.Calibration`; None: the default).
+    ``statistic``: what the targets bound, "mean", "p95" or "p99" (each phase's latency at that statistic from
+    the serving search's disaggregated rows).
 
     Columns: prefill_server, decode_server, prefill/decode accelerators, GPUs per replica, replicas,
-    GPUs, ttft_s (unloaded, with the KV transfer), tpot_s, kv_transfer_s, kv_link_utilisation,
-    usd_per_hour, usd_per_million_tokens, feasible, why.
+    GPUs, ttft_s and tpot_s (unloaded, at ``statistic``; TTFT with the KV transfer), kv_transfer_s,
+    kv_link_utilisation, usd_per_hour, usd_per_million_tokens, feasible, why.
     """
     arch = models.resolve(model)
-    checks.choice("statistic", statistic, ("p95", "mean"))
+    checks.choice("statistic", statistic, tuple(STATISTIC_SUFFIX))
     ttft_t = checks.positive("ttft_target_s", ttft_target_s)
     tpot_t = checks.positive("tpot_target_s", tpot_target_s)
     i, o = int(checks.integer("input_tokens", input_tokens)), int(checks.integer("output_tokens", output_tokens))
@@ -138,7 +142,7 @@ def heterogeneous(model, *, prefill_servers, decode_servers, requests_per_s, inp
     if not isinstance(cal, serving.Calibration):
         raise ValueError(f"calibration={str(calibration)[:60]!r} is not allowed: a Calibration or None")
     eff = cal.link_efficiency
-    suffix = "_p95_s" if statistic == "p95" else "_s"
+    suffix = STATISTIC_SUFFIX[statistic] + "_s"  # the search's columns at the statistic the targets bound
     rows = []
     for ps in prefill_servers:
         for ds in decode_servers:

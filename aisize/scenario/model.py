@@ -365,13 +365,6 @@ class Inference(_Strict):
         if self.requests_per_s is None and getattr(self, "fleet", None) is not None:
             raise ValueError("fleet needs requests_per_s: a day's load profile scales a request rate, not users "
                              "in flight")
-        if self.slo_statistic == "p99" and self.serving == "disaggregated":
-            # size_pools (aisize.serving.disaggregated) bounds the p95 or the mean only: refuse, not size at the mean
-            raise ValueError("slo_statistic='p99' is not allowed with serving='disaggregated': its prefill and "
-                             "decode pools are sized on the mean or p95 (use p95 or mean, or aggregated serving)")
-        if self.slo_statistic == "p99" and getattr(getattr(self, "fleet", None), "heterogeneous", None) is not None:
-            raise ValueError("slo_statistic='p99' is not allowed with fleet.heterogeneous: its pool pairs are sized "
-                             "on the mean or p95 (use p95 or mean)")
         if self.kv_tiers is not None and self.prefix is None:
             raise ValueError("kv_tiers needs prefix: the tiers hold reused prompts; describe them with prefix")
         if self.prefix is not None:

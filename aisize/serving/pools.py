@@ -366,8 +366,8 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
         tpot_s=state["tpot"] if stable else inf, tpot_p95_s=state["tpot95"] if stable else inf,
         ttft_p99_s=state["ttft99"] + wait if stable else inf, tpot_p99_s=state["tpot99"] if stable else inf,
         prefill_utilisation=state["rho"], decode_batch=state["batch"], decode_slots=slots,
-        prefill_seconds=state["t_pre"], kv_bytes_per_request=kv_req, kv_transfer_s=pair.kv_transfer_seconds, kv_link=kind,
-        kv_link_bytes_per_s=link_load, kv_link_utilisation=link_load / (link_rate * p_pool.gpus),
+        prefill_seconds=state["t_pre"], kv_bytes_per_request=kv_req, kv_transfer_s=pair.kv_transfer_seconds,
+        kv_link=kind, kv_link_bytes_per_s=link_load, kv_link_utilisation=link_load / (link_rate * p_pool.gpus),
         notes=tuple(notes), max_requests_per_s=x_max, pair=pair)
 
 
