@@ -29,8 +29,7 @@ from aisize.training.evaluate import Options, evaluate, transformer_engine
 from aisize.training.layer_kinds import model_flops_per_token
 from aisize.training.memory import TrainingMemory
 from aisize.training.moe import DISPATCHERS
-from aisize.training.parallel import (DEFAULT_VIRTUAL_STAGES, DEFAULT_ZERO_STAGE, FRAMEWORKS, RECOMPUTE,  # noqa: F401
-                                      TrainingLayout)
+from aisize.training.parallel import RECOMPUTE, TrainingLayout
 from aisize.training.recipes import recipe
 from aisize.training.schedules import SCHEDULE_CODES
 from aisize.training.setup import accelerator_record, default_links, engine

@@ -94,65 +94,75 @@ class Degrees(NamedTuple):
 
 
 class Rule(NamedTuple):
+    topic: str  # what the rule is about: gpus, pipeline, context, tensor, experts, schedule, batch
     holds: Callable  # (Degrees, ModelSizes) -> bool or bool array
     says: Callable  # (Degrees, ModelSizes) -> the refusal, naming the parameter, value and allowed range
 
 
 RULES = (
-    Rule(lambda d, k: d.gpus % (d.tp * d.pp * d.cp) == 0,
+    Rule("gpus", lambda d, k: d.gpus % (d.tp * d.pp * d.cp) == 0,
          lambda d, k: f"gpus={d.gpus} is not allowed: it must be a multiple of tensor_parallel x pipeline_parallel "
                       f"x context_parallel = {d.tp * d.pp * d.cp}"),
-    Rule(lambda d, k: d.pp <= k.layers,
+    Rule("pipeline", lambda d, k: d.pp <= k.layers,
          lambda d, k: f"pipeline_parallel={d.pp} is not allowed: at most the {k.layers} layers"),
-    Rule(lambda d, k: d.seq_len % d.cp == 0,
+    Rule("context", lambda d, k: d.seq_len % d.cp == 0,
          lambda d, k: f"context_parallel={d.cp} is not allowed: it must divide seq_len={d.seq_len}"),
-    Rule(lambda d, k: k.heads % d.tp == 0,
+    Rule("tensor", lambda d, k: k.heads % d.tp == 0,
          lambda d, k: f"tensor_parallel={d.tp} is not allowed: it must divide the {k.heads} attention heads"),
     # Megatron-LM MambaMixer: "nheads / ngroups must be evenly divisible by tp_size"
-    Rule(lambda d, k: (k.mamba_heads % d.tp == 0) & (k.mamba_groups % d.tp == 0),
+    Rule("tensor", lambda d, k: (k.mamba_heads % d.tp == 0) & (k.mamba_groups % d.tp == 0),
          lambda d, k: f"tensor_parallel={d.tp} is not allowed: it must divide the {k.mamba_heads} Mamba-2 heads "
                       f"and the {k.mamba_groups} Mamba-2 groups (Megatron-LM splits both over TP); allowed: the "
                       f"divisors of {k.tensor_parallel_units}"),
-    Rule(lambda d, k: (k.mamba_heads // d.tp) % d.cp == 0,
+    Rule("context", lambda d, k: (k.mamba_heads // d.tp) % d.cp == 0,
          lambda d, k: f"context_parallel={d.cp} is not allowed: with tensor_parallel={d.tp} it must divide the "
                       f"{k.mamba_heads // d.tp} Mamba-2 heads per TP rank (Megatron-LM's MambaContextParallel "
                       f"splits the heads over CP: 'nheads must be evenly divisible by tp_size * cp_size')"),
-    Rule(lambda d, k: (d.ep == 1) | (k.experts > 1),
+    Rule("experts", lambda d, k: (d.ep == 1) | (k.experts > 1),
          lambda d, k: f"expert_parallel={d.ep} is not allowed: {k.id} has no routed experts"),
-    Rule(lambda d, k: (k.experts <= 1) | (k.experts % d.ep == 0),
+    Rule("experts", lambda d, k: (k.experts <= 1) | (k.experts % d.ep == 0),
          lambda d, k: f"expert_parallel={d.ep} is not allowed: it must divide the {k.experts} routed experts"),
-    Rule(lambda d, k: (d.tp * d.cp * d.dp) % (d.ep * d.etp) == 0,  # MoE parallel folding [3]
+    Rule("experts", lambda d, k: (d.tp * d.cp * d.dp) % (d.ep * d.etp) == 0,  # MoE parallel folding [3]
          lambda d, k: f"expert_parallel={d.ep} x expert_tensor_parallel={d.etp} is not allowed: it must divide "
                       f"tensor_parallel x context_parallel x data parallel = {d.tp} x {d.cp} x {d.dp} (the expert "
                       "layers fold onto the same GPUs)"),
-    Rule(lambda d, k: (k.experts <= 1) | (k.expert_ffn % d.etp == 0),
+    Rule("experts", lambda d, k: (k.experts <= 1) | (k.expert_ffn % d.etp == 0),
          lambda d, k: f"expert_tensor_parallel={d.etp} is not allowed: it must divide the experts' inner size "
                       f"{k.expert_ffn}"),
-    Rule(lambda d, k: (d.extra_slots == 0) | (d.pp > 1),
+    Rule("schedule", lambda d, k: (d.extra_slots == 0) | (d.pp > 1),
          lambda d, k: "embedding_in_pipeline_split / loss_in_pipeline_split=True is not allowed with "
                       "pipeline_parallel=1: they count as layers of a pipeline split"),
-    Rule(lambda d, k: (d.schedule == INTERLEAVED) | (d.v == 1),
+    Rule("schedule", lambda d, k: (d.schedule == INTERLEAVED) | (d.v == 1),
          lambda d, k: f"virtual_stages={d.v} is not allowed with schedule={SCHEDULES[d.schedule]!r}: only "
                       "'interleaved-1f1b' splits a stage into chunks (use 1)"),
-    Rule(lambda d, k: (d.schedule != INTERLEAVED) | (d.pp >= 2),
+    Rule("schedule", lambda d, k: (d.schedule != INTERLEAVED) | (d.pp >= 2),
          lambda d, k: f"schedule='interleaved-1f1b' is not allowed with pipeline_parallel={d.pp}: interleaving "
                       "needs at least 2 pipeline stages"),
-    Rule(lambda d, k: (d.schedule != INTERLEAVED) | (d.v >= 2),
+    Rule("schedule", lambda d, k: (d.schedule != INTERLEAVED) | (d.v >= 2),
          lambda d, k: f"virtual_stages={d.v} is not allowed with schedule='interleaved-1f1b': give 2 or more "
                       "model chunks per stage"),
-    Rule(lambda d, k: (d.schedule != INTERLEAVED) | (d.slots % d.pp != 0) | ((d.slots // d.pp) % d.v == 0),  # Megatron-LM's rule
+    # Megatron-LM's rule: where PP divides the layers, VP divides the layers per stage
+    Rule("schedule", lambda d, k: (d.schedule != INTERLEAVED) | (d.slots % d.pp != 0) | ((d.slots // d.pp) % d.v == 0),
          lambda d, k: f"virtual_stages={d.v} is not allowed: it must divide the {d.slots // d.pp} layers per "
                       f"pipeline stage ({d.slots} layers over pipeline_parallel={d.pp})"),
-    Rule(lambda d, k: (d.schedule != INTERLEAVED) | (d.slots >= d.pp * d.v),
+    Rule("schedule", lambda d, k: (d.schedule != INTERLEAVED) | (d.slots >= d.pp * d.v),
          lambda d, k: f"virtual_stages={d.v} is not allowed: {d.slots} layers cannot fill "
                       f"pipeline_parallel x virtual_stages = {d.pp * d.v} chunks"),
-    Rule(lambda d, k: (d.micro_batch * d.dp > 0) & (d.global_batch % np.maximum(d.micro_batch * d.dp, 1) == 0),
+    Rule("batch", lambda d, k: ((d.micro_batch * d.dp > 0)
+                                & (d.global_batch % np.maximum(d.micro_batch * d.dp, 1) == 0)),
          lambda d, k: f"global_batch={d.global_batch} is not allowed: it must be a multiple of micro_batch x data "
                       f"parallel = {d.micro_batch} x {d.dp}"),
-    Rule(lambda d, k: d.micro_batch % d.microbatches == 0,
+    Rule("batch", lambda d, k: d.micro_batch % d.microbatches == 0,
          lambda d, k: f"pipeline_microbatches={d.microbatches} is not allowed: it must divide "
                       f"micro_batch={d.micro_batch}"),
 )
+
+
+def check(d: Degrees, k: ModelSizes, topics=None) -> None:
+    """Raise the ``ValueError`` of the first rule (of ``topics``, default all) one layout breaks."""
+    for rule in RULES:
+        if (topics is None or rule.topic in topics) and not rule.holds(d, k):
+            raise ValueError(rule.says(d, k))
 
 
 def holds(d: Degrees, k: ModelSizes):
@@ -246,9 +256,7 @@ class TrainingLayout:
         k = ModelSizes.of(m)
         d = Degrees(n, tp, pp, cp, dp, ep, etp, SCHEDULE_CODES[schedule], v, m.layers + embed + loss,
                     embed + loss, b, n_pipe, gb, s)
-        for rule in RULES:
-            if not rule.holds(d, k):
-                raise ValueError(rule.says(d, k))
+        check(d, k)
         share = full_share(recompute, self.recompute_layers, int(chunk_layers(d.slots, pp, v)))
         modules = check_modules(recompute, self.recompute_modules, moe=m.experts > 1, mla=m.attention == "mla")
         default = check_modules(recompute, None, moe=False, mla=False)

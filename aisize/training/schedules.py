@@ -53,25 +53,14 @@ SCHEDULE_CODES = {name: i for i, name in enumerate(SCHEDULES)}
 
 
 def check_virtual_stages(layers, pp, virtual_stages, schedule: str) -> None:
-    """Raise ValueError when the chunks do not fit the layers (scalar inputs)."""
-    v = int(virtual_stages)
-    if schedule != "interleaved-1f1b":
-        if v != 1:
-            raise ValueError(f"virtual_stages={v} is not allowed with schedule={schedule!r}: only "
-                             "'interleaved-1f1b' splits a stage into chunks (use 1)")
-        return
-    if pp < 2:
-        raise ValueError(f"schedule={schedule!r} is not allowed with pipeline_parallel={pp}: interleaving "
-                         "needs at least 2 pipeline stages")
-    if v < 2:
-        raise ValueError(f"virtual_stages={v} is not allowed with schedule={schedule!r}: give 2 or more "
-                         "model chunks per stage")
-    if layers % pp == 0 and (layers // pp) % v:
-        raise ValueError(f"virtual_stages={v} is not allowed: it must divide the {layers // pp} layers per "
-                         f"pipeline stage ({layers} layers over pipeline_parallel={pp})")
-    if layers < pp * v:
-        raise ValueError(f"virtual_stages={v} is not allowed: {layers} layers cannot fill "
-                         f"pipeline_parallel x virtual_stages = {pp * v} chunks")
+    """Raise ValueError when the chunks do not fit the layers (scalar inputs): the schedule rules of
+    :data:`aisize.training.parallel.RULES`, the ones layouts and the layout search are checked with."""
+    from aisize.training.parallel import Degrees, ModelSizes, check
+
+    code = SCHEDULE_CODES[checks.choice("schedule", schedule, SCHEDULES)]
+    d = Degrees(gpus=pp, tp=1, pp=int(pp), cp=1, dp=1, ep=1, etp=1, schedule=code, v=int(virtual_stages),
+                slots=int(layers), extra_slots=0, micro_batch=1, microbatches=1, global_batch=1, seq_len=1)
+    check(d, ModelSizes("", int(layers), 1, 0, 0, 1, 0), topics=("schedule",))
 
 
 def stage_layers(layers, pp, virtual_stages=1):
