@@ -19,6 +19,7 @@ is what the storage side asks for. Modules, one concept each:
 ``memory_inputs``         a transformer record to the memory core's numbers
 ``setup`` / ``evaluate``  shared inputs and the one evaluation both entry points use
 ``arrays``                sums of broadcast arrays, smallest first (layout-search speed)
+``parallel``              TrainingLayout: a layout as one value, its rules written once
 ``layout``                the vectorized layout search
 ``throughput``            samples/s per GPU (storage demand)
 ``estimate``              the public entry point
@@ -28,10 +29,12 @@ is what the storage side asks for. Modules, one concept each:
 from aisize.training.efficiency import efficiency_constants, generation
 from aisize.training.estimate import Layout, TrainingEstimate, estimate
 from aisize.training.layer_kinds import LayerKind, layer_kinds, mamba_saved_bytes_per_token, model_flops_per_token
-from aisize.training.layout import Grid, evaluate_grid, layout_frame, layout_grid, rank_layouts, search_layouts
+from aisize.training.layout import (Grid, chosen_layout, evaluate_grid, layout_frame, layout_grid, rank_layouts,
+                                    search_layouts)
 from aisize.training.memory import (Fit, TrainingMemory, fits, max_micro_batch, other_model_training_memory,
                                     training_memory)
 from aisize.training.memory_inputs import transformer_memory_inputs, transformer_training_memory
+from aisize.training.parallel import TrainingLayout
 from aisize.training.recipes import PRECISIONS, recipe
 from aisize.training.schedules import SCHEDULES, pipeline_in_flight
 from aisize.training.step_time import ASYNC_TP_HIDDEN_SHARE, DP_OVERLAP, PARTS, StepTime
@@ -39,8 +42,8 @@ from aisize.training.throughput import (DEFAULT_MFU, TRAINING_FLOPS_PER_FORWARD_
                                         resolve_samples_per_s, samples_per_s, samples_per_s_for_model,
                                         samples_per_s_from_flops)
 
-__all__ = ["estimate", "TrainingEstimate", "Layout", "search_layouts", "layout_grid", "evaluate_grid",
-           "rank_layouts", "layout_frame", "Grid", "TrainingMemory", "Fit", "fits", "max_micro_batch",
+__all__ = ["estimate", "TrainingEstimate", "TrainingLayout", "Layout", "search_layouts", "chosen_layout",
+           "layout_grid", "evaluate_grid", "rank_layouts", "layout_frame", "Grid", "TrainingMemory", "Fit", "fits", "max_micro_batch",
            "training_memory", "transformer_training_memory", "transformer_memory_inputs",
            "other_model_training_memory", "StepTime", "PARTS", "DP_OVERLAP", "ASYNC_TP_HIDDEN_SHARE", "SCHEDULES", "pipeline_in_flight", "PRECISIONS", "recipe",
            "efficiency_constants", "generation", "samples_per_s", "resolve_samples_per_s",
