@@ -19,12 +19,12 @@ the highest throughput at the asked load is used.
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from aisize import checks, models
-from aisize import format as F
 from aisize.serving.calibration import Calibration
 from aisize.serving.costs import model_costs, weight_formats
 from aisize.serving.engine import Engine, resolve_engine
@@ -35,8 +35,29 @@ from aisize.serving.reuse import serving_workload
 from aisize.serving.shapes import ReplicaShape, attention_dp_choices, check_shape, expert_parallel_choices, placed
 from aisize.serving.steady import steady_state
 from aisize.serving.throughput import engine_limits
+from aisize.units import GiB
 
 MAX_TOKENS = 10**8  # a longer request is a typo, not a workload
+
+
+def _sig(x) -> str:
+    """``x`` to 3 significant figures, thousands separated, for a reason's or a note's text ("1,017", "0.448";
+    "unbounded" for inf). A formula does not import presentation (aisize.format), whose ``sig`` reads the same."""
+    x = float(x)
+    if not math.isfinite(x):
+        return "unbounded" if math.isinf(x) else "—"
+    if x == 0:
+        return "0"
+    decimals = max(0, 2 - math.floor(math.log10(abs(x))))
+    rounded = round(x, decimals)
+    if rounded != 0 and math.floor(math.log10(abs(rounded))) != math.floor(math.log10(abs(x))):
+        decimals = max(0, decimals - 1)  # 9.996 -> "10.0", not "10.00"
+    return f"{x:,.{decimals}f}"
+
+
+def _gib(b) -> str:
+    """GPU memory in GiB, the one unit of GPU memory on every surface ("72.0 GiB")."""
+    return f"{_sig(float(b) / GiB)} GiB"
 
 
 @dataclass(frozen=True)
@@ -244,8 +265,8 @@ def _uncalibrated_range(est: ServingEstimate, asked: dict) -> ServingEstimate:
     span = {k: (min(v), max(v)) for k, v in figures.items()}
     lo, hi = span["capacity"]
     note = (f"{est.accelerator}: no public run calibrates its generation; under the efficiencies of the calibrated "
-            f"generations ({', '.join(calib.gemm_efficiency)}) a replica's capacity is {F.sig(lo)} to {F.sig(hi)} "
-            f"output tokens/s (the point, {F.sig(est.max_output_tokens_per_s)}, uses {calib.fallback_generation}'s)"
+            f"generations ({', '.join(calib.gemm_efficiency)}) a replica's capacity is {_sig(lo)} to {_sig(hi)} "
+            f"output tokens/s (the point, {_sig(est.max_output_tokens_per_s)}, uses {calib.fallback_generation}'s)"
             + (f"; under {', '.join(overloaded)}'s the load asked for would overload it" if overloaded else ""))
     return replace(est, output_tokens_per_s_range=span["tokens"], max_output_tokens_per_s_range=span["capacity"],
                    ttft_range_s=span["ttft"], tpot_range_s=span["tpot"], overloaded_under=tuple(overloaded),
@@ -327,9 +348,9 @@ def _result(rep: Replica, cap, state: ReplicaState | None) -> ServingEstimate:
                      f"are used (uncalibrated)")
     fits = bool(cap.memory.fits)
     reason = "" if fits else (
-        f"{m.id} at {dev.gemm_dtype} weights needs {F.bytes_gpu(float(cap.memory.weights_bytes))} of weights and "
-        f"{F.bytes_gpu(float(cap.memory.runtime_bytes))} of runtime per GPU, leaving no KV room for one "
-        f"{i + o:,}-token request in {F.bytes_gpu(dev.memory_bytes)}: use more GPUs or a smaller precision")
+        f"{m.id} at {dev.gemm_dtype} weights needs {_gib(float(cap.memory.weights_bytes))} of weights and "
+        f"{_gib(float(cap.memory.runtime_bytes))} of runtime per GPU, leaving no KV room for one "
+        f"{i + o:,}-token request in {_gib(dev.memory_bytes)}: use more GPUs or a smaller precision")
     st = cap.state
     capacity_rps = float(st.requests_per_s) if fits else 0.0
     slots = float(st.concurrency)
@@ -341,7 +362,7 @@ def _result(rep: Replica, cap, state: ReplicaState | None) -> ServingEstimate:
         util, queue, in_flight = state.utilisation, state.queue_seconds, state.concurrency
         if not stable:
             notes.append(f"requests_per_s={served:g} is at or beyond this replica's capacity of "
-                         f"{F.sig(capacity_rps)} requests/s: the queue grows without bound")
+                         f"{_sig(capacity_rps)} requests/s: the queue grows without bound")
             served = capacity_rps
     else:
         served, batch, stable, util, queue, in_flight = 0.0, slots, False, inf, 0.0, float("nan")
@@ -354,7 +375,7 @@ def _result(rep: Replica, cap, state: ReplicaState | None) -> ServingEstimate:
     breakdown = _breakdown(costs, rates, calib, shape, batch if np.isfinite(batch) else slots, i, o, spec)
     if spec is not None:
         notes.append(f"speculative decoding ({spec.method}, {spec.draft_tokens} draft tokens): "
-                     f"{F.sig(spec.acceptance_length)} tokens per step ({spec.acceptance_source[:80]})")
+                     f"{_sig(spec.acceptance_length)} tokens per step ({spec.acceptance_source[:80]})")
     return ServingEstimate(
         model=m.id, accelerator=dev.id, engine=engine.key, gpus=shape.gpus, tensor_parallel=shape.tensor_parallel,
         pipeline_parallel=shape.pipeline_parallel, attention_dp=shape.attention_dp,
