@@ -16,7 +16,9 @@ requests' tokens and each pool gets the shape that suits it. Per request:
   and whose KV cache fits.
 
 The ratio of prefill to decode GPUs follows from the traffic mix: GPU-seconds per
-request of each phase.
+request of each phase. Targets bound the mean, p95 or p99: the prefill queue's wait at that
+statistic plus the running iteration's residual at it. The chosen pools are a :class:`PoolPair`,
+two :class:`~aisize.serving.replica.Replica` s and their KV link (docs/serving-replica.md).
 
 References
 ----------
