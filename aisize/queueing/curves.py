@@ -20,6 +20,13 @@ import numpy as np
 from aisize import checks
 from aisize.queueing.analytic import MAX_SERVERS, QueueResult, _allen_cunneen_wait, _response_quantile, ggc
 
+# The storage load curve (docs/storage.md, "The storage queue, fitted on published load curves"): an M/M/c
+# of few effective servers on the unloaded latency, the published peak at a fixed share of saturation.
+# Least squares in log latency over the 20 points of SPECstorage Solution 2020 results storage2020-20240708-00080
+# (NetApp AFF A90, EDA) and storage2020-20231002-00055 (AFF A900, SWBUILD) (data/storage_load_curves.csv,
+# role "fit"): rms error 26 % in latency; on three curves not fitted (Azure NetApp Files, 2025-26) 11-28 %.
+STORAGE_EFFECTIVE_SERVERS = 2  # [1]: a curve that bends at half load, not at saturation (many channels do)
+STORAGE_PEAK_UTILISATION = 0.959  # [1]: a system's rated (last published) ops/s as a share of its saturation
 _KNEE_GRID = 64  # utilisation points per refinement round
 _KNEE_ROUNDS = 5  # 65⁵ ≈ 1.2e9: the knee to ~1e-9 of capacity
 _STATISTICS = {"mean": None, "p50": 0.50, "p95": 0.95, "p99": 0.99}
@@ -46,6 +53,41 @@ class Station:
 
 
 @dataclass(frozen=True)
+class StorageStation(Station):
+    """A storage system: Little's-law channels at the unloaded latency, and the fitted open-system load curve.
+
+    ``servers`` x ``service_seconds`` is what the closed-system view (:func:`latency_vs_concurrency`) queues on:
+    IOs in flight at the rated rate. Open-system latency (:func:`latency_vs_load`, :func:`knee_load`) is the
+    unloaded latency stretched as an M/M/``effective_servers`` queue at utilisation
+    λ / (``rated_per_s`` / ``peak_utilisation``), the curve fitted on published SPECstorage load tables.
+    """
+
+    rated_per_s: float = 0.0  # the system's rated (peak measured) operations/s [1/s], > 0
+    effective_servers: int = STORAGE_EFFECTIVE_SERVERS  # [1]
+    peak_utilisation: float = STORAGE_PEAK_UTILISATION  # rated / saturation [1]
+
+    def __post_init__(self):
+        super().__post_init__()
+        checks.scalar("rated_per_s", checks.positive("rated_per_s", self.rated_per_s))
+        checks.scalar("effective_servers", checks.integer("effective_servers", self.effective_servers, low=1,
+                                                          high=MAX_SERVERS))
+        checks.scalar("peak_utilisation", checks.number("peak_utilisation", self.peak_utilisation, low=0.0,
+                                                        high=1.0, low_inclusive=False, high_inclusive=False))
+
+    @property
+    def saturation_per_s(self) -> float:
+        """Operations/s at which the fitted open-system latency grows without bound [1/s]."""
+        return self.rated_per_s / self.peak_utilisation
+
+
+def _open_queue(station: Station):
+    """(servers, service time [s], cv, arrivals per unit utilisation [1/s]) of the open-system queue."""
+    if isinstance(station, StorageStation):
+        return station.effective_servers, station.service_seconds, station.service_cv, station.saturation_per_s
+    return station.servers, station.service_seconds, station.service_cv, station.capacity_per_s
+
+
+@dataclass(frozen=True)
 class ConcurrencyCurve:
     """Closed-system curve: throughput and latency at each concurrency N."""
 
@@ -65,8 +107,12 @@ class Knee:
     limit_seconds: float  # factor × unloaded [s]
 
 
-def storage_station(iops_max_per_s, base_latency_seconds, service_cv=1.0) -> Station:
+def storage_station(iops_max_per_s, base_latency_seconds, service_cv=1.0) -> StorageStation:
     """A storage system as a station: c = IOPS_max × base latency channels (Little's law), S = base latency.
+
+    Its open-system latency follows the fitted load curve (:class:`StorageStation`): it doubles at
+    ~74 % of IOPS_max (M/M/2 at 0.707 of saturation), where M/M/c on the c Little channels stays flat
+    to saturation while SPECstorage's AFF A90 curve doubles at ~60 % (docs/storage.md).
 
     Parameters
     ----------
@@ -89,7 +135,7 @@ def storage_station(iops_max_per_s, base_latency_seconds, service_cv=1.0) -> Sta
     lat = checks.scalar("base_latency_seconds", checks.positive("base_latency_seconds", base_latency_seconds))
     cv = checks.scalar("service_cv", checks.non_negative("service_cv", service_cv, high=1e3))
     channels = max(1, int(round(iops * lat)))
-    return Station(channels, lat, cv)
+    return StorageStation(channels, lat, cv, rated_per_s=iops)
 
 
 def inference_station(replicas, slots_per_replica, request_seconds, service_cv=1.0) -> Station:
@@ -126,8 +172,14 @@ def latency_vs_load(station: Station, arrival_rate_per_s) -> QueueResult:
     References
     ----------
     .. [1] Allen, Probability, Statistics and Queueing Theory, 1990, section 6.4.
+    .. [2] A :class:`StorageStation` queues as its fitted load curve (docs/storage.md): utilisation is
+       λ / saturation, and the reported utilisation is that share.
     """
-    return ggc(arrival_rate_per_s, station.service_seconds, station.servers, service_cv=station.service_cv)
+    c, s, cv, per_u = _open_queue(station)
+    if isinstance(station, StorageStation):  # the same utilisation on the fitted M/M/c of c_eff servers
+        lam = checks.positive("arrival_rate_per_s", arrival_rate_per_s)
+        return ggc(lam * (c / s) / per_u, s, c, service_cv=cv)
+    return ggc(arrival_rate_per_s, s, c, service_cv=cv)
 
 
 def latency_vs_concurrency(station: Station, concurrency) -> ConcurrencyCurve:
@@ -193,7 +245,7 @@ def knee_load(station: Station, factor: float = 2.0, statistic: str = "mean") ->
     f = checks.scalar("factor", checks.number("factor", factor, low=1.0, high=1e6, low_inclusive=False))
     checks.choice("statistic", statistic, _STATISTICS)
     p = _STATISTICS[statistic]
-    s, cs, c = station.service_seconds, station.service_cv, station.servers
+    c, s, cs, per_u = _open_queue(station)
     unloaded = s if p is None else float(_response_quantile(p, 0.0, 0.0, s, cs))
     limit = f * unloaded
     field = "response_mean_seconds" if p is None else f"response_{statistic}_seconds"
@@ -207,8 +259,9 @@ def knee_load(station: Station, factor: float = 2.0, statistic: str = "mean") ->
             ok = getattr(ggc(u * c / s, s, c, service_cv=cs), field) <= limit
         last = int(np.nonzero(ok)[0][-1]) if ok.any() else -1
         lo, hi = (lo if last < 0 else u[last]), (u[last + 1] if last + 1 < u.size else hi)
-    return Knee(float(lo * c / s), float(lo), float(unloaded), float(limit))
+    return Knee(float(lo * per_u), float(lo), float(unloaded), float(limit))
 
 
-__all__ = ["ConcurrencyCurve", "Knee", "Station", "inference_station", "knee_concurrency",
+__all__ = ["ConcurrencyCurve", "Knee", "STORAGE_EFFECTIVE_SERVERS", "STORAGE_PEAK_UTILISATION", "Station",
+           "StorageStation", "inference_station", "knee_concurrency",
            "knee_load", "latency_vs_concurrency", "latency_vs_load", "storage_station"]
