@@ -158,11 +158,19 @@ RULES = (
 )
 
 
+class LayoutError(ValueError):
+    """A layout that breaks a rule; ``rule`` is the one it broke first."""
+
+    def __init__(self, message: str, rule: Rule):
+        super().__init__(message)
+        self.rule = rule
+
+
 def check(d: Degrees, k: ModelSizes, topics=None) -> None:
-    """Raise the ``ValueError`` of the first rule (of ``topics``, default all) one layout breaks."""
+    """Raise the :class:`LayoutError` of the first rule (of ``topics``, default all) one layout breaks."""
     for rule in RULES:
         if (topics is None or rule.topic in topics) and not rule.holds(d, k):
-            raise ValueError(rule.says(d, k))
+            raise LayoutError(rule.says(d, k), rule)
 
 
 def holds(d: Degrees, k: ModelSizes):
