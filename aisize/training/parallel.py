@@ -15,6 +15,7 @@ broadcast grid (:func:`holds`). So the search and the estimate cannot disagree o
 Batch conventions (torchtitan's): ``micro_batch`` is the sequences one data-parallel rank runs
 forward and backward at once (its local batch), split into ``pipeline_microbatches`` for the
 pipeline; ``global_batch`` over ``micro_batch`` x DP is the gradient-accumulation steps.
+The value, who builds it and who reads it: docs/training-layout.md.
 
 References
 ----------
