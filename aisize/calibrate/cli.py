@@ -145,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         _write(out, both.Calibration(serving=result.calibration, training=base_both.training).to_json() + "\n")
     else:
         _write(out, result.calibration.to_json() + "\n")
-    print(f"written: {out}")
+    print(f"written: {out}" + (f" (sections serving and training: {base_both.training.name})"
+                               if args.training == "shipped" else ""))
     print(f"select it in a scenario file (aisize plan / report / sweep embed its content, so a saved scenario "
           f"stands alone):\n  policies:\n    serving_calibration: {out}\n"
           "or in the app: Accuracy tab, Load calibration, then Use in this scenario")
