@@ -260,8 +260,10 @@ class _Fitting:
         for n, (part, _, _) in enumerate(parts):
             grid = part["batch"].shape  # a column may be given along fewer axes: it is the same on the rest
             fits = np.broadcast_to(part["fits"], grid)
-            rows = int(np.count_nonzero(fits))
-            flat = {k: np.broadcast_to(v, grid)[fits] for k, v in part.items() if k != "mode"}
+            at = np.flatnonzero(fits)
+            rows = len(at)
+            flat = {k: v.reshape(-1).take(at) if v.shape == grid and v.flags.c_contiguous
+                    else np.broadcast_to(v, grid)[fits] for k, v in part.items() if k != "mode"}
             flat["meets_targets"] = (flat[f"ttft{suffix}_s"] <= ttft_t) & (flat[f"tpot{suffix}_s"] <= tpot_t)
             for k, kept in columns.items():
                 kept.append(flat[k] if k in flat else np.full(rows, np.nan))
@@ -276,7 +278,7 @@ class _Fitting:
         codes = self.codes[rows]
         out = {k: values.take(codes) for k, values in self.labels.items()}  # pandas' own string dtype
         out.update((k, v[rows]) for k, v in self.columns.items())
-        return pd.DataFrame(out)
+        return pd.DataFrame(out, copy=False)  # its own arrays, not copied again into one block
 
 
 def _pareto_rows(x, y) -> np.ndarray:
