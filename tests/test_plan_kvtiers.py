@@ -117,3 +117,36 @@ def test_the_report_section_renders_the_tiers():
                                                       server_host_memory_bytes=2.2e12, host_memory_fits=True)])
     html = str(kv_tiers_section(SimpleNamespace(plan=plan)))
     assert "KV-cache tiers" in html and "Host DRAM" in html and "PCIe 5.0 x16" in html and "chat" in html
+
+
+def test_the_storage_tier_reloads_at_the_latency_of_the_storage_bought():
+    import dataclasses
+
+    from aisize.storage.sizing import bought_latency_seconds, purchasable
+
+    default = C.STORAGE_LATENCY_SECONDS
+    a90 = catalog.storage["netapp-aff-a90-8node"]  # a measured system is bought as named: its 0.4 ms
+    assert bought_latency_seconds(a90, catalog.storage, default) == a90.latency_seconds == pytest.approx(400e-6)
+    level = catalog.storage["superpod-h100-better"]  # a guidance level: the plan buys a purchasable unit
+    units = [s for s in catalog.storage if purchasable(s)]
+    assert units and all(s.latency_seconds is None for s in units)  # none publishes one yet: the default
+    assert bought_latency_seconds(level, catalog.storage, default) == default
+    # a candidate with a published 1 ms makes the tier assume 1 ms, whichever unit the demand picks later
+    slow = dataclasses.replace(units[0], id="slow-unit", latency_seconds=1e-3)
+    assert bought_latency_seconds(dataclasses.replace(level, latency_seconds=5e-5), [*units, slow], default) == 1e-3
+    with pytest.raises(ValueError, match="default_seconds"):
+        bought_latency_seconds(level, units, 0.0)
+
+
+def test_a_plans_storage_tier_names_and_outwaits_the_system_it_buys():
+    from aisize.plan import plan
+    from aisize.storage.sizing import bought_latency_seconds
+
+    p = plan(preset("rag-service"))
+    named = catalog.storage[preset("rag-service").hardware.storage]
+    row = next(r for r in p.inference[0].kv_tiers.tiers if r.name == "storage")
+    bought = catalog.storage[p.storage.system]
+    assert (named.kind == "guidance") == ("bought for the demand" in row.path) and named.name not in row.path
+    # the latency the tier reloaded at is never below the bought system's unloaded latency (its queue's)
+    assumed = bought_latency_seconds(named, catalog.storage, C.STORAGE_LATENCY_SECONDS)
+    assert assumed >= p.storage.station.service_seconds == (bought.latency_seconds or C.STORAGE_LATENCY_SECONDS)

@@ -11,7 +11,9 @@ Glue only: the physics is :mod:`aisize.serving.prefix` (what a cache of a size f
 - the read path into the replica's GPUs: each GPU's host link (PCIe of its generation, or its share of
   NVLink-C2C on Grace superchips, ``data/links.csv``); NVMe: the drives that hold the capacity
   (``data/storage.csv``), at most the host links; shared storage: the server's storage NICs, at most
-  the host links, after the storage's own latency;
+  the host links, after the unloaded latency of the storage the plan buys (``bought_latency_seconds``:
+  the system is chosen after the services, from their demand, so a guidance level reloads at the
+  slowest purchasable candidate's latency);
 - what the fleet asks of each: capacity, reads, write-through writes (the shared storage's go to the IO
   blender as one more workload, in chunks of LMCache's 256 tokens).
 """
@@ -30,6 +32,7 @@ from aisize.serving.lengths import Lengths
 from aisize.serving.prefix import cache_load, session_tokens
 from aisize.serving.reuse import BLEND_RECOMPUTE_SHARE
 from aisize.serving.tiers import KVTier, capacity_for_hit_rate, computed_tokens
+from aisize.storage.sizing import bought_latency_seconds
 
 KV_CHUNK_TOKENS = 256  # LMCache's default chunk_size (lmcache/v1/config.py): one object, one IO to a storage tier
 _HOST_LINKS = (("gh200", "nvlink-c2c"), ("gb200", "nvlink-c2c-half"), ("gb300", "nvlink-c2c-half"))
@@ -149,9 +152,12 @@ def plan_kv_tiers(w, ctx: C.HardwareContext, policies, arch, shape, replicas: in
     if spec and spec.shared_storage:
         nic = catalog.links[server.storage_nic_link or server.compute_nic_link]
         nics = max(server.storage_nics, 1) * nic.bandwidth_per_direction_bytes_per_s
+        # the storage bought is chosen after the services, from their demand (aisize.plan.storage): a named
+        # guidance level reloads at the slowest purchasable candidate's latency, so the tier is never optimistic
         tiers.append(KVTier("storage", max(need, session), min(nics * share, host_bw),
-                            ctx.storage.latency_seconds or C.STORAGE_LATENCY_SECONDS))
-        paths["storage"] = f"{max(server.storage_nics, 1)} x {nic.name} per server ({ctx.storage.name})"
+                            bought_latency_seconds(ctx.storage, catalog.storage, C.STORAGE_LATENCY_SECONDS)))
+        bought = "the shared storage bought for the demand" if ctx.storage.kind == "guidance" else ctx.storage.name
+        paths["storage"] = f"{max(server.storage_nics, 1)} x {nic.name} per server ({bought})"
     est = serving.estimate(arch, ctx.accelerator, **estimate_kw, requests_per_s=rate, prefix=reuse,
                            kv_tiers=tiers or None)
     return _plan(w, est, tiers, paths, replicas, share, need, dram, left, nvme_server, drives, server, costs,

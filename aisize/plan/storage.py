@@ -136,11 +136,6 @@ def _capacity(training, inference, dataprep, policies):
             "usable_bytes": cap.usable_bytes, "raw_bytes": cap.raw_bytes}
 
 
-def unloaded_latency_seconds(ctx: C.HardwareContext) -> float:
-    """Small-IO latency of the named storage with nothing queued [s]: the catalog's figure, else the default."""
-    return ctx.storage.latency_seconds or C.STORAGE_LATENCY_SECONDS
-
-
 def _sized_peaks(b, training) -> tuple[float, float, float]:
     """(read [B/s], write [B/s], operations/s) the storage is sized for: every workload at its peak (bursts
     coinciding, the blend's worst case), except that a checkpoint needs no faster write than the one that keeps

@@ -141,6 +141,21 @@ def unit_iops_at(system: StorageSystem, io_bytes) -> float:
     return float(min(system.read_iops_per_s, by_bandwidth) if system.read_iops_per_s else by_bandwidth)
 
 
+def bought_latency_seconds(named: StorageSystem, systems, default_seconds: float) -> float:
+    """Unloaded IO latency of the storage a plan buys for ``named``, known before its demand is [s].
+
+    A named system or building block is what the plan buys: its published latency, else ``default_seconds``.
+    A guidance level is a comparison: the plan buys a :func:`purchasable` system chosen on the demand
+    (:func:`choose_system`), which depends on what the services ask of the storage, so the latency is the
+    slowest candidate's, never faster than the system bought (each without a published latency at the
+    default). Parameters: ``systems`` the catalog's records; ``default_seconds`` > 0.
+    """
+    default = float(checks.scalar("default_seconds", checks.positive("default_seconds", default_seconds)))
+    if named.kind != "guidance":
+        return named.latency_seconds or default
+    return max((s.latency_seconds or default for s in systems if purchasable(s)), default=default)
+
+
 @dataclass(frozen=True)
 class Choice:
     """The system bought, its sizing, and every candidate considered (id -> units, read bought, rack units)."""
