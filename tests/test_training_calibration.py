@@ -113,3 +113,12 @@ def test_unknown_sections_and_wrong_engine_calibrations_are_refused(tmp_path):
         both.load(path)
     with pytest.raises(ValueError, match="calibration=.* is not allowed"):
         _step(serving_calibration.CALIBRATION)
+
+
+def test_the_vectorized_step_reads_the_calibration_element_by_element():
+    """The layout search evaluates a grid in one call: each element moves by its own hand-worked factor."""
+    dp = np.array([8, 16, 128])
+    base, mine = _step(None, dp=dp), _step(CALIBRATION.with_(step_time_cv=0.062), dp=dp)
+    z = np.sqrt(2.0 * np.log(dp))  # 2.0393, 2.3548, 3.1151
+    assert np.allclose(mine.step_seconds / base.step_seconds, (1 + 0.062 * z) / (1 + 0.031 * z), rtol=1e-12)
+    assert np.allclose(mine.step_seconds / base.step_seconds, [1.05946, 1.06803, 1.08806], atol=1e-5)
