@@ -259,11 +259,9 @@ class _Fitting:
         codes = []  # each row's part, for its labels
         for n, (part, _, _) in enumerate(parts):
             grid = part["batch"].shape  # a column may be given along fewer axes: it is the same on the rest
-            fits = np.broadcast_to(part["fits"], grid)
-            at = np.flatnonzero(fits)
+            at = np.flatnonzero(np.broadcast_to(part["fits"], grid))
             rows = len(at)
-            flat = {k: v.reshape(-1).take(at) if v.shape == grid and v.flags.c_contiguous
-                    else np.broadcast_to(v, grid)[fits] for k, v in part.items() if k != "mode"}
+            flat = _gather({k: v for k, v in part.items() if k != "mode"}, grid, at)
             flat["meets_targets"] = (flat[f"ttft{suffix}_s"] <= ttft_t) & (flat[f"tpot{suffix}_s"] <= tpot_t)
             for k, kept in columns.items():
                 kept.append(flat[k] if k in flat else np.full(rows, np.nan))
@@ -277,18 +275,47 @@ class _Fitting:
         """The frame of ``rows`` (positions among the fitting configurations), in that order."""
         codes = self.codes[rows]
         out = {k: values.take(codes) for k, values in self.labels.items()}  # pandas' own string dtype
-        out.update((k, v[rows]) for k, v in self.columns.items())
+        out.update((k, v.take(rows)) for k, v in self.columns.items())
         return pd.DataFrame(out, copy=False)  # its own arrays, not copied again into one block
 
 
+def _gather(columns, grid, at) -> dict:
+    """Each column (an array broadcastable to ``grid``) at the flat positions ``at`` of ``grid``, read from
+    the column's own axes (no broadcast grid is built; one index per distinct shape)."""
+    index, out = {}, {}
+    for k, v in columns.items():
+        v = v.reshape((1,) * (len(grid) - v.ndim) + v.shape)
+        v = v[tuple(slice(0, 1) if st == 0 else slice(None) for st, d in zip(v.strides, v.shape))]  # a view's own
+        if v.shape not in index:
+            axes, flat = np.unravel_index(at, grid), 0
+            for i, d in zip(axes, v.shape):
+                flat = flat * d + (i if d > 1 else 0)
+            index[v.shape] = flat
+        out[k] = v.reshape(-1).take(index[v.shape])
+    return out
+
+
 def _pareto_rows(x, y) -> np.ndarray:
-    """Positions of the rows :func:`pareto` keeps, in its order before its final sort: by ``x`` then ``y``,
-    both descending, ties in row order (pandas' stable lexicographic sort), each kept where its ``y`` beats
-    every row before it."""
-    order = np.lexsort((-y, -x))
-    ys = y[order]
-    best = np.maximum.accumulate(ys)
-    return order[np.r_[True, ys[1:] > best[:-1]]] if len(order) else order
+    """Positions of the rows :func:`pareto` keeps, in its order before its final sort.
+
+    :func:`pareto` sorts by ``x`` then ``y``, both descending, ties in row order (pandas' stable
+    lexicographic sort), and keeps a row where its ``y`` beats every row before it. Of a run of equal ``x``
+    only the run's first row in that order can be kept (the first row of the highest ``y``), and it is
+    where that ``y`` beats the runs before: so one sort on ``x`` (ties in any order) and a reduction per run
+    find the same rows. With a NaN, the lexicographic sort itself."""
+    if not len(x):
+        return np.arange(0)
+    if np.isnan(x).any() or np.isnan(y).any():
+        order = np.lexsort((-y, -x))
+        ys = y[order]
+        return order[np.r_[True, ys[1:] > np.maximum.accumulate(ys)[:-1]]]
+    order = np.argsort(-x)
+    xs, ys = x[order], y[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    top = np.maximum.reduceat(ys, starts)  # each run's highest y
+    at_top = ys == np.repeat(top, np.diff(np.r_[starts, len(xs)]))
+    first = np.minimum.reduceat(np.where(at_top, order, len(x)), starts)  # its first row
+    return first[np.r_[True, top[1:] > np.maximum.accumulate(top)[:-1]]]
 
 
 def pareto(frame: pd.DataFrame, x="tokens_per_s_per_user", y="tokens_per_s_per_gpu") -> pd.DataFrame:
