@@ -67,6 +67,17 @@ def test_the_grid_is_the_surface_at_its_nodes_and_between_them(case):
     np.testing.assert_allclose(got, surface.seconds, rtol=0.03)
 
 
+def test_one_length_reads_the_same_as_many():
+    # a search's batches at one context take a one-dimensional path: it must agree with the bilinear one
+    key = KA._heads_key(models.resolve("llama-3.3-70b"), 4.0)
+    g = KA.grid("h200-sxm", "trtllm", "generation", key, "fp8")
+    batch = np.array([0.3, 1.0, 5.0, 100.0, 300.0, 2048.0, 5000.0])
+    one, ok1 = KA.interpolate(g, batch, 3000.0)
+    many, ok2 = KA.interpolate(g, np.r_[batch, batch], np.r_[np.full(7, 3000.0), np.full(7, 50000.0)])
+    assert ok1.all() and (ok1 == ok2[:7]).all()
+    np.testing.assert_allclose(one, many[:7], rtol=1e-12)
+
+
 def test_flashattention3_prefill_on_h100_matches_its_published_speed():
     # vLLM's context kernel is FlashAttention-3. FA3's benchmark (Shah et al. 2024, arXiv:2407.08608, fig.
     # "Attention forward speed, head dim 128 (H100 80GB SXM5)"): batch x length = 16k tokens, 16 heads of 128,

@@ -134,6 +134,10 @@ def interpolate(g, batch, length):
     bq = np.maximum(np.asarray(batch, dtype=float), 1.0)
     x = np.minimum(np.log(bq), log_b[-1])
     y = np.log(np.maximum(np.asarray(length, dtype=float), 1e-300))
+    if y.size == 1 or (y.size and y.min() == y.max()):  # one length (a search's batches at one context): a curve over the batch
+        shape = np.broadcast_shapes(x.shape, y.shape)
+        sec, ok = _along_batch(log_b, log_s, z, np.broadcast_to(x, shape), float(y.flat[0]))
+        return _scaled(sec, ok, batch, np.broadcast_to(bq, shape), log_b)
     x, y = np.broadcast_arrays(x, y)
     i = np.clip(np.searchsorted(log_b, x, side="right") - 1, 0, len(log_b) - 2)
     j = np.clip(np.searchsorted(log_s, y, side="right") - 1, 0, len(log_s) - 2)
@@ -150,9 +154,28 @@ def interpolate(g, batch, length):
             used = w > 0.0
             ok &= ~used | np.isfinite(v)
             total = total + np.where(used, w * np.nan_to_num(v), 0.0)
+    return _scaled(total, ok, batch, bq, log_b)
+
+
+def _scaled(log_t, ok, batch, bq, log_b):
+    """Seconds of ln-seconds ``log_t`` at the batch clamped to the grid, scaled to the batch asked for."""
     b = np.asarray(batch, dtype=float)
     scale = np.where(b < 1.0, np.maximum(b, 0.0), np.maximum(bq / np.exp(log_b[-1]), 1.0))
-    return np.where(ok, np.exp(total) * scale, np.nan), ok
+    return np.where(ok, np.exp(log_t) * scale, np.nan), ok
+
+
+def _along_batch(log_b, log_s, z, x, y: float):
+    """ln seconds and coverage at ln batches ``x`` and one ln length ``y``: :func:`interpolate` in one dimension."""
+    if not log_s[0] <= y <= log_s[-1]:
+        return np.zeros(np.shape(x)), np.zeros(np.shape(x), bool)
+    j = min(int(np.searchsorted(log_s, y, side="right")) - 1, len(log_s) - 2)
+    ty = (y - log_s[j]) / (log_s[j + 1] - log_s[j])
+    col = z[:, j] if ty == 0.0 else (z[:, j + 1] if ty == 1.0 else (1.0 - ty) * z[:, j] + ty * z[:, j + 1])
+    finite = np.isfinite(col)
+    i = np.clip(np.searchsorted(log_b, x, side="right") - 1, 0, len(log_b) - 2)
+    on_node = x == log_b[i]
+    ok = finite[i] & (finite[i + 1] | on_node)
+    return np.interp(x, log_b[finite], col[finite]) if finite.any() else np.zeros(np.shape(x)), ok
 
 
 def _per_tp(costs, tp, fn):
