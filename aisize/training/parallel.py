@@ -177,8 +177,8 @@ def check(d: Degrees, k: ModelSizes, topics=None) -> None:
 def holds(d: Degrees, k: ModelSizes):
     """Whether each layout of ``d`` keeps every rule (a bool, or a bool array at the broadcast shape of
     the rules' results; the smaller ones are combined first, so a large grid is touched once per rule)."""
-    results = sorted((rule.holds(d, k) for rule in RULES), key=np.size)
-    return reduce(np.logical_and, results)
+    results = [r for r in (rule.holds(d, k) for rule in RULES) if np.ndim(r) or not r]  # a scalar True adds nothing
+    return reduce(np.logical_and, sorted(results, key=np.size), True)
 
 
 def data_parallel(gpus, tp, pp, cp):
