@@ -25,13 +25,12 @@ from aisize.precision import bytes_per_element
 from aisize.training import comm, kernel_gemms
 from aisize.training.dims import model_dims, resolve
 from aisize.training.efficiency import efficiency_constants
-from aisize.training.evaluate import Options, evaluate, transformer_engine
+from aisize.training.evaluate import Options, evaluate_layout, transformer_engine
 from aisize.training.layer_kinds import model_flops_per_token
 from aisize.training.memory import TrainingMemory
 from aisize.training.moe import DISPATCHERS
-from aisize.training.parallel import RECOMPUTE, TrainingLayout
+from aisize.training.parallel import TrainingLayout
 from aisize.training.recipes import recipe
-from aisize.training.schedules import SCHEDULE_CODES
 from aisize.training.setup import accelerator_record, default_links, engine
 from aisize.training.step_time import CP_METHODS, DP_OVERLAP, StepTime
 
@@ -219,11 +218,7 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
     source = kernel_gemms.check_source(gemm_source)
     b, s, cp = lay.pipeline_micro_batch, lay.seq_len, lay.context_parallel
     with kernel_gemms.using(acc.id, source):
-        mem, step = evaluate(m, eng, opt, seq_len=s, micro_batch=b, microbatches=lay.pipeline_microbatches,
-                             accumulation=lay.accumulation, tp=lay.tp, pp=lay.pp, cp=cp, dp=lay.dp, ep=lay.ep,
-                             etp=lay.etp, virtual_stages=lay.vp, schedule_code=SCHEDULE_CODES[lay.schedule],
-                             code=RECOMPUTE.index(lay.recompute), full_share=lay.recompute_share,
-                             sp=lay.sequence_parallel, stage=lay.zero_stage)
+        mem, step = evaluate_layout(m, eng, opt, lay)
     covered = (kernel_gemms.coverage(d, acc.id, eng.recipe, b * s / cp, lay.tp, te)
                if source == "kernels" else "roofline x fitted efficiency (gemm_source='roofline')")
     capacity = acc.memory_visible_bytes or acc.memory_bytes

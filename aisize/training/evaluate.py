@@ -16,7 +16,8 @@ from aisize.training.dims import model_dims
 from aisize.training.efficiency import attention_kernel
 from aisize.training.memory import TrainingMemory, memory_breakdown, peak_memory_bytes
 from aisize.training.memory_inputs import recompute_saved_sbh, transformer_memory_inputs
-from aisize.training.schedules import in_flight, pipeline_slots, stage_in_flight
+from aisize.training.parallel import RECOMPUTE
+from aisize.training.schedules import SCHEDULE_CODES, in_flight, pipeline_slots, stage_in_flight
 from aisize.training.setup import Engine
 from aisize.training.step_time import DP_OVERLAP, Moe, Recompute, StepTime, step_breakdown
 
@@ -51,6 +52,18 @@ def transformer_engine(framework: str, cp_method: str) -> bool:
     """Whether a layout runs Transformer Engine kernels: Megatron-Core always; FSDP when it uses
     Megatron-Core's ring context parallelism (Megatron-FSDP), else PyTorch FSDP2 (torchtitan)."""
     return framework == "megatron" or (framework == "fsdp" and cp_method == "ring")
+
+
+def evaluate_layout(model, eng: Engine, opt: Options, layout, memory: str = "breakdown") -> tuple[TrainingMemory,
+                                                                                                StepTime]:
+    """:func:`evaluate` of one :class:`~aisize.training.parallel.TrainingLayout` (its pipeline
+    micro-batch, micro-batches per flush and accumulation steps, its degrees and recompute)."""
+    lay = layout
+    return evaluate(model, eng, opt, seq_len=lay.seq_len, micro_batch=lay.pipeline_micro_batch,
+                    microbatches=lay.pipeline_microbatches, accumulation=lay.accumulation, tp=lay.tp, pp=lay.pp,
+                    cp=lay.cp, dp=lay.dp, ep=lay.ep, etp=lay.etp, virtual_stages=lay.vp,
+                    schedule_code=SCHEDULE_CODES[lay.schedule], code=RECOMPUTE.index(lay.recompute),
+                    full_share=lay.recompute_share, sp=lay.sequence_parallel, stage=lay.zero_stage, memory=memory)
 
 
 def evaluate(model, eng: Engine, opt: Options, *, seq_len, micro_batch, microbatches, accumulation, tp, pp, cp, dp,

@@ -9,13 +9,14 @@ validity mask and the ranking. No Python loop runs per configuration.
 
 Search conventions (Megatron-LM's): ``micro_batch`` is the pipeline micro-batch, and
 the global batch over micro-batch x DP is the number of micro-batches in one pipeline
-flush (no separate gradient accumulation). Consistent layouts: TP divides the heads
-and fits one scale-up domain; PP is at most the layers (uneven stages allowed); CP
-divides the sequence; TP x PP x CP divides the GPUs; micro-batch x DP divides the
-global batch; EP divides the experts and, with MoE parallel folding, EP x expert-TP
-divides TP x CP x DP; interleaving needs PP >= 2 and v dividing the layers per stage
-when PP divides the layers. Recompute is none, selective, or full on a share of each
-model chunk's layers (Megatron's ``recompute_num_layers``, rounded to whole layers).
+flush (no separate gradient accumulation). Consistent layouts are those that keep every rule of
+:data:`aisize.training.parallel.RULES`, the rules a :class:`~aisize.training.parallel.TrainingLayout`
+is checked with (TP divides the heads, PP at most the layers, CP divides the sequence, TP x PP x CP
+divides the GPUs, micro-batch x DP divides the global batch, EP and expert TP fold onto TP x CP x DP,
+interleaving fits the layers); the search adds its own cuts (TP within one scale-up domain, no
+duplicate points). Recompute is none, selective, or full on a share of each model chunk's layers
+(Megatron's ``recompute_num_layers``, rounded to whole layers). :func:`chosen_layout` turns a row
+into a TrainingLayout (docs/training-layout.md).
 
 References
 ----------
