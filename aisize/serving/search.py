@@ -33,6 +33,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -76,17 +77,26 @@ class SearchResult:
 
 def _shapes(model, dev, max_gpus, pipeline_parallels):
     """(tp, dp, pp) arrays of shapes: TP over divisors up to the scale-up domain that split the heads."""
+    return _shape_rows(model.experts, model.heads, model.layers, dev.scaleup_domain, max_gpus,
+                       tuple(pipeline_parallels))
+
+
+@lru_cache(maxsize=256)
+def _shape_rows(experts, heads, layers, scaleup_domain, max_gpus, pipeline_parallels):
+    """:func:`_shapes` of what it reads (every precision pair of a search asks again); read-only."""
     rows = []
     for pp in pipeline_parallels:
         for tp in divisors(max(1, max_gpus // pp)):
-            if tp > dev.scaleup_domain:
+            if tp > scaleup_domain:
                 continue
-            for dp in divisors(tp) if model.experts > 1 else (1,):
-                if model.heads % (tp // dp) == 0 and pp <= model.layers:
+            for dp in divisors(tp) if experts > 1 else (1,):
+                if heads % (tp // dp) == 0 and pp <= layers:
                     rows.append((tp, dp, pp))
     widest = max((tp for tp, _, pp in rows if pp == 1), default=1)  # stages are whole TP groups of this width
     rows = [r for r in rows if engine_runs(ReplicaShape(*r), widest)]  # the engines' layouts (docs/engine-shapes.md)
-    return np.array(rows, dtype=float).T
+    out = np.array(rows, dtype=float).T
+    out.setflags(write=False)
+    return out
 
 
 def _aggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link):
@@ -231,12 +241,11 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
     if gpu_hour_usd is not None:
         price = checks.non_negative("gpu_hour_usd", gpu_hour_usd, high=1e6)
         fit.columns["usd_per_million_output_tokens"] = price / 3600.0 / fit.columns["tokens_per_s_per_gpu"] * 1e6
-    # the feasible ones by tokens/s per GPU, highest first (pandas' sort, on that one column)
+    # the feasible ones by tokens/s per GPU, highest first; the frontier by tokens/s per user, lowest first
     meets = np.flatnonzero(fit.columns["meets_targets"])
-    by_gpu = pd.Series(fit.columns["tokens_per_s_per_gpu"][meets]).sort_values(ascending=False).index
-    feasible = fit.frame(meets[np.asarray(by_gpu)])
-    frontier = fit.frame(_pareto_rows(fit.columns["tokens_per_s_per_user"], fit.columns["tokens_per_s_per_gpu"]))
-    frontier = frontier.sort_values("tokens_per_s_per_user").reset_index(drop=True)
+    feasible = fit.frame(meets[_argsort(fit.columns["tokens_per_s_per_gpu"][meets], descending=True)])
+    kept = _pareto_rows(fit.columns["tokens_per_s_per_user"], fit.columns["tokens_per_s_per_gpu"])
+    frontier = fit.frame(kept[_argsort(fit.columns["tokens_per_s_per_user"][kept])])
     seconds = time.perf_counter() - start  # the evaluation and the result frames
     best = feasible.iloc[0].to_dict() if len(feasible) else None
     return SearchResult(count, feasible, frontier, best, seconds)
@@ -293,6 +302,17 @@ def _gather(columns, grid, at) -> dict:
             index[v.shape] = flat
         out[k] = v.reshape(-1).take(index[v.shape])
     return out
+
+
+def _argsort(values, descending=False) -> np.ndarray:
+    """The order pandas' ``sort_values`` gives one float column (``pandas.core.sorting.nargsort``): numpy's
+    quicksort, descending as the reversed sort of the reversed values, NaN last in row order."""
+    nan = np.isnan(values)
+    rows = np.flatnonzero(~nan)
+    v = values[rows]
+    if descending:
+        return np.r_[rows[::-1][v[::-1].argsort(kind="quicksort")][::-1], np.flatnonzero(nan)]
+    return np.r_[rows[v.argsort(kind="quicksort")], np.flatnonzero(nan)]
 
 
 def _pareto_rows(x, y) -> np.ndarray:
