@@ -291,12 +291,14 @@ class _Fitting:
 def _gather(columns, grid, at) -> dict:
     """Each column (an array broadcastable to ``grid``) at the flat positions ``at`` of ``grid``, read from
     the column's own axes (no broadcast grid is built; one index per distinct shape)."""
-    index, out = {}, {}
+    index, out, axes = {grid: at}, {}, None
     for k, v in columns.items():
-        v = v.reshape((1,) * (len(grid) - v.ndim) + v.shape)
-        v = v[tuple(slice(0, 1) if st == 0 else slice(None) for st, d in zip(v.strides, v.shape))]  # a view's own
+        if v.shape != grid or not v.flags.c_contiguous:
+            v = v.reshape((1,) * (len(grid) - v.ndim) + v.shape)
+            v = v[tuple(slice(0, 1) if st == 0 else slice(None) for st in v.strides)]  # a broadcast view's own
         if v.shape not in index:
-            axes, flat = np.unravel_index(at, grid), 0
+            axes = np.unravel_index(at, grid) if axes is None else axes
+            flat = 0
             for i, d in zip(axes, v.shape):
                 flat = flat * d + (i if d > 1 else 0)
             index[v.shape] = flat
