@@ -7,7 +7,8 @@ at the least cost (choose_system) and keeps the guidance as a comparison; a whol
 system (scope ``system``) is bought once and checked. Units are sized on the blend's peaks (bursts
 coinciding) with ``policies.storage_headroom`` free and at least ``policies.storage_minimum_units``;
 a unit is priced by its unit price or raw capacity (aisize.cost.storage), and the blend queues on
-the bought units: channels = IOPS x unloaded latency (Little's law; docs/storage.md).
+the bought units: a storage_station of their IOPS and unloaded latency, whose open-system latency follows the
+curve fitted on published SPECstorage load tables (docs/storage.md).
 
 Glue only: aisize.storage.blender (blend), capacity (capacity_plan), sizing (storage_units,
 choose_system, unit_iops_at), aisize.cost (unit_usd), demand (data_stall), aisize.network.links
@@ -78,13 +79,13 @@ class StoragePlan:
     supply_iops: float
     supply_capacity_bytes: float | None
     write_assumed: bool
-    io_utilisation: float  # of the storage station at the blend's operations/s
+    io_utilisation: float  # the blend's operations/s over the station's fitted saturation (StorageStation)
     latency_mean_seconds: float
     latency_p95_seconds: float
     knee_iops: float  # operations/s at which mean latency reaches KNEE_FACTOR x unloaded
     units_at_knee: float | None  # building blocks that keep the blend below the knee (unit/drive scope)
     jobs: tuple  # JobStorage per training job
-    station: Station  # the queue the blend runs on: supply_iops x unloaded latency channels (storage_station)
+    station: Station  # the queue the blend runs on (storage_station: Little channels, fitted open-system curve)
     knee_concurrency: int  # outstanding IOs at which mean latency reaches KNEE_FACTOR x unloaded (closed system)
     outstanding_ios: float  # IOs the blend keeps in flight (Little's law at latency_mean_seconds; inf: unstable)
     # what the units are sized for: peak read, write [B/s] (checkpoints at their stall budget), iops [1/s], capacity [B]
