@@ -168,3 +168,25 @@ def test_scenario_refuses_storage_policies_out_of_range(field, value):
     d["policies"][field] = value
     with pytest.raises(ScenarioError, match=field):
         from_dict(d)
+
+
+def test_the_mlperf_storage_v3_rows_hold_the_published_figures():
+    mib, gib = 2**20, 2**30
+    e2000 = catalog.storage["hpe-cray-e2000-enclosure"]  # the 4-node (2-enclosure) submission, per enclosure
+    assert purchasable(e2000) and e2000.rack_units == 2
+    assert e2000.read_bandwidth_bytes_per_s == pytest.approx(171_008.487 * mib / 2, rel=1e-3)  # U-Net3D read
+    assert e2000.write_bandwidth_bytes_per_s == pytest.approx(48.180 * gib / 2, rel=1e-3)  # llama3-70b save
+    assert e2000.capacity_bytes == pytest.approx(2 * 16 * 3.84e12, rel=1e-9)  # 2 nodes x 16 x 3.84 TB raw
+    assert e2000.latency_seconds is None and e2000.read_iops_per_s is None  # not published
+    exa = catalog.storage["pure-flashblade-exa-30dn"]  # a data-node count on a fixed metadata core: one system
+    assert not purchasable(exa) and exa.scope == "system" and exa.rack_units == 47
+    assert (exa.read_bandwidth_bytes_per_s, exa.write_bandwidth_bytes_per_s) == pytest.approx(
+        (586.912 * gib, 887.735 * gib), rel=1e-3)
+    for s in (e2000, exa):
+        assert "storage_results_v3.0" in s.source and "summary.json" in s.source and "2026-07" in s.source
+
+
+def test_serving_at_scale_buys_the_e2000_its_read_peak_needs(plans):
+    s = plans["serving-at-scale"].storage
+    assert (s.system, s.units, s.binding) == ("hpe-cray-e2000-enclosure", 1.0, "read")
+    assert s.candidates["hpe-cray-e2000-enclosure"]["cost"] < s.candidates["yanrong-f9000x"]["cost"]
