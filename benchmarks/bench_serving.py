@@ -8,9 +8,11 @@ returns, fitting or not), its time and configurations/s (the serving issue asks 
 core), then the time of a replan after the request-rate slider moves on the default preset (the app must
 answer well under 100 ms).
 
-Two figures per search: ``SearchResult.seconds`` (what the search times itself: since 2026-12-05 the whole
-search, its result frames included; before, its evaluation and per-part frames, not their concatenation,
-sorting or frontier) and the wall time of the whole call, timed here, the same for any revision.
+Three figures per search: ``SearchResult.seconds`` (wall time the search measures itself: since 2026-12-05
+the whole search, its result frames included; before, its evaluation and per-part frames, not their
+concatenation, sorting or frontier), and the whole call's wall time and CPU time, timed here the same way
+for any revision (CPU time: this one-thread process's, which other jobs on a shared machine inflate far
+less than wall time).
 
 ``--against REV`` loads ``aisize/serving/search.py`` as it was at git revision REV (on today's iteration
 model, hardware and costs), checks that its result frames equal today's exactly, and times both in the same
@@ -42,30 +44,33 @@ REPEATS = 3  # best of three per search: the machine is shared
 
 
 def _run(search, model, gpu, precisions, pps):
-    t = time.perf_counter()
+    """The search's result, the call's wall seconds and its CPU seconds (this process, one thread)."""
+    t, c = time.perf_counter(), time.process_time()
     r = search(model, gpu, input_tokens=2048, output_tokens=512, ttft_target_s=2.0, tpot_target_s=0.05,
                weight_precisions=precisions, kv_precisions=("fp8", "bf16"), pipeline_parallels=pps)
-    return r, time.perf_counter() - t
+    return r, time.perf_counter() - t, time.process_time() - c
 
 
 def search_speed(search=serving.search, label="search", quiet=False):
-    """Configurations, the searches' own seconds and the whole calls' seconds, summed over the cases (best of
-    :data:`REPEATS` each)."""
-    total_configs, total_s, total_wall = 0, 0.0, 0.0
+    """Configurations, the searches' own seconds, the whole calls' wall seconds and their CPU seconds, summed
+    over the cases (best of :data:`REPEATS` each)."""
+    total_configs, total_s, total_wall, total_cpu = 0, 0.0, 0.0, 0.0
     for model, gpu, precisions, pps in CASES:
         runs = [_run(search, model, gpu, precisions, pps) for _ in range(REPEATS)]
-        best = min((r for r, _ in runs), key=lambda r: r.seconds)
-        wall = min(w for _, w in runs)
+        best = min((r for r, _, _ in runs), key=lambda r: r.seconds)
+        wall, cpu = min(w for _, w, _ in runs), min(c for _, _, c in runs)
         total_configs += best.configurations
         total_s += best.seconds
         total_wall += wall
+        total_cpu += cpu
         if not quiet:
             print(f"{label} {model:15s} on {gpu:9s}: {best.configurations:>9,} configurations in {best.seconds:6.3f} s "
-                  f"= {best.configurations_per_s:>12,.0f}/s (whole call {wall:6.3f} s); frontier {len(best.frontier)}, "
-                  f"feasible {len(best.feasible)}")
+                  f"= {best.configurations_per_s:>12,.0f}/s (whole call {wall:6.3f} s, CPU {cpu:6.3f} s); frontier "
+                  f"{len(best.frontier)}, feasible {len(best.feasible)}")
     print(f"{label} overall: {total_configs:,} configurations in {total_s:.3f} s = {total_configs / total_s:,.0f}/s; "
-          f"whole calls {total_wall:.3f} s = {total_configs / total_wall:,.0f}/s")
-    return total_configs, total_s, total_wall
+          f"whole calls {total_wall:.3f} s = {total_configs / total_wall:,.0f}/s, CPU {total_cpu:.3f} s = "
+          f"{total_configs / total_cpu:,.0f}/s")
+    return total_configs, total_s, total_wall, total_cpu
 
 
 def search_at(rev: str):
@@ -86,8 +91,7 @@ def same_results(search, other) -> None:
     import pandas as pd
 
     for model, gpu, precisions, pps in CASES:
-        a, _ = _run(search, model, gpu, precisions, pps)
-        b, _ = _run(other, model, gpu, precisions, pps)
+        a, b = _run(search, model, gpu, precisions, pps)[0], _run(other, model, gpu, precisions, pps)[0]
         assert a.configurations == b.configurations, (model, a.configurations, b.configurations)
         pd.testing.assert_frame_equal(a.feasible, b.feasible, check_exact=True, obj=f"{model} feasible")
         pd.testing.assert_frame_equal(a.frontier, b.frontier, check_exact=True, obj=f"{model} frontier")
@@ -102,7 +106,8 @@ def against(rev: str, rounds: int) -> None:
         got = dict((label, search_speed(f, label, quiet=True)) for label, f in (order if k % 2 == 0 else order[::-1]))
         n = got["today"][0]
         print(f"round {k + 1}: whole calls today {n / got['today'][2]:,.0f}/s, {rev} {n / got[rev][2]:,.0f}/s, "
-              f"ratio {got[rev][2] / got['today'][2]:.2f}x")
+              f"ratio {got[rev][2] / got['today'][2]:.2f}x; CPU today {n / got['today'][3]:,.0f}/s, {rev} "
+              f"{n / got[rev][3]:,.0f}/s, ratio {got[rev][3] / got['today'][3]:.2f}x")
 
 
 def replan_speed():
