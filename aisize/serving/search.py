@@ -243,11 +243,12 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
         fit.columns["usd_per_million_output_tokens"] = price / 3600.0 / fit.columns["tokens_per_s_per_gpu"] * 1e6
     # the feasible ones by tokens/s per GPU, highest first; the frontier by tokens/s per user, lowest first
     meets = np.flatnonzero(fit.columns["meets_targets"])
-    feasible = fit.frame(meets[_argsort(fit.columns["tokens_per_s_per_gpu"][meets], descending=True)])
+    by_gpu = _argsort(fit.columns["tokens_per_s_per_gpu"][meets], descending=True)
+    feasible = fit.frame(meets[by_gpu])
     kept = _pareto_rows(fit.columns["tokens_per_s_per_user"], fit.columns["tokens_per_s_per_gpu"])
     frontier = fit.frame(kept[_argsort(fit.columns["tokens_per_s_per_user"][kept])])
-    seconds = time.perf_counter() - start  # the evaluation and the result frames
-    best = feasible.iloc[0].to_dict() if len(feasible) else None
+    best = fit.row(meets[by_gpu[0]]) if len(meets) else None  # as feasible.iloc[0].to_dict() reads it
+    seconds = time.perf_counter() - start  # the evaluation and the results
     return SearchResult(count, feasible, frontier, best, seconds)
 
 
@@ -280,12 +281,19 @@ class _Fitting:
         self.labels = {k: pd.Series([(p["mode"], wp, kv)[j] for p, wp, kv in parts]).array
                        for j, k in enumerate(self.LABELS)}
 
+    def row(self, row) -> dict:
+        """One row as a dict of Python scalars (what ``DataFrame.iloc[i].to_dict()`` gives)."""
+        out = {k: str(values[self.codes[row]]) for k, values in self.labels.items()}
+        out.update((k, v[row].item()) for k, v in self.columns.items())
+        return out
+
     def frame(self, rows) -> pd.DataFrame:
         """The frame of ``rows`` (positions among the fitting configurations), in that order."""
         codes = self.codes[rows]
         out = {k: values.take(codes) for k, values in self.labels.items()}  # pandas' own string dtype
         out.update((k, v.take(rows)) for k, v in self.columns.items())
-        return pd.DataFrame(out, copy=False)  # its own arrays, not copied again into one block
+        # its own arrays, not copied again into one block
+        return pd.DataFrame(out, index=pd.RangeIndex(len(rows)), copy=False)
 
 
 def _gather(columns, grid, at) -> dict:
