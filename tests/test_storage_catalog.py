@@ -182,7 +182,11 @@ def test_the_mlperf_storage_v3_rows_hold_the_published_figures():
     assert not purchasable(exa) and exa.scope == "system" and exa.rack_units == 47
     assert (exa.read_bandwidth_bytes_per_s, exa.write_bandwidth_bytes_per_s) == pytest.approx(
         (586.912 * gib, 887.735 * gib), rel=1e-3)
-    for s in (e2000, exa):
+    k3000 = catalog.storage["hpe-cray-k3000-4node"]  # a preview product: named, never bought on its own
+    assert not purchasable(k3000) and k3000.capacity_bytes == pytest.approx(4 * 16 * 15.36e12, rel=1e-9)
+    assert (k3000.read_bandwidth_bytes_per_s, k3000.write_bandwidth_bytes_per_s) == pytest.approx(
+        (354_178.979 * mib, 70.262 * gib), rel=1e-3)
+    for s in (e2000, exa, k3000):
         assert "storage_results_v3.0" in s.source and "summary.json" in s.source and "2026-07" in s.source
 
 
