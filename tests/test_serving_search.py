@@ -74,6 +74,31 @@ def test_the_pairs_take_each_shapes_iterations_as_the_whole_grid_evaluates_them(
                                 dict(model="qwen3-30b-a3b", accelerator="h100-sxm", modes=("disaggregated",),
                                      statistic="mean")])
 def test_feasible_and_frontier_are_what_pandas_finds_on_the_frame_of_every_fitting_configuration(kw, monkeypatch):
+    fit, r = _against_pandas(kw, monkeypatch)
+    assert fit.fits.all() and len(fit) > 100
+    assert 0 < len(r.frontier) < len(fit)
+
+
+def test_one_shape_and_nothing_that_fits():
+    # one GPU per replica: one shape, 7 x 13 aggregated + 1 pair x 13 x 4 disaggregated = 143 configurations
+    kw = dict(input_tokens=1000, output_tokens=100, max_gpus_per_replica=1)
+    r = serving.search("llama-3.1-8b", "h100-sxm", **kw)
+    assert r.configurations == 143 and len(r.frontier) > 1 and r.best is not None
+    assert set(r.frontier.tensor_parallel) == {1.0}
+    r = serving.search("deepseek-r1", "h100-sxm", **kw)  # 671B parameters do not fit one GPU
+    assert r.configurations == 143 and r.best is None and r.feasible.empty and r.frontier.empty
+    assert list(r.frontier.columns[:4]) == ["mode", "weight_precision", "kv_precision", "tensor_parallel"]
+
+
+def test_a_single_shape_search_is_what_pandas_finds(monkeypatch):
+    fit, r = _against_pandas(dict(model="llama-3.1-8b", accelerator="h100-sxm", max_gpus_per_replica=1),
+                             monkeypatch)
+    assert len(fit) > 10
+
+
+def _against_pandas(kw, monkeypatch):
+    """The search's frame of every fitting configuration, after checking feasible, frontier and best against
+    pandas' filter, sort and :func:`aisize.serving.pareto` on it."""
     seen = {}
     real = S._Fitting
 
@@ -86,14 +111,14 @@ def test_feasible_and_frontier_are_what_pandas_finds_on_the_frame_of_every_fitti
     r = serving.search(input_tokens=3000, output_tokens=400, ttft_target_s=1.5, tpot_target_s=0.04,
                        **{"statistic": "p95", **kw})
     fit = seen["fit"].frame(np.arange(len(seen["fit"].codes)))
-    assert fit.fits.all() and len(fit) > 100
     feasible = fit[fit.meets_targets].sort_values("tokens_per_s_per_gpu", ascending=False).reset_index(drop=True)
     pd.testing.assert_frame_equal(r.feasible, feasible, check_exact=True)
     pd.testing.assert_frame_equal(r.frontier, serving.pareto(fit), check_exact=True)
     first = feasible.iloc[0].to_dict()
     assert r.best.keys() == first.keys()
     assert all(r.best[k] == v or (v != v and r.best[k] != r.best[k]) for k, v in first.items())  # NaN: no share
-    assert 0 < len(r.frontier) < len(fit)
+    assert all(type(r.best[k]) is type(v) for k, v in first.items())
+    return fit, r
 
 
 def test_a_search_of_nothing_is_refused_by_name():

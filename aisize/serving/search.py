@@ -306,7 +306,7 @@ def _gather(columns, grid, at) -> dict:
             v = v[tuple(slice(0, 1) if st == 0 else slice(None) for st in v.strides)]  # a broadcast view's own
         if v.shape not in index:
             axes = np.unravel_index(at, grid) if axes is None else axes
-            flat = 0
+            flat = np.zeros_like(at)  # (a column of one value: every row reads it)
             for i, d in zip(axes, v.shape):
                 flat = flat * d + (i if d > 1 else 0)
             index[v.shape] = flat
