@@ -19,7 +19,7 @@ import pytest
 
 from aisize import serving
 from aisize.plan import inference as PI
-from aisize.plan import plan
+from aisize.plan import plan, to_json
 from aisize.plan import replica_count as RC
 from aisize.scenario import from_dict, preset, preset_names, to_dict
 from aisize.serving.curves import latency_elasticity
@@ -135,3 +135,42 @@ def test_elasticity_at_answers_for_the_estimate_it_was_given():
     assert RC.elasticity_at(longer, rate, "p95") == latency_elasticity(longer, rate, statistic="p95") != first
     copy = replace(est)
     assert copy is not est and RC.elasticity_at(copy, rate, "p95") == first
+
+
+def _rate_sweep(name: str, steps=range(0, 31, 3), field="requests_per_s", factor=1.12) -> list[str]:
+    """to_json of the preset's plan with each inference service's ``field`` x factor**k: the request-rate
+    slider's path in benchmarks/bench_app.py (20 to 630 requests/s), each plan made afresh but for the caches
+    across plans that the shortcuts keep (replica capacities)."""
+    base = to_dict(preset(name))
+    out = []
+    for k in steps:
+        data = to_dict(preset(name))
+        for w, w0 in zip(data["workloads"], base["workloads"]):
+            if w["kind"] == "inference" and w0.get(field) is not None:
+                w[field] = w0[field] * factor ** k
+        PI.plan_inference.cache_clear()
+        out.append(to_json(plan(from_dict(data))))
+    return out
+
+
+@pytest.mark.parametrize("name, field, factor", [("xe9680-genai", "requests_per_s", 1.12),
+                                                 ("xe9680-genai", "tpot_target_ms", 0.93),
+                                                 ("shared-cluster", "requests_per_s", 1.25)])
+def test_load_free_shortcuts_plan_what_the_long_way_plans(monkeypatch, name, field, factor):
+    # load_free False: every replica count of the knee's top-up estimated and its own curve read, and every
+    # screened shape estimated before its capacity rules it out, as before the shortcuts
+    fast = _rate_sweep(name, field=field, factor=factor)
+    monkeypatch.setattr(RC, "load_free", lambda w, arch: False)
+    assert _rate_sweep(name, field=field, factor=factor) == fast
+
+
+def test_load_free_is_false_where_the_load_changes_the_replica():
+    # agentic-coding's DeepSeek-R1 (MoE: its expert-parallel layout is picked at the rate) with prompt reuse
+    scenario = preset("agentic-coding")
+    w = next(w for w in scenario.workloads if w.kind == "inference")
+    from aisize import models
+    assert not RC.load_free(w, models.resolve(w.model))
+    chat = next(w for w in preset("xe9680-genai").workloads if w.kind == "inference")
+    assert RC.load_free(chat, models.resolve(chat.model))
+    spread = chat.model_copy(update={"output_cv": 0.5})
+    assert not RC.load_free(spread, models.resolve(chat.model))

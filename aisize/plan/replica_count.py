@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from aisize import serving
 from aisize.plan import context as C
-from aisize.plan.kvtiers import plan_kv_tiers, serving_extras
+from aisize.plan.kvtiers import length_distribution, plan_kv_tiers, serving_extras
 from aisize.serving.curves import latency_elasticity
 from aisize.serving.tails import STATISTIC_SUFFIX
 
@@ -128,17 +128,35 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
     if got is None or not got[3]:
         return got
     replicas, kv, est, _ = got
+    free = load_free(w, arch)
     for _ in range(TOP_UP_STEPS):
-        if below_knee(w, est):
+        if below_knee(w, est) if not free else \
+                elasticity_at(est, w.requests_per_s / replicas, w.slo_statistic) <= C.KNEE_ELASTICITY:
             break
         more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
         if more * shape.gpus >= floor:
             return None  # another shape already meets the targets short of its knee with fewer GPUs
+        if free:  # the fit and the curve are the same at any count (load_free): only the last count is estimated
+            replicas = more
+            continue
         kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
         if est2 is None or not est2.feasible:
             break
         replicas, kv, est = more, kv2, est2
+    if free and replicas != got[0]:
+        rate = w.requests_per_s / replicas
+        elastic = elasticity_at(est, rate, w.slo_statistic)
+        kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
+        _remember(est, rate, w.slo_statistic, elastic)  # the plan's figure: the same curve at the same rate
     return replicas, kv, est, True
+
+
+def load_free(w, arch) -> bool:
+    """Whether the service's replica, its capacity and fit, and so its latency curve are the same at any rate: no
+    prompt reuse (its hits follow the rate), no spread of lengths (settled at the rate), and a dense model (an MoE
+    replica's expert-parallel layout is picked at the rate). Then the estimate at one replica count reads the latency
+    elasticity and the capacity of any other (aisize.serving.curves reads the replica, its capacity and limits)."""
+    return w.prefix is None and w.kv_tiers is None and length_distribution(w) is None and arch.experts <= 1
 
 
 def below_knee(w, est) -> bool:
@@ -154,6 +172,12 @@ _ELASTICITIES: dict = {}  # (id of the estimate, rate, statistic) -> (the estima
 _KEPT_ELASTICITIES = 16
 
 
+def _remember(est, requests_per_s: float, statistic: str, value: float) -> None:
+    _ELASTICITIES[(id(est), float(requests_per_s), statistic)] = (est, value)
+    while len(_ELASTICITIES) > _KEPT_ELASTICITIES:
+        del _ELASTICITIES[next(iter(_ELASTICITIES))]
+
+
 def elasticity_at(est, requests_per_s: float, statistic: str) -> float:
     """:func:`latency_elasticity` of ``est`` at ``requests_per_s`` per replica, computed once: the knee check and
     the plan's figure (aisize.plan.inference) read it of the same estimate at the same rate (one curve, not two).
@@ -161,20 +185,22 @@ def elasticity_at(est, requests_per_s: float, statistic: str) -> float:
     key = (id(est), float(requests_per_s), statistic)
     got = _ELASTICITIES.get(key)
     if got is None or got[0] is not est:
-        got = _ELASTICITIES[key] = (est, latency_elasticity(est, requests_per_s, statistic=statistic))
-        while len(_ELASTICITIES) > _KEPT_ELASTICITIES:
-            del _ELASTICITIES[next(iter(_ELASTICITIES))]
+        got = (est, latency_elasticity(est, requests_per_s, statistic=statistic))
+        _remember(est, requests_per_s, statistic, got[1])
     return got[1]
 
 
 def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):
     """(replicas, KV tiers, estimate, met) for ``shape``: the fewest replicas the estimate says meet the targets,
     searched from the screen's ``n``; None where the shape does not fit or cannot beat ``floor`` GPUs."""
+    known = _capacities.get(_capacity_key(arch, ctx, shape, one)) if load_free(w, arch) else None
+    if known is not None and (not known[1] or (_low(w, known[2]) + 1) * shape.gpus >= floor):
+        return None  # as the estimate at n would say: its fit and capacity are those of any count (load_free)
     kv, est = _evaluate(w, ctx, policies, arch, shape, n, one)
     if est is None or not est.feasible:
         return None
     cap = est.max_requests_per_s
-    low = max(math.ceil(w.requests_per_s / cap) - 1, 0) if cap > 0 and math.isfinite(cap) else 0  # at capacity
+    low = _low(w, cap)
     if (low + 1) * shape.gpus >= floor:
         return None
     if meets_targets(w, est, ttft_t, tpot_t):  # bisection: `low` misses (or is 0), n meets
@@ -208,11 +234,51 @@ TOP_UP_STEPS = 16  # replicas added, a step at a time, until the estimate meets 
 TOP_UP_SHARE = 0.05  # each step adds this share of the fleet (at least one replica)
 
 
+def _low(w, cap: float) -> int:
+    """Replicas that the capacity ``cap`` per replica [requests/s] says cannot carry the rate (the bisection's low
+    end): one short of the rate at capacity."""
+    return max(math.ceil(w.requests_per_s / cap) - 1, 0) if cap > 0 and math.isfinite(cap) else 0
+
+
 def _evaluate(w, ctx, policies, arch, shape, replicas, one):
     """(KV tiers or None, estimate) of ``replicas`` of ``shape`` sharing the service's rate."""
     if w.prefix is not None:  # reused prompts and KV tiers (aisize.plan.kvtiers)
         return plan_kv_tiers(w, ctx, policies, arch, shape, replicas, one)
-    return None, serving.estimate(arch, ctx.accelerator, **one, requests_per_s=w.requests_per_s / replicas)
+    est = serving.estimate(arch, ctx.accelerator, **one, requests_per_s=w.requests_per_s / replicas)
+    if load_free(w, arch):
+        _capacities.put(_capacity_key(arch, ctx, shape, one), est)
+    return None, est
+
+
+def _capacity_key(arch, ctx, shape, one) -> tuple:
+    """What a load-free replica's fit and capacity depend on: the model, GPU and calibration (by identity: the entry
+    holds them), the shape and the estimate's other arguments, the engine's flags included (by value: a frozen
+    record, made anew per plan); the rate left out."""
+    objects = (arch, ctx.accelerator, one["calibration"])
+    rest = tuple((k, v if k == "engine" else repr(v)) for k, v in sorted(one.items()) if k != "calibration")
+    return tuple(map(id, objects)), shape, rest, objects
+
+
+class _Capacities:
+    """Fit and capacity [requests/s] of the load-free replicas estimated so far (a slider move of the rate or a
+    target re-plans with the same replicas): an entry holds the objects its key names by identity."""
+
+    KEPT = 256
+
+    def __init__(self):
+        self._entries: dict = {}
+
+    def get(self, key):
+        got = self._entries.get(key[:3])
+        return got if got is not None and all(a is b for a, b in zip(got[0], key[3])) else None
+
+    def put(self, key, est) -> None:
+        self._entries[key[:3]] = (key[3], bool(est.feasible), est.max_requests_per_s)
+        while len(self._entries) > self.KEPT:
+            del self._entries[next(iter(self._entries))]
+
+
+_capacities = _Capacities()
 
 
 # each SLO statistic's suffix in the names of the estimates' and the plan's latencies (ttft_p99_s, ttft_p99_seconds)
