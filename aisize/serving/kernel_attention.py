@@ -35,6 +35,8 @@ References
        tensor-parallel GPUs); vLLM and TensorRT-LLM replicate KV heads when ``tp > kv_heads``.
 .. [3] ``aiconfigurator-core`` 0.12.0, ``sdk/models/kimi_k3.py``: "Backend queries generation ops at
        batch * (nextn + 1)".
+.. [4] ``aiconfigurator-core`` 0.12.0, ``sdk/models/helpers.py``: ``fmha_quant_mode`` is fp8 when the checkpoint is
+       fp8, fp8_block or nvfp4 or the KV cache is fp8, and falls back to bfloat16 where no fp8 table exists (vLLM).
 """
 
 from __future__ import annotations
@@ -45,9 +47,11 @@ import numpy as np
 
 from aisize.serving.kernel_gemms import ENGINE_TABLES
 
-#: KV-cache format -> (compute dtype, KV dtype) of the measured kernels, in order of preference.
+#: KV-cache format -> (compute dtype, KV dtype) of the measured kernels, in order of preference: with an fp8 KV
+#: cache the engines run FP8 attention where they measured it (AIConfigurator's own rule [4]), else 16-bit
+#: attention over the fp8 cache (vLLM's tables, and every generation table but SGLang's).
 KV_DTYPES = {"bf16": (("bfloat16", "bfloat16"),), "fp16": (("bfloat16", "bfloat16"),),
-             "fp8": (("bfloat16", "fp8"), ("fp8", "fp8"))}
+             "fp8": (("fp8", "fp8"), ("bfloat16", "fp8"))}
 GQA_FORMS = ("mha", "gqa", "mqa")
 
 
