@@ -63,6 +63,34 @@ POOL_FILLED = re.compile(r"Kernel pool of .* is filled")
 # still executes in it (imports, Altair's offline bundle): give it this long.
 SETTLE_SECONDS = 12.0
 
+# Records, on every page, when the kernel's status messages arrive (performance.now() ms): a move's kernel
+# work is the span from its "busy" to its "idle", what the page does after the kernel's "idle" is the browser's.
+KERNEL_WATCH = """(() => {
+  window.kernelStatus = [];
+  const Socket = window.WebSocket;
+  window.WebSocket = function (...args) {
+    const socket = new Socket(...args);
+    socket.addEventListener('message', event => {
+      const t = performance.now(), d = event.data;  // a frame of the JSON protocol or the binary one (v1)
+      const text = typeof d === 'string' ? Promise.resolve(d)
+        : d instanceof Blob ? d.text() : Promise.resolve(new TextDecoder().decode(d));
+      text.then(x => {
+        const m = /"execution_state":\\s*"(busy|idle)"/.exec(x);
+        if (m) window.kernelStatus.push([m[1], t]);
+      });
+    });
+    return socket;
+  };
+  window.WebSocket.prototype = Socket.prototype;
+  Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3});
+})();"""
+# (kernel ms, browser ms) of the last move: its first "busy" to the next "idle", and that "idle" to the page
+# updated (negative: the page was drawn before the "idle" arrived); null until the "idle" has arrived
+SPLIT = """() => { const [t0, t1] = window.moveSpan;
+  window.kernelStatus.sort((a, b) => a[1] - b[1]);
+  const busy = window.kernelStatus.find(([s, t]) => s === 'busy' && t >= t0);
+  const idle = busy && window.kernelStatus.find(([s, t]) => s === 'idle' && t >= busy[1]);
+  return idle ? [idle[1] - busy[1], t1 - idle[1]] : null; }"""
 # Arms a promise that resolves, with the milliseconds from the next keydown,
 # once the result text and the marked point both differ from `before`.
 ARM_TEMPLATE = """before => { window.updated = new Promise(resolve => {
@@ -73,6 +101,7 @@ ARM_TEMPLATE = """before => { window.updated = new Promise(resolve => {
     const [text, point] = (%s)();
     if (t0 !== null && text !== before[0] && point !== before[1]) {
       observer.disconnect();
+      window.moveSpan = [t0, performance.now()];
       resolve(performance.now() - t0);
     }
   });
@@ -178,6 +207,8 @@ class Served:
         self.open_ms: list[float] = []
         self.reload_ms: list[float] = []
         self.update_ms: list[float] = []
+        self.kernel_ms: list[float] = []  # of each move: the kernel's busy to idle, as the page receives them
+        self.browser_ms: list[float] = []  # ... and the page's work after the kernel's idle
 
     def fills(self) -> int:
         return len(POOL_FILLED.findall(self.server.log()))
@@ -198,7 +229,9 @@ def first_visit(browser, s: Served) -> None:
     """Open ``s`` in a fresh browser context (empty cache), closing the one it had."""
     if s.page is not None:
         s.page.context.close()
-    s.page = browser.new_context(viewport={"width": 1100, "height": 900}).new_page()
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    context.add_init_script(KERNEL_WATCH)
+    s.page = context.new_page()
     s.open_ms.append(timed_open(s.page, s.server.url, s.drawn))
     s.fills_expected += 1
 
@@ -217,11 +250,21 @@ def rate_slider_ready(page) -> None:
     page.locator(RATE_HANDLE).first.focus()
 
 
-def move(page, arm: str, state: str) -> float:
-    """ms from one ArrowRight on the focused slider to its outputs changed (``arm``, ``state``: ARM, STATE)."""
-    page.evaluate(arm, page.evaluate(state))
-    page.keyboard.press("ArrowRight")
-    return page.evaluate("window.updated")
+def move(s: Served, arm: str, state: str) -> None:
+    """One ArrowRight on ``s``'s focused slider, timed to its outputs changed (``arm``, ``state``: ARM, STATE),
+    and split into the kernel's part and the browser's (:data:`SPLIT`)."""
+    s.page.evaluate(arm, s.page.evaluate(state))
+    s.page.keyboard.press("ArrowRight")
+    s.update_ms.append(s.page.evaluate("window.updated"))
+    split = None
+    for _ in range(100):  # the kernel's "idle" may land after the page is drawn
+        split = s.page.evaluate(SPLIT)
+        if split is not None:
+            break
+        s.page.wait_for_timeout(10)
+    if split is not None:
+        s.kernel_ms.append(split[0])
+        s.browser_ms.append(split[1])
 
 
 def against(label: str, app: list[float], floor: list[float], p: float | None, unit: str) -> str:
@@ -261,9 +304,9 @@ def bench(opens: int, moves: int, every: int = 0, reloads: int = 3, floor: bool 
             for k in range(moves):
                 for s in turns[k % len(turns)] if turns else served:
                     if s is app:
-                        app.update_ms.append(move(app.page, ARM, STATE))
+                        move(app, ARM, STATE)
                     else:
-                        s.update_ms.append(move(s.page, FLOOR_ARM, FLOOR_STATE))
+                        move(s, FLOOR_ARM, FLOOR_STATE)
             others = every_slider(app.page, every) if every else {}
         finally:
             if browser is not None:
@@ -299,6 +342,12 @@ def bench(opens: int, moves: int, every: int = 0, reloads: int = 3, floor: bool 
             print("  " + against("page reload median", reload_ms, f.reload_ms, None, "s"))
         print("  " + against("slider p50", update_ms, f.update_ms, 50, "ms"))
         print("  " + against("slider p95", update_ms, f.update_ms, 95, "ms"))
+    for s in served:  # where a move's time goes: the kernel's callback, then the browser's drawing
+        if s.kernel_ms:
+            print(f"  {s.name} slider move split ({len(s.kernel_ms)} moves): kernel busy->idle p50 "
+                  f"{percentile(s.kernel_ms, 50):.1f} ms, p95 {percentile(s.kernel_ms, 95):.1f} ms; page updated "
+                  f"after the kernel's idle p50 {percentile(s.browser_ms, 50):+.1f} ms, p95 "
+                  f"{percentile(s.browser_ms, 95):+.1f} ms")
     # a 2-core machine shared with other work: the load says how much to trust the figures
     print("load average (1, 5, 15 min) before " + ", ".join(f"{x:.2f}" for x in load_before)
           + "; after " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
