@@ -8,7 +8,8 @@ numbers in serving; the same values serve every model and every engine.
 Sourced (not fitted):
 
 - ``attention_efficiency`` 0.6: FlashAttention-3 reaches about 1.2 PFLOP/s in FP8
-  (61 % of H100's 1,979) and up to 75 % in BF16 (Shah et al. 2024, arXiv:2407.08608);
+  (61 % of H100's 1,979) and up to 75 % in BF16 (Shah et al. 2024, arXiv:2407.08608); with
+  ``attention_source="kernels"`` it serves only where no measured attention table covers a case;
 - ``link_efficiency`` 0.8: :data:`aisize.network.collectives.DEFAULT_EFFICIENCY`;
 - ``gemm_tile_tokens`` 128: grouped GEMMs pad each expert's rows to the kernel's M block
   (DeepGEMM's contiguous layout aligns every expert segment to ``BLOCK_M`` = 128;
