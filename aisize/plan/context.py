@@ -134,6 +134,15 @@ def serving_calibration(policies):
     return chosen.calibration if chosen is not None else serving.CALIBRATION
 
 
+def training_calibration(policies):
+    """The training constants every step time of a plan uses: the ``training`` section of the calibration file
+    ``policies.serving_calibration`` names (one file holds both), else the shipped ones."""
+    from aisize.training.calibration import CALIBRATION
+
+    chosen = policies.serving_calibration
+    return chosen.training if chosen is not None else CALIBRATION
+
+
 def planner_assumptions() -> dict[str, object]:
     """The planner's own named assumptions with their values."""
     names = ("RACK_UNITS", "RACK_POWER_WATTS", "CHECKPOINT_MAX_STALL", "TOKENS_PER_STEP",

@@ -73,6 +73,7 @@ class JobInputs:
     throughput: ResolvedThroughput | None  # what the samples/s rest on (other models)
     dataset: object | None  # catalog Dataset read (other models)
     memory_precision: str  # precision the memory model of an other model uses
+    calibration: object = None  # the training constants (C.training_calibration; None: the shipped ones)
 
     def lora(self) -> dict:
         """LoRA keyword arguments of the memory and layout engines (empty for full training)."""
@@ -115,7 +116,8 @@ def job_inputs(w, ctx: C.HardwareContext, policies) -> JobInputs:
         return JobInputs(kind="transformer", model=arch, dtype=dtype, optimizer=opt, peak_flops_per_s=peak,
                          seq_len=seq, method=method, lora_rank=rank, qlora=w.method == "qlora", tokens=tokens,
                          samples=None, flops=float(flops), work=float(flops), rate=peak, mfu=policies.mfu,
-                         checkpoint_params=float(trainable), throughput=None, dataset=None, memory_precision=dtype)
+                         checkpoint_params=float(trainable), throughput=None, dataset=None, memory_precision=dtype,
+                         calibration=C.training_calibration(policies))
     model = catalog.other_models[w.model]
     data = catalog.datasets[w.dataset or model.dataset]
     samples = data.samples * (w.epochs or 1.0)
@@ -191,17 +193,18 @@ def search(job: JobInputs, ctx: C.HardwareContext, policies, gpus: int, gb: int,
     and headroom (framework :data:`FRAMEWORK`, compiled). Memoised on what the search reads, so a move of
     the tokens, the MFU or another policy does not search again (the frame is shared: do not modify it)."""
     return _search(job.model, job.seq_len, job.dtype, job.optimizer, job.lora_rank, job.qlora, ctx,
-                   policies.memory_headroom, gpus, gb, top)
+                   policies.memory_headroom, gpus, gb, top, job.calibration)
 
 
 @lru_cache(maxsize=256)
-def _search(model, seq_len, dtype, optimizer, lora_rank, qlora, ctx, headroom, gpus, gb, top):
+def _search(model, seq_len, dtype, optimizer, lora_rank, qlora, ctx, headroom, gpus, gb, top, calibration):
     lora = {} if lora_rank is None else {"lora_rank": lora_rank, "qlora": qlora}
     return search_layouts(model, ctx.accelerator, gpus, global_batch=gb, seq_len=seq_len,
                           scaleout_bytes_per_s=ctx.scaleout_bytes_per_s, precision=dtype,
                           optimizer=optimizer, headroom=headroom, top=top,
                           scaleup_bytes_per_s=scaleup_bytes_per_s(ctx), framework=FRAMEWORK, compiled=True,
-                          oversubscription=ctx.oversubscription, switch_radix=ctx.switch_radix, **lora)
+                          oversubscription=ctx.oversubscription, switch_radix=ctx.switch_radix,
+                          calibration=calibration, **lora)
 
 
 def estimate(job: JobInputs, ctx: C.HardwareContext, layout, gpus: int, gb: int):
@@ -225,7 +228,8 @@ def estimate(job: JobInputs, ctx: C.HardwareContext, layout, gpus: int, gb: int)
         global_batch=gb, seq_len=job.seq_len, recompute=lay.recompute, precision=job.dtype, compiled=True,
         framework=FRAMEWORK, zero_stage=lay.zero_stage, optimizer=job.optimizer,
         scaleup_bytes_per_s=scaleup_bytes_per_s(ctx), scaleout_bytes_per_s=ctx.scaleout_bytes_per_s,
-        oversubscription=ctx.oversubscription, switch_radix=ctx.switch_radix, **job.lora())
+        oversubscription=ctx.oversubscription, switch_radix=ctx.switch_radix, calibration=job.calibration,
+        **job.lora())
 
 
 def checkpoints(params, gpus, servers, ctx: C.HardwareContext, policies) -> CheckpointResult:

@@ -1,9 +1,11 @@
-"""The scenario's serving calibration: ``policies.serving_calibration``, a file from ``aisize calibrate``.
+"""The scenario's calibration: ``policies.serving_calibration``, a file from ``aisize calibrate``.
 
-The serving model's achieved shares of peak and fixed costs (:mod:`aisize.serving.calibration`) are
-assumptions like the other policies: a scenario may replace aisize's default set with one fitted on the
-customer's own runs, and every serving figure of its plan (services, fleets through the day, KV tiers)
-then uses it. Like a model's ``hf_config``, the file's path is read only for a scenario file given to
+The serving model's achieved shares of peak and fixed costs (:mod:`aisize.serving.calibration`) and the
+training step's fitted constants (:mod:`aisize.training.calibration`) are assumptions like the other
+policies: a scenario may replace aisize's with a file fitted on the customer's own runs (one file, with a
+``serving`` and/or a ``training`` section, :mod:`aisize.calibration`; a file of serving constants alone, as
+written before sections existed, still loads). Every serving figure of its plan (services, fleets through
+the day, KV tiers) then uses its serving section, and every training step time its training section. Like a model's ``hf_config``, the file's path is read only for a scenario file given to
 the command line, and its content is embedded, so that a saved scenario stands alone; a scenario from
 the app or any dict must carry the content (the app's Accuracy tab loads a file and embeds it).
 """
@@ -17,6 +19,7 @@ from pydantic import Field, PrivateAttr, model_validator
 
 from aisize.scenario.model import _Strict
 from aisize.scenario.paths import MAX_CALIBRATION_BYTES, ScenarioPath
+from aisize import calibration as combined_calibration
 from aisize.serving import calibration as serving_calibration
 
 __all__ = ["ServingCalibration"]
@@ -47,13 +50,13 @@ class ServingCalibration(_Strict):
             data = {"file": data}
         if isinstance(data, dict) and data.get("content") is None and isinstance(data.get("file"), str):
             text = CALIBRATION_FILE.read(data["file"])
-            serving_calibration.from_json(text, where=f"calibration file {data['file'][:200]!r}")
+            combined_calibration.from_json(text, where=f"calibration file {data['file'][:200]!r}")
             data = {**data, "content": json.loads(text)}
         return data
 
     @model_validator(mode="after")
     def _valid(self):
-        self._calibration = serving_calibration.from_dict(self.content, where=f"calibration {self.file[:80]!r}")
+        self._calibration = combined_calibration.from_dict(self.content, where=f"calibration {self.file[:80]!r}")
         self._key = hash((self.file, json.dumps(self.content, sort_keys=True)))
         return self
 
@@ -62,6 +65,12 @@ class ServingCalibration(_Strict):
 
     @property
     def calibration(self) -> serving_calibration.Calibration:
-        """The checked :class:`aisize.serving.Calibration`."""
-        return self._calibration
+        """The checked :class:`aisize.serving.Calibration` (the file's serving section)."""
+        return self._calibration.serving
+
+    @property
+    def training(self):
+        """The file's training section (:class:`aisize.training.calibration.TrainingCalibration`; the shipped
+        one where the file has none)."""
+        return self._calibration.training
 

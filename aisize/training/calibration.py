@@ -246,3 +246,20 @@ CALIBRATION = TrainingCalibration(
     assumed=("gemm_efficiency[volta:16]", "gemm_efficiency[blackwell:16]", "gemm_efficiency[blackwell:4]",
              "attention_efficiency[volta:fa2]", "backward_bytes_ratio", "dp_overlap"),
 )
+
+
+def resolve(calibration) -> TrainingCalibration:
+    """The training calibration an estimate uses: None (the shipped one), a :class:`TrainingCalibration`,
+    an :class:`aisize.calibration.Calibration` (its training section) or the path of a calibration file."""
+    if calibration is None:
+        return CALIBRATION
+    if isinstance(calibration, TrainingCalibration):
+        return calibration
+    from aisize import calibration as combined  # the combined file's reader imports this module
+
+    if isinstance(calibration, combined.Calibration):
+        return calibration.training
+    if isinstance(calibration, (str, bytes)) or hasattr(calibration, "__fspath__"):
+        return combined.load(calibration).training
+    raise ValueError(f"calibration={str(calibration)[:60]!r} is not allowed: give None (the shipped one), a "
+                     "TrainingCalibration, an aisize.calibration.Calibration or a calibration file's path")

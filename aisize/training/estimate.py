@@ -32,7 +32,10 @@ from aisize.training.moe import DISPATCHERS
 from aisize.training.parallel import TrainingLayout
 from aisize.training.recipes import recipe
 from aisize.training.setup import accelerator_record, default_links, engine
-from aisize.training.step_time import CP_METHODS, DP_OVERLAP, StepTime
+from aisize.training.calibration import CALIBRATION as TRAINING_CALIBRATION
+from aisize.training.calibration import TrainingCalibration
+from aisize.training.calibration import resolve as resolve_calibration
+from aisize.training.step_time import CP_METHODS, StepTime
 
 Layout = TrainingLayout  # the name estimates' layouts had before TrainingLayout
 
@@ -57,6 +60,7 @@ class TrainingEstimate:
     fits: bool
     gemm_source: str = "roofline"  # where the layers' GEMM times come from (aisize.training.kernel_gemms)
     gemm_coverage: str = ""  # in words: which tables, which share of the GEMM FLOPs
+    calibration: TrainingCalibration = TRAINING_CALIBRATION  # the constants the step was timed with
 
     def __post_init__(self):
         tidy(self)
@@ -74,7 +78,7 @@ class TrainingEstimate:
     @property
     def constants(self) -> list[dict]:
         """The efficiency constants behind the estimate, with their sources."""
-        return efficiency_constants()
+        return efficiency_constants(self.calibration)
 
 
 def _int(name, value, high):
@@ -90,8 +94,8 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
              moe_load_imbalance=1.0, cuda_graphs=False, embedding_in_pipeline_split=False,
              loss_in_pipeline_split=False, scaleup_bytes_per_s=None, scaleout_bytes_per_s=None,
              scaleup_domain=None, oversubscription=1.0, switch_radix=comm.DEFAULT_SWITCH_RADIX,
-             dp_overlap=DP_OVERLAP, lora_rank=None, qlora=False, gemm_source=None,
-             layout=None) -> TrainingEstimate:
+             dp_overlap=None, lora_rank=None, qlora=False, gemm_source=None,
+             layout=None, calibration=None) -> TrainingEstimate:
     """Step time, tokens/s per GPU, MFU and peak memory of one training layout.
 
     Parameters
@@ -148,7 +152,7 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
         and NVLink domain (default: the accelerator's, and the NICs of the catalog's first
         server with this GPU)
     oversubscription, switch_radix : the scale-out fat tree's leaf down:up ratio and switch ports
-    dp_overlap : share of compute that hides data-parallel traffic, [0, 1]
+    dp_overlap : share of compute that hides data-parallel traffic, [0, 1] (default: the calibration's)
     lora_rank, qlora : LoRA adapters on all linear layers: memory counts the frozen base at bf16
         (nf4 with ``qlora``) and the adapters' training states; the step runs no weight-gradient
         GEMMs for the frozen base and reduces, all-gathers and updates the adapters only
@@ -157,6 +161,8 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
         wgrad GEMMs read from NVIDIA's measured tables of this GPU, roofline where none covers them;
         :mod:`aisize.training.kernel_gemms`); default :data:`aisize.training.kernel_gemms.DEFAULT_GEMM_SOURCE`
 
+    calibration : the fitted training constants (:mod:`aisize.training.calibration`): None (the shipped
+        one), a TrainingCalibration, an :class:`aisize.calibration.Calibration` or a calibration file's path
     layout : a :class:`~aisize.training.parallel.TrainingLayout` of ``model``, instead of the layout
         keywords (gpus through loss_in_pipeline_split, and the recompute, ZeRO, offload, gradient
         reduction and dispatcher choices), which must then be left out
@@ -197,10 +203,11 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
     links = default_links(acc, scaleup_bytes_per_s=scaleup_bytes_per_s, scaleout_bytes_per_s=scaleout_bytes_per_s,
                           scaleup_domain=scaleup_domain, oversubscription=oversubscription,
                           switch_radix=switch_radix)
-    overlap = checks.fraction("dp_overlap", dp_overlap, allow_zero=True)
+    cal = resolve_calibration(calibration)
+    overlap = None if dp_overlap is None else checks.fraction("dp_overlap", dp_overlap, allow_zero=True)
 
     eng = engine(acc, precision=precision, framework=lay.framework, optimizer=optimizer, links=links,
-                 grad_reduce_precision=lay.grad_reduce_precision)
+                 grad_reduce_precision=lay.grad_reduce_precision, calibration=cal)
     offload = lay.activation_offload_layers
     if offload and eng.host_bytes_per_s is None:
         raise ValueError(f"activation_offload_layers={offload} is not allowed on {acc.id}: the catalog gives it "
@@ -226,7 +233,7 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
     hw = model_flops_per_token(d, s, lay.recompute) / model_flops_per_token(d, s)
     return TrainingEstimate(m.id, acc.id, lay, step, mem, float(capacity), eng.generation, float(step.step_seconds),
                             float(step.tokens_per_s), float(step.tokens_per_s_per_gpu), float(step.mfu),
-                            float(step.mfu * hw), total, bool(total <= capacity), source, covered)
+                            float(step.mfu * hw), total, bool(total <= capacity), source, covered, cal)
 
 
 # estimate()'s layout keywords and their defaults: with layout= they must be left out

@@ -19,7 +19,7 @@ from aisize.training.memory_inputs import recompute_saved_sbh, transformer_memor
 from aisize.training.parallel import RECOMPUTE
 from aisize.training.schedules import SCHEDULE_CODES, in_flight, pipeline_slots, stage_in_flight
 from aisize.training.setup import Engine
-from aisize.training.step_time import DP_OVERLAP, Moe, Recompute, StepTime, step_breakdown
+from aisize.training.step_time import Moe, Recompute, StepTime, step_breakdown
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Options:
     te: bool = False  # Transformer Engine kernels (Megatron-Core, Megatron-FSDP), else PyTorch's
     async_tp: bool = False
     cp_method: str = "all-gather"
-    dp_overlap: float = DP_OVERLAP
+    dp_overlap: float | None = None  # None: the calibration's (aisize.training.calibration)
     modules: tuple = ("core_attn",)  # Megatron selective recompute modules
     dispatcher: int = 0  # index in aisize.training.moe.DISPATCHERS
     imbalance: float = 1.0
@@ -102,7 +102,7 @@ def evaluate(model, eng: Engine, opt: Options, *, seq_len, micro_batch, microbat
         offload_layers=opt.offload_layers, host_bytes_per_s=eng.host_bytes_per_s,
         optimizer_flops_per_param=d.muon_flops_per_param if eng.optimizer == "muon" else 0.0,
         trainable_share=inputs["trainable_share"] if opt.lora_rank is not None else None,
-        parts=memory == "breakdown")
+        parts=memory == "breakdown", calibration=eng.calibration)
     held, interleave = in_flight(pp, microbatches, virtual_stages)
     busy, last, first = pipeline_slots(d.layers, pp, virtual_stages, opt.embed_slot, opt.loss_slot)
     single = np.asarray(pp) == 1
@@ -119,5 +119,6 @@ def evaluate(model, eng: Engine, opt: Options, *, seq_len, micro_batch, microbat
         sac_sbh=inputs["sac_sbh"], kv_width=inputs["kv_width"], trainable_share=inputs["trainable_share"],
         frozen_dtype_bytes=opt.frozen_dtype_bytes, etp=etp, full_share=full_share, saved_rep_sbh=saved_rep,
         saved_par_sbh=saved_par, moe_copy_sbh=inputs["moe_copy_sbh"], offload_layers=opt.offload_layers, te=opt.te,
-        mtp_layers=d.mtp_layers, in_flight_last=stage_in_flight(pp, microbatches, virtual_stages, pp - 1))
+        mtp_layers=d.mtp_layers, in_flight_last=stage_in_flight(pp, microbatches, virtual_stages, pp - 1),
+        calibration=eng.calibration)
     return mem, step

@@ -31,6 +31,7 @@ import numpy as np
 
 from aisize import checks
 from aisize.memory.states import FRAMEWORK_STAGES
+from aisize.training.calibration import resolve as resolve_calibration
 from aisize.training.dims import resolve
 from aisize.training.evaluate import Options, evaluate, transformer_engine
 from aisize.training.memory import TrainingMemory
@@ -273,7 +274,7 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
                    recomputes=RECOMPUTE, context_parallel=None, schedules=("1f1b", "interleaved-1f1b"),
                    virtual_stages=DEFAULT_VIRTUAL_STAGES, headroom=0.05, top=10, scaleup_bytes_per_s=None,
                    scaleout_bytes_per_s=None, scaleup_domain=None, oversubscription=1.0, switch_radix=64,
-                   async_tp=False, cp_method="all-gather", lora_rank=None, qlora=False):
+                   async_tp=False, cp_method="all-gather", lora_rank=None, qlora=False, calibration=None):
     """The fastest layouts that fit, with their step-time parts and memory breakdowns, as a DataFrame.
 
     Parameters
@@ -293,6 +294,7 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
     async_tp, cp_method : see :func:`aisize.training.estimate`
     lora_rank, qlora : LoRA adapters on all linear layers (memory counts the frozen base at
         bf16, nf4 with ``qlora``; the step skips the frozen weights' gradients, see ``estimate``)
+    calibration : the fitted training constants (see :func:`aisize.training.estimate`; None: the shipped one)
 
     Returns
     -------
@@ -319,7 +321,8 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
         raise ValueError("qlora=True is not allowed without lora_rank: QLoRA trains LoRA adapters")
     links = default_links(acc, scaleup_bytes_per_s=scaleup_bytes_per_s, scaleout_bytes_per_s=scaleout_bytes_per_s,
                           scaleup_domain=scaleup_domain, oversubscription=oversubscription, switch_radix=switch_radix)
-    eng = engine(acc, precision=precision, framework=framework, optimizer=optimizer, links=links)
+    eng = engine(acc, precision=precision, framework=framework, optimizer=optimizer, links=links,
+                 calibration=resolve_calibration(calibration))
     k = ModelSizes.of(m)
     units = k.tensor_parallel_units  # TP divides the heads (a hybrid's Mamba-2 heads and groups too)
     stages = FRAMEWORK_STAGES[framework] if stages is None or not len(stages) else tuple(stages)
