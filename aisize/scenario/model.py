@@ -15,6 +15,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from aisize import catalog, models
+from aisize.compute import DEFAULT_MFU
 from aisize.models.hf_reader import parse_config
 from aisize.scenario.paths import MAX_CONFIG_BYTES, ScenarioPath
 
@@ -446,7 +447,7 @@ class Policies(_Strict):
     """Assumptions. Each default is named and shown to the user as an assumption."""
 
     # times what the step-time model does not (adapters, non-transformers); docs/DESIGN.md: large runs land at 0.35-0.50
-    mfu: Annotated[float, Field(ge=0.01, le=0.9, allow_inf_nan=False)] = 0.40
+    mfu: Annotated[float, Field(ge=0.01, le=0.9, allow_inf_nan=False)] = DEFAULT_MFU
     # MLPerf Storage's pass threshold
     target_gpu_utilisation: Annotated[float, Field(ge=0.05, le=1, allow_inf_nan=False)] = 0.90
     checkpoint_interval_minutes: Annotated[float, Field(ge=0.1, le=100_000, allow_inf_nan=False)] | Literal["auto"] = (
