@@ -21,14 +21,15 @@ References
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
 from aisize import checks
-from aisize import format as F
 from aisize.serving.costs import model_costs
+from aisize.serving.estimate import _sig
 from aisize.serving.hardware import device
 from aisize.serving.iteration import achieved_rates
 from aisize.serving.latency import loaded_state
@@ -129,10 +130,10 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
         missed = []
         if r.best_ttft > ttft_target_s:
             missed.append(f"TTFT {stat} target {ttft_target_s * 1e3:,g} ms (best achievable "
-                          f"{F.ms(r.best_ttft)})")
+                          f"{_ms(r.best_ttft)})")
         if r.best_tpot > tpot_target_s:
             missed.append(f"TPOT {stat} target {tpot_target_s * 1e3:,g} ms (best achievable "
-                          f"{F.ms(r.best_tpot)})")
+                          f"{_ms(r.best_tpot)})")
         if not missed:
             missed.append("TTFT and TPOT targets together (each is reachable alone, not both at once)")
         return FleetChoice(None, 0, 0.0, False, "no replica shape meets the " + " and ".join(missed), r.best_ttft,
@@ -144,6 +145,12 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
     index = {r.fitting[j][0]: int(j) for j in order}
     return FleetChoice(r.fitting[k][0], int(replicas[k]), float(slo_rate[k]), True, "", r.best_ttft, r.best_tpot,
                        len(shapes), r.knee(k), ranked, lambda shape: r.knee(index[shape]))
+
+
+def _ms(seconds) -> str:
+    """A latency in milliseconds for a refusal's text, as aisize.format.ms shows it ("44.7 ms"; "unbounded"): a
+    formula does not import presentation."""
+    return f"{_sig(float(seconds) * 1e3)} ms" if math.isfinite(seconds) else _sig(seconds)
 
 
 class _Key:
