@@ -68,7 +68,7 @@ class SearchResult:
     feasible: pd.DataFrame  # configurations that fit and meet the targets
     frontier: pd.DataFrame  # Pareto-optimal among all that fit (tokens/s/GPU vs tokens/s/user)
     best: dict | None  # the feasible one with the highest tokens/s per GPU (fewest GPUs)
-    seconds: float  # evaluation time
+    seconds: float  # wall time of the whole search: the evaluation and the results
 
     @property
     def configurations_per_s(self) -> float:
@@ -204,7 +204,7 @@ def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=Non
 
     Returns
     -------
-    :class:`SearchResult`; ``configurations_per_s`` is the evaluation speed.
+    :class:`SearchResult`; ``configurations_per_s`` is its speed (configurations over the whole search's wall time).
     """
     import time
 
