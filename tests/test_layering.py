@@ -20,7 +20,6 @@ ABOVE_FORMULAS = PRESENTATION | {"plan", "scenario", "validation"}
 KNOWN = {
     ("calibrate/cli.py", "format"): "the `aisize calibrate` command's own text (a CLI inside calibrate)",
     ("fleet/profile.py", "scenario"): "reads a load-profile CSV through the scenario's one file gate (paths.py)",
-    ("serving/sizing.py", "format"): "a refusal's reason names the best TTFT and TPOT found",
 }
 
 
