@@ -22,8 +22,10 @@ from aisize.fleet.failures import failure_rates
 from aisize.plan import context as C
 from aisize.precision import peak_flops_per_s
 from aisize.storage import checkpoint as ck
-from aisize.training import (TRAINING_FLOPS_PER_FORWARD_FLOP, ResolvedThroughput, layout_grid, recipe,
-                             resolve_samples_per_s, search_layouts, transformer_memory_inputs)
+from aisize.training import (TRAINING_FLOPS_PER_FORWARD_FLOP, ResolvedThroughput, TrainingLayout, layout_grid,
+                             recipe, resolve_samples_per_s, search_layouts, transformer_memory_inputs)
+from aisize.training import estimate as training_estimate
+from aisize.training.parallel import ModelSizes
 from aisize.units import DAY, HOUR, MINUTE
 
 DEFAULT_SEQ_LEN = 4096  # assumption when a scenario gives none (capped at the model's context)
@@ -172,19 +174,20 @@ def layouts_exist(job: JobInputs, ctx: C.HardwareContext, gpus, gb) -> np.ndarra
     A derived global batch (a multiple of the GPUs) always admits one; a given one may not
     (2,048 sequences cannot be split over 8,464 GPUs in whole micro-batches).
     """
-    a, domain = job.model, ctx.accelerator.scaleup_domain
+    k, domain = ModelSizes.of(job.model), ctx.accelerator.scaleup_domain
     pairs = zip(np.ravel(gpus), np.ravel(np.broadcast_to(gb, np.shape(gpus))))
-    return np.array([_layout_exists(int(g), int(b), a.heads, a.layers, a.experts, domain) for g, b in pairs],
-                    dtype=bool)
+    return np.array([_layout_exists(int(g), int(b), k, domain) for g, b in pairs], dtype=bool)
 
 
 @lru_cache(maxsize=4096)
-def _layout_exists(gpus: int, gb: int, heads: int, layers: int, experts: int, domain: int) -> bool:
+def _layout_exists(gpus: int, gb: int, k: ModelSizes, domain: int) -> bool:
     # micro-batch 1 divides whatever a larger one divides; ZeRO stage, recompute, CP 1 and the
-    # schedule do not constrain
-    grid = layout_grid(gpus, heads=heads, layers=layers, global_batch=gb, seq_len=1, scaleup_domain=domain,
-                       stages=(0,), recomputes=("none",), micro_batches=(1,), experts=experts,
-                       context_parallel=(1,), schedules=("1f1b",))
+    # schedule do not constrain. A hybrid's Mamba-2 heads and groups constrain TP too
+    # (parallel.RULES), as in the search's own grid.
+    grid = layout_grid(gpus, heads=k.heads, layers=k.layers, global_batch=gb, seq_len=1, scaleup_domain=domain,
+                       stages=(0,), recomputes=("none",), micro_batches=(1,), experts=k.experts,
+                       context_parallel=(1,), schedules=("1f1b",), mamba_heads=k.mamba_heads,
+                       mamba_groups=k.mamba_groups)
     return grid.count > 0
 
 
@@ -207,29 +210,43 @@ def _search(model, seq_len, dtype, optimizer, lora_rank, qlora, ctx, headroom, g
                           calibration=calibration, **lora)
 
 
-def estimate(job: JobInputs, ctx: C.HardwareContext, layout, gpus: int, gb: int):
-    """:func:`aisize.training.estimate` of a given layout (a scenario :class:`~aisize.scenario.Layout`) of the job.
+def fixed_layout(job: JobInputs, layout, gpus: int, gb: int) -> TrainingLayout:
+    """The :class:`~aisize.training.TrainingLayout` of a scenario's given layout (a
+    :class:`~aisize.scenario.Layout`) of the job on ``gpus`` GPUs with global batch ``gb``.
 
-    The scenario's ``micro_batch`` is the pipeline micro-batch (as in the search): with PP the
-    data-parallel rank's share of the global batch runs as one pipeline flush.
+    As in the search (:meth:`TrainingLayout.from_search`), the scenario's ``micro_batch`` is the
+    pipeline micro-batch and a data-parallel rank's share of the global batch runs as one pipeline
+    flush of gb / (micro_batch x DP) micro-batches, with or without PP: a given layout and the same
+    layout found by the search are one layout with one step time. Raises the
+    :class:`~aisize.training.parallel.LayoutError` of the first rule it breaks.
     """
-    from aisize.training import estimate as training_estimate
-
     lay = layout
     dp = gpus // (lay.tensor_parallel * lay.pipeline_parallel * lay.context_parallel)
-    flush = gb // (lay.micro_batch * dp)
-    pp = lay.pipeline_parallel > 1
-    return training_estimate(
-        job.model, ctx.accelerator, gpus=gpus, tensor_parallel=lay.tensor_parallel,
-        pipeline_parallel=lay.pipeline_parallel, context_parallel=lay.context_parallel,
-        expert_parallel=lay.expert_parallel, schedule=lay.schedule,
+    flush = max(gb // max(lay.micro_batch * dp, 1), 1)
+    return TrainingLayout(
+        model=job.model, gpus=gpus, tensor_parallel=lay.tensor_parallel, pipeline_parallel=lay.pipeline_parallel,
+        context_parallel=lay.context_parallel, expert_parallel=lay.expert_parallel,
+        expert_tensor_parallel=1 if job.model.experts <= 1 else None,  # no experts: 1, as the search records it
+        schedule=lay.schedule,
         virtual_stages=lay.virtual_stages if lay.schedule == "interleaved-1f1b" else None,
-        micro_batch=lay.micro_batch * flush if pp else lay.micro_batch, pipeline_microbatches=flush if pp else None,
-        global_batch=gb, seq_len=job.seq_len, recompute=lay.recompute, precision=job.dtype, compiled=True,
-        framework=FRAMEWORK, zero_stage=lay.zero_stage, optimizer=job.optimizer,
-        scaleup_bytes_per_s=scaleup_bytes_per_s(ctx), scaleout_bytes_per_s=ctx.scaleout_bytes_per_s,
-        oversubscription=ctx.oversubscription, switch_radix=ctx.switch_radix, calibration=job.calibration,
-        **job.lora())
+        micro_batch=lay.micro_batch * flush, pipeline_microbatches=flush, global_batch=gb, seq_len=job.seq_len,
+        recompute=lay.recompute, framework=FRAMEWORK, zero_stage=lay.zero_stage)
+
+
+def estimate(job: JobInputs, ctx: C.HardwareContext, layout: TrainingLayout):
+    """:func:`aisize.training.estimate` of the job at one :class:`~aisize.training.TrainingLayout` (the search's
+    chosen row, :func:`aisize.training.chosen_layout`, or :func:`fixed_layout`) with the planner's links,
+    fabric and training constants, as :func:`search` evaluates layouts. The plan's one step-time and memory
+    estimate: every surface reads it from the :class:`~aisize.plan.TrainingPlan` (memoised)."""
+    return _estimate(job, ctx, layout)
+
+
+@lru_cache(maxsize=256)
+def _estimate(job: JobInputs, ctx: C.HardwareContext, layout: TrainingLayout):
+    return training_estimate(job.model, ctx.accelerator, layout=layout, precision=job.dtype, compiled=True,
+                             optimizer=job.optimizer, scaleup_bytes_per_s=scaleup_bytes_per_s(ctx),
+                             scaleout_bytes_per_s=ctx.scaleout_bytes_per_s, oversubscription=ctx.oversubscription,
+                             switch_radix=ctx.switch_radix, calibration=job.calibration, **job.lora())
 
 
 def checkpoints(params, gpus, servers, ctx: C.HardwareContext, policies) -> CheckpointResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -24,7 +24,9 @@ from aisize.plan import job as J
 from aisize.plan.job import DEFAULT_SEQ_LEN, CheckpointResult  # noqa: F401  (part of this module's API)
 from aisize.storage.demand import read_demand
 from aisize.precision import peak_flops_per_s
-from aisize.training import PARTS, ResolvedThroughput, fits, other_model_training_memory, recipe
+from aisize.training import (PARTS, ResolvedThroughput, TrainingEstimate, TrainingLayout, chosen_layout, fits,
+                             other_model_training_memory, recipe)
+from aisize.training.parallel import ModelSizes
 from aisize.storage.io import io_profile_for_format
 from aisize.units import DAY
 from aisize.validation.ranges import STEP_TIME_SPREAD, MfuRange, step_time_range, time_range
@@ -32,7 +34,15 @@ from aisize.validation.ranges import STEP_TIME_SPREAD, MfuRange, step_time_range
 
 @dataclass(frozen=True)
 class LayoutChoice:
-    """The parallel layout a job runs with (searched or given)."""
+    """The parallel layout a job runs with (searched or given), as the surfaces read it.
+
+    A transformer's is a view of the plan's one :class:`~aisize.training.TrainingLayout` (``value``, the layout
+    the plan's step time and memory were estimated at): :meth:`of` reads every field off it, so the layout
+    shown is the layout estimated. ``micro_batch`` is the pipeline micro-batch (sequences per forward and
+    backward of one stage, Megatron-LM's micro-batch size), as the search ranks it; a data-parallel rank runs
+    ``global_batch`` / (``micro_batch`` x DP) of them per step (docs/training-layout.md). Other models (data
+    parallel only) have no TrainingLayout (``value`` None).
+    """
 
     tensor_parallel: int
     pipeline_parallel: int
@@ -46,6 +56,14 @@ class LayoutChoice:
     context_parallel: int = 1
     schedule: str = "1f1b"
     virtual_stages: int = 1
+    value: TrainingLayout | None = field(default=None, compare=False, repr=False, metadata={"export": False})
+
+    @classmethod
+    def of(cls, layout: TrainingLayout, searched: bool) -> "LayoutChoice":
+        """The view of one TrainingLayout (TP x PP x CP x DP = its GPUs)."""
+        return cls(layout.tp, layout.pp, layout.dp, layout.ep, layout.zero_stage, layout.pipeline_micro_batch,
+                   layout.recompute, layout.global_batch, searched, layout.cp, layout.schedule, layout.vp,
+                   value=layout)
 
 
 @dataclass(frozen=True)
@@ -105,12 +123,20 @@ class TrainingPlan:
     seq_len: int | None  # tokens per sequence the job trains at (transformers; None for other models)
     step_parts_seconds: dict | None = None  # predicted step time by part (aisize.training.step_time.PARTS)
     training_days_predicted: float | None = None  # at the predicted step time on the plan's GPUs, after goodput
+    # the one aisize.training.estimate of a transformer's layout (layout.value): its step time, MFU, parts and
+    # memory are the plan's (None for other models); not exported (the figures above are)
+    estimate: TrainingEstimate | None = field(default=None, compare=False, repr=False, metadata={"export": False})
+
+
+def _predicts(job: J.JobInputs) -> bool:
+    """Whether the step-time model predicts the job's time: not for adapters (it books full-training FLOPs)."""
+    return job.lora_rank is None
 
 
 def _fixed_transformer_layout(job: J.JobInputs, w, gpus, gb, ctx):
-    """(LayoutChoice, aisize.training.estimate) of the scenario's own layout."""
+    """(LayoutChoice, aisize.training.estimate) of the scenario's own layout (:func:`aisize.plan.job.fixed_layout`)."""
     lay = w.layout
-    tp, pp, cp, ep = lay.tensor_parallel, lay.pipeline_parallel, lay.context_parallel, lay.expert_parallel
+    tp, pp, cp = lay.tensor_parallel, lay.pipeline_parallel, lay.context_parallel
     divides, batch_ok = J.fixed_layout_divides(lay, gpus, gb)
     if not divides:
         raise ValueError(f"layout: tensor_parallel x pipeline_parallel x context_parallel = {tp * pp * cp} is not "
@@ -120,43 +146,27 @@ def _fixed_transformer_layout(job: J.JobInputs, w, gpus, gb, ctx):
         raise ValueError(f"global_batch={gb} is not allowed for workload {w.name!r}: it must be a multiple "
                          f"of micro_batch x data_parallel = {lay.micro_batch * dp}")
     try:
-        est = J.estimate(job, ctx, lay, gpus, gb)
+        value = J.fixed_layout(job, lay, gpus, gb)
+        est = J.estimate(job, ctx, value)
     except ValueError as exc:
         raise ValueError(f"layout of workload {w.name!r}: {exc}") from None
-    choice = LayoutChoice(tp, pp, dp, ep, lay.zero_stage, lay.micro_batch, lay.recompute, gb, False, cp,
-                          lay.schedule, lay.virtual_stages)
-    return choice, est
-
-
-MEMORY_COLUMNS = ("weights_bytes", "gradients_bytes", "master_weights_bytes", "optimizer_moments_bytes",
-                  "activations_bytes", "loss_buffers_bytes", "temporary_buffers_bytes",
-                  "communication_buffers_bytes", "cuda_context_bytes", "fragmentation_bytes", "host_bytes",
-                  "total_bytes")
+    return LayoutChoice.of(value, False), est
 
 
 def _transformer_layout(job: J.JobInputs, w, gpus, gb, ctx, policies):
-    """(LayoutChoice, memory dict, predicted mfu, predicted step seconds, step parts [s])."""
-    arch, lora_run = job.model, job.lora_rank is not None
+    """(LayoutChoice, TrainingEstimate): the search's fastest fitting layout (``auto``,
+    :func:`aisize.training.chosen_layout`) or the given one, estimated once at that TrainingLayout."""
     if w.layout == "auto":
         df = J.search(job, ctx, policies, gpus, gb, top=1)
         if len(df):
-            r = df.iloc[0]
-            lay = LayoutChoice(int(r.tp), int(r.pp), int(r.dp), int(r.ep), int(r.zero_stage), int(r.micro_batch),
-                               str(r.recompute), gb, True, int(r.cp), str(r.schedule), int(r.virtual_stages))
-            mem = {k: float(r[k]) for k in MEMORY_COLUMNS}
-            parts = {k: float(r[k]) for k in PARTS}
-            if lora_run:
-                return lay, mem, None, None, None
-            return lay, mem, float(r.mfu), float(r.step_seconds), parts
+            value = chosen_layout(df, 0)
+            return LayoutChoice.of(value, True), J.estimate(job, ctx, value)
         # nothing fits: show the most memory-frugal layout inside one server, to say by how much
-        tp = max(t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(ctx.server.gpus, gpus) and arch.heads % t == 0
+        units = ModelSizes.of(job.model).tensor_parallel_units  # a hybrid's Mamba-2 heads and groups too
+        tp = max(t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(ctx.server.gpus, gpus) and units % t == 0
                  and gpus % t == 0)
         w = w.model_copy(update={"layout": _frugal(tp)})
-    lay, est = _fixed_transformer_layout(job, w, gpus, gb, ctx)
-    if lora_run:  # the step time books full-training FLOPs: not a prediction for adapters
-        return lay, est.memory.as_dict(), None, None, None
-    parts = {k: float(getattr(est.step, k)) for k in PARTS}
-    return lay, est.memory.as_dict(), float(est.mfu), float(est.step_seconds), parts
+    return _fixed_transformer_layout(job, w, gpus, gb, ctx)
 
 
 STEP_TIME_PASSES = 4  # GPUs <-> predicted MFU steps toward a target (the count settles in 1-2)
@@ -167,27 +177,25 @@ DOWNWARD_CANDIDATES = 5  # rounder counts tried below the first that meets (the 
 class _Timed:
     sizing: J.Sizing
     layout: LayoutChoice
-    memory: dict
+    estimate: TrainingEstimate
     mfu: float  # predicted, against the plan's peak
-    step_seconds: float
-    parts: dict
 
 
 def _timed_at(job: J.JobInputs, w, ctx, policies, gpus: int) -> _Timed | None:
     """The job on exactly ``gpus`` GPUs, its time the step-time model's (None where it predicts nothing)."""
     fixed = w.model_copy(update={"gpus": gpus})
     sz = J.size(job, fixed, ctx, policies)  # servers, checkpoints and goodput at this count
-    lay, mem, mfu_pred, step_pred, parts = _transformer_layout(job, fixed, gpus, J.global_batch(w, job.seq_len, gpus),
-                                                               ctx, policies)
-    if step_pred is None or not math.isfinite(step_pred) or step_pred <= 0:
+    lay, est = _transformer_layout(job, fixed, gpus, J.global_batch(w, job.seq_len, gpus), ctx, policies)
+    step_pred = float(est.step_seconds)
+    if not _predicts(job) or not math.isfinite(step_pred) or step_pred <= 0:
         return None
-    mfu_pred *= peak_flops_per_s(ctx.accelerator, recipe(job.dtype, ctx.accelerator).high_dtype) \
+    mfu_pred = float(est.mfu) * peak_flops_per_s(ctx.accelerator, recipe(job.dtype, ctx.accelerator).high_dtype) \
         / job.peak_flops_per_s  # the engine measures MFU against the 16-bit peak; the plan against its own
     running = job.tokens / (lay.global_batch * job.seq_len) * step_pred
     goodput = float(sz.goodput)
     seconds = running / goodput if goodput > 0 else math.inf
     sz = dataclasses.replace(sz, running_seconds=np.asarray(running), seconds=np.asarray(seconds))
-    return _Timed(sz, lay, mem, float(mfu_pred), float(step_pred), parts)
+    return _Timed(sz, lay, est, float(mfu_pred))
 
 
 def _rounder_counts(gpus: int, per: int) -> list[int]:
@@ -199,7 +207,7 @@ def _rounder_counts(gpus: int, per: int) -> list[int]:
 
 
 def _sized_by_step_time(job: J.JobInputs, w, ctx, policies, sz: J.Sizing):
-    """(Sizing, LayoutChoice, memory, predicted MFU, predicted step [s], parts) of a transformer job timed by the
+    """(Sizing, LayoutChoice, TrainingEstimate, predicted MFU) of a transformer job timed by the
     step-time model at the layout it chooses (aisize.training.estimate, validated on published runs); None where
     the model predicts nothing (adapter training, no layout), and the MFU policy's sizing ``sz`` stands.
 
@@ -249,7 +257,7 @@ def _sized_by_step_time(job: J.JobInputs, w, ctx, policies, sz: J.Sizing):
                 best = lower
         g = best
     t = at(g)
-    return t.sizing, t.layout, t.memory, t.mfu, t.step_seconds, t.parts
+    return t.sizing, t.layout, t.estimate, t.mfu
 
 
 def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput | None, *,
@@ -319,14 +327,16 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
         arch, seq, tokens = job.model, job.seq_len, job.tokens
         timed = _sized_by_step_time(job, w, ctx, policies, sz)
         if timed is not None:  # the step-time model sets the GPUs (for a target) and the time
-            sz, lay, mem, mfu_pred, step_pred, parts = timed
+            sz, lay, est, mfu_pred = timed
+            step_pred, parts = float(est.step_seconds), {k: float(getattr(est.step, k)) for k in PARTS}
             gpus, servers, cp = int(sz.gpus), int(sz.servers), _scalar_checkpoint(sz.checkpoint)
             gp, seconds = float(sz.goodput), float(sz.seconds)
             mfu_used = job.flops / (float(sz.running_seconds) * gpus * job.peak_flops_per_s)
         else:  # adapters, or no layout: the MFU policy
-            lay, mem, mfu_pred, step_pred, parts = _transformer_layout(job, w, gpus, J.global_batch(w, seq, gpus),
-                                                                       ctx, policies)
+            lay, est = _transformer_layout(job, w, gpus, J.global_batch(w, seq, gpus), ctx, policies)
+            mfu_pred = step_pred = parts = None
             mfu_used = policies.mfu
+        mem = est.memory.as_dict()
         tp = None
         per_gpu_rate = tokens / float(sz.running_seconds) / gpus  # tokens/s per GPU while running
         sample_bytes = 2.0 if arch.vocab < 65_536 else 4.0  # docs/DESIGN.md "Datasets"
@@ -344,7 +354,7 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
                                         optimizer=job.optimizer, zero_stage=stage, dp=gpus)
         mem = m.as_dict()
         lay = LayoutChoice(1, 1, gpus, 1, stage, mb, "none", mb * gpus, lay_in is None)
-        mfu_pred = step_pred = parts = None
+        mfu_pred = step_pred = parts = est = None
         per_gpu_rate = rate
         sample_bytes = data.record_sample_bytes or data.sample_bytes
         fmt = "tfrecord" if data.record_sample_bytes else "files"
@@ -384,4 +394,4 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
             f"predict {'adapter training' if job.lora_rank is not None else 'this job'})"),
         throughput_source=tp.source if tp else None,
         days_low=float(low), days_high=float(high), days_range_basis=range_basis, days_range_mfu=range_mfu,
-        seq_len=job.seq_len, step_parts_seconds=parts, training_days_predicted=predicted_days)
+        seq_len=job.seq_len, step_parts_seconds=parts, training_days_predicted=predicted_days, estimate=est)
