@@ -20,6 +20,8 @@ Megatron-Core runs, copy of ``reference/training_megatron.csv``), each turned in
 
 ``--gemm-source kernels`` fits with the layers' GEMMs read from the measured kernel tables
 (:mod:`aisize.training.kernel_gemms`; the GEMM efficiencies then only time what no table covers).
+``--moe-source kernels`` reads the routed experts' grouped GEMMs from the measured MoE tables
+(:mod:`aisize.training.kernel_moe`; ``grouped_gemm_half_tokens`` then only times what no table covers).
 ``--cross-validate`` adds a leave-one-model-out score: for each model, the speed constants are refitted
 (warm-started from the in-sample fit, :data:`CV_ITERS` iterations) without that model's rows and
 scored on them; the table gives in-sample and held-out rows within 15 % per model and in all.
@@ -28,7 +30,7 @@ The fit itself is :mod:`aisize.calibrate.training` (each row through ``estimate(
 this script feeds it the public rows. ``--save FILE`` writes an :mod:`aisize.calibration` file whose
 ``training`` section is the refit (the serving section aisize's own); prints the values to paste into
 :data:`aisize.training.calibration.CALIBRATION` and the fit's residuals; asserts nothing.
-Run: .venv/bin/python benchmarks/fit_training.py [--gemm-source kernels] [--cross-validate] [--save f.json]
+Run: .venv/bin/python benchmarks/fit_training.py [--gemm-source kernels] [--moe-source kernels] [--cross-validate] [--save f.json]
 """
 
 from __future__ import annotations
@@ -83,15 +85,17 @@ if __name__ == "__main__":
     import argparse
 
     from aisize import calibration
-    from aisize.training import kernel_gemms
+    from aisize.training import kernel_gemms, kernel_moe
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gemm-source", choices=kernel_gemms.GEMM_SOURCES, default=kernel_gemms.DEFAULT_GEMM_SOURCE)
+    ap.add_argument("--moe-source", choices=kernel_moe.MOE_SOURCES, default=kernel_moe.DEFAULT_MOE_SOURCE)
     ap.add_argument("--cross-validate", action="store_true")
     ap.add_argument("--save", metavar="FILE")
     args = ap.parse_args()
     kernel_gemms.DEFAULT_GEMM_SOURCE = args.gemm_source
-    print(f"GEMMs: {args.gemm_source}")
+    kernel_moe.DEFAULT_MOE_SOURCE = args.moe_source
+    print(f"GEMMs: {args.gemm_source}; routed experts: {args.moe_source}")
     rows = cases()
     cal = T.fit_jitter(rows, CALIBRATION, SCALE_PAIRS)
     print(f"step_time_cv = {cal.step_time_cv:.3f} (8 vs 128 GPU pairs {SCALE_PAIRS})")
@@ -119,6 +123,7 @@ if __name__ == "__main__":
     for key, v in cal.allocator_fragmentation_share.items():
         print(f"  allocator_fragmentation_share[{key}] = {v:.3f}")
     if args.save:
-        cal = cal.with_(name=f"refitted by benchmarks/fit_training.py ({args.gemm_source} GEMMs)",
+        cal = cal.with_(name=f"refitted by benchmarks/fit_training.py ({args.gemm_source} GEMMs, "
+                             f"{args.moe_source} experts)",
                         fitted_on=("training_torchtitan.csv", "training_megatron.csv"))
         print(f"written: {calibration.Calibration(training=cal).save(args.save)}")

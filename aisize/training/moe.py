@@ -111,6 +111,7 @@ class ExpertTimes:
     activation_forward: object  # the expert activation function alone (what ``moe_act`` recomputes)
     tokens_per_expert: object
     backward_bytes_ratio: float = SHIPPED.backward_bytes_ratio  # the calibration's (elementwise backward / forward)
+    cast_forward: object = 0.0  # the low-precision casts of the expert activations (part of memory_forward)
 
     @property
     def forward(self):
@@ -135,7 +136,7 @@ def expert_times(d: ModelDims, *, tokens, ep, etp, dispatcher_code, recipe: Reci
     """
     if not d.moe_layers:
         z = np.zeros(np.broadcast(tokens, ep, etp).shape) if np.ndim(tokens) + np.ndim(ep) + np.ndim(etp) else 0.0
-        return ExpertTimes(z, z, z, z, cal.backward_bytes_ratio)
+        return ExpertTimes(z, z, z, z, cal.backward_bytes_ratio, z)
     h, f = d.expert_width, d.expert_ffn  # a latent MoE's tokens reach the experts at the latent width
     k = d.experts_per_token
     t_e = tokens_per_expert(d, tokens, ep, etp)
@@ -161,7 +162,8 @@ def expert_times(d: ModelDims, *, tokens, ep, etp, dispatcher_code, recipe: Reci
     permute = np.where(np.asarray(dispatcher_code) == 0, PERMUTE_BYTES_PER_COPY * h * tokens * (1.0 + k), 0.0)
     act_s = E.memory_seconds(act * imbalance, hbm_bytes_per_s, cal)
     mem = E.memory_seconds((act + cast) * imbalance + router + permute, hbm_bytes_per_s, cal)
-    return ExpertTimes(gemm_fwd, mem, act_s, t_e, cal.backward_bytes_ratio)
+    cast_s = E.memory_seconds(cast * imbalance, hbm_bytes_per_s, cal)
+    return ExpertTimes(gemm_fwd, mem, act_s, t_e, cal.backward_bytes_ratio, cast_s)
 
 
 def busiest_rank_imbalance(routed_per_rank, ep, max_violation=0.0):

@@ -6,7 +6,8 @@ step = compute + exposed TP + exposed CP + pipeline sends + exposed DP/FSDP + Mo
 * compute: the slowest pipeline stage's layers (:func:`aisize.training.work.layer_times`, hybrid
   models' Mamba-2 scans included:
   GEMMs on their roofline, FlashAttention, memory-bound work, casts; the routed experts,
-  :func:`aisize.training.moe.expert_times`; recompute, :mod:`aisize.training.recompute`),
+  :func:`aisize.training.moe.expert_times`, its grouped GEMMs from measured MoE tables under
+  ``moe_source="kernels"``, :mod:`aisize.training.kernel_moe`; recompute, :mod:`aisize.training.recompute`),
   the output layer and loss on the last stage, for every micro-batch, plus the optimizer.
   Megatron can count the embedding and the loss as pipeline layers
   (``embedding_in_pipeline_split``, ``loss_in_pipeline_split``): the first and last stages
@@ -65,7 +66,7 @@ import numpy as np
 
 from aisize.training.layer_kinds import model_flops_per_token
 from aisize.memory.states import tidy
-from aisize.training import comm, kernel_gemms
+from aisize.training import comm, kernel_gemms, kernel_moe
 from aisize.training.arrays import add
 from aisize.training.dims import ModelDims
 from aisize.training.calibration import CALIBRATION as SHIPPED
@@ -217,6 +218,10 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     xt = expert_times(d, tokens=tokens_r, ep=ep, etp=moe.etp, dispatcher_code=moe.dispatcher, recipe=recipe,
                       gen=gen, high_peak=high_peak, low_peak=low_peak, hbm_bytes_per_s=hbm_bytes_per_s,
                       compiled=compiled, imbalance=moe.imbalance, cal=cal)
+    if d.moe_layers and kernel_moe.active() == "kernels":  # grouped GEMMs from the measured MoE tables
+        xt, _ = kernel_moe.with_kernel_experts(xt, d, gpu=src.gpu, recipe=recipe, tokens=tokens_r, ep=ep,
+                                               etp=moe.etp, high_peak=high_peak, low_peak=low_peak,
+                                               imbalance=moe.imbalance)
     redo, moe_again = _redo(lt, xt, moe_share, rc, torch_kernels, d.shared_ffn_share)
     fwd = lt.forward + moe_share * xt.forward
     bwd = lt.backward + moe_share * xt.backward
