@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import aisize.queueing as q
+from aisize.queueing.curves import STORAGE_PEAK_UTILISATION
 
 
 def test_erlang_c_textbook_value():
@@ -112,13 +113,27 @@ def test_sizing_ten_thousand_servers_and_infeasible():
 def test_storage_curves_and_knee():
     st = q.storage_station(2.5e6, 100e-6)  # 2.5 M IOPS at 100 us: 250 channels (Little)
     assert st.servers == 250
-    cc = q.latency_vs_concurrency(st, np.array([1, 250, 500, 1000]))
+    # a plain 250-channel station, closed: R(N) = S max(1, N/c), knee at 2c
+    plain = q.Station(250, 100e-6)
+    cc = q.latency_vs_concurrency(plain, np.array([1, 250, 500, 1000]))
     assert np.allclose(cc.throughput_per_s, [1e4, 2.5e6, 2.5e6, 2.5e6])
     assert np.allclose(cc.response_mean_seconds, [1e-4, 1e-4, 2e-4, 4e-4])
-    assert q.knee_concurrency(st, 2.0) == 500
+    assert q.knee_concurrency(plain, 2.0) == 500
     k = q.knee_load(st, 2.0)
     at = q.latency_vs_load(st, k.arrival_rate_per_s).response_mean_seconds
     assert at == pytest.approx(2e-4, rel=1e-6)
+    # the storage station, closed, is its open curve at N = X R(X): M/M/2 at rho = X / (2.5e6 / 0.959),
+    # R = S / (1 - rho^2); its knee is Little's law at the open knee, rho = 1/sqrt(2): N = 0.7071 x 2.607e6 x 2e-4
+    sat = 2.5e6 / STORAGE_PEAK_UTILISATION
+    cs = q.latency_vs_concurrency(st, np.array([1.0, 100.0, 368.0, 1000.0]))
+    rho = cs.throughput_per_s / sat
+    assert cs.response_mean_seconds == pytest.approx(1e-4 / (1 - rho**2), rel=1e-9)
+    assert cs.concurrency == pytest.approx(cs.throughput_per_s * cs.response_mean_seconds, rel=1e-12)
+    assert cs.utilisation == pytest.approx(rho, rel=1e-12) and np.all(np.diff(cs.response_mean_seconds) > 0)
+    assert q.knee_concurrency(st, 2.0) == int(2**-0.5 * sat * 2e-4) == 368  # not 2c = 500
+    assert q.latency_vs_concurrency(st, 368.0).response_mean_seconds <= 2e-4 < q.latency_vs_concurrency(
+        st, 369.0).response_mean_seconds
+    assert st.capacity_per_s == pytest.approx(sat)
     k95 = q.knee_load(q.inference_station(4, 8, 1.5), 2.0, "p95")
     assert q.latency_vs_load(q.inference_station(4, 8, 1.5), k95.arrival_rate_per_s).response_p95_seconds \
         == pytest.approx(k95.limit_seconds, rel=1e-6)

@@ -183,14 +183,17 @@ def test_storage_queue_chart_uses_the_planner_station(contexts, name):
     ctx = contexts[name]
     s = ctx.plan.storage
     curve, knee, at = storage_curve(ctx)
-    c, S = s.station.servers, s.station.service_seconds
-    # closed system, one multi-server station: R(N) = S * max(1, N/c) (Lazowska et al. 1984, ch. 6)
-    assert curve["response_mean_seconds"].to_numpy() == pytest.approx(
-        S * np.maximum(1.0, curve["concurrency"].to_numpy() / c), rel=1e-12)
+    S = s.station.service_seconds
+    # closed system: the fitted open curve read at N = X R(X) (issue 49.1: one curve), so each point's latency is
+    # the open-system latency at its throughput, and N = X R by Little's law
+    opened = latency_vs_load(s.station, curve["throughput_per_s"].to_numpy()).response_mean_seconds
+    assert curve["response_mean_seconds"].to_numpy() == pytest.approx(np.asarray(opened), rel=1e-9)
+    assert curve["concurrency"].to_numpy() == pytest.approx(
+        (curve["throughput_per_s"] * curve["response_mean_seconds"]).to_numpy(), rel=1e-9)
     ops = max(s.read_iops + s.write_iops, 1e-9)
     assert float(latency_vs_load(s.station, ops).response_mean_seconds) == pytest.approx(
         s.latency_mean_seconds, rel=1e-9)
-    assert knee == s.knee_concurrency == int(2 * c) and at == s.outstanding_ios >= 0
+    assert knee == s.knee_concurrency == int(s.knee_iops * 2 * S * (1 + 1e-12)) and at == s.outstanding_ios >= 0
     assert curve["concurrency"].max() >= 2 * knee - 1e-9
 
 

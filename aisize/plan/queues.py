@@ -71,8 +71,8 @@ def concurrency_curve(station: Station, concurrency) -> pd.DataFrame:
 
     References
     ----------
-    .. [1] :func:`aisize.queueing.latency_vs_concurrency` (exact MVA for one multi-server station,
-       Lazowska et al. 1984, ch. 6).
+    .. [1] :func:`aisize.queueing.latency_vs_concurrency` (MVA for one station, Lazowska et al. 1984, ch. 6
+       and 8; a storage station is its fitted load curve read at N = X·R(X), docs/storage.md).
     """
     c = latency_vs_concurrency(station, np.atleast_1d(np.asarray(concurrency, dtype=float)))
     return pd.DataFrame({"concurrency": c.concurrency, "throughput_per_s": c.throughput_per_s,
@@ -80,7 +80,9 @@ def concurrency_curve(station: Station, concurrency) -> pd.DataFrame:
 
 
 def storage_latency_curve(plan, concurrency=None, points: int = STORAGE_CURVE_POINTS) -> pd.DataFrame:
-    """Mean IO latency of the shared storage against outstanding IOs: :func:`concurrency_curve` of its station.
+    """Mean IO latency of the shared storage against outstanding IOs: :func:`concurrency_curve` of its station,
+    the same fitted curve as the plan's open-system latency and knee (``StoragePlan.knee_concurrency`` is
+    Little's law at ``knee_iops``).
 
     Parameters
     ----------

@@ -85,8 +85,9 @@ class StoragePlan:
     knee_iops: float  # operations/s at which mean latency reaches KNEE_FACTOR x unloaded
     units_at_knee: float | None  # building blocks that keep the blend below the knee (unit/drive scope)
     jobs: tuple  # JobStorage per training job
-    station: Station  # the queue the blend runs on (storage_station: Little channels, fitted open-system curve)
-    knee_concurrency: int  # outstanding IOs at which mean latency reaches KNEE_FACTOR x unloaded (closed system)
+    station: Station  # the queue the blend runs on (storage_station: the fitted load curve, open and closed)
+    knee_concurrency: int  # outstanding IOs at which mean latency reaches KNEE_FACTOR x unloaded (closed system:
+    # Little's law at knee_iops, the same point of the same curve)
     outstanding_ios: float  # IOs the blend keeps in flight (Little's law at latency_mean_seconds; inf: unstable)
     # what the units are sized for: peak read, write [B/s] (checkpoints at their stall budget), iops [1/s], capacity [B]
     demand: dict = dataclasses.field(default_factory=dict)
@@ -194,6 +195,12 @@ def _knee_iops(station) -> float:
     return float(knee_load(station, C.KNEE_FACTOR).arrival_rate_per_s)
 
 
+@lru_cache(maxsize=128)
+def _knee_outstanding(station) -> int:
+    """IOs in flight at the knee: Little's law at the open-system knee (one curve, queueing.knee_concurrency)."""
+    return int(knee_concurrency(station, C.KNEE_FACTOR))
+
+
 def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferencePlan, ...],
                  dataprep: tuple[DataPrepPlan, ...], ctx: C.HardwareContext, policies, servers: int,
                  nics: Nics, scale_ups: dict | None = None) -> StoragePlan:
@@ -238,7 +245,7 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
         binding, util, supply["read"], supply["write"], float(supply_iops), supply["capacity"],
         rec.write_bandwidth_bytes_per_s is None, float(q.utilisation), float(q.response_mean_seconds),
         float(q.response_p95_seconds), knee, at_knee, jobs, station=station,
-        knee_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)),
+        knee_concurrency=_knee_outstanding(station),
         outstanding_ios=_outstanding(ops, float(q.response_mean_seconds)), demand=need,
         headroom=float(policies.storage_headroom), minimum_units=int(policies.storage_minimum_units),
         unit_iops=float(unit_iops), named=ctx.storage.id, comparison=comparison, candidates=candidates, record=rec)

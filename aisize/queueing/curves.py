@@ -5,10 +5,13 @@ time S (:class:`Station`). Open system (requests arrive at a rate, whatever the
 backlog): G/G/c of :mod:`aisize.queueing.analytic`. Closed system (a fixed
 number N of requests always outstanding, as with a benchmark's queue depth or
 N clients each sending the next request when the last returns, no think time):
-every one of the N jobs is at the station, so exactly min(N, c) are in service
-and, by Little's law, X(N) = min(N, c)/S and R(N) = N/X(N) = S·max(1, N/c).
-That is what exact mean value analysis gives for one multi-server station with
-zero think time, whatever the service distribution — so it is exact, not a bound.
+every one of the N jobs is at the station, so its throughput is the station's
+rate with N present, X(N) = mu(N), and R(N) = N/X(N) (MVA of one load-dependent
+centre with zero think time, Lazowska et al. 1984, ch. 6 and 8). For c channels
+mu(N) = min(N, c)/S, so R(N) = S·max(1, N/c). A :class:`StorageStation` is the
+fitted open-system curve R(λ) (docs/storage.md); its rate with N IOs present is
+the throughput at which that curve holds N in the system, N = X·R(X) (Little),
+so the closed curve and its knee are the open curve's, read at N = X·R(X).
 """
 
 from __future__ import annotations
@@ -54,12 +57,13 @@ class Station:
 
 @dataclass(frozen=True)
 class StorageStation(Station):
-    """A storage system: Little's-law channels at the unloaded latency, and the fitted open-system load curve.
+    """A storage system: the fitted load curve on its unloaded latency, and its Little's-law channels.
 
-    ``servers`` x ``service_seconds`` is what the closed-system view (:func:`latency_vs_concurrency`) queues on:
-    IOs in flight at the rated rate. Open-system latency (:func:`latency_vs_load`, :func:`knee_load`) is the
-    unloaded latency stretched as an M/M/``effective_servers`` queue at utilisation
-    λ / (``rated_per_s`` / ``peak_utilisation``), the curve fitted on published SPECstorage load tables.
+    Latency (:func:`latency_vs_load`, :func:`knee_load`) is the unloaded latency stretched as an
+    M/M/``effective_servers`` queue at utilisation λ / (``rated_per_s`` / ``peak_utilisation``), the curve
+    fitted on published SPECstorage load tables; the closed-system view (:func:`latency_vs_concurrency`,
+    :func:`knee_concurrency`) is the same curve at N = λ·R(λ). ``servers`` (rated IOPS x unloaded latency)
+    is informative only: the IOs in flight at the rated rate were the system unloaded.
     """
 
     rated_per_s: float = 0.0  # the system's rated (peak measured) operations/s [1/s], > 0
@@ -78,6 +82,11 @@ class StorageStation(Station):
     def saturation_per_s(self) -> float:
         """Operations/s at which the fitted open-system latency grows without bound [1/s]."""
         return self.rated_per_s / self.peak_utilisation
+
+    @property
+    def capacity_per_s(self) -> float:
+        """Maximum throughput [1/s]: the fitted curve's saturation, open or closed."""
+        return self.saturation_per_s
 
 
 def _open_queue(station: Station):
@@ -182,8 +191,28 @@ def latency_vs_load(station: Station, arrival_rate_per_s) -> QueueResult:
     return ggc(arrival_rate_per_s, s, c, service_cv=cv)
 
 
+def _storage_closed_utilisation(station: StorageStation, n: np.ndarray) -> np.ndarray:
+    """Utilisation u at which the fitted open curve holds n IOs in the system: u·saturation·R(u) = n.
+
+    u·R(u) rises strictly from 0 (u = 0) without bound (u → 1), so bisection on (0, 1) finds the one root;
+    60 halvings reach float resolution."""
+    c, s, cv, per_u = _open_queue(station)
+    lo, hi = np.zeros_like(n), np.ones_like(n)
+    cc, ss, cvv = np.full_like(n, float(c)), np.full_like(n, s), np.full_like(n, cv)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        _, _, wait = _allen_cunneen_wait(mid * c / s, ss, cc, cvv, 1.0)
+        low = mid * per_u * (s + wait) < n
+        lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
+    return 0.5 * (lo + hi)
+
+
 def latency_vs_concurrency(station: Station, concurrency) -> ConcurrencyCurve:
-    """Closed-system throughput and latency at N outstanding requests (exact, see module docstring).
+    """Closed-system throughput and latency at N outstanding requests (see module docstring).
+
+    A plain :class:`Station`: X(N) = min(N, c)/S, exact. A :class:`StorageStation`: the fitted open curve read
+    at N = X·R(X), so a storage system has one curve whichever way it is loaded; ``utilisation`` is then the
+    share of its saturation, as in :func:`latency_vs_load`.
 
     Parameters
     ----------
@@ -194,9 +223,18 @@ def latency_vs_concurrency(station: Station, concurrency) -> ConcurrencyCurve:
     References
     ----------
     .. [1] E. D. Lazowska, J. Zahorjan, G. S. Graham, K. C. Sevcik, Quantitative
-       System Performance, Prentice-Hall 1984, ch. 5 (bounds) and ch. 6 (MVA).
+       System Performance, Prentice-Hall 1984, ch. 5 (bounds), ch. 6 (MVA) and ch. 8 (load-dependent
+       centres: a closed station's throughput at population N is its rate with N present).
+    .. [2] Little, Operations Research 9(3), 1961 (L = λ·W).
     """
     n = checks.positive("concurrency", concurrency, high=1e12)
+    if isinstance(station, StorageStation):
+        arr = np.atleast_1d(np.asarray(n, dtype=float))
+        u = _storage_closed_utilisation(station, arr)
+        x = u * station.saturation_per_s
+        r = arr / x
+        out = (arr, x, r, u) if np.ndim(n) else tuple(float(v[0]) for v in (arr, x, r, u))
+        return ConcurrencyCurve(*out)
     busy = np.minimum(n, station.servers)
     x = busy / station.service_seconds
     r = n / x
@@ -206,7 +244,10 @@ def latency_vs_concurrency(station: Station, concurrency) -> ConcurrencyCurve:
 
 
 def knee_concurrency(station: Station, factor=2.0):
-    """Highest whole concurrency N with R(N) ≤ factor × S: floor(factor · c).
+    """Highest whole concurrency N with R(N) ≤ factor × S.
+
+    A plain :class:`Station`: floor(factor · c). A :class:`StorageStation`: Little's law at the open-system
+    knee, floor(λ_knee · factor · S) (:func:`knee_load`, mean), so the closed and open knees are one point.
 
     Parameters
     ----------
@@ -218,9 +259,16 @@ def knee_concurrency(station: Station, factor=2.0):
     ----------
     .. [1] Lazowska et al., Quantitative System Performance, 1984, section 5.3
        (the saturation point N* = c·(S + Z)/S with Z = 0).
+    .. [2] Little, Operations Research 9(3), 1961 (L = λ·W), for a :class:`StorageStation`.
     """
     f = checks.number("factor", factor, low=1.0, high=1e6, low_inclusive=False)
-    n = np.floor(f * station.servers * (1.0 + 1e-12))
+    if isinstance(station, StorageStation):
+        flat = np.atleast_1d(np.asarray(f, dtype=float))
+        knees = [knee_load(station, float(v)) for v in flat]
+        n = np.floor(np.array([k.arrival_rate_per_s * k.limit_seconds for k in knees]) * (1.0 + 1e-12))
+        n = n.reshape(np.shape(f))
+    else:
+        n = np.floor(f * station.servers * (1.0 + 1e-12))
     return int(n) if np.ndim(n) == 0 else n.astype(np.int64)
 
 
