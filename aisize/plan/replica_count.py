@@ -129,25 +129,26 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
         return got
     replicas, kv, est, _ = got
     free = load_free(w, arch)
+    at = est  # the estimate the knee is read from, at `replicas`
     for _ in range(TOP_UP_STEPS):
-        if below_knee(w, est) if not free else \
-                elasticity_at(est, w.requests_per_s / replicas, w.slo_statistic) <= C.KNEE_ELASTICITY:
+        if below_knee(w, at):
             break
         more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
         if more * shape.gpus >= floor:
             return None  # another shape already meets the targets short of its knee with fewer GPUs
         if free:  # the fit and the curve are the same at any count (load_free): only the last count is estimated
-            replicas = more
+            replicas, at = more, replace(est, requests_per_s=w.requests_per_s / more)
             continue
         kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
         if est2 is None or not est2.feasible:
             break
         replicas, kv, est = more, kv2, est2
-    if free and replicas != got[0]:
-        rate = w.requests_per_s / replicas
-        elastic = elasticity_at(est, rate, w.slo_statistic)
+        at = est
+    if at is not est:
         kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
-        _remember(est, rate, w.slo_statistic, elastic)  # the plan's figure: the same curve at the same rate
+        known = _ELASTICITIES.get((id(at), float(at.requests_per_s), w.slo_statistic))
+        if known is not None:  # the plan's figure: the same curve at the same rate
+            _remember(est, at.requests_per_s, w.slo_statistic, known[1])
     return replicas, kv, est, True
 
 
