@@ -115,9 +115,10 @@ def storage_latency(plan) -> list[Finding]:
         return [Finding("problem", "storage", f"storage IO queue is unstable: {ops:,.0f} operations/s exceed "
                         f"{s.supply_iops:,.0f}/s; latency grows without bound")]
     out = []
-    if ops > s.knee_iops:
+    if s.latency_elasticity > C.KNEE_ELASTICITY:  # the slope at the operating point, as for a service
         out.append(Finding("warning", "storage", (
-            f"storage runs past its latency knee: {ops:,.0f} operations/s against a knee of {s.knee_iops:,.0f}/s; "
+            f"storage runs past its latency knee: at {ops:,.0f} operations/s its mean IO latency rises "
+            f"{num(s.latency_elasticity)} times as fast as the load (mean latency doubles at {s.knee_iops:,.0f}/s); "
             f"p95 latency {ms(s.latency_p95_seconds)}")))
     if s.units_at_knee is not None:
         out.append(Finding("info", "storage", (

@@ -31,6 +31,7 @@ from aisize.plan.dataprep import DataPrepPlan, dataprep_workload
 from aisize.plan.inference import InferencePlan
 from aisize.plan.training import TrainingPlan
 from aisize.queueing import Station, knee_concurrency, knee_load, latency_vs_load, outstanding_ios, storage_station
+from aisize.serving.curves import LOAD_RISE, elasticity, rise_within
 from aisize.storage.blender import (blend, checkpoint_bursts, inference_model_loading, kv_cache_tier, training_reads,
                                     workload)
 from aisize.storage.capacity import capacity_plan
@@ -98,6 +99,9 @@ class StoragePlan:
     comparison: dict | None = None  # the named guidance at this plan's servers (not bought), or None
     candidates: dict = dataclasses.field(default_factory=dict)  # purchasable id -> units, read, raw, cost, rack units
     record: object = None  # the catalog StorageSystem bought (what aisize.cost.storage prices)
+    # relative rise of the mean IO latency per relative rise of the blend's IO rate, at the blend (issue 49.2: the knee
+    # is the slope at the operating point; past C.KNEE_ELASTICITY a small rise in load raises latency sharply)
+    latency_elasticity: float = 0.0
 
 
 def _blend_workloads(training, inference, dataprep, scale_ups=None):
@@ -248,7 +252,20 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
         knee_concurrency=_knee_outstanding(station),
         outstanding_ios=_outstanding(ops, float(q.response_mean_seconds)), demand=need,
         headroom=float(policies.storage_headroom), minimum_units=int(policies.storage_minimum_units),
-        unit_iops=float(unit_iops), named=ctx.storage.id, comparison=comparison, candidates=candidates, record=rec)
+        unit_iops=float(unit_iops), named=ctx.storage.id, comparison=comparison, candidates=candidates, record=rec,
+        latency_elasticity=_elasticity(station, ops, float(q.response_mean_seconds)))
+
+
+def _elasticity(station, ops: float, latency_seconds: float) -> float:
+    """:func:`aisize.serving.curves.elasticity` of the station's mean latency at ``ops`` [1/s] against LOAD_RISE more
+    (or half the way to saturation, when nearer): 0 without IO, inf at or past saturation. For the fitted M/M/2 the
+    point slope is 2ρ²/(1 − ρ²), 2 exactly at the mean-doubling knee ρ = 0.707."""
+    if not ops:
+        return 0.0
+    rise = rise_within(ops, station.capacity_per_s, LOAD_RISE)
+    if rise <= 0:
+        return math.inf
+    return elasticity(latency_seconds, float(latency_vs_load(station, ops * (1.0 + rise)).response_mean_seconds), rise)
 
 
 def _outstanding(ops: float, latency_seconds: float) -> float:
