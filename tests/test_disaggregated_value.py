@@ -75,24 +75,29 @@ def test_the_sized_pools_carry_a_pair_and_their_kv_transfer_by_hand(rag_chat):
     pools = rag_chat.pools
     assert isinstance(pools, DisaggregatedPools) and isinstance(pools.pair, PoolPair)
     assert pools.prefill_shape is pools.pair.prefill.shape and pools.decode_shape is pools.pair.decode.shape
-    assert pools.pair.decode.limits.max_batch_size == pools.decode_batch
+    # sized with the estimate's model: the decode replica keeps the engine's batch limit (TensorRT-LLM's 2,048), its
+    # slots the KV pool bounds, and the batch at the planned rate below them
+    assert pools.pair.decode.limits.max_batch_size == 2048
+    assert pools.decode_batch <= pools.pair.decode_slots
     # Llama 3.3 70B (config.json: 80 layers, 8 KV heads of 128) at an fp8 KV cache: K and V, 1 byte each
     kv_per_token = 80 * 8 * 128 * 2 * 1
     assert kv_per_token == 163_840
     assert pools.kv_bytes_per_request == 4096 * kv_per_token == 671_088_640
-    # shipped by the 4 prefill GPUs of a replica, each over its 400 Gbit/s NIC at the 0.8 link efficiency
+    # shipped by the one prefill GPU of a TP 1 replica over its 400 Gbit/s NIC at the 0.8 link efficiency
+    assert pools.prefill_shape.gpus == 1
     assert pools.pair.kv_link_bytes_per_s == pytest.approx(0.8 * 50e9)
-    assert pools.kv_transfer_s == pytest.approx(671_088_640 / (4 * 0.8 * 50e9), rel=1e-9)  # 4.19 ms
+    assert pools.kv_transfer_s == pytest.approx(671_088_640 / (1 * 0.8 * 50e9), rel=1e-9)  # 16.8 ms
 
 
-def test_the_plan_reads_the_figures_it_read_before_the_pools_were_values(rag_chat):
-    # `aisize size` of serving-at-scale at commit 1dcdc75, before PoolPair: the same pools and latencies
+def test_the_plan_reads_the_figures_of_the_pools_it_bought(rag_chat):
+    # `aisize size` of serving-at-scale once size_pools evaluated candidates with estimate_disaggregated's model
+    # (before, its own prefill queue bought 10 + 3 replicas of TP 4, 52 GPUs, at a TTFT p95 of 0.777 s)
     p = rag_chat.pools
-    assert (p.prefill_replicas, p.decode_replicas, p.prefill_gpus, p.decode_gpus) == (10, 3, 40, 12)
-    assert rag_chat.gpus == 52 and rag_chat.ttft_met and rag_chat.tpot_met
-    for got, was in ((rag_chat.ttft_seconds, 0.668625), (rag_chat.ttft_p95_seconds, 0.777425),
-                     (rag_chat.tpot_p95_seconds, 0.0272393), (rag_chat.ttft_p99_seconds, 0.89616),
-                     (rag_chat.tpot_p99_seconds, 0.0280455), (rag_chat.knee_requests_per_s, 28.8587)):
+    assert (p.prefill_replicas, p.decode_replicas, p.prefill_gpus, p.decode_gpus) == (19, 6, 19, 12)
+    assert rag_chat.gpus == 31 and rag_chat.ttft_met and rag_chat.tpot_met
+    for got, was in ((rag_chat.ttft_seconds, 1.215551), (rag_chat.ttft_p95_seconds, 1.369959),
+                     (rag_chat.tpot_p95_seconds, 0.0338957), (rag_chat.ttft_p99_seconds, 1.539954),
+                     (rag_chat.tpot_p99_seconds, 0.0349031), (rag_chat.knee_requests_per_s, 34.14642)):
         assert got == pytest.approx(was, rel=2e-5)
 
 

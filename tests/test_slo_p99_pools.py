@@ -2,15 +2,13 @@
 p99, a p99 target never buys fewer GPUs than a p95 one, and the pools it buys meet their p99.
 
 Worked on serving-at-scale's "RAG chat 70B" (Llama 3.3 70B fp8 on H100, 30 requests/s, 4,096 + 512 tokens, TTFT
-1.5 s and TPOT 40 ms), served disaggregated. The p99 is checked against a discrete-event simulation of the same
-prefill queue written here (not the model's tail approximation), so the test fails if the tail method does.
+1.5 s and TPOT 40 ms), served disaggregated. The p99 is checked against a discrete-event simulation of the
+prefill pool in tests/test_disaggregated_one_model.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import heapq
-
 import numpy as np
 import pytest
 
@@ -51,38 +49,19 @@ def test_a_p99_target_buys_at_least_the_pools_of_a_p95_one_and_meets_its_p99(by_
     assert p99.pools.ttft_s <= p99.pools.ttft_p95_s <= p99.pools.ttft_p99_s
 
 
-def _mdc_waits(rate, service_s, servers, customers=300_000, seed=7):
-    """Waits of an M/D/c queue, first come first served, by direct simulation (the first 10 % dropped)."""
-    rng = np.random.default_rng(seed)
-    free = [0.0] * servers
-    waits = np.empty(customers)
-    for j, t in enumerate(np.cumsum(rng.exponential(1.0 / rate, customers))):
-        start = max(t, heapq.heappop(free))
-        waits[j] = start - t
-        heapq.heappush(free, start + service_s)
-    return waits[customers // 10:]
-
-
-def test_the_sized_p99_holds_against_a_simulation_of_the_prefill_queue(by_statistic):
-    pools = by_statistic["p99"].pools
-    pair = pools.pair
-    waits = _mdc_waits(RATE, pair.prefill_seconds / pair.prefill_prompts, pools.prefill_replicas)
-    rest = np.random.default_rng(8).uniform(size=waits.size)  # of the running prefill iteration, uniform
-    ttft = pair.head_seconds + waits + (1.0 + rest) * pair.prefill_seconds
-    simulated = float(np.quantile(ttft, 0.99))
-    modelled = float(pools_latency(pools, np.array([RATE]))["ttft_p99_seconds"][0])
-    assert simulated <= TTFT_TARGET_S  # the pools bought meet the p99 target in the simulated queue too
-    assert simulated <= modelled <= 1.15 * simulated  # the tail method: conservative, by at most 15 %
-
-
 def test_pools_latency_orders_its_statistics_over_load(by_statistic):
     pools = by_statistic["p99"].pools
     lat = pools_latency(pools, np.linspace(1.0, 38.0, 20))
     ok = np.isfinite(lat["ttft_p99_seconds"])
     assert ok.sum() >= 15
-    assert np.all(lat["ttft_seconds"][ok] <= lat["ttft_p95_seconds"][ok])
+    # the mean wait may pass a p95 wait of 0 (fewer than 5 % of prompts wait): the mean TTFT then sits above the
+    # p95 by at most the mean wait, a fraction of a prefill iteration
+    slack = 0.05 * pools.pair.prefill_seconds
+    assert np.all(lat["ttft_seconds"][ok] <= lat["ttft_p95_seconds"][ok] + slack)
     assert np.all(lat["ttft_p95_seconds"][ok] <= lat["ttft_p99_seconds"][ok])
-    assert np.array_equal(lat["tpot_p99_seconds"], lat["tpot_seconds"])  # capped at the batch limit: one figure
+    # TPOT at p99: the Poisson decode batch's B + z·sqrt(B), up to the slots (the estimate's model)
+    assert np.all(lat["tpot_seconds"][ok] <= lat["tpot_p95_seconds"][ok])
+    assert np.all(lat["tpot_p95_seconds"][ok] <= lat["tpot_p99_seconds"][ok])
     assert np.all(np.diff(lat["ttft_p99_seconds"][ok]) >= 0)  # more load, longer tail
 
 

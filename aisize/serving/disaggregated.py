@@ -2,23 +2,23 @@
 
 DistServe [1], Splitwise [2], Mooncake and NVIDIA Dynamo run prompts on one pool
 of GPUs and generation on another, so a long prefill never stalls other
-requests' tokens and each pool gets the shape that suits it. Per request:
+requests' tokens and each pool gets the shape that suits it.
 
-- prefill: the prompt runs in an iteration of up to ``budget`` tokens (``q = budget // I``
-  prompts batched together); a prefill replica serves ``q / T_p`` requests per second.
-  The pool is a queue of ``n_p`` replicas with deterministic service (M/D/c through
-  Allen-Cunneen [3]): TTFT = wait + the prefill iteration + the KV transfer;
-- KV transfer: ``I`` tokens of KV cache (every layer, at the KV precision) leave the
-  prefill GPUs over their scale-out NICs, each GPU its own shard, at the link efficiency;
-- decode: decode-only iterations at a batch ``B`` and mean context ``I + O/2``: TPOT is
-  that iteration (no prefill interference), a decode replica serves ``B / (O·T_d)``
-  requests per second, and B is the largest batch whose iteration meets the TPOT target
-  and whose KV cache fits.
+:func:`size_pools` buys the fewest GPUs of prefill and decode pools that meet the targets, and evaluates
+every candidate with the model that evaluates given pools (:func:`aisize.serving.estimate_disaggregated`, scored
+on published runs): per candidate shape it builds the estimate's :class:`~aisize.serving.pool_pair.PoolPair`
+(the engine's token budget and batch limit, the KV transfer over the given link, the decode slots), then reads
+:func:`~aisize.serving.pool_pair.pools_state` over candidate counts at once:
 
-The ratio of prefill to decode GPUs follows from the traffic mix: GPU-seconds per
-request of each phase. Targets bound the mean, p95 or p99: the prefill queue's wait at that
-statistic plus the running iteration's residual at it. The chosen pools are a :class:`PoolPair`,
-two :class:`~aisize.serving.replica.Replica` s and their KV link (docs/serving-replica.md).
+- prefill: a queue of ``replicas x prompts per iteration`` slots with deterministic service (M/D/c through
+  Allen-Cunneen [3]); a prompt arriving at an idle replica runs alone (the lone iteration), near saturation in
+  full ones. TTFT = time outside the GPU + the iteration + the KV transfer + the wait at the statistic;
+- decode: decode-only iterations at the batch Little's law gives on a replica's share of the requests (up to its
+  slots), at p95/p99 the Poisson batch ``B + z·sqrt(B)``. TPOT is that iteration over the tokens a step emits.
+
+The prefill and decode figures are separable (a prefill pool's TTFT does not depend on the decode pool and the
+other way round), so each side's cheapest shape and count are found on their own. At the counts bought the
+sizing's TTFT and TPOT at the target's statistic ARE the estimate's (tests/test_disaggregated_one_model.py).
 
 References
 ----------
@@ -34,25 +34,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aisize import checks
-from aisize.queueing import ggc
-from aisize.serving.costs import model_costs
-from aisize.serving.engine import GRAPHED, Launch
-from aisize.serving.hardware import device
-from aisize.serving.iteration import achieved_rates, iteration_time
-from aisize.serving.latency import littles_law_concurrency
-from aisize.serving.memory import replica_memory
-from aisize.serving.replica import Replica
-from aisize.serving.shapes import ReplicaShape, ShapeGrid
+from aisize import checks, models
+from aisize.queueing.analytic import MAX_SERVERS
+from aisize.serving.iteration import iteration_time
+from aisize.serving.pool_pair import PoolPair, pools_state
+from aisize.serving.pools import estimate_disaggregated
+from aisize.serving.shapes import ReplicaShape
 from aisize.serving.tails import STATISTIC_SUFFIX
-from aisize.serving.throughput import EngineLimits
 
-PREFILL_BUDGET = 8192  # tokens per prefill iteration (and at least one whole prompt)
-DECODE_BATCHES = np.array([2.0 ** k for k in range(13)])  # 1 .. 4096
-# the rest of the prefill iteration running at an arrival is uniform on (0, T) (every iteration of a prefill pool
-# carries prompts): its mean is T/2 and its q-quantile q·T (aisize.serving.tails.residual_quantile at a prefill
-# share of 1); a request's TTFT adds its own iteration: (1 + share) x T
-RESIDUAL_SHARE = {"mean": 0.5, "p95": 0.95, "p99": 0.99}
+STATE_KEYS = {"mean": ("ttft", "tpot"), "p95": ("ttft95", "tpot95"), "p99": ("ttft99", "tpot99")}
+# candidate counts per shape beyond the fewest that are stable: every count up to +COUNT_STEPS, then geometric
+# up to COUNT_SPAN x (TTFT and TPOT fall monotonically with the count, so the first that meets a target is the
+# fewest)
+COUNT_STEPS, COUNT_SPAN = 256, 64
 
 
 def prefill_iteration_seconds(costs, rates, calib, shape, *, prompts, input_tokens):
@@ -73,65 +67,6 @@ def decode_iteration_seconds(costs, rates, calib, shape, *, batch, input_tokens,
 def kv_transfer_seconds(costs, input_tokens, nic_bytes_per_s, prefill_gpus):
     """Time to ship one request's KV cache (``I`` tokens) from its prefill GPUs [s]."""
     return costs.kv_bytes(float(input_tokens)) / (nic_bytes_per_s * prefill_gpus)
-
-
-@dataclass(frozen=True)
-class PoolPair:
-    """One disaggregated deployment's prefill and decode replicas and the KV link between them, built once: what
-    every latency of its pools is computed from (docs/serving-replica.md) [count, s, B, B/s].
-
-    The two replicas share the model's costs, the GPU's achieved rates, the calibration and the mean lengths;
-    each has its own shape and limits (prefill: prompts and tokens per iteration; decode: its batch limit)."""
-
-    prefill: Replica
-    decode: Replica  # with the speculative decoding in force
-    decode_launch: Launch  # how decode iterations launch (the sizing screen: every one graphed, host overlapped)
-    prefill_prompts: int  # whole prompts a full prefill iteration carries, whole replica
-    prefill_seconds: float  # that full prefill iteration [s]
-    lone_prefill_seconds: float  # an iteration of one prompt [s]
-    decode_slots: float  # sequences a decode replica holds at most (its batch limit and KV pool) [count]
-    kv_bytes_per_request: float  # the prompt's KV cache, whole model [B]
-    kv_link: str  # scale-up, scale-out or given
-    kv_link_bytes_per_s: float  # achieved rate per prefill GPU, one direction (the link efficiency applied) [B/s]
-    kv_transfer_seconds: float  # one request's KV cache over its prefill GPUs' links [s]
-
-    @property
-    def calibration(self):
-        return self.decode.calibration
-
-    @property
-    def input_tokens(self):
-        return self.decode.input_tokens
-
-    @property
-    def output_tokens(self):
-        return self.decode.output_tokens
-
-    @property
-    def tokens_per_step(self) -> float:
-        """Tokens a decode step emits: 1, or the speculative acceptance length."""
-        spec = self.decode.speculation
-        return 1.0 if spec is None else spec.acceptance_length
-
-    @property
-    def decode_steps(self) -> float:
-        """A request's decode iterations, first token included (prefill emits it) [count]."""
-        return max(1.0 + (self.output_tokens - 1.0) / self.tokens_per_step, 1.0)
-
-    @property
-    def head_seconds(self) -> float:
-        """What every request's TTFT holds beside the prefill queue and iterations: time outside the GPU and
-        its KV transfer [s]."""
-        return self.calibration.request_seconds + self.kv_transfer_seconds
-
-    def decode_seconds(self, batch):
-        """A decode-only iteration of ``batch`` sequences at the mean context ``I + O/2`` (vectorized) [s]."""
-        rep, b = self.decode, np.asarray(batch, dtype=float)
-        i, o = rep.input_tokens, rep.output_tokens
-        return iteration_time(rep.costs, rep.rates, rep.calibration, decode_sequences=b, decode_context=i + 0.5 * o,
-                              prefill_tokens=0.0 * b, prefill_prompts=0.0 * b, prompt_tokens=float(i),
-                              graphed=self.decode_launch.graphed(b, b, False), overlap=self.decode_launch.overlap,
-                              speculation=rep.speculation, **rep.shape.kwargs()).seconds
 
 
 @dataclass(frozen=True)
@@ -157,7 +92,7 @@ class DisaggregatedPools:
     kv_link_utilisation: float  # of the prefill pool's NICs
     ttft_s: float
     ttft_p95_s: float
-    tpot_s: float  # mean: the decode-only iteration (at the sized batch, until the plan evaluates the pools)
+    tpot_s: float  # mean, as estimate_disaggregated gives it at the rate sized for
     tpot_p95_s: float
     ttft_statistic_s: float
     tpot_statistic_s: float
@@ -188,7 +123,9 @@ class DisaggregatedPools:
 def size_pools(model, accelerator, *, weight_precision, kv_precision, input_tokens, output_tokens, requests_per_s,
                ttft_target_s, tpot_target_s, statistic="p95", shapes, engine, calibration,
                scaleout_bytes_per_s) -> DisaggregatedPools:
-    """The fewest GPUs of prefill and decode pools that serve ``requests_per_s`` within the targets.
+    """The fewest GPUs of prefill and decode pools that serve ``requests_per_s`` within the targets, evaluated
+    with :func:`aisize.serving.estimate_disaggregated`'s model (one model: the figures returned are the estimate's
+    at the counts bought).
 
     Parameters
     ----------
@@ -196,114 +133,146 @@ def size_pools(model, accelerator, *, weight_precision, kv_precision, input_toke
     weight_precision, kv_precision : formats
     input_tokens, output_tokens : mean lengths [tokens]
     requests_per_s : λ [1/s]; ttft_target_s, tpot_target_s : targets [s]
-    statistic : what the targets bound: "mean", "p95" or "p99" (TTFT: the prefill queue's wait at that
-        statistic, plus the residual of the running iteration, :data:`RESIDUAL_SHARE`, plus its own; TPOT: the
-        decode-only iteration at the batch limit, which bounds every statistic)
+    statistic : what the targets bound: "mean", "p95" or "p99" of TTFT and of TPOT
     shapes : candidate :class:`~aisize.serving.shapes.ReplicaShape` s for either pool
-    engine, calibration : as for :func:`aisize.serving.estimate`
-    scaleout_bytes_per_s : NIC rate per GPU per direction that carries the KV cache [B/s]
+    engine, calibration : as for :func:`aisize.serving.estimate` (the engine's own token budget and batch limit)
+    scaleout_bytes_per_s : link rate per prefill GPU per direction that carries the KV cache [B/s]
     """
     checks.choice("statistic", statistic, tuple(STATISTIC_SUFFIX))
-    lam = checks.positive("requests_per_s", requests_per_s, high=1e9)
-    i, o = float(input_tokens), float(output_tokens)
-    dev = device(accelerator, weight_precision, kv_precision)
-    costs = model_costs(model, weight_precision, kv_precision)
-    rates = achieved_rates(dev, calibration, engine)
-    grid = ShapeGrid.of(shapes, dev.link_bytes_per_s)
-    gpus = np.array([s.gpus for s in shapes], dtype=float)
-    nic = checks.positive("scaleout_bytes_per_s", scaleout_bytes_per_s) * calibration.link_efficiency
-    # prefill pool: per shape, the batch of whole prompts a budget holds, then the fewest replicas meeting TTFT
-    q = max(math.floor(max(PREFILL_BUDGET, i) / i), 1)
-    fits = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + 1.0, max_num_tokens=q * i,
-                          gpus=grid.tensor_parallel, attention_dp=grid.attention_dp,
-                          pipeline_parallel=grid.pipeline_parallel).fits.ravel()
-    t_pre = prefill_iteration_seconds(costs, rates, calibration, grid, prompts=float(q), input_tokens=i).ravel()
-    transfer = kv_transfer_seconds(costs, i, nic, gpus)
-    service = t_pre / q  # per prompt, batching q of them
-    best_p = None
-    for k in np.flatnonzero(fits):
-        c = max(math.ceil(lam * service[k] * 1.05), 1)
-        for _ in range(64):  # add replicas until the prefill queue's TTFT meets the target
-            g = ggc(lam, service[k], c, service_cv=0.0)
-            ttft = _prefill_ttft(g, calibration.request_seconds + transfer[k], t_pre[k])
-            if bool(g.stable) and ttft[statistic] <= ttft_target_s:
-                if best_p is None or c * gpus[k] < best_p[1] * gpus[best_p[0]]:
-                    best_p = (k, c, ttft)
-                break
-            c += max(1, c // 8)
-    # decode pool: per shape and batch, the decode-only iteration; keep batches meeting TPOT and fitting
-    b = DECODE_BATCHES[None, :]
-    t_dec = decode_iteration_seconds(costs, rates, calibration, grid, batch=b, input_tokens=i, output_tokens=o)
-    mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=b,
-                         gpus=grid.tensor_parallel,
-                         attention_dp=grid.attention_dp, pipeline_parallel=grid.pipeline_parallel)
-    ok = (t_dec <= tpot_target_s) & (mem.sequences >= b)
-    per_gpu = np.where(ok, b / (o * t_dec) / gpus[:, None], 0.0)  # requests/s per decode GPU
-    if best_p is None or not ok.any():
+    lam = float(checks.scalar("requests_per_s", checks.positive("requests_per_s", requests_per_s, high=1e9)))
+    link = float(checks.scalar("scaleout_bytes_per_s", checks.positive("scaleout_bytes_per_s", scaleout_bytes_per_s)))
+    m = models.resolve(model)
+    shapes = list(shapes)
+    if not shapes:
+        return _infeasible("no candidate shape for the pools")
+    kt, kd = STATE_KEYS[statistic]
+    common = dict(weight_precision=weight_precision, kv_precision=kv_precision, input_tokens=input_tokens,
+                  output_tokens=output_tokens, requests_per_s=lam, engine=engine, kv_link_bytes_per_s=link,
+                  calibration=calibration, if_infeasible="result")
+
+    def estimate(p_shape, d_shape, n_p=1, n_d=1):
+        return estimate_disaggregated(m, accelerator, prefill=pool_spec(m, p_shape, n_p),
+                                      decode=pool_spec(m, d_shape, n_d), **common)
+
+    # each side's pair is built opposite the widest shape (the most memory per weight), so a side that fits is
+    # never rejected for the other's sake; a prefill pool's figures do not depend on the decode pool's, nor back
+    big = max(shapes, key=lambda s: s.gpus)
+    prefill_best = decode_best = None  # (GPUs, shape, count, figure at the statistic)
+    best_ttft = best_tpot = math.inf
+    unfit = ""
+    for shape in shapes:
+        for side in ("prefill", "decode"):
+            est = estimate(shape, big) if side == "prefill" else estimate(big, shape)
+            if est.pair is None:
+                if shape is big and side == "prefill" and "the decode pool" in est.reason:
+                    return _infeasible(est.reason)  # the widest shape holds no decode: no shape will
+                unfit = est.reason
+                continue
+            n, figure = (_prefill_count if side == "prefill" else _decode_count)(est.pair, lam, kt if side == "prefill"
+                                                                                else kd)
+            meets = ttft_target_s if side == "prefill" else tpot_target_s
+            ok = np.flatnonzero(figure <= meets)
+            if side == "prefill":
+                best_ttft = min(best_ttft, float(np.min(figure)))
+            else:
+                best_tpot = min(best_tpot, float(np.min(figure)))
+            if not ok.size:
+                continue
+            cand = (int(n[ok[0]]) * shape.gpus, shape, int(n[ok[0]]))
+            if side == "prefill" and (prefill_best is None or cand[0] < prefill_best[0]):
+                prefill_best = cand
+            if side == "decode" and (decode_best is None or cand[0] < decode_best[0]):
+                decode_best = cand
+    if prefill_best is None or decode_best is None:
         why = []
-        if best_p is None:
-            why.append(f"no prefill pool meets the TTFT {statistic} target {ttft_target_s * 1e3:,.4g} ms")
-        if not ok.any():
-            why.append(f"no decode batch meets the TPOT target {tpot_target_s * 1e3:,.4g} ms (best "
-                       f"{float(np.min(t_dec)) * 1e3:,.4g} ms)")
-        return _infeasible(" and ".join(why))
-    kd, kb = np.unravel_index(int(np.argmax(per_gpu)), per_gpu.shape)
-    d_batch, td = float(b[0, kb]), float(t_dec[kd, kb])
-    n_d = max(math.ceil(lam * o * td / d_batch), 1)
-    kp, n_p, ttft = best_p
-    p_shape, d_shape = shapes[kp], shapes[kd]
-    kv_req = float(costs.kv_bytes(i))
-    link = lam * kv_req
-
-    def rep(shape, limits):
-        return Replica(model=model, accelerator=accelerator, device=dev, costs=costs, rates=rates,
-                       calibration=calibration, engine=engine, speculation=None, shape=shape, limits=limits,
-                       kv_precision=kv_precision, input_tokens=input_tokens, output_tokens=output_tokens)
-
-    pair = PoolPair(prefill=rep(p_shape, EngineLimits(q, q * i)), decode=rep(d_shape, EngineLimits(d_batch, d_batch)),
-                    decode_launch=GRAPHED, prefill_prompts=q, prefill_seconds=float(t_pre[kp]),
-                    lone_prefill_seconds=float(t_pre[kp]), decode_slots=d_batch, kv_bytes_per_request=kv_req,
-                    kv_link="scale-out", kv_link_bytes_per_s=float(nic), kv_transfer_seconds=float(transfer[kp]))
+        if prefill_best is None:
+            why.append(f"no prefill pool meets the TTFT {statistic} target {ttft_target_s * 1e3:,.4g} ms (best "
+                       f"{best_ttft * 1e3:,.4g} ms)")
+        if decode_best is None:
+            why.append(f"no decode pool meets the TPOT {statistic} target {tpot_target_s * 1e3:,.4g} ms (best "
+                       f"{best_tpot * 1e3:,.4g} ms)")
+        return _infeasible(" and ".join(why) + (f"; {unfit}" if unfit else ""))
+    (_, p_shape, n_p), (_, d_shape, n_d) = prefill_best, decode_best
+    est = estimate(p_shape, d_shape, n_p, n_d)  # the pools bought, by the model that evaluates them
+    pair = est.pair
+    p_gpus, d_gpus = est.prefill.gpus, est.decode.gpus
     return DisaggregatedPools(
         True, "", p_shape.tensor_parallel, p_shape.pipeline_parallel, d_shape.tensor_parallel,
-        d_shape.pipeline_parallel, d_shape.attention_dp, n_p, n_d, int(n_p * gpus[kp]), int(n_d * gpus[kd]), q,
-        int(d_batch), kv_req, float(transfer[kp]), link, link / (n_p * gpus[kp] * nic), ttft["mean"], ttft["p95"],
-        td, td, ttft[statistic], td, pair, ttft["p99"], td)
+        d_shape.pipeline_parallel, d_shape.attention_dp, n_p, n_d, p_gpus, d_gpus, pair.prefill_prompts,
+        max(math.ceil(est.decode_batch), 1), est.kv_bytes_per_request, est.kv_transfer_s, est.kv_link_bytes_per_s,
+        est.kv_link_utilisation, est.ttft_s, est.ttft_p95_s, est.tpot_s, est.tpot_p95_s,
+        {"mean": est.ttft_s, "p95": est.ttft_p95_s, "p99": est.ttft_p99_s}[statistic],
+        {"mean": est.tpot_s, "p95": est.tpot_p95_s, "p99": est.tpot_p99_s}[statistic], pair, est.ttft_p99_s,
+        est.tpot_p99_s)
 
 
-def _prefill_ttft(g, head, t_pre) -> dict:
-    """TTFT by statistic of a prefill pool whose queue is ``g`` (:func:`~aisize.queueing.ggc`): the time outside
-    the GPU and the KV transfer (``head``), the wait, the rest of the running iteration and its own [s]."""
-    waits = {"mean": g.wait_mean_seconds, "p95": g.wait_p95_seconds, "p99": g.wait_p99_seconds}
-    return {k: head + np.asarray(w, dtype=float) + (1.0 + RESIDUAL_SHARE[k]) * t_pre for k, w in waits.items()}
+def pool_spec(model, shape: ReplicaShape, replicas: int = 1) -> dict:
+    """A pool of ``replicas`` of ``shape`` as :func:`~aisize.serving.estimate_disaggregated` takes it, the way the
+    planner hands it the pools bought (plan/inference.py): experts over the replica's tensor-parallel GPUs."""
+    return dict(replicas=replicas, tensor_parallel=shape.tensor_parallel, attention_dp=shape.attention_dp,
+                pipeline_parallel=shape.pipeline_parallel, stage_link_bytes_per_s=shape.stage_link_bytes_per_s,
+                expert_parallel=shape.tensor_parallel if model.experts > 1 else 1)
+
+
+def _counts(fewest: int) -> np.ndarray:
+    """Candidate replica counts from the fewest stable one: each up to +COUNT_STEPS, then geometric [count]."""
+    steps = fewest + np.arange(COUNT_STEPS)
+    far = np.unique(np.ceil(fewest * np.geomspace(1.0, COUNT_SPAN, 64)).astype(np.int64))
+    return np.unique(np.concatenate([steps, far[far > steps[-1]]]))
+
+
+def _prefill_capacity(pair: PoolPair) -> float:
+    """Requests/s one prefill replica serves flat out (full iterations) [1/s]."""
+    return pair.prefill_prompts / pair.prefill_seconds
+
+
+def _decode_capacity(pair: PoolPair) -> float:
+    """Requests/s one decode replica serves flat out (its slots full) [1/s]; inf when no token is decoded."""
+    steps = pair.decode_steps
+    if steps <= 1.0:
+        return math.inf
+    return pair.decode_slots / ((steps - 1.0) * float(pair.decode_seconds(pair.decode_slots)))
+
+
+def _prefill_count(pair: PoolPair, lam: float, key: str):
+    """Prefill replica counts and their TTFT at ``key``'s statistic (:func:`pools_state`) [count, s]."""
+    cap = _prefill_capacity(pair)
+    n = _counts(max(math.floor(lam / cap) + 1, 1))
+    n = n[n * pair.prefill_prompts <= MAX_SERVERS]
+    s = pools_state(pair, n, 1, lam)
+    stable = np.asarray(s["ok"], dtype=bool) & (lam < n * cap * (1.0 - 1e-9))
+    return n, np.where(stable, np.asarray(s[key], dtype=float) * np.ones(n.shape), np.inf)
+
+
+def _decode_count(pair: PoolPair, lam: float, key: str):
+    """Decode replica counts and their TPOT at ``key``'s statistic (:func:`pools_state`) [count, s]."""
+    cap = _decode_capacity(pair)
+    n = _counts(max(math.floor(lam / cap) + 1, 1) if math.isfinite(cap) else 1)
+    n = n[n <= MAX_SERVERS]
+    s = pools_state(pair, 1, n, lam)
+    stable = lam < n * cap * (1.0 - 1e-9)
+    return n, np.where(stable, np.asarray(s[key], dtype=float) * np.ones(n.shape), np.inf)
 
 
 def pools_latency(pools: DisaggregatedPools, requests_per_s):
-    """TTFT and TPOT (mean, p95 and p99) of fixed pools as the request rate changes (vectorized) [s].
+    """TTFT and TPOT (mean, p95 and p99) of fixed pools as the request rate changes (vectorized) [s]:
+    :func:`~aisize.serving.pool_pair.pools_state`, the estimate's model, on the pools' pair.
 
     Returns a dict of arrays: ``utilisation`` (the busier pool's), ``ttft_seconds``, ``ttft_p95_seconds``,
     ``ttft_p99_seconds``, ``tpot_seconds``, ``tpot_p95_seconds``, ``tpot_p99_seconds``; inf where a pool is
-    overloaded. TPOT is the decode-only iteration at the batch Little's law gives, capped by the batch limit, so
-    its statistics are one figure.
+    overloaded.
     """
     pair = pools.pair
     lam = np.asarray(requests_per_s, dtype=float)
-    g = ggc(np.maximum(lam, 1e-12), pair.prefill_seconds / pair.prefill_prompts, pools.prefill_replicas,
-            service_cv=0.0)
-    ttft = _prefill_ttft(g, pair.calibration.request_seconds + pools.kv_transfer_s, pair.prefill_seconds)
-    ttft = {k: np.where(g.stable, v, np.inf) for k, v in ttft.items()}
-    # decode: B = (λ / replicas)·O·T_d(B) (Little's law), at most the decode batch
-    o = float(pair.output_tokens)
-    b = littles_law_concurrency(lam / pools.decode_replicas * o, pair.decode_seconds, float(pools.decode_batch))
-    t = pair.decode_seconds(b)
-    util_d = lam / pools.decode_replicas * o * t / pools.decode_batch  # >= 1: saturated
-    util = np.maximum(np.asarray(g.utilisation, dtype=float), util_d)
-    ok = util < 1.0
-    tpot = np.where(ok, t, np.inf)
+    s = pools_state(pair, pools.prefill_replicas, pools.decode_replicas, np.maximum(lam, 1e-12))
+    util = np.maximum(lam / (pools.prefill_replicas * _prefill_capacity(pair)),
+                      lam / (pools.decode_replicas * _decode_capacity(pair)))
+    ok = (util < 1.0 - 1e-9) & np.asarray(s["ok"], dtype=bool)
     out = {"utilisation": util}
     for stat, suffix in STATISTIC_SUFFIX.items():
-        out[f"ttft{suffix}_seconds"] = np.where(ok, ttft[stat], np.inf)
-        out[f"tpot{suffix}_seconds"] = tpot
+        kt, kd = STATE_KEYS[stat]
+        out[f"ttft{suffix}_seconds"] = np.where(ok, np.asarray(s[kt], dtype=float), np.inf)
+        out[f"tpot{suffix}_seconds"] = np.where(ok, np.asarray(s[kd], dtype=float), np.inf)
     return out
 
 
@@ -326,5 +295,5 @@ def _infeasible(reason: str) -> DisaggregatedPools:
                               inf, inf)
 
 
-__all__ = ["DisaggregatedPools", "PoolPair", "size_pools", "pools_latency", "pools_curve",
+__all__ = ["DisaggregatedPools", "PoolPair", "size_pools", "pool_spec", "pools_state", "pools_latency", "pools_curve",
            "prefill_iteration_seconds", "decode_iteration_seconds", "kv_transfer_seconds"]

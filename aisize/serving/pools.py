@@ -37,17 +37,14 @@ from functools import partial
 import numpy as np
 
 from aisize import checks, models
-from aisize.queueing import mgc_wait
-from aisize.serving.disaggregated import PoolPair
+from aisize.serving.pool_pair import PoolPair, pools_state
 from aisize.serving.engine import resolve_engine
 from aisize.serving.estimate import MAX_TOKENS, parts, resolve_calibration
 from aisize.serving.replica import Replica
 from aisize.serving.hardware import scaleout_bytes_per_s
 from aisize.serving.iteration import iteration_time
-from aisize.serving.latency import littles_law_concurrency
 from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ReplicaShape, check_shape, placed
-from aisize.serving.tails import QUANTILES, normal_quantile
 from aisize.serving.throughput import DEFAULT_TOKENS, EngineLimits
 from aisize.units import GiB as GIB
 
@@ -369,37 +366,6 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
         prefill_seconds=state["t_pre"], kv_bytes_per_request=kv_req, kv_transfer_s=pair.kv_transfer_seconds,
         kv_link=kind, kv_link_bytes_per_s=link_load, kv_link_utilisation=link_load / (link_rate * p_pool.gpus),
         notes=tuple(notes), max_requests_per_s=x_max, pair=pair)
-
-
-def pools_state(pair: PoolPair, prefill_replicas: int, decode_replicas: int, requests_per_s) -> dict:
-    """TTFT, TPOT (means, p95 and p99), decode batch and prefill utilisation of ``prefill_replicas`` and
-    ``decode_replicas`` replicas of ``pair`` at open-loop throughputs (vectorized) [s, count].
-
-    Keys ttft, ttft95, ttft99, tpot, tpot95, tpot99, batch, rho, t_pre, and ok (the prefill queue is stable). The
-    prefill pool is a queue of ``replicas x prompts per iteration`` slots with deterministic service, its wait at a
-    quantile from the M/M/c tail scaled to Allen-Cunneen's mean [3]; a lone prompt runs in a smaller iteration than
-    a full one. The decode batch is Little's law on a replica's share, up to its slots, and at a quantile the
-    Poisson batch's ``B + z·sqrt(B)`` (:func:`~aisize.serving.tails.normal_quantile`)."""
-    x = np.asarray(requests_per_s, dtype=float)
-    t_full, t_one, slots = pair.prefill_seconds, pair.lone_prefill_seconds, pair.decode_slots
-    servers = prefill_replicas * pair.prefill_prompts
-    ok, _, wq, *wq_q = mgc_wait(np.maximum(x, 1e-12), t_full, servers, service_cv=0.0, quantiles=QUANTILES)
-    rho = np.minimum(x * t_full / servers, 1.0)
-    t_pre = t_one + (t_full - t_one) * rho  # a lone prompt early, full iterations near saturation
-    steps, tau = pair.decode_steps, pair.tokens_per_step
-    if steps > 1:
-        b = littles_law_concurrency(x / decode_replicas * (steps - 1.0), pair.decode_seconds, slots)
-    else:
-        b = 0.0 * x
-    head = pair.calibration.request_seconds + t_pre + pair.kv_transfer_seconds
-    out = dict(ok=ok, ttft=head + wq, tpot=pair.decode_seconds(np.maximum(b, 1e-9)) / tau, batch=b, rho=rho,
-               t_pre=t_pre)
-    for q, wait_q in zip(QUANTILES, wq_q):
-        # the prefill queue's wait at its q-quantile; the decode batch, Poisson, at B + z·sqrt(B)
-        b_q = np.minimum(b + normal_quantile(q) * np.sqrt(np.maximum(b, 0.0)), slots)
-        out[f"ttft{q * 100:.0f}"] = head + wait_q
-        out[f"tpot{q * 100:.0f}"] = pair.decode_seconds(np.maximum(b_q, 1e-9)) / tau
-    return out
 
 
 def disaggregated_curve(est: DisaggregatedEstimate, points: int = 48) -> dict:
