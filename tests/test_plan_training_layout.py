@@ -21,6 +21,7 @@ from aisize.plan.training import plan_training
 from aisize.precision import peak_flops_per_s
 from aisize.scenario import preset, preset_names
 from aisize.scenario.io import from_dict, to_dict
+from aisize.scenario.model import Layout
 from aisize.training.parallel import ModelSizes
 from aisize.units import DAY
 
@@ -167,3 +168,27 @@ def test_the_planners_layout_check_reads_a_hybrids_mamba_groups():
     assert J._layout_exists(1152, 1, k, 72) is False
     assert J._layout_exists(1152, 1, k._replace(mamba_heads=0, mamba_groups=0), 72) is True
     assert J._layout_exists(576, 1, k, 72) is True  # TP 8 x PP 72
+
+
+@pytest.mark.parametrize("layout", [
+    {"tensor_parallel": 2, "pipeline_parallel": 2, "micro_batch": 2},
+    {"tensor_parallel": 3},  # 32 heads: refused at every count
+    {"pipeline_parallel": 4, "schedule": "interleaved-1f1b", "virtual_stages": 4, "context_parallel": 2},
+])
+def test_a_charts_plannable_counts_are_the_counts_a_given_layout_builds_at(layout):
+    # gpus_vs_days marks the counts plan() can plan at; it ANDs the rules TrainingLayout raises, vectorized
+    s = preset("shared-cluster")
+    ctx = C.resolve(s.hardware)
+    w = next(x for x in s.workloads if x.name == "Pre-train 8B").model_copy(
+        update={"layout": Layout(zero_stage=1, **layout), "global_batch": 1024})
+    job = J.job_inputs(w, ctx, s.policies)
+    gpus = [8, 16, 24, 32, 48, 56, 64, 96, 128, 256, 512, 1024, 2048]
+    mask = J.fixed_layout_holds(job, w.layout, gpus, 1024)
+    for g, ok in zip(gpus, mask):
+        try:
+            J.fixed_layout(job, w.layout, g, 1024)
+            built = True
+        except ValueError:
+            built = False
+        assert built == bool(ok), g
+    assert mask.any() == (layout.get("tensor_parallel") != 3)

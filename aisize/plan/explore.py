@@ -93,8 +93,8 @@ def gpus_vs_days(scenario, workload, days, *, memory: bool = False) -> pd.DataFr
     (the planned time, after rounding up to whole servers and goodput), ``days_low`` / ``days_high`` (the
     plan's time range), ``plannable`` (False where ``plan()`` refuses that target: it needs
     :data:`~aisize.plan.job.MAX_GPUS` GPUs or more (the row shows the job at that cap, missing the
-    target), a given layout does not divide the GPU count or its batch, or a given global batch
-    admits no layout; memory is not checked unless ``memory``).
+    target), a given layout breaks a layout rule there (:func:`aisize.plan.job.fixed_layout_holds`: it does
+    not divide the GPU count or its batch, ...), or a given global batch admits no layout; memory is not checked unless ``memory``).
 
     References
     ----------
@@ -116,7 +116,7 @@ def gpus_vs_days(scenario, workload, days, *, memory: bool = False) -> pd.DataFr
     gpus = sz.gpus.astype(np.int64)
     ok = gpus < cap
     if job.kind == "transformer" and w.layout != "auto":
-        ok &= J.fixed_layout_divides(w.layout, gpus, J.global_batch(w, job.seq_len, gpus))[1]
+        ok &= J.fixed_layout_holds(job, w.layout, gpus, J.global_batch(w, job.seq_len, gpus))
     elif job.kind == "transformer" and w.global_batch:  # a derived batch always splits over the GPUs
         ok[ok] = J.layouts_exist(job, ctx, gpus[ok], J.global_batch(w, job.seq_len, gpus[ok]))
     planned_days = sz.seconds / DAY

@@ -25,7 +25,8 @@ from aisize.storage import checkpoint as ck
 from aisize.training import (TRAINING_FLOPS_PER_FORWARD_FLOP, ResolvedThroughput, TrainingLayout, layout_grid,
                              recipe, resolve_samples_per_s, search_layouts, transformer_memory_inputs)
 from aisize.training import estimate as training_estimate
-from aisize.training.parallel import ModelSizes
+from aisize.training.parallel import Degrees, ModelSizes, data_parallel, holds
+from aisize.training.schedules import SCHEDULE_CODES
 from aisize.units import DAY, HOUR, MINUTE
 
 DEFAULT_SEQ_LEN = 4096  # assumption when a scenario gives none (capped at the model's context)
@@ -166,6 +167,22 @@ def fixed_layout_divides(layout, gpus, gb):
     divides = g % tp_pp == 0
     dp = np.maximum(g // tp_pp, 1)
     return divides, divides & (np.asarray(gb, dtype=np.int64) % (layout.micro_batch * dp) == 0)
+
+
+def fixed_layout_holds(job: JobInputs, layout, gpus, gb) -> np.ndarray:
+    """Whether :func:`fixed_layout` builds at each GPU count and global batch (vectorized): every rule of
+    :data:`aisize.training.parallel.RULES`, the ones :class:`~aisize.training.TrainingLayout` raises, ANDed
+    over the counts (:func:`aisize.training.parallel.holds`), so a chart's "plannable" and plan() agree."""
+    lay, m = layout, job.model
+    g = np.asarray(gpus, dtype=np.int64)
+    b = np.broadcast_to(np.asarray(gb, dtype=np.int64), g.shape)
+    tp, pp, cp = lay.tensor_parallel, lay.pipeline_parallel, lay.context_parallel
+    dp = data_parallel(g, tp, pp, cp)
+    flush = np.maximum(b // np.maximum(lay.micro_batch * dp, 1), 1)  # as fixed_layout splits the batch
+    v = lay.virtual_stages if lay.schedule == "interleaved-1f1b" else 1
+    d = Degrees(g, tp, pp, cp, dp, lay.expert_parallel, 1 if m.experts <= 1 else tp, SCHEDULE_CODES[lay.schedule],
+                v, m.layers, 0, lay.micro_batch * flush, flush, b, job.seq_len)
+    return np.broadcast_to(holds(d, ModelSizes.of(m)), g.shape)
 
 
 def layouts_exist(job: JobInputs, ctx: C.HardwareContext, gpus, gb) -> np.ndarray:
