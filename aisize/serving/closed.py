@@ -17,7 +17,9 @@ admission while C fits the replica's slots (batch limit and KV pool):
   request (the rest of the running iteration, length-biased, and one more iteration when
   the host has already scheduled the next one: an overlap scheduler), with TensorRT-LLM's
   attention-DP balancing the wait until every rank has a prompt
-  (:func:`~aisize.serving.steady.balance_wait_iterations`), then the iteration(s) that run its prefill;
+  (:func:`~aisize.serving.steady.balance_wait_iterations`), the whole iterations until the scheduler next
+  takes requests in where it polls only every N (SGLang's ``--scheduler-recv-interval``,
+  :meth:`~aisize.serving.engine.Launch.receive_wait_iterations`), then the iteration(s) that run its prefill;
 - throughput follows from Little's law on the loop: ``C / (TTFT + (O - 1)·TPOT)``
   requests per second [3].
 
@@ -125,7 +127,8 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
         backlog = np.where(ok, np.maximum(wait - rho * service / 2.0, 0.0), 0.0)
         # attention-DP balancing holds the prompt until every rank has one (TensorRT-LLM's enable_balance)
         held, _ = balance_wait_iterations(launch, shape.attention_dp, b / steps, ranks_full=c >= cap)
-        before = calib.request_seconds + residual + scheduled + backlog + held * mean  # sent, not yet in the batch
+        polled = launch.receive_wait_iterations() * mean  # the scheduler takes requests in every N iterations
+        before = calib.request_seconds + residual + scheduled + polled + backlog + held * mean  # sent, not in batch
         ttft = before + t_prefill
         e2e = ttft + (steps - 1.0) * mean
         outside = before / e2e
@@ -138,7 +141,9 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
         """TTFT and TPOT q-quantiles: the running iteration's rest and the balancing wait at their q-quantiles;
         a request's iterations carry a binomial number of prefills (the batch does not fluctuate: C is fixed)."""
         _, held_q = balance_wait_iterations(launch, shape.attention_dp, b / steps, ranks_full=c >= cap, quantile=q)
-        ttft_q = calib.request_seconds + residual_quantile(q, p, t0, t1) + scheduled + held_q * mean + t_prefill
+        polled_q = launch.receive_wait_iterations(q) * mean
+        ttft_q = (calib.request_seconds + residual_quantile(q, p, t0, t1) + scheduled + polled_q + held_q * mean
+                  + t_prefill)
         spread = np.minimum(p + normal_quantile(q) * np.sqrt(p * (1.0 - p) / n), 1.0)
         return ttft_q + queue, np.maximum(t0 + (t1 - t0) * spread, mean) / tau
 

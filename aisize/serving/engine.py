@@ -39,6 +39,10 @@ References
 .. [6] NVIDIA/TensorRT-LLM ``_executor/py_executor.py`` ``_balance_adp_requests`` (context requests are
        scheduled once every rank has one and a free slot, or after ``timeout_iters``) and ``llm_args.py``
        ``AttentionDpConfig`` (enable_balance False by default).
+.. [7] sgl-project/sglang ``python/sglang/srt/managers/scheduler_recv_skipper.py`` (``SchedulerRecvSkipper``:
+       with ``--scheduler-recv-interval N`` > 1 the scheduler polls for new requests once its counter, +1 per
+       decode or target-verify iteration and +1000 per any other, reaches N; default 1: every iteration) and
+       ``server_args.py`` (``scheduler_recv_interval`` 1).
 """
 
 from __future__ import annotations
@@ -82,11 +86,18 @@ class Engine:
     # TensorRT-LLM's attention_dp_config.enable_balance: prompts wait until every attention-DP rank has
     # one, at most timeout_iters iterations (this; 0: off, TensorRT-LLM's default) [6]
     attention_dp_balance_iters: int = 0
+    # SGLang's --scheduler-recv-interval: new requests are taken in once every this many decode iterations
+    # (1, every iteration: the default; InferenceX's DeepSeek-R1 recipes set 10 or 30) [7]
+    scheduler_recv_interval: int = 1
     version: str = ""
     source: str = ""
 
     def __post_init__(self):
         checks.integer("attention_dp_balance_iters", self.attention_dp_balance_iters, low=0, high=1_000_000)
+        checks.integer("scheduler_recv_interval", self.scheduler_recv_interval, low=1, high=100_000)
+        if self.scheduler_recv_interval > 1 and self.key != "sglang":
+            raise ValueError(f"scheduler_recv_interval={self.scheduler_recv_interval} is SGLang's "
+                             f"--scheduler-recv-interval; engine {self.key!r} takes requests in every iteration (1)")
 
     def with_(self, **changes) -> "Engine":
         """A copy with some settings changed (a deployment's own flags)."""
@@ -121,7 +132,7 @@ class Engine:
         if graph is None:
             graph = max_batch_size if max_batch_size is not None else np.inf
         return Launch(graph * groups, self.cuda_graph_mixed_tokens * groups, self.overlap_scheduler,
-                      float(self.attention_dp_balance_iters))
+                      float(self.attention_dp_balance_iters), float(self.scheduler_recv_interval))
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,18 @@ class Launch:
     graph_mixed_tokens: float  # iterations with prefill work of at most this many tokens are graphed
     overlap: bool
     balance_iters: float = 0.0  # attention-DP prompts held until every rank has one, at most this many iterations
+    recv_interval: float = 1.0  # the scheduler takes new requests in once every this many decode iterations
+
+    def receive_wait_iterations(self, quantile=None):
+        """Whole iterations a new request waits for the scheduler to take it in, beyond the running one's rest
+        (counted apart) [iterations]: 0 when it polls every iteration. With an interval N > 1 the polls fall N
+        decode iterations apart [7] and a request arrives at a uniformly random point between two, so it waits
+        (N - 1) / 2 whole iterations on average and ``quantile`` x (N - 1) at that quantile. A prefill iteration
+        also triggers a poll, but in a closed loop the prefills are those of the prompts a poll just took in, so
+        the polls stay about N iterations apart; the prompts one poll takes in are not batched into one prefill
+        here (their prefills are timed as they come)."""
+        span = max(float(self.recv_interval) - 1.0, 0.0)
+        return 0.5 * span if quantile is None else float(quantile) * span
 
     def graphed(self, decode_sequences, tokens, with_prefill):
         """Whether an iteration of ``decode_sequences`` (``tokens`` in all) replays a CUDA graph."""

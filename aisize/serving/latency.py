@@ -17,7 +17,8 @@ iteration model with ``m / (1 - e^-m)`` prefills, the conditional mean), so
   ``request_seconds``) + admission wait + the wait for the token budget + the wait for the next
   iteration to start (length-biased: ``E[T²]/2E[T]``; one more with an overlap scheduler, which
   picked that one's batch already) + with TensorRT-LLM's attention-DP balancing the wait
-  until every rank has a prompt + the iteration(s) carrying the prefill. Admission is a
+  until every rank has a prompt + with SGLang's ``--scheduler-recv-interval N`` the (N - 1) / 2 whole
+  iterations until it next takes requests in + the iteration(s) carrying the prefill. Admission is a
   queue for the replica's ``c`` slots (the concurrency its batch limit and KV pool allow), each
   held for ``S = T + (O - 1)·T``: M/G/c with
   the Allen-Cunneen correction for the lengths' variability [2] and the Erlang C
@@ -249,7 +250,8 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
         backlog = np.maximum(pf_wait - rho_pf * service / 2.0, 0.0)
         # attention-DP balancing holds a prompt until every rank has one (slots to spare: prompts go round)
         held, _ = balance_wait_iterations(launch, shape.attention_dp, lam_s * mean, ranks_full=False)
-        ttft = calib.request_seconds + wq + backlog + residual + scheduled + held * mean + t_prefill
+        polled = launch.receive_wait_iterations() * mean  # SGLang's --scheduler-recv-interval
+        ttft = calib.request_seconds + wq + backlog + residual + scheduled + polled + held * mean + t_prefill
     n = np.maximum(steps - 1.0, 1.0)
 
     def at_quantile(q, wq_q, pf_wait_q):
@@ -262,7 +264,7 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
             _, held_q = balance_wait_iterations(launch, shape.attention_dp, lam_s * mean, ranks_full=False,
                                                 quantile=q)
             ttft_q = (calib.request_seconds + wq_q + backlog_q + residual_quantile(q, p, t0, t1) + scheduled
-                      + held_q * mean + t_prefill)
+                      + launch.receive_wait_iterations(q) * mean + held_q * mean + t_prefill)
         b_q = np.minimum(st.concurrency + z * np.sqrt(st.concurrency), np.maximum(slots, 1.0))
         hi = state_at(b_q)
         with np.errstate(invalid="ignore"):  # unstable points may hold inf - inf; they are replaced below
