@@ -93,8 +93,9 @@ def gpus_vs_days(scenario, workload, days, *, memory: bool = False) -> pd.DataFr
     (the planned time, after rounding up to whole servers and goodput), ``days_low`` / ``days_high`` (the
     plan's time range), ``plannable`` (False where ``plan()`` refuses that target: it needs
     :data:`~aisize.plan.job.MAX_GPUS` GPUs or more (the row shows the job at that cap, missing the
-    target), a given layout breaks a layout rule there (:func:`aisize.plan.job.fixed_layout_holds`: it does
-    not divide the GPU count or its batch, ...), or a given global batch admits no layout; memory is not checked unless ``memory``).
+    target), a given layout breaks a layout rule there (:func:`aisize.plan.job.fixed_layout_holds`: TP x
+    PP x CP does not divide the GPUs, micro-batch x DP the batch, ...), or a given global batch admits no
+    layout; memory is not checked unless ``memory``).
 
     References
     ----------
