@@ -192,3 +192,14 @@ def test_a_charts_plannable_counts_are_the_counts_a_given_layout_builds_at(layou
             built = False
         assert built == bool(ok), g
     assert mask.any() == (layout.get("tensor_parallel") != 3)
+
+
+def test_a_hybrid_that_fits_nowhere_shows_the_frugal_layout_its_mamba_groups_allow():
+    # 120B parameters' full training state on 8 H100s fits no layout: the plan shows the most memory-frugal
+    # one (ZeRO-3, full recompute) to say by how much, still one TrainingLayout with one estimate
+    t = _with("xe9680-genai", "Full fine-tune 8B", model="nemotron-3-super-120b-a12b", gpus=8, target_days=None)
+    lay = t.layout.value
+    assert not t.layout.searched and not t.memory_fits
+    assert (lay.zero_stage, lay.recompute, lay.pipeline_micro_batch) == (3, "full", 1)
+    assert ModelSizes.of(lay.model).tensor_parallel_units % lay.tp == 0 and lay.tp * lay.dp == 8
+    assert t.memory_bytes["total_bytes"] == t.estimate.memory.total_bytes > t.gpu_memory_bytes
