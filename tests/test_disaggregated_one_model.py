@@ -23,7 +23,7 @@ from aisize import serving
 from aisize.plan import plan
 from aisize.queueing import ggc
 from aisize.scenario import io, preset
-from aisize.serving.disaggregated import pool_spec
+from aisize.serving.disaggregated import pool_spec, size_pools
 from aisize.serving.iteration import iteration_time
 from aisize.serving.pool_pair import pools_state
 
@@ -151,3 +151,17 @@ def test_published_low_load_ttft_backs_the_estimates_queue_not_the_screens(row):
     wait = float(ggc(est.requests_per_s, p.prefill_seconds / p.prefill_prompts, 1, service_cv=0.0).wait_mean_seconds)
     screen = p.calibration.request_seconds + p.kv_transfer_seconds + wait + 1.5 * p.prefill_seconds
     assert screen > 2.5 * pub
+
+
+def test_a_target_no_pool_meets_says_which_and_the_best_it_found(by_statistic):
+    pools = by_statistic["p95"].pools
+    kw = dict(weight_precision="fp8", kv_precision="fp8", input_tokens=4096, output_tokens=512, requests_per_s=RATE,
+              statistic="p95", shapes=[pools.prefill_shape, pools.decode_shape], engine=pools.pair.decode.engine,
+              calibration=pools.pair.calibration, scaleout_bytes_per_s=50e9)
+    arch = pools.pair.decode.model
+    short = size_pools(arch, "h100-sxm", ttft_target_s=0.1, tpot_target_s=TPOT_TARGET_S, **kw)
+    assert not short.feasible and short.gpus == 0
+    # a lone 4,096-token prompt's prefill takes about 0.5 s on TP 1 or 2: no count of replicas reaches 100 ms
+    assert "no prefill pool meets the TTFT p95 target 100 ms (best" in short.reason
+    fast = size_pools(arch, "h100-sxm", ttft_target_s=TTFT_TARGET_S, tpot_target_s=0.001, **kw)
+    assert not fast.feasible and "no decode pool meets the TPOT p95 target 1 ms" in fast.reason

@@ -162,7 +162,11 @@ def size_pools(model, accelerator, *, weight_precision, kv_precision, input_toke
     unfit = ""
     for shape in shapes:
         for side in ("prefill", "decode"):
-            est = estimate(shape, big) if side == "prefill" else estimate(big, shape)
+            try:
+                est = estimate(shape, big) if side == "prefill" else estimate(big, shape)
+            except ValueError as e:  # a shape the engine does not run for this model (its message says why)
+                unfit = str(e)
+                continue
             if est.pair is None:
                 if shape is big and side == "prefill" and "the decode pool" in est.reason:
                     return _infeasible(est.reason)  # the widest shape holds no decode: no shape will
