@@ -30,7 +30,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -142,72 +142,90 @@ def size_pools(model, accelerator, *, weight_precision, kv_precision, input_toke
     lam = float(checks.scalar("requests_per_s", checks.positive("requests_per_s", requests_per_s, high=1e9)))
     link = float(checks.scalar("scaleout_bytes_per_s", checks.positive("scaleout_bytes_per_s", scaleout_bytes_per_s)))
     m = models.resolve(model)
-    shapes = list(shapes)
+    shapes = tuple(shapes)
     if not shapes:
         return _infeasible("no candidate shape for the pools")
-    kt, kd = STATE_KEYS[statistic]
     common = dict(weight_precision=weight_precision, kv_precision=kv_precision, input_tokens=input_tokens,
-                  output_tokens=output_tokens, requests_per_s=lam, engine=engine, kv_link_bytes_per_s=link,
-                  calibration=calibration, if_infeasible="result")
-
-    def estimate(p_shape, d_shape, n_p=1, n_d=1):
-        return estimate_disaggregated(m, accelerator, prefill=pool_spec(m, p_shape, n_p),
-                                      decode=pool_spec(m, d_shape, n_d), **common)
-
-    # each side's pair is built opposite the widest shape (the most memory per weight), so a side that fits is
-    # never rejected for the other's sake; a prefill pool's figures do not depend on the decode pool's, nor back
-    big = max(shapes, key=lambda s: s.gpus)
-    prefill_best = decode_best = None  # (GPUs, shape, count, figure at the statistic)
-    best_ttft = best_tpot = math.inf
-    unfit = ""
-    for shape in shapes:
-        for side in ("prefill", "decode"):
-            try:
-                est = estimate(shape, big) if side == "prefill" else estimate(big, shape)
-            except ValueError as e:  # a shape the engine does not run for this model (its message says why)
-                unfit = str(e)
-                continue
-            if est.pair is None:
-                if shape is big and side == "prefill" and "the decode pool" in est.reason:
-                    return _infeasible(est.reason)  # the widest shape holds no decode: no shape will
-                unfit = est.reason
-                continue
-            n, figure = (_prefill_count if side == "prefill" else _decode_count)(est.pair, lam, kt if side == "prefill"
-                                                                                else kd)
-            meets = ttft_target_s if side == "prefill" else tpot_target_s
-            ok = np.flatnonzero(figure <= meets)
-            if side == "prefill":
-                best_ttft = min(best_ttft, float(np.min(figure)))
-            else:
-                best_tpot = min(best_tpot, float(np.min(figure)))
-            if not ok.size:
-                continue
-            cand = (int(n[ok[0]]) * shape.gpus, shape, int(n[ok[0]]))
-            if side == "prefill" and (prefill_best is None or cand[0] < prefill_best[0]):
-                prefill_best = cand
-            if side == "decode" and (decode_best is None or cand[0] < decode_best[0]):
-                decode_best = cand
-    if prefill_best is None or decode_best is None:
-        why = []
-        if prefill_best is None:
-            why.append(f"no prefill pool meets the TTFT {statistic} target {ttft_target_s * 1e3:,.4g} ms (best "
-                       f"{best_ttft * 1e3:,.4g} ms)")
-        if decode_best is None:
-            why.append(f"no decode pool meets the TPOT {statistic} target {tpot_target_s * 1e3:,.4g} ms (best "
-                       f"{best_tpot * 1e3:,.4g} ms)")
-        return _infeasible(" and ".join(why) + (f"; {unfit}" if unfit else ""))
-    (_, p_shape, n_p), (_, d_shape, n_d) = prefill_best, decode_best
-    est = estimate(p_shape, d_shape, n_p, n_d)  # the pools bought, by the model that evaluates them
-    pair = est.pair
-    p_gpus, d_gpus = est.prefill.gpus, est.decode.gpus
+                  output_tokens=output_tokens, engine=engine, kv_link_bytes_per_s=link, calibration=calibration)
+    pre, dec = (cheapest_pool(m, accelerator, side, shapes=shapes, requests_per_s=lam, target_s=target,
+                              statistic=statistic, **common)
+                for side, target in (("prefill", ttft_target_s), ("decode", tpot_target_s)))
+    if pre.shape is None or dec.shape is None:
+        return _infeasible(" and ".join(c.reason for c in (pre, dec) if c.shape is None))
+    est = estimate_disaggregated(m, accelerator, prefill=pool_spec(m, pre.shape, pre.replicas),
+                                 decode=pool_spec(m, dec.shape, dec.replicas), requests_per_s=lam,
+                                 **common)  # the pools bought, by the model that evaluates them
+    pair, p_shape, d_shape = est.pair, pre.shape, dec.shape
     return DisaggregatedPools(
         True, "", p_shape.tensor_parallel, p_shape.pipeline_parallel, d_shape.tensor_parallel,
-        d_shape.pipeline_parallel, d_shape.attention_dp, n_p, n_d, p_gpus, d_gpus, pair.prefill_prompts,
-        max(math.ceil(est.decode_batch), 1), est.kv_bytes_per_request, est.kv_transfer_s, est.kv_link_bytes_per_s,
-        est.kv_link_utilisation, est.ttft_s, est.ttft_p95_s, est.tpot_s, est.tpot_p95_s,
-        {"mean": est.ttft_s, "p95": est.ttft_p95_s, "p99": est.ttft_p99_s}[statistic],
+        d_shape.pipeline_parallel, d_shape.attention_dp, pre.replicas, dec.replicas, est.prefill.gpus,
+        est.decode.gpus, pair.prefill_prompts, max(math.ceil(est.decode_batch), 1), est.kv_bytes_per_request,
+        est.kv_transfer_s, est.kv_link_bytes_per_s, est.kv_link_utilisation, est.ttft_s, est.ttft_p95_s, est.tpot_s,
+        est.tpot_p95_s, {"mean": est.ttft_s, "p95": est.ttft_p95_s, "p99": est.ttft_p99_s}[statistic],
         {"mean": est.tpot_s, "p95": est.tpot_p95_s, "p99": est.tpot_p99_s}[statistic], pair, est.ttft_p99_s,
         est.tpot_p99_s)
+
+
+@dataclass(frozen=True)
+class PoolChoice:
+    """One side's fewest GPUs meeting its target at a rate, or why no shape does [count, s]."""
+
+    side: str  # prefill or decode
+    shape: ReplicaShape | None  # None: no shape meets the target
+    replicas: int
+    figure_s: float  # TTFT (prefill) or TPOT (decode) at the statistic, at those replicas; inf: none
+    best_s: float  # the lowest figure any shape reached at any count tried
+    reason: str  # why none meets it ("" when one does)
+    pair: PoolPair | None = field(default=None, repr=False, compare=False)  # this side's, opposite the widest shape
+
+    @property
+    def gpus(self) -> int:
+        return 0 if self.shape is None else self.replicas * self.shape.gpus
+
+
+def cheapest_pool(model, accelerator, side: str, *, shapes, requests_per_s: float, target_s: float, statistic: str,
+                  max_utilisation: float = 1.0, **estimate_kwargs) -> PoolChoice:
+    """The fewest GPUs of one side's pool (``side``: prefill or decode) whose TTFT or TPOT at ``statistic`` meets
+    ``target_s`` at ``requests_per_s``, over ``shapes`` and replica counts, each evaluated with
+    :func:`aisize.serving.estimate_disaggregated`'s pair and :func:`~aisize.serving.pool_pair.pools_state`.
+
+    A side's pair is built opposite the widest shape (the most memory per weight), so a side that fits is never
+    rejected for the other's sake; a prefill pool's figures do not depend on the decode pool's, nor back.
+    ``max_utilisation`` (0, 1] caps the pool's busy share (a headroom the caller states; 1: stable).
+    ``estimate_kwargs``: weight_precision, kv_precision, input_tokens, output_tokens, engine, kv_link_bytes_per_s,
+    calibration, as for :func:`~aisize.serving.estimate_disaggregated`."""
+    checks.choice("side", side, ("prefill", "decode"))
+    u = float(checks.scalar("max_utilisation", checks.fraction("max_utilisation", max_utilisation)))
+    m, shapes, lam = models.resolve(model), tuple(shapes), float(requests_per_s)
+    kt, kd = STATE_KEYS[statistic]
+    count = _prefill_count if side == "prefill" else _decode_count
+    big = max(shapes, key=lambda s: s.gpus)
+    best, lowest, unfit = None, math.inf, ""
+    for shape in shapes:
+        p, d = (shape, big) if side == "prefill" else (big, shape)
+        try:
+            est = estimate_disaggregated(m, accelerator, prefill=pool_spec(m, p), decode=pool_spec(m, d),
+                                         requests_per_s=lam, if_infeasible="result", **estimate_kwargs)
+        except ValueError as e:  # a shape the engine does not run for this model (its message says why)
+            unfit = str(e)
+            continue
+        if est.pair is None:
+            other = "decode" if side == "prefill" else "prefill"
+            if shape is big and f"the {other} pool" in est.reason:
+                return PoolChoice(side, None, 0, math.inf, math.inf, est.reason)  # the widest holds no other side
+            unfit = est.reason
+            continue
+        n, figure = count(est.pair, lam, kt if side == "prefill" else kd, u)
+        lowest = min(lowest, float(np.min(figure)))
+        ok = np.flatnonzero(figure <= target_s)
+        if ok.size and (best is None or int(n[ok[0]]) * shape.gpus < best.gpus):
+            best = PoolChoice(side, shape, int(n[ok[0]]), float(figure[ok[0]]), math.inf, "", est.pair)
+    if best is not None:
+        return replace(best, best_s=lowest)
+    what = "TTFT" if side == "prefill" else "TPOT"
+    return PoolChoice(side, None, 0, math.inf, lowest,
+                      f"no {side} pool meets the {what} {statistic} target {target_s * 1e3:,.4g} ms (best "
+                      f"{lowest * 1e3:,.4g} ms)" + (f"; {unfit}" if unfit else ""))
 
 
 def pool_spec(model, shape: ReplicaShape, replicas: int = 1) -> dict:
@@ -238,20 +256,22 @@ def _decode_capacity(pair: PoolPair) -> float:
     return pair.decode_slots / ((steps - 1.0) * float(pair.decode_seconds(pair.decode_slots)))
 
 
-def _prefill_count(pair: PoolPair, lam: float, key: str):
-    """Prefill replica counts and their TTFT at ``key``'s statistic (:func:`pools_state`) [count, s]."""
+def _prefill_count(pair: PoolPair, lam: float, key: str, utilisation: float = 1.0):
+    """Prefill replica counts busy less than ``utilisation`` and their TTFT at ``key``'s statistic
+    (:func:`pools_state`) [count, s]."""
     cap = _prefill_capacity(pair)
-    n = _counts(max(math.floor(lam / cap) + 1, 1))
+    n = _counts(max(math.floor(lam / (cap * utilisation)) + 1, 1))
     n = n[n * pair.prefill_prompts <= MAX_SERVERS]
     s = pools_state(pair, n, 1, lam)
     stable = np.asarray(s["ok"], dtype=bool) & (lam < n * cap * (1.0 - 1e-9))
     return n, np.where(stable, np.asarray(s[key], dtype=float) * np.ones(n.shape), np.inf)
 
 
-def _decode_count(pair: PoolPair, lam: float, key: str):
-    """Decode replica counts and their TPOT at ``key``'s statistic (:func:`pools_state`) [count, s]."""
+def _decode_count(pair: PoolPair, lam: float, key: str, utilisation: float = 1.0):
+    """Decode replica counts busy less than ``utilisation`` and their TPOT at ``key``'s statistic
+    (:func:`pools_state`) [count, s]."""
     cap = _decode_capacity(pair)
-    n = _counts(max(math.floor(lam / cap) + 1, 1) if math.isfinite(cap) else 1)
+    n = _counts(max(math.floor(lam / (cap * utilisation)) + 1, 1) if math.isfinite(cap) else 1)
     n = n[n <= MAX_SERVERS]
     s = pools_state(pair, 1, n, lam)
     stable = lam < n * cap * (1.0 - 1e-9)
@@ -299,5 +319,5 @@ def _infeasible(reason: str) -> DisaggregatedPools:
                               inf, inf)
 
 
-__all__ = ["DisaggregatedPools", "PoolPair", "size_pools", "pool_spec", "pools_state", "pools_latency", "pools_curve",
+__all__ = ["DisaggregatedPools", "PoolPair", "size_pools", "cheapest_pool", "PoolChoice", "pool_spec", "pools_state", "pools_latency", "pools_curve",
            "prefill_iteration_seconds", "decode_iteration_seconds", "kv_transfer_seconds"]
