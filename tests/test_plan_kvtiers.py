@@ -138,15 +138,52 @@ def test_the_storage_tier_reloads_at_the_latency_of_the_storage_bought():
         bought_latency_seconds(level, units, 0.0)
 
 
-def test_a_plans_storage_tier_names_and_outwaits_the_system_it_buys():
+def test_a_plans_storage_tier_is_on_the_system_it_buys():
     from aisize.plan import plan
     from aisize.storage.sizing import bought_latency_seconds
 
     p = plan(preset("rag-service"))
     named = catalog.storage[preset("rag-service").hardware.storage]
-    row = next(r for r in p.inference[0].kv_tiers.tiers if r.name == "storage")
+    k = p.inference[0].kv_tiers
+    row = next(r for r in k.tiers if r.name == "storage")
     bought = catalog.storage[p.storage.system]
-    assert (named.kind == "guidance") == ("bought for the demand" in row.path) and named.name not in row.path
-    # the latency the tier reloaded at is never below the bought system's unloaded latency (its queue's)
+    # the second pass (aisize.plan.cluster): the tier names the system bought, not the guidance level
+    assert named.kind == "guidance" and bought.name in row.path and named.name not in row.path
+    # and reloads at its unloaded latency, the storage queue's (the first pass's assumption, never below it)
     assumed = bought_latency_seconds(named, catalog.storage, C.STORAGE_LATENCY_SECONDS)
-    assert assumed >= p.storage.station.service_seconds == (bought.latency_seconds or C.STORAGE_LATENCY_SECONDS)
+    assert k.storage_latency_seconds == p.storage.station.service_seconds == (
+        bought.latency_seconds or C.STORAGE_LATENCY_SECONDS) <= assumed
+
+
+def test_the_second_pass_re_evaluates_the_tiers_on_the_bought_latency():
+    """A bought system slower or faster than the sizing assumed: the tiers are planned again on it, at the same
+    replicas, and give what plan_kv_tiers gives on that system directly; the service's sizing stands."""
+    import dataclasses
+
+    from aisize.plan import plan
+    from aisize.plan import pools as P
+    from aisize.plan.kvtiers import on_bought_storage
+    from aisize.scenario import from_dict, to_dict
+
+    d = to_dict(preset("agentic-coding"))
+    d["workloads"][0]["kv_tiers"] |= {"local_nvme": False, "shared_storage": True}
+    scenario = from_dict(d)
+    p = plan(scenario)
+    i, w = p.inference[0], scenario.workloads[0]
+    ctx = P.resolve_pools(scenario)[0].ctx
+    k = i.kv_tiers
+    assert k.storage_latency_seconds == C.STORAGE_LATENCY_SECONDS  # no purchasable row publishes a latency yet
+    before = next(r for r in k.tiers if r.name == "storage")
+    slow = dataclasses.replace(catalog.storage[p.storage.system], latency_seconds=50e-3)
+    j = on_bought_storage(i, w, ctx, scenario.policies, slow)
+    after = next(r for r in j.kv_tiers.tiers if r.name == "storage")
+    # a history reload pays the system's latency once: 50 ms for 0.2 ms
+    assert after.reload_s - before.reload_s == pytest.approx(50e-3 - 200e-6, rel=1e-6)
+    arch, shape, kw = k.inputs
+    direct, _ = plan_kv_tiers(w, dataclasses.replace(ctx, storage=slow), scenario.policies, arch, shape, i.replicas,
+                              kw)
+    assert j.kv_tiers.tiers == direct.tiers and j.kv_tiers.storage_latency_seconds == 50e-3
+    assert "re-evaluated on" in j.kv_tiers.notes[-1] and "0.200 ms" in j.kv_tiers.notes[-1]
+    assert (j.replicas, j.ttft_seconds) == (i.replicas, i.ttft_seconds)  # only the tiers' figures move
+    same = on_bought_storage(i, w, ctx, scenario.policies, catalog.storage[p.storage.system])
+    assert same.kv_tiers == k  # the plan went through it already: nothing moves

@@ -24,6 +24,7 @@ from aisize.plan import pools as P
 from aisize.plan.incremental import workload_key
 from aisize.plan.dataprep import DataPrepPlan, plan_dataprep
 from aisize.plan.inference import InferencePlan
+from aisize.plan.kvtiers import on_bought_storage
 from aisize.plan.jobstreams import JobStreamPlan, plan_job_stream, target_slots
 from aisize.plan.network import NetworkPlan, PoolFabric, network_plan, pool_fabric
 from aisize.plan.placement import Placement, pack
@@ -239,6 +240,10 @@ def _plan(scenario, cache=None) -> Plan:
             if fleet_of(w) is not None and w.name in chosen}
     storage = plan_storage(training, inference, dataprep, primary, pol, servers, nics,
                            {n: scale_up_reads(sd) for n, sd in days.items()})
+    # second pass: the services' KV tiers on the storage bought (sized on the first pass's demand; no cycle)
+    by_name = {w.name: w for w in scenario.workloads}
+    inference = tuple(on_bought_storage(i, by_name[i.name], pools[chosen[i.name]].ctx, pol, storage.record)
+                      for i in inference)
     net = network_plan(primary, scenario.hardware, pool_plans, servers, nics, read_per_server,
                        storage.supply_read_bytes_per_s, J.scaleup(primary))
     host_need = max([p.host_memory_needed_bytes for p in training + inference], default=0.0)

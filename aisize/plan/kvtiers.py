@@ -11,9 +11,10 @@ Glue only: the physics is :mod:`aisize.serving.prefix` (what a cache of a size f
 - the read path into the replica's GPUs: each GPU's host link (PCIe of its generation, or its share of
   NVLink-C2C on Grace superchips, ``data/links.csv``); NVMe: the drives that hold the capacity
   (``data/storage.csv``), at most the host links; shared storage: the server's storage NICs, at most
-  the host links, after the unloaded latency of the storage the plan buys (``bought_latency_seconds``:
-  the system is chosen after the services, from their demand, so a guidance level reloads at the
-  slowest purchasable candidate's latency);
+  the host links, after the unloaded latency of the storage the plan buys. The system is chosen after the
+  services, from their demand, so the services are sized with a guidance level reloading at the slowest
+  purchasable candidate's latency (``bought_latency_seconds``); once the storage is bought,
+  :func:`on_bought_storage` re-evaluates the tiers on it (``aisize.plan.cluster``, no cycle);
 - what the fleet asks of each: capacity, reads, write-through writes (the shared storage's go to the IO
   blender as one more workload, in chunks of LMCache's 256 tokens).
 """
@@ -21,6 +22,7 @@ Glue only: the physics is :mod:`aisize.serving.prefix` (what a cache of a size f
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass
 
 from aisize import catalog, serving
@@ -78,6 +80,9 @@ class KVTierPlan:
     ttft_hit_s: float | None  # None where no request has a history to find (single turns)
     ttft_miss_s: float
     notes: tuple = ()
+    storage_latency_seconds: float = 0.0  # unloaded latency the shared-storage tier reloads after (0: no such tier)
+    # (arch, shape, estimate keywords) the tiers were planned with, for on_bought_storage; not data
+    inputs: tuple = dataclasses.field(default=(), repr=False, compare=False, metadata={"export": False})
 
 
 def host_link(accelerator):
@@ -129,6 +134,7 @@ def plan_kv_tiers(w, ctx: C.HardwareContext, policies, arch, shape, replicas: in
     base = float(host_for_server(server, ctx.accelerator, ratio=policies.host_ram_ratio).memory.total_bytes)
     left = max(server.host_memory_bytes - base, 0.0)
     tiers, paths, notes = [], {"hbm": "HBM (in place)"}, []
+    latency = 0.0
     dram = nvme_server = 0.0
     drives = 0
     if spec and spec.host_dram:
@@ -153,15 +159,51 @@ def plan_kv_tiers(w, ctx: C.HardwareContext, policies, arch, shape, replicas: in
         nic = catalog.links[server.storage_nic_link or server.compute_nic_link]
         nics = max(server.storage_nics, 1) * nic.bandwidth_per_direction_bytes_per_s
         # the storage bought is chosen after the services, from their demand (aisize.plan.storage): a named
-        # guidance level reloads at the slowest purchasable candidate's latency, so the tier is never optimistic
-        tiers.append(KVTier("storage", max(need, session), min(nics * share, host_bw),
-                            bought_latency_seconds(ctx.storage, catalog.storage, C.STORAGE_LATENCY_SECONDS)))
-        bought = "the shared storage bought for the demand" if ctx.storage.kind == "guidance" else ctx.storage.name
-        paths["storage"] = f"{max(server.storage_nics, 1)} x {nic.name} per server ({bought})"
+        # guidance level reloads at the slowest purchasable candidate's latency, so the sizing is never optimistic;
+        # on_bought_storage re-evaluates the tier on the system bought
+        latency = bought_latency_seconds(ctx.storage, catalog.storage, C.STORAGE_LATENCY_SECONDS)
+        tiers.append(KVTier("storage", max(need, session), min(nics * share, host_bw), latency))
+        paths["storage"] = _storage_path(server, ctx.storage) if ctx.storage.kind != "guidance" else \
+            f"{max(server.storage_nics, 1)} x {nic.name} per server (the shared storage bought for the demand)"
     est = serving.estimate(arch, ctx.accelerator, **estimate_kw, requests_per_s=rate, prefix=reuse,
                            kv_tiers=tiers or None)
-    return _plan(w, est, tiers, paths, replicas, share, need, dram, left, nvme_server, drives, server, costs,
-                 target, notes), est
+    kv = _plan(w, est, tiers, paths, replicas, share, need, dram, left, nvme_server, drives, server, costs, target,
+               notes)
+    if kv is not None:
+        kv = dataclasses.replace(kv, storage_latency_seconds=latency, inputs=(arch, shape, estimate_kw))
+    return kv, est
+
+
+def on_bought_storage(i, w, ctx: C.HardwareContext, policies, record):
+    """The service ``i`` (an InferencePlan of workload ``w`` on ``ctx``) with its KV tiers on the storage bought.
+
+    The services are sized before the storage (their tiers' demand sizes it), a guidance level at the slowest
+    purchasable latency; this second pass re-evaluates only the tiers' figures (reload, use, hits, TTFT with and
+    without a hit) on ``record``, the system bought, at the planned replicas. The replica count, the service's
+    latencies and the storage's sizing keep the first pass's figures (no cycle: the sizing's reload latency is never
+    below the bought system's, so it is the conservative one). At the same latency only the tier's path changes,
+    to name the system; ``i`` itself without a shared-storage tier."""
+    k = getattr(i, "kv_tiers", None)
+    if k is None or not k.inputs or not any(r.name == "storage" for r in k.tiers):
+        return i
+    latency = record.latency_seconds or C.STORAGE_LATENCY_SECONDS
+    if latency == k.storage_latency_seconds:  # same reload: name the system bought, the figures stand
+        rows = tuple(dataclasses.replace(r, path=_storage_path(ctx.server, record)) if r.name == "storage" else r
+                     for r in k.tiers)
+        return dataclasses.replace(i, kv_tiers=dataclasses.replace(k, tiers=rows))
+    arch, shape, kw = k.inputs
+    kv, _ = plan_kv_tiers(w, dataclasses.replace(ctx, storage=record), policies, arch, shape, i.replicas, kw)
+    if kv is None:
+        return i
+    note = (f"KV tiers re-evaluated on {record.name} ({F.ms(latency)} unloaded); the service was sized with a "
+            f"{F.ms(k.storage_latency_seconds)} reload latency, before the storage was chosen")
+    return dataclasses.replace(i, kv_tiers=dataclasses.replace(kv, notes=kv.notes + (note,)))
+
+
+def _storage_path(server, storage) -> str:
+    """The read path of the shared-storage tier: the server's storage NICs to ``storage``."""
+    nic = catalog.links[server.storage_nic_link or server.compute_nic_link]
+    return f"{max(server.storage_nics, 1)} x {nic.name} per server ({storage.name})"
 
 
 def _plan(w, est, tiers, paths, replicas, share, need, dram, left, nvme_server, drives, server, costs, target,
