@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from aisize import serving
+from aisize.fleet.hetero import heterogeneous, nic_bytes_per_s_per_gpu
 from aisize.plan import plan
 from aisize.queueing import ggc
 from aisize.scenario import io, preset
@@ -165,3 +166,21 @@ def test_a_target_no_pool_meets_says_which_and_the_best_it_found(by_statistic):
     assert "no prefill pool meets the TTFT p95 target 100 ms (best" in short.reason
     fast = size_pools(arch, "h100-sxm", ttft_target_s=TTFT_TARGET_S, tpot_target_s=0.001, **kw)
     assert not fast.feasible and "no decode pool meets the TPOT p95 target 1 ms" in fast.reason
+
+
+def test_a_heterogeneous_pair_reads_the_same_model_on_one_server_type():
+    # fleet.hetero sizes each side with cheapest_pool: on one server type its row is estimate_disaggregated's figure
+    # at the pools it buys, at the rate and the statistic (it was the search's unloaded latency)
+    t = heterogeneous("llama-3.3-70b", prefill_servers=["dgx-h100"], decode_servers=["dgx-h100"], requests_per_s=20,
+                      input_tokens=4096, output_tokens=512, ttft_target_s=1.5, tpot_target_s=0.04,
+                      usd_per_gpu_hour={"dgx-h100": 3.0}, statistic="p99").iloc[0]
+    assert t.feasible
+    est = serving.estimate_disaggregated(
+        "llama-3.3-70b", "h100-sxm", prefill=dict(replicas=int(t.prefill_replicas),
+                                                  tensor_parallel=int(t.prefill_gpus_per_replica)),
+        decode=dict(replicas=int(t.decode_replicas), tensor_parallel=int(t.decode_gpus_per_replica)),
+        input_tokens=4096, output_tokens=512, requests_per_s=20.0,
+        kv_link_bytes_per_s=nic_bytes_per_s_per_gpu("dgx-h100"))
+    assert t.ttft_s == pytest.approx(est.ttft_p99_s, rel=1e-12) and t.ttft_s <= 1.5
+    assert t.tpot_s == pytest.approx(est.tpot_p99_s, rel=1e-12) and t.tpot_s <= 0.04
+    assert est.prefill_utilisation < 0.8  # the pair's stated headroom (target_utilisation) holds too

@@ -4,16 +4,13 @@ Disaggregated serving [1, 2] runs prompts on a prefill pool and generation on a 
 KV cache of the prompt shipped between them. The two phases want different hardware: prefill is
 compute-bound, decode memory-bound [2]. For each candidate server type of each phase:
 
-1. the phase's best configuration on that accelerator, from the serving search
-   (:func:`aisize.serving.search`, disaggregated rows): the fewest GPU-seconds per request whose
-   unloaded latency meets the target (prefill: TTFT less its own KV transfer, plus this pair's;
-   decode: TPOT), on a replica shape that holds the model (:func:`aisize.serving.estimate`);
-2. the pools for the rate at a target utilisation:
-   replicas = ceil(λ x GPU-seconds per request / (utilisation x GPUs per replica));
-3. the KV transfer: I tokens of KV cache per request, over the slower side's NICs at the
-   link efficiency: time = bytes / (min(prefill replica NICs, decode replica NICs) x efficiency),
-   link load = λ x bytes / the prefill pool's NIC rate;
-4. cost: each pool's GPUs at its server's $/GPU-hour; $/M tokens = $/h / (λ x O x 3,600) x 10^6.
+1. each phase's pool on each server type, sized at the rate with the model that evaluates given pools
+   (:func:`aisize.serving.disaggregated.cheapest_pool`, :func:`aisize.serving.estimate_disaggregated`'s pair and
+   queues): the fewest GPUs, over tensor-parallel replica shapes of one server, whose TTFT (prefill, with the KV
+   transfer) or TPOT (decode) at the statistic meets the target, each pool busy at most ``target_utilisation``;
+2. the KV transfer: I tokens of KV cache per request, each prefill GPU's shard over the slower of the two
+   servers' NICs per GPU at the link efficiency; link load = λ x bytes / the prefill pool's NIC rate;
+3. cost: each pool's GPUs at its server's $/GPU-hour; $/M tokens = $/h / (λ x O x 3,600) x 10^6.
 
 The pair with the lowest $/M tokens that meets both targets wins. Both engines are assumed to
 share one KV layout and a transfer library that moves it (NIXL, Mooncake); across vendors that
@@ -32,11 +29,12 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
 import pandas as pd
 
 from aisize import catalog, checks, models, serving
 from aisize.cost import per_million_tokens
+from aisize.serving.disaggregated import cheapest_pool
+from aisize.serving.shapes import ReplicaShape
 from aisize.serving.tails import STATISTIC_SUFFIX
 
 DEFAULT_UTILISATION = 0.8  # assumption: each pool's GPUs busy at most 80 % of the time
@@ -92,31 +90,23 @@ def nic_bytes_per_s_per_gpu(server_id: str) -> float:
     return s.compute_nics * catalog.links[s.compute_nic_link].bandwidth_per_direction_bytes_per_s / s.gpus
 
 
-@lru_cache(maxsize=64)
-def _phases(model, accelerator, input_tokens, output_tokens, weight_precision, kv_precision, calibration):
-    """Per configuration of the disaggregated search: each phase's GPU-seconds per request and latencies."""
-    r = serving.search(model, accelerator, input_tokens=input_tokens, output_tokens=output_tokens,
-                       weight_precisions=(weight_precision,), kv_precisions=(kv_precision,), modes=("disaggregated",),
-                       calibration=calibration)
-    f = r.feasible
-    per_gpu = f.tokens_per_s_per_gpu
-    out = pd.DataFrame({
-        "prefill_gpus": f.prefill_gpus.astype(int), "decode_gpus": f.decode_gpus.astype(int),
-        "prefill_gpu_seconds": f.prefill_share_of_gpus * output_tokens / per_gpu,
-        "decode_gpu_seconds": (1.0 - f.prefill_share_of_gpus) * output_tokens / per_gpu,
-        "ttft_s": f.ttft_s - f.kv_transfer_s, "ttft_p95_s": f.ttft_p95_s - f.kv_transfer_s,
-        "ttft_p99_s": f.ttft_p99_s - f.kv_transfer_s,
-        "tpot_s": f.tpot_s, "tpot_p95_s": f.tpot_p95_s, "tpot_p99_s": f.tpot_p99_s})
-    holds = {g: bool(serving.estimate(model, accelerator, tensor_parallel=int(g), weight_precision=weight_precision,
-                                      kv_precision=kv_precision, input_tokens=input_tokens,
-                                      output_tokens=1, calibration=calibration).feasible)
-             for g in out.prefill_gpus.unique()}
-    return out[out.prefill_gpus.map(holds)]
+def server_shapes(server_id: str) -> tuple:
+    """Replica shapes a server offers either pool: tensor parallel 1, 2, 4 ... up to its GPUs (one server a
+    replica; shapes the model cannot split that way are refused by the estimate and skipped)."""
+    gpus = catalog.servers[server_id].gpus
+    return tuple(ReplicaShape(2 ** k, 1, 1) for k in range(gpus.bit_length()) if 2 ** k <= gpus)
 
 
-def _best(frame, cost_col, lat_col, limit):
-    ok = frame[frame[lat_col] <= limit]
-    return None if ok.empty else ok.loc[ok[cost_col].idxmin()]
+@lru_cache(maxsize=256)
+def _side(arch, server_id, side, requests_per_s, target_s, statistic, utilisation, link, weight_precision,
+          kv_precision, input_tokens, output_tokens, calibration):
+    """One side's pool on one server type (:func:`aisize.serving.disaggregated.cheapest_pool`), kept across calls
+    (every pair that shares a server reads it)."""
+    return cheapest_pool(arch, catalog.servers[server_id].accelerator, side, shapes=server_shapes(server_id),
+                         requests_per_s=requests_per_s, target_s=target_s, statistic=statistic,
+                         max_utilisation=utilisation, weight_precision=weight_precision, kv_precision=kv_precision,
+                         input_tokens=input_tokens, output_tokens=output_tokens, kv_link_bytes_per_s=link,
+                         calibration=calibration)
 
 
 def heterogeneous(model, *, prefill_servers, decode_servers, requests_per_s, input_tokens, output_tokens,
@@ -125,64 +115,54 @@ def heterogeneous(model, *, prefill_servers, decode_servers, requests_per_s, inp
     """Every (prefill server, decode server) pair sized for the rate, cheapest feasible first.
 
     ``calibration``: the serving constants (a :class:`aisize.serving.Calibration`; None: the default).
-    ``statistic``: what the targets bound, "mean", "p95" or "p99" (each phase's latency at that statistic from
-    the serving search's disaggregated rows).
+    ``statistic``: what the targets bound, "mean", "p95" or "p99" (each pool's latency at that statistic at the
+    rate, :func:`aisize.serving.disaggregated.cheapest_pool`).
+    ``target_utilisation``: the busiest share either pool may run at (a headroom; the targets may ask for more).
 
     Columns: prefill_server, decode_server, prefill/decode accelerators, GPUs per replica, replicas,
-    GPUs, ttft_s and tpot_s (unloaded, at ``statistic``; TTFT with the KV transfer), kv_transfer_s,
+    GPUs, ttft_s and tpot_s (at the rate, at ``statistic``; TTFT with the KV transfer), kv_transfer_s,
     kv_link_utilisation, usd_per_hour, usd_per_million_tokens, feasible, why.
     """
     arch = models.resolve(model)
     checks.choice("statistic", statistic, tuple(STATISTIC_SUFFIX))
-    ttft_t = checks.positive("ttft_target_s", ttft_target_s)
-    tpot_t = checks.positive("tpot_target_s", tpot_target_s)
+    ttft_t = float(checks.scalar("ttft_target_s", checks.positive("ttft_target_s", ttft_target_s)))
+    tpot_t = float(checks.scalar("tpot_target_s", checks.positive("tpot_target_s", tpot_target_s)))
     i, o = int(checks.integer("input_tokens", input_tokens)), int(checks.integer("output_tokens", output_tokens))
     kv_request = float(models.kv_bytes_per_token(arch, kv_precision)) * i
     cal = serving.CALIBRATION if calibration is None else calibration
     if not isinstance(cal, serving.Calibration):
         raise ValueError(f"calibration={str(calibration)[:60]!r} is not allowed: a Calibration or None")
-    eff = cal.link_efficiency
-    suffix = STATISTIC_SUFFIX[statistic] + "_s"  # the search's columns at the statistic the targets bound
+    u = float(checks.scalar("target_utilisation", checks.fraction("target_utilisation", target_utilisation)))
+    lam = float(checks.scalar("requests_per_s", checks.positive("requests_per_s", requests_per_s, high=1e9)))
     rows = []
     for ps in prefill_servers:
         for ds in decode_servers:
             row = {"prefill_server": ps, "decode_server": ds, "feasible": False, "why": ""}
-            p_acc, d_acc = catalog.servers[ps].accelerator, catalog.servers[ds].accelerator
-            row.update(prefill_accelerator=p_acc, decode_accelerator=d_acc)
+            row.update(prefill_accelerator=catalog.servers[ps].accelerator,
+                       decode_accelerator=catalog.servers[ds].accelerator)
+            # each prefill GPU ships its shard of the KV cache to a decode GPU: the slower of the two NICs
+            link = min(nic_bytes_per_s_per_gpu(ps), nic_bytes_per_s_per_gpu(ds))
+            common = (statistic, u, link, weight_precision, kv_precision, i, o, cal)
             try:
-                dec_all = _phases(arch, d_acc, i, o, weight_precision, kv_precision, cal)
-                pre_all = _phases(arch, p_acc, i, o, weight_precision, kv_precision, cal).copy()
+                dec = _side(arch, ds, "decode", lam, tpot_t, *common)
+                pre = _side(arch, ps, "prefill", lam, ttft_t, *common)
             except ValueError as error:  # a precision one of the accelerators does not run
                 row["why"] = str(error)
                 rows.append(row)
                 continue
-            dec = _best(dec_all, "decode_gpu_seconds", "tpot" + suffix, tpot_t)
-            if dec is None:
-                row["why"] = f"no decode configuration on {d_acc} meets TPOT {tpot_t * 1e3:,.4g} ms"
+            if dec.shape is None or pre.shape is None:
+                row["why"] = " and ".join(f"{c.reason} on {row[c.side + '_accelerator']}" for c in (pre, dec)
+                                          if c.shape is None)
                 rows.append(row)
                 continue
-            # the slower side's NICs carry the KV: vectorized over the prefill candidates (a per-row map
-            # cost ~36 ms a slider move on fleet-over-the-day)
-            link = np.minimum(nic_bytes_per_s_per_gpu(ps) * pre_all.prefill_gpus.to_numpy(dtype=float),
-                              nic_bytes_per_s_per_gpu(ds) * dec.decode_gpus) * eff
-            pre_all["transfer_s"] = kv_request / link
-            pre_all["ttft_total"] = pre_all["ttft" + suffix] + pre_all.transfer_s
-            pre = _best(pre_all, "prefill_gpu_seconds", "ttft_total", ttft_t)
-            if pre is None:
-                row["why"] = f"no prefill configuration on {p_acc} meets TTFT {ttft_t * 1e3:,.4g} ms"
-                rows.append(row)
-                continue
-            sz = size_pair(requests_per_s, output_tokens=o, prefill_gpu_seconds=pre.prefill_gpu_seconds,
-                           prefill_gpus_per_replica=int(pre.prefill_gpus), decode_gpu_seconds=dec.decode_gpu_seconds,
-                           decode_gpus_per_replica=int(dec.decode_gpus), prefill_usd_per_gpu_hour=usd_per_gpu_hour[ps],
-                           decode_usd_per_gpu_hour=usd_per_gpu_hour[ds], target_utilisation=target_utilisation)
-            nic_pool = sz.prefill_gpus * nic_bytes_per_s_per_gpu(ps)
-            row.update(prefill_gpus_per_replica=int(pre.prefill_gpus), decode_gpus_per_replica=int(dec.decode_gpus),
-                       prefill_replicas=sz.prefill_replicas, decode_replicas=sz.decode_replicas,
-                       prefill_gpus=sz.prefill_gpus, decode_gpus=sz.decode_gpus, ttft_s=float(pre.ttft_total),
-                       tpot_s=float(dec["tpot" + suffix]), kv_transfer_s=float(pre.transfer_s),
-                       kv_link_utilisation=requests_per_s * kv_request / nic_pool, usd_per_hour=sz.usd_per_hour,
-                       usd_per_million_tokens=sz.usd_per_million_tokens, feasible=True)
+            usd = pre.gpus * usd_per_gpu_hour[ps] + dec.gpus * usd_per_gpu_hour[ds]
+            row.update(prefill_gpus_per_replica=pre.shape.gpus, decode_gpus_per_replica=dec.shape.gpus,
+                       prefill_replicas=pre.replicas, decode_replicas=dec.replicas, prefill_gpus=pre.gpus,
+                       decode_gpus=dec.gpus, ttft_s=pre.figure_s, tpot_s=dec.figure_s,
+                       kv_transfer_s=pre.pair.kv_transfer_seconds,
+                       kv_link_utilisation=lam * kv_request / (pre.gpus * nic_bytes_per_s_per_gpu(ps)),
+                       usd_per_hour=usd, usd_per_million_tokens=float(per_million_tokens(usd, lam * o)),
+                       feasible=True)
             rows.append(row)
     out = pd.DataFrame(rows, columns=COLUMNS)
     return out.sort_values(["feasible", "usd_per_million_tokens"], ascending=[False, True],
