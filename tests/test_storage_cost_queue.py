@@ -16,6 +16,7 @@ from aisize.cost import load_prices, storage_line, storage_unit_price_id, unit_u
 from aisize.cost.prices import Price, PriceTable
 from aisize.plan import plan
 from aisize.plan import context as C
+from aisize.queueing.curves import STORAGE_PEAK_UTILISATION
 from aisize.scenario import from_dict, preset, preset_names, to_dict
 from aisize.storage.sizing import choose_system, purchasable, unit_iops_at
 from aisize.units import TB
@@ -146,8 +147,10 @@ def test_the_queue_serves_at_the_systems_iops_with_littles_law_channels():
     assert s.supply_iops == pytest.approx(min(3_644_870, 58.809e9 / io))
     assert s.station.service_seconds == a90.latency_seconds == pytest.approx(400e-6)  # published, not the default
     assert s.station.servers == round(s.supply_iops * 400e-6)  # Little: IOs in flight = IOPS x latency
-    # service rate = the IOPS, to within the half channel the rounding to whole channels moves it
-    assert abs(s.station.capacity_per_s - s.supply_iops) <= 0.5 / s.station.service_seconds
+    # the station's throughput limit is the fitted curve's saturation, open or closed: the rated IOPS / 0.959
+    # (docs/storage.md; the Little channels' c / S, the former limit, is the rated IOPS to within half a channel)
+    assert s.station.capacity_per_s == pytest.approx(s.supply_iops / STORAGE_PEAK_UTILISATION, rel=1e-12)
+    assert abs(s.station.servers / s.station.service_seconds - s.supply_iops) <= 0.5 / s.station.service_seconds
     # at small IOs the rated IOPS binds: 1,458 channels of 0.4 ms serve 3.645 M IO/s
     assert unit_iops_at(a90, 4096) == 3_644_870
     assert round(unit_iops_at(a90, 4096) * a90.latency_seconds) == 1458
