@@ -194,10 +194,10 @@ def latency_vs_load(station: Station, arrival_rate_per_s) -> QueueResult:
 def _storage_closed_utilisation(station: StorageStation, n: np.ndarray) -> np.ndarray:
     """Utilisation u at which the fitted open curve holds n IOs in the system: u·saturation·R(u) = n.
 
-    u·R(u) rises strictly from 0 (u = 0) without bound (u → 1), so bisection on (0, 1) finds the one root;
-    60 halvings reach float resolution."""
+    u·R(u) rises strictly from 0 (u = 0) without bound (u → 1), so bisection finds the one root; R ≥ S bounds it
+    by n / (saturation·S), so 60 halvings of that bracket reach float resolution however few IOs are in flight."""
     c, s, cv, per_u = _open_queue(station)
-    lo, hi = np.zeros_like(n), np.ones_like(n)
+    lo, hi = np.zeros_like(n), np.minimum(1.0, n / (per_u * s))
     cc, ss, cvv = np.full_like(n, float(c)), np.full_like(n, s), np.full_like(n, cv)
     for _ in range(60):
         mid = 0.5 * (lo + hi)
