@@ -4,6 +4,9 @@
   the GPUs of the best shape found; the reference below sizes every screened shape with
   :func:`~aisize.plan.replica_count._fewest_replicas` as the code did before, and both must pick the same
   shape, replicas and estimate for every service of every preset, and under edits that move the best shape.
+- a load-free replica (:func:`aisize.plan.replica_count.load_free`) reads its knee and capacity off one estimate,
+  and estimates are kept across plans by their arguments: sweeps of a rate and of the targets plan the same with
+  both off.
 - :func:`aisize.plan.replica_count.elasticity_at` computes a latency elasticity once for the knee check and the
   plan's figure: the plan's figure must equal :func:`aisize.serving.curves.latency_elasticity` computed afresh.
 
@@ -155,12 +158,17 @@ def _rate_sweep(name: str, steps=range(0, 31, 3), field="requests_per_s", factor
 
 @pytest.mark.parametrize("name, field, factor", [("xe9680-genai", "requests_per_s", 1.12),
                                                  ("xe9680-genai", "tpot_target_ms", 0.93),
-                                                 ("shared-cluster", "requests_per_s", 1.25)])
+                                                 ("xe9680-genai", "ttft_target_ms", 0.8),
+                                                 ("shared-cluster", "requests_per_s", 1.25),
+                                                 ("agentic-coding", "tpot_target_ms", 0.9)])
 def test_load_free_shortcuts_plan_what_the_long_way_plans(monkeypatch, name, field, factor):
-    # load_free False: every replica count of the knee's top-up estimated and its own curve read, and every
-    # screened shape estimated before its capacity rules it out, as before the shortcuts
+    # load_free False and nothing kept across plans: every replica count of the knee's top-up estimated and its
+    # own curve read, every screened shape estimated before its capacity rules it out, every estimate made
+    # afresh, as before the shortcuts
     fast = _rate_sweep(name, field=field, factor=factor)
     monkeypatch.setattr(RC, "load_free", lambda w, arch: False)
+    monkeypatch.setattr(RC, "_estimates", RC._Kept(0))
+    monkeypatch.setattr(RC, "_capacities", RC._Kept(0))
     assert _rate_sweep(name, field=field, factor=factor) == fast
 
 

@@ -194,8 +194,8 @@ def elasticity_at(est, requests_per_s: float, statistic: str) -> float:
 def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):
     """(replicas, KV tiers, estimate, met) for ``shape``: the fewest replicas the estimate says meet the targets,
     searched from the screen's ``n``; None where the shape does not fit or cannot beat ``floor`` GPUs."""
-    known = _capacities.get(_capacity_key(arch, ctx, shape, one)) if load_free(w, arch) else None
-    if known is not None and (not known[1] or (_low(w, known[2]) + 1) * shape.gpus >= floor):
+    known = _capacities.get(_estimate_key(arch, ctx, shape, one)) if load_free(w, arch) else None
+    if known is not None and (not known[0] or (_low(w, known[1]) + 1) * shape.gpus >= floor):
         return None  # as the estimate at n would say: its fit and capacity are those of any count (load_free)
     kv, est = _evaluate(w, ctx, policies, arch, shape, n, one)
     if est is None or not est.feasible:
@@ -242,44 +242,50 @@ def _low(w, cap: float) -> int:
 
 
 def _evaluate(w, ctx, policies, arch, shape, replicas, one):
-    """(KV tiers or None, estimate) of ``replicas`` of ``shape`` sharing the service's rate."""
+    """(KV tiers or None, estimate) of ``replicas`` of ``shape`` sharing the service's rate. An estimate made for
+    the same arguments before is that one (a target's move re-plans at the same rates)."""
     if w.prefix is not None:  # reused prompts and KV tiers (aisize.plan.kvtiers)
         return plan_kv_tiers(w, ctx, policies, arch, shape, replicas, one)
-    est = serving.estimate(arch, ctx.accelerator, **one, requests_per_s=w.requests_per_s / replicas)
+    rate = w.requests_per_s / replicas
+    key = _estimate_key(arch, ctx, shape, one)
+    at_rate = key[:2] + (key[2] + (("requests_per_s", repr(rate)),),) + key[3:]
+    est = _estimates.get(at_rate)
+    if est is None:
+        est = serving.estimate(arch, ctx.accelerator, **one, requests_per_s=rate)
+        _estimates.put(at_rate, est)
     if load_free(w, arch):
-        _capacities.put(_capacity_key(arch, ctx, shape, one), est)
+        _capacities.put(key, (bool(est.feasible), est.max_requests_per_s))
     return None, est
 
 
-def _capacity_key(arch, ctx, shape, one) -> tuple:
-    """What a load-free replica's fit and capacity depend on: the model, GPU and calibration (by identity: the entry
-    holds them), the shape and the estimate's other arguments, the engine's flags included (by value: a frozen
-    record, made anew per plan); the rate left out."""
+def _estimate_key(arch, ctx, shape, one) -> tuple:
+    """What an estimate of ``one``'s arguments depends on, its rate apart: the model, GPU and calibration (by
+    identity: an entry holds them), the shape and the other arguments, the engine's flags included (by value: a
+    frozen record, made anew per plan). A load-free replica's fit and capacity depend on nothing else."""
     objects = (arch, ctx.accelerator, one["calibration"])
     rest = tuple((k, v if k == "engine" else repr(v)) for k, v in sorted(one.items()) if k != "calibration")
     return tuple(map(id, objects)), shape, rest, objects
 
 
-class _Capacities:
-    """Fit and capacity [requests/s] of the load-free replicas estimated so far (a slider move of the rate or a
-    target re-plans with the same replicas): an entry holds the objects its key names by identity."""
+class _Kept:
+    """Values by :func:`_estimate_key`, the latest ``kept`` (a slider move re-plans with the same replicas): an entry
+    holds the objects its key names by identity, so no other object takes their ids while it is kept."""
 
-    KEPT = 256
-
-    def __init__(self):
-        self._entries: dict = {}
+    def __init__(self, kept: int):
+        self.kept, self._entries = kept, {}
 
     def get(self, key):
         got = self._entries.get(key[:3])
-        return got if got is not None and all(a is b for a, b in zip(got[0], key[3])) else None
+        return got[1] if got is not None and all(a is b for a, b in zip(got[0], key[3])) else None
 
-    def put(self, key, est) -> None:
-        self._entries[key[:3]] = (key[3], bool(est.feasible), est.max_requests_per_s)
-        while len(self._entries) > self.KEPT:
+    def put(self, key, value) -> None:
+        self._entries[key[:3]] = (key[3], value)
+        while len(self._entries) > self.kept:
             del self._entries[next(iter(self._entries))]
 
 
-_capacities = _Capacities()
+_capacities = _Kept(256)  # (fit, capacity [requests/s]) of load-free replicas
+_estimates = _Kept(64)  # estimates by their arguments and rate
 
 
 # each SLO statistic's suffix in the names of the estimates' and the plan's latencies (ttft_p99_s, ttft_p99_seconds)
