@@ -304,9 +304,9 @@ def test_queueing_shows_the_planners_stations_and_knees(app, which):
         queueing.station.value = f"inference: {planned.name}"
     q = stations(p)[queueing.station.value]
     assert q.station is planned.station and q.knee_concurrency == planned.knee_concurrency
-    # closed system, one c-channel station: latency doubles the unloaded at N = 2c (Lazowska et al. 1984, ch. 6)
-    assert shown(queueing.figures.value, "queueing.knee") == knee_concurrency(q.station, 2.0) == int(
-        2 * q.station.servers)
+    assert shown(queueing.figures.value, "queueing.knee") == knee_concurrency(q.station, 2.0) == q.knee_concurrency
+    if which == "inference":  # closed system, one c-channel station: latency doubles at N = 2c (Lazowska et al.
+        assert q.knee_concurrency == int(2 * q.station.servers)  # 1984, ch. 6); storage follows its fitted curve
     assert "2x unloaded" in queueing.figures.value  # plan.assumptions["plan.knee_factor"]
     at = concurrency_curve(q.station, queueing.outstanding.value).iloc[0]
     assert shown(queueing.figures.value, "queueing.latency") == pytest.approx(
