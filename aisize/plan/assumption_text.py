@@ -11,12 +11,14 @@ from aisize import format as F
 from aisize import serving
 from aisize.scenario import Scenario
 from aisize.training import efficiency_constants
+from aisize.training.calibration import CALIBRATION as TRAINING_CALIBRATION
 from aisize.units import GiB, MiB
 
 # label, unit (how the value is shown), why it matters; keys missing here are shown by name.
 POLICY_TEXT: dict[str, tuple[str, str, str]] = {
     "mfu": ("Model FLOPs utilisation (MFU)", "%",
             "Share of peak dense FLOP/s a training step achieves; large runs land at 35-50 %."),
+    "training_time": ("Training time from", "", "step-time: the step-time model at the chosen layout (validated on published runs); mfu: the MFU policy instead, an override."),
     "target_gpu_utilisation": ("Target GPU utilisation", "%",
                                "Storage keeps GPUs busy this share of the time (MLPerf Storage's bar)."),
     "checkpoint_interval_minutes": ("Checkpoint interval", "min",
@@ -209,6 +211,8 @@ def assumption_rows(scenario: Scenario, assumptions: dict | None = None, plan=No
         if key.startswith("serving."):  # a fitted file holds full-precision floats: four figures are shown
             value = float(f"{value:.4g}")
             origin = f"scenario ({chosen.calibration.name[:80]})" if chosen else origin
+        elif key.startswith("training.") and chosen and chosen.training.name != TRAINING_CALIBRATION.name:
+            origin = f"scenario ({chosen.training.name[:80]})"  # the calibration file's training section
         defaults.append([label, _show(value, unit), origin, _why(key, why, scenario, plan)])
     return policies, defaults
 

@@ -347,9 +347,10 @@ def assumptions_used(policies) -> dict:
     from aisize.plan import inference as inf_plan
     from aisize.plan import timeline, training
 
+    tcal = C.training_calibration(policies)  # the scenario's training section or the shipped constants
     engine = {
-        "training.dp_overlap": engine_training.DP_OVERLAP,
-        "training.async_tp_hidden_share": engine_training.ASYNC_TP_HIDDEN_SHARE,
+        "training.dp_overlap": tcal.dp_overlap,
+        "training.async_tp_hidden_share": tcal.async_tp_hidden_share,
         "host.os_and_application_bytes": host.OS_AND_APPLICATION_BYTES,
         "host.loader_workers_per_gpu": host.DEFAULT_LOADER_WORKERS_PER_GPU,
         "network.link_efficiency": collectives.DEFAULT_EFFICIENCY,
@@ -359,7 +360,7 @@ def assumptions_used(policies) -> dict:
     }
     cal = C.serving_calibration(policies)  # the scenario's (policies.serving_calibration) or aisize's default
     engine |= {f"serving.{row['constant']}": row["value"] for row in cal.as_table()}
-    engine |= {f"training.{c['name']}": c["value"] for c in engine_training.efficiency_constants()}
+    engine |= {f"training.{c['name']}": c["value"] for c in engine_training.efficiency_constants(tcal)}
     chosen = policies.model_dump(mode="json", exclude={"serving_calibration"}) | {"serving_calibration": cal.name}
     return ({f"policies.{k}": v for k, v in chosen.items()}
             | {f"plan.{k}": v for k, v in C.planner_assumptions().items()} | engine)

@@ -325,7 +325,8 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
     gp, seconds = float(sz.goodput), float(sz.seconds)
     if job.kind == "transformer":
         arch, seq, tokens = job.model, job.seq_len, job.tokens
-        timed = _sized_by_step_time(job, w, ctx, policies, sz)
+        # the step-time model times full training unless the scenario overrides it with the MFU policy
+        timed = _sized_by_step_time(job, w, ctx, policies, sz) if policies.training_time == "step-time" else None
         if timed is not None:  # the step-time model sets the GPUs (for a target) and the time
             sz, lay, est, mfu_pred = timed
             step_pred, parts = float(est.step_seconds), {k: float(getattr(est.step, k)) for k in PARTS}
