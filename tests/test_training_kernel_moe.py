@@ -95,8 +95,9 @@ def test_switch_off_leaves_the_step_unchanged():
 def test_published_moe_run_qwen3_30b_gb200_fp8():
     """Megatron-Bridge 25.11, DGX-GB200, Qwen3-30B-A3B, FP8-MX, 8 GPUs, EP 8: 23,766 tokens/s per GPU
     (training_megatron.csv M29, docs/performance-summary-archive.md). The roofline's grouped GEMMs at the
-    Blackwell fp8 efficiency read it 23 % fast; the measured fp8 MoE operator (about 650 TFLOP/s at
-    2,048 tokens per rank, a seventh of the fp8 dense peak) brings it within 15 %."""
+    fitted Blackwell fp8 efficiency read it 23 % fast; the measured fp8 MoE operator (about 655 TFLOP/s at
+    the sweep's last point, 16,384 tokens over the EP group: an eighth of GB200's 5 PFLOP/s fp8 dense
+    peak; the run's 16,384 tokens per rank are read linearly past it) brings it within 15 %."""
     row = _row("M29")
     assert float(row["tokens_per_s_per_gpu"]) == 23766.0
     m, g, kw = megatron_kwargs(row)
