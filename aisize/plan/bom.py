@@ -91,8 +91,10 @@ def bom_table(plan) -> pd.DataFrame:
         row(f"storage NIC {net.storage_link}", net.storage_nics, "NICs"),
         row("storage fabric switches", sfab["switches"], "switches"),
         row(f"storage {st.system} ({st.scope})", st.units, st.scope + "s"),
-        row("storage capacity, raw", st.capacity_bytes["raw_bytes"] / TB, "TB"),
+        row("storage capacity needed, raw", st.capacity_bytes["raw_bytes"] / TB, "TB"),
     ]
+    if st.supply_capacity_bytes:  # what the units bought hold (priced by it where no unit price is published)
+        rows.append(row("storage capacity bought, raw", st.supply_capacity_bytes / TB, "TB"))
     c = getattr(st, "comparison", None)
     if c:  # the guidance the scenario named: what its per-node level would give these servers; not bought
         rows.append(row(f"storage guidance {c['system']} x {c['servers']} nodes (comparison, not bought): read",
