@@ -12,7 +12,9 @@ width k·f_e, but they run as E/ep small GEMMs:
 * **grouped GEMMs**: each expert's GEMMs on their roofline (weights read once per expert:
   a few tokens per expert make them memory-bound), at the dense GEMM efficiency times
   ``T_e / (T_e + grouped_gemm_half_tokens)``: tile and wave quantization and per-group setup
-  cost a share that falls as the tokens per expert grow [1][2];
+  cost a share that falls as the tokens per expert grow [1][2]; under ``moe_source="kernels"``
+  :mod:`aisize.training.kernel_moe` reads them from NVIDIA's measured MoE operator instead (off by
+  default, docs/training-kernels.md);
 * **router**: the h x E logits GEMM is among the layer's dense GEMMs; its fp32 softmax/top-k
   and the load-balancing loss move :data:`ROUTER_BYTES_PER_LOGIT` per logit [3];
 * **permutation**: the all-to-all dispatcher copies every token k times into expert order and
