@@ -22,7 +22,7 @@ import numpy as np
 from aisize import checks
 from aisize.memory.states import tidy
 from aisize.precision import bytes_per_element
-from aisize.training import comm, kernel_gemms
+from aisize.training import comm, kernel_gemms, kernel_moe
 from aisize.training.dims import model_dims, resolve
 from aisize.training.efficiency import efficiency_constants
 from aisize.training.evaluate import Options, evaluate_layout, transformer_engine
@@ -61,6 +61,8 @@ class TrainingEstimate:
     gemm_source: str = "roofline"  # where the layers' GEMM times come from (aisize.training.kernel_gemms)
     gemm_coverage: str = ""  # in words: which tables, which share of the GEMM FLOPs
     calibration: TrainingCalibration = TRAINING_CALIBRATION  # the constants the step was timed with
+    moe_source: str = "roofline"  # where routed experts' times come from (aisize.training.kernel_moe)
+    moe_coverage: str = ""  # in words: which table, or the roofline and why
 
     def __post_init__(self):
         tidy(self)
@@ -94,7 +96,7 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
              moe_load_imbalance=1.0, cuda_graphs=False, embedding_in_pipeline_split=False,
              loss_in_pipeline_split=False, scaleup_bytes_per_s=None, scaleout_bytes_per_s=None,
              scaleup_domain=None, oversubscription=1.0, switch_radix=comm.DEFAULT_SWITCH_RADIX,
-             dp_overlap=None, lora_rank=None, qlora=False, gemm_source=None,
+             dp_overlap=None, lora_rank=None, qlora=False, gemm_source=None, moe_source=None,
              layout=None, calibration=None) -> TrainingEstimate:
     """Step time, tokens/s per GPU, MFU and peak memory of one training layout.
 
@@ -161,6 +163,9 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
         wgrad GEMMs read from NVIDIA's measured tables of this GPU, roofline where none covers them;
         :mod:`aisize.training.kernel_gemms`); default :data:`aisize.training.kernel_gemms.DEFAULT_GEMM_SOURCE`
 
+    moe_source : "roofline" (tile-padded grouped GEMMs x fitted efficiency) | "kernels" (routed experts read from
+        NVIDIA's measured MoE operator on this GPU, roofline where none covers them; :mod:`aisize.training.kernel_moe`);
+        default :data:`aisize.training.kernel_moe.DEFAULT_MOE_SOURCE`
     calibration : the fitted training constants (:mod:`aisize.training.calibration`): None (the shipped
         one), a TrainingCalibration, an :class:`aisize.calibration.Calibration` or a calibration file's path
     layout : a :class:`~aisize.training.parallel.TrainingLayout` of ``model``, instead of the layout
@@ -223,8 +228,9 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
                   loss_slot=int(lay.loss_in_pipeline_split), offload_layers=offload, lora_rank=rank,
                   frozen_dtype_bytes=frozen)
     source = kernel_gemms.check_source(gemm_source)
+    experts = kernel_moe.check_source(moe_source)
     b, s, cp = lay.pipeline_micro_batch, lay.seq_len, lay.context_parallel
-    with kernel_gemms.using(acc.id, source):
+    with kernel_gemms.using(acc.id, source), kernel_moe.using(experts):
         mem, step = evaluate_layout(m, eng, opt, lay)
     covered = (kernel_gemms.coverage(d, acc.id, eng.recipe, b * s / cp, lay.tp, te)
                if source == "kernels" else "roofline x fitted efficiency (gemm_source='roofline')")
@@ -233,7 +239,9 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
     hw = model_flops_per_token(d, s, lay.recompute) / model_flops_per_token(d, s)
     return TrainingEstimate(m.id, acc.id, lay, step, mem, float(capacity), eng.generation, float(step.step_seconds),
                             float(step.tokens_per_s), float(step.tokens_per_s_per_gpu), float(step.mfu),
-                            float(step.mfu * hw), total, bool(total <= capacity), source, covered, cal)
+                            float(step.mfu * hw), total, bool(total <= capacity), source, covered, cal, experts,
+                            kernel_moe.coverage(d, acc.id, eng.recipe, lay.ep, lay.etp) if experts == "kernels" else
+                            "roofline x fitted expert efficiency (moe_source='roofline')")
 
 
 # estimate()'s layout keywords and their defaults: with layout= they must be left out
