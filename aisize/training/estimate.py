@@ -228,7 +228,8 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
                   loss_slot=int(lay.loss_in_pipeline_split), offload_layers=offload, lora_rank=rank,
                   frozen_dtype_bytes=frozen)
     source = kernel_gemms.check_source(gemm_source)
-    experts = kernel_moe.check_source(moe_source)
+    # None: the source in force (kernel_moe.using's, as the fit and the layout search set it), else the default
+    experts = kernel_moe.active() if moe_source is None else kernel_moe.check_source(moe_source)
     b, s, cp = lay.pipeline_micro_batch, lay.seq_len, lay.context_parallel
     with kernel_gemms.using(acc.id, source), kernel_moe.using(experts):
         mem, step = evaluate_layout(m, eng, opt, lay)
