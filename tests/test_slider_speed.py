@@ -140,7 +140,7 @@ def test_elasticity_at_answers_for_the_estimate_it_was_given():
     assert copy is not est and RC.elasticity_at(copy, rate, "p95") == first
 
 
-def _rate_sweep(name: str, steps=range(0, 31, 3), field="requests_per_s", factor=1.12) -> list[str]:
+def _rate_sweep(name: str, steps=range(0, 31, 3), field="requests_per_s", factor=1.12, **given) -> list[str]:
     """to_json of the preset's plan with each inference service's ``field`` x factor**k: the request-rate
     slider's path in benchmarks/bench_app.py (20 to 630 requests/s), each plan made afresh but for the caches
     across plans that the shortcuts keep (replica capacities)."""
@@ -150,26 +150,29 @@ def _rate_sweep(name: str, steps=range(0, 31, 3), field="requests_per_s", factor
         data = to_dict(preset(name))
         for w, w0 in zip(data["workloads"], base["workloads"]):
             if w["kind"] == "inference" and w0.get(field) is not None:
+                w.update(given)
                 w[field] = w0[field] * factor ** k
         PI.plan_inference.cache_clear()
         out.append(to_json(plan(from_dict(data))))
     return out
 
 
-@pytest.mark.parametrize("name, field, factor", [("xe9680-genai", "requests_per_s", 1.12),
-                                                 ("xe9680-genai", "tpot_target_ms", 0.93),
-                                                 ("xe9680-genai", "ttft_target_ms", 0.8),
-                                                 ("shared-cluster", "requests_per_s", 1.25),
-                                                 ("agentic-coding", "tpot_target_ms", 0.9)])
-def test_load_free_shortcuts_plan_what_the_long_way_plans(monkeypatch, name, field, factor):
+@pytest.mark.parametrize("name, field, factor, given", [
+    ("xe9680-genai", "requests_per_s", 1.12, {}), ("xe9680-genai", "tpot_target_ms", 0.93, {}),
+    ("xe9680-genai", "ttft_target_ms", 0.8, {}), ("shared-cluster", "requests_per_s", 1.25, {}),
+    ("agentic-coding", "tpot_target_ms", 0.9, {}),
+    # a spread of lengths: its capacity and decoding context come from the lengths, not the rate
+    ("xe9680-genai", "requests_per_s", 1.12, {"prompt_cv": 0.4, "output_cv": 0.7}),
+    ("xe9680-genai", "tpot_target_ms", 0.93, {"output_cv": 1.0})])
+def test_load_free_shortcuts_plan_what_the_long_way_plans(monkeypatch, name, field, factor, given):
     # load_free False and nothing kept across plans: every replica count of the knee's top-up estimated and its
     # own curve read, every screened shape estimated before its capacity rules it out, every estimate made
     # afresh, as before the shortcuts
-    fast = _rate_sweep(name, field=field, factor=factor)
+    fast = _rate_sweep(name, field=field, factor=factor, **given)
     monkeypatch.setattr(RC, "load_free", lambda w, arch: False)
     monkeypatch.setattr(RC, "_estimates", RC._Kept(0))
     monkeypatch.setattr(RC, "_capacities", RC._Kept(0))
-    assert _rate_sweep(name, field=field, factor=factor) == fast
+    assert _rate_sweep(name, field=field, factor=factor, **given) == fast
 
 
 def test_load_free_is_false_where_the_load_changes_the_replica():
@@ -181,4 +184,4 @@ def test_load_free_is_false_where_the_load_changes_the_replica():
     chat = next(w for w in preset("xe9680-genai").workloads if w.kind == "inference")
     assert RC.load_free(chat, models.resolve(chat.model))
     spread = chat.model_copy(update={"output_cv": 0.5})
-    assert not RC.load_free(spread, models.resolve(chat.model))
+    assert RC.load_free(spread, models.resolve(chat.model))  # the lengths, not the rate, set its capacity

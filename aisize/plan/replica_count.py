@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from aisize import serving
 from aisize.plan import context as C
-from aisize.plan.kvtiers import length_distribution, plan_kv_tiers, serving_extras
+from aisize.plan.kvtiers import plan_kv_tiers, serving_extras
 from aisize.serving.curves import latency_elasticity
 from aisize.serving.tails import STATISTIC_SUFFIX
 
@@ -154,10 +154,12 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
 
 def load_free(w, arch) -> bool:
     """Whether the service's replica, its capacity and fit, and so its latency curve are the same at any rate: no
-    prompt reuse (its hits follow the rate), no spread of lengths (settled at the rate), and a dense model (an MoE
-    replica's expert-parallel layout is picked at the rate). Then the estimate at one replica count reads the latency
-    elasticity and the capacity of any other (aisize.serving.curves reads the replica, its capacity and limits)."""
-    return w.prefix is None and w.kv_tiers is None and length_distribution(w) is None and arch.experts <= 1
+    prompt reuse (its hits and tiers follow the rate) and a dense model (an MoE replica's expert-parallel layout is
+    picked at the rate). A spread of lengths keeps it load-free: its capacity and the decoding context the curve
+    reads come from the lengths alone (aisize.serving.reuse.ServingWorkload.settle without reuse). Then the estimate
+    at one replica count reads the latency elasticity and the capacity of any other (aisize.serving.curves reads
+    the replica, its capacity and limits, and that context)."""
+    return w.prefix is None and w.kv_tiers is None and arch.experts <= 1
 
 
 def below_knee(w, est) -> bool:
