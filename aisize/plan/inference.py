@@ -312,21 +312,24 @@ def _disaggregated(w, ctx, arch, pools, calibration) -> dict:
     capacity = est.requests_per_s if not est.stable else (
         w.requests_per_s / max(est.prefill_utilisation, est.decode_batch / max(est.decode_slots, 1.0), 1e-12))
     ttft_stat, tpot_stat = _statistic(w, est)
-    # the pools as bought, with the latencies of the model that evaluates them (size_pools sized them at the
-    # largest decode batch meeting TPOT): one figure per quantity on every surface
+    # the pools as bought, with the latencies of the model that evaluates them (size_pools sizes with that same
+    # model, so these equal its own figures; kept so that one object carries every surface's figure)
     shown = dataclasses.replace(
         pools, ttft_s=est.ttft_s, ttft_p95_s=est.ttft_p95_s, tpot_s=est.tpot_s, tpot_p95_s=est.tpot_p95_s,
+        ttft_p99_s=est.ttft_p99_s, tpot_p99_s=est.tpot_p99_s,
         ttft_statistic_s=ttft_stat, tpot_statistic_s=tpot_stat, kv_transfer_s=est.kv_transfer_s,
         kv_link_bytes_per_s=est.kv_link_bytes_per_s, kv_link_utilisation=est.kv_link_utilisation)
+    slots = float(pools.pair.decode_slots) if pools.pair is not None else float(pools.decode_batch)
+    full = float(pools.pair.decode_seconds(slots)) if pools.pair is not None else pools.tpot_s
     return dict(
         pools=shown, pools_estimate=est,
         serving_mode="disaggregated", tensor_parallel=d_tp, pipeline_parallel=d_pp, attention_dp=d_dp,
         gpus_per_replica=None, replicas=pools.prefill_replicas + pools.decode_replicas,
         replica_gpus=(p_gpus,) * pools.prefill_replicas + (d_gpus,) * pools.decode_replicas,
-        memory_per_gpu_bytes=mem, kv_in_use_per_gpu_bytes=kv, batch=int(round(batch)), max_batch=pools.decode_batch,
+        memory_per_gpu_bytes=mem, kv_in_use_per_gpu_bytes=kv, batch=int(round(batch)), max_batch=int(slots),
         ttft_seconds=est.ttft_s, ttft_p95_seconds=est.ttft_p95_s, tpot_seconds=est.tpot_s,
         tpot_p95_seconds=est.tpot_p95_s, ttft_p99_seconds=est.ttft_p99_s, tpot_p99_seconds=est.tpot_p99_s,
-        output_tokens_per_s_per_replica=pools.decode_batch / pools.tpot_s,
+        output_tokens_per_s_per_replica=slots / full,  # a decode replica flat out: its slots full
         capacity_output_tokens_per_s=capacity * w.output_tokens,
         utilisation=max(est.prefill_utilisation, est.decode_batch / max(est.decode_slots, 1.0))
         if est.stable else math.inf, estimate=None)
