@@ -178,3 +178,20 @@ def test_a_scenario_without_a_job_stream_clears_the_queue(app):
     assert cluster.waits.chart and cluster.queue.value
     app.preset.value = DEFAULT_PRESET
     assert cluster.waits.chart is None and cluster.queue.value == ""
+
+
+def test_time_from_switches_the_training_time_to_the_mfu_policy_and_back():
+    """'Time from' (policies.training_time) names what times the jobs: the step-time model, or the MFU slider as
+    an override; the plan's rule and days follow, and the MFU slider then moves the days."""
+    app = build_app(display=False, data=to_dict(preset("llama3-70b-pretrain")))
+    training = app.open_tab("Training")
+    first = app.state.plan.training[0]
+    assert training.timed_by.value == "step-time" and first.throughput_rule == "step-time"
+    training.timed_by.value = "mfu"
+    t = app.state.plan.training[0]
+    assert app.state.data["policies"]["training_time"] == "mfu" and t.throughput_rule == "policy-mfu"
+    training.mfu.value = 0.2
+    slower = app.state.plan.training[0]
+    assert slower.mfu_assumed == 0.2 and slower.training_days > t.training_days
+    training.timed_by.value = "step-time"
+    assert app.state.plan.training[0].training_days == first.training_days

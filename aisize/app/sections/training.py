@@ -19,6 +19,7 @@ import pandas as pd
 from aisize import catalog, charts
 from aisize import format as F
 from aisize.app import controls as K
+from aisize.compute import DEFAULT_MFU
 from aisize.app.sections import OWN_MODEL, Section, selected, show_model
 from aisize.plan import gpus_vs_days, layout_candidates
 from aisize.scenario.model import OPTIMIZERS, RECOMPUTE, SCHEDULES, TRAIN_PRECISIONS
@@ -94,10 +95,14 @@ class TrainingSection(Section):
                                  "[days]; GPUs are derived (whole servers)")
         self.gpus = K.log_slider("GPUs [count]", 8, 1, 65_536, "GPUs the job runs on", steps_per_decade=30,
                                  fmt=".0f")
-        self.mfu = K.float_slider("MFU, all jobs [ratio]", 0.4, 0.05, 0.9, 0.01, "Model FLOPs utilisation: "
+        self.timed_by = K.dropdown("Time from", [("step-time model", "step-time"), ("MFU policy (override)", "mfu")],
+                                   "step-time", "What times a transformer's full training, all jobs: the step-time "
+                                   "model at the chosen layout (validated on published runs), or the MFU below as an "
+                                   "override (policies.training_time)")
+        self.mfu = K.float_slider("MFU, all jobs [ratio]", DEFAULT_MFU, 0.05, 0.9, 0.01, "Model FLOPs utilisation: "
                                   "share of dense peak a run achieves (a policy of every training job; large runs 0.35-0.50). It times "
                                   "only what the step-time model does not: LoRA and QLoRA fine-tunes, models that "
-                                  "are not transformers", fmt=".2f")
+                                  "are not transformers, and every job when 'Time from' is the MFU policy", fmt=".2f")
         self.parallel = K.dropdown("Parallelism", [("auto (search)", "auto"), ("fixed", "fixed")], "auto",
                                    "Search the fastest layout that fits, or fix TP/PP/ZeRO/micro-batch")
         small = dict(layout=widgets.Layout(width="136px"), style={"description_width": "56px"})
@@ -124,6 +129,7 @@ class TrainingSection(Section):
         self.bind(self.days, w("target_days"), float)
         self.bind(self.gpus, w("gpus"), lambda v: int(round(v)))
         self.bind(self.mfu, lambda: ("policies", "mfu"), float)
+        self.bind(self.timed_by, lambda: ("policies", "training_time"))
         self.size_by.observe(self._on_size_by, names="value")
         self.bind(self.parallel, w("layout"), self._layout_value)
         for knob in self._layout_knobs():
@@ -133,7 +139,8 @@ class TrainingSection(Section):
                                widgets.HBox([self.micro, self.recompute, self.cp]), widgets.HBox([self.schedule])])
         # the job's controls, hidden when the scenario has no training job (they would edit nothing)
         self.controls = widgets.VBox([self.model, self.method, self.precision, self.optimizer, self.tokens,
-                                      self.size_by, self.days, self.gpus, self.mfu, self.parallel, manual])
+                                      self.size_by, self.days, self.gpus, self.timed_by, self.mfu, self.parallel,
+                                      manual])
         left = K.controls_column([self.job, self.controls, self.error])
         right = K.figures_column([self.figures, self.range_note, self.memory_chart.box])
         self.view.children = [widgets.HBox([left, right]), K.heading("GPUs needed vs target time"),
@@ -179,6 +186,7 @@ class TrainingSection(Section):
         selected(self.job, self.state.workloads("training"))
         data = self.state.data
         K.assign(self.mfu, "value", data["policies"]["mfu"])
+        K.assign(self.timed_by, "value", data["policies"].get("training_time", "step-time"))
         K.assign(self.controls.layout, "display", "none" if self.job.value is None else None)
         if self.job.value is None:
             return
