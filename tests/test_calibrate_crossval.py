@@ -60,6 +60,7 @@ def test_aisize_validate_cross_validate_prints_in_sample_beside_held_out(monkeyp
     monkeypatch.setattr("aisize.calibrate.read_table", lambda path: small if "throughput" in str(path) else [])
     lines = cli.cross_validation_lines(["gpu"], 4)
     assert lines[0].startswith("serving calibration aisize-") and "roofline GEMMs" in lines[0]
-    assert lines[1].startswith("leave one gpu out (2 groups")
-    assert lines[2].startswith("  in sample") and lines[3].startswith("  held out")
+    assert "roofline attention" in lines[0] and lines[1].startswith("  on serving_throughput")
+    assert lines[2].startswith("leave one gpu out (2 groups")
+    assert lines[3].startswith("  in sample") and lines[4].startswith("  held out")
     assert all(len(x) <= 120 for x in lines)

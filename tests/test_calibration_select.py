@@ -215,4 +215,6 @@ def test_the_calibrate_command_says_how_to_select_its_file(tmp_path, capsys):
     scenario = tmp_path / "s.yaml"
     scenario.write_text(f"name: x\nhardware: {{server: dgx-h100}}\npolicies: {{serving_calibration: {out}}}\n"
                         f"workloads: [{json.dumps(_service(model='qwen3-8b'))}]\n")
-    assert plan(load(scenario)).inference[0].estimate.calibration == json.loads(Path(out).read_text())["name"]
+    written = json.loads(Path(out).read_text())  # one file of sections: the fitted serving, the shipped training
+    assert set(written) == {"serving", "training"}
+    assert plan(load(scenario)).inference[0].estimate.calibration == written["serving"]["name"]

@@ -17,9 +17,8 @@ from pathlib import Path
 
 PROGRESS_SECONDS = 10.0  # a fit of many runs takes minutes: say how far it is this often (on stderr)
 TRAINING_SECTIONS = ("shipped", "none")
-# 'none' until aisize.serving.calibration.from_dict reads the serving section of a file with sections
-# (scenario files, the app and serving.estimate(calibration=FILE) read calibrations through it)
-DEFAULT_TRAINING_SECTION = "none"
+# every reader takes a file of sections (aisize.calibration; serving.estimate reads its serving one)
+DEFAULT_TRAINING_SECTION = "shipped"
 
 
 def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:

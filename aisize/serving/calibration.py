@@ -290,6 +290,15 @@ def from_dict(d, *, where: str = "calibration") -> Calibration:
     """A :class:`Calibration` from a parsed calibration file (a dict), checked as :func:`from_json` says."""
     if not isinstance(d, dict):
         raise ValueError(f"{where} must hold a JSON object of calibration constants")
+    if {"serving", "training"} & set(d):  # a file of sections (aisize.calibration): the serving one is read here
+        if set(d) - {"serving", "training"}:
+            raise ValueError(f"{where} mixes sections with top-level keys "
+                             f"{sorted(map(str, set(d) - {'serving', 'training'}))[:5]!r}; allowed sections: "
+                             "serving, training")
+        d = d.get("serving") or {}
+        where = f"{where} section 'serving'"
+        if not isinstance(d, dict):
+            raise ValueError(f"{where} must hold a JSON object of calibration constants")
     base = {f.name: getattr(CALIBRATION, f.name) for f in fields(CALIBRATION)}
     unknown = set(d) - set(base)
     if unknown:
