@@ -44,9 +44,8 @@ from aisize.serving.costs import model_costs
 from aisize.serving.engine import resolve_engine
 from aisize.serving.hardware import device
 from aisize.serving.hardware import scaleout_bytes_per_s as server_scaleout_bytes_per_s
-from aisize.serving.disaggregated import decode_iteration_seconds, kv_transfer_seconds, prefill_iteration_seconds
-from aisize.serving.iteration import achieved_rates
-from aisize.serving.tails import Z95, Z99
+from aisize.serving.iteration import achieved_rates, iteration_time
+from aisize.serving.tails import QUANTILES, Z95, Z99, normal_quantile
 from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ReplicaShape, ShapeGrid, divisors, engine_runs
 from aisize.serving.sizing import STATISTICS
@@ -140,44 +139,76 @@ def _aggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link):
 
 
 def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic):
-    """Prefill shapes x decode shapes x decode batches x prefill budgets.
+    """Prefill shapes x decode shapes x decode batches x prefill token budgets, each pair by the model of
+    :class:`~aisize.serving.pool_pair.PoolPair` (:func:`~aisize.serving.pool_pair.pools_state`, the one
+    :func:`aisize.serving.estimate_disaggregated` and the planner's sizing read) at zero prefill load, its decode
+    replica at the row's batch (docs/serving-replica.md, "The configuration search's pairs").
 
-    A decode iteration depends on the decode shape and batch only, a prefill iteration on the prefill shape
-    and budget only: each is evaluated once per shape (n x batches, n x budgets) and taken to the n^2 pairs,
-    not evaluated n-fold over the pairs' grid (the same arithmetic on each element)."""
+    The pair's figures of one side depend on that side's shape only: the prefill iterations (full and lone),
+    memory and KV transfer on the prefill shape and budget, the decode iterations and slots on the decode shape
+    and batch. Each is evaluated once per shape and taken to the n^2 pairs."""
     n = shapes.shape[1]
     pi, di = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     pi, di = pi.ravel(), di.ravel()
     tp, dp, pp = (a[:, None] for a in shapes)  # n x 1: one row per shape
-    b = np.asarray(BATCHES, dtype=float)
-    budget = np.maximum(np.asarray(PREFILL_BUDGETS, dtype=float), float(i))
-    dec = decode_iteration_seconds(costs, rates, calib, ShapeGrid(tp, dp, pp, link), batch=b[None, :],
-                                   input_tokens=i, output_tokens=o)  # n x batches
-    prompts = np.floor(budget / i)
-    pre = prefill_iteration_seconds(costs, rates, calib, ShapeGrid(tp, dp, pp, link), prompts=prompts[None, :],
-                                    input_tokens=i)  # n x budgets
-    gpus = shapes[0] * shapes[2]
-    transfer = kv_transfer_seconds(costs, i, nic, gpus)  # by prefill shape
-    mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=float(i),
-                         gpus=shapes[0], attention_dp=shapes[1], pipeline_parallel=shapes[2])  # by decode shape
+    grid_shape = ShapeGrid(tp, dp, pp, link)
+    ep = tp if m.experts > 1 else 1.0  # experts over the stage's GPUs, as disaggregated.pool_spec hands pools over
+    b = np.asarray(BATCHES, dtype=float)[None, :]
+    flag = np.maximum(np.asarray(PREFILL_BUDGETS, dtype=float), float(i))[None, :]  # the engine's token budget
+    # prefill, as estimate_disaggregated builds it: q whole prompts per attention-DP rank under the rank's budget
+    rank = np.broadcast_to(engine.rank_limit(flag, dp), (n, flag.size))
+    q = np.maximum(np.floor(rank / i), 1.0)
+    spans, chunk = np.maximum(np.ceil(i / rank), 1.0), np.minimum(float(i), rank)
+
+    def prefill_seconds(prompts):  # n x budgets
+        return iteration_time(costs, rates, calib, decode_sequences=0.0 * prompts, decode_context=float(i),
+                              prefill_tokens=prompts * chunk, prefill_prompts=prompts, prompt_tokens=float(i),
+                              graphed=False, **grid_shape.kwargs()).seconds * spans
+    prompts = q * dp  # a full iteration's, whole replica
+    t_full, t_one = prefill_seconds(prompts), prefill_seconds(np.ones_like(q))
+    p_fits = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + 1.0, max_num_tokens=q * i,
+                            gpus=tp, attention_dp=dp, pipeline_parallel=pp, expert_parallel=ep).fits
+    # each prefill GPU ships its shard of the prompt's cache (beyond the KV heads, shards repeat)
+    shards = np.minimum(shapes[0], max(costs.kv_heads, 1) * shapes[1]) * shapes[2]
+    transfer = float(costs.kv_bytes(float(i))) / (nic * shards)  # by prefill shape
+    # decode: slots from the batch limit per rank and the KV pool; iterations launched as the engine does
+    mbs = 4096.0 if engine.max_batch_size is None else engine.rank_limit(float(engine.max_batch_size), dp)
+    mbs = np.broadcast_to(np.asarray(mbs, dtype=float), tp.shape)
+    d_mem = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + o, max_num_tokens=mbs, gpus=tp,
+                           attention_dp=dp, pipeline_parallel=pp, expert_parallel=ep)
+    slots = np.where(d_mem.fits, np.minimum(mbs * dp * pp, d_mem.sequences), 0.0)  # n x 1
+    launch = engine.launch(mbs, dp * pp)
+
+    def decode_seconds(batch):  # n x batches
+        return iteration_time(costs, rates, calib, decode_sequences=batch, decode_context=i + 0.5 * o,
+                              prefill_tokens=0.0 * batch, prefill_prompts=0.0 * batch, prompt_tokens=float(i),
+                              graphed=launch.graphed(batch, batch, False), overlap=launch.overlap,
+                              **grid_shape.kwargs()).seconds
+    dec = [decode_seconds(np.broadcast_to(b, (n, b.size)))]  # mean, then at the Poisson batch's p95 and p99
+    dec += [decode_seconds(np.minimum(b + normal_quantile(qt) * np.sqrt(b), np.maximum(slots, 1.0)))
+            for qt in QUANTILES]
     # the pairs' grid: pairs x batches x budgets
-    grid = (n * n, b.size, budget.size)
-    b, budget, prompts = b[None, :, None], budget[None, None, :], prompts[None, None, :]
+    grid = (n * n, b.size, flag.size)
+    gpus = shapes[0] * shapes[2]
     d_tp, d_dp, d_pp, d_gpus = (a[di][:, None, None] for a in (*shapes, gpus))
     p_gpus, transfer = gpus[pi][:, None, None], transfer[pi][:, None, None]
-    dec, pre = dec[di][:, :, None], pre[pi][:, None, :]
-    # GPU-seconds per request in each pool, then tokens/s per GPU of the whole deployment
-    prefill_gpu_s = pre / prompts * p_gpus
-    decode_gpu_s = o * dec / b * d_gpus
-    ttft = calib.request_seconds + 1.5 * pre + transfer
+    tpot, tpot95, tpot99 = (t[di][:, :, None] for t in dec)
+    t_full, t_one, prompts = (a[pi][:, None, :] for a in (t_full, t_one, prompts))
+    fits = p_fits[pi][:, None, :] & (b[:, :, None] <= slots[di][:, :, None])
+    b = b[:, :, None]
+    # GPU-seconds per request in each pool (a full prefill iteration's share; o - 1 decode steps), then tokens/s
+    # per GPU of the whole deployment
+    prefill_gpu_s = t_full / prompts * p_gpus
+    decode_gpu_s = max(o - 1.0, 0.0) * tpot / b * d_gpus
+    ttft = calib.request_seconds + t_one + transfer  # zero prefill load: no wait, the prompt's own iteration
+    p_tp, p_dp, p_pp = (a[pi][:, None, None] for a in shapes)
     return dict(mode="disaggregated", tensor_parallel=d_tp, attention_dp=d_dp, pipeline_parallel=d_pp,
-                batch=np.broadcast_to(b, grid), budget=budget, chunked=np.zeros(grid, bool), prefill_gpus=p_gpus,
-                decode_gpus=d_gpus, gpus_per_replica=p_gpus + d_gpus, tpot_s=dec, tpot_p95_s=dec, tpot_p99_s=dec,
-                ttft_s=ttft, ttft_p95_s=calib.request_seconds + 1.95 * pre + transfer,
-                ttft_p99_s=calib.request_seconds + 1.99 * pre + transfer,
-                tokens_per_s_per_gpu=o / (prefill_gpu_s + decode_gpu_s),
-                tokens_per_s_per_user=1.0 / dec, fits=mem.sequences[di][:, None, None] >= b, kv_transfer_s=transfer,
-                prefill_share_of_gpus=prefill_gpu_s / (prefill_gpu_s + decode_gpu_s))
+                batch=np.broadcast_to(b, grid), budget=flag[:, None, :], chunked=np.zeros(grid, bool),
+                prefill_tensor_parallel=p_tp, prefill_attention_dp=p_dp, prefill_pipeline_parallel=p_pp,
+                prefill_gpus=p_gpus, decode_gpus=d_gpus, gpus_per_replica=p_gpus + d_gpus, tpot_s=tpot,
+                tpot_p95_s=tpot95, tpot_p99_s=tpot99, ttft_s=ttft, ttft_p95_s=ttft, ttft_p99_s=ttft,
+                tokens_per_s_per_gpu=o / (prefill_gpu_s + decode_gpu_s), tokens_per_s_per_user=1.0 / tpot,
+                fits=fits, kv_transfer_s=transfer, prefill_share_of_gpus=prefill_gpu_s / (prefill_gpu_s + decode_gpu_s))
 
 
 def search(model, accelerator, *, input_tokens, output_tokens, ttft_target_s=None, tpot_target_s=None,
