@@ -94,10 +94,29 @@ def _poisson(mean, kmax=_MAX_COARRIVALS):
     return p
 
 
+_TREE_LEVELS = 5  # bisection steps decided per (vectorized) call of the tail: 12 calls instead of 60
+
+
 def _quantile(exceed, lo, hi, q):
-    for _ in range(_BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if exceed(mid) > 1.0 - q else (lo, mid)
+    """The bisection root of ``exceed(x) = 1 - q`` on (lo, hi), ``_BISECTIONS`` halvings.
+
+    ``exceed`` takes a 1-D array of x. Each call evaluates every midpoint the next ``_TREE_LEVELS`` halvings
+    could visit (a binary tree, node i's children 2i+1 and 2i+2), then walks it: the same midpoints, the same
+    decisions and so the same root as one halving per call, in a fifth of the calls."""
+    level = 1.0 - q
+    for start in range(0, _BISECTIONS, _TREE_LEVELS):
+        levels = min(_TREE_LEVELS, _BISECTIONS - start)
+        bounds, mids = [(lo, hi)], []
+        for i in range(2 ** levels - 1):  # heap order: a node's bounds are known before its children's
+            a, b = bounds[i]
+            mid = 0.5 * (a + b)
+            mids.append(mid)
+            bounds += [(a, mid), (mid, b)]
+        above = np.asarray(exceed(np.asarray(mids))) > level
+        i = 0
+        for _ in range(levels):
+            lo, hi = (mids[i], hi) if above[i] else (lo, mids[i])
+            i = 2 * i + (2 if above[i] else 1)
     return hi
 
 
@@ -234,5 +253,7 @@ def tpot_quantile(mean_seconds, sigma_seconds, steps, weights, q=0.95):
     w = np.asarray(weights, dtype=float)
     if sigma_seconds <= 0:
         return float(mean_seconds)
-    return _quantile(lambda x: float((w * normal_tail((x - mean_seconds) * np.sqrt(n) / sigma_seconds)).sum()),
+    root_n = np.sqrt(n)
+    # each row x: the same elementwise terms and row sum as the scalar x's, so the same root to the last bit
+    return _quantile(lambda x: (w * normal_tail((x[:, None] - mean_seconds) * root_n / sigma_seconds)).sum(axis=1),
                      float(mean_seconds), float(mean_seconds) + 8.0 * sigma_seconds, q)
