@@ -1,7 +1,7 @@
 """The configuration search: what it counts, and that its shortcuts give what the plain evaluation gives.
 
 The search evaluates a disaggregated pair's decode iteration once per decode shape and batch and its prefill
-iteration once per prefill shape and budget, and finds the feasible set and the frontier on numpy columns;
+iterations once per prefill shape and budget, and finds the feasible set and the frontier on numpy columns;
 these tests hold each shortcut to the plain computation it replaces, exactly."""
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ import pytest
 from aisize import models, serving
 from aisize.serving.calibration import CALIBRATION
 from aisize.serving.costs import model_costs
-from aisize.serving.disaggregated import decode_iteration_seconds, prefill_iteration_seconds
 from aisize.serving.engine import resolve_engine
 from aisize.serving.hardware import device
-from aisize.serving.iteration import achieved_rates
+from aisize.serving.iteration import achieved_rates, iteration_time
 from aisize.serving.shapes import ShapeGrid
 
 S = sys.modules["aisize.serving.search"]  # the module (aisize.serving.search is the function)
@@ -36,7 +35,8 @@ def test_the_count_is_shapes_by_batches_by_budgets_aggregated_and_pairs_disaggre
 
 
 def _plain_disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link):
-    """Decode and prefill iterations on the whole pairs x batches x budgets grid, as the search did before."""
+    """Decode and lone-prompt prefill iterations of the pairs' model (PoolPair) on the whole pairs x batches x
+    budgets grid, every element evaluated."""
     n = shapes.shape[1]
     pi, di = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n), indexing="ij"))
     p = [shapes[k][pi][:, None, None] for k in range(3)]
@@ -45,11 +45,15 @@ def _plain_disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link
     budget = np.maximum(np.asarray(S.PREFILL_BUDGETS, dtype=float)[None, None, :], float(i))
     grid = np.broadcast_arrays(*p, *d, b, budget)
     p, d, b, budget = grid[:3], grid[3:6], grid[6], grid[7]
-    dec = decode_iteration_seconds(costs, rates, calib, ShapeGrid(*d, link), batch=b, input_tokens=i,
-                                   output_tokens=o)
-    pre = prefill_iteration_seconds(costs, rates, calib, ShapeGrid(*p, link), prompts=np.floor(budget / i),
-                                    input_tokens=i)
-    return dec, pre
+    mbs = np.full(b.shape, float(engine.max_batch_size))  # trtllm: per rank
+    launch = engine.launch(mbs, d[1] * d[2])
+    dec = iteration_time(costs, rates, calib, decode_sequences=b, decode_context=i + 0.5 * o, prefill_tokens=0.0 * b,
+                         prefill_prompts=0.0 * b, prompt_tokens=i, graphed=launch.graphed(b, b, False),
+                         overlap=launch.overlap, **ShapeGrid(*d, link).kwargs()).seconds
+    one = np.ones_like(b)
+    lone = iteration_time(costs, rates, calib, decode_sequences=0.0 * one, decode_context=i, prefill_tokens=i * one,
+                          prefill_prompts=one, prompt_tokens=i, graphed=False, **ShapeGrid(*p, link).kwargs()).seconds
+    return dec, lone
 
 
 @pytest.mark.parametrize("model, gpu, wp, pps", [("qwen3-30b-a3b", "b200", "nvfp4", (1, 2)),
@@ -61,10 +65,10 @@ def test_the_pairs_take_each_shapes_iterations_as_the_whole_grid_evaluates_them(
     shapes = S._shapes(m, dev, dev.scaleup_domain * max(pps), pps)
     link = 50e9 if max(pps) > 1 else None
     part = S._disaggregated(m, costs, dev, rates, CALIBRATION, engine, 2048.0, 512.0, shapes, link, 40e9)
-    dec, pre = _plain_disaggregated(m, costs, dev, rates, CALIBRATION, engine, 2048.0, 512.0, shapes, link)
+    dec, lone = _plain_disaggregated(m, costs, dev, rates, CALIBRATION, engine, 2048.0, 512.0, shapes, link)
     grid = part["batch"].shape
     np.testing.assert_array_equal(np.broadcast_to(part["tpot_s"], grid), dec)
-    ttft_from_plain = CALIBRATION.request_seconds + 1.5 * pre + np.broadcast_to(part["kv_transfer_s"], grid)
+    ttft_from_plain = CALIBRATION.request_seconds + lone + np.broadcast_to(part["kv_transfer_s"], grid)
     np.testing.assert_array_equal(np.broadcast_to(part["ttft_s"], grid), ttft_from_plain)
 
 
