@@ -4,11 +4,11 @@ import math
 
 import pytest
 
-from aisize import catalog
+from aisize import catalog, models, serving
 from aisize.cost import load_prices
 from aisize.fleet.cost import server_usd_per_gpu_hour
 from aisize.fleet.failures import failure_rates, spares_for, training_goodput
-from aisize.fleet.hetero import heterogeneous, size_pair
+from aisize.fleet.hetero import heterogeneous
 from aisize.fleet.lora import (adapter_params, adapters_that_fit, distinct_adapters, lora_serving, lru_hit_rate,
                                popularity)
 from aisize.fleet.power import cooling_load, cooling_of, efficiency, envelope
@@ -138,17 +138,31 @@ def test_batched_lora_cost_is_within_punicas_reported_overhead():
 # --- heterogeneous pools --------------------------------------------------------------------------
 
 
-def test_heterogeneous_pool_by_hand():
-    # 10 requests/s; prefill 0.4 GPU-s per request on 1-GPU replicas at $3/GPU-h; decode 3 GPU-s per
-    # request on 2-GPU replicas at $2/GPU-h; 80 % target: prefill ceil(10 x 0.4 / 0.8) = 5 GPUs,
-    # decode ceil(10 x 3 / (0.8 x 2)) = 19 replicas = 38 GPUs; $15 + $76 = $91/h for 10 x 500 tokens/s:
-    # 91 / (5,000 x 3,600) x 10^6 = $5.06 per million tokens
-    s = size_pair(10.0, output_tokens=500, prefill_gpu_seconds=0.4, prefill_gpus_per_replica=1,
-                  decode_gpu_seconds=3.0, decode_gpus_per_replica=2, prefill_usd_per_gpu_hour=3.0,
-                  decode_usd_per_gpu_hour=2.0)
-    assert (s.prefill_gpus, s.decode_replicas, s.decode_gpus) == (5, 19, 38)
-    assert s.usd_per_hour == pytest.approx(91.0)
-    assert s.usd_per_million_tokens == pytest.approx(91.0 / (5000 * 3600) * 1e6)
+def test_heterogeneous_pools_and_cost_by_hand():
+    # 10 requests/s of Llama 3.3 70B, 4,096 in / 512 out, prefill on H200 at $3/GPU-h, decode on B200 at $5/GPU-h:
+    # each pool is cheapest_pool's (the estimate's pair and queues) at most 80 % busy; the cost is each pool's GPUs
+    # at its price, $/M tokens = $/h / (10 x 512 x 3,600) x 10^6
+    usd = {"dgx-h200": 3.0, "dgx-b200": 5.0}
+    t = heterogeneous("llama-3.3-70b", prefill_servers=["dgx-h200"], decode_servers=["dgx-b200"], requests_per_s=10,
+                      input_tokens=4096, output_tokens=512, ttft_target_s=1.5, tpot_target_s=0.04, usd_per_gpu_hour=usd)
+    row = t.iloc[0]
+    assert row.feasible
+    assert row.prefill_gpus == row.prefill_replicas * row.prefill_gpus_per_replica
+    assert row.decode_gpus == row.decode_replicas * row.decode_gpus_per_replica
+    assert row.usd_per_hour == pytest.approx(row.prefill_gpus * 3.0 + row.decode_gpus * 5.0)
+    assert row.usd_per_million_tokens == pytest.approx(row.usd_per_hour / (10 * 512 * 3600) * 1e6)
+    # the pools at their counts: busy at most 80 % (a replica's capacity: full prefill iterations; decode slots full)
+    from aisize.fleet import hetero
+    from aisize.serving.disaggregated import _decode_capacity, _prefill_capacity
+    common = ("p95", 0.8, min(hetero.nic_bytes_per_s_per_gpu("dgx-h200"), hetero.nic_bytes_per_s_per_gpu("dgx-b200")),
+              "fp8", "fp8", 4096, 512, serving.CALIBRATION)
+    arch = models.resolve("llama-3.3-70b")
+    pre = hetero._side(arch, "dgx-h200", "prefill", 10.0, 1.5, *common)
+    dec = hetero._side(arch, "dgx-b200", "decode", 10.0, 0.04, *common)
+    assert (pre.replicas, dec.replicas) == (row.prefill_replicas, row.decode_replicas)
+    assert 10.0 / (pre.replicas * _prefill_capacity(pre.pair)) <= 0.8
+    assert 10.0 / (dec.replicas * _decode_capacity(dec.pair)) <= 0.8
+    assert pre.figure_s == row.ttft_s <= 1.5 and dec.figure_s == row.tpot_s <= 0.04
 
 
 def test_heterogeneous_choice_is_the_cheapest_feasible_pair():

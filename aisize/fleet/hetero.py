@@ -25,8 +25,6 @@ References
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from functools import lru_cache
 
 import pandas as pd
@@ -42,46 +40,6 @@ COLUMNS = ["prefill_server", "decode_server", "prefill_accelerator", "decode_acc
            "decode_gpus_per_replica", "prefill_replicas", "decode_replicas", "prefill_gpus", "decode_gpus", "ttft_s",
            "tpot_s", "kv_transfer_s", "kv_link_utilisation", "usd_per_hour", "usd_per_million_tokens", "feasible",
            "why"]
-
-
-@dataclass(frozen=True)
-class PairSizing:
-    """Prefill and decode pools for a rate (hand-checkable arithmetic) [count, $, s]."""
-
-    prefill_replicas: int
-    decode_replicas: int
-    prefill_gpus: int
-    decode_gpus: int
-    usd_per_hour: float
-    output_tokens_per_s: float
-    usd_per_million_tokens: float
-    prefill_utilisation: float
-    decode_utilisation: float
-
-
-def size_pair(requests_per_s, *, output_tokens, prefill_gpu_seconds, prefill_gpus_per_replica, decode_gpu_seconds,
-              decode_gpus_per_replica, prefill_usd_per_gpu_hour, decode_usd_per_gpu_hour,
-              target_utilisation=DEFAULT_UTILISATION) -> PairSizing:
-    """Pools for ``requests_per_s`` from each phase's GPU-seconds per request, and their cost."""
-    lam = checks.scalar("requests_per_s", checks.positive("requests_per_s", requests_per_s, high=1e9))
-    o = checks.scalar("output_tokens", checks.positive("output_tokens", output_tokens))
-    u = checks.scalar("target_utilisation", checks.fraction("target_utilisation", target_utilisation))
-    p_s = checks.scalar("prefill_gpu_seconds", checks.positive("prefill_gpu_seconds", prefill_gpu_seconds))
-    d_s = checks.scalar("decode_gpu_seconds", checks.positive("decode_gpu_seconds", decode_gpu_seconds))
-    p_g = int(checks.scalar("prefill_gpus_per_replica", checks.integer("prefill_gpus_per_replica",
-                                                                       prefill_gpus_per_replica, high=4096)))
-    d_g = int(checks.scalar("decode_gpus_per_replica", checks.integer("decode_gpus_per_replica",
-                                                                      decode_gpus_per_replica, high=4096)))
-    p_usd = checks.scalar("prefill_usd_per_gpu_hour", checks.non_negative("prefill_usd_per_gpu_hour",
-                                                                          prefill_usd_per_gpu_hour))
-    d_usd = checks.scalar("decode_usd_per_gpu_hour", checks.non_negative("decode_usd_per_gpu_hour",
-                                                                         decode_usd_per_gpu_hour))
-    n_p = max(math.ceil(lam * p_s / (u * p_g) - 1e-9), 1)
-    n_d = max(math.ceil(lam * d_s / (u * d_g) - 1e-9), 1)
-    cost = n_p * p_g * p_usd + n_d * d_g * d_usd
-    tokens = lam * o
-    return PairSizing(n_p, n_d, n_p * p_g, n_d * d_g, cost, tokens, float(per_million_tokens(cost, tokens)),
-                      lam * p_s / (n_p * p_g), lam * d_s / (n_d * d_g))
 
 
 def nic_bytes_per_s_per_gpu(server_id: str) -> float:
