@@ -10,10 +10,13 @@ its concurrency with the iteration model, all at once with numpy:
 - aggregated: TPOT from the steady state with random arrivals
   (:func:`~aisize.serving.steady.steady_state`), TTFT = half an iteration of wait
   plus the prefill iteration(s), throughput = concurrency / mean iteration;
-- disaggregated: the decode pool runs decode-only iterations at the concurrency;
-  the prefill pool runs iterations of the token budget, so a prefill GPU serves
-  ``budget / (I x time of such an iteration)`` requests per second per replica;
-  TTFT adds the KV transfer of ``I`` tokens over the prefill replica's NICs.
+- disaggregated: each pair by the model of its pools (:class:`~aisize.serving.pool_pair.PoolPair`,
+  :func:`~aisize.serving.pool_pair.pools_state`, what :func:`aisize.serving.estimate_disaggregated` and the
+  planner's sizing read) at zero prefill load: TTFT = time outside the GPU + a lone prompt's iteration + the KV
+  transfer over the prefill replica's KV shards, the same at every statistic; the decode replica at the row's
+  batch (up to its slots), TPOT its decode-only iteration, at p95/p99 that of the Poisson batch
+  ``B + z·sqrt(B)``; a prefill replica serves ``q·dp`` prompts per full iteration of its token budget
+  (docs/serving-replica.md, "The configuration search's pairs").
 
 A configuration is feasible when its KV pool holds its concurrency and it meets
 the TTFT and TPOT targets; the frontier is the set of feasible configurations
