@@ -162,13 +162,13 @@ def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic)
     rank = np.broadcast_to(engine.rank_limit(flag, dp), (n, flag.size))
     q = np.maximum(np.floor(rank / i), 1.0)
     spans, chunk = np.maximum(np.ceil(i / rank), 1.0), np.minimum(float(i), rank)
-
-    def prefill_seconds(prompts):  # n x budgets
-        return iteration_time(costs, rates, calib, decode_sequences=0.0 * prompts, decode_context=float(i),
-                              prefill_tokens=prompts * chunk, prefill_prompts=prompts, prompt_tokens=float(i),
-                              graphed=False, **grid_shape.kwargs()).seconds * spans
     prompts = q * dp  # a full iteration's, whole replica
-    t_full, t_one = prefill_seconds(prompts), prefill_seconds(np.ones_like(q))
+    # full and lone-prompt iterations in one call, side by side along the budgets
+    two = np.concatenate([prompts, np.ones_like(q)], axis=1)
+    t_full, t_one = np.split(iteration_time(
+        costs, rates, calib, decode_sequences=0.0 * two, decode_context=float(i), prefill_tokens=two * np.tile(chunk, 2),
+        prefill_prompts=two, prompt_tokens=float(i), graphed=False, **grid_shape.kwargs()).seconds * np.tile(spans, 2),
+        2, axis=1)
     p_fits = replica_memory(costs, engine, dev.memory_bytes, sequence_tokens=i + 1.0, max_num_tokens=q * i,
                             gpus=tp, attention_dp=dp, pipeline_parallel=pp, expert_parallel=ep).fits
     # each prefill GPU ships its shard of the prompt's cache (beyond the KV heads, shards repeat)
@@ -187,9 +187,10 @@ def _disaggregated(m, costs, dev, rates, calib, engine, i, o, shapes, link, nic)
                               prefill_tokens=0.0 * batch, prefill_prompts=0.0 * batch, prompt_tokens=float(i),
                               graphed=launch.graphed(batch, batch, False), overlap=launch.overlap,
                               **grid_shape.kwargs()).seconds
-    dec = [decode_seconds(np.broadcast_to(b, (n, b.size)))]  # mean, then at the Poisson batch's p95 and p99
-    dec += [decode_seconds(np.minimum(b + normal_quantile(qt) * np.sqrt(b), np.maximum(slots, 1.0)))
-            for qt in QUANTILES]
+    # the mean batch, then the Poisson batch's p95 and p99 (up to the slots), in one call along the batches
+    batches = [np.broadcast_to(b, (n, b.size))]
+    batches += [np.minimum(b + normal_quantile(qt) * np.sqrt(b), np.maximum(slots, 1.0)) for qt in QUANTILES]
+    dec = np.split(decode_seconds(np.concatenate(batches, axis=1)), len(batches), axis=1)
     # the pairs' grid: pairs x batches x budgets
     grid = (n * n, b.size, flag.size)
     gpus = shapes[0] * shapes[2]
