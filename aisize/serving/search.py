@@ -334,8 +334,12 @@ class _Fitting:
 def _gather(columns, grid, at) -> dict:
     """Each column (an array broadcastable to ``grid``) at the flat positions ``at`` of ``grid``, read from
     the column's own axes (no broadcast grid is built; one index per distinct shape)."""
-    index, out, axes = {grid: at}, {}, None
+    index, out, axes, seen = {grid: at}, {}, None, {}
     for k, v in columns.items():
+        if id(v) in seen:  # a column given as another's array (a TTFT the same at every statistic): a copy of it
+            out[k] = out[seen[id(v)]].copy()
+            continue
+        seen[id(v)] = k
         if v.shape != grid or not v.flags.c_contiguous:
             v = v.reshape((1,) * (len(grid) - v.ndim) + v.shape)
             v = v[tuple(slice(0, 1) if st == 0 else slice(None) for st in v.strides)]  # a broadcast view's own
