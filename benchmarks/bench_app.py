@@ -128,7 +128,8 @@ ARM_ANY = """() => { window.updated = new Promise(resolve => {
     const now = performance.now();
     if (t0 === null) return;
     if ((last !== null && now - last > 300) || now - t0 > 3000) {
-      clearInterval(poll); observer.disconnect(); resolve(last === null ? null : last - t0);
+      clearInterval(poll); observer.disconnect(); window.moveSpan = [t0, last];
+      resolve(last === null ? null : last - t0);
     }
   }, 20);
 }); }"""
@@ -151,9 +152,10 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def every_slider(page, moves: int) -> dict[str, list[float]]:
-    """ms per move of every enabled slider on every tab (``moves`` ArrowRights each), by "tab: label"."""
-    out = {}
+def every_slider(page, moves: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """ms per move of every enabled slider on every tab (``moves`` ArrowRights each), by "tab: label"; and
+    of each move, the kernel's busy to idle (:data:`SPLIT`), where its "idle" arrived within 2 s."""
+    out, kernel = {}, {}
     tabs = page.locator(".lm-TabBar-tab").all_inner_texts()
     for tab in tabs:
         page.click(f".lm-TabBar-tab:has-text('{tab}')")
@@ -170,9 +172,15 @@ def every_slider(page, moves: int) -> dict[str, list[float]]:
                 ms = page.evaluate("window.updated")
                 if ms is not None:
                     times.append(ms)
+                    for _ in range(100):  # the kernel's "idle" may land after the page's last change
+                        split = page.evaluate(SPLIT)
+                        if split is not None:
+                            kernel.setdefault(f"{tab}: {label}", []).append(split[0])
+                            break
+                        page.wait_for_timeout(20)
             if times:
                 out[f"{tab}: {label}"] = times
-    return out
+    return out, kernel
 
 
 def app_drawn(page) -> None:
@@ -307,7 +315,7 @@ def bench(opens: int, moves: int, every: int = 0, reloads: int = 3, floor: bool 
                         move(app, ARM, STATE)
                     else:
                         move(s, FLOOR_ARM, FLOOR_STATE)
-            others = every_slider(app.page, every) if every else {}
+            others, others_kernel = every_slider(app.page, every) if every else ({}, {})
         finally:
             if browser is not None:
                 browser.close()
@@ -326,7 +334,9 @@ def bench(opens: int, moves: int, every: int = 0, reloads: int = 3, floor: bool 
     floor_p95 = percentile(served[1].update_ms, 95) if floor else None
     for name, times in others.items():  # each against the floor's p95 of this run (issue 51: within 20 ms)
         print(f"  {name} ({len(times)} moves): p50 {percentile(times, 50):.0f} ms, p95 {percentile(times, 95):.0f} ms"
-              + (f" ({percentile(times, 95) - floor_p95:+.0f} ms over the floor's p95)" if floor else ""))
+              + (f" ({percentile(times, 95) - floor_p95:+.0f} ms over the floor's p95)" if floor else "")
+              + (f"; kernel busy->idle p50 {percentile(others_kernel[name], 50):.0f} ms, p95 "
+                 f"{percentile(others_kernel[name], 95):.0f} ms" if others_kernel.get(name) else ""))
     if others:
         every_ms = [t for times in others.values() for t in times]
         print(f"every other slider ({len(others)} sliders, {len(every_ms)} moves): p50 {percentile(every_ms, 50):.0f} "
