@@ -60,6 +60,37 @@ def pytest_unconfigure(config):
         shutil.rmtree(made, ignore_errors=True)
 
 
+# The slowest files (seconds per file, one worker, measured 2026-12-05 with `-n 2 --dist loadfile
+# --junitxml`), longest first. pytest-xdist gives a worker whole files in the order they are
+# collected (pyproject's --no-loadscope-reorder stops it re-sorting them by test count, which put
+# the 121 s single-test idle-culler file last and left the other worker idle for two minutes), so
+# handing out the longest files first keeps both workers busy to the end. Every other file follows
+# in collection order; a file missing here only costs balance, never a test.
+SLOWEST_FIRST = [
+    "tests/test_serving_reuse_simulation.py",  # 147 s
+    "tests/test_report.py",  # 135 s
+    "tests/team/test_team_idle.py",  # 121 s, mostly the culler's 45 s timeout waited out
+    "tests/test_readme.py",  # 115 s
+    "tests/test_torch_crosscheck.py",  # 98 s
+    "tests/team/test_team_hub.py",  # 64 s
+    "tests/browser/test_app_limits.py",  # 63 s
+    "tests/browser/test_app_browser.py",  # 60 s
+    "tests/test_format.py",  # 51 s
+    "tests/test_every_surface.py",  # 45 s
+    "tests/test_plan_limits.py",  # 45 s
+    "tests/browser/test_app_security.py",  # 44 s
+    "tests/team/test_team_security.py",  # 43 s
+    "tests/test_kernels.py",  # 41 s
+    "tests/test_incremental_plan.py",  # 34 s
+]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Longest files first (see SLOWEST_FIRST); a stable sort, so each file keeps its own order."""
+    rank = {path: i for i, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 def pytest_report_header(config):
     lines = [f"hypothesis profile: {PROFILE} (HYPOTHESIS_PROFILE=nightly for deep fuzzing)"]
     lines += [f"!!! MISSING {piece} -> its tests SKIP !!!" for piece in missing_pieces()]
