@@ -29,8 +29,11 @@ TORCHVISION_PARAMS = {"resnet-50": 25_557_032, "resnet-152": 60_192_808,
 
 @pytest.fixture(autouse=True, scope="module")
 def _threads():
+    # one thread: `make test` runs a worker per core, and OpenMP threads spinning on a core another
+    # worker holds cost more than they give (tests/test_torch_crosscheck.py: 98 s beside a busy
+    # worker, 7 s beside an idle one, 2026-12-05). Memory counts do not depend on it.
     before = torch.get_num_threads()
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
 

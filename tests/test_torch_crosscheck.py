@@ -58,6 +58,15 @@ SHAPES = ((64, 4), (128, 2), (256, 1))  # (seq_len, micro_batch)
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _threads():
+    # one thread, as in tests/test_torch_cnn.py: under `make test` the other core is another worker's
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _config(name: str, attn: str = "sdpa"):
     kind, kw = CONFIGS[name]
     cls = transformers.LlamaConfig if kind == "llama" else transformers.GPT2Config
