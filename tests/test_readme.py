@@ -111,9 +111,24 @@ def run_server(command: str, cwd: Path) -> None:
         process.wait(30)
 
 
+# Commands that passed in this run and touch no file of their scratch folder (no redirection, every
+# path under a linked folder): `aisize validate --family serving` is quoted in four documents and
+# the README's sh block; running it again shows nothing the first run did not.
+_PASSED: set[str] = set()
+
+
+def _stateless(command: str, words: list[str]) -> bool:
+    paths = [w for w in words[1:] if "/" in w or "." in w.lstrip("-.")]
+    return not any(c in command for c in "<>|;&$") and all(
+        w.split("/")[0] in LINKED and "/" in w for w in paths if not w.startswith("-"))
+
+
 def run_command(command: str, cwd: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     words = shlex.split(command)
+    quoted = ".venv/bin/" + command if command.startswith(("aisize ", "python ")) else command
+    if quoted in _PASSED:
+        return
     if words[0] == "make" or (words[0].count("=") == 1 and "make" in words):
         make = words.index("make")
         target = [w for w in words[make + 1:]]
@@ -144,6 +159,8 @@ def run_command(command: str, cwd: Path) -> None:
         command = ".venv/bin/" + command
     done = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, f"{command!r} exited {done.returncode}: {done.stderr[-2000:]}"
+    if _stateless(quoted, words):
+        _PASSED.add(quoted)
 
 
 def chromium() -> bool:
