@@ -195,3 +195,24 @@ def test_time_from_switches_the_training_time_to_the_mfu_policy_and_back():
     assert slower.mfu_assumed == 0.2 and slower.training_days > t.training_days
     training.timed_by.value = "step-time"
     assert app.state.plan.training[0].training_days == first.training_days
+
+
+def test_the_knee_card_warns_only_where_the_plan_does():
+    """The card names the doubling point, but colours it red only where the latency's slope at the planned load
+    passes the plan's knee (plan.knee_elasticity), as the findings do: Reasoning R1 on serving-at-scale runs at
+    1 request/s past its 0.356/s doubling point on a flat curve (issue 49.2), and must not read as a warning."""
+    import re
+
+    app = build_app(display=False, data=to_dict(preset("serving-at-scale")))
+    inference = app.open_tab("Inference")
+    steep = app.state.plan.assumptions["plan.knee_elasticity"]
+    for i in app.state.plan.inference:
+        inference.service.value = next(v for _, v in inference.service.options
+                                       if app.state.data["workloads"][v]["name"] == i.name)
+        card = re.search(r"<div class='(aisize-card[^']*)' title='([^']*)'><div class='aisize-label'>Mean latency",
+                         inference.figures.value)
+        assert card is not None
+        assert ("bad" in card.group(1)) == (i.latency_elasticity > steep), (i.name, i.latency_elasticity)
+        assert "as fast as the load" in unescape(card.group(2))
+    r1 = next(i for i in app.state.plan.inference if i.name == "Reasoning R1")
+    assert r1.requests_per_s > r1.knee_requests_per_s and r1.latency_elasticity <= steep

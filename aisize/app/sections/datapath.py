@@ -23,8 +23,10 @@ class DataPathSection(Section):
     title = "Data path"
 
     def __init__(self, state):
-        self.storage = K.dropdown("Storage system", [(f"{s.id} ({s.scope})", s.id) for s in catalog.storage],
-                                  None, "Shared storage (catalog id): its rated read/write rates, IOPS, capacity")
+        self.storage = K.dropdown("Storage named", [(f"{s.id} ({s.scope})", s.id) for s in catalog.storage],
+                                  None, "Shared storage the scenario names (catalog id). A guidance level (per node) "
+                                  "is a comparison: the plan buys the cheapest system that meets the demand "
+                                  "('Storage bought')")
         self.job = K.dropdown("Training job", [], None, "Which training job's dataset to set")
         self.dataset = K.dropdown("Dataset", [("(none: tokens of a corpus)", "")]
                                   + K.options(catalog.datasets.ids()), None,
@@ -106,11 +108,12 @@ class DataPathSection(Section):
             K.card("storage.write_peak", "Write peak", F.rate(s.write_peak_bytes_per_s), "",
                    "Checkpoint bursts coinciding"),
             K.card("storage.iops", "IO operations", F.sig(s.read_iops + s.write_iops), "IO/s"),
+            K.card("storage.system", "Storage bought", s.system, "", "The system the plan buys and prices"),
             K.card("storage.units", "Storage units", s.units, s.scope + "s"),
             K.card("storage.binding", "Binding constraint", s.binding, "",
                    "; ".join(f"{k} {F.pct(v)}" for k, v in util.items()),
                    state="bad" if max(util.values(), default=0) > 1 else ""),
-            K.card("storage.raw", "Raw capacity", F.bytes_si(s.capacity_bytes["raw_bytes"]), ""),
+            K.card("storage.raw", "Raw capacity needed", F.bytes_si(s.capacity_bytes["raw_bytes"]), ""),
             K.card("storage.latency_p95", "IO latency p95", F.duration(s.latency_p95_seconds), ""),
         ])
 

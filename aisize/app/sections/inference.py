@@ -184,7 +184,8 @@ class InferenceSection(Section):
             self.latency_chart.clear()
             return
         i = self._plan_service(plan)
-        K.assign(self.figures, "value", self._figures(i, plan.assumptions["plan.knee_factor"]))
+        K.assign(self.figures, "value", self._figures(i, plan.assumptions["plan.knee_factor"],
+                                                      plan.assumptions["plan.knee_elasticity"]))
         self.memory_chart.show("memory", lambda: charts.memory_breakdown(
             i.memory_per_gpu_bytes, i.gpu_memory_bytes).properties(width=charts.WIDTH - 80),
             data=charts.memory_breakdown_data(i.memory_per_gpu_bytes, i.gpu_memory_bytes),
@@ -216,7 +217,7 @@ class InferenceSection(Section):
         return one.assign(requests_per_s=one["requests_per_s"] * max(i.replicas, 1))
 
     @staticmethod
-    def _figures(i, knee_factor: float) -> str:
+    def _figures(i, knee_factor: float, steep: float) -> str:
         ok = (lambda flag: "good" if flag else "bad")
         stat = i.slo_statistic
         ttft, tpot = i.ttft_at_statistic_seconds, i.tpot_at_statistic_seconds
@@ -231,8 +232,10 @@ class InferenceSection(Section):
             K.card("inference.mode", "Serving", i.serving_mode, ""),
             K.card("inference.batch", "Batch per replica", F.num(i.batch), "requests",
                    f"Mean requests in flight under the planned load (at most {i.max_batch})"),
-            K.card("inference.capacity", "Capacity per replica", F.sig(i.output_tokens_per_s_per_replica), "tokens/s",
-                   "Output tokens/s with every request waiting (max throughput)"),
+            K.card("inference.capacity", "Capacity per decode replica" if i.serving_mode == "disaggregated" else
+                   "Capacity per replica", F.sig(i.output_tokens_per_s_per_replica), "tokens/s",
+                   "Output tokens/s with every request waiting (max throughput)"
+                   + ("; the prefill replicas produce no output tokens" if i.serving_mode == "disaggregated" else "")),
             K.card("inference.ttft", f"TTFT {stat}", F.ms(ttft), "",
                    f"mean {F.ms(i.ttft_seconds)}, p95 {F.ms(i.ttft_p95_seconds)}, p99 {F.ms(i.ttft_p99_seconds)}; "
                    f"target {F.ms(i.ttft_target_seconds)}", state=ok(i.ttft_met)),
@@ -251,12 +254,13 @@ class InferenceSection(Section):
                    "", f"At the planned batch, of a pool of {F.bytes_gpu(i.memory_per_gpu_bytes['kv_cache_bytes'])}"),
             K.card("inference.utilisation", "Utilisation", F.pct(i.utilisation), "of capacity",
                    "Of each replica's capacity at the planned load"),
-            # the doubling point, named as what it is: the knee warning reads the curve's slope at the planned load
+            # the doubling point, named as what it is; the warning is the plan's: the curve's slope at the planned
+            # load (a decode-heavy service doubles its mean latency at light load yet stays flat there)
             K.card("inference.knee", f"Mean latency {knee_factor:g}x unloaded at", F.sig(i.knee_requests_per_s),
-                   "requests/s", f"Load at which mean latency reaches {knee_factor:g}x unloaded"
-                   + (f"; the planned {F.sig(i.requests_per_s)} requests/s is past it" if
-                      i.requests_per_s > i.knee_requests_per_s > 0 else ""),
-                   state="bad" if i.requests_per_s > i.knee_requests_per_s > 0 else ""),
+                   "requests/s", f"Load at which mean latency reaches {knee_factor:g}x unloaded; at the planned "
+                   f"{F.sig(i.requests_per_s)} requests/s latency rises {F.sig(i.latency_elasticity)}x as fast as the "
+                   f"load (past the knee above {steep:g}x)",
+                   state="bad" if i.latency_elasticity > steep else ""),
         ]
         if i.pools is not None and i.serving_mode == "disaggregated":
             items += [K.card("inference.prefill_gpus", "Prefill GPUs", i.pools.prefill_gpus, "GPUs"),

@@ -75,7 +75,7 @@ class SummarySection(Section):
             K.card("summary.racks", "Racks", plan.racks, "racks"),
             K.card("summary.power", "Server power", F.power(plan.power_watts), ""),
             K.card("summary.storage_units", "Storage", plan.storage.units, plan.storage.system),
-            K.card("summary.raw_tb", "Raw capacity", F.bytes_si(plan.storage.capacity_bytes["raw_bytes"]), ""),
+            K.card("summary.raw_tb", "Raw capacity needed", F.bytes_si(plan.storage.capacity_bytes["raw_bytes"]), ""),
             K.card("summary.problems", "Problems", problems, "", state="bad" if problems else "good"),
             K.card("summary.warnings", "Warnings", warnings, "", state="bad" if warnings else "")]))
         K.assign(self.bom, "value", K.table(bom_table(plan)))
