@@ -71,16 +71,21 @@ class QueueingSection(Section):
         n = float(self.outstanding.value)
         here = concurrency_curve(station, n).iloc[0]
         scale = 1e3 if unit == "ms" else 1.0
+        storage = not self.station.value.startswith("inference:")
+        per_s = "IO/s" if storage else "requests/s"
         K.assign(self.figures, "value", K.cards([
-            K.card("queueing.channels", "Parallel channels", station.servers, "",
-                   "IOs (or batch slots) the service works on at once"),
+            K.card("queueing.channels", "IOs in flight at rated IOPS" if storage else "Parallel channels",
+                   station.servers, "", "Little's law: rated IOPS x unloaded latency (the curve itself is fitted on "
+                   "published load tables: docs/storage.md)" if storage else
+                   "Batch slots the service works on at once"),
             K.card("queueing.unloaded", "Unloaded latency", F.sig(station.service_seconds * scale), unit),
-            K.card("queueing.capacity", "Throughput limit", F.sig(station.capacity_per_s), "per s"),
+            K.card("queueing.capacity", "Throughput limit", F.sig(station.capacity_per_s), per_s,
+                   "Where latency grows without bound (the fitted curve's saturation)" if storage else ""),
             K.card("queueing.knee", "Knee (requests outstanding)", F.num(knee), "outstanding",
                    f"Latency reaches {factor:g}x unloaded beyond this"),
             K.card("queueing.latency", "Latency at the marked point", F.sig(here.response_mean_seconds * scale), unit,
                    state="bad" if n > knee else "good"),
-            K.card("queueing.throughput", "Throughput there", F.sig(here.throughput_per_s), "per s",
+            K.card("queueing.throughput", "Throughput there", F.sig(here.throughput_per_s), per_s,
                    "Little's law: outstanding / latency"),
             K.card("queueing.little", "Little's law check",
                    F.num(float(little(rate_per_s=here.throughput_per_s, time_seconds=here.response_mean_seconds))),
