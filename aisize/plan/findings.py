@@ -200,7 +200,7 @@ def inference_targets(plan) -> list[Finding]:
             p = i.pools
             out.append(Finding("info", "inference", (
                 f"{i.name}: disaggregated, {p.prefill_gpus} prefill + {p.decode_gpus} decode GPUs; each request "
-                f"ships {bytes_gpu(p.kv_bytes_per_request)} of KV cache ({_ms(p.kv_transfer_s)}), "
+                f"ships its prompt's {bytes_gpu(p.kv_bytes_per_request)} of KV cache ({_ms(p.kv_transfer_s)}), "
                 f"{rate(p.kv_link_bytes_per_s)} in all, {pct(p.kv_link_utilisation)} of the prefill NICs")))
     return out
 
