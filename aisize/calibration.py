@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aisize import checks
 from aisize.serving import calibration as serving_calibration
 from aisize.training import calibration as training_calibration
 
@@ -77,12 +78,7 @@ def from_dict(d, *, where: str = "calibration") -> Calibration:
 
 def from_json(text: str, *, where: str = "calibration") -> Calibration:
     """A :class:`Calibration` from JSON text (see :func:`from_dict`)."""
-    try:
-        d = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise ValueError(f"{where} is not JSON: {getattr(e, 'msg', 'nested too deep')}"
-                         + (f" at line {e.lineno}" if hasattr(e, "lineno") else "")) from None
-    return from_dict(d, where=where)
+    return from_dict(checks.json_value(text, where), where=where)
 
 
 def load(path) -> Calibration:

@@ -169,3 +169,30 @@ def count(what: str, value, limit: int, *, why: str = "") -> int:
         return int(v)
     shown = f"{v:,.0f}" if math.isfinite(v) and abs(v) < 1e15 else ("infinitely many" if v == math.inf else f"{v:g}")
     raise CountError(f"needs {shown} {what}, more than aisize plans ({limit:,})" + (f": {why}" if why else ""))
+
+
+def json_value(text: str, where: str):
+    """``text`` parsed as JSON, or a ValueError starting with ``where`` that says why (and at which line)."""
+    import json
+
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise ValueError(f"{where} is not JSON: {getattr(e, 'msg', 'nested too deep')}"
+                         + (f" at line {e.lineno}" if hasattr(e, "lineno") else "")) from None
+
+
+def printable(where: str, name: str, value, limit: int) -> str:
+    """``value`` if it is text of 1 to ``limit`` printable characters, else a ValueError naming it."""
+    if not isinstance(value, str) or not value.strip() or len(value) > limit or not value.isprintable():
+        raise ValueError(f"{where}: {name}={str(value)[:60]!r} is not allowed: text of 1 to {limit} printable "
+                         "characters")
+    return value
+
+
+def merged(given: dict, base: dict, where: str) -> dict:
+    """``base`` updated by ``given``, refusing a key of ``given`` that ``base`` lacks (a settings file's keys)."""
+    unknown = set(given) - set(base)
+    if unknown:
+        raise ValueError(f"{where} has unknown keys {sorted(map(str, unknown))[:5]!r}; allowed: {', '.join(base)}")
+    return {**base, **given}

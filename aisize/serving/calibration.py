@@ -256,11 +256,7 @@ MAX_LIST_ITEMS = 200  # fitted, fitted_on, assumed: constants' and files' names
 MAX_GENERATIONS = 20
 
 
-def _text(where: str, name: str, value, limit: int) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > limit or not value.isprintable():
-        raise ValueError(f"{where}: {name}={str(value)[:60]!r} is not allowed: text of 1 to {limit} printable "
-                         "characters")
-    return value
+_text = checks.printable  # text of a calibration file: 1 to a limit of printable characters
 
 
 def _names(where: str, name: str, value) -> tuple:
@@ -278,12 +274,7 @@ def from_json(text: str, *, where: str = "calibration") -> Calibration:
     finite number in its range, a share outside (0, 1] and over-long or non-printable text are
     refused with a message that starts with ``where``.
     """
-    try:
-        d = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise ValueError(f"{where} is not JSON: {getattr(e, 'msg', 'nested too deep')}"
-                         + (f" at line {e.lineno}" if hasattr(e, "lineno") else "")) from None
-    return from_dict(d, where=where)
+    return from_dict(checks.json_value(text, where), where=where)
 
 
 def from_dict(d, *, where: str = "calibration") -> Calibration:
@@ -300,10 +291,7 @@ def from_dict(d, *, where: str = "calibration") -> Calibration:
         if not isinstance(d, dict):
             raise ValueError(f"{where} must hold a JSON object of calibration constants")
     base = {f.name: getattr(CALIBRATION, f.name) for f in fields(CALIBRATION)}
-    unknown = set(d) - set(base)
-    if unknown:
-        raise ValueError(f"{where} has unknown keys {sorted(map(str, unknown))[:5]!r}; allowed: {', '.join(base)}")
-    merged = {**base, **d}
+    merged = checks.merged(d, base, where)
     for name, limit in MAX_TEXT_CHARS.items():
         merged[name] = _text(where, name, merged[name], limit)
     for name in CONSTANTS:

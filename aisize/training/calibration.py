@@ -20,6 +20,8 @@ import json
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 
+from aisize import checks
+
 GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
 DISPATCHERS = ("alltoall", "flex")
 
@@ -155,11 +157,7 @@ class TrainingCalibration:
         return json.dumps(self.to_dict(), indent=2)
 
 
-def _text(where: str, name: str, value, limit: int) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > limit or not value.isprintable():
-        raise ValueError(f"{where}: {name}={str(value)[:60]!r} is not allowed: text of 1 to {limit} printable "
-                         "characters")
-    return value
+_text = checks.printable  # text of a calibration file: 1 to a limit of printable characters
 
 
 def _number(where: str, label: str, name: str, x) -> float:
@@ -183,10 +181,7 @@ def from_dict(d, *, where: str = "training calibration") -> TrainingCalibration:
     if not isinstance(d, dict):
         raise ValueError(f"{where} must hold a JSON object of training calibration constants")
     base = {f.name: getattr(CALIBRATION, f.name) for f in fields(CALIBRATION)}
-    unknown = set(d) - set(base)
-    if unknown:
-        raise ValueError(f"{where} has unknown keys {sorted(map(str, unknown))[:5]!r}; allowed: {', '.join(base)}")
-    merged = {**base, **d}
+    merged = checks.merged(d, base, where)
     for name, limit in MAX_TEXT_CHARS.items():
         merged[name] = _text(where, name, merged[name], limit)
     for name in CONSTANTS:
@@ -211,11 +206,7 @@ def from_dict(d, *, where: str = "training calibration") -> TrainingCalibration:
 
 def from_json(text: str, *, where: str = "training calibration") -> TrainingCalibration:
     """A :class:`TrainingCalibration` from :meth:`TrainingCalibration.to_json` text (see :func:`from_dict`)."""
-    try:
-        d = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise ValueError(f"{where} is not JSON: {getattr(e, 'msg', 'nested too deep')}") from None
-    return from_dict(d, where=where)
+    return from_dict(checks.json_value(text, where), where=where)
 
 
 CALIBRATION = TrainingCalibration(
