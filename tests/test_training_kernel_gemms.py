@@ -87,6 +87,22 @@ def test_the_default_is_the_roofline_and_a_bad_source_is_refused():
     assert K.active().source == "roofline"  # the context does not leak out of estimate()
 
 
+def test_both_switches_follow_one_rule_inside_a_using_block():
+    """None means the source of the `using` block around the call, for GEMMs as for routed experts; a
+    keyword given wins over the block (issue 47: the two switches read None differently before)."""
+    from aisize.training import kernel_moe as KM
+    on = training.estimate("llama-3-8b", "h100-sxm", gemm_source="kernels", **KW)
+    with K.using(None, "kernels"):
+        inside = training.estimate("llama-3-8b", "h100-sxm", **KW)
+        given = training.estimate("llama-3-8b", "h100-sxm", gemm_source="roofline", **KW)
+    assert inside.gemm_source == "kernels" and inside.step_seconds == on.step_seconds
+    assert given.gemm_source == "roofline"
+    with KM.using("kernels"):
+        assert training.estimate("llama-3-8b", "h100-sxm", **KW).moe_source == "kernels"
+        assert training.estimate("llama-3-8b", "h100-sxm", moe_source="roofline", **KW).moe_source == "roofline"
+    assert K.resolve_source(None) == K.DEFAULT_GEMM_SOURCE and KM.resolve_source(None) == KM.DEFAULT_MOE_SOURCE
+
+
 def test_measured_backward_differs_from_twice_the_forward():
     """With tables, the backward's GEMMs are dgrad + wgrad as measured, not 2x the forward."""
     d = model_dims(training.dims.resolve("llama-3-8b"))

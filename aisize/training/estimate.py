@@ -161,11 +161,13 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
         (:func:`aisize.training.step_time.step_breakdown`); MFU still counts 6N per token
     gemm_source : "roofline" (fitted efficiency per generation) | "kernels" (the layers' forward, dgrad and
         wgrad GEMMs read from NVIDIA's measured tables of this GPU, roofline where none covers them;
-        :mod:`aisize.training.kernel_gemms`); default :data:`aisize.training.kernel_gemms.DEFAULT_GEMM_SOURCE`
+        :mod:`aisize.training.kernel_gemms`); None: the source of a ``kernel_gemms.using`` block around the
+        call, else :data:`aisize.training.kernel_gemms.DEFAULT_GEMM_SOURCE`
 
     moe_source : "roofline" (tile-padded grouped GEMMs x fitted efficiency) | "kernels" (routed experts read from
         NVIDIA's measured MoE operator on this GPU, roofline where none covers them; :mod:`aisize.training.kernel_moe`);
-        default :data:`aisize.training.kernel_moe.DEFAULT_MOE_SOURCE`
+        None: the source of a ``kernel_moe.using`` block around the call, else
+        :data:`aisize.training.kernel_moe.DEFAULT_MOE_SOURCE`
     calibration : the fitted training constants (:mod:`aisize.training.calibration`): None (the shipped
         one), a TrainingCalibration, an :class:`aisize.calibration.Calibration` or a calibration file's path
     layout : a :class:`~aisize.training.parallel.TrainingLayout` of ``model``, instead of the layout
@@ -227,9 +229,9 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
                   imbalance=imbalance, cuda_graphs=graphs, embed_slot=int(lay.embedding_in_pipeline_split),
                   loss_slot=int(lay.loss_in_pipeline_split), offload_layers=offload, lora_rank=rank,
                   frozen_dtype_bytes=frozen)
-    source = kernel_gemms.check_source(gemm_source)
-    # None: the source in force (kernel_moe.using's, as the fit and the layout search set it), else the default
-    experts = kernel_moe.active() if moe_source is None else kernel_moe.check_source(moe_source)
+    # None: the source of a `using` block around the call, else the default (one rule for both switches)
+    source = kernel_gemms.resolve_source(gemm_source)
+    experts = kernel_moe.resolve_source(moe_source)
     b, s, cp = lay.pipeline_micro_batch, lay.seq_len, lay.context_parallel
     with kernel_gemms.using(acc.id, source), kernel_moe.using(experts):
         mem, step = evaluate_layout(m, eng, opt, lay)

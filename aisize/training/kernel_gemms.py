@@ -110,6 +110,13 @@ def active() -> GemmSource:
     return _ACTIVE.get() or GemmSource(None, "roofline")
 
 
+def resolve_source(gemm_source) -> str:
+    """``gemm_source`` checked; None: the source of the :func:`using` block around the call, else
+    :data:`DEFAULT_GEMM_SOURCE` (the same rule as :func:`aisize.training.kernel_moe.resolve_source`)."""
+    held = _ACTIVE.get()
+    return check_source(held.source if gemm_source is None and held is not None else gemm_source)
+
+
 def _table_dtype(gpu: str, dtype: str | None) -> tuple[str, str] | None:
     """(engine, measured dtype) of the first table that measured ``dtype`` on ``gpu``, else None."""
     return _table_dtype_cached(gpu, dtype) if dtype else None

@@ -94,6 +94,12 @@ def active() -> str:
     return _ACTIVE.get() or check_source(None)
 
 
+def resolve_source(moe_source) -> str:
+    """``moe_source`` checked; None: the source of the :func:`using` block around the call, else
+    :data:`DEFAULT_MOE_SOURCE` (the same rule as :func:`aisize.training.kernel_gemms.resolve_source`)."""
+    return active() if moe_source is None else check_source(moe_source)
+
+
 def shape(d: ModelDims) -> tuple | None:
     """The serving lookup's shape key of ``d``'s routed experts (balanced routing), or None if dense."""
     if not d.moe_layers or not d.expert_ffn:
