@@ -192,7 +192,7 @@ def test_every_report_section_of_every_preset_reads_well(presets):
 def test_gpus_busy_is_one_figure_on_cluster_and_cost():
     """The issue's "13.94 % on Cluster, 12.53 % on Cost": one function, one label that names its period."""
     from aisize.app import build_app
-    from aisize.plan.figures import gpus_busy
+    from aisize.present.figures import gpus_busy
 
     app = build_app(display=False)
     cluster, cost = app.open_tab("Cluster").figures.value, app.open_tab("Cost").figures.value

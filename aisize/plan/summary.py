@@ -8,7 +8,7 @@ import yaml
 from aisize import format as F
 from aisize.plan.bom import bom_table, cost_table, job_streams_table, placement_groups, timeline_table, \
     workloads_table
-from aisize.plan.figures import gpus_busy
+from aisize.present.figures import gpus_busy
 
 
 def _money(x: float | None) -> str:

@@ -16,7 +16,7 @@ from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section, selected
 from aisize.plan import job_wait_curve
-from aisize.plan.figures import gpus_busy, gpus_busy_timeline
+from aisize.present.figures import gpus_busy, gpus_busy_timeline
 from aisize.plan.bom import placement_table, timeline_table
 
 

@@ -20,7 +20,7 @@ from aisize.app.sections import Section
 from aisize.cost import load_prices, server_price_id
 from aisize.plan.bom import cost_table
 from aisize.plan.costing import payback
-from aisize.plan.figures import gpus_busy
+from aisize.present.figures import gpus_busy
 
 
 def _usd(x: float | None) -> str:
