@@ -6,7 +6,7 @@ import re
 from html import unescape
 
 from aisize.app import build_app
-from aisize.plan.assumption_text import assumption_sentences
+from aisize.present.assumption_text import assumption_sentences
 
 
 def test_summary_tab_says_the_assumptions_in_sentences():

@@ -114,7 +114,7 @@ def test_low_goodput_and_slow_checkpoints():
 
 
 def test_assumptions_list_every_policy_in_the_sentences_the_cli_says():
-    from aisize.plan.assumption_text import POLICY_TEXT, assumption_sentences
+    from aisize.present.assumption_text import POLICY_TEXT, assumption_sentences
 
     p = _plan("littles-law")
     text = next(f.text for f in p.findings if f.area == "assumptions" and "assumptions used" in f.text)

@@ -28,7 +28,7 @@ def test_the_mfu_override_times_the_job_at_the_policy_mfu():
 
 
 def test_the_override_is_listed_as_set_by_the_scenario():
-    from aisize.plan.assumption_text import assumption_rows
+    from aisize.present.assumption_text import assumption_rows
 
     scenario = _pretrain(training_time="mfu")
     rows, _ = assumption_rows(scenario, plan=plan(scenario))
@@ -45,7 +45,7 @@ def test_a_training_section_is_listed_as_the_scenarios():
     import json
 
     from aisize.calibration import Calibration
-    from aisize.plan.assumption_text import assumption_rows
+    from aisize.present.assumption_text import assumption_rows
     from aisize.training.calibration import CALIBRATION
 
     mine = CALIBRATION.with_(name="mine", step_time_cv=0.05)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from aisize.format import bytes_gpu, days, duration, layout, ms, num, pct, plural, rate, sig, span
 from aisize.plan import context as C
 from aisize.serving.curves import LOAD_RISE
-from aisize.plan.assumption_text import assumption_sentences
+from aisize.present.assumption_text import assumption_sentences
 from aisize.plan.costing import cost_notes
 from aisize.units import GB
 
@@ -308,7 +308,7 @@ def fabric(plan) -> list[Finding]:
 
 
 def assumptions(plan) -> list[Finding]:
-    # one finding, in the sentences the CLI, the app and the report say (plan.assumption_text); its prefix lets
+    # one finding, in the sentences the CLI, the app and the report say (present.assumption_text); its prefix lets
     # a surface that lists the assumptions apart leave this one out
     said = " ".join(assumption_sentences(plan.scenario, plan.assumptions, plan))
     out = [Finding("info", "assumptions", f"assumptions used: {said}")]

@@ -46,7 +46,7 @@ def _finding(f) -> str:
 def summary_text(p) -> str:
     """A compact text report: totals, bill of materials, placement, timeline, cost, workloads, findings and
     the assumptions in sentences with their units; every line within :data:`aisize.format.WIDTH`."""
-    from aisize.plan.assumption_text import assumption_sentences
+    from aisize.present.assumption_text import assumption_sentences
 
     s = p.storage
     pools = ", ".join(f"{x.servers} x {x.server}" + (f" ({x.name})" if len(p.pools) > 1 else "") for x in p.pools)

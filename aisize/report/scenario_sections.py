@@ -11,7 +11,7 @@ from __future__ import annotations
 from aisize import catalog
 from aisize import format as F
 # the assumptions' wording lives in the planner (its findings say them too); the report re-exports it
-from aisize.plan.assumption_text import (DEFAULT_TEXT, POLICY_TEXT, assumption_rows,  # noqa: F401
+from aisize.present.assumption_text import (DEFAULT_TEXT, POLICY_TEXT, assumption_rows,  # noqa: F401
                                          assumption_sentences, calibration_label)
 from aisize.report.markup import Html, esc, facts, figure, note, number, table
 from aisize.report.provenance import OWN_LABEL, hardware_record, model_origin, own_row_figures, own_rows

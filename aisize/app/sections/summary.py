@@ -18,7 +18,7 @@ from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.plan import bom_table, to_json, write_csv
-from aisize.plan.assumption_text import assumption_sentences
+from aisize.present.assumption_text import assumption_sentences
 from aisize.plan.bom import workloads_table
 from aisize.scenario import dumps
 
@@ -81,7 +81,7 @@ class SummarySection(Section):
         K.assign(self.bom, "value", K.table(bom_table(plan)))
         K.assign(self.workloads, "value", K.table(workloads_table(plan)))
         K.assign(self.findings, "value", findings_html(plan.findings))
-        # the sentences the CLI, the report and the findings say (plan.assumption_text), not `key = value`
+        # the sentences the CLI, the report and the findings say (present.assumption_text), not `key = value`
         K.assign(self.assumptions, "value", "<ul class='aisize-note aisize-assumptions'>" + "".join(
             f"<li>{html.escape(line)}</li>" for line in assumption_sentences(plan.scenario, plan.assumptions, plan))
             + "</ul>")
