@@ -42,7 +42,7 @@ def _cmd_preset(args) -> int:
 def _cmd_size(args) -> int:
     from aisize.plan import to_json, write_csv, write_excel
     from aisize.plan import plan as make_plan
-    from aisize.plan.summary import summary_text
+    from aisize.present.summary import summary_text
     from aisize.scenario import load
 
     p = make_plan(load(args.scenario))
@@ -63,7 +63,7 @@ def _cmd_size(args) -> int:
 
 def _cmd_fleet(args) -> int:
     from aisize.plan import plan as make_plan
-    from aisize.plan.fleet_summary import fleet_text
+    from aisize.present.fleet_summary import fleet_text
     from aisize.scenario import load
 
     from aisize import format as F
@@ -74,7 +74,7 @@ def _cmd_fleet(args) -> int:
 
 def _cmd_sweep(args) -> int:
     from aisize.plan import defuse, sweep
-    from aisize.plan.summary import parse_vary
+    from aisize.present.summary import parse_vary
     from aisize.scenario import load
 
     from aisize.plan.explore import sweep_text

@@ -137,7 +137,7 @@ def test_cli_fleet_prints_the_day(tmp_path, capsys):
 
 
 def test_fleet_text_says_its_title_once_and_names_counts_and_statistics(fleet_plan):
-    from aisize.plan.fleet_summary import fleet_text
+    from aisize.present.fleet_summary import fleet_text
 
     text = fleet_text(fleet_plan)
     assert fleet_plan.scenario_name == "Fleet over the day"
@@ -153,7 +153,7 @@ def test_fleet_text_says_its_title_once_and_names_counts_and_statistics(fleet_pl
 def test_the_fleet_text_says_which_model_to_trust_when_they_seem_to_disagree():
     # issue 47: "Free: UNSTABLE, its queue grows" at 08:00 beside the simulation's "waits mean 1.05 ms": both hold
     # (a minute's steady-state queue against the day), and the text now says which figure answers what
-    from aisize.plan.fleet_summary import fleet_text
+    from aisize.present.fleet_summary import fleet_text
 
     p = plan(preset("fleet-over-the-day"))
     s = p.fleet.services[0]

@@ -204,8 +204,8 @@ def test_gpus_busy_is_one_figure_on_cluster_and_cost():
 @pytest.mark.slow
 def test_the_cli_summary_of_every_preset_reads_well(presets):
     from aisize.plan import plan
-    from aisize.plan.fleet_summary import fleet_text
-    from aisize.plan.summary import summary_text
+    from aisize.present.fleet_summary import fleet_text
+    from aisize.present.summary import summary_text
     from aisize.scenario import preset
 
     found = []

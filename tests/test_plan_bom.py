@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from aisize.plan import bom_table, compare, plan, sweep, to_json, write_csv, write_excel
-from aisize.plan.summary import parse_vary, summary_text
+from aisize.present.summary import parse_vary, summary_text
 from aisize.scenario import ScenarioError, preset
 
 
