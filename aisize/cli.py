@@ -77,7 +77,7 @@ def _cmd_sweep(args) -> int:
     from aisize.present.summary import parse_vary
     from aisize.scenario import load
 
-    from aisize.plan.explore import sweep_text
+    from aisize.present.sweep import sweep_text
 
     path, values = parse_vary(args.vary)
     table = sweep(load(args.scenario), path, values)
