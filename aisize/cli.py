@@ -95,7 +95,7 @@ def _cmd_sweep(args) -> int:
 def _cmd_compare(args) -> int:
     from aisize.plan import defuse
     from aisize.plan import plan as make_plan
-    from aisize.plan.comparison import compare_text, comparison_dict, comparison_table
+    from aisize.present.comparison import compare_text, comparison_dict, comparison_table
     from aisize.scenario import load
 
     a, b = make_plan(load(args.a)), make_plan(load(args.b))

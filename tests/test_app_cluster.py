@@ -8,7 +8,7 @@ import pytest
 
 from aisize.app import build_app
 from aisize.plan import plan
-from aisize.plan.comparison import comparison_table
+from aisize.present.comparison import comparison_table
 from aisize.scenario import from_dict, preset, to_dict
 from shown_figures import shown
 

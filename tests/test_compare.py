@@ -8,7 +8,7 @@ import pytest
 
 from aisize.cli import main
 from aisize.plan import plan
-from aisize.plan.comparison import change_shown, comparison_table, shown
+from aisize.present.comparison import change_shown, comparison_table, shown
 from aisize.scenario import dumps, from_dict, preset, to_dict
 
 

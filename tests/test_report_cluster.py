@@ -11,7 +11,7 @@ from html import unescape
 import pytest
 
 from aisize.plan import plan
-from aisize.plan.comparison import comparison_table
+from aisize.present.comparison import comparison_table
 from aisize.report import markup as M
 from aisize.report import sections as S
 from aisize.report.cluster_sections import simulated_points, usd

@@ -8,7 +8,7 @@ The layers (the rule is tests/test_layering.py): formulas compute (no text) -> t
 - :mod:`~aisize.present.fleet_summary`: ``aisize fleet``'s text (the fleet through the day).
 - :mod:`~aisize.present.assumption_text`: every assumption as a sentence with its unit and why.
 - :mod:`~aisize.present.comparison`: two plans side by side (``aisize compare``, the app, the report).
-- :mod:`~aisize.present.sweep`: ``aisize size --vary``'s text.
+- :mod:`~aisize.present.sweep`: ``aisize sweep``'s text (one input varied).
 - :mod:`~aisize.present.figures`: figures more than one surface shows, with the one label each carries.
 
 Submodules import on use, so that ``import aisize.present`` costs nothing.

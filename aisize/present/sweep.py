@@ -1,4 +1,4 @@
-"""``aisize size --vary``'s text: a sweep of one input (:func:`aisize.plan.sweep`'s table) for the terminal."""
+"""``aisize sweep``'s text: a sweep of one input (:func:`aisize.plan.sweep`'s table) for the terminal."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The comparison report: two scenarios side by side (``aisize compare A B --report DIR``).
 
 The same report notebook renders it, with ``compare_path`` set to scenario B:
-the "compare" section then shows :func:`aisize.plan.comparison.comparison_table`
+the "compare" section then shows :func:`aisize.present.comparison.comparison_table`
 (differences highlighted) and a chart of B's changes, followed by A's own sections.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aisize import charts
-from aisize.plan.comparison import change_shown, comparison_table, shown
+from aisize.present.comparison import change_shown, comparison_table, shown
 from aisize.report.context import ReportContext
 from aisize.report.markup import Html, block, esc, figure, para
 

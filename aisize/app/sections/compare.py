@@ -1,6 +1,6 @@
 """Compare: the scenario being edited (A) beside a preset or an uploaded scenario (B), differences marked.
 
-The table is :func:`aisize.plan.comparison.comparison_table`; rows whose values
+The table is :func:`aisize.present.comparison.comparison_table`; rows whose values
 differ are highlighted and the better plan is named where "better" has a direction.
 """
 
@@ -16,7 +16,7 @@ from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.app.state import load_failure, upload_text
 from aisize.plan import plan as make_plan
-from aisize.plan.comparison import change_shown, comparison_table, shown
+from aisize.present.comparison import change_shown, comparison_table, shown
 from aisize.scenario import loads, preset, preset_names
 
 UPLOADED = "(uploaded file)"
