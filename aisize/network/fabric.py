@@ -27,6 +27,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,13 +81,13 @@ def compute_nics_for(server: Server, nic_link: Link, *, rail_optimized=True) -> 
 class FatTree:
     """Switch and cable counts of a fat-tree fabric."""
 
-    endpoints: float  # ports the fabric serves [count]
+    endpoints: float  # ports the fabric offers [count] (with any ports spare for growth)
     tiers: float  # 1 (a single switch), 2 or 3
     leaves: float
     spines: float  # second tier (aggregation in a three-tier tree)
     cores: float  # third tier (0 for one or two tiers)
     switches: float
-    endpoint_cables: float
+    endpoint_cables: float  # NIC-to-leaf cables bought (spare growth ports get none)
     leaf_spine_cables: float
     spine_core_cables: float
     max_endpoints_two_tier: float
@@ -150,6 +151,14 @@ def fat_tree(endpoints, radix, *, oversubscription=1.0, rails=1) -> FatTree:
     return FatTree(e * 1.0, _scalar(tiers), _scalar(leaves), _scalar(spines), _scalar(cores),
                    _scalar(switches), e * 1.0, _scalar(leaf_spine), _scalar(spine_core),
                    _scalar(max_two))
+
+
+def cables(tree) -> float:
+    """Cables (with their optics) a fabric buys: endpoint + leaf-spine + spine-core [count].
+
+    The one count every surface reads (the Fabrics tables and the bill of materials)."""
+    get = tree.get if isinstance(tree, dict) else lambda k: getattr(tree, k)
+    return float(get("endpoint_cables") + get("leaf_spine_cables") + get("spine_core_cables"))
 
 
 def _scalar(x):
@@ -217,7 +226,7 @@ class FabricChoice:
     """The compute fabric chosen for a set of servers, and the designs it was weighed against."""
 
     design: str  # single-switch | fat-tree | rail-optimized
-    tree: FatTree  # switch and cable counts of the chosen design (sized for the growth margin)
+    tree: FatTree  # the chosen design: switches sized for the growth ports, endpoint cables for today's NICs
     endpoints: int  # NIC ports connected today
     ports_sized_for: int  # endpoints x (1 + growth), rounded up: the ports the fabric offers
     growth: float  # spare share of ports kept for growth
@@ -283,8 +292,9 @@ def choose_fabric(servers, nics: Nics, radix, *, oversubscription=1.0, growth=0.
     found = []
     for name in FABRIC_DESIGNS:
         tree = _candidate(name, ports, int(k), oversubscription, nics.rails)
-        if tree is not None:
-            links = endpoints + tree.leaf_spine_cables + tree.spine_core_cables
+        if tree is not None:  # sized for the growth ports; cabled for today's NICs only
+            tree = dataclasses.replace(tree, endpoint_cables=float(endpoints))
+            links = cables(tree)
             found.append((name, tree, links, tree.switches * sw + links * lc))
     if design != "auto":
         pick = [c for c in found if c[0] == design]

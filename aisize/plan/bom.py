@@ -83,8 +83,9 @@ def bom_table(plan) -> pd.DataFrame:
         row("racks", plan.racks, "racks"),
         row("server power", plan.power_watts / 1e3, "kW"),
         # the servers come with their NICs; with no compute fabric they connect to nothing, and the row says so
-        row(f"compute NIC {net.compute_link}" + ("" if fab["switches"] or not net.compute_nics else
-                                                 " (in the servers; unused: no workload spans servers)"),
+        # (the plan's one reason, which the Network tab shows too)
+        row(f"compute NIC {net.compute_link}" + (f" ({net.compute_nics_unused_reason})"
+                                                 if net.compute_nics_unused_reason else ""),
             net.compute_nics, "NICs"),
         row("compute fabric switches", fab["switches"], "switches"),
         row("compute fabric links (optics, cables)", net.compute_links, "links"),

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from aisize.cost import priced, switch_price_id
-from aisize.network.fabric import FatTree, Nics, choose_fabric, compute_nics_for, storage_network
+from aisize.network.fabric import FatTree, Nics, cables, choose_fabric, compute_nics_for, storage_network
 from aisize.plan import context as C
 
 OPTICS_PRICE = "optics-per-link"
@@ -60,7 +60,15 @@ class NetworkPlan:
     fabric_design: str = ""  # the first pool's design (each pool's in Plan.pools)
     fabric_reason: str = ""
     fabric_growth: float = 0.0
-    compute_links: float = 0.0  # cables/optics of the compute fabrics
+    compute_links: float = 0.0  # cables/optics of the compute fabrics (growth ports get none)
+    storage_links: float = 0.0  # cables/optics of the storage network
+    compute_nics_unused: int = 0  # compute NICs in servers no compute fabric connects
+    compute_nics_unused_reason: str = ""  # why they are there and unused ("" when none is)
+
+    @property
+    def no_compute_fabric(self) -> bool:
+        """Whether the servers' compute NICs connect to nothing: no pool buys a compute fabric."""
+        return self.compute_nics > 0 and self.compute_nics_unused == self.compute_nics
 
 
 def pool_fabric(ctx: C.HardwareContext, hardware, servers: int, prices, *, spans: bool = True) -> PoolFabric:
@@ -97,6 +105,17 @@ def _summed(fabrics) -> dict:
     return out
 
 
+def unused_nics(pools) -> tuple[int, str]:
+    """Compute NICs the servers ship with that no compute fabric connects, and why (the BOM's and the
+    Network tab's one reason)."""
+    idle = [p for p in pools if p.fabric.design == "none" and p.servers and p.fabric.nics_per_server]
+    count = int(sum(p.fabric.nics_per_server * p.servers for p in idle))
+    if not count:
+        return 0, ""
+    where = "" if len(idle) == len(pools) else f" of pool{'s' * (len(idle) > 1)} {', '.join(p.name for p in idle)}"
+    return count, f"in the servers; unused: no workload{where} spans servers, so no compute fabric is bought"
+
+
 def network_plan(primary: C.HardwareContext, hardware, pools, servers: int, nics: Nics, read_per_server: float,
                  supply_read: float, scaleup) -> NetworkPlan:
     """Both fabrics of the plan: the pools' compute fabrics and one storage network for all servers."""
@@ -107,8 +126,10 @@ def network_plan(primary: C.HardwareContext, hardware, pools, servers: int, nics
                             oversubscription=hardware.oversubscription)
     first = pools[0].fabric
     compute_nics = sum(p.fabric.nics_per_server * p.servers for p in pools)
+    storage_fabric = dataclasses.asdict(store.fabric)
     return NetworkPlan(primary.scale_out_link.id, nics.nics_per_server, int(compute_nics), nics.per_gpu_bytes_per_s,
                        _summed([p.fabric for p in pools]), primary.storage_nic_link.id,
                        float(store.nics_per_server), float(store.nics_per_server) * servers,
-                       dataclasses.asdict(store.fabric), *scaleup, int(primary.accelerator.scaleup_domain),
-                       first.design, first.reason, first.growth, float(sum(p.fabric.links for p in pools)))
+                       storage_fabric, *scaleup, int(primary.accelerator.scaleup_domain),
+                       first.design, first.reason, first.growth, float(sum(p.fabric.links for p in pools)),
+                       cables(storage_fabric), *unused_nics(pools))

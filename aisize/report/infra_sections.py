@@ -79,15 +79,14 @@ def _fabric_rows(n) -> list[list]:
     def both(key, fmt=lambda v: f"{v:,.0f}"):
         return [fmt(c[key]), fmt(st[key])]
 
-    cables = [f"{sum(f[k] for k in ('endpoint_cables', 'leaf_spine_cables', 'spine_core_cables')):,.0f}"
-              for f in (c, st)]
+    cables = [f"{x:,.0f}" for x in (n.compute_links, n.storage_links)]  # the BOM's links (growth ports get none)
     return [["Link", f"{_name('links', n.compute_link)} ({n.compute_link})",
              f"{_name('links', n.storage_link)} ({n.storage_link})"],
             ["NICs per server", f"{n.compute_nics_per_server:g}", f"{n.storage_nics_per_server:g}"],
             ["NICs in total", f"{n.compute_nics:,.0f}", f"{n.storage_nics:,.0f}"],
-            ["Endpoints", *both("endpoints")], ["Tiers", *both("tiers")], ["Leaf switches", *both("leaves")],
+            ["Ports offered (with growth spare)", *both("endpoints")], ["Tiers", *both("tiers")], ["Leaf switches", *both("leaves")],
             ["Spine switches", *both("spines")], ["Core switches", *both("cores")],
-            ["Switches in total", *both("switches")], ["Cables", *cables],
+            ["Switches in total", *both("switches")], ["Links bought (optics, cables)", *cables],
             ["Endpoints a two-tier fabric takes", *both("max_endpoints_two_tier")]]
 
 
@@ -99,7 +98,8 @@ def network(ctx: ReportContext) -> Html:
                + (f", {n.scaleup_domain} GPUs per domain"
                   if hardware_record(ctx.scenario, "accelerators", p.accelerator)[0].scaleup_link
                   else " (no NVLink: tensor-parallel traffic crosses it)"))
-    cards = facts([("Scale-out per GPU", rate(n.scaleout_per_gpu_bytes_per_s)),
+    cards = facts([("NIC rate per GPU (no fabric)" if n.no_compute_fabric else "Scale-out per GPU",
+                    rate(n.scaleout_per_gpu_bytes_per_s)),
                    ("Compute NICs", f"{n.compute_nics:,.0f}"), ("Storage NICs", f"{n.storage_nics:,.0f}"),
                    ("Switches", f"{n.compute_fabric['switches'] + n.storage_fabric['switches']:,.0f}")])
     fabric = table(["", "Compute fabric", "Storage network"], _fabric_rows(n),
@@ -113,5 +113,7 @@ def network(ctx: ReportContext) -> Html:
                                                ["Oversubscription", f"{hw.oversubscription:g}:1"]],
                                     css="meta"))
                 + block(fabric, note("Leaf-spine (and core) counts from the switch radix and the "
-                                     "oversubscription; each GPU server's NICs are endpoints."))
+                                     "oversubscription; each GPU server's NICs are endpoints."
+                                     + (f" {n.compute_nics_unused:,} compute NICs {n.compute_nics_unused_reason}."
+                                        if n.compute_nics_unused_reason else "")))
                 + block(links_t))
