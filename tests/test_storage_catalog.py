@@ -115,15 +115,19 @@ def test_queue_station_runs_on_the_bought_units(plans, name):
     assert s.station.servers == max(1, round(s.supply_iops * latency))
 
 
-def test_agentic_coding_asks_only_capacity_and_buys_the_minimum(plans):
+def test_agentic_coding_buys_for_its_weights_load_and_a_floor_above_it(plans):
     s = plans["agentic-coding"].storage
-    assert s.demand["read"] == s.demand["write"] == s.demand["iops"] == 0.0
-    assert s.units == 1 and s.units_by["read"] == s.units_by["write"] == 0
+    i = plans["agentic-coding"].inference[0]
+    # model_loads_per_hour 0: still one deployment load of every replica's weights (docs/storage-demand.md)
+    assert s.demand["read"] == pytest.approx(i.replicas * i.weights_bytes / C.MODEL_LOAD_SECONDS)
+    assert s.demand["write"] == 0.0 and s.units_by["write"] == 0
+    assert s.units == s.units_by["read"] and s.binding == "read"
     # the model repository (DeepSeek-R1 weights) needs capacity: a fraction of one unit
     assert 0 < s.demand["capacity"] < catalog.storage[s.system].capacity_bytes * (1 - s.headroom)
-    # a stated floor is bought, and says it binds
-    three = _with("agentic-coding", lambda d: d["policies"].update(storage_minimum_units=3)).storage
-    assert (three.system, three.units, three.binding) == (s.system, 3, "minimum")
+    # a stated floor above the demand is bought, and says it binds
+    floor = int(s.units) + 2
+    more = _with("agentic-coding", lambda d: d["policies"].update(storage_minimum_units=floor)).storage
+    assert (more.units, more.binding) == (floor, "minimum")
 
 
 def test_a_demand_of_zero_buys_the_minimum_and_nothing_more():

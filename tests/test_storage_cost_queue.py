@@ -1,8 +1,8 @@
 """Storage priced by the units bought and queued on the system bought (issue 49, items 1 and 3).
 
 Hand-worked figures: YanRong F9000X holds 10 x 7,000 GiB = 75.16 TB raw per node (MLPerf Storage v1.0
-submission; the catalog stores 75.16 TB); at data/prices.csv storage-per-tb ($150 per TB raw) one node costs
-75.16 x 150 = $11,274. NetApp's 8-node
+submission; the catalog stores 75.16 TB); at data/prices.csv storage-per-tb ($200 per TB raw, Pure's 2023 FlashBlade//E price) one node
+costs 75.16 x 200 = $15,032. NetApp's 8-node
 AFF A90 served 3,644,870 ops/s at its last SPECstorage 2020 EDA load point and 0.4 ms at its first:
 Little's law gives 3,644,870 x 0.0004 = 1,458 IOs in flight at the rated rate.
 """
@@ -37,17 +37,17 @@ def test_no_price_per_gb_per_s_and_the_capacity_price_is_a_stated_assumption():
     assert "storage-per-gb-per-s" not in table
     tb = table["storage-per-tb"]
     assert (tb.unit, tb.kind) == ("per TB raw", "assumption") and "ASSUMPTION" in tb.note
-    assert "diskprices.com" in tb.source  # the public datum the assumption is set against
+    assert "FlashBlade//E" in tb.source and tb.date == "2023-03"  # the public datum, dated as it is
 
 
 def test_one_yanrong_node_costs_its_raw_capacity_at_the_price_per_tb():
     y = catalog.storage["yanrong-f9000x"]
     table = load_prices()
     assert y.capacity_bytes / TB == pytest.approx(75.16, abs=0.01)  # 10 x 7,000 GiB
-    assert unit_usd(y, table) == pytest.approx(75.16 * 150)  # $11,274
+    assert unit_usd(y, table) == pytest.approx(75.16 * 200)  # $15,032
     line = storage_line(y, 3, 0.0, table)
     assert (line.price_id, line.unit, line.quantity) == ("storage-per-tb", "TB raw", pytest.approx(3 * 75.16))
-    assert line.usd == pytest.approx(3 * 11_274)
+    assert line.usd == pytest.approx(3 * 15_032)
 
 
 def test_a_unit_price_row_prices_the_units_and_a_system_without_capacity_the_plans_need():
@@ -88,7 +88,7 @@ def test_every_preset_pays_for_the_units_it_bought_not_for_bandwidth(plans, name
         return
     assert line.price_id == "storage-per-tb" and line.kind == "assumption"  # no public unit price in the table
     tb = s.units * bought.capacity_bytes / TB
-    assert line.quantity == pytest.approx(tb) and line.usd == pytest.approx(tb * 150)
+    assert line.quantity == pytest.approx(tb) and line.usd == pytest.approx(tb * 200)
 
 
 @pytest.mark.parametrize("name", preset_names())
@@ -105,13 +105,16 @@ def test_every_preset_buys_units_that_meet_its_io_demand_at_the_headroom(plans, 
     assert s.units >= s.minimum_units
 
 
-def test_agentic_coding_buys_one_smallest_unit_for_its_model_repository(plans):
-    # its read, write and IO demand are all 0: the minimum (1) of the smallest purchasable unit, $11,274
+def test_agentic_coding_buys_the_cheapest_count_for_its_weights_load(plans):
+    # model_loads_per_hour 0, yet 15 replicas load DeepSeek-R1's weights at deployment: the read burst sizes
+    # the storage (docs/storage-demand.md), at the cheapest count of units, each priced as a unit
     p = plans["agentic-coding"]
     s = p.storage
-    smallest = min((r for r in catalog.storage if purchasable(r)), key=lambda r: r.capacity_bytes)
-    assert (s.system, s.units, s.minimum_units) == (smallest.id, 1.0, 1)
-    assert _storage_line(p).usd == pytest.approx(11_274)  # was $450 k at $8,000 per GB/s of read bought
+    assert s.demand["read"] > 0 and s.binding == "read"
+    table = load_prices()
+    cheapest = min(s.candidates.values(), key=lambda c: c["cost"])
+    assert s.candidates[s.system]["cost"] == cheapest["cost"]
+    assert _storage_line(p).usd == pytest.approx(s.units * unit_usd(catalog.storage[s.system], table))
 
 
 @pytest.mark.parametrize("least", [1, 2, 4])
@@ -175,7 +178,7 @@ def test_a_scenario_quote_for_a_storage_unit_prices_the_units_bought():
     assert quoted.storage.system == base.storage.system == "yanrong-f9000x"
     units = quoted.storage.units
     assert quoted.cost.capital_usd - base.cost.capital_usd == pytest.approx(
-        units * 200_000 - units * 75.16 * 150, rel=0.01)
+        units * 200_000 - units * 75.16 * 200, rel=0.01)
     d["cost"]["prices"] = {"storage-unit-no-such-system": 1}
     with pytest.raises(ValueError, match="storage-unit-<storage id>"):
         from_dict(d)

@@ -24,6 +24,7 @@ from functools import lru_cache
 
 from aisize import catalog
 from aisize.cost import load_prices, unit_usd
+from aisize.fleet.failures import FailureRates, failure_rates
 from aisize.network.fabric import Nics
 from aisize.network.links import link_feed_for
 from aisize.plan import context as C
@@ -104,7 +105,7 @@ class StoragePlan:
     latency_elasticity: float = 0.0
 
 
-def _blend_workloads(training, inference, dataprep, scale_ups=None):
+def _blend_workloads(training, inference, dataprep, scale_ups=None, rates=None, gpus_per_server=8):
     out = []
     for t in training:
         out.append(training_reads(t.name, t.read_bytes_per_s, io_bytes=t.read_io_bytes,
@@ -116,16 +117,41 @@ def _blend_workloads(training, inference, dataprep, scale_ups=None):
     for i in inference:
         if scale_ups and i.name in scale_ups:  # an autoscaled service reads its weights at each scale-up
             out.append(scale_ups[i.name])
-        elif i.model_loads_per_hour > 0:
-            period = HOUR / i.model_loads_per_hour
-            out.append(inference_model_loading(f"{i.name} model loading", i.weights_bytes, i.replicas,
-                                               min(C.MODEL_LOAD_SECONDS, period), period))
+        elif i.replicas > 0 and i.weights_bytes > 0:
+            out.append(model_loads(i, rates, gpus_per_server))
         kv = i.kv_tiers
         if kv is not None and kv.storage_capacity_bytes:  # a KV-cache tier on the shared storage (aisize.plan.kvtiers)
             out.append(kv_cache_tier(f"{i.name} KV cache tier", kv.storage_read_bytes_per_s,
                                      kv.storage_write_bytes_per_s, io_bytes=kv.storage_io_bytes))
     out += [dataprep_workload(d) for d in dataprep]
     return out or [workload("(no storage IO)", "mixed")]
+
+
+def failure_rates_of(policies) -> FailureRates:
+    """The interruption rates the plan models: one per node MTBF (policies.node_mtbf_hours), or a published
+    fleet's (policies.failure_rates, data/failure_rates.csv), as aisize.plan.fleet reads them."""
+    if policies.failure_rates != "node-mtbf":
+        return failure_rates(policies.failure_rates)
+    return FailureRates("node-mtbf", 0.0, 1.0 / policies.node_mtbf_hours, 0.0, "policies.node_mtbf_hours")
+
+
+def model_loads(service: InferencePlan, rates: FailureRates, gpus_per_server: int):
+    """A service's weights read from the shared storage (docs/storage-demand.md).
+
+    Peak: every replica loads its weights at once within MODEL_LOAD_SECONDS, as at deployment, which happens
+    at least once whatever ``model_loads_per_hour`` says. Average: the loads that recur, scheduled reloads
+    (``model_loads_per_hour``, each one of the whole fleet) plus a replica's restart after an interruption of
+    its GPUs or servers (``rates``); the one-off deployment adds nothing to a long-run average."""
+    replicas = int(service.replicas)
+    gpus = service.gpus / replicas
+    servers = max(1.0, math.ceil(gpus / max(gpus_per_server, 1)))  # its server failing restarts it
+    per_hour = service.model_loads_per_hour + float(rates.per_hour(gpus, servers))
+    period = HOUR / per_hour if per_hour > 0 else math.inf
+    load = min(C.MODEL_LOAD_SECONDS, period)
+    if math.isinf(period):  # nothing recurs: the deployment burst only
+        return workload(f"{service.name} model loading", "inference", read_peak_bytes_per_s=replicas
+                        * service.weights_bytes / load)
+    return inference_model_loading(f"{service.name} model loading", service.weights_bytes, replicas, load, period)
 
 
 def _capacity(training, inference, dataprep, policies):
@@ -212,7 +238,8 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
 
     ``scale_ups`` maps an autoscaled service to the storage workload of its scale-ups (its weights
     read by each new replica), which replaces its hourly model reload."""
-    b = blend(_blend_workloads(training, inference, dataprep, scale_ups))
+    b = blend(_blend_workloads(training, inference, dataprep, scale_ups, failure_rates_of(policies),
+                               ctx.server.gpus))
     cap = _capacity(training, inference, dataprep, policies)
     ops = b.read_iops + b.write_iops
     mean_io = (b.read_bytes_per_s + b.write_bytes_per_s) / ops if ops else C.READ_IO_BYTES
