@@ -5,7 +5,7 @@ difference, the change in percent and which plan is better (where "better"
 has a direction: fewer servers, lower cost, more headroom). Rows whose values
 differ are marked; ``compare_text`` prints them with a marker in the first column. :func:`shown` and
 :func:`change_shown` give a cell's text: the app, the report and ``aisize compare`` all show a comparison
-through them, so a figure reads the same in each.
+through them (and :func:`difference_shown` for B - A), so a figure reads the same in each.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ METRICS = (
      LOWER),
     ("capital_usd", "Capital", "USD", lambda p: p.cost.capital_usd, LOWER),
     ("operating_usd_per_year", "Operating cost", "USD/year", lambda p: p.cost.operating_usd_per_year, LOWER),
-    ("usd_per_gpu_hour", "Cost per GPU-hour", "USD", lambda p: p.cost.usd_per_gpu_hour, LOWER),
+    ("usd_per_gpu_hour", "Cost per GPU-hour", "USD/GPU-hour", lambda p: p.cost.usd_per_gpu_hour, LOWER),
     ("gpu_utilisation", "GPUs busy over the life", "share", lambda p: p.cost.gpu_utilisation, HIGHER),
     ("break_even_utilisation", "Break-even vs renting (share busy)", "share",
      lambda p: p.cost.break_even_utilisation, LOWER),
@@ -102,6 +102,15 @@ def shown(x, unit: str = "") -> str:
     return F.cell(x, unit)
 
 
+def difference_shown(x, unit: str = "") -> str:
+    """B - A as every view shows it: :func:`shown`, except that the difference of two shares is in percentage
+    points ("-4.7 pp": 12.5 % and 7.8 %), since "%" beside it would read as a relative change (the "change"
+    column's)."""
+    if unit == "share" and _number(x) and math.isfinite(x):
+        return f"{F.points(x * 100.0)} pp"  # unsigned when positive, as every B - A cell
+    return shown(x, unit)
+
+
 def change_shown(change) -> str:
     """The change from A to B as a signed percentage ("—" where A is zero or either has no number)."""
     if change is None or (isinstance(change, float) and math.isnan(change)):
@@ -116,7 +125,7 @@ def compare_text(a, b) -> str:
     text = pd.DataFrame({
         "": [MARK if d else "" for d in df["differs"]], "metric": df["metric"], "unit": df["unit"],
         ca: [shown(x, u) for x, u in zip(df[ca], df["unit"])], cb: [shown(x, u) for x, u in zip(df[cb], df["unit"])],
-        "B - A": [shown(x, u) for x, u in zip(df["difference"], df["unit"])],
+        "B - A": [difference_shown(x, u) for x, u in zip(df["difference"], df["unit"])],
         "change": [change_shown(c) for c in df["change"]],
         "better": df["better"]})
     head = [f"A: {a.scenario_name}", f"B: {b.scenario_name}",

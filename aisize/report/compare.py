@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aisize import charts
-from aisize.present.comparison import change_shown, comparison_table, shown
+from aisize.present.comparison import change_shown, comparison_table, difference_shown, shown
 from aisize.report.context import ReportContext
 from aisize.report.markup import Html, block, esc, figure, para
 
@@ -25,7 +25,7 @@ def compare(ctx: ReportContext) -> Html:
     rows = []
     for r in t.to_dict("records"):
         cells = [r["metric"], r["unit"], shown(r[ca], r["unit"]), shown(r[cb], r["unit"]),
-                 shown(r["difference"], r["unit"]), change_shown(r["change"]), r["better"]]
+                 difference_shown(r["difference"], r["unit"]), change_shown(r["change"]), r["better"]]
         cls = ' class="differs"' if r["differs"] else ""
         rows.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{esc(h)}</th>" for h in ("Figure", "Unit", ca, cb, "B - A", "Change", "Better"))

@@ -16,7 +16,7 @@ from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.app.state import load_failure, upload_text
 from aisize.plan import plan as make_plan
-from aisize.present.comparison import change_shown, comparison_table, shown
+from aisize.present.comparison import change_shown, comparison_table, difference_shown, shown
 from aisize.scenario import loads, preset, preset_names
 
 UPLOADED = "(uploaded file)"
@@ -29,7 +29,7 @@ def table_html(table) -> str:
     body = []
     for r in table.to_dict("records"):
         cells = [r["metric"], r["unit"], shown(r[a], r["unit"]), shown(r[b], r["unit"]),
-                 shown(r["difference"], r["unit"]), change_shown(r["change"]), r["better"]]
+                 difference_shown(r["difference"], r["unit"]), change_shown(r["change"]), r["better"]]
         cls = " class='aisize-differs'" if r["differs"] else ""
         body.append(f"<tr{cls} data-key='compare.{html.escape(r['key'])}'>"
                     + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
