@@ -437,8 +437,14 @@ def plural(n, noun: str, plural_form: str | None = None) -> str:
     """A count with its noun agreeing: (1, "GPU") -> "1 GPU", (16, "GPU") -> "16 GPUs", (2, "replica") ->
     "2 replicas"; ``plural_form`` for an irregular noun."""
     text = count(n) if _missing(n) is None else _missing(n)
+    return f"{text} {noun_for(n, noun, plural_form)}"
+
+
+def noun_for(n, noun: str, plural_form: str | None = None) -> str:
+    """The noun agreeing with count ``n``, for a card whose unit sits apart from its number: (1, "server") ->
+    "server", (2, "server") -> "servers"."""
     one = _missing(n) is None and int(round(float(n))) == 1
-    return f"{text} {noun if one else (plural_form or noun + 's')}"
+    return noun if one else (plural_form or noun + "s")
 
 
 SI_PREFIXES = ((1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"),

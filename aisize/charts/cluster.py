@@ -11,7 +11,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from aisize.charts.style import BLUE, GREY, HEIGHT, NUMBER, ORANGE, RED, WIDTH, tips
+from aisize.charts.style import BLUE, GREY, HEIGHT, LABEL_LIMIT, NUMBER, ORANGE, RED, WIDTH, tips
 from aisize.format import plural
 
 DAY = "time from the start [days]"
@@ -127,7 +127,7 @@ def cost_breakdown(cost, *, title: str = "Cost per year") -> alt.Chart:
     data = cost_rows(cost)
     return alt.Chart(alt.NamedData(name=COST_DATA)).mark_bar().encode(
         x=alt.X("usd_per_year:Q", title="USD per year", axis=alt.Axis(format="~s")),
-        y=alt.Y("item:N", title=None, sort="-x"),
+        y=alt.Y("item:N", title=None, sort="-x", axis=alt.Axis(labelLimit=LABEL_LIMIT)),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE])),
         tooltip=tips("item:N", "kind:N",
                      alt.Tooltip("usd_per_year:Q", title="USD per year", format="$,.3s"))).properties(

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import altair as alt
 
-from aisize.charts.style import RED, WIDTH, tips
+from aisize.charts.style import LABEL_LIMIT, RED, WIDTH, tips
 from aisize.units import GiB
 
 # Memory line items in drawing order (training and inference breakdowns), with display names.
@@ -56,7 +56,7 @@ def memory_breakdown(memory_bytes: Mapping[str, float], gpu_memory_bytes: float,
     bars = alt.Chart(alt.NamedData(name=MEMORY_DATA)).mark_bar(height=34).encode(
         x=x, y=alt.Y("bar:N", title=None, axis=None),
         color=alt.Color("item:N", title="line item", sort=list(MEMORY_ITEMS.values()),
-                        scale=alt.Scale(scheme="tableau20")),
+                        scale=alt.Scale(scheme="tableau20"), legend=alt.Legend(labelLimit=LABEL_LIMIT)),
         order=alt.Order("order:Q"),
         tooltip=tips("item:N", alt.Tooltip("gib:Q", title="GiB", format=",.2f")))
     # the legend lists only the limits drawn: a domain entry without a rule would still get a swatch

@@ -14,6 +14,15 @@ MARK_DAYS, MARK_GPUS = "marked_days", "marked_gpus"  # chosen point of gpus_vs_d
 # A tooltip's number as :func:`aisize.format.sig` writes it: three significant figures, thousands
 # separated, never an exponent (d3-format's "g" writes 8,710 as "8.71e+3").
 NUMBER = ",.3r"
+# Widest axis or legend label [px] a chart draws in full (Vega cuts at 160/180 px by default, which cut
+# "runtime (engine reserve, activations)" and the cost lines' names); CHAR_PX is the width of a character of
+# Vega's 10-11 px label font, generously, for sizing a label by its length.
+LABEL_LIMIT, CHAR_PX = 320, 6.5
+
+
+def label_fits(text: str, limit: float = LABEL_LIMIT) -> bool:
+    """Whether ``text`` fits a label ``limit`` px wide uncut (at :data:`CHAR_PX` per character)."""
+    return len(str(text)) * CHAR_PX <= limit
 
 
 def as_frame(rows) -> pd.DataFrame:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 from aisize import charts
 from aisize.report.context import ReportContext
 from aisize.format import points
@@ -50,6 +52,15 @@ def _within(s: dict, key: str = "within", runs: str = "cases") -> str:
     return f"{count(s[key])} of {count(s[runs])}" if runs in s else DASH
 
 
+def left_out_groups(df) -> pd.DataFrame:
+    """The cases left out (:func:`aisize.validation.left_out`), one row per reason (columns cases, family, why):
+    a lone case's own reason, or the reason its group shares. The report and the app's Accuracy tab show this
+    table; the left-out rows' "reason" and "why" read the same for a lone case, so one column is shown."""
+    rows = [{"cases": ", ".join(g["case"]), "family": fam, "why": g["reason"].iloc[0] if len(g) == 1 else why}
+            for (fam, why), g in left_out(df).groupby(["family", "why"], sort=False)]
+    return pd.DataFrame(rows, columns=["cases", "family", "why"])
+
+
 def calibration_comparison(scenario) -> Html:
     """The serving families with the scenario's selected calibration beside aisize's default (empty
     when the scenario uses the default)."""
@@ -89,9 +100,8 @@ def accuracy(ctx: ReportContext) -> Html:
     worst_t = (table(["Case", "Family", "Error", "Tolerance", "Why it misses"], worst,
                      caption="Cases outside their tolerance (cases that miss for one reason share a row)",
                      css="numeric") if worst else Html(""))
-    gone = [[", ".join(g["case"]), fam,
-             Html(f'<span class="source">{esc(g["reason"].iloc[0] if len(g) == 1 else why)}</span>')]
-            for (fam, why), g in left_out(df).groupby(["family", "why"], sort=False)]
+    gone = [[r["cases"], r["family"], Html(f'<span class="source">{esc(r["why"])}</span>')]
+            for r in left_out_groups(df).to_dict("records")]
     gone_t = (table(["Case", "Family", "Why it is not compared"], gone, caption="Cases left out, and why")
               if gone else Html(""))
     used = sorted({run for t in ctx.plan.training if (r := time_range_days(t)) and r.mfu for run in r.mfu.cases})

@@ -101,7 +101,9 @@ def mfu_range(gpus=None, *, path: str | Path | None = None) -> MfuRange:
         near = obs[(obs["gpus"] >= g / SCALE_FACTOR) & (obs["gpus"] <= g * SCALE_FACTOR)]
         if len(near) >= MIN_CASES:
             obs = near
-            rule = f"runs on {g / SCALE_FACTOR:g}-{g * SCALE_FACTOR:g} GPUs (within {SCALE_FACTOR:g}x of {g:g})"
+            # GPU counts are whole: the bounds as the runs kept can have them (8 GPUs: 1-80, not 0.8-80)
+            low, high = int(np.ceil(g / SCALE_FACTOR)), int(np.floor(g * SCALE_FACTOR))
+            rule = f"runs on {low:,}-{high:,} GPUs (within {SCALE_FACTOR:g}x of {g:,.0f})"
         else:
             rule = (f"all published runs (only {len(near)} within {SCALE_FACTOR:g}x of {g:g} GPUs; "
                     f"{MIN_CASES} needed)")

@@ -181,30 +181,9 @@ def left_out(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["case", "family", "reason", "why"])
 
 
-LABEL_CHARS = 40  # a case's name on the error chart's axis (the tooltip has all of it)
-
-
 def error_chart(df: pd.DataFrame):
-    """Altair bar chart of the signed error per case [%] (symlog axis), coloured by status, a tick at each
-    case's tolerance.
+    """Altair bar chart of the signed error per case [%]: :func:`aisize.charts.validation_errors` (one chart for
+    the app, the reports and this API)."""
+    from aisize.charts.validation import validation_errors
 
-    Cases without a prediction (needs input) are left out; the tolerance is a tick beside each bar.
-    """
-    import altair as alt
-
-    from aisize.charts.style import NUMBER, tips
-
-    data = df[df["error_pct"].notna()][["case", "family", "error_pct", "tolerance_pct", "status"]]
-    # labels cut in the spec, not to a pixel width: measuring 100+ labels for an ellipsis took seconds of SVG
-    label = f"length(datum.label) > {LABEL_CHARS} ? slice(datum.label, 0, {LABEL_CHARS - 1}) + '…' : datum.label"
-    base = alt.Chart(data).encode(y=alt.Y("case:N", sort=None, title=None,
-                                          axis=alt.Axis(labelLimit=0, labelExpr=label)))
-    bars = base.mark_bar().encode(
-        x=alt.X("error_pct:Q", title="error vs published [%] (symlog)", scale=alt.Scale(type="symlog")),
-        color=alt.Color("status:N", scale=alt.Scale(domain=["ok", "outside"], range=["#4c78a8", "#e45756"])),
-        tooltip=tips("case", "family", alt.Tooltip("error_pct:Q", title="error [%]", format=NUMBER),
-                     alt.Tooltip("tolerance_pct:Q", title="tolerance [%]"), "status"))
-    # the ticks share the bars' axis: give them its title, or Vega joins both ("..., tolerance [%]")
-    ticks = base.mark_tick(color="black", thickness=1).encode(
-        x=alt.X("tolerance_pct:Q", title="error vs published [%] (symlog)"))
-    return (bars + ticks).properties(width=420, height=alt.Step(12), title="aisize vs published figures")
+    return validation_errors(df)

@@ -18,8 +18,8 @@ from aisize import charts
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.app.sections.serving_accuracy import ServingRuns
-from aisize.report.accuracy import VERDICT_HEADERS
-from aisize.validation import left_out, summary, validate
+from aisize.report.accuracy import VERDICT_HEADERS, left_out_groups
+from aisize.validation import summary, validate
 
 # ok, rough and outside as `aisize validate` counts them apart, in the report's words
 SUMMARY_NAMES = {"family": "family", "compared": "cases compared", **VERDICT_HEADERS,
@@ -56,8 +56,8 @@ class AccuracySection(Section):
             shown = summary(self.cases)[list(SUMMARY_NAMES)].rename(columns=SUMMARY_NAMES)
             K.assign(self.table, "value", K.table(shown))
             K.assign(self.outside, "value", K.table(outside_table(self.cases[~self._serving])))
-            gone = left_out(self.cases)
-            K.assign(self.left, "value", K.table(gone) if len(gone) else
+            gone = left_out_groups(self.cases)  # the report's table: one reason per row, said once
+            K.assign(self.left, "value", K.table(gone, headers={"why": "why it is not compared"}) if len(gone) else
                      f"<p class='aisize-note'>{html.escape('None: every case is compared.')}</p>")
         self.chart.show("cases", lambda: charts.validation_errors(self.cases[~self._serving]))
         self.serving.update()

@@ -9,6 +9,7 @@ pool's server price (any other price is overridden in the scenario file).
 from __future__ import annotations
 
 import html
+import re
 
 import ipywidgets as widgets
 import pandas as pd
@@ -41,6 +42,23 @@ def workload_costs(cost) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["workload", "what", "usd", "basis"])
 
 
+CLOUD_CHARS = 32  # characters the cloud-rate dropdown shows uncut (255 px of select at about 7 px each)
+
+
+def cloud_options(prices) -> list[tuple[str, str]]:
+    """(label, price id) of every cloud rate, each label short enough to show in full: the offer's name up to its
+    first detail ("AWS EC2 P5 (p5.48xlarge, 8x H100), on demand" -> "AWS EC2 P5") and its rate; the price id
+    where two names would read the same or a name runs long."""
+    ids = list(prices.ids("cloud"))
+    short = {i: re.split(r" \(|, | with ", prices[i].item)[0] for i in ids}
+    labels = {}
+    for i in ids:
+        name = short[i] if list(short.values()).count(short[i]) == 1 else i
+        rate = f"{prices[i].usd:.2f}"
+        labels[i] = f"{name}: {rate}" if len(name) + len(rate) + 2 <= CLOUD_CHARS else f"{i}: {rate}"
+    return [(labels[i], i) for i in ids]
+
+
 class CostSection(Section):
     title = "Cost"
 
@@ -49,8 +67,8 @@ class CostSection(Section):
         self.life = K.float_slider("Life [years]", 4.0, 1.0, 10.0, 0.5, "Straight-line amortisation period")
         self.power = K.float_slider("Average power [share]", 0.8, 0.1, 1.0, 0.05,
                                     "Average draw as a share of the servers' maximum power", fmt=".2f")
-        self.cloud = K.dropdown("Cloud rate asked for", [(f"{prices[i].item}: ${prices[i].usd:g}/GPU-h", i)
-                                                         for i in prices.ids("cloud")], None,
+        self.rate_names = {i: prices[i].item for i in prices.ids("cloud")}  # the dropdown's names in full
+        self.cloud = K.dropdown("Cloud rate [$/GPU-h]", cloud_options(prices), None,
                                 "The rental rate owning is compared with, where it rents the GPU bought (else "
                                 "a rate for that GPU, as the note under the cards says)")
         self.kwh = K.float_slider("Energy [$/kWh]", prices.usd("energy-per-kwh"), 0.01, 0.5, 0.005,
@@ -97,7 +115,7 @@ class CostSection(Section):
         value, unit, why = payback(c)
         rated = bool(c.cloud_rate)
         rate = (K.card("cost.cloud", f"Renting {c.cloud_gpu}", F.usd(c.cloud_usd_per_gpu_hour), "per GPU-hour",
-                       f"{c.cloud_gpu} rented at {c.cloud_rate}") if rated else
+                       f"{c.cloud_gpu} rented at {c.cloud_rate}: {self.rate_names.get(c.cloud_rate, '')}") if rated else
                 K.card("cost.cloud", "Cloud rate", F.DASH, "no rate for the GPU bought", why))
         K.assign(self.figures, "value", K.cards([
             K.card("cost.capital", "Capital", F.usd(c.capital_usd), ""),

@@ -25,7 +25,9 @@ class FleetSection(Section):
 
     def __init__(self, state):
         self.service = K.dropdown("Service", [], None, "Which inference service these controls edit")
-        self.add = widgets.Button(description="Add a diurnal load profile", tooltip=(
+        # sized to its label (a Button's default 148 px cut it to "Add a diurnal load ...")
+        self.add = widgets.Button(description="Add a diurnal load profile", layout=widgets.Layout(width="auto"),
+                                  tooltip=(
             "Give this service a load that follows the day (a quarter of its rate at night); edit the profile in "
             "the scenario file"))
         self.target = K.dropdown("Autoscaler target", [("latency targets", "slo"), ("utilisation", "utilisation")],

@@ -10,6 +10,7 @@ calibration the estimate used, the reuse and tier figures
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import replace
 
@@ -32,6 +33,23 @@ ENGINES = [("TensorRT-LLM", "trtllm"), ("vLLM", "vllm"), ("SGLang", "sglang")]
 SPECULATION = [("none", "none"), ("MTP (multi-token prediction)", "mtp"), ("EAGLE-3", "eagle3"),
                ("n-gram (prompt lookup)", "ngram")]
 LOADS = [("request rate", "rate"), ("users in flight", "users")]
+
+
+def memory_note(i, headroom: float) -> str:
+    """Why a service's GPU memory runs to the GPU's full size while training keeps ``headroom`` free (HTML):
+    the planner sizes a service with its engine's own memory share (aisize.serving.memory.replica_memory), not
+    with ``policies.memory_headroom`` (aisize.plan.training only)."""
+    est = i.estimate if i.estimate is not None else i.pools_estimate
+    eng = serving.ENGINES[est.engine] if est is not None and est.engine in serving.ENGINES else None
+    if eng is None:
+        return ""
+    share = (f"{F.pct(eng.kv_memory_fraction)} of the GPU for weights, runtime and its KV cache (its GPU memory "
+             "utilisation flag)" if eng.kv_fraction_of_total else
+             f"weights and runtime first, then {F.pct(eng.kv_memory_fraction)} of what they leave for its KV "
+             "cache (its free GPU memory fraction flag)")
+    return (f"<p class='aisize-note'>Services are exempt from the GPU memory headroom ({F.pct(headroom)}, "
+            f"policies.memory_headroom, kept free by training jobs): {html.escape(eng.name)} claims {share}, "
+            "so its memory per GPU nears the GPU's size by design.</p>")
 
 
 class InferenceSection(Section):
@@ -72,7 +90,7 @@ class InferenceSection(Section):
         self.draft_tokens = K.int_slider("Draft tokens per step", 1, 1, 16, 1, "Tokens drafted per decode step (k)")
         self.reuse = ReuseControls(lambda: None if self._syncing or self.service.value is None
                                    else self.state.data["workloads"][self.service.value], self._change)
-        self.figures = widgets.HTML()
+        self.figures, self.memory_note = widgets.HTML(), widgets.HTML()
         self.memory_chart, self.latency_chart = K.ChartSlot(), K.ChartSlot()
         self._curve_at = (None, None)  # (inputs, frame) of the last latency curve
         super().__init__(state)
@@ -108,7 +126,8 @@ class InferenceSection(Section):
                                       self.tp, self.pp, self.mode, self.engine, self.speculative, self.draft_tokens,
                                       self.reuse.view])
         left = K.controls_column([self.service, self.controls, self.error])
-        self.view.children = [widgets.HBox([left, K.figures_column([self.figures, self.memory_chart.box])]),
+        self.view.children = [widgets.HBox([left, K.figures_column([self.figures, self.memory_chart.box,
+                                                                    self.memory_note])]),
                               self.latency_chart.box]
         self.quietly(self.sync)
 
@@ -180,16 +199,20 @@ class InferenceSection(Section):
     def update(self, plan) -> None:
         if self.service.value is None:  # nothing of the last scenario's service stays on the page
             K.assign(self.figures, "value", "<p>This scenario has no inference service.</p>")
+            K.assign(self.memory_note, "value", "")
             self.memory_chart.clear()
             self.latency_chart.clear()
             return
         i = self._plan_service(plan)
         K.assign(self.figures, "value", self._figures(i, plan.assumptions["plan.knee_factor"],
                                                       plan.assumptions["plan.knee_elasticity"]))
+        # disaggregated: the plan's memory line items are a decode GPU's (the prefill GPUs' weights are a card)
+        gpu = "decode GPU" if i.serving_mode == "disaggregated" else "GPU"
         self.memory_chart.show("memory", lambda: charts.memory_breakdown(
             i.memory_per_gpu_bytes, i.gpu_memory_bytes).properties(width=charts.WIDTH - 80),
             data=charts.memory_breakdown_data(i.memory_per_gpu_bytes, i.gpu_memory_bytes),
-            title=f"Memory per GPU: {i.name} ({plan.accelerator})")
+            title=f"Memory per {gpu}: {i.name} ({plan.accelerator})")
+        K.assign(self.memory_note, "value", memory_note(i, plan.scenario.policies.memory_headroom))
         # the chart's shape is fixed per service; a new curve, targets or title only swaps rows and params
         pools = i.serving_mode == "disaggregated" and i.pools_estimate is not None and i.pools_estimate.feasible
         if not pools and (i.estimate is None or not i.estimate.feasible):  # no curve: the last one was another's
@@ -233,7 +256,7 @@ class InferenceSection(Section):
             K.card("inference.batch", "Batch per replica", F.num(i.batch), "requests",
                    f"Mean requests in flight under the planned load (at most {i.max_batch})"),
             K.card("inference.capacity", "Capacity per decode replica" if i.serving_mode == "disaggregated" else
-                   "Capacity per replica", F.sig(i.output_tokens_per_s_per_replica), "tokens/s",
+                   "Capacity per replica", F.sig(i.output_tokens_per_s_per_replica), "output tokens/s",
                    "Output tokens/s with every request waiting (max throughput)"
                    + ("; the prefill replicas produce no output tokens" if i.serving_mode == "disaggregated" else "")),
             K.card("inference.ttft", f"TTFT {stat}", F.ms(ttft), "",
@@ -263,14 +286,27 @@ class InferenceSection(Section):
                    state="bad" if i.latency_elasticity > steep else ""),
         ]
         if i.pools is not None and i.serving_mode == "disaggregated":
-            items += [K.card("inference.prefill_gpus", "Prefill GPUs", i.pools.prefill_gpus, "GPUs"),
-                      K.card("inference.decode_gpus", "Decode GPUs", i.pools.decode_gpus, "GPUs"),
+            items += [K.card("inference.prefill_gpus", "Prefill GPUs", i.pools.prefill_gpus,
+                             F.noun_for(i.pools.prefill_gpus, "GPU")),
+                      K.card("inference.decode_gpus", "Decode GPUs", i.pools.decode_gpus,
+                             F.noun_for(i.pools.decode_gpus, "GPU")),
                       K.card("inference.kv_transfer", "KV transfer", F.duration(i.pools.kv_transfer_s), "",
                              f"{F.bytes_gpu(i.pools.kv_bytes_per_request)} per request (KV cache is GPU memory: GiB)")]
+        items += InferenceSection._pool_weight_cards(i)
         items += InferenceSection._load_cards(i) + InferenceSection._estimate_cards(i.estimate)
         if i.slo_reason:
             items.append(K.card("inference.slo", "SLOs", "unreachable", "", i.slo_reason, state="bad"))
         return K.cards(items) + reuse_cards(i)
+
+    @staticmethod
+    def _pool_weight_cards(i) -> list[str]:
+        """Each pool's weights per GPU (disaggregated): the memory chart draws a decode GPU, and a prefill GPU of
+        another shape holds other weights (RAG 70B: 65.7 GiB at TP 1 beside 32.9 GiB at TP 2)."""
+        est = i.pools_estimate if i.serving_mode == "disaggregated" else None
+        weights = est.weights_per_gpu_bytes if est is not None else {}
+        why = f"Of {F.bytes_gpu(i.gpu_memory_bytes)} per GPU; {F.serving_shape(i)}"
+        return [K.card(f"inference.{side}_weights", f"Weights per {side} GPU", F.bytes_gpu(weights[side]), "", why)
+                for side in ("prefill", "decode") if side in weights]
 
     @staticmethod
     def _load_cards(i) -> list[str]:

@@ -166,6 +166,22 @@ def _time(seconds) -> F.Shown:
     return F.duration(seconds)
 
 
+def host_ram_card(i, k, state: str) -> str:
+    """The host RAM a server of service ``i`` uses. A DRAM tier sized "auto" takes all the RAM its other line
+    items leave, so the figure equals the RAM installed: it is said as RAM used, all of it, and not as a need."""
+    installed, used = i.server_host_memory_bytes, i.host_memory_needed_bytes
+    kv = k.host_dram_per_server_bytes
+    takes_rest = kv > 0 and abs(kv - k.host_dram_left_per_server_bytes) <= 1e-6 * max(installed, 1.0)
+    parts = (f"{F.bytes_gpu(used - kv)} for the server's other line items + {F.bytes_gpu(kv)} KV tier"
+             if kv else "the KV tier's buffers included")
+    if takes_rest:
+        return K.card("reuse.host_ram", "Host RAM used", F.bytes_gpu(used), "per server: all installed",
+                      f"{parts}: the DRAM tier (auto) takes the RAM left; "
+                      f"{F.bytes_gpu(installed)} installed", state=state)
+    return K.card("reuse.host_ram", "Host RAM needed", F.bytes_gpu(used), "per server",
+                  f"{parts}; of {F.bytes_gpu(installed)} installed", state=state)
+
+
 def reuse_cards(i) -> str:
     """The plan's prompt-reuse and KV-tier figures of service ``i`` (empty without ``prefix``)."""
     k = i.kv_tiers
@@ -194,16 +210,16 @@ def reuse_cards(i) -> str:
                             f"{size(r.capacity_per_server_bytes)} per server, {size(r.capacity_bytes)} "
                             f"in the fleet; {way}" + ("" if r.used else ": recomputing is faster, so it finds nothing"),
                             state="" if r.used else "bad"))
+    # memory in binary GiB, drives in decimal GB as they are sold (issue 47): each card's unit says which
     if k.host_dram_per_server_bytes:
         items.append(K.card("reuse.host_dram", "KV in host DRAM", F.bytes_gpu(k.host_dram_per_server_bytes),
-                            "per server", f"{F.bytes_gpu(k.host_dram_left_per_server_bytes)} of RAM left per server "
-                                          f"after its other line items"))
+                            "per server (memory: GiB)", f"{F.bytes_gpu(k.host_dram_left_per_server_bytes)} of RAM left "
+                                                        "per server after its other line items"))
     if k.host_dram_per_server_bytes or k.nvme_drives_per_server or k.storage_capacity_bytes:
-        items.append(K.card("reuse.host_ram", "Host RAM needed", F.bytes_gpu(i.host_memory_needed_bytes),
-                            "per server", f"Of {F.bytes_gpu(i.server_host_memory_bytes)} installed, the KV tier "
-                                          f"included", state=ok(i.host_memory_fits)))
+        items.append(host_ram_card(i, k, ok(i.host_memory_fits)))
     if k.nvme_drives_per_server:
-        items.append(K.card("reuse.nvme", "KV on local NVMe", F.bytes_si(k.nvme_per_server_bytes), "per server",
+        items.append(K.card("reuse.nvme", "KV on local NVMe", F.bytes_si(k.nvme_per_server_bytes),
+                            "per server (drives: decimal GB)",
                             f"{k.nvme_drives_per_server:,} drives per server; "
                             f"{F.bytes_si(k.nvme_installed_per_server_bytes)} installed"))
     if k.storage_capacity_bytes:

@@ -33,7 +33,7 @@ CP_OPTIONS = (1, 2, 4, 8, 16, 32)
 INTERLEAVED_CHUNKS = 2  # model chunks per stage the fixed-layout knob uses for interleaved 1F1B
 LAYOUT_COLUMNS = {"tp": "TP", "pp": "PP", "dp": "DP", "cp": "CP", "schedule": "schedule", "zero_stage": "ZeRO",
                   "micro_batch": "micro-batch", "recompute": "recompute", "step_seconds": "step [s]",
-                  "mfu": "MFU (step-time model)", "total_bytes": "memory/GPU [GiB]"}
+                  "mfu": "MFU predicted, full training (step-time model)", "total_bytes": "memory/GPU [GiB]"}
 # what a job's time rests on (plan.training's throughput_rule), said beside the MFU it used
 TIMED_BY = {"step-time": "step-time model", "policy-mfu": "assumed: policies.mfu", "measured": "measured rate",
             "calibrated": "calibrated rate", "scenario": "the scenario's rate"}
@@ -118,7 +118,7 @@ class TrainingSection(Section):
         self.figures = widgets.HTML()
         self.range_note = widgets.HTML()
         self.memory_chart, self.days_chart, self.step_chart = K.ChartSlot(), K.ChartSlot(), K.ChartSlot()
-        self.layouts, self.days_note = widgets.HTML(), widgets.HTML()
+        self.layouts, self.days_note = widgets.HTML(), widgets.HTML(layout=widgets.Layout(max_width="520px"))
         self._curve_at = (None, None)  # (inputs, (frame, refused)) of the last GPUs-vs-days curve
         super().__init__(state)
         w = self._path
@@ -143,10 +143,13 @@ class TrainingSection(Section):
                                       manual])
         left = K.controls_column([self.job, self.controls, self.error])
         right = K.figures_column([self.figures, self.range_note, self.memory_chart.box])
+        layouts = K.figures_column([K.heading("Fastest layouts that fit", "at the planned GPU count"), self.layouts])
+        layouts.layout.overflow_x = "auto"
         self.view.children = [widgets.HBox([left, right]), K.heading("GPUs needed vs target time"),
-                              widgets.HBox([widgets.VBox([self.days_chart.box, self.days_note]), K.figures_column(
-                                  [K.heading("Fastest layouts that fit", "at the planned GPU count"),
-                                   self.layouts])]),
+                              # the chart keeps its own width (a flexed box cut its title and y-axis title); the
+                              # table beside it takes what is left and scrolls
+                              widgets.HBox([widgets.VBox([self.days_chart.box, self.days_note],
+                                                         layout=widgets.Layout(flex="0 0 auto")), layouts]),
                               K.heading("Why a layout wins", "step time by part for the fastest layouts"),
                               self.step_chart.box]
         self.quietly(self.sync)
@@ -264,8 +267,9 @@ class TrainingSection(Section):
 
     def _figures(self, t) -> str:
         lay = t.layout
-        items = [K.card("training.gpus", "GPUs for this job", t.gpus, "GPUs", "GPUs the job runs on (whole servers)"),
-                 K.card("training.servers", "Servers for this job", t.servers, "servers"),
+        items = [K.card("training.gpus", "GPUs for this job", t.gpus, F.noun_for(t.gpus, "GPU"),
+                        "GPUs the job runs on (whole servers)"),
+                 K.card("training.servers", "Servers for this job", t.servers, F.noun_for(t.servers, "server")),
                  K.card("training.days", "Time to train", F.days(t.training_days), "",
                         f"Expected wall-clock time after goodput; throughput: {t.throughput_basis}")]
         if t.days_low < t.days_high:
@@ -286,7 +290,8 @@ class TrainingSection(Section):
         items.append(K.card("training.mfu", "MFU of the time", F.pct(t.mfu_assumed),
                             TIMED_BY.get(t.throughput_rule, t.throughput_rule), t.throughput_basis))
         if t.mfu_predicted is not None and abs(t.mfu_predicted - t.mfu_assumed) > 5e-4:
-            items.append(K.card("training.mfu_predicted", "MFU predicted", F.pct(t.mfu_predicted), "step-time model",
+            items.append(K.card("training.mfu_predicted", "MFU predicted, chosen layout", F.pct(t.mfu_predicted),
+                                "step-time model",
                                 "From the step-time model of the chosen layout (aisize.training)"))
         items += [K.card("training.goodput", "Goodput", F.pct(t.goodput), "",
                          "Share of time doing useful work after checkpoints and failures"),
