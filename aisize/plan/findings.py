@@ -316,7 +316,24 @@ def assumptions(plan) -> list[Finding]:
         out.append(Finding("info", "assumptions", (
             f"{plan.storage.system} publishes no write rate: writes assumed at "
             f"{pct(C.UNKNOWN_WRITE_SHARE)} of its read rate")))
-    return out
+    return out + _storage_queue_basis(plan)
+
+
+def _storage_queue_basis(plan) -> list[Finding]:
+    """Say which of the storage queue's figures its catalog row does not publish, and what stands in for them."""
+    from aisize.plan.queues import storage_queue_basis  # the queue's figures and their origin, one reader
+
+    b = storage_queue_basis(plan)
+    said = []
+    if b.published_iops_per_s is None:
+        said.append(f"no IOPS, so its IO rate is its read bandwidth / the blend's mean IO size, "
+                    f"{sig(b.unit_rate_per_s)} IO/s per unit")
+    if not b.latency_published:
+        said.append(f"no IO latency, so its queue assumes {ms(b.latency_seconds)} unloaded "
+                    "(STORAGE_LATENCY_SECONDS, the planner's default)")
+    if not said:
+        return []
+    return [Finding("info", "assumptions", f"storage {b.system} publishes " + "; and ".join(said))]
 
 
 CHECKS = (memory_fit, host_memory, storage_binding, storage_capacity, storage_overprovisioned, storage_latency,

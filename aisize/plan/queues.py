@@ -10,6 +10,7 @@ of the shared storage. The stations come from ``StoragePlan.station`` and
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -103,3 +104,49 @@ def storage_latency_curve(plan, concurrency=None, points: int = STORAGE_CURVE_PO
         top = max(knee_span * s.knee_concurrency, blend_span * blend, 2.0)
         concurrency = np.linspace(top / n, top, n)
     return concurrency_curve(s.station, concurrency)
+
+
+@dataclass(frozen=True)
+class StorageQueueBasis:
+    """Where the storage queue's two figures come from: the catalog row of the system bought, or a default.
+
+    The station (``StoragePlan.station``) serves at most ``rated_per_s`` = units x ``unit_rate_per_s``, the
+    unit's published read IOPS, or its read bandwidth / the blend's mean IO size where smaller or where no IOPS
+    is published (:func:`aisize.storage.sizing.unit_iops_at`); its unloaded latency is the row's published
+    latency, else ``aisize.plan.context.STORAGE_LATENCY_SECONDS`` (an assumption the plan must say it made).
+    """
+
+    system: str  # catalog id of the storage bought
+    units: float  # units (or the one system) the station counts [count]
+    unit_rate_per_s: float  # IO/s one unit serves at the blend's mean IO size [1/s]
+    rated_per_s: float  # the station's rated IO/s, units x unit_rate_per_s [1/s]
+    published_iops_per_s: float | None  # the row's read IOPS per unit [1/s]; None: not published
+    iops_io_size_bytes: float | None  # IO size the published IOPS holds at [B]; None: not stated
+    bandwidth_bound: bool  # True where read bandwidth / mean IO size, not the published IOPS, sets the rate
+    latency_seconds: float  # unloaded IO latency the station uses [s]
+    latency_published: bool  # False: the planner's default (STORAGE_LATENCY_SECONDS), not the row's figure
+    channels: int  # Little's-law channels, rated IO/s x unloaded latency [count] (informative)
+
+
+def storage_queue_basis(plan) -> StorageQueueBasis:
+    """The storage queue's IO rate and latency with their origin (catalog row or default), one per plan.
+
+    Parameters
+    ----------
+    plan : a :class:`~aisize.plan.Plan` or its :class:`StoragePlan`
+
+    References
+    ----------
+    .. [1] Little, Operations Research 9(3), 1961 (channels = IO rate x latency); docs/storage.md ("Still
+       missing": no purchasable unit publishes IOPS or latency).
+    """
+    s = plan if isinstance(plan, StoragePlan) else plan.storage
+    rec = s.record
+    station = s.station
+    published = rec.read_iops_per_s if rec is not None else None
+    rated = float(getattr(station, "rated_per_s", station.capacity_per_s))
+    unit = float(s.unit_iops) if s.unit_iops else rated / max(s.units, 1.0)
+    return StorageQueueBasis(
+        s.system, float(s.units), unit, rated, published, rec.iops_io_size_bytes if rec is not None else None,
+        published is None or unit < published, float(station.service_seconds),
+        rec is not None and rec.latency_seconds is not None, int(station.servers))
