@@ -141,7 +141,7 @@ def comparison(table: pd.DataFrame, *, title: str = "B against A") -> alt.Chart:
     rows["better"] = rows["better"].replace("", "—")
     return alt.Chart(rows).mark_bar().encode(
         x=alt.X("percent:Q", title="change from A [%]"),
-        y=alt.Y("metric:N", title=None, sort=None),
+        y=alt.Y("metric:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)),
         color=alt.Color("better:N", title="better", scale=alt.Scale(domain=["A", "B", "—"],
                                                                     range=[BLUE, ORANGE, GREY])),
         tooltip=tips("metric:N", alt.Tooltip("percent:Q", format="+,.1f"), "better:N")).properties(

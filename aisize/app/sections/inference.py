@@ -242,7 +242,7 @@ class InferenceSection(Section):
     @staticmethod
     def _figures(i, knee_factor: float, steep: float) -> str:
         ok = (lambda flag: "good" if flag else "bad")
-        stat = i.slo_statistic
+        stat, disagg = i.slo_statistic, i.serving_mode == "disaggregated"
         ttft, tpot = i.ttft_at_statistic_seconds, i.tpot_at_statistic_seconds
         items = [
             K.card("inference.replicas", "Replicas" + (" (prefill + decode)" if i.pools is not None
@@ -253,12 +253,13 @@ class InferenceSection(Section):
             K.card("inference.tensor_parallel", "Replica shape", F.serving_shape(i), "",
                    "Replicas × GPUs per pipeline stage (TP), stages (PP), attention data-parallel groups (ADP)"),
             K.card("inference.mode", "Serving", i.serving_mode, ""),
-            K.card("inference.batch", "Batch per replica", F.num(i.batch), "requests",
-                   f"Mean requests in flight under the planned load (at most {i.max_batch})"),
-            K.card("inference.capacity", "Capacity per decode replica" if i.serving_mode == "disaggregated" else
+            K.card("inference.batch", "Batch per decode replica" if disagg else "Batch per replica", F.num(i.batch),
+                   "requests", f"Mean requests in flight under the planned load (at most {i.max_batch})"
+                   + ("; a prefill replica batches prompts apart" if disagg else "")),
+            K.card("inference.capacity", "Capacity per decode replica" if disagg else
                    "Capacity per replica", F.sig(i.output_tokens_per_s_per_replica), "output tokens/s",
                    "Output tokens/s with every request waiting (max throughput)"
-                   + ("; the prefill replicas produce no output tokens" if i.serving_mode == "disaggregated" else "")),
+                   + ("; the prefill replicas produce no output tokens" if disagg else "")),
             K.card("inference.ttft", f"TTFT {stat}", F.ms(ttft), "",
                    f"mean {F.ms(i.ttft_seconds)}, p95 {F.ms(i.ttft_p95_seconds)}, p99 {F.ms(i.ttft_p99_seconds)}; "
                    f"target {F.ms(i.ttft_target_seconds)}", state=ok(i.ttft_met)),
@@ -271,8 +272,9 @@ class InferenceSection(Section):
                    "TTFT p99 + (output - 1) x TPOT p99"),
             K.card("inference.kv_per_token", "KV cache per token", F.bytes_gpu(i.kv_bytes_per_token), "",
                    "Keys and values of one token over all layers"),
-            K.card("inference.kv_per_user", "KV cache per request", F.bytes_gpu(i.kv_bytes_per_user), "",
-                   "Prompt + output tokens of one request"),
+            # prompt and output: a disaggregated request ships its prompt's only (the KV transfer card's figure)
+            K.card("inference.kv_per_user", "KV cache per request (prompt + output)", F.bytes_gpu(i.kv_bytes_per_user),
+                   "", "Prompt + output tokens of one request"),
             K.card("inference.kv_per_gpu", "KV cache in use per GPU", F.bytes_gpu(i.kv_in_use_per_gpu_bytes),
                    "", f"At the planned batch, of a pool of {F.bytes_gpu(i.memory_per_gpu_bytes['kv_cache_bytes'])}"),
             K.card("inference.utilisation", "Utilisation", F.pct(i.utilisation), "of capacity",
@@ -291,7 +293,8 @@ class InferenceSection(Section):
                       K.card("inference.decode_gpus", "Decode GPUs", i.pools.decode_gpus,
                              F.noun_for(i.pools.decode_gpus, "GPU")),
                       K.card("inference.kv_transfer", "KV transfer", F.duration(i.pools.kv_transfer_s), "",
-                             f"{F.bytes_gpu(i.pools.kv_bytes_per_request)} per request (KV cache is GPU memory: GiB)")]
+                             f"{F.bytes_gpu(i.pools.kv_bytes_per_request)} per request: its prompt's KV cache, "
+                             "shipped from prefill to decode (KV cache is GPU memory: GiB)")]
         items += InferenceSection._pool_weight_cards(i)
         items += InferenceSection._load_cards(i) + InferenceSection._estimate_cards(i.estimate)
         if i.slo_reason:

@@ -145,13 +145,15 @@ class TrainingSection(Section):
         right = K.figures_column([self.figures, self.range_note, self.memory_chart.box])
         layouts = K.figures_column([K.heading("Fastest layouts that fit", "at the planned GPU count"), self.layouts])
         layouts.layout.overflow_x = "auto"
-        self.view.children = [widgets.HBox([left, right]), K.heading("GPUs needed vs target time"),
-                              # the chart keeps its own width (a flexed box cut its title and y-axis title); the
-                              # table beside it takes what is left and scrolls
-                              widgets.HBox([widgets.VBox([self.days_chart.box, self.days_note],
-                                                         layout=widgets.Layout(flex="0 0 auto")), layouts]),
-                              K.heading("Why a layout wins", "step time by part for the fastest layouts"),
-                              self.step_chart.box]
+        # the parts below the cards, hidden with no training job (their headings stood over nothing)
+        self.job_parts = (K.heading("GPUs needed vs target time"),
+                          # the chart keeps its own width (a flexed box cut its title and y-axis title); the
+                          # table beside it takes what is left and scrolls
+                          widgets.HBox([widgets.VBox([self.days_chart.box, self.days_note],
+                                                     layout=widgets.Layout(flex="0 0 auto")), layouts]),
+                          K.heading("Why a layout wins", "step time by part for the fastest layouts"),
+                          self.step_chart.box)
+        self.view.children = [widgets.HBox([left, right]), *self.job_parts]
         self.quietly(self.sync)
 
     def _path(self, field):
@@ -217,6 +219,7 @@ class TrainingSection(Section):
             knob.disabled = lay == "auto"
 
     def update(self, plan) -> None:
+        K.show_if(self.job.value is not None, self.job, *self.job_parts)  # no empty select, no empty headings
         if self.job.value is None:  # nothing of the last scenario's job stays on the page
             K.assign(self.figures, "value", "<p>This scenario has no training job.</p>")
             for html_ in (self.range_note, self.layouts, self.days_note):
