@@ -78,10 +78,18 @@ def exponential_quantile_factor(q) -> float:
 
 
 def residual_quantile(q, prefill_share, t0, t1):
-    """The q-quantile of the rest of the iteration running at an arrival, roughly: q x a prefill-carrying
-    iteration where more than 1 - q of iterations carry one (length-biased, they are likelier still), else
-    q x a decode-only one [s]."""
-    return q * np.where(prefill_share > tail_probability(q), t1, t0)
+    """The q-quantile of the rest of the iteration running at an arrival [s], exactly for two kinds of iteration:
+    a share p carrying prefills (t1), the rest decode-only (t0). The arrival lands in one in proportion to its
+    length, v1 = p·t1 / T̄ with T̄ = (1 - p)·t0 + p·t1, and waits out a uniform part of it [3], so
+    ``P(R > r) = 1 - r / T̄`` for r <= t0 and ``v1·(1 - r / t1)`` beyond: the quantile is q·T̄ while that is
+    within t0, else t1·(1 - (1 - q) / v1). It rises continuously with p from q·t0 to q·t1 (a switch between
+    the two at p = 1 - q put a step of q·(t1 - t0) into every TTFT p95 curve)."""
+    p = np.clip(np.asarray(prefill_share, dtype=float), 0.0, 1.0)
+    t0, t1 = np.asarray(t0, dtype=float), np.asarray(t1, dtype=float)
+    mean = (1.0 - p) * t0 + p * t1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        long = t1 * (1.0 - tail_probability(q) * mean / np.maximum(p * t1, 1e-300))
+    return np.where(q * mean <= t0, q * mean, np.maximum(long, q * mean))
 
 
 def _poisson(mean, kmax=_MAX_COARRIVALS):
