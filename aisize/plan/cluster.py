@@ -133,8 +133,11 @@ def _candidate(w, index, k, pool, policies, slots, stream_slots, cache):
         return compute(pool.ctx, policies)
     base = ("candidate", workload_key(w), index, k, repr(pool.spec), pool.declared, pool.per_rack, pool.max_racks,
             slots.phases, slots.segments, slots.active[w.name], stream_slots.get(w.name))
-    # a training job's layout search is memoised on the whole context: it gets the context itself
-    return cache.call(base, pool.ctx, compute, track_ctx=w.kind != "training", share=(w.name, k))
+    # a training job's layout search is memoised on the whole context: it gets the context itself. One with given
+    # GPUs is planned at that count alone (aisize.plan.job.size), so it rests on the context as that count sees it
+    training = w.kind == "training"
+    key = J.fabric_seen(pool.ctx, w.gpus) if training and w.gpus is not None else None
+    return cache.call(base, pool.ctx, compute, track_ctx=not training, share=(w.name, k), key_ctx=key)
 
 
 def _service_day(w, k, pool, policies, cache):

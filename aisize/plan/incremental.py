@@ -133,12 +133,15 @@ class PlanCache:
         self._contexts.move_to_end(id(ctx))
         return self._contexts[id(ctx)][1]
 
-    def call(self, base: tuple, ctx, compute, track_ctx: bool = True, share=None):
+    def call(self, base: tuple, ctx, compute, track_ctx: bool = True, share=None, key_ctx=None):
         """``compute(ctx, policies)``'s result for the key ``base`` (what the computation depends on beside the
         policies and ``ctx``), computed with recording wrappers on a miss. ``track_ctx`` False keys on the whole
-        ``ctx`` and hands it over unwrapped (a training job's memoised layout search is keyed by it).
-        ``share`` names wrappers that later calls of this plan with the same ``share`` reuse."""
-        ctx_values, pol_values = self._ctx_values(ctx), self._policies
+        ``ctx`` and hands it over unwrapped (a training job's memoised layout search is keyed by it); ``key_ctx``
+        then keys on that context instead, one equal to ``ctx`` in every field the computation's result rests on
+        (the caller's proof). ``share`` names wrappers that later calls of this plan with the same ``share`` reuse."""
+        if key_ctx is not None and track_ctx:
+            raise ValueError("key_ctx keys on a context as a whole: only with track_ctx=False")
+        ctx_values, pol_values = self._ctx_values(key_ctx if key_ctx is not None else ctx), self._policies
         entries = self._entries.get(base)
         if entries is not None:
             self._entries.move_to_end(base)

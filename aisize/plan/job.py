@@ -10,6 +10,7 @@ with its checkpoints. ``plan_training``, ``layout_candidates`` and
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -212,8 +213,23 @@ def search(job: JobInputs, ctx: C.HardwareContext, policies, gpus: int, gb: int,
     """:func:`aisize.training.search_layouts` for the job on ``gpus`` GPUs with the planner's links, fabric
     and headroom (framework :data:`FRAMEWORK`, compiled). Memoised on what the search reads, so a move of
     the tokens, the MFU or another policy does not search again (the frame is shared: do not modify it)."""
-    return _search(job.model, job.seq_len, job.dtype, job.optimizer, job.lora_rank, job.qlora, ctx,
-                   policies.memory_headroom, gpus, gb, top, job.calibration)
+    return _search(job.model, job.seq_len, job.dtype, job.optimizer, job.lora_rank, job.qlora,
+                   fabric_seen(ctx, gpus), policies.memory_headroom, gpus, gb, top, job.calibration)
+
+
+def fabric_seen(ctx: C.HardwareContext, gpus: int) -> C.HardwareContext:
+    """``ctx`` as a job on ``gpus`` GPUs sees it, the key of its memoised searches and estimates: the leaves'
+    oversubscription slows only a group spanning more than ``switch_radix`` scale-up domains
+    (:func:`aisize.training.comm.scaleout_rate`) and a group of n ranks spans at most n, so at most
+    ``switch_radix`` GPUs every figure is the non-blocking fabric's and one search serves every oversubscription."""
+    if gpus > ctx.switch_radix or ctx.oversubscription <= 1.0:
+        return ctx
+    return _non_blocking(ctx)
+
+
+@lru_cache(maxsize=16)
+def _non_blocking(ctx: C.HardwareContext) -> C.HardwareContext:
+    return dataclasses.replace(ctx, oversubscription=1.0)  # one object per context: memo keys compare by identity first
 
 
 @lru_cache(maxsize=256)
@@ -255,7 +271,7 @@ def estimate(job: JobInputs, ctx: C.HardwareContext, layout: TrainingLayout):
     chosen row, :func:`aisize.training.chosen_layout`, or :func:`fixed_layout`) with the planner's links,
     fabric and training constants, as :func:`search` evaluates layouts. The plan's one step-time and memory
     estimate: every surface reads it from the :class:`~aisize.plan.TrainingPlan` (memoised)."""
-    return _estimate(job, ctx, layout)
+    return _estimate(job, fabric_seen(ctx, layout.gpus), layout)
 
 
 @lru_cache(maxsize=256)

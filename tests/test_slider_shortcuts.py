@@ -1,0 +1,81 @@
+"""The shortcuts that spare a slider move work (issue 51 item 2) give the figures the full computation gives.
+
+A fabric's oversubscription slows a collective only past one switch (:func:`aisize.training.comm.scaleout_rate`):
+a training job on at most ``switch_radix`` GPUs shares its layout search and estimate across oversubscriptions
+(:func:`aisize.plan.job.fabric_seen`), and the app's plan cache reuses such a job's plan. The L40S server has no
+NVLink (scale-up domain 1 GPU), so on an 8-port switch 8 GPUs are the most one switch holds (32 GPUs see the ratio).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from aisize.plan import job as J
+from aisize.plan import context as C
+from aisize.plan import clear_caches, plan, to_json
+from aisize.plan.incremental import PlanCache
+from aisize.scenario import from_dict, preset, to_dict
+from aisize.training import search_layouts
+
+RADIX = 8
+
+
+def _data(oversubscription: float, gpus=(RADIX, 4 * RADIX)) -> dict:
+    """The default preset on 4-GPU L40S servers and 8-port switches, its training jobs on ``gpus`` GPUs."""
+    d = to_dict(preset("xe9680-genai"))
+    d["hardware"].update(server="generic-4x-l40s", switch_radix=RADIX, oversubscription=oversubscription)
+    jobs = [w for w in d["workloads"] if w["kind"] == "training"]
+    for w, n in zip(jobs, gpus):
+        w.update(gpus=n, target_days=None)
+    return d
+
+
+def _direct(job, ctx, policies, gpus, oversubscription):
+    """The search as :func:`aisize.plan.job.search` runs it, without its memo and with the oversubscription given."""
+    return search_layouts(job.model, ctx.accelerator, gpus, global_batch=8 * gpus, seq_len=job.seq_len,
+                          scaleout_bytes_per_s=ctx.scaleout_bytes_per_s, precision=job.dtype, optimizer=job.optimizer,
+                          headroom=policies.memory_headroom, top=5, scaleup_bytes_per_s=J.scaleup_bytes_per_s(ctx),
+                          framework=J.FRAMEWORK, compiled=True, oversubscription=oversubscription,
+                          switch_radix=ctx.switch_radix, calibration=job.calibration)
+
+
+def test_oversubscription_reaches_a_job_only_past_one_switch():
+    s = from_dict(_data(4.0))
+    ctx = C.resolve(s.hardware)
+    w = next(w for w in s.workloads if w.kind == "training" and w.model == "llama-3-8b")
+    job = J.job_inputs(w, ctx, s.policies)
+    within = [_direct(job, ctx, s.policies, RADIX, o) for o in (1.0, 4.0)]
+    pd.testing.assert_frame_equal(within[0], within[1], check_exact=True)
+    past = [_direct(job, ctx, s.policies, 4 * RADIX, o) for o in (1.0, 4.0)]
+    assert (past[1]["step_seconds"].iloc[0] > past[0]["step_seconds"].iloc[0]), "the bound would be loose"
+    assert J.fabric_seen(ctx, RADIX).oversubscription == 1.0 and J.fabric_seen(ctx, RADIX + 1) is ctx
+    # the memoised search at the real oversubscription gives the direct search's frame
+    memo = J.search(job, ctx, s.policies, RADIX, 8 * RADIX, 5)
+    pd.testing.assert_frame_equal(memo, within[1], check_exact=True)
+
+
+def test_an_oversubscription_move_reuses_the_jobs_within_one_switch_and_replans_the_rest():
+    cache = PlanCache()
+    plans = {}
+    for o in (1.0, 2.0, 4.0, 1.0):
+        s = from_dict(_data(o))
+        plans[o] = cached = plan(s, cache)
+        assert to_json(cached) == to_json(plan(s)), f"oversubscription {o}: the cached plan is not the fresh one"
+    small, large = plans[1.0].training
+    assert all(p.training[0] is small for p in plans.values())  # one entry served every oversubscription
+    assert plans[4.0].training[1].step_seconds_predicted > large.step_seconds_predicted  # the 8-GPU job sees the leaves' ratio
+
+
+@pytest.mark.parametrize("gpus", [(RADIX, 4 * RADIX), (4 * RADIX, RADIX)])
+def test_a_key_that_ignored_the_fabric_is_caught(monkeypatch, gpus):
+    """The comparison above can fail: keying every job on the non-blocking fabric reuses a stale plan."""
+    clear_caches()
+    monkeypatch.setattr(J, "fabric_seen", lambda ctx, g: J._non_blocking(ctx) if ctx.oversubscription > 1 else ctx)
+    cache = PlanCache()
+    plan(from_dict(_data(1.0, gpus)), cache)
+    s = from_dict(_data(4.0, gpus))
+    stale = to_json(plan(s, cache))
+    monkeypatch.undo()
+    clear_caches()
+    assert stale != to_json(plan(s))
