@@ -129,8 +129,10 @@ class TrainingPlan:
 
 
 def _predicts(job: J.JobInputs) -> bool:
-    """Whether the step-time model predicts the job's time: not for adapters (it books full-training FLOPs)."""
-    return job.lora_rank is None
+    """Whether the step-time model predicts the job's time: full training and LoRA (no weight gradients for the
+    frozen base; validated on MLPerf Training's Llama 2 70B LoRA runs, tests/test_training_mlperf.py), not QLoRA
+    (it does not time dequantizing the 4-bit base)."""
+    return not job.qlora
 
 
 def _fixed_transformer_layout(job: J.JobInputs, w, gpus, gb, ctx):
@@ -392,7 +394,7 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
         throughput_basis=tp.basis if tp else (
             f"the step-time model at the chosen layout (MFU {F.pct(mfu_used)})" if step_pred is not None else
             f"FLOPs at the assumed MFU {F.pct(policies.mfu)} (policies.mfu: the step-time model does not "
-            f"predict {'adapter training' if job.lora_rank is not None else 'this job'})"),
+            f"predict {'QLoRA (its 4-bit base dequantization)' if job.qlora else 'this job'})"),
         throughput_source=tp.source if tp else None,
         days_low=float(low), days_high=float(high), days_range_basis=range_basis, days_range_mfu=range_mfu,
         seq_len=job.seq_len, step_parts_seconds=parts, training_days_predicted=predicted_days, estimate=est)

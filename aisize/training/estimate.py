@@ -158,7 +158,8 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
     lora_rank, qlora : LoRA adapters on all linear layers: memory counts the frozen base at bf16
         (nf4 with ``qlora``) and the adapters' training states; the step runs no weight-gradient
         GEMMs for the frozen base and reduces, all-gathers and updates the adapters only
-        (:func:`aisize.training.step_time.step_breakdown`); MFU still counts 6N per token
+        (:func:`aisize.training.step_time.step_breakdown`); MFU counts the 4N + attention FLOPs
+        per token such a step needs (:func:`aisize.compute.flops_per_token`, ``method="lora"``)
     gemm_source : "roofline" (fitted efficiency per generation) | "kernels" (the layers' forward, dgrad and
         wgrad GEMMs read from NVIDIA's measured tables of this GPU, roofline where none covers them;
         :mod:`aisize.training.kernel_gemms`); None: the source of a ``kernel_gemms.using`` block around the
@@ -239,7 +240,8 @@ def estimate(model, accelerator, *, gpus=None, tensor_parallel=1, pipeline_paral
                if source == "kernels" else "roofline x fitted efficiency (gemm_source='roofline')")
     capacity = acc.memory_visible_bytes or acc.memory_bytes
     total = float(np.asarray(mem.total_bytes))
-    hw = model_flops_per_token(d, s, lay.recompute) / model_flops_per_token(d, s)
+    method = "full" if rank is None else "lora"
+    hw = model_flops_per_token(d, s, lay.recompute, method) / model_flops_per_token(d, s, method=method)
     return TrainingEstimate(m.id, acc.id, lay, step, mem, float(capacity), eng.generation, float(step.step_seconds),
                             float(step.tokens_per_s), float(step.tokens_per_s_per_gpu), float(step.mfu),
                             float(step.mfu * hw), total, bool(total <= capacity), source, covered, cal, experts,

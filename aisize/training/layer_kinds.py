@@ -62,11 +62,12 @@ def mamba_saved_bytes_per_token(d: ModelDims) -> float:
     return 2.0 * (in_proj + 3 * d.mamba_inner) + 4.0 * d.mamba_groups
 
 
-def model_flops_per_token(d: ModelDims, seq_len, recompute: str = "none"):
-    """Training FLOPs per token [FLOP]: 6N + 12·L_attn·H·Q·s (:func:`aisize.compute.flops_per_token`)
-    plus 3 x the Mamba-2 layers' SSD scans (one more forward with full recompute)."""
+def model_flops_per_token(d: ModelDims, seq_len, recompute: str = "none", method: str = "full"):
+    """Training FLOPs per token [FLOP]: 6N + 12·L_attn·H·Q·s (:func:`aisize.compute.flops_per_token`; 4N for
+    ``method="lora"``: a frozen base computes no weight gradients) plus 3 x the Mamba-2 layers' SSD scans
+    (one more forward with full recompute)."""
     base = flops_per_token(d.active_params, layers=d.attention_layers, attention_dim=d.attention_dim,
-                           seq_len=seq_len, recompute=recompute)
+                           seq_len=seq_len, recompute=recompute, method=method)
     if not d.mamba_layers:
         return base
     scans = (3.0 + SCAN_RECOMPUTE_FORWARDS[recompute]) * d.mamba_layers * d.mamba_scan_flops

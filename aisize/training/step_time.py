@@ -341,7 +341,8 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     gpus = tp * pp * cp * dp
     factor = straggler_factor(gpus, cal)
     tokens = dp * n_mb * micro_batch * seq_len
-    model = model_flops_per_token(d, seq_len)  # 6N + attention + Mamba-2 scans
+    # 6N + attention + Mamba-2 scans; 4N under LoRA (the FLOPs the step needs, as the planner counts them)
+    model = model_flops_per_token(d, seq_len, method="lora" if lora else "full")
     if not parts:  # micro-batches and bubble both run stage + communication: one full-size product
         runs = n_mb + idle
         step = add(runs * (stage_c + comm_mb), runs * layers_here * host, optim, pp_time, dp_exposed, ep_time, offload)
