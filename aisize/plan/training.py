@@ -211,7 +211,7 @@ def _rounder_counts(gpus: int, per: int) -> list[int]:
 def _sized_by_step_time(job: J.JobInputs, w, ctx, policies, sz: J.Sizing):
     """(Sizing, LayoutChoice, TrainingEstimate, predicted MFU) of a transformer job timed by the
     step-time model at the layout it chooses (aisize.training.estimate, validated on published runs); None where
-    the model predicts nothing (adapter training, no layout), and the MFU policy's sizing ``sz`` stands.
+    the model predicts nothing (QLoRA, no layout), and the MFU policy's sizing ``sz`` stands.
 
     GPUs given: the time at that count. A target time: the fewest GPUs found to meet it. The time is not monotone
     in the GPU count (2,048 sequences over 1,152 GPUs split worse than over 1,024), so the search steps from the
@@ -335,7 +335,7 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
             gpus, servers, cp = int(sz.gpus), int(sz.servers), _scalar_checkpoint(sz.checkpoint)
             gp, seconds = float(sz.goodput), float(sz.seconds)
             mfu_used = job.flops / (float(sz.running_seconds) * gpus * job.peak_flops_per_s)
-        else:  # adapters, or no layout: the MFU policy
+        else:  # QLoRA, the MFU override, or no layout: the MFU policy
             lay, est = _transformer_layout(job, w, gpus, J.global_batch(w, seq, gpus), ctx, policies)
             mfu_pred = step_pred = parts = None
             mfu_used = policies.mfu

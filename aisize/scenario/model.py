@@ -448,8 +448,8 @@ class Policies(_Strict):
 
     # times what the step-time model does not (adapters, non-transformers); docs/DESIGN.md: large runs land at 0.35-0.50
     mfu: Annotated[float, Field(ge=0.01, le=0.9, allow_inf_nan=False)] = DEFAULT_MFU
-    # what times a transformer's full training: the step-time model validated on published runs, or (an explicit
-    # override, shown as such) the MFU policy above; adapters and other models always use the MFU policy
+    # what times a transformer's training (full or LoRA): the step-time model validated on published runs, or (an
+    # explicit override, shown as such) the MFU policy above; QLoRA and other models always use the MFU policy
     training_time: Literal["step-time", "mfu"] = "step-time"
     # MLPerf Storage's pass threshold
     target_gpu_utilisation: Annotated[float, Field(ge=0.05, le=1, allow_inf_nan=False)] = 0.90
