@@ -107,3 +107,19 @@ def test_the_network_tab_shows_the_reason_and_the_bom_links(app, plans, name):
     else:
         assert why == "" and "Scale-out per GPU" in tab.figures.value
         assert "scale-out rate" in unescape(tab.explorer_heading.value)
+
+
+@pytest.mark.parametrize("name", ["xe9680-genai", "serving-at-scale"])
+def test_the_reports_network_section_reads_the_same_links_and_reason(plans, name):
+    from aisize.report.context import ReportContext
+    from aisize.report.infra_sections import network
+
+    p = plans[name]
+    n = p.network
+    shown = unescape(str(network(ReportContext(preset(name), p))))
+    assert f"<td>Links bought (optics, cables)</td><td>{n.compute_links:,.0f}</td><td>{n.storage_links:,.0f}</td>" \
+        in shown
+    if n.compute_nics_unused_reason:
+        assert f"{n.compute_nics_unused:,} compute NICs {n.compute_nics_unused_reason}." in shown
+    else:
+        assert "compute NICs in the servers" not in shown
