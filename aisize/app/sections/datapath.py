@@ -6,6 +6,8 @@ capacity, checkpoint bandwidth and RTO, and the IO blender breakdown.
 
 from __future__ import annotations
 
+import math
+
 import ipywidgets as widgets
 import pandas as pd
 
@@ -14,7 +16,7 @@ from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.plan.bom import storage_table
-from aisize.units import GB, TB
+from aisize.units import GB, KB, MB, PB, TB
 
 INTERVALS = [("auto (Young/Daly)", "auto")] + [(f"{m} min", float(m)) for m in (10, 15, 30, 60, 120, 240, 480)]
 
@@ -78,21 +80,18 @@ class DataPathSection(Section):
     def update(self, plan) -> None:
         s = plan.storage
         K.assign(self.figures, "value", self._figures(s))
-        share = {c: (lambda v: "" if v is None else str(F.pct(v))) for c in ("data stall", "link use", "goodput")}
-        K.assign(self.jobs, "value", K.table(self._jobs_table(plan), formats=share) if plan.training else
+        K.assign(self.jobs, "value", K.table(self._jobs_table(plan)) if plan.training else
                  "<p class='aisize-note'>No training job.</p>")
-        table = storage_table(plan)
-        keep = ["name", "kind", "read_gb_per_s", "write_gb_per_s", "read_peak_gb_per_s", "write_peak_gb_per_s",
-                "read_iops", "write_iops", "read_share"]
-        shown = table[keep].rename(columns={"read_gb_per_s": "read [GB/s]", "write_gb_per_s": "write [GB/s]",
-                                            "read_peak_gb_per_s": "read peak [GB/s]",
-                                            "write_peak_gb_per_s": "write peak [GB/s]", "read_iops": "read [IO/s]",
-                                            "write_iops": "write [IO/s]", "read_share": "read share"})
-        K.assign(self.blend, "value", K.table(shown, formats={"read share": lambda v: str(F.pct(v))}))
-        rows = pd.DataFrame(list(s.workloads))
-        blend = charts.io_blend_rows(rows)  # the axis names its unit (MB/s or GB/s): a new unit, a new chart
-        unit = max([float(v) for v in rows["read_bytes_per_s"]] + [float(v) for v in rows["write_bytes_per_s"]]) >= GB
-        self.blend_chart.show((tuple(rows["name"]), unit), lambda: charts.io_blend(rows), data=blend)
+        rows = pd.DataFrame([w for w in s.workloads if any(w[k] for k in _RATES)])
+        if rows.empty:  # nothing reads or writes the storage: a sentence, not an empty chart and a zero row
+            self.blend_chart.clear()
+            K.assign(self.blend, "value", "<p class='aisize-note'>No workload reads or writes the shared storage: "
+                     "it holds the model repository and datasets only.</p>")
+        else:
+            K.assign(self.blend, "value", K.table(_blend_table(storage_table(plan))))
+            blend = charts.io_blend_rows(rows)  # the axis names its unit (MB/s or GB/s): a new unit, a new chart
+            unit = max([float(v) for v in rows["read_bytes_per_s"]] + [float(v) for v in rows["write_bytes_per_s"]])
+            self.blend_chart.show((tuple(rows["name"]), unit >= GB), lambda: charts.io_blend(rows), data=blend)
         self.capacity_chart.show("capacity", lambda: charts.capacity_breakdown(s.capacity_bytes),
                                  data=charts.capacity_breakdown_rows(s.capacity_bytes),
                                  title=f"Storage capacity ({s.system})")
@@ -100,40 +99,98 @@ class DataPathSection(Section):
     @staticmethod
     def _figures(s) -> str:
         util = {k: v for k, v in s.utilisation.items() if v is not None}
+        ops = s.read_iops + s.write_iops
+        # a latency at no load is the unloaded one: say so, rather than a p95 of a queue nothing uses
+        latency = (K.card("storage.latency_p95", "IO latency p95", F.duration(s.latency_p95_seconds), "",
+                          f"At the average demand ({F.sig(ops)} IO/s) on the units bought") if ops else
+                   K.card("storage.latency_unloaded", "IO latency, unloaded", F.duration(s.station.service_seconds),
+                          "", "No IO demand: one IO's latency on an idle system"))
         return K.cards([
-            K.card("storage.read", "Read demand (average)", F.rate(s.read_bytes_per_s), ""),
+            K.card("storage.read", "Read demand (average)", F.rate(s.read_bytes_per_s), "",
+                   "Long-run: training reads, scheduled model reloads and restarts after failures"),
             K.card("storage.read_peak", "Read peak", F.rate(s.read_peak_bytes_per_s), "",
-                   "When bursts (model loads) coincide"),
+                   "When bursts coincide: every replica loading its weights (deployment), training reads"),
             K.card("storage.write", "Write demand (average)", F.rate(s.write_bytes_per_s), ""),
             K.card("storage.write_peak", "Write peak", F.rate(s.write_peak_bytes_per_s), "",
                    "Checkpoint bursts coinciding"),
-            K.card("storage.iops", "IO operations", F.sig(s.read_iops + s.write_iops), "IO/s"),
+            K.card("storage.iops", "IO operations (average)", F.sig(ops), "IO/s"),
             K.card("storage.system", "Storage bought", s.system, "", "The system the plan buys and prices"),
             K.card("storage.units", "Storage units", s.units, s.scope + "s"),
             K.card("storage.binding", "Binding constraint", s.binding, "",
                    "; ".join(f"{k} {F.pct(v)}" for k, v in util.items()),
                    state="bad" if max(util.values(), default=0) > 1 else ""),
             K.card("storage.raw", "Raw capacity needed", F.bytes_si(s.capacity_bytes["raw_bytes"]), ""),
-            K.card("storage.latency_p95", "IO latency p95", F.duration(s.latency_p95_seconds), ""),
+            latency,
         ])
 
     @staticmethod
     def _jobs_table(plan) -> pd.DataFrame:
-        rows = []
         stalls = {j.name: j for j in plan.storage.jobs}
         max_stall = plan.assumptions["plan.checkpoint_max_stall"]  # the stall the planner sizes checkpoints for
+        cols: dict[str, list] = {}
         for t in plan.training:
             c, j = t.checkpoint, stalls.get(t.name)
-            rows.append({"job": t.name, "read need [GB/s]": t.read_bytes_per_s / GB,
+            for k, v in {"job": t.name, "read need": t.read_bytes_per_s,
                          "data stall": j.stall_fraction if j else None,
-                         "link use": j.link_utilisation if j else None,
-                         "dataset [TB]": t.dataset_bytes / TB,
-                         "checkpoint [GB]": c.checkpoint_bytes / GB if c else None,
-                         "ckpt write [GB/s]": c.write_bytes_per_s / GB if c else None,
-                         f"needed for ≤{F.pct(max_stall)} stall [GB/s]":
-                             c.write_bytes_per_s_for_stall / GB if c else None,
-                         "write [s]": c.write_seconds if c else None,
-                         "interval [min]": c.interval_seconds / 60 if c else None,
-                         "RTO [min]": c.restore_seconds / 60 if c else None,
-                         "goodput": t.goodput})
-        return pd.DataFrame(rows)
+                         "link use": j.link_utilisation if j else None, "dataset": t.dataset_bytes,
+                         "checkpoint": c.checkpoint_bytes if c else None,
+                         "ckpt write": c.write_bytes_per_s if c else None,
+                         f"needed for ≤{F.pct(max_stall)} stall": c.write_bytes_per_s_for_stall if c else None,
+                         "write": c.write_seconds if c else None,
+                         "interval": c.interval_seconds / 60 if c else None,
+                         "RTO": c.restore_seconds / 60 if c else None, "goodput": t.goodput}.items():
+                cols.setdefault(k, []).append(v)
+        kinds = {"read need": F.rate, "dataset": F.bytes_si, "checkpoint": F.bytes_si, "ckpt write": F.rate,
+                 "write": "s", "interval": "min", "RTO": "min"}
+        out = {}
+        for k, values in cols.items():
+            if k in ("data stall", "link use", "goodput"):
+                out[k] = ["" if v is None else str(F.pct(v)) for v in values]
+            elif k == "job":
+                out[k] = values
+            else:
+                unit, texts = column(values, kinds.get(k, F.rate))
+                out[f"{k} [{unit}]"] = texts
+        return pd.DataFrame(out)
+
+
+_RATES = ("read_bytes_per_s", "write_bytes_per_s", "read_peak_bytes_per_s", "write_peak_bytes_per_s")
+_SCALES = {"TB/s": TB, "GB/s": GB, "MB/s": MB, "kB/s": KB, "B/s": 1.0, "PB": PB, "TB": TB, "GB": GB, "MB": MB,
+           "kB": KB, "B": 1.0}
+
+
+def column(values, unit) -> tuple[str, list[str]]:
+    """(unit, texts): a table column in one unit and one number format. ``unit`` is a formatter of aisize.format
+    (F.rate, F.bytes_si: the unit it picks for the column's largest value) or a fixed unit ("s"); every value
+    has the decimals that give the largest three significant figures, and a value that would round to zero
+    reads "< 0.01" (not a zero that means a small figure). Missing values stay empty."""
+    finite = [abs(float(v)) for v in values if v is not None and math.isfinite(float(v))]
+    top = max(finite, default=0.0)
+    if callable(unit):
+        unit = unit(top).unit or unit(1.0).unit
+    scale = _SCALES.get(unit, 1.0)
+    d = F.decimals_for(top / scale) if top else 0
+    least = 10.0 ** -d
+
+    def text(v) -> str:
+        if v is None or math.isnan(float(v)):
+            return ""
+        x = float(v) / scale
+        if math.isinf(x):
+            return F.sig(x)
+        return f"< {least:,.{d}f}" if 0 < abs(x) < least / 2 else f"{x:,.{d}f}"
+    return unit, [text(v) for v in values]
+
+
+def _blend_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The plan's IO blend table (aisize.plan.bom.storage_table, in GB/s) shown one unit per column."""
+    out = {"workload": list(table["name"]), "kind": list(table["kind"])}
+    for col, label in (("read_gb_per_s", "read"), ("write_gb_per_s", "write"), ("read_peak_gb_per_s", "read peak"),
+                       ("write_peak_gb_per_s", "write peak")):
+        unit, texts = column([v * GB for v in table[col]], F.rate)
+        out[f"{label} [{unit}]"] = texts
+    for col, label in (("read_iops", "read"), ("write_iops", "write")):
+        unit, texts = column(list(table[col]), "IO/s")
+        out[f"{label} [{unit}]"] = texts
+    out["read share"] = [str(F.pct(v)) for v in table["read_share"]]
+    return pd.DataFrame(out)

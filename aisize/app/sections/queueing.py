@@ -3,7 +3,9 @@
 A closed system (N requests always outstanding, like a benchmark's queue depth):
 :func:`aisize.plan.concurrency_curve` of the stations the planner sized
 (``StoragePlan.station``, ``InferencePlan.station``) and their planned knees
-(``knee_concurrency``: latency ``plan.knee_factor`` times the unloaded).
+(``knee_concurrency``: latency ``plan.knee_factor`` times the unloaded). The chart marks the plan's operating
+point: what its demand keeps in flight by Little's law (outstanding IOs = IOPS x latency; requests = rate x
+request latency), coloured by its own verdict against the knee; the slider asks "what if" at another depth.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import ipywidgets as widgets
+import math
+
 import numpy as np
 
 from aisize import charts
@@ -25,20 +29,37 @@ SPAN = 4.0  # the chart runs to this many times the knee
 
 
 class Queue(NamedTuple):
-    """A planned station as shown: the station, its planned knee [requests outstanding], the latency unit."""
+    """A planned station as shown: the station, its planned knee [requests outstanding], the latency unit, and
+    the plan's operating point [requests outstanding, mean] (inf: the demand exceeds what the station serves) and
+    the plan's mean latency there [s] (the figure the plan states: StoragePlan.latency_mean_seconds, a service's
+    request_seconds)."""
 
     station: Station
     knee_concurrency: int
     unit: str
+    operating_point: float
+    operating_latency_seconds: float
 
 
 def stations(plan) -> dict[str, Queue]:
     """{label: Queue} for the shared storage and each inference service of a plan (the planner's stations)."""
     s = plan.storage
-    out = {f"shared storage ({s.system})": Queue(s.station, s.knee_concurrency, "ms")}
+    out = {f"shared storage ({s.system})": Queue(s.station, s.knee_concurrency, "ms", float(s.outstanding_ios),
+                                                     float(s.latency_mean_seconds))}
     for i in plan.inference:
-        out[f"inference: {i.name}"] = Queue(i.station, i.knee_concurrency, "s")
+        out[f"inference: {i.name}"] = Queue(i.station, i.knee_concurrency, "s", _in_flight(i),
+                                                   float(i.request_seconds))
     return out
+
+
+def _in_flight(service) -> float:
+    """Requests a service keeps in flight: its users when given so, else Little's law at its planned rate and
+    mean request time (arrival to last token); inf where the load is past its capacity."""
+    if service.concurrency is not None:
+        return float(service.concurrency)
+    if not math.isfinite(service.request_seconds):
+        return math.inf
+    return float(little(rate_per_s=service.requests_per_s, time_seconds=service.request_seconds))
 
 
 class QueueingSection(Section):
@@ -46,9 +67,9 @@ class QueueingSection(Section):
 
     def __init__(self, state):
         self.station = K.dropdown("Service", [], None, "The service whose latency vs concurrency is shown")
-        self.outstanding = K.log_slider("In flight [requests]", 16, 1, 1e6, "Requests kept in flight "
-                                        "(queue depth, concurrent clients); marked on the chart",
-                                        steps_per_decade=20, fmt=".0f")
+        self.outstanding = K.log_slider("What if: in flight [requests]", 16, 1, 1e6, "Requests kept in flight "
+                                        "(queue depth, concurrent clients) for the 'what if' figures; the chart "
+                                        "marks the plan's own point", steps_per_decade=20, fmt=".0f")
         self.figures = widgets.HTML()
         self.chart = K.ChartSlot()
         super().__init__(state)
@@ -66,13 +87,16 @@ class QueueingSection(Section):
             self.station.value = keep
 
     def update(self, plan) -> None:
-        station, knee, unit = stations(plan)[self.station.value]
+        station, knee, unit, point, latency = stations(plan)[self.station.value]
         factor = plan.assumptions["plan.knee_factor"]
         n = float(self.outstanding.value)
         here = concurrency_curve(station, n).iloc[0]
         scale = 1e3 if unit == "ms" else 1.0
         storage = not self.station.value.startswith("inference:")
         per_s = "IO/s" if storage else "requests/s"
+        top = max(SPAN * knee, n, 4, point if math.isfinite(point) else 0.0)
+        mark = point if math.isfinite(point) else top  # past capacity: at the chart's end, marked bad
+        verdict = "bad" if point > knee else "good"
         K.assign(self.figures, "value", K.cards([
             K.card("queueing.channels", "IOs in flight at rated IOPS" if storage else "Parallel channels",
                    station.servers, "", "Little's law: rated IOPS x unloaded latency (the curve itself is fitted on "
@@ -83,15 +107,20 @@ class QueueingSection(Section):
                    "Where latency grows without bound (the fitted curve's saturation)" if storage else ""),
             K.card("queueing.knee", "Knee (requests outstanding)", F.num(knee), "outstanding",
                    f"Latency reaches {factor:g}x unloaded beyond this"),
-            K.card("queueing.latency", "Latency at the marked point", F.sig(here.response_mean_seconds * scale), unit,
-                   state="bad" if n > knee else "good"),
-            K.card("queueing.throughput", "Throughput there", F.sig(here.throughput_per_s), per_s,
+            K.card("queueing.plan_point", "Plan's operating point (mean)", F.sig(point), "in flight",
+                   "Little's law at the plan's demand: " + ("its IO rate x mean IO latency" if storage else
+                                                            "its request rate x mean request time"), state=verdict),
+            K.card("queueing.plan_latency", "Latency at the plan's point", F.sig(latency * scale), unit,
+                   f"{'past' if point > knee else 'below'} the knee ({F.num(knee)} outstanding)", state=verdict),
+            K.card("queueing.latency", "What if: latency", F.sig(here.response_mean_seconds * scale), unit,
+                   f"at {F.num(n)} in flight (the slider)", state="bad" if n > knee else "good"),
+            K.card("queueing.throughput", "What if: throughput", F.sig(here.throughput_per_s), per_s,
                    "Little's law: outstanding / latency"),
             K.card("queueing.little", "Little's law check",
                    F.num(float(little(rate_per_s=here.throughput_per_s, time_seconds=here.response_mean_seconds))),
                    "in flight")]))
-        grid = np.unique(np.geomspace(1, max(SPAN * knee, n, 4), POINTS).round())
+        grid = np.unique(np.geomspace(1, top, POINTS).round())
         frame = concurrency_curve(station, grid)
-        self.chart.show(unit, lambda: charts.latency_vs_concurrency(frame, knee, n, latency_unit=unit),
-                        params={charts.MARK: n}, data=charts.latency_vs_concurrency_data(frame, knee, unit),
-                        title=f"Latency vs concurrency: {self.station.value}")
+        self.chart.show(unit, lambda: charts.latency_vs_concurrency(frame, knee, mark, latency_unit=unit),
+                        params={charts.MARK: mark}, data=charts.latency_vs_concurrency_data(frame, knee, unit),
+                        title=f"Latency vs concurrency: {self.station.value} (marked: the plan's operating point)")
