@@ -105,7 +105,7 @@ CONSTANTS = {
 
 GEMM_SOURCES = ("roofline", "kernels")
 #: the calibration's switches between the roofline and the measured kernel tables (each one of GEMM_SOURCES)
-SOURCE_SWITCHES = ("gemm_source", "moe_source", "attention_source")
+SOURCE_SWITCHES = ("gemm_source", "moe_source", "attention_source", "allreduce_source")
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,9 @@ class Calibration:
     # share) or "kernels" (the engine's attention and MLA kernels measured on the GPU, aisize.serving.
     # kernel_attention, with the roofline where no table covers a case)
     attention_source: str = "roofline"
+    # where tensor-parallel all-reduces within a server come from: "roofline" (ring bandwidth + collective_seconds)
+    # or "kernels" (the engine's and NCCL's all-reduce measured on the GPU, aisize.serving.kernel_allreduce)
+    allreduce_source: str = "roofline"
     fitted: tuple = field(default=())  # names of the fitted attributes (gemm_efficiency[gen] for one generation)
     fitted_on: tuple = field(default=())  # the sets the fit used
     assumed: tuple = field(default=())  # values no public set identifies, stated as assumptions

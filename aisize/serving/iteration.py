@@ -23,6 +23,8 @@ max(FLOPs / achieved peak, bytes / achieved bandwidth) [3]:
 - decode attention: every decoding sequence reads its KV cache once and does the
   attention FLOPs of its engine's decode form (MLA absorbed), whichever is longer;
 - prefill attention: causal FLOPs ``2·d_attn·s²`` per layer per prompt;
+- with ``calib.allreduce_source == "kernels"``, the all-reduces within one server are read from the engine's
+  measured all-reduce kernels (:mod:`aisize.serving.kernel_allreduce`);
 - with ``calib.attention_source == "kernels"``, decode and prefill attention (GQA/MHA and MLA) are read from
   the engine's attention kernels measured on the GPU where the tables cover the case
   (:mod:`aisize.serving.kernel_attention`), and the result says which share of their seconds was read;
@@ -75,6 +77,7 @@ import numpy as np
 
 from aisize.network.collectives import SCALEOUT_STEP_SECONDS  # one ring step across servers
 from aisize.serving import kernel_attention
+from aisize.serving.kernel_allreduce import allreduce_seconds as kernel_allreduce_seconds
 from aisize.serving.kernel_gemms import linear_seconds as kernel_linear_seconds
 from aisize.serving.kernel_moe import experts_seconds as kernel_experts_seconds
 from aisize.serving.shapes import expert_slots
@@ -104,6 +107,7 @@ class Rates:
     kernel_gemms: tuple | None = None  # (gpu, engine key): linear layers from measured GEMMs (kernel_gemms)
     kernel_moe: tuple | None = None  # (gpu, engine key): routed experts from measured MoE kernels (kernel_moe)
     kernel_attention: tuple | None = None  # (gpu, engine key): attention from measured kernels (kernel_attention)
+    kernel_allreduce: tuple | None = None  # (gpu, engine key): TP all-reduces from measured kernels (kernel_allreduce)
 
 
 def achieved_rates(device, calib, engine=None) -> Rates:
@@ -122,7 +126,8 @@ def achieved_rates(device, calib, engine=None) -> Rates:
                  device.memory_bandwidth_bytes_per_s * calib.value("expert_memory_efficiency", gen),
                  calib.value("layer_seconds", gen), calib.value("moe_layer_seconds", gen),
                  _kernel_source(device, calib, engine, "gemm_source"), _kernel_source(device, calib, engine, "moe_source"),
-                 _kernel_source(device, calib, engine, "attention_source"))
+                 _kernel_source(device, calib, engine, "attention_source"),
+                 _kernel_source(device, calib, engine, "allreduce_source"))
 
 
 def _kernel_source(device, calib, engine, switch):
@@ -347,8 +352,11 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
     hidden_bytes = n_group * costs.hidden * ACTIVATION_BYTES
     latency = calib.collective_seconds
     out = None if scaleout_bytes_per_s is None else float(scaleout_bytes_per_s) * calib.link_efficiency
-    comm = 2.0 * costs.layers * all_reduce_seconds(hidden_bytes, tp, rates.link_bytes_per_s, latency,
-                                                   scaleup_domain=scaleup_domain, scaleout_bytes_per_s=out)
+    reduce = all_reduce_seconds(hidden_bytes, tp, rates.link_bytes_per_s, latency, scaleup_domain=scaleup_domain,
+                                scaleout_bytes_per_s=out)
+    if rates.kernel_allreduce is not None and out is None:  # one server's all-reduce as measured on the GPU
+        reduce = kernel_allreduce_seconds(*rates.kernel_allreduce, hidden_bytes, tp, reduce)
+    comm = 2.0 * costs.layers * reduce
     if costs.moe_layers:  # attention-DP groups gather their tokens for the experts and scatter them back
         gather = (dp - 1.0) * hidden_bytes / rates.link_bytes_per_s + latency
         if out is not None:
