@@ -12,7 +12,9 @@ Prices are US dollars in the row's ``unit``; PUE is a ratio. Every row carries
 the date it was valid (``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``): :func:`stale`
 names the ones older than :data:`MAX_PRICE_AGE_MONTHS`. A cloud row names the
 catalog accelerator it rents (``accelerator``), so a plan is compared with
-renting the GPU it bought (:func:`cloud_rates_for`).
+renting the GPU it bought (:func:`cloud_rates_for`). A row is dated as its figure
+is, not as the day it was looked up; docs/prices.md says what the server and
+storage rows stand on.
 """
 
 from __future__ import annotations
