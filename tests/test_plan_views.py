@@ -89,18 +89,30 @@ def test_a_step_timed_jobs_curve_is_sized_at_its_plans_mfu_and_passes_through_th
     assert frame["gpus"].is_monotonic_decreasing
 
 
-@pytest.mark.parametrize("name, job", [("xe9680-genai", "LoRA fine-tune 70B"), ("io-blender", "Vision training"),
+QLORA = "xe9680-genai with its LoRA 70B as QLoRA"  # a transformer the MFU policy times (LoRA is step-timed)
+
+
+def _scenario(name):
+    if name != QLORA:
+        return preset(name)
+    s = preset("xe9680-genai")
+    return s.model_copy(update={"workloads": tuple(
+        w.model_copy(update={"method": "qlora"}) if w.name == "LoRA fine-tune 70B" else w for w in s.workloads)})
+
+
+@pytest.mark.parametrize("name, job", [(QLORA, "LoRA fine-tune 70B"), ("io-blender", "Vision training"),
                                        ("hpe-weka-resnet", 0)])
 def test_gpus_vs_days_is_what_plan_gives_each_target(plans, name, job):
-    p = plans[name]
+    p = plans[name] if name in plans else plan(_scenario(name))
     days = [0.05, 0.5, 3.0, 40.0]
     frame = gpus_vs_days(p.scenario, job, days, memory=True)
     t = p.training[0] if job == 0 else next(x for x in p.training if x.name == job)
+    assert t.throughput_rule != "step-time"  # the step-timed curve's own test is above
     others = p.gpus - t.gpus
     for row in frame.itertuples():
         out = sweep(p.scenario, f"workloads.{t.name}.target_days", [row.target_days])
         assert row.plannable and int(out["gpus"].iloc[0]) - others == row.gpus, row
-        variant = plan(preset(name).model_copy(update={"workloads": tuple(
+        variant = plan(_scenario(name).model_copy(update={"workloads": tuple(
             w.model_copy(update={"target_days": row.target_days, "gpus": None}) if w.name == t.name else w
             for w in p.scenario.workloads)}))
         v = next(x for x in variant.training if x.name == t.name)
