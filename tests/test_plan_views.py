@@ -96,8 +96,8 @@ def _scenario(name):
     if name != QLORA:
         return preset(name)
     s = preset("xe9680-genai")
-    return s.model_copy(update={"workloads": tuple(
-        w.model_copy(update={"method": "qlora"}) if w.name == "LoRA fine-tune 70B" else w for w in s.workloads)})
+    return s.model_copy(update={"workloads": [
+        w.model_copy(update={"method": "qlora"}) if w.name == "LoRA fine-tune 70B" else w for w in s.workloads]})
 
 
 @pytest.mark.parametrize("name, job", [(QLORA, "LoRA fine-tune 70B"), ("io-blender", "Vision training"),
