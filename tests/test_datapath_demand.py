@@ -175,3 +175,16 @@ def test_the_data_path_tables_state_one_unit_per_column(app):
             cells = [r[k] for r in rows if r[k] and not r[k].startswith("<")]
             decimals = {len(c.split(".")[1]) if "." in c else 0 for c in cells}
             assert len(decimals) <= 1, (head, cells)  # one number format per column
+
+
+def test_the_report_blender_says_so_without_io_and_tables_the_weights_burst():
+    from aisize.report import sections as S
+    from aisize.report.queue_sections import blender
+
+    data = to_dict(preset("fleet-over-the-day"))
+    data["workloads"] = [w for w in data["workloads"] if w["kind"] == "job-stream"]
+    empty = str(blender(S.context(from_dict(data))))
+    assert "No workload reads or writes the shared storage" in empty
+    assert "no storage IO" not in empty and "<table" not in empty and "<svg" not in empty
+    shown = str(blender(S.context(preset("agentic-coding"))))
+    assert "Coding agent R1 model loading" in shown and "168 GB/s" in shown

@@ -65,6 +65,9 @@ _KIND = {"training": "training reads", "checkpoint": "checkpoint writes", "infer
 def blender(ctx: ReportContext) -> Html:
     """Every workload's IO on the shared storage, averages and bursts, and the blend they make."""
     s = ctx.plan.storage
+    if not (s.read_peak_bytes_per_s or s.write_peak_bytes_per_s or s.metadata_ops_per_s):  # no empty chart or 0 row
+        return note("No workload reads or writes the shared storage: it holds the model repository and datasets "
+                    "only.")
     rows = [[w["name"], _KIND.get(w["kind"], w["kind"]), rate(w["read_bytes_per_s"]),
              rate(w["write_bytes_per_s"]), rate(w["read_peak_bytes_per_s"]), rate(w["write_peak_bytes_per_s"]),
              per_s(w["read_iops"] + w["write_iops"]), f"{sig(w['read_io_bytes'] / 1024)} KiB",
