@@ -262,7 +262,7 @@ def _prefill_count(pair: PoolPair, lam: float, key: str, utilisation: float = 1.
     cap = _prefill_capacity(pair)
     n = _counts(max(math.floor(lam / (cap * utilisation)) + 1, 1))
     n = n[n * pair.prefill_prompts <= MAX_SERVERS]
-    s = pools_state(pair, n, 1, lam)
+    s = pools_state(pair, n, 1, lam, slot_wait=False)  # the decode pool is not chosen yet: its slots' wait apart
     stable = np.asarray(s["ok"], dtype=bool) & (lam < n * cap * (1.0 - 1e-9))
     return n, np.where(stable, np.asarray(s[key], dtype=float) * np.ones(n.shape), np.inf)
 

@@ -84,7 +84,8 @@ class PoolPair:
 
 
 
-def pools_state(pair: PoolPair, prefill_replicas: int, decode_replicas: int, requests_per_s) -> dict:
+def pools_state(pair: PoolPair, prefill_replicas: int, decode_replicas: int, requests_per_s, *,
+                slot_wait: bool = True) -> dict:
     """TTFT, TPOT (means, p95 and p99), decode batch and prefill utilisation of ``prefill_replicas`` and
     ``decode_replicas`` replicas of ``pair`` at open-loop throughputs (vectorized) [s, count].
 
@@ -92,7 +93,10 @@ def pools_state(pair: PoolPair, prefill_replicas: int, decode_replicas: int, req
     prefill pool is a queue of ``replicas x prompts per iteration`` slots with deterministic service, its wait at a
     quantile from the M/M/c tail scaled to Allen-Cunneen's mean [3]; a lone prompt runs in a smaller iteration than
     a full one. The decode batch is Little's law on a replica's share, up to its slots, and at a quantile the
-    Poisson batch's ``B + z·sqrt(B)`` (:func:`~aisize.serving.tails.normal_quantile`)."""
+    Poisson batch's ``B + z·sqrt(B)`` (:func:`~aisize.serving.tails.normal_quantile`), at most its slots; with
+    ``slot_wait`` (open loop: arrivals at random) a request waits for a free slot as in an M/D/c queue over the
+    slots, a wait in its TTFT. A closed loop holds no more requests than its clients, and the caller queues
+    those beyond the pools' capacity itself."""
     x = np.asarray(requests_per_s, dtype=float)
     t_full, t_one, slots = pair.prefill_seconds, pair.lone_prefill_seconds, pair.decode_slots
     servers = prefill_replicas * pair.prefill_prompts
@@ -105,12 +109,20 @@ def pools_state(pair: PoolPair, prefill_replicas: int, decode_replicas: int, req
     else:
         b = 0.0 * x
     head = pair.calibration.request_seconds + t_pre + pair.kv_transfer_seconds
-    out = dict(ok=ok, ttft=head + wq, tpot=pair.decode_seconds(np.maximum(b, 1e-9)) / tau, batch=b, rho=rho,
-               t_pre=t_pre)
-    for q, wait_q in zip(QUANTILES, wq_q):
-        # the prefill queue's wait at its q-quantile; the decode batch, Poisson, at B + z·sqrt(B)
+    t_dec = pair.decode_seconds(np.maximum(b, 1e-9))
+    # a request holds one of a decode replica's slots for its decode iterations; with every slot busy it waits for
+    # one before its first decode step (its first token streams from there): M/D/c over the slots [3]
+    wd, wd_q = np.zeros(np.shape(t_dec)), [np.zeros(np.shape(t_dec))] * len(QUANTILES)
+    if slot_wait and steps > 1:
+        ok_d, _, wd, *wd_q = mgc_wait(np.maximum(x / decode_replicas, 1e-12), (steps - 1.0) * t_dec,
+                                      max(np.floor(slots), 1.0), service_cv=0.0, quantiles=QUANTILES)
+        ok = ok & ok_d
+    out = dict(ok=ok, ttft=head + wq + wd, tpot=t_dec / tau, batch=b, rho=rho, t_pre=t_pre)
+    for q, wait_q, wait_dq in zip(QUANTILES, wq_q, wd_q):
+        # the prefill queue's and the decode slots' waits at their q-quantiles (summed: a bound); the decode batch,
+        # Poisson, at B + z·sqrt(B), at most the slots (the rest wait for one)
         b_q = np.minimum(b + normal_quantile(q) * np.sqrt(np.maximum(b, 0.0)), slots)
-        out[f"ttft{q * 100:.0f}"] = head + wait_q
+        out[f"ttft{q * 100:.0f}"] = head + wait_q + wait_dq
         out[f"tpot{q * 100:.0f}"] = pair.decode_seconds(np.maximum(b_q, 1e-9)) / tau
     return out
 

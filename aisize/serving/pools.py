@@ -344,7 +344,7 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
                          f"(the {limited} pool): the queue grows without bound")
     else:
         c_eff = float(checks.scalar("concurrency", checks.positive("concurrency", concurrency, high=1e9)))
-        x, state, wait = _closed_loop(at, c_eff, x_max, o)
+        x, state, wait = _closed_loop(partial(at, slot_wait=False), c_eff, x_max, o)  # no random arrivals
         stable = True
         if wait == 0.0:
             limited = ""
