@@ -28,11 +28,11 @@ def inference(ctx: ReportContext) -> Html:
     p = ctx.plan
     fleet = [[i.name, i.serving_mode, _shape(i), f"{i.estimate.weight_precision}/{i.estimate.kv_precision}"
               if i.estimate else DASH, f"{count(i.batch)} / {count(i.max_batch)}",
-              f"{sig(i.output_tokens_per_s_per_replica)}/s", count(i.replicas), count(i.gpus), count(i.servers)]
+              sig(i.output_tokens_per_s_per_replica), count(i.replicas), count(i.gpus), count(i.servers)]
              for i in p.inference]
-    fleet_t = table(["Service", "Mode", "Shape", "Weights / KV", "Batch mean / max", "Capacity / replica",
-                     "Replicas", "GPUs", "Servers"], fleet, caption="Serving plan: replica shape and fleet",
-                    css="numeric wrap3")  # a disaggregated shape names both pools: it wraps
+    fleet_t = table(["Service", "Mode", "Shape", "Weights / KV", "Batch mean / max",
+                     "Capacity / replica [output tokens/s]", "Replicas", "GPUs", "Servers"], fleet,
+                    caption="Serving plan: replica shape and fleet", css="numeric wrap3")  # a disaggregated shape names both pools: it wraps
     slo = [[i.name, f"{i.requests_per_s:g}/s", pct(i.utilisation), duration(i.ttft_seconds),
             duration(i.ttft_p95_seconds), duration(i.ttft_p99_seconds), duration(i.tpot_seconds),
             duration(i.tpot_p95_seconds), duration(i.tpot_p99_seconds),
