@@ -188,3 +188,23 @@ def test_the_report_blender_says_so_without_io_and_tables_the_weights_burst():
     assert "no storage IO" not in empty and "<table" not in empty and "<svg" not in empty
     shown = str(blender(S.context(preset("agentic-coding"))))
     assert "Coding agent R1 model loading" in shown and "168 GB/s" in shown
+
+
+@pytest.mark.parametrize("replicas, gpus, servers, restarts_per_hour", [
+    (2, 32, 4, 2 / 5000),  # a replica across two servers restarts when either fails
+    (8, 8, 1, 1 / 5000),  # eight single-GPU replicas on one server: each restarts when it fails
+])
+def test_restarts_follow_the_servers_a_replica_spans(replicas, gpus, servers, restarts_per_hour):
+    from types import SimpleNamespace
+
+    from aisize.fleet.failures import FailureRates
+    from aisize.plan.storage import model_loads
+
+    node = FailureRates("node-mtbf", 0.0, 1 / 5000, 0.0, "test")
+    service = SimpleNamespace(name="s", replicas=replicas, gpus=gpus, servers=servers, weights_bytes=1e12,
+                              model_loads_per_hour=0.0)
+    w = model_loads(service, node)
+    assert w.read_peak_bytes_per_s == pytest.approx(replicas * 1e12 / C.MODEL_LOAD_SECONDS)
+    assert w.read_bytes_per_s == pytest.approx(replicas * 1e12 * restarts_per_hour / HOUR)
+    never = model_loads(service, FailureRates("none", 0.0, 0.0, 0.0, "test"))  # no failures, no reloads
+    assert never.read_bytes_per_s == 0.0 and never.read_peak_bytes_per_s == w.read_peak_bytes_per_s

@@ -105,7 +105,7 @@ class StoragePlan:
     latency_elasticity: float = 0.0
 
 
-def _blend_workloads(training, inference, dataprep, scale_ups=None, rates=None, gpus_per_server=8):
+def _blend_workloads(training, inference, dataprep, scale_ups, rates: FailureRates):
     out = []
     for t in training:
         out.append(training_reads(t.name, t.read_bytes_per_s, io_bytes=t.read_io_bytes,
@@ -118,7 +118,7 @@ def _blend_workloads(training, inference, dataprep, scale_ups=None, rates=None, 
         if scale_ups and i.name in scale_ups:  # an autoscaled service reads its weights at each scale-up
             out.append(scale_ups[i.name])
         elif i.replicas > 0 and i.weights_bytes > 0:
-            out.append(model_loads(i, rates, gpus_per_server))
+            out.append(model_loads(i, rates))
         kv = i.kv_tiers
         if kv is not None and kv.storage_capacity_bytes:  # a KV-cache tier on the shared storage (aisize.plan.kvtiers)
             out.append(kv_cache_tier(f"{i.name} KV cache tier", kv.storage_read_bytes_per_s,
@@ -135,7 +135,7 @@ def failure_rates_of(policies) -> FailureRates:
     return FailureRates("node-mtbf", 0.0, 1.0 / policies.node_mtbf_hours, 0.0, "policies.node_mtbf_hours")
 
 
-def model_loads(service: InferencePlan, rates: FailureRates, gpus_per_server: int):
+def model_loads(service: InferencePlan, rates: FailureRates):
     """A service's weights read from the shared storage (docs/storage-demand.md).
 
     Peak: every replica loads its weights at once within MODEL_LOAD_SECONDS, as at deployment, which happens
@@ -144,7 +144,7 @@ def model_loads(service: InferencePlan, rates: FailureRates, gpus_per_server: in
     its GPUs or servers (``rates``); the one-off deployment adds nothing to a long-run average."""
     replicas = int(service.replicas)
     gpus = service.gpus / replicas
-    servers = max(1.0, math.ceil(gpus / max(gpus_per_server, 1)))  # its server failing restarts it
+    servers = max(1, math.ceil(service.servers / replicas))  # at least its own: its server failing restarts it
     per_hour = service.model_loads_per_hour + float(rates.per_hour(gpus, servers))
     period = HOUR / per_hour if per_hour > 0 else math.inf
     load = min(C.MODEL_LOAD_SECONDS, period)
@@ -238,8 +238,7 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
 
     ``scale_ups`` maps an autoscaled service to the storage workload of its scale-ups (its weights
     read by each new replica), which replaces its hourly model reload."""
-    b = blend(_blend_workloads(training, inference, dataprep, scale_ups, failure_rates_of(policies),
-                               ctx.server.gpus))
+    b = blend(_blend_workloads(training, inference, dataprep, scale_ups, failure_rates_of(policies)))
     cap = _capacity(training, inference, dataprep, policies)
     ops = b.read_iops + b.write_iops
     mean_io = (b.read_bytes_per_s + b.write_bytes_per_s) / ops if ops else C.READ_IO_BYTES
