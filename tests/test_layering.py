@@ -28,8 +28,8 @@ KNOWN = {
     ("plan/findings.py", "present"): "the assumptions finding says the assumptions in present.assumption_text's words",
     ("plan/fleet.py", "format"): "fleet_findings words the fleet's day (GPU-hours, USD per million tokens, power)",
     ("plan/kvtiers.py", "format"): "the KV tiers' notes are sentences built beside the tier sizes",
-    ("plan/pools.py", "format"): "a pool that does not fit says why in words (bytes_gpu of its memory)",
-    ("plan/service_day.py", "format"): "the LoRA adapters' note is a sentence (bytes_gpu of the adapters and KV)",
+    ("plan/pools.py", "format"): "Candidate.why, the words of plan()'s error for a workload no pool fits (bytes_gpu)",
+    ("plan/service_day.py", "format"): "the error refusing adapters that take the KV cache names both in GiB (bytes_gpu)",
     ("plan/training.py", "format"): "days_range and the throughput basis are sentences with MFU as a percentage",
 }
 
