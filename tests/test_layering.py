@@ -29,7 +29,7 @@ KNOWN = {
     ("plan/fleet.py", "format"): "fleet_findings words the fleet's day (GPU-hours, USD per million tokens, power)",
     ("plan/kvtiers.py", "format"): "the KV tiers' notes are sentences built beside the tier sizes",
     ("plan/pools.py", "format"): "Candidate.why, the words of plan()'s error for a workload no pool fits (bytes_gpu)",
-    ("plan/service_day.py", "format"): "the error refusing adapters that take the KV cache names both in GiB (bytes_gpu)",
+    ("plan/service_day.py", "format"): "the error refusing adapters that fill the KV cache names both in GiB",
     ("plan/training.py", "format"): "days_range and the throughput basis are sentences with MFU as a percentage",
 }
 

@@ -2,7 +2,8 @@
 
 The layers (the rule is tests/test_layering.py): formulas compute (no text) -> the planner
 (:mod:`aisize.plan`) composes them into a plan (no text) -> presentation turns numbers into text
-(:mod:`aisize.format`, this package, charts, report, app, CLI). Nothing here computes a figure the plan does not hold; it reads, labels and formats.
+(:mod:`aisize.format`, this package, charts, report, app, CLI). Nothing here computes a figure the plan
+does not hold; it reads, labels and formats.
 
 - :mod:`~aisize.present.summary`: ``aisize size``'s text (BOM, findings, tables, assumptions).
 - :mod:`~aisize.present.fleet_summary`: ``aisize fleet``'s text (the fleet through the day).
