@@ -2,8 +2,9 @@
 
 The layers (the rule is tests/test_layering.py): formulas compute (no text) -> the planner
 (:mod:`aisize.plan`) composes them into a plan (no text) -> presentation turns numbers into text
-(:mod:`aisize.format`, this package, charts, report, app, CLI). Nothing here computes a figure the plan
-does not hold; it reads, labels and formats.
+(:mod:`aisize.format`, this package, charts, report, app, CLI). It reads, labels and formats the plan's
+figures; the one place it derives any is the comparison (B - A, the change, the worst SLO headroom of
+each plan), which is a view of two plans.
 
 - :mod:`~aisize.present.summary`: ``aisize size``'s text (BOM, findings, tables, assumptions).
 - :mod:`~aisize.present.fleet_summary`: ``aisize fleet``'s text (the fleet through the day).
