@@ -17,28 +17,48 @@ Measured on B200 under TensorRT-LLM (bf16, 7,168 hidden): 5.4 to 6.0 µs for 1 t
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from aisize.serving.kernel_gemms import ENGINE_TABLES
 
 MIN_MESSAGE_BYTES = 256.0  # the sweeps start at 128 bf16 elements; below, an all-reduce is latency-bound
+#: messages at which each (GPU, engine, GPU count) curve is read once and interpolated (log-log) [B]
+GRID_BYTES = np.geomspace(MIN_MESSAGE_BYTES, 2.0**30, 89)
+
+
+@lru_cache(maxsize=256)
+def curve(gpu: str, engine: str, gpus: int):
+    """(ln bytes, ln seconds) of one all-reduce over ``gpus`` GPUs on :data:`GRID_BYTES` up to the last message
+    the tables cover, or None where they cover none."""
+    from aisize import kernels
+
+    try:
+        t = np.asarray(kernels.allreduce_seconds(gpu, engine, GRID_BYTES, np.full(GRID_BYTES.shape, float(gpus)),
+                                                 out_of_range="nan"), dtype=float)
+    except kernels.KernelDataMissing:
+        return None
+    finite = np.isfinite(t)
+    upto = int(np.argmin(finite)) if not finite.all() else len(t)
+    return None if upto < 2 else (np.log(GRID_BYTES[:upto]), np.log(t[:upto]))
 
 
 def allreduce_seconds(gpu: str, engine_key: str, payload_bytes, gpus, roofline):
     """One all-reduce of ``payload_bytes`` (16-bit) over ``gpus`` GPUs of one server, measured where the tables
     cover it, else ``roofline`` (broadcast); 0 where ``gpus`` is 1 [s]."""
-    from aisize import kernels
-
     payload, n, fallback = np.broadcast_arrays(np.asarray(payload_bytes, dtype=float),
                                                np.asarray(gpus, dtype=float), np.asarray(roofline, dtype=float))
-    fallback = np.where(n > 1, fallback, 0.0)
+    result = np.where(n > 1, fallback, 0.0)
     engine = ENGINE_TABLES.get(engine_key)
-    if engine is None or not np.any(n > 1):
-        return fallback
-    try:
-        measured = kernels.allreduce_seconds(gpu, engine, np.maximum(payload, MIN_MESSAGE_BYTES),
-                                             np.maximum(n, 2.0), out_of_range="nan")
-    except kernels.KernelDataMissing:
-        return fallback
-    measured = np.asarray(measured, dtype=float)
-    return np.where(n > 1, np.where(np.isfinite(measured), measured, fallback), 0.0)
+    if engine is None:
+        return result
+    x = np.log(np.maximum(payload, MIN_MESSAGE_BYTES))
+    for g in np.unique(n[n > 1]):
+        lookup = curve(gpu, engine, int(g)) if g == int(g) else None
+        if lookup is None:
+            continue
+        log_b, log_t = lookup
+        inside = (n == g) & (x <= log_b[-1])
+        result = np.where(inside, np.exp(np.interp(x, log_b, log_t)), result)
+    return result
