@@ -1,5 +1,8 @@
 """The shortcuts that spare a slider move work (issue 51 item 2) give the figures the full computation gives.
 
+The storage plan is reused while the workloads' plans are the same objects (or equal records) and the context's
+and policies' fields it read are equal (:meth:`aisize.plan.incremental.PlanCache.reuse`).
+
 A fabric's oversubscription slows a collective only past one switch (:func:`aisize.training.comm.scaleout_rate`):
 a training job on at most ``switch_radix`` GPUs shares its layout search and estimate across oversubscriptions
 (:func:`aisize.plan.job.fabric_seen`), and the app's plan cache reuses such a job's plan. The L40S server has no
@@ -8,12 +11,15 @@ NVLink (scale-up domain 1 GPU), so on an 8-port switch 8 GPUs are the most one s
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
 from aisize.plan import job as J
 from aisize.plan import context as C
 from aisize.plan import clear_caches, plan, to_json
+from aisize.plan import incremental
 from aisize.plan.incremental import PlanCache
 from aisize.scenario import from_dict, preset, to_dict
 from aisize.training import search_layouts
@@ -79,3 +85,38 @@ def test_a_key_that_ignored_the_fabric_is_caught(monkeypatch, gpus):
     monkeypatch.undo()
     clear_caches()
     assert stale != to_json(plan(s))
+
+
+def _moved(data: dict, section: str, field: str, value) -> dict:
+    out = json.loads(json.dumps(data))
+    out[section][field] = value
+    return out
+
+
+def test_a_price_or_fabric_move_keeps_the_storage_plan_and_a_storage_input_replans_it():
+    data = to_dict(preset("xe9680-genai"))
+    cache = PlanCache()
+    first = plan(from_dict(data), cache)
+    for moved in (_moved(data, "hardware", "oversubscription", 2.0),
+                  _moved(data, "cost", "life_years", data["cost"]["life_years"] + 1)):
+        s = from_dict(moved)
+        cached = plan(s, cache)
+        assert cached.storage is first.storage  # reused: what it reads did not move
+        assert to_json(cached) == to_json(plan(s))
+    for moved in (_moved(data, "policies", "storage_usable_ratio", 0.5),
+                  _moved(data, "policies", "checkpoint_retention", 9)):
+        s = from_dict(moved)
+        cached = plan(s, cache)
+        assert cached.storage is not first.storage
+        assert to_json(cached) == to_json(plan(s))
+
+
+def test_a_storage_key_that_ignored_the_workloads_is_caught(monkeypatch):
+    """The comparison above can fail: a storage entry reused whatever the workloads' plans say is stale."""
+    monkeypatch.setattr(incremental, "_same", lambda a, b: True)
+    data = to_dict(preset("xe9680-genai"))
+    cache = PlanCache()
+    plan(from_dict(data), cache)
+    data["workloads"][1]["target_days"] /= 4  # the 8B fine-tune on more GPUs: more reads, bigger checkpoints
+    s = from_dict(data)
+    assert to_json(plan(s, cache)) != to_json(plan(s))

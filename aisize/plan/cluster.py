@@ -241,8 +241,13 @@ def _plan(scenario, cache=None) -> Plan:
     nics = compute_nics_for(primary.server, primary.scale_out_link)
     days = {w.name: _service_day(w, chosen[w.name], pools[chosen[w.name]], pol, cache) for w in scenario.workloads
             if fleet_of(w) is not None and w.name in chosen}
-    storage = plan_storage(training, inference, dataprep, primary, pol, servers, nics,
-                           {n: scale_up_reads(sd) for n, sd in days.items()})
+    reads = {n: scale_up_reads(sd) for n, sd in days.items()}
+
+    def storage_plan(ctx, policies):
+        return plan_storage(training, inference, dataprep, ctx, policies, servers, nics, reads)
+    # a move that leaves every workload's plan and what the storage read as they were (a price, the fabric) keeps it
+    storage = storage_plan(primary, pol) if cache is None else cache.reuse(
+        "storage", (training, inference, dataprep, servers, nics, reads), primary, storage_plan)
     # second pass: the services' KV tiers on the storage bought (sized on the first pass's demand; no cycle)
     by_name = {w.name: w for w in scenario.workloads}
     inference = tuple(on_bought_storage(i, by_name[i.name], pools[chosen[i.name]].ctx, pol, storage.record)

@@ -114,12 +114,14 @@ class PlanCache:
     def __init__(self, max_keys: int = MAX_KEYS):
         self._entries: OrderedDict = OrderedDict()
         self.max_keys = max_keys
-        self.hits = self.misses = 0
+        self.hits = self.misses = 0  # workload entries (call)
+        self.steps_reused = self.steps_computed = 0  # whole-plan steps (reuse)
         self._policies = None
         # hardware contexts (frozen, from the memoised aisize.plan.context.resolve) with their fields' canonical
         # values, kept across plans: the records' reprs are long. Each is held, so its id stays its own
         self._contexts: OrderedDict = OrderedDict()
         self._proxies = {}  # this plan's wrappers by (workload, pool index): a service's day reuses them
+        self._last = {}  # name -> (inputs, policies' canonical JSON, result) of the last plan's whole-plan steps
 
     def begin(self, policies) -> None:
         """Start one plan: the policies' canonical values are computed once."""
@@ -165,3 +167,43 @@ class PlanCache:
         while len(self._entries) > self.max_keys:
             self._entries.popitem(last=False)
         return value
+
+    def reuse(self, name: str, inputs: tuple, ctx, compute):
+        """``compute(ctx, policies)``, or the last plan's result of step ``name`` where its ``inputs`` are the same
+        objects (or equal numbers, text and records) and the fields of ``ctx`` and the policies it read are equal: a
+        step that reads the workloads' plans, which a reused candidate hands over as the same objects. One entry per
+        step."""
+        ctx_values, pol_values = self._ctx_values(ctx), self._policies
+        last = self._last.get(name)
+        if (last is not None and _same(last[0], inputs) and ctx_values.matches(last[1])
+                and pol_values.matches(last[2])):
+            self.steps_reused += 1
+            return last[3]
+        self.steps_computed += 1
+        ctx_proxy, pol_proxy = _Reads(ctx, ctx_values.names), _Reads(pol_values.real, pol_values.names)
+        value = compute(ctx_proxy, pol_proxy)
+        # the inputs are held: their ids stay theirs while compared
+        self._last[name] = (inputs, ctx_values.key(ctx_proxy.read), pol_values.key(pol_proxy.read), value)
+        return value
+
+
+_PLAIN = (int, float, str, bool, type(None))
+
+
+def _same(a, b) -> bool:
+    """Whether ``a`` and ``b`` are the same inputs: one object, or containers of the same objects, or equal plain
+    values or records (a record whose comparison is not a plain True, as one holding arrays, is not the same)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, _PLAIN) or dataclasses.is_dataclass(a):
+        try:
+            return (a == b) is True
+        except (ValueError, TypeError):  # arrays compared element-wise
+            return False
+    return False
