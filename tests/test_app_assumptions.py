@@ -14,7 +14,9 @@ def test_summary_tab_says_the_assumptions_in_sentences():
     summary = app.open_tab("Summary")
     p = app.state.plan
     shown = unescape(summary.assumptions.value)
-    for line in assumption_sentences(p.scenario, p.assumptions):
+    for line in assumption_sentences(p.scenario, p.assumptions, p):
         assert f"<li>{line}</li>" in shown
     assert "OS and application RAM: 32 GiB. Per server: kernel, drivers, framework." in shown
+    # every job of the default is timed by the step-time model: the MFU policy says it is unused
+    assert "Model FLOPs utilisation (MFU): 40 %. Unused: every training job is timed by the step-time model" in shown
     assert not re.search(r"\b[a-z_]+\.[a-z_]+ = ", shown)  # was `host.os_and_application_bytes = 34,359,738,368`

@@ -10,6 +10,7 @@ from html import unescape
 
 import pytest
 
+from aisize import format as F
 from aisize.plan import plan
 from aisize.present.comparison import comparison_table
 from aisize.report import markup as M
@@ -101,8 +102,8 @@ def test_cost_section_shows_the_plans_buy_or_rent_verdict():
     c = ctx.plan.cost
     shown = text(S.section("cost", ctx, S.SECTIONS))
     assert c.verdict.startswith("renting wins at 12.5 % busy") and f"Buy or rent: {c.verdict}." in shown
-    assert ("never within the 4-year life (at 12.5 % busy; buying pays back at 55.1 % busy or more) Pays back"
-            in shown)
+    assert (f"never within the 4-year life (at 12.5 % busy; buying pays back at {F.pct(c.break_even_utilisation)} "
+            "busy or more) Pays back" in shown)
     assert "$3.90 per h100-sxm GPU-hour (aws-p5-on-demand) Cloud rate" in shown
     d = to_dict(preset("xe9680-genai"))
     d["hardware"]["server"] = "dgx-b300"  # no public B300 rental rate
