@@ -23,8 +23,17 @@ def case_labels(cases) -> list[str]:
     run differ at the end ("... tokens/s per GPU", "... peak memory"), so a head alone made pairs read the same.
     A name still the same as another's is shown whole (the tooltip always has all of it)."""
     names = [str(c) for c in cases]
-    cut = [n if len(n) <= LABEL_HEAD + LABEL_TAIL + 1 else f"{n[:LABEL_HEAD]}…{n[-LABEL_TAIL:]}" for n in names]
+    cut = [n if len(n) <= LABEL_HEAD + LABEL_TAIL + 1 else _cut(n) for n in names]
     return [c if cut.count(c) == 1 else n for c, n in zip(cut, names)]
+
+
+def _cut(name: str) -> str:
+    """``name``'s head and tail at word boundaries ("training M7 LLAMA2-70B…tokens/s per GPU")."""
+    head, tail = name[:LABEL_HEAD + 1], name[-LABEL_TAIL - 1:]  # one more: a word that ends at the cut stays
+    word = head[:head.rindex(" ")] if " " in head[1:] else ""
+    head = word if len(word) >= LABEL_HEAD - 8 else head[:LABEL_HEAD]  # a long word is cut, not dropped
+    tail = tail[tail.index(" ") + 1:] if " " in tail[:-1] else tail[1:]
+    return f"{head}…{tail}"
 
 
 def validation_errors_data(df: pd.DataFrame) -> pd.DataFrame:

@@ -213,8 +213,9 @@ def reuse_cards(i) -> str:
     # memory in binary GiB, drives in decimal GB as they are sold (issue 47): each card's unit says which
     if k.host_dram_per_server_bytes:
         items.append(K.card("reuse.host_dram", "KV in host DRAM", F.bytes_gpu(k.host_dram_per_server_bytes),
-                            "per server (memory: GiB)", f"{F.bytes_gpu(k.host_dram_left_per_server_bytes)} of RAM left "
-                                                        "per server after its other line items"))
+                            "per server (RAM: binary GiB)",
+                            f"{F.bytes_gpu(k.host_dram_left_per_server_bytes)} of RAM left per server after its other "
+                            "line items"))
     if k.host_dram_per_server_bytes or k.nvme_drives_per_server or k.storage_capacity_bytes:
         items.append(host_ram_card(i, k, ok(i.host_memory_fits)))
     if k.nvme_drives_per_server:
