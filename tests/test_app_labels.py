@@ -116,6 +116,8 @@ def test_service_memory_says_it_is_exempt_from_the_headroom():
     headroom = app.state.plan.scenario.policies.memory_headroom
     assert "exempt" in note and str(F.pct(headroom)) in note and "policies.memory_headroom" in note
     assert "90.0 % of the GPU" in note  # vLLM's gpu_memory_utilization (data/engines.csv)
+    i = app.state.plan.inference[0]
+    assert i.memory_per_gpu_bytes["total_bytes"] > (1 - headroom) * i.gpu_memory_bytes  # why the note is needed
 
 
 def test_a_disaggregated_service_shows_both_pools_weights():
@@ -134,6 +136,7 @@ def test_a_disaggregated_service_shows_both_pools_weights():
     assert card(figures, "inference.capacity")[0] == "Capacity per decode replica"
     assert card(figures, "inference.batch")[0] == "Batch per decode replica"
     assert getattr(section.memory_chart.chart.params, K.TITLE).startswith("Memory per decode GPU")
+    assert "KV cache in use" in text(section.memory_note.value)  # not "fills the GPU": the bar is not the pool
 
 
 def test_memory_legend_labels_are_drawn_whole():

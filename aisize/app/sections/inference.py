@@ -47,9 +47,11 @@ def memory_note(i, headroom: float) -> str:
              "utilisation flag)" if eng.kv_fraction_of_total else
              f"weights and runtime first, then {F.pct(eng.kv_memory_fraction)} of what they leave for its KV "
              "cache (its free GPU memory fraction flag)")
+    bar = ("the bar shows a decode GPU's weights and the KV cache in use at the planned batch, not the pool the "
+           "engine reserves" if i.serving_mode == "disaggregated" else "so the bar fills the GPU by design")
     return (f"<p class='aisize-note'>Services are exempt from the GPU memory headroom ({F.pct(headroom)}, "
-            f"policies.memory_headroom, kept free by training jobs): {html.escape(eng.name)} claims {share}, "
-            "so its memory per GPU nears the GPU's size by design.</p>")
+            f"policies.memory_headroom, kept free by training jobs): {html.escape(eng.name)} claims {share}; "
+            f"{bar}.</p>")
 
 
 class InferenceSection(Section):
