@@ -196,7 +196,9 @@ def elasticity_at(est, requests_per_s: float, statistic: str) -> float:
 def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):
     """(replicas, KV tiers, estimate, met) for ``shape``: the fewest replicas the estimate says meet the targets,
     searched from the screen's ``n``; None where the shape does not fit or cannot beat ``floor`` GPUs."""
-    known = _capacities.get(_estimate_key(arch, ctx, shape, one)) if load_free(w, arch) else None
+    # with a floor set, most shapes stop at their capacity: it is worked out without a rate where not yet known
+    known = (_capacity(ctx, arch, shape, one) if floor < math.inf else
+             _capacities.get(_estimate_key(arch, ctx, shape, one))) if load_free(w, arch) else None
     if known is not None and (not known[0] or (_low(w, known[1]) + 1) * shape.gpus >= floor):
         return None  # as the estimate at n would say: its fit and capacity are those of any count (load_free)
     kv, est = _evaluate(w, ctx, policies, arch, shape, n, one)
@@ -258,6 +260,19 @@ def _evaluate(w, ctx, policies, arch, shape, replicas, one):
     if load_free(w, arch):
         _capacities.put(key, (bool(est.feasible), est.max_requests_per_s))
     return None, est
+
+
+def _capacity(ctx, arch, shape, one) -> tuple[bool, float]:
+    """(fit, capacity [requests/s]) of a load-free replica of ``shape``: kept from an estimate at any rate, else
+    from the estimate without a rate (a third of the work: no queue to settle), which gives the same two figures
+    (load_free)."""
+    key = _estimate_key(arch, ctx, shape, one)
+    known = _capacities.get(key)
+    if known is None:
+        est = serving.estimate(arch, ctx.accelerator, **one)
+        known = (bool(est.feasible), est.max_requests_per_s)
+        _capacities.put(key, known)
+    return known
 
 
 def _estimate_key(arch, ctx, shape, one) -> tuple:
