@@ -54,9 +54,12 @@ def summary_text(p) -> str:
              f"  {F.plural(p.gpus, 'GPU')} ({p.accelerator}) in {pools}, {F.plural(p.racks, 'rack')}, "
              f"{F.power(p.power_watts)} at most; at most {F.plural(p.gpus_busy_peak, 'GPU')} busy at once",
              f"  storage {s.system} ({s.scope}): {F.plural(s.units, 'unit')}, {s.binding} binds; "
-             f"read {F.rate(s.read_bytes_per_s)}, write {F.rate(s.write_bytes_per_s)}, "
-             f"{F.sig(s.read_iops + s.write_iops)} IO/s, raw {F.bytes_si(s.capacity_bytes['raw_bytes'])}, "
-             f"p95 latency {F.duration(s.latency_p95_seconds)}", "", "Bill of materials"]
+             f"read mean {F.rate(s.read_bytes_per_s)} (peak {F.rate(s.read_peak_bytes_per_s)}), write mean "
+             f"{F.rate(s.write_bytes_per_s)} (peak {F.rate(s.write_peak_bytes_per_s)}), "
+             f"{F.sig(s.read_iops + s.write_iops)} IO/s mean, "
+             f"raw capacity needed {F.bytes_si(s.capacity_bytes['raw_bytes'])}"
+             + (f", IO latency p95 {F.duration(s.latency_p95_seconds)}" if s.read_iops + s.write_iops > 0 else
+                ", no IO at the mean: latency unloaded"), "", "Bill of materials"]
     lines.append(_text(bom_table(p)))
     lines += [f"  compute fabric: {p.network.fabric_reason}"]
     lines += ["", f"Placement ({p.placement.method})"]
