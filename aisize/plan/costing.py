@@ -82,8 +82,7 @@ def _capital(plan, pools, prices) -> tuple[list[CostLine], dict[str, float]]:
     sfab = net.storage_fabric
     lines.append(priced(f"storage fabric switch {first.id}", sfab["switches"], "switches",
                         switch_price_id(first.kind, first.id), prices))
-    lines.append(priced("storage fabric optics and cables", sfab["endpoint_cables"] + sfab["leaf_spine_cables"]
-                        + sfab["spine_core_cables"], "links", OPTICS_PRICE, prices))
+    lines.append(priced("storage fabric optics and cables", net.storage_links, "links", OPTICS_PRICE, prices))
     # the units bought, each at its unit price or raw capacity (aisize.cost.storage), never per GB/s delivered
     bought = st.record or catalog.storage[st.system]
     lines.append(storage_line(bought, st.units, st.capacity_bytes["raw_bytes"], prices))
