@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from aisize import catalog
 from aisize.catalog.records import Accelerator, Link, Server, StorageSystem
+from aisize.fleet.failures import FailureRates, failure_rates
 from aisize.precision import peak_flops_per_s
 from aisize.units import MiB, bidirectional_to_per_direction
 
@@ -150,3 +151,12 @@ def planner_assumptions() -> dict[str, object]:
              "INFERENCE_SERVICE_CV", "KNEE_FACTOR", "KNEE_ELASTICITY", "OVERPROVISION_FACTOR", "MFU_GAP_FACTOR",
              "GOODPUT_WARNING", "LINK_WARNING_UTILISATION", "READ_IO_BYTES")
     return {n.lower(): globals()[n] for n in names}
+
+
+def failure_rates_of(policies) -> FailureRates:
+    """The interruption rates the plan models: one per node MTBF (``policies.node_mtbf_hours``), or a published
+    fleet's (``policies.failure_rates``, data/failure_rates.csv); the storage's weight reloads and the fleet's
+    spares read the same rates."""
+    if policies.failure_rates != "node-mtbf":
+        return failure_rates(policies.failure_rates)
+    return FailureRates("node-mtbf", 0.0, 1.0 / policies.node_mtbf_hours, 0.0, "policies.node_mtbf_hours")

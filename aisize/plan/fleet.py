@@ -95,10 +95,9 @@ class FleetPlan:
 
 
 def _rates(policies) -> tuple[FailureRates, str]:
-    if policies.failure_rates != "node-mtbf":
-        return failure_rates(policies.failure_rates), f"published fleet {policies.failure_rates}"
-    node = FailureRates("node-mtbf", 0.0, 1.0 / policies.node_mtbf_hours, 0.0, "policies.node_mtbf_hours")
-    return node, f"node MTBF {policies.node_mtbf_hours:,.0f} h (policies)"
+    label = (f"published fleet {policies.failure_rates}" if policies.failure_rates != "node-mtbf" else
+             f"node MTBF {policies.node_mtbf_hours:,.0f} h (policies)")
+    return C.failure_rates_of(policies), label
 
 
 def tenant_classes(w, sd: ServiceDay, rate_per_s: float, ready: int, calibration=None):

@@ -24,7 +24,7 @@ from functools import lru_cache
 
 from aisize import catalog
 from aisize.cost import load_prices, unit_usd
-from aisize.fleet.failures import FailureRates, failure_rates
+from aisize.fleet.failures import FailureRates
 from aisize.network.fabric import Nics
 from aisize.network.links import link_feed_for
 from aisize.plan import context as C
@@ -125,14 +125,6 @@ def _blend_workloads(training, inference, dataprep, scale_ups, rates: FailureRat
                                      kv.storage_write_bytes_per_s, io_bytes=kv.storage_io_bytes))
     out += [dataprep_workload(d) for d in dataprep]
     return out or [workload("(no storage IO)", "mixed")]
-
-
-def failure_rates_of(policies) -> FailureRates:
-    """The interruption rates the plan models: one per node MTBF (policies.node_mtbf_hours), or a published
-    fleet's (policies.failure_rates, data/failure_rates.csv), as aisize.plan.fleet reads them."""
-    if policies.failure_rates != "node-mtbf":
-        return failure_rates(policies.failure_rates)
-    return FailureRates("node-mtbf", 0.0, 1.0 / policies.node_mtbf_hours, 0.0, "policies.node_mtbf_hours")
 
 
 def model_loads(service: InferencePlan, rates: FailureRates):
@@ -238,7 +230,7 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
 
     ``scale_ups`` maps an autoscaled service to the storage workload of its scale-ups (its weights
     read by each new replica), which replaces its hourly model reload."""
-    b = blend(_blend_workloads(training, inference, dataprep, scale_ups, failure_rates_of(policies)))
+    b = blend(_blend_workloads(training, inference, dataprep, scale_ups, C.failure_rates_of(policies)))
     cap = _capacity(training, inference, dataprep, policies)
     ops = b.read_iops + b.write_iops
     mean_io = (b.read_bytes_per_s + b.write_bytes_per_s) / ops if ops else C.READ_IO_BYTES
