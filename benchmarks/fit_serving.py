@@ -77,12 +77,15 @@ def main(argv=None):
                     help="where routed experts' time comes from (the start of the fit and the scores)")
     ap.add_argument("--attention-source", choices=GEMM_SOURCES, default=CALIBRATION.attention_source,
                     help="where attention's time comes from (the start of the fit and the scores)")
+    ap.add_argument("--allreduce-source", choices=GEMM_SOURCES, default=CALIBRATION.allreduce_source,
+                    help="where tensor-parallel all-reduces' time comes from (the start of the fit and the scores)")
     ap.add_argument("--out", default="calibration.fitted.json", help="where --fit writes the calibration")
     a = ap.parse_args(argv)
     if a.constants and not a.generation:
         ap.error("--constants needs --generation (the constants are that generation's own)")
     runs = {s: read_table(catalog.data_dir() / "validation" / f"{s}.csv") for s in SETS}
-    base = CALIBRATION.with_(gemm_source=a.gemm_source, moe_source=a.moe_source, attention_source=a.attention_source)
+    base = CALIBRATION.with_(gemm_source=a.gemm_source, moe_source=a.moe_source, attention_source=a.attention_source,
+                             allreduce_source=a.allreduce_source)
     cal = base
     if a.fit:
         start = time.perf_counter()
