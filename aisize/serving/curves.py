@@ -11,13 +11,14 @@ an operating point; :func:`slo_requests_per_s` the highest rate at which a TTFT 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from aisize import checks
 from aisize.serving.estimate import replica_of
-from aisize.serving.latency import loaded_state
+from aisize.serving.latency import loaded_state, replica_ttft_quantiles
 from aisize.serving.sizing import knee
 from aisize.serving.tails import STATISTIC_SUFFIX
 
@@ -30,13 +31,24 @@ def _loaded(est, rates_per_s, calibration=None):
     cached = float(est.kv_reuse.tiers.cached_tokens) if est.kv_reuse is not None else 0.0
     context = float(est.lengths.decode_context_tokens) if est.lengths is not None else None
     prompt_cv = float(est.lengths.lengths.input.cv) if est.lengths is not None else 0.0
-    return loaded_state(r.costs, r.rates, r.calibration,
+    ls = loaded_state(r.costs, r.rates, r.calibration,
                         requests_per_s=np.asarray(rates_per_s, dtype=float),
                         capacity_requests_per_s=est.max_requests_per_s, slots=est.max_concurrency,
                         input_tokens=est.input_tokens, output_tokens=est.output_tokens,
                         max_num_tokens=est.max_num_tokens * dp, chunked_prefill=r.engine.chunked_prefill,
                         shape=r.shape, launch=r.engine.launch(est.max_batch_size, dp), speculation=est.speculation,
                         cached_tokens=cached, decode_context_tokens=context, prompt_cv=prompt_cv)
+    if est.kv_reuse is not None or est.lengths is not None:
+        return ls  # its classes' tails come through the estimate (_through_the_estimate)
+    # every prompt of the mean length: TTFT p95 and p99 from the iteration mixture at each rate, as the estimate's
+    q95, q99 = replica_ttft_quantiles(r, requests_per_s=ls.requests_per_s, concurrency=ls.concurrency,
+                                      iteration_seconds=ls.iteration_seconds,
+                                      decode_iteration_seconds=ls.decode_iteration_seconds,
+                                      prefill_iteration_seconds=ls.prefill_iteration_seconds,
+                                      ttft_seconds=ls.ttft_seconds, ttft_p95_seconds=ls.ttft_p95_seconds,
+                                      ttft_p99_seconds=ls.ttft_p99_seconds)
+    stable = np.asarray(ls.stable, dtype=bool)
+    return replace(ls, ttft_p95_seconds=np.where(stable, q95, np.inf), ttft_p99_seconds=np.where(stable, q99, np.inf))
 
 
 def latency_curve(est, points: int = 50, *, replicas: int = 1) -> pd.DataFrame:

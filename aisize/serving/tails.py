@@ -53,7 +53,7 @@ Z99 = 2.3263478740408408  # standard normal 99th percentile
 # -ln(0.05) = 2.996, rounded to 3 where the balancing wait was fitted: kept so that its p95 does not move
 _EXPONENTIAL_P95 = 3.0
 _BISECTIONS = 60
-_MAX_COARRIVALS = 6  # co-arrivals counted one by one; the rest of the Poisson mass is lumped here
+MAX_COARRIVALS = 6  # co-arrivals counted one by one; the rest of the Poisson mass is lumped here
 
 
 def normal_tail(z):
@@ -92,7 +92,7 @@ def residual_quantile(q, prefill_share, t0, t1):
     return np.where(q * mean <= t0, q * mean, np.maximum(long, q * mean))
 
 
-def _poisson(mean, kmax=_MAX_COARRIVALS):
+def poisson(mean, kmax=MAX_COARRIVALS):
     """P(K = 0..kmax) of a Poisson (the tail lumped at kmax), for each mean (rows)."""
     mean = np.atleast_1d(np.asarray(mean, dtype=float))
     k = np.arange(kmax + 1)
@@ -149,7 +149,7 @@ def ttft_tail(*, requests_per_s, t0, t1, prefill_share, seconds, others, own, me
     mean_other = float((xn * xw).sum())
     t, mass = _iterations(seconds, xn, xa, xw, -np.log(max(1.0 - p, 1e-12)))  # types the arrival may land in
     v = mass * t / (mass * t).sum()
-    pk = _poisson(lam * t)  # co-arrivals joining this request's iteration, per type
+    pk = poisson(lam * t)  # co-arrivals joining this request's iteration, per type
     k = np.arange(pk.shape[1])
     # own iteration, per class and co-arrivals: none, or K of them, the first at each prompt point, the rest at
     # the mean length
@@ -227,11 +227,33 @@ def _uniform_mixture_quantile(w, a, t, qs):
     return tuple(at(q) for q in qs)
 
 
+def uniform_mixture_quantiles(w, a, t, qs):
+    """:func:`_uniform_mixture_quantile` of each row (the components along the last axis), vectorized: the
+    tail is evaluated at every breakpoint of its row and the level's crossing interpolated, exactly (it is
+    linear between breakpoints); a tuple of 1-D arrays, one per q of ``qs``."""
+    w = np.asarray(w, dtype=float)
+    w = w / w.sum(axis=-1, keepdims=True)
+    a, t = np.asarray(a, dtype=float), np.maximum(np.asarray(t, dtype=float), 1e-15)
+    xs = np.sort(np.concatenate([a, a + t], axis=-1), axis=-1)
+    f = (w[:, None, :] * np.clip((a + t)[:, None, :] - xs[:, :, None], 0.0, t[:, None, :]) / t[:, None, :]).sum(-1)
+    rows = np.arange(xs.shape[0])
+    out = []
+    for q in qs:
+        level = 1.0 - q
+        k = np.minimum(np.argmax(f <= level, axis=1), xs.shape[1] - 1)  # the first breakpoint at or below it
+        j = np.maximum(k - 1, 0)
+        x0, x1, f0, f1 = xs[rows, j], xs[rows, k], f[rows, j], f[rows, k]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            inside = np.where(f0 > f1, x0 + (f0 - level) / (f0 - f1) * (x1 - x0), x1)
+        out.append(np.where(k > 0, inside, xs[:, 0]))
+    return tuple(out)
+
+
 def _iterations(seconds, xn, xa, xw, prompts_mean):
     """(time, probability) of each kind of iteration: J ~ Pois(m) prompts, one at each point of the prompt
     distribution and the rest at its mean (flattened); a prefill longer than the budget spans several
     iterations, each as likely to be running [s, 1]."""
-    pj = _poisson(prompts_mean)[0]
+    pj = poisson(prompts_mean)[0]
     j = np.arange(pj.size)
     tokens = np.where(j[None, :] > 0, xn[:, None] + (j[None, :] - 1) * float((xn * xw).sum()), 0.0)
     t, n = seconds(tokens, 0.0 + j[None, :] + 0.0 * xn[:, None], xa[:, None] + 0.0 * j[None, :], spans=True)
