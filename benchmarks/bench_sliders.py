@@ -9,7 +9,11 @@ browser adds its own share on top (``benchmarks/bench_app.py`` times the whole r
 the whole scenario on every move, as the app did before incremental re-planning (its cache off): the figure
 to compare against, in the same run of the same code.
 
+``--rate-moves N`` first moves the Inference tab's request-rate slider N steps right and leaves it there (20 steps:
+the default preset's service at 200 requests/s), to time the other sliders at that load.
+
     .venv/bin/python benchmarks/bench_sliders.py [--moves 8] [--wall] [--fresh] [--preset agentic-coding] [--tab Inference]
+    .venv/bin/python benchmarks/bench_sliders.py --moves 6 --rate-moves 20 --tab Inference
 """
 
 from __future__ import annotations
@@ -56,15 +60,21 @@ def main() -> None:
     parser.add_argument("--preset", default=DEFAULT_PRESET, help="the scenario the app opens on")
     parser.add_argument("--fresh", action="store_true", help="re-plan every workload on each move (no cache)")
     parser.add_argument("--tab", action="append", choices=TITLES, help="only this tab (repeatable)")
+    parser.add_argument("--rate-moves", type=int, default=0, help="request-rate slider steps taken first (kept)")
     args = parser.parse_args()
     clock = time.perf_counter if args.wall else time.process_time
     app = build_app(display=False, data=to_dict(preset(args.preset)))
     if args.fresh:
         app.state.cache = None
         plan(app.state.scenario)  # the memoised functions hold this plan's results, as they did before the cache
+    if args.rate_moves:
+        rate = next(s for s in sliders(app.open_tab("Inference").view) if s.description.startswith("Request rate"))
+        for _ in range(args.rate_moves):
+            rate.value = step(rate)
     worst = []
     print(f"{args.preset}: ms per move ({'wall' if args.wall else 'CPU'} time of the kernel's work), "
-          f"{args.moves} moves a slider{', whole plan each move (--fresh)' if args.fresh else ''}")
+          f"{args.moves} moves a slider{', whole plan each move (--fresh)' if args.fresh else ''}"
+          + (f", request rate {rate.value:g}/s ({args.rate_moves} steps first)" if args.rate_moves else ""))
     for title in args.tab or TITLES:
         section = app.open_tab(title)
         for slider in list(sliders(section.view)):
