@@ -215,3 +215,17 @@ def test_left_out_table_says_each_reason_once():
         cells = re.findall(r"<td>(.*?)</td>", row)
         assert len(set(cells)) == len(cells), cells
     assert LABEL_LIMIT >= 180
+
+
+# --- the scenario bar -----------------------------------------------------------------------------------------
+
+def test_model_of_names_the_workload_the_tab_shows():
+    app = build_app(display=False, data=to_dict(preset("xe9680-genai")))
+    inference = app.open_tab("Inference")
+    service = app.state.data["workloads"][inference.service.value]
+    assert app.model.workload.value == inference.service.value  # it named the LoRA job above the 8B service
+    assert app.model.workload.label == service["name"]
+    training = app.open_tab("Training")
+    other = [v for _, v in training.job.options if v != training.job.value][0]
+    training.job.value = other
+    assert app.model.workload.value == other

@@ -59,6 +59,10 @@ CSS = """<style>
 </style>"""
 
 
+# the tabs of one workload at a time, and their workload dropdown (its value: the workload's index)
+WORKLOAD_PICKERS = {"Training": "job", "Inference": "service"}
+
+
 @dataclass
 class App:
     """The page's parts; ``view`` is what the notebook displays.
@@ -171,12 +175,32 @@ def build_app(display: bool = True, data: dict | None = None) -> App:
             if refused:
                 show_scenario(state.plan)  # the control goes back to the scenario's server
 
+    followed: set = set()
+
+    def follow_workload(title_: str) -> None:
+        """The bar's "Model of" names the workload the Training or Inference tab shows (it named the first
+        workload above another service's tab), and follows that tab's workload dropdown."""
+        picker = getattr(app[title_], WORKLOAD_PICKERS[title_], None)
+        if picker is None:
+            return
+
+        def pick(_=None) -> None:
+            if picker.value is not None and picker.value in [v for _, v in model.workload.options]:
+                K.assign(model.workload, "value", picker.value)
+
+        if id(picker) not in followed:
+            followed.add(id(picker))
+            picker.observe(pick, names="value")
+        pick()
+
     def on_tab(change) -> None:
         for title_, section in app.sections.items():
             if TITLES.index(title_) != change["new"]:
                 section.hide()
         if change["new"] is not None:
             app[TITLES[change["new"]]].show()
+            if TITLES[change["new"]] in WORKLOAD_PICKERS:
+                follow_workload(TITLES[change["new"]])
 
     state.subscribe(show_scenario)
     show_scenario(state.plan)
@@ -187,6 +211,7 @@ def build_app(display: bool = True, data: dict | None = None) -> App:
     tabs.observe(on_tab, names="selected_index")
     tabs.selected_index = 0
     app[TITLES[0]].show()
+    follow_workload(TITLES[0])
     if display:
         from IPython.display import display as show
 
