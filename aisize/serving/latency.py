@@ -333,17 +333,19 @@ def ttft_mixture_quantiles(costs, rates, calib, *, requests_per_s, concurrency, 
 
     k = np.arange(T.MAX_COARRIVALS + 1, dtype=float)[None, :]
     p = np.clip(np.where(t1 > t0, (mean - t0) / np.where(t1 > t0, t1 - t0, 1.0), 0.0), 0.0, 1.0)
-    # the running iteration: J ~ Pois(-ln(1 - p)) prompts, a J-prompt one spanning n_J iterations
-    _, t, spans = seconds(k * i + 0.0 * lam, k + 0.0 * lam)
-    mass = T.poisson(-np.log(np.maximum(1.0 - p[:, 0], 1e-12))) * spans
-    v = mass * t / (mass * t).sum(axis=1, keepdims=True)  # landed in by length
-    own, _, _ = seconds((1.0 + k) * i + 0.0 * lam, 1.0 + k + 0.0 * lam)  # with K co-arrivals
-    co = T.poisson((lam * t).ravel()).reshape(t.shape + (k.size,))  # co-arrivals while waiting out type J
     # the queueing model's residual and own iteration at the mean: what its mean adds beyond them stays
     mean_t = (1.0 - p) * t0 + p * t1
     residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean_t)
     mine = 1.0 + 2.0 * lam * residual
-    core = residual + seconds(mine * i, mine)[0]
+    # one evaluation: the running iteration with J ~ Pois(-ln(1 - p)) prompts (a J-prompt one spanning n_J
+    # iterations), this request's own with K co-arrivals, and the queueing model's own
+    prompts = np.concatenate([k + 0.0 * lam, 1.0 + k + 0.0 * lam, mine], axis=1)
+    total, each, spans = seconds(prompts * i, prompts)
+    m = k.size
+    t, spans, own, core = each[:, :m], spans[:, :m], total[:, m:2 * m], residual + total[:, 2 * m:]
+    mass = T.poisson(-np.log(np.maximum(1.0 - p[:, 0], 1e-12))) * spans
+    v = mass * t / (mass * t).sum(axis=1, keepdims=True)  # landed in by length
+    co = T.poisson((lam * t).ravel()).reshape(t.shape + (m,))  # co-arrivals while waiting out type J
     mean_ttft = np.atleast_1d(np.asarray(ttft_seconds, dtype=float))[:, None]
     shift = np.maximum(np.nan_to_num(mean_ttft - core, posinf=0.0), 0.0)  # a wait, never a credit
     rows = t.shape[0]

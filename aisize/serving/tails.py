@@ -228,14 +228,19 @@ def _uniform_mixture_quantile(w, a, t, qs):
 
 
 def uniform_mixture_quantiles(w, a, t, qs):
-    """:func:`_uniform_mixture_quantile` of each row (the components along the last axis), vectorized: the
-    tail is evaluated at every breakpoint of its row and the level's crossing interpolated, exactly (it is
-    linear between breakpoints); a tuple of 1-D arrays, one per q of ``qs``."""
+    """:func:`_uniform_mixture_quantile` of each row (the components along the last axis), vectorized: the tail
+    is 1 up to the first start and falls at a slope that changes by w_i / t_i where a component starts and ends,
+    so a cumulative sum over each row's sorted breakpoints gives it at every one, and the level's crossing is
+    interpolated, exactly (it is linear between breakpoints); a tuple of 1-D arrays, one per q of ``qs``."""
     w = np.asarray(w, dtype=float)
     w = w / w.sum(axis=-1, keepdims=True)
     a, t = np.asarray(a, dtype=float), np.maximum(np.asarray(t, dtype=float), 1e-15)
-    xs = np.sort(np.concatenate([a, a + t], axis=-1), axis=-1)
-    f = (w[:, None, :] * np.clip((a + t)[:, None, :] - xs[:, :, None], 0.0, t[:, None, :]) / t[:, None, :]).sum(-1)
+    events = np.concatenate([a, a + t], axis=-1)
+    order = np.argsort(events, axis=-1)
+    xs = np.take_along_axis(events, order, -1)
+    slope = np.cumsum(np.take_along_axis(np.concatenate([-w / t, w / t], axis=-1), order, -1), axis=-1)
+    f = np.minimum(1.0 + np.concatenate([np.zeros_like(xs[:, :1]), np.cumsum(slope[:, :-1] * np.diff(xs, axis=-1),
+                                                                             axis=-1)], axis=-1), 1.0)
     rows = np.arange(xs.shape[0])
     out = []
     for q in qs:
