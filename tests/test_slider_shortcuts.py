@@ -120,3 +120,29 @@ def test_a_storage_key_that_ignored_the_workloads_is_caught(monkeypatch):
     data["workloads"][1]["target_days"] /= 4  # the 8B fine-tune on more GPUs: more reads, bigger checkpoints
     s = from_dict(data)
     assert to_json(plan(s, cache)) != to_json(plan(s))
+
+
+def _cv_sweep() -> list[str]:
+    """The default preset's service at 200 requests/s, its prompt CV moved as the slider moves it: each plan's JSON."""
+    from aisize.plan import inference as PI
+
+    out = []
+    for cv in (0.0, 0.1, 0.2, 0.5, 0.9):
+        d = to_dict(preset("xe9680-genai"))
+        service = next(w for w in d["workloads"] if w["kind"] == "inference")
+        service.update(requests_per_s=200.0, prompt_cv=cv)
+        PI.plan_inference.cache_clear()
+        out.append(to_json(plan(from_dict(d))))
+    return out
+
+
+def test_a_shape_ruled_out_by_its_capacity_without_a_rate_plans_what_the_loaded_estimate_plans(monkeypatch):
+    """At 200 requests/s a shape another already beats stops at the capacity of its estimate without a rate; the
+    long way (no load-free shortcuts, nothing kept) estimates it at the screen's count and must plan the same."""
+    from aisize.plan import replica_count as RC
+
+    fast = _cv_sweep()
+    monkeypatch.setattr(RC, "load_free", lambda w, arch: False)
+    monkeypatch.setattr(RC, "_estimates", RC._Kept(0))
+    monkeypatch.setattr(RC, "_capacities", RC._Kept(0))
+    assert _cv_sweep() == fast
