@@ -101,7 +101,7 @@ class TrainingSection(Section):
                                    "override (policies.training_time)")
         self.mfu = K.float_slider("MFU, all jobs [ratio]", DEFAULT_MFU, 0.05, 0.9, 0.01, "Model FLOPs utilisation: "
                                   "share of dense peak a run achieves (a policy of every training job; large runs 0.35-0.50). It times "
-                                  "only what the step-time model does not: LoRA and QLoRA fine-tunes, models that "
+                                  "only what the step-time model does not: QLoRA fine-tunes, models that "
                                   "are not transformers, and every job when 'Time from' is the MFU policy", fmt=".2f")
         self.parallel = K.dropdown("Parallelism", [("auto (search)", "auto"), ("fixed", "fixed")], "auto",
                                    "Search the fastest layout that fits, or fix TP/PP/ZeRO/micro-batch")
