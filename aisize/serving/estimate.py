@@ -30,8 +30,7 @@ from aisize.serving.costs import model_costs, weight_formats
 from aisize.serving.engine import Engine, resolve_engine
 from aisize.serving.hardware import device, scaleout_bytes_per_s
 from aisize.serving.iteration import achieved_rates, iteration_time
-from aisize.serving.latency import replica_ttft_quantiles
-from aisize.serving.replica import Latency, Load, Replica, ReplicaState, evaluate, parts, resolve_calibration
+from aisize.serving.replica import Load, Replica, ReplicaState, evaluate, parts, resolve_calibration
 from aisize.serving.reuse import serving_workload
 from aisize.serving.shapes import ReplicaShape, attention_dp_choices, check_shape, expert_parallel_choices, placed
 from aisize.serving.steady import steady_state
@@ -327,21 +326,7 @@ def _evaluated(model, accelerator, *, tensor_parallel, weight_precision, kv_prec
     cap = rep.capacity
     if extras is not None and state is not None:  # prefix reuse, KV tiers, length distributions, on the shape chosen
         cap, state = extras.settle(load, rep, cap, state)
-    elif state is not None and requests_per_s is not None and state.stable:
-        state = _mixture_ttft(rep, state)
     return rep, cap, state
-
-
-def _mixture_ttft(rep: Replica, state: ReplicaState) -> ReplicaState:
-    """The state with its TTFT p95 and p99 from the iteration mixture (:func:`replica_ttft_quantiles`, as the
-    latency curve has them), its mean the queueing model's."""
-    tau = 1.0 if rep.speculation is None else rep.speculation.acceptance_length
-    q95, q99 = replica_ttft_quantiles(
-        rep, requests_per_s=state.requests_per_s, concurrency=state.batch, iteration_seconds=state.tpot.mean_seconds * tau,
-        decode_iteration_seconds=state.decode_iteration_seconds,
-        prefill_iteration_seconds=state.prefill_iteration_seconds, ttft_seconds=state.ttft.mean_seconds,
-        ttft_p95_seconds=state.ttft.p95_seconds, ttft_p99_seconds=state.ttft.p99_seconds)
-    return replace(state, ttft=Latency(state.ttft.mean_seconds, float(q95[0]), float(q99[0])))
 
 
 def _estimate(**asked) -> ServingEstimate:

@@ -27,7 +27,7 @@ from aisize.serving.costs import model_costs, weight_formats
 from aisize.serving.engine import Engine
 from aisize.serving.hardware import device
 from aisize.serving.iteration import achieved_rates
-from aisize.serving.latency import loaded_state
+from aisize.serving.latency import loaded_state, replica_ttft_quantiles
 from aisize.serving.shapes import ReplicaShape
 from aisize.serving.speculative import speculation
 from aisize.serving.throughput import EngineLimits, MaxThroughput, max_throughput
@@ -233,12 +233,19 @@ def open_loop(rep: Replica, cap: MaxThroughput, requests_per_s, length_cv=0.0, c
                       cached_tokens=cached_tokens, decode_context_tokens=decode_context_tokens, prompt_cv=prompt_cv)
     stable = bool(ls.stable)
     ttft = float(ls.ttft_seconds)
+    ttft95, ttft99 = float(ls.ttft_p95_seconds), float(ls.ttft_p99_seconds)
+    if stable and cached_tokens == 0 and decode_context_tokens is None and prompt_cv == 0:
+        # every prompt of the mean length: the tails of the iteration mixture, as the latency curve draws them
+        ttft95, ttft99 = (float(v[0]) for v in replica_ttft_quantiles(
+            rep, requests_per_s=ls.requests_per_s, concurrency=ls.concurrency, iteration_seconds=ls.iteration_seconds,
+            decode_iteration_seconds=ls.decode_iteration_seconds,
+            prefill_iteration_seconds=ls.prefill_iteration_seconds, ttft_seconds=ls.ttft_seconds, ttft_p95_seconds=ls.ttft_p95_seconds, ttft_p99_seconds=ls.ttft_p99_seconds))
     e2e = ttft + (rep.output_tokens - 1) * float(ls.tpot_seconds)
     return ReplicaState(
         score=capacity_rps, requests_per_s=float(requests_per_s) if stable else capacity_rps,
         batch=float(ls.concurrency), concurrency=requests_per_s * e2e if stable else float("inf"), stable=stable,
         utilisation=float(ls.utilisation),
-        ttft=Latency(ttft, float(ls.ttft_p95_seconds), float(ls.ttft_p99_seconds)),
+        ttft=Latency(ttft, ttft95, ttft99),
         tpot=Latency(float(ls.tpot_seconds), float(ls.tpot_p95_seconds), float(ls.tpot_p99_seconds)),
         queue_seconds=float(ls.queue_seconds), decode_iteration_seconds=float(ls.decode_iteration_seconds),
         prefill_iteration_seconds=float(ls.prefill_iteration_seconds), memory=cap.memory)
