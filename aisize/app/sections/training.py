@@ -33,7 +33,7 @@ CP_OPTIONS = (1, 2, 4, 8, 16, 32)
 INTERLEAVED_CHUNKS = 2  # model chunks per stage the fixed-layout knob uses for interleaved 1F1B
 LAYOUT_COLUMNS = {"tp": "TP", "pp": "PP", "dp": "DP", "cp": "CP", "schedule": "schedule", "zero_stage": "ZeRO",
                   "micro_batch": "micro-batch", "recompute": "recompute", "step_seconds": "step [s]",
-                  "mfu": "MFU predicted, full training (step-time model)", "total_bytes": "memory/GPU [GiB]"}
+                  "mfu": "MFU predicted (step-time model)", "total_bytes": "memory/GPU [GiB]"}
 # what a job's time rests on (plan.training's throughput_rule), said beside the MFU it used
 TIMED_BY = {"step-time": "step-time model", "policy-mfu": "assumed: policies.mfu", "measured": "measured rate",
             "calibrated": "calibrated rate", "scenario": "the scenario's rate"}
@@ -96,7 +96,7 @@ class TrainingSection(Section):
         self.gpus = K.log_slider("GPUs [count]", 8, 1, 65_536, "GPUs the job runs on", steps_per_decade=30,
                                  fmt=".0f")
         self.timed_by = K.dropdown("Time from", [("step-time model", "step-time"), ("MFU policy (override)", "mfu")],
-                                   "step-time", "What times a transformer's full training, all jobs: the step-time "
+                                   "step-time", "What times a transformer's training (full or LoRA), all jobs: the step-time "
                                    "model at the chosen layout (validated on published runs), or the MFU below as an "
                                    "override (policies.training_time)")
         self.mfu = K.float_slider("MFU, all jobs [ratio]", DEFAULT_MFU, 0.05, 0.9, 0.01, "Model FLOPs utilisation: "
