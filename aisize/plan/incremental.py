@@ -192,7 +192,8 @@ _PLAIN = (int, float, str, bool, type(None))
 
 def _same(a, b) -> bool:
     """Whether ``a`` and ``b`` are the same inputs: one object, or containers of the same objects, or equal plain
-    values or records (a record whose comparison is not a plain True, as one holding arrays, is not the same)."""
+    values or records (a record whose comparison is not a plain True, as one holding arrays, is not the same; nor
+    one whose ``repr`` differs, which tells 1 from 1.0 and -0.0 from 0.0 where ``==`` does not)."""
     if a is b:
         return True
     if type(a) is not type(b):
@@ -203,7 +204,7 @@ def _same(a, b) -> bool:
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, _PLAIN) or dataclasses.is_dataclass(a):
         try:
-            return (a == b) is True
+            return (a == b) is True and repr(a) == repr(b)
         except (ValueError, TypeError):  # arrays compared element-wise
             return False
     return False
