@@ -5,7 +5,8 @@ and policies' fields it read are equal (:meth:`aisize.plan.incremental.PlanCache
 
 A fabric's oversubscription slows a collective only past one switch (:func:`aisize.training.comm.scaleout_rate`):
 a training job on at most ``switch_radix`` GPUs shares its layout search and estimate across oversubscriptions
-(:func:`aisize.plan.job.fabric_seen`), and the app's plan cache reuses such a job's plan. The L40S server has no
+(:func:`aisize.plan.job.fabric_seen`), and the app's plan cache reuses the plan of a job whose searches ran at no more
+(:func:`aisize.plan.cluster._fabric_free`). The L40S server has no
 NVLink (scale-up domain 1 GPU), so on an 8-port switch 8 GPUs are the most one switch holds (32 GPUs see the ratio).
 """
 
@@ -18,7 +19,7 @@ import pytest
 
 from aisize.plan import job as J
 from aisize.plan import context as C
-from aisize.plan import clear_caches, plan, to_json
+from aisize.plan import clear_caches, cluster, plan, to_json
 from aisize.plan import incremental
 from aisize.plan.incremental import PlanCache
 from aisize.scenario import from_dict, preset, to_dict
@@ -74,14 +75,24 @@ def test_an_oversubscription_move_reuses_the_jobs_within_one_switch_and_replans_
 
 
 @pytest.mark.parametrize("gpus", [(RADIX, 4 * RADIX), (4 * RADIX, RADIX)])
-def test_a_key_that_ignored_the_fabric_is_caught(monkeypatch, gpus):
-    """The comparison above can fail: keying every job on the non-blocking fabric reuses a stale plan."""
-    clear_caches()
-    monkeypatch.setattr(J, "fabric_seen", lambda ctx, g: J._non_blocking(ctx) if ctx.oversubscription > 1 else ctx)
+def test_a_plan_key_that_ignored_the_fabric_is_caught(monkeypatch, gpus):
+    """The comparison above can fail: a plan cache that keyed every training job without the oversubscription
+    reuses the 32-GPU job's stale plan."""
+    monkeypatch.setattr(cluster, "_fabric_free", lambda counts, ctx: True)
     cache = PlanCache()
     plan(from_dict(_data(1.0, gpus)), cache)
     s = from_dict(_data(4.0, gpus))
-    stale = to_json(plan(s, cache))
+    assert to_json(plan(s, cache)) != to_json(plan(s))
+
+
+def test_a_search_memo_that_ignored_the_fabric_is_caught(monkeypatch):
+    """Fresh plans can fail too: searches memoised on the non-blocking fabric at every count give the 32-GPU job
+    the ratio-1 layout and time."""
+    clear_caches()
+    monkeypatch.setattr(J, "fabric_seen", lambda ctx, g: J._non_blocking(ctx) if ctx.oversubscription > 1 else ctx)
+    plan(from_dict(_data(1.0)))
+    s = from_dict(_data(4.0))
+    stale = to_json(plan(s))
     monkeypatch.undo()
     clear_caches()
     assert stale != to_json(plan(s))
@@ -102,6 +113,8 @@ def test_a_price_or_fabric_move_keeps_the_storage_plan_and_a_storage_input_repla
         s = from_dict(moved)
         cached = plan(s, cache)
         assert cached.storage is first.storage  # reused: what it reads did not move
+        # the jobs, sized for a target time on at most 64 GPUs, are the same plans
+        assert all(a is b for a, b in zip(cached.training, first.training))
         assert to_json(cached) == to_json(plan(s))
     for moved in (_moved(data, "policies", "storage_usable_ratio", 0.5),
                   _moved(data, "policies", "checkpoint_retention", 9)):

@@ -21,6 +21,7 @@ from aisize.cost import load_prices
 from aisize.network.fabric import compute_nics_for, storage_network
 from aisize.plan import job as J
 from aisize.plan import pools as P
+from aisize.plan.context import HardwareContext
 from aisize.plan.incremental import workload_key
 from aisize.plan.dataprep import DataPrepPlan, plan_dataprep
 from aisize.plan.inference import InferencePlan
@@ -133,11 +134,33 @@ def _candidate(w, index, k, pool, policies, slots, stream_slots, cache):
         return compute(pool.ctx, policies)
     base = ("candidate", workload_key(w), index, k, repr(pool.spec), pool.declared, pool.per_rack, pool.max_racks,
             slots.phases, slots.segments, slots.active[w.name], stream_slots.get(w.name))
-    # a training job's layout search is memoised on the whole context: it gets the context itself. One with given
-    # GPUs is planned at that count alone (aisize.plan.job.size), so it rests on the context as that count sees it
-    training = w.kind == "training"
-    key = J.fabric_seen(pool.ctx, w.gpus) if training and w.gpus is not None else None
-    return cache.call(base, pool.ctx, compute, track_ctx=not training, share=(w.name, k), key_ctx=key)
+    if w.kind != "training":
+        return cache.call(base, pool.ctx, compute, share=(w.name, k))
+    # a training job's layout search is memoised on the whole context: it gets the context itself, and its entry
+    # rests on every field but the oversubscription where no count it searched or estimated could see the ratio
+    counts = []
+
+    def counted(ctx, pol):
+        with J.counts_seen() as seen:
+            value = compute(ctx, pol)
+        counts.extend(seen)
+        return value
+
+    def rests_on():
+        return BUT_THE_FABRIC if _fabric_free(counts, pool.ctx) else None
+    return cache.call(base, pool.ctx, counted, track_ctx=False, share=(w.name, k), rests_on=rests_on)
+
+
+BUT_THE_FABRIC = frozenset(f.name for f in dataclasses.fields(HardwareContext)) - {"oversubscription"}
+
+
+def _fabric_free(counts: list, ctx) -> bool:
+    """Whether a training plan whose searches and estimates ran at ``counts`` GPUs plans the same at any
+    oversubscription: the leaves' ratio slows only a group spanning more than ``switch_radix`` scale-up domains
+    (:func:`aisize.training.comm.scaleout_rate`) and a group of n ranks spans at most n, so at most ``switch_radix``
+    GPUs every figure, and so every count the sizing tries next, is the same. No counts (a memoised plan, a job
+    without a layout search) say nothing."""
+    return bool(counts) and max(counts) <= ctx.switch_radix
 
 
 def _service_day(w, k, pool, policies, cache):

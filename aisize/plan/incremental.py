@@ -135,15 +135,13 @@ class PlanCache:
         self._contexts.move_to_end(id(ctx))
         return self._contexts[id(ctx)][1]
 
-    def call(self, base: tuple, ctx, compute, track_ctx: bool = True, share=None, key_ctx=None):
+    def call(self, base: tuple, ctx, compute, track_ctx: bool = True, share=None, rests_on=None):
         """``compute(ctx, policies)``'s result for the key ``base`` (what the computation depends on beside the
         policies and ``ctx``), computed with recording wrappers on a miss. ``track_ctx`` False keys on the whole
-        ``ctx`` and hands it over unwrapped (a training job's memoised layout search is keyed by it); ``key_ctx``
-        then keys on that context instead, one equal to ``ctx`` in every field the computation's result rests on
-        (the caller's proof). ``share`` names wrappers that later calls of this plan with the same ``share`` reuse."""
-        if key_ctx is not None and track_ctx:
-            raise ValueError("key_ctx keys on a context as a whole: only with track_ctx=False")
-        ctx_values, pol_values = self._ctx_values(key_ctx if key_ctx is not None else ctx), self._policies
+        ``ctx`` and hands it over unwrapped (a training job's memoised layout search is keyed by it), or, after the
+        computation, on the fields ``rests_on()`` names (None: the whole). ``share`` names wrappers that later calls
+        of this plan with the same ``share`` reuse."""
+        ctx_values, pol_values = self._ctx_values(ctx), self._policies
         entries = self._entries.get(base)
         if entries is not None:
             self._entries.move_to_end(base)
@@ -160,7 +158,8 @@ class PlanCache:
                 self._proxies[share] = proxies
         ctx_proxy, pol_proxy = proxies
         value = compute(ctx_proxy if ctx_proxy is not None else ctx, pol_proxy)
-        ctx_key = ctx_values.key(ctx_proxy.read if ctx_proxy is not None else {ALL})
+        fields = ctx_proxy.read if ctx_proxy is not None else (rests_on() if rests_on is not None else None) or {ALL}
+        ctx_key = ctx_values.key(fields)
         entry = (ctx_key, pol_values.key(pol_proxy.read), value)
         self._entries.setdefault(base, []).insert(0, entry)
         del self._entries[base][MAX_PER_KEY:]

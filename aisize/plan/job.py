@@ -10,8 +10,10 @@ with its checkpoints. ``plan_training``, ``layout_candidates`` and
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -222,9 +224,26 @@ def fabric_seen(ctx: C.HardwareContext, gpus: int) -> C.HardwareContext:
     oversubscription slows only a group spanning more than ``switch_radix`` scale-up domains
     (:func:`aisize.training.comm.scaleout_rate`) and a group of n ranks spans at most n, so at most
     ``switch_radix`` GPUs every figure is the non-blocking fabric's and one search serves every oversubscription."""
+    seen = _COUNTS.get()
+    if seen is not None:
+        seen.append(gpus)
     if gpus > ctx.switch_radix or ctx.oversubscription <= 1.0:
         return ctx
     return _non_blocking(ctx)
+
+
+_COUNTS: contextvars.ContextVar = contextvars.ContextVar("aisize.plan.job.counts", default=None)
+
+
+@contextmanager
+def counts_seen():
+    """The GPU counts every :func:`search` and :func:`estimate` inside the block ran at, as a list filled as they run
+    (a memoised caller's hit runs none: an empty list says nothing)."""
+    token = _COUNTS.set([])
+    try:
+        yield _COUNTS.get()
+    finally:
+        _COUNTS.reset(token)
 
 
 @lru_cache(maxsize=16)
