@@ -216,3 +216,17 @@ def test_the_knee_card_warns_only_where_the_plan_does():
         assert "as fast as the load" in unescape(card.group(2))
     r1 = next(i for i in app.state.plan.inference if i.name == "Reasoning R1")
     assert r1.requests_per_s > r1.knee_requests_per_s and r1.latency_elasticity <= steep
+
+
+def test_a_workload_that_changes_kind_is_said_not_raised():
+    """An edit that turns a job stream into a training job (a loaded file may do it) is said in words; the
+    title's edit list read a job stream's model before and raised."""
+    from aisize.app.edits import changes
+    origin = preset("shared-cluster")
+    data = to_dict(origin)
+    i = next(k for k, w in enumerate(data["workloads"]) if w["kind"] == "job-stream")
+    data["workloads"][i] = {"kind": "training", "name": "Fine-tuning jobs", "model": "llama-3-8b",
+                            "tokens_billion": 1, "target_days": 1, "pool": "training"}
+    edited = from_dict(data)
+    said, other = changes(origin, edited, to_dict(origin), to_dict(edited))
+    assert "Fine-tuning jobs now a training workload (was job-stream)" in said

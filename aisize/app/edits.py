@@ -103,8 +103,12 @@ def changes(origin, scenario, origin_data: dict, data: dict) -> tuple[list[str],
         if a.server != b.server:
             said.append(f"pool {b.name}'s server now {_server_name(scenario, b.server)} (was {a.server})")
     for a, b, name in zip(origin.workloads, scenario.workloads, names):
-        if getattr(a, "model", None) != getattr(b, "model", None):
-            said.append(f"{name}'s model now {model_label(b.model)} (was {model_label(a.model)})")
+        old, new = getattr(a, "model", None), getattr(b, "model", None)  # a job stream names no model
+        if old != new:
+            if old is None or new is None:  # the workload changed kind
+                said.append(f"{name} now a {b.kind} workload (was {a.kind})")
+            else:
+                said.append(f"{name}'s model now {model_label(new)} (was {model_label(old)})")
     if len(origin.workloads) != len(scenario.workloads):
         said.append(f"{len(scenario.workloads)} workloads (was {len(origin.workloads)})")
     told = set(HEADLINE) | {("pools", i, "server") for i in range(len(scenario.pools))}
