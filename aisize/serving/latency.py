@@ -25,6 +25,8 @@ iteration model with ``m / (1 - e^-m)`` prefills, the conditional mean), so
   tail for p95 and p99 [3]. Without chunked prefill at most ``q = budget // I`` whole prompts
   fit one iteration, so prompts queue as M/D/q with service ``T1``; with chunking
   they share the budget left after decoding (M/D/1, service = a prompt's share).
+- TTFT p95 and p99 where every prompt is at the mean length (the estimate's replica and its latency curve):
+  the larger of these and the iteration mixture's (:func:`replica_ttft_quantiles`), nearer the simulation.
 - p99: the same terms at q = 0.99 (z = 2.326, each wait's Erlang C tail at 1 %, the balancing wait's
   exponential tail at -ln 0.01 = 4.6 x its mean), one function for both (``at_quantile``).
 
