@@ -9,6 +9,7 @@ import pytest
 from aisize.app import build_app
 from aisize.plan import plan
 from aisize.present.comparison import comparison_table
+from aisize.present.cost_text import verdict
 from aisize.scenario import from_dict, preset, to_dict
 from shown_figures import shown
 
@@ -67,14 +68,14 @@ def test_compare_tab_marks_differing_rows(app):
 def test_cost_cards_show_the_plans_verdict_and_the_gpu_rented(app):
     cost = app.open_tab("Cost")
     c = app.state.plan.cost
-    assert f"<b>Buy or rent:</b> {c.verdict}." in unescape(cost.figures.value)
+    assert f"<b>Buy or rent:</b> {verdict(c)}." in unescape(cost.figures.value)
     assert "Renting h100-sxm" in cost.figures.value and shown(cost.figures.value, "cost.cloud") == 3.9
     assert shown(cost.figures.value, "cost.payback") == "never"
     assert "within the 4-year life" in cost.figures.value  # renting wins at 12.5 % busy: no payback in the life
     assert app.state.set(("hardware", "server"), "dgx-b300") is None  # no public B300 rental rate
     c = app.state.plan.cost
-    assert c.verdict.startswith("not compared with renting: no rental rate for b300")
-    assert f"<b>Buy or rent:</b> {c.verdict}." in unescape(cost.figures.value)
+    assert verdict(c).startswith("not compared with renting: no rental rate for b300")
+    assert f"<b>Buy or rent:</b> {verdict(c)}." in unescape(cost.figures.value)
     for key in ("cost.cloud", "cost.break_even", "cost.payback"):
         assert shown(cost.figures.value, key) == "—"
     assert "no rate" in cost.figures.value and "never" not in cost.figures.value

@@ -22,10 +22,11 @@ KNOWN = {
     ("fleet/profile.py", "scenario"): "reads a load-profile CSV through the scenario's one file gate (paths.py)",
     # The planner writes no text (issue 47 item 4); these planner modules still build a sentence or a cell's text
     # beside the number it states. Each is to be split: the number stays in plan (typed), the words move to present.
+    ("plan/bom.py", "present"): "cost_table's operating rows show their basis in present.cost_text's words",
     ("plan/bom.py", "format"): "bom_table's 'layout' and 'shape' cells are text (format.layout, serving_shape)",
-    ("plan/costing.py", "format"): "cost_notes says the buy-or-rent verdict in words; capital_lines' 'basis' too",
     ("plan/findings.py", "format"): "Finding.text is a sentence built where the check computes its figures",
-    ("plan/findings.py", "present"): "the assumptions finding says the assumptions in present.assumption_text's words",
+    ("plan/findings.py", "present"): "the assumptions and cost findings are sentences from present (assumption_text, "
+                                     "cost_text)",
     ("plan/fleet.py", "format"): "fleet_findings words the fleet's day (GPU-hours, USD per million tokens, power)",
     ("plan/kvtiers.py", "format"): "the KV tiers' notes are sentences built beside the tier sizes",
     ("plan/pools.py", "format"): "Candidate.why, the words of plan()'s error for a workload no pool fits (bytes_gpu)",

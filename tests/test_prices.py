@@ -10,6 +10,7 @@ from aisize import cost
 from aisize.cost import prices as P
 from aisize.cost.rental import choose_rate
 from aisize.plan import costing, plan
+from aisize.present.cost_text import verdict
 from aisize.scenario import from_dict, preset, to_dict
 
 TODAY = datetime.date(2026, 12, 4)
@@ -119,9 +120,9 @@ def test_a_plan_of_a_gpu_no_one_rents_says_so_instead_of_comparing(today):
     c = p.cost
     # no rate: no figure (None), never a NaN a reader could take for a number
     assert c.cloud_rate == "" and c.cloud_usd_per_gpu_hour is None and c.rent_usd_per_year is None
-    assert c.break_even_utilisation is None and c.break_even_months is None
-    assert c.verdict.startswith("not compared with renting: no rental rate for b300")
-    assert [f.severity for f in p.findings if f.text == c.verdict] == ["warning"]
+    assert c.break_even_utilisation is None and c.break_even_months is None and c.verdict_kind == "no-rate"
+    assert verdict(c).startswith("not compared with renting: no rental rate for b300")
+    assert [f.severity for f in p.findings if f.text == verdict(c)] == ["warning"]
     assert "h100" not in " ".join(x["id"] for x in c.prices_used)  # no other GPU's rate is used
 
 
@@ -163,13 +164,14 @@ def test_buying_wins_in_worked_numbers(today):
     # pays back: 12 x 250,000 / (280,320 - 37,088.80)      = 12.33 months; break-even 1.42107 / 4.00 = 35.5 % busy
     # over 4 years owning saves (280,320 - 99,588.80) x 4  = $722,925
     c = _one_server(4.0)
+    assert c.verdict_kind == "buy"
     assert c.gpu_utilisation == 1.0 and c.rent_usd_per_year == pytest.approx(280_320)
     assert c.own_usd_per_year == pytest.approx(99_588.80)
     assert c.break_even_months == pytest.approx(3_000_000 / 243_231.20)
     assert c.break_even_utilisation == pytest.approx(99_588.80 / 8760 / 8 / 4.0)
-    assert c.verdict == ("buying wins at 100 % busy over the 4-year life: owning costs $723 k less over 4 years than "
-                         "h100-sxm rented at aws-p5-on-demand ($4.00/GPU-hour), paying back in 12.3 months; buying "
-                         "pays back at 35.5 % busy or more")
+    assert verdict(c) == ("buying wins at 100 % busy over the 4-year life: owning costs $723 k less over 4 years than "
+                          "h100-sxm rented at aws-p5-on-demand ($4.00/GPU-hour), paying back in 12.3 months; buying "
+                          "pays back at 35.5 % busy or more")
 
 
 def test_renting_wins_says_by_how_much_and_where_buying_would_pay_back(today):
@@ -177,11 +179,12 @@ def test_renting_wins_says_by_how_much_and_where_buying_would_pay_back(today):
     # renting saves 29,508.80 x 4 = $118,035; buying would need 1.42107 / 1.00 = 142 % busy: within the life it
     # never pays back (its payback, 12 x 250,000 / (70,080 - 37,088.80) = 90.9 months, is past the 48-month life)
     c = _one_server(1.0)
+    assert c.verdict_kind == "rent"
     assert c.break_even_utilisation == pytest.approx(1.42107, rel=1e-5)
     assert c.break_even_months == pytest.approx(3_000_000 / 32_991.20) and c.break_even_months > 48
-    assert c.verdict == ("renting wins at 100 % busy over the 4-year life: h100-sxm rented at aws-p5-on-demand "
-                         "($1.00/GPU-hour) costs $118 k less over 4 years ($70.1 k/year against $99.6 k/year to own); "
-                         "buying does not pay back even 100 % busy (owning costs $1.42 per GPU-hour, renting $1.00)")
+    assert verdict(c) == ("renting wins at 100 % busy over the 4-year life: h100-sxm rented at aws-p5-on-demand "
+                          "($1.00/GPU-hour) costs $118 k less over 4 years ($70.1 k/year against $99.6 k/year to own); "
+                          "buying does not pay back even 100 % busy (owning costs $1.42 per GPU-hour, renting $1.00)")
 
 
 def test_the_default_scenario_says_plainly_that_renting_wins(today):
@@ -191,6 +194,6 @@ def test_the_default_scenario_says_plainly_that_renting_wins(today):
     assert c.gpu_utilisation == pytest.approx(0.125, abs=0.001)
     assert c.cloud_rate == "aws-p5-on-demand" and cost.load_prices()[c.cloud_rate].date.startswith("2026")
     saved = (c.own_usd_per_year - c.rent_usd_per_year) * c.life_years
-    assert saved > 0 and c.verdict.startswith("renting wins at 12.5 % busy over the 4-year life: h100-sxm rented")
-    assert f"buying pays back at {round(c.break_even_utilisation * 100, 1)} % busy or more" in c.verdict
-    assert c.verdict in [f.text for f in p.findings]
+    assert saved > 0 and verdict(c).startswith("renting wins at 12.5 % busy over the 4-year life: h100-sxm rented")
+    assert f"buying pays back at {round(c.break_even_utilisation * 100, 1)} % busy or more" in verdict(c)
+    assert verdict(c) in [f.text for f in p.findings]

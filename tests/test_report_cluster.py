@@ -13,6 +13,7 @@ import pytest
 from aisize import format as F
 from aisize.plan import plan
 from aisize.present.comparison import comparison_table
+from aisize.present.cost_text import verdict
 from aisize.report import markup as M
 from aisize.report import sections as S
 from aisize.report.cluster_sections import simulated_points, usd
@@ -97,11 +98,11 @@ def test_comparison_report_renders(tmp_path):
 
 def test_cost_section_shows_the_plans_buy_or_rent_verdict():
     # issue 49: "Pays back: never at this use" said neither why nor what renting costs; the section now says
-    # the plan's verdict (plan.costing) word for word, and "—" only with the reason where no rate rents the GPU
+    # the plan's verdict (present.cost_text) word for word, and "—" only with the reason where no rate rents the GPU
     ctx = S.context(preset("xe9680-genai"))
     c = ctx.plan.cost
     shown = text(S.section("cost", ctx, S.SECTIONS))
-    assert c.verdict.startswith("renting wins at 12.5 % busy") and f"Buy or rent: {c.verdict}." in shown
+    assert verdict(c).startswith("renting wins at 12.5 % busy") and f"Buy or rent: {verdict(c)}." in shown
     assert (f"never within the 4-year life (at 12.5 % busy; buying pays back at {F.pct(c.break_even_utilisation)} "
             "busy or more) Pays back" in shown)
     assert "$3.90 per h100-sxm GPU-hour (aws-p5-on-demand) Cloud rate" in shown
@@ -109,6 +110,6 @@ def test_cost_section_shows_the_plans_buy_or_rent_verdict():
     d["hardware"]["server"] = "dgx-b300"  # no public B300 rental rate
     ctx = S.context(from_dict(d))
     shown = text(S.section("cost", ctx, S.SECTIONS))
-    assert f"Buy or rent: {ctx.plan.cost.verdict}." in shown
+    assert f"Buy or rent: {verdict(ctx.plan.cost)}." in shown
     assert "— (no rental rate for b300 in data/prices.csv" in shown and "never" not in shown
     assert "— (no rate) Break-even busy share" in shown

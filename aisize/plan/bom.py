@@ -14,6 +14,7 @@ import pandas as pd
 
 from aisize import format as F
 from aisize.plan.spreadsheet import defuse
+from aisize.present.cost_text import operating_basis
 from aisize.units import GB, TB, GiB
 
 SIGNIFICANT = 6  # floats in JSON keep 6 significant digits
@@ -111,7 +112,7 @@ def cost_table(plan) -> pd.DataFrame:
     rows.append({"item": "total capital", "quantity": None, "unit": "", "unit_usd": None,
                  "capital_usd": c.capital_usd, "price": "", "price_kind": ""})
     rows += [{"item": f"operating: {x['item']} (per year)", "quantity": None, "unit": "", "unit_usd": None,
-              "capital_usd": None, "usd_per_year": x["usd_per_year"], "price": x["basis"], "price_kind": ""}
+              "capital_usd": None, "usd_per_year": x["usd_per_year"], "price": operating_basis(x), "price_kind": ""}
              for x in c.operating_lines]
     return pd.DataFrame(rows)
 

@@ -8,12 +8,12 @@ Energy counts the GPU servers (their maximum power x ``cost.average_power_share`
 times the PUE; switch and storage power are not counted (the catalog has no
 sourced figure for them). Renting is priced for the GPUs the plan bought
 (:mod:`aisize.cost.rental`), and a price older than ``MAX_PRICE_AGE_MONTHS``
-is named (:func:`cost_notes`).
+is listed (``stale_prices``). The plan writes no words: :mod:`aisize.present.cost_text` says the
+verdict, its payback, the cost findings and the operating basis from the typed figures here.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import math
 from dataclasses import dataclass
@@ -25,7 +25,6 @@ from aisize.cost import (HOURS_PER_YEAR, CostLine, break_even_months, break_even
 from aisize.cost.prices import MAX_PRICE_AGE_MONTHS, stale
 from aisize.cost.rental import choose_rate
 from aisize.plan.network import OPTICS_PRICE
-from aisize.format import DASH, num, pct, power, sig, usd
 from aisize.plan.timeline import long_run_utilisation
 
 
@@ -37,7 +36,8 @@ class CostPlan:
     average_power_share: float
     capital_lines: tuple[CostLine, ...]
     capital_usd: float
-    operating_lines: tuple  # dicts: item, usd_per_year, basis
+    operating_lines: tuple  # dicts: item, usd_per_year and what it is computed from (energy: power_watts,
+    # average_power_share, pue, usd_per_kwh; rack space: racks, usd_per_rack_month; support: support_share)
     operating_usd_per_year: float
     energy_kwh_per_year: float  # at the site meter (x PUE)
     usd_per_gpu_hour: float  # whole cluster, fully loaded (amortised capital + operating) per installed GPU
@@ -59,7 +59,7 @@ class CostPlan:
     cloud_rate_requested: str = ""  # the scenario's cost.cloud_rate
     rental_notes: tuple[str, ...] = ()  # why the rate compared with is not the requested one, or why there is none
     stale_prices: tuple = ()  # dicts: id, item, date, age_months (prices used older than MAX_PRICE_AGE_MONTHS)
-    verdict: str = ""  # buy or rent, in one sentence with the break-even
+    verdict_kind: str = "no-rate"  # "buy", "rent" (the cheaper over the life) or "no-rate" (no rate rents the GPU)
     cloud_gpu: str = ""  # the GPU(s) the rate compared with rents ("/"-joined; "" where none)
 
 
@@ -109,13 +109,11 @@ def plan_cost(plan, pools) -> CostPlan:
         pool_rows.append({"pool": pp.name, "gpus": pp.gpus, "capital_usd": cap, "operating_usd_per_year": op,
                           "energy_usd_per_year": energy, "usd_per_gpu_hour": rate})
     energy = sum(r["energy_usd_per_year"] for r in pool_rows)
-    operating = [{"item": "energy", "usd_per_year": energy,
-                  "basis": f"{power(plan.power_watts)} max x {pct(cfg.average_power_share)} average x PUE "
-                           f"{pue:g} x 8,760 h x ${kwh_rate:g}/kWh"},
-                 {"item": "rack space", "usd_per_year": plan.racks * rack * 12.0,
-                  "basis": f"{plan.racks} rack{'' if plan.racks == 1 else 's'} x {usd(rack)}/month"},
-                 {"item": "support", "usd_per_year": support * capital,
-                  "basis": f"{pct(support)} of capital per year"}]
+    operating = [{"item": "energy", "usd_per_year": energy, "power_watts": plan.power_watts,
+                  "average_power_share": cfg.average_power_share, "pue": pue, "usd_per_kwh": kwh_rate},
+                 {"item": "rack space", "usd_per_year": plan.racks * rack * 12.0, "racks": plan.racks,
+                  "usd_per_rack_month": rack},
+                 {"item": "support", "usd_per_year": support * capital, "support_share": support}]
     opex = sum(x["usd_per_year"] for x in operating)
     own = float(capital_per_hour(capital, cfg.life_years)) * HOURS_PER_YEAR + opex
     rate = own / HOURS_PER_YEAR / gpus
@@ -130,7 +128,8 @@ def plan_cost(plan, pools) -> CostPlan:
                                                                 "rack-per-month"} | set(rate_ids))
     months = _finite(break_even_months(capital, opex, rent)) if rent is not None else None
     be = float(break_even_utilisation(rate, cloud)) if cloud is not None else None  # no rate: no figure, not NaN
-    c = CostPlan(
+    kind = "no-rate" if rent is None else ("rent" if rent < own else "buy")
+    return CostPlan(
         cfg.life_years, cfg.average_power_share, tuple(lines), capital, tuple(operating), opex,
         plan.power_watts * cfg.average_power_share / 1e3 * pue * HOURS_PER_YEAR, rate, tuple(pool_rows),
         tuple(_training(plan, by_pool, pool_of)), tuple(_inference(plan, by_pool, pool_of)),
@@ -139,9 +138,8 @@ def plan_cost(plan, pools) -> CostPlan:
         tuple({"id": i, "item": prices[i].item, "unit": prices[i].unit, "usd": prices[i].usd, "kind": prices[i].kind,
                "date": prices[i].date, "source": prices[i].source} for i in used),
         cfg.cloud_rate, tuple(c.note for c in choices if c.note),
-        tuple(stale((prices[i] for i in used), today)))
-    gpu = "/".join(sorted({x.accelerator for x in choices if x.id}))
-    return dataclasses.replace(c, verdict=verdict(c, gpu), cloud_gpu=gpu)
+        tuple(stale((prices[i] for i in used), today)), kind,
+        "/".join(sorted({x.accelerator for x in choices if x.id})))
 
 
 def _today() -> datetime.date:
@@ -165,55 +163,6 @@ def _rental(plan, prices, requested: str, today) -> tuple[list, float | None]:
     total = sum(busy.values())
     weights = {a: (busy[a] / total if total else 1.0 / len(accs)) for a in accs}
     return choices, sum(weights[c.accelerator] * prices.usd(c.id) for c in choices)
-
-
-def verdict(c: CostPlan, gpu: str) -> str:
-    """Buy or rent, plainly: what the cheaper one saves over the life, and the busy share where buying pays back."""
-    life = f"{num(c.life_years)} year{'' if c.life_years == 1 else 's'}"
-    if c.rent_usd_per_year is None:
-        return f"not compared with renting: {'; '.join(c.rental_notes)}"
-    at = f"at {pct(c.gpu_utilisation)} busy over the {num(c.life_years)}-year life"
-    rate = f"{gpu} rented at {c.cloud_rate} ({usd(c.cloud_usd_per_gpu_hour)}/GPU-hour)"
-    diff = abs(c.own_usd_per_year - c.rent_usd_per_year) * c.life_years
-    pays = _pays(c)
-    if c.rent_usd_per_year < c.own_usd_per_year:
-        return (f"renting wins {at}: {rate} costs {usd(diff)} less over {life} ({usd(c.rent_usd_per_year)}/year "
-                f"against {usd(c.own_usd_per_year)}/year to own); {pays}")
-    months = "" if c.break_even_months is None else f", paying back in {sig(c.break_even_months)} months"
-    return (f"buying wins {at}: owning costs {usd(diff)} less over {life} than {rate}{months}; {pays}")
-
-
-def _pays(c: CostPlan) -> str:
-    """The busy share at which buying pays back (the verdict's last clause)."""
-    if c.break_even_utilisation > 1:
-        return (f"buying does not pay back even 100 % busy (owning costs {usd(c.usd_per_gpu_hour)} per GPU-hour, "
-                f"renting {usd(c.cloud_usd_per_gpu_hour)})")
-    return f"buying pays back at {pct(c.break_even_utilisation)} busy or more"
-
-
-def payback(c: CostPlan) -> tuple[str, str, str]:
-    """(value, unit, why) of "pays back in", in the verdict's terms, for the report's fact and the app's card.
-
-    Where renting wins, the months until renting has cost what owning does fall after the life (or never come),
-    so buying never pays back within it; "—" with the reason where no rate rents the GPU bought."""
-    if c.rent_usd_per_year is None:
-        return DASH, "", "; ".join(c.rental_notes)
-    why = f"at {pct(c.gpu_utilisation)} busy; {_pays(c)}"
-    if c.rent_usd_per_year < c.own_usd_per_year or c.break_even_months is None:
-        return "never", f"within the {num(c.life_years)}-year life", why
-    return str(sig(c.break_even_months)), "months", why
-
-
-def cost_notes(c: CostPlan, max_age_months: float = MAX_PRICE_AGE_MONTHS) -> list[tuple[str, str]]:
-    """(severity, text) for the plan's findings: each stale price by name and date, why the rate compared with
-    was chosen, and the verdict."""
-    out = [("warning", f"price {p['id']} ({p['item']}) is dated {p['date']}, {sig(p['age_months'])} months ago "
-                       f"(older than {num(max_age_months)} months): replace it with a current figure "
-                       "(data/prices.csv or cost.prices)") for p in c.stale_prices]
-    if c.rent_usd_per_year is not None:
-        out += [("info", f"rental compared with the GPU bought: {n}") for n in c.rental_notes]
-        return out + [("info", c.verdict)]
-    return out + [("warning", c.verdict)]
 
 
 def _finite(x) -> float | None:

@@ -13,7 +13,7 @@ from aisize.format import bytes_gpu, days, duration, layout, ms, num, pct, plura
 from aisize.plan import context as C
 from aisize.serving.curves import LOAD_RISE
 from aisize.present.assumption_text import assumption_sentences
-from aisize.plan.costing import cost_notes
+from aisize.present.cost_text import cost_notes
 from aisize.units import GB
 
 SEVERITIES = ("problem", "warning", "info")
@@ -297,7 +297,7 @@ def cost(plan) -> list[Finding]:
         out.append(Finding("info", "cost", (
             f"{len(c.assumed)} price{'' if len(c.assumed) == 1 else 's'} used are assumptions to replace with "
             f"quotes: {', '.join(c.assumed)} (scenario cost.prices overrides any)")))
-    # stale prices, the rental rate chosen for the GPU bought, and the buy-or-rent verdict (aisize.plan.costing)
+    # stale prices, the rental rate chosen for the GPU bought, and the buy-or-rent verdict, in present.cost_text's words
     out += [Finding(severity, "cost", text) for severity, text in cost_notes(c)]
     return out
 

@@ -8,6 +8,7 @@ import yaml
 from aisize import format as F
 from aisize.plan.bom import bom_table, cost_table, job_streams_table, placement_groups, timeline_table, \
     workloads_table
+from aisize.present.cost_text import verdict
 from aisize.present.figures import gpus_busy
 
 
@@ -21,7 +22,7 @@ def cost_lines(p) -> list[str]:
     out = [f"  capital {_money(c.capital_usd)}, operating {_money(c.operating_usd_per_year)}/year, "
            f"{_money(c.usd_per_gpu_hour)} per GPU-hour over {c.life_years:g} years "
            f"({busy.label}: {F.pct(busy.value)})",
-           f"  {c.verdict}"]  # buy or rent against the same GPU rented, with the break-even (plan.costing.verdict)
+           f"  {verdict(c)}"]  # buy or rent against the same GPU rented, with the break-even (present.cost_text)
     out += [f"  {t['workload']}: {_money(t['usd'])} per run ("
             + ("unbounded" if t["gpu_hours"] is None else F.sig(t["gpu_hours"])) + " GPU-hours)" for t in c.training]
     out += [f"  {i['workload']}: {_money(i['usd_per_million_tokens'])} per million output tokens at the planned "

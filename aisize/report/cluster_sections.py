@@ -15,7 +15,7 @@ from aisize import charts
 from aisize import format as F
 from aisize.plan import job_wait_curve
 from aisize.plan.bom import placement_groups
-from aisize.plan.costing import payback
+from aisize.present.cost_text import operating_basis, payback, verdict
 from aisize.queueing import simulate_job_stream
 from aisize.report.context import ReportContext
 from aisize.report.markup import DASH, Html, block, count, duration, esc, facts, figure, h3, note, para, pct, sig, \
@@ -130,7 +130,7 @@ def jobqueue(ctx: ReportContext) -> Html:
 def cost(ctx: ReportContext) -> Html:
     """Capital by line, operating cost, $/GPU-hour, each workload's cost and the break-even against renting."""
     c = ctx.plan.cost
-    # the buy-or-rent verdict and its payback are the plan's sentences (plan.costing), never re-derived here
+    # the buy-or-rent verdict and its payback in present.cost_text's words (the plan's figures typed)
     value, unit, why = payback(c)
     rate = (f"{usd(c.cloud_usd_per_gpu_hour)} per {c.cloud_gpu} GPU-hour ({c.cloud_rate})" if c.cloud_rate
             else f"{DASH} (no rate for the GPU bought)")
@@ -145,14 +145,14 @@ def cost(ctx: ReportContext) -> Html:
                 f"power × {pct(c.average_power_share)} average draw × PUE × 8,760 h × the energy price (switch and "
                 "storage power are not counted). The cost per GPU-hour divides the yearly cost of owning by the "
                 f"installed GPU-hours.{rent}"),
-           para(Html(f"<strong>Buy or rent:</strong> {esc(c.verdict)}."))]
+           para(Html(f"<strong>Buy or rent:</strong> {esc(verdict(c))}."))]
     out.append(block(figure(charts.cost_breakdown(c), "Cost per year by line: capital amortised over the life, and "
                                                   "operating cost.")))
     rows = [[x.item, F.num(x.quantity), x.unit, usd(x.unit_usd), usd(x.usd), x.kind] for x in c.capital_lines]
     rows.append([Html("<strong>Total capital</strong>"), "", "", "", usd(c.capital_usd), ""])
     out.append(block(table(["Item", "Quantity", "Unit", "Unit price", "USD", "Price"], rows,
                            caption="Capital by bill-of-materials line", css="numeric")))
-    yearly = [[x["item"], usd(x["usd_per_year"]), x["basis"]] for x in c.operating_lines]
+    yearly = [[x["item"], usd(x["usd_per_year"]), operating_basis(x)] for x in c.operating_lines]
     yearly.append([Html("<strong>Operating per year</strong>"), usd(c.operating_usd_per_year), ""])
     out.append(block(table(["Item", "USD per year", "Basis"], yearly, caption="Operating cost")))
     work = [[t["workload"], "one training run", usd(t["usd"]), f"{sig(t['gpu_hours'])} GPU-hours"]

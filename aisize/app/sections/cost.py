@@ -20,7 +20,7 @@ from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.cost import load_prices, server_price_id
 from aisize.plan.bom import cost_table
-from aisize.plan.costing import payback
+from aisize.present.cost_text import payback, verdict
 from aisize.present.figures import gpus_busy
 
 
@@ -111,7 +111,7 @@ class CostSection(Section):
     def update(self, plan) -> None:
         c = plan.cost
         busy = gpus_busy(plan)
-        # the payback and the buy-or-rent verdict are the plan's words (plan.costing), not re-derived here
+        # the payback and the buy-or-rent verdict in present.cost_text's words, from the plan's typed figures
         value, unit, why = payback(c)
         rated = bool(c.cloud_rate)
         rate = (K.card("cost.cloud", f"Renting {c.cloud_gpu}", F.usd(c.cloud_usd_per_gpu_hour), "per GPU-hour",
@@ -128,7 +128,7 @@ class CostSection(Section):
                    "Owning costs what renting the busy hours would at this share of hours busy" if rated else why,
                    state="" if not rated else "good" if c.gpu_utilisation >= c.break_even_utilisation else "bad"),
             K.card("cost.payback", "Pays back in", value, unit or "no rate", why)])
-            + f"<p class='aisize-note' data-key='cost.verdict'><b>Buy or rent:</b> {html.escape(c.verdict)}.</p>"
+            + f"<p class='aisize-note' data-key='cost.verdict'><b>Buy or rent:</b> {html.escape(verdict(c))}.</p>"
             # the dropdown holds the rate asked for; where it rents another GPU, say what the cards compare with
             + "".join(f"<p class='aisize-note' data-key='cost.rental_note'>{html.escape(n)}</p>"
                       for n in (c.rental_notes if rated else ())))
