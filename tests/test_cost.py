@@ -8,6 +8,7 @@ import pytest
 from aisize import cost
 from aisize.catalog import data_dir, servers
 from aisize.plan import plan
+from aisize.present.cost_text import operating_basis
 from aisize.scenario import ScenarioError, from_dict, preset, to_dict
 
 
@@ -40,6 +41,14 @@ def test_the_plan_reproduces_the_hand_worked_server():
     assert round(p.cost.usd_per_gpu_hour, 2) == 1.42
     t = p.cost.training[0]
     assert t["usd"] == pytest.approx(p.training[0].gpu_hours * p.cost.usd_per_gpu_hour)
+    # the operating lines carry the hand-worked inputs typed; present.cost_text words them, the plan does not
+    energy, racks, support = p.cost.operating_lines
+    assert (energy["power_watts"], energy["average_power_share"], energy["pue"], energy["usd_per_kwh"]) == (
+        11_500, 0.8, 1.5, 0.10)
+    assert racks["racks"] == 1 and racks["usd_per_rack_month"] == 0 and support["support_share"] == 0.10
+    assert [operating_basis(x) for x in p.cost.operating_lines] == [
+        "11.5 kW max x 80.0 % average x PUE 1.5 x 8,760 h x $0.1/kWh", "1 rack x $0.00/month",
+        "10.0 % of capital per year"]
 
 
 def test_dollars_per_million_tokens_follow_the_serving_throughput():
