@@ -6,7 +6,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8866
 TEAM_PORT ?= 8000
-# Test workers (pytest-xdist): one per core by default; each takes whole test files. JOBS=0 runs in this process.
+# Test workers (pytest-xdist): by default one per core plus one (tests/conftest.py: a fifth of the cores
+# sat idle while tests waited on sleeps and servers); each takes whole test files. JOBS=0 runs in this process.
 JOBS ?= auto
 # Optional extras to install; CI adds the PyTorch cross-check and the kernel import:
 # make test EXTRAS=test,team,torch,kernels

@@ -54,6 +54,21 @@ def pytest_configure(config):
         os.environ["AISIZE_VALIDATION_CACHE"] = config._aisize_validation_cache
 
 
+# One worker more than the cores: with one per core, a fifth of the cores' time sat idle (2 cores,
+# 2026-12-05: 16 CPU-minutes in a 10 min 17 s run) while a worker waited -- the idle culler's timeout
+# waited out (tests/team/test_team_idle.py, 121 s of sleep), hubs, kernels and Chromium starting. The
+# extra worker runs other files meanwhile. PYTEST_XDIST_AUTO_NUM_WORKERS still sets the count by hand.
+EXTRA_WORKERS = 1
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (what ``make test`` runs): the usable cores plus :data:`EXTRA_WORKERS`."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores + EXTRA_WORKERS
+
+
 def pytest_unconfigure(config):
     made = getattr(config, "_aisize_validation_cache", None)
     if made:

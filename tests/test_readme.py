@@ -104,7 +104,7 @@ def run_server(command: str, cwd: Path) -> None:
                     return
             except OSError:
                 assert process.poll() is None, (cwd / "server.log").read_text()[-2000:]
-                time.sleep(1)
+                time.sleep(0.2)  # a finer poll: up to a second less idle per server start
         pytest.fail(f"{command!r} did not answer within 90 s: {(cwd / 'server.log').read_text()[-2000:]}")
     finally:
         process.terminate()
