@@ -229,3 +229,22 @@ def test_model_of_names_the_workload_the_tab_shows():
     other = [v for _, v in training.job.options if v != training.job.value][0]
     training.job.value = other
     assert app.model.workload.value == other
+
+
+# --- queueing -------------------------------------------------------------------------------------------------
+
+def test_the_storage_queue_shows_its_rated_rate_as_the_summary_finding_does():
+    """The Queueing tab showed "Throughput limit 55,996" where the Summary's finding said 53,700 IO/s a unit: two
+    figures for one rate. Now the rated IO rate is the plan's (storage_queue_basis), said with its origin, and
+    the fitted curve's saturation is named as such."""
+    from aisize.plan.queues import storage_queue_basis
+    app = app_of("agentic-coding")
+    plan = app.state.plan
+    q = app.open_tab("Queueing")
+    b = storage_queue_basis(plan)
+    label, value, unit = card(q.figures.value, "queueing.rated")
+    assert (label, unit) == ("Rated IO rate", "IO/s") and value == F.sig(b.rated_per_s)
+    assert b.rated_per_s == pytest.approx(b.units * b.unit_rate_per_s) and b.units == plan.storage.units == 4
+    assert card(q.figures.value, "queueing.capacity")[0] == "Saturation (fitted curve)"
+    shown = q.figures.value
+    assert "publishes no IOPS" in shown and "publishes no IO latency" in shown  # the tooltips say the origin

@@ -120,10 +120,11 @@ def storage_latency(plan) -> list[Finding]:
             f"storage runs past its latency knee: at {ops:,.0f} operations/s its mean IO latency rises "
             f"{num(s.latency_elasticity)} times as fast as the load (mean latency doubles at {s.knee_iops:,.0f}/s); "
             f"p95 latency {ms(s.latency_p95_seconds)}")))
-    if s.units_at_knee is not None:
+    if s.units_at_knee is not None:  # the latency's own need, beside what the plan buys and why
+        need = plural(int(round(s.units_at_knee)), "unit")
         out.append(Finding("info", "storage", (
-            f"{s.units_at_knee:.0f} x {s.system} keep the blend below the latency knee "
-            f"(mean latency within {C.KNEE_FACTOR:g}x unloaded)")))
+            f"{need} of {s.system} would keep the blend below the latency knee (mean latency within "
+            f"{C.KNEE_FACTOR:g}x unloaded); the plan buys {plural(int(s.units), 'unit')}, sized by {s.binding}")))
     return out
 
 

@@ -22,6 +22,7 @@ from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.plan import concurrency_curve
+from aisize.plan.queues import StorageQueueBasis, storage_queue_basis
 from aisize.queueing import Station, little
 
 POINTS = 120
@@ -62,6 +63,21 @@ def _in_flight(service) -> float:
     return float(little(rate_per_s=service.requests_per_s, time_seconds=service.request_seconds))
 
 
+def _rate_origin(b: StorageQueueBasis) -> str:
+    """Where the rated IO rate comes from, in words (the finding on the Summary tab says the same)."""
+    per_unit = f"{F.plural(int(b.units), 'unit')} x {F.sig(b.unit_rate_per_s)} IO/s"
+    if b.published_iops_per_s is None:
+        return f"{per_unit}: {b.system} publishes no IOPS, so a unit's read bandwidth / the blend's mean IO size"
+    if b.bandwidth_bound:
+        return f"{per_unit}: a unit's read bandwidth / the blend's mean IO size, below its published IOPS"
+    return f"{per_unit}: the published read IOPS of {b.system}"
+
+
+def _latency_origin(b: StorageQueueBasis) -> str:
+    return (f"The published latency of {b.system}" if b.latency_published else
+            f"{b.system} publishes no IO latency: the planner's default (an assumption)")
+
+
 class QueueingSection(Section):
     title = "Queueing"
 
@@ -93,6 +109,8 @@ class QueueingSection(Section):
         here = concurrency_curve(station, n).iloc[0]
         scale = 1e3 if unit == "ms" else 1.0
         storage = not self.station.value.startswith("inference:")
+        # the shared storage's rate and latency with where each comes from (the catalog row or a default)
+        basis = storage_queue_basis(plan) if storage else None
         per_s = "IO/s" if storage else "requests/s"
         top = max(SPAN * knee, n, 4, point if math.isfinite(point) else 0.0)
         mark = point if math.isfinite(point) else top  # past capacity: at the chart's end, marked bad
@@ -102,9 +120,14 @@ class QueueingSection(Section):
                    station.servers, "", "Little's law: rated IOPS x unloaded latency (the curve itself is fitted on "
                    "published load tables: docs/storage.md)" if storage else
                    "Batch slots the service works on at once"),
-            K.card("queueing.unloaded", "Unloaded latency", F.sig(station.service_seconds * scale), unit),
-            K.card("queueing.capacity", "Throughput limit", F.sig(station.capacity_per_s), per_s,
-                   "Where latency grows without bound (the fitted curve's saturation)" if storage else ""),
+            K.card("queueing.unloaded", "Unloaded latency", F.sig(station.service_seconds * scale), unit,
+                   _latency_origin(basis) if basis else ""),
+            *([K.card("queueing.rated", "Rated IO rate", F.sig(basis.rated_per_s), per_s, _rate_origin(basis))]
+              if basis else []),
+            K.card("queueing.capacity", "Saturation (fitted curve)" if storage else "Throughput limit",
+                   F.sig(station.capacity_per_s), per_s,
+                   "Where latency grows without bound: the rated IO rate / the fitted curve's peak utilisation"
+                   if storage else ""),
             K.card("queueing.knee", "Knee (requests outstanding)", F.num(knee), "outstanding",
                    f"Latency reaches {factor:g}x unloaded beyond this"),
             K.card("queueing.plan_point", "Plan's operating point (mean)", F.sig(point), "in flight",
