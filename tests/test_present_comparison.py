@@ -37,3 +37,15 @@ def test_the_cost_per_gpu_hour_says_per_gpu_hour_on_every_surface():
     busy = next(line for line in lines if "GPUs busy over the life" in line)
     diff = table.loc["gpu_utilisation", "difference"]
     assert f"{shown(abs(diff), 'share')[:-2]} pp" in busy and diff > 0  # 12.5 % -> 74.9 %: 62.3 pp
+
+
+def test_storage_capacity_is_compared_as_needed_and_as_bought():
+    """The Compare row "Storage capacity, raw TB 0.465 | 0.841" was the need, while the plans buy 75.2 TB and
+    301 TB (issue 49 screenshot review): the need and what is bought are two rows, each named."""
+    from aisize.present.comparison import METRICS
+    from aisize.units import TB
+    get = {k: (label, f) for k, label, _, f, _ in METRICS}
+    p = plan(preset("agentic-coding"))
+    assert get["storage_raw_tb"][0] == "Storage needed, raw capacity"
+    assert get["storage_bought_tb"][1](p) == pytest.approx(p.storage.supply_capacity_bytes / TB)
+    assert get["storage_bought_tb"][1](p) > 100 * get["storage_raw_tb"][1](p)

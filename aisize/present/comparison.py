@@ -46,7 +46,10 @@ METRICS = (
     ("slo_headroom", "Inference SLO headroom (target / p95, worst)", "x", _slo_headroom, HIGHER),
     ("queue_wait_p95_h", "Job queue p95 wait (worst)", "h", _worst_wait_hours, LOWER),
     ("storage_units", "Storage units", "", lambda p: p.storage.units, LOWER),
-    ("storage_raw_tb", "Storage capacity, raw", "TB", lambda p: p.storage.capacity_bytes["raw_bytes"] / TB, NEUTRAL),
+    ("storage_raw_tb", "Storage needed, raw capacity", "TB", lambda p: p.storage.capacity_bytes["raw_bytes"] / TB,
+     NEUTRAL),
+    ("storage_bought_tb", "Storage bought, raw capacity", "TB",  # None: the system publishes no capacity
+     lambda p: p.storage.supply_capacity_bytes / TB if p.storage.supply_capacity_bytes else None, NEUTRAL),
     ("storage_read_gb_per_s", "Storage read supplied", "GB/s", lambda p: p.storage.supply_read_bytes_per_s / GB,
      HIGHER),
     ("storage_binding", "Storage binds on", "", lambda p: p.storage.binding, NEUTRAL),
