@@ -208,3 +208,13 @@ def test_restarts_follow_the_servers_a_replica_spans(replicas, gpus, servers, re
     assert w.read_bytes_per_s == pytest.approx(replicas * 1e12 * restarts_per_hour / HOUR)
     never = model_loads(service, FailureRates("none", 0.0, 0.0, 0.0, "test"))  # no failures, no reloads
     assert never.read_bytes_per_s == 0.0 and never.read_peak_bytes_per_s == w.read_peak_bytes_per_s
+
+
+def test_the_sizing_constraint_is_shown_with_how_much_of_it_is_used():
+    """'Binding constraint: read' at 1 % use read as if read limited the plan (screenshot review): the card and the
+    CLI now say what sized the units and how much of it the peak uses."""
+    from aisize.present.summary import summary_text
+    p = plan(preset("xe9680-genai"))
+    s = p.storage
+    assert s.binding == "read" and s.utilisation["read"] < 0.02
+    assert f"sized by read ({F.pct(s.utilisation['read'])} used at the peak)" in summary_text(p)

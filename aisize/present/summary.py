@@ -44,6 +44,12 @@ def _finding(f) -> str:
     return f"  [{f.severity}] {f.area}: {f.text}"
 
 
+def _used(s) -> str:
+    """' (1.0 % used at the peak)': how much of what the units supply their sizing constraint uses."""
+    u = s.utilisation.get(s.binding)
+    return f" ({F.pct(u)} used at the peak)" if u is not None else ""
+
+
 def summary_text(p) -> str:
     """A compact text report: totals, bill of materials, placement, timeline, cost, workloads, findings and
     the assumptions in sentences with their units; every line within :data:`aisize.format.WIDTH`."""
@@ -54,7 +60,7 @@ def summary_text(p) -> str:
     lines = [f"{p.scenario_name}",
              f"  {F.plural(p.gpus, 'GPU')} ({p.accelerator}) in {pools}, {F.plural(p.racks, 'rack')}, "
              f"{F.power(p.power_watts)} at most; at most {F.plural(p.gpus_busy_peak, 'GPU')} busy at once",
-             f"  storage {s.system} ({s.scope}): {F.plural(s.units, 'unit')}, {s.binding} binds; "
+             f"  storage {s.system} ({s.scope}): {F.plural(s.units, 'unit')}, sized by {s.binding}{_used(s)}; "
              f"read mean {F.rate(s.read_bytes_per_s)} (peak {F.rate(s.read_peak_bytes_per_s)}), write mean "
              f"{F.rate(s.write_bytes_per_s)} (peak {F.rate(s.write_peak_bytes_per_s)}), "
              f"{F.sig(s.read_iops + s.write_iops)} IO/s mean, "
