@@ -45,7 +45,9 @@ class AccuracySection(Section):
         self.view.children = [
             widgets.HTML("<p class='aisize-note'>Every estimate checked against a published figure "
                          "(data/validation/cases.csv and the training and serving runs): signed error and the "
-                         "case's tolerance.</p>"),
+                         "case's tolerance. The serving runs are read with the parallelism each run's script used "
+                         "(data/validation/, e.g. EP 8 where a result recorded none), so a family can count more runs "
+                         "within 15 % here than a check that fills a missing EP with 1 (docs/estimates.md).</p>"),
             self.table, self.chart.box, K.heading("Outside their tolerance, and why", "serving runs: below"),
             self.outside, K.heading("Left out, and why", "cases whose source does not give what a comparison needs"),
             self.left, self.serving.view]
