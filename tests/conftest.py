@@ -75,28 +75,33 @@ def pytest_unconfigure(config):
         shutil.rmtree(made, ignore_errors=True)
 
 
-# The slowest files (seconds per file, one worker, measured 2026-12-05 with `-n 2 --dist loadfile
-# --junitxml`), longest first. pytest-xdist gives a worker whole files in the order they are
+# The slowest files (seconds per file, summed from `--junitxml`, measured 2026-12-05 09:19 with
+# `-n auto --dist loadfile`: three workers on 2 cores beside other jobs, so each figure is inflated; the
+# order is what counts), longest first. pytest-xdist gives a worker whole files in the order they are
 # collected (pyproject's --no-loadscope-reorder stops it re-sorting them by test count, which put
 # the 121 s single-test idle-culler file last and left the other worker idle for two minutes), so
-# handing out the longest files first keeps both workers busy to the end. Every other file follows
+# handing out the longest files first keeps the workers busy to the end. Every other file follows
 # in collection order; a file missing here only costs balance, never a test.
 SLOWEST_FIRST = [
-    "tests/test_serving_reuse_simulation.py",  # 147 s
-    "tests/test_report.py",  # 135 s
-    "tests/team/test_team_idle.py",  # 121 s, mostly the culler's 45 s timeout waited out
-    "tests/test_readme.py",  # 115 s
-    "tests/test_torch_crosscheck.py",  # 98 s
-    "tests/team/test_team_hub.py",  # 64 s
-    "tests/browser/test_app_limits.py",  # 63 s
-    "tests/browser/test_app_browser.py",  # 60 s
-    "tests/test_format.py",  # 51 s
-    "tests/test_every_surface.py",  # 45 s
-    "tests/test_plan_limits.py",  # 45 s
-    "tests/browser/test_app_security.py",  # 44 s
-    "tests/team/test_team_security.py",  # 43 s
-    "tests/test_kernels.py",  # 41 s
-    "tests/test_incremental_plan.py",  # 34 s
+    "tests/test_serving_reuse_simulation.py",  # 336 s (147 s alone)
+    "tests/test_readme.py",  # 144 s
+    "tests/team/test_team_idle.py",  # 130 s, mostly the culler's 45 s timeout waited out
+    "tests/test_report.py",  # 115 s
+    "tests/test_format.py",  # 99 s
+    "tests/test_every_surface.py",  # 93 s
+    "tests/browser/test_app_limits.py",  # 79 s
+    "tests/team/test_team_hub.py",  # 76 s
+    "tests/test_plan_limits.py",  # 73 s
+    "tests/browser/test_app_browser.py",  # 73 s
+    "tests/browser/test_app_security.py",  # 69 s
+    "tests/test_incremental_plan.py",  # 51 s
+    "tests/test_kernels.py",  # 42 s
+    "tests/test_report_content.py",  # 27 s
+    "tests/test_queueing_simulation.py",  # 27 s
+    "tests/team/test_team_security.py",  # 27 s
+    "tests/test_serving_simulation.py",  # 26 s
+    "tests/test_slider_speed.py",  # 25 s
+    "tests/test_queueing_jobs.py",  # 25 s
 ]
 
 
