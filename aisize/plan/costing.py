@@ -22,7 +22,7 @@ from aisize import catalog
 from aisize.cost import (HOURS_PER_YEAR, CostLine, break_even_months, break_even_utilisation, capital_per_hour,
                          energy_per_year, load_prices, per_million_tokens, priced, server_price_id, storage_line,
                          switch_price_id)
-from aisize.cost.prices import MAX_PRICE_AGE_MONTHS, stale
+from aisize.cost.prices import stale
 from aisize.cost.rental import choose_rate
 from aisize.plan.network import OPTICS_PRICE
 from aisize.plan.timeline import long_run_utilisation

@@ -84,7 +84,8 @@ def _fabric_rows(n) -> list[list]:
              f"{_name('links', n.storage_link)} ({n.storage_link})"],
             ["NICs per server", f"{n.compute_nics_per_server:g}", f"{n.storage_nics_per_server:g}"],
             ["NICs in total", f"{n.compute_nics:,.0f}", f"{n.storage_nics:,.0f}"],
-            ["Ports offered (with growth spare)", *both("endpoints")], ["Tiers", *both("tiers")], ["Leaf switches", *both("leaves")],
+            ["Ports offered (with growth spare)", *both("endpoints")], ["Tiers", *both("tiers")],
+            ["Leaf switches", *both("leaves")],
             ["Spine switches", *both("spines")], ["Core switches", *both("cores")],
             ["Switches in total", *both("switches")], ["Links bought (optics, cables)", *cables],
             ["Endpoints a two-tier fabric takes", *both("max_endpoints_two_tier")]]

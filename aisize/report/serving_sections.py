@@ -32,7 +32,8 @@ def inference(ctx: ReportContext) -> Html:
              for i in p.inference]
     fleet_t = table(["Service", "Mode", "Shape", "Weights / KV", "Batch mean / max",
                      "Capacity / replica [output tokens/s]", "Replicas", "GPUs", "Servers"], fleet,
-                    caption="Serving plan: replica shape and fleet", css="numeric wrap3")  # a disaggregated shape names both pools: it wraps
+                    # a disaggregated shape names both pools: it wraps
+                    caption="Serving plan: replica shape and fleet", css="numeric wrap3")
     slo = [[i.name, f"{i.requests_per_s:g}/s", pct(i.utilisation), duration(i.ttft_seconds),
             duration(i.ttft_p95_seconds), duration(i.ttft_p99_seconds), duration(i.tpot_seconds),
             duration(i.tpot_p95_seconds), duration(i.tpot_p99_seconds),

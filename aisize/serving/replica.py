@@ -239,7 +239,8 @@ def open_loop(rep: Replica, cap: MaxThroughput, requests_per_s, length_cv=0.0, c
         ttft95, ttft99 = (float(v[0]) for v in replica_ttft_quantiles(
             rep, requests_per_s=ls.requests_per_s, concurrency=ls.concurrency, iteration_seconds=ls.iteration_seconds,
             decode_iteration_seconds=ls.decode_iteration_seconds,
-            prefill_iteration_seconds=ls.prefill_iteration_seconds, ttft_seconds=ls.ttft_seconds, ttft_p95_seconds=ls.ttft_p95_seconds, ttft_p99_seconds=ls.ttft_p99_seconds))
+            prefill_iteration_seconds=ls.prefill_iteration_seconds, ttft_seconds=ls.ttft_seconds,
+            ttft_p95_seconds=ls.ttft_p95_seconds, ttft_p99_seconds=ls.ttft_p99_seconds))
     e2e = ttft + (rep.output_tokens - 1) * float(ls.tpot_seconds)
     return ReplicaState(
         score=capacity_rps, requests_per_s=float(requests_per_s) if stable else capacity_rps,
