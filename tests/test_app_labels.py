@@ -248,3 +248,14 @@ def test_the_storage_queue_shows_its_rated_rate_as_the_summary_finding_does():
     assert card(q.figures.value, "queueing.capacity")[0] == "Saturation (fitted curve)"
     shown = q.figures.value
     assert "publishes no IOPS" in shown and "publishes no IO latency" in shown  # the tooltips say the origin
+
+
+def test_the_storage_dropdown_names_a_guidance_level_as_not_bought():
+    """'Storage named superpod-h100-good (node)' sat beside 'Storage bought yanrong-f9000x' (screenshot review): a
+    guidance level's option now says it is compared, not bought."""
+    app = app_of("xe9680-genai")
+    d = app.open_tab("Data path")
+    shown = dict((v, k) for k, v in d.storage.options)
+    assert shown[d.storage.value] == "superpod-h100-good (guidance: compared, not bought)"
+    assert app.state.plan.storage.system != d.storage.value  # the plan buys a system, named on its own card
+    assert card(d.figures.value, "storage.system")[1] == app.state.plan.storage.system

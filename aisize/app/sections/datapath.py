@@ -21,11 +21,17 @@ from aisize.units import GB, KB, MB, PB, TB
 INTERVALS = [("auto (Young/Daly)", "auto")] + [(f"{m} min", float(m)) for m in (10, 15, 30, 60, 120, 240, 480)]
 
 
+def _storage_option(s) -> str:
+    """A storage row as the dropdown names it: a guidance level is not a product (the plan buys a system to the
+    demand and compares it with the level), a system its scope."""
+    return f"{s.id} ({'guidance: compared, not bought' if s.kind == 'guidance' else s.scope})"
+
+
 class DataPathSection(Section):
     title = "Data path"
 
     def __init__(self, state):
-        self.storage = K.dropdown("Storage named", [(f"{s.id} ({s.scope})", s.id) for s in catalog.storage],
+        self.storage = K.dropdown("Storage named", [(_storage_option(s), s.id) for s in catalog.storage],
                                   None, "Shared storage the scenario names (catalog id). A guidance level (per node) "
                                   "is a comparison: the plan buys the cheapest system that meets the demand "
                                   "('Storage bought')")
