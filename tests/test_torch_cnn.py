@@ -16,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import torch_cnn as tc  # noqa: E402  (pytest puts tests/ on sys.path: prepend import mode)
+from torch_measure import one_thread  # noqa: E402, F401  (autouse: torch on one thread in this module)
 
 from aisize import catalog  # noqa: E402
 from aisize.training import other_model_training_memory  # noqa: E402
@@ -25,17 +26,6 @@ pytestmark = pytest.mark.torch
 TOLERANCE = 0.10  # the activation estimates' bound (as in tests/test_torch_crosscheck.py)
 TORCHVISION_PARAMS = {"resnet-50": 25_557_032, "resnet-152": 60_192_808,
                       "vgg16": 138_357_544}  # torchvision *_Weights.IMAGENET1K_V1 meta num_params
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _threads():
-    # one thread: `make test` runs a worker per core, and OpenMP threads spinning on a core another
-    # worker holds cost more than they give (tests/test_torch_crosscheck.py: 98 s beside a busy
-    # worker, 7 s beside an idle one, 2026-12-05). Memory counts do not depend on it.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("model_id", list(TORCHVISION_PARAMS))

@@ -31,6 +31,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import torch_measure as tm  # noqa: E402  (pytest puts tests/ on sys.path: prepend import mode)
+from torch_measure import one_thread  # noqa: E402, F401  (autouse: torch on one thread in this module)
 
 from aisize.models import from_hf_config, transformer_params  # noqa: E402
 from aisize.memory.activations import layer_activation_bytes  # noqa: E402
@@ -56,15 +57,6 @@ CONFIGS = {
 ACTIVATION_MODELS = ("llama-gqa", "llama-mha", "gpt2")
 SHAPES = ((64, 4), (128, 2), (256, 1))  # (seq_len, micro_batch)
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _threads():
-    # one thread, as in tests/test_torch_cnn.py: under `make test` the other core is another worker's
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _config(name: str, attn: str = "sdpa"):

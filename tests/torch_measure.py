@@ -21,6 +21,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+import pytest
 import torch
 import torch.utils.checkpoint
 
@@ -228,3 +229,15 @@ def kv_cache_bytes(model: torch.nn.Module, input_ids: torch.Tensor) -> int:
     with torch.no_grad():
         cache = model(input_ids, use_cache=True).past_key_values
     return sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """PyTorch on one thread for a module's tests (imported by tests/test_torch_crosscheck.py and
+    tests/test_torch_cnn.py): `make test` runs a worker per core, and OpenMP threads spinning on a core another
+    worker holds cost more than they give (test_torch_crosscheck.py: 98 s beside a busy worker, 7 s beside an
+    idle one, 2026-12-05). Memory counts do not depend on it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
