@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from aisize import catalog, models
 from aisize.scenario import Scenario
-from aisize.scenario.model import HfConfigModel
+from aisize.scenario.model_refs import HfConfigModel
 
 # Tables a scenario may bring rows of: its Hardware field -> our catalog table.
 OWN_TABLES = {"accelerators": "accelerators", "servers": "servers", "storage_systems": "storage"}

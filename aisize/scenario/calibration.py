@@ -17,7 +17,7 @@ from typing import Annotated
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from aisize.scenario.model import _Strict
+from aisize.scenario.base import _Strict
 from aisize.scenario.paths import MAX_CALIBRATION_BYTES, ScenarioPath
 from aisize import calibration as combined_calibration
 from aisize.serving import calibration as serving_calibration

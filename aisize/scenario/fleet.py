@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from aisize import catalog
-from aisize.scenario.model import Count, Name, Share, _in_table, _Strict
+from aisize.scenario.base import Count, Name, Share, _in_table, _Strict
 from aisize.scenario.paths import MAX_CSV_BYTES, ScenarioPath
 
 Value = Annotated[float, Field(allow_inf_nan=False)]

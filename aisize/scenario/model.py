@@ -9,133 +9,24 @@ to a default.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from aisize import catalog, models
+from aisize import catalog
 from aisize.compute import DEFAULT_MFU
-from aisize.models.hf_reader import parse_config
-from aisize.scenario.paths import MAX_CONFIG_BYTES, ScenarioPath
+# the base types and the model references are re-exported: other modules import them from here
+from aisize.scenario.base import (  # noqa: F401
+    Count, Name, Positive, Share, _Hashable, _in_ids, _in_table, _short, _Strict)
+from aisize.scenario.model_refs import HF_CONFIG_FILE, CatalogRow, HfConfigModel, InlineModel, ModelRef  # noqa: F401
 
 SCHEMA_VERSION = 1
-
-Name = Annotated[str, Field(min_length=1, max_length=80, pattern=r"^[\w .,:'()/+-]+$")]
-Positive = Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)]
-Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-Count = Annotated[int, Field(ge=1, le=1_000_000)]
 
 TRAIN_PRECISIONS = ("bf16", "fp16", "fp8", "fp32", "mxfp8", "nvfp4")
 WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4")
 OPTIMIZERS = ("adamw", "sgd-momentum", "adam-8bit", "lion", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
 SCHEDULES = ("1f1b", "interleaved-1f1b", "zero-bubble")  # aisize.training.schedules
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_bool_for_numbers(cls, data):
-        # pydantic reads true as 1.0 for a float field; in a file that is a typo, not a number
-        if isinstance(data, dict):
-            for key, value in data.items():
-                field = cls.model_fields.get(key) if isinstance(key, str) else None
-                if isinstance(value, bool) and field is not None and field.annotation is not bool:
-                    raise ValueError(f"{key}={value!r} is not allowed: must be a number or text, not true/false")
-        return data
-
-
-def _short(value) -> str:
-    """A value's repr cut to a readable length (a typo may be megabytes long)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _in_table(table: catalog.Table, field: str, value: str | None) -> str | None:
-    if value is not None and value not in table:
-        raise ValueError(f"{field} {_short(value)} is not in the catalog; allowed: {', '.join(table.ids())}")
-    return value
-
-
-def _in_ids(field: str, value: str, table: catalog.Table, custom: dict) -> None:
-    if value not in table and value not in custom:
-        raise ValueError(f"{field} {_short(value)} is neither in the catalog nor among the scenario's own rows; "
-                         f"allowed: {', '.join(list(custom) + table.ids())}")
-
-
-class _Hashable(_Strict):
-    # free-form mappings (a config.json, an inline catalog row) still hash: plans are cached by input
-    def __hash__(self):
-        return hash(json.dumps(self.model_dump(mode="json"), sort_keys=True))
-
-
-HF_CONFIG_FILE = ScenarioPath("hf_config", MAX_CONFIG_BYTES, "embed the config here ({hf_config: NAME, "
-                              "config: {...}}) or upload the config.json in the app", inside="config.json",
-                              note="aisize reads local files only: download config.json from the model page first")
-
-
-class HfConfigModel(_Hashable):
-    """A model read from a Hugging Face ``config.json`` (never the Hub).
-
-    ``hf_config`` is the file's path (or a folder holding it); the file's content is
-    embedded in ``config`` when a scenario file given to the command line is read, so a saved
-    scenario stands alone (the app fills ``config`` from an uploaded file and names the upload
-    in ``hf_config``). Anywhere else ``config`` is required: no path is read.
-    """
-
-    hf_config: Annotated[str, Field(min_length=1, max_length=1000), HF_CONFIG_FILE]
-    id: Name | None = None
-    config: dict | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _embed(cls, data):
-        if isinstance(data, dict) and data.get("config") is None and isinstance(data.get("hf_config"), str):
-            text = HF_CONFIG_FILE.read(data["hf_config"])
-            data = {**data, "config": parse_config(text, f"hf_config {data['hf_config'][:200]!r}")}
-        return data
-
-    @model_validator(mode="after")
-    def _builds(self):
-        models.resolve(self)
-        return self
-
-
-class InlineModel(_Hashable):
-    """A model given by its architecture fields (those of a catalog transformers.csv row;
-    see :func:`aisize.models.from_fields` for the defaults), ``id`` and ``source`` required."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, validate_default=True)
-    id: Name
-    source: Annotated[str, Field(min_length=1, max_length=1000)]
-
-    @model_validator(mode="after")
-    def _builds(self):
-        models.resolve(self)
-        return self
-
-
-def _model_kind(value) -> str:
-    if isinstance(value, dict):
-        return "hf_config" if "hf_config" in value else "fields"
-    return "fields" if isinstance(value, InlineModel) else ("hf_config" if isinstance(value, HfConfigModel) else "id")
-
-
-# a catalog id, {hf_config: path}, or the architecture fields inline
-ModelRef = Annotated[Union[Annotated[str, Tag("id")], Annotated[HfConfigModel, Tag("hf_config")],
-                           Annotated[InlineModel, Tag("fields")]], Discriminator(_model_kind)]
-
-
-class CatalogRow(_Hashable):
-    """A custom accelerator, server or storage system written like a row of our CSV
-    (column names without units, values in the CSV's units); ``source`` is required."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, validate_default=True)
-    id: Name
-    source: Annotated[str, Field(min_length=1, max_length=1000)]
 
 
 class Layout(_Strict):

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from aisize import catalog
-from aisize.scenario.model import _in_table, _short, _Strict
+from aisize.scenario.base import _in_table, _short, _Strict
 
 __all__ = ["KVTiers", "PrefixReuse"]
 
