@@ -197,11 +197,15 @@ def test_time_from_switches_the_training_time_to_the_mfu_policy_and_back():
     assert app.state.plan.training[0].training_days == first.training_days
 
 
-def test_the_knee_card_warns_only_where_the_plan_does():
-    """The card names the doubling point, but colours it red only where the latency's slope at the planned load
-    passes the plan's knee (plan.knee_elasticity), as the findings do: Reasoning R1 on serving-at-scale runs at
-    1 request/s past its 0.356/s doubling point on a flat curve (issue 49.2), and must not read as a warning."""
+def test_the_knee_card_states_the_slope_at_the_planned_load():
+    """The card states the latency's rise at the planned load for 10 % more load (issue 49.2: the knee is a property
+    of the curve's slope at the operating point), coloured red only where that slope passes the plan's knee
+    (plan.knee_elasticity), as the findings do. It read "Mean latency 2x unloaded at 0.356 requests/s" beside
+    Reasoning R1's 1 request/s on serving-at-scale, a rate below the operating point on a flat curve."""
     import re
+
+    from aisize import format as F
+    from aisize.serving.curves import LOAD_RISE
 
     app = build_app(display=False, data=to_dict(preset("serving-at-scale")))
     inference = app.open_tab("Inference")
@@ -209,13 +213,40 @@ def test_the_knee_card_warns_only_where_the_plan_does():
     for i in app.state.plan.inference:
         inference.service.value = next(v for _, v in inference.service.options
                                        if app.state.data["workloads"][v]["name"] == i.name)
-        card = re.search(r"<div class='(aisize-card[^']*)' title='([^']*)'><div class='aisize-label'>Mean latency",
+        card = re.search(r"<div class='(aisize-card[^']*)' title='([^']*)'><div class='aisize-label'>"
+                         r"Latency (p95|p99|mean) rise at the planned load</div>"
+                         r"<div><span class='aisize-value'[^>]*>([^<]*)</span> "
+                         r"<span class='aisize-unit'>([^<]*)",
                          inference.figures.value)
-        assert card is not None
+        assert card is not None, i.name
+        assert card.group(3) == i.slo_statistic
+        shown = F.pct(i.latency_elasticity * LOAD_RISE, signed=True)
+        assert (card.group(4), card.group(5)) == (shown.value, f"{shown.unit} per +{F.pct(LOAD_RISE)} load")
         assert ("bad" in card.group(1)) == (i.latency_elasticity > steep), (i.name, i.latency_elasticity)
-        assert "as fast as the load" in unescape(card.group(2))
+        assert "unloaded at" in unescape(card.group(2))  # the doubling point stays, in the tooltip
+        assert "Mean latency 2x unloaded at" not in inference.figures.value
     r1 = next(i for i in app.state.plan.inference if i.name == "Reasoning R1")
     assert r1.requests_per_s > r1.knee_requests_per_s and r1.latency_elasticity <= steep
+
+
+def test_request_latency_is_in_seconds_as_in_the_workloads_table():
+    """Request latency p95 reads in seconds on the Inference tab, as the Summary's workloads table's "request latency
+    p95 [s]": Reasoning R1 read "1.35 min" there beside "81.2" in the table."""
+    import re
+
+    app = build_app(display=False, data=to_dict(preset("serving-at-scale")))
+    inference = app.open_tab("Inference")
+    r1 = next(i for i in app.state.plan.inference if i.name == "Reasoning R1")
+    inference.service.value = next(v for _, v in inference.service.options
+                                   if app.state.data["workloads"][v]["name"] == r1.name)
+    for stat in ("p95", "p99"):
+        card = re.search(rf"Request latency {stat}</div><div><span class='aisize-value'[^>]*>([^<]*)</span> "
+                         r"<span class='aisize-unit'>([^<]*)",
+                         inference.figures.value)
+        assert card is not None and card.group(2).strip() == "s", card and card.groups()
+        assert float(card.group(1).replace(",", "")) == pytest.approx(
+            getattr(r1, f"latency_{stat}_seconds"), rel=5e-3)
+    assert r1.latency_p95_seconds > 60  # the case that read in minutes
 
 
 def test_a_workload_that_changes_kind_is_said_not_raised():

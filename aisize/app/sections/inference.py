@@ -24,6 +24,7 @@ from aisize.app.sections.inference_reuse import ReuseControls, reuse_cards
 from aisize.app.state import set_path
 from aisize.plan import latency_curve
 from aisize.scenario.model import WEIGHT_PRECISIONS
+from aisize.serving.curves import LOAD_RISE
 
 MODELS = catalog.transformers.ids()
 TP_CHOICES = [("auto (fewest GPUs)", "auto")] + [(str(t), t) for t in (1, 2, 4, 8, 16, 32, 64, 72)]
@@ -268,9 +269,10 @@ class InferenceSection(Section):
             K.card("inference.tpot", f"TPOT {stat}", F.ms(tpot), "per token",
                    f"mean {F.ms(i.tpot_seconds)}, p95 {F.ms(i.tpot_p95_seconds)}, p99 {F.ms(i.tpot_p99_seconds)}; "
                    f"target {F.ms(i.tpot_target_seconds)}", state=ok(i.tpot_met)),
-            K.card("inference.latency_p95", "Request latency p95", F.duration(i.latency_p95_seconds), "",
+            # in seconds, as the workloads table's "request latency p95 [s]" (it read "1.35 min" beside "81.2")
+            K.card("inference.latency_p95", "Request latency p95", F.quantity(i.latency_p95_seconds, "s"), "",
                    "TTFT p95 + (output - 1) x TPOT p95", state=ok(i.latency_target_met)),
-            K.card("inference.latency_p99", "Request latency p99", F.duration(i.latency_p99_seconds), "",
+            K.card("inference.latency_p99", "Request latency p99", F.quantity(i.latency_p99_seconds, "s"), "",
                    "TTFT p99 + (output - 1) x TPOT p99"),
             K.card("inference.kv_per_token", "KV cache per token", F.bytes_gpu(i.kv_bytes_per_token), "",
                    "Keys and values of one token over all layers"),
@@ -281,12 +283,16 @@ class InferenceSection(Section):
                    "", f"At the planned batch, of a pool of {F.bytes_gpu(i.memory_per_gpu_bytes['kv_cache_bytes'])}"),
             K.card("inference.utilisation", "Utilisation", F.pct(i.utilisation), "of capacity",
                    "Of each replica's capacity at the planned load"),
-            # the doubling point, named as what it is; the warning is the plan's: the curve's slope at the planned
-            # load (a decode-heavy service doubles its mean latency at light load yet stays flat there)
-            K.card("inference.knee", f"Mean latency {knee_factor:g}x unloaded at", F.sig(i.knee_requests_per_s),
-                   "requests/s", f"Load at which mean latency reaches {knee_factor:g}x unloaded; at the planned "
-                   f"{F.sig(i.requests_per_s)} requests/s latency rises {F.sig(i.latency_elasticity)}x as fast as the "
-                   f"load (past the knee above {steep:g}x)",
+            # the knee as the curve's slope at the planned load (issue 49.2): "mean latency 2x unloaded at 0.356
+            # requests/s" beside a rate of 1.00 read as a service past its knee, though the curve is flat there (a
+            # decode-heavy service doubles its mean latency at light load); the warning is the plan's threshold
+            K.card("inference.knee", f"Latency {stat} rise at the planned load",
+                   F.pct(i.latency_elasticity * LOAD_RISE, signed=True), f"per +{F.pct(LOAD_RISE)} load",
+                   f"Request latency {stat} rises {F.pct(i.latency_elasticity * LOAD_RISE)} for "
+                   f"{F.pct(LOAD_RISE)} more load at the planned {F.sig(i.requests_per_s)} requests/s "
+                   f"(elasticity {F.sig(i.latency_elasticity)}); "
+                   f"past the knee above {F.pct(steep * LOAD_RISE, signed=True)} (elasticity {steep:g}). "
+                   f"Mean latency reaches {knee_factor:g}x unloaded at {F.sig(i.knee_requests_per_s)} requests/s",
                    state="bad" if i.latency_elasticity > steep else ""),
         ]
         if i.pools is not None and i.serving_mode == "disaggregated":
