@@ -285,3 +285,38 @@ def test_the_knee_and_operating_point_labels_sit_on_different_lines():
     marks = knee_markers(alt.X("concurrency:Q"), "knee", at=8, at_label="operating point")
     texts = [m.to_dict(validate=False)["mark"] for m in marks if m.to_dict(validate=False)["mark"]["type"] == "text"]
     assert len({t["dy"] for t in texts}) == len(texts) == 2
+
+
+def _workload_colours(chart) -> dict[str, str]:
+    """workload -> colour of every colour encoding on the field "workload" in ``chart``."""
+    out: dict[str, str] = {}
+
+    def walk(node):
+        if isinstance(node, dict):
+            c = node.get("color")
+            if isinstance(c, dict) and c.get("field") == "workload":
+                scale = c.get("scale", {})
+                assert "domain" in scale and "range" in scale, c  # Vega's default would order by first seen
+                for name, colour in zip(scale["domain"], scale["range"]):
+                    assert out.setdefault(name, colour) == colour
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(chart.to_dict())
+    return out
+
+
+def test_the_cluster_tab_colours_workloads_alike_in_the_packing_and_the_timeline():
+    """One colour meaning on the Cluster tab: the packing coloured by workload and the timeline beside it by team,
+    so serving-at-scale's R1 was red in one and orange in the other (screenshot review 09:15)."""
+    from aisize.plan import plan
+    from aisize.scenario import preset
+
+    p = plan(preset("serving-at-scale"))
+    packed = _workload_colours(charts.packing(p.placement, p.placement.slot_labels))
+    timed = _workload_colours(charts.timeline(p.timeline.rows, p.timeline.phases))
+    assert set(packed) == {"Reasoning R1", "Assistant 405B", "RAG chat 70B"}
+    assert packed == {k: timed[k] for k in packed}
+    assert len(set(timed.values())) == len(timed)  # no two workloads share a colour

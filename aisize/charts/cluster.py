@@ -15,10 +15,22 @@ from aisize.charts.style import BLUE, GREY, HEIGHT, LABEL_LIMIT, NUMBER, ORANGE,
 from aisize.format import plural
 
 DAY = "time from the start [days]"
+# One colour per workload on every cluster chart (Vega's category20): the packing coloured by workload and the
+# timeline beside it by team, so red meant R1 in one and RAG in the other (screenshot review, issue 47.6)
+WORKLOAD_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                    "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+                    "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5"]
+
+
+def workload_colours(names) -> alt.Scale:
+    """The colour scale of workloads ``names``: sorted by name, so charts showing the same workloads agree."""
+    domain = sorted({str(n) for n in names})
+    return alt.Scale(domain=domain, range=[WORKLOAD_PALETTE[k % len(WORKLOAD_PALETTE)] for k in range(len(domain))])
 
 
 def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerChart:
-    """Gantt chart: one bar per workload from its start to its end day, coloured by team; phases shaded.
+    """Gantt chart: one bar per workload from its start to its end day, coloured by workload as :func:`packing`
+    (:func:`workload_colours`; the team is in the tooltip); phases shaded.
 
     ``rows`` and ``phases`` are ``Plan.timeline.rows`` / ``.phases``; an open-ended phase is drawn
     ``aisize.plan.timeline.ONGOING_DISPLAY_DAYS`` long and labelled "ongoing".
@@ -37,7 +49,7 @@ def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerCha
     bars = alt.Chart(data).mark_bar(height=14).encode(
         x=alt.X("start_day:Q", title=DAY), x2=alt.X2("end_day:Q"),
         y=alt.Y("label:N", title=None, sort=None),
-        color=alt.Color("team:N", title="team"),
+        color=alt.Color("workload:N", title="workload", scale=workload_colours(data["workload"])),
         tooltip=tips("workload:N", "kind:N", "team:N", "phase:N", "pool:N", "hours:N", "gpus:Q",
                      alt.Tooltip("start_day:Q", title="start [day]", format=",.2f"),
                      alt.Tooltip("end_day:Q", title="end [day]", format=",.2f")))
@@ -57,14 +69,15 @@ def packing_rows(placement, slot_labels) -> pd.DataFrame:
 
 
 def packing(placement, slot_labels, *, title: str = "GPUs in use on each server") -> alt.Chart:
-    """Stacked bars: each server's GPUs by workload, one panel per time slot (phase and hours of the day)."""
+    """Stacked bars: each server's GPUs by workload, one panel per time slot (phase and hours of the day), in the
+    workload colours of :func:`timeline`."""
     data = packing_rows(placement, slot_labels)
     servers = list(dict.fromkeys(f"{s.pool} #{s.server + 1}" for s in placement.servers))
     top = max([s.gpus for s in placement.servers] + [1])
     bars = alt.Chart(data).mark_bar().encode(
         x=alt.X("server:N", title="server", sort=servers),
         y=alt.Y("sum(gpus):Q", title="GPUs in use", scale=alt.Scale(domain=[0, top])),
-        color=alt.Color("workload:N", title="workload"),
+        color=alt.Color("workload:N", title="workload", scale=workload_colours(data["workload"])),
         tooltip=tips("slot:N", "server:N", "workload:N", "gpus:Q", "capacity:Q"))
     width = max(120, min(WIDTH, 18 * len(servers)))
     return bars.properties(width=width, height=160).facet(
