@@ -1,89 +1,74 @@
-"""Plain-language findings about a plan: what does not fit, what binds, what is over-provisioned.
+"""Findings about a plan as typed facts: what does not fit, what binds, what is over-provisioned.
 
-One function per kind of finding, each returning a list of :class:`Finding`;
-:func:`findings` runs them all (problems first) and ends with the assumptions used.
+One function per kind of finding, each returning a list of :class:`Finding`; :func:`findings` runs them all
+(problems first) and ends with the assumptions used. A finding states its figures, named with their units,
+under a stable ``code``; the planner writes no words: :func:`aisize.present.findings.finding_text` says each.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 
-from dataclasses import dataclass
-
-from aisize.format import bytes_gpu, days, duration, layout, ms, num, pct, plural, rate, sig, span
 from aisize.plan import context as C
 from aisize.serving.curves import LOAD_RISE
-from aisize.present.assumption_text import assumption_sentences
-from aisize.present.cost_text import cost_notes
-from aisize.units import GB
 
 SEVERITIES = ("problem", "warning", "info")
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One statement about a plan."""
+    """One statement about a plan: its severity, its area, the check and case that found it (``code``, stable:
+    surfaces and tests key on it) and the figures it states (``facts``, names carry units: ``_bytes``,
+    ``_seconds``, ``_share`` for 0-1 fractions, ``_per_s``)."""
 
     severity: str  # problem | warning | info
     area: str  # memory | host | storage | network | fabric | compute | checkpoint | inference | placement | queue
-    # | cost | assumptions
-    text: str
+    # | cost | power | assumptions
+    code: str
+    facts: dict = field(default_factory=dict, hash=False)
+    # plan objects the sentence reads whose figures the plan's JSON states elsewhere (the scenario, the cost):
+    # not exported again with the finding
+    refs: dict = field(default_factory=dict, hash=False, compare=False, metadata={"export": False})
 
 
-def _gb(x: float) -> str:
-    return f"{sig(x / GB)} GB"
-
-
-def _tb(x: float) -> str:
-    return f"{sig(x / 1e12)} TB"
+def _f(severity: str, area: str, code: str, refs: dict | None = None, **facts) -> Finding:
+    return Finding(severity, area, code, facts, refs or {})
 
 
 def memory_fit(plan) -> list[Finding]:
-    out = []
-    for t in plan.training:
-        if not t.memory_fits:
-            out.append(Finding("problem", "memory", (
-                f"{t.name}: needs {bytes_gpu(t.memory_bytes['total_bytes'])} per GPU with layout "
-                f"{layout(t.layout, recompute=False)}, but {plan.accelerator} offers "
-                f"{bytes_gpu(t.gpu_memory_usable_bytes)} after headroom: it does not fit")))
-    for i in plan.inference:
-        if not i.fits:
-            out.append(Finding("problem", "memory", (
-                f"{i.name}: weights and one {bytes_gpu(i.kv_bytes_per_user)} context do not fit any replica "
-                f"shape tried (up to {i.gpus_per_replica} x {plan.accelerator}): "
-                + (i.estimate.reason if i.estimate else "no shape holds the model"))))
+    out = [_f("problem", "memory", "memory.training_does_not_fit", workload=t.name,
+              needed_bytes=t.memory_bytes["total_bytes"], layout=t.layout, accelerator=plan.accelerator,
+              usable_bytes=t.gpu_memory_usable_bytes)
+           for t in plan.training if not t.memory_fits]
+    out += [_f("problem", "memory", "memory.service_does_not_fit", workload=i.name,
+               kv_bytes_per_user=i.kv_bytes_per_user, gpus_per_replica=i.gpus_per_replica,
+               accelerator=plan.accelerator, reason=i.estimate.reason if i.estimate else None)
+            for i in plan.inference if not i.fits]
     return out
 
 
 def host_memory(plan) -> list[Finding]:
-    out = [Finding("problem", "host", f"{p.name}: needs {bytes_gpu(p.host_memory_needed_bytes)} of host RAM per "
-                   f"server; {plan.server} has {bytes_gpu(p.server_host_memory_bytes)}")
+    out = [_f("problem", "host", "host.ram_short", workload=p.name, needed_bytes=p.host_memory_needed_bytes,
+              server=plan.server, server_bytes=p.server_host_memory_bytes)
            for p in plan.training + plan.inference if not p.host_memory_fits]
     need = plan.host_memory_needed_bytes
     if need and not out and plan.server_host_memory_bytes > C.OVERPROVISION_FACTOR * need:
-        out.append(Finding("info", "host", (
-            f"host RAM is over-provisioned for this plan: {plan.server} has "
-            f"{bytes_gpu(plan.server_host_memory_bytes)}, "
-            f"{sig(plan.server_host_memory_bytes / need)}x the {bytes_gpu(need)} the plan needs per server")))
+        out.append(_f("info", "host", "host.ram_overprovisioned", server=plan.server,
+                      server_bytes=plan.server_host_memory_bytes, needed_bytes=need))
     return out
 
 
 def storage_binding(plan) -> list[Finding]:
     s = plan.storage
-    out = []
     over = {k: u for k, u in s.utilisation.items() if u is not None and u > 1.0}
     if s.scope in ("system", "node") and over:
-        worst = max(over, key=over.get)
-        out.append(Finding("problem", "storage", (
-            f"storage {s.system} is too small: {worst} demand is {sig(over[worst])}x what it supplies "
-            f"({', '.join(f'{k} {sig(v)}x' for k, v in over.items())})")))
-    elif s.scope in ("unit", "drive"):
-        out.append(Finding("info", "storage", (
-            f"{s.units:.0f} x {s.system} bought; {s.binding} binds (units by read {s.units_by['read']:.0f}, "
-            f"write {s.units_by['write']:.0f}, IOPS {s.units_by['iops']:.0f}, capacity {s.units_by['capacity']:.0f})")))
-    else:
-        out.append(Finding("info", "storage", (
-            f"storage {s.system}: {s.binding} binds at {pct(s.utilisation[s.binding])} of what it supplies")))
-    return out
+        return [_f("problem", "storage", "storage.too_small", system=s.system, worst=max(over, key=over.get),
+                   over_share=over)]
+    if s.scope in ("unit", "drive"):
+        return [_f("info", "storage", "storage.units_bought", system=s.system, units=s.units, binding=s.binding,
+                   units_by=dict(s.units_by))]
+    return [_f("info", "storage", "storage.binding", system=s.system, binding=s.binding,
+               utilisation_share=s.utilisation[s.binding])]
 
 
 def storage_capacity(plan) -> list[Finding]:
@@ -91,20 +76,17 @@ def storage_capacity(plan) -> list[Finding]:
     s = plan.storage
     if s.supply_capacity_bytes is not None:
         return []  # counted in the units (unit, drive) or in the utilisation (system, node)
-    raw, usable = s.capacity_bytes["raw_bytes"], s.capacity_bytes["usable_bytes"]
-    return [Finding("warning", "storage", (
-        f"storage {s.system} publishes no capacity, so aisize cannot check it: the plan needs "
-        f"{_tb(raw)} raw ({_tb(usable)} usable at storage_usable_ratio "
-        f"{plan.policies['storage_usable_ratio']:g}); confirm the system holds it"))]
+    return [_f("warning", "storage", "storage.capacity_unpublished", system=s.system,
+               raw_bytes=s.capacity_bytes["raw_bytes"], usable_bytes=s.capacity_bytes["usable_bytes"],
+               usable_ratio=plan.policies["storage_usable_ratio"])]
 
 
 def storage_overprovisioned(plan) -> list[Finding]:
     s = plan.storage
     used = [u for u in s.utilisation.values() if u is not None]
     if used and max(used) < 1.0 / C.OVERPROVISION_FACTOR:
-        return [Finding("info", "storage", (
-            f"storage is over-provisioned: the busiest constraint ({s.binding}) uses {pct(max(used))} of "
-            f"{s.units:.0f} x {s.system}"))]
+        return [_f("info", "storage", "storage.overprovisioned", system=s.system, units=s.units, binding=s.binding,
+                   utilisation_share=max(used))]
     return []
 
 
@@ -112,35 +94,32 @@ def storage_latency(plan) -> list[Finding]:
     s = plan.storage
     ops = s.read_iops + s.write_iops
     if s.io_utilisation >= 1.0:
-        return [Finding("problem", "storage", f"storage IO queue is unstable: {ops:,.0f} operations/s exceed "
-                        f"{s.supply_iops:,.0f}/s; latency grows without bound")]
+        return [_f("problem", "storage", "storage.io_unstable", io_per_s=ops, supply_io_per_s=s.supply_iops)]
     out = []
     if s.latency_elasticity > C.KNEE_ELASTICITY:  # the slope at the operating point, as for a service
-        out.append(Finding("warning", "storage", (
-            f"storage runs past its latency knee: at {ops:,.0f} operations/s its mean IO latency rises "
-            f"{num(s.latency_elasticity)} times as fast as the load (mean latency doubles at {s.knee_iops:,.0f}/s); "
-            f"p95 latency {ms(s.latency_p95_seconds)}")))
+        out.append(_f("warning", "storage", "storage.past_knee", io_per_s=ops, elasticity=s.latency_elasticity,
+                      knee_io_per_s=s.knee_iops, latency_p95_seconds=s.latency_p95_seconds))
     if s.units_at_knee is not None:  # the latency's own need, beside what the plan buys and why
-        need = plural(int(round(s.units_at_knee)), "unit")
-        out.append(Finding("info", "storage", (
-            f"{need} of {s.system} would keep the blend below the latency knee (mean latency within "
-            f"{C.KNEE_FACTOR:g}x unloaded); the plan buys {plural(int(s.units), 'unit')}, sized by {s.binding}")))
+        out.append(_f("info", "storage", "storage.units_for_knee", system=s.system,
+                      units_at_knee=int(round(s.units_at_knee)), units=int(s.units), binding=s.binding,
+                      knee_factor=C.KNEE_FACTOR))
     return out
 
 
 def data_stalls(plan) -> list[Finding]:
     out = []
     allowed = 1.0 - plan.policies["target_gpu_utilisation"]  # sizing to u x demand accepts 1 - u
+    gpus = {t.name: t.gpus for t in plan.training}
     for j in plan.storage.jobs:
         if j.stall_fraction > 0:
             bad = j.stall_fraction > allowed + 1e-9
-            out.append(Finding("problem" if bad else "info", "storage", (
-                f"{j.name}: GPUs wait for data {pct(j.stall_fraction)} of the time (supplied "
-                f"{_gb(min(j.storage_share_bytes_per_s, j.network_feed_bytes_per_s))}/s of "
-                f"{_gb(j.ideal_read_bytes_per_s)}/s)" + ("" if bad else ", within the target utilisation"))))
+            out.append(_f("problem" if bad else "info", "storage", "storage.data_stall", workload=j.name,
+                          stall_share=j.stall_fraction, within_target=not bad,
+                          supplied_bytes_per_s=min(j.storage_share_bytes_per_s, j.network_feed_bytes_per_s),
+                          needed_bytes_per_s=j.ideal_read_bytes_per_s))
         if j.bottleneck_gpus is not None:
-            out.append(Finding("info", "storage", (
-                f"{j.name}: storage becomes the bottleneck at about {j.bottleneck_gpus:,.0f} GPUs")))
+            out.append(_f("info", "storage", "storage.bottleneck_gpus", workload=j.name,
+                          bottleneck_gpus=j.bottleneck_gpus, job_gpus=gpus.get(j.name)))
     return out
 
 
@@ -149,109 +128,80 @@ def network_links(plan) -> list[Finding]:
     link = plan.network.compute_link
     for j in plan.storage.jobs:
         u = j.link_utilisation
-        if u > 1.0:
-            out.append(Finding("problem", "network", (
-                f"{j.name}: the {link} links are below the data demand ({sig(u)}x their capacity); "
-                "use faster or more NICs")))
-        elif u > C.LINK_WARNING_UTILISATION:
-            out.append(Finding("warning", "network", f"{j.name}: training data fills {pct(u)} of the {link} links"))
-        else:
-            out.append(Finding("info", "network", f"{j.name}: training data uses {pct(u)} of the {link} links"))
+        severity, code = (("problem", "network.links_short") if u > 1.0 else
+                          ("warning", "network.links_busy") if u > C.LINK_WARNING_UTILISATION else
+                          ("info", "network.links_used"))
+        out.append(_f(severity, "network", code, workload=j.name, link=link, utilisation_share=u))
     return out
 
 
 def inference_targets(plan) -> list[Finding]:
     out = []
     for i in plan.inference:
-        stat = i.slo_statistic
         if not i.within_context:
-            out.append(Finding("problem", "inference", (
-                f"{i.name}: a request of {i.kv_bytes_per_user / max(i.kv_bytes_per_token, 1):,.0f} tokens exceeds "
-                f"{i.model}'s context window of {i.context_window:,} tokens: the model cannot serve it")))
+            out.append(_f("problem", "inference", "inference.beyond_context", workload=i.name, model=i.model,
+                          request_tokens=i.kv_bytes_per_user / max(i.kv_bytes_per_token, 1),
+                          context_window_tokens=i.context_window))
         if i.slo_reason:
-            out.append(Finding("problem", "inference", f"{i.name}: {i.slo_reason}"))
+            out.append(_f("problem", "inference", "inference.slo_unreachable", workload=i.name, reason=i.slo_reason))
         elif not (i.ttft_met and i.tpot_met):
-            missed = []
-            if not i.ttft_met:
-                missed.append(f"TTFT {stat} {_ms(i.ttft_at_statistic_seconds)} "
-                              f"over the {_ms(i.ttft_target_seconds)} target")
-            if not i.tpot_met:
-                missed.append(f"TPOT {stat} {_ms(i.tpot_at_statistic_seconds)} "
-                              f"over the {_ms(i.tpot_target_seconds)} target")
-            out.append(Finding("problem", "inference", f"{i.name}: " + "; ".join(missed)))
+            out.append(_f("problem", "inference", "inference.slo_missed", workload=i.name, statistic=i.slo_statistic,
+                          ttft_met=i.ttft_met, ttft_seconds=i.ttft_at_statistic_seconds,
+                          ttft_target_seconds=i.ttft_target_seconds, tpot_met=i.tpot_met,
+                          tpot_seconds=i.tpot_at_statistic_seconds, tpot_target_seconds=i.tpot_target_seconds))
         if i.uncalibrated:
-            spread = ""
-            if i.capacity_range_output_tokens_per_s:
-                lo, hi = i.capacity_range_output_tokens_per_s
-                t_lo, t_hi = i.tpot_range_seconds or (i.tpot_seconds, i.tpot_seconds)
-                spread = (f": under the calibrated generations' efficiencies its {plural(i.replicas, 'replica')} serve "
-                          f"{sig(lo)} to {sig(hi)} output tokens/s at most and its TPOT mean is "
-                          + (_ms(t_lo) if t_lo == t_hi else f"{_ms(t_lo)} to {_ms(t_hi)}")
-                          + (f" (with the {' and '.join(i.overloaded_under)} efficiencies the load would overload "
-                             f"them)" if i.overloaded_under else "") + "; size with the low end")
-            out.append(Finding("warning", "inference", (
-                f"{i.name}: {plan.accelerator} is of a GPU generation without fitted serving efficiencies; "
-                f"Hopper's stand in, so its figures are uncalibrated{spread}")))
+            out.append(_f("warning", "inference", "inference.uncalibrated", workload=i.name,
+                          accelerator=plan.accelerator, replicas=i.replicas,
+                          capacity_range_output_tokens_per_s=i.capacity_range_output_tokens_per_s,
+                          tpot_range_seconds=i.tpot_range_seconds or (i.tpot_seconds, i.tpot_seconds),
+                          overloaded_under=tuple(i.overloaded_under)))
         if i.latency_elasticity > C.KNEE_ELASTICITY and i.stable:  # the slope at the operating point
-            out.append(Finding("warning", "inference", (
-                f"{i.name}: past the latency knee at {i.requests_per_s:g} requests/s: its {i.slo_statistic} "
-                f"request latency rises {num(i.latency_elasticity)} times as fast as the load there (at this slope "
-                f"{pct(LOAD_RISE)} more load adds {pct(i.latency_elasticity * LOAD_RISE)} to latency)")))
+            out.append(_f("warning", "inference", "inference.past_knee", workload=i.name,
+                          requests_per_s=i.requests_per_s, statistic=i.slo_statistic, elasticity=i.latency_elasticity,
+                          load_rise_share=LOAD_RISE))
         if i.pools is not None and i.serving_mode == "disaggregated":
             p = i.pools
-            out.append(Finding("info", "inference", (
-                f"{i.name}: disaggregated, {p.prefill_gpus} prefill + {p.decode_gpus} decode GPUs; each request "
-                f"ships its prompt's {bytes_gpu(p.kv_bytes_per_request)} of KV cache ({_ms(p.kv_transfer_s)}), "
-                f"{rate(p.kv_link_bytes_per_s)} in all, {pct(p.kv_link_utilisation)} of the prefill NICs")))
+            out.append(_f("info", "inference", "inference.disaggregated", workload=i.name,
+                          prefill_gpus=p.prefill_gpus, decode_gpus=p.decode_gpus,
+                          kv_bytes_per_request=p.kv_bytes_per_request, kv_transfer_seconds=p.kv_transfer_s,
+                          kv_link_bytes_per_s=p.kv_link_bytes_per_s, kv_link_utilisation_share=p.kv_link_utilisation))
     return out
-
-
-def _ms(seconds: float) -> str:
-    return str(ms(seconds))
 
 
 def compute_notes(plan) -> list[Finding]:
     out = []
     for t in plan.training:
         if t.chinchilla_note:
-            out.append(Finding("info", "compute", f"{t.name}: {t.chinchilla_note}"))
+            out.append(_f("info", "compute", "compute.chinchilla", workload=t.name, note=t.chinchilla_note))
         if t.mfu_predicted is not None:
             ratio = t.mfu_predicted / t.mfu_assumed
             if ratio > C.MFU_GAP_FACTOR or ratio < 1.0 / C.MFU_GAP_FACTOR:
-                out.append(Finding("warning", "compute", (
-                    f"{t.name}: the step-time model predicts MFU {pct(t.mfu_predicted)}, the plan assumes "
-                    f"{pct(t.mfu_assumed)}: check the assumption")))
+                out.append(_f("warning", "compute", "compute.mfu_gap", workload=t.name,
+                              mfu_predicted_share=t.mfu_predicted, mfu_assumed_share=t.mfu_assumed))
     return out
 
 
 def throughput_basis(plan) -> list[Finding]:
     """What each job's time rests on: a measurement, a calibrated estimate or the assumed MFU."""
-    out = []
-    for t in plan.training:
-        mfu = "" if "MFU" in t.throughput_basis else f" ({pct(t.mfu_assumed)} MFU)"  # the basis may name it
-        text = (f"{t.name}: throughput {t.throughput_basis}{mfu}; {days(t.training_days)}, "
-                f"range {span(t.days_low, t.days_high, 'days')} ({t.days_range_basis})")
-        out.append(Finding("info", "compute", text + (f"; source: {t.throughput_source}" if t.throughput_source
-                                                      else "")))
-    return out
+    return [_f("info", "compute", "compute.throughput_basis", workload=t.name, basis=t.throughput_basis,
+               mfu_assumed_share=t.mfu_assumed, training_days=t.training_days, days_low=t.days_low,
+               days_high=t.days_high, days_range_basis=t.days_range_basis, source=t.throughput_source)
+            for t in plan.training]
 
 
 def checkpoints(plan) -> list[Finding]:
     out = []
     for t in plan.training:
         if t.goodput <= 0:
-            out.append(Finding("problem", "checkpoint", (
-                f"{t.name}: goodput 0: failures come faster than checkpoints and restarts; the job never "
-                "finishes (raise the node MTBF, cut the restart time or use fewer servers)")))
+            out.append(_f("problem", "checkpoint", "checkpoint.goodput_zero", workload=t.name))
         elif t.goodput < C.GOODPUT_WARNING:
-            out.append(Finding("warning", "checkpoint", (
-                f"{t.name}: goodput {pct(t.goodput)}: failures and checkpoints cost over "
-                f"{pct(1 - C.GOODPUT_WARNING)} of wall time")))
+            out.append(_f("warning", "checkpoint", "checkpoint.goodput_low", workload=t.name, goodput_share=t.goodput,
+                          goodput_warning_share=C.GOODPUT_WARNING))
         c = t.checkpoint
         if c is not None and c.write_bytes_per_s < c.write_bytes_per_s_for_stall:
-            out.append(Finding("warning", "checkpoint", (
-                f"{t.name}: checkpoints write at {_gb(c.write_bytes_per_s)}/s; keeping writes under "
-                f"{pct(C.CHECKPOINT_MAX_STALL)} of training needs {_gb(c.write_bytes_per_s_for_stall)}/s")))
+            out.append(_f("warning", "checkpoint", "checkpoint.write_slow", workload=t.name,
+                          write_bytes_per_s=c.write_bytes_per_s, needed_bytes_per_s=c.write_bytes_per_s_for_stall,
+                          max_stall_share=C.CHECKPOINT_MAX_STALL))
     return out
 
 
@@ -260,14 +210,12 @@ def placement(plan) -> list[Finding]:
     out = []
     for p in plan.pools:
         if not p.servers:
-            out.append(Finding("info", "placement", f"pool {p.name}: no workload needs it (0 servers)"))
+            out.append(_f("info", "placement", "placement.pool_unused", pool=p.name))
             continue
-        shared = sum(len(s.workloads) > 1 for s in plan.placement.servers if s.pool == p.name)
-        bound = ("the fewest any packing could use" if p.servers == p.lower_bound_servers else
-                 f"the GPUs alone need at least {p.lower_bound_servers}")
-        out.append(Finding("info", "placement", (
-            f"pool {p.name}: {p.servers} x {p.server} ({bound}); {shared} server{'' if shared == 1 else 's'} "
-            f"shared by several workloads; at most {plan.gpus_busy_peak} of {plan.gpus} GPUs busy at once")))
+        out.append(_f("info", "placement", "placement.pool", pool=p.name, servers=p.servers, server=p.server,
+                      lower_bound_servers=p.lower_bound_servers,
+                      shared_servers=sum(len(s.workloads) > 1 for s in plan.placement.servers if s.pool == p.name),
+                      gpus_busy_peak=plan.gpus_busy_peak, gpus=plan.gpus))
     return out
 
 
@@ -275,71 +223,57 @@ def job_streams(plan) -> list[Finding]:
     out = []
     for j in plan.job_streams:
         if not j.stable:
-            out.append(Finding("problem", "queue", (
-                f"{j.name}: unstable: {sig(j.offered_gpus)} GPUs of work arrive on average for {j.gpus} GPUs "
-                f"(utilisation {pct(j.utilisation)}, at least 100 %); the queue grows without bound")))
+            out.append(_f("problem", "queue", "queue.unstable", workload=j.name, offered_gpus=j.offered_gpus,
+                          gpus=j.gpus, utilisation_share=j.utilisation))
             continue
-        severity = "info" if j.target_met else "warning"
-        out.append(Finding(severity, "queue", (
-            f"{j.name}: {j.gpus} GPUs ({j.slots} jobs at once) for {j.target}: mean wait "
-            f"{duration(j.wait_mean_seconds)}, "
-            f"p95 {duration(j.wait_p95_seconds)}, utilisation {pct(j.utilisation)}"
-            + ("" if j.target_met else " - the target is not met"))))
+        out.append(_f("info" if j.target_met else "warning", "queue", "queue.wait", workload=j.name, gpus=j.gpus,
+                      slots=j.slots, target=j.target, wait_mean_seconds=j.wait_mean_seconds,
+                      wait_p95_seconds=j.wait_p95_seconds, utilisation_share=j.utilisation, target_met=j.target_met))
     return out
 
 
 def cost(plan) -> list[Finding]:
+    """Unpriced and assumed prices, then (as present.cost_text orders them) each stale price, the rental rate
+    compared with and the buy-or-rent verdict (a warning where no rate rents the GPU bought)."""
     c = plan.cost
     out = []
     if c.unpriced:
-        out.append(Finding("warning", "cost", f"no price for {', '.join(c.unpriced)}: counted at $0 (add rows to "
-                                              "data/prices.csv or cost.prices)"))
+        out.append(_f("warning", "cost", "cost.unpriced", items=tuple(c.unpriced)))
     if c.assumed:
-        out.append(Finding("info", "cost", (
-            f"{len(c.assumed)} price{'' if len(c.assumed) == 1 else 's'} used are assumptions to replace with "
-            f"quotes: {', '.join(c.assumed)} (scenario cost.prices overrides any)")))
-    # stale prices, the rental rate chosen for the GPU bought, and the buy-or-rent verdict, in present.cost_text's words
-    out += [Finding(severity, "cost", text) for severity, text in cost_notes(c)]
-    return out
+        out.append(_f("info", "cost", "cost.assumed_prices", items=tuple(c.assumed)))
+    out += [_f("warning", "cost", "cost.stale_price", price=p["id"], item=p["item"], date=p["date"],
+               age_months=p["age_months"]) for p in c.stale_prices]
+    if c.verdict_kind == "no-rate":
+        return out + [_f("warning", "cost", "cost.verdict", refs={"cost": c}, kind=c.verdict_kind)]
+    out += [_f("info", "cost", "cost.rental_compared", note=n) for n in c.rental_notes]
+    return out + [_f("info", "cost", "cost.verdict", refs={"cost": c}, kind=c.verdict_kind)]
 
 
 def fabric(plan) -> list[Finding]:
-    return [Finding("info", "fabric", f"pool {p.name} compute fabric: {p.fabric.reason}")
-            for p in plan.pools if p.servers]
+    return [_f("info", "fabric", "fabric.pool", pool=p.name, reason=p.fabric.reason) for p in plan.pools if p.servers]
 
 
 def assumptions(plan) -> list[Finding]:
-    # one finding, in the sentences the CLI, the app and the report say (present.assumption_text); its prefix lets
-    # a surface that lists the assumptions apart leave this one out
-    said = " ".join(assumption_sentences(plan.scenario, plan.assumptions, plan))
-    out = [Finding("info", "assumptions", f"assumptions used: {said}")]
+    # every assumption by name, worded by present.assumption_text; its code lets a surface that lists the
+    # assumptions apart leave this one out
+    out = [_f("info", "assumptions", "assumptions.used", refs={"scenario": plan.scenario, "plan": plan},
+              assumptions=plan.assumptions)]
     if plan.storage.write_assumed:
-        out.append(Finding("info", "assumptions", (
-            f"{plan.storage.system} publishes no write rate: writes assumed at "
-            f"{pct(C.UNKNOWN_WRITE_SHARE)} of its read rate")))
+        out.append(_f("info", "assumptions", "assumptions.write_rate", system=plan.storage.system,
+                      write_share=C.UNKNOWN_WRITE_SHARE))
     return out + _storage_queue_basis(plan)
 
 
 def _storage_queue_basis(plan) -> list[Finding]:
-    """Say which of the storage queue's figures its catalog row does not publish, and what stands in for them."""
+    """Which of the storage queue's figures its catalog row does not publish, and what stands in for them."""
     from aisize.plan.queues import storage_queue_basis  # the queue's figures and their origin, one reader
 
     b = storage_queue_basis(plan)
-    said = []
-    if b.published_iops_per_s is None:
-        said.append(f"no IOPS, so its IO rate is its read bandwidth / the blend's mean IO size, "
-                    f"{sig(b.unit_rate_per_s)} IO/s per unit")
-    if not b.latency_published:
-        said.append(f"no IO latency, so its queue assumes {ms(b.latency_seconds)} unloaded "
-                    "(STORAGE_LATENCY_SECONDS, the planner's default)")
-    if not said:
+    if b.published_iops_per_s is not None and b.latency_published:
         return []
-    return [Finding("info", "assumptions", f"storage {b.system} publishes " + "; and ".join(said))]
-
-
-CHECKS = (memory_fit, host_memory, storage_binding, storage_capacity, storage_overprovisioned, storage_latency,
-          data_stalls, network_links, inference_targets, compute_notes, throughput_basis, checkpoints, placement,
-          job_streams, fabric, cost, assumptions)
+    return [_f("info", "assumptions", "assumptions.storage_queue", system=b.system,
+               iops_published=b.published_iops_per_s is not None, unit_io_per_s=b.unit_rate_per_s,
+               latency_published=b.latency_published, latency_seconds=b.latency_seconds)]
 
 
 def _fleet(plan) -> list[Finding]:
@@ -348,7 +282,9 @@ def _fleet(plan) -> list[Finding]:
     return fleet_findings(plan)
 
 
-CHECKS = CHECKS[:-1] + (_fleet, CHECKS[-1])  # the fleet through the day (aisize.plan.fleet), before assumptions
+CHECKS = (memory_fit, host_memory, storage_binding, storage_capacity, storage_overprovisioned, storage_latency,
+          data_stalls, network_links, inference_targets, compute_notes, throughput_basis, checkpoints, placement,
+          job_streams, fabric, cost, _fleet, assumptions)  # the fleet through the day (plan.fleet) before assumptions
 
 
 def findings(plan) -> list[Finding]:

@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from aisize import checks
-from aisize import format as F
 from aisize.cost import load_prices
 from aisize.fleet.cost import DayCost, day_cost, server_usd_per_gpu_hour
 from aisize.fleet.failures import FailureRates, Spares, failure_rates, spares_for
@@ -265,7 +264,8 @@ __all__ = ["FleetPlan", "ServiceFleetPlan", "PoolDay", "fleet_plan", "hourly_tab
 
 
 def fleet_findings(plan) -> list:
-    """Findings about the fleet through the day (none without fleet figures)."""
+    """Findings about the fleet through the day (none without fleet figures), as typed facts
+    (:class:`aisize.plan.findings.Finding`; :mod:`aisize.present.findings` words them)."""
     from aisize.plan.findings import Finding
 
     f = plan.fleet
@@ -274,34 +274,28 @@ def fleet_findings(plan) -> list:
     out = []
     for s in f.services:
         d, c = s.day, s.cost
-        out.append(Finding("info", "inference", (
-            f"{d.name}: the autoscaler holds {d.day.least_replicas} to {d.day.peak_replicas} replicas through the day, "
-            f"{F.count(d.day.gpu_hours)} GPU-hours instead of {F.count(d.day.peak_replicas * d.gpus_per_replica * 24)} "
-            f"at the peak all day: {F.usd(c.usd_per_million_tokens)} per million tokens over the day "
-            f"({F.usd(c.usd_per_million_tokens_reserved)} with the peak held)")))
+        out.append(Finding("info", "inference", "fleet.service_day", {
+            "workload": d.name, "least_replicas": d.day.least_replicas, "peak_replicas": d.day.peak_replicas,
+            "gpu_hours": d.day.gpu_hours, "peak_held_gpu_hours": d.day.peak_replicas * d.gpus_per_replica * 24,
+            "usd_per_million_tokens": c.usd_per_million_tokens,
+            "usd_per_million_tokens_peak_held": c.usd_per_million_tokens_reserved}))
         if d.day.overloaded_hours > 0:
-            out.append(Finding("warning", "inference", (
-                f"{d.name}: the load outruns the replicas for {F.duration(d.day.overloaded_hours * HOUR)} a day while "
-                f"new ones load ({F.duration(d.scale_up_seconds)} each): requests queue then; a host cache, a lower "
-                f"target or more min_replicas shortens it")))
+            out.append(Finding("warning", "inference", "fleet.overloaded", {
+                "workload": d.name, "overloaded_seconds": d.day.overloaded_hours * HOUR,
+                "scale_up_seconds": d.scale_up_seconds}))
         if s.tenants is not None and s.tenants.unstable_classes:
-            at = s.tenants_at_seconds / 3600.0
-            out.append(Finding("warning", "inference", (
-                f"{d.name}: at {int(at):02d}:{int(round(at % 1 * 60)):02d} tenant(s) "
-                f"{', '.join(s.tenants.unstable_classes)} are unstable (their queue grows until the loading replicas "
-                f"serve); higher priorities keep their latency")))
+            out.append(Finding("warning", "inference", "fleet.tenants_unstable", {
+                "workload": d.name, "at_seconds": s.tenants_at_seconds, "tenants": tuple(s.tenants.unstable_classes)}))
         if s.heterogeneous is not None and len(s.heterogeneous) and s.heterogeneous.iloc[0].feasible:
             b = s.heterogeneous.iloc[0]
-            out.append(Finding("info", "inference", (
-                f"{d.name}: the cheapest disaggregated pair is prefill on {b.prefill_server} and decode on "
-                f"{b.decode_server}: {F.usd(b.usd_per_million_tokens)} per million tokens at the peak")))
+            out.append(Finding("info", "inference", "fleet.cheapest_pair", {
+                "workload": d.name, "prefill_server": b.prefill_server, "decode_server": b.decode_server,
+                "usd_per_million_tokens": float(b.usd_per_million_tokens)}))
     for pd_ in f.pools:
         if pd_.free_gpu_hours > 0:
-            out.append(Finding("info", "placement", (
-                f"pool {pd_.pool}: {F.count(pd_.free_gpu_hours)} GPU-hours a day stay free (troughs), at most "
-                f"{int(pd_.free_gpus.max())} GPUs at once: room for batch or training jobs in those hours")))
+            out.append(Finding("info", "placement", "fleet.free_gpus", {
+                "pool": pd_.pool, "free_gpu_hours": pd_.free_gpu_hours, "free_gpus_max": int(pd_.free_gpus.max())}))
     if f.site_fits is False:
-        out.append(Finding("problem", "power", (
-            f"site: the plan needs {F.power(f.site_it_watts_needed)} of IT; the site feeds "
-            f"{F.power(f.envelope[0].it_watts)}")))
+        out.append(Finding("problem", "power", "power.site_short", {
+            "it_watts_needed": f.site_it_watts_needed, "it_watts_supplied": f.envelope[0].it_watts}))
     return out

@@ -1,11 +1,313 @@
-"""A finding in words: the sentence every surface (CLI, app, report, JSON, CSV) shows for a plan's finding."""
+"""A finding in words: the sentence every surface (CLI, app, report, JSON, CSV) shows for a plan's finding.
+
+The planner states each finding as typed facts under a stable code (:class:`aisize.plan.findings.Finding`);
+:func:`finding_text` words it here, once, from those facts alone.
+"""
 
 from __future__ import annotations
 
+from aisize.cost.prices import MAX_PRICE_AGE_MONTHS
+from aisize.format import bytes_gpu, count, days, duration, layout, ms, num, pct, plural, power, rate, sig, span, \
+    usd
+from aisize.present.cost_text import verdict
+from aisize.units import GB
+
+
+def _gb(x: float) -> str:
+    return f"{sig(x / GB)} GB"
+
+
+def _tb(x: float) -> str:
+    return f"{sig(x / 1e12)} TB"
+
+
+def _ms(seconds: float) -> str:
+    return str(ms(seconds))
+
+
+def _memory_training(x) -> str:
+    return (f"{x['workload']}: needs {bytes_gpu(x['needed_bytes'])} per GPU with layout "
+            f"{layout(x['layout'], recompute=False)}, but {x['accelerator']} offers "
+            f"{bytes_gpu(x['usable_bytes'])} after headroom: it does not fit")
+
+
+def _memory_service(x) -> str:
+    return (f"{x['workload']}: weights and one {bytes_gpu(x['kv_bytes_per_user'])} context do not fit any replica "
+            f"shape tried (up to {x['gpus_per_replica']} x {x['accelerator']}): "
+            + (x["reason"] or "no shape holds the model"))
+
+
+def _host_short(x) -> str:
+    return (f"{x['workload']}: needs {bytes_gpu(x['needed_bytes'])} of host RAM per server; {x['server']} has "
+            f"{bytes_gpu(x['server_bytes'])}")
+
+
+def _host_over(x) -> str:
+    return (f"host RAM is over-provisioned for this plan: {x['server']} has {bytes_gpu(x['server_bytes'])}, "
+            f"{sig(x['server_bytes'] / x['needed_bytes'])}x the {bytes_gpu(x['needed_bytes'])} the plan needs per "
+            "server")
+
+
+def _storage_too_small(x) -> str:
+    over = x["over_share"]
+    return (f"storage {x['system']} is too small: {x['worst']} demand is {sig(over[x['worst']])}x what it supplies "
+            f"({', '.join(f'{k} {sig(v)}x' for k, v in over.items())})")
+
+
+def _storage_units(x) -> str:
+    by = x["units_by"]
+    return (f"{x['units']:.0f} x {x['system']} bought; {x['binding']} binds (units by read {by['read']:.0f}, "
+            f"write {by['write']:.0f}, IOPS {by['iops']:.0f}, capacity {by['capacity']:.0f})")
+
+
+def _storage_binding(x) -> str:
+    return f"storage {x['system']}: {x['binding']} binds at {pct(x['utilisation_share'])} of what it supplies"
+
+
+def _storage_capacity(x) -> str:
+    return (f"storage {x['system']} publishes no capacity, so aisize cannot check it: the plan needs "
+            f"{_tb(x['raw_bytes'])} raw ({_tb(x['usable_bytes'])} usable at storage_usable_ratio "
+            f"{x['usable_ratio']:g}); confirm the system holds it")
+
+
+def _storage_over(x) -> str:
+    return (f"storage is over-provisioned: the busiest constraint ({x['binding']}) uses "
+            f"{pct(x['utilisation_share'])} of {x['units']:.0f} x {x['system']}")
+
+
+def _storage_unstable(x) -> str:
+    return (f"storage IO queue is unstable: {x['io_per_s']:,.0f} operations/s exceed {x['supply_io_per_s']:,.0f}/s; "
+            "latency grows without bound")
+
+
+def _storage_knee(x) -> str:
+    return (f"storage runs past its latency knee: at {x['io_per_s']:,.0f} operations/s its mean IO latency rises "
+            f"{num(x['elasticity'])} times as fast as the load (mean latency doubles at {x['knee_io_per_s']:,.0f}/s); "
+            f"p95 latency {ms(x['latency_p95_seconds'])}")
+
+
+def _storage_units_knee(x) -> str:
+    return (f"{plural(x['units_at_knee'], 'unit')} of {x['system']} would keep the blend below the latency knee "
+            f"(mean latency within {x['knee_factor']:g}x unloaded); the plan buys {plural(x['units'], 'unit')}, "
+            f"sized by {x['binding']}")
+
+
+def _data_stall(x) -> str:
+    return (f"{x['workload']}: GPUs wait for data {pct(x['stall_share'])} of the time (supplied "
+            f"{_gb(x['supplied_bytes_per_s'])}/s of {_gb(x['needed_bytes_per_s'])}/s)"
+            + (", within the target utilisation" if x["within_target"] else ""))
+
+
+def _bottleneck(x) -> str:
+    return f"{x['workload']}: storage becomes the bottleneck at about {x['bottleneck_gpus']:,.0f} GPUs"
+
+
+def _links_short(x) -> str:
+    return (f"{x['workload']}: the {x['link']} links are below the data demand ({sig(x['utilisation_share'])}x "
+            "their capacity); use faster or more NICs")
+
+
+def _links_busy(x) -> str:
+    return f"{x['workload']}: training data fills {pct(x['utilisation_share'])} of the {x['link']} links"
+
+
+def _links_used(x) -> str:
+    return f"{x['workload']}: training data uses {pct(x['utilisation_share'])} of the {x['link']} links"
+
+
+def _beyond_context(x) -> str:
+    return (f"{x['workload']}: a request of {x['request_tokens']:,.0f} tokens exceeds {x['model']}'s context window "
+            f"of {x['context_window_tokens']:,} tokens: the model cannot serve it")
+
+
+def _slo_missed(x) -> str:
+    stat, missed = x["statistic"], []
+    if not x["ttft_met"]:
+        missed.append(f"TTFT {stat} {_ms(x['ttft_seconds'])} over the {_ms(x['ttft_target_seconds'])} target")
+    if not x["tpot_met"]:
+        missed.append(f"TPOT {stat} {_ms(x['tpot_seconds'])} over the {_ms(x['tpot_target_seconds'])} target")
+    return f"{x['workload']}: " + "; ".join(missed)
+
+
+def _uncalibrated(x) -> str:
+    spread = ""
+    if x["capacity_range_output_tokens_per_s"]:
+        lo, hi = x["capacity_range_output_tokens_per_s"]
+        t_lo, t_hi = x["tpot_range_seconds"]
+        over = x["overloaded_under"]
+        spread = (f": under the calibrated generations' efficiencies its {plural(x['replicas'], 'replica')} serve "
+                  f"{sig(lo)} to {sig(hi)} output tokens/s at most and its TPOT mean is "
+                  + (_ms(t_lo) if t_lo == t_hi else f"{_ms(t_lo)} to {_ms(t_hi)}")
+                  + (f" (with the {' and '.join(over)} efficiencies the load would overload them)" if over else "")
+                  + "; size with the low end")
+    return (f"{x['workload']}: {x['accelerator']} is of a GPU generation without fitted serving efficiencies; "
+            f"Hopper's stand in, so its figures are uncalibrated{spread}")
+
+
+def _service_knee(x) -> str:
+    return (f"{x['workload']}: past the latency knee at {x['requests_per_s']:g} requests/s: its {x['statistic']} "
+            f"request latency rises {num(x['elasticity'])} times as fast as the load there (at this slope "
+            f"{pct(x['load_rise_share'])} more load adds {pct(x['elasticity'] * x['load_rise_share'])} to latency)")
+
+
+def _disaggregated(x) -> str:
+    return (f"{x['workload']}: disaggregated, {x['prefill_gpus']} prefill + {x['decode_gpus']} decode GPUs; each "
+            f"request ships its prompt's {bytes_gpu(x['kv_bytes_per_request'])} of KV cache "
+            f"({_ms(x['kv_transfer_seconds'])}), {rate(x['kv_link_bytes_per_s'])} in all, "
+            f"{pct(x['kv_link_utilisation_share'])} of the prefill NICs")
+
+
+def _mfu_gap(x) -> str:
+    return (f"{x['workload']}: the step-time model predicts MFU {pct(x['mfu_predicted_share'])}, the plan assumes "
+            f"{pct(x['mfu_assumed_share'])}: check the assumption")
+
+
+def _throughput(x) -> str:
+    mfu = "" if "MFU" in x["basis"] else f" ({pct(x['mfu_assumed_share'])} MFU)"  # the basis may name it
+    return (f"{x['workload']}: throughput {x['basis']}{mfu}; {days(x['training_days'])}, "
+            f"range {span(x['days_low'], x['days_high'], 'days')} ({x['days_range_basis']})"
+            + (f"; source: {x['source']}" if x["source"] else ""))
+
+
+def _goodput_zero(x) -> str:
+    return (f"{x['workload']}: goodput 0: failures come faster than checkpoints and restarts; the job never "
+            "finishes (raise the node MTBF, cut the restart time or use fewer servers)")
+
+
+def _goodput_low(x) -> str:
+    return (f"{x['workload']}: goodput {pct(x['goodput_share'])}: failures and checkpoints cost over "
+            f"{pct(1 - x['goodput_warning_share'])} of wall time")
+
+
+def _checkpoint_slow(x) -> str:
+    return (f"{x['workload']}: checkpoints write at {_gb(x['write_bytes_per_s'])}/s; keeping writes under "
+            f"{pct(x['max_stall_share'])} of training needs {_gb(x['needed_bytes_per_s'])}/s")
+
+
+def _pool(x) -> str:
+    shared = x["shared_servers"]
+    bound = ("the fewest any packing could use" if x["servers"] == x["lower_bound_servers"] else
+             f"the GPUs alone need at least {x['lower_bound_servers']}")
+    return (f"pool {x['pool']}: {x['servers']} x {x['server']} ({bound}); {shared} server{'' if shared == 1 else 's'} "
+            f"shared by several workloads; at most {x['gpus_busy_peak']} of {x['gpus']} GPUs busy at once")
+
+
+def _queue_unstable(x) -> str:
+    return (f"{x['workload']}: unstable: {sig(x['offered_gpus'])} GPUs of work arrive on average for {x['gpus']} GPUs "
+            f"(utilisation {pct(x['utilisation_share'])}, at least 100 %); the queue grows without bound")
+
+
+def _queue_wait(x) -> str:
+    return (f"{x['workload']}: {x['gpus']} GPUs ({x['slots']} jobs at once) for {x['target']}: mean wait "
+            f"{duration(x['wait_mean_seconds'])}, p95 {duration(x['wait_p95_seconds'])}, utilisation "
+            f"{pct(x['utilisation_share'])}" + ("" if x["target_met"] else " - the target is not met"))
+
+
+def _unpriced(x) -> str:
+    return f"no price for {', '.join(x['items'])}: counted at $0 (add rows to data/prices.csv or cost.prices)"
+
+
+def _assumed_prices(x) -> str:
+    n = len(x["items"])
+    return (f"{n} price{'' if n == 1 else 's'} used are assumptions to replace with quotes: "
+            f"{', '.join(x['items'])} (scenario cost.prices overrides any)")
+
+
+def _stale_price(x) -> str:
+    return (f"price {x['price']} ({x['item']}) is dated {x['date']}, {sig(x['age_months'])} months ago "
+            f"(older than {num(MAX_PRICE_AGE_MONTHS)} months): replace it with a current figure "
+            "(data/prices.csv or cost.prices)")
+
+
+def _assumptions_used(x) -> str:
+    from aisize.present.assumption_text import assumption_sentences
+
+    return "assumptions used: " + " ".join(assumption_sentences(x["scenario"], x["assumptions"], x["plan"]))
+
+
+def _write_rate(x) -> str:
+    return f"{x['system']} publishes no write rate: writes assumed at {pct(x['write_share'])} of its read rate"
+
+
+def _storage_queue(x) -> str:
+    said = []
+    if not x["iops_published"]:
+        said.append(f"no IOPS, so its IO rate is its read bandwidth / the blend's mean IO size, "
+                    f"{sig(x['unit_io_per_s'])} IO/s per unit")
+    if not x["latency_published"]:
+        said.append(f"no IO latency, so its queue assumes {ms(x['latency_seconds'])} unloaded "
+                    "(STORAGE_LATENCY_SECONDS, the planner's default)")
+    return f"storage {x['system']} publishes " + "; and ".join(said)
+
+
+def _service_day(x) -> str:
+    return (f"{x['workload']}: the autoscaler holds {x['least_replicas']} to {x['peak_replicas']} replicas through the "
+            f"day, {count(x['gpu_hours'])} GPU-hours instead of {count(x['peak_held_gpu_hours'])} at the peak all "
+            f"day: {usd(x['usd_per_million_tokens'])} per million tokens over the day "
+            f"({usd(x['usd_per_million_tokens_peak_held'])} with the peak held)")
+
+
+def _overloaded(x) -> str:
+    return (f"{x['workload']}: the load outruns the replicas for {duration(x['overloaded_seconds'])} a day while new "
+            f"ones load ({duration(x['scale_up_seconds'])} each): requests queue then; a host cache, a lower target "
+            "or more min_replicas shortens it")
+
+
+def _tenants_unstable(x) -> str:
+    at = x["at_seconds"] / 3600.0
+    return (f"{x['workload']}: at {int(at):02d}:{int(round(at % 1 * 60)):02d} tenant(s) {', '.join(x['tenants'])} "
+            "are unstable (their queue grows until the loading replicas serve); higher priorities keep their latency")
+
+
+def _cheapest_pair(x) -> str:
+    return (f"{x['workload']}: the cheapest disaggregated pair is prefill on {x['prefill_server']} and decode on "
+            f"{x['decode_server']}: {usd(x['usd_per_million_tokens'])} per million tokens at the peak")
+
+
+def _free_gpus(x) -> str:
+    return (f"pool {x['pool']}: {count(x['free_gpu_hours'])} GPU-hours a day stay free (troughs), at most "
+            f"{x['free_gpus_max']} GPUs at once: room for batch or training jobs in those hours")
+
+
+def _site_short(x) -> str:
+    return f"site: the plan needs {power(x['it_watts_needed'])} of IT; the site feeds {power(x['it_watts_supplied'])}"
+
+
+WORDS = {
+    "memory.training_does_not_fit": _memory_training, "memory.service_does_not_fit": _memory_service,
+    "host.ram_short": _host_short, "host.ram_overprovisioned": _host_over,
+    "storage.too_small": _storage_too_small, "storage.units_bought": _storage_units,
+    "storage.binding": _storage_binding, "storage.capacity_unpublished": _storage_capacity,
+    "storage.overprovisioned": _storage_over, "storage.io_unstable": _storage_unstable,
+    "storage.past_knee": _storage_knee, "storage.units_for_knee": _storage_units_knee,
+    "storage.data_stall": _data_stall, "storage.bottleneck_gpus": _bottleneck,
+    "network.links_short": _links_short, "network.links_busy": _links_busy, "network.links_used": _links_used,
+    "inference.beyond_context": _beyond_context, "inference.slo_unreachable": lambda x: f"{x['workload']}: {x['reason']}",
+    "inference.slo_missed": _slo_missed, "inference.uncalibrated": _uncalibrated,
+    "inference.past_knee": _service_knee, "inference.disaggregated": _disaggregated,
+    "compute.chinchilla": lambda x: f"{x['workload']}: {x['note']}", "compute.mfu_gap": _mfu_gap,
+    "compute.throughput_basis": _throughput,
+    "checkpoint.goodput_zero": _goodput_zero, "checkpoint.goodput_low": _goodput_low,
+    "checkpoint.write_slow": _checkpoint_slow,
+    "placement.pool_unused": lambda x: f"pool {x['pool']}: no workload needs it (0 servers)",
+    "placement.pool": _pool, "queue.unstable": _queue_unstable, "queue.wait": _queue_wait,
+    "cost.unpriced": _unpriced, "cost.assumed_prices": _assumed_prices, "cost.stale_price": _stale_price,
+    "cost.rental_compared": lambda x: f"rental compared with the GPU bought: {x['note']}", "cost.verdict": lambda x: verdict(x["cost"]),
+    "fabric.pool": lambda x: f"pool {x['pool']} compute fabric: {x['reason']}",
+    "assumptions.used": _assumptions_used, "assumptions.write_rate": _write_rate,
+    "assumptions.storage_queue": _storage_queue,
+    "fleet.service_day": _service_day, "fleet.overloaded": _overloaded, "fleet.tenants_unstable": _tenants_unstable,
+    "fleet.cheapest_pair": _cheapest_pair, "fleet.free_gpus": _free_gpus, "power.site_short": _site_short,
+}
+
 
 def finding_text(finding) -> str:
-    """The sentence that says ``finding`` (an :class:`aisize.plan.findings.Finding`)."""
-    return finding.text
+    """The sentence that says ``finding`` (an :class:`aisize.plan.findings.Finding`), from its facts alone."""
+    try:
+        words = WORDS[finding.code]
+    except KeyError:
+        raise ValueError(f"finding code {finding.code!r} has no wording in aisize.present.findings.WORDS") from None
+    return words(finding.facts | finding.refs)
 
 
-__all__ = ["finding_text"]
+__all__ = ["finding_text", "WORDS"]

@@ -10,6 +10,7 @@ from aisize.plan.bom import bom_table, cost_table, job_streams_table, placement_
     workloads_table
 from aisize.present.cost_text import verdict
 from aisize.present.figures import gpus_busy
+from aisize.present.findings import finding_text
 
 
 def _money(x: float | None) -> str:
@@ -41,7 +42,7 @@ def _text(frame, title_column: str | None = None) -> str:
 
 
 def _finding(f) -> str:
-    return f"  [{f.severity}] {f.area}: {f.text}"
+    return f"  [{f.severity}] {f.area}: {finding_text(f)}"
 
 
 def _used(s) -> str:
@@ -79,15 +80,12 @@ def summary_text(p) -> str:
     lines += ["", "Workloads", _text(workloads_table(p), title_column="workload")]
     lines += ["", "Findings"]
     lines += [_finding(f) for f in p.findings if f.area != "assumptions"]
-    lines += [_finding(f) for f in p.findings if f.area == "assumptions" and not f.text.startswith(ASSUMPTIONS)]
+    lines += [_finding(f) for f in p.findings if f.area == "assumptions" and f.code != "assumptions.used"]
     scenario = getattr(p, "scenario", None)
     if scenario is not None:
         lines += ["", "Assumptions (policies, then the planner's and engines' defaults)"]
         lines += [f"  {line}" for line in assumption_sentences(scenario, p.assumptions, p)]
     return F.fit_lines("\n".join(lines)) + "\n"
-
-
-ASSUMPTIONS = "assumptions used:"  # the finding that lists them by name (aisize.plan.findings.assumptions)
 
 
 def _value(text: str):

@@ -7,6 +7,7 @@ import math
 from aisize import catalog
 from aisize import format as F
 from aisize.plan import bom_table
+from aisize.present.findings import finding_text
 from aisize.report.context import ReportContext
 from aisize.report.markup import (DASH, Html, block, count, days, duration, esc, facts, note, para,
                                   sig, table)
@@ -52,8 +53,8 @@ def finding_rows(ctx: ReportContext) -> list[list]:
     """(severity, area, text) rows; the long list of assumptions is replaced by a pointer to its table."""
     rows = []
     for f in ctx.plan.findings:
-        text = f.text
-        if f.area == "assumptions" and text.startswith(ASSUMPTIONS_PREFIX):
+        text = finding_text(f)
+        if f.code == "assumptions.used":
             text = (f"{ASSUMPTIONS_PREFIX} {len(ctx.plan.assumptions)} values, each listed with its "
                     "value in the Assumptions section")
         badge = Html(f'<span class="sev sev-{esc(f.severity)}">{esc(SEVERITY_LABEL.get(f.severity, f.severity))}'

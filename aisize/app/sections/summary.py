@@ -19,6 +19,7 @@ from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.plan import bom_table, to_json, write_csv
 from aisize.present.assumption_text import assumption_sentences
+from aisize.present.findings import finding_text
 from aisize.plan.bom import workloads_table
 from aisize.scenario import dumps
 
@@ -37,7 +38,7 @@ def download_link(name: str, payload: bytes, label: str | None = None) -> str:
 
 def findings_html(findings) -> str:
     items = [f"<li class='aisize-finding {html.escape(f.severity)}'>{SEVERITY_ICON.get(f.severity, '')} "
-             f"<b>{html.escape(f.area)}</b>: {html.escape(f.text)}</li>"
+             f"<b>{html.escape(f.area)}</b>: {html.escape(finding_text(f))}</li>"
              for f in findings if f.area != "assumptions"]
     return "<ul class='aisize-findings'>" + "".join(items) + "</ul>"
 
