@@ -22,3 +22,23 @@ def test_accuracy_tab_counts_ok_rough_and_outside_apart():
         expected[["family", "compared", "ok", "rough", "outside"]].values.tolist()
     flops = expected.set_index("family").loc["flops-time"]
     assert flops["rough"] > 0 and flops["ok"] + flops["rough"] + flops["outside"] == flops["compared"]
+
+
+def test_the_long_case_chart_and_runs_table_scroll_in_boxes_below_the_counts():
+    """The Accuracy tab's case chart (131 cases at 12 px) and a family's runs (82 rows of three lines) made a page
+    about 12,000 px tall: each stands in a box at most K.SCROLL_HEIGHT_PX tall that scrolls, below the family counts,
+    which stay whole."""
+    from aisize.app import controls as K
+
+    app = build_app(display=False)
+    tab = app.open_tab("Accuracy")
+    runs = tab.serving
+
+    def box_of(widget, parent):
+        return next(c for c in parent.children if getattr(c, "children", None) and widget in c.children)
+
+    for widget, parent in ((tab.chart.box, tab.view), (runs.runs, runs.view)):
+        box = box_of(widget, parent)
+        assert box.layout.max_height == f"{K.SCROLL_HEIGHT_PX}px" and box.layout.overflow == "auto"
+    assert tab.table in tab.view.children and runs.summary in runs.view.children  # the counts are not in a box
+    assert K.SCROLL_HEIGHT_PX <= 800

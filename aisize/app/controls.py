@@ -157,6 +157,17 @@ def figures_column(children) -> widgets.VBox:
                                                               padding="0 0 0 10px"))
 
 
+# Tallest a long chart or table stands on a page before it scrolls in its own box [px]: the Accuracy tab's 131 cases
+# and 82 serving runs made a page about 12,000 px tall (screenshot review 09:15)
+SCROLL_HEIGHT_PX = 560
+
+
+def scroll_box(child, max_height_px: int = SCROLL_HEIGHT_PX) -> widgets.Box:
+    """``child`` in a box at most ``max_height_px`` tall that scrolls (its counts stay above it, whole)."""
+    return widgets.Box([child], layout=widgets.Layout(max_height=f"{int(max_height_px)}px", overflow="auto",
+                                                      flex_flow="column", flex="0 0 auto"))
+
+
 def heading(text: str, note: str = "") -> widgets.HTML:
     extra = f"<span class='aisize-note'> — {html.escape(note)}</span>" if note else ""
     return widgets.HTML(f"<h3 class='aisize-h'>{html.escape(text)}{extra}</h3>")

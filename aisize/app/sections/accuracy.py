@@ -48,7 +48,7 @@ class AccuracySection(Section):
                          "case's tolerance. The serving runs are read with the parallelism each run's script used "
                          "(data/validation/, e.g. EP 8 where a result recorded none), so a family can count more runs "
                          "within 15 % here than a check that fills a missing EP with 1 (docs/estimates.md).</p>"),
-            self.table, self.chart.box, K.heading("Outside their tolerance, and why", "serving runs: below"),
+            self.table, K.scroll_box(self.chart.box), K.heading("Outside their tolerance, and why", "serving runs: below"),
             self.outside, K.heading("Left out, and why", "cases whose source does not give what a comparison needs"),
             self.left, self.serving.view]
 

@@ -127,7 +127,7 @@ class ServingRuns:
             K.heading("Serving: every public run", "predicted against published output tokens/s per GPU"),
             self.chart.box,
             widgets.HBox([self.upload, self.use, self.default], layout=widgets.Layout(align_items="center")),
-            self.error, self.info, self.summary, self.family, self.runs])
+            self.error, self.info, self.summary, self.family, K.scroll_box(self.runs)])
         self.upload.observe(self._on_upload, names="value")
         self.use.on_click(lambda _: self._select(True))
         self.default.on_click(lambda _: self._select(False))
