@@ -83,10 +83,11 @@ def storage_capacity(plan) -> list[Finding]:
 
 def storage_overprovisioned(plan) -> list[Finding]:
     s = plan.storage
-    used = [u for u in s.utilisation.values() if u is not None]
-    if used and max(used) < 1.0 / C.OVERPROVISION_FACTOR:
-        return [_f("info", "storage", "storage.overprovisioned", system=s.system, units=s.units, binding=s.binding,
-                   utilisation_share=max(used))]
+    used = {k: u for k, u in s.utilisation.items() if u is not None}
+    busiest = max(used, key=used.get, default=None)
+    if busiest is not None and used[busiest] < 1.0 / C.OVERPROVISION_FACTOR:
+        return [_f("info", "storage", "storage.overprovisioned", system=s.system, units=s.units, busiest=busiest,
+                   utilisation_share=used[busiest])]
     return []
 
 
@@ -215,7 +216,7 @@ def placement(plan) -> list[Finding]:
         out.append(_f("info", "placement", "placement.pool", pool=p.name, servers=p.servers, server=p.server,
                       lower_bound_servers=p.lower_bound_servers,
                       shared_servers=sum(len(s.workloads) > 1 for s in plan.placement.servers if s.pool == p.name),
-                      gpus_busy_peak=plan.gpus_busy_peak, gpus=plan.gpus))
+                      gpus_busy_peak=plan.gpus_busy_peak, gpus=plan.gpus, pools=len(plan.pools)))
     return out
 
 

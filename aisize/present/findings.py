@@ -54,14 +54,28 @@ def _storage_too_small(x) -> str:
             f"({', '.join(f'{k} {sig(v)}x' for k, v in over.items())})")
 
 
+_CONSTRAINT = {"read": "read bandwidth", "write": "write bandwidth", "iops": "IOPS", "capacity": "capacity",
+               "minimum": "the minimum purchase", "none": "nothing"}  # a storage plan's binding constraint, in words
+
+
+def _constraint(name: str) -> str:
+    return _CONSTRAINT.get(name, name)
+
+
 def _storage_units(x) -> str:
-    by = x["units_by"]
-    return (f"{x['units']:.0f} x {x['system']} bought; {x['binding']} binds (units by read {by['read']:.0f}, "
-            f"write {by['write']:.0f}, IOPS {by['iops']:.0f}, capacity {by['capacity']:.0f})")
+    by, binding, units = x["units_by"], x["binding"], round(x["units"])
+    others = ", ".join(f"{_constraint(k)} {by[k]:.0f}" for k in ("read", "write", "iops", "capacity")
+                       if k in by and k != binding)
+    if binding not in by:  # the floor (storage_minimum_units) or nothing asked of the storage
+        return (f"the plan buys {plural(units, 'unit')} of {x['system']}, the minimum purchase: no constraint needs "
+                f"more (units needed by {others})")
+    return (f"the plan buys {plural(units, 'unit')} of {x['system']}, as many as {_constraint(binding)} needs "
+            f"(units needed by {others})")
 
 
 def _storage_binding(x) -> str:
-    return f"storage {x['system']}: {x['binding']} binds at {pct(x['utilisation_share'])} of what it supplies"
+    return (f"storage {x['system']}: {_constraint(x['binding'])} is its busiest constraint, at "
+            f"{pct(x['utilisation_share'])} of what it supplies")
 
 
 def _storage_capacity(x) -> str:
@@ -71,8 +85,10 @@ def _storage_capacity(x) -> str:
 
 
 def _storage_over(x) -> str:
-    return (f"storage is over-provisioned: the busiest constraint ({x['binding']}) uses "
-            f"{pct(x['utilisation_share'])} of {x['units']:.0f} x {x['system']}")
+    units = round(x["units"])
+    return (f"storage is over-provisioned: its busiest constraint, {_constraint(x['busiest'])}, uses only "
+            f"{pct(x['utilisation_share'])} of what {plural(units, 'unit')} of {x['system']} "
+            f"{'supplies' if units == 1 else 'supply'}")
 
 
 def _storage_unstable(x) -> str:
@@ -87,9 +103,14 @@ def _storage_knee(x) -> str:
 
 
 def _storage_units_knee(x) -> str:
-    return (f"{plural(x['units_at_knee'], 'unit')} of {x['system']} would keep the blend below the latency knee "
-            f"(mean latency within {x['knee_factor']:g}x unloaded); the plan buys {plural(x['units'], 'unit')}, "
-            f"sized by {x['binding']}")
+    need, bought, knee = x["units_at_knee"], x["units"], f"{x['knee_factor']:g}x"
+    if need <= bought:
+        return (f"the {plural(bought, 'unit')} of {x['system']} bought (for {_constraint(x['binding'])}) "
+                f"{'keeps' if bought == 1 else 'keep'} the IO blend below the latency knee (mean latency within "
+                f"{knee} unloaded)" + ("" if need == bought else f"; {plural(need, 'unit')} would be enough for that"))
+    return (f"{plural(need, 'unit')} of {x['system']} would keep the IO blend below the latency knee (mean latency "
+            f"within {knee} unloaded); the plan buys {bought}, for {_constraint(x['binding'])}: add "
+            f"{need - bought} for latency headroom")
 
 
 def _data_stall(x) -> str:
@@ -98,8 +119,21 @@ def _data_stall(x) -> str:
             + (", within the target utilisation" if x["within_target"] else ""))
 
 
+FAR_ABOVE = 100  # a storage bound this many times the job's GPUs is said as "far above", not as a count
+
+
 def _bottleneck(x) -> str:
-    return f"{x['workload']}: storage becomes the bottleneck at about {x['bottleneck_gpus']:,.0f} GPUs"
+    bound, gpus = x["bottleneck_gpus"], x["job_gpus"]
+    if not gpus:
+        return f"{x['workload']}: storage would limit this job beyond about {bound:,.0f} GPUs"
+    if bound < gpus:
+        return (f"{x['workload']}: storage limits this job: it feeds about {bound:,.0f} GPUs at full speed, fewer than "
+                f"the {gpus:,} it uses")
+    if bound > FAR_ABOVE * gpus:
+        return (f"{x['workload']}: storage keeps up with this job with room to spare: it would limit it only beyond "
+                f"{FAR_ABOVE}x the {gpus:,} GPUs it uses")
+    return (f"{x['workload']}: storage would limit this job beyond about {bound:,.0f} GPUs, {sig(bound / gpus)}x the "
+            f"{gpus:,} it uses")
 
 
 def _links_short(x) -> str:
@@ -188,8 +222,11 @@ def _pool(x) -> str:
     shared = x["shared_servers"]
     bound = ("the fewest any packing could use" if x["servers"] == x["lower_bound_servers"] else
              f"the GPUs alone need at least {x['lower_bound_servers']}")
-    return (f"pool {x['pool']}: {x['servers']} x {x['server']} ({bound}); {shared} server{'' if shared == 1 else 's'} "
-            f"shared by several workloads; at most {x['gpus_busy_peak']} of {x['gpus']} GPUs busy at once")
+    sharing = ("no server is shared between workloads" if shared == 0 else
+               f"{plural(shared, 'server')} {'is' if shared == 1 else 'are'} shared by several workloads")
+    whole = "the plan's" if x["pools"] > 1 else "the"  # the busy peak is the whole plan's, not the pool's
+    return (f"pool {x['pool']}: {x['servers']} x {x['server']} ({bound}); {sharing}; at most "
+            f"{x['gpus_busy_peak']:,} of {whole} {x['gpus']:,} GPUs are busy at once")
 
 
 def _queue_unstable(x) -> str:
@@ -198,9 +235,10 @@ def _queue_unstable(x) -> str:
 
 
 def _queue_wait(x) -> str:
-    return (f"{x['workload']}: {x['gpus']} GPUs ({x['slots']} jobs at once) for {x['target']}: mean wait "
-            f"{duration(x['wait_mean_seconds'])}, p95 {duration(x['wait_p95_seconds'])}, utilisation "
-            f"{pct(x['utilisation_share'])}" + ("" if x["target_met"] else " - the target is not met"))
+    return (f"{x['workload']}: {x['gpus']} GPUs run {plural(x['slots'], 'job')} at once (sized for {x['target']}); "
+            f"a job waits {duration(x['wait_mean_seconds'])} on average, {duration(x['wait_p95_seconds'])} at p95, "
+            f"and the GPUs are busy {pct(x['utilisation_share'])} of the time"
+            + ("" if x["target_met"] else ": the target is not met"))
 
 
 def _unpriced(x) -> str:
@@ -209,7 +247,7 @@ def _unpriced(x) -> str:
 
 def _assumed_prices(x) -> str:
     n = len(x["items"])
-    return (f"{n} price{'' if n == 1 else 's'} used are assumptions to replace with quotes: "
+    return (f"{plural(n, 'price')} used {'is an assumption' if n == 1 else 'are assumptions'} to replace with quotes: "
             f"{', '.join(x['items'])} (scenario cost.prices overrides any)")
 
 
@@ -232,11 +270,11 @@ def _write_rate(x) -> str:
 def _storage_queue(x) -> str:
     said = []
     if not x["iops_published"]:
-        said.append(f"no IOPS, so its IO rate is its read bandwidth / the blend's mean IO size, "
+        said.append(f"no IOPS, so its IO rate is taken as its read bandwidth / the IO blend's mean IO size, "
                     f"{sig(x['unit_io_per_s'])} IO/s per unit")
     if not x["latency_published"]:
-        said.append(f"no IO latency, so its queue assumes {ms(x['latency_seconds'])} unloaded "
-                    "(STORAGE_LATENCY_SECONDS, the planner's default)")
+        said.append(f"no IO latency, so its queue assumes the planner's default, {ms(x['latency_seconds'])} "
+                    "unloaded")
     return f"storage {x['system']} publishes " + "; and ".join(said)
 
 
@@ -255,8 +293,11 @@ def _overloaded(x) -> str:
 
 def _tenants_unstable(x) -> str:
     at = x["at_seconds"] / 3600.0
-    return (f"{x['workload']}: at {int(at):02d}:{int(round(at % 1 * 60)):02d} tenant(s) {', '.join(x['tenants'])} "
-            "are unstable (their queue grows until the loading replicas serve); higher priorities keep their latency")
+    tenants = x["tenants"]
+    who = (f"tenant {tenants[0]} is unstable (its" if len(tenants) == 1 else
+           f"tenants {', '.join(tenants[:-1])} and {tenants[-1]} are unstable (their")
+    return (f"{x['workload']}: at {int(at):02d}:{int(round(at % 1 * 60)):02d} {who} queue grows until "
+            "the loading replicas serve); higher priorities keep their latency")
 
 
 def _cheapest_pair(x) -> str:
