@@ -20,6 +20,7 @@ from aisize.queueing.curves import STORAGE_PEAK_UTILISATION
 from aisize.scenario import from_dict, preset, preset_names, to_dict
 from aisize.storage.sizing import choose_system, purchasable, unit_iops_at
 from aisize.units import TB
+from aisize.present.findings import finding_text  # a finding's one sentence
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +85,7 @@ def test_every_preset_pays_for_the_units_it_bought_not_for_bandwidth(plans, name
     assert not [x for x in p.cost.capital_lines if x.unit == "GB/s"]
     if bought.capacity_bytes is None:  # the source documents' systems (hpe-weka-resnet, littles-law): named, $0
         assert (line.kind, line.quantity, line.usd) == ("unpriced", s.units, 0.0)
-        assert line.item in p.cost.unpriced and any("no price for storage" in f.text for f in p.findings)
+        assert line.item in p.cost.unpriced and any("no price for storage" in finding_text(f) for f in p.findings)
         return
     assert line.price_id == "storage-per-tb" and line.kind == "assumption"  # no public unit price in the table
     tb = s.units * bought.capacity_bytes / TB

@@ -1,5 +1,14 @@
 """The storage knee as the slope at the operating point (issue 49.2, as for a service): a storage knee warning fires
-only where a 10 % rise of the blend's IO rate raises its mean IO latency by more than KNEE_ELASTICITY x 10 %."""
+only where a 10 % rise of the blend's IO rate raises its mean IO latency by more than KNEE_ELASTICITY x 10 %. The
+closed curve's knee (the Queueing tab's line) is where that curve bends: its asymptotes R = S and R = N / X_max meet
+at N* = X_max x S (Lazowska et al. 1984, section 5.3).
+
+Hand-worked, xe9680-genai: one YanRong F9000X serves 56.3e9 B/s / 1,048,576 B = 53,692 IO/s (53,700 at the blend's
+mean IO), saturation 53,700 / 0.959 = 55,996 IO/s, S = 0.2 ms, so N* = 55,996 x 0.0002 = 11.2 -> 11 IOs. On the
+fitted M/M/2, N = X R = rho X_max S / (1 - rho^2), so at N* rho / (1 - rho^2) = 1: rho = (sqrt 5 - 1) / 2 = 0.618
+and R = S / rho = 1.618 S. The former knee, 2 S (rho = 0.707, N = 1.414 N* = 15.8 -> 15 IOs), sat on the straight
+part: there the curve's slope dR/dN = 2 rho / (1 + rho^2) / X_max is already 94 % of its asymptote's.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +16,11 @@ import pytest
 
 from aisize.plan import context as C
 from aisize.plan import plan
+from aisize.plan.queues import storage_latency_curve
 from aisize.plan.storage import _elasticity
-from aisize.queueing import latency_vs_load, storage_station
+from aisize.present.findings import finding_text  # a finding's one sentence
+from aisize.queueing import (Station, bend_concurrency, knee_concurrency, latency_vs_concurrency, latency_vs_load,
+                             storage_station)
 from aisize.scenario import from_dict, preset, to_dict
 
 
@@ -19,7 +31,7 @@ def _weka(gpus: int):
 
 
 def _warned(p) -> bool:
-    return any(f.severity == "warning" and f.area == "storage" and "latency knee" in f.text for f in p.findings)
+    return any(f.severity == "warning" and f.area == "storage" and "latency knee" in finding_text(f) for f in p.findings)
 
 
 @pytest.mark.parametrize("rho, slope", [(0.3, 0.2121), (0.6, 1.3393), (0.7, 2.5277), (0.8, 5.9574)])
@@ -44,7 +56,7 @@ def test_the_warning_follows_the_slope_not_a_load_threshold():
         assert _warned(p) == steep, (gpus, s.io_utilisation, s.latency_elasticity)
         seen.add(steep)
         if steep:  # the warning says the slope it fired on
-            text = next(f.text for f in p.findings if f.area == "storage" and "latency knee" in f.text)
+            text = next(t for t in map(finding_text, p.findings) if "latency knee" in t)
             assert "times as fast as the load" in text
     assert seen == {True, False}
 
@@ -58,3 +70,41 @@ def test_presets_warn_only_on_a_steep_slope(name):
         assert s.io_utilisation == pytest.approx(0.857, abs=0.002) and _warned(p)
     else:  # light load: latency rises about as fast as the load or slower
         assert s.latency_elasticity < 1.0 and not _warned(p)
+
+
+def test_the_closed_knee_is_where_the_curve_bends_not_where_latency_doubles():
+    p = plan(preset("xe9680-genai"))
+    s = p.storage
+    st = s.station
+    assert st.service_seconds == 200e-6 and st.saturation_per_s == pytest.approx(55_996, rel=1e-3)
+    assert s.knee_concurrency == bend_concurrency(st) == 11  # floor(55,996 x 0.0002 = 11.2)
+    assert knee_concurrency(st, 2.0) == 15 > s.knee_concurrency  # the 2x point: the knee drawn before (issue 49)
+    golden = (5**0.5 - 1) / 2
+    at_bend = latency_vs_concurrency(st, st.saturation_per_s * st.service_seconds)
+    assert at_bend.response_mean_seconds == pytest.approx(st.service_seconds / golden, rel=1e-6)  # 1.618 S
+    assert at_bend.utilisation == pytest.approx(golden, rel=1e-6)
+    # the slope of the curve drawn (dR/dN, in units of its straight part's 1 / X_max): the bend is where it turns,
+    # the former knee already on the straight part
+    def slope(n):
+        r = latency_vs_concurrency(st, [n * 0.999, n * 1.001]).response_mean_seconds
+        return (r[1] - r[0]) / (n * 0.002) * st.saturation_per_s
+    n_star = st.saturation_per_s * st.service_seconds  # 11.2
+    assert slope(n_star) == pytest.approx(2 * golden / (1 + golden**2), abs=2e-3)  # 0.894
+    old = slope(2**0.5 * n_star)  # the old knee, 15.8 IOs: rho = 0.707, 2 x 0.707 / 1.5 = 0.943, straight
+    assert old == pytest.approx(2 * 0.5**0.5 / 1.5, abs=2e-3) and old > 0.94
+    assert slope(3.0) < 0.5  # well before the bend the curve is still flat-ish
+    # the tab and the report draw this knee on the plan's own curve, which reaches twice past it
+    frame = storage_latency_curve(p)
+    assert frame["concurrency"].max() >= 2 * s.knee_concurrency
+
+
+def test_a_plain_station_bends_at_its_channels():
+    # R(N) = S max(1, N / c): flat to c, straight after; the asymptotes meet at N* = c
+    assert bend_concurrency(Station(250, 2e-4)) == 250
+    assert bend_concurrency(storage_station(2_500_000, 2e-4)) == int(2_500_000 / 0.959 * 2e-4)  # 521
+
+
+@pytest.mark.parametrize("name", ["xe9680-genai", "serving-at-scale", "agentic-coding", "littles-law"])
+def test_every_presets_storage_knee_is_its_bend(name):
+    s = plan(preset(name)).storage
+    assert s.knee_concurrency == int(s.station.saturation_per_s * s.station.service_seconds * (1 + 1e-12))

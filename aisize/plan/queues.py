@@ -22,6 +22,7 @@ from aisize.queueing import Station, latency_vs_concurrency
 from aisize.serving.curves import latency_curve as serving_latency_curve
 from aisize.serving.pools import disaggregated_curve
 
+DERIVED_IOPS = "IOPS DERIVED"  # the words data/storage.csv puts in a row's source when its IOPS are not measured
 STORAGE_CURVE_POINTS = 60
 STORAGE_CURVE_SPAN = (2.0, 1.2)  # default storage curve: to 2x the knee or 1.2x the blend, whichever is more
 
@@ -82,8 +83,8 @@ def concurrency_curve(station: Station, concurrency) -> pd.DataFrame:
 
 def storage_latency_curve(plan, concurrency=None, points: int = STORAGE_CURVE_POINTS) -> pd.DataFrame:
     """Mean IO latency of the shared storage against outstanding IOs: :func:`concurrency_curve` of its station,
-    the same fitted curve as the plan's open-system latency and knee (``StoragePlan.knee_concurrency`` is
-    Little's law at ``knee_iops``).
+    the same fitted curve as the plan's open-system latency (``StoragePlan.knee_concurrency`` is where this curve
+    bends, :func:`aisize.queueing.bend_concurrency`).
 
     Parameters
     ----------
@@ -111,16 +112,19 @@ class StorageQueueBasis:
     """Where the storage queue's two figures come from: the catalog row of the system bought, or a default.
 
     The station (``StoragePlan.station``) serves at most ``rated_per_s`` = units x ``unit_rate_per_s``, the
-    unit's published read IOPS, or its read bandwidth / the blend's mean IO size where smaller or where no IOPS
-    is published (:func:`aisize.storage.sizing.unit_iops_at`); its unloaded latency is the row's published
+    unit's rated read IOPS, or its read bandwidth / the blend's mean IO size where smaller or where no IOPS
+    is given (:func:`aisize.storage.sizing.unit_iops_at`); its unloaded latency is the row's published
     latency, else ``aisize.plan.context.STORAGE_LATENCY_SECONDS`` (an assumption the plan must say it made).
+    A row whose source says ``IOPS DERIVED`` (:data:`DERIVED_IOPS`) rates IOPS from its drives' datasheet figures
+    and its network, not from a measurement of the system: every surface must say so (``iops_derived``).
     """
 
     system: str  # catalog id of the storage bought
     units: float  # units (or the one system) the station counts [count]
     unit_rate_per_s: float  # IO/s one unit serves at the blend's mean IO size [1/s]
     rated_per_s: float  # the station's rated IO/s, units x unit_rate_per_s [1/s]
-    published_iops_per_s: float | None  # the row's read IOPS per unit [1/s]; None: not published
+    published_iops_per_s: float | None  # the row's read IOPS per unit [1/s]; None: not given
+    iops_derived: bool  # True: the row's IOPS are derived from its drives and network (DERIVED_IOPS), not measured
     iops_io_size_bytes: float | None  # IO size the published IOPS holds at [B]; None: not stated
     bandwidth_bound: bool  # True where read bandwidth / mean IO size, not the published IOPS, sets the rate
     latency_seconds: float  # unloaded IO latency the station uses [s]
@@ -137,8 +141,8 @@ def storage_queue_basis(plan) -> StorageQueueBasis:
 
     References
     ----------
-    .. [1] Little, Operations Research 9(3), 1961 (channels = IO rate x latency); docs/storage.md ("Still
-       missing": no purchasable unit publishes IOPS or latency).
+    .. [1] Little, Operations Research 9(3), 1961 (channels = IO rate x latency); docs/storage.md ("How it
+       queues"; "Still missing": no purchasable unit publishes a latency).
     """
     s = plan if isinstance(plan, StoragePlan) else plan.storage
     rec = s.record
@@ -146,7 +150,9 @@ def storage_queue_basis(plan) -> StorageQueueBasis:
     published = rec.read_iops_per_s if rec is not None else None
     rated = float(getattr(station, "rated_per_s", station.capacity_per_s))
     unit = float(s.unit_iops) if s.unit_iops else rated / max(s.units, 1.0)
+    derived = published is not None and DERIVED_IOPS in (rec.source or "")
     return StorageQueueBasis(
-        s.system, float(s.units), unit, rated, published, rec.iops_io_size_bytes if rec is not None else None,
+        s.system, float(s.units), unit, rated, published, derived,
+        rec.iops_io_size_bytes if rec is not None else None,
         published is None or unit < published, float(station.service_seconds),
         rec is not None and rec.latency_seconds is not None, int(station.servers))

@@ -31,7 +31,7 @@ from aisize.plan import context as C
 from aisize.plan.dataprep import DataPrepPlan, dataprep_workload
 from aisize.plan.inference import InferencePlan
 from aisize.plan.training import TrainingPlan
-from aisize.queueing import Station, knee_concurrency, knee_load, latency_vs_load, outstanding_ios, storage_station
+from aisize.queueing import Station, bend_concurrency, knee_load, latency_vs_load, outstanding_ios, storage_station
 from aisize.serving.curves import LOAD_RISE, elasticity, rise_within
 from aisize.storage.blender import (blend, checkpoint_bursts, inference_model_loading, kv_cache_tier, training_reads,
                                     workload)
@@ -88,8 +88,9 @@ class StoragePlan:
     units_at_knee: float | None  # building blocks that keep the blend below the knee (unit/drive scope)
     jobs: tuple  # JobStorage per training job
     station: Station  # the queue the blend runs on (storage_station: the fitted load curve, open and closed)
-    knee_concurrency: int  # outstanding IOs at which mean latency reaches KNEE_FACTOR x unloaded (closed system:
-    # Little's law at knee_iops, the same point of the same curve)
+    knee_concurrency: int  # outstanding IOs at the closed curve's bend (queueing.bend_concurrency: saturation x
+    # unloaded latency, where its flat and rising asymptotes meet; 1.62x unloaded there). The open system's knee
+    # (knee_iops, KNEE_FACTOR x unloaded) lies further out, at 1.41x these IOs in flight, on the straight part
     outstanding_ios: float  # IOs the blend keeps in flight (Little's law at latency_mean_seconds; inf: unstable)
     # what the units are sized for: peak read, write [B/s] (checkpoints at their stall budget), iops [1/s], capacity [B]
     demand: dict = dataclasses.field(default_factory=dict)
@@ -217,10 +218,10 @@ def _knee_iops(station) -> float:
     return float(knee_load(station, C.KNEE_FACTOR).arrival_rate_per_s)
 
 
-@lru_cache(maxsize=128)
 def _knee_outstanding(station) -> int:
-    """IOs in flight at the knee: Little's law at the open-system knee (one curve, queueing.knee_concurrency)."""
-    return int(knee_concurrency(station, C.KNEE_FACTOR))
+    """IOs in flight where the closed curve bends (queueing.bend_concurrency): the knee the Queueing tab draws is a
+    property of the curve's shape (issue 49.2), not the 2x-latency point, which sits on its straight part."""
+    return bend_concurrency(station)
 
 
 def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferencePlan, ...],

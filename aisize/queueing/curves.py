@@ -272,6 +272,28 @@ def knee_concurrency(station: Station, factor=2.0):
     return int(n) if np.ndim(n) == 0 else n.astype(np.int64)
 
 
+def bend_concurrency(station: Station) -> int:
+    """The closed curve's bend: the whole number of requests N* at which its two asymptotes meet.
+
+    R(N) runs along R = S (unloaded) for few requests outstanding and along R = N / X_max (saturation) for many;
+    the asymptotes cross at N* = X_max x S, where the curve turns from flat to straight. A plain
+    :class:`Station` bends at its c channels (N* = c, exact: R = S max(1, N/c)); a :class:`StorageStation` at
+    saturation x unloaded latency, where the fitted M/M/2 holds utilisation rho with rho / (1 - rho^2) = 1, i.e.
+    rho = 0.618 and R = S / rho = 1.618 S, its slope d ln R / d ln N = 2 rho^2 / (1 + rho^2) = 0.553 (past it,
+    more than half of each added request's share is waiting). Unlike :func:`knee_concurrency` (R = factor x S,
+    2 S for the fitted curve: rho = 0.707, 1.41 N*, already on the straight part), it is a property of the
+    curve's shape, not of a latency budget.
+
+    References
+    ----------
+    .. [1] Lazowska et al., Quantitative System Performance, 1984, section 5.3 (balanced bounds: N* =
+       (D + Z) / D_max, here Z = 0, D = S and D_max = 1 / X_max).
+    .. [2] Little, Operations Research 9(3), 1961 (L = X R at the crossing).
+    """
+    x_max = station.capacity_per_s  # a StorageStation's saturation, a plain station's c / S
+    return int(np.floor(x_max * station.service_seconds * (1.0 + 1e-12)))
+
+
 def knee_load(station: Station, factor: float = 2.0, statistic: str = "mean") -> Knee:
     """Highest open-system arrival rate at which a latency statistic stays within factor × unloaded.
 
@@ -311,5 +333,5 @@ def knee_load(station: Station, factor: float = 2.0, statistic: str = "mean") ->
 
 
 __all__ = ["ConcurrencyCurve", "Knee", "STORAGE_EFFECTIVE_SERVERS", "STORAGE_PEAK_UTILISATION", "Station",
-           "StorageStation", "inference_station", "knee_concurrency",
+           "StorageStation", "bend_concurrency", "inference_station", "knee_concurrency",
            "knee_load", "latency_vs_concurrency", "latency_vs_load", "storage_station"]

@@ -15,7 +15,7 @@ CURVE_POINTS = 60
 
 
 def storage_curve(ctx: ReportContext) -> tuple[pd.DataFrame, int, float]:
-    """(latency vs outstanding IOs, knee concurrency, the blend's outstanding IOs) of the shared storage.
+    """(latency vs outstanding IOs, the curve's bend [IOs], the blend's outstanding IOs) of the shared storage.
 
     All three are the plan's: :func:`aisize.plan.storage_latency_curve` on ``StoragePlan.station``,
     ``StoragePlan.knee_concurrency`` and ``StoragePlan.outstanding_ios``.
@@ -45,8 +45,10 @@ def queueing(ctx: ReportContext) -> Html:
     curve, knee, at = storage_curve(ctx)
     ops = s.read_iops + s.write_iops
     rows = [["IO operations (blend average)", per_s(ops)], ["Supplied IO operations", per_s(s.supply_iops)],
-            ["Utilisation", pct(s.io_utilisation, 1)], ["Knee", per_s(s.knee_iops)],
-            ["Outstanding IOs (Little's law)", sig(at)], ["Outstanding IOs at the knee", f"{knee:,}"],
+            ["Utilisation", pct(s.io_utilisation, 1)],
+            [f"Knee (mean latency {p.assumptions['plan.knee_factor']:g}× unloaded)", per_s(s.knee_iops)],
+            ["Outstanding IOs (Little's law)", sig(at)],
+            ["Outstanding IOs where the curve bends (saturation × unloaded latency)", f"{knee:,}"],
             ["Mean latency", duration(s.latency_mean_seconds)], ["p95 latency", duration(s.latency_p95_seconds)]]
     if s.units_at_knee is not None:
         rows.append([f"{s.scope.capitalize()}s that keep the blend below the knee", f"{s.units_at_knee:g}"])
@@ -54,7 +56,9 @@ def queueing(ctx: ReportContext) -> Html:
     chart = charts.latency_vs_concurrency(curve, knee, at if math.isfinite(at) else None, latency_unit="ms",
                                           title="Shared storage: latency vs outstanding IOs")
     out.append(block(figure(chart, "Mean IO latency of the shared storage against the IOs kept outstanding "
-                                   "(closed system), with the knee and the blend's operating point.")))
+                                   "(closed system). The knee line marks where the curve bends: its flat "
+                                   "(unloaded latency) and rising (saturation) asymptotes meet, at 1.6× the "
+                                   "unloaded latency; the blend's operating point is marked.")))
     return Html("".join(out))
 
 

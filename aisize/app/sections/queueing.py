@@ -2,8 +2,9 @@
 
 A closed system (N requests always outstanding, like a benchmark's queue depth):
 :func:`aisize.plan.concurrency_curve` of the stations the planner sized
-(``StoragePlan.station``, ``InferencePlan.station``) and their planned knees
-(``knee_concurrency``: latency ``plan.knee_factor`` times the unloaded). The chart marks the plan's operating
+(``StoragePlan.station``, ``InferencePlan.station``) and their planned knees (``knee_concurrency``: for the
+storage, where its curve bends, saturation x unloaded latency; for a service, latency ``plan.knee_factor`` times
+the unloaded). The chart marks the plan's operating
 point: what its demand keeps in flight by Little's law (outstanding IOs = IOPS x latency; requests = rate x
 request latency), coloured by its own verdict against the knee; the slider asks "what if" at another depth.
 """
@@ -23,7 +24,7 @@ from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.plan import concurrency_curve
 from aisize.plan.queues import StorageQueueBasis, storage_queue_basis
-from aisize.queueing import Station, little
+from aisize.queueing import Station, knee_concurrency, little
 
 POINTS = 120
 SPAN = 4.0  # the chart runs to this many times the knee
@@ -68,9 +69,22 @@ def _rate_origin(b: StorageQueueBasis) -> str:
     per_unit = f"{F.plural(int(b.units), 'unit')} x {F.sig(b.unit_rate_per_s)} IO/s"
     if b.published_iops_per_s is None:
         return f"{per_unit}: {b.system} publishes no IOPS, so a unit's read bandwidth / the blend's mean IO size"
+    rated = "IOPS derived from its drives' ratings and network (not measured)" if b.iops_derived else \
+        "published read IOPS"
     if b.bandwidth_bound:
-        return f"{per_unit}: a unit's read bandwidth / the blend's mean IO size, below its published IOPS"
-    return f"{per_unit}: the published read IOPS of {b.system}"
+        return f"{per_unit}: a unit's read bandwidth / the blend's mean IO size, below its {rated}"
+    return f"{per_unit}: the {rated} of {b.system}"
+
+
+def _knee_note(station: Station, knee: int, storage: bool, factor: float, scale: float, unit: str) -> str:
+    """What the knee is, in words: the storage curve's bend (asymptotes crossing), a service's latency budget."""
+    if not storage:
+        return f"Latency reaches {factor:g}x unloaded beyond this"
+    at = concurrency_curve(station, max(knee, 1)).iloc[0]
+    return (f"Where the curve bends: saturation x unloaded latency ({F.sig(station.capacity_per_s)} IO/s x "
+            f"{F.sig(station.service_seconds * scale)} {unit}), where its flat and rising asymptotes meet; "
+            f"latency {F.sig(at.response_mean_seconds / station.service_seconds)}x unloaded there, {factor:g}x "
+            f"unloaded at {F.num(knee_concurrency(station, factor))} outstanding")
 
 
 def _latency_origin(b: StorageQueueBasis) -> str:
@@ -83,7 +97,7 @@ class QueueingSection(Section):
 
     def __init__(self, state):
         self.station = K.dropdown("Service", [], None, "The service whose latency vs concurrency is shown")
-        self.outstanding = K.log_slider("What if: in flight [requests]", 16, 1, 1e6, "Requests kept in flight "
+        self.outstanding = K.log_slider("In flight [requests]", 16, 1, 1e6, "Requests kept in flight "
                                         "(queue depth, concurrent clients) for the 'what if' figures; the chart "
                                         "marks the plan's own point", steps_per_decade=20, fmt=".0f")
         self.figures = widgets.HTML()
@@ -128,8 +142,8 @@ class QueueingSection(Section):
                    F.sig(station.capacity_per_s), per_s,
                    "Where latency grows without bound: the rated IO rate / the fitted curve's peak utilisation"
                    if storage else ""),
-            K.card("queueing.knee", "Knee (requests outstanding)", F.num(knee), "outstanding",
-                   f"Latency reaches {factor:g}x unloaded beyond this"),
+            K.card("queueing.knee", "Knee (IOs outstanding)" if storage else "Knee (requests outstanding)",
+                   F.num(knee), "outstanding", _knee_note(station, knee, storage, factor, scale, unit)),
             K.card("queueing.plan_point", "Plan's operating point (mean)", F.sig(point), "in flight",
                    "Little's law at the plan's demand: " + ("its IO rate x mean IO latency" if storage else
                                                             "its request rate x mean request time"), state=verdict),
