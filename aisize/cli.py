@@ -40,7 +40,7 @@ def _cmd_preset(args) -> int:
 
 
 def _cmd_size(args) -> int:
-    from aisize.plan import to_json, write_csv, write_excel
+    from aisize.present.export import to_json, write_csv, write_excel
     from aisize.plan import plan as make_plan
     from aisize.present.summary import summary_text
     from aisize.scenario import load

@@ -114,10 +114,11 @@ def problems(markup: str, raw_fields: set[str]) -> list[str]:
 def raw_field_names(p) -> set[str]:
     """Column names of the plan's tables: what a surface must not print as a header or a word."""
     from aisize.plan import bom
+    from aisize.present import export
 
     names = set()
-    for make in (bom.bom_table, bom.cost_table, bom.placement_table, bom.placement_groups, bom.timeline_table,
-                 bom.workloads_table, bom.storage_table, bom.job_streams_table):
+    for make in (bom.bom_table, export.cost_table, bom.placement_table, bom.placement_groups, bom.timeline_table,
+                 export.workloads_table, bom.storage_table, bom.job_streams_table):
         try:
             names |= {c for c in make(p).columns if "_" in str(c)}
         except (ValueError, KeyError):

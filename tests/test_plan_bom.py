@@ -7,7 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from aisize.plan import bom_table, compare, plan, sweep, to_json, write_csv, write_excel
+from aisize.plan import bom_table, compare, plan, sweep
+from aisize.present.export import to_json, write_csv, write_excel
 from aisize.present.summary import parse_vary, summary_text
 from aisize.scenario import ScenarioError, preset
 
@@ -24,6 +25,23 @@ def test_json_is_the_whole_plan(genai):
     assert data["storage"]["binding"] == genai.storage.binding
     assert data["scenario"]["name"] == "Dell XE9680 generative AI"
     assert {"severity", "area", "text"} == set(data["findings"][0])
+
+
+def test_the_exports_words_come_from_present_and_the_old_names_still_resolve(genai):
+    import aisize.plan
+    from aisize.plan import bom
+    from aisize.present import export
+    from aisize.present.findings import finding_text
+
+    # the planner's data holds each finding as its code and facts; the export words it once
+    assert {"code", "facts"} <= set(bom.to_dict(genai)["findings"][0])
+    assert [f["text"] for f in json.loads(to_json(genai))["findings"]] == [finding_text(f) for f in genai.findings]
+    for name in ("to_json", "write_csv", "write_excel"):
+        assert getattr(aisize.plan, name) is getattr(export, name)
+    for name in ("cost_table", "workloads_table", "findings_table", "TABLES"):
+        assert getattr(bom, name) is getattr(export, name)
+    with pytest.raises(AttributeError):
+        aisize.plan.no_such_name  # noqa: B018
 
 
 def test_json_writes_unbounded_values_as_null():

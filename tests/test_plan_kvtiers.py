@@ -8,6 +8,7 @@ from aisize import catalog, models, serving
 from aisize.host import host_memory
 from aisize.plan import context as C
 from aisize.plan.kvtiers import KV_CHUNK_TOKENS, host_link, plan_kv_tiers, serving_extras
+from aisize.present.kvtiers import kv_note_text
 from aisize.report.kvtier_sections import kv_tiers as kv_tiers_section
 from aisize.scenario import preset
 from aisize.scenario.model import Inference
@@ -95,7 +96,9 @@ def test_a_host_dram_budget_short_of_the_target_says_so():
     service = _service(prefix={"shared_tokens": 1000, "turns": 8, "think_time_s": 300},
                        kv_tiers={"target_hit_rate": 0.95, "host_dram_gb_per_server": 100})
     (kv, _), _ = _plan(service)
-    assert not kv.target_met and any("short of the 95.0 % target" in n for n in kv.notes)
+    short = next(n for n in kv.notes if n.code == "short_of_target")
+    assert not kv.target_met and short.facts["target_share"] == 0.95 and short.facts["hit_share"] < 0.95
+    assert "short of the 95.0 % target" in kv_note_text(short)  # the words: aisize.present.kvtiers
 
 
 def test_nvme_and_storage_tiers_size_drives_and_storage():
@@ -183,7 +186,9 @@ def test_the_second_pass_re_evaluates_the_tiers_on_the_bought_latency():
     direct, _ = plan_kv_tiers(w, dataclasses.replace(ctx, storage=slow), scenario.policies, arch, shape, i.replicas,
                               kw)
     assert j.kv_tiers.tiers == direct.tiers and j.kv_tiers.storage_latency_seconds == 50e-3
-    assert "re-evaluated on" in j.kv_tiers.notes[-1] and "0.200 ms" in j.kv_tiers.notes[-1]
+    last = j.kv_tiers.notes[-1]
+    assert last.code == "re_evaluated" and last.facts["latency_seconds"] == 50e-3
+    assert "re-evaluated on" in kv_note_text(last) and "0.200 ms" in kv_note_text(last)
     assert (j.replicas, j.ttft_seconds) == (i.replicas, i.ttft_seconds)  # only the tiers' figures move
     same = on_bought_storage(i, w, ctx, scenario.policies, catalog.storage[p.storage.system])
     assert same.kv_tiers == k  # the plan went through it already: nothing moves

@@ -11,7 +11,7 @@ layouts of a training job), ``gpus_vs_days`` (its GPUs against target time),
 planned queues' ``station``).
 """
 
-from aisize.plan.bom import bom_table, to_json, write_csv, write_excel
+from aisize.plan.bom import bom_table
 from aisize.plan.cluster import NetworkPlan, Plan, PoolPlan, plan
 from aisize.plan.costing import CostPlan
 from aisize.plan.explore import gpus_vs_days, layout_candidates
@@ -26,6 +26,20 @@ from aisize.plan.spreadsheet import defuse
 from aisize.plan.storage import JobStorage, StoragePlan
 from aisize.plan.timeline import Timeline
 from aisize.plan.training import LayoutChoice, TrainingPlan
+
+# The exports write words (findings, layouts, a cost line's basis), so they are aisize.present.export's; these
+# public names stay here for the callers that import them from the planner, resolved there on first use (the
+# planner's own modules never load presentation).
+_EXPORTS = ("to_json", "write_csv", "write_excel")
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        from aisize.present import export
+
+        return getattr(export, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Packages whose memoised functions are planner results (catalog and price loads stay cached).
 _MEMOISED_PACKAGES = ("aisize.plan.", "aisize.serving.", "aisize.training.", "aisize.models.")

@@ -1,20 +1,17 @@
-"""A plan as tables (bill of materials, cost, placement, timeline, job streams, workloads, storage, findings)
-and as JSON, CSV or Excel."""
+"""A plan as tables of numbers (bill of materials, placement, timeline, job streams, storage) and as plain data.
+
+The tables and files whose cells are words (cost with its basis, workloads with layouts and shapes, findings) and
+the JSON, CSV and Excel exports are :mod:`aisize.present.export`'s: the planner writes no text."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from aisize import format as F
-from aisize.plan.spreadsheet import defuse
-from aisize.present.cost_text import operating_basis
 from aisize.units import GB, TB, GiB
 
 SIGNIFICANT = 6  # floats in JSON keep 6 significant digits
@@ -50,13 +47,9 @@ def _jsonable(obj):
 
 
 def to_dict(plan) -> dict:
-    """The whole plan as plain JSON-compatible data (units in the keys; inf and nan as null)."""
+    """The whole plan as plain JSON-compatible data (units in the keys; inf and nan as null); findings and KV-tier
+    notes as their codes and facts (their words: :func:`aisize.present.export.to_dict`)."""
     return _jsonable(plan)
-
-
-def to_json(plan, *, indent: int = 2) -> str:
-    """The whole plan as JSON text."""
-    return json.dumps(to_dict(plan), indent=indent, allow_nan=False) + "\n"
 
 
 def bom_table(plan) -> pd.DataFrame:
@@ -104,19 +97,6 @@ def bom_table(plan) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def cost_table(plan) -> pd.DataFrame:
-    """Capital by bill-of-materials line: quantity, unit price, total and where the price comes from [USD]."""
-    c = plan.cost
-    rows = [{"item": x.item, "quantity": x.quantity, "unit": x.unit, "unit_usd": x.unit_usd, "capital_usd": x.usd,
-             "price": x.price_id, "price_kind": x.kind} for x in c.capital_lines]
-    rows.append({"item": "total capital", "quantity": None, "unit": "", "unit_usd": None,
-                 "capital_usd": c.capital_usd, "price": "", "price_kind": ""})
-    rows += [{"item": f"operating: {x['item']} (per year)", "quantity": None, "unit": "", "unit_usd": None,
-              "capital_usd": None, "usd_per_year": x["usd_per_year"], "price": operating_basis(x), "price_kind": ""}
-             for x in c.operating_lines]
-    return pd.DataFrame(rows)
-
-
 def placement_table(plan) -> pd.DataFrame:
     """One row per server: its pool, GPUs, what it holds (workload: GPUs) and its busiest slot's use."""
     rows = []
@@ -161,44 +141,6 @@ def job_streams_table(plan) -> pd.DataFrame:
                                  "wait_p95_h"])
 
 
-def workloads_table(plan) -> pd.DataFrame:
-    """One row per workload with its headline figures (base units converted in the column names)."""
-    rows = []
-    for t in plan.training:
-        c = t.checkpoint
-        rows.append({"workload": t.name, "kind": "training", "model": t.model, "gpus": t.gpus,
-                     "servers": t.servers, "days": t.training_days, "days_low": t.days_low,
-                     "days_high": t.days_high, "goodput": t.goodput,
-                     "mfu_assumed": t.mfu_assumed, "mfu_predicted": t.mfu_predicted,
-                     # a transformer's rate is in tokens (plan.training): the column says which it holds
-                     ("samples_per_s_per_gpu" if t.seq_len is None else "tokens_per_s_per_gpu"):
-                         t.samples_per_s_per_gpu, "throughput_basis": t.throughput_basis,
-                     "layout": F.layout(t.layout),
-                     "memory_per_gpu_gib": t.memory_bytes["total_bytes"] / GiB, "memory_fits": t.memory_fits,
-                     "read_gb_per_s": t.read_bytes_per_s / GB,
-                     "checkpoint_gb": c.checkpoint_bytes / GB if c else None,
-                     "checkpoint_write_s": c.write_seconds if c else None,
-                     "restore_s": c.restore_seconds if c else None,
-                     "host_ram_gib": t.host_memory_needed_bytes / GiB, "host_ram_fits": t.host_memory_fits})
-    for i in plan.inference:
-        rows.append({"workload": i.name, "kind": "inference", "model": i.model, "gpus": i.gpus,
-                     # the plan's one wording of the shape, adding up to the GPUs (disaggregated: both pools)
-                     "servers": i.servers, "replicas": i.replicas, "shape": F.serving_shape(i),
-                     "batch": i.batch, "ttft_mean_s": i.ttft_seconds, "ttft_p95_s": i.ttft_p95_seconds,
-                     "tpot_mean_ms": i.tpot_seconds * 1e3, "tpot_p95_ms": i.tpot_p95_seconds * 1e3,
-                     "request_latency_p95_s": i.latency_p95_seconds, "utilisation": i.utilisation,
-                     "memory_per_gpu_gib": i.memory_per_gpu_bytes["total_bytes"] / GiB, "memory_fits": i.fits,
-                     "host_ram_gib": i.host_memory_needed_bytes / GiB, "host_ram_fits": i.host_memory_fits})
-    for j in plan.job_streams:
-        rows.append({"workload": j.name, "kind": "job-stream", "gpus": j.gpus,
-                     "servers": len(plan.placement.assignment[j.name]["servers"]), "utilisation": j.utilisation,
-                     "wait_mean_h": j.wait_mean_seconds / 3600.0, "wait_p95_h": j.wait_p95_seconds / 3600.0})
-    for d in plan.dataprep:
-        rows.append({"workload": d.name, "kind": "data-prep", "gpus": 0, "servers": 0,
-                     "read_gb_per_s": d.read_bytes_per_s / GB, "write_gb_per_s": d.write_bytes_per_s / GB})
-    return pd.DataFrame(rows)
-
-
 def storage_table(plan) -> pd.DataFrame:
     """The IO blend: one row per storage workload and a total row [GB/s, operations/s]."""
     df = pd.DataFrame(list(plan.storage.workloads))
@@ -209,36 +151,14 @@ def storage_table(plan) -> pd.DataFrame:
     return pd.concat([df, pd.DataFrame([total])], ignore_index=True)
 
 
-def findings_table(plan) -> pd.DataFrame:
-    return pd.DataFrame([dataclasses.asdict(f) for f in plan.findings], columns=["severity", "area", "text"])
+# Names that moved to aisize.present.export, where their words are written (a cost line's basis, a layout, a
+# service's shape, a finding); resolved there on first use for callers not yet moved. No planner code reads them.
+_MOVED = ("to_json", "write_csv", "write_excel", "cost_table", "workloads_table", "findings_table", "TABLES")
 
 
-TABLES = {"bom": bom_table, "cost": cost_table, "placement": placement_table, "timeline": timeline_table,
-          "job_streams": job_streams_table, "workloads": workloads_table, "storage": storage_table,
-          "findings": findings_table}
+def __getattr__(name):
+    if name in _MOVED:
+        from aisize.present import export
 
-
-def write_csv(plan, out_dir) -> list[Path]:
-    """Write one CSV per table of :data:`TABLES` (bom.csv, cost.csv, ..., findings.csv) into ``out_dir``
-    (text that would start a formula is defused: :mod:`aisize.plan.spreadsheet`)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, table in TABLES.items():
-        path = out / f"{name}.csv"
-        defuse(table(plan)).to_csv(path, index=False)
-        paths.append(path)
-    return paths
-
-
-def write_excel(plan, path) -> Path:
-    """Write one Excel workbook with a sheet per table (needs openpyxl; text defused as in :func:`write_csv`)."""
-    import importlib.util
-
-    if importlib.util.find_spec("openpyxl") is None:
-        raise ValueError("Excel export is not available: install openpyxl")
-    path = Path(path)
-    with pd.ExcelWriter(path, engine="openpyxl") as xl:
-        for name, table in TABLES.items():
-            defuse(table(plan)).to_excel(xl, sheet_name=name, index=False)
-    return path
+        return getattr(export, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import math
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aisize import catalog, serving
-from aisize import format as F
 from aisize.host import host_for_server
 from aisize.plan import context as C
 from aisize.serving.costs import model_costs
@@ -58,6 +57,19 @@ class KVTierRow:
 
 
 @dataclass(frozen=True)
+class KVTierNote:
+    """A remark on a service's KV tiers: a stable ``code`` and the figures it states (``facts``; names carry units).
+    Its sentence is :func:`aisize.present.kvtiers.kv_note_text`'s.
+
+    Codes: ``dram_left_out`` (dram_per_server_bytes, session_bytes), ``nvme_adds_no_hits``,
+    ``dram_inside_hbm``, ``short_of_target`` (hit_share, target_share, cause: dram_capped | reload_slower |
+    tiers_too_small), ``re_evaluated`` (system, latency_seconds, sized_latency_seconds)."""
+
+    code: str
+    facts: dict = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
 class KVTierPlan:
     """The KV-cache tiers of one inference service [share, B, B/s, s]."""
 
@@ -79,7 +91,7 @@ class KVTierPlan:
     storage_io_bytes: float  # one chunk's KV
     ttft_hit_s: float | None  # None where no request has a history to find (single turns)
     ttft_miss_s: float
-    notes: tuple = ()
+    notes: tuple = ()  # KVTierNote
     storage_latency_seconds: float = 0.0  # unloaded latency the shared-storage tier reloads after (0: no such tier)
     # (arch, shape, estimate keywords) the tiers were planned with, for on_bought_storage; not data
     inputs: tuple = dataclasses.field(default=(), repr=False, compare=False, metadata={"export": False})
@@ -143,11 +155,10 @@ def plan_kv_tiers(w, ctx: C.HardwareContext, policies, arch, shape, replicas: in
             tiers.append(KVTier("dram", dram * share, host_bw))
             paths["dram"] = f"{shape.gpus} x {link_name}"
         else:
-            notes.append(f"host DRAM: {F.bytes_si(dram)} per server holds less than one session's KV "
-                         f"({F.bytes_si(session)}); the tier is left out")
+            notes.append(KVTierNote("dram_left_out", {"dram_per_server_bytes": dram, "session_bytes": session}))
             dram = 0.0
     if spec and spec.local_nvme and dram and dram * share >= need:
-        notes.append("host DRAM already holds what the target needs: the NVMe tier below it adds no hits")
+        notes.append(KVTierNote("nvme_adds_no_hits"))
     if spec and spec.local_nvme:
         drive = catalog.storage[spec.nvme_drive]
         nvme_server = need / share
@@ -195,8 +206,8 @@ def on_bought_storage(i, w, ctx: C.HardwareContext, policies, record):
     kv, _ = plan_kv_tiers(w, dataclasses.replace(ctx, storage=record), policies, arch, shape, i.replicas, kw)
     if kv is None:
         return i
-    note = (f"KV tiers re-evaluated on {record.name} ({F.ms(latency)} unloaded); the service was sized with a "
-            f"{F.ms(k.storage_latency_seconds)} reload latency, before the storage was chosen")
+    note = KVTierNote("re_evaluated", {"system": record.name, "latency_seconds": latency,
+                                       "sized_latency_seconds": k.storage_latency_seconds})
     return dataclasses.replace(i, kv_tiers=dataclasses.replace(kv, notes=kv.notes + (note,)))
 
 
@@ -221,13 +232,11 @@ def _plan(w, est, tiers, paths, replicas, share, need, dram, left, nvme_server, 
     storage = next((r for r in rows if r.name == "storage"), None)
     largest = max(k.tiers.tiers, key=lambda u: u.characteristic_s)
     if dram and caps.get("dram", 0.0) <= caps["hbm"]:
-        notes.append("the host-DRAM tier is no larger than the KV pool HBM leaves free, so it finds nothing HBM "
-                     "does not (write-through tiers are inclusive; SGLang's host pool defaults to twice the GPU pool)")
+        notes.append(KVTierNote("dram_inside_hbm"))
     if target and hit < 0.99 * target:
-        notes.append(f"the tiers find {F.pct(hit)} of reusable prompts, short of the {F.pct(target)} target: "
-                     + ("host DRAM is capped by the RAM the server has left" if dram and dram < need / share
-                        else "a tier reloads slower than recomputing" if any(not r.used for r in rows)
-                        else "the HBM and DRAM tiers cannot hold the sessions"))
+        cause = ("dram_capped" if dram and dram < need / share else
+                 "reload_slower" if any(not r.used for r in rows) else "tiers_too_small")
+        notes.append(KVTierNote("short_of_target", {"hit_share": hit, "target_share": target, "cause": cause}))
     return KVTierPlan(
         target, need, hit, (not target) or hit >= 0.99 * target, k.prefill_saved_share,
         largest.resident_sessions * replicas, rows, dram, left, nvme_server, drives, server.local_nvme_bytes or 0.0,

@@ -7,6 +7,7 @@ Every figure comes from the plan (:class:`aisize.plan.kvtiers.KVTierPlan` of eac
 from __future__ import annotations
 
 
+from aisize.present.kvtiers import kv_notes_text
 from aisize.report.context import ReportContext
 from aisize.report.markup import DASH, Html, block, count, duration, gb, gib, note, pct, rate, table, yes_no
 
@@ -54,7 +55,7 @@ def kv_tiers(ctx: ReportContext) -> Html:
                     "Host RAM / server", "Fits", "KV on NVMe / server", "Drives / server", "NVMe installed",
                     "KV on shared storage", "Storage IO"], host, caption="What the tiers ask of servers and storage",
                    css="numeric")
-    notes = [f"{i.name}: {n}" for i in services for n in i.kv_tiers.notes]
+    notes = [f"{i.name}: {n}" for i in services for n in kv_notes_text(i.kv_tiers)]
     return Html("".join(str(x) for x in [
         block(summary_t, note(
             "A session's history (and a shared system prompt, and popular RAG chunks) is kept between its turns "

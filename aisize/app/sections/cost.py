@@ -19,8 +19,8 @@ from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.cost import load_prices, server_price_id
-from aisize.plan.bom import cost_table
 from aisize.present.cost_text import payback, verdict
+from aisize.present.export import cost_table
 from aisize.present.figures import gpus_busy
 
 
