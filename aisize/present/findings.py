@@ -62,15 +62,24 @@ def _constraint(name: str) -> str:
     return _CONSTRAINT.get(name, name)
 
 
+def _and(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def _storage_units(x) -> str:
-    by, binding, units = x["units_by"], x["binding"], round(x["units"])
-    others = ", ".join(f"{_constraint(k)} {by[k]:.0f}" for k in ("read", "write", "iops", "capacity")
-                       if k in by and k != binding)
-    if binding not in by:  # the floor (storage_minimum_units) or nothing asked of the storage
-        return (f"the plan buys {plural(units, 'unit')} of {x['system']}, the minimum purchase: no constraint needs "
-                f"more (units needed by {others})")
-    return (f"the plan buys {plural(units, 'unit')} of {x['system']}, as many as {_constraint(binding)} needs "
-            f"(units needed by {others})")
+    by, units = x["units_by"], round(x["units"])
+    need = {k: round(by[k]) for k in ("read", "write", "iops", "capacity") if k in by}
+    top = [_constraint(k) for k, n in need.items() if n == units]
+    others = [(_constraint(k), n) for k, n in need.items() if n != units]
+    rest = (f"{others[0][0]} needs {others[0][1]}" if len(others) == 1 else
+            "the others need: " + ", ".join(f"{c} {n}" for c, n in others))
+    bought = f"the plan buys {plural(units, 'unit')} of {x['system']}"
+    if not top:  # the floor (storage_minimum_units) or nothing asked of the storage
+        return f"{bought}, the minimum purchase: no constraint needs more ({rest})"
+    if not others:
+        return f"{bought}: {_and(top)} each need {units}"
+    return f"{bought}, as many as {_and(top)} {'needs' if len(top) == 1 else 'each need'} ({rest})"
 
 
 def _storage_binding(x) -> str:
