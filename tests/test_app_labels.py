@@ -259,3 +259,24 @@ def test_the_storage_dropdown_names_a_guidance_level_as_not_bought():
     assert shown[d.storage.value] == "superpod-h100-good (guidance: compared, not bought)"
     assert app.state.plan.storage.system != d.storage.value  # the plan buys a system, named on its own card
     assert card(d.figures.value, "storage.system")[1] == app.state.plan.storage.system
+
+
+def test_a_long_chart_title_is_broken_into_lines_that_fit_the_chart():
+    """A title wider than its chart was cut at both ends on the Queueing tab ("ncy vs concurrency: shared storage
+    (hpe-cray-e2000-enclosure) (marked: the plan's operating p"): the slot breaks it into lines of the chart's width,
+    at phrase boundaries (names and shapes whole), and Vega draws each line (the title reads split(param))."""
+    import vl_convert
+
+    section = app_of("serving-at-scale").open_tab("Queueing")
+    slot = section.chart
+    shown = getattr(slot.chart.params, K.TITLE)
+    whole = f"Latency vs concurrency: {section.station.value} (marked: the plan's operating point)"
+    assert shown.replace("\n", " ") == whole and "\n" in shown
+    width = charts.WIDTH + K.AXIS_PX
+    assert all(len(line) * K.TITLE_CHAR_PX <= width for line in shown.split("\n")), shown
+    assert "(hpe-cray-e2000-enclosure)" in shown.split("\n")[0]  # a name is not split
+    spec = slot.chart.chart.to_dict()
+    assert spec["title"]["text"] == {"expr": f"split({K.TITLE}, '\\n')"}
+    vl_convert.vegalite_to_vega(spec)  # the expression compiles
+    assert K.title_lines("Memory per GPU: LoRA fine-tune 70B (h100-sxm)", width) == \
+        "Memory per GPU: LoRA fine-tune 70B (h100-sxm)"  # a title that fits stays one line

@@ -173,8 +173,44 @@ def heading(text: str, note: str = "") -> widgets.HTML:
     return widgets.HTML(f"<h3 class='aisize-h'>{html.escape(text)}{extra}</h3>")
 
 
-# The param a slot's chart title reads (ChartSlot.show(title=...)): a new title needs no new chart.
+# The param a slot's chart title reads (ChartSlot.show(title=...)): a new title needs no new chart. Its lines are
+# split at "\n" (a Vega title of several lines): a title wider than the chart was cut at both ends ("ncy vs
+# concurrency: shared storage (hpe-cray-e2000-enclosure) (marked: the plan's operating p").
 TITLE = "chart_title"
+TITLE_CHAR_PX, AXIS_PX = 7.0, 60  # a character of Vega's 13 px bold title font, generously; a y axis's width [px]
+
+
+def title_lines(title: str, width_px: float) -> str:
+    """``title`` in lines of at most ``width_px`` (at :data:`TITLE_CHAR_PX` a character), joined by "\n", broken only
+    after ": " or before " (" outside parentheses (a name or a shape stays on one line); one line when it fits."""
+    limit = max(20, int(width_px / TITLE_CHAR_PX))
+    if len(title) <= limit:
+        return title
+    pieces, start, depth = [], 0, 0
+    for k, ch in enumerate(title):
+        if ch == "(" and depth == 0 and k > start and title[k - 1] == " ":
+            pieces.append(title[start:k - 1])
+            start = k
+        elif ch == ":" and depth == 0 and title[k + 1:k + 2] == " ":
+            pieces.append(title[start:k + 1])
+            start = k + 2
+        depth = max(0, depth + {"(": 1, ")": -1}.get(ch, 0))
+    pieces.append(title[start:])
+    lines = [pieces[0]]
+    for piece in pieces[1:]:
+        if len(lines[-1]) + 1 + len(piece) <= limit:
+            lines[-1] += " " + piece
+        else:
+            lines.append(piece)
+    return "\n".join(lines)
+
+
+def _chart_width(spec) -> float:
+    """The plot width of ``spec`` [px] (its ``width`` where a number, else the charts' default) and a y axis."""
+    from aisize.charts import WIDTH
+
+    width = getattr(spec, "width", None)
+    return (width if isinstance(width, (int, float)) else WIDTH) + AXIS_PX
 
 
 class ChartSlot:
@@ -190,6 +226,7 @@ class ChartSlot:
         self.key = None
         self.data: dict[str, list] = {}  # the rows of each named dataset now drawn
         self.box = widgets.Box(layout=widgets.Layout(width=width))
+        self.title_px = 0.0  # the width the title is broken to [px] (the drawn chart's)
 
     def show(self, key, build: Callable[[], alt.TopLevelMixin], params: dict | None = None,
              data: dict[str, list] | None = None, title: str | None = None) -> bool:
@@ -198,9 +235,9 @@ class ChartSlot:
         name -> rows, those ``build()`` puts in the chart's ``datasets``) that changed, and set
         ``title`` (the title then reads the :data:`TITLE` param). Returns True if it rebuilt."""
         params = dict(params or {})
-        if title is not None:
-            params[TITLE] = title
         if self.chart is not None and key == self.key:
+            if title is not None:
+                params[TITLE] = title_lines(title, self.title_px)
             with self.chart.hold_sync():  # one message for the params and the rows
                 for name, value in params.items():
                     if getattr(self.chart.params, name) != value:
@@ -209,8 +246,9 @@ class ChartSlot:
             return False
         spec = build()
         if title is not None:
-            spec = spec.add_params(alt.param(name=TITLE, value=title)).properties(
-                title=alt.TitleParams(text=alt.ExprRef(expr=TITLE)))
+            self.title_px = _chart_width(spec)
+            spec = spec.add_params(alt.param(name=TITLE, value=title_lines(title, self.title_px))).properties(
+                title=alt.TitleParams(text=alt.ExprRef(expr=f"split({TITLE}, '\\n')")))
         if self.chart is None:
             self.chart = alt.JupyterChart(spec, embed_options=EMBED_OPTIONS)
             self.box.children = (self.chart,)
