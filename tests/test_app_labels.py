@@ -11,6 +11,7 @@ import html
 import re
 from functools import lru_cache
 
+import numpy as np
 import pytest
 
 from aisize import charts
@@ -280,3 +281,28 @@ def test_a_long_chart_title_is_broken_into_lines_that_fit_the_chart():
     vl_convert.vegalite_to_vega(spec)  # the expression compiles
     assert K.title_lines("Memory per GPU: LoRA fine-tune 70B (h100-sxm)", width) == \
         "Memory per GPU: LoRA fine-tune 70B (h100-sxm)"  # a title that fits stays one line
+
+
+def test_a_tpot_p95_at_its_ceiling_is_explained_under_the_chart():
+    """RAG chat 70B's TPOT p95 goes flat at the full decode batch's iteration from about 33 requests/s while the mean
+    rises (screenshot review, S2): a real ceiling (tests/test_curve_smooth.py), said under the chart with the
+    curve's own figures; a service whose curve has no ceiling says nothing."""
+    from aisize.plan import latency_curve
+
+    app = app_of("serving-at-scale")
+    section = app.open_tab("Inference")
+    for name, flat in (("RAG chat 70B", True), ("Assistant 405B", False)):
+        section.service.value = next(v for _, v in section.service.options
+                                     if app.state.data["workloads"][v]["name"] == name)
+        i = next(x for x in app.state.plan.inference if x.name == name)
+        c = latency_curve(i)
+        c = c[np.isfinite(c.tpot_p95_seconds)]
+        top = c.tpot_p95_seconds.max()
+        note = html.unescape(section.latency_note.value)
+        assert bool(note) == flat, (name, note)
+        if flat:
+            first = c[c.tpot_p95_seconds >= top * (1 - 1e-9)].iloc[0]
+            assert (f"TPOT p95 levels off at {F.ms(top)} from {F.sig(first.requests_per_s)} requests/s while the "
+                    f"mean rises to {F.ms(c.tpot_seconds.iloc[-1])}") in note
+            assert "decode replica" in note and "TTFT" in note
+            assert c.tpot_p95_seconds.iloc[-1] >= c.tpot_seconds.iloc[-1]  # p95 at or above the mean to the end

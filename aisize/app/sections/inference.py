@@ -15,6 +15,7 @@ import math
 from dataclasses import replace
 
 import ipywidgets as widgets
+import numpy as np
 
 from aisize import catalog, charts, serving
 from aisize import format as F
@@ -55,6 +56,26 @@ def memory_note(i, headroom: float) -> str:
             f"{bar}.</p>")
 
 
+def ceiling_note(curve, disaggregated: bool) -> str:
+    """Why the TPOT p95 of ``curve`` levels off while its mean rises (HTML; "" where it does not): the p95 decode batch
+    is at a replica's slots, and a full batch's iteration is the longest a token takes; the requests beyond wait
+    for a slot, in their TTFT (aisize.serving.pool_pair.pools_state, aisize.serving.latency.loaded_state)."""
+    rate, p95, mean = (curve[k].to_numpy(dtype=float)
+                       for k in ("requests_per_s", "tpot_p95_seconds", "tpot_seconds"))
+    ok = np.isfinite(p95) & np.isfinite(mean)
+    rate, p95, mean = rate[ok], p95[ok], mean[ok]
+    flat = p95 >= p95.max(initial=0.0) * (1 - 1e-9)
+    if len(p95) < 3 or flat.sum() < 2:
+        return ""
+    k = int(np.argmax(flat))
+    if not mean[-1] > mean[k]:
+        return ""
+    where = "decode replica" if disaggregated else "replica"
+    return (f"<p class='aisize-note'>TPOT p95 levels off at {F.ms(p95[k])} from {F.sig(rate[k])} requests/s while the "
+            f"mean rises to {F.ms(mean[-1])}: there the p95 batch fills every slot of a {where}, and a full batch's "
+            "iteration is the longest a token takes. The requests beyond wait for a slot, which their TTFT carries.</p>")
+
+
 class InferenceSection(Section):
     title = "Inference"
 
@@ -93,7 +114,7 @@ class InferenceSection(Section):
         self.draft_tokens = K.int_slider("Draft tokens per step", 1, 1, 16, 1, "Tokens drafted per decode step (k)")
         self.reuse = ReuseControls(lambda: None if self._syncing or self.service.value is None
                                    else self.state.data["workloads"][self.service.value], self._change)
-        self.figures, self.memory_note = widgets.HTML(), widgets.HTML()
+        self.figures, self.memory_note, self.latency_note = widgets.HTML(), widgets.HTML(), widgets.HTML()
         self.memory_chart, self.latency_chart = K.ChartSlot(), K.ChartSlot()
         self._curve_at = (None, None)  # (inputs, frame) of the last latency curve
         super().__init__(state)
@@ -131,7 +152,7 @@ class InferenceSection(Section):
         left = K.controls_column([self.service, self.controls, self.error])
         self.view.children = [widgets.HBox([left, K.figures_column([self.figures, self.memory_chart.box,
                                                                     self.memory_note])]),
-                              self.latency_chart.box]
+                              self.latency_chart.box, self.latency_note]
         self.quietly(self.sync)
 
     def _path(self, field):
@@ -205,6 +226,7 @@ class InferenceSection(Section):
             K.assign(self.memory_note, "value", "")
             self.memory_chart.clear()
             self.latency_chart.clear()
+            K.assign(self.latency_note, "value", "")
             return
         i = self._plan_service(plan)
         K.assign(self.figures, "value", self._figures(i, plan.assumptions["plan.knee_factor"],
@@ -220,6 +242,7 @@ class InferenceSection(Section):
         pools = i.serving_mode == "disaggregated" and i.pools_estimate is not None and i.pools_estimate.feasible
         if not pools and (i.estimate is None or not i.estimate.feasible):  # no curve: the last one was another's
             self.latency_chart.clear()
+            K.assign(self.latency_note, "value", "")
             return
         # the pools bought, from the model that gives their figures (plan.latency_curve), or the replicas'
         curve = latency_curve(i) if pools else self._curve(i)
@@ -229,6 +252,7 @@ class InferenceSection(Section):
             params={charts.MARK: float(i.requests_per_s)},
             data=charts.serving_latency_data(curve, i.ttft_target_seconds, i.tpot_target_seconds),
             title=f"TTFT and TPOT vs load: {i.name} ({F.serving_shape(i)})")
+        K.assign(self.latency_note, "value", ceiling_note(curve, i.serving_mode == "disaggregated"))
 
     def _curve(self, i):
         """:func:`latency_curve` of ``i``, kept while its replica stays: a load move keeps it, and a move that only
