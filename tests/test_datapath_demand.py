@@ -218,3 +218,42 @@ def test_the_sizing_constraint_is_shown_with_how_much_of_it_is_used():
     s = p.storage
     assert s.binding == "read" and s.utilisation["read"] < 0.02
     assert f"sized by read ({F.pct(s.utilisation['read'])} used at the peak)" in summary_text(p)
+
+
+def test_serving_at_scale_says_what_sets_its_read_peak_in_gb_per_s(app):
+    """Review 2 (S3): the 68.5 GB/s read peak of serving-at-scale is its three services' deployment bursts, the
+    replicas x weights / 60 s of each (11.2 + 27.1 + 30.3 GB/s), shown beside the card in words; the blend chart and
+    table read GB/s as the cards do, and one unit is 'unit', not '1 units'."""
+    app.preset.value = "serving-at-scale"
+    datapath = app.open_tab("Data path")
+    p = app.state.plan
+    s = p.storage
+    loads = {w["name"]: w["read_peak_bytes_per_s"] for w in s.workloads}
+    assert sorted(round(v / GB, 1) for v in loads.values()) == [11.2, 27.1, 30.3]
+    assert s.read_peak_bytes_per_s == pytest.approx(sum(loads.values()))
+    assert round(s.read_peak_bytes_per_s / GB, 1) == 68.5
+    note = _text(re.search(r"data-key='storage.read_peak_note'>(.*?)</p>", datapath.figures.value)[1])
+    assert note.startswith("Read peak: 68.5 GB/s of it: all replicas of 3 services loading their weights within 60 s")
+    assert "model_loads_per_hour" in note and "RAG chat 70B 30.3 GB/s" in note
+    # one unit for transfer rates: the chart's axis and data, and the blend table, in GB/s
+    assert "average rate [GB/s]" in json_text(datapath.blend_chart.chart)
+    assert "read [GB/s]" in _text(datapath.blend.value) and "MB/s" not in _text(datapath.blend.value)
+    assert s.units == 1 and re.search(r"data-key='storage.units'>1</span> <span class='aisize-unit'>unit</span>",
+                                      datapath.figures.value)
+
+
+def json_text(chart_slot_chart) -> str:
+    """The chart's spec as text (whatever the slot holds: an Altair chart or its Vega-Lite dict)."""
+    import json
+
+    chart = getattr(chart_slot_chart, "chart", chart_slot_chart)
+    spec = chart.to_dict() if hasattr(chart, "to_dict") else chart
+    return json.dumps(spec)
+
+
+def test_the_blend_chart_is_in_gb_per_s_however_small():
+    from aisize import charts
+
+    small = charts.io_blend([{"name": "a", "read_bytes_per_s": 4e6, "write_bytes_per_s": 1e6}])
+    assert small.to_dict()["encoding"]["x"]["title"] == "average rate [GB/s]"
+    assert sorted(r["rate"] for d in small.to_dict()["datasets"].values() for r in d) == [0.001, 0.004]

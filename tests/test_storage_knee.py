@@ -31,7 +31,8 @@ def _weka(gpus: int):
 
 
 def _warned(p) -> bool:
-    return any(f.severity == "warning" and f.area == "storage" and "latency knee" in finding_text(f) for f in p.findings)
+    return any(f.severity == "warning" and f.area == "storage" and "latency knee" in finding_text(f)
+               for f in p.findings)
 
 
 @pytest.mark.parametrize("rho, slope", [(0.3, 0.2121), (0.6, 1.3393), (0.7, 2.5277), (0.8, 5.9574)])

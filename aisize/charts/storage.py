@@ -7,12 +7,11 @@ from collections.abc import Iterable, Mapping
 import altair as alt
 
 from aisize.charts.style import BLUE, NUMBER, ORANGE, RED, WIDTH, as_frame, tips
-from aisize.units import GB, MB, TB
+from aisize.units import GB, TB
 
 def _rate_unit(values: Iterable[float]) -> tuple[str, float]:
-    """GB/s when any rate reaches 1 GB/s, else MB/s (so small blends stay readable)."""
-    top = max([float(v) for v in values], default=0.0)
-    return ("GB/s", GB) if top >= GB else ("MB/s", MB)
+    """GB/s: transfer rates read in one unit on every surface (the Data path cards and blend table say GB/s)."""
+    return "GB/s", GB
 
 
 BLEND_DATA, CAPACITY_DATA = "io_blend", "capacity_items"  # named datasets (swapped as a Vega changeset)
@@ -28,7 +27,7 @@ def io_blend_rows(rows) -> dict[str, list[dict]]:
 
 
 def io_blend(rows, *, title: str = "Storage IO blend: average rate by workload") -> alt.Chart:
-    """Horizontal stacked bars of each workload's average read and write rate [GB/s or MB/s].
+    """Horizontal stacked bars of each workload's average read and write rate [GB/s].
 
     ``rows`` are ``StoragePlan.workloads`` dicts (or a DataFrame with ``name``,
     ``read_bytes_per_s``, ``write_bytes_per_s``).

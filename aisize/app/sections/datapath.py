@@ -6,6 +6,7 @@ capacity, checkpoint bandwidth and RTO, and the IO blender breakdown.
 
 from __future__ import annotations
 
+import html
 import math
 
 import ipywidgets as widgets
@@ -85,7 +86,7 @@ class DataPathSection(Section):
 
     def update(self, plan) -> None:
         s = plan.storage
-        K.assign(self.figures, "value", self._figures(s))
+        K.assign(self.figures, "value", self._figures(s, plan.assumptions["plan.model_load_seconds"]))
         K.assign(self.jobs, "value", K.table(self._jobs_table(plan)) if plan.training else
                  "<p class='aisize-note'>No training job.</p>")
         rows = pd.DataFrame([w for w in s.workloads if any(w[k] for k in _RATES)])
@@ -95,15 +96,14 @@ class DataPathSection(Section):
                      "it holds the model repository and datasets only.</p>")
         else:
             K.assign(self.blend, "value", K.table(_blend_table(storage_table(plan))))
-            blend = charts.io_blend_rows(rows)  # the axis names its unit (MB/s or GB/s): a new unit, a new chart
-            unit = max([float(v) for v in rows["read_bytes_per_s"]] + [float(v) for v in rows["write_bytes_per_s"]])
-            self.blend_chart.show((tuple(rows["name"]), unit >= GB), lambda: charts.io_blend(rows), data=blend)
+            blend = charts.io_blend_rows(rows)  # in GB/s, as the cards and the table
+            self.blend_chart.show(tuple(rows["name"]), lambda: charts.io_blend(rows), data=blend)
         self.capacity_chart.show("capacity", lambda: charts.capacity_breakdown(s.capacity_bytes),
                                  data=charts.capacity_breakdown_rows(s.capacity_bytes),
                                  title=f"Storage capacity ({s.system})")
 
     @staticmethod
-    def _figures(s) -> str:
+    def _figures(s, load_seconds: float) -> str:
         util = {k: v for k, v in s.utilisation.items() if v is not None}
         ops = s.read_iops + s.write_iops
         # a latency at no load is the unloaded one: say so, rather than a p95 of a queue nothing uses
@@ -111,24 +111,24 @@ class DataPathSection(Section):
                           f"At the average demand ({F.sig(ops)} IO/s) on the units bought") if ops else
                    K.card("storage.latency_unloaded", "IO latency, unloaded", F.duration(s.station.service_seconds),
                           "", "No IO demand: one IO's latency on an idle system"))
+        peak = _read_peak_note(s, load_seconds)
         return K.cards([
             K.card("storage.read", "Read demand (average)", F.rate(s.read_bytes_per_s), "",
                    "Long-run: training reads, scheduled model reloads and restarts after failures"),
-            K.card("storage.read_peak", "Read peak", F.rate(s.read_peak_bytes_per_s), "",
-                   "When bursts coincide: every replica loading its weights (deployment), training reads"),
+            K.card("storage.read_peak", "Read peak", F.rate(s.read_peak_bytes_per_s), "", peak),
             K.card("storage.write", "Write demand (average)", F.rate(s.write_bytes_per_s), ""),
             K.card("storage.write_peak", "Write peak", F.rate(s.write_peak_bytes_per_s), "",
                    "Checkpoint bursts coinciding"),
             K.card("storage.iops", "IO operations (average)", F.sig(ops), "IO/s"),
             K.card("storage.system", "Storage bought", s.system, "", "The system the plan buys and prices"),
-            K.card("storage.units", "Storage units", s.units, s.scope + "s"),
+            K.card("storage.units", "Storage units", s.units, s.scope if s.units == 1 else s.scope + "s"),
             K.card("storage.binding", "Sized by", s.binding,
                    f"{F.pct(util[s.binding])} used at the peak" if util.get(s.binding) is not None else "",
                    "; ".join(f"{k} {F.pct(v)}" for k, v in util.items()),
                    state="bad" if max(util.values(), default=0) > 1 else ""),
             K.card("storage.raw", "Raw capacity needed", F.bytes_si(s.capacity_bytes["raw_bytes"]), ""),
             latency,
-        ])
+        ]) + f"<p class='aisize-note' data-key='storage.read_peak_note'>Read peak: {html.escape(peak)}.</p>"
 
     @staticmethod
     def _jobs_table(plan) -> pd.DataFrame:
@@ -162,6 +162,24 @@ class DataPathSection(Section):
 
 
 _RATES = ("read_bytes_per_s", "write_bytes_per_s", "read_peak_bytes_per_s", "write_peak_bytes_per_s")
+_LOADING = " model loading"  # the blend row of a service's weights (aisize.plan.storage.model_loads)
+
+
+def _read_peak_note(s, load_seconds: float) -> str:
+    """What sets the read peak, in one line: most often every replica loading its weights at deployment, which a
+    scenario's ``model_loads_per_hour`` does not lower (it sets the average); else the largest burst."""
+    rows = sorted(s.workloads, key=lambda w: w["read_peak_bytes_per_s"], reverse=True)
+    if not rows or not s.read_peak_bytes_per_s:
+        return "No workload reads the storage"
+    loads = [w for w in rows if w["kind"] == "inference" and w["name"].endswith(_LOADING)]
+    loading = sum(w["read_peak_bytes_per_s"] for w in loads)
+    if loading >= 0.5 * s.read_peak_bytes_per_s:
+        services = F.plural(len(loads), "service")
+        return (f"{F.rate(loading)} of it: all replicas of {services} loading their weights within "
+                f"{load_seconds:g} s at deployment (plan.model_load_seconds), which happens once whatever "
+                f"model_loads_per_hour says; largest {loads[0]['name'].removesuffix(_LOADING)} "
+                f"{F.rate(loads[0]['read_peak_bytes_per_s'])}")
+    return f"Bursts coinciding; the largest: {rows[0]['name']} {F.rate(rows[0]['read_peak_bytes_per_s'])}"
 _SCALES = {"TB/s": TB, "GB/s": GB, "MB/s": MB, "kB/s": KB, "B/s": 1.0, "PB": PB, "TB": TB, "GB": GB, "MB": MB,
            "kB": KB, "B": 1.0}
 
@@ -190,11 +208,11 @@ def column(values, unit) -> tuple[str, list[str]]:
 
 
 def _blend_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The plan's IO blend table (aisize.plan.bom.storage_table, in GB/s) shown one unit per column."""
+    """The plan's IO blend table (aisize.plan.bom.storage_table) in GB/s, the unit of the blend chart."""
     out = {"workload": list(table["name"]), "kind": list(table["kind"])}
     for col, label in (("read_gb_per_s", "read"), ("write_gb_per_s", "write"), ("read_peak_gb_per_s", "read peak"),
                        ("write_peak_gb_per_s", "write peak")):
-        unit, texts = column([v * GB for v in table[col]], F.rate)
+        unit, texts = column([v * GB for v in table[col]], "GB/s")
         out[f"{label} [{unit}]"] = texts
     for col, label in (("read_iops", "read"), ("write_iops", "write")):
         unit, texts = column(list(table[col]), "IO/s")
