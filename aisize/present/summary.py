@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import yaml
 
 from aisize import format as F
@@ -11,6 +12,7 @@ from aisize.plan.bom import bom_table, cost_table, job_streams_table, placement_
 from aisize.present.cost_text import verdict
 from aisize.present.figures import gpus_busy
 from aisize.present.findings import finding_text
+from aisize.units import GB, GiB
 
 
 def _money(x: float | None) -> str:
@@ -43,6 +45,55 @@ def _text(frame, title_column: str | None = None) -> str:
 
 def _finding(f) -> str:
     return f"  [{f.severity}] {f.area}: {finding_text(f)}"
+
+
+def _memory_cell(i) -> str:
+    """A service's memory per GPU [GiB]; disaggregated: both pools, labelled (the plan's memory items are a decode
+    GPU's; a prefill GPU of another shape holds its own weights, which may be the larger)."""
+    decode = i.memory_per_gpu_bytes["total_bytes"] / GiB
+    est = i.pools_estimate if i.serving_mode == "disaggregated" else None
+    weights = est.weights_per_gpu_bytes if est is not None else {}
+    if "prefill" not in weights:
+        return F.num(decode)
+    return f"decode {F.num(decode)}; prefill ≥ {F.num(weights['prefill'] / GiB)} (its weights alone)"
+
+
+def _vs_target(value_s: float, target_s: float) -> str:
+    return f"{F.num(value_s * 1e3)} / {F.num(target_s * 1e3)}"
+
+
+def workload_tables(p) -> list[tuple[str, pd.DataFrame, dict]]:
+    """The Summary's workloads, one compact table per kind with the columns a reader decides on, key ones first
+    ((title, frame, headers)); every figure is the plan's (the full table of every figure is workloads.csv)."""
+    out = []
+    if p.training:
+        out.append(("Training", pd.DataFrame([{
+            "workload": t.name, "model": t.model, "gpus": t.gpus, "servers": t.servers,
+            "days": str(F.span(t.days_low, t.days_high)) if t.days_low != t.days_high else F.num(t.training_days),
+            "mfu_assumed": t.mfu_assumed,
+            "memory_per_gpu_gib": t.memory_bytes["total_bytes"] / GiB, "memory_fits": t.memory_fits,
+            "goodput": t.goodput} for t in p.training]),
+            {"days": "time [days]"}))
+    if p.inference:
+        rows = [{"workload": i.name, "model": i.model, "gpus": i.gpus, "servers": i.servers,
+                 "shape": F.serving_shape(i), "slo": i.slo_statistic,
+                 "ttft": _vs_target(i.ttft_at_statistic_seconds, i.ttft_target_seconds),
+                 "tpot": _vs_target(i.tpot_at_statistic_seconds, i.tpot_target_seconds),
+                 "utilisation": i.utilisation, "memory_per_gpu_gib": _memory_cell(i), "memory_fits": i.fits}
+                for i in p.inference]
+        out.append(("Inference", pd.DataFrame(rows),
+                    {"slo": "SLO statistic", "ttft": "TTFT / target [ms]", "tpot": "TPOT / target [ms]"}))
+    if p.job_streams:
+        out.append(("Job streams", pd.DataFrame([{
+            "workload": j.name, "gpus": j.gpus, "servers": len(p.placement.assignment[j.name]["servers"]),
+            "utilisation": j.utilisation, "wait_mean": F.duration(j.wait_mean_seconds),
+            "wait_p95": F.duration(j.wait_p95_seconds)} for j in p.job_streams]),
+            {"wait_mean": "wait, mean", "wait_p95": "wait, p95"}))
+    if p.dataprep:
+        out.append(("Data preparation", pd.DataFrame([{
+            "workload": d.name, "read_gb_per_s": d.read_bytes_per_s / GB, "write_gb_per_s": d.write_bytes_per_s / GB}
+            for d in p.dataprep]), {}))
+    return out
 
 
 def _used(s) -> str:

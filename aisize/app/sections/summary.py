@@ -20,7 +20,7 @@ from aisize.app.sections import Section
 from aisize.plan import bom_table, to_json, write_csv
 from aisize.present.assumption_text import assumption_sentences
 from aisize.present.findings import finding_text
-from aisize.plan.bom import workloads_table
+from aisize.present.summary import workload_tables
 from aisize.scenario import dumps
 
 SEVERITY_ICON = {"problem": "⛔", "warning": "⚠", "info": "ℹ"}
@@ -41,6 +41,16 @@ def findings_html(findings) -> str:
              f"<b>{html.escape(f.area)}</b>: {html.escape(finding_text(f))}</li>"
              for f in findings if f.area != "assumptions"]
     return "<ul class='aisize-findings'>" + "".join(items) + "</ul>"
+
+
+def workloads_html(plan) -> str:
+    """One compact table per kind of workload (present.summary.workload_tables), each in a box that scrolls
+    sideways if a long name still makes it wider than the page (the workload's name is its first column)."""
+    parts = [f"<div class='aisize-note'><b>{html.escape(title)}</b></div>"
+             f"<div style='overflow-x:auto; max-width:100%'>{K.table(frame, headers=headers)}</div>"
+             for title, frame, headers in workload_tables(plan)]
+    return "".join(parts) + ("<p class='aisize-note'>Every figure of every workload: workloads.csv under "
+                             "Downloads.</p>")
 
 
 class SummarySection(Section):
@@ -80,7 +90,7 @@ class SummarySection(Section):
             K.card("summary.problems", "Problems", problems, "", state="bad" if problems else "good"),
             K.card("summary.warnings", "Warnings", warnings, "", state="bad" if warnings else "")]))
         K.assign(self.bom, "value", K.table(bom_table(plan)))
-        K.assign(self.workloads, "value", K.table(workloads_table(plan)))
+        K.assign(self.workloads, "value", workloads_html(plan))
         K.assign(self.findings, "value", findings_html(plan.findings))
         # the sentences the CLI, the report and the findings say (present.assumption_text), not `key = value`
         K.assign(self.assumptions, "value", "<ul class='aisize-note aisize-assumptions'>" + "".join(
