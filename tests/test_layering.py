@@ -27,10 +27,6 @@ KNOWN = {
     ("plan/__init__.py", "present"): "aliases: to_json, write_csv, write_excel (present.export)",
     ("plan/bom.py", "present"): "aliases: cost_table, workloads_table, findings_table, TABLES, to_json, ... "
                                 "(present.export)",
-    ("plan/findings.py", "format"): "Finding.text is a sentence built where the check computes its figures",
-    ("plan/findings.py", "present"): "the assumptions and cost findings are sentences from present (assumption_text, "
-                                     "cost_text)",
-    ("plan/fleet.py", "format"): "fleet_findings words the fleet's day (GPU-hours, USD per million tokens, power)",
     ("plan/pools.py", "format"): "Candidate.why, the words of plan()'s error for a workload no pool fits (bytes_gpu)",
     ("plan/service_day.py", "format"): "the error refusing adapters that fill the KV cache names both in GiB",
     ("plan/training.py", "format"): "days_range and the throughput basis are sentences with MFU as a percentage",
