@@ -139,6 +139,23 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
     stats = {"iterations": 0, "busy": 0.0, "sent": 0, "timeline": [], "last_send": None}
     kw = shape.kwargs()
 
+    graphs = {}  # (sequences, tokens, prefill) -> launch.graphed (a few distinct keys, asked every iteration)
+    version = [0]  # bumped whenever the running set changes: the decode-only look-ahead is valid within one
+    ahead = _DecodeAhead(tau)
+
+    def step_seconds(decoding, ctx, prefill_tokens, sampling, sq):
+        """Iteration time(s) [s]: ``ctx`` a scalar, or an array of the coming decode-only iterations' contexts."""
+        key = (decoding, decoding * verify + prefill_tokens, prefill_tokens > 0)
+        if key not in graphs:
+            graphs[key] = bool(launch.graphed(*key))
+        # (chunks of prompts none of which completes still run through every layer: a vanishing prompt
+        # count keeps their tokens in the iteration model without sampling or attention)
+        return iteration_time(costs, rates, calib, decode_sequences=float(decoding), decode_context=ctx,
+                              prefill_tokens=float(prefill_tokens),
+                              prefill_prompts=float(sampling) if sampling or not prefill_tokens else 1e-9,
+                              prompt_tokens=math.sqrt(sq / sampling) if sampling else 1.0, graphed=graphs[key],
+                              overlap=launch.overlap, speculation=speculation if decoding else None, **kw).seconds
+
     def blocks(tokens):
         return math.ceil(tokens / block_tokens) * block_tokens
 
@@ -201,6 +218,7 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                     break
                 waiting.popleft()
                 running.append(r)
+                version[0] += 1
                 used_kv += r.kv_tokens
                 batch += 1
                 if not chunked_prefill:
@@ -220,16 +238,11 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                     if r.prefilled + take >= r.prompt:
                         sampling += 1
                         sq += float(prefill_work(r.prompt, r.cached)[1]) ** 2
-            ctx = float(np.mean([r.prompt + r.generated for r in decoding])) if decoding else 0.0
-            graphed = bool(launch.graphed(len(decoding), len(decoding) * verify + prefill_tokens, prefill_tokens > 0))
-            # (chunks of prompts none of which completes still run through every layer: a vanishing prompt
-            # count keeps their tokens in the iteration model without sampling or attention)
-            t = float(iteration_time(costs, rates, calib, decode_sequences=float(len(decoding)),
-                                     decode_context=ctx, prefill_tokens=float(prefill_tokens),
-                                     prefill_prompts=float(sampling) if sampling or not prefill_tokens else 1e-9,
-                                     prompt_tokens=math.sqrt(sq / sampling) if sampling else 1.0, graphed=graphed,
-                                     overlap=launch.overlap, speculation=speculation if decoding else None,
-                                     **kw).seconds)
+            if not chunk and decoding and len(decoding) == len(running):
+                t = ahead.next(version[0], decoding, step_seconds)
+            else:
+                ctx = sum(r.prompt + r.generated for r in decoding) / len(decoding) if decoding else 0.0
+                t = float(step_seconds(len(decoding), ctx, prefill_tokens, sampling, sq))
             stats["iterations"] += 1
             stats["busy"] += t
             stats["timeline"].append((env.now, t, len(running)))
@@ -245,6 +258,7 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                 if r.prefilled >= r.prompt and r.generated >= r.output:
                     r.done = env.now
                     running.remove(r)
+                    version[0] += 1
                     used_kv -= r.kv_tokens
                     finished.append(r)
                     r.finished.succeed()
@@ -256,6 +270,33 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
     env.process(arrivals() if source is None else source(env, submit))
     env.run(until=env.process(engine()))  # a source may keep sending: stop with the n-th finished request
     return _measure(finished, warmup_share, stats, cooldown_share)
+
+
+class _DecodeAhead:
+    """Times of the coming decode-only iterations of one unchanged running set, from one vectorised call.
+
+    While no request is admitted or finishes, every running sequence gains τ tokens per iteration, so the
+    k-th coming iteration's mean context is (Σ context + k·m·τ) / m: the same sum the per-iteration mean
+    takes (bit for bit when τ = 1, the contexts being whole numbers). The look-ahead runs to the first
+    request's last token (the set changes there), at most :attr:`LIMIT` iterations; an admission drops it.
+    """
+
+    LIMIT = 256
+
+    def __init__(self, tau):
+        self.tau, self.key, self.times, self.k = tau, None, (), 0
+
+    def next(self, version, decoding, step_seconds):
+        if self.key != version or self.k >= len(self.times):
+            m = len(decoding)
+            total = sum(r.prompt + r.generated for r in decoding)
+            left = min(math.ceil((r.output - r.generated) / self.tau) for r in decoding)
+            k = np.arange(min(max(left, 1), self.LIMIT))
+            ctx = (total + k * (m * self.tau)) / m
+            self.key, self.times, self.k = version, np.broadcast_to(step_seconds(m, ctx, 0, 0, 0.0), ctx.shape), 0
+            self.times = self.times.tolist()
+        self.k += 1
+        return self.times[self.k - 1]
 
 
 def _measure(finished, warmup_share, stats, cooldown_share=0.0) -> SimulationResult:
