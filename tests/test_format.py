@@ -229,6 +229,8 @@ def test_the_cli_summary_of_every_preset_reads_well(presets):
 @pytest.mark.parametrize("text, expected", [
     (F.plural(1, "GPU"), "1 GPU"), (F.plural(16, "GPU"), "16 GPUs"), (F.plural(1.0, "rack"), "1 rack"),
     (F.plural(0, "replica"), "0 replicas"), (F.plural(2, "switch", "switches"), "2 switches"),
+    # a card's unit apart from its number: "1 server", never "1 servers" (the app's cards, review S3)
+    (F.noun_for(1, "server"), "server"), (F.noun_for(3, "server"), "servers"), (F.noun_for(1, "job"), "job"),
     (F.engineering(313_999_999_999_999_995_805_696, "FLOP"), "314.0 ZFLOP"),
     (F.engineering(2.5566e24, "FLOP"), "2.557 YFLOP"), (F.engineering(6_738_417_664, "count"), "6.738 billion"),
     (F.engineering(3_552_000, "GPU-h"), "3.552 million GPU-h"), (F.engineering(809_472, "GPU-h"), "809,472 GPU-h"),

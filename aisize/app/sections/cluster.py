@@ -68,12 +68,13 @@ class ClusterSection(Section):
 
     def update(self, plan) -> None:
         busy, drawn = gpus_busy(plan), gpus_busy_timeline(plan)
+        fewest = sum(p.lower_bound_servers for p in plan.pools)
         K.assign(self.figures, "value", K.cards([
-            K.card("cluster.servers", "Servers", plan.servers, plan.server, "Pools: " + ", ".join(p.name for p in plan.pools)),
+            K.card("cluster.servers", "Servers", plan.servers, plan.server,
+                   "Pools: " + ", ".join(p.name for p in plan.pools)),
             K.card("cluster.gpus", "GPUs installed", plan.gpus, plan.accelerator),
             K.card("cluster.busy_peak", "GPUs busy at once", plan.gpus_busy_peak, "at most"),
-            K.card("cluster.lower_bound", "Fewest servers possible",
-                   sum(p.lower_bound_servers for p in plan.pools), "servers",
+            K.card("cluster.lower_bound", "Fewest servers possible", fewest, F.noun_for(fewest, "server"),
                    "Lower bound: the GPUs active in the busiest time slot"),
             K.card("cluster.utilisation", busy.label, F.pct(busy.value), "", busy.note),
             K.card("cluster.utilisation_timeline", drawn.label, F.pct(drawn.value), "", drawn.note)]))
@@ -97,7 +98,8 @@ class ClusterSection(Section):
         name = self.state.data["workloads"][index]["name"]
         s = next(j for j in plan.job_streams if j.name == name)
         K.assign(self.queue, "value", K.cards([
-            K.card("cluster.queue_gpus", "GPUs in the partition", s.gpus, "GPUs", f"{s.slots} jobs at once"),
+            K.card("cluster.queue_gpus", "GPUs in the partition", s.gpus, F.noun_for(s.gpus, "GPU"),
+                   f"{s.slots} {F.noun_for(s.slots, 'job')} at once"),
             K.card("cluster.queue_utilisation", "Job slots busy", F.pct(s.utilisation), "",
                    state="bad" if not s.stable else ""),
             K.card("cluster.queue_wait_mean", "Mean wait", F.duration(s.wait_mean_seconds), ""),

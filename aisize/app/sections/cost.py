@@ -34,8 +34,9 @@ def workload_costs(cost) -> pd.DataFrame:
     rows = [{"workload": t["workload"], "what": "one training run", "usd": t["usd"],
              "basis": f"{F.sig(t['gpu_hours'])} GPU-hours at {_usd(t['usd_per_gpu_hour'])}"} for t in cost.training]
     rows += [{"workload": i["workload"], "what": "1 M output tokens", "usd": i["usd_per_million_tokens"],
-              "basis": f"{i['gpus']} GPUs at {_usd(i['usd_per_hour'])}/h for {F.sig(i['tokens_per_s_at_load'])} "
-                       f"tokens/s (full capacity: {_usd(i['usd_per_million_tokens_at_capacity'])})"}
+              "basis": f"{i['gpus']} {F.noun_for(i['gpus'], 'GPU')} at {_usd(i['usd_per_hour'])}/h for "
+                       f"{F.sig(i['tokens_per_s_at_load'])} tokens/s (full capacity: "
+                       f"{_usd(i['usd_per_million_tokens_at_capacity'])})"}
              for i in cost.inference]
     rows += [{"workload": j["workload"], "what": "one job", "usd": j["usd_per_job"],
               "basis": f"with the partition's idle time {_usd(j['usd_per_job_with_idle'])}"} for j in cost.job_streams]
