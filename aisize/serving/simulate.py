@@ -142,6 +142,7 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
     graphs = {}  # (sequences, tokens, prefill) -> launch.graphed (a few distinct keys, asked every iteration)
     version = [0]  # bumped whenever the running set changes: the decode-only look-ahead is valid within one
     ahead = _DecodeAhead(tau)
+    reported = [None]  # the KV tokens on_kv was last told
 
     def step_seconds(decoding, ctx, prefill_tokens, sampling, sq):
         """Iteration time(s) [s]: ``ctx`` a scalar, or an array of the coming decode-only iterations' contexts."""
@@ -223,8 +224,9 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                 batch += 1
                 if not chunked_prefill:
                     budget -= r.prompt - r.cached
-            if on_kv is not None:
+            if on_kv is not None and used_kv != reported[0]:  # unchanged: the tier was resized to it already
                 on_kv(used_kv)
+                reported[0] = used_kv
             # prompt tokens this iteration: whole prompts, or chunks from the budget in order
             chunk, sampling, prefill_tokens, sq = {}, 0, 0, 0.0
             for r in running:
@@ -248,24 +250,30 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
             stats["timeline"].append((env.now, t, len(running)))
             seen_until = env.now
             yield env.timeout(t)
-            for r in list(running):
-                if id(r) in chunk:
-                    r.prefilled += chunk[id(r)]
+            if not chunk:  # decode only: every sequence gains τ tokens, then the finished leave in batch order
+                for r in running:
                     if r.prefilled >= r.prompt:
-                        r.first_token, r.generated = env.now, 1
-                elif r.prefilled >= r.prompt:
-                    r.generated += tau
-                if r.prefilled >= r.prompt and r.generated >= r.output:
-                    r.done = env.now
-                    running.remove(r)
-                    version[0] += 1
-                    used_kv -= r.kv_tokens
-                    finished.append(r)
-                    r.finished.succeed()
-                    if on_kv is not None:
-                        on_kv(used_kv)
-                    if c is not None and stats["sent"] < n:
-                        send(stats["sent"])
+                        r.generated += tau
+            else:
+                for r in running:
+                    if id(r) in chunk:
+                        r.prefilled += chunk[id(r)]
+                        if r.prefilled >= r.prompt:
+                            r.first_token, r.generated = env.now, 1
+                    elif r.prefilled >= r.prompt:
+                        r.generated += tau
+            for r in [r for r in running if r.prefilled >= r.prompt and r.generated >= r.output]:
+                r.done = env.now
+                running.remove(r)
+                version[0] += 1
+                used_kv -= r.kv_tokens
+                finished.append(r)
+                r.finished.succeed()
+                if on_kv is not None:
+                    on_kv(used_kv)
+                    reported[0] = used_kv
+                if c is not None and stats["sent"] < n:
+                    send(stats["sent"])
 
     env.process(arrivals() if source is None else source(env, submit))
     env.run(until=env.process(engine()))  # a source may keep sending: stop with the n-th finished request
