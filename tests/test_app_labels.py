@@ -281,6 +281,8 @@ def test_a_long_chart_title_is_broken_into_lines_that_fit_the_chart():
     vl_convert.vegalite_to_vega(spec)  # the expression compiles
     assert K.title_lines("Memory per GPU: LoRA fine-tune 70B (h100-sxm)", width) == \
         "Memory per GPU: LoRA fine-tune 70B (h100-sxm)"  # a title that fits stays one line
+    inference = app_of("serving-at-scale").open_tab("Inference")  # two panels side by side: both widths count
+    assert inference.latency_chart.title_px == 2 * (charts.WIDTH // 2 + K.AXIS_PX)
 
 
 def test_a_tpot_p95_at_its_ceiling_is_explained_under_the_chart():

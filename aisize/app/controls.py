@@ -206,9 +206,13 @@ def title_lines(title: str, width_px: float) -> str:
 
 
 def _chart_width(spec) -> float:
-    """The plot width of ``spec`` [px] (its ``width`` where a number, else the charts' default) and a y axis."""
+    """The width of ``spec`` [px]: its plot's (its ``width`` where a number, else the charts' default) and a y axis,
+    summed over the panels of a side-by-side chart."""
     from aisize.charts import WIDTH
 
+    panels = getattr(spec, "hconcat", None)
+    if isinstance(panels, list) and panels:
+        return sum(_chart_width(panel) for panel in panels)
     width = getattr(spec, "width", None)
     return (width if isinstance(width, (int, float)) else WIDTH) + AXIS_PX
 
