@@ -75,6 +75,8 @@ def test_the_storage_bound_is_said_beside_the_job_in_worked_numbers(plans):
 def test_no_finding_reads_like_a_log_line(plans):
     for name, p in plans.items():
         for f in p.findings:
+            if f.code == "assumptions.used":
+                continue  # present.assumption_text's sentences, listed by name (surfaces show them apart)
             text = finding_text(f)
             assert not re.search(r"\d{1,3}(,\d{3}){2,} GPUs", text), (name, text)  # "9,671,148 GPUs"
             assert not re.search(r"\b[A-Z][A-Z_]{6,}\b", text.replace("IOPS", "")), (name, text)  # a constant's name

@@ -99,7 +99,7 @@ def storage_latency(plan) -> list[Finding]:
     out = []
     if s.latency_elasticity > C.KNEE_ELASTICITY:  # the slope at the operating point, as for a service
         out.append(_f("warning", "storage", "storage.past_knee", io_per_s=ops, elasticity=s.latency_elasticity,
-                      knee_io_per_s=s.knee_iops, latency_p95_seconds=s.latency_p95_seconds))
+                      knee_io_per_s=s.knee_iops, knee_factor=C.KNEE_FACTOR, latency_p95_seconds=s.latency_p95_seconds))
     if s.units_at_knee is not None:  # the latency's own need, beside what the plan buys and why
         out.append(_f("info", "storage", "storage.units_for_knee", system=s.system,
                       units_at_knee=int(round(s.units_at_knee)), units=int(s.units), binding=s.binding,

@@ -101,14 +101,14 @@ def _storage_over(x) -> str:
 
 
 def _storage_unstable(x) -> str:
-    return (f"storage IO queue is unstable: {x['io_per_s']:,.0f} operations/s exceed {x['supply_io_per_s']:,.0f}/s; "
-            "latency grows without bound")
+    return (f"storage IO queue is unstable: {x['io_per_s']:,.0f} IO/s asked exceed the {x['supply_io_per_s']:,.0f} "
+            "IO/s it serves; latency grows without bound")
 
 
 def _storage_knee(x) -> str:
-    return (f"storage runs past its latency knee: at {x['io_per_s']:,.0f} operations/s its mean IO latency rises "
-            f"{num(x['elasticity'])} times as fast as the load (mean latency doubles at {x['knee_io_per_s']:,.0f}/s); "
-            f"p95 latency {ms(x['latency_p95_seconds'])}")
+    return (f"storage runs past its latency knee: at {x['io_per_s']:,.0f} IO/s its mean IO latency rises "
+            f"{num(x['elasticity'])} times as fast as the load (it reaches {x['knee_factor']:g}x the unloaded "
+            f"latency at {x['knee_io_per_s']:,.0f} IO/s); p95 IO latency {ms(x['latency_p95_seconds'])}")
 
 
 def _storage_units_knee(x) -> str:
@@ -332,7 +332,8 @@ WORDS = {
     "storage.past_knee": _storage_knee, "storage.units_for_knee": _storage_units_knee,
     "storage.data_stall": _data_stall, "storage.bottleneck_gpus": _bottleneck,
     "network.links_short": _links_short, "network.links_busy": _links_busy, "network.links_used": _links_used,
-    "inference.beyond_context": _beyond_context, "inference.slo_unreachable": lambda x: f"{x['workload']}: {x['reason']}",
+    "inference.beyond_context": _beyond_context,
+    "inference.slo_unreachable": lambda x: f"{x['workload']}: {x['reason']}",
     "inference.slo_missed": _slo_missed, "inference.uncalibrated": _uncalibrated,
     "inference.past_knee": _service_knee, "inference.disaggregated": _disaggregated,
     "compute.chinchilla": lambda x: f"{x['workload']}: {x['note']}", "compute.mfu_gap": _mfu_gap,
@@ -342,7 +343,8 @@ WORDS = {
     "placement.pool_unused": lambda x: f"pool {x['pool']}: no workload needs it (0 servers)",
     "placement.pool": _pool, "queue.unstable": _queue_unstable, "queue.wait": _queue_wait,
     "cost.unpriced": _unpriced, "cost.assumed_prices": _assumed_prices, "cost.stale_price": _stale_price,
-    "cost.rental_compared": lambda x: f"rental compared with the GPU bought: {x['note']}", "cost.verdict": lambda x: verdict(x["cost"]),
+    "cost.rental_compared": lambda x: f"rental compared with the GPU bought: {x['note']}",
+    "cost.verdict": lambda x: verdict(x["cost"]),
     "fabric.pool": lambda x: f"pool {x['pool']} compute fabric: {x['reason']}",
     "assumptions.used": _assumptions_used, "assumptions.write_rate": _write_rate,
     "assumptions.storage_queue": _storage_queue,
