@@ -80,7 +80,10 @@ def _knee_note(station: Station, knee: int, storage: bool, factor: float, scale:
     """What the knee is, in words: the storage curve's bend (asymptotes crossing), a service's latency budget."""
     if not storage:
         return f"Latency reaches {factor:g}x unloaded beyond this"
-    at = concurrency_curve(station, max(knee, 1)).iloc[0]
+    if knee < 1:  # large IOs on a bandwidth-bound unit: fewer than one IO in flight saturates it
+        return (f"The curve bends below one IO in flight: saturation x unloaded latency = "
+                f"{F.sig(station.capacity_per_s * station.service_seconds)}, so a single outstanding IO already queues")
+    at = concurrency_curve(station, knee).iloc[0]
     return (f"Where the curve bends: saturation x unloaded latency ({F.sig(station.capacity_per_s)} IO/s x "
             f"{F.sig(station.service_seconds * scale)} {unit}), where its flat and rising asymptotes meet; "
             f"latency {F.sig(at.response_mean_seconds / station.service_seconds)}x unloaded there, {factor:g}x "
