@@ -64,3 +64,47 @@ def test_aisize_validate_cross_validate_prints_in_sample_beside_held_out(monkeyp
     assert lines[2].startswith("leave one gpu out (2 groups")
     assert lines[3].startswith("  in sample") and lines[4].startswith("  held out")
     assert all(len(x) <= 120 for x in lines)
+
+
+def test_decode_identified_moe_constants_are_fitted_only_where_an_moe_run_measured_tpot():
+    # flat-out MoE runs (Llama 4 Scout, Qwen3-30B-A3B) state no TPOT: the expert weight reads and the fixed
+    # MoE-layer time are a few percent of their steps, so they do not identify them (a refit without
+    # DeepSeek-R1 took moe_layer_seconds[hopper] from 63 to 431 us to absorb Scout's +44 % on H100)
+    flat_out = read_table(catalog.data_dir() / "validation" / "serving_throughput.csv")
+    names = fitted_constants(flat_out, CALIBRATION)
+    assert ("expert_gemm_efficiency", None) in names and ("expert_bytes_per_token", None) in names
+    assert not [c for c in names if c[0] in ("expert_memory_efficiency", "moe_layer_seconds")]
+    # DeepSeek-R1's closed-loop runs measured TPOT on Blackwell, Hopper (H200) and CDNA4: each generation's own
+    load = read_table(catalog.data_dir() / "validation" / "serving_load.csv")
+    r1_b200 = [r for r in load if r.model == "deepseek-r1" and r.accelerator == "b200"]
+    names = fitted_constants(flat_out + r1_b200, CALIBRATION)
+    assert ("expert_memory_efficiency", None) in names
+    assert [g for c, g in names if c == "moe_layer_seconds"] == ["blackwell"]
+
+
+def test_every_shipped_fitted_constant_is_identified_by_the_three_fitted_sets():
+    # the rule leaves the shipped fit as it was: on every fitted run, each fitted constant is identified
+    runs = [r for s in ("serving_throughput", "serving_load", "serving_disagg")
+            for r in read_table(catalog.data_dir() / "validation" / f"{s}.csv")]
+    labels = {f"{c}[{g}]" if g else c for c, g in fitted_constants(runs, CALIBRATION)}
+    assert labels == set(CALIBRATION.fitted) - {"request_seconds"}
+
+
+def test_a_fold_that_cannot_identify_the_decode_moe_constants_does_not_keep_the_values_its_held_out_runs_fitted():
+    # held out with DeepSeek-R1, no MoE run with a TPOT is left: the shipped MoE-layer times and expert HBM share
+    # (fitted on R1's decode) would leak R1 into its own prediction, so they take values no run fitted
+    from aisize.calibrate.crossval import _unidentified_defaults
+
+    runs = [r for s in ("serving_throughput", "serving_load")
+            for r in read_table(catalog.data_dir() / "validation" / f"{s}.csv")]
+    train = [r for r in runs if r.model != "deepseek-r1"]
+    held = [r for r in runs if r.model == "deepseek-r1"]
+    constants = fitted_constants(train, CALIBRATION)
+    out = _unidentified_defaults(CALIBRATION, constants, train, held)
+    assert all(out.value("moe_layer_seconds", g) == 0.0 for g in ("hopper", "blackwell", "cdna4"))
+    for g in ("hopper", "blackwell"):
+        assert out.value("expert_memory_efficiency", g) == CALIBRATION.value("memory_efficiency", g)
+    # MI355X (CDNA4) has no run left: its constants are the fallback generation's, as for an uncalibrated GPU
+    assert out.value("expert_memory_efficiency", "cdna4") == CALIBRATION.value("memory_efficiency", "hopper")
+    # with R1 in, every constant is identified and nothing changes
+    assert _unidentified_defaults(CALIBRATION, fitted_constants(runs, CALIBRATION), runs, held) == CALIBRATION

@@ -13,8 +13,12 @@ refitted, as they would for a GPU nobody calibrated, never from the values fitte
 
 The refits start from the shipped calibration, whose fit saw every run, and the solver's prior pulls
 gently toward that start (:data:`aisize.calibrate.fitting.PRIOR_WEIGHT`); the held-out score is therefore
-an optimistic bound where a constant is weakly identified by the remaining runs. The number of solver
-steps is kept small (``max_evaluations``) so that a whole cross-validation runs in minutes.
+an optimistic bound where a constant is weakly identified by the remaining runs. A constant the remaining
+runs do not identify at all (:data:`aisize.calibrate.fitting.DECODE_IDENTIFIED`: no MoE run with a measured
+TPOT is left, as when DeepSeek-R1 is held out) is not left at the start's value, which the held-out runs
+fitted, but set to its physical default: routed-expert weight reads at the generation's dense HBM share, no
+fixed MoE-layer time beyond a dense layer's. The number of solver steps is kept small (``max_evaluations``)
+so that a whole cross-validation runs in minutes.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from aisize import checks
-from aisize.calibrate.fitting import PER_GENERATION, fit, fitted_constants, summary
+from aisize.calibrate.fitting import DECODE_IDENTIFIED, PER_GENERATION, fit, fitted_constants, summary
 from aisize.calibrate.runs import Prediction, Run, predict
 from aisize.serving.hardware import generation
 
@@ -74,6 +78,21 @@ def _fallback_generations(cal, train: Sequence[Run], held: Sequence[Run]):
     return cal.with_(**changes)
 
 
+def _unidentified_defaults(cal, constants, train: Sequence[Run], held: Sequence[Run]):
+    """``cal`` (a refit on ``train`` of ``constants``) with the lost generations' constants set to the fallback's
+    (:func:`_fallback_generations`) and the :data:`DECODE_IDENTIFIED` constants that ``constants`` leave out
+    set to values no run fitted: no MoE-layer fixed time, expert weight reads at each generation's HBM share."""
+    fitted = set(constants)
+    changes = {}
+    if "moe_layer_seconds" in DECODE_IDENTIFIED and isinstance(cal.moe_layer_seconds, MappingProxyType):
+        changes["moe_layer_seconds"] = {g: v if ("moe_layer_seconds", g) in fitted else 0.0
+                                        for g, v in cal.moe_layer_seconds.items()}
+    cal = _fallback_generations(cal.with_(**changes), train, held)
+    if ("expert_memory_efficiency", None) not in fitted:
+        cal = cal.with_(expert_memory_efficiency=dict(cal.memory_efficiency))
+    return cal
+
+
 def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_evaluations: int = 5,
                    min_train_runs: int = 10, progress: Callable[[str, int, int], None] | None = None
                    ) -> CrossValidation:
@@ -114,7 +133,7 @@ def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_e
             progress(g, k, len(groups))
         constants = fitted_constants(train, calibration)
         refit = fit(train, calibration, constants=constants, max_evaluations=n).calibration
-        refit = _fallback_generations(refit, train, [runs[i] for i in test])
+        refit = _unidentified_defaults(refit, constants, train, [runs[i] for i in test])
         for i in test:
             try:
                 held[i] = predict(runs[i], refit)

@@ -46,6 +46,11 @@ BOUNDS = {
 }
 PER_GENERATION = ("gemm_efficiency", "memory_efficiency", "moe_layer_seconds")
 MOE_ONLY = ("expert_memory_efficiency", "expert_gemm_efficiency", "expert_bytes_per_token", "moe_layer_seconds")
+# Fitted only where an MoE run measured its TPOT (per generation for the per-generation one): a decode step's
+# expert weight reads and fixed MoE-layer time are a large share of it, a flat-out step's a few percent, so
+# flat-out runs alone would move them far to absorb other errors (docs/calibration.md, 2026-12-05: without
+# DeepSeek-R1 a refit took moe_layer_seconds[hopper] from 63 to 431 us for Llama 4 Scout's H100 runs).
+DECODE_IDENTIFIED = ("expert_memory_efficiency", "moe_layer_seconds")
 
 
 @dataclass(frozen=True)
@@ -63,21 +68,24 @@ class FitResult:
 def fitted_constants(runs, base) -> list[tuple[str, str | None]]:
     """The constants ``runs`` can identify: per-generation ones for the generations they cover (a GEMM
     efficiency only where a run is flat out or its prompts outweigh its outputs, so that GEMMs bound it),
-    MoE ones when an MoE model runs, the Grace factor on Grace-hosted GPUs, the draft pass's fixed time
-    when a run drafts."""
+    MoE ones when an MoE model runs (those of :data:`DECODE_IDENTIFIED` only where an MoE run measured its
+    TPOT, on that generation for the MoE-layer time), the Grace factor on Grace-hosted GPUs, the draft
+    pass's fixed time when a run drafts."""
     gens = sorted({generation(r.accelerator) or base.fallback_generation for r in runs})
     gemm_gens = sorted({generation(r.accelerator) or base.fallback_generation for r in runs
                         if (r.concurrency is None and r.requests_per_s is None) or r.input_tokens > r.output_tokens})
     moe = any(models.resolve(r.model).experts > 1 for r in runs)
+    moe_tpot_gens = sorted({generation(r.accelerator) or base.fallback_generation for r in runs
+                            if r.measured_tpot_s and models.resolve(r.model).experts > 1})
     grace = any(r.accelerator.startswith(GRACE_HOSTED) for r in runs)
     drafts = any(r.speculative_method in ("mtp", "eagle3", "draft") and r.acceptance_length for r in runs)
     out = []
     for name in BOUNDS:
         if (name in MOE_ONLY and not moe or name == "grace_host_factor" and not grace
-                or name == "draft_step_seconds" and not drafts):
+                or name == "draft_step_seconds" and not drafts or name in DECODE_IDENTIFIED and not moe_tpot_gens):
             continue
         if name in PER_GENERATION:
-            out += [(name, g) for g in (gemm_gens if name == "gemm_efficiency" else gens)]
+            out += [(name, g) for g in {"gemm_efficiency": gemm_gens, "moe_layer_seconds": moe_tpot_gens}.get(name, gens)]
         else:
             out.append((name, None))
     return out
