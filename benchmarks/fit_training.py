@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from aisize.calibrate import training as T
-from aisize.training.calibration import CALIBRATION
+from aisize.training.calibration import CALIBRATION, CONSTANTS
 from aisize.validation.training import torchtitan_kwargs, torchtitan_rows
 from aisize.validation.training_megatron import megatron_kwargs, megatron_rows
 
@@ -60,6 +60,33 @@ def cases():
         m, g, kw = megatron_kwargs(r)
         out.append((r["id"], m, g, kw, float(r["tokens_per_s_per_gpu"]), None))
     return out
+
+
+def freeze(cal, specs):
+    """``cal`` with the constants ``specs`` names ("name[key]" or "name[key]=value") held out of the fit
+    (or, for a constant the fit never moves, "name=value" set).
+
+    A frozen constant keeps the value given (or ``cal``'s) in the in-sample fit and in every
+    leave-one-model-out refit: a sourced or physical value in place of one the rows choose. It leaves
+    :data:`aisize.calibrate.training.SPEED` (which both fits read) without it.
+    """
+    keep = list(T.SPEED)
+    for spec in specs:
+        label, _, given = spec.partition("=")
+        name, _, key = label.rstrip("]").partition("[")
+        key = key or None
+        hit = [s for s in keep if s[0] == name and s[1] == key]
+        if not hit and given and name in CONSTANTS and name not in (s[0] for s in T.SPEED):
+            hit = [None]  # a constant the fit never moves: only set it
+        if not hit:
+            raise SystemExit(f"--freeze {spec!r}: not a fitted speed constant; one of "
+                             + ", ".join(f"{n}[{k}]" if k else n for n, k, *_ in T.SPEED))
+        if hit[0] is not None:
+            keep.remove(hit[0])
+        if given:
+            cal = cal.with_(**({name: float(given)} if key is None else {name: {key: float(given)}}))
+    T.SPEED = tuple(keep)
+    return cal
 
 
 def model_of(row) -> str:
@@ -92,12 +119,19 @@ if __name__ == "__main__":
     ap.add_argument("--moe-source", choices=kernel_moe.MOE_SOURCES, default=kernel_moe.DEFAULT_MOE_SOURCE)
     ap.add_argument("--cross-validate", action="store_true")
     ap.add_argument("--save", metavar="FILE")
+    ap.add_argument("--freeze", metavar="NAME[KEY][=VALUE]", action="append", default=[],
+                    help="hold a speed constant out of the fit (at VALUE, else the shipped value); repeatable")
+    ap.add_argument("--start", metavar="FILE", help="start from this calibration file's training section")
     args = ap.parse_args()
     kernel_gemms.DEFAULT_GEMM_SOURCE = args.gemm_source
     kernel_moe.DEFAULT_MOE_SOURCE = args.moe_source
     print(f"GEMMs: {args.gemm_source}; routed experts: {args.moe_source}")
     rows = cases()
-    cal = T.fit_jitter(rows, CALIBRATION, SCALE_PAIRS)
+    start = calibration.load(args.start).training if args.start else CALIBRATION
+    start = freeze(start, args.freeze)
+    if args.freeze:
+        print("frozen: " + ", ".join(args.freeze))
+    cal = T.fit_jitter(rows, start, SCALE_PAIRS)
     print(f"step_time_cv = {cal.step_time_cv:.3f} (8 vs 128 GPU pairs {SCALE_PAIRS})")
     cal, loss = T.fit_speed(rows, cal)
     print(f"speed: soft-L1 loss {loss:.4f} over {len(rows)} rows")
@@ -111,9 +145,10 @@ if __name__ == "__main__":
     if args.cross_validate:
         cv = cross_validate(rows, cal)
         print(f"leave-one-model-out ({CV_ITERS} LM iterations per refit), rows within 15 %:")
-        print(f"  {'model':18s} rows in-sample held-out  held-out median |err|")
+        print(f"  {'model':18s} rows in-sample held-out  held-out median |err|  held-out errors")
         for name, (n, ins, held, e) in cv.items():
-            print(f"  {name:18s} {n:4d} {ins:9d} {held:8d}  {100 * np.median(np.abs(np.expm1(e))):6.1f}%")
+            each = " ".join(f"{100 * x:+.0f}" for x in np.expm1(e))
+            print(f"  {name:18s} {n:4d} {ins:9d} {held:8d}  {100 * np.median(np.abs(np.expm1(e))):6.1f}%  {each}")
         n_all = sum(v[0] for v in cv.values())
         all_held = np.concatenate([v[3] for v in cv.values()])
         print(f"  {'all':18s} {n_all:4d} {sum(v[1] for v in cv.values()):9d} {sum(v[2] for v in cv.values()):8d}  "
