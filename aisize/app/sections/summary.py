@@ -47,10 +47,12 @@ def workloads_html(plan) -> str:
     """One compact table per kind of workload (present.summary.workload_tables), each in a box that scrolls
     sideways if a long name still makes it wider than the page (the workload's name is its first column)."""
     parts = [f"<div class='aisize-note'><b>{html.escape(title)}</b></div>"
-             f"<div style='overflow-x:auto; max-width:100%'>{K.table(frame, headers=headers)}</div>"
-             for title, frame, headers in workload_tables(plan)]
-    return "".join(parts) + ("<p class='aisize-note'>Every figure of every workload: workloads.csv under "
-                             "Downloads.</p>")
+             f"<div class='aisize-workloads' style='overflow-x:auto; max-width:100%'>"
+             f"{K.table(frame, headers=headers)}</div>" for title, frame, headers in workload_tables(plan)]
+    # a workload's and its model's names read on one line, left-aligned like the words they are
+    style = ("<style>.aisize-workloads td:nth-child(-n+2) {white-space:nowrap; text-align:left}</style>")
+    return style + "".join(parts) + ("<p class='aisize-note'>Every figure of every workload: workloads.csv under "
+                                     "Downloads.</p>")
 
 
 class SummarySection(Section):
