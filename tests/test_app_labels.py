@@ -247,8 +247,10 @@ def test_the_storage_queue_shows_its_rated_rate_as_the_summary_finding_does():
     assert (label, unit) == ("Rated IO rate", "IO/s") and value == F.sig(b.rated_per_s)
     assert b.rated_per_s == pytest.approx(b.units * b.unit_rate_per_s) and b.units == plan.storage.units == 4
     assert card(q.figures.value, "queueing.capacity")[0] == "Saturation (fitted curve)"
-    shown = q.figures.value
-    assert "publishes no IOPS" in shown and "publishes no IO latency" in shown  # the tooltips say the origin
+    shown = html.unescape(q.figures.value)
+    # the tooltips say the origin: YanRong publishes no IOPS; derived from its drives and network, an upper bound
+    assert b.iops_derived and "derived from its drives' ratings and network (an upper bound, not measured)" in shown
+    assert "publishes no IO latency" in shown
 
 
 def test_the_storage_dropdown_names_a_guidance_level_as_not_bought():

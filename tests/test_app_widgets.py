@@ -19,7 +19,7 @@ from aisize.app import build_app, serve
 from aisize.app.sections import network as net
 from aisize.app.state import AppState
 from aisize.plan import plan, to_json
-from aisize.queueing import knee_concurrency
+from aisize.queueing import bend_concurrency, knee_concurrency
 from aisize.scenario import DEFAULT_PRESET, dumps, from_dict, preset, to_dict
 from aisize.units import GB
 from shown_figures import shown
@@ -304,9 +304,13 @@ def test_queueing_shows_the_planners_stations_and_knees(app, which):
         queueing.station.value = f"inference: {planned.name}"
     q = stations(p)[queueing.station.value]
     assert q.station is planned.station and q.knee_concurrency == planned.knee_concurrency
-    assert shown(queueing.figures.value, "queueing.knee") == knee_concurrency(q.station, 2.0) == q.knee_concurrency
+    assert shown(queueing.figures.value, "queueing.knee") == q.knee_concurrency
     if which == "inference":  # closed system, one c-channel station: latency doubles at N = 2c (Lazowska et al.
-        assert q.knee_concurrency == int(2 * q.station.servers)  # 1984, ch. 6); storage follows its fitted curve
+        assert q.knee_concurrency == knee_concurrency(q.station, 2.0) == int(2 * q.station.servers)  # 1984, ch. 6)
+    else:  # storage: its fitted curve's bend, saturation x unloaded latency (Lazowska et al. 1984, 5.3)
+        assert q.knee_concurrency == bend_concurrency(q.station) == int(q.station.capacity_per_s
+                                                                         * q.station.service_seconds * (1 + 1e-12))
+        assert f"2x unloaded at {planned.knee_factor_concurrency:,}" in queueing.figures.value
     assert "2x unloaded" in queueing.figures.value  # plan.assumptions["plan.knee_factor"]
     at = concurrency_curve(q.station, queueing.outstanding.value).iloc[0]
     assert shown(queueing.figures.value, "queueing.latency") == pytest.approx(

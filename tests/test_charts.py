@@ -110,14 +110,15 @@ def test_latency_vs_concurrency_converts_to_the_unit():
         charts.latency_vs_concurrency(frame, 16, latency_unit="minutes")
 
 
-def test_io_blend_picks_a_readable_unit():
+def test_io_blend_is_in_gb_per_s_as_the_cards_are():
+    """Transfer rates in GB/s on every surface (issue 47.6): a small blend read 'MB/s' beside the tab's GB/s cards."""
     rows = [{"name": "train", "read_bytes_per_s": 2 * GB, "write_bytes_per_s": 0.0},
             {"name": "ckpt", "read_bytes_per_s": 0.0, "write_bytes_per_s": 0.5 * GB}]
     chart = charts.io_blend(rows)
     assert "average rate [GB/s]" in axis_titles(spec(chart))
     small = charts.io_blend([{"name": "a", "read_bytes_per_s": 4e6, "write_bytes_per_s": 1e6}])
-    assert "average rate [MB/s]" in axis_titles(spec(small))
-    assert sorted(r["rate"] for d in datasets(small) for r in d) == [1.0, 4.0]
+    assert "average rate [GB/s]" in axis_titles(spec(small))
+    assert sorted(r["rate"] for d in datasets(small) for r in d) == pytest.approx([0.001, 0.004])
 
 
 def test_capacity_breakdown_in_tb():

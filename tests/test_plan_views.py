@@ -177,14 +177,21 @@ def test_storage_station_is_the_planners_queue(plans, name):
     assert s.station.servers == max(1, round(s.supply_iops * latency))
     ops = max(s.read_iops + s.write_iops, 1e-9)
     assert float(latency_vs_load(s.station, ops).response_mean_seconds) == s.latency_mean_seconds
-    # one curve (issue 49.1): the closed view's knee is Little's law at the open-system knee, N* = knee_iops x 2S,
-    # below the 2c of Little's flat channels (M/M/2 doubles at 0.707 of saturation = 74 % of the rated IOPS)
-    assert s.knee_concurrency == int(s.knee_iops * 2 * latency * (1 + 1e-12)) < 2 * s.station.servers
+    # one curve (issue 49.1): the knee drawn is where the closed curve bends, N* = saturation x S (its asymptotes
+    # meet; Lazowska et al. 1984, 5.3); the 2x-latency point is Little's law at the open-system knee, knee_iops x 2S,
+    # further out on the straight part (1.41 N*), below the 2c of Little's flat channels (M/M/2 doubles at 0.707)
+    assert s.knee_concurrency == int(s.station.capacity_per_s * latency * (1 + 1e-12))
+    assert s.knee_factor_concurrency == int(s.knee_iops * 2 * latency * (1 + 1e-12)) < 2 * s.station.servers
+    assert s.knee_concurrency <= s.knee_factor_concurrency
     assert s.outstanding_ios == pytest.approx((s.read_iops + s.write_iops) * s.latency_mean_seconds, rel=1e-12)
     # rag-service's station saturates below one IO in flight (2,544 IOPS of large IOs x 0.2 ms): its knee is 0
-    knee = max(s.knee_concurrency, 1e-3)
-    r = storage_latency_curve(p, [1e-3, knee, s.knee_concurrency + 1.0])["response_mean_seconds"].tolist()
-    assert latency * (1 - 1e-9) <= r[0] <= r[1] <= 2 * latency < r[2]  # unloaded when idle, doubled past the knee
+    knee = max(s.knee_factor_concurrency, 1e-3)
+    r = storage_latency_curve(p, [1e-3, max(s.knee_concurrency, 1e-3), knee, s.knee_factor_concurrency + 1.0])
+    r = r["response_mean_seconds"].tolist()
+    # unloaded when idle, 1.62x at the bend, doubled past the 2x point
+    assert latency * (1 - 1e-9) <= r[0] <= r[1] <= r[2] <= 2 * latency < r[3]
+    if s.knee_concurrency >= 1:
+        assert r[1] <= 1.62 * latency
     if s.outstanding_ios > 0 and math.isfinite(s.outstanding_ios):  # the blend's point lies on the closed curve
         at = storage_latency_curve(p, [s.outstanding_ios]).iloc[0]
         assert at.response_mean_seconds == pytest.approx(s.latency_mean_seconds, rel=1e-6)

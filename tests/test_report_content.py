@@ -193,7 +193,7 @@ def test_storage_queue_chart_uses_the_planner_station(contexts, name):
     ops = max(s.read_iops + s.write_iops, 1e-9)
     assert float(latency_vs_load(s.station, ops).response_mean_seconds) == pytest.approx(
         s.latency_mean_seconds, rel=1e-9)
-    assert knee == s.knee_concurrency == int(s.knee_iops * 2 * S * (1 + 1e-12)) and at == s.outstanding_ios >= 0
+    assert knee == s.knee_concurrency == int(s.station.capacity_per_s * S * (1 + 1e-12)) and at == s.outstanding_ios >= 0
     assert curve["concurrency"].max() >= 2 * knee - 1e-9
 
 

@@ -31,7 +31,8 @@ from aisize.plan import context as C
 from aisize.plan.dataprep import DataPrepPlan, dataprep_workload
 from aisize.plan.inference import InferencePlan
 from aisize.plan.training import TrainingPlan
-from aisize.queueing import Station, bend_concurrency, knee_load, latency_vs_load, outstanding_ios, storage_station
+from aisize.queueing import (Station, bend_concurrency, knee_concurrency, knee_load, latency_vs_load, outstanding_ios,
+                             storage_station)
 from aisize.serving.curves import LOAD_RISE, elasticity, rise_within
 from aisize.storage.blender import (blend, checkpoint_bursts, inference_model_loading, kv_cache_tier, training_reads,
                                     workload)
@@ -98,6 +99,9 @@ class StoragePlan:
     minimum_units: int = 1  # policies.storage_minimum_units
     unit_iops: float = 0.0  # operations/s one unit serves at the blend's mean IO size (sizing.unit_iops_at)
     named: str = ""  # the scenario's hardware.storage (a guidance id when the plan chose the system)
+    # outstanding IOs where the closed curve's mean latency reaches KNEE_FACTOR x unloaded (the Queueing tab names it
+    # beside the bend; queueing.knee_concurrency)
+    knee_factor_concurrency: int = 0
     comparison: dict | None = None  # the named guidance at this plan's servers (not bought), or None
     candidates: dict = dataclasses.field(default_factory=dict)  # purchasable id -> units, read, raw, cost, rack units
     record: object = None  # the catalog StorageSystem bought (what aisize.cost.storage prices)
@@ -269,6 +273,7 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferenceP
         rec.write_bandwidth_bytes_per_s is None, float(q.utilisation), float(q.response_mean_seconds),
         float(q.response_p95_seconds), knee, at_knee, jobs, station=station,
         knee_concurrency=_knee_outstanding(station),
+        knee_factor_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)),
         outstanding_ios=_outstanding(ops, float(q.response_mean_seconds)), demand=need,
         headroom=float(policies.storage_headroom), minimum_units=int(policies.storage_minimum_units),
         unit_iops=float(unit_iops), named=ctx.storage.id, comparison=comparison, candidates=candidates, record=rec,

@@ -24,7 +24,7 @@ from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.plan import concurrency_curve
 from aisize.plan.queues import StorageQueueBasis, storage_queue_basis
-from aisize.queueing import Station, knee_concurrency, little
+from aisize.queueing import Station, little
 
 POINTS = 120
 SPAN = 4.0  # the chart runs to this many times the knee
@@ -69,14 +69,15 @@ def _rate_origin(b: StorageQueueBasis) -> str:
     per_unit = f"{F.plural(int(b.units), 'unit')} x {F.sig(b.unit_rate_per_s)} IO/s"
     if b.published_iops_per_s is None:
         return f"{per_unit}: {b.system} publishes no IOPS, so a unit's read bandwidth / the blend's mean IO size"
-    rated = "IOPS derived from its drives' ratings and network (not measured)" if b.iops_derived else \
+    rated = "IOPS derived from its drives' ratings and network (an upper bound, not measured)" if b.iops_derived else \
         "published read IOPS"
     if b.bandwidth_bound:
         return f"{per_unit}: a unit's read bandwidth / the blend's mean IO size, below its {rated}"
     return f"{per_unit}: the {rated} of {b.system}"
 
 
-def _knee_note(station: Station, knee: int, storage: bool, factor: float, scale: float, unit: str) -> str:
+def _knee_note(station: Station, knee: int, storage: bool, factor: float, scale: float, unit: str,
+               at_factor: int) -> str:
     """What the knee is, in words: the storage curve's bend (asymptotes crossing), a service's latency budget."""
     if not storage:
         return f"Latency reaches {factor:g}x unloaded beyond this"
@@ -87,7 +88,7 @@ def _knee_note(station: Station, knee: int, storage: bool, factor: float, scale:
     return (f"Where the curve bends: saturation x unloaded latency ({F.sig(station.capacity_per_s)} IO/s x "
             f"{F.sig(station.service_seconds * scale)} {unit}), where its flat and rising asymptotes meet; "
             f"latency {F.sig(at.response_mean_seconds / station.service_seconds)}x unloaded there, {factor:g}x "
-            f"unloaded at {F.num(knee_concurrency(station, factor))} outstanding")
+            f"unloaded at {F.num(at_factor)} outstanding")
 
 
 def _latency_origin(b: StorageQueueBasis) -> str:
@@ -146,7 +147,8 @@ class QueueingSection(Section):
                    "Where latency grows without bound: the rated IO rate / the fitted curve's peak utilisation"
                    if storage else ""),
             K.card("queueing.knee", "Knee (IOs outstanding)" if storage else "Knee (requests outstanding)",
-                   F.num(knee), "outstanding", _knee_note(station, knee, storage, factor, scale, unit)),
+                   F.num(knee), "outstanding", _knee_note(station, knee, storage, factor, scale, unit,
+                                                                 plan.storage.knee_factor_concurrency)),
             K.card("queueing.plan_point", "Plan's operating point (mean)", F.sig(point), "in flight",
                    "Little's law at the plan's demand: " + ("its IO rate x mean IO latency" if storage else
                                                             "its request rate x mean request time"), state=verdict),
