@@ -49,9 +49,10 @@ def _host_over(x) -> str:
 
 
 def _storage_too_small(x) -> str:
-    over = x["over_share"]
-    return (f"storage {x['system']} is too small: {x['worst']} demand is {sig(over[x['worst']])}x what it supplies "
-            f"({', '.join(f'{k} {sig(v)}x' for k, v in over.items())})")
+    over, worst = x["over_share"], x["worst"]
+    also = [f"{_constraint(k)} {sig(v)}x" for k, v in over.items() if k != worst]  # the other constraints over
+    return (f"storage {x['system']} is too small: {_constraint(worst)} demand is {sig(over[worst])}x what it "
+            "supplies" + (f" (also over: {', '.join(also)})" if also else ""))
 
 
 _CONSTRAINT = {"read": "read bandwidth", "write": "write bandwidth", "iops": "IOPS", "capacity": "capacity",
@@ -218,8 +219,8 @@ def _goodput_zero(x) -> str:
 
 
 def _goodput_low(x) -> str:
-    return (f"{x['workload']}: goodput {pct(x['goodput_share'])}: failures and checkpoints cost over "
-            f"{pct(1 - x['goodput_warning_share'])} of wall time")
+    return (f"{x['workload']}: goodput {pct(x['goodput_share'])}: failures and checkpoints cost "
+            f"{pct(1 - x['goodput_share'])} of its wall time, more than {pct(1 - x['goodput_warning_share'])}")
 
 
 def _checkpoint_slow(x) -> str:
@@ -239,8 +240,9 @@ def _pool(x) -> str:
 
 
 def _queue_unstable(x) -> str:
-    return (f"{x['workload']}: unstable: {sig(x['offered_gpus'])} GPUs of work arrive on average for {x['gpus']} GPUs "
-            f"(utilisation {pct(x['utilisation_share'])}, at least 100 %); the queue grows without bound")
+    return (f"{x['workload']}: unstable: on average {sig(x['offered_gpus'])} GPUs of work arrive for the "
+            f"{x['gpus']} GPUs it has ({pct(x['utilisation_share'])} busy), so its queue grows without bound: it needs "
+            f"more than {sig(x['offered_gpus'])} GPUs")
 
 
 def _queue_wait(x) -> str:
