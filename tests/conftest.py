@@ -81,9 +81,9 @@ def pytest_unconfigure(config):
 # collected (pyproject's --no-loadscope-reorder stops it re-sorting them by test count, which put
 # the 121 s single-test idle-culler file last and left the other worker idle for two minutes), so
 # handing out the longest files first keeps the workers busy to the end. Every other file follows
-# in collection order; a file missing here only costs balance, never a test.
+# in collection order; a file missing here only costs balance, never a test. (test_serving_simulation.py,
+26 s, left the list at 10:55: the same change took it and test_serving_ttft_tail_sim.py from 23 to 11 s of CPU.)
 SLOWEST_FIRST = [
-    "tests/test_serving_reuse_simulation.py",  # 336 s (147 s alone)
     "tests/test_readme.py",  # 144 s
     "tests/team/test_team_idle.py",  # 130 s, mostly the culler's 45 s timeout waited out
     "tests/test_report.py",  # 115 s
@@ -92,6 +92,8 @@ SLOWEST_FIRST = [
     "tests/browser/test_app_limits.py",  # 79 s
     "tests/team/test_team_hub.py",  # 76 s
     "tests/test_plan_limits.py",  # 73 s
+    # 336 s before the simulation's decode-only look-ahead (10:55): alone 443 s -> 68 s wall, 115 s -> 25 s CPU
+    "tests/test_serving_reuse_simulation.py",  # about 70 s (336 x 25 / 115)
     "tests/browser/test_app_browser.py",  # 73 s
     "tests/browser/test_app_security.py",  # 69 s
     "tests/test_incremental_plan.py",  # 51 s
@@ -99,7 +101,6 @@ SLOWEST_FIRST = [
     "tests/test_report_content.py",  # 27 s
     "tests/test_queueing_simulation.py",  # 27 s
     "tests/team/test_team_security.py",  # 27 s
-    "tests/test_serving_simulation.py",  # 26 s
     "tests/test_slider_speed.py",  # 25 s
     "tests/test_queueing_jobs.py",  # 25 s
 ]
