@@ -82,7 +82,7 @@ def pytest_unconfigure(config):
 # the 121 s single-test idle-culler file last and left the other worker idle for two minutes), so
 # handing out the longest files first keeps the workers busy to the end. Every other file follows
 # in collection order; a file missing here only costs balance, never a test. (test_serving_simulation.py,
-26 s, left the list at 10:55: the same change took it and test_serving_ttft_tail_sim.py from 23 to 11 s of CPU.)
+# 26 s, left the list at 10:55: the same change took it and test_serving_ttft_tail_sim.py from 23 to 11 s of CPU.)
 SLOWEST_FIRST = [
     "tests/test_readme.py",  # 144 s
     "tests/team/test_team_idle.py",  # 130 s, mostly the culler's 45 s timeout waited out
