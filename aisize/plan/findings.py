@@ -184,7 +184,8 @@ def compute_notes(plan) -> list[Finding]:
 
 def throughput_basis(plan) -> list[Finding]:
     """What each job's time rests on: a measurement, a calibrated estimate or the assumed MFU."""
-    return [_f("info", "compute", "compute.throughput_basis", workload=t.name, basis=t.throughput_basis,
+    return [_f("info", "compute", "compute.throughput_basis", workload=t.name, rule=t.throughput_rule,
+               basis=t.throughput_basis,
                mfu_assumed_share=t.mfu_assumed, training_days=t.training_days, days_low=t.days_low,
                days_high=t.days_high, days_range_basis=t.days_range_basis, source=t.throughput_source)
             for t in plan.training]

@@ -208,8 +208,10 @@ def _mfu_gap(x) -> str:
 
 def _throughput(x) -> str:
     mfu = "" if "MFU" in x["basis"] else f" ({pct(x['mfu_assumed_share'])} MFU)"  # the basis may name it
-    return (f"{x['workload']}: throughput {x['basis']}{mfu}; {days(x['training_days'])}, "
-            f"range {span(x['days_low'], x['days_high'], 'days')} ({x['days_range_basis']})"
+    rests = "" if x["rule"] in ("measured", "scenario") else "from "  # "measured: ...", "given by the scenario: ..."
+    spread = (f", range {span(x['days_low'], x['days_high'], 'days')} ({x['days_range_basis']})"
+              if x["days_low"] != x["days_high"] else f" ({x['days_range_basis']})")
+    return (f"{x['workload']}: throughput {rests}{x['basis']}{mfu}; {days(x['training_days'])}{spread}"
             + (f"; source: {x['source']}" if x["source"] else ""))
 
 
