@@ -20,6 +20,7 @@ from aisize import scenario as sc
 from aisize.app import build_app
 from aisize.cli import main
 from aisize.plan import plan
+from aisize.present.findings import finding_text
 
 LONG = "9" * 5000  # past Python's 4,300-digit limit for int(str)
 MODIFIED = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
@@ -227,10 +228,10 @@ def test_storage_without_a_capacity_figure_says_so_with_the_need(storage):
     p = plan(sc.from_dict(d))
     raw = p.storage.capacity_bytes["raw_bytes"]
     assert raw == pytest.approx(p.storage.capacity_bytes["usable_bytes"] / 0.05)
-    found = [f for f in p.findings if "publishes no capacity" in f.text]
+    found = [f for f in p.findings if "publishes no capacity" in finding_text(f)]
     assert len(found) == 1 and found[0].severity == "warning"
-    assert f"storage {storage} publishes no capacity" in found[0].text
-    assert "storage_usable_ratio 0.05" in found[0].text
+    assert f"storage {storage} publishes no capacity" in finding_text(found[0])
+    assert "storage_usable_ratio 0.05" in finding_text(found[0])
 
 
 def test_storage_guidance_buys_a_system_that_publishes_its_capacity():
@@ -240,7 +241,7 @@ def test_storage_guidance_buys_a_system_that_publishes_its_capacity():
     d["hardware"]["storage"] = "superpod-h100-better"
     p = plan(sc.from_dict(d))
     assert p.storage.system != "superpod-h100-better" and p.storage.supply_capacity_bytes
-    assert not [f for f in p.findings if "publishes no capacity" in f.text]
+    assert not [f for f in p.findings if "publishes no capacity" in finding_text(f)]
 
 
 def test_storage_with_a_capacity_figure_counts_it_in_the_units():
@@ -248,7 +249,7 @@ def test_storage_with_a_capacity_figure_counts_it_in_the_units():
     d["hardware"]["storage"] = "nvme-gen4"
     d["policies"]["storage_usable_ratio"] = 0.05
     p = plan(sc.from_dict(d))
-    assert not [f for f in p.findings if "publishes no capacity" in f.text]
+    assert not [f for f in p.findings if "publishes no capacity" in finding_text(f)]
     assert p.storage.units_by["capacity"] * 7.68e12 >= p.storage.capacity_bytes["raw_bytes"]
 
 

@@ -5,6 +5,7 @@ import pytest
 from aisize.plan import plan
 from aisize.plan.pools import split
 from aisize.scenario import ScenarioError, from_dict, preset, to_dict
+from aisize.present.findings import finding_text
 
 
 def _edit(name, change):
@@ -151,7 +152,7 @@ def test_unstable_stream_given_too_few_gpus_is_a_problem_finding():
                                                                     jobs_per_day=20))
     p = plan(s)
     assert not p.job_streams[0].stable
-    assert any(f.severity == "problem" and "unstable" in f.text for f in p.findings)
+    assert any(f.severity == "problem" and "unstable" in finding_text(f) for f in p.findings)
 
 
 def test_scenario_references_are_checked():

@@ -11,6 +11,7 @@ from aisize.plan import context as C
 from aisize.plan import plan
 from aisize.plan.findings import inference_targets
 from aisize.scenario import from_dict, preset, to_dict
+from aisize.present.findings import finding_text
 
 
 def _plan(name: str, edit=None):
@@ -21,7 +22,7 @@ def _plan(name: str, edit=None):
 
 
 def _has(p, severity: str, area: str, text: str) -> bool:
-    return any(f.severity == severity and f.area == area and text in f.text for f in p.findings)
+    return any(f.severity == severity and f.area == area and text in finding_text(f) for f in p.findings)
 
 
 def _weka_gpus(n):
@@ -55,13 +56,13 @@ def test_storage_system_too_small_stalls_and_unstable_queue():
 def test_storage_over_provisioned_and_binding():
     p = _plan("hpe-weka-resnet", _weka_gpus(32))
     assert _has(p, "info", "storage", "over-provisioned")
-    assert _has(p, "info", "storage", "read binds")
+    assert _has(p, "info", "storage", "read bandwidth is its busiest constraint")
     assert not _has(p, "problem", "storage", "")
 
 
 def test_building_blocks_binding_and_knee():
     p = _plan("littles-law")
-    assert _has(p, "info", "storage", "read binds (units by read")
+    assert _has(p, "info", "storage", "as many as read bandwidth")
     assert _has(p, "info", "storage", "below the latency knee")
 
 
@@ -88,7 +89,7 @@ def test_inference_tpot_unreachable_and_past_knee():
     assert i.latency_elasticity <= C.KNEE_ELASTICITY and not _has(p, "warning", "inference", "knee")
     # the knee is the slope at the operating point (issue 49): steep there, the warning fires
     busy = dataclasses.replace(p, inference=(dataclasses.replace(i, latency_elasticity=2.5),))
-    assert any("past the latency knee" in f.text and "times as fast as the load" in f.text
+    assert any("past the latency knee" in finding_text(f) and "times as fast as the load" in finding_text(f)
                for f in inference_targets(busy))
 
 
@@ -117,7 +118,7 @@ def test_assumptions_list_every_policy_in_the_sentences_the_cli_says():
     from aisize.present.assumption_text import POLICY_TEXT, assumption_sentences
 
     p = _plan("littles-law")
-    text = next(f.text for f in p.findings if f.area == "assumptions" and "assumptions used" in f.text)
+    text = next(finding_text(f) for f in p.findings if f.area == "assumptions" and "assumptions used" in finding_text(f))
     sentences = assumption_sentences(p.scenario, p.assumptions)
     assert text == "assumptions used: " + " ".join(sentences)  # one wording (was `key = value`)
     for key in to_dict(preset("littles-law"))["policies"]:
@@ -155,7 +156,7 @@ def test_an_uncalibrated_gpu_says_its_capacity_range_and_to_size_with_the_low_en
     i = p.inference[0]
     lo, hi = i.capacity_range_output_tokens_per_s
     assert i.uncalibrated and lo < hi
-    text = next(f.text for f in p.findings if "uncalibrated" in f.text)
+    text = next(finding_text(f) for f in p.findings if "uncalibrated" in finding_text(f))
     from aisize.format import sig
 
     assert f"serve {sig(lo)} to {sig(hi)} output tokens/s at most" in text and "size with the low end" in text

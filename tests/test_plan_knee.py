@@ -16,6 +16,7 @@ from aisize.plan import plan
 from aisize.queueing import ggc
 from aisize.scenario import preset, preset_names
 from aisize.serving.curves import LOAD_RISE, elasticity, rise_within
+from aisize.present.findings import finding_text
 
 
 @pytest.mark.parametrize("rho", [0.2, 0.5, 2 / 3, 0.9])
@@ -41,7 +42,7 @@ def test_near_capacity_the_rise_is_half_the_way_there():
 @pytest.mark.parametrize("name", preset_names())
 def test_a_knee_warning_fires_exactly_where_the_slope_is_steep(name):
     p = plan(preset(name))
-    warned = {f.text.split(":")[0] for f in p.findings if f.area == "inference" and "latency knee" in f.text}
+    warned = {finding_text(f).split(":")[0] for f in p.findings if f.area == "inference" and "latency knee" in finding_text(f)}
     steep = {i.name for i in p.inference if i.latency_elasticity > C.KNEE_ELASTICITY}
     assert warned == steep
     for i in p.inference:
@@ -64,5 +65,5 @@ def test_a_light_service_is_not_past_its_knee_and_a_saturated_one_is(monkeypatch
         clear_caches()
     batch = next(i for i in saturated.inference if i.name == "Batch summaries 8B")
     assert batch.utilisation > 0.9 and batch.latency_elasticity > C.KNEE_ELASTICITY
-    said = [f.text for f in saturated.findings if f.text.startswith("Batch summaries 8B: past")]
+    said = [finding_text(f) for f in saturated.findings if finding_text(f).startswith("Batch summaries 8B: past")]
     assert said and "its p95 request latency rises" in said[0] and "times as fast as the load there" in said[0]

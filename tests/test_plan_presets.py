@@ -12,6 +12,7 @@ from aisize import catalog
 from aisize.plan import plan, sweep
 from aisize.scenario import from_dict, preset, preset_names, to_dict
 from aisize.units import DAY
+from aisize.present.findings import finding_text
 
 
 def _with(name: str, edit) -> object:
@@ -63,7 +64,7 @@ def test_hpe_weka_storage_is_not_the_bottleneck_at_32_gpus(model):
     job = p.storage.jobs[0]
     assert job.stall_fraction == 0.0
     assert job.bottleneck_gpus > 32
-    assert any("bottleneck at about" in f.text for f in p.findings)
+    assert any("storage would limit this job beyond about" in finding_text(f) for f in p.findings)
 
 
 def test_xe9680_lora_70b_fits_one_server_and_the_service_runs():

@@ -21,6 +21,7 @@ from aisize.scenario import from_dict, preset, to_dict
 from aisize.training import TRAINING_FLOPS_PER_FORWARD_FLOP, resolve_samples_per_s
 from aisize.units import HOUR
 from aisize.validation.ranges import mfu_range
+from aisize.present.findings import finding_text
 
 IMAGENET_TRAIN = 1_281_167  # Russakovsky et al. 2015, Table 2
 IMAGENET_RECORD_BYTES = 114_660.07  # mlcommons/storage resnet50_h100.yaml record_length_bytes
@@ -156,7 +157,7 @@ def test_workloads_table_and_json_carry_the_range_and_basis(weka):
     assert data["days_low"] == pytest.approx(weka.days_low, rel=1e-5)
     assert data["days_high"] == pytest.approx(weka.days_high, rel=1e-5)
     assert data["throughput_rule"] == "measured"
-    assert any(f.area == "compute" and "throughput measured" in f.text for f in p.findings)
+    assert any(f.area == "compute" and "throughput measured" in finding_text(f) for f in p.findings)
 
 
 def test_measured_activations_per_sample_scale_with_batch_and_precision():

@@ -12,6 +12,7 @@ from aisize.cost.rental import choose_rate
 from aisize.plan import costing, plan
 from aisize.present.cost_text import verdict
 from aisize.scenario import from_dict, preset, to_dict
+from aisize.present.findings import finding_text
 
 TODAY = datetime.date(2026, 12, 4)
 
@@ -110,7 +111,7 @@ def test_a_b200_plan_is_compared_with_b200_rental(today):
     assert table[c.cloud_rate].accelerator == "b200"  # not the scenario's H100 rate
     assert c.cloud_rate_requested == "aws-p5-on-demand"
     assert c.cloud_usd_per_gpu_hour == table.usd(c.cloud_rate)
-    assert any("the plan bought b200, so it is compared with" in f.text for f in p.findings)
+    assert any("the plan bought b200, so it is compared with" in finding_text(f) for f in p.findings)
 
 
 def test_a_plan_of_a_gpu_no_one_rents_says_so_instead_of_comparing(today):
@@ -122,7 +123,7 @@ def test_a_plan_of_a_gpu_no_one_rents_says_so_instead_of_comparing(today):
     assert c.cloud_rate == "" and c.cloud_usd_per_gpu_hour is None and c.rent_usd_per_year is None
     assert c.break_even_utilisation is None and c.break_even_months is None and c.verdict_kind == "no-rate"
     assert verdict(c).startswith("not compared with renting: no rental rate for b300")
-    assert [f.severity for f in p.findings if f.text == verdict(c)] == ["warning"]
+    assert [f.severity for f in p.findings if finding_text(f) == verdict(c)] == ["warning"]
     assert "h100" not in " ".join(x["id"] for x in c.prices_used)  # no other GPU's rate is used
 
 
@@ -134,13 +135,13 @@ def test_stale_prices_are_named_on_the_plan(today):
     # named as stale too, oldest first; so is the storage price per TB, another vendor's 2023-03 system price
     assert [x["id"] for x in p.cost.stale_prices] == ["storage-per-tb", "server-dell-xe9680-h100",
                                                       "aws-p5-capacity-block"]
-    warn = [f.text for f in p.findings if f.severity == "warning" and f.area == "cost"]
+    warn = [finding_text(f) for f in p.findings if f.severity == "warning" and f.area == "cost"]
     assert ("price aws-p5-capacity-block (AWS p5.48xlarge (8x H100), EC2 Capacity Blocks for ML, us-east-1) "
             "is dated 2024-12, 24.1 months ago (older than 18 months): replace it with a current figure "
             "(data/prices.csv or cost.prices)") in warn
     fresh = plan(preset("xe9680-genai"))  # the default's other prices are dated within 18 months
     assert [x["id"] for x in fresh.cost.stale_prices] == ["storage-per-tb", "server-dell-xe9680-h100"]
-    assert [f.text for f in fresh.findings if "months ago" in f.text][1:] == [
+    assert [finding_text(f) for f in fresh.findings if "months ago" in finding_text(f)][1:] == [
         "price server-dell-xe9680-h100 (Dell PowerEdge XE9680 (8x H100 SXM)) is dated 2024-08, 28.1 months ago "
         "(older than 18 months): replace it with a current figure (data/prices.csv or cost.prices)"]
 
@@ -196,4 +197,4 @@ def test_the_default_scenario_says_plainly_that_renting_wins(today):
     saved = (c.own_usd_per_year - c.rent_usd_per_year) * c.life_years
     assert saved > 0 and verdict(c).startswith("renting wins at 12.5 % busy over the 4-year life: h100-sxm rented")
     assert f"buying pays back at {round(c.break_even_utilisation * 100, 1)} % busy or more" in verdict(c)
-    assert verdict(c) in [f.text for f in p.findings]
+    assert verdict(c) in [finding_text(f) for f in p.findings]

@@ -25,6 +25,7 @@ from aisize.report import markup as M
 from aisize.report import sections as S
 from aisize.report.training_sections import time_range_days
 from aisize.scenario import dumps, preset, preset_names
+from aisize.present.findings import finding_text
 
 PRESETS = preset_names()
 APPENDIX = "xe9680-genai"  # rendered with the accuracy appendix (--accuracy-appendix); the others without
@@ -135,7 +136,7 @@ def test_preset_prints_to_pdf(printed, name):
             line += f" (range {M.days(t.days_low)} to {M.days(t.days_high)} days)"
         assert squash(line) in flat, line
     for f in p.findings:
-        text = "assumptions used:" if f.text.startswith("assumptions used:") else f.text
+        text = "assumptions used:" if finding_text(f).startswith("assumptions used:") else finding_text(f)
         assert squash(text) in flat, text
     for heading in ("Billofmaterials", "Assumptions", "Sources"):
         assert heading in flat

@@ -21,6 +21,7 @@ from aisize.report.scenario_sections import DEFAULT_TEXT, POLICY_TEXT
 from aisize.report.training_sections import gpus_vs_days_frame, time_range_days
 from aisize.scenario import preset, preset_names
 from aisize.validation import left_out, mfu_range, summary, validate
+from aisize.present.findings import finding_text
 
 PRESETS = preset_names()
 TRAINING_PRESETS = [n for n in PRESETS if any(w.kind == "training" for w in preset(n).workloads)]
@@ -143,7 +144,7 @@ def test_executive_summary_shows_totals_and_every_finding(contexts, name):
     for t in p.training:
         assert f"{t.name}: {M.days(t.training_days)} days on {F.plural(t.gpus, 'GPU')}" in shown
     for f in p.findings:
-        assert (f.text if f.area != "assumptions" or "used:" not in f.text else "assumptions used:") in shown
+        assert (finding_text(f) if f.area != "assumptions" or "used:" not in finding_text(f) else "assumptions used:") in shown
     assert shown.count("Problem") == sum(f.severity == "problem" for f in p.findings)
 
 

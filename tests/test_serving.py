@@ -15,6 +15,7 @@ from aisize import catalog, models, serving
 from aisize.serving.costs import model_costs
 from aisize.serving.engine import trtllm_bench_limits
 from aisize.validation.serving import TOLERANCE_PCT, runs, serving_summary, serving_table
+from aisize.present.findings import finding_text
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +176,7 @@ def test_serving_at_scale_preset_spans_servers_and_disaggregates():
     # every request's KV cache (4,096 prompt tokens, FP8) crosses the network once
     assert rag.pools.kv_bytes_per_request == pytest.approx(4096 * models.kv_bytes_per_token("llama-3.3-70b", "fp8"))
     assert rag.pools.kv_link_bytes_per_s == pytest.approx(30 * rag.pools.kv_bytes_per_request)
-    assert any("disaggregated" in f.text and "KV cache" in f.text for f in p.findings)
+    assert any("disaggregated" in finding_text(f) and "KV cache" in finding_text(f) for f in p.findings)
 
 
 def test_planned_service_with_a_tensor_parallel_that_splits_no_heads_is_refused():
@@ -196,7 +197,7 @@ def test_an_unreachable_ttft_is_a_problem_naming_the_target_and_the_best():
     p = plan.plan(scenario.Scenario.model_validate(d))
     i = p.inference[0]
     assert not i.ttft_met and i.best_ttft_seconds > 0.010
-    text = [f.text for f in p.findings if f.severity == "problem" and f.area == "inference"]
+    text = [finding_text(f) for f in p.findings if f.severity == "problem" and f.area == "inference"]
     assert any(f"TTFT p95 target 10 ms (best achievable {F.ms(i.best_ttft_seconds)})" in t for t in text)
 
 
