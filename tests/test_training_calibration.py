@@ -50,7 +50,7 @@ def test_the_shipped_calibration_holds_the_validated_values():
     assert _step(None).step_seconds == _step(CALIBRATION).step_seconds
     rows = {r["constant"]: r for r in CALIBRATION.as_table()}
     assert rows["gemm_efficiency[hopper:16]"]["origin"] == "fitted" and rows["dp_overlap"]["origin"] == "assumed"
-    assert rows["flash_tile_tokens"]["origin"] == "sourced" and all(r["unit"] and r["source"] for r in rows.values())
+    assert rows["attention_half_tokens[hopper:fa3]"]["origin"] == "sourced" and all(r["unit"] and r["source"] for r in rows.values())
     again = from_dict(CALIBRATION.to_dict())
     assert again == CALIBRATION and hash(again) == hash(CALIBRATION)
 

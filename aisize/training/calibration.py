@@ -34,8 +34,11 @@ CONSTANTS = {
                                       "by '<generation>:<kernel>' (fa2, fa3)",
                              "fa2 fitted on training_torchtitan.csv, fa3 on training_megatron.csv; Volta = Ampere "
                              "assumed; scale: FlashAttention-2/3 (arXiv:2307.08691, arXiv:2407.08608)"),
-    "flash_tile_tokens": ("tokens", "query block of a causal FlashAttention tile: useful share s / (s + block)",
-                          "FlashAttention-2 block size 128 (arXiv:2307.08691)"),
+    "attention_half_tokens": ("tokens", "causal sequence length at which attention runs at half its long-sequence "
+                                        "efficiency: share s / (s + this), by '<generation>:<kernel>'",
+                              "measured: a·s/(s + b) fitted to vLLM's context-attention tables (data/kernels, "
+                              "32 heads of 128, 2k-16k tokens; docs/training-cv.md): A100 1,040, H100 1,760, "
+                              "B200 3,808; Volta = Ampere and FA2 = FA3 on a generation assumed"),
     "hbm_efficiency": ("share", "share of HBM bandwidth memory-bound kernels sustain, launch gaps included",
                        _FIT + " within [0.55, 0.95]: the fit sits at the lower bound"),
     "step_time_cv": ("ratio", "coefficient of variation of one rank's step: slowest of n is 1 + cv sqrt(2 ln n)",
@@ -65,6 +68,7 @@ KEYS = {
     "gemm_efficiency": ("volta:16", "ampere:16", "hopper:16", "hopper:8", "blackwell:16", "blackwell:8",
                         "blackwell:4"),
     "attention_efficiency": ("volta:fa2", "ampere:fa2", "hopper:fa2", "hopper:fa3", "blackwell:fa3"),
+    "attention_half_tokens": ("volta:fa2", "ampere:fa2", "hopper:fa2", "hopper:fa3", "blackwell:fa3"),
     "moe_sync_host_seconds": DISPATCHERS,
     "allocator_fragmentation_share": ("eager", "compiled"),
 }
@@ -73,13 +77,14 @@ _SHARE = "a share of a peak or of a time: above 0 (0 would make the step infinit
 RANGES = {
     "gemm_efficiency": (0.05, 1.0, _SHARE + "; the fit searches 0.2 to 1"),
     "attention_efficiency": (0.05, 1.0, _SHARE + "; the fit searches 0.05 to 1"),
-    "flash_tile_tokens": (16.0, 1024.0, "attention kernels tile queries in blocks of 64 to 256 rows"),
+    "attention_half_tokens": (0.0, 32768.0, "the measured kernels reach half speed at 1,000 to 5,000 tokens; a "
+                                            "kernel at half speed beyond 32k would not be a long-sequence kernel"),
     "hbm_efficiency": (0.05, 1.0, _SHARE + "; the fit searches 0.55 to 0.95"),
-    "step_time_cv": (0.0, 0.5, "a rank whose step varies by half its mean is broken, not jittery (fitted 0.031)"),
+    "step_time_cv": (0.0, 0.5, "a rank whose step varies by half its mean is broken, not jittery (fitted 0.030)"),
     "backward_bytes_ratio": (1.0, 4.0, "a backward reads at least what its forward wrote, and a few passes more"),
     "attention_backward_ratio": (1.0, 5.0, "FlashAttention's backward runs 2.5x the forward's FLOPs; 5x is "
                                            "every score recomputed twice"),
-    "grouped_gemm_half_tokens": (0.0, 1e5, "the fit searches 1 to 100,000 tokens per expert (fitted 662)"),
+    "grouped_gemm_half_tokens": (0.0, 1e5, "the fit searches 1 to 100,000 tokens per expert (fitted 652)"),
     "moe_sync_host_seconds": (0.0, 0.1, "100 ms of host time per MoE layer is 18x the fitted all-to-all wait"),
     "cuda_graph_host_share": (0.0, 1.0, "a share of a time"),
     "dp_overlap": (0.0, 1.0, "a share of a time"),
@@ -103,7 +108,7 @@ class TrainingCalibration:
     source: str
     gemm_efficiency: MappingProxyType
     attention_efficiency: MappingProxyType
-    flash_tile_tokens: float
+    attention_half_tokens: MappingProxyType
     hbm_efficiency: float
     step_time_cv: float
     backward_bytes_ratio: float
@@ -210,20 +215,21 @@ def from_json(text: str, *, where: str = "training calibration") -> TrainingCali
 
 
 CALIBRATION = TrainingCalibration(
-    name="aisize-training-2026-11",
+    name="aisize-training-2026-12",
     source="fitted jointly on reference/training_torchtitan.csv and reference/training_megatron.csv by "
            "benchmarks/fit_training.py; sourced and assumed values as each constant says",
-    gemm_efficiency=MappingProxyType({"volta:16": 0.830, "ampere:16": 0.830, "hopper:16": 0.634, "hopper:8": 0.702,
-                                      "blackwell:16": 0.725, "blackwell:8": 0.802, "blackwell:4": 0.802}),
-    attention_efficiency=MappingProxyType({"volta:fa2": 0.619, "ampere:fa2": 0.619, "hopper:fa2": 0.267,
-                                           "hopper:fa3": 0.649, "blackwell:fa3": 0.444}),
-    flash_tile_tokens=128.0,
+    gemm_efficiency=MappingProxyType({"volta:16": 0.838, "ampere:16": 0.838, "hopper:16": 0.659, "hopper:8": 0.744,
+                                      "blackwell:16": 0.757, "blackwell:8": 0.855, "blackwell:4": 0.855}),
+    attention_efficiency=MappingProxyType({"volta:fa2": 0.648, "ampere:fa2": 0.648, "hopper:fa2": 0.281,
+                                           "hopper:fa3": 0.697, "blackwell:fa3": 0.597}),
+    attention_half_tokens=MappingProxyType({"volta:fa2": 1040.0, "ampere:fa2": 1040.0, "hopper:fa2": 1760.0,
+                                            "hopper:fa3": 1760.0, "blackwell:fa3": 3808.0}),
     hbm_efficiency=0.55,
-    step_time_cv=0.031,
+    step_time_cv=0.030,
     backward_bytes_ratio=2.0,
     attention_backward_ratio=2.5,
-    grouped_gemm_half_tokens=662.0,
-    moe_sync_host_seconds=MappingProxyType({"alltoall": 5.57e-3, "flex": 0.65e-3}),
+    grouped_gemm_half_tokens=652.0,
+    moe_sync_host_seconds=MappingProxyType({"alltoall": 5.35e-3, "flex": 1e-5}),
     cuda_graph_host_share=1.0,
     dp_overlap=0.8,
     async_tp_hidden_share=0.5,

@@ -10,9 +10,11 @@ Compute efficiency is not one number. Each kind of work gets its own rate:
   ``gemm_source="kernels"`` the layers' GEMMs are read from measured tables instead and this
   roofline times only what no table covers (:mod:`aisize.training.kernel_gemms`, docs/training-kernels.md).
 * **attention** (FlashAttention): ``FLOPs / (16-bit peak x e_attn x s/(s + B))``: the
-  kernel's share of peak on the generation (:data:`ATTENTION_EFFICIENCY`) times the
-  share of a causal tile sweep that is not wasted on the masked half of the
-  diagonal tiles of size :data:`FLASH_TILE_TOKENS` [2][3].
+  kernel's share of peak on the generation (:data:`ATTENTION_EFFICIENCY`) times how close
+  a sequence of s tokens comes to it, B (:data:`ATTENTION_HALF_TOKENS`) the length at half
+  speed, measured on the GPU's context-attention tables (docs/training-cv.md: 1,760 tokens
+  on H100, 3,808 on B200; not FlashAttention's 128-row tile, which read 8k-token attention
+  only 1.5 % slower than 32k-token attention, where the tables read 12-30 % slower) [2][3].
 * **memory-bound work** (norms, residual adds, activation functions, rotary
   embeddings, low-precision casts, the loss, the optimizer): bytes moved / (HBM
   bandwidth x :data:`HBM_EFFICIENCY`) [1].
@@ -59,7 +61,7 @@ from aisize.training.calibration import CONSTANTS, GENERATIONS, TrainingCalibrat
 # constant's meaning, origin and source: aisize.training.calibration.CONSTANTS.
 GEMM_EFFICIENCY = MappingProxyType({tuple(k.split(":")): v for k, v in SHIPPED.gemm_efficiency.items()})
 ATTENTION_EFFICIENCY = MappingProxyType({tuple(k.split(":")): v for k, v in SHIPPED.attention_efficiency.items()})
-FLASH_TILE_TOKENS = SHIPPED.flash_tile_tokens
+ATTENTION_HALF_TOKENS = MappingProxyType({tuple(k.split(":")): v for k, v in SHIPPED.attention_half_tokens.items()})
 HBM_EFFICIENCY = SHIPPED.hbm_efficiency
 STEP_TIME_CV = SHIPPED.step_time_cv
 BACKWARD_BYTES_RATIO = SHIPPED.backward_bytes_ratio
@@ -67,7 +69,7 @@ ATTENTION_BACKWARD_RATIO = SHIPPED.attention_backward_ratio
 
 # old name -> the calibration's attribute (efficiency_constants keeps the names plans and findings key on)
 _NAMES = {"GEMM_EFFICIENCY": "gemm_efficiency", "ATTENTION_EFFICIENCY": "attention_efficiency",
-          "FLASH_TILE_TOKENS": "flash_tile_tokens", "HBM_EFFICIENCY": "hbm_efficiency",
+          "ATTENTION_HALF_TOKENS": "attention_half_tokens", "HBM_EFFICIENCY": "hbm_efficiency",
           "STEP_TIME_CV": "step_time_cv", "BACKWARD_BYTES_RATIO": "backward_bytes_ratio",
           "ATTENTION_BACKWARD_RATIO": "attention_backward_ratio"}
 
@@ -147,7 +149,8 @@ def attention_efficiency(gen: str, seq_len, kernel: str = "fa2", cal: TrainingCa
     ----------
     .. [2] Dao 2023, arXiv:2307.08691; [3] Shah et al. 2024, arXiv:2407.08608.
     """
-    return cal.attention_efficiency[f"{gen}:{kernel}"] * seq_len / (seq_len + cal.flash_tile_tokens)
+    key = f"{gen}:{kernel}"
+    return cal.attention_efficiency[key] * seq_len / (seq_len + cal.attention_half_tokens[key])
 
 
 def attention_seconds(flops, exponentials, gen: str, kernel: str, chunk, peak_flops_per_s, exp_per_s,
