@@ -14,11 +14,16 @@ the default preset's service at 200 requests/s), to time the other sliders at th
 
     .venv/bin/python benchmarks/bench_sliders.py [--moves 8] [--wall] [--fresh] [--preset agentic-coding] [--tab Inference]
     .venv/bin/python benchmarks/bench_sliders.py --moves 6 --rate-moves 20 --tab Inference
+
+``--repeats`` also counts, per move, the serving estimates, loaded states (a queue solved at some rates), steady
+states and iteration times the move computes, and how many of them had arguments (by value) that an earlier move
+of the run had computed already: work a cache keyed on those arguments would save. Counting slows the moves.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import math
 import os
 import statistics
@@ -30,6 +35,38 @@ from aisize.app import build_app
 from aisize.app.layout import TITLES
 from aisize.plan import plan
 from aisize.scenario import DEFAULT_PRESET, preset, to_dict
+
+COUNTED = (("aisize.serving.estimate", "estimate"), ("aisize.serving.latency", "loaded_state"),
+           ("aisize.serving.steady", "steady_state"), ("aisize.serving.iteration", "iteration_time"))
+
+
+def _argument_key(args, kwargs) -> str:
+    """The arguments by value: arrays by their bytes, every other object by its repr."""
+    import numpy as np
+
+    def one(v):
+        return f"array{v.shape}{v.dtype}:{v.tobytes().hex()}" if isinstance(v, np.ndarray) else repr(v)
+    return "|".join([one(a) for a in args] + [f"{k}={one(v)}" for k, v in sorted(kwargs.items())])
+
+
+def count_repeats():
+    """Wrap the :data:`COUNTED` functions wherever an aisize module holds them: returns {name: Counter of argument
+    keys}, filled while they run."""
+    import importlib
+    import sys
+
+    seen: dict = collections.defaultdict(collections.Counter)
+    for module, name in COUNTED:
+        real = getattr(importlib.import_module(module), name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            seen[_name][_argument_key(args, kwargs)] += 1
+            return _real(*args, **kwargs)
+        for mod in [m for n, m in sys.modules.items() if n.startswith("aisize") and m is not None]:
+            if getattr(mod, name, None) is real:
+                setattr(mod, name, counted)
+    return seen
+
 
 SLIDERS = (widgets.FloatSlider, widgets.FloatLogSlider, widgets.IntSlider)
 
@@ -61,7 +98,10 @@ def main() -> None:
     parser.add_argument("--fresh", action="store_true", help="re-plan every workload on each move (no cache)")
     parser.add_argument("--tab", action="append", choices=TITLES, help="only this tab (repeatable)")
     parser.add_argument("--rate-moves", type=int, default=0, help="request-rate slider steps taken first (kept)")
+    parser.add_argument("--repeats", action="store_true",
+                        help="count the serving work each move does, and how much of it an earlier move did")
     args = parser.parse_args()
+    seen = count_repeats() if args.repeats else None
     clock = time.perf_counter if args.wall else time.process_time
     app = build_app(display=False, data=to_dict(preset(args.preset)))
     if args.fresh:
@@ -79,6 +119,7 @@ def main() -> None:
         section = app.open_tab(title)
         for slider in list(sliders(section.view)):
             start, times = slider.value, []
+            before = {k: collections.Counter(v) for k, v in seen.items()} if seen is not None else None
             for _ in range(args.moves):
                 t = clock()
                 slider.value = step(slider)
@@ -86,9 +127,22 @@ def main() -> None:
             slider.value = start
             worst.append(max(times))
             print(f"  {title:<10} {slider.description:<32} median {statistics.median(times):6.1f}  "
-                  f"max {max(times):6.1f}")
+                  f"max {max(times):6.1f}" + (_repeats(seen, before, args.moves) if seen is not None else ""))
     print(f"every slider: worst move {max(worst):.1f} ms; load average (1, 5, 15 min) "
           + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
+def _repeats(seen, before, moves) -> str:
+    """Per move: calls of each counted function, and (in brackets) those whose arguments an earlier call of the run
+    had (by value)."""
+    parts = []
+    for name, counter in seen.items():
+        old = before.get(name, collections.Counter())
+        calls = sum(counter.values()) - sum(old.values())
+        again = sum(counter[k] - old[k] - (0 if old[k] else 1) for k in counter if counter[k] > old[k])
+        if calls:
+            parts.append(f"{name} {calls / moves:.1f} ({again / moves:.1f})")
+    return "; per move: " + ", ".join(parts)
 
 
 if __name__ == "__main__":
