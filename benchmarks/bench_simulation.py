@@ -39,7 +39,8 @@ def _other_runs() -> dict:
     moe = dict(expert_parallel=8)
     out["closed loop R1 EP 8, 64"] = simulate_estimate(est("deepseek-r1", "b200", 8, "fp8", 900, 200, "sglang", **moe),
                                                        concurrency=64, requests=300, length_cv=0.1)
-    mtp = est("deepseek-r1", "b200", 8, "fp8", 900, 200, "sglang", **moe, speculative_method="mtp", speculative_tokens=2)
+    mtp = est("deepseek-r1", "b200", 8, "fp8", 900, 200, "sglang", **moe, speculative_method="mtp",
+              speculative_tokens=2)
     out["closed loop R1 MTP, 32"] = simulate_estimate(mtp, concurrency=32, requests=200, length_cv=0.1)
     eagle = est("llama-3.1-8b", "h100-sxm", 1, "fp8", 1024, 256, "trtllm", speculative_method="eagle3",
                 speculative_tokens=3)
