@@ -2,7 +2,7 @@
 
 With "Parallelism: auto (search)" the knobs are greyed, and they read their defaults ("TP 1, PP 1, ZeRO 1, CP 1,
 recomp. selective, μbatch 1") beside a Layout card of xe9680-genai's LoRA 70B job reading "TP2 PP1 CP2 DP2 ZeRO-3
-mb1": two layouts on one tab. The fix is in aisize/app/sections/training.py (/tmp/h4/H_training.patch).
+mb1": two layouts on one tab.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ def _shown(section) -> dict:
 
 
 # strict: once the patch is in, this passes and the marker must go
-@pytest.mark.xfail(strict=True, reason="needs /tmp/h4/H_training.patch in aisize/app/sections/training.py (helper C's)")
 def test_greyed_layout_knobs_show_the_searched_layout_and_fixing_keeps_it():
     app = build_app(display=False, data=to_dict(preset("xe9680-genai")))
     training = app.open_tab("Training")

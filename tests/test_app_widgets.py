@@ -18,7 +18,9 @@ from aisize import format as F
 from aisize.app import build_app, serve
 from aisize.app.sections import network as net
 from aisize.app.state import AppState
-from aisize.plan import plan, to_json
+from aisize.plan import plan
+from aisize.present.export import to_json
+from aisize.present.training_text import days_range_text
 from aisize.queueing import bend_concurrency, knee_concurrency
 from aisize.scenario import DEFAULT_PRESET, dumps, from_dict, preset, to_dict
 from aisize.units import GB
@@ -96,7 +98,8 @@ def test_fixed_layout_and_the_layouts_table(app):
     lay, first = app.state.plan.training[0].layout, re.findall(r"<td[^>]*>([^<]*)</td>", rows[0])
     assert list(map(int, first[:4])) == [lay.tensor_parallel, lay.pipeline_parallel, lay.data_parallel,
                                         lay.context_parallel]
-    training.parallel.value = "fixed"
+    training.parallel.value = "fixed"  # the knobs start from the searched layout (TP2 CP2 ZeRO-3, recompute none)
+    training.cp.value, training.zero.value, training.recompute.value = 1, 1, "selective"
     training.tp.value = 8
     expected = api_plan(lambda d: d["workloads"][0].update(layout={
         "tensor_parallel": 8, "pipeline_parallel": 1, "expert_parallel": 1, "zero_stage": 1, "micro_batch": 1,
@@ -137,7 +140,8 @@ def test_time_range_is_the_plans(app, name):
         r = t.days_range_mfu
         assert f"{F.span(r.low * 100, r.high * 100, '%')} ({len(r.cases)} {r.rule})" in note
     elif t.throughput_rule == "step-time":  # the model's own error on published runs
-        assert f"Time range from {t.days_range_basis}" in html.unescape(note) and "published runs" in note
+        assert f"Time range from {days_range_text(t.days_range_basis)}" in html.unescape(note)
+        assert "published runs" in note
     else:
         assert "the spread of measured throughputs" in note
 

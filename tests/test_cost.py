@@ -105,7 +105,7 @@ def test_overrides_apply_and_bad_prices_are_refused_naming_the_field():
 def test_capital_lines_add_up_and_cost_reaches_json():
     import json
 
-    from aisize.plan import to_json
+    from aisize.present.export import to_json
 
     p = plan(preset("shared-cluster"))
     c = p.cost

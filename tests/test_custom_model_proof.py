@@ -18,7 +18,8 @@ import pytest
 
 from aisize import models
 from aisize.app import build_app
-from aisize.plan import plan, to_json
+from aisize.plan import plan
+from aisize.present.export import to_json
 from aisize.report import render
 from aisize.report import sections as S
 from aisize.scenario import dumps, from_dict, loads, to_dict

@@ -23,7 +23,8 @@ import pytest
 
 from aisize import cli
 from aisize import format as F
-from aisize.plan import plan, to_json
+from aisize.plan import plan
+from aisize.present.export import to_json
 from aisize.scenario import dumps, preset, preset_names, to_dict
 from aisize.units import GiB
 from shown_figures import FACTORS, number
@@ -232,6 +233,8 @@ def _latency_truth(i, label: str) -> float | None:
     label = label.lower()
     stat = (STATISTIC.search(label) or [None])[0]
     if label.rstrip().endswith(" at"):  # the load at which latency doubles: a rate, not a latency
+        return None
+    if re.search(r"\brise\b", label):  # latency's relative rise for more load (the knee as a slope): a share
         return None
     field = ("ttft" if "ttft" in label else "tpot" if "tpot" in label else
              "latency" if "latency" in label and "storage" not in label and "io" not in label.split() else None)

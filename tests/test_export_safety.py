@@ -15,8 +15,8 @@ import json
 import pytest
 
 from aisize.cli import main
-from aisize.plan import plan, write_csv, write_excel
-from aisize.plan.bom import workloads_table
+from aisize.plan import plan
+from aisize.present.export import workloads_table, write_csv, write_excel
 from aisize.scenario import dumps, from_dict, preset
 from hf_configs import QWEN2_5_7B
 

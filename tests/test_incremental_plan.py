@@ -14,7 +14,8 @@ import json
 import pytest
 
 from aisize import serving
-from aisize.plan import plan, to_json
+from aisize.plan import plan
+from aisize.present.export import to_json
 from aisize.plan import cluster
 from aisize.plan.incremental import PlanCache
 from aisize.scenario import ScenarioError, from_dict, preset, to_dict

@@ -22,14 +22,8 @@ KNOWN = {
     ("fleet/profile.py", "scenario"): "reads a load-profile CSV through the scenario's one file gate (paths.py)",
     # The planner writes no text (issue 47 item 4); these planner modules still build a sentence or a cell's text
     # beside the number it states. Each is to be split: the number stays in plan (typed), the words move to present.
-    # The exports and the tables whose cells are words moved to present.export; these aliases keep the old names
-    # (aisize.plan.to_json, aisize.plan.bom.workloads_table, ...) for callers not yet moved, resolved on first use.
-    ("plan/__init__.py", "present"): "aliases: to_json, write_csv, write_excel (present.export)",
-    ("plan/bom.py", "present"): "aliases: cost_table, workloads_table, findings_table, TABLES, to_json, ... "
-                                "(present.export)",
     ("plan/pools.py", "format"): "Candidate.why, the words of plan()'s error for a workload no pool fits (bytes_gpu)",
     ("plan/service_day.py", "format"): "the error refusing adapters that fill the KV cache names both in GiB",
-    ("plan/training.py", "format"): "days_range and the throughput basis are sentences with MFU as a percentage",
 }
 
 

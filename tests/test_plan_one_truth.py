@@ -16,8 +16,8 @@ import pytest
 
 from aisize import format as F
 from aisize import serving
-from aisize.plan import plan, to_json
-from aisize.plan.bom import workloads_table
+from aisize.plan import plan
+from aisize.present.export import to_json, workloads_table
 from aisize.scenario import preset, preset_names
 
 SHAPE = re.compile(r"([\d,]+) (?:prefill |decode )?replicas? × TP (\d+)(?: × PP (\d+))?")
@@ -104,7 +104,7 @@ def test_no_compute_nic_is_listed_without_saying_why_when_there_is_no_fabric():
 @pytest.mark.parametrize("name", ["xe9680-genai", "shared-cluster", "llama3-70b-pretrain"])
 def test_a_training_layout_reads_the_same_everywhere_and_multiplies_to_its_gpus(name):
     # the Summary's workloads table said "TP2 PP1 DP2" (4 GPUs) for a job of 8 whose card said "... CP2 ..."
-    from aisize.plan.bom import workloads_table
+    from aisize.present.export import workloads_table
 
     p = plan(preset(name))
     rows = {r["workload"]: r for r in workloads_table(p).to_dict("records")}

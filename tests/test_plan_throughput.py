@@ -15,9 +15,10 @@ import pytest
 
 from aisize import catalog
 from aisize.memory.activations import other_model_activation_bytes
-from aisize.plan import plan, to_json
-from aisize.plan.bom import workloads_table
+from aisize.plan import plan
+from aisize.present.export import to_json, workloads_table
 from aisize.scenario import from_dict, preset, to_dict
+from aisize.present.training_text import days_range_text, throughput_basis_text
 from aisize.training import TRAINING_FLOPS_PER_FORWARD_FLOP, resolve_samples_per_s
 from aisize.units import HOUR
 from aisize.validation.ranges import mfu_range
@@ -65,7 +66,8 @@ def test_hpe_weka_resnet50_uses_the_measured_v100_rate(weka):
     # 32 V100 at the PyTorch 8-GPU AMP figure, exactly; storage demand follows from it
     assert weka.throughput_rule == "measured"
     assert weka.samples_per_s_per_gpu == pytest.approx(PYT_V100_AMP_8)
-    assert "measured" in weka.throughput_basis and "8x Tesla V100 SXM2 16GB" in weka.throughput_basis
+    basis = throughput_basis_text(weka.throughput_basis)
+    assert "measured" in basis and "8x Tesla V100 SXM2 16GB" in basis
     assert "DeepLearningExamples" in weka.throughput_source
     ideal = 32 * PYT_V100_AMP_8 * IMAGENET_RECORD_BYTES  # ~3.82 GB/s
     assert weka.ideal_read_bytes_per_s == pytest.approx(ideal, rel=1e-9)
@@ -95,7 +97,7 @@ def test_measured_range_is_the_framework_spread_not_mfu(weka):
     # multi-GPU V100-16GB AMP measurements: PyTorch 1,040, TensorFlow 1,189, MXNet 1,340 images/s per GPU
     assert weka.days_high == pytest.approx(weka.training_days)
     assert weka.days_low == pytest.approx(weka.training_days * PYT_V100_AMP_8 / MX_V100_FP16_8, rel=1e-5)
-    assert "not MFU-based" in weka.days_range_basis
+    assert "not MFU-based" in days_range_text(weka.days_range_basis)
 
 
 def test_other_models_on_v100_are_calibrated_on_resnet50():
@@ -105,7 +107,8 @@ def test_other_models_on_v100_are_calibrated_on_resnet50():
     assert t.throughput_rule == "calibrated"
     expected = PYT_V100_AMP_8 * r50.forward_per_sample_flops / r152.forward_per_sample_flops
     assert t.samples_per_s_per_gpu == pytest.approx(expected, rel=1e-9)
-    assert "ResNet-50's measured efficiency" in t.throughput_basis and "20.4 %" in t.throughput_basis
+    basis = throughput_basis_text(t.throughput_basis)
+    assert "ResNet-50's measured efficiency" in basis and "20.4 %" in basis
     assert t.days_low < t.training_days == pytest.approx(t.days_high)
 
 
@@ -141,7 +144,7 @@ def test_llm_range_is_the_step_time_models_error_and_an_assumed_mfu_keeps_the_pu
     t = plan(preset("llama3-70b-pretrain")).training[0]
     assert t.throughput_rule == "step-time"  # the step-time model sets the days: its own error sets the range
     assert (t.days_low, t.days_high) == pytest.approx(step_time_range(t.training_days), rel=1e-12)
-    assert t.days_low < t.training_days < t.days_high and "published runs" in t.days_range_basis
+    assert t.days_low < t.training_days < t.days_high and "published runs" in days_range_text(t.days_range_basis)
     r = mfu_range(t.gpus)  # a time at an assumed MFU scales with the published MFUs
     low, high, _, _ = days_range(t.training_days, t.mfu_assumed, t.gpus, None)
     assert low == pytest.approx(t.training_days * t.mfu_assumed / r.high, rel=1e-12)
@@ -152,7 +155,7 @@ def test_workloads_table_and_json_carry_the_range_and_basis(weka):
     p = plan(preset("hpe-weka-resnet"))
     row = workloads_table(p).iloc[0]
     assert (row.days_low, row.days, row.days_high) == (weka.days_low, weka.training_days, weka.days_high)
-    assert row.throughput_basis == weka.throughput_basis
+    assert row.throughput_basis == throughput_basis_text(weka.throughput_basis)
     data = json.loads(to_json(p))["training"][0]
     assert data["days_low"] == pytest.approx(weka.days_low, rel=1e-5)
     assert data["days_high"] == pytest.approx(weka.days_high, rel=1e-5)

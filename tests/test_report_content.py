@@ -18,6 +18,7 @@ from aisize.report import markup as M
 from aisize.report import sections as S
 from aisize.report.queue_sections import storage_curve
 from aisize.report.scenario_sections import DEFAULT_TEXT, POLICY_TEXT
+from aisize.present.training_text import days_range_text
 from aisize.report.training_sections import gpus_vs_days_frame, time_range_days
 from aisize.scenario import preset, preset_names
 from aisize.validation import left_out, mfu_range, summary, validate
@@ -84,7 +85,7 @@ def test_time_range_table_shows_the_planners_range(contexts, name):
         row = re.search(rf"<tr><td>{re.escape(t.name)}</td><td>{t.gpus:,}</td><td>(.*?)</td><td>(.*?)</td>"
                         rf"<td>(.*?)</td><td>(.*?)</td></tr>", html)
         low, expected, high, basis = row.groups()
-        assert expected == M.days(t.training_days) and unescape(basis) == t.days_range_basis
+        assert expected == M.days(t.training_days) and unescape(basis) == days_range_text(t.days_range_basis)
         if r is None:  # no spread (a given or assumed throughput): no range shown
             assert t.days_low == t.days_high and (low, high) == ("—", "—")
         else:
@@ -113,7 +114,7 @@ def test_a_time_at_an_assumed_mfu_rests_on_published_mfus():
     # time x MFU is constant: the plan's time at its assumed MFU, the range's ends at the published extremes
     assert low * r.high == pytest.approx(100.0 * 0.4, rel=1e-9)
     assert high * r.low == pytest.approx(100.0 * 0.4, rel=1e-9)
-    assert f"{len(r.cases)} published runs" in basis
+    assert basis.kind == "mfu" and basis.mfu_range == r and f"{len(r.cases)} published runs" in days_range_text(basis)
 
 
 def test_report_computes_no_range_and_no_station_of_its_own():

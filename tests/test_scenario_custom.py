@@ -9,7 +9,8 @@ import json
 import pytest
 
 from aisize import models
-from aisize.plan import plan, to_json
+from aisize.plan import plan
+from aisize.present.export import to_json
 from aisize.scenario import ScenarioError, dumps, from_dict, loads
 from custom_scenario import GPU, SERVER, STORE
 from hf_configs import QWEN2_5_7B

@@ -19,7 +19,8 @@ import pytest
 
 from aisize.plan import job as J
 from aisize.plan import context as C
-from aisize.plan import clear_caches, cluster, plan, to_json
+from aisize.plan import clear_caches, cluster, plan
+from aisize.present.export import to_json
 from aisize.plan import incremental
 from aisize.plan.incremental import PlanCache
 from aisize.scenario import from_dict, preset, to_dict

@@ -22,7 +22,8 @@ import pytest
 
 from aisize import serving
 from aisize.plan import inference as PI
-from aisize.plan import plan, to_json
+from aisize.plan import plan
+from aisize.present.export import to_json
 from aisize.plan import replica_count as RC
 from aisize.scenario import from_dict, preset, preset_names, to_dict
 from aisize.serving.curves import latency_elasticity

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from aisize.plan import plan
+from aisize.present.training_text import throughput_basis_text
 from aisize.scenario import from_dict, preset, to_dict
 
 
@@ -68,7 +69,7 @@ def test_a_lora_fine_tune_is_timed_by_the_step_time_model_with_one_mfu():
     it, and its MFU counts the 4N + attention FLOPs the step needs on every surface: the MFU of the time, the
     predicted MFU and the chosen layout's estimate agree (before: 46.3 % beside 67.0 % at 6N)."""
     job = next(t for t in plan(preset("xe9680-genai")).training if t.name == "LoRA fine-tune 70B")
-    assert job.throughput_rule == "step-time" and "step-time model" in job.throughput_basis
+    assert job.throughput_rule == "step-time" and "step-time model" in throughput_basis_text(job.throughput_basis)
     assert job.mfu_predicted == pytest.approx(job.mfu_assumed, rel=1e-9)
     assert job.estimate.mfu == pytest.approx(job.mfu_predicted, rel=1e-6)
     # the running time is the model FLOPs at that MFU, and the step is the estimate's
@@ -80,4 +81,4 @@ def test_a_lora_fine_tune_is_timed_by_the_step_time_model_with_one_mfu():
         if w["name"] == "LoRA fine-tune 70B":
             w["method"] = "qlora"
     q = next(t for t in plan(from_dict(qlora)).training if t.name == "LoRA fine-tune 70B")
-    assert q.throughput_rule == "policy-mfu" and "QLoRA" in q.throughput_basis
+    assert q.throughput_rule == "policy-mfu" and q.throughput_basis.qlora and "QLoRA" in throughput_basis_text(q.throughput_basis)

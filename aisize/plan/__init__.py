@@ -1,9 +1,11 @@
 """The cluster planner: a scenario becomes a bill of materials, with findings.
 
     from aisize.scenario import preset
-    from aisize.plan import plan, findings, bom_table, to_json
+    from aisize.plan import plan, findings, bom_table
+    from aisize.present.export import to_json  # the plan as JSON, its findings worded
+    from aisize.present.findings import finding_text  # a finding's sentence (the planner writes none)
     p = plan(preset("xe9680-genai"))
-    p.gpus, p.servers, p.storage.binding, [f.text for f in p.findings]
+    p.gpus, p.servers, p.storage.binding, [finding_text(f) for f in p.findings]
 
 Views for charts, from the same glue the plan uses: ``layout_candidates`` (best
 layouts of a training job), ``gpus_vs_days`` (its GPUs against target time),
@@ -27,20 +29,6 @@ from aisize.plan.storage import JobStorage, StoragePlan
 from aisize.plan.timeline import Timeline
 from aisize.plan.training import LayoutChoice, TrainingPlan
 
-# The exports write words (findings, layouts, a cost line's basis), so they are aisize.present.export's; these
-# public names stay here for the callers that import them from the planner, resolved there on first use (the
-# planner's own modules never load presentation).
-_EXPORTS = ("to_json", "write_csv", "write_excel")
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        from aisize.present import export
-
-        return getattr(export, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 # Packages whose memoised functions are planner results (catalog and price loads stay cached).
 _MEMOISED_PACKAGES = ("aisize.plan.", "aisize.serving.", "aisize.training.", "aisize.models.")
 
@@ -61,7 +49,7 @@ def clear_caches() -> None:
                 f.cache_clear()
 
 
-__all__ = ["clear_caches", "plan", "Plan", "sweep", "compare", "findings", "Finding", "to_json", "write_csv", "write_excel",
+__all__ = ["clear_caches", "plan", "Plan", "sweep", "compare", "findings", "Finding",
            "defuse",
            "bom_table", "TrainingPlan", "InferencePlan", "StoragePlan", "NetworkPlan", "JobStorage",
            "CheckpointResult", "LayoutChoice", "latency_curve", "storage_latency_curve", "concurrency_curve",

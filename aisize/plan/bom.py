@@ -150,15 +150,3 @@ def storage_table(plan) -> pd.DataFrame:
     total["read_share"] = plan.storage.read_share
     return pd.concat([df, pd.DataFrame([total])], ignore_index=True)
 
-
-# Names that moved to aisize.present.export, where their words are written (a cost line's basis, a layout, a
-# service's shape, a finding); resolved there on first use for callers not yet moved. No planner code reads them.
-_MOVED = ("to_json", "write_csv", "write_excel", "cost_table", "workloads_table", "findings_table", "TABLES")
-
-
-def __getattr__(name):
-    if name in _MOVED:
-        from aisize.present import export
-
-        return getattr(export, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from aisize import format as F
 from aisize import models
 from aisize.compute import chinchilla, energy_joules, gpu_hours
 from aisize.host import host_for_server
@@ -29,7 +28,33 @@ from aisize.training import (PARTS, ResolvedThroughput, TrainingEstimate, Traini
 from aisize.training.parallel import ModelSizes
 from aisize.storage.io import io_profile_for_format
 from aisize.units import DAY
-from aisize.validation.ranges import STEP_TIME_SPREAD, MfuRange, step_time_range, time_range
+from aisize.validation.ranges import MfuRange, step_time_range, time_range
+
+
+@dataclass(frozen=True)
+class ThroughputBasis:
+    """What a job's rate (``samples_per_s_per_gpu``, or its MFU) rests on, as a rule and the figures it states
+    (the words: :func:`aisize.present.training_text.throughput_basis_text`)."""
+
+    rule: str  # scenario | measured | calibrated (aisize.storage.demand) | step-time | policy-mfu
+    mfu: float | None = None  # step-time: the model's MFU at the chosen layout; policy-mfu: policies.mfu
+    qlora: bool = False  # policy-mfu: the step-time model does not predict QLoRA (its 4-bit base dequantization)
+    given: str | None = None  # scenario | measured | calibrated: the resolved throughput's own basis and source
+
+
+@dataclass(frozen=True)
+class DaysRangeBasis:
+    """How ``days_low`` / ``days_high`` were obtained (the words: :func:`aisize.present.training_text.days_range_text`).
+
+    ``kind``: unfinished (the job never ends: no range), step-time (the step-time model's own error on published
+    runs, ``STEP_TIME_SPREAD``), mfu (published MFUs of runs of a similar scale, ``mfu_range``, against the plan's
+    MFU, its ``expected``), measured-spread (measured or calibrated rates, slowest to fastest [samples/s per GPU]),
+    given (the scenario gives the throughput: no range), no-spread (an assumed MFU with no measurement to spread)."""
+
+    kind: str
+    mfu_range: MfuRange | None = None
+    low_samples_per_s_per_gpu: float | None = None
+    high_samples_per_s_per_gpu: float | None = None
 
 
 @dataclass(frozen=True)
@@ -114,11 +139,11 @@ class TrainingPlan:
     server_host_memory_bytes: float
     host_memory_fits: bool
     throughput_rule: str  # scenario | measured | calibrated | policy-mfu (aisize.storage.demand)
-    throughput_basis: str  # what samples_per_s_per_gpu (or the MFU) rests on, in words
+    throughput_basis: ThroughputBasis  # what samples_per_s_per_gpu (or the MFU) rests on
     throughput_source: str | None  # the measurement's source, where one is used
     days_low: float  # fastest plausible time (see days_range) [days]
     days_high: float  # slowest plausible time [days]
-    days_range_basis: str  # how days_low / days_high were obtained
+    days_range_basis: DaysRangeBasis  # how days_low / days_high were obtained
     days_range_mfu: MfuRange | None  # the published MFUs behind an MFU-based range (expected: the assumed MFU)
     seq_len: int | None  # tokens per sequence the job trains at (transformers; None for other models)
     step_parts_seconds: dict | None = None  # predicted step time by part (aisize.training.step_time.PARTS)
@@ -264,7 +289,7 @@ def _sized_by_step_time(job: J.JobInputs, w, ctx, policies, sz: J.Sizing):
 
 def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput | None, *,
                step_time: bool = False):
-    """(low, high, basis, MfuRange or None) around ``days``.
+    """(low, high, :class:`DaysRangeBasis`, MfuRange or None) around ``days``.
 
     ``step_time``: the step-time model sets ``days``; the range is its own error on published runs
     (:func:`aisize.validation.ranges.step_time_range`), not the spread of other runs' MFUs.
@@ -280,23 +305,20 @@ def days_range(days: float, policy_mfu: float, gpus: int, tp: ResolvedThroughput
     .. [1] :func:`aisize.validation.ranges.time_range` (time inversely proportional to MFU).
     """
     if not math.isfinite(days):
-        return days, days, "no range: the job does not finish", None
+        return days, days, DaysRangeBasis("unfinished"), None
     if tp is None and step_time:
         low, high = step_time_range(days)
-        return float(low), float(high), STEP_TIME_SPREAD.basis, None
+        return float(low), float(high), DaysRangeBasis("step-time"), None
     if tp is None:
         r = dataclasses.replace(C.mfu_range_for(gpus), expected=policy_mfu)
         low, _, high = time_range(days, r)
-        return float(low), float(high), (f"MFU {F.pct(r.low)} to {F.pct(r.high)} in {len(r.cases)} published "
-                                          f"runs: {r.rule}; against this plan's {F.pct(policy_mfu)}"), r
+        return float(low), float(high), DaysRangeBasis("mfu", mfu_range=r), r
     if tp.rule in ("measured", "calibrated"):
         rate = tp.samples_per_s_per_gpu
         return (days * rate / tp.high_samples_per_s_per_gpu, days * rate / tp.low_samples_per_s_per_gpu,
-                f"the spread of measured throughputs ({tp.low_samples_per_s_per_gpu:,.0f}-"
-                f"{tp.high_samples_per_s_per_gpu:,.0f} samples/s per GPU across frameworks), not MFU-based", None)
-    return days, days, ("no range: throughput given by the scenario" if tp.rule == "scenario" else
-                        "no range: no measurement to spread the assumed MFU (published MFU ranges are of LLM "
-                        "runs)"), None
+                DaysRangeBasis("measured-spread", low_samples_per_s_per_gpu=tp.low_samples_per_s_per_gpu,
+                               high_samples_per_s_per_gpu=tp.high_samples_per_s_per_gpu), None)
+    return days, days, DaysRangeBasis("given" if tp.rule == "scenario" else "no-spread"), None
 
 
 def _model_name(model) -> str:
@@ -391,10 +413,9 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
         {k: float(v) for k, v in vars(hm).items()}, float(hm.total_bytes), float(ctx.server.host_memory_bytes),
         bool(host.memory_fits),
         throughput_rule=tp.rule if tp else "step-time" if step_pred is not None else "policy-mfu",
-        throughput_basis=tp.basis if tp else (
-            f"the step-time model at the chosen layout (MFU {F.pct(mfu_used)})" if step_pred is not None else
-            f"FLOPs at the assumed MFU {F.pct(policies.mfu)} (policies.mfu: the step-time model does not "
-            f"predict {'QLoRA (its 4-bit base dequantization)' if job.qlora else 'this job'})"),
+        throughput_basis=ThroughputBasis(tp.rule, given=tp.basis) if tp else (
+            ThroughputBasis("step-time", mfu=float(mfu_used)) if step_pred is not None else
+            ThroughputBasis("policy-mfu", mfu=float(policies.mfu), qlora=bool(job.qlora))),
         throughput_source=tp.source if tp else None,
         days_low=float(low), days_high=float(high), days_range_basis=range_basis, days_range_mfu=range_mfu,
         seq_len=job.seq_len, step_parts_seconds=parts, training_days_predicted=predicted_days, estimate=est)

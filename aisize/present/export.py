@@ -2,8 +2,9 @@
 
 The planner's tables of numbers (:mod:`aisize.plan.bom`: bill of materials, placement, timeline, job streams,
 storage) and its data (:func:`aisize.plan.bom.to_dict`) carry no sentences; the cells and keys that are words
-(a cost line's basis, a training layout, a service's shape, a finding, a KV tier's note) are written here, each
-by the one function every surface uses, so the JSON, CSV, Excel, app and report say the same thing.
+(a cost line's basis, a training layout and time basis, a service's shape, a finding, a KV tier's note) are
+written here, each by the one function every surface uses, so the JSON, CSV, Excel, app and report say the same
+thing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from aisize.plan.spreadsheet import defuse
 from aisize.present.cost_text import operating_basis
 from aisize.present.findings import finding_text
 from aisize.present.kvtiers import kv_note_text
+from aisize.present.training_text import days_range_text, throughput_basis_text
 from aisize.units import GB, GiB
 
 
@@ -46,7 +48,7 @@ def workloads_table(plan) -> pd.DataFrame:
                      "mfu_assumed": t.mfu_assumed, "mfu_predicted": t.mfu_predicted,
                      # a transformer's rate is in tokens (plan.training): the column says which it holds
                      ("samples_per_s_per_gpu" if t.seq_len is None else "tokens_per_s_per_gpu"):
-                         t.samples_per_s_per_gpu, "throughput_basis": t.throughput_basis,
+                         t.samples_per_s_per_gpu, "throughput_basis": throughput_basis_text(t.throughput_basis),
                      "layout": F.layout(t.layout),
                      "memory_per_gpu_gib": t.memory_bytes["total_bytes"] / GiB, "memory_fits": t.memory_fits,
                      "read_gb_per_s": t.read_bytes_per_s / GB,
@@ -91,10 +93,14 @@ def _note(n) -> str:
 
 def to_dict(plan) -> dict:
     """The whole plan as plain JSON-compatible data (:func:`aisize.plan.bom.to_dict`) with its words: each
-    finding as severity, area and text; each KV tier note as its sentence."""
+    finding as severity, area and text; each KV tier note, and each training job's throughput and time-range basis,
+    as its sentence."""
     data = bom.to_dict(plan)
     if "findings" in data:
         data["findings"] = [{"severity": f.severity, "area": f.area, "text": finding_text(f)} for f in plan.findings]
+    for d, t in zip(data.get("training", []), plan.training):
+        d["throughput_basis"] = throughput_basis_text(t.throughput_basis)
+        d["days_range_basis"] = days_range_text(t.days_range_basis)
     for d, i in zip(data.get("inference", []), plan.inference):
         if d.get("notes") is not None:
             d["notes"] = [_note(n) for n in i.notes]

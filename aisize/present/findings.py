@@ -10,6 +10,7 @@ from aisize.cost.prices import MAX_PRICE_AGE_MONTHS
 from aisize.format import bytes_gpu, count, days, duration, layout, ms, num, pct, plural, power, rate, sig, span, \
     usd
 from aisize.present.cost_text import verdict
+from aisize.present.training_text import days_range_text, throughput_basis_text
 from aisize.units import GB
 
 
@@ -207,11 +208,12 @@ def _mfu_gap(x) -> str:
 
 
 def _throughput(x) -> str:
-    mfu = "" if "MFU" in x["basis"] else f" ({pct(x['mfu_assumed_share'])} MFU)"  # the basis may name it
+    basis, why = throughput_basis_text(x["basis"]), days_range_text(x["days_range_basis"])
+    mfu = "" if "MFU" in basis else f" ({pct(x['mfu_assumed_share'])} MFU)"  # the basis may name it
     rests = "" if x["rule"] in ("measured", "scenario") else "from "  # "measured: ...", "given by the scenario: ..."
-    spread = (f", range {span(x['days_low'], x['days_high'], 'days')} ({x['days_range_basis']})"
-              if x["days_low"] != x["days_high"] else f" ({x['days_range_basis']})")
-    return (f"{x['workload']}: throughput {rests}{x['basis']}{mfu}; {days(x['training_days'])}{spread}"
+    spread = (f", range {span(x['days_low'], x['days_high'], 'days')} ({why})"
+              if x["days_low"] != x["days_high"] else f" ({why})")
+    return (f"{x['workload']}: throughput {rests}{basis}{mfu}; {days(x['training_days'])}{spread}"
             + (f"; source: {x['source']}" if x["source"] else ""))
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from aisize import charts
 from aisize import format as F
 from aisize.plan import gpus_vs_days, layout_candidates
+from aisize.present.training_text import days_range_text
 from aisize.report.context import ReportContext
 from aisize.report.markup import (DASH, Html, block, count, days, duration, figure, gb, gib, h3, mwh, note,
                                   pct, rate, sig, table, yes_no)
@@ -40,7 +41,7 @@ def time_range_days(t) -> TimeRange | None:
     """
     if not (math.isfinite(t.training_days) and t.days_low < t.days_high):
         return None
-    return TimeRange(t.days_low, t.training_days, t.days_high, t.days_range_basis, t.days_range_mfu)
+    return TimeRange(t.days_low, t.training_days, t.days_high, days_range_text(t.days_range_basis), t.days_range_mfu)
 
 
 CANDIDATES = 5  # layouts shown per job in the step-time chart
@@ -84,7 +85,7 @@ def range_table(ctx: ReportContext) -> Html:
     for t in ctx.plan.training:
         r = time_range_days(t)
         low, high = (days(r.low_days), days(r.high_days)) if r is not None else (DASH, DASH)
-        rows.append([t.name, count(t.gpus), low, days(t.training_days), high, t.days_range_basis])
+        rows.append([t.name, count(t.gpus), low, days(t.training_days), high, days_range_text(t.days_range_basis)])
     return table(["Workload", "GPUs", "Low [days]", "Expected [days]", "High [days]", "What the range rests on"],
                  rows, caption="Time-to-train range", css="numeric range")
 

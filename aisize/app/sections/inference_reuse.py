@@ -13,6 +13,7 @@ import ipywidgets as widgets
 
 from aisize import format as F
 from aisize.app import controls as K
+from aisize.present.kvtiers import kv_notes_text
 
 TIER_NAMES = {"hbm": "HBM", "dram": "host DRAM", "nvme": "local NVMe", "storage": "shared storage"}
 PREFIX_FIELDS = ("shared_tokens", "turns", "think_time_s", "rag_chunks", "rag_chunk_tokens", "rag_corpus_chunks")
@@ -230,5 +231,5 @@ def reuse_cards(i) -> str:
                                                                       + k.storage_write_bytes_per_s), "",
                          f"reads {F.rate(k.storage_read_bytes_per_s)}, writes {F.rate(k.storage_write_bytes_per_s)}"
                          f" (one more workload of the storage's IO blend)")]
-    notes = "".join(f"<p class='aisize-note'>{html.escape(n)}</p>" for n in k.notes)
+    notes = "".join(f"<p class='aisize-note'>{html.escape(n)}</p>" for n in kv_notes_text(k))
     return ("<h3 class='aisize-h'>Prompt reuse and KV-cache tiers</h3>" + K.cards(items) + notes)

@@ -22,6 +22,7 @@ from aisize.app import controls as K
 from aisize.compute import DEFAULT_MFU
 from aisize.app.sections import OWN_MODEL, Section, selected, show_model
 from aisize.plan import gpus_vs_days, layout_candidates
+from aisize.present.training_text import days_range_text, throughput_basis_text
 from aisize.scenario.model import OPTIMIZERS, RECOMPUTE, SCHEDULES, TRAIN_PRECISIONS
 from aisize.units import GiB
 
@@ -69,9 +70,9 @@ def range_note(t) -> str:
         return (f"<p class='aisize-note'>Time range from published MFUs {F.span(r.low * 100, r.high * 100, '%')} "
                 f"({len(r.cases)} {r.rule}).</p>")
     if t.days_low < t.days_high:
-        return f"<p class='aisize-note'>Time range from {html.escape(t.days_range_basis)}.</p>"
-    return (f"<p class='aisize-note'>Time from {html.escape(t.throughput_basis)}; "
-            f"{html.escape(t.days_range_basis)}.</p>")
+        return f"<p class='aisize-note'>Time range from {html.escape(days_range_text(t.days_range_basis))}.</p>"
+    return (f"<p class='aisize-note'>Time from {html.escape(throughput_basis_text(t.throughput_basis))}; "
+            f"{html.escape(days_range_text(t.days_range_basis))}.</p>")
 
 
 class TrainingSection(Section):
@@ -211,12 +212,16 @@ class TrainingSection(Section):
         lay = w["layout"]
         K.assign(self.parallel, "value", "auto" if lay == "auto" else "fixed")
         if lay != "auto":
-            for knob, key in ((self.tp, "tensor_parallel"), (self.pp, "pipeline_parallel"),
-                              (self.zero, "zero_stage"), (self.micro, "micro_batch"), (self.recompute, "recompute"),
-                              (self.cp, "context_parallel"), (self.schedule, "schedule")):
-                K.assign(knob, "value", lay[key])
+            self._show_layout(lambda key: lay[key])
         for knob in self._layout_knobs():
             knob.disabled = lay == "auto"
+
+    def _show_layout(self, get) -> None:
+        """Set the layout knobs from ``get(key)`` (a fixed layout's dict, or the searched layout's attributes)."""
+        for knob, key in ((self.tp, "tensor_parallel"), (self.pp, "pipeline_parallel"),
+                          (self.zero, "zero_stage"), (self.micro, "micro_batch"), (self.recompute, "recompute"),
+                          (self.cp, "context_parallel"), (self.schedule, "schedule")):
+            K.assign(knob, "value", get(key))
 
     def update(self, plan) -> None:
         K.show_if(self.job.value is not None, self.job, *self.job_parts)  # no empty select, no empty headings
@@ -228,6 +233,8 @@ class TrainingSection(Section):
                 slot.clear()
             return
         t = self._plan_job(plan)
+        if self.parallel.value == "auto":  # the greyed knobs show the layout the search chose, not their defaults
+            self.quietly(lambda: self._show_layout(lambda key: getattr(t.layout, key)))
         K.assign(self.figures, "value", self._figures(t))
         K.assign(self.range_note, "value", range_note(t))
         # one chart; new figures arrive as rows (a Vega changeset), the title as a param
@@ -248,7 +255,7 @@ class TrainingSection(Section):
         layouts = shown_layouts(candidates)
         own = "" if t.throughput_rule == "step-time" or not len(layouts) else (
             "<p class='aisize-note'>The layouts' step times and MFUs are the step-time model's for full training; "
-            f"this job's time rests on {html.escape(t.throughput_basis)}.</p>")
+            f"this job's time rests on {html.escape(throughput_basis_text(t.throughput_basis))}.</p>")
         K.assign(self.layouts, "value", own + K.table(layouts, formats={LAYOUT_COLUMNS["mfu"]: lambda v: str(
             F.pct(v))}) if len(layouts) else
                  "<p class='aisize-note'>No searched layouts: the model is not a transformer, or nothing fits.</p>")
@@ -274,13 +281,14 @@ class TrainingSection(Section):
                         "GPUs the job runs on (whole servers)"),
                  K.card("training.servers", "Servers for this job", t.servers, F.noun_for(t.servers, "server")),
                  K.card("training.days", "Time to train", F.days(t.training_days), "",
-                        f"Expected wall-clock time after goodput; throughput: {t.throughput_basis}")]
+                        "Expected wall-clock time after goodput; throughput: "
+                        + throughput_basis_text(t.throughput_basis))]
         if t.days_low < t.days_high:
             label = ("Range (high–low MFU)" if t.days_range_mfu is not None else
                      "Range (the model's error on published runs)" if t.throughput_rule == "step-time" else
                      "Range (measured throughputs)")
             items.append(K.card("training.days_range", label, F.span(t.days_low, t.days_high, "days"), "",
-                                t.days_range_basis))
+                                days_range_text(t.days_range_basis)))
         items += [K.card("training.memory", "Memory per GPU", F.bytes_gpu(t.memory_bytes["total_bytes"]), "",
                          f"usable {F.bytes_gpu(t.gpu_memory_usable_bytes)}", state="good" if t.memory_fits else "bad"),
                   K.card("training.fits", "Fits in GPU memory", "yes" if t.memory_fits else "no", "",
@@ -291,7 +299,8 @@ class TrainingSection(Section):
         # the step-time model's own figure only where it is another (the card said "not modelled" above a table
         # of layouts with MFU 50.1 % for a LoRA job timed at the policy's 40 %)
         items.append(K.card("training.mfu", "MFU of the time", F.pct(t.mfu_assumed),
-                            TIMED_BY.get(t.throughput_rule, t.throughput_rule), t.throughput_basis))
+                            TIMED_BY.get(t.throughput_rule, t.throughput_rule),
+                            throughput_basis_text(t.throughput_basis)))
         if t.mfu_predicted is not None and abs(t.mfu_predicted - t.mfu_assumed) > 5e-4:
             items.append(K.card("training.mfu_predicted", "MFU predicted, chosen layout", F.pct(t.mfu_predicted),
                                 "step-time model",
