@@ -20,8 +20,8 @@ ABOVE_FORMULAS = PRESENTATION | {"plan", "scenario", "validation"}
 KNOWN = {
     ("calibrate/cli.py", "format"): "the `aisize calibrate` command's own text (a CLI inside calibrate)",
     ("fleet/profile.py", "scenario"): "reads a load-profile CSV through the scenario's one file gate (paths.py)",
-    # The planner writes no text (issue 47 item 4); these planner modules still build a sentence or a cell's text
-    # beside the number it states. Each is to be split: the number stays in plan (typed), the words move to present.
+    # The planner writes no text (issue 47 item 4): its findings, tables and bases are typed and worded in present.
+    # What is left are errors it raises where the input enters, naming the refused value in the unit a user reads.
     ("plan/pools.py", "format"): "Candidate.why, the words of plan()'s error for a workload no pool fits (bytes_gpu)",
     ("plan/service_day.py", "format"): "the error refusing adapters that fill the KV cache names both in GiB",
 }
