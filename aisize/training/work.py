@@ -149,8 +149,10 @@ def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled:
     attn_gemm = sum(times[:4]) * scale
     mla_up = attn_gemm * (d.mla_up_params / sum(i * o * tp for i, o in shapes[:4]))
 
-    # each kernel call sees one context-parallel chunk of the sequence (the whole sequence without CP)
-    chunk = tokens / micro_batch
+    # attention's length curve is read at the keys a query attends over the whole sequence, not at one
+    # context-parallel chunk: TE's ring attention keeps its key loop running across the chunks, and
+    # reading the chunk read MLPerf's Llama 2 70B LoRA runs at CP 4-8 up to 90 % slow (docs/training-cv.md)
+    chunk = seq_len
     keys4 = d.attention_keys(seq_len) * d.attention_share  # 4 x mean keys per query, averaged over layers
     attn_flops = keys4 * d.attention_dim * tokens / tp
     exps = keys4 / 4.0 * d.heads * tokens / tp
