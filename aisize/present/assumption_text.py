@@ -86,14 +86,15 @@ DEFAULT_TEXT: dict[str, tuple[str, str, str]] = {
 
 def _training_text(name: str, source: str) -> tuple[str, str, str]:
     """Label, unit and origin of one of aisize.training.efficiency_constants()."""
-    unit = {"FLASH_TILE_TOKENS": "tokens", "STEP_TIME_CV": "", "BACKWARD_BYTES_RATIO": "×",
-            "ATTENTION_BACKWARD_RATIO": "×"}.get(name, "%")
-    base, _, key = name.partition("[")
+    base, _, key = name.partition("[")  # a mapped constant's unit is its base name's ("X[hopper, fa3]" -> X)
+    unit = {"FLASH_TILE_TOKENS": "tokens", "ATTENTION_HALF_TOKENS": "tokens", "STEP_TIME_CV": "",
+            "BACKWARD_BYTES_RATIO": "×", "ATTENTION_BACKWARD_RATIO": "×"}.get(base, "%")
     if key:  # "GEMM_EFFICIENCY[hopper, 16-bit]" -> "Matmul efficiency, Hopper 16-bit (training)"
         words = [w.strip() for w in key.rstrip("]").split(",")]
         name = base
     label = (name.replace("GEMM_EFFICIENCY", "Matmul efficiency").replace("ATTENTION_EFFICIENCY", "Attention efficiency")
              .replace("HBM_EFFICIENCY", "Memory-bound kernel efficiency").replace("FLASH_TILE_TOKENS", "Attention tile")
+             .replace("ATTENTION_HALF_TOKENS", "Attention length at half efficiency")
              .replace("STEP_TIME_CV", "Step-time jitter (CV)").replace("BACKWARD_BYTES_RATIO", "Backward / forward bytes")
              .replace("ATTENTION_BACKWARD_RATIO", "Attention backward / forward FLOPs"))
     if key:
