@@ -9,7 +9,7 @@ each plan), which is a view of two plans.
 - :mod:`~aisize.present.summary`: ``aisize size``'s text (BOM, findings, tables, assumptions).
 - :mod:`~aisize.present.fleet_summary`: ``aisize fleet``'s text (the fleet through the day).
 - :mod:`~aisize.present.assumption_text`: every assumption as a sentence with its unit and why.
-- :mod:`~aisize.present.cost_text`: the buy-or-rent verdict, its payback, the cost findings, the operating basis.
+- :mod:`~aisize.present.cost_text`: the buy-or-rent verdict, its payback, the operating basis.
 - :mod:`~aisize.present.comparison`: two plans side by side (``aisize compare``, the app, the report).
 - :mod:`~aisize.present.sweep`: ``aisize sweep``'s text (one input varied).
 - :mod:`~aisize.present.figures`: figures more than one surface shows, with the one label each carries.

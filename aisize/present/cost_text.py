@@ -1,4 +1,5 @@
-"""The plan's cost in words: the buy-or-rent verdict, its payback, the cost findings and the operating basis.
+"""The plan's cost in words: the buy-or-rent verdict, its payback and the operating basis (the cost findings are
+worded with the other findings, :mod:`aisize.present.findings`).
 
 The planner (:mod:`aisize.plan.costing`) states the figures typed (the verdict kind "buy", "rent" or
 "no-rate", the break-even share and months, the GPU rented and its rate, the stale prices as records);
@@ -7,7 +8,6 @@ this module words them once, and every surface (CLI, app, report, the plan's fin
 
 from __future__ import annotations
 
-from aisize.cost.prices import MAX_PRICE_AGE_MONTHS
 from aisize.format import DASH, num, pct, power, sig, usd
 
 
@@ -48,18 +48,6 @@ def payback(c) -> tuple[str, str, str]:
     if c.verdict_kind == "rent" or c.break_even_months is None:
         return "never", f"within the {num(c.life_years)}-year life", why
     return str(sig(c.break_even_months)), "months", why
-
-
-def cost_notes(c, max_age_months: float = MAX_PRICE_AGE_MONTHS) -> list[tuple[str, str]]:
-    """(severity, text) for the plan's findings: each stale price by name and date, why the rate compared with
-    was chosen, and the verdict (a warning where no rate rents the GPU bought)."""
-    out = [("warning", f"price {p['id']} ({p['item']}) is dated {p['date']}, {sig(p['age_months'])} months ago "
-                       f"(older than {num(max_age_months)} months): replace it with a current figure "
-                       "(data/prices.csv or cost.prices)") for p in c.stale_prices]
-    if c.verdict_kind == "no-rate":
-        return out + [("warning", verdict(c))]
-    out += [("info", f"rental compared with the GPU bought: {n}") for n in c.rental_notes]
-    return out + [("info", verdict(c))]
 
 
 def operating_basis(line: dict) -> str:
