@@ -24,7 +24,7 @@ def test_json_is_the_whole_plan(genai):
     assert len(data["training"]) == 2 and data["inference"][0]["replicas"] == genai.inference[0].replicas
     assert data["storage"]["binding"] == genai.storage.binding
     assert data["scenario"]["name"] == "Dell XE9680 generative AI"
-    assert {"severity", "area", "text"} == set(data["findings"][0])
+    assert {"severity", "area", "code", "text"} == set(data["findings"][0])  # the check's code beside its words
 
 
 def test_the_exports_words_come_from_present_and_the_planner_exports_no_words(genai):

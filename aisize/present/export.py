@@ -75,10 +75,15 @@ def workloads_table(plan) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _finding_row(f) -> dict:
+    # the check's stable code beside its sentence: a script filters on the code, a reader reads the text
+    return {"severity": f.severity, "area": f.area, "code": f.code, "text": finding_text(f)}
+
+
 def findings_table(plan) -> pd.DataFrame:
-    """One row per finding: severity, area and its sentence (:func:`aisize.present.findings.finding_text`)."""
-    return pd.DataFrame([{"severity": f.severity, "area": f.area, "text": finding_text(f)} for f in plan.findings],
-                        columns=["severity", "area", "text"])
+    """One row per finding: severity, area, the check's code and its sentence
+    (:func:`aisize.present.findings.finding_text`)."""
+    return pd.DataFrame([_finding_row(f) for f in plan.findings], columns=["severity", "area", "code", "text"])
 
 
 TABLES = {"bom": bom.bom_table, "cost": cost_table, "placement": bom.placement_table,
@@ -97,7 +102,7 @@ def to_dict(plan) -> dict:
     as its sentence."""
     data = bom.to_dict(plan)
     if "findings" in data:
-        data["findings"] = [{"severity": f.severity, "area": f.area, "text": finding_text(f)} for f in plan.findings]
+        data["findings"] = [_finding_row(f) for f in plan.findings]
     for d, t in zip(data.get("training", []), plan.training):
         d["throughput_basis"] = throughput_basis_text(t.throughput_basis)
         d["days_range_basis"] = days_range_text(t.days_range_basis)
