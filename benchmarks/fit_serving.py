@@ -37,6 +37,7 @@ import time
 
 from aisize import catalog
 from aisize.calibrate import cross_validate, fit, predict, read_table
+from aisize.calibrate.crossval import group_of
 from aisize.calibrate.fitting import PER_GENERATION, summary
 from aisize.serving import CALIBRATION
 from aisize.serving.calibration import GEMM_SOURCES
@@ -127,6 +128,11 @@ def main(argv=None):
               f"{time.perf_counter() - start:.0f} s; skipped {[g for g, _ in cv.skipped]}):")
         print(_line("  in sample", list(cv.in_sample)))
         print(_line("  held out", list(cv.held_out)))
+        for g in cv.groups:  # which fold loses what: a group's runs in sample, then predicted without them
+            pairs = [(i, h) for i, h in zip(cv.in_sample, cv.held_out) if group_of(i.run, by) == g]
+            if pairs:
+                print(_line(f"    {g[:18]}", [i for i, _ in pairs]).replace(" runs,", " in sample,", 1))
+                print(_line("      held out", [h for _, h in pairs]))
 
 
 if __name__ == "__main__":
