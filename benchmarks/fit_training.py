@@ -26,11 +26,16 @@ Megatron-Core runs, copy of ``reference/training_megatron.csv``), each turned in
 (warm-started from the in-sample fit, :data:`CV_ITERS` iterations) without that model's rows and
 scored on them; the table gives in-sample and held-out rows within 15 % per model and in all.
 
+``--freeze NAME[KEY][=VALUE]`` holds a constant out of every fit (at VALUE, else the start's value) and
+``--tie NAME[KEY]=NAME[KEY]`` makes one follow another: to test whether fewer fitted constants generalise
+better (docs/training-cv.md).
+
 The fit itself is :mod:`aisize.calibrate.training` (each row through ``estimate(..., calibration=)``);
 this script feeds it the public rows. ``--save FILE`` writes an :mod:`aisize.calibration` file whose
 ``training`` section is the refit (the serving section aisize's own); prints the values to paste into
 :data:`aisize.training.calibration.CALIBRATION` and the fit's residuals; asserts nothing.
-Run: .venv/bin/python benchmarks/fit_training.py [--gemm-source kernels] [--moe-source kernels] [--cross-validate] [--save f.json]
+Run: .venv/bin/python benchmarks/fit_training.py [--gemm-source kernels] [--moe-source kernels] [--cross-validate]
+     [--freeze ...] [--tie ...] [--start f.json] [--save f.json]
 """
 
 from __future__ import annotations
@@ -89,6 +94,20 @@ def freeze(cal, specs):
     return cal
 
 
+def tie(specs):
+    """Make each "follower[key]=leader[key]" of ``specs`` a key that follows another in every fit (one constant
+    fewer): removed from :data:`aisize.calibrate.training.SPEED`, added to its ``TIED``."""
+    pairs = []
+    for spec in specs:
+        follower, _, leader = spec.partition("=")
+        (fn, _, fk), (ln, _, lk) = (x.rstrip("]").partition("[") for x in (follower, leader))
+        if not any(s[0] == fn and s[1] == fk for s in T.SPEED) or not any(s[0] == ln and s[1] == lk for s in T.SPEED):
+            raise SystemExit(f"--tie {spec!r}: both sides must be fitted speed constants with their keys")
+        T.SPEED = tuple(s for s in T.SPEED if not (s[0] == fn and s[1] == fk))
+        pairs.append(((fn, fk), (ln, lk)))
+    T.TIED = T.TIED + tuple(pairs)
+
+
 def model_of(row) -> str:
     return getattr(row[1], "id", row[1])
 
@@ -121,6 +140,8 @@ if __name__ == "__main__":
     ap.add_argument("--save", metavar="FILE")
     ap.add_argument("--freeze", metavar="NAME[KEY][=VALUE]", action="append", default=[],
                     help="hold a speed constant out of the fit (at VALUE, else the shipped value); repeatable")
+    ap.add_argument("--tie", metavar="NAME[KEY]=NAME[KEY]", action="append", default=[],
+                    help="the first constant follows the second in every fit; repeatable")
     ap.add_argument("--start", metavar="FILE", help="start from this calibration file's training section")
     args = ap.parse_args()
     kernel_gemms.DEFAULT_GEMM_SOURCE = args.gemm_source
@@ -129,8 +150,9 @@ if __name__ == "__main__":
     rows = cases()
     start = calibration.load(args.start).training if args.start else CALIBRATION
     start = freeze(start, args.freeze)
-    if args.freeze:
-        print("frozen: " + ", ".join(args.freeze))
+    tie(args.tie)
+    if args.freeze or args.tie:
+        print("frozen: " + ", ".join(args.freeze) + "; tied: " + ", ".join(args.tie))
     cal = T.fit_jitter(rows, start, SCALE_PAIRS)
     print(f"step_time_cv = {cal.step_time_cv:.3f} (8 vs 128 GPU pairs {SCALE_PAIRS})")
     cal, loss = T.fit_speed(rows, cal)
