@@ -118,7 +118,7 @@ def raw_field_names(p) -> set[str]:
 
     names = set()
     for make in (bom.bom_table, export.cost_table, bom.placement_table, bom.placement_groups, bom.timeline_table,
-                 export.workloads_table, bom.storage_table, bom.job_streams_table):
+                 export.workloads_table, bom.storage_table, export.job_streams_table):
         try:
             names |= {c for c in make(p).columns if "_" in str(c)}
         except (ValueError, KeyError):

@@ -4,6 +4,7 @@ import pytest
 
 from aisize.plan import plan
 from aisize.plan.pools import split
+from aisize.present.jobstreams import stream_target_text
 from aisize.scenario import ScenarioError, from_dict, preset, to_dict
 from aisize.present.findings import finding_text
 
@@ -141,7 +142,7 @@ def test_a_stream_takes_the_rest_of_a_fixed_pool_with_serving_reserved():
     p = plan(_edit("shared-cluster", edit))
     j = p.job_streams[0]
     used = sum(w.gpus for w in p.training) + sum(i.gpus for i in p.inference if i.name == "Chat 70B")
-    assert j.gpus == (14 * 8 - used) // 8 * 8 and j.target.startswith("the GPUs pool")
+    assert j.gpus == (14 * 8 - used) // 8 * 8 and j.target.kind == "rest" and stream_target_text(j.target).startswith("the GPUs pool")
     with pytest.raises(ValueError, match=r"workloads\.1\.gpus: 'rest' needs a pool with a fixed number"):
         plan(_edit("shared-cluster", lambda d: (d["pools"][0].update(max_racks=None),
                                                 d["workloads"][1].update(target_wait_hours=None, gpus="rest"))))

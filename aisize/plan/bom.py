@@ -128,19 +128,6 @@ def timeline_table(plan) -> pd.DataFrame:
     return pd.DataFrame([{k: v for k, v in r.items()} for r in plan.timeline.rows])
 
 
-def job_streams_table(plan) -> pd.DataFrame:
-    """One row per job stream: rate, job size and length, target, GPUs, utilisation and waits [h]."""
-    return pd.DataFrame([{"workload": s.name, "jobs_per_day": s.jobs_per_day, "gpus_per_job": s.gpus_per_job,
-                          "hours_per_job": s.job_seconds / 3600.0, "distribution": s.hours_distribution,
-                          "target": s.target, "target_met": s.target_met, "gpus": s.gpus, "slots": s.slots,
-                          "utilisation": s.utilisation, "stable": s.stable,
-                          "wait_mean_h": s.wait_mean_seconds / 3600.0, "wait_p95_h": s.wait_p95_seconds / 3600.0}
-                         for s in plan.job_streams],
-                        columns=["workload", "jobs_per_day", "gpus_per_job", "hours_per_job", "distribution",
-                                 "target", "target_met", "gpus", "slots", "utilisation", "stable", "wait_mean_h",
-                                 "wait_p95_h"])
-
-
 def storage_table(plan) -> pd.DataFrame:
     """The IO blend: one row per storage workload and a total row [GB/s, operations/s]."""
     df = pd.DataFrame(list(plan.storage.workloads))

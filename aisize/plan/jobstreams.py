@@ -20,6 +20,20 @@ CURVE_SPAN = 3.0  # the wait curve runs from the fewest stable slots to this man
 
 
 @dataclass(frozen=True)
+class StreamTarget:
+    """What a stream's partition was sized for: ``kind`` "rest" (the GPUs ``pool`` has left), "gpus" (``gpus``
+    given), "utilisation" (job slots busy at most ``utilisation``) or "wait" (its ``wait_statistic`` wait at most
+    ``wait_hours``)."""
+
+    kind: str
+    pool: str = ""
+    gpus: int | None = None
+    utilisation: float | None = None
+    wait_statistic: str = ""
+    wait_hours: float | None = None
+
+
+@dataclass(frozen=True)
 class JobStreamPlan:
     """A stream of jobs on its own partition of GPUs (times in seconds)."""
 
@@ -30,7 +44,7 @@ class JobStreamPlan:
     job_seconds: float  # mean job length
     hours_distribution: str
     job_cv: float
-    target: str  # in words: what the partition was sized for
+    target: StreamTarget  # what the partition was sized for (worded by aisize.present.jobstreams)
     target_met: bool
     slots: int  # jobs that run at once
     gpus: int  # slots x gpus_per_job
@@ -59,14 +73,14 @@ def target_slots(w) -> int | None:
                             statistic=w.wait_statistic, job_cv=w.job_cv)
 
 
-def _target_text(w, pool: str) -> str:
+def _target(w, pool: str) -> StreamTarget:
     if w.gpus == "rest":
-        return f"the GPUs pool {pool!r} has left"
+        return StreamTarget("rest", pool=pool)
     if w.gpus is not None:
-        return f"{w.gpus} GPUs given"
+        return StreamTarget("gpus", gpus=int(w.gpus))
     if w.target_utilisation is not None:
-        return f"utilisation at most {w.target_utilisation:.0%}"
-    return f"{w.wait_statistic} wait at most {w.target_wait_hours:g} h"
+        return StreamTarget("utilisation", utilisation=float(w.target_utilisation))
+    return StreamTarget("wait", wait_statistic=w.wait_statistic, wait_hours=float(w.target_wait_hours))
 
 
 def plan_job_stream(w, slots: int, pool: str) -> JobStreamPlan:
@@ -81,7 +95,7 @@ def plan_job_stream(w, slots: int, pool: str) -> JobStreamPlan:
     else:
         met = bool(q.stable)
     return JobStreamPlan(w.name, w.team, w.jobs_per_s * 86400.0, w.gpus_per_job, s, w.hours_distribution,
-                         w.job_cv, _target_text(w, pool), met, int(q.slots), int(q.gpus), float(q.offered_gpus),
+                         w.job_cv, _target(w, pool), met, int(q.slots), int(q.gpus), float(q.offered_gpus),
                          float(q.utilisation), bool(q.stable), float(q.prob_wait), float(q.wait_mean_seconds),
                          float(q.wait_p95_seconds), METHOD)
 

@@ -19,6 +19,7 @@ from aisize.plan import bom
 from aisize.plan.spreadsheet import defuse
 from aisize.present.cost_text import operating_basis
 from aisize.present.findings import finding_text
+from aisize.present.jobstreams import job_streams_table, stream_target_text
 from aisize.present.kvtiers import kv_note_text
 from aisize.present.training_text import days_range_text, throughput_basis_text
 from aisize.units import GB, GiB
@@ -87,7 +88,7 @@ def findings_table(plan) -> pd.DataFrame:
 
 
 TABLES = {"bom": bom.bom_table, "cost": cost_table, "placement": bom.placement_table,
-          "timeline": bom.timeline_table, "job_streams": bom.job_streams_table, "workloads": workloads_table,
+          "timeline": bom.timeline_table, "job_streams": job_streams_table, "workloads": workloads_table,
           "storage": bom.storage_table, "findings": findings_table}
 
 
@@ -103,6 +104,8 @@ def to_dict(plan) -> dict:
     data = bom.to_dict(plan)
     if "findings" in data:
         data["findings"] = [_finding_row(f) for f in plan.findings]
+    for d, s in zip(data.get("job_streams", []), plan.job_streams):
+        d["target"] = stream_target_text(s.target)
     for d, t in zip(data.get("training", []), plan.training):
         d["throughput_basis"] = throughput_basis_text(t.throughput_basis)
         d["days_range_basis"] = days_range_text(t.days_range_basis)

@@ -10,6 +10,7 @@ from aisize.cost.prices import MAX_PRICE_AGE_MONTHS
 from aisize.format import bytes_gpu, count, days, duration, layout, ms, num, pct, plural, power, rate, sig, span, \
     usd
 from aisize.present.cost_text import verdict
+from aisize.present.jobstreams import stream_target_text
 from aisize.present.training_text import days_range_text, throughput_basis_text
 from aisize.units import GB
 
@@ -250,7 +251,7 @@ def _queue_unstable(x) -> str:
 
 
 def _queue_wait(x) -> str:
-    return (f"{x['workload']}: {x['gpus']} GPUs run {plural(x['slots'], 'job')} at once (sized for {x['target']}); "
+    return (f"{x['workload']}: {x['gpus']} GPUs run {plural(x['slots'], 'job')} at once (sized for {stream_target_text(x['target'])}); "
             f"a job waits {duration(x['wait_mean_seconds'])} on average, {duration(x['wait_p95_seconds'])} at p95, "
             f"and the GPUs are busy {pct(x['utilisation_share'])} of the time"
             + ("" if x["target_met"] else ": the target is not met"))

@@ -16,6 +16,7 @@ from aisize import format as F
 from aisize.plan import job_wait_curve
 from aisize.plan.bom import placement_groups
 from aisize.present.cost_text import operating_basis, payback, verdict
+from aisize.present.jobstreams import stream_target_text
 from aisize.queueing import simulate_job_stream
 from aisize.report.context import ReportContext
 from aisize.report.markup import DASH, Html, block, count, duration, esc, facts, figure, h3, note, para, pct, sig, \
@@ -107,7 +108,7 @@ def jobqueue(ctx: ReportContext) -> Html:
         out.append(facts([("GPUs", count(s.gpus)), ("Jobs at once", count(s.slots)),
                           ("Utilisation", pct(s.utilisation)), ("Mean wait", duration(s.wait_mean_seconds)),
                           ("p95 wait", duration(s.wait_p95_seconds)),
-                          ("Target", ("met: " if s.target_met else "missed: ") + s.target)]))
+                          ("Target", ("met: " if s.target_met else "missed: ") + stream_target_text(s.target))]))
         if not s.stable:
             out.append(para(f"Unstable: {sig(s.offered_gpus)} GPUs of work arrive on average for {F.plural(s.gpus, 'GPU')} "
                             "(utilisation at or above 100 %): the queue grows without bound."))

@@ -17,6 +17,7 @@ from aisize.app import controls as K
 from aisize.app.sections import Section, selected
 from aisize.plan import job_wait_curve
 from aisize.present.figures import gpus_busy, gpus_busy_timeline
+from aisize.present.jobstreams import stream_target_text
 from aisize.plan.bom import placement_table, timeline_table
 
 
@@ -104,7 +105,7 @@ class ClusterSection(Section):
                    state="bad" if not s.stable else ""),
             K.card("cluster.queue_wait_mean", "Mean wait", F.duration(s.wait_mean_seconds), ""),
             K.card("cluster.queue_wait_p95", "p95 wait", F.duration(s.wait_p95_seconds), ""),
-            K.card("cluster.queue_target", "Target", "met" if s.target_met else "missed", s.target,
+            K.card("cluster.queue_target", "Target", "met" if s.target_met else "missed", stream_target_text(s.target),
                    state="good" if s.target_met else "bad")]))
         curve = job_wait_curve(s)
         target = stream_target_hours(plan.scenario, name)
