@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import aisize.serving.kernel_attention as KA
-from aisize.training.calibration import CALIBRATION
+from aisize.training.calibration import CALIBRATION, from_dict
 from aisize.training.efficiency import attention_efficiency
 
 LENGTHS = np.array([2048.0, 4096.0, 8192.0, 16384.0])
@@ -47,3 +47,8 @@ def test_hand_worked_attention_efficiency_at_8k_on_hopper():
     assert attention_efficiency("hopper", 8192.0, "fa3") == pytest.approx(e * 0.82315, rel=1e-4)
     assert attention_efficiency("hopper", 32768.0, "fa3") / attention_efficiency("hopper", 8192.0, "fa3") \
         == pytest.approx(0.94903 / 0.82315, rel=1e-4)
+
+
+def test_a_file_written_for_the_old_tile_curve_is_refused_by_name():
+    with pytest.raises(ValueError, match="flash_tile_tokens is no longer read: attention_half_tokens"):
+        from_dict({"flash_tile_tokens": 128.0})

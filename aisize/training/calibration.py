@@ -185,6 +185,10 @@ def from_dict(d, *, where: str = "training calibration") -> TrainingCalibration:
     """
     if not isinstance(d, dict):
         raise ValueError(f"{where} must hold a JSON object of training calibration constants")
+    if "flash_tile_tokens" in d:  # files written before 2026-12: their efficiencies were fitted on that curve
+        raise ValueError(f"{where}: flash_tile_tokens is no longer read: attention_half_tokens (measured per "
+                         "generation, docs/training-cv.md) replaced it, and efficiencies fitted with the 128-token "
+                         "tile do not hold on the new curve; refit (benchmarks/fit_training.py --save) or remove it")
     base = {f.name: getattr(CALIBRATION, f.name) for f in fields(CALIBRATION)}
     merged = checks.merged(d, base, where)
     for name, limit in MAX_TEXT_CHARS.items():
