@@ -68,10 +68,8 @@ BACKWARD_BYTES_RATIO = SHIPPED.backward_bytes_ratio
 ATTENTION_BACKWARD_RATIO = SHIPPED.attention_backward_ratio
 
 # old name -> the calibration's attribute (efficiency_constants keeps the names plans and findings key on)
-# (attention_half_tokens, in tokens, waits for aisize/present/assumption_text.py to give its mapped keys a unit;
-# until then it would read as a share there: cal.as_table() lists it)
 _NAMES = {"GEMM_EFFICIENCY": "gemm_efficiency", "ATTENTION_EFFICIENCY": "attention_efficiency",
-          "HBM_EFFICIENCY": "hbm_efficiency",
+          "ATTENTION_HALF_TOKENS": "attention_half_tokens", "HBM_EFFICIENCY": "hbm_efficiency",
           "STEP_TIME_CV": "step_time_cv", "BACKWARD_BYTES_RATIO": "backward_bytes_ratio",
           "ATTENTION_BACKWARD_RATIO": "attention_backward_ratio"}
 
