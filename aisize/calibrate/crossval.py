@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from aisize import checks
-from aisize.calibrate.fitting import DECODE_IDENTIFIED, PER_GENERATION, fit, fitted_constants, summary
+from aisize.calibrate.fitting import PER_GENERATION, fit, fitted_constants, summary
 from aisize.calibrate.runs import Prediction, Run, predict
 from aisize.serving.hardware import generation
 
@@ -83,13 +83,15 @@ def _unidentified_defaults(cal, constants, train: Sequence[Run], held: Sequence[
     (:func:`_fallback_generations`) and the :data:`DECODE_IDENTIFIED` constants that ``constants`` leave out
     set to values no run fitted: no MoE-layer fixed time, expert weight reads at each generation's HBM share."""
     fitted = set(constants)
-    changes = {}
-    if "moe_layer_seconds" in DECODE_IDENTIFIED and isinstance(cal.moe_layer_seconds, MappingProxyType):
-        changes["moe_layer_seconds"] = {g: v if ("moe_layer_seconds", g) in fitted else 0.0
-                                        for g, v in cal.moe_layer_seconds.items()}
-    cal = _fallback_generations(cal.with_(**changes), train, held)
+    v = cal.moe_layer_seconds
+    if isinstance(v, MappingProxyType):
+        cal = cal.with_(moe_layer_seconds={g: x if ("moe_layer_seconds", g) in fitted else 0.0 for g, x in v.items()})
+    elif not any(c == "moe_layer_seconds" for c, _ in fitted):
+        cal = cal.with_(moe_layer_seconds=0.0)
+    cal = _fallback_generations(cal, train, held)
     if ("expert_memory_efficiency", None) not in fitted:
-        cal = cal.with_(expert_memory_efficiency=dict(cal.memory_efficiency))
+        m = cal.memory_efficiency
+        cal = cal.with_(expert_memory_efficiency=dict(m) if isinstance(m, MappingProxyType) else m)
     return cal
 
 

@@ -85,7 +85,8 @@ def fitted_constants(runs, base) -> list[tuple[str, str | None]]:
                 or name == "draft_step_seconds" and not drafts or name in DECODE_IDENTIFIED and not moe_tpot_gens):
             continue
         if name in PER_GENERATION:
-            out += [(name, g) for g in {"gemm_efficiency": gemm_gens, "moe_layer_seconds": moe_tpot_gens}.get(name, gens)]
+            own = {"gemm_efficiency": gemm_gens, "moe_layer_seconds": moe_tpot_gens}.get(name, gens)
+            out += [(name, g) for g in own]
         else:
             out.append((name, None))
     return out
