@@ -42,6 +42,7 @@ References
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -153,6 +154,64 @@ def _scan(rate, iteration_seconds, slots, shape):
             np.take_along_axis(points, k, 0)[0], np.take_along_axis(h, k, 0)[0])
 
 
+def _solved(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs):
+    """(steady state at the requests in flight B that Little's law settles at, {q: steady state at B + z·sqrt(B)}
+    for q in QUANTILES) of :func:`loaded_state`, remembered by exactly what they read (:func:`_solve_key`): a move of
+    the prompt's or the lengths' CV, or of a target, solves again the same root (its admission and prefill queues
+    read the spread; the root does not)."""
+    key = _solve_key(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs)
+    got = _SOLVED.get(key[0])
+    if got is not None and got[0][0] is key[1][0] and got[0][1] is key[1][1]:
+        _SOLVED.move_to_end(key[0])
+        return got[1]
+    last = []  # (concurrency, state) of the last evaluation: the root finder ends on the root it returns
+
+    def state_at(concurrency):
+        if last and last[0] is concurrency:
+            return last[1]
+        st = steady_state(costs, rates, calib, concurrency=np.maximum(concurrency, 1e-9), **kwargs)
+        last[:] = [concurrency, st]
+        return st
+
+    bracket = None
+    if near is not None:  # Little's law at those rates: B = λ·steps·T, at most the slots
+        r_lo, t_lo, r_hi, t_hi = (np.asarray(v, dtype=float) for v in near)
+        bracket = (np.minimum(r_lo * steps * t_lo, slots), t_lo, np.minimum(r_hi * steps * t_hi, slots), t_hi)
+    st = state_at(littles_law_concurrency(tokens_per_s, lambda x: state_at(x).iteration_seconds, slots, bracket))
+    tails = {q: state_at(np.minimum(st.concurrency + normal_quantile(q) * np.sqrt(st.concurrency),
+                                    np.maximum(slots, 1.0))) for q in QUANTILES}
+    for state in (st, *tails.values()):  # shared by every later hit: a caller writing into one would change them
+        for v in vars(state).values():
+            if isinstance(v, np.ndarray):
+                v.flags.writeable = False
+    _SOLVED[key[0]] = (key[1], (st, tails))
+    while len(_SOLVED) > _KEPT_SOLVES:
+        _SOLVED.popitem(last=False)
+    return st, tails
+
+
+_SOLVED: OrderedDict = OrderedDict()  # value key -> ((costs, calib), (steady state, tails)), latest last
+_KEPT_SOLVES = 128  # a move re-plans a few shapes at a few rates each; the sizing grid adds one per shape
+_solved.cache_clear = _SOLVED.clear  # aisize.plan.clear_caches finds it (cold-plan benchmarks)
+
+
+def _value(x):
+    """``x`` by value for a key: an array by its dtype, shape and bytes, anything else (numbers, frozen records) by
+    its type and ``repr`` (which tells 1 from 1.0 and -0.0 from 0.0)."""
+    if isinstance(x, np.ndarray):
+        return ("array", x.dtype.str, x.shape, x.tobytes())
+    return (type(x).__name__, repr(x))
+
+
+def _solve_key(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs) -> tuple:
+    """(key, (costs, calib)) of :func:`_solved`: the costs and calibration by identity (made once per model and
+    held by the entry, so no other object takes their ids while kept), everything else it reads by value."""
+    rest = tuple((k, _value(v)) for k, v in sorted(kwargs.items()))
+    near_key = None if near is None else tuple(_value(np.asarray(v, dtype=float)) for v in near)
+    return ((id(costs), id(calib), _value(rates), _value(np.asarray(tokens_per_s, dtype=float)), _value(slots),
+             _value(np.asarray(steps, dtype=float)), near_key) + rest), (costs, calib)
+
+
 def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s, slots, input_tokens,
                  output_tokens, max_num_tokens, chunked_prefill, shape, length_cv=0.0, launch=GRAPHED,
                  speculation=None, cached_tokens=0.0, decode_context_tokens=None, prompt_cv=0.0,
@@ -186,27 +245,12 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     stable = util < 1.0
     lam_s = np.where(stable, lam, 0.5 * cap)  # evaluate unstable points somewhere finite, then mark them
 
-    last = []  # (concurrency, state) of the last evaluation: the root finder ends on the root it returns
-
-    def state_at(concurrency):
-        if last and last[0] is concurrency:
-            return last[1]
-        st = steady_state(costs, rates, calib, concurrency=np.maximum(concurrency, 1e-9),
-                          input_tokens=input_tokens, output_tokens=output_tokens, max_num_tokens=max_num_tokens,
-                          chunked_prefill=chunked_prefill, shape=shape, arrivals="poisson", launch=launch,
-                          speculation=speculation, cached_tokens=cached_tokens,
-                          decode_context_tokens=decode_context_tokens)
-        last[:] = [concurrency, st]
-        return st
-
     tau = 1.0 if speculation is None else speculation.acceptance_length
     steps = 1.0 + (o - 1.0) / tau  # iterations of a request's life
-    bracket = None
-    if near is not None:  # Little's law at those rates: B = λ·steps·T, at most the slots
-        r_lo, t_lo, r_hi, t_hi = (np.asarray(v, dtype=float) for v in near)
-        bracket = (np.minimum(r_lo * steps * t_lo, slots), t_lo, np.minimum(r_hi * steps * t_hi, slots), t_hi)
-    b = littles_law_concurrency(lam_s * steps, lambda x: state_at(x).iteration_seconds, slots, bracket)
-    st = state_at(b)
+    st, tails = _solved(costs, rates, calib, lam_s * steps, slots, steps, near, dict(
+        input_tokens=input_tokens, output_tokens=output_tokens, max_num_tokens=max_num_tokens,
+        chunked_prefill=chunked_prefill, shape=shape, arrivals="poisson", launch=launch, speculation=speculation,
+        cached_tokens=cached_tokens, decode_context_tokens=decode_context_tokens))
     mean, t0, t1, p = st.iteration_seconds, st.decode_iteration_seconds, st.prefill_iteration_seconds, st.prefill_share
     hold = (st.prefill_iterations + steps - 1.0) * mean  # a slot is held while prefilling and for its decode steps
     c = np.maximum(np.floor(slots), 1.0)
@@ -268,8 +312,7 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
                                                 quantile=q)
             ttft_q = (calib.request_seconds + wq_q + backlog_q + residual_quantile(q, p, t0, t1) + scheduled
                       + launch.receive_wait_iterations(q) * mean + held_q * mean + t_prefill)
-        b_q = np.minimum(st.concurrency + z * np.sqrt(st.concurrency), np.maximum(slots, 1.0))
-        hi = state_at(b_q)
+        hi = tails[q]  # the steady state at the batch's q-quantile (_solved)
         with np.errstate(invalid="ignore"):  # unstable points may hold inf - inf; they are replaced below
             spread = np.minimum(p + z * np.sqrt(p * (1.0 - p) / n), 1.0)
             tpot_q = np.maximum(hi.decode_iteration_seconds + (hi.prefill_iteration_seconds
