@@ -40,7 +40,7 @@ from aisize.calibrate import cross_validate, fit, predict, read_table
 from aisize.calibrate.crossval import group_of
 from aisize.calibrate.fitting import PER_GENERATION, summary
 from aisize.serving import CALIBRATION
-from aisize.serving.calibration import GEMM_SOURCES
+from aisize.serving.calibration import GEMM_SOURCES, MOE_SOURCES
 from aisize.serving.hardware import generation
 from aisize.validation.serving import superseded_readings
 
@@ -74,7 +74,7 @@ def main(argv=None):
     ap.add_argument("--cv-evaluations", type=int, default=5, help="solver budget per cross-validation refit")
     ap.add_argument("--gemm-source", choices=GEMM_SOURCES, default=CALIBRATION.gemm_source,
                     help="where linear layers' time comes from (the start of the fit and the scores)")
-    ap.add_argument("--moe-source", choices=GEMM_SOURCES, default=CALIBRATION.moe_source,
+    ap.add_argument("--moe-source", choices=MOE_SOURCES, default=CALIBRATION.moe_source,
                     help="where routed experts' time comes from (the start of the fit and the scores)")
     ap.add_argument("--attention-source", choices=GEMM_SOURCES, default=CALIBRATION.attention_source,
                     help="where attention's time comes from (the start of the fit and the scores)")

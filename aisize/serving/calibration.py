@@ -104,6 +104,9 @@ CONSTANTS = {
 
 
 GEMM_SOURCES = ("roofline", "kernels")
+#: moe_source also takes "kernel_fixed": the roofline's routed experts plus, per MoE layer, the measured operator's
+#: time at one token beyond the roofline's (aisize.serving.kernel_moe.fixed_seconds)
+MOE_SOURCES = GEMM_SOURCES + ("kernel_fixed",)
 #: the calibration's switches between the roofline and the measured kernel tables (each one of GEMM_SOURCES)
 SOURCE_SWITCHES = ("gemm_source", "moe_source", "attention_source", "allreduce_source")
 
@@ -142,7 +145,8 @@ class Calibration:
     # GEMMs measured on the GPU, aisize.serving.kernel_gemms, with the roofline where no table covers a case)
     gemm_source: str = "roofline"
     # where routed experts' time comes from: "roofline" (tile-padded grouped GEMMs x expert efficiencies) or
-    # "kernels" (the engine's MoE operator measured on the GPU, aisize.serving.kernel_moe, else the roofline)
+    # "kernels" (the engine's MoE operator measured on the GPU, aisize.serving.kernel_moe, else the roofline), or
+    # "kernel_fixed" (the roofline plus the operator's measured fixed time per MoE layer, kernel_moe.fixed_seconds)
     moe_source: str = "roofline"
     # where attention's time comes from: "roofline" (attention peak x attention_efficiency, KV reads at the HBM
     # share) or "kernels" (the engine's attention and MLA kernels measured on the GPU, aisize.serving.
@@ -324,9 +328,10 @@ def from_dict(d, *, where: str = "calibration") -> Calibration:
     for name in ("fitted", "fitted_on", "assumed"):
         merged[name] = _names(where, name, merged.get(name))
     for switch in SOURCE_SWITCHES:
-        if merged[switch] not in GEMM_SOURCES:
+        allowed = MOE_SOURCES if switch == "moe_source" else GEMM_SOURCES
+        if merged[switch] not in allowed:
             raise ValueError(f"{where}: {switch}={str(merged[switch])[:40]!r} is not allowed: one of "
-                             f"{', '.join(GEMM_SOURCES)}")
+                             f"{', '.join(allowed)}")
     return Calibration(**merged)
 
 

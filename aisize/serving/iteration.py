@@ -80,6 +80,7 @@ from aisize.serving import kernel_attention
 from aisize.serving.kernel_allreduce import allreduce_seconds as kernel_allreduce_seconds
 from aisize.serving.kernel_gemms import linear_seconds as kernel_linear_seconds
 from aisize.serving.kernel_moe import experts_seconds as kernel_experts_seconds
+from aisize.serving.kernel_moe import fixed_seconds as kernel_fixed_seconds
 from aisize.serving.shapes import expert_slots
 from aisize.serving.speculative import draft_seconds
 
@@ -108,6 +109,7 @@ class Rates:
     kernel_moe: tuple | None = None  # (gpu, engine key): routed experts from measured MoE kernels (kernel_moe)
     kernel_attention: tuple | None = None  # (gpu, engine key): attention from measured kernels (kernel_attention)
     kernel_allreduce: tuple | None = None  # (gpu, engine key): TP all-reduces from measured kernels (kernel_allreduce)
+    kernel_moe_fixed_only: bool = False  # kernel_moe gives only their fixed time per MoE layer (moe_source="kernel_fixed")
 
 
 def achieved_rates(device, calib, engine=None) -> Rates:
@@ -127,11 +129,11 @@ def achieved_rates(device, calib, engine=None) -> Rates:
                  calib.value("layer_seconds", gen), calib.value("moe_layer_seconds", gen),
                  _kernel_source(device, calib, engine, "gemm_source"), _kernel_source(device, calib, engine, "moe_source"),
                  _kernel_source(device, calib, engine, "attention_source"),
-                 _kernel_source(device, calib, engine, "allreduce_source"))
+                 _kernel_source(device, calib, engine, "allreduce_source"), calib.moe_source == "kernel_fixed")
 
 
 def _kernel_source(device, calib, engine, switch):
-    if getattr(calib, switch, "roofline") != "kernels" or engine is None:
+    if getattr(calib, switch, "roofline") not in ("kernels", "kernel_fixed") or engine is None:
         return None
     from aisize.serving.kernel_gemms import ENGINE_TABLES
 
@@ -323,7 +325,12 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
                            costs.dense_weight_bytes / tp / mem))
     if rates.kernel_gemms is not None:  # the engine's GEMMs as measured on this GPU, where tables cover them
         linear = kernel_linear_seconds(costs, *rates.kernel_gemms, n_group, tp, linear)
-    if rates.kernel_moe is not None:  # the engine's MoE operator as measured on this GPU, where tables cover it
+    moe_fixed = 0.0
+    if rates.kernel_moe is not None and rates.kernel_moe_fixed_only:  # the roofline + the operator's fixed time
+        experts = _experts(costs, rates, calib, n, g, ep)
+        moe_fixed = kernel_fixed_seconds(costs, *rates.kernel_moe, g, ep,
+                                         lambda t: _experts(costs, rates, calib, t, g, ep))
+    elif rates.kernel_moe is not None:  # the engine's MoE operator as measured on this GPU, where tables cover it
         experts = kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep,
                                          lambda: _experts(costs, rates, calib, n, g, ep))
     else:
@@ -367,7 +374,7 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
                                                    costs.hidden, out)
             gather = np.maximum(gather, 0.5 * remote)
         comm = comm + 2.0 * costs.moe_layers * np.where(dp > 1, gather, 0.0)
-    overhead = costs.layers * rates.layer_seconds + costs.moe_layers * rates.moe_layer_seconds
+    overhead = costs.layers * rates.layer_seconds + costs.moe_layers * rates.moe_layer_seconds + moe_fixed
     launch = np.where(graphed, 0.0, costs.layers * calib.eager_layer_seconds)
     host = rates.host_seconds_per_sequence * sampled * pp / dp
     # a round is p stage-times; a stage runs 1/p of every per-layer term, the last one the head

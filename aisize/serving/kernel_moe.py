@@ -166,6 +166,27 @@ def experts_seconds(costs, gpu: str, engine_key: str, tokens, gpus, ep, roofline
     return np.where(uncovered, roofline(), result) if uncovered.any() else result
 
 
+def fixed_seconds(costs, gpu: str, engine_key: str, gpus, ep, roofline_at):
+    """The measured operator's fixed time through every MoE layer: its time for one token beyond the roofline's
+    for that token, ``roofline_at(1.0)`` (a callable of tokens, all MoE layers, broadcast over the splits), not
+    below zero; zero where no table covers a split [s].
+
+    One token reads only its top-k experts' weights, so what the measured operator spends beyond the roofline
+    there is the part no batch amortizes (routing, permutation, launches, the GEMMs' fixed cost): what a fitted
+    ``moe_layer_seconds`` stands for, read from silicon (docs/calibration.md, 2026-12-05)."""
+    shape = moe_shape(costs.model)
+    g, e = np.broadcast_arrays(np.asarray(gpus, dtype=float), np.asarray(ep, dtype=float))
+    if shape is None or not costs.moe_layers:
+        return np.zeros(g.shape)
+    one = np.zeros(g.shape)
+    for gi, ei in set(zip(g.flat, e.flat)):
+        lookup = _split_curve(gpu, engine_key, costs.formats.experts, shape, float(gi), float(ei))
+        if lookup is not None:
+            one = np.where((g == gi) & (e == ei), costs.moe_layers * float(np.exp(lookup[1][0])), one)
+    roof = np.broadcast_to(np.asarray(roofline_at(1.0), dtype=float), g.shape)
+    return np.where(one > 0, np.maximum(one - roof, 0.0), 0.0)
+
+
 def _split_curve(gpu, engine_key, expert_format, shape, g: float, e: float):
     """:func:`curve` of a replica of ``g`` GPUs with experts over ``e`` of them (None if not a whole split)."""
     if e < 1 or g % e:
