@@ -3,10 +3,12 @@ sources are (issue 49, items 1 and 3).
 
 Hand-worked figures:
 - YanRong F9000X publishes 56.3 GB/s of read per node (MLPerf Storage v1.0); its IOPS are derived from the same
-  submission's system file: 10 data drives x 2,800,000 read IOPS at 4 KiB = 28,000,000, capped by its 2 x 400 Gb/s
-  NICs at 100e9 / 4,096 = 24,414,062 IO/s; writes 10 x 410,000 / 2 copies = 2,050,000. At the 1 MiB reads of
-  xe9680-genai's training the bandwidth binds first: one node serves 56.3e9 / 1,048,576 = 53,692 IO/s, and with
-  no published latency its queue runs on the 0.2 ms default: 53,692 x 0.0002 = 10.7, so 11 Little's-law channels.
+  submission's system file: 10 data drives x 2,800,000 read IOPS at 4 KiB = 28,000,000, its 2 x 400 Gb/s NICs
+  100e9 / 4,096 = 24,414,062 IO/s, and the most one node of a published all-flash file system served, 1,125,050 /
+  2 = 562,525 ops/s (SPECstorage 2020, Sangfor F8000): 562,525; writes min(10 x 410,000 / 2 copies = 2,050,000,
+  562,525). At the 1 MiB reads of xe9680-genai's training the bandwidth binds first: one node serves 56.3e9 /
+  1,048,576 = 53,692 IO/s, and with no published latency its queue runs on the 0.3 ms default typical of published
+  all-flash file systems: 53,692 x 0.0003 = 16.1, so 16 Little's-law channels.
 - A row that publishes 1,000 IO/s at 4 KiB and 350 us: the queue serves 1,000 IO/s (IOPS binds before
   50 GB/s / 1 MiB = 47,684 IO/s) on 0.35 ms, 1,000 x 0.00035 = 0.35, so 1 channel.
 - Pure FlashBlade//E at $0.20 per GB = $200 per TB (2023-03); one YanRong node of 75.16 TB raw costs
@@ -56,7 +58,7 @@ def test_every_storage_row_a_preset_uses_is_sourced_or_the_plan_says_what_it_lac
     said = _said(p)
     lacks_iops = f"storage {bought.id} publishes no IOPS"
     lacks_latency = re.search(rf"storage {re.escape(bought.id)} publishes [^.]*no IO latency, so its queue assumes "
-                              r"[^.]*0\.200 ms unloaded", said)
+                              r"[^.]*0\.300 ms unloaded", said)
     assert (lacks_iops in said) == (bought.read_iops_per_s is None)
     assert bool(lacks_latency) == (bought.latency_seconds is None)
     # what the plan says is what its queue runs on
@@ -72,15 +74,19 @@ def test_the_queue_serves_yanrong_at_what_its_catalog_row_gives(plans):
     y = catalog.storage["yanrong-f9000x"]
     assert s.system == y.id and y.latency_seconds is None
     assert y.read_bandwidth_bytes_per_s == pytest.approx(56.3e9)
-    # derived IOPS (docstring): min(10 x 2.8 M, 2 x 400 Gb/s / 4 KiB), and 10 x 410 k writes stored twice
-    assert (y.read_iops_per_s, y.write_iops_per_s, y.iops_io_size_bytes) == (24_414_062, 2_050_000, 4096)
-    assert y.read_iops_per_s == int(min(10 * 2_800_000, 2 * 400e9 / 8 / 4096))
+    # derived IOPS (docstring): min(10 x 2.8 M, 2 x 400 Gb/s / 4 KiB, the published per-node ceiling), and
+    # 10 x 410 k writes stored twice, under the same ceiling
+    assert (y.read_iops_per_s, y.write_iops_per_s, y.iops_io_size_bytes) == (562_525, 562_525, 4096)
+    assert y.read_iops_per_s == int(min(10 * 2_800_000, 2 * 400e9 / 8 / 4096, 1_125_050 / 2))
+    assert y.write_iops_per_s == int(min(10 * 410_000 / 2, 1_125_050 / 2))
     assert "IOPS DERIVED" in y.source and "F9000X_10x7000GiB_nvme_2xNDR400_Nclients3.json" in y.source
     b = storage_queue_basis(p)
-    assert b.bandwidth_bound and b.iops_derived and b.published_iops_per_s == 24_414_062
+    assert b.bandwidth_bound and b.iops_derived and b.published_iops_per_s == 562_525
+    assert b.iops_node_ceiling_per_s == 562_525 and "storage2020-20250929-00140" in y.source
     assert b.unit_rate_per_s == pytest.approx(53_692, rel=1e-3)  # 56.3 GB/s / 1 MiB, below the derived IOPS
     assert s.station.rated_per_s == pytest.approx(s.units * b.unit_rate_per_s)
-    assert (s.station.service_seconds, s.station.servers) == (200e-6, 11)
+    assert (s.station.service_seconds, s.station.servers) == (pytest.approx(300e-6), 16)
+    assert b.latency_basis.startswith("typical of published all-flash file systems") and not b.latency_published
 
 
 def test_a_row_that_publishes_iops_and_latency_sets_the_queue():

@@ -4,9 +4,10 @@ closed curve's knee (the Queueing tab's line) is where that curve bends: its asy
 at N* = X_max x S (Lazowska et al. 1984, section 5.3).
 
 Hand-worked, xe9680-genai: one YanRong F9000X serves 56.3e9 B/s / 1,048,576 B = 53,692 IO/s (53,700 at the blend's
-mean IO), saturation 53,700 / 0.959 = 55,996 IO/s, S = 0.2 ms, so N* = 55,996 x 0.0002 = 11.2 -> 11 IOs. On the
+mean IO), saturation 53,700 / 0.959 = 55,996 IO/s, S = 0.3 ms (the default typical of published all-flash file
+systems, docs/storage.md), so N* = 55,996 x 0.0003 = 16.8 -> 16 IOs. On the
 fitted M/M/2, N = X R = rho X_max S / (1 - rho^2), so at N* rho / (1 - rho^2) = 1: rho = (sqrt 5 - 1) / 2 = 0.618
-and R = S / rho = 1.618 S. The former knee, 2 S (rho = 0.707, N = 1.414 N* = 15.8 -> 15 IOs), sat on the straight
+and R = S / rho = 1.618 S. The former knee, 2 S (rho = 0.707, N = 1.414 N* = 23.8 -> 23 IOs), sat on the straight
 part: there the curve's slope dR/dN = 2 rho / (1 + rho^2) / X_max is already 94 % of its asymptote's.
 """
 
@@ -77,9 +78,9 @@ def test_the_closed_knee_is_where_the_curve_bends_not_where_latency_doubles():
     p = plan(preset("xe9680-genai"))
     s = p.storage
     st = s.station
-    assert st.service_seconds == 200e-6 and st.saturation_per_s == pytest.approx(55_996, rel=1e-3)
-    assert s.knee_concurrency == bend_concurrency(st) == 11  # floor(55,996 x 0.0002 = 11.2)
-    assert knee_concurrency(st, 2.0) == 15 > s.knee_concurrency  # the 2x point: the knee drawn before (issue 49)
+    assert st.service_seconds == 300e-6 and st.saturation_per_s == pytest.approx(55_996, rel=1e-3)
+    assert s.knee_concurrency == bend_concurrency(st) == 16  # floor(55,996 x 0.0003 = 16.8)
+    assert knee_concurrency(st, 2.0) == 23 > s.knee_concurrency  # the 2x point: the knee drawn before (issue 49)
     golden = (5**0.5 - 1) / 2
     at_bend = latency_vs_concurrency(st, st.saturation_per_s * st.service_seconds)
     assert at_bend.response_mean_seconds == pytest.approx(st.service_seconds / golden, rel=1e-6)  # 1.618 S
@@ -89,9 +90,9 @@ def test_the_closed_knee_is_where_the_curve_bends_not_where_latency_doubles():
     def slope(n):
         r = latency_vs_concurrency(st, [n * 0.999, n * 1.001]).response_mean_seconds
         return (r[1] - r[0]) / (n * 0.002) * st.saturation_per_s
-    n_star = st.saturation_per_s * st.service_seconds  # 11.2
+    n_star = st.saturation_per_s * st.service_seconds  # 16.8
     assert slope(n_star) == pytest.approx(2 * golden / (1 + golden**2), abs=2e-3)  # 0.894
-    old = slope(2**0.5 * n_star)  # the old knee, 15.8 IOs: rho = 0.707, 2 x 0.707 / 1.5 = 0.943, straight
+    old = slope(2**0.5 * n_star)  # the old knee, 23.8 IOs: rho = 0.707, 2 x 0.707 / 1.5 = 0.943, straight
     assert old == pytest.approx(2 * 0.5**0.5 / 1.5, abs=2e-3) and old > 0.94
     assert slope(3.0) < 0.5  # well before the bend the curve is still flat-ish
     # the tab and the report draw this knee on the plan's own curve, which reaches twice past it

@@ -14,6 +14,7 @@ from aisize import catalog
 from aisize.catalog.records import Accelerator, Link, Server, StorageSystem
 from aisize.fleet.failures import FailureRates, failure_rates
 from aisize.precision import peak_flops_per_s
+from aisize.storage.published import typical_unloaded_latency_seconds
 from aisize.units import MiB, bidirectional_to_per_direction
 
 # Planner assumptions (shown to the user by findings.assumptions_used).
@@ -23,7 +24,10 @@ CHECKPOINT_MAX_STALL = 0.05  # blocking checkpoint writes may take at most 5 % o
 TOKENS_PER_STEP = 4 * 2**20  # default global batch in tokens: Llama 2 (arXiv:2307.09288 sec. 2.2) used 4M
 PRETRAINING_TOKENS = 100e9  # full training on >= 100 B tokens is pre-training (gets the Chinchilla note)
 UNKNOWN_WRITE_SHARE = 0.5  # storage rated for reads only: assume writes run at half the read rate
-STORAGE_LATENCY_SECONDS = 200e-6  # unloaded small-IO latency of a networked flash file system
+# unloaded IO latency of a storage row that publishes none: typical of published all-flash file systems, not the
+# system's own: the median least mean latency of the SPECstorage 2020 results in data/storage_published_results.csv
+# (0.3 ms; aisize.storage.published, docs/storage.md)
+STORAGE_LATENCY_SECONDS = typical_unloaded_latency_seconds()
 MODEL_LOAD_SECONDS = 60.0  # an inference fleet (re)loads its weights within a minute
 INFERENCE_SERVICE_CV = 0.0  # fixed prompt/output lengths: request time is deterministic
 KNEE_FACTOR = 2.0  # the "knee": load at which mean latency doubles over unloaded

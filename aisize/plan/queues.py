@@ -21,6 +21,7 @@ from aisize.plan.storage import StoragePlan
 from aisize.queueing import Station, latency_vs_concurrency
 from aisize.serving.curves import latency_curve as serving_latency_curve
 from aisize.serving.pools import disaggregated_curve
+from aisize.storage.published import LATENCY_BASIS, node_ops_ceiling_per_s
 
 DERIVED_IOPS = "IOPS DERIVED"  # the words data/storage.csv puts in a row's source when its IOPS are not measured
 STORAGE_CURVE_POINTS = 60
@@ -114,9 +115,11 @@ class StorageQueueBasis:
     The station (``StoragePlan.station``) serves at most ``rated_per_s`` = units x ``unit_rate_per_s``, the
     unit's rated read IOPS, or its read bandwidth / the blend's mean IO size where smaller or where no IOPS
     is given (:func:`aisize.storage.sizing.unit_iops_at`); its unloaded latency is the row's published
-    latency, else ``aisize.plan.context.STORAGE_LATENCY_SECONDS`` (an assumption the plan must say it made).
+    latency, else ``aisize.plan.context.STORAGE_LATENCY_SECONDS``, typical of published all-flash file systems and
+    not the system's own (``latency_basis`` says so in words every surface shows).
     A row whose source says ``IOPS DERIVED`` (:data:`DERIVED_IOPS`) rates IOPS from its drives' datasheet figures
-    and its network, not from a measurement of the system: every surface must say so (``iops_derived``).
+    and its network, capped at the most one node of a published all-flash file system served
+    (``iops_node_ceiling_per_s``), not from a measurement of the system: every surface must say so (``iops_derived``).
     """
 
     system: str  # catalog id of the storage bought
@@ -130,6 +133,8 @@ class StorageQueueBasis:
     latency_seconds: float  # unloaded IO latency the station uses [s]
     latency_published: bool  # False: the planner's default (STORAGE_LATENCY_SECONDS), not the row's figure
     channels: int  # Little's-law channels, rated IO/s x unloaded latency [count] (informative)
+    latency_basis: str = ""  # where the latency comes from, in words: the row's figure, or typical of others'
+    iops_node_ceiling_per_s: float | None = None  # derived IOPS only: the published per-node cap they hold to [1/s]
 
 
 def storage_queue_basis(plan) -> StorageQueueBasis:
@@ -142,7 +147,8 @@ def storage_queue_basis(plan) -> StorageQueueBasis:
     References
     ----------
     .. [1] Little, Operations Research 9(3), 1961 (channels = IO rate x latency); docs/storage.md ("How it
-       queues"; "Still missing": no purchasable unit publishes a latency).
+       queues"; "The defaults typical of published all-flash file systems": no purchasable unit publishes a
+       latency, so SPECstorage Solution 2020 results stand in, data/storage_published_results.csv).
     """
     s = plan if isinstance(plan, StoragePlan) else plan.storage
     rec = s.record
@@ -151,8 +157,9 @@ def storage_queue_basis(plan) -> StorageQueueBasis:
     rated = float(getattr(station, "rated_per_s", station.capacity_per_s))
     unit = float(s.unit_iops) if s.unit_iops else rated / max(s.units, 1.0)
     derived = published is not None and DERIVED_IOPS in (rec.source or "")
+    own = rec is not None and rec.latency_seconds is not None
     return StorageQueueBasis(
         s.system, float(s.units), unit, rated, published, derived,
         rec.iops_io_size_bytes if rec is not None else None,
-        published is None or unit < published, float(station.service_seconds),
-        rec is not None and rec.latency_seconds is not None, int(station.servers))
+        published is None or unit < published, float(station.service_seconds), own, int(station.servers),
+        f"published by {s.system}" if own else LATENCY_BASIS, node_ops_ceiling_per_s() if derived else None)

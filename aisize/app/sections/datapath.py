@@ -17,6 +17,7 @@ from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.plan.bom import storage_table
+from aisize.plan.queues import storage_queue_basis
 from aisize.units import GB, KB, MB, PB, TB
 
 INTERVALS = [("auto (Young/Daly)", "auto")] + [(f"{m} min", float(m)) for m in (10, 15, 30, 60, 120, 240, 480)]
@@ -107,10 +108,12 @@ class DataPathSection(Section):
         util = {k: v for k, v in s.utilisation.items() if v is not None}
         ops = s.read_iops + s.write_iops
         # a latency at no load is the unloaded one: say so, rather than a p95 of a queue nothing uses
+        basis = storage_queue_basis(s)  # the Queueing tab and the findings read the same origin
+        unloaded = f"unloaded latency {F.duration(basis.latency_seconds)}, {basis.latency_basis}"
         latency = (K.card("storage.latency_p95", "IO latency p95", F.duration(s.latency_p95_seconds), "",
-                          f"At the average demand ({F.sig(ops)} IO/s) on the units bought") if ops else
+                          f"At the average demand ({F.sig(ops)} IO/s) on the units bought; {unloaded}") if ops else
                    K.card("storage.latency_unloaded", "IO latency, unloaded", F.duration(s.station.service_seconds),
-                          "", "No IO demand: one IO's latency on an idle system"))
+                          "", f"No IO demand: one IO's latency on an idle system, {basis.latency_basis}"))
         peak = _read_peak_note(s, load_seconds)
         return K.cards([
             K.card("storage.read", "Read demand (average)", F.rate(s.read_bytes_per_s), "",

@@ -69,8 +69,9 @@ def _rate_origin(b: StorageQueueBasis) -> str:
     per_unit = f"{F.plural(int(b.units), 'unit')} x {F.sig(b.unit_rate_per_s)} IO/s"
     if b.published_iops_per_s is None:
         return f"{per_unit}: {b.system} publishes no IOPS, so a unit's read bandwidth / the blend's mean IO size"
-    rated = "IOPS derived from its drives' ratings and network (an upper bound, not measured)" if b.iops_derived else \
-        "published read IOPS"
+    rated = ("IOPS derived from its drives' ratings and network (an upper bound, not measured), capped at "
+             f"{F.sig(b.iops_node_ceiling_per_s)} IO/s a node, the most one node of a published all-flash file system "
+             "served (SPECstorage 2020)") if b.iops_derived else "published read IOPS"
     if b.bandwidth_bound:
         return f"{per_unit}: a unit's read bandwidth / the blend's mean IO size, below its {rated}"
     return f"{per_unit}: the {rated} of {b.system}"
@@ -93,7 +94,7 @@ def _knee_note(station: Station, knee: int, storage: bool, factor: float, scale:
 
 def _latency_origin(b: StorageQueueBasis) -> str:
     return (f"The published latency of {b.system}" if b.latency_published else
-            f"{b.system} publishes no IO latency: the planner's default (an assumption)")
+            f"{b.system} publishes no IO latency: the planner's default, {b.latency_basis}")
 
 
 class QueueingSection(Section):
