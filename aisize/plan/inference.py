@@ -21,6 +21,7 @@ from aisize import checks, models, serving
 from aisize.host import host_for_server
 from aisize.plan import context as C
 from aisize.plan.kvtiers import planned_cached_tokens
+from aisize.plan.service_notes import ModelSource, ServiceNote
 from aisize.plan.replica_count import (FALLBACK_UTILISATION, _SUFFIX, _evaluate, _one, _rescued,
                                        _sized_by_estimate, _statistic, elasticity_at)
 from aisize.queueing import Station, inference_station, knee_concurrency
@@ -41,7 +42,7 @@ class InferencePlan:
     name: str
     team: str
     model: str  # model id
-    model_source: str  # where the architecture came from
+    model_source: ModelSource  # where the architecture came from (words: present.service_text.model_source_text)
     serving_mode: str  # aggregated | disaggregated (then shape and batch are the decode pool's)
     tensor_parallel: int  # GPUs per pipeline stage
     pipeline_parallel: int
@@ -98,7 +99,7 @@ class InferencePlan:
     knee_concurrency: int  # requests in flight at which mean latency reaches KNEE_FACTOR x unloaded (closed)
     estimate: serving.ServingEstimate | None  # the aggregated replica at its share of the rate (None: disaggregated)
     pools: DisaggregatedPools | None  # prefill/decode pools when disaggregated, with pools_estimate's latencies
-    notes: tuple = ()
+    notes: tuple = ()  # the estimate's (text), KV tiers' (KVTierNote) and the planner's (ServiceNote)
     # an uncalibrated GPU: the fleet's capacity [output tokens/s] and the TPOT [s] under each calibrated
     # generation's efficiencies, (low, high), read from the estimate (serving.estimate); empty when calibrated
     capacity_range_output_tokens_per_s: tuple = ()
@@ -134,13 +135,13 @@ class InferencePlan:
         return getattr(self, f"tpot{_SUFFIX[self.slo_statistic]}_seconds")
 
 
-def _source(w) -> str:
+def _source(w) -> ModelSource:
     m = w.model
     if isinstance(m, str):
-        return f"catalog: {models.resolve(m).source}"
+        return ModelSource("catalog", models.resolve(m).source)
     if getattr(m, "hf_config", None):
-        return f"Hugging Face config.json ({m.hf_config})"
-    return f"inline fields ({getattr(m, 'source', 'no source')})"
+        return ModelSource("hf-config", m.hf_config)
+    return ModelSource("inline", getattr(m, "source", None))
 
 
 CONCURRENCY_ITERATIONS = 4  # fixed-point steps from users in flight to the rate they send
@@ -215,9 +216,8 @@ def _plan_for_concurrency(w, ctx, policies) -> InferencePlan:
             break
         rate = 0.5 * rate + 0.5 * w.concurrency / p.latency_mean_seconds  # damped: the latency rises with the rate
     p = plan_inference(w.model_copy(update={"requests_per_s": rate, "concurrency": None}), ctx, policies)
-    return replace(p, concurrency=w.concurrency, notes=p.notes + (
-        f"{w.concurrency:g} users in flight send {rate:.4g} requests/s at a mean request latency of "
-        f"{p.latency_mean_seconds:.3g} s (Little's law); the fleet is planned for that rate",))
+    return replace(p, concurrency=w.concurrency, notes=p.notes + (ServiceNote("concurrency", {
+        "users": w.concurrency, "requests_per_s": rate, "latency_mean_seconds": p.latency_mean_seconds}),))
 
 
 def _fallback_shape(shapes):

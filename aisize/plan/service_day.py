@@ -28,6 +28,7 @@ from aisize.plan import context as C
 from aisize.plan.inference import InferencePlan, check_queue, plan_inference
 from aisize.plan.replica_count import FALLBACK_UTILISATION, meets_targets
 from aisize.plan.placement import Demand
+from aisize.plan.service_notes import ServiceNote
 from aisize.queueing import inference_station, knee_concurrency
 from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
 from aisize.units import HOUR
@@ -294,8 +295,7 @@ def with_day_peak(i: InferencePlan, sd: ServiceDay, gpus_per_server: int) -> Inf
         return i
     checks.count("GPUs", n * g, checks.MAX_GPUS, why=f"the day's peak of {n:,} replicas of {g} GPUs")
     check_queue(n, i.max_batch)
-    note = (f"replicas: {n}, the most the autoscaler holds through the day (the peak rate alone sizes "
-            f"{i.replicas}; the autoscaler adds the meter's noise and its tolerance)")
+    note = ServiceNote("autoscaler_peak", {"peak_replicas": n, "static_replicas": i.replicas})
     scale = n / max(i.replicas, 1)
     station = inference_station(max(n, 1), i.max_batch, i.station.service_seconds, C.INFERENCE_SERVICE_CV)
     return replace(i, replicas=n, gpus=n * g, replica_gpus=(g,) * n, servers=math.ceil(n * g / gpus_per_server),

@@ -16,11 +16,13 @@ import pandas as pd
 
 from aisize import format as F
 from aisize.plan import bom
+from aisize.plan.service_notes import ServiceNote
 from aisize.plan.spreadsheet import defuse
 from aisize.present.cost_text import operating_basis
 from aisize.present.findings import finding_text
 from aisize.present.jobstreams import job_streams_table, stream_target_text
 from aisize.present.kvtiers import kv_note_text
+from aisize.present.service_text import model_source_text, service_note_text
 from aisize.present.training_text import days_range_text, throughput_basis_text
 from aisize.units import GB, GiB
 
@@ -93,8 +95,11 @@ TABLES = {"bom": bom.bom_table, "cost": cost_table, "placement": bom.placement_t
 
 
 def _note(n) -> str:
-    """A service's note: the estimate's notes are text already; a KV tier's is a typed note worded here."""
-    return n if isinstance(n, str) else kv_note_text(n)
+    """A service's note: the estimate's notes are text already; a KV tier's and the planner's are typed notes
+    worded here."""
+    if isinstance(n, str):
+        return n
+    return service_note_text(n) if isinstance(n, ServiceNote) else kv_note_text(n)
 
 
 def to_dict(plan) -> dict:
@@ -110,11 +115,22 @@ def to_dict(plan) -> dict:
         d["throughput_basis"] = throughput_basis_text(t.throughput_basis)
         d["days_range_basis"] = days_range_text(t.days_range_basis)
     for d, i in zip(data.get("inference", []), plan.inference):
+        d["model_source"] = model_source_text(i.model_source)
         if d.get("notes") is not None:
             d["notes"] = [_note(n) for n in i.notes]
         if i.kv_tiers is not None:
             d["kv_tiers"]["notes"] = [kv_note_text(n) for n in i.kv_tiers.notes]
+    fleet = getattr(plan, "fleet", None)
+    for d, sf in zip((data.get("fleet") or {}).get("services", []), fleet.services if fleet else ()):
+        _word_peak_plan(d["day"]["peak_plan"], sf.day.peak_plan)
     return data
+
+
+def _word_peak_plan(d: dict, i) -> None:
+    """A fleet service's plan at its peak (nested in the fleet's day): its model source and the planner's notes
+    in words (its KV-tier notes stay as codes and facts, as they were before the planner wrote no text)."""
+    d["model_source"] = model_source_text(i.model_source)
+    d["notes"] = [service_note_text(n) if isinstance(n, ServiceNote) else v for n, v in zip(i.notes, d["notes"])]
 
 
 def to_json(plan, *, indent: int = 2) -> str:
