@@ -137,7 +137,7 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
         if more * shape.gpus >= floor:
             return None  # another shape already meets the targets short of its knee with fewer GPUs
         if free:  # the fit and the curve are the same at any count (load_free): only the last count is estimated
-            replicas, at = more, replace(est, requests_per_s=w.requests_per_s / more)
+            replicas, at = more, _at_rate(est, w.requests_per_s / more)
             continue
         kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
         if est2 is None or not est2.feasible:
@@ -172,7 +172,21 @@ def below_knee(w, est) -> bool:
 
 
 _ELASTICITIES: dict = {}  # (id of the estimate, rate, statistic) -> (the estimate, its elasticity)
-_KEPT_ELASTICITIES = 16
+_KEPT_ELASTICITIES = 64  # a move tries up to REFINE_SHAPES shapes, each at a few counts
+_AT_RATE: dict = {}  # (id of the estimate, rate) -> (the estimate, it at that rate)
+
+
+def _at_rate(est, requests_per_s: float):
+    """``est`` at another rate per replica (a load-free replica's: its fit and curve are those of any rate), one
+    object per (estimate, rate) while kept: a target's move re-plans from the same kept estimates
+    (:data:`_estimates`) at the same counts, and :func:`elasticity_at` finds the figure it computed for this one."""
+    key = (id(est), repr(float(requests_per_s)))
+    got = _AT_RATE.get(key)
+    if got is None or got[0] is not est:
+        got = _AT_RATE[key] = (est, replace(est, requests_per_s=requests_per_s))
+        while len(_AT_RATE) > _KEPT_ELASTICITIES:
+            del _AT_RATE[next(iter(_AT_RATE))]
+    return got[1]
 
 
 def _remember(est, requests_per_s: float, statistic: str, value: float) -> None:
