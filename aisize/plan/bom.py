@@ -1,7 +1,15 @@
 """A plan as tables of numbers (bill of materials, placement, timeline, job streams, storage) and as plain data.
 
 The tables and files whose cells are words (cost with its basis, workloads with layouts and shapes, findings) and
-the JSON, CSV and Excel exports are :mod:`aisize.present.export`'s: the planner writes no text."""
+the JSON, CSV and Excel exports are :mod:`aisize.present.export`'s: the planner writes no text.
+
+The bill of materials' ``item`` cells ("GPU h100-sxm", "server dell-xe9680-h100 (inference)", "storage NIC
+ib-ndr", "storage yanrong-f9000x (unit)") and the placement table's "holds" cells ("Pre-train 8B: 8") are labels,
+not sentences: each is the identifier a customer reads on a BOM line (the catalog id of what is bought, with its
+pool), the key a cost line and the CSV rows are matched by, so they are data and are built here
+(tests/test_plan_no_words.py allows these functions and no other). A reason in words (why compute NICs are
+unused) is not such a label: it is the network plan's, appended to its line until it is typed (see that test's
+ALLOWED)."""
 
 from __future__ import annotations
 

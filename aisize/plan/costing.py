@@ -10,6 +10,11 @@ sourced figure for them). Renting is priced for the GPUs the plan bought
 (:mod:`aisize.cost.rental`), and a price older than ``MAX_PRICE_AGE_MONTHS``
 is listed (``stale_prices``). The plan writes no words: :mod:`aisize.present.cost_text` says the
 verdict, its payback, the cost findings and the operating basis from the typed figures here.
+
+A cost line's ``item`` ("server dell-xe9680-h100 (inference)", "compute fabric switch ib-ndr") is a label, not a
+sentence: the name of the bill-of-materials line it prices (:func:`aisize.plan.bom.bom_table` names the same
+lines the same way), read by a customer as the line's identifier and kept as the CSV's key column, so it is
+data built here, once (tests/test_plan_no_words.py allows exactly these).
 """
 
 from __future__ import annotations
