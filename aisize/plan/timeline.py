@@ -7,6 +7,10 @@ of the day between every window's start and end. Two workloads may share a
 server only if no slot has both active (:func:`active_slots`). A phase lasts
 its ``days``, else its longest training job; the last phase may be left
 open-ended ("ongoing", a service that keeps running).
+
+A slot's name ("06-18 h", "fine-tune, 06-18 h") and a timeline row's ``hours`` cell ("6-18 h") are labels (the
+names of the day's pieces a table and the placement show), not sentences, so they are built here
+(tests/test_plan_no_words.py allows exactly these).
 """
 
 from __future__ import annotations
