@@ -9,8 +9,9 @@ fp8          every linear layer of the transformer      fp8          torchao Flo
              blocks: forward, input- and weight-grad;               dynamic scaling) as torchtitan runs it:
              the output layer and attention stay 16-bit             ``module_filter_fn: fqn != "output"``
 mxfp8        as fp8, 32-element E8M0 block scales       fp8          OCP MX spec v1.0; Blackwell only
-nvfp4        as fp8 for 85 % of the linear layers;      fp4          NVIDIA 2025, "Pretraining LLMs with
-             15 % (the last ones) stay bf16                          NVFP4", arXiv:2509.25149 sec. 4
+nvfp4        as fp8: every linear layer of the          fp4          Megatron-Bridge ``bf16_with_nvfp4_mixed``
+             transformer blocks (Megatron-Core's                     (fp4 e2m1, recipe nvfp4); Megatron-Core
+             default: no bf16 first / last layers)                   ``first_last_layers_bf16=False``
 ===========  ========================================  ===========  =====================================
 
 Casts are memory-bound work, counted per element of every linear layer's input
@@ -21,6 +22,13 @@ the operands in the other major order, one more read and write of the low-precis
 copies (Micikevicius et al. 2022, arXiv:2209.05433 sec. 4; torchao float8 README).
 Block-scaled formats (MX, NVFP4) quantize in both orders, which costs the same.
 Master weights, gradients and optimizer states stay fp32 in every recipe.
+
+NVFP4 keeps no bf16 layers: NVIDIA's convergence recipe (arXiv:2509.25149 sec. 4) runs the last
+~15 % of the blocks in bf16, but Megatron-Bridge's general NVFP4 recipe, used by its published
+performance runs and NVIDIA's MLPerf v5.1 NeMo submissions, leaves Megatron-Core's
+``first_last_layers_bf16`` off (only the Nemotron 3 Super recipe turns it on). On a GB300 a bf16
+GEMM runs 6x slower than an fp4 one, so a 15 % bf16 share read those runs 16-25 % slow
+(docs/training-cv.md, "Held-out classes by mechanism").
 """
 
 from __future__ import annotations
@@ -55,8 +63,9 @@ RECIPES = {
                   "torchao Float8Linear tensorwise / Transformer Engine; arXiv:2209.05433"),
     "mxfp8": Recipe("mxfp8", "bf16", "fp8", "8", 1.0, 1.0 + 1.0 / 32.0, True,
                     "OCP Microscaling Formats v1.0 (32 x E4M3 + E8M0 scale)"),
-    "nvfp4": Recipe("nvfp4", "bf16", "fp4", "4", 0.85, 0.5 + 1.0 / 16.0, True,
-                    "arXiv:2509.25149 (16 x E2M1 + E4M3 scale; 15 % of linear layers kept bf16)"),
+    "nvfp4": Recipe("nvfp4", "bf16", "fp4", "4", 1.0, 0.5 + 1.0 / 16.0, True,
+                    "Megatron-Bridge bf16_with_nvfp4_mixed / TE NVFP4BlockScaling (16 x E2M1 + E4M3 scale, "
+                    "arXiv:2509.25149); every block linear layer in fp4"),
 }
 # Reading for the amax, reading to cast (16-bit input) and writing the low-precision copy;
 # compiled: the amax is fused into the producer of the tensor.
