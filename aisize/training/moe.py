@@ -26,8 +26,14 @@ width k·f_e, but they run as E/ep small GEMMs:
   copied to the host every forward (``MoEAlltoAllTokenDispatcher`` synchronises on a
   device-to-host copy; DeepEP and HybridEP wait for the receive counts unless a token capacity
   is set), so the CPU stops running ahead of the GPU and the GPU waits while the host launches
-  the rest of the layer: ``moe_sync_host_seconds`` per MoE layer forward, of which CUDA
-  graphs leave ``cuda_graph_host_share`` (:mod:`aisize.training.calibration`) [3];
+  the rest of the layer: ``moe_sync_host_seconds`` per MoE layer forward of a 128-expert model, of which CUDA
+  graphs leave ``cuda_graph_host_share`` (:mod:`aisize.training.calibration`) [3]. The wait grows
+  with the routed experts E: after the sync the host walks the per-expert counts and, with more than
+  one expert per rank, sorts the received tokens in ep x E/ep = E chunks for the dispatch and again
+  for the combine (``sort_chunks_by_idxs``), and launches one grouped-GEMM member per local expert;
+  with one expert per rank (Mixtral 8x7B at EP 8) the sort is skipped. The fitted all-to-all rows
+  all have 128 experts (DeepSeek-V3's 256 is the one test of the scaling), so the wait is
+  ``moe_sync_host_seconds x E / 128`` (:data:`HOST_SYNC_REFERENCE_EXPERTS`; docs/training-cv.md);
 * **latent MoE** (Nemotron 3 Super): the experts, the permutation and the dispatch carry tokens of the
   latent width l instead of h (``ModelDims.expert_width``); the two h x l projections around them
   are dense GEMMs of the layer (:mod:`aisize.training.work`) [5];
@@ -88,6 +94,10 @@ from aisize.training.recipes import Recipe, cast_bytes_per_element
 # the shipped values under their old names (code reads the Engine's calibration).
 GROUPED_GEMM_HALF_TOKENS = SHIPPED.grouped_gemm_half_tokens
 MOE_SYNC_HOST_SECONDS = SHIPPED.moe_sync_host_seconds
+# Routed experts of the models the host wait was fitted on (Qwen3-30B-A3B, Qwen3-235B-A22B, gpt-oss-120b: 128);
+# the wait scales with E / this (module docstring; Megatron-Core token_dispatcher.py MoEAlltoAllTokenDispatcher,
+# "Permutation 2: Sort tokens by local expert", only when num_local_experts > 1).
+HOST_SYNC_REFERENCE_EXPERTS = 128
 CUDA_GRAPH_HOST_SHARE = SHIPPED.cuda_graph_host_share
 # fp32 router: logits written, softmax read/write, top-k read, the aux-loss statistics read:
 # about four 4-byte passes per logit forward (Megatron-LM router.py, moe_router_dtype fp32).
