@@ -101,7 +101,7 @@ def test_every_surface_says_the_latency_is_typical_not_the_systems(xe9680):
     assert (b.system, b.latency_published, b.latency_seconds) == ("yanrong-f9000x", False, pytest.approx(3e-4))
     assert b.latency_basis == LATENCY_BASIS and "not this system's" in LATENCY_BASIS
     assert LATENCY_BASIS in _latency_origin(b)  # the Queueing tab
-    assert "562,525 IO/s a node" in _rate_origin(b) or "563 k IO/s a node" in _rate_origin(b)
+    assert "capped at 562,525 IO/s a node, the most one node of a published all-flash file system" in _rate_origin(b)
     shown = html.unescape(DataPathSection._figures(xe9680.storage, 60.0))
     assert f"unloaded latency 300 µs, {LATENCY_BASIS}" in shown  # the Data path tab's latency card
     said = " ".join(finding_text(f) for f in xe9680.findings)
