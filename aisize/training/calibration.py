@@ -50,8 +50,8 @@ CONSTANTS = {
     "grouped_gemm_half_tokens": ("tokens", "tokens per expert at which a grouped GEMM reaches half the dense "
                                            "GEMM efficiency", _FIT + "; only MoE rows depend on it"),
     "moe_sync_host_seconds": ("s", "host time the GPU waits after the MoE dispatcher's device-to-host sync, per "
-                                   "MoE layer forward of a 128-expert model (x E / 128), by dispatcher "
-                                   "(alltoall, flex)",
+                                   "MoE layer forward, by dispatcher (alltoall, flex; alltoall with one "
+                                   "expert per rank waits as flex)",
                               _FIT + "; only MoE rows depend on it"),
     "cuda_graph_host_share": ("share", "share of that host wait left under CUDA graphs",
                               _FIT + ": 1.0 (graphed launches run before the sync, where the host is ahead)"),

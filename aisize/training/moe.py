@@ -26,14 +26,14 @@ width k·f_e, but they run as E/ep small GEMMs:
   copied to the host every forward (``MoEAlltoAllTokenDispatcher`` synchronises on a
   device-to-host copy; DeepEP and HybridEP wait for the receive counts unless a token capacity
   is set), so the CPU stops running ahead of the GPU and the GPU waits while the host launches
-  the rest of the layer: ``moe_sync_host_seconds`` per MoE layer forward of a 128-expert model, of which CUDA
-  graphs leave ``cuda_graph_host_share`` (:mod:`aisize.training.calibration`) [3]. The wait grows
-  with the routed experts E: after the sync the host walks the per-expert counts and, with more than
-  one expert per rank, sorts the received tokens in ep x E/ep = E chunks for the dispatch and again
-  for the combine (``sort_chunks_by_idxs``), and launches one grouped-GEMM member per local expert;
-  with one expert per rank (Mixtral 8x7B at EP 8) the sort is skipped. The fitted all-to-all rows
-  all have 128 experts (DeepSeek-V3's 256 is the one test of the scaling), so the wait is
-  ``moe_sync_host_seconds x E / 128`` (:data:`HOST_SYNC_REFERENCE_EXPERTS`; docs/training-cv.md);
+  the rest of the layer: ``moe_sync_host_seconds`` per MoE layer forward, of which CUDA
+  graphs leave ``cuda_graph_host_share`` (:mod:`aisize.training.calibration`) [3]. The all-to-all
+  dispatcher's wait is its host-side permutation: with more than one expert per rank it sorts the
+  received tokens by local expert in ep x E/ep chunks, dispatch and combine (``sort_chunks_by_idxs``,
+  "Permutation 2", run only when ``num_local_experts > 1``) [3]. With one expert per rank (Mixtral
+  8x7B at EP 8) that sort is skipped and the host, like DeepEP's, only waits for the counts: the
+  flex dispatcher's fitted wait (:func:`host_sync_seconds`; docs/training-cv.md). Every fitted
+  all-to-all row has 2 to 32 experts per rank;
 * **latent MoE** (Nemotron 3 Super): the experts, the permutation and the dispatch carry tokens of the
   latent width l instead of h (``ModelDims.expert_width``); the two h x l projections around them
   are dense GEMMs of the layer (:mod:`aisize.training.work`) [5];
@@ -94,10 +94,6 @@ from aisize.training.recipes import Recipe, cast_bytes_per_element
 # the shipped values under their old names (code reads the Engine's calibration).
 GROUPED_GEMM_HALF_TOKENS = SHIPPED.grouped_gemm_half_tokens
 MOE_SYNC_HOST_SECONDS = SHIPPED.moe_sync_host_seconds
-# Routed experts of the models the host wait was fitted on (Qwen3-30B-A3B, Qwen3-235B-A22B, gpt-oss-120b: 128);
-# the wait scales with E / this (module docstring; Megatron-Core token_dispatcher.py MoEAlltoAllTokenDispatcher,
-# "Permutation 2: Sort tokens by local expert", only when num_local_experts > 1).
-HOST_SYNC_REFERENCE_EXPERTS = 128
 CUDA_GRAPH_HOST_SHARE = SHIPPED.cuda_graph_host_share
 # fp32 router: logits written, softmax read/write, top-k read, the aux-loss statistics read:
 # about four 4-byte passes per logit forward (Megatron-LM router.py, moe_router_dtype fp32).
@@ -176,6 +172,19 @@ def expert_times(d: ModelDims, *, tokens, ep, etp, dispatcher_code, recipe: Reci
     mem = E.memory_seconds((act + cast) * imbalance + router + permute, hbm_bytes_per_s, cal)
     cast_s = E.memory_seconds(cast * imbalance, hbm_bytes_per_s, cal)
     return ExpertTimes(gemm_fwd, mem, act_s, t_e, cal.backward_bytes_ratio, cast_s)
+
+
+def host_sync_seconds(dispatcher_code, local_experts, cal: TrainingCalibration = SHIPPED):
+    """GPU time lost to the host after the dispatcher's device-to-host sync, per MoE layer forward [s].
+
+    ``dispatcher_code``: index into :data:`DISPATCHERS`; ``local_experts``: routed experts per EP rank (E/ep).
+    The all-to-all dispatcher pays its fitted wait where it sorts tokens by local expert (more than one
+    per rank); with one it skips that sort and waits as the flex dispatcher does (module docstring).
+    """
+    code = np.asarray(dispatcher_code)
+    fitted = np.choose(code, [cal.moe_sync_host_seconds[k] for k in DISPATCHERS])
+    sorts = np.asarray(local_experts) > 1
+    return np.where(sorts | (code != DISPATCHERS.index("alltoall")), fitted, cal.moe_sync_host_seconds["flex"])
 
 
 def busiest_rank_imbalance(routed_per_rank, ep, max_violation=0.0):

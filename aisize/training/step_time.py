@@ -39,8 +39,8 @@ step = compute + exposed TP + exposed CP + pipeline sends + exposed DP/FSDP + Mo
   (:func:`aisize.training.moe.ep_layer_seconds`); Megatron's combined 1F1B hides them under the
   partner micro-batch's compute outside the warmup chunks (:func:`aisize.training.moe.exposed_alltoall_seconds`);
 * host: the MoE dispatcher's host synchronisation (``moe_sync_host_seconds`` of the calibration
-  per MoE layer forward of a 128-expert model, in proportion to the routed experts:
-  :data:`aisize.training.moe.HOST_SYNC_REFERENCE_EXPERTS`);
+  per MoE layer forward; with one expert per rank the all-to-all dispatcher skips its chunk sort and
+  waits as the flex one does: :func:`aisize.training.moe.host_sync_seconds`);
 * offload: activations of ``activation_offload_layers`` layers copied to host memory after
   their forward and back before their backward over the host link, each copy hidden under
   the next layer's compute (Megatron-Core activation offloading);
@@ -230,9 +230,8 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     if lora:  # frozen base: no weight-gradient GEMMs (the adapters' own GEMMs are rank-r thin, left out)
         bwd = bwd - getattr(lt, "gemm_wgrad", lt.gemm_forward) - moe_share * xt.gemm_forward
     layer = fwd + bwd + redo
-    sync = np.choose(np.asarray(moe.dispatcher), [cal.moe_sync_host_seconds[k] for k in moe_kernels.DISPATCHERS])
+    sync = moe_kernels.host_sync_seconds(moe.dispatcher, d.experts / ep, cal)
     sync = sync * (cal.cuda_graph_host_share if moe.cuda_graphs else 1.0)
-    sync = sync * d.experts / moe_kernels.HOST_SYNC_REFERENCE_EXPERTS  # host work per expert chunk
     host = moe_share * sync * (1.0 + moe_again) if d.moe_layers else 0.0
 
     busy, last, first = pipeline_slots(L, pp, virtual_stages, embed_slot, loss_slot)
