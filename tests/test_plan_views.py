@@ -184,7 +184,7 @@ def test_storage_station_is_the_planners_queue(plans, name):
     assert s.knee_factor_concurrency == int(s.knee_iops * 2 * latency * (1 + 1e-12)) < 2 * s.station.servers
     assert s.knee_concurrency <= s.knee_factor_concurrency
     assert s.outstanding_ios == pytest.approx((s.read_iops + s.write_iops) * s.latency_mean_seconds, rel=1e-12)
-    # rag-service's station saturates below one IO in flight (2,544 IOPS of large IOs x 0.2 ms): its knee is 0
+    # rag-service's station saturates below one IO in flight (2,544 IOPS of large IOs x 0.3 ms): its knee is 0
     knee = max(s.knee_factor_concurrency, 1e-3)
     r = storage_latency_curve(p, [1e-3, max(s.knee_concurrency, 1e-3), knee, s.knee_factor_concurrency + 1.0])
     r = r["response_mean_seconds"].tolist()

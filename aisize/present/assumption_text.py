@@ -56,7 +56,9 @@ DEFAULT_TEXT: dict[str, tuple[str, str, str]] = {
     "plan.unknown_write_share": ("Write rate when unpublished", "%",
                                  "Share of the read rate assumed for storage rated for reads only."),
     "plan.storage_latency_seconds": ("Unloaded storage latency", "ms",
-                                     "Small-IO latency of networked flash when the catalog gives none."),
+                                     "Where the storage row publishes none: the median lowest latency of six published "
+                                     "all-flash file systems (SPECstorage Solution 2020, docs/storage.md), typical of "
+                                     "them, not of the system bought."),
     "plan.model_load_seconds": ("Model load time", "s", "An inference fleet reloads its weights this fast."),
     "plan.inference_service_cv": ("Request-time variability (CV)", "",
                                   "Fixed prompt and output lengths: request time is deterministic."),
