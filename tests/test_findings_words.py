@@ -107,3 +107,14 @@ def test_the_summary_workload_tables_are_narrow_enough_for_the_page(plans):
     for p in plans.values():
         for title, frame, _ in workload_tables(p):
             assert frame.columns[0] == "workload" and len(frame.columns) <= 11, (title, list(frame.columns))
+
+
+def test_derived_iops_and_a_default_latency_are_said_as_what_they_are(plans):
+    """A storage queue on derived IOPS or the default latency says so in the plan's findings, as the Queueing tab
+    does (YanRong F9000X: drives x datasheet IOPS capped at the 562,525 IO/s one node of Sangfor's F8000 served
+    in SPECstorage 2020 (1,125,050 / 2 nodes); latency the 0.3 ms median of six published results)."""
+    said = [finding_text(f) for f in plans["xe9680-genai"].findings if f.code == "assumptions.storage_queue"]
+    assert len(said) == 1
+    text = said[0]
+    assert "no measured IOPS" in text and "upper bound" in text and "562,525 IO/s a node" in text
+    assert "0.300 ms unloaded, typical of published all-flash file systems" in text and "not this system's" in text

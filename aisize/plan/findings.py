@@ -271,11 +271,13 @@ def _storage_queue_basis(plan) -> list[Finding]:
     from aisize.plan.queues import storage_queue_basis  # the queue's figures and their origin, one reader
 
     b = storage_queue_basis(plan)
-    if b.published_iops_per_s is not None and b.latency_published:
-        return []
+    if b.published_iops_per_s is not None and not b.iops_derived and b.latency_published:
+        return []  # both figures measured on the system bought: nothing stands in
     return [_f("info", "assumptions", "assumptions.storage_queue", system=b.system,
                iops_published=b.published_iops_per_s is not None, unit_io_per_s=b.unit_rate_per_s,
-               latency_published=b.latency_published, latency_seconds=b.latency_seconds)]
+               iops_derived=b.iops_derived, iops_node_ceiling_per_s=b.iops_node_ceiling_per_s,
+               latency_published=b.latency_published, latency_seconds=b.latency_seconds,
+               latency_basis=b.latency_basis)]
 
 
 def _fleet(plan) -> list[Finding]:

@@ -288,9 +288,16 @@ def _storage_queue(x) -> str:
     if not x["iops_published"]:
         said.append(f"no IOPS, so its IO rate is taken as its read bandwidth / the IO blend's mean IO size, "
                     f"{sig(x['unit_io_per_s'])} IO/s per unit")
+    elif x.get("iops_derived"):
+        ceiling = x.get("iops_node_ceiling_per_s")
+        cap = (f", capped at {sig(ceiling)} IO/s a node, the most one node of a published all-flash file system "
+               "served in SPECstorage 2020") if ceiling else ""
+        said.append(f"no measured IOPS (its rating is derived from its drives and network{cap}: an upper bound), "
+                    f"so at the IO blend's mean IO size a unit serves {sig(x['unit_io_per_s'])} IO/s")
     if not x["latency_published"]:
+        basis = f", {x['latency_basis']}" if x.get("latency_basis") else ""
         said.append(f"no IO latency, so its queue assumes the planner's default, {ms(x['latency_seconds'])} "
-                    "unloaded")
+                    f"unloaded{basis}")
     return f"storage {x['system']} publishes " + "; and ".join(said)
 
 
