@@ -48,7 +48,7 @@ def test_alltoall_host_wait_needs_more_than_one_expert_per_rank_by_hand(model, l
     # 8 H100s, EP 8, 16 sequences of 4,096 in micro-batches of 1: 2 micro-batches per GPU, no recompute.
     # Host wait = MoE layers x micro-batches x wait. Mixtral's 8 experts over EP 8 leave one per rank: Megatron's
     # all-to-all dispatcher skips its sort by local expert and waits as the flex one (1e-5 s): 32 x 2 x 0.01 ms
-    # = 0.64 ms instead of the 342 ms of 5.34 ms per layer (-23 % on NeMo 25.04's GB200 Mixtral 8x7B run,
+    # = 0.64 ms instead of the 342 ms of 5.34 ms per layer (-25 % on NeMo 25.04's GB200 Mixtral 8x7B run,
     # 19,275 tokens/s per GPU, under the all-to-all dispatcher); gpt-oss-120b's 16 experts per rank keep the
     # fitted 36 x 2 x 5.34 ms = 384.5 ms.
     from aisize.training import estimate
