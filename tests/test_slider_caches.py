@@ -112,6 +112,16 @@ def test_every_input_the_solve_reads_misses_when_changed(replica):
         first.iteration_seconds[0], "a changed prompt must change the root the test compares"
 
 
+def test_a_record_whose_repr_is_shortened_is_not_kept(replica):
+    est, rep = replica
+    long = replace(rep.launch, graph_batch=np.arange(2000.0))  # numpy prints it with "..."
+    other = replace(rep.launch, graph_batch=np.arange(2000.0) + (np.arange(2000) == 1000))
+    assert repr(long) == repr(other)
+    with pytest.raises(L._Unkeyed):
+        L._value(long)
+    assert L._value(rep.launch) == L._value(replace(rep.launch)) != L._value(replace(rep.launch, overlap=not rep.launch.overlap))
+
+
 def test_a_kept_state_cannot_be_written_into(replica):
     est, rep = replica
     got = _state(rep, **_args(est, rep))

@@ -159,8 +159,11 @@ def _solved(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs):
     for q in QUANTILES) of :func:`loaded_state`, remembered by exactly what they read (:func:`_solve_key`): a move of
     the prompt's or the lengths' CV, or of a target, solves again the same root (its admission and prefill queues
     read the spread; the root does not)."""
-    key = _solve_key(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs)
-    got = _SOLVED.get(key[0])
+    try:
+        key = _solve_key(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs)
+    except _Unkeyed:
+        key = None  # solved, not kept
+    got = _SOLVED.get(key[0]) if key is not None else None
     if got is not None and got[0][0] is key[1][0] and got[0][1] is key[1][1]:
         _SOLVED.move_to_end(key[0])
         return got[1]
@@ -184,6 +187,8 @@ def _solved(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs):
         for v in vars(state).values():
             if isinstance(v, np.ndarray):
                 v.flags.writeable = False
+    if key is None:
+        return st, tails
     _SOLVED[key[0]] = (key[1], (st, tails))
     while len(_SOLVED) > _KEPT_SOLVES:
         _SOLVED.popitem(last=False)
@@ -195,12 +200,20 @@ _KEPT_SOLVES = 128  # a move re-plans a few shapes at a few rates each; the sizi
 _solved.cache_clear = _SOLVED.clear  # aisize.plan.clear_caches finds it (cold-plan benchmarks)
 
 
+class _Unkeyed(Exception):
+    """An argument whose ``repr`` does not hold its whole value: the solve is not kept."""
+
+
 def _value(x):
     """``x`` by value for a key: an array by its dtype, shape and bytes, anything else (numbers, frozen records) by
-    its type and ``repr`` (which tells 1 from 1.0 and -0.0 from 0.0)."""
+    its type and ``repr`` (which tells 1 from 1.0 and -0.0 from 0.0). A record holding a long array, whose ``repr``
+    numpy shortens with "...", raises :class:`_Unkeyed` (two such records may print the same)."""
     if isinstance(x, np.ndarray):
         return ("array", x.dtype.str, x.shape, x.tobytes())
-    return (type(x).__name__, repr(x))
+    text = repr(x)
+    if "..." in text:
+        raise _Unkeyed(type(x).__name__)
+    return (type(x).__name__, text)
 
 
 def _solve_key(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs) -> tuple:
