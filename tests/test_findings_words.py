@@ -109,6 +109,21 @@ def test_the_summary_workload_tables_are_narrow_enough_for_the_page(plans):
             assert frame.columns[0] == "workload" and len(frame.columns) <= 11, (title, list(frame.columns))
 
 
+def test_the_summary_training_row_states_the_headline_before_its_range(plans):
+    """The Summary's training table showed only '0.429–0.564' where every other surface states 0.499 days."""
+    from aisize import format as F
+
+    for p in plans.values():
+        for title, frame, headers in workload_tables(p):
+            if title != "Training":
+                continue
+            assert headers["days"] == "time [days] (range)"
+            for t, cell in zip(p.training, frame["days"]):
+                assert cell.startswith(F.num(t.training_days)), (t.name, cell)
+                if t.days_low != t.days_high:
+                    assert cell.endswith(f"({F.span(t.days_low, t.days_high)})")
+
+
 def test_derived_iops_and_a_default_latency_are_said_as_what_they_are(plans):
     """A storage queue on derived IOPS or the default latency says so in the plan's findings, as the Queueing tab
     does (YanRong F9000X: drives x datasheet IOPS capped at the 562,525 IO/s one node of Sangfor's F8000 served

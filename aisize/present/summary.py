@@ -70,11 +70,13 @@ def workload_tables(p) -> list[tuple[str, pd.DataFrame, dict]]:
     if p.training:
         out.append(("Training", pd.DataFrame([{
             "workload": t.name, "model": t.model, "gpus": t.gpus, "servers": t.servers,
-            "days": str(F.span(t.days_low, t.days_high)) if t.days_low != t.days_high else F.num(t.training_days),
+            # the headline first, its range beside it (a range alone hid the figure every other surface states)
+            "days": (f"{F.num(t.training_days)} ({F.span(t.days_low, t.days_high)})" if t.days_low != t.days_high
+                     else F.num(t.training_days)),
             "mfu_assumed": t.mfu_assumed,
             "memory_per_gpu_gib": t.memory_bytes["total_bytes"] / GiB, "memory_fits": t.memory_fits,
             "goodput": t.goodput} for t in p.training]),
-            {"days": "time [days]"}))
+            {"days": "time [days] (range)"}))
     if p.inference:
         rows = [{"workload": i.name, "model": i.model, "gpus": i.gpus, "servers": i.servers,
                  "shape": F.serving_shape(i), "slo": i.slo_statistic,
