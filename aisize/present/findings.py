@@ -13,6 +13,7 @@ from aisize.present.cost_text import verdict
 from aisize.present.jobstreams import stream_target_text
 from aisize.present.training_text import days_range_text, throughput_basis_text
 from aisize.units import GB
+from aisize.present.words import worded
 
 
 def _gb(x: float) -> str:
@@ -251,7 +252,8 @@ def _queue_unstable(x) -> str:
 
 
 def _queue_wait(x) -> str:
-    return (f"{x['workload']}: {x['gpus']} GPUs run {plural(x['slots'], 'job')} at once (sized for {stream_target_text(x['target'])}); "
+    target = stream_target_text(x["target"])
+    return (f"{x['workload']}: {x['gpus']} GPUs run {plural(x['slots'], 'job')} at once (sized for {target}); "
             f"a job waits {duration(x['wait_mean_seconds'])} on average, {duration(x['wait_p95_seconds'])} at p95, "
             f"and the GPUs are busy {pct(x['utilisation_share'])} of the time"
             + ("" if x["target_met"] else ": the target is not met"))
@@ -369,11 +371,7 @@ WORDS = {
 
 def finding_text(finding) -> str:
     """The sentence that says ``finding`` (an :class:`aisize.plan.findings.Finding`), from its facts alone."""
-    try:
-        words = WORDS[finding.code]
-    except KeyError:
-        raise ValueError(f"finding code {finding.code!r} has no wording in aisize.present.findings.WORDS") from None
-    return words(finding.facts | finding.refs)
+    return worded(WORDS, finding.code, "finding code", "aisize.present.findings.WORDS", finding.facts | finding.refs)
 
 
 __all__ = ["finding_text", "WORDS"]

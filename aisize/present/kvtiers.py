@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from aisize.format import bytes_si, ms, pct
+from aisize.present.words import worded
 
 # Why the tiers fall short of their target hit rate (KVTierNote "short_of_target", fact "cause").
 SHORT_CAUSES = {"dram_capped": "host DRAM is capped by the RAM the server has left",
@@ -27,12 +28,7 @@ WORDS = {
 
 def kv_note_text(note) -> str:
     """The sentence of one KV-tier note (its ``code`` worded from its ``facts``)."""
-    try:
-        words = WORDS[note.code]
-    except KeyError:
-        raise ValueError(f"KV-tier note code {note.code!r} has no wording in aisize.present.kvtiers.WORDS "
-                         f"(known: {', '.join(sorted(WORDS))})") from None
-    return words(note.facts)
+    return worded(WORDS, note.code, "KV-tier note code", "aisize.present.kvtiers.WORDS", note.facts)
 
 
 def kv_notes_text(kv) -> list[str]:

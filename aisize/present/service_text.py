@@ -4,6 +4,8 @@ facts alone."""
 
 from __future__ import annotations
 
+from aisize.present.words import worded
+
 # Each code's sentence (figures to 3-4 significant digits, as the planner stated them before it wrote no text).
 WORDS = {
     "concurrency": lambda x: (f"{x['users']:g} users in flight send {x['requests_per_s']:.4g} requests/s at a mean "
@@ -21,22 +23,12 @@ SOURCES = {"catalog": lambda d: f"catalog: {d}",
 
 def service_note_text(note) -> str:
     """The sentence of one service note (its ``code`` worded from its ``facts``)."""
-    try:
-        words = WORDS[note.code]
-    except KeyError:
-        raise ValueError(f"service note code {note.code!r} has no wording in aisize.present.service_text.WORDS "
-                         f"(known: {', '.join(sorted(WORDS))})") from None
-    return words(note.facts)
+    return worded(WORDS, note.code, "service note code", "aisize.present.service_text.WORDS", note.facts)
 
 
 def model_source_text(source) -> str:
     """Where a service's model came from, in words ("catalog: <source>", "Hugging Face config.json (<path>)")."""
-    try:
-        words = SOURCES[source.kind]
-    except KeyError:
-        raise ValueError(f"model source kind {source.kind!r} has no wording in aisize.present.service_text.SOURCES "
-                         f"(known: {', '.join(sorted(SOURCES))})") from None
-    return words(source.detail)
+    return worded(SOURCES, source.kind, "model source kind", "aisize.present.service_text.SOURCES", source.detail)
 
 
 __all__ = ["SOURCES", "WORDS", "model_source_text", "service_note_text"]
