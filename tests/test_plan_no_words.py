@@ -18,7 +18,7 @@ import pytest
 PLAN = Path(__file__).resolve().parents[1] / "aisize" / "plan"
 
 # (module, function) -> why its f-strings stay. Labels first (data a customer reads as a name), then the words
-# still built in modules other helpers own (each needs a typed value and a wording in present, and is listed so
+# still built in the planner (each needs a typed value and a wording in present, and is listed so
 # that it cannot spread; remove the entry when the module is worded).
 ALLOWED = {
     # labels: identifiers of a bill-of-materials line, a table cell or a time slot, not sentences
@@ -31,25 +31,24 @@ ALLOWED = {
     ("timeline.py", "labels"): "a time slot's name ('phase, 06-18 h'): a label of the day's pieces",
     ("timeline.py", "build_timeline"): "the timeline table's 'hours' cell ('6-18 h'): a label",
     ("service_day.py", "scale_up_reads"): "a storage workload's name ('<service> scale-ups'): a label",
-    ("storage.py", "*"): "storage workloads' names ('<job> checkpoints', '<service> model loading'): labels "
-                         "(helper L's module)",
+    ("storage.py", "*"): "storage workloads' names ('<job> checkpoints', '<service> model loading'): labels",
     ("kvtiers.py", "*"): "a KV tier's path label ('8 x <link>', 'N x <drive> per server, then the host links'): "
-                         "the tier table's path cell (kvtiers.py, no owner here)",
+                         "the tier table's path cell",
     # error words: built beside the raise that uses them
     ("errors.py", "*"): "the words of plan()'s errors (the module's purpose: error messages naming the workload)",
     ("pools.py", "*"): "Candidate.why: the words of plan()'s error for a workload no pool fits",
     ("placement.py", "*"): "the words of the placement's refusals (errors raised by plan())",
     ("cluster.py", "_candidates"): "the reasons joined into plan()'s error for a workload no pool fits",
-    # words still to be typed, in modules other helpers own or whose readers they own
-    ("replica_count.py", "*"): "fleet.reason, the unmet targets' sentence (helper S's module)",
-    ("queues.py", "storage_queue_basis"): "StorageQueueBasis's latency basis ('published by <system>'): helper L's",
+    # words still to be typed: each names the reader that must change with it
+    ("replica_count.py", "*"): "fleet.reason, the unmet targets' sentence (present/findings.py reads it as text)",
+    ("queues.py", "storage_queue_basis"): "StorageQueueBasis's latency basis ('published by <system>'): the Queueing tab reads it",
     ("inference.py", "_assemble"): "slo_reason joins the pools' and the fleet's reasons ('disaggregated: ...'); "
                                    "typing it needs tests/test_engine_shapes.py and plan/findings.py changed",
-    ("service_day.py", "service_day"): "ServiceDay.target_basis ('70% of capacity'): present/fleet_summary.py (no "
-                                       "owner here) reads it as text",
-    ("fleet.py", "_rates"): "FleetPlan.failures_basis: present/fleet_summary.py (no owner here) reads it as text",
+    ("service_day.py", "service_day"): "ServiceDay.target_basis ('70% of capacity'): present/fleet_summary.py "
+                                       "reads it as text",
+    ("fleet.py", "_rates"): "FleetPlan.failures_basis: present/fleet_summary.py reads it as text",
     ("network.py", "unused_nics"): "compute_nics_unused_reason: tests/test_network_one_truth.py reads it as text",
-    ("job.py", "_throughput"): "the scenario's throughput basis: ThroughputBasis (plan/training.py, helper T's) "
+    ("job.py", "_throughput"): "the scenario's throughput basis: ThroughputBasis (plan/training.py) "
                                "carries no rate to word it from",
 }
 
