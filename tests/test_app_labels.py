@@ -310,3 +310,28 @@ def test_a_tpot_p95_at_its_ceiling_is_explained_under_the_chart():
                     f"mean rises to {F.ms(c.tpot_seconds.iloc[-1])}") in note
             assert "decode replica" in note and "TTFT" in note
             assert c.tpot_p95_seconds.iloc[-1] >= c.tpot_seconds.iloc[-1]  # p95 at or above the mean to the end
+
+
+def test_the_queueing_slider_and_axis_name_what_is_in_flight():
+    """The Queueing tab's slider and x axis said 'requests' with the shared storage shown (screenshot review 12:02):
+    the storage keeps IOs in flight, a service requests."""
+    app = app_of("xe9680-genai")
+    q = app.open_tab("Queueing")
+    storage = next(s for s in q.station.options if s.startswith("shared storage"))
+    service = next(s for s in q.station.options if s.startswith("inference:"))
+    q.station.value = storage
+    q.update(app.state.plan)
+    assert q.outstanding.description == "In flight [IOs]"
+    q.station.value = service
+    q.update(app.state.plan)
+    assert q.outstanding.description == "In flight [requests]"
+
+
+@pytest.mark.parametrize("what", ["IOs", "requests"])
+def test_the_concurrency_chart_names_what_is_outstanding(what):
+    from aisize.plan import concurrency_curve
+    from aisize.queueing import Station
+
+    frame = concurrency_curve(Station(servers=2, service_seconds=1e-3), np.arange(1, 9))
+    chart = charts.latency_vs_concurrency(frame, 2, 1, latency_unit="ms", outstanding=what)
+    assert f"{what} outstanding [count]" in str(chart.to_dict())

@@ -93,16 +93,17 @@ def latency_vs_concurrency_data(frame: pd.DataFrame, knee_concurrency: float,
 
 
 def latency_vs_concurrency(frame: pd.DataFrame, knee_concurrency: float, concurrency: float | None = None, *,
-                           latency_unit: str = "ms",
+                           latency_unit: str = "ms", outstanding: str = "requests",
                            title: str = "Latency vs concurrency") -> alt.LayerChart:
     """Closed-system mean latency against requests outstanding, the knee marked.
 
     ``frame`` has ``concurrency`` [count] and ``response_mean_seconds`` [s] (from
-    :func:`aisize.plan.concurrency_curve`); ``latency_unit`` is "ms" or "s". The rows
+    :func:`aisize.plan.concurrency_curve`); ``latency_unit`` is "ms" or "s"; ``outstanding`` names what is in
+    flight on the x axis ("requests" for a service, "IOs" for storage). The rows
     live in the named datasets of :func:`latency_vs_concurrency_data`.
     """
     data = latency_vs_concurrency_data(frame, knee_concurrency, latency_unit)
-    x = alt.X("concurrency:Q", title="requests outstanding [count]")
+    x = alt.X("concurrency:Q", title=f"{outstanding} outstanding [count]")
     line = alt.Chart(alt.NamedData(name=CONCURRENCY_CURVE)).mark_line(color=BLUE).encode(
         x=x, y=alt.Y("latency:Q", title=f"mean latency [{latency_unit}]"),
         tooltip=tips(alt.Tooltip("concurrency:Q", format=NUMBER),

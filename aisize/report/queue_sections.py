@@ -54,7 +54,7 @@ def queueing(ctx: ReportContext) -> Html:
         rows.append([f"{s.scope.capitalize()}s that keep the blend below the knee", f"{s.units_at_knee:g}"])
     out.append(block(table(["Shared storage", ""], rows, caption="Storage queue", css="numeric narrow")))
     chart = charts.latency_vs_concurrency(curve, knee, at if math.isfinite(at) else None, latency_unit="ms",
-                                          title="Shared storage: latency vs outstanding IOs")
+                                          outstanding="IOs", title="Shared storage: latency vs outstanding IOs")
     out.append(block(figure(chart, "Mean IO latency of the shared storage against the IOs kept outstanding "
                                    "(closed system). The knee line marks where the curve bends: its flat "
                                    "(unloaded latency) and rising (saturation) asymptotes meet, at 1.6× the "

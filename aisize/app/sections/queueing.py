@@ -164,6 +164,9 @@ class QueueingSection(Section):
                    "in flight")]))
         grid = np.unique(np.geomspace(1, top, POINTS).round())
         frame = concurrency_curve(station, grid)
-        self.chart.show(unit, lambda: charts.latency_vs_concurrency(frame, knee, mark, latency_unit=unit),
+        what = "IOs" if storage else "requests"
+        K.assign(self.outstanding, "description", f"In flight [{what}]")
+        self.chart.show(unit, lambda: charts.latency_vs_concurrency(frame, knee, mark, latency_unit=unit,
+                                                                    outstanding=what),
                         params={charts.MARK: mark}, data=charts.latency_vs_concurrency_data(frame, knee, unit),
                         title=f"Latency vs concurrency: {self.station.value} (marked: the plan's operating point)")
