@@ -175,3 +175,11 @@ def test_replicas_stay_inside_one_server():
     for i in p.inference:
         pieces = p.placement.assignment[i.name]["items"]
         assert pieces == [i.gpus // i.replicas] * i.replicas  # one piece per replica, on one server
+
+
+def test_a_stream_target_of_an_unknown_kind_is_refused_by_name():
+    from aisize.plan.jobstreams import StreamTarget
+
+    assert stream_target_text(StreamTarget("wait", wait_statistic="p95", wait_hours=4.0)) == "p95 wait at most 4 h"
+    with pytest.raises(ValueError, match="'slots' is not one of rest, gpus, utilisation, wait"):
+        stream_target_text(StreamTarget("slots"))

@@ -92,6 +92,9 @@ class StoragePlan:
     knee_concurrency: int  # outstanding IOs at the closed curve's bend (queueing.bend_concurrency: saturation x
     # unloaded latency, where its flat and rising asymptotes meet; 1.62x unloaded there). The open system's knee
     # (knee_iops, KNEE_FACTOR x unloaded) lies further out, at 1.41x these IOs in flight, on the straight part
+    # outstanding IOs where the closed curve's mean latency reaches KNEE_FACTOR x unloaded (the Queueing tab names it
+    # beside the bend; queueing.knee_concurrency)
+    knee_factor_concurrency: int
     outstanding_ios: float  # IOs the blend keeps in flight (Little's law at latency_mean_seconds; inf: unstable)
     # what the units are sized for: peak read, write [B/s] (checkpoints at their stall budget), iops [1/s], capacity [B]
     demand: dict = dataclasses.field(default_factory=dict)
@@ -99,9 +102,6 @@ class StoragePlan:
     minimum_units: int = 1  # policies.storage_minimum_units
     unit_iops: float = 0.0  # operations/s one unit serves at the blend's mean IO size (sizing.unit_iops_at)
     named: str = ""  # the scenario's hardware.storage (a guidance id when the plan chose the system)
-    # outstanding IOs where the closed curve's mean latency reaches KNEE_FACTOR x unloaded (the Queueing tab names it
-    # beside the bend; queueing.knee_concurrency)
-    knee_factor_concurrency: int = 0
     comparison: dict | None = None  # the named guidance at this plan's servers (not bought), or None
     candidates: dict = dataclasses.field(default_factory=dict)  # purchasable id -> units, read, raw, cost, rack units
     record: object = None  # the catalog StorageSystem bought (what aisize.cost.storage prices)

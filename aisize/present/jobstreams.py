@@ -14,7 +14,9 @@ def stream_target_text(t) -> str:
         return f"{t.gpus} GPUs given"
     if t.kind == "utilisation":
         return f"utilisation at most {t.utilisation:.0%}"
-    return f"{t.wait_statistic} wait at most {t.wait_hours:g} h"
+    if t.kind == "wait":
+        return f"{t.wait_statistic} wait at most {t.wait_hours:g} h"
+    raise ValueError(f"stream target kind {t.kind!r} is not one of rest, gpus, utilisation, wait")
 
 
 def job_streams_table(plan) -> pd.DataFrame:
