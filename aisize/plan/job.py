@@ -91,8 +91,9 @@ def _throughput(w, model, acc, precision, peak, per_server, policies) -> Resolve
     if w.samples_per_s_per_gpu:
         rate = float(w.samples_per_s_per_gpu)
         eff = rate * TRAINING_FLOPS_PER_FORWARD_FLOP * model.forward_per_sample_flops / peak
-        return ResolvedThroughput(rate, rate, rate, eff, "scenario",
-                                  f"given by the scenario: {rate:,.0f} samples/s per GPU", None)
+        # no words here: the plan's ThroughputBasis carries the rate (rule "scenario") and
+        # aisize.present.training_text words it
+        return ResolvedThroughput(rate, rate, rate, eff, "scenario", "", None)
     return resolve_samples_per_s(model, acc, precision=precision, gpus=w.gpus or per_server,
                                  efficiency=policies.mfu)
 

@@ -39,7 +39,20 @@ class ThroughputBasis:
     rule: str  # scenario | measured | calibrated (aisize.storage.demand) | step-time | policy-mfu
     mfu: float | None = None  # step-time: the model's MFU at the chosen layout; policy-mfu: policies.mfu
     qlora: bool = False  # policy-mfu: the step-time model does not predict QLoRA (its 4-bit base dequantization)
-    given: str | None = None  # scenario | measured | calibrated: the resolved throughput's own basis and source
+    given: str | None = None  # measured | calibrated: the resolved throughput's own basis and source
+    samples_per_s_per_gpu: float | None = None  # scenario: the rate the scenario gives [samples/s per GPU]
+
+
+def _throughput_basis(tp, step_pred, mfu_used: float, policy_mfu: float, qlora: bool) -> ThroughputBasis:
+    """The basis of a job's rate: the resolved throughput's (a scenario's rate is kept as a number), else the
+    step-time model's MFU at the chosen layout, else the MFU policy."""
+    if tp is not None:
+        if tp.rule == "scenario":
+            return ThroughputBasis("scenario", samples_per_s_per_gpu=float(tp.samples_per_s_per_gpu))
+        return ThroughputBasis(tp.rule, given=tp.basis)
+    if step_pred is not None:
+        return ThroughputBasis("step-time", mfu=float(mfu_used))
+    return ThroughputBasis("policy-mfu", mfu=float(policy_mfu), qlora=bool(qlora))
 
 
 @dataclass(frozen=True)
@@ -413,9 +426,7 @@ def plan_training(w, ctx: C.HardwareContext, policies) -> TrainingPlan:
         {k: float(v) for k, v in vars(hm).items()}, float(hm.total_bytes), float(ctx.server.host_memory_bytes),
         bool(host.memory_fits),
         throughput_rule=tp.rule if tp else "step-time" if step_pred is not None else "policy-mfu",
-        throughput_basis=ThroughputBasis(tp.rule, given=tp.basis) if tp else (
-            ThroughputBasis("step-time", mfu=float(mfu_used)) if step_pred is not None else
-            ThroughputBasis("policy-mfu", mfu=float(policies.mfu), qlora=bool(job.qlora))),
+        throughput_basis=_throughput_basis(tp, step_pred, mfu_used, policies.mfu, job.qlora),
         throughput_source=tp.source if tp else None,
         days_low=float(low), days_high=float(high), days_range_basis=range_basis, days_range_mfu=range_mfu,
         seq_len=job.seq_len, step_parts_seconds=parts, training_days_predicted=predicted_days, estimate=est)

@@ -10,8 +10,13 @@ from aisize.validation.ranges import STEP_TIME_SPREAD
 
 
 def throughput_basis_text(basis) -> str:
-    """What a job's rate rests on: the resolved throughput's own words (scenario, measured, calibrated), the
-    step-time model at the chosen layout, or the policy's assumed MFU (and why the model predicts nothing)."""
+    """What a job's rate rests on: the scenario's rate, the resolved throughput's own words (measured,
+    calibrated), the step-time model at the chosen layout, or the policy's assumed MFU (and why the model
+    predicts nothing)."""
+    if basis.rule == "scenario":
+        if basis.samples_per_s_per_gpu is None:
+            raise ValueError("throughput basis rule 'scenario' carries no rate (samples_per_s_per_gpu is None)")
+        return f"given by the scenario: {basis.samples_per_s_per_gpu:,.0f} samples/s per GPU"
     if basis.rule == "step-time":
         return f"the step-time model at the chosen layout (MFU {pct(basis.mfu)})"
     if basis.rule == "policy-mfu" and basis.given is None:
@@ -19,7 +24,7 @@ def throughput_basis_text(basis) -> str:
                 f"{'QLoRA (its 4-bit base dequantization)' if basis.qlora else 'this job'})")
     if basis.given is None:
         raise ValueError(f"throughput basis rule {basis.rule!r} carries no words (given is None); allowed without "
-                         "them: step-time, policy-mfu")
+                         "them: scenario, step-time, policy-mfu")
     return basis.given
 
 
