@@ -28,9 +28,10 @@ from aisize import checks, models
 from aisize.serving.calibration import Calibration
 from aisize.serving.costs import model_costs, weight_formats
 from aisize.serving.engine import Engine, resolve_engine
+from aisize.serving import lengths as L
 from aisize.serving.hardware import device, scaleout_bytes_per_s
 from aisize.serving.iteration import achieved_rates, iteration_time
-from aisize.serving.replica import Load, Replica, ReplicaState, evaluate, parts, resolve_calibration
+from aisize.serving.replica import Load, Replica, ReplicaState, capacity, evaluate, parts, resolve_calibration
 from aisize.serving.reuse import serving_workload
 from aisize.serving.shapes import ReplicaShape, attention_dp_choices, check_shape, expert_parallel_choices, placed
 from aisize.serving.steady import steady_state
@@ -243,6 +244,22 @@ def replica(model, accelerator, **kwargs) -> Replica:
 replica.__signature__ = inspect.signature(estimate).replace(return_annotation=Replica)
 
 
+def estimate_capacity(model, accelerator, **kwargs) -> tuple[bool, float]:
+    """(``feasible``, ``max_requests_per_s``) of :func:`estimate` flat out (no rate, no concurrency), the same two
+    figures to the last bit, without the latencies it would compute and a capacity search never reads (the length
+    tails of :mod:`.tails`, the KV-full rate, the iteration breakdown): a third of an estimate's work with a length
+    distribution. ``kwargs`` are :func:`estimate`'s but the rate and the concurrency."""
+    for name in ("requests_per_s", "concurrency"):
+        if kwargs.get(name) is not None:
+            raise ValueError(f"{name}={kwargs[name]!r}: estimate_capacity is the estimate flat out; give no "
+                             f"requests_per_s or concurrency (call estimate for a load)")
+    asked = inspect.signature(estimate).bind(model, accelerator, **kwargs)
+    asked.apply_defaults()
+    _, cap, _ = _evaluated(**asked.arguments, latencies=False)
+    fits = bool(cap.memory.fits)
+    return fits, float(cap.state.requests_per_s) if fits else 0.0  # as _result reads them
+
+
 def _uncalibrated_range(est: ServingEstimate, asked: dict) -> ServingEstimate:
     """``est`` with the (low, high) its figures take under each calibrated generation's efficiencies (the
     fallback's point among them), and a note naming the spread."""
@@ -277,9 +294,10 @@ def _evaluated(model, accelerator, *, tensor_parallel, weight_precision, kv_prec
               requests_per_s, concurrency, pipeline_parallel, attention_dp, expert_parallel, max_batch_size,
               max_num_tokens, length_cv, stage_link_bytes_per_s, engine, calibration, speculative_method,
               speculative_tokens, acceptance_length, draft_model, prefix, kv_tiers,
-              length_distribution) -> tuple[Replica, object, ReplicaState | None]:
+              length_distribution, latencies=True) -> tuple[Replica, object, ReplicaState | None]:
     """(the replica, its capacity, its state under the load; None where it does not fit) of :func:`estimate`'s
-    arguments: the shape search picks the attention-DP and expert-parallel split at that load."""
+    arguments: the shape search picks the attention-DP and expert-parallel split at that load. ``latencies=False``
+    (:func:`estimate_capacity`): the capacity exact, the state's latencies left as the queueing model has them."""
     m = models.resolve(model)
     if requests_per_s is not None and concurrency is not None:
         raise ValueError(f"requests_per_s={requests_per_s!r} and concurrency={concurrency!r} are both given: "
@@ -325,7 +343,11 @@ def _evaluated(model, accelerator, *, tensor_parallel, weight_precision, kv_prec
     _, rep, state = best
     cap = rep.capacity
     if extras is not None and state is not None:  # prefix reuse, KV tiers, length distributions, on the shape chosen
-        cap, state = extras.settle(load, rep, cap, state)
+        if latencies or extras.reuse is not None:
+            cap, state = extras.settle(load, rep, cap, state)
+        else:  # settle without reuse: its capacity is the replica's at the lengths' decoding context (no fixed point)
+            ctx = L.decode_context_tokens(extras.lengths) if extras.lengths else None
+            cap = capacity(rep, cached_tokens=0.0, decode_context_tokens=ctx)
     return rep, cap, state
 
 
