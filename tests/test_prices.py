@@ -65,9 +65,10 @@ def test_every_row_is_dated_and_every_cloud_row_names_its_gpu():
         P.parse_date(p.id, p.date)  # every row has a date, assumptions included
     for i in table.ids("cloud"):
         assert table[i].accelerator in accelerators, i
-    # the rates the issue found expired (2025-01-01) are still there for old scenarios, and read as stale today
-    assert {"aws-p5-capacity-block", "aws-p4d-capacity-block"} <= {x["id"] for x in P.stale(table.rows.values(),
-                                                                                             TODAY)}
+    # the p4d block rate the issue found expired (2025-01-01) is still there for old scenarios and reads as stale
+    # today; the p5 block rate was replaced by AWS's 2026 figure for the same item, so it is fresh
+    stale = {x["id"] for x in P.stale(table.rows.values(), TODAY)}
+    assert "aws-p4d-capacity-block" in stale and "aws-p5-capacity-block" not in stale
     # and the GPUs the catalog's servers carry mostly have a 2026 rate to compare with
     fresh = {table[i].accelerator for i in table.ids("cloud") if table[i].date.startswith("2026")}
     assert {"h100-sxm", "h200-sxm", "b200", "gb200", "a100-sxm-40gb", "l40s"} <= fresh
@@ -127,18 +128,23 @@ def test_a_plan_of_a_gpu_no_one_rents_says_so_instead_of_comparing(today):
     assert "h100" not in " ".join(x["id"] for x in c.prices_used)  # no other GPU's rate is used
 
 
-def test_stale_prices_are_named_on_the_plan(today):
+def test_stale_prices_are_named_on_the_plan(monkeypatch):
+    # the same plan read on 2028-01-01: AWS's 2026-05 block rate is 20.0 months old (610 days / 30.4375) and named
+    monkeypatch.setattr(costing, "_today", lambda: datetime.date(2028, 1, 1))
     d = to_dict(preset("xe9680-genai"))
-    d["cost"]["cloud_rate"] = "aws-p5-capacity-block"  # valid until 2025-01-01
+    d["cost"]["cloud_rate"] = "aws-p5-capacity-block"
     p = plan(from_dict(d))
-    # the XE9680's price is a 2024-08 quote carried forward (no public 2026 price): dated as its source is, it is
-    # named as stale too, oldest first; so is the storage price per TB, another vendor's 2023-03 system price
-    assert [x["id"] for x in p.cost.stale_prices] == ["storage-per-tb", "server-dell-xe9680-h100",
-                                                      "aws-p5-capacity-block"]
+    # oldest first: the storage price per TB (another vendor's 2023-03 system price), the XE9680's 2024-08 quote
+    # carried forward (no public 2026 price), then by 2028 the 2025-07 PUE, the 2026-04 tariff and the block rate
+    assert [x["id"] for x in p.cost.stale_prices] == ["storage-per-tb", "server-dell-xe9680-h100", "pue",
+                                                      "energy-per-kwh", "aws-p5-capacity-block"]
     warn = [finding_text(f) for f in p.findings if f.severity == "warning" and f.area == "cost"]
     assert ("price aws-p5-capacity-block (AWS p5.48xlarge (8x H100), EC2 Capacity Blocks for ML, us-east-1) "
-            "is dated 2024-12, 24.1 months ago (older than 18 months): replace it with a current figure "
+            "is dated 2026-05, 20.0 months ago (older than 18 months): replace it with a current figure "
             "(data/prices.csv or cost.prices)") in warn
+
+
+def test_stale_prices_of_the_default_are_named_today(today):
     fresh = plan(preset("xe9680-genai"))  # the default's other prices are dated within 18 months
     assert [x["id"] for x in fresh.cost.stale_prices] == ["storage-per-tb", "server-dell-xe9680-h100"]
     assert [finding_text(f) for f in fresh.findings if "months ago" in finding_text(f)][1:] == [
@@ -198,3 +204,27 @@ def test_the_default_scenario_says_plainly_that_renting_wins(today):
     assert saved > 0 and verdict(c).startswith("renting wins at 12.5 % busy over the 4-year life: h100-sxm rented")
     assert f"buying pays back at {round(c.break_even_utilisation * 100, 1)} % busy or more" in verdict(c)
     assert verdict(c) in [finding_text(f) for f in p.findings]
+
+
+def test_the_aws_h100_rates_are_awss_own_2026_figures_per_gpu():
+    # AWS Machine Learning Blog, 2026-05-07: p5.48xlarge (8 x H100), US East (N. Virginia), $55.04 an hour on demand
+    # and $34.608 an hour in a Capacity Block: per GPU-hour 55.04 / 8 = 6.88 and 34.608 / 8 = 4.326
+    table = cost.load_prices()
+    on_demand, block = table["aws-p5-on-demand"], table["aws-p5-capacity-block"]
+    assert on_demand.usd == pytest.approx(55.04 / 8) and block.usd == pytest.approx(34.608 / 8)
+    for p in (on_demand, block):
+        assert p.date == "2026-05" and p.kind == "cloud-rate" and p.accelerator == "h100-sxm"
+        assert "$55.04/hour on-demand" in p.source and "$34.608/hour with Capacity Blocks" in p.source
+    # the 2026 H100 rates in the table span a factor of 2 between providers; AWS's sits inside that span
+    h100 = [table.usd(i) for i in P.cloud_rates_for(table, "h100-sxm") if i.endswith("-on-demand")]
+    assert min(h100) < on_demand.usd <= max(h100) * 1.2
+
+
+def test_the_defaults_verdict_in_worked_numbers(today):
+    # 16 H100 busy 12.5 % of 4 years, rented at $6.88: 0.125 x 16 x 8,760 h x 6.88 = $120,538 a year; buying pays
+    # back at own / (16 x 8,760 x 6.88) busy, the share at which renting every busy hour costs what owning does
+    c = plan(preset("xe9680-genai")).cost
+    assert c.cloud_usd_per_gpu_hour == 6.88 and c.gpu_utilisation == pytest.approx(0.125, abs=0.001)
+    assert c.rent_usd_per_year == pytest.approx(c.gpu_utilisation * 16 * 8760 * 6.88)
+    assert c.break_even_utilisation == pytest.approx(c.own_usd_per_year / (16 * 8760 * 6.88))
+    assert 0.30 < c.break_even_utilisation < 0.33 and c.verdict_kind == "rent"
