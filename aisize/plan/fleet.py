@@ -77,13 +77,31 @@ class PoolDay:
 
 
 @dataclass(frozen=True)
+class FailuresBasis:
+    """Where the plan's failure rates come from (worded by :func:`aisize.present.fleet_text.failures_basis_text`):
+    ``source`` published (``rates_id``, a published fleet of data/failure_rates.csv, ``policies.failure_rates``) |
+    node-mtbf (``node_mtbf_hours``, ``policies.node_mtbf_hours``)."""
+
+    source: str
+    rates_id: str | None = None
+    node_mtbf_hours: float | None = None
+
+    def __post_init__(self):
+        if (self.source, self.rates_id is None, self.node_mtbf_hours is None) not in (
+                ("published", False, True), ("node-mtbf", True, False)):
+            raise ValueError(f"failures basis {self.source!r} (rates_id={self.rates_id!r}, node_mtbf_hours="
+                             f"{self.node_mtbf_hours!r}) is not allowed: published with a rates_id, or node-mtbf "
+                             "with node_mtbf_hours")
+
+
+@dataclass(frozen=True)
 class FleetPlan:
     """The fleet figures of a plan."""
 
     services: tuple[ServiceFleetPlan, ...]
     pools: tuple[PoolDay, ...]
     failure_rates: FailureRates
-    failures_basis: str
+    failures_basis: FailuresBasis
     envelope: tuple  # Envelope per pool (site given), else ()
     site_fits: bool | None
     site_it_watts_needed: float
@@ -93,10 +111,10 @@ class FleetPlan:
         return next(s for s in self.services if s.day.name == name)
 
 
-def _rates(policies) -> tuple[FailureRates, str]:
-    label = (f"published fleet {policies.failure_rates}" if policies.failure_rates != "node-mtbf" else
-             f"node MTBF {policies.node_mtbf_hours:,.0f} h (policies)")
-    return C.failure_rates_of(policies), label
+def _rates(policies) -> tuple[FailureRates, FailuresBasis]:
+    basis = (FailuresBasis("published", rates_id=policies.failure_rates) if policies.failure_rates != "node-mtbf"
+             else FailuresBasis("node-mtbf", node_mtbf_hours=float(policies.node_mtbf_hours)))
+    return C.failure_rates_of(policies), basis
 
 
 def tenant_classes(w, sd: ServiceDay, rate_per_s: float, ready: int, calibration=None):
@@ -259,8 +277,8 @@ def needs_fleet(scenario) -> bool:
             or any(fleet_of(w) is not None for w in scenario.workloads))
 
 
-__all__ = ["FleetPlan", "ServiceFleetPlan", "PoolDay", "fleet_plan", "hourly_table", "needs_fleet", "whole_fleet",
-           "check_site", "fleet_findings", "tenant_classes", "Envelope"]
+__all__ = ["FailuresBasis", "FleetPlan", "ServiceFleetPlan", "PoolDay", "fleet_plan", "hourly_table", "needs_fleet",
+           "whole_fleet", "check_site", "fleet_findings", "tenant_classes", "Envelope"]
 
 
 def fleet_findings(plan) -> list:

@@ -37,6 +37,27 @@ SLO_BISECTION_STEPS = 14  # the SLO rate to 1/16,000 of the replica's capacity
 NO_LIMIT_REPLICAS = checks.MAX_REPLICAS  # an autoscaler without max_replicas: the most a plan holds
 
 
+TARGET_KINDS = ("utilisation", "slo", "fallback", "disaggregated")
+
+
+@dataclass(frozen=True)
+class TargetBasis:
+    """What the autoscaler's rate per replica is (worded by :func:`aisize.present.fleet_text.target_basis_text`):
+    ``kind`` utilisation (``utilisation`` of capacity, the service's ``fleet.autoscaling.target_utilisation``) |
+    slo (the highest rate within the latency targets) | fallback (no rate meets the targets: ``utilisation``, the
+    planner's fallback share of capacity) | disaggregated (the planner's disaggregated pools at the peak)."""
+
+    kind: str
+    utilisation: float | None = None  # share of a replica's capacity, for utilisation and fallback
+
+    def __post_init__(self):
+        if self.kind not in TARGET_KINDS:
+            raise ValueError(f"target basis kind {self.kind!r} is not one of {', '.join(TARGET_KINDS)}")
+        if (self.utilisation is not None) != (self.kind in ("utilisation", "fallback")):
+            raise ValueError(f"target basis {self.kind!r}: a utilisation is given for utilisation and fallback only "
+                             f"(got {self.utilisation!r})")
+
+
 @dataclass(frozen=True)
 class ServiceDay:
     """A service's day: profile, replica, autoscaler and the replicas it holds [1/s, s, B]."""
@@ -47,7 +68,7 @@ class ServiceDay:
     gpus_per_replica: int
     capacity_per_replica_per_s: float  # one replica saturated (with adapters)
     requests_per_s_per_replica: float  # at the autoscaler's target
-    target_basis: str  # what the target rate is
+    target_basis: TargetBasis  # what the target rate is
     weights_bytes: float  # one replica reads them at start
     load_bytes_per_s: float  # one replica's read rate at start
     load_from: str
@@ -188,14 +209,14 @@ def service_day(w, ctx: C.HardwareContext, policies) -> ServiceDay:
     capacity *= factor
     target = auto.target if auto is not None else "slo"
     if target == "utilisation":
-        rate, basis = auto.target_utilisation * capacity, f"{auto.target_utilisation:.0%} of capacity"
+        basis = TargetBasis("utilisation", auto.target_utilisation)
+        rate = auto.target_utilisation * capacity
     elif cap_est is not None:
-        rate, basis = slo_rate(w, i, ctx, cap_est.max_requests_per_s, policies) * factor, "latency targets"
+        rate, basis = slo_rate(w, i, ctx, cap_est.max_requests_per_s, policies) * factor, TargetBasis("slo")
         if rate <= 0:  # no rate meets the targets: the planner's fallback utilisation
-            rate = FALLBACK_UTILISATION * capacity
-            basis = f"{FALLBACK_UTILISATION:.0%} of capacity (no rate meets the targets)"
+            rate, basis = FALLBACK_UTILISATION * capacity, TargetBasis("fallback", FALLBACK_UTILISATION)
     else:
-        rate, basis = i.requests_per_s / max(i.replicas, 1), "the planner's disaggregated pools at the peak"
+        rate, basis = i.requests_per_s / max(i.replicas, 1), TargetBasis("disaggregated")
     load_from = auto.load_from if auto is not None else "storage"
     if load_from == "host-cache" and ctx.pcie_link is not None:
         read = ctx.pcie_link.bandwidth_per_direction_bytes_per_s * g
@@ -209,8 +230,13 @@ def service_day(w, ctx: C.HardwareContext, policies) -> ServiceDay:
         slow = C.serving_calibration(policies).slowdowns()
         checks.count("model replicas", math.ceil(profile.peak_per_s / max(rate, 1e-9)), NO_LIMIT_REPLICAS,
                      why=f"the day's peak of {profile.peak_per_s:.4g} requests/s at {rate:.3g} requests/s per replica "
-                         f"({basis})" + (f"; its LoRA adapters leave {factor:.2%} of a replica's capacity "
-                                         "(fleet.adapters)" if factor < 0.5 else "")
+                         # the basis in the words of aisize.present.fleet_text (the planner cannot import it)
+                         + ("(latency targets)" if basis.kind == "slo" else
+                            "(the planner's disaggregated pools at the peak)" if basis.kind == "disaggregated" else
+                            f"({basis.utilisation:.0%} of capacity"
+                            + (" (no rate meets the targets))" if basis.kind == "fallback" else ")"))
+                         + (f"; its LoRA adapters leave {factor:.2%} of a replica's capacity "
+                            "(fleet.adapters)" if factor < 0.5 else "")
                          + (f"; the scenario's serving calibration sets {slow}" if slow else ""))
     policy = Autoscaler(max(rate, 1e-9), auto.min_replicas if auto else 1,
                         (auto.max_replicas or NO_LIMIT_REPLICAS) if auto else NO_LIMIT_REPLICAS, scale_up,

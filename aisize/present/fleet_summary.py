@@ -7,6 +7,7 @@ import numpy as np
 from aisize import format as F
 from aisize.fleet import simulate_day
 from aisize.plan.fleet import hourly_table
+from aisize.present.fleet_text import failures_basis_text, target_basis_text
 from aisize.units import HOUR
 
 
@@ -36,7 +37,7 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
                 f"  load: peak {F.per_s(p.peak_per_s, 'req/s')}, mean {F.per_s(p.mean_per_s, 'req/s')} (peak/mean "
                 f"{F.sig(p.peak_to_mean)}), {F.count(p.requests_per_day)} requests/day",
                 f"  replica: capacity {F.per_s(d.capacity_per_replica_per_s, 'req/s')}, autoscaler target "
-                f"{F.per_s(d.requests_per_s_per_replica, 'req/s')} ({d.target_basis})",
+                f"{F.per_s(d.requests_per_s_per_replica, 'req/s')} ({target_basis_text(d.target_basis)})",
                 f"  scale-up: {F.duration(d.scale_up_seconds)} = {F.bytes_si(d.weights_bytes)} of weights from "
                 f"{d.load_from} at {F.rate(d.load_bytes_per_s)} + {F.duration(d.engine_start_seconds)} engine "
                 f"start; {day.scale_ups} scale-ups a day, largest burst {day.largest_burst} replicas "
@@ -112,8 +113,8 @@ def fleet_text(plan, *, simulate: bool = False) -> str:
         out.append(f"  free GPU-hours a day: {F.count(pd_.free_gpu_hours)} (fewest free {int(free.min())} at "
                    f"{int(np.argmin(free)):02d}:00, most {int(free.max())} at {int(np.argmax(free)):02d}:00)")
     r = f.failure_rates
-    out.append(f"Failures ({f.failures_basis}): {F.sig(r.per_gpu_hour * 1e6)} per million GPU-hours + "
-               f"{F.sig(r.per_server_hour * 1e6)} per million server-hours; this cluster "
+    out.append(f"Failures ({failures_basis_text(f.failures_basis)}): {F.sig(r.per_gpu_hour * 1e6)} per million "
+               f"GPU-hours + {F.sig(r.per_server_hour * 1e6)} per million server-hours; this cluster "
                f"{F.sig(float(r.expected(plan.gpus, plan.servers, 1.0)))} interruptions a day")
     for t in plan.training:
         out.append(f"  training {t.name}: goodput {F.pct(t.goodput)}")

@@ -11,6 +11,7 @@ from aisize import format as F
 from aisize.fleet.autoscale import HPA_SCALE_DOWN_WINDOW_SECONDS, HPA_SYNC_SECONDS, HPA_TOLERANCE, METRIC_WINDOW_SECONDS
 from aisize.format import availability, usd
 from aisize.plan.fleet import hourly_table, whole_fleet
+from aisize.present.fleet_text import failures_basis_text, target_basis_text
 from aisize.report.context import ReportContext
 from aisize.report.markup import Html, block, count, facts, figure, h3, note, para, pct, sig, table
 
@@ -31,8 +32,8 @@ def _service(s) -> str:
                   ("Scale-up time", f"{sig(d.scale_up_seconds)} s")]),
            para(f"Each replica has {F.plural(d.gpus_per_replica, 'GPU')} and saturates at {sig(d.capacity_per_replica_per_s)} "
                 f"requests/s; the autoscaler gives it {sig(d.requests_per_s_per_replica)} requests/s "
-                f"({d.target_basis}). A new replica reads {sig(d.weights_bytes / 1e9)} GB of weights from "
-                f"{d.load_from} at {sig(d.load_bytes_per_s / 1e9)} GB/s, then starts its engine in "
+                f"({target_basis_text(d.target_basis)}). A new replica reads {sig(d.weights_bytes / 1e9)} GB of "
+                f"weights from {d.load_from} at {sig(d.load_bytes_per_s / 1e9)} GB/s, then starts its engine in "
                 f"{sig(d.engine_start_seconds)} s. {day.scale_ups} replicas start in a day, at most "
                 f"{day.largest_burst} at once: a read burst of {sig(d.burst_read_bytes_per_s / 1e9)} GB/s the "
                 f"storage plan includes. The load outruns the serving replicas for "
@@ -118,8 +119,9 @@ def fleet(ctx: ReportContext) -> Html:
                                 "Every pool's GPUs by workload in each hour, free GPUs on top.")))
     r = f.failure_rates
     out.append(h3("Failures, power and cooling"))
-    out.append(para(f"Interruptions ({f.failures_basis}): {sig(r.per_gpu_hour * 1e6)} per million GPU-hours and "
-                    f"{sig(r.per_server_hour * 1e6)} per million server-hours; this cluster of {F.plural(p.gpus, 'GPU')} "
+    out.append(para(f"Interruptions ({failures_basis_text(f.failures_basis)}): {sig(r.per_gpu_hour * 1e6)} per "
+                    f"million GPU-hours and {sig(r.per_server_hour * 1e6)} per million server-hours; this cluster of "
+                    f"{F.plural(p.gpus, 'GPU')} "
                     f"in {F.plural(p.servers, 'server')}: {sig(float(r.expected(p.gpus, p.servers, 1.0)))} a day. "
                     f"Source: {r.source.split(': ')[0]}."))
     fit = {pp.server: e for e, pp in zip(f.envelope, p.pools)}
