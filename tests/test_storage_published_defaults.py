@@ -25,7 +25,8 @@ from aisize.plan import context as C
 from aisize.plan import plan
 from aisize.plan.queues import storage_queue_basis
 from aisize.scenario import preset
-from aisize.storage.published import (LATENCY_BASIS, PublishedResult, node_ops_ceiling_per_s, published_results,
+from aisize.present.storage_text import TYPICAL_WORDS, basis_text, latency_basis
+from aisize.storage.published import (PublishedResult, node_ops_ceiling_per_s, published_results,
                                       typical_unloaded_latency_seconds)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -99,11 +100,14 @@ def test_every_surface_says_the_latency_is_typical_not_the_systems(xe9680):
 
     b = storage_queue_basis(xe9680)
     assert (b.system, b.latency_published, b.latency_seconds) == ("yanrong-f9000x", False, pytest.approx(3e-4))
-    assert b.latency_basis == LATENCY_BASIS and "not this system's" in LATENCY_BASIS
-    assert LATENCY_BASIS in _latency_origin(b)  # the Queueing tab
+    assert b.latency_source == "typical" and basis_text(b) == TYPICAL_WORDS  # typed in the plan, worded in present
+    assert TYPICAL_WORDS == ("typical of published all-flash file systems (SPECstorage Solution 2020), "
+                             "not this system's")
+    assert b.latency_basis == TYPICAL_WORDS  # the findings' transitional copy (until W4_findings.patch) agrees
+    assert TYPICAL_WORDS in _latency_origin(b)  # the Queueing tab
     assert "capped at 562,525 IO/s a node, the most one node of a published all-flash file system" in _rate_origin(b)
     shown = html.unescape(DataPathSection._figures(xe9680.storage, 60.0))
-    assert f"unloaded latency 300 µs, {LATENCY_BASIS}" in shown  # the Data path tab's latency card
+    assert f"unloaded latency 300 µs, {TYPICAL_WORDS}" in shown  # the Data path tab's latency card
     said = " ".join(finding_text(f) for f in xe9680.findings)
     assert "no IO latency" in said and "0.300 ms" in said  # the finding reads the same figure
 
@@ -114,5 +118,15 @@ def test_a_published_latency_is_said_to_be_the_systems():
     d = to_dict(preset("xe9680-genai"))
     d["hardware"]["storage"] = "netapp-aff-a90-8node"
     b = storage_queue_basis(plan(from_dict(d)))
-    assert b.latency_published and b.latency_basis == "published by netapp-aff-a90-8node"
+    assert b.latency_published and b.latency_source == "published"
+    assert basis_text(b) == b.latency_basis == "published by netapp-aff-a90-8node"
     assert b.latency_seconds == pytest.approx(400e-6) and b.iops_node_ceiling_per_s is None
+
+
+def test_the_latency_basis_is_worded_once_from_its_typed_source():
+    """The planner states where the storage latency comes from as a code and the system (StorageQueueBasis);
+    present/storage_text.py words it, and a code it does not know is an error naming it, never a blank."""
+    assert latency_basis("published", "site-flash") == "published by site-flash"
+    assert latency_basis("typical", "site-flash") == TYPICAL_WORDS and "site-flash" not in TYPICAL_WORDS
+    with pytest.raises(ValueError, match="storage latency source 'measured' has no wording"):
+        latency_basis("measured", "site-flash")

@@ -23,6 +23,11 @@ from aisize.serving.curves import latency_curve as serving_latency_curve
 from aisize.serving.pools import disaggregated_curve
 from aisize.storage.published import LATENCY_BASIS, node_ops_ceiling_per_s
 
+# Where the storage queue's unloaded latency comes from (StorageQueueBasis.latency_source), worded by
+# aisize.present.storage_text: the system's own published figure, or the planner's default, typical of
+# published all-flash file systems (aisize.storage.published, docs/storage.md).
+LATENCY_PUBLISHED = "published"
+LATENCY_TYPICAL = "typical"
 DERIVED_IOPS = "IOPS DERIVED"  # the words data/storage.csv puts in a row's source when its IOPS are not measured
 STORAGE_CURVE_POINTS = 60
 STORAGE_CURVE_SPAN = (2.0, 1.2)  # default storage curve: to 2x the knee or 1.2x the blend, whichever is more
@@ -116,7 +121,8 @@ class StorageQueueBasis:
     unit's rated read IOPS, or its read bandwidth / the blend's mean IO size where smaller or where no IOPS
     is given (:func:`aisize.storage.sizing.unit_iops_at`); its unloaded latency is the row's published
     latency, else ``aisize.plan.context.STORAGE_LATENCY_SECONDS``, typical of published all-flash file systems and
-    not the system's own (``latency_basis`` says so in words every surface shows).
+    not the system's own (``latency_source`` says which: :data:`LATENCY_PUBLISHED` or :data:`LATENCY_TYPICAL`,
+    worded by :func:`aisize.present.storage_text.latency_basis` on every surface).
     A row whose source says ``IOPS DERIVED`` (:data:`DERIVED_IOPS`) rates IOPS from its drives' datasheet figures
     and its network, capped at the most one node of a published all-flash file system served
     (``iops_node_ceiling_per_s``), not from a measurement of the system: every surface must say so (``iops_derived``).
@@ -131,10 +137,17 @@ class StorageQueueBasis:
     iops_io_size_bytes: float | None  # IO size the published IOPS holds at [B]; None: not stated
     bandwidth_bound: bool  # True where read bandwidth / mean IO size, not the published IOPS, sets the rate
     latency_seconds: float  # unloaded IO latency the station uses [s]
-    latency_published: bool  # False: the planner's default (STORAGE_LATENCY_SECONDS), not the row's figure
+    latency_source: str  # LATENCY_PUBLISHED: the row's figure; LATENCY_TYPICAL: STORAGE_LATENCY_SECONDS
     channels: int  # Little's-law channels, rated IO/s x unloaded latency [count] (informative)
-    latency_basis: str = ""  # where the latency comes from, in words: the row's figure, or typical of others'
     iops_node_ceiling_per_s: float | None = None  # derived IOPS only: the published per-node cap they hold to [1/s]
+    # transitional: plan/findings.py passes these words to present/findings.py until both word latency_source
+    # (/tmp/h5/W4_findings.patch); no other reader
+    latency_basis: str = ""
+
+    @property
+    def latency_published(self) -> bool:
+        """True where the catalog row publishes the latency; False: the planner's default stands in."""
+        return self.latency_source == LATENCY_PUBLISHED
 
 
 def storage_queue_basis(plan) -> StorageQueueBasis:
@@ -161,5 +174,6 @@ def storage_queue_basis(plan) -> StorageQueueBasis:
     return StorageQueueBasis(
         s.system, float(s.units), unit, rated, published, derived,
         rec.iops_io_size_bytes if rec is not None else None,
-        published is None or unit < published, float(station.service_seconds), own, int(station.servers),
-        f"published by {s.system}" if own else LATENCY_BASIS, node_ops_ceiling_per_s() if derived else None)
+        published is None or unit < published, float(station.service_seconds),
+        LATENCY_PUBLISHED if own else LATENCY_TYPICAL, int(station.servers),
+        node_ops_ceiling_per_s() if derived else None, f"published by {s.system}" if own else LATENCY_BASIS)

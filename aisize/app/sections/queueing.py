@@ -24,6 +24,7 @@ from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.plan import concurrency_curve
 from aisize.plan.queues import StorageQueueBasis, storage_queue_basis
+from aisize.present.storage_text import basis_text
 from aisize.queueing import Station, little
 
 POINTS = 120
@@ -94,7 +95,7 @@ def _knee_note(station: Station, knee: int, storage: bool, factor: float, scale:
 
 def _latency_origin(b: StorageQueueBasis) -> str:
     return (f"The published latency of {b.system}" if b.latency_published else
-            f"{b.system} publishes no IO latency: the planner's default, {b.latency_basis}")
+            f"{b.system} publishes no IO latency: the planner's default, {basis_text(b)}")
 
 
 class QueueingSection(Section):
