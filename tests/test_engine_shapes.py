@@ -11,6 +11,7 @@ from aisize import models, serving
 from aisize.plan import plan
 from aisize.plan import context as C
 from aisize.plan.replica_count import _evaluate, _one, below_knee, meets_targets
+from aisize.present.slo_text import slo_reason_text
 from aisize.scenario import io, preset, preset_names
 from aisize.serving import hardware, sizing
 from aisize.serving.shapes import ENGINE_LAYOUTS, ReplicaShape, engine_runs
@@ -95,5 +96,11 @@ def test_a_target_only_speculation_reaches_is_met_not_refused():
 
 def test_a_miss_is_said_with_its_figures():
     i = _agentic(ttft_target_ms=600)  # TTFT p95 stays near 0.65-0.70 s however many TP 8 replicas serve it
-    assert not i.ttft_met and i.slo_reason
-    assert "TTFT p95" in i.slo_reason and "target 600 ms" in i.slo_reason
+    assert not i.ttft_met and i.slo_reason is not None
+    u = i.slo_reason.unmet  # the planner's miss, typed: the nearest shape as the plan estimates it
+    assert i.slo_reason.pools_refusal is None and not i.slo_reason.screen_refusal and u is not None
+    assert (u.statistic, u.ttft_target_seconds, u.tpot_target_seconds) == ("p95", 0.6, 0.05)
+    assert (u.tensor_parallel, u.pipeline_parallel, u.replicas) == (8, 1, i.replicas)
+    assert u.ttft_seconds == i.ttft_p95_seconds > 0.6 and u.tpot_seconds == i.tpot_p95_seconds  # the plan's figures
+    text = slo_reason_text(i.slo_reason)
+    assert "TTFT p95" in text and "target 600 ms" in text

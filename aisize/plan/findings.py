@@ -143,7 +143,7 @@ def inference_targets(plan) -> list[Finding]:
             out.append(_f("problem", "inference", "inference.beyond_context", workload=i.name, model=i.model,
                           request_tokens=i.kv_bytes_per_user / max(i.kv_bytes_per_token, 1),
                           context_window_tokens=i.context_window))
-        if i.slo_reason:
+        if i.slo_reason is not None:  # typed (aisize.plan.slo_reason.SloReason), worded in present.slo_text
             out.append(_f("problem", "inference", "inference.slo_unreachable", workload=i.name, reason=i.slo_reason))
         elif not (i.ttft_met and i.tpot_met):
             out.append(_f("problem", "inference", "inference.slo_missed", workload=i.name, statistic=i.slo_statistic,

@@ -22,6 +22,7 @@ from aisize.host import host_for_server
 from aisize.plan import context as C
 from aisize.plan.kvtiers import planned_cached_tokens
 from aisize.plan.service_notes import ModelSource, ServiceNote
+from aisize.plan.slo_reason import SloReason
 from aisize.plan.replica_count import (FALLBACK_UTILISATION, _SUFFIX, _evaluate, _one, _rescued,
                                        _sized_by_estimate, _statistic, elasticity_at)
 from aisize.queueing import Station, inference_station, knee_concurrency
@@ -64,7 +65,9 @@ class InferencePlan:
     tpot_target_seconds: float
     ttft_met: bool
     tpot_met: bool
-    slo_reason: str  # why the targets cannot be met, naming the target and the best achievable
+    # why the targets cannot be met, naming the target and the best achievable (None: nothing to say; words:
+    # present.slo_text.slo_reason_text)
+    slo_reason: SloReason | None
     best_ttft_seconds: float  # best any shape reaches at the lightest load (the SLO statistic)
     best_tpot_seconds: float
     ttft_seconds: float  # mean under the planned load
@@ -177,10 +180,10 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
                          calibration=cal, length_cv=w.length_cv, cached_tokens=planned_cached_tokens(w))
     shape = fleet.shape or _fallback_shape(shapes)
     replicas = fleet.replicas if fleet.feasible else None
-    est = kv = None
+    est = kv = unmet = None
     if shape is not None and fleet.feasible:  # the screen's best shapes, sized again with the estimate the plan shows
         fleet, kv, est = _sized_by_estimate(w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, tpot_t)
-        shape, replicas = fleet.shape, fleet.replicas
+        shape, replicas, unmet = fleet.shape, fleet.replicas, fleet.unmet
     elif shape is not None and (rescued := _rescued(w, ctx, policies, arch, shapes, fleet, kw, engine, cal, ttft_t,
                                                     tpot_t)):
         fleet, kv, est = rescued
@@ -204,7 +207,7 @@ def plan_inference(w, ctx: C.HardwareContext, policies) -> InferencePlan:
             if again != replicas:
                 replicas = again
                 kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
-    return _assemble(w, ctx, policies, arch, shape, replicas or 0, fleet, est, pools, ttft_t, tpot_t, kv)
+    return _assemble(w, ctx, policies, arch, shape, replicas or 0, fleet, est, pools, ttft_t, tpot_t, kv, unmet)
 
 
 def _plan_for_concurrency(w, ctx, policies) -> InferencePlan:
@@ -360,7 +363,18 @@ def _pools_knee(est) -> float:
     return knee(c["requests_per_s"], c["latency_mean_seconds"], C.KNEE_FACTOR) if len(c["requests_per_s"]) else 0.0
 
 
-def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t, kv=None) -> InferencePlan:
+def _slo_reason(w, fleet, pools, use_pools, unmet) -> SloReason | None:
+    """Why the plan's targets are not met, by part (None where nothing is said): the aggregated fleet's refusal
+    (the screen's) or miss (``unmet``), after the pools' refusal where disaggregated pools were asked for."""
+    if use_pools:
+        return None
+    refused = w.serving == "disaggregated" and pools is not None and not pools.feasible
+    reason = SloReason(pools_refusal=pools.reason if refused else None, screen_refusal=fleet.reason, unmet=unmet)
+    return reason if refused or fleet.reason or unmet is not None else None
+
+
+def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t, tpot_t, kv=None,
+              unmet=None) -> InferencePlan:
     agg_gpus = replicas * (shape.gpus if shape else 0)
     use_pools = pools is not None and pools.feasible and (not fleet.feasible or pools.gpus <= agg_gpus)
     v = (_disaggregated(w, ctx, arch, pools, C.serving_calibration(policies)) if use_pools
@@ -369,9 +383,6 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
     stat = w.slo_statistic
     ttft_met = v[f"ttft{_SUFFIX[stat]}_seconds"] <= ttft_t
     tpot_met = v[f"tpot{_SUFFIX[stat]}_seconds"] <= tpot_t
-    reason = "" if use_pools else fleet.reason
-    if w.serving == "disaggregated" and not use_pools and pools is not None and not pools.feasible:
-        reason = "; ".join(r for r in (f"disaggregated: {pools.reason}", fleet.reason) if r)
     gpus = sum(v["replica_gpus"])
     mean_request = v["ttft_seconds"] + (w.output_tokens - 1) * v["tpot_seconds"]
     hold = mean_request if math.isfinite(mean_request) else 1.0
@@ -386,7 +397,8 @@ def _assemble(w, ctx, policies, arch, shape, replicas, fleet, est, pools, ttft_t
         weights_bytes=float(model_costs(arch, w.weight_precision, w.kv_precision).weights_bytes),
         kv_bytes_per_token=kv_token, kv_bytes_per_user=kv_token * seq, gpu_memory_bytes=float(ctx.gpu_memory_bytes),
         fits=(est is not None and est.feasible) or use_pools, slo_statistic=stat, ttft_target_seconds=ttft_t,
-        tpot_target_seconds=tpot_t, ttft_met=bool(ttft_met), tpot_met=bool(tpot_met), slo_reason=reason,
+        tpot_target_seconds=tpot_t, ttft_met=bool(ttft_met), tpot_met=bool(tpot_met),
+        slo_reason=_slo_reason(w, fleet, pools, use_pools, unmet),
         best_ttft_seconds=fleet.best_ttft_s, best_tpot_seconds=fleet.best_tpot_s, request_seconds=hold,
         latency_target_seconds=ttft_t + w.output_tokens * tpot_t, latency_target_met=bool(ttft_met and tpot_met),
         gpus=gpus, servers=math.ceil(gpus / ctx.server.gpus), requests_per_s=w.requests_per_s,

@@ -9,12 +9,14 @@ their statistic (bisection), then short of the latency knee (:func:`below_knee`)
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 
 from aisize import serving
 from aisize.plan import context as C
 from aisize.plan.kvtiers import plan_kv_tiers, serving_extras
+from aisize.plan.slo_reason import UnmetTargets
 from aisize.serving.curves import latency_elasticity
+from aisize.serving.sizing import FleetChoice
 from aisize.serving.tails import STATISTIC_SUFFIX
 
 FALLBACK_UTILISATION = 0.7  # assumption: replicas' load when no shape meets the targets
@@ -31,15 +33,24 @@ REFINE_SHAPES = 6  # the screen's best shapes sized again with the full estimate
 GUESS_UTILISATION = 0.9  # the bisection's first probe: replicas this busy (saves probes; the result is the same)
 
 
+@dataclass(frozen=True)
+class EstimatedFleet(FleetChoice):
+    """The screen's choice sized again with the estimate the plan reports (:func:`_sized_by_estimate`), with the
+    targets it misses where no shape meets them as estimated."""
+
+    unmet: UnmetTargets | None = None
+
+
 def _sized_by_estimate(w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, tpot_t):
-    """(fleet, KV tiers, estimate) of the fewest GPUs that meet the targets as the plan estimates them.
+    """(:class:`EstimatedFleet`, KV tiers, estimate) of the fewest GPUs that meet the targets as the plan
+    estimates them.
 
     The screen (:func:`choose_fleet`) ranks the shapes on a model without speculation, output-length spread or KV
     tiers, so its replica counts are a start, not the answer: each of its best :data:`REFINE_SHAPES` shapes is
     sized again with the estimate the plan reports (bisection on the replicas between the capacity's bound and
     the screen's count, or steps up from it), and the fewest GPUs win (then the smaller replica). When no shape
     meets the targets with the estimate, the screen's choice is kept at the replicas that come nearest, and the
-    plan says by how much it misses."""
+    plan states by how much it misses (:class:`UnmetTargets`)."""
     best, nearest = None, None
     for shape, n, _ in fleet.ranked[:REFINE_SHAPES]:
         floor = best[0] if best else math.inf
@@ -60,8 +71,10 @@ def _sized_by_estimate(w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, t
         nearest = (fleet.shape, fleet.replicas) + _evaluate(w, ctx, policies, arch, fleet.shape, fleet.replicas, one)
     shape, replicas, kv, est = best[2:] if best else nearest
     knee_rate = fleet.knee_of(shape) if fleet.knee_of else fleet.knee_requests_per_s
-    reason = "" if best else _missed(w, fleet, shape, replicas, est, ttft_t, tpot_t)
-    return replace(fleet, shape=shape, replicas=replicas, knee_requests_per_s=knee_rate, reason=reason), kv, est
+    unmet = None if best else _missed(w, fleet, shape, replicas, est, ttft_t, tpot_t)
+    kept = {f.name: getattr(fleet, f.name) for f in fields(FleetChoice)}
+    return EstimatedFleet(**kept | dict(shape=shape, replicas=replicas, knee_requests_per_s=knee_rate),
+                          unmet=unmet), kv, est
 
 
 RESCUE_SHAPES = 2  # one-stage shapes, widest first, the estimate tries where the screen found none
@@ -104,19 +117,17 @@ def _rescued(w, ctx, policies, arch, shapes, fleet, kw, engine, cal, ttft_t, tpo
     return best
 
 
-def _missed(w, fleet, shape, replicas, est, ttft_t, tpot_t) -> str:
-    """Why the plan misses a target though the screen found shapes: the nearest as estimated, with its figures."""
+def _missed(w, fleet, shape, replicas, est, ttft_t, tpot_t) -> UnmetTargets | None:
+    """Why the plan misses a target though the screen found shapes: the nearest as estimated, with its figures
+    (None where it has none: it does not fit)."""
     if est is None or not est.feasible:
-        return ""
+        return None
     ttft, tpot = _statistic(w, est)
-    stat = w.slo_statistic
-    return (f"none of the {min(len(fleet.ranked), REFINE_SHAPES)} best shapes the screen found meets the targets as "
-            f"estimated, with up to {TOP_UP_STEPS} steps of {TOP_UP_SHARE:.0%} more replicas; at the screen's "
-            f"count, {replicas} x TP {shape.tensor_parallel}"
-            + (f" x PP {shape.pipeline_parallel}" if shape.pipeline_parallel > 1 else "")
-            + (f" (attention DP {shape.attention_dp})" if shape.attention_dp > 1 else "")
-            + f", reaches TTFT {stat} {ttft * 1e3:,.0f} ms (target {ttft_t * 1e3:,.0f} ms) and TPOT {stat} "
-            f"{tpot * 1e3:,.1f} ms (target {tpot_t * 1e3:,.1f} ms)")
+    return UnmetTargets(
+        shapes_tried=min(len(fleet.ranked), REFINE_SHAPES), top_up_steps=TOP_UP_STEPS, top_up_share=TOP_UP_SHARE,
+        replicas=replicas, tensor_parallel=shape.tensor_parallel, pipeline_parallel=shape.pipeline_parallel,
+        attention_dp=shape.attention_dp, statistic=w.slo_statistic, ttft_seconds=float(ttft),
+        ttft_target_seconds=ttft_t, tpot_seconds=float(tpot), tpot_target_seconds=tpot_t)
 
 
 def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):

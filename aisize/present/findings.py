@@ -11,6 +11,7 @@ from aisize.format import bytes_gpu, count, days, duration, layout, ms, num, pct
     usd
 from aisize.present.cost_text import verdict
 from aisize.present.jobstreams import stream_target_text
+from aisize.present.slo_text import slo_reason_text
 from aisize.present.training_text import days_range_text, throughput_basis_text
 from aisize.units import GB
 from aisize.present.words import worded
@@ -349,7 +350,7 @@ WORDS = {
     "storage.data_stall": _data_stall, "storage.bottleneck_gpus": _bottleneck,
     "network.links_short": _links_short, "network.links_busy": _links_busy, "network.links_used": _links_used,
     "inference.beyond_context": _beyond_context,
-    "inference.slo_unreachable": lambda x: f"{x['workload']}: {x['reason']}",
+    "inference.slo_unreachable": lambda x: f"{x['workload']}: {slo_reason_text(x['reason'])}",
     "inference.slo_missed": _slo_missed, "inference.uncalibrated": _uncalibrated,
     "inference.past_knee": _service_knee, "inference.disaggregated": _disaggregated,
     "compute.chinchilla": lambda x: f"{x['workload']}: {x['note']}", "compute.mfu_gap": _mfu_gap,

@@ -23,6 +23,7 @@ from aisize.app import controls as K
 from aisize.app.sections import OWN_MODEL, Section, selected, show_model
 from aisize.app.sections.inference_reuse import ReuseControls, reuse_cards
 from aisize.app.state import set_path
+from aisize.present.slo_text import slo_reason_text
 from aisize.plan import latency_curve
 from aisize.scenario.model import WEIGHT_PRECISIONS
 from aisize.serving.curves import LOAD_RISE
@@ -330,7 +331,7 @@ class InferenceSection(Section):
         items += InferenceSection._pool_weight_cards(i)
         items += InferenceSection._load_cards(i) + InferenceSection._estimate_cards(i.estimate)
         if i.slo_reason:
-            items.append(K.card("inference.slo", "SLOs", "unreachable", "", i.slo_reason, state="bad"))
+            items.append(K.card("inference.slo", "SLOs", "unreachable", "", slo_reason_text(i.slo_reason), state="bad"))
         return K.cards(items) + reuse_cards(i)
 
     @staticmethod
