@@ -76,15 +76,19 @@ def test_the_preset_carries_typed_bases_and_every_surface_words_them_alike(prese
     assert "Interruptions (published fleet llama3-405b-h100): " in report
 
 
-@pytest.mark.parametrize("autoscaling, basis", [
-    ({}, TargetBasis("slo")),
-    ({"target": "utilisation", "target_utilisation": 0.65}, TargetBasis("utilisation", 0.65)),
+@pytest.mark.parametrize("service, autoscaling, basis", [
+    ({}, {}, TargetBasis("slo")),
+    ({}, {"target": "utilisation", "target_utilisation": 0.65}, TargetBasis("utilisation", 0.65)),
+    ({"tpot_target_ms": 3.0}, {}, TargetBasis("fallback", 0.7)),  # no rate meets a 3 ms TPOT
+    ({"serving": "disaggregated"}, {}, TargetBasis("disaggregated")),
 ])
-def test_the_planners_error_past_the_replica_limit_words_the_basis_as_present_does(monkeypatch, autoscaling, basis):
+def test_the_planners_error_past_the_replica_limit_words_the_basis_as_present_does(monkeypatch, service, autoscaling,
+                                                                                  basis):
     # the planner cannot import aisize.present: its error words the basis itself, and must say what the surfaces say
     data = copy.deepcopy(to_dict(preset("fleet-over-the-day")))
+    data["workloads"][0].update(service)
     data["workloads"][0]["fleet"]["autoscaling"].update(autoscaling)
-    monkeypatch.setattr(SD, "NO_LIMIT_REPLICAS", 2)  # the peak's 13-15 replicas then pass the limit
+    monkeypatch.setattr(SD, "NO_LIMIT_REPLICAS", 2)  # the peak's 7-15 replicas then pass the limit
     SD.service_day.cache_clear()
     try:
         with pytest.raises(ValueError, match="more than aisize plans \\(2\\)") as info:
