@@ -96,3 +96,11 @@ def test_the_planners_error_past_the_replica_limit_words_the_basis_as_present_do
     finally:
         SD.service_day.cache_clear()
     assert f"requests/s per replica ({target_basis_text(basis)}); " in str(info.value)
+
+
+def test_the_json_states_the_bases_in_the_same_words(preset_plan):
+    from aisize.present.export import to_dict as export_dict
+
+    data = export_dict(preset_plan)  # the words, not the typed value's fields
+    assert data["fleet"]["failures_basis"] == "published fleet llama3-405b-h100"
+    assert data["fleet"]["services"][0]["day"]["target_basis"] == "latency targets"

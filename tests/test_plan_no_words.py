@@ -44,9 +44,6 @@ ALLOWED = {
     ("queues.py", "storage_queue_basis"): "StorageQueueBasis's latency basis ('published by <system>'): the Queueing tab reads it",
     ("inference.py", "_assemble"): "slo_reason joins the pools' and the fleet's reasons ('disaggregated: ...'); "
                                    "typing it needs tests/test_engine_shapes.py and plan/findings.py changed",
-    ("service_day.py", "service_day"): "ServiceDay.target_basis ('70% of capacity'): present/fleet_summary.py "
-                                       "reads it as text",
-    ("fleet.py", "_rates"): "FleetPlan.failures_basis: present/fleet_summary.py reads it as text",
     ("network.py", "unused_nics"): "compute_nics_unused_reason: tests/test_network_one_truth.py reads it as text",
     ("job.py", "_throughput"): "the scenario's throughput basis: ThroughputBasis (plan/training.py) "
                                "carries no rate to word it from",

@@ -20,6 +20,7 @@ from aisize.plan.service_notes import ServiceNote
 from aisize.plan.spreadsheet import defuse
 from aisize.present.cost_text import operating_basis
 from aisize.present.findings import finding_text
+from aisize.present.fleet_text import failures_basis_text, target_basis_text
 from aisize.present.jobstreams import job_streams_table, stream_target_text
 from aisize.present.kvtiers import kv_note_text
 from aisize.present.service_text import model_source_text, service_note_text
@@ -104,8 +105,8 @@ def _note(n) -> str:
 
 def to_dict(plan) -> dict:
     """The whole plan as plain JSON-compatible data (:func:`aisize.plan.bom.to_dict`) with its words: each
-    finding as severity, area and text; each KV tier note, and each training job's throughput and time-range basis,
-    as its sentence."""
+    finding as severity, area and text; each KV tier note, each training job's throughput and time-range basis,
+    and the fleet's failures basis and each service's target basis, as its sentence."""
     data = bom.to_dict(plan)
     if "findings" in data:
         data["findings"] = [_finding_row(f) for f in plan.findings]
@@ -121,7 +122,10 @@ def to_dict(plan) -> dict:
         if i.kv_tiers is not None:
             d["kv_tiers"]["notes"] = [kv_note_text(n) for n in i.kv_tiers.notes]
     fleet = getattr(plan, "fleet", None)
+    if fleet is not None:
+        data["fleet"]["failures_basis"] = failures_basis_text(fleet.failures_basis)
     for d, sf in zip((data.get("fleet") or {}).get("services", []), fleet.services if fleet else ()):
+        d["day"]["target_basis"] = target_basis_text(sf.day.target_basis)
         _word_peak_plan(d["day"]["peak_plan"], sf.day.peak_plan)
     return data
 
