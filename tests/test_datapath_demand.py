@@ -150,31 +150,48 @@ def test_an_inference_station_is_marked_at_its_requests_in_flight(app):
     assert shown(queueing.figures.value, "queueing.plan_latency") == pytest.approx(i.request_seconds, rel=5e-3)
 
 
-def test_one_column_one_unit_and_one_number_format():
+def test_one_column_one_unit_and_three_significant_figures_a_cell():
     # the review's column: checkpoint write peaks 2 GB/s twice and a total of 4 GB/s read "2.00", "2", "4.00"
     unit, texts = column([2e9, 2e9, 4e9], F.rate)
     assert (unit, texts) == ("GB/s", ["2.00", "2.00", "4.00"])
-    # a small figure beside a large one is neither a zero nor another unit
+    # issue 49 (xe9680-genai): the 8B job's 112 GB checkpoint and the LoRA job's 2.90 GB one read "112" and
+    # "2.90", not "112" and "3" (the largest's decimals) nor "112.00" (the smallest's)
+    assert column([2.90e9, 112e9], F.bytes_si) == ("GB", ["2.90", "112"])
+    # a small figure beside a large one: neither a zero nor "< 1", but its own unit, shown in the cell
     unit, texts = column([168.2e9, 0.0, 561e3], F.rate)
-    assert unit == "GB/s" and texts == ["168", "0", "< 1"]
+    assert unit == "GB/s" and texts == ["168", "0", "561 kB/s"]
+    # the blend table's GB/s column of xe9680-genai: 41.8 kB/s is not "0.00004", 8.92 MB/s keeps three figures
+    assert column([41.8e3, 0.0, 224e3, 8.92e6], "GB/s") == ("GB/s", ["41.8 kB/s", "0", "224 kB/s", "0.00892"])
     unit, texts = column([36.2e3, 228e3], F.rate)  # read needs of 0.0000362 GB/s read in kB/s
-    assert (unit, texts) == ("kB/s", ["36", "228"])  # three figures of the largest, the same decimals
+    assert (unit, texts) == ("kB/s", ["36.2", "228"])
+    assert column([0.0004, 0.04, 8.51], "IO/s") == ("IO/s", ["< 0.001", "0.0400", "8.51"])  # no smaller unit
     assert column([2e9, None, math.nan], F.bytes_si) == ("GB", ["2.00", "", ""])
 
 
+def _three_figures(text: str) -> bool:
+    """A cell in its column's unit with three significant figures, or a whole number of three or more digits."""
+    digits = text.replace(",", "").replace(".", "").lstrip("0")
+    return text == "0" or len(digits) == 3 or ("." not in text and len(digits) > 3)
+
+
 def test_the_data_path_tables_state_one_unit_per_column(app):
-    datapath = app.open_tab("Data path")
-    for table in (datapath.jobs.value, datapath.blend.value):
-        heads = re.findall(r"<th>([^<]*)</th>", html.unescape(table))
-        rows = [[html.unescape(c) for c in re.findall(r"<td>([^<]*)</td>", r)]
-                for r in re.findall(r"<tr>(.*?)</tr>", table)[1:]]
-        assert heads and rows
-        for k, head in enumerate(heads):
-            if "[" not in head:
-                continue
-            cells = [r[k] for r in rows if r[k] and not r[k].startswith("<")]
-            decimals = {len(c.split(".")[1]) if "." in c else 0 for c in cells}
-            assert len(decimals) <= 1, (head, cells)  # one number format per column
+    for name in ("xe9680-genai", "hpe-weka-resnet", "io-blender", "llama3-70b-pretrain"):
+        app.preset.value = name
+        datapath = app.open_tab("Data path")
+        for table in (datapath.jobs.value, datapath.blend.value):
+            heads = re.findall(r"<th>([^<]*)</th>", html.unescape(table))
+            rows = [[html.unescape(c) for c in re.findall(r"<td>([^<]*)</td>", r)]
+                    for r in re.findall(r"<tr>(.*?)</tr>", table)[1:]]
+            assert heads and rows
+            for k, head in enumerate(heads):
+                if "[" not in head:
+                    continue
+                unit = head[head.index("[") + 1:-1]
+                for c in (r[k] for r in rows if r[k]):
+                    # a number in the column's unit to three figures, or a smaller figure that names its own unit
+                    assert _three_figures(c) or re.fullmatch(r"(< 0\.001|[\d.,]+) \S+", c), (name, head, c)
+                    assert not re.fullmatch(r"0\.0{3,}\d*", c), (name, head, c)  # never "0.00004" nor "0.00000"
+                    assert " " not in c or not c.endswith(unit), (name, head, c)
 
 
 def test_the_report_blender_says_so_without_io_and_tables_the_weights_burst():

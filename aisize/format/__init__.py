@@ -4,7 +4,9 @@ A quantity is shown in the unit its magnitude reads best in (kWh/MWh/GWh; kB/MB/
 decimal, for storage, files and transfers; MiB/GiB for GPU memory, which is binary as
 ``nvidia-smi`` shows it), to three significant figures (:func:`sig`) unless the quantity
 says otherwise: counts are whole numbers, money is to the cent under $100, whole dollars
-under $10,000 and in k/M/B above, shares are percentages. A range is printed with the
+under $10,000 and in k/M/B above, shares are percentages. A figure below 0.001 of the unit its
+column promises reads in a smaller unit of its kind, shown in the cell ("41.8 kB/s" under GB/s), not as
+"0.0000418" (:func:`small`). A range is printed with the
 precision of its upper end on both ends ("0.45–1.28 days"). Thousands are separated by
 commas. Nothing here computes a sizing figure: values arrive in base units (bytes,
 seconds, joules, watts, ratios) and leave as text.
@@ -19,17 +21,17 @@ The formatter is split by subject: :mod:`~aisize.format.quantities` (numbers, un
 (headers, cells, text tables); every public name is read from here, ``aisize.format``.
 """
 
-from aisize.format.quantities import (DASH, JOULES_PER_KWH, SCALE_WORDS, SI_PREFIXES, SI_UNITS, UNBOUNDED, Shown,
-                                      availability, bytes_gpu, bytes_si, count, days, decimals_for, duration,
-                                      energy, engineering, hours, large, ms, noun_for, num, pct, per_s, plural,
-                                      points, power, quantity, rate, sig, span, usd, yes_no)
+from aisize.format.quantities import (DASH, JOULES_PER_KWH, SCALE_WORDS, SI_PREFIXES, SI_UNITS, SMALLEST, UNBOUNDED,
+                                      Shown, availability, bytes_gpu, bytes_si, count, days, decimals_for, duration,
+                                      energy, engineering, hours, in_unit, large, ms, noun_for, num, pct, per_s,
+                                      plural, points, power, quantity, rate, sig, small, span, usd, yes_no)
 from aisize.format.shapes import layout, parallelism, pool_shapes, serving_shape
 from aisize.format.tables import (HEADERS, MS_COLUMNS, SHARES, SUFFIXES, WIDTH, WORDS, cell, fit_lines, header,
                                   table, table_cells, text_table, unit_of)
 
 __all__ = ["DASH", "HEADERS", "JOULES_PER_KWH", "MS_COLUMNS", "SCALE_WORDS", "SHARES", "SI_PREFIXES", "SI_UNITS",
-           "SUFFIXES", "Shown", "UNBOUNDED", "WIDTH", "WORDS", "availability", "bytes_gpu", "bytes_si", "cell",
+           "SMALLEST", "SUFFIXES", "Shown", "UNBOUNDED", "WIDTH", "WORDS", "availability", "bytes_gpu", "bytes_si", "cell",
            "count", "days", "decimals_for", "duration", "energy", "engineering", "fit_lines", "header", "hours",
-           "large", "layout", "ms", "noun_for", "num", "parallelism", "pct", "per_s", "plural", "points",
-           "pool_shapes", "power", "quantity", "rate", "serving_shape", "sig", "span", "table", "table_cells",
+           "in_unit", "large", "layout", "ms", "noun_for", "num", "parallelism", "pct", "per_s", "plural", "points",
+           "pool_shapes", "power", "quantity", "rate", "serving_shape", "sig", "small", "span", "table", "table_cells",
            "text_table", "unit_of", "usd", "yes_no"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from aisize.units import DAY, GB, HOUR, KB, MINUTE, PB, TB, GiB, KiB, MiB
+from aisize.units import DAY, GB, HOUR, KB, MB, MINUTE, PB, TB, GiB, KiB, MiB
 
 DASH = "—"
 UNBOUNDED = "unbounded"
@@ -230,6 +230,45 @@ def availability(share) -> Shown:
         return Shown(missing)
     a = float(share)
     return Shown(f"{sig(a * 100, 4)} % (down {duration((1 - a) * 30 * DAY)} a month)")
+
+
+# A figure below SMALLEST of its column's unit needs three zeros after the point ("0.0000418" GB/s): it reads
+# in the unit of its kind that suits it instead, shown in the cell ("41.8 kB/s"), or "< 0.001" where its unit
+# has no smaller one (issue 49: a hand-out, not a log). Each kind: its units' sizes in base units, and the
+# formatter that picks the unit.
+SMALLEST = 1e-3
+_KINDS = (
+    ({"TB/s": TB, "GB/s": GB, "MB/s": MB, "kB/s": KB, "B/s": 1.0}, rate),
+    ({"PB": PB, "TB": TB, "GB": GB, "MB": MB, "kB": KB, "B": 1.0}, bytes_si),
+    ({"GiB": GiB, "MiB": MiB, "KiB": KiB}, bytes_gpu),
+    ({"days": DAY, "h": HOUR, "min": MINUTE, "s": 1.0, "ms": 1e-3}, duration),
+    ({"MW": 1e6, "kW": 1e3, "W": 1.0}, power),
+)
+
+
+def small(x, unit: str) -> str | None:
+    """How a figure ``x`` stated in ``unit`` reads where it is below :data:`SMALLEST` of that unit (not zero):
+    in the unit of its kind that suits it, that unit shown (0.0000418 "GB/s" -> "41.8 kB/s"; 0.0004 "s" ->
+    "400 µs"), else "< 0.001" (0.0004 "IO/s"). None for a figure that is not that small, zero or missing, or
+    with no unit: the caller's own rule shows it."""
+    if not unit or _missing(x) is not None or not 0 < abs(float(x)) < SMALLEST:
+        return None
+    below = f"> -{SMALLEST:g}" if float(x) < 0 else f"< {SMALLEST:g}"
+    for sizes, formatter in _KINDS:
+        if unit in sizes:
+            shown = formatter(float(x) * sizes[unit])
+            # still tiny in the kind's smallest unit (1e-12 B/s): bounded, not a row of zeros
+            return str(shown) if abs(float(shown.value.replace(",", ""))) >= SMALLEST else f"{below} {shown.unit}"
+    return below
+
+
+def in_unit(x, unit: str, digits: int = 3) -> str:
+    """A figure already in ``unit``, for a table cell under that unit: ``digits`` significant figures each
+    (2.9 beside 112 reads "2.90" and "112", never "3" nor "112.00"), zero "0", a figure too small for the unit
+    as :func:`small` says ("41.8 kB/s" under GB/s), missing "" (an empty cell)."""
+    if x is None or (_missing(x) == DASH):
+        return ""
+    return small(x, unit) or sig(x, digits)
 
 
 def yes_no(flag) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 
 import pandas as pd
 
-from aisize.format.quantities import DASH, _missing, num, pct, points, sig, usd, yes_no
+from aisize.format.quantities import DASH, _missing, num, pct, points, sig, small, usd, yes_no
 
 # Words of field names as a reader writes them.
 WORDS = {"gpu": "GPU", "gpus": "GPUs", "ram": "RAM", "nic": "NIC", "nics": "NICs", "kv": "KV", "mfu": "MFU",
@@ -90,7 +90,8 @@ def unit_of(name: str) -> str:
 
 
 def cell(value, unit: str = "") -> str:
-    """One table cell: money by :func:`usd`, shares as %, booleans as yes/no, numbers by :func:`num`."""
+    """One table cell: money by :func:`usd`, shares as %, booleans as yes/no, numbers by :func:`num`; a number
+    too small for its column's unit reads as :func:`small` says ("41.8 kB/s" under "read [GB/s]")."""
     if isinstance(value, bool):
         return yes_no(value)
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -102,7 +103,7 @@ def cell(value, unit: str = "") -> str:
             return points(value)
         if unit == "share":
             return str(pct(value))
-        return num(value)
+        return small(value, unit) or num(value)
     if hasattr(value, "dtype") and hasattr(value, "item"):  # numpy scalar
         return cell(value.item(), unit)
     return str(value)

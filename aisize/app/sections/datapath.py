@@ -18,6 +18,7 @@ from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.plan.bom import storage_table
 from aisize.plan.queues import storage_queue_basis
+from aisize.present.storage_text import basis_text
 from aisize.units import GB, KB, MB, PB, TB
 
 INTERVALS = [("auto (Young/Daly)", "auto")] + [(f"{m} min", float(m)) for m in (10, 15, 30, 60, 120, 240, 480)]
@@ -109,11 +110,11 @@ class DataPathSection(Section):
         ops = s.read_iops + s.write_iops
         # a latency at no load is the unloaded one: say so, rather than a p95 of a queue nothing uses
         basis = storage_queue_basis(s)  # the Queueing tab and the findings read the same origin
-        unloaded = f"unloaded latency {F.duration(basis.latency_seconds)}, {basis.latency_basis}"
+        unloaded = f"unloaded latency {F.duration(basis.latency_seconds)}, {basis_text(basis)}"
         latency = (K.card("storage.latency_p95", "IO latency p95", F.duration(s.latency_p95_seconds), "",
                           f"At the average demand ({F.sig(ops)} IO/s) on the units bought; {unloaded}") if ops else
                    K.card("storage.latency_unloaded", "IO latency, unloaded", F.duration(s.station.service_seconds),
-                          "", f"No IO demand: one IO's latency on an idle system, {basis.latency_basis}"))
+                          "", f"No IO demand: one IO's latency on an idle system, {basis_text(basis)}"))
         peak = _read_peak_note(s, load_seconds)
         return K.cards([
             K.card("storage.read", "Read demand (average)", F.rate(s.read_bytes_per_s), "",
@@ -188,26 +189,17 @@ _SCALES = {"TB/s": TB, "GB/s": GB, "MB/s": MB, "kB/s": KB, "B/s": 1.0, "PB": PB,
 
 
 def column(values, unit) -> tuple[str, list[str]]:
-    """(unit, texts): a table column in one unit and one number format. ``unit`` is a formatter of aisize.format
-    (F.rate, F.bytes_si: the unit it picks for the column's largest value) or a fixed unit ("s"); every value
-    has the decimals that give the largest three significant figures, and a value that would round to zero
-    reads "< 0.01" (not a zero that means a small figure). Missing values stay empty."""
+    """(unit, texts): a table column in one unit. ``unit`` is a formatter of aisize.format (F.rate, F.bytes_si:
+    the unit it picks for the column's largest value) or a fixed unit ("s", "GB/s"). Each value has three
+    significant figures (:func:`aisize.format.in_unit`: a 2.90 GB checkpoint beside a 112 GB one reads "2.90",
+    not "3", and 112 never "112.00"); zero reads "0"; a value below 0.001 of the unit reads in a smaller unit of
+    its kind shown in the cell ("41.8 kB/s"), or "< 0.001"; missing values stay empty."""
     finite = [abs(float(v)) for v in values if v is not None and math.isfinite(float(v))]
     top = max(finite, default=0.0)
     if callable(unit):
         unit = unit(top).unit or unit(1.0).unit
     scale = _SCALES.get(unit, 1.0)
-    d = F.decimals_for(top / scale) if top else 0
-    least = 10.0 ** -d
-
-    def text(v) -> str:
-        if v is None or math.isnan(float(v)):
-            return ""
-        x = float(v) / scale
-        if math.isinf(x):
-            return F.sig(x)
-        return f"< {least:,.{d}f}" if 0 < abs(x) < least / 2 else f"{x:,.{d}f}"
-    return unit, [text(v) for v in values]
+    return unit, [F.in_unit(None if v is None else float(v) / scale, unit) for v in values]
 
 
 def _blend_table(table: pd.DataFrame) -> pd.DataFrame:
