@@ -9,9 +9,12 @@ B200 replicas of DeepSeek-R1 reach 681 ms TTFT p95 and 7.8 ms TPOT p95.
 
 from __future__ import annotations
 
+import json
+
 from aisize.plan import plan
 from aisize.plan.replica_count import REFINE_SHAPES, TOP_UP_SHARE, TOP_UP_STEPS
 from aisize.plan.slo_reason import SloReason, UnmetTargets
+from aisize.present.export import to_json
 from aisize.present.findings import finding_text
 from aisize.present.slo_text import slo_reason_text, unmet_targets_text
 from aisize.scenario import io, preset
@@ -81,3 +84,11 @@ def test_refused_pools_keep_serving_words_beside_the_screens():
 
 def test_a_service_that_meets_its_targets_has_no_reason():
     assert all(i.slo_reason is None for i in plan(preset("agentic-coding")).inference)
+
+
+def test_the_json_states_the_sentence_and_an_empty_one_where_the_targets_are_met():
+    p = _agentic(ttft_target_ms=600)
+    assert json.loads(to_json(p))["inference"][0]["slo_reason"] == slo_reason_text(p.inference[0].slo_reason) != ""
+    assert json.loads(to_json(plan(preset("agentic-coding"))))["inference"][0]["slo_reason"] == ""
+    day = json.loads(to_json(plan(preset("fleet-over-the-day"))))["fleet"]["services"][0]["day"]
+    assert day["peak_plan"]["slo_reason"] == ""  # the fleet's peak plan, nested in its day

@@ -24,6 +24,7 @@ from aisize.present.fleet_text import failures_basis_text, target_basis_text
 from aisize.present.jobstreams import job_streams_table, stream_target_text
 from aisize.present.kvtiers import kv_note_text
 from aisize.present.service_text import model_source_text, service_note_text
+from aisize.present.slo_text import slo_reason_text
 from aisize.present.training_text import days_range_text, throughput_basis_text
 from aisize.units import GB, GiB
 
@@ -105,8 +106,9 @@ def _note(n) -> str:
 
 def to_dict(plan) -> dict:
     """The whole plan as plain JSON-compatible data (:func:`aisize.plan.bom.to_dict`) with its words: each
-    finding as severity, area and text; each KV tier note, each training job's throughput and time-range basis,
-    and the fleet's failures basis and each service's target basis, as its sentence."""
+    finding as severity, area and text; each KV tier note, each service's reason for unmet targets, each training
+    job's throughput and time-range basis, and the fleet's failures basis and each service's target basis, as its
+    sentence."""
     data = bom.to_dict(plan)
     if "findings" in data:
         data["findings"] = [_finding_row(f) for f in plan.findings]
@@ -117,6 +119,7 @@ def to_dict(plan) -> dict:
         d["days_range_basis"] = days_range_text(t.days_range_basis)
     for d, i in zip(data.get("inference", []), plan.inference):
         d["model_source"] = model_source_text(i.model_source)
+        d["slo_reason"] = slo_reason_text(i.slo_reason)
         if d.get("notes") is not None:
             d["notes"] = [_note(n) for n in i.notes]
         if i.kv_tiers is not None:
@@ -131,9 +134,11 @@ def to_dict(plan) -> dict:
 
 
 def _word_peak_plan(d: dict, i) -> None:
-    """A fleet service's plan at its peak (nested in the fleet's day): its model source and the planner's notes
-    in words (its KV-tier notes stay as codes and facts, as they were before the planner wrote no text)."""
+    """A fleet service's plan at its peak (nested in the fleet's day): its model source, its reason for unmet
+    targets and the planner's notes in words (its KV-tier notes stay as codes and facts, as they were before the
+    planner wrote no text)."""
     d["model_source"] = model_source_text(i.model_source)
+    d["slo_reason"] = slo_reason_text(i.slo_reason)
     d["notes"] = [service_note_text(n) if isinstance(n, ServiceNote) else v for n, v in zip(i.notes, d["notes"])]
 
 
