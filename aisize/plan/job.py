@@ -49,7 +49,7 @@ class CheckpointResult:
     shard_bytes: float
     write_bytes_per_s: float  # achieved, N:N
     write_seconds: float
-    interval_seconds: float
+    interval_seconds: float  # the plan's one interval: Young/Daly, at most half the job (ck.interval_for_job)
     mtbf_seconds: float
     restore_seconds: float  # RTO: read back + restart
     write_bytes_per_s_for_stall: float  # to keep writes under CHECKPOINT_MAX_STALL of the interval
@@ -302,8 +302,12 @@ def _estimate(job: JobInputs, ctx: C.HardwareContext, layout: TrainingLayout):
                              switch_radix=ctx.switch_radix, calibration=job.calibration, **job.lora())
 
 
-def checkpoints(params, gpus, servers, ctx: C.HardwareContext, policies) -> CheckpointResult:
-    """N:N checkpoints of a job on ``gpus`` GPUs in ``servers`` servers (vectorized over both)."""
+def checkpoints(params, gpus, servers, ctx: C.HardwareContext, policies, running_seconds=None) -> CheckpointResult:
+    """N:N checkpoints of a job on ``gpus`` GPUs in ``servers`` servers (vectorized over both).
+
+    ``running_seconds``: the job's compute time [s]; the "auto" interval is then at most half of it
+    (:func:`aisize.storage.checkpoint.interval_for_job`: a job shorter than the Young/Daly interval still
+    checkpoints once). A scenario's own interval is kept as given."""
     size = ck.checkpoint_size(params, bytes_per_param=policies.checkpoint_bytes_per_param, ranks=gpus)
     # a server without storage NICs of its own (0) reaches the storage over one compute NIC
     nic = max(ctx.server.storage_nics, 1) * ctx.storage_nic_link.bandwidth_per_direction_bytes_per_s
@@ -315,6 +319,8 @@ def checkpoints(params, gpus, servers, ctx: C.HardwareContext, policies) -> Chec
         mtbf = failure_rates(policies.failure_rates).mtbf_seconds(gpus, servers)
     if policies.checkpoint_interval_minutes == "auto":
         interval = ck.young_daly_interval(mtbf, write.seconds)
+        if running_seconds is not None:
+            interval = ck.interval_for_job(interval, running_seconds)
     else:
         interval = policies.checkpoint_interval_minutes * MINUTE
     interval = np.maximum(interval, write.seconds)  # cannot start the next before the last is written
@@ -389,13 +395,14 @@ def size(job: JobInputs, w, ctx: C.HardwareContext, policies, target_seconds=Non
             if max_gpus is not None:
                 gpus = np.minimum(gpus, max_gpus)
             if w.checkpoint:
+                running = training_seconds(job.work, gpus, job.rate, mfu=job.mfu, goodput=1.0)
                 gp = np.maximum(goodput(checkpoints(job.checkpoint_params, gpus, np.ceil(gpus / per), ctx,
-                                                    policies)), MIN_GOODPUT)
+                                                    policies, running)), MIN_GOODPUT)
         gpus = _next_splittable(job, w, ctx, gpus, per, max_gpus)
     servers = np.ceil(gpus / per)
-    cp = checkpoints(job.checkpoint_params, gpus, servers, ctx, policies) if w.checkpoint else None
-    gp = np.asarray(goodput(cp), dtype=float) * np.ones(np.shape(gpus))
     running = np.asarray(training_seconds(job.work, gpus, job.rate, mfu=job.mfu, goodput=1.0))
+    cp = checkpoints(job.checkpoint_params, gpus, servers, ctx, policies, running) if w.checkpoint else None
+    gp = np.asarray(goodput(cp), dtype=float) * np.ones(np.shape(gpus))
     with np.errstate(divide="ignore"):
         seconds = np.where(gp > 0, running / np.where(gp > 0, gp, 1.0), math.inf)
     return Sizing(gpus, servers, cp, gp, running, seconds)

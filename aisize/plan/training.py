@@ -232,9 +232,12 @@ def _timed_at(job: J.JobInputs, w, ctx, policies, gpus: int) -> _Timed | None:
     mfu_pred = float(est.mfu) * peak_flops_per_s(ctx.accelerator, recipe(job.dtype, ctx.accelerator).high_dtype) \
         / job.peak_flops_per_s  # the engine measures MFU against the 16-bit peak; the plan against its own
     running = job.tokens / (lay.global_batch * job.seq_len) * step_pred
-    goodput = float(sz.goodput)
+    # the checkpoint interval is capped at half this running time (not the MFU policy's): the plan's one interval
+    cp = J.checkpoints(job.checkpoint_params, gpus, sz.servers, ctx, policies, running) if w.checkpoint else None
+    goodput = float(J.goodput(cp))
     seconds = running / goodput if goodput > 0 else math.inf
-    sz = dataclasses.replace(sz, running_seconds=np.asarray(running), seconds=np.asarray(seconds))
+    sz = dataclasses.replace(sz, checkpoint=cp, goodput=np.asarray(goodput), running_seconds=np.asarray(running),
+                             seconds=np.asarray(seconds))
     return _Timed(sz, lay, est, float(mfu_pred))
 
 

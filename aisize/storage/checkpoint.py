@@ -5,7 +5,12 @@ Adam momentum and variance 12), weights only 2 B/param; sharded over ranks.
 Write: N:N (every rank writes its shard) runs at the aggregate of the writers'
 links, capped by the storage system; N:1 (one writer) at one writer's link.
 Interval: Young's first-order optimum sqrt(2 x MTBF x write time); a cluster's
-MTBF is the node MTBF / nodes. Goodput (share of wall time doing useful
+MTBF is the node MTBF / nodes. A job shorter than twice that optimum is checkpointed
+at half its running time instead (:func:`interval_for_job`): Young and Daly derive
+the optimum for a run many intervals long, and at an interval longer than the job a
+plan never checkpoints at all (a failure loses the whole run), which no storage or ML
+engineer signs; half the job is the longest interval that still writes one checkpoint
+before the end. Goodput (share of wall time doing useful
 training), Daly's first-order model: lost = write/interval + (interval/2 + restart)/MTBF.
 
 References
@@ -143,6 +148,23 @@ def young_daly_interval(mtbf_seconds, write_seconds):
     m = checks.positive("mtbf_seconds", mtbf_seconds)
     w = checks.positive("write_seconds", write_seconds)
     return np.sqrt(2.0 * m * w)
+
+
+def interval_for_job(interval_seconds, job_seconds):
+    """The checkpoint interval a job of ``job_seconds`` running time uses: ``interval_seconds`` (the Young/Daly
+    optimum), at most half the job, so that it writes at least one checkpoint before it ends [s].
+
+    Young's and Daly's optimum assumes a run of many intervals (their expected rework is half an interval
+    per failure); a job shorter than the optimum would never checkpoint. At half the job a failure in its
+    second half loses at most half of it; a longer job keeps the optimum.
+
+    References
+    ----------
+    .. [1] Young 1974; Daly 2006 section 2 (the optimum for a run of many intervals).
+    """
+    tau = checks.positive("interval_seconds", interval_seconds)
+    t = checks.positive("job_seconds", job_seconds)
+    return np.minimum(tau, t / 2.0)
 
 
 def restore_seconds(checkpoint_bytes, read_bytes_per_s, *, restart_seconds=0.0):
