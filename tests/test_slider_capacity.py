@@ -14,6 +14,7 @@ import pytest
 
 from aisize import serving
 from aisize.plan import clear_caches, plan
+from aisize.plan import replica_count as RC
 from aisize.scenario import preset, preset_names
 from aisize.serving.estimate import estimate_capacity
 from aisize.serving.lengths import Lengths
@@ -35,14 +36,22 @@ def _estimate_calls(name: str) -> list:
             calls.append((model, accelerator, rest))
         return real(model, accelerator, **kw)
 
-    clear_caches()  # memoised searches would not estimate again
+    _forget()  # memoised searches would not estimate again
     serving.estimate = recording  # the planner calls it as aisize.serving.estimate
     try:
         plan(preset(name))
     finally:
         serving.estimate = real
-        clear_caches()
+        _forget()
     return calls
+
+
+def _forget() -> None:
+    """Every memoised planner result, and the estimates the replica count keeps across plans (which
+    ``clear_caches`` does not find: they are not lru_cache functions)."""
+    clear_caches()
+    for kept in (RC._estimates, RC._capacities):
+        kept._entries.clear()
 
 
 SERVING_PRESETS = [n for n in preset_names() if any(w.kind == "inference" for w in preset(n).workloads)]

@@ -84,7 +84,7 @@ class LoadedState:
     queue_seconds: object  # mean admission wait
 
 
-def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None):
+def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None, scan_seconds=None):
     """Requests in flight B with ``B = λ·O·T(B)`` (Little's law), at most ``slots`` (vectorized).
 
     ``tokens_per_s`` is λ·O; ``iteration_seconds(B)`` the mean iteration at concurrency B (it must accept B with
@@ -103,6 +103,9 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None
     between them (the roots of this solve at a lower and a higher rate), with their iteration times; the
     scan is then skipped. ``high`` may be ``slots`` with h(slots) >= 0, where the answer is ``slots``. A
     bracket that does not hold the root is set aside for the scan.
+
+    ``scan_seconds``, when given, stands in for ``iteration_seconds`` at the scan's points (the same values: a
+    caller that kept them from a solve at another rate, since they do not depend on it).
     """
     rate = np.asarray(tokens_per_s, dtype=float)
     shape = np.broadcast(rate, slots).shape
@@ -114,7 +117,7 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None
         if np.any(h_lo < -slack) or np.any((h_hi > slack) & (hi < np.broadcast_to(slots, shape))):
             bracket = None
     if bracket is None:
-        lo, h_lo, hi, h_hi = _scan(rate, iteration_seconds, slots, shape)
+        lo, h_lo, hi, h_hi = _scan(rate, scan_seconds or iteration_seconds, slots, shape)
     # the secant of the last two points lands on a kink from its flat side at once
     side = np.zeros(shape)
     p, h_p, b, h_b = lo, h_lo, hi, h_hi
@@ -180,9 +183,10 @@ def _solved(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs):
     if near is not None:  # Little's law at those rates: B = λ·steps·T, at most the slots
         r_lo, t_lo, r_hi, t_hi = (np.asarray(v, dtype=float) for v in near)
         bracket = (np.minimum(r_lo * steps * t_lo, slots), t_lo, np.minimum(r_hi * steps * t_hi, slots), t_hi)
-    st = state_at(littles_law_concurrency(tokens_per_s, lambda x: state_at(x).iteration_seconds, slots, bracket))
-    tails = {q: state_at(np.minimum(st.concurrency + normal_quantile(q) * np.sqrt(st.concurrency),
-                                    np.maximum(slots, 1.0))) for q in QUANTILES}
+    scan = None if key is None else _scanned(key, lambda x: state_at(x).iteration_seconds)
+    st = state_at(littles_law_concurrency(tokens_per_s, lambda x: state_at(x).iteration_seconds, slots, bracket,
+                                          scan))
+    tails = _tail_states(st, slots, lambda b: steady_state(costs, rates, calib, concurrency=b, **kwargs))
     for state in (st, *tails.values()):  # shared by every later hit: a caller writing into one would change them
         for v in vars(state).values():
             if isinstance(v, np.ndarray):
@@ -197,7 +201,56 @@ def _solved(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs):
 
 _SOLVED: OrderedDict = OrderedDict()  # value key -> ((costs, calib), (steady state, tails)), latest last
 _KEPT_SOLVES = 128  # a move re-plans a few shapes at a few rates each; the sizing grid adds one per shape
-_solved.cache_clear = _SOLVED.clear  # aisize.plan.clear_caches finds it (cold-plan benchmarks)
+_SCANNED: OrderedDict = OrderedDict()  # (the solve's key less the rate) -> ((costs, calib), {ndim: T at the scan})
+_KEPT_SCANS = 64  # one per replica a move solves for (a shape at its lengths), at any rate
+
+
+def _clear() -> None:
+    _SOLVED.clear()
+    _SCANNED.clear()
+
+
+_solved.cache_clear = _clear  # aisize.plan.clear_caches finds it (cold-plan benchmarks)
+
+
+def _scanned(key, iteration_seconds):
+    """``scan_seconds`` of :func:`littles_law_concurrency` for the solve ``key`` (:func:`_solve_key`): the mean
+    iterations at the scan's points, slots / 2^k, read from a solve of the same replica at another rate (a rate
+    move solves each shape at new rates only; the scan's points and their steady states are the same at any)."""
+    value, held = key
+    # what the scan's points read: the costs and calibration, the GPU's rates, the slots and steady_state's
+    # arguments; not the rate, the steps (output_tokens and speculation are among the arguments) or the bracket
+    scan_key = value[:3] + (value[4],) + value[7:]
+
+    def seconds(points):
+        got = _SCANNED.get(scan_key)
+        if got is None or got[0][0] is not held[0] or got[0][1] is not held[1]:
+            got = _SCANNED[scan_key] = (held, {})
+            while len(_SCANNED) > _KEPT_SCANS:
+                _SCANNED.popitem(last=False)
+        _SCANNED.move_to_end(scan_key)
+        kept = got[1].get(points.shape)  # the points' shape: the solve's dimensions
+        if kept is None:
+            kept = got[1][points.shape] = np.asarray(iteration_seconds(points))
+            kept.flags.writeable = False
+        return kept
+    return seconds
+
+
+def _tail_states(st, slots, steady) -> dict:
+    """{q: steady state at the batch's q-quantile B + z·sqrt(B)} for q in QUANTILES, at most the slots, from one
+    call of ``steady(concurrency)`` (:func:`~aisize.serving.steady.steady_state`, elementwise: each point's figures
+    are those of a call of its own) with the quantiles along a new first axis; one call per quantile where a
+    figure of ``st`` has more dimensions than the batch (its other arguments would not broadcast after that axis)."""
+    points = [np.maximum(np.minimum(st.concurrency + normal_quantile(q) * np.sqrt(st.concurrency),
+                                    np.maximum(slots, 1.0)), 1e-9) for q in QUANTILES]
+    nd = np.ndim(points[0])
+    if any(np.ndim(v) > nd for v in vars(st).values()):
+        return {q: steady(b) for q, b in zip(QUANTILES, points)}
+    both = steady(np.stack(points))
+    fields = vars(both)
+    return {q: type(both)(**{k: v[j] if np.ndim(v) == nd + 1 else v for k, v in fields.items()})
+            for j, q in enumerate(QUANTILES)}
 
 
 class _Unkeyed(Exception):
