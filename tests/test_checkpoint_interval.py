@@ -48,6 +48,7 @@ def test_xe9680_full_fine_tune_checkpoints_before_it_ends(genai):
     c = t.checkpoint
     running = _running_seconds(t)
     yd = young_daly_interval(c.mtbf_seconds, c.write_seconds)
+    assert c.young_daly_seconds == pytest.approx(yd, rel=1e-12)  # the plan carries the optimum it capped
     assert yd > running  # the optimum alone would never checkpoint this job (749.7 min against ~535 min)
     assert c.interval_seconds == pytest.approx(running / 2, rel=1e-9)
     assert 260 * MINUTE < c.interval_seconds < 275 * MINUTE
@@ -84,11 +85,29 @@ def test_a_scenarios_own_interval_is_kept():
 
 def test_the_storage_and_the_report_read_the_plans_interval(genai):
     from aisize.report.context import ReportContext
-    from aisize.report.training_sections import checkpoint_table
+    from aisize.report.training_sections import checkpoint_table, interval_note, training
     from aisize.format import duration
 
     c = _job(genai, "Full fine-tune 8B").checkpoint
     [w] = [w for w in genai.storage.workloads if w["name"] == "Full fine-tune 8B checkpoints"]
     assert w["write_bytes_per_s"] == pytest.approx(c.checkpoint_bytes / c.interval_seconds, rel=1e-12)
-    shown = unescape(str(checkpoint_table(ReportContext(preset("xe9680-genai"), genai))))
+    ctx = ReportContext(preset("xe9680-genai"), genai)
+    shown = unescape(str(checkpoint_table(ctx)))
     assert f"<td>{duration(c.interval_seconds)}</td>" in shown
+    # the report says why this interval is not the optimum: 4.46 h, half the job; the optimum 12.5 h
+    assert (f"Full fine-tune 8B: {duration(c.interval_seconds)}, half its running time (the optimum, "
+            f"{duration(c.young_daly_seconds)}, is longer than the job)") in interval_note(ctx)
+    assert (duration(c.interval_seconds), duration(c.young_daly_seconds)) == ("4.46 h", "12.5 h")
+    assert interval_note(ctx) in unescape(str(training(ctx)))
+    assert "LoRA fine-tune 70B:" not in interval_note(ctx)  # its optimum, 2 h, is under half its 12 h
+
+
+def test_a_scenarios_interval_is_named_as_the_scenarios():
+    from aisize.report.context import ReportContext
+    from aisize.report.training_sections import interval_note
+
+    d = to_dict(preset("xe9680-genai"))
+    d["policies"]["checkpoint_interval_minutes"] = 90.0
+    sc = from_dict(d)
+    assert interval_note(ReportContext(sc, plan(sc))) == \
+        "Interval: the scenario's, 1.50 h (policies.checkpoint_interval_minutes)."

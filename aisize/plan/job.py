@@ -50,6 +50,7 @@ class CheckpointResult:
     write_bytes_per_s: float  # achieved, N:N
     write_seconds: float
     interval_seconds: float  # the plan's one interval: Young/Daly, at most half the job (ck.interval_for_job)
+    young_daly_seconds: float  # the Young/Daly optimum sqrt(2 x MTBF x write) at this size, capped or not
     mtbf_seconds: float
     restore_seconds: float  # RTO: read back + restart
     write_bytes_per_s_for_stall: float  # to keep writes under CHECKPOINT_MAX_STALL of the interval
@@ -317,8 +318,9 @@ def checkpoints(params, gpus, servers, ctx: C.HardwareContext, policies, running
         mtbf = ck.cluster_mtbf(policies.node_mtbf_hours * HOUR, servers)
     else:  # a published fleet's interruptions per GPU-hour and per server-hour (aisize.fleet.failures)
         mtbf = failure_rates(policies.failure_rates).mtbf_seconds(gpus, servers)
+    optimum = ck.young_daly_interval(mtbf, write.seconds)
     if policies.checkpoint_interval_minutes == "auto":
-        interval = ck.young_daly_interval(mtbf, write.seconds)
+        interval = optimum
         if running_seconds is not None:
             interval = ck.interval_for_job(interval, running_seconds)
     else:
@@ -328,7 +330,7 @@ def checkpoints(params, gpus, servers, ctx: C.HardwareContext, policies, running
                              restart_seconds=policies.restart_minutes * MINUTE)
     need = ck.write_bandwidth_for_stall(size.total_bytes, interval, C.CHECKPOINT_MAX_STALL)
     return CheckpointResult(size.total_bytes, size.shard_bytes, write.bytes_per_s, write.seconds, interval,
-                            mtbf, rto, need, write.storage_bound)
+                            optimum, mtbf, rto, need, write.storage_bound)
 
 
 def goodput(cp: CheckpointResult | None):

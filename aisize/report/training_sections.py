@@ -113,6 +113,24 @@ def checkpoint_table(ctx: ReportContext) -> Html:
                   "Restore", "Goodput"], rows, caption="Checkpoints and goodput", css="numeric")
 
 
+def interval_note(ctx: ReportContext) -> str:
+    """How the checkpoint interval was chosen, naming each job whose interval is half its running time because
+    the Young/Daly optimum is longer than the job ("" without checkpoints)."""
+    jobs = [t for t in ctx.plan.training if t.checkpoint is not None]
+    if not jobs:
+        return ""
+    given = ctx.scenario.policies.checkpoint_interval_minutes
+    if given != "auto":
+        return f"Interval: the scenario's, {duration(given * 60.0)} (policies.checkpoint_interval_minutes)."
+    capped = [f"{t.name}: {duration(c.interval_seconds)}, half its running time (the optimum, "
+              f"{duration(c.young_daly_seconds)}, is longer than "
+              f"{'the job' if c.young_daly_seconds >= 2 * c.interval_seconds else 'half the job'})"
+              for t in jobs if (c := t.checkpoint).interval_seconds < c.young_daly_seconds]
+    return ("Interval: the Young/Daly optimum √(2 × cluster MTBF × write time) (Young 1974; Daly 2006), at most "
+            "half the job's running time, so that every job writes a checkpoint by mid-run"
+            + (f". {'; '.join(capped)}." if capped else "."))
+
+
 def gpus_vs_days_frame(ctx: ReportContext, t):
     """GPUs this job needs at target times around its own (:func:`aisize.plan.gpus_vs_days`).
 
@@ -161,7 +179,7 @@ def training(ctx: ReportContext) -> Html:
                                        "exposed part of each parallelism's traffic, with efficiencies fitted "
                                        "on torchtitan's and NVIDIA's Megatron-Core published runs (see the "
                                        "accuracy appendix).")),
-           block(checkpoint_table(ctx))]
+           block(checkpoint_table(ctx), note(why) if (why := interval_note(ctx)) else "")]
     for t in p.training:
         out.append(h3(f"{t.name}"))
         out.append(_charts(ctx, t))

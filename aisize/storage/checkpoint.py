@@ -9,8 +9,9 @@ MTBF is the node MTBF / nodes. A job shorter than twice that optimum is checkpoi
 at half its running time instead (:func:`interval_for_job`): Young and Daly derive
 the optimum for a run many intervals long, and at an interval longer than the job a
 plan never checkpoints at all (a failure loses the whole run), which no storage or ML
-engineer signs; half the job is the longest interval that still writes one checkpoint
-before the end. Goodput (share of wall time doing useful
+engineer signs; at one near the job's length its one checkpoint comes just before
+the end and protects almost nothing. At half the job a checkpoint is written by
+mid-run, so a failure loses at most half of it. Goodput (share of wall time doing useful
 training), Daly's first-order model: lost = write/interval + (interval/2 + restart)/MTBF.
 
 References
@@ -155,8 +156,9 @@ def interval_for_job(interval_seconds, job_seconds):
     optimum), at most half the job, so that it writes at least one checkpoint before it ends [s].
 
     Young's and Daly's optimum assumes a run of many intervals (their expected rework is half an interval
-    per failure); a job shorter than the optimum would never checkpoint. At half the job a failure in its
-    second half loses at most half of it; a longer job keeps the optimum.
+    per failure); a job shorter than the optimum would never checkpoint, and one just longer would write its
+    only checkpoint near the end. At half the job a checkpoint is written by mid-run, so a failure loses at
+    most half of it; a job longer than twice the optimum keeps the optimum.
 
     References
     ----------
