@@ -69,7 +69,7 @@ def test_cost_cards_show_the_plans_verdict_and_the_gpu_rented(app):
     cost = app.open_tab("Cost")
     c = app.state.plan.cost
     assert f"<b>Buy or rent:</b> {verdict(c)}." in unescape(cost.figures.value)
-    assert "Renting h100-sxm" in cost.figures.value and shown(cost.figures.value, "cost.cloud") == 3.9
+    assert "Renting h100-sxm" in cost.figures.value and shown(cost.figures.value, "cost.cloud") == 6.88
     assert shown(cost.figures.value, "cost.payback") == "never"
     assert "within the 4-year life" in cost.figures.value  # renting wins at 12.5 % busy: no payback in the life
     assert app.state.set(("hardware", "server"), "dgx-b300") is None  # no public B300 rental rate

@@ -105,7 +105,7 @@ def test_cost_section_shows_the_plans_buy_or_rent_verdict():
     assert verdict(c).startswith("renting wins at 12.5 % busy") and f"Buy or rent: {verdict(c)}." in shown
     assert (f"never within the 4-year life (at 12.5 % busy; buying pays back at {F.pct(c.break_even_utilisation)} "
             "busy or more) Pays back" in shown)
-    assert "$3.90 per h100-sxm GPU-hour (aws-p5-on-demand) Cloud rate" in shown
+    assert "$6.88 per h100-sxm GPU-hour (aws-p5-on-demand) Cloud rate" in shown
     d = to_dict(preset("xe9680-genai"))
     d["hardware"]["server"] = "dgx-b300"  # no public B300 rental rate
     ctx = S.context(from_dict(d))
