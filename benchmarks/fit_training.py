@@ -25,6 +25,10 @@ Megatron-Core runs, copy of ``reference/training_megatron.csv``), each turned in
 ``--cross-validate`` adds a leave-one-model-out score: for each model, the speed constants are refitted
 (warm-started from the in-sample fit, :data:`CV_ITERS` iterations) without that model's rows and
 scored on them; the table gives in-sample and held-out rows within 15 % per model and in all.
+``--cross-validate-gpu`` does the same leaving one accelerator out. Only the Blackwell folds (B200, GB200,
+GB300 share their constants) test a constant on a GPU it was not fitted on: A100 is the one Ampere GPU and
+H100 the one Hopper GPU in the rows, so no remaining row moves their own efficiencies, which keep the
+in-sample values (the fold then tests only the shared constants, and the measured tables).
 
 ``--freeze NAME[KEY][=VALUE]`` holds a constant out of every fit (at VALUE, else the start's value) and
 ``--tie NAME[KEY]=NAME[KEY]`` makes one follow another: to test whether fewer fitted constants generalise
@@ -35,6 +39,7 @@ this script feeds it the public rows. ``--save FILE`` writes an :mod:`aisize.cal
 ``training`` section is the refit (the serving section aisize's own); prints the values to paste into
 :data:`aisize.training.calibration.CALIBRATION` and the fit's residuals; asserts nothing.
 Run: .venv/bin/python benchmarks/fit_training.py [--gemm-source kernels] [--moe-source kernels] [--cross-validate]
+     [--cross-validate-gpu]
      [--freeze ...] [--tie ...] [--start f.json] [--save f.json]
 """
 
@@ -112,16 +117,21 @@ def model_of(row) -> str:
     return getattr(row[1], "id", row[1])
 
 
-def cross_validate(rows, best):
-    """Leave-one-model-out: {model: (rows, in-sample within 15 %, held-out within 15 %, held-out log errors)}."""
+def gpu_of(row) -> str:
+    return getattr(row[2], "id", row[2])
+
+
+def cross_validate(rows, best, group=model_of):
+    """Leave-one-group-out (``group``: :func:`model_of` or :func:`gpu_of`):
+    {group: (rows, in-sample within 15 %, held-out within 15 %, held-out log errors)}."""
     inside = T.log_errors(rows, best)
     out = {}
-    for name in dict.fromkeys(model_of(r) for r in rows):
-        train = [r for r in rows if model_of(r) != name]
-        test = [r for r in rows if model_of(r) == name]
+    for name in dict.fromkeys(group(r) for r in rows):
+        train = [r for r in rows if group(r) != name]
+        test = [r for r in rows if group(r) == name]
         held_cal, _ = T.fit_speed(train, best, iters=CV_ITERS)
         held = T.log_errors(test, held_cal)
-        mine = np.array([e for r, e in zip(rows, inside) if model_of(r) == name])
+        mine = np.array([e for r, e in zip(rows, inside) if group(r) == name])
         out[name] = (len(test), int(np.sum(np.abs(np.expm1(mine)) <= TOLERANCE)),
                      int(np.sum(np.abs(np.expm1(held)) <= TOLERANCE)), held)
     return out
@@ -136,7 +146,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gemm-source", choices=kernel_gemms.GEMM_SOURCES, default=kernel_gemms.DEFAULT_GEMM_SOURCE)
     ap.add_argument("--moe-source", choices=kernel_moe.MOE_SOURCES, default=kernel_moe.DEFAULT_MOE_SOURCE)
-    ap.add_argument("--cross-validate", action="store_true")
+    ap.add_argument("--cross-validate", action="store_true", help="leave one model out")
+    ap.add_argument("--cross-validate-gpu", action="store_true",
+                    help="leave one accelerator out (a generation with one GPU keeps its own constants' in-sample values)")
     ap.add_argument("--save", metavar="FILE")
     ap.add_argument("--freeze", metavar="NAME[KEY][=VALUE]", action="append", default=[],
                     help="hold a speed constant out of the fit (at VALUE, else the shipped value); repeatable")
@@ -164,10 +176,12 @@ if __name__ == "__main__":
         print(f"  {label:4s} {100 * (np.exp(e) - 1):+6.1f}%")
     within = np.mean(np.abs(np.exp(err) - 1) <= 0.15)
     print(f"within 15 %: {within:.0%}; median |err| {100 * np.median(np.abs(np.exp(err) - 1)):.1f}%")
-    if args.cross_validate:
-        cv = cross_validate(rows, cal)
-        print(f"leave-one-model-out ({CV_ITERS} LM iterations per refit), rows within 15 %:")
-        print(f"  {'model':18s} rows in-sample held-out  held-out median |err|  held-out errors")
+    for flag, group, what in ((args.cross_validate, model_of, "model"), (args.cross_validate_gpu, gpu_of, "GPU")):
+        if not flag:
+            continue
+        cv = cross_validate(rows, cal, group)
+        print(f"leave-one-{what}-out ({CV_ITERS} LM iterations per refit), rows within 15 %:")
+        print(f"  {what:18s} rows in-sample held-out  held-out median |err|  held-out errors")
         for name, (n, ins, held, e) in cv.items():
             each = " ".join(f"{100 * x:+.0f}" for x in np.expm1(e))
             print(f"  {name:18s} {n:4d} {ins:9d} {held:8d}  {100 * np.median(np.abs(np.expm1(e))):6.1f}%  {each}")
