@@ -30,8 +30,8 @@ from aisize.format.tables import (HEADERS, MS_COLUMNS, SHARES, SUFFIXES, WIDTH, 
                                   table, table_cells, text_table, unit_of)
 
 __all__ = ["DASH", "HEADERS", "JOULES_PER_KWH", "MS_COLUMNS", "SCALE_WORDS", "SHARES", "SI_PREFIXES", "SI_UNITS",
-           "SMALLEST", "SUFFIXES", "Shown", "UNBOUNDED", "WIDTH", "WORDS", "availability", "bytes_gpu", "bytes_si", "cell",
-           "count", "days", "decimals_for", "duration", "energy", "engineering", "fit_lines", "header", "hours",
+           "SMALLEST", "SUFFIXES", "Shown", "UNBOUNDED", "WIDTH", "WORDS", "availability", "bytes_gpu", "bytes_si",
+           "cell", "count", "days", "decimals_for", "duration", "energy", "engineering", "fit_lines", "header", "hours",
            "in_unit", "large", "layout", "ms", "noun_for", "num", "parallelism", "pct", "per_s", "plural", "points",
            "pool_shapes", "power", "quantity", "rate", "serving_shape", "sig", "small", "span", "table", "table_cells",
            "text_table", "unit_of", "usd", "yes_no"]
