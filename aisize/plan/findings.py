@@ -277,7 +277,7 @@ def _storage_queue_basis(plan) -> list[Finding]:
                iops_published=b.published_iops_per_s is not None, unit_io_per_s=b.unit_rate_per_s,
                iops_derived=b.iops_derived, iops_node_ceiling_per_s=b.iops_node_ceiling_per_s,
                latency_published=b.latency_published, latency_seconds=b.latency_seconds,
-               latency_basis=b.latency_basis)]
+               latency_source=b.latency_source)]
 
 
 def _fleet(plan) -> list[Finding]:

@@ -21,7 +21,7 @@ from aisize.plan.storage import StoragePlan
 from aisize.queueing import Station, latency_vs_concurrency
 from aisize.serving.curves import latency_curve as serving_latency_curve
 from aisize.serving.pools import disaggregated_curve
-from aisize.storage.published import LATENCY_BASIS, node_ops_ceiling_per_s
+from aisize.storage.published import node_ops_ceiling_per_s
 
 # Where the storage queue's unloaded latency comes from (StorageQueueBasis.latency_source), worded by
 # aisize.present.storage_text: the system's own published figure, or the planner's default, typical of
@@ -140,9 +140,6 @@ class StorageQueueBasis:
     latency_source: str  # LATENCY_PUBLISHED: the row's figure; LATENCY_TYPICAL: STORAGE_LATENCY_SECONDS
     channels: int  # Little's-law channels, rated IO/s x unloaded latency [count] (informative)
     iops_node_ceiling_per_s: float | None = None  # derived IOPS only: the published per-node cap they hold to [1/s]
-    # transitional: plan/findings.py passes these words to present/findings.py until both word latency_source
-    # (/tmp/h5/W4_findings.patch); no other reader
-    latency_basis: str = ""
 
     @property
     def latency_published(self) -> bool:
@@ -176,4 +173,4 @@ def storage_queue_basis(plan) -> StorageQueueBasis:
         rec.iops_io_size_bytes if rec is not None else None,
         published is None or unit < published, float(station.service_seconds),
         LATENCY_PUBLISHED if own else LATENCY_TYPICAL, int(station.servers),
-        node_ops_ceiling_per_s() if derived else None, f"published by {s.system}" if own else LATENCY_BASIS)
+        node_ops_ceiling_per_s() if derived else None)

@@ -12,6 +12,7 @@ from aisize.format import bytes_gpu, count, days, duration, layout, ms, num, pct
 from aisize.present.cost_text import verdict
 from aisize.present.jobstreams import stream_target_text
 from aisize.present.slo_text import slo_reason_text
+from aisize.present.storage_text import latency_basis
 from aisize.present.training_text import days_range_text, throughput_basis_text
 from aisize.units import GB
 from aisize.present.words import worded
@@ -298,9 +299,8 @@ def _storage_queue(x) -> str:
         said.append(f"no measured IOPS (its rating is derived from its drives and network{cap}: an upper bound), "
                     f"so at the IO blend's mean IO size a unit serves {sig(x['unit_io_per_s'])} IO/s")
     if not x["latency_published"]:
-        basis = f", {x['latency_basis']}" if x.get("latency_basis") else ""
         said.append(f"no IO latency, so its queue assumes the planner's default, {ms(x['latency_seconds'])} "
-                    f"unloaded{basis}")
+                    f"unloaded, {latency_basis(x['latency_source'], x['system'])}")
     return f"storage {x['system']} publishes " + "; and ".join(said)
 
 

@@ -27,7 +27,6 @@ from functools import lru_cache
 from statistics import median
 
 RESULTS_FILE = "storage_published_results.csv"
-LATENCY_BASIS = "typical of published all-flash file systems (SPECstorage Solution 2020), not this system's"
 
 
 @dataclass(frozen=True)
