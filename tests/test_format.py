@@ -77,8 +77,10 @@ def significant_digits(number: str) -> int:
     return len(digits)
 
 
-# a cell or paragraph that cites a source quotes it verbatim ("FP8 1978.9", "arXiv:2307.08691")
-CITATION = re.compile(r"arXiv|datasheet|whitepaper|\.csv|\.yaml|config\.json|Table \d|Sec\. ")
+# a cell or paragraph that cites a source quotes it verbatim ("FP8 1978.9", "arXiv:2307.08691", a price page's
+# "$34.608/hour" beside its address)
+CITATION = re.compile(r"arXiv|datasheet|whitepaper|\.csv|\.yaml|config\.json|Table \d|Sec\. |"
+                      r"\b[\w-]+\.(?:com|org|net|io)/")
 
 
 def visible_text(markup: str) -> str:
