@@ -12,7 +12,9 @@ import pytest
 from aisize.app import build_app
 from aisize.app.sections import network as section
 from aisize.network.fabric import Nics, cables, choose_fabric
-from aisize.plan import bom_table, plan
+from aisize.plan import plan
+from aisize.plan.network import UnusedNics
+from aisize.present.network_text import bom_table, unused_nics_sentence, unused_nics_text
 from aisize.scenario import preset
 
 PRESETS = ("xe9680-genai", "serving-at-scale", "agentic-coding")
@@ -60,7 +62,7 @@ def test_serving_at_scale_buys_the_links_its_fabric_table_shows(plans):
     assert (n.compute_nics, n.compute_fabric["endpoints"], n.compute_fabric["switches"]) == (80, 100, 6)
     assert n.compute_fabric["endpoint_cables"] == 80 and n.compute_fabric["leaf_spine_cables"] == 128
     assert n.compute_links == 208 == _bom(p, "compute fabric links")["quantity"]
-    assert n.compute_nics_unused == 0 and n.compute_nics_unused_reason == ""
+    assert n.compute_nics_unused == 0 and n.unused_nics is None and unused_nics_text(n.unused_nics) == ""
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -80,8 +82,10 @@ def test_nics_without_a_fabric_carry_the_plans_reason(plans, name):
     n = p.network
     assert n.compute_fabric["switches"] == 0 and n.compute_nics == {"xe9680-genai": 16, "agentic-coding": 120}[name]
     assert n.no_compute_fabric and n.compute_nics_unused == n.compute_nics
-    assert "no workload spans servers" in n.compute_nics_unused_reason
-    assert n.compute_nics_unused_reason in _bom(p, "compute NIC")["item"]  # the BOM reads the same field
+    assert n.unused_nics == UnusedNics(n.compute_nics, tuple(pool.name for pool in p.pools), True)
+    why = unused_nics_text(n.unused_nics)
+    assert why == "in the servers; unused: no workload spans servers, so no compute fabric is bought"
+    assert _bom(p, "compute NIC")["item"] == f"compute NIC {n.compute_link} ({why})"  # the BOM words the same value
     assert _bom(p, "compute fabric links")["quantity"] == 0
 
 
@@ -91,8 +95,7 @@ def test_the_network_tab_shows_the_reason_and_the_bom_links(app, plans, name):
     tab = app.open_tab("Network")
     n = app.state.plan.network
     expected = plans[name].network
-    assert (n.compute_links, n.compute_nics_unused_reason) == (expected.compute_links,
-                                                               expected.compute_nics_unused_reason)
+    assert (n.compute_links, n.unused_nics) == (expected.compute_links, expected.unused_nics)
     compute, storage = _fabric_row(tab.fabric.value, section.LINKS_ROW)
     assert (compute, storage) == (n.compute_links, n.storage_links)
     parts = [_fabric_row(tab.fabric.value, section.FABRIC_ROWS[k])[0]
@@ -100,7 +103,7 @@ def test_the_network_tab_shows_the_reason_and_the_bom_links(app, plans, name):
     assert sum(parts) == _bom(plans[name], "compute fabric links")["quantity"]
     why = unescape(tab.why.value)
     if n.compute_fabric["switches"] == 0 and n.compute_nics > 0:
-        assert f"{n.compute_nics:,} compute NICs {n.compute_nics_unused_reason}" in why
+        assert f"{n.compute_nics:,} compute NICs {unused_nics_text(n.unused_nics)}" in why
         assert "NIC rate per GPU (no fabric)" in tab.figures.value
         assert "no compute fabric bought" in unescape(tab.result.value)
         assert "buys none" in unescape(tab.explorer_heading.value)
@@ -119,7 +122,28 @@ def test_the_reports_network_section_reads_the_same_links_and_reason(plans, name
     shown = unescape(str(network(ReportContext(preset(name), p))))
     assert f"<td>Links bought (optics, cables)</td><td>{n.compute_links:,.0f}</td><td>{n.storage_links:,.0f}</td>" \
         in shown
-    if n.compute_nics_unused_reason:
-        assert f"{n.compute_nics_unused:,} compute NICs {n.compute_nics_unused_reason}." in shown
+    if n.unused_nics:
+        assert f"{unused_nics_sentence(n)}." in shown
     else:
         assert "compute NICs in the servers" not in shown
+
+
+@pytest.mark.parametrize("unused, words", [
+    (UnusedNics(16, ("default",), True), "no workload spans servers"),
+    (UnusedNics(16, ("inference",), False), "no workload of pool inference spans servers"),
+    (UnusedNics(32, ("inference", "batch"), False), "no workload of pools inference, batch spans servers")])
+def test_the_wording_reproduces_the_planners_old_sentence(unused, words):
+    # the sentence plan/network.py built before the reason was typed (issue 47 item 4)
+    assert unused_nics_text(unused) == f"in the servers; unused: {words}, so no compute fabric is bought"
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_the_json_keeps_the_reason_in_words(plans, name):
+    import json
+
+    from aisize.present.export import to_json
+
+    n = plans[name].network
+    data = json.loads(to_json(plans[name]))["network"]
+    assert "unused_nics" not in data and data["compute_nics_unused"] == n.compute_nics_unused
+    assert data["compute_nics_unused_reason"] == unused_nics_text(n.unused_nics)

@@ -91,7 +91,7 @@ def test_serving_at_scale_reads_its_pools():
 
 def test_no_compute_nic_is_listed_without_saying_why_when_there_is_no_fabric():
     """Issue 49: the default plan listed 16 InfiniBand NICs beside 0 switches and 0 links."""
-    from aisize.plan import bom_table
+    from aisize.present.network_text import bom_table
 
     p = plan(preset("xe9680-genai"))
     table = bom_table(p)

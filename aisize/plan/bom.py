@@ -8,8 +8,8 @@ ib-ndr", "storage yanrong-f9000x (unit)") and the placement table's "holds" cell
 not sentences: each is the identifier a customer reads on a BOM line (the catalog id of what is bought, with its
 pool), the key a cost line and the CSV rows are matched by, so they are data and are built here
 (tests/test_plan_no_words.py allows these functions and no other). A reason in words (why compute NICs are
-unused) is not such a label: it is the network plan's, appended to its line until it is typed (see that test's
-ALLOWED)."""
+unused) is not such a label: the network plan types it (:class:`aisize.plan.network.UnusedNics`) and
+:func:`aisize.present.network_text.bom_table`, the table every surface shows, appends its words to the line."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import pandas as pd
 from aisize.units import GB, TB, GiB
 
 SIGNIFICANT = 6  # floats in JSON keep 6 significant digits
+COMPUTE_NIC = "compute NIC"  # the compute NICs' line: this and the link id (present words why they are unused)
 
 
 def _round(x: float):
@@ -84,11 +85,9 @@ def bom_table(plan) -> pd.DataFrame:
     rows += [
         row("racks", plan.racks, "racks"),
         row("server power", plan.power_watts / 1e3, "kW"),
-        # the servers come with their NICs; with no compute fabric they connect to nothing, and the row says so
-        # (the plan's one reason, which the Network tab shows too)
-        row(f"compute NIC {net.compute_link}" + (f" ({net.compute_nics_unused_reason})"
-                                                 if net.compute_nics_unused_reason else ""),
-            net.compute_nics, "NICs"),
+        # the servers come with their NICs; with no compute fabric they connect to nothing, and
+        # aisize.present.network_text.bom_table words why on this line
+        row(f"{COMPUTE_NIC} {net.compute_link}", net.compute_nics, "NICs"),
         row("compute fabric switches", fab["switches"], "switches"),
         row("compute fabric links (optics, cables)", net.compute_links, "links"),
         row(f"storage NIC {net.storage_link}", net.storage_nics, "NICs"),

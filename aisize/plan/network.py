@@ -36,6 +36,16 @@ class PoolFabric:
 
 
 @dataclass(frozen=True)
+class UnusedNics:
+    """Compute NICs the servers ship with that no compute fabric connects, because no workload of their pools
+    spans servers (the words: :func:`aisize.present.network_text.unused_nics_text`)."""
+
+    count: int  # NICs in the servers of the idle pools
+    idle_pools: tuple[str, ...]  # pools that buy no compute fabric, in the plan's order
+    all_pools: bool  # every pool of the plan is idle (the words then name none)
+
+
+@dataclass(frozen=True)
 class NetworkPlan:
     """Compute fabric (scale-out) and storage network of all GPU servers.
 
@@ -63,7 +73,7 @@ class NetworkPlan:
     compute_links: float = 0.0  # cables/optics of the compute fabrics (growth ports get none)
     storage_links: float = 0.0  # cables/optics of the storage network
     compute_nics_unused: int = 0  # compute NICs in servers no compute fabric connects
-    compute_nics_unused_reason: str = ""  # why they are there and unused ("" when none is)
+    unused_nics: UnusedNics | None = None  # which pools they are in and why (None: every NIC is cabled)
 
     @property
     def no_compute_fabric(self) -> bool:
@@ -105,15 +115,14 @@ def _summed(fabrics) -> dict:
     return out
 
 
-def unused_nics(pools) -> tuple[int, str]:
-    """Compute NICs the servers ship with that no compute fabric connects, and why (the BOM's and the
-    Network tab's one reason)."""
+def unused_nics(pools) -> UnusedNics | None:
+    """Compute NICs the servers ship with that no compute fabric connects, and the pools they are in (the
+    BOM's and the Network tab's one reason); None where every NIC is cabled."""
     idle = [p for p in pools if p.fabric.design == "none" and p.servers and p.fabric.nics_per_server]
     count = int(sum(p.fabric.nics_per_server * p.servers for p in idle))
     if not count:
-        return 0, ""
-    where = "" if len(idle) == len(pools) else f" of pool{'s' * (len(idle) > 1)} {', '.join(p.name for p in idle)}"
-    return count, f"in the servers; unused: no workload{where} spans servers, so no compute fabric is bought"
+        return None
+    return UnusedNics(count, tuple(p.name for p in idle), len(idle) == len(pools))
 
 
 def network_plan(primary: C.HardwareContext, hardware, pools, servers: int, nics: Nics, read_per_server: float,
@@ -127,9 +136,10 @@ def network_plan(primary: C.HardwareContext, hardware, pools, servers: int, nics
     first = pools[0].fabric
     compute_nics = sum(p.fabric.nics_per_server * p.servers for p in pools)
     storage_fabric = dataclasses.asdict(store.fabric)
+    idle = unused_nics(pools)
     return NetworkPlan(primary.scale_out_link.id, nics.nics_per_server, int(compute_nics), nics.per_gpu_bytes_per_s,
                        _summed([p.fabric for p in pools]), primary.storage_nic_link.id,
                        float(store.nics_per_server), float(store.nics_per_server) * servers,
                        storage_fabric, *scaleup, int(primary.accelerator.scaleup_domain),
                        first.design, first.reason, first.growth, float(sum(p.fabric.links for p in pools)),
-                       cables(storage_fabric), *unused_nics(pools))
+                       cables(storage_fabric), idle.count if idle else 0, idle)

@@ -23,6 +23,7 @@ from aisize.present.findings import finding_text
 from aisize.present.fleet_text import failures_basis_text, target_basis_text
 from aisize.present.jobstreams import job_streams_table, stream_target_text
 from aisize.present.kvtiers import kv_note_text
+from aisize.present.network_text import bom_table, unused_nics_text
 from aisize.present.service_text import model_source_text, service_note_text
 from aisize.present.slo_text import slo_reason_text
 from aisize.present.training_text import days_range_text, throughput_basis_text
@@ -91,7 +92,7 @@ def findings_table(plan) -> pd.DataFrame:
     return pd.DataFrame([_finding_row(f) for f in plan.findings], columns=["severity", "area", "code", "text"])
 
 
-TABLES = {"bom": bom.bom_table, "cost": cost_table, "placement": bom.placement_table,
+TABLES = {"bom": bom_table, "cost": cost_table, "placement": bom.placement_table,
           "timeline": bom.timeline_table, "job_streams": job_streams_table, "workloads": workloads_table,
           "storage": bom.storage_table, "findings": findings_table}
 
@@ -110,6 +111,9 @@ def to_dict(plan) -> dict:
     job's throughput and time-range basis, and the fleet's failures basis and each service's target basis, as its
     sentence."""
     data = bom.to_dict(plan)
+    if "network" in data:  # the typed reason for idle compute NICs, last in the network plan, as its words
+        data["network"].pop("unused_nics")
+        data["network"]["compute_nics_unused_reason"] = unused_nics_text(plan.network.unused_nics)
     if "findings" in data:
         data["findings"] = [_finding_row(f) for f in plan.findings]
     for d, s in zip(data.get("job_streams", []), plan.job_streams):

@@ -7,9 +7,10 @@ import pandas as pd
 import yaml
 
 from aisize import format as F
-from aisize.plan.bom import bom_table, placement_groups, timeline_table
+from aisize.plan.bom import placement_groups, timeline_table
 from aisize.present.cost_text import verdict
 from aisize.present.jobstreams import job_streams_table
+from aisize.present.network_text import bom_table
 from aisize.present.export import cost_table, workloads_table
 from aisize.present.figures import gpus_busy
 from aisize.present.findings import finding_text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aisize import catalog, charts
+from aisize.present.network_text import unused_nics_sentence
 from aisize.report.context import ReportContext
 from aisize.report.markup import DASH, Html, block, facts, figure, gb, note, pct, per_s, rate, sig, table
 from aisize.report.provenance import hardware_record
@@ -115,6 +116,5 @@ def network(ctx: ReportContext) -> Html:
                                     css="meta"))
                 + block(fabric, note("Leaf-spine (and core) counts from the switch radix and the "
                                      "oversubscription; each GPU server's NICs are endpoints."
-                                     + (f" {n.compute_nics_unused:,} compute NICs {n.compute_nics_unused_reason}."
-                                        if n.compute_nics_unused_reason else "")))
+                                     + (f" {unused_nics_sentence(n)}." if n.unused_nics else "")))
                 + block(links_t))

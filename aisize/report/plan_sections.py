@@ -6,8 +6,8 @@ import math
 
 from aisize import catalog
 from aisize import format as F
-from aisize.plan import bom_table
 from aisize.present.findings import finding_text
+from aisize.present.network_text import bom_table
 from aisize.report.context import ReportContext
 from aisize.report.markup import (DASH, Html, block, count, days, duration, esc, facts, note, para,
                                   sig, table)

@@ -21,6 +21,7 @@ from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
 from aisize.network import OPS, collective_seconds
+from aisize.present.network_text import unused_nics_sentence
 from aisize.units import GB
 
 PAYLOAD_GB_DEFAULT = 14.0  # 7e9 parameters x 2 bytes (BF16 gradients)
@@ -46,10 +47,9 @@ def format_seconds(seconds: float) -> str:
 
 def why_html(n) -> str:
     """The plan's reason for compute NICs no fabric connects, shown beside the cards ("" when every NIC is cabled)."""
-    if not n.compute_nics_unused_reason:
+    if n.unused_nics is None:
         return ""
-    text = (f"{n.compute_nics_unused:,} compute NICs {n.compute_nics_unused_reason}. The storage network "
-            "carries data and model loads.")
+    text = f"{unused_nics_sentence(n)}. The storage network carries data and model loads."
     return f"<p class='aisize-note' data-key='network.unused_nics'>{html.escape(text)}</p>"
 
 

@@ -17,10 +17,10 @@ import ipywidgets as widgets
 from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Section
-from aisize.plan import bom_table
 from aisize.present.assumption_text import assumption_sentences
 from aisize.present.export import to_json, write_csv
 from aisize.present.findings import finding_text
+from aisize.present.network_text import bom_table
 from aisize.present.summary import workload_tables
 from aisize.scenario import dumps
 
