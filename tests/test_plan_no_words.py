@@ -39,10 +39,6 @@ ALLOWED = {
     ("pools.py", "*"): "Candidate.why: the words of plan()'s error for a workload no pool fits",
     ("placement.py", "*"): "the words of the placement's refusals (errors raised by plan())",
     ("cluster.py", "_candidates"): "the reasons joined into plan()'s error for a workload no pool fits",
-    # words still to be typed: each names the reader that must change with it
-    ("network.py", "unused_nics"): "compute_nics_unused_reason: tests/test_network_one_truth.py reads it as text",
-    ("job.py", "_throughput"): "the scenario's throughput basis: ThroughputBasis (plan/training.py) "
-                               "carries no rate to word it from",
 }
 
 
