@@ -16,6 +16,7 @@ from aisize.plan import context as C
 from aisize.plan.kvtiers import plan_kv_tiers, serving_extras
 from aisize.plan.slo_reason import UnmetTargets
 from aisize.serving.curves import latency_elasticity
+from aisize.serving.estimate import estimate_capacity
 from aisize.serving.sizing import FleetChoice
 from aisize.serving.tails import STATISTIC_SUFFIX
 
@@ -289,13 +290,12 @@ def _evaluate(w, ctx, policies, arch, shape, replicas, one):
 
 def _capacity(ctx, arch, shape, one) -> tuple[bool, float]:
     """(fit, capacity [requests/s]) of a load-free replica of ``shape``: kept from an estimate at any rate, else
-    from the estimate without a rate (a third of the work: no queue to settle), which gives the same two figures
-    (load_free)."""
+    the estimate's without a rate (:func:`aisize.serving.estimate.estimate_capacity`: no queue to settle and no
+    latencies, which it would compute and this never reads), which gives the same two figures (load_free)."""
     key = _estimate_key(arch, ctx, shape, one)
     known = _capacities.get(key)
     if known is None:
-        est = serving.estimate(arch, ctx.accelerator, **one)
-        known = (bool(est.feasible), est.max_requests_per_s)
+        known = estimate_capacity(arch, ctx.accelerator, **one)
         _capacities.put(key, known)
     return known
 
