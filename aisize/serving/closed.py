@@ -12,7 +12,8 @@ admission while C fits the replica's slots (batch limit and KV pool):
   that of B requests with prefills spread over the iterations
   (:func:`~aisize.serving.steady.steady_state` with random arrivals);
 - TPOT is the mean iteration (decode-only iterations and those that carry a prefill), over the
-  tokens a step emits (more than one with speculative decoding);
+  tokens a step emits (more than one with speculative decoding); where the engine runs a prefill
+  alone (``Engine.mixes_prefill`` False, SGLang's own default), the decodes wait for it (:mod:`.steady`);
 - TTFT is the request's fixed time outside the GPU, the wait for the engine to take the
   request (the rest of the running iteration, length-biased, and one more iteration when
   the host has already scheduled the next one: an overlap scheduler), with TensorRT-LLM's
@@ -105,22 +106,27 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
         tau = st.tokens_per_step
         steps = 1.0 + (o - 1.0) / tau
         decoding = b * (steps - 1.0) / steps
-        room = np.maximum(max_num_tokens - decoding * (1.0 if speculation is None else speculation.verify_tokens), 1.0)
+        # with mixing, the prompt shares the budget and the iteration with the decodes; without, it runs alone
+        riding = decoding if launch.mixes_prefill else 0.0 * decoding
+        room = np.maximum(max_num_tokens - riding * (1.0 if speculation is None else speculation.verify_tokens), 1.0)
         # the iteration that carries this request's prompt (a longer prompt spans several full iterations)
         own_tokens = np.minimum(i, room)
-        graphed = launch.graphed(decoding, decoding + own_tokens, True)
-        own = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=ctx,
+        graphed = launch.graphed(riding, riding + own_tokens, True)
+        own = iteration_time(costs, rates, calib, decode_sequences=riding, decode_context=ctx,
                              prefill_tokens=own_tokens, prefill_prompts=1.0 + 0.0 * b, prompt_tokens=attention,
                              graphed=graphed, overlap=launch.overlap, speculation=speculation,
                              **shape.kwargs()).seconds
-        t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t1, np.maximum(own, t1))
-        residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean)  # length-biased rest of the running iteration
+        # the iteration that prefills (without mixing, steady_state's prefill step is it plus a decode iteration)
+        t_pre = st.prompt_iteration_seconds
+        t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t_pre, np.maximum(own, t_pre))
+        # length-biased rest of the running iteration (without mixing, a prefill iteration and then a decode one)
+        residual = ((1.0 - p) * t0**2 + p * t1**2 if launch.mixes_prefill else t0**2 + p * t_pre**2) / (2.0 * mean)
         scheduled = mean if launch.overlap else 0.0  # the host already chose the next iteration's batch
         # prompts queue for the token budget: without chunking q whole prompts fit an iteration (q servers,
         # each busy for the iteration that carries the prefill); with chunking they share the budget left
         # after decoding (one server, a prompt's share of it) -- as for random arrivals (:mod:`.latency`)
         fit = room / i if chunked_prefill else np.maximum(np.floor(room / i), 1.0)
-        servers, service = (1.0, t1 * i / room) if chunked_prefill else (fit, t1)
+        servers, service = (1.0, t_pre * i / room) if chunked_prefill else (fit, t_pre)
         x = np.minimum(c, cap) / np.maximum(e2e_prev - before_prev, 1e-12) if _ else 0.0 * b
         ok, _w, wait, _w95 = mgc_wait(np.maximum(x, 1e-12), np.maximum(service, 1e-12), servers, service_cv=0.0)
         rho = np.minimum(x * service / servers, 1.0)

@@ -43,6 +43,11 @@ References
        with ``--scheduler-recv-interval N`` > 1 the scheduler polls for new requests once its counter, +1 per
        decode or target-verify iteration and +1000 per any other, reaches N; default 1: every iteration) and
        ``server_args.py`` (``scheduler_recv_interval`` 1).
+.. [8] sgl-project/sglang ``python/sglang/srt/server_args.py`` (``enable_mixed_chunk = False``) and
+       ``managers/scheduler.py`` ``get_next_batch_to_run`` (a new prefill batch runs before the running decode
+       batch; ``mix_with_running`` joins them only with ``--enable-mixed-chunk``); TensorRT-LLM's in-flight
+       batching schedules context and generation requests in one batch (``microBatchScheduler.cpp``), as vLLM V1
+       does under its token budget (``v1/core/sched/scheduler.py``).
 """
 
 from __future__ import annotations
@@ -89,6 +94,11 @@ class Engine:
     # SGLang's --scheduler-recv-interval: new requests are taken in once every this many decode iterations
     # (1, every iteration: the default; InferenceX's DeepSeek-R1 recipes set 10 or 30) [7]
     scheduler_recv_interval: int = 1
+    # whether an iteration that prefills also advances the decoding sequences (in-flight batching [1, 3]). SGLang
+    # by default runs a prefill batch alone and the decodes wait for it (--enable-mixed-chunk off) [8], yet every
+    # catalog engine keeps True: with SGLang's False the cross-validated serving scores fell (docs/calibration.md,
+    # "Prefill alone"), so False is a deployment's choice (with_(mixes_prefill=False)), not a default
+    mixes_prefill: bool = True
     version: str = ""
     source: str = ""
 
@@ -132,7 +142,8 @@ class Engine:
         if graph is None:
             graph = max_batch_size if max_batch_size is not None else np.inf
         return Launch(graph * groups, self.cuda_graph_mixed_tokens * groups, self.overlap_scheduler,
-                      float(self.attention_dp_balance_iters), float(self.scheduler_recv_interval))
+                      float(self.attention_dp_balance_iters), float(self.scheduler_recv_interval),
+                      self.mixes_prefill)
 
 
 @dataclass(frozen=True)
@@ -145,6 +156,7 @@ class Launch:
     overlap: bool
     balance_iters: float = 0.0  # attention-DP prompts held until every rank has one, at most this many iterations
     recv_interval: float = 1.0  # the scheduler takes new requests in once every this many decode iterations
+    mixes_prefill: bool = True  # prefill work rides in the decode iteration (else a prefill iteration runs alone)
 
     def receive_wait_iterations(self, quantile=None):
         """Whole iterations a new request waits for the scheduler to take it in, beyond the running one's rest

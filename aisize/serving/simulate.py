@@ -5,7 +5,9 @@ iteration-time model, so a disagreement points at the queueing and batching
 approximations, not at the roofline. The scheduler is the one the closed forms
 describe (Orca/vLLM/TensorRT-LLM iteration-level scheduling [1, 2]):
 
-- each iteration, every running sequence past its prefill decodes one token;
+- each iteration, every running sequence past its prefill decodes one token; an engine that does not mix
+  prefill into decode iterations (``mixes_prefill`` False: SGLang's own default) runs an iteration with prompt work alone, the decodes
+  waiting for it (:attr:`~aisize.serving.engine.Engine.mixes_prefill`);
 - then waiting requests are admitted first-come first-served while the batch limit,
   the KV pool (blocks for the whole request when the engine reserves them) and the
   token budget allow; without chunked prefill a prompt must fit the budget whole and
@@ -210,7 +212,8 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                 seen_until = env.now
                 continue
             decoding = [r for r in running if r.prefilled >= r.prompt]
-            budget = max_num_tokens - len(decoding) * verify
+            mixes = launch.mixes_prefill  # else a prefill iteration runs alone and the decodes wait for it
+            budget = max_num_tokens - (len(decoding) * verify if mixes else 0)
             batch = len(running)
             # admit in order: KV blocks, batch slots, and (unchunked) the whole prompt within the budget
             while waiting and batch < max_batch_size and waiting[0].visible <= cutoff:
@@ -242,6 +245,8 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                         sq += float(prefill_work(r.prompt, r.cached)[1]) ** 2
             if not chunk and decoding and len(decoding) == len(running):
                 t = ahead.next(version[0], decoding, step_seconds)
+            elif chunk and not mixes:
+                t = float(step_seconds(0, 0.0, prefill_tokens, sampling, sq))
             else:
                 ctx = sum(r.prompt + r.generated for r in decoding) / len(decoding) if decoding else 0.0
                 t = float(step_seconds(len(decoding), ctx, prefill_tokens, sampling, sq))
@@ -260,7 +265,7 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                         r.prefilled += chunk[id(r)]
                         if r.prefilled >= r.prompt:
                             r.first_token, r.generated = env.now, 1
-                    elif r.prefilled >= r.prompt:
+                    elif r.prefilled >= r.prompt and mixes:
                         r.generated += tau
             for r in [r for r in running if r.prefilled >= r.prompt and r.generated >= r.output]:
                 r.done = env.now

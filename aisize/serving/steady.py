@@ -26,6 +26,10 @@ batch, so a few prompt tokens ride along free while many turn it compute-bound):
   arrivals prompts still come whole while they fit the budget, and a longer one spans
   ``ceil(I / budget)`` iterations of a full budget.
 
+An engine that does not mix (``Engine.mixes_prefill`` False; SGLang's own default [6]) runs an iteration with prompt work alone, on the whole
+token budget, and the decoding sequences wait for it: per decode step they wait a share of such an iteration,
+so the step that prefills costs the prefill alone plus a decode iteration, not one iteration carrying both.
+
 Concurrency is bounded by the engine's batch limit, the KV pool (each request
 holding blocks for its whole length when the engine reserves them) and the token
 budget (``B (I + O - 1) / O`` tokens per iteration on average).
@@ -43,6 +47,9 @@ References
 .. [5] Rényi 1953, "On the theory of order statistics", Acta Math. Acad. Sci. Hungar. 4: the gaps
        between n exponential waits of rate r, in order, are exponential of rates n·r, (n-1)·r, ..., r,
        so the longest has mean H_n / r, H_n the n-th harmonic number.
+.. [6] sgl-project/sglang ``server_args.py`` (``enable_mixed_chunk = False``), ``managers/scheduler.py``
+       ``get_next_batch_to_run`` (a new prefill batch runs before the decode batch; mixed only with
+       ``--enable-mixed-chunk``); :attr:`aisize.serving.engine.Engine.mixes_prefill`.
 """
 
 from __future__ import annotations
@@ -72,6 +79,17 @@ class SteadyState:
     output_tokens_per_s: object
     requests_per_s: object
     tokens_per_step: float = 1.0  # τ: tokens a decode step emits per sequence (speculative decoding)
+    # whether prefill work rides in a decode iteration; without, prefill_iteration_seconds is a prefill iteration
+    # alone plus the decode iteration after it (what a decoding sequence waits per step that prefills)
+    mixes_prefill: bool = True
+
+    @property
+    def prompt_iteration_seconds(self):
+        """The iteration in which a prompt prefills and samples its first token [s]: with mixing the one carrying
+        prefill work, without it the prefill iteration alone."""
+        if self.mixes_prefill:
+            return self.prefill_iteration_seconds
+        return self.prefill_iteration_seconds - self.decode_iteration_seconds
 
     @property
     def tpot_seconds(self):
@@ -167,9 +185,16 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
     decoding = b - m
     kw = shape.kwargs()
     verify = 1.0 if speculation is None else speculation.verify_tokens
-    budget = np.maximum(max_num_tokens - decoding * verify, 1.0)  # prompt tokens an iteration may still take
-    if chunked_prefill and arrivals == "burst":  # a waiting queue fills every iteration's budget
+    mixes = launch.mixes_prefill
+    # prompt tokens an iteration may still take: what decoding leaves of the budget, or all of it where a prefill
+    # iteration runs alone
+    budget = np.maximum(max_num_tokens - (decoding * verify if mixes else 0.0), 1.0)
+    if chunked_prefill and arrivals == "burst" and mixes:  # a waiting queue fills every iteration's budget
         prefill_tokens, prompts, share = m * i, m, None
+        spans = np.ceil(i / budget)
+    elif chunked_prefill and arrivals == "burst":  # ... or runs alone in iterations of a full budget
+        share = np.minimum(m * i / budget, 1.0)
+        prefill_tokens, prompts = m * i / share, m / share
         spans = np.ceil(i / budget)
     else:
         # whole prompts while they fit the budget; with chunking a longer prompt spans
@@ -193,12 +218,16 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
     # (numpy's cost per operation, not the arithmetic, is most of an iteration's evaluation here)
     nd = max(np.ndim(x) for x in (decoding, ctx, i, attention, prefill_tokens, prompts, *kw.values()))
     prefill_tokens, prompts = _without_and_with(prefill_tokens, nd), _without_and_with(prompts, nd)
-    graphed = launch.graphed(decoding, decoding * verify + prefill_tokens, prompts > 0)
+    # without mixing, the prefill iteration carries no decoding sequences and the decode iteration follows it
+    running = decoding if mixes else _without_and_with(decoding, nd)[::-1]
+    graphed = launch.graphed(running, running * verify + prefill_tokens, prompts > 0)
     decode_only, with_prefill = iteration_time(
-        costs, rates, calib, decode_sequences=decoding, decode_context=ctx, prefill_tokens=prefill_tokens,
+        costs, rates, calib, decode_sequences=running, decode_context=ctx, prefill_tokens=prefill_tokens,
         prefill_prompts=prompts, prompt_tokens=attention, graphed=graphed, overlap=launch.overlap,
         speculation=speculation, **kw).seconds
+    if not mixes:  # the decoders advance once per prefill iteration and the decode iteration after it
+        with_prefill = with_prefill + decode_only
     share = np.ones_like(with_prefill) if share is None else share
     mean = (1.0 - share) * decode_only + share * with_prefill
     requests = b / (steps * mean)
-    return SteadyState(b, mean, decode_only, with_prefill, share, spans, requests * o, requests, tau)
+    return SteadyState(b, mean, decode_only, with_prefill, share, spans, requests * o, requests, tau, mixes)
