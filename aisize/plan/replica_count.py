@@ -219,6 +219,14 @@ def elasticity_at(est, requests_per_s: float, statistic: str) -> float:
     return got[1]
 
 
+def _clear_elasticities() -> None:
+    _ELASTICITIES.clear()
+    _AT_RATE.clear()
+
+
+elasticity_at.cache_clear = _clear_elasticities  # aisize.plan.clear_caches finds it (cold-plan benchmarks)
+
+
 def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):
     """(replicas, KV tiers, estimate, met) for ``shape``: the fewest replicas the estimate says meet the targets,
     searched from the screen's ``n``; None where the shape does not fit or cannot beat ``floor`` GPUs."""
@@ -315,6 +323,7 @@ class _Kept:
 
     def __init__(self, kept: int):
         self.kept, self._entries = kept, {}
+        self.cache_clear = self._entries.clear  # on the entry, not the class: aisize.plan.clear_caches finds it
 
     def get(self, key):
         got = self._entries.get(key[:3])
