@@ -15,7 +15,7 @@ from aisize import serving
 from aisize.plan import context as C
 from aisize.plan.kvtiers import plan_kv_tiers, serving_extras
 from aisize.plan.slo_reason import UnmetTargets
-from aisize.serving.curves import latency_elasticity
+from aisize.serving.curves import above_threshold, latency_elasticity
 from aisize.serving.estimate import estimate_capacity
 from aisize.serving.sizing import FleetChoice
 from aisize.serving.tails import STATISTIC_SUFFIX
@@ -142,8 +142,9 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
     replicas, kv, est, _ = got
     free = load_free(w, arch)
     at = est  # the estimate the knee is read from, at `replicas`
+    above = _knee_screen(w, est, shape, replicas, floor) if free else {}
     for _ in range(TOP_UP_STEPS):
-        if below_knee(w, at):
+        if not above.get(replicas) and below_knee(w, at):  # a count screened past the knee is not solved alone
             break
         more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
         if more * shape.gpus >= floor:
@@ -162,6 +163,23 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
         if known is not None:  # the plan's figure: the same curve at the same rate
             _remember(est, at.requests_per_s, w.slo_statistic, known[1])
     return replicas, kv, est, True
+
+
+def _knee_screen(w, est, shape, replicas, floor) -> dict:
+    """{count: True} for the counts of the top-up walk from ``replicas`` (a load-free replica's: its curve is that
+    of any count) whose latency elasticity one batched solve puts clearly past the knee
+    (:func:`aisize.serving.curves.above_threshold`): the walk steps over them without a solve each. The count the
+    walk stops at, and any too near the knee to tell, are solved alone (:func:`below_knee`), so the plan's figure
+    and every stop are those of the walk without the screen."""
+    counts, n = [], replicas
+    while len(counts) < TOP_UP_STEPS and n * shape.gpus < floor and w.requests_per_s / n > 0:
+        counts.append(n)
+        n += max(1, math.ceil(n * TOP_UP_SHARE))
+    if len(counts) < 2:  # one count: its solve is the figure; a screen would add one
+        return {}
+    verdicts = above_threshold(est, [w.requests_per_s / c for c in counts], C.KNEE_ELASTICITY,
+                               statistic=w.slo_statistic)
+    return {c: True for c, v in zip(counts, verdicts) if v}
 
 
 def load_free(w, arch) -> bool:

@@ -147,3 +147,38 @@ def latency_elasticity(est, requests_per_s, *, rise: float = LOAD_RISE, statisti
         if math.isfinite(after):
             return elasticity(float(total[0]), float(after), float(r))
     return math.inf
+
+
+SCREEN_MARGIN = 1e-3  # latency ratio a screened elasticity must clear the threshold by: 1000 x the root's tolerance
+
+
+def above_threshold(est, rates_per_s, threshold: float, *, statistic: str = "mean", rise: float = LOAD_RISE,
+                    margin: float = SCREEN_MARGIN) -> list:
+    """For each per-replica rate: whether :func:`latency_elasticity` of ``est`` there is above ``threshold``,
+    screened with one solve for all the rates (a walk up the replica counts asks this at each count in turn).
+
+    A batched solve settles each root to the solver's tolerance (1e-6 relative, while a rate alone stops at its
+    own settling) and may pick another Erlang B method, so its figures differ from those of each rate alone in the
+    last digits: the answer is True or False only where the latency ratio of the first rise clears the
+    threshold's by ``margin`` and the raised load stays short of saturation; None where it is too near to tell
+    (the caller solves that rate alone). A rate at or past capacity is above it (inf, as alone)."""
+    lams = [float(checks.positive("requests_per_s", x, high=1e9)) for x in rates_per_s]
+    rises = [rise_within(lam, est.max_requests_per_s, rise) for lam in lams]
+    out = [True if r <= 0 else None for r in rises]
+    todo = [k for k, r in enumerate(rises) if r > 0]
+    if not todo:
+        return out
+    points = np.array([[lams[k], lams[k] * (1.0 + rises[k])] for k in todo])  # the operating point, the first rise
+    ls = _loaded(est, points.ravel())
+    suffix = STATISTIC_SUFFIX[checks.choice("statistic", statistic, tuple(STATISTIC_SUFFIX))]
+    ttft, tpot = (np.asarray(getattr(ls, f"{n}{suffix}_seconds"), dtype=float).reshape(-1, 2) for n in ("ttft", "tpot"))
+    total = ttft + (est.output_tokens - 1) * tpot
+    util = np.asarray(ls.utilisation, dtype=float).reshape(-1, 2)
+    for j, k in enumerate(todo):
+        now, after = total[j]
+        if not (now > 0 and math.isfinite(now) and math.isfinite(after) and util[j, 1] < 1.0 - margin):
+            continue  # alone: inf, or a smaller rise
+        gap = (after / now - 1.0) - threshold * rises[k]  # the latency ratio against the threshold's
+        if abs(gap) > margin:
+            out[k] = bool(gap > 0)
+    return out
