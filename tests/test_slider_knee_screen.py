@@ -55,9 +55,9 @@ def test_plans_are_the_same_with_and_without_the_screen(monkeypatch):
 
 def test_a_screen_that_skips_the_stop_changes_the_plan(monkeypatch):
     """The comparison above can fail: a screen calling every count past the knee walks to the end."""
-    def every(w, est, shape, replicas, floor):
-        return {n: True for n in range(replicas, replicas + 10**4)}
-    wrong, _ = _sweep(monkeypatch, every)
+    monkeypatch.setattr(RC, "above_threshold", lambda est, rates, threshold, **kw: [True] * len(rates))
+    wrong, _ = _sweep(monkeypatch, RC._knee_screen)
+    monkeypatch.undo()
     alone, _ = _sweep(monkeypatch, lambda *args: {})
     assert wrong != alone
 

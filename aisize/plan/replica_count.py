@@ -142,9 +142,10 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
     replicas, kv, est, _ = got
     free = load_free(w, arch)
     at = est  # the estimate the knee is read from, at `replicas`
-    above = _knee_screen(w, est, shape, replicas, floor) if free else {}
+    if free:
+        _knee_screen(w, est, shape, replicas, floor)
     for _ in range(TOP_UP_STEPS):
-        if not above.get(replicas) and below_knee(w, at):  # a count screened past the knee is not solved alone
+        if below_knee(w, at):
             break
         more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
         if more * shape.gpus >= floor:
@@ -166,20 +167,26 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
 
 
 def _knee_screen(w, est, shape, replicas, floor) -> dict:
-    """{count: True} for the counts of the top-up walk from ``replicas`` (a load-free replica's: its curve is that
+    """{count: its estimate} for the counts of the top-up walk from ``replicas`` (a load-free replica's: its curve is that
     of any count) whose latency elasticity one batched solve puts clearly past the knee
-    (:func:`aisize.serving.curves.above_threshold`): the walk steps over them without a solve each. The count the
-    walk stops at, and any too near the knee to tell, are solved alone (:func:`below_knee`), so the plan's figure
-    and every stop are those of the walk without the screen."""
+    (:func:`aisize.serving.curves.above_threshold`), each kept in :data:`_PAST_KNEE`: :func:`below_knee` answers for
+    them without a solve each. The count the walk stops at, and any too near the knee to tell, are solved alone, so
+    the plan's figure and every stop are those of the walk without the screen."""
     counts, n = [], replicas
     while len(counts) < TOP_UP_STEPS and n * shape.gpus < floor and w.requests_per_s / n > 0:
         counts.append(n)
         n += max(1, math.ceil(n * TOP_UP_SHARE))
     if len(counts) < 2:  # one count: its solve is the figure; a screen would add one
         return {}
-    verdicts = above_threshold(est, [w.requests_per_s / c for c in counts], C.KNEE_ELASTICITY,
-                               statistic=w.slo_statistic)
-    return {c: True for c, v in zip(counts, verdicts) if v}
+    rates = [est.requests_per_s] + [w.requests_per_s / c for c in counts[1:]]  # as the walk asks (_at_rate)
+    verdicts = above_threshold(est, rates, C.KNEE_ELASTICITY, statistic=w.slo_statistic)
+    past = {c: est if c == replicas else _at_rate(est, w.requests_per_s / c)  # the objects the walk asks about
+            for c, v in zip(counts, verdicts) if v}
+    for at in past.values():
+        _PAST_KNEE[(id(at), float(at.requests_per_s), w.slo_statistic)] = at
+    while len(_PAST_KNEE) > _KEPT_ELASTICITIES:
+        del _PAST_KNEE[next(iter(_PAST_KNEE))]
+    return past
 
 
 def load_free(w, arch) -> bool:
@@ -198,12 +205,15 @@ def below_knee(w, est) -> bool:
     at 92 % busy: 10 % more load, 42 % more latency), meeting them on paper and missing them at the first rise."""
     if not est.requests_per_s:
         return True
+    if _PAST_KNEE.get((id(est), float(est.requests_per_s), w.slo_statistic)) is est:
+        return False  # screened clearly past it (_knee_screen)
     return elasticity_at(est, est.requests_per_s, w.slo_statistic) <= C.KNEE_ELASTICITY
 
 
 _ELASTICITIES: dict = {}  # (id of the estimate, rate, statistic) -> (the estimate, its elasticity)
 _KEPT_ELASTICITIES = 64  # a move tries up to REFINE_SHAPES shapes, each at a few counts
 _AT_RATE: dict = {}  # (id of the estimate, rate) -> (the estimate, it at that rate)
+_PAST_KNEE: dict = {}  # (id of an estimate, rate, statistic) -> that estimate, screened past the knee there
 
 
 def _at_rate(est, requests_per_s: float):
@@ -240,6 +250,7 @@ def elasticity_at(est, requests_per_s: float, statistic: str) -> float:
 def _clear_elasticities() -> None:
     _ELASTICITIES.clear()
     _AT_RATE.clear()
+    _PAST_KNEE.clear()
 
 
 elasticity_at.cache_clear = _clear_elasticities  # aisize.plan.clear_caches finds it (cold-plan benchmarks)
