@@ -178,6 +178,9 @@ def _knee_screen(w, est, shape, replicas, floor) -> dict:
         n += max(1, math.ceil(n * TOP_UP_SHARE))
     if len(counts) < 2:  # one count: its solve is the figure; a screen would add one
         return {}
+    first = (id(est), float(est.requests_per_s), w.slo_statistic)
+    if (_ELASTICITIES.get(first, (None,))[0] is est) or _PAST_KNEE.get(first) is est:
+        return {}  # this walk ran before (a target's move, the same kept estimate): its answers are kept
     rates = [est.requests_per_s] + [w.requests_per_s / c for c in counts[1:]]  # as the walk asks (_at_rate)
     verdicts = above_threshold(est, rates, C.KNEE_ELASTICITY, statistic=w.slo_statistic)
     past = {c: est if c == replicas else _at_rate(est, w.requests_per_s / c)  # the objects the walk asks about
