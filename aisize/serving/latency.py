@@ -43,7 +43,7 @@ References
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, fields as record_fields
 
 import numpy as np
 
@@ -51,6 +51,7 @@ from aisize.queueing import mgc_wait
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 from aisize.serving.prefix import prefill_work
+from aisize.serving.shapes import ShapeGrid
 from aisize.serving.steady import balance_wait_iterations, steady_state
 from aisize.serving import tails as T
 from aisize.serving.tails import QUANTILES, Z95, normal_quantile, residual_quantile
@@ -263,6 +264,8 @@ def _value(x):
     numpy shortens with "...", raises :class:`_Unkeyed` (two such records may print the same)."""
     if isinstance(x, np.ndarray):
         return ("array", x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, ShapeGrid):  # its fields are arrays: by their bytes, not numpy's slow (and shortened) repr
+        return (type(x).__name__, tuple((f.name, _value(getattr(x, f.name))) for f in record_fields(x)))
     text = repr(x)
     if "..." in text:
         raise _Unkeyed(type(x).__name__)
