@@ -142,11 +142,19 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
     replicas, kv, est, _ = got
     free = load_free(w, arch)
     at = est  # the estimate the knee is read from, at `replicas`
-    if free:
-        _knee_screen(w, est, shape, replicas, floor)
+    walk, first = (w.name, shape), replicas
+    last = _STEPPED.pop(walk, 0)  # steps its last walk took: a long one is screened from the first count
+    _STEPPED[walk] = steps = 0
+    while len(_STEPPED) > _KEPT_ELASTICITIES:
+        del _STEPPED[next(iter(_STEPPED))]
+    screened = (_knee_screen(w, est, shape, replicas, floor, True, last + SCREEN_AHEAD) if free and
+                last >= SCREEN_AFTER else replicas - 1)  # counts up to this one screened
     for _ in range(TOP_UP_STEPS):
+        if free and steps >= SCREEN_AFTER - 1 and replicas > screened:  # a long walk: the next counts at once
+            screened = _knee_screen(w, est, shape, replicas, floor, replicas == first, 2 * SCREEN_AHEAD)
         if below_knee(w, at):
             break
+        _STEPPED[walk] = steps = steps + 1
         more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
         if more * shape.gpus >= floor:
             return None  # another shape already meets the targets short of its knee with fewer GPUs
@@ -166,30 +174,39 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
     return replicas, kv, est, True
 
 
-def _knee_screen(w, est, shape, replicas, floor) -> dict:
-    """{count: its estimate} for the counts of the top-up walk from ``replicas`` (a load-free replica's: its curve is that
-    of any count) whose latency elasticity one batched solve puts clearly past the knee
-    (:func:`aisize.serving.curves.above_threshold`), each kept in :data:`_PAST_KNEE`: :func:`below_knee` answers for
-    them without a solve each. The count the walk stops at, and any too near the knee to tell, are solved alone, so
-    the plan's figure and every stop are those of the walk without the screen."""
-    counts, n = [], replicas
-    while len(counts) < TOP_UP_STEPS and n * shape.gpus < floor and w.requests_per_s / n > 0:
-        counts.append(n)
+SCREEN_AFTER = 3  # a walk this many steps long is screened (fewer: a screen would cost what it saves)
+SCREEN_AHEAD = 3  # counts screened beyond the length of the last walk, or half as many as a screen in a walk
+
+
+def _knee_screen(w, est, shape, start, floor, own, counts) -> int:
+    """Screens the next ``counts`` counts of the top-up walk from ``start`` (a load-free replica's: its curve is
+    that of any count) with one batched solve (:func:`aisize.serving.curves.above_threshold`), keeping in
+    :data:`_PAST_KNEE` those clearly past the knee: :func:`below_knee` answers for them without a solve each. The
+    count the walk stops at, and any too near the knee to tell, are solved alone, so the plan's figure and every
+    stop are those of the walk without the screen. ``own``: ``est`` is the estimate at ``start`` (the walk's first
+    count); else each count's is ``est`` at its rate (:func:`_at_rate`). Returns the last count screened."""
+    asked, n = [], start
+    while len(asked) < counts and n * shape.gpus < floor and w.requests_per_s / n > 0:
+        asked.append(n)
         n += max(1, math.ceil(n * TOP_UP_SHARE))
-    if len(counts) < 2:  # one count: its solve is the figure; a screen would add one
-        return {}
-    first = (id(est), float(est.requests_per_s), w.slo_statistic)
-    if (_ELASTICITIES.get(first, (None,))[0] is est) or _PAST_KNEE.get(first) is est:
-        return {}  # this walk ran before (a target's move, the same kept estimate): its answers are kept
-    rates = [est.requests_per_s] + [w.requests_per_s / c for c in counts[1:]]  # as the walk asks (_at_rate)
+    if len(asked) < 2:  # one count: its solve is the figure; a screen would add one
+        return start
+
+    def at(c):  # the object the walk asks about at count c
+        return est if own and c == start else _at_rate(est, w.requests_per_s / c)
+    first = at(start)
+    key = (id(first), float(first.requests_per_s), w.slo_statistic)
+    if (_ELASTICITIES.get(key, (None,))[0] is first) or _PAST_KNEE.get(key) is first:
+        return asked[-1]  # this walk ran before (a target's move, the same kept estimate): its answers are kept
+    rates = [first.requests_per_s] + [w.requests_per_s / c for c in asked[1:]]  # as the walk asks (_at_rate)
     verdicts = above_threshold(est, rates, C.KNEE_ELASTICITY, statistic=w.slo_statistic)
-    past = {c: est if c == replicas else _at_rate(est, w.requests_per_s / c)  # the objects the walk asks about
-            for c, v in zip(counts, verdicts) if v}
-    for at in past.values():
-        _PAST_KNEE[(id(at), float(at.requests_per_s), w.slo_statistic)] = at
+    for c, v in zip(asked, verdicts):
+        if v:
+            one = at(c)
+            _PAST_KNEE[(id(one), float(one.requests_per_s), w.slo_statistic)] = one
     while len(_PAST_KNEE) > _KEPT_ELASTICITIES:
         del _PAST_KNEE[next(iter(_PAST_KNEE))]
-    return past
+    return asked[-1]
 
 
 def load_free(w, arch) -> bool:
@@ -217,6 +234,7 @@ _ELASTICITIES: dict = {}  # (id of the estimate, rate, statistic) -> (the estima
 _KEPT_ELASTICITIES = 64  # a move tries up to REFINE_SHAPES shapes, each at a few counts
 _AT_RATE: dict = {}  # (id of the estimate, rate) -> (the estimate, it at that rate)
 _PAST_KNEE: dict = {}  # (id of an estimate, rate, statistic) -> that estimate, screened past the knee there
+_STEPPED: dict = {}  # (service, shape) -> steps its last knee walk took (whether to screen from its first count)
 
 
 def _at_rate(est, requests_per_s: float):
@@ -254,6 +272,7 @@ def _clear_elasticities() -> None:
     _ELASTICITIES.clear()
     _AT_RATE.clear()
     _PAST_KNEE.clear()
+    _STEPPED.clear()
 
 
 elasticity_at.cache_clear = _clear_elasticities  # aisize.plan.clear_caches finds it (cold-plan benchmarks)
