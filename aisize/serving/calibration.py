@@ -108,7 +108,7 @@ GEMM_SOURCES = ("roofline", "kernels")
 #: time at one token beyond the roofline's (aisize.serving.kernel_moe.fixed_seconds)
 MOE_SOURCES = GEMM_SOURCES + ("kernel_fixed",)
 #: the calibration's switches between the roofline and the measured kernel tables (each one of GEMM_SOURCES)
-SOURCE_SWITCHES = ("gemm_source", "moe_source", "attention_source", "allreduce_source")
+SOURCE_SWITCHES = ("gemm_source", "moe_source", "attention_source", "allreduce_source", "gather_source")
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,10 @@ class Calibration:
     # where tensor-parallel all-reduces within a server come from: "roofline" (ring bandwidth + collective_seconds)
     # or "kernels" (the engine's and NCCL's all-reduce measured on the GPU, aisize.serving.kernel_allreduce)
     allreduce_source: str = "roofline"
+    # where attention-DP groups' gather and scatter of tokens around each MoE layer within a server come from:
+    # "roofline" ((dp - 1) shares over the link + collective_seconds, each) or "kernels" (NCCL's all-gather and
+    # reduce-scatter measured on the GPU, aisize.serving.kernel_allreduce.gather_scatter_seconds)
+    gather_source: str = "roofline"
     fitted: tuple = field(default=())  # names of the fitted attributes (gemm_efficiency[gen] for one generation)
     fitted_on: tuple = field(default=())  # the sets the fit used
     assumed: tuple = field(default=())  # values no public set identifies, stated as assumptions

@@ -48,6 +48,10 @@ References
        batch; ``mix_with_running`` joins them only with ``--enable-mixed-chunk``); TensorRT-LLM's in-flight
        batching schedules context and generation requests in one batch (``microBatchScheduler.cpp``), as vLLM V1
        does under its token budget (``v1/core/sched/scheduler.py``).
+.. [9] sgl-project/sglang ``python/sglang/srt/layers/dp_attention.py``: ``DpPaddingMode.MAX_LEN`` ("padding tokens
+       to max length and then gather tokens using all_gather_into_tensor", the default inside CUDA graphs), the
+       gathered buffer in the model's dtype (``init_dp_gathered_buffer``), the scatter by ``reduce_scatter_tensor``;
+       docs/calibration.md ("SGLang's attention-DP decode").
 """
 
 from __future__ import annotations
@@ -99,6 +103,10 @@ class Engine:
     # catalog engine keeps True: with SGLang's False the cross-validated serving scores fell (docs/calibration.md,
     # "Prefill alone"), so False is a deployment's choice (with_(mixes_prefill=False)), not a default
     mixes_prefill: bool = True
+    # attention-DP ranks gather every rank's 16-bit hidden states before each MoE layer with NCCL's all-gather and
+    # scatter the results with its reduce-scatter, read from NCCL's measured tables under the calibration's
+    # gather_source="kernels" (SGLang: DP_GATHER_NCCL) [9]
+    dp_gather_nccl: bool = False
     version: str = ""
     source: str = ""
 
@@ -176,6 +184,10 @@ class Launch:
         return np.where(with_prefill, mixed, decode)
 
 
+#: engines whose attention-DP gather and scatter are NCCL's all_gather_into_tensor and reduce_scatter_tensor of the
+#: 16-bit hidden states, padded to the largest rank's tokens inside CUDA graphs [9]
+DP_GATHER_NCCL = frozenset({"sglang"})
+
 GRAPHED = Launch(np.inf, np.inf, True)  # every iteration from a CUDA graph, host overlapped
 
 
@@ -193,7 +205,7 @@ def engine(key: str) -> Engine:
                   overlap_with_speculation=(r.overlap_scheduler if r.overlap_with_speculation is None
                                             else r.overlap_with_speculation),
                   kv_fraction_of_total=r.kv_fraction_of_total, limits_shared_by_dp=r.limits_shared_by_dp,
-                  version=r.version, source=r.source)
+                  dp_gather_nccl=r.id in DP_GATHER_NCCL, version=r.version, source=r.source)
 
 
 class _Engines(Mapping):

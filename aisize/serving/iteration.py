@@ -25,6 +25,9 @@ max(FLOPs / achieved peak, bytes / achieved bandwidth) [3]:
 - prefill attention: causal FLOPs ``2·d_attn·s²`` per layer per prompt;
 - with ``calib.allreduce_source == "kernels"``, the all-reduces within one server are read from the engine's
   measured all-reduce kernels (:mod:`aisize.serving.kernel_allreduce`);
+- with ``calib.gather_source == "kernels"``, attention-DP groups' gather and scatter around each MoE layer
+  within one server are NCCL's all-gather and reduce-scatter as measured on the GPU
+  (:func:`aisize.serving.kernel_allreduce.gather_scatter_seconds`);
 - with ``calib.attention_source == "kernels"``, decode and prefill attention (GQA/MHA and MLA) are read from
   the engine's attention kernels measured on the GPU where the tables cover the case
   (:mod:`aisize.serving.kernel_attention`), and the result says which share of their seconds was read;
@@ -78,6 +81,7 @@ import numpy as np
 from aisize.network.collectives import SCALEOUT_STEP_SECONDS  # one ring step across servers
 from aisize.serving import kernel_attention
 from aisize.serving.kernel_allreduce import allreduce_seconds as kernel_allreduce_seconds
+from aisize.serving.kernel_allreduce import gather_scatter_seconds as kernel_gather_scatter_seconds
 from aisize.serving.kernel_gemms import linear_seconds as kernel_linear_seconds
 from aisize.serving.kernel_moe import experts_seconds as kernel_experts_seconds
 from aisize.serving.kernel_moe import fixed_seconds as kernel_fixed_seconds
@@ -110,6 +114,7 @@ class Rates:
     kernel_attention: tuple | None = None  # (gpu, engine key): attention from measured kernels (kernel_attention)
     kernel_allreduce: tuple | None = None  # (gpu, engine key): TP all-reduces from measured kernels (kernel_allreduce)
     kernel_moe_fixed_only: bool = False  # kernel_moe gives only their fixed time per MoE layer (moe_source="kernel_fixed")
+    kernel_gather: str | None = None  # GPU id: attention-DP gather/scatter from NCCL's measured tables (gather_source)
 
 
 def achieved_rates(device, calib, engine=None) -> Rates:
@@ -129,7 +134,19 @@ def achieved_rates(device, calib, engine=None) -> Rates:
                  calib.value("layer_seconds", gen), calib.value("moe_layer_seconds", gen),
                  _kernel_source(device, calib, engine, "gemm_source"), _kernel_source(device, calib, engine, "moe_source"),
                  _kernel_source(device, calib, engine, "attention_source"),
-                 _kernel_source(device, calib, engine, "allreduce_source"), calib.moe_source == "kernel_fixed")
+                 _kernel_source(device, calib, engine, "allreduce_source"), calib.moe_source == "kernel_fixed",
+                 _gather_source(device, calib, engine))
+
+
+def _gather_source(device, calib, engine):
+    """The GPU whose NCCL tables give the attention-DP gather and scatter, where the calibration reads them and
+    the engine gathers with NCCL (:attr:`~aisize.serving.engine.Engine.dp_gather_nccl`), else None."""
+    if calib.gather_source != "kernels" or engine is None:
+        return None
+    if isinstance(engine, str):
+        from aisize.serving.engine import ENGINES
+        engine = ENGINES.get(engine)
+    return device.id if getattr(engine, "dp_gather_nccl", False) else None
 
 
 def _kernel_source(device, calib, engine, switch):
@@ -373,7 +390,11 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
             remote = cross_server_dispatch_seconds(n_group, costs.experts_per_token, ep, g, scaleup_domain,
                                                    costs.hidden, out)
             gather = np.maximum(gather, 0.5 * remote)
-        comm = comm + 2.0 * costs.moe_layers * np.where(dp > 1, gather, 0.0)
+        if rates.kernel_gather is not None and out is None:  # NCCL's all-gather + reduce-scatter, as measured
+            exchange = kernel_gather_scatter_seconds(rates.kernel_gather, dp * hidden_bytes, dp, 2.0 * gather)
+            comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
+        else:
+            comm = comm + 2.0 * costs.moe_layers * np.where(dp > 1, gather, 0.0)
     overhead = costs.layers * rates.layer_seconds + costs.moe_layers * rates.moe_layer_seconds + moe_fixed
     launch = np.where(graphed, 0.0, costs.layers * calib.eager_layer_seconds)
     host = rates.host_seconds_per_sequence * sampled * pp / dp

@@ -13,6 +13,20 @@ sweeps, or a GPU/engine without tables keeps the roofline form.
 Measured on B200 under TensorRT-LLM (bf16, 7,168 hidden): 5.4 to 6.0 µs for 1 to 4 tokens over 4 and 8 GPUs,
 16.5 µs for 64 tokens and 37.5 µs for 256 over 8; the roofline form gives 10.1, 12.2 and 19 µs
 (tests/test_serving_kernel_allreduce.py).
+
+Attention data parallelism gathers every rank's tokens before each MoE layer and scatters the results back:
+SGLang pads each rank's tokens to the largest rank's inside CUDA graphs and runs NCCL's ``all_gather_into_tensor``
+and ``reduce_scatter_tensor`` over the whole gathered buffer [1]. With ``calib.gather_source="kernels"``
+:func:`gather_scatter_seconds` reads both from NCCL's measured tables (the message is the whole buffer, as
+nccl-tests size it): on B200 over 8 GPUs a 10 MB buffer gathers in 54 µs, about 160 GB/s received per GPU,
+where the roofline's 0.8 x 900 GB/s gives 22 µs (tests/test_serving_kernel_allreduce.py).
+
+References
+----------
+.. [1] sgl-project/sglang ``python/sglang/srt/layers/dp_attention.py`` (``DpPaddingMode``: ``MAX_LEN`` pads
+       tokens to the largest rank's and gathers with ``all_gather_into_tensor``, the default inside CUDA graphs;
+       ``SUM_LEN`` gathers with an all-reduce) and ``dp_reduce_scatter_tensor``; docs/calibration.md
+       ("SGLang's attention-DP decode").
 """
 
 from __future__ import annotations
@@ -42,6 +56,44 @@ def curve(gpu: str, engine: str, gpus: int):
     finite = np.isfinite(t)
     upto = int(np.argmin(finite)) if not finite.all() else len(t)
     return None if upto < 2 else (np.log(GRID_BYTES[:upto]), np.log(t[:upto]))
+
+
+@lru_cache(maxsize=256)
+def collective_curve(gpu: str, collective: str, gpus: int):
+    """(ln bytes, ln seconds) of NCCL's measured ``collective`` over ``gpus`` GPUs of one server on
+    :data:`GRID_BYTES` up to the last message the tables cover, or None where they cover none."""
+    from aisize import kernels
+
+    try:
+        t = np.asarray(kernels.collective_seconds(gpu, collective, GRID_BYTES, np.full(GRID_BYTES.shape, float(gpus)),
+                                                  out_of_range="nan"), dtype=float)
+    except kernels.KernelDataMissing:
+        return None
+    finite = np.isfinite(t)
+    if finite.sum() < 2:
+        return None
+    start = int(np.argmax(finite))  # the sweeps start above the smallest grid message: below, its first time
+    upto = start + (int(np.argmin(finite[start:])) if not finite[start:].all() else len(t) - start)
+    return np.log(GRID_BYTES[start:upto]), np.log(t[start:upto])
+
+
+def gather_scatter_seconds(gpu: str, buffer_bytes, gpus, roofline):
+    """NCCL's all-gather plus reduce-scatter of a gathered buffer of ``buffer_bytes`` (16-bit, every rank's share)
+    over ``gpus`` GPUs of one server, measured where the tables cover both, else ``roofline`` (broadcast) [s]."""
+    size, n, fallback = np.broadcast_arrays(np.asarray(buffer_bytes, dtype=float), np.asarray(gpus, dtype=float),
+                                            np.asarray(roofline, dtype=float))
+    result = np.array(fallback, dtype=float)
+    x = np.log(np.maximum(size, MIN_MESSAGE_BYTES))
+    for g in np.unique(n[n > 1]):
+        if g != int(g):
+            continue
+        gather, scatter = (collective_curve(gpu, c, int(g)) for c in ("all_gather", "reduce_scatter"))
+        if gather is None or scatter is None:
+            continue
+        inside = (n == g) & (x <= min(gather[0][-1], scatter[0][-1]))
+        measured = np.exp(np.interp(x, *gather)) + np.exp(np.interp(x, *scatter))
+        result = np.where(inside, measured, result)
+    return result
 
 
 def allreduce_seconds(gpu: str, engine_key: str, payload_bytes, gpus, roofline):
