@@ -114,3 +114,30 @@ def test_no_verdict_inside_the_margin():
     assert curves.above_threshold(est, [r], e - 1.0, statistic="p95") == [True]
     assert curves.above_threshold(est, [1.01 * est.max_requests_per_s], 2.0) == [True]  # past capacity: inf
     clear_caches()
+
+
+def test_a_batch_differs_from_each_rate_alone_far_inside_the_margin():
+    """The margin's reason: the latency ratio a batched solve gives each rate is within 1e-6 of the rate's alone
+    (measured: 4e-11 at most), a thousandth of SCREEN_MARGIN."""
+    from aisize.plan.replica_count import _estimates
+    clear_caches()
+    d, ests = to_dict(preset(DEFAULT_PRESET)), []
+    _service(d)["requests_per_s"] = 200.0
+    for cv in (0.0, 0.8):  # every prompt of the mean length (the TTFT mixture), and a length distribution
+        _service(d)["output_cv"] = cv
+        plan(from_dict(d))
+        ests += [v[1] for v in _estimates._entries.values()]
+    worst, n = 0.0, 0
+    for est in ests:
+        rates = np.linspace(0.3, 0.95, 12) * est.max_requests_per_s
+        rises = [curves.rise_within(r, est.max_requests_per_s) for r in rates]
+        both = curves._loaded(est, np.ravel([[r, r * (1 + q)] for r, q in zip(rates, rises)]))
+        total = both.ttft_p95_seconds + (est.output_tokens - 1) * both.tpot_p95_seconds
+        for j, (r, q) in enumerate(zip(rates, rises)):
+            one = curves._loaded(est, np.array([r, r * (1 + q)]))
+            alone = one.ttft_p95_seconds + (est.output_tokens - 1) * one.tpot_p95_seconds
+            if np.all(np.isfinite(alone)):
+                worst = max(worst, abs(alone[1] / alone[0] - total[2 * j + 1] / total[2 * j]))
+                n += 1
+    assert n >= 24 and worst < 1e-3 * curves.SCREEN_MARGIN
+    clear_caches()
