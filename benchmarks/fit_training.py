@@ -32,14 +32,14 @@ in-sample values (the fold then tests only the shared constants, and the measure
 
 ``--freeze NAME[KEY][=VALUE]`` holds a constant out of every fit (at VALUE, else the start's value) and
 ``--tie NAME[KEY]=NAME[KEY]`` makes one follow another: to test whether fewer fitted constants generalise
-better (docs/training-cv.md).
+better (docs/training-cv.md). ``--untie-blackwell-16bit`` fits Blackwell's 16-bit GEMM efficiency apart from Hopper's.
 
 The fit itself is :mod:`aisize.calibrate.training` (each row through ``estimate(..., calibration=)``);
 this script feeds it the public rows. ``--save FILE`` writes an :mod:`aisize.calibration` file whose
 ``training`` section is the refit (the serving section aisize's own); prints the values to paste into
 :data:`aisize.training.calibration.CALIBRATION` and the fit's residuals; asserts nothing.
 Run: .venv/bin/python benchmarks/fit_training.py [--gemm-source kernels] [--moe-source kernels] [--cross-validate]
-     [--cross-validate-gpu]
+     [--cross-validate-gpu] [--untie-blackwell-16bit]
      [--freeze ...] [--tie ...] [--start f.json] [--save f.json]
 """
 
@@ -113,6 +113,20 @@ def tie(specs):
     T.TIED = T.TIED + tuple(pairs)
 
 
+def untie_blackwell_16bit():
+    """Fit ``gemm_efficiency[blackwell:16]`` as a constant of its own, in place of the rule of
+    :func:`aisize.calibrate.training.with_values` (Blackwell's 16-bit efficiency follows its 8-bit one at Hopper's
+    16/8-bit ratio), which lets Blackwell's bf16 rows move Hopper's constants (docs/training-cv.md)."""
+    T.SPEED = T.SPEED + (("gemm_efficiency", "blackwell:16", 0.2, 1.0),)
+    ratio_rule = T.with_values
+
+    def with_values(cal, x):
+        *_, lo, hi = T.SPEED[-1]
+        return ratio_rule(cal, x).with_(gemm_efficiency={"blackwell:16": float(min(max(x[-1], lo), hi))})
+
+    T.with_values = with_values
+
+
 def model_of(row) -> str:
     return getattr(row[1], "id", row[1])
 
@@ -154,6 +168,8 @@ if __name__ == "__main__":
                     help="hold a speed constant out of the fit (at VALUE, else the shipped value); repeatable")
     ap.add_argument("--tie", metavar="NAME[KEY]=NAME[KEY]", action="append", default=[],
                     help="the first constant follows the second in every fit; repeatable")
+    ap.add_argument("--untie-blackwell-16bit", action="store_true",
+                    help="fit gemm_efficiency[blackwell:16] on its own, not at Hopper's 16/8-bit ratio")
     ap.add_argument("--start", metavar="FILE", help="start from this calibration file's training section")
     args = ap.parse_args()
     kernel_gemms.DEFAULT_GEMM_SOURCE = args.gemm_source
@@ -163,6 +179,8 @@ if __name__ == "__main__":
     start = calibration.load(args.start).training if args.start else CALIBRATION
     start = freeze(start, args.freeze)
     tie(args.tie)
+    if args.untie_blackwell_16bit:
+        untie_blackwell_16bit()
     if args.freeze or args.tie:
         print("frozen: " + ", ".join(args.freeze) + "; tied: " + ", ".join(args.tie))
     cal = T.fit_jitter(rows, start, SCALE_PAIRS)
