@@ -336,25 +336,27 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     i, attention = prefill_work(full, cached_tokens)  # the prompt tokens computed, and their attention's length
     ctx = full + 0.5 * o if decode_context_tokens is None else decode_context_tokens
     verify = 1.0 if speculation is None else speculation.verify_tokens
-    room = np.maximum(max_num_tokens - st.concurrency * (steps - 1.0) / steps * verify, 1.0)
+    decoding = st.concurrency * (steps - 1.0) / steps
+    riding = decoding if launch.mixes_prefill else np.zeros_like(decoding)  # SGLang runs a prefill alone (engine.py [8])
+    room = np.maximum(max_num_tokens - riding * verify, 1.0)
+    t_pre = st.prompt_iteration_seconds  # the iteration a prompt samples in (without mixing: the prefill alone)
     # an arrival waits out the iteration in progress, landing in long ones more often (length-biased residual
     # E[T²] / 2E[T]; its quantiles: :func:`~aisize.serving.tails.residual_quantile`)
-    residual = ((1.0 - p) * t0**2 + p * t1**2) / (2.0 * mean)
+    residual = ((1.0 - p) * t0**2 + p * t1**2 if launch.mixes_prefill else t0**2 + p * t_pre**2) / (2.0 * mean)
     # a request's prefill iteration also carries the prompts that arrived during the iteration it
     # waited out, whose length is size-biased: E[T²]/E[T] = 2 x the residual
     fit = room / i if chunked_prefill else np.maximum(np.floor(room / i), 1.0)
     mine = np.minimum(1.0 + 2.0 * lam_s * residual, np.maximum(fit, 1.0))
-    decoding = st.concurrency * (steps - 1.0) / steps
     own_tokens = np.minimum(mine * i, room)
-    own = iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=ctx,
+    own = iteration_time(costs, rates, calib, decode_sequences=riding, decode_context=ctx,
                          prefill_tokens=own_tokens, prefill_prompts=mine, prompt_tokens=attention,
-                         graphed=launch.graphed(decoding, decoding + own_tokens, True), overlap=launch.overlap,
+                         graphed=launch.graphed(riding, riding + own_tokens, True), overlap=launch.overlap,
                          speculation=speculation, **shape.kwargs()).seconds
-    t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t1, own)
+    t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t_pre, own)
     if chunked_prefill:  # prompts share the budget left after decoding: one server, a prompt's share each
-        servers, service = 1.0, t1 * i / room
+        servers, service = 1.0, t_pre * i / room
     else:
-        servers, service = fit, t1
+        servers, service = fit, t_pre
     ok_pf, _, pf_wait, *pf_wait_q = mgc_wait(np.maximum(lam_s, 1e-12), np.maximum(service, 1e-12), servers,
                                              service_cv=prompt_cv, quantiles=QUANTILES)
     stable = stable & ok_pf
