@@ -21,7 +21,8 @@ from aisize.training import efficiency as E
 from aisize.training.calibration import CALIBRATION, from_dict
 from aisize.training.dims import model_dims
 from aisize.training.setup import default_links, engine
-from aisize.training.step_time import Moe, Recompute, step_breakdown
+from aisize.training.step_time import step_breakdown
+from aisize.training.values import Layouts, Options
 
 MODEL, GPU = "llama-3.1-8b", "h100-sxm"
 
@@ -33,14 +34,9 @@ def _step(cal, *, dp=8):
     eng = engine(acc, precision="bf16", framework="fsdp", optimizer="adamw", links=default_links(acc),
                  calibration=cal)
     assert eng.calibration is (CALIBRATION if cal is None else cal)
-    return step_breakdown(
-        model_dims(MODEL), recipe=eng.recipe, gen=eng.generation, framework="fsdp", compiled=False,
-        seq_len=8192, micro_batch=1, microbatches=1, accumulation=1, tp=np.int64(1), pp=np.int64(1),
-        cp=np.int64(1), dp=np.int64(dp), ep=np.int64(1), virtual_stages=1, schedule_code=0, rc=Recompute(0),
-        sp=False, stage=np.int64(3), high_peak=eng.high_peak, low_peak=eng.low_peak,
-        hbm_bytes_per_s=eng.hbm_bytes_per_s, links=eng.links, state_bytes_per_param=eng.optimizer_state_bytes,
-        gather_bytes=eng.gather_bytes, grad_bytes=eng.grad_bytes, moe=Moe(), exp_per_s=eng.exp_per_s,
-        calibration=eng.calibration)
+    lay = Layouts(seq_len=8192, micro_batch=1, microbatches=1, accumulation=1, tp=np.int64(1), pp=np.int64(1),
+                  cp=np.int64(1), dp=np.int64(dp), ep=np.int64(1), stage=np.int64(3))
+    return step_breakdown(model_dims(MODEL), lay, eng, Options(framework="fsdp"))
 
 
 def test_the_shipped_calibration_holds_the_validated_values():

@@ -25,13 +25,14 @@ from aisize.precision import bytes_per_element
 from aisize.training import comm, kernel_gemms, kernel_moe
 from aisize.training.dims import model_dims, resolve
 from aisize.training.efficiency import efficiency_constants
-from aisize.training.evaluate import Options, evaluate_layout, transformer_engine
+from aisize.training.evaluate import evaluate_layout
 from aisize.training.layer_kinds import model_flops_per_token
 from aisize.training.memory import TrainingMemory
 from aisize.training.moe import DISPATCHERS
 from aisize.training.parallel import TrainingLayout
 from aisize.training.recipes import recipe
 from aisize.training.setup import accelerator_record, default_links, engine
+from aisize.training.values import Options, transformer_engine
 from aisize.training.calibration import CALIBRATION as TRAINING_CALIBRATION
 from aisize.training.calibration import TrainingCalibration
 from aisize.training.calibration import resolve as resolve_calibration

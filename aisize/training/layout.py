@@ -33,7 +33,7 @@ from aisize import checks
 from aisize.memory.states import FRAMEWORK_STAGES
 from aisize.training.calibration import resolve as resolve_calibration
 from aisize.training.dims import resolve
-from aisize.training.evaluate import Options, evaluate, transformer_engine
+from aisize.training.evaluate import evaluate
 from aisize.training.memory import TrainingMemory
 from aisize.training.moe import DISPATCHERS
 from aisize.training.parallel import (RECOMPUTE, Degrees, ModelSizes, TrainingLayout, chunk_layers, data_parallel,
@@ -41,6 +41,7 @@ from aisize.training.parallel import (RECOMPUTE, Degrees, ModelSizes, TrainingLa
 from aisize.training.schedules import SCHEDULE_CODES, SCHEDULES
 from aisize.training.setup import accelerator_record, default_links, engine
 from aisize.training.step_time import PARTS, StepTime
+from aisize.training.values import Layouts, Options, transformer_engine
 
 AXES = ("gpus", "seq_len", "tp", "pp", "cp", "schedule", "micro_batch", "zero_stage", "recompute", "ep", "etp")
 DEFAULT_RECOMPUTE_SHARES = (0.5, 1.0)  # shares of a chunk's layers tried with full recompute
@@ -199,11 +200,11 @@ def evaluate_grid(model, grid: Grid, eng, *, framework: str, compiled: bool, asy
     opt = Options(framework=framework, compiled=compiled, te=transformer_engine(framework, cp_method),
                   async_tp=async_tp, cp_method=cp_method, dispatcher=DISPATCHERS.index("flex" if flex else "alltoall"),
                   lora_rank=lora_rank, frozen_dtype_bytes=frozen_dtype_bytes)
-    return evaluate(model, eng, opt, seq_len=grid.seq_len, micro_batch=grid.micro_batch,
-                    microbatches=np.maximum(grid.microbatches, 1), accumulation=1, tp=grid.tp, pp=grid.pp,
-                    cp=grid.cp, dp=np.maximum(grid.dp, 1), ep=grid.ep, virtual_stages=grid.virtual_stages,
-                    schedule_code=grid.schedule, code=grid.recompute, sp=grid.tp > 1, stage=grid.zero_stage,
-                    etp=grid.etp, full_share=grid.recompute_share, memory=memory)
+    lay = Layouts(seq_len=grid.seq_len, micro_batch=grid.micro_batch, microbatches=np.maximum(grid.microbatches, 1),
+                  accumulation=1, tp=grid.tp, pp=grid.pp, cp=grid.cp, dp=np.maximum(grid.dp, 1), ep=grid.ep,
+                  etp=grid.etp, virtual_stages=grid.virtual_stages, schedule_code=grid.schedule,
+                  recompute=grid.recompute, full_share=grid.recompute_share, sp=grid.tp > 1, stage=grid.zero_stage)
+    return evaluate(model, eng, opt, lay, memory=memory)
 
 
 def _pick(a, multi, size):

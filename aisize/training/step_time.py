@@ -71,12 +71,12 @@ from aisize.training import comm, kernel_gemms, kernel_moe
 from aisize.training.arrays import add
 from aisize.training.dims import ModelDims
 from aisize.training.calibration import CALIBRATION as SHIPPED
-from aisize.training.calibration import TrainingCalibration
-from aisize.training.efficiency import gemm_efficiency, straggler_factor
+from aisize.training.efficiency import attention_kernel, gemm_efficiency, straggler_factor
 from aisize.training import moe as moe_kernels
 from aisize.training.moe import expert_times
-from aisize.training.recipes import Recipe
 from aisize.training.schedules import bubble_share, pipeline_slots, unpaired_share
+from aisize.training.setup import Engine
+from aisize.training.values import Layouts, Options
 from aisize.training.work import head_seconds, layer_times, optimizer_seconds
 
 # The shipped overlap shares under their old names (aisize.training.calibration: dp_overlap, an
@@ -127,62 +127,34 @@ class StepTime:
         return self.tokens / (self.step_seconds * self.gpus)
 
 
-@dataclass(frozen=True)
-class Recompute:
-    """What backward re-runs (:mod:`aisize.training.recompute`): ``code`` 0 none / 1 selective / 2 full,
-    ``full_share`` of the layers under full recompute, ``modules`` for Megatron's selective recompute."""
-
-    code: object
-    full_share: object = 1.0
-    modules: tuple = ("core_attn",)
-
-
-@dataclass(frozen=True)
-class Moe:
-    """MoE options: expert-TP degree, dispatcher code (:data:`aisize.training.moe.DISPATCHERS`), imbalance."""
-
-    etp: object = 1
-    dispatcher: object = 0
-    imbalance: float = 1.0
-    cuda_graphs: bool = False
-    a2a_overlap: object = None  # combined 1F1B EP overlap; None: aisize.training.moe.overlap_assumed
-
-
-def _redo(lt, xt, moe_share, rc: Recompute, selective_op: bool, shared_share: float):
+def _redo(lt, xt, moe_share, code, full_share, modules: tuple, selective_op: bool, shared_share: float):
     """(recomputed forward seconds per layer, recomputed MoE forwards per MoE layer)."""
-    full = rc.full_share * (lt.forward + moe_share * xt.forward)
+    full = full_share * (lt.forward + moe_share * xt.forward)
     if selective_op:
         selective, moe_again = lt.sac_redo, 0.0
     else:
-        mods = rc.modules
+        mods = modules
         parts = {"core_attn": lt.attention_forward, "layernorm": lt.norm_forward, "mla_up_proj": lt.mla_up_forward,
                  "mlp": lt.mlp_forward * (1.0 - shared_share), "shared_experts": lt.mlp_forward * shared_share,
                  "moe_act": moe_share * xt.activation_forward, "moe": moe_share * xt.forward}
         selective = sum((parts[m] for m in mods), 0.0)
         moe_again = 1.0 if "moe" in mods else 0.0
-    code = np.asarray(rc.code)
+    code = np.asarray(code)
     redo = np.where(code == 2, full, np.where(code == 1, selective, 0.0))
-    again = np.where(code == 2, rc.full_share, np.where(code == 1, moe_again, 0.0))
+    again = np.where(code == 2, full_share, np.where(code == 1, moe_again, 0.0))
     return redo, again
 
 
-def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, compiled: bool, seq_len,
-                   micro_batch, microbatches, accumulation, tp, pp, cp, dp, ep, virtual_stages, schedule_code,
-                   rc: Recompute, sp, stage, high_peak, low_peak, hbm_bytes_per_s, links: comm.Links,
-                   state_bytes_per_param, gather_bytes, grad_bytes, async_tp=False, cp_method="all-gather",
-                   dp_overlap=None, moe: Moe = Moe(), attention_kernel="fa2", exp_per_s=None,
-                   embed_slot=0, loss_slot=0, offload_bytes=0.0, offload_layers=0, host_bytes_per_s=None,
-                   optimizer_flops_per_param=0.0, te=False, trainable_share=None, parts=True,
-                   gemm_source: kernel_gemms.GemmSource | None = None,
-                   calibration: TrainingCalibration | None = None) -> StepTime:
-    """Vectorized core (inputs checked by the caller; arrays broadcast).
+def step_breakdown(d: ModelDims, lay: Layouts, eng: Engine, opt: Options, *, offload_bytes=0.0,
+                   trainable_share=None, parts=True,
+                   gemm_source: kernel_gemms.GemmSource | None = None) -> StepTime:
+    """Step time of layouts ``lay`` (broadcast arrays, checked by the caller) of a model ``d`` on the
+    hardware, precision and calibration of ``eng`` under the framework options ``opt``.
 
-    ``micro_batch``: sequences per pipeline micro-batch; ``microbatches``: micro-batches per
-    pipeline flush (1 without PP); ``accumulation``: flushes per optimizer step;
-    ``embed_slot`` / ``loss_slot``: 1 where the embedding / the loss count as pipeline layers;
-    ``offload_bytes``: activation bytes of one offloaded layer per micro-batch; ``te``: Transformer
-    Engine kernels (Megatron-Core, Megatron-FSDP); framework ``fsdp`` without them is torchtitan's
-    PyTorch (op-level selective checkpointing, DTensor float8 TP, eager cross entropy);
+    ``offload_bytes``: activation bytes of one offloaded layer per micro-batch (``opt.offload_layers``
+    of them per stage); ``te`` (of ``opt``): Transformer Engine kernels (Megatron-Core, Megatron-FSDP);
+    framework ``fsdp`` without them is torchtitan's PyTorch (op-level selective checkpointing, DTensor
+    float8 TP, eager cross entropy);
     ``parts=False``: only ``step_seconds`` (the parts 0), the same sum in fewer full-size array
     operations (what ranking a large grid needs). ``trainable_share``: LoRA (None: every weight trains);
     the frozen base computes no weight gradients, so each backward GEMM runs once (the input gradient)
@@ -190,20 +162,29 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     parameter all-gather) cover the adapters' share of the weights only (Hu et al. 2021,
     arXiv:2106.09685, sec. 4.2: no gradients or optimizer states for the frozen weights).
     ``gemm_source``: where the layers' GEMMs are timed (:mod:`aisize.training.kernel_gemms`; None: the one
-    :func:`aisize.training.kernel_gemms.using` set, else the roofline). ``calibration``: the fitted and
-    assumed constants (the Engine's, :mod:`aisize.training.calibration`; None: the shipped one);
-    ``dp_overlap`` None: the calibration's.
+    :func:`aisize.training.kernel_gemms.using` set, else the roofline). The fitted and assumed constants
+    are ``eng.calibration`` (:mod:`aisize.training.calibration`); ``opt.dp_overlap`` None: the calibration's.
     """
-    cal = SHIPPED if calibration is None else calibration
-    dp_overlap = cal.dp_overlap if dp_overlap is None else dp_overlap
+    cal = eng.calibration
+    dp_overlap = cal.dp_overlap if opt.dp_overlap is None else opt.dp_overlap
+    recipe, gen, high_peak, low_peak = eng.recipe, eng.generation, eng.high_peak, eng.low_peak
+    hbm_bytes_per_s, links, exp_per_s = eng.hbm_bytes_per_s, eng.links, eng.exp_per_s
+    seq_len, micro_batch, microbatches, accumulation = lay.seq_len, lay.micro_batch, lay.microbatches, lay.accumulation
+    tp, pp, cp, dp, ep, sp, stage = lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.sp, lay.stage
+    virtual_stages, schedule_code = lay.virtual_stages, lay.schedule_code
+    framework, compiled, te, cp_method = opt.framework, opt.fused, opt.te, opt.cp_method
+    offload_layers, host_bytes_per_s = opt.offload_layers, eng.host_bytes_per_s
+    state_bytes_per_param, gather_bytes, grad_bytes = eng.optimizer_state_bytes, eng.gather_bytes, eng.grad_bytes
+    optimizer_flops_per_param = d.muon_flops_per_param if eng.optimizer == "muon" else 0.0
+    attn_kernel = attention_kernel(gen, te)
     L = d.layers
     fsdp = framework == "fsdp"
     torch_kernels = fsdp and not te
-    code = np.asarray(rc.code)
+    code = np.asarray(lay.recompute)
     tokens_mb = micro_batch * seq_len / cp
     lt = layer_times(d, tokens=tokens_mb, micro_batch=micro_batch, seq_len=seq_len, tp=tp, sp=sp,
                      compiled=compiled, recipe=recipe, gen=gen, high_peak=high_peak, low_peak=low_peak,
-                     hbm_bytes_per_s=hbm_bytes_per_s, attention_kernel=attention_kernel, exp_per_s=exp_per_s,
+                     hbm_bytes_per_s=hbm_bytes_per_s, attention_kernel=attn_kernel, exp_per_s=exp_per_s,
                      cal=cal)
     src = gemm_source or kernel_gemms.active()
     if src.source == "kernels":  # the layers' GEMMs from measured tables (aisize.training.kernel_gemms)
@@ -216,25 +197,25 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
         lt = kernel_gemms.with_kernel_gemms(lt, kt)
     moe_share = d.moe_layers / L
     tokens_r = tokens_mb / tp  # sequence-parallel share each rank routes (Megatron requires SP with TP for MoE)
-    xt = expert_times(d, tokens=tokens_r, ep=ep, etp=moe.etp, dispatcher_code=moe.dispatcher, recipe=recipe,
+    xt = expert_times(d, tokens=tokens_r, ep=ep, etp=lay.etp, dispatcher_code=opt.dispatcher, recipe=recipe,
                       gen=gen, high_peak=high_peak, low_peak=low_peak, hbm_bytes_per_s=hbm_bytes_per_s,
-                      compiled=compiled, imbalance=moe.imbalance, cal=cal)
+                      compiled=compiled, imbalance=opt.imbalance, cal=cal)
     if d.moe_layers and kernel_moe.active() == "kernels":  # grouped GEMMs from the measured MoE tables
         xt, _ = kernel_moe.with_kernel_experts(xt, d, gpu=src.gpu, recipe=recipe, tokens=tokens_r, ep=ep,
-                                               etp=moe.etp, high_peak=high_peak, low_peak=low_peak,
-                                               imbalance=moe.imbalance)
-    redo, moe_again = _redo(lt, xt, moe_share, rc, torch_kernels, d.shared_ffn_share)
+                                               etp=lay.etp, high_peak=high_peak, low_peak=low_peak,
+                                               imbalance=opt.imbalance)
+    redo, moe_again = _redo(lt, xt, moe_share, code, lay.full_share, opt.modules, torch_kernels, d.shared_ffn_share)
     fwd = lt.forward + moe_share * xt.forward
     bwd = lt.backward + moe_share * xt.backward
     lora = trainable_share is not None
     if lora:  # frozen base: no weight-gradient GEMMs (the adapters' own GEMMs are rank-r thin, left out)
         bwd = bwd - getattr(lt, "gemm_wgrad", lt.gemm_forward) - moe_share * xt.gemm_forward
     layer = fwd + bwd + redo
-    sync = moe_kernels.host_sync_seconds(moe.dispatcher, d.experts / ep, cal)
-    sync = sync * (cal.cuda_graph_host_share if moe.cuda_graphs else 1.0)
+    sync = moe_kernels.host_sync_seconds(opt.dispatcher, d.experts / ep, cal)
+    sync = sync * (cal.cuda_graph_host_share if opt.cuda_graphs else 1.0)
     host = moe_share * sync * (1.0 + moe_again) if d.moe_layers else 0.0
 
-    busy, last, first = pipeline_slots(L, pp, virtual_stages, embed_slot, loss_slot)
+    busy, last, first = pipeline_slots(L, pp, virtual_stages, opt.embed_slot, opt.loss_slot)
     head = head_seconds(d, tokens=tokens_mb, tp=tp, fused_loss=not torch_kernels, high_peak=high_peak, gen=gen,
                         hbm_bytes_per_s=hbm_bytes_per_s, cal=cal)
     if src.source == "kernels":
@@ -251,7 +232,7 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     stage_mb = stage_c + layers_here * host
     n_mb = microbatches * accumulation
     shard = dp * cp
-    etp = moe.etp
+    etp = lay.etp
     edp = np.maximum(tp * cp * dp // np.maximum(ep * etp, 1), 1)  # expert data parallel (MoE parallel folding)
     dense_local = (layers_here * d.layer_resident_params
                    + np.where(pp == 1, d.embed_params + d.head_params, d.embed_params)) / tp
@@ -269,7 +250,7 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     # output projections), as many backward; recompute repeats the forward ones (PyTorch's
     # selective policy saves the reduce-scatter outputs, so only the gathers). Low-precision
     # TP (torchao Float8ColwiseParallel) gathers the forward inputs already cast.
-    full_redo = np.where(code == 2, rc.full_share, 0.0)
+    full_redo = np.where(code == 2, lay.full_share, 0.0)
     forward_ag = 2.0 * (1.0 + full_redo + (code == 1) * (1.0 if torch_kernels else 0.0))
     forward_rs = 2.0 * (1.0 + full_redo)
     ag_elem = recipe.element_bytes if (torch_kernels and recipe.low_dtype) else WIRE_ACTIVATION_BYTES
@@ -280,7 +261,7 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     # GEMMs async TP hides under: forward (again under full recompute), dgrad, wgrad (none for a frozen base)
     dgrad, wgrad = getattr(lt, "gemm_dgrad", lt.gemm_forward), getattr(lt, "gemm_wgrad", lt.gemm_forward)
     gemm_layer = lt.gemm_forward * (1.0 + full_redo) + dgrad + (0.0 if lora else wgrad)
-    tp_layer = tp_layer - np.where(async_tp, np.minimum(cal.async_tp_hidden_share * tp_layer, gemm_layer), 0.0)
+    tp_layer = tp_layer - np.where(opt.async_tp, np.minimum(cal.async_tp_hidden_share * tp_layer, gemm_layer), 0.0)
 
     kv = WIRE_ACTIVATION_BYTES * micro_batch * seq_len * (d.k_width + d.v_width) / tp
     gather = comm.collective_seconds("all-gather", kv, cp, tp, links)
@@ -296,10 +277,9 @@ def step_breakdown(d: ModelDims, *, recipe: Recipe, gen: str, framework: str, co
     if d.moe_layers:
         # dispatch and combine of k token copies (latent width on a latent MoE; once per node under flex)
         ep_layer = moe_kernels.ep_layer_seconds(d, tokens=tokens_r, ep=ep, etp=etp, links=links,
-                                                dispatcher_code=moe.dispatcher, imbalance=moe.imbalance,
+                                                dispatcher_code=opt.dispatcher, imbalance=opt.imbalance,
                                                 redo_share=moe_again)
-        overlap = (moe_kernels.overlap_assumed(ep, etp, links, pp, virtual_stages, code)
-                   if moe.a2a_overlap is None else moe.a2a_overlap)
+        overlap = moe_kernels.overlap_assumed(ep, etp, links, pp, virtual_stages, code)
         # combined 1F1B: the partner micro-batch's compute and host waits of one MoE layer hide the all-to-alls
         ep_layer = moe_kernels.exposed_alltoall_seconds(ep_layer, layer + host / moe_share, overlap,
                                                         unpaired_share(pp, microbatches, virtual_stages))
