@@ -16,10 +16,11 @@ from aisize.memory.states import per_param_bytes
 from aisize.training import comm, moe
 from aisize.training.dims import model_dims
 from aisize.training.estimate import accelerator_record, estimate
-from aisize.training.memory import stage_breakdowns
+from aisize.training.memory import MemoryModel, MemoryRecipe, StageSplit, stage_breakdowns
 from aisize.training.schedules import (bubble_share, in_flight, pipeline_slots, stage_in_flight, unpaired_share,
                                        warmup_chunks)
 from aisize.training.setup import default_links
+from aisize.training.values import Layouts
 from aisize.validation.training_megatron import megatron_model
 
 H100 = default_links(accelerator_record("h100-sxm"))  # 450 GB/s NVLink, 50 GB/s NIC per GPU, 8 per domain
@@ -146,13 +147,13 @@ def test_busiest_rank_imbalance_by_hand():
 
 def _stages(layers_first, layers_last, in_flight_last, expert_params=1e9):
     consts = activation_constants()
-    return stage_breakdowns(
-        layer_params=2e8, expert_params=expert_params, embed_params=6e8, output_params=6e8,
-        layers_first=layers_first, layers_last=layers_last, hidden=4096, heads=64, vocab=151936, seq_len=4096,
-        micro_batch=1, tp=1, pp=8, dp=32, ep=32, sp=False, code=0, stage=1, in_flight=8, interleave=1.21875,
-        virtual_stages=4, consts=consts, act_scale=training_precision("bf16").activation_scale, dropout=0.0,
-        unit=per_param_bytes("bf16", "adamw", "megatron"), framework="megatron",
-        weight_bytes=training_precision("bf16").weight_bytes, te=True, in_flight_last=in_flight_last)
+    bf16 = training_precision("bf16")
+    m = MemoryModel(2e8, expert_params, 6e8, 6e8, hidden=4096, heads=64, vocab=151936, consts=consts)
+    lay = Layouts(seq_len=4096, micro_batch=1, microbatches=8, accumulation=1, tp=1, pp=8, cp=1, dp=32, ep=32,
+                  virtual_stages=4, recompute=0, sp=False, stage=1)
+    rec = MemoryRecipe(per_param_bytes("bf16", "adamw", "megatron"), bf16.weight_bytes, bf16.activation_scale,
+                       "megatron", te=True)
+    return stage_breakdowns(m, lay, StageSplit(layers_first, layers_last, 8, 1.21875, in_flight_last), rec)
 
 
 def test_last_stage_holds_interleaved_micro_batches():

@@ -11,7 +11,8 @@ import numpy as np
 
 from aisize.memory.activations import layer_bytes_core
 from aisize.training.dims import model_dims
-from aisize.training.memory import TrainingMemory, memory_breakdown, peak_memory_bytes
+from aisize.training.memory import (MemoryModel, MemoryRecipe, StageSplit, TrainingMemory, memory_breakdown,
+                                    peak_memory_bytes)
 from aisize.training.memory_inputs import recompute_saved_sbh, transformer_memory_inputs
 from aisize.training.schedules import in_flight, pipeline_slots, stage_in_flight
 from aisize.training.setup import Engine
@@ -31,13 +32,10 @@ def evaluate(model, eng: Engine, opt: Options, lay: Layouts, memory: str = "brea
     the hardware and precision of ``eng`` under the framework options ``opt``. ``memory="peak"`` returns
     only the peak bytes per GPU instead of the breakdown (what ranking a large grid needs).
     """
-    seq_len, micro_batch, microbatches, tp, pp, cp, dp, ep, etp, virtual_stages, code, sp, stage = (
-        lay.seq_len, lay.micro_batch, lay.microbatches, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.etp,
-        lay.virtual_stages, lay.recompute, lay.sp, lay.stage)
+    seq_len, micro_batch, microbatches, tp, pp, cp, virtual_stages, sp = (
+        lay.seq_len, lay.micro_batch, lay.microbatches, lay.tp, lay.pp, lay.cp, lay.virtual_stages, lay.sp)
     d = model_dims(model)
-    framework = opt.framework
-    fused = opt.fused
-    inputs = transformer_memory_inputs(model, pp=pp, norm_impl="fused" if fused else "eager",
+    inputs = transformer_memory_inputs(model, pp=pp, norm_impl="fused" if opt.fused else "eager",
                                        lora_rank=opt.lora_rank, te=opt.te, low_precision=eng.recipe.low_dtype is not None)
     consts = inputs["constants"]
     saved_rep, saved_par = recompute_saved_sbh(model, opt.modules, consts)
@@ -54,18 +52,10 @@ def evaluate(model, eng: Engine, opt: Options, lay: Layouts, memory: str = "brea
     busy, last, first = pipeline_slots(d.layers, pp, virtual_stages, opt.embed_slot, opt.loss_slot)
     single = np.asarray(pp) == 1
     core = memory_breakdown if memory == "breakdown" else peak_memory_bytes
-    mem = core(
-        layer_params=inputs["layer_params"], expert_params=inputs["expert_params"],
-        embed_params=inputs["embed_params"], output_params=inputs["output_params"],
-        layers_first=np.where(single, d.layers, first), layers_last=np.where(single, d.layers, last),
-        hidden=d.hidden, heads=d.heads, vocab=d.vocab,
-        seq_len=seq_len / cp, micro_batch=micro_batch, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, sp=sp, code=code,
-        stage=stage, in_flight=held, interleave=interleave, virtual_stages=virtual_stages,
-        consts=consts, act_scale=eng.activation_scale, dropout=0.0, unit=eng.unit,
-        framework=framework, weight_bytes=eng.weight_bytes, gather_bytes=eng.gather_bytes, compiled=fused,
-        sac_sbh=inputs["sac_sbh"], kv_width=inputs["kv_width"], trainable_share=inputs["trainable_share"],
-        frozen_dtype_bytes=opt.frozen_dtype_bytes, etp=etp, full_share=lay.full_share, saved_rep_sbh=saved_rep,
-        saved_par_sbh=saved_par, moe_copy_sbh=inputs["moe_copy_sbh"], offload_layers=opt.offload_layers, te=opt.te,
-        mtp_layers=d.mtp_layers, in_flight_last=stage_in_flight(pp, microbatches, virtual_stages, pp - 1),
-        calibration=eng.calibration)
+    m = MemoryModel(inputs["layer_params"], inputs["expert_params"], inputs["embed_params"], inputs["output_params"],
+                    d.hidden, d.heads, d.vocab, consts, inputs["sac_sbh"], inputs["kv_width"], inputs["moe_copy_sbh"],
+                    saved_rep, saved_par, d.mtp_layers, inputs["trainable_share"])
+    split = StageSplit(np.where(single, d.layers, first), np.where(single, d.layers, last), held, interleave,
+                       stage_in_flight(pp, microbatches, virtual_stages, pp - 1))
+    mem = core(m, lay, split, MemoryRecipe.of(eng, opt))
     return mem, step

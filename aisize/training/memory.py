@@ -45,6 +45,7 @@ from aisize.training.schedules import in_flight as pipeline_in_flight
 from aisize.training.schedules import stage_in_flight
 from aisize.training.calibration import CALIBRATION as SHIPPED
 from aisize.training.calibration import TrainingCalibration
+from aisize.training.values import Layouts
 from aisize.units import MiB
 
 # Gradient all-reduce buckets in flight: PyTorch DDP bucket_cap_mb = 25 (MiB), two
@@ -118,36 +119,111 @@ def sac_saved_sbh(hidden, q_width, k_width, v_width, ffn_width, gated) -> float:
     return 2.0 * (hidden + q_width + saved) / hidden
 
 
-def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params, layers_first, layers_last,
-                     hidden, heads, vocab, seq_len, micro_batch, tp, pp, dp, ep, cp=1, sp, code, stage,
-                     in_flight, interleave, virtual_stages=1, consts: ActivationConstants, act_scale, dropout,
-                     unit, framework, weight_bytes, gather_bytes=None, compiled=False, sac_sbh=None,
-                     kv_width=0.0, trainable_share=1.0, frozen_dtype_bytes=0.0, offload_optimizer=False,
-                     offload_params=False, etp=1, full_share=1.0, saved_rep_sbh=0.0, saved_par_sbh=0.0,
-                     moe_copy_sbh=0.0, offload_layers=0, te=False, mtp_layers=0, in_flight_last=1.0,
-                     totals=False, calibration: TrainingCalibration | None = None) -> tuple:
-    """(first stage, last stage) breakdowns: the vectorized core, inputs unchecked (the public functions
-    check them). With one stage both are the same. ``totals``: only the two totals [B], summed in a
-    factored order (what ranking a large grid needs). ``calibration``: the allocator's fragmentation share
-    (the Engine's; None: the shipped one).
+@dataclass(frozen=True)
+class MemoryModel:
+    """What the memory core reads of a model: parameters by part [count], sizes, and the activation bytes
+    per token and layer (:func:`aisize.training.memory_inputs.transformer_memory_inputs` gives most of them).
 
-    ``seq_len`` is the sequence share of one GPU (s / cp); ``dp`` the data-parallel
-    degree (dense states shard over dp x cp; routed experts, split over ep x ``etp``, over
-    tp x cp x dp / (ep x etp): MoE parallel folding); ``layers_first`` / ``layers_last`` the
-    layers of the first and last stage; ``sac_sbh`` :func:`sac_saved_sbh` (framework fsdp);
-    ``full_share`` the share of layers full recompute re-runs (the others keep everything);
-    ``saved_rep_sbh`` / ``saved_par_sbh`` what Megatron's recompute modules do not keep
-    (replicated / TP-split, per s·b·h); ``moe_copy_sbh`` the routed token copies MoE layers
-    keep (the experts' inputs and outputs, k·h each, averaged over layers, TP-split);
-    ``offload_layers`` layers per stage whose activations wait in host memory; ``mtp_layers``
-    multi-token-prediction modules (a layer, its weights and another loss each) on the last
-    stage; ``in_flight_last`` the micro-batches of its layers the last stage holds
-    (:func:`aisize.training.schedules.stage_in_flight`: 1 under 1F1B, ((v - 1)·p + 1)/v under
-    interleaving; the loss buffers stay one micro-batch's); each stage keeps the routed experts of
-    its own MoE layers; ``te`` Transformer
-    Engine kernels (Megatron-Core, Megatron-FSDP); framework ``fsdp`` without them is PyTorch FSDP2
-    as torchtitan runs it (the DTensor and loss behaviour below).
+    ``consts``: :func:`aisize.memory.activations.activation_constants`; ``sac_sbh`` :func:`sac_saved_sbh`
+    (framework fsdp); ``kv_width`` the K + V width context parallelism gathers [elements];
+    ``moe_copy_sbh`` the routed token copies MoE layers keep (the experts' inputs and outputs, k·h each,
+    averaged over layers, TP-split); ``saved_rep_sbh`` / ``saved_par_sbh`` what Megatron's recompute
+    modules do not keep (replicated / TP-split, per s·b·h); ``mtp_layers`` multi-token-prediction modules
+    (a layer, its weights and another loss each) on the last stage; ``trainable_share`` LoRA's share.
     """
+
+    layer_params: object
+    expert_params: object
+    embed_params: object
+    output_params: object
+    hidden: object
+    heads: object
+    vocab: object
+    consts: ActivationConstants
+    sac_sbh: object = None
+    kv_width: object = 0.0
+    moe_copy_sbh: object = 0.0
+    saved_rep_sbh: object = 0.0
+    saved_par_sbh: object = 0.0
+    mtp_layers: int = 0
+    trainable_share: object = 1.0
+
+
+@dataclass(frozen=True)
+class StageSplit:
+    """How the pipeline splits layouts into stages (broadcast arrays): the layers of the first and the last
+    stage, the micro-batches the first holds (``in_flight``, with the ``interleave`` factor of interleaved
+    schedules, :func:`aisize.training.schedules.in_flight`) and those of its layers the last holds
+    (:func:`aisize.training.schedules.stage_in_flight`: 1 under 1F1B, ((v - 1)·p + 1)/v under interleaving)."""
+
+    layers_first: object
+    layers_last: object
+    in_flight: object
+    interleave: object = 1.0
+    in_flight_last: object = 1.0
+
+
+@dataclass(frozen=True)
+class MemoryRecipe:
+    """The precision's and the framework's bytes and behaviour the memory core reads.
+
+    ``unit``: bytes per parameter of each state (:func:`aisize.memory.states.per_param_bytes`);
+    ``gather_bytes`` per parameter FSDP/ZeRO-3 all-gathers (None: ``weight_bytes``); ``fused``: fused
+    kernels (less allocator fragmentation); ``te``: Transformer Engine kernels (Megatron-Core,
+    Megatron-FSDP), framework ``fsdp`` without them is PyTorch FSDP2 as torchtitan runs it;
+    ``dropout`` 1.0 where dropout masks are kept; ``offload_layers`` layers per stage whose
+    activations wait in host memory; ``calibration`` the allocator's fragmentation share (None: the
+    shipped one).
+    """
+
+    unit: dict
+    weight_bytes: float
+    act_scale: float
+    framework: str
+    gather_bytes: float | None = None
+    fused: bool = False
+    te: bool = False
+    dropout: float = 0.0
+    frozen_dtype_bytes: float = 0.0
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    offload_layers: object = 0
+    calibration: TrainingCalibration | None = None
+
+    @classmethod
+    def of(cls, eng, opt) -> "MemoryRecipe":
+        """An :class:`~aisize.training.setup.Engine`'s bytes under :class:`~aisize.training.values.Options`."""
+        return cls(eng.unit, eng.weight_bytes, eng.activation_scale, opt.framework, eng.gather_bytes, opt.fused,
+                   opt.te, 0.0, opt.frozen_dtype_bytes, offload_layers=opt.offload_layers,
+                   calibration=eng.calibration)
+
+
+def stage_breakdowns(m: MemoryModel, lay: Layouts, split: StageSplit, rec: MemoryRecipe, *, totals=False) -> tuple:
+    """(first stage, last stage) breakdowns of layouts ``lay`` of model ``m``: the vectorized core, inputs
+    unchecked (the public functions check them). With one stage both are the same. ``totals``: only the
+    two totals [B], summed in a factored order (what ranking a large grid needs).
+
+    Dense states shard over dp x cp; routed experts, split over ep x etp, over tp x cp x dp / (ep x etp)
+    (MoE parallel folding); full recompute re-runs ``lay.full_share`` of the layers (the others keep
+    everything); each stage keeps the routed experts of its own MoE layers; the last stage's loss
+    buffers stay one micro-batch's.
+    """
+    layer_params, expert_params, embed_params, output_params = m.layer_params, m.expert_params, m.embed_params, \
+        m.output_params
+    hidden, heads, vocab, consts, sac_sbh, kv_width = m.hidden, m.heads, m.vocab, m.consts, m.sac_sbh, m.kv_width
+    moe_copy_sbh, saved_rep_sbh, saved_par_sbh, mtp_layers = m.moe_copy_sbh, m.saved_rep_sbh, m.saved_par_sbh, \
+        m.mtp_layers
+    trainable_share = m.trainable_share
+    tp, pp, dp, ep, cp, etp, sp, stage = lay.tp, lay.pp, lay.dp, lay.ep, lay.cp, lay.etp, lay.sp, lay.stage
+    seq_len, micro_batch, code, full_share, virtual_stages = (lay.seq_len / cp, lay.micro_batch, lay.recompute,
+                                                              lay.full_share, lay.virtual_stages)
+    layers_first, layers_last, in_flight, interleave, in_flight_last = (
+        split.layers_first, split.layers_last, split.in_flight, split.interleave, split.in_flight_last)
+    unit, weight_bytes, gather_bytes, act_scale, framework = (rec.unit, rec.weight_bytes, rec.gather_bytes,
+                                                              rec.act_scale, rec.framework)
+    compiled, te, dropout, frozen_dtype_bytes, offload_layers = rec.fused, rec.te, rec.dropout, \
+        rec.frozen_dtype_bytes, rec.offload_layers
+    offload_optimizer, offload_params, calibration = rec.offload_optimizer, rec.offload_params, rec.calibration
     fsdp = framework == "fsdp"
     torch_kernels = fsdp and not te
     gather = weight_bytes if gather_bytes is None else gather_bytes
@@ -232,17 +308,17 @@ def stage_breakdowns(*, layer_params, expert_params, embed_params, output_params
     return first, last
 
 
-def memory_breakdown(**kw) -> TrainingMemory:
-    """The breakdown of the stage that needs more memory, first or last (keywords of :func:`stage_breakdowns`)."""
-    first, last = stage_breakdowns(**kw)
+def memory_breakdown(m: MemoryModel, lay: Layouts, split: StageSplit, rec: MemoryRecipe) -> TrainingMemory:
+    """The breakdown of the stage that needs more memory, first or last (see :func:`stage_breakdowns`)."""
+    first, last = stage_breakdowns(m, lay, split, rec)
     pick = first.total_bytes >= last.total_bytes
     return TrainingMemory(*(np.where(pick, getattr(first, f.name), getattr(last, f.name))
                             for f in fields(TrainingMemory)))
 
 
-def peak_memory_bytes(**kw):
-    """Per-GPU bytes of the stage that needs more memory (keywords of :func:`stage_breakdowns`)."""
-    first, last = stage_breakdowns(totals=True, **kw)
+def peak_memory_bytes(m: MemoryModel, lay: Layouts, split: StageSplit, rec: MemoryRecipe):
+    """Per-GPU bytes of the stage that needs more memory (see :func:`stage_breakdowns`)."""
+    first, last = stage_breakdowns(m, lay, split, rec, totals=True)
     return np.maximum(first, last)
 
 
@@ -333,18 +409,15 @@ def training_memory(*, layer_params, embed_params, output_params, layers, hidden
     consts = constants or activation_constants()
     if framework == "fsdp" and sac_sbh is None:
         sac_sbh = sac_saved_sbh(h, h, h, h, consts.parallel_sbh / 8.0 * h, False)
-    return memory_breakdown(
-        layer_params=lp, expert_params=xp, embed_params=emb, output_params=outp,
-        layers_first=-(-L // pp_), layers_last=L // pp_, hidden=h, heads=a, vocab=V, seq_len=s / c,
-        micro_batch=b, tp=t, pp=pp_, dp=d, ep=e, cp=c, sp=sp, code=recompute_code(recompute), stage=stage,
-        in_flight_last=stage_in_flight(pp_, m, v, pp_ - 1),
-        in_flight=held, interleave=interleave, virtual_stages=v, consts=consts, act_scale=p.activation_scale,
-        dropout=1.0 if checks.flag("dropout", dropout) else 0.0, unit=unit, framework=framework,
-        weight_bytes=p.weight_bytes, gather_bytes=gather_bytes, compiled=compiled, sac_sbh=sac_sbh,
-        kv_width=checks.non_negative("kv_width", kv_width), trainable_share=share,
-        frozen_dtype_bytes=bytes_per_element(frozen_dtype, name="frozen_dtype"),
-        offload_optimizer=offload_optimizer, offload_params=offload_params,
-        moe_copy_sbh=checks.non_negative("moe_copy_sbh", moe_copy_sbh))
+    model = MemoryModel(lp, xp, emb, outp, h, a, V, consts, sac_sbh, checks.non_negative("kv_width", kv_width),
+                        checks.non_negative("moe_copy_sbh", moe_copy_sbh), trainable_share=share)
+    lay = Layouts(seq_len=s, micro_batch=b, microbatches=m, accumulation=1, tp=t, pp=pp_, cp=c, dp=d, ep=e,
+                  virtual_stages=v, recompute=recompute_code(recompute), sp=sp, stage=stage)
+    split = StageSplit(-(-L // pp_), L // pp_, held, interleave, stage_in_flight(pp_, m, v, pp_ - 1))
+    rec = MemoryRecipe(unit, p.weight_bytes, p.activation_scale, framework, gather_bytes, compiled, False,
+                       1.0 if checks.flag("dropout", dropout) else 0.0,
+                       bytes_per_element(frozen_dtype, name="frozen_dtype"), offload_optimizer, offload_params)
+    return memory_breakdown(model, lay, split, rec)
 
 
 def fits(memory: TrainingMemory | float, capacity_bytes, *, headroom=0.05) -> Fit:
