@@ -91,6 +91,15 @@ class Grid:
         """Consistent layouts in the grid."""
         return int(np.count_nonzero(self.valid))
 
+    def layouts(self) -> Layouts:
+        """The grid as the evaluation cores read it: one pipeline flush (no accumulation), sequence
+        parallelism with TP; invalid points (DP or micro-batches 0) are clipped to 1 and stay garbage."""
+        return Layouts(seq_len=self.seq_len, micro_batch=self.micro_batch, microbatches=np.maximum(self.microbatches, 1),
+                       accumulation=1, tp=self.tp, pp=self.pp, cp=self.cp, dp=np.maximum(self.dp, 1), ep=self.ep,
+                       etp=self.etp, virtual_stages=self.virtual_stages, schedule_code=self.schedule,
+                       recompute=self.recompute, full_share=self.recompute_share, sp=self.tp > 1,
+                       stage=self.zero_stage)
+
 
 def _not_duplicate(schedule, pp, etp_code, tp):
     """Search-only cuts, not rules: without pipelining every schedule is 1F1B, and expert TP = TP is
@@ -102,6 +111,35 @@ def _axis(values, k: int) -> np.ndarray:
     shape = [1] * len(AXES)
     shape[k] = -1
     return np.asarray(values).reshape(shape)
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The values a layout search tries on each axis (see :func:`layout_grid`), checked where built."""
+
+    stages: tuple = (0, 1, 2, 3)
+    recomputes: tuple = RECOMPUTE
+    micro_batches: object = None  # default DEFAULT_MICRO_BATCHES (1-64)
+    context_parallel: object = None  # default: every divisor of the GPUs up to MAX_CONTEXT_PARALLEL
+    schedules: tuple = ("1f1b", "interleaved-1f1b")
+    virtual_stages: object = DEFAULT_VIRTUAL_STAGES
+    recompute_shares: tuple = DEFAULT_RECOMPUTE_SHARES
+
+    def __post_init__(self):
+        for r in self.recomputes:
+            checks.choice("recomputes", r, RECOMPUTE)
+        for name in self.schedules:
+            checks.choice("schedules", name, SCHEDULES)
+        mbs = np.asarray(self.micro_batches if self.micro_batches is not None else DEFAULT_MICRO_BATCHES)
+        checks.integer("micro_batches", mbs, high=10**6)
+        # stored as checked (whole numbers as int64, shares as floats)
+        vs = np.atleast_1d(checks.integer("virtual_stages", np.asarray(self.virtual_stages), low=2, high=10**3))
+        object.__setattr__(self, "virtual_stages", vs)
+        if self.context_parallel is not None:
+            cps = np.atleast_1d(checks.integer("context_parallel", self.context_parallel, high=10**5))
+            object.__setattr__(self, "context_parallel", cps)
+        shares = tuple(float(checks.fraction("recompute_shares", x)) for x in self.recompute_shares)
+        object.__setattr__(self, "recompute_shares", shares)
 
 
 def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup_domain: int, experts: int = 1,
@@ -138,20 +176,26 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
     ----------
     .. [1] Narayanan et al. 2021, arXiv:2104.04473, sec. 3 (TP inside a server, PP across).
     """
+    checks.integer("heads", heads, high=10**6)
+    checks.integer("layers", layers, high=10**5)
+    sizes = ModelSizes("", int(layers), int(heads), int(mamba_heads), int(mamba_groups), int(experts), int(expert_ffn))
+    space = SearchSpace(tuple(stages), tuple(recomputes), micro_batches, context_parallel, tuple(schedules),
+                        virtual_stages, tuple(recompute_shares))
+    return grid_of(gpus, sizes, space, global_batch=global_batch, seq_len=seq_len, scaleup_domain=scaleup_domain)
+
+
+def grid_of(gpus, sizes: ModelSizes, space: SearchSpace, *, global_batch, seq_len, scaleup_domain: int) -> Grid:
+    """:func:`layout_grid` of a model's sizes (:class:`~aisize.training.parallel.ModelSizes`) over a
+    :class:`SearchSpace` (both checked where built)."""
     n = np.atleast_1d(checks.integer("gpus", gpus, high=10**7))
     gb = np.broadcast_to(np.atleast_1d(checks.integer("global_batch", global_batch, high=10**9)), n.shape)
     s = np.atleast_1d(checks.integer("seq_len", seq_len, high=10**8))
-    checks.integer("heads", heads, high=10**6)
-    checks.integer("layers", layers, high=10**5)
     checks.integer("scaleup_domain", scaleup_domain, high=10**5)
-    for r in recomputes:
-        checks.choice("recomputes", r, RECOMPUTE)
-    for name in schedules:
-        checks.choice("schedules", name, SCHEDULES)
-    mbs = np.asarray(micro_batches if micro_batches is not None else DEFAULT_MICRO_BATCHES)
-    checks.integer("micro_batches", mbs, high=10**6)
-    vs = np.atleast_1d(checks.integer("virtual_stages", np.asarray(virtual_stages), low=2, high=10**3))
-    sizes = ModelSizes("", int(layers), int(heads), int(mamba_heads), int(mamba_groups), int(experts), int(expert_ffn))
+    layers, experts, expert_ffn = sizes.layers, sizes.experts, sizes.expert_ffn
+    stages, recomputes, context_parallel, schedules = (space.stages, space.recomputes, space.context_parallel,
+                                                       space.schedules)
+    mbs = np.asarray(space.micro_batches if space.micro_batches is not None else DEFAULT_MICRO_BATCHES)
+    vs = space.virtual_stages
     divs = np.unique(np.concatenate([_divisors(int(x)) for x in n]))
     # axes cut to values some layout can take (the rules below decide), TP within one scale-up domain
     tps = divs[(sizes.tensor_parallel_units % divs == 0) & (divs <= scaleup_domain)]
@@ -159,12 +203,12 @@ def layout_grid(gpus, *, heads: int, layers: int, global_batch, seq_len, scaleup
     if context_parallel is None:
         cps = divs[divs <= MAX_CONTEXT_PARALLEL]
     else:
-        cps = np.atleast_1d(checks.integer("context_parallel", context_parallel, high=10**5))
+        cps = context_parallel
     eps = divs[experts % divs == 0] if experts > 1 else np.array([1])
     etp_codes = np.arange(len(EXPERT_TP_CHOICES)) if experts > 1 and expert_ffn else np.array([0])
     sched = [(SCHEDULE_CODES[name], 1) for name in schedules if name != "interleaved-1f1b"]
     sched += [(SCHEDULE_CODES["interleaved-1f1b"], int(v)) for v in vs if "interleaved-1f1b" in schedules]
-    shares = [float(checks.fraction("recompute_shares", x)) for x in recompute_shares]
+    shares = space.recompute_shares
     rec = [(2, x) for x in shares] if "full" in recomputes else []
     rec = [(RECOMPUTE.index(r), 0.0 if r == "none" else 1.0) for r in recomputes if r != "full"] + rec
     ax = [_axis(n, 0), _axis(s, 1), _axis(tps, 2), _axis(pps, 3), _axis(cps, 4),
@@ -194,17 +238,20 @@ GRID_FIELDS = ("gpus", "global_batch", "seq_len", "tp", "pp", "cp", "schedule", 
 def evaluate_grid(model, grid: Grid, eng, *, framework: str, compiled: bool, async_tp=False, cp_method="all-gather",
                   lora_rank=None, frozen_dtype_bytes=0.0, memory="peak") -> tuple[TrainingMemory, StepTime]:
     """Peak memory per GPU (or, ``memory="breakdown"``, its line items) and step time of every layout
-    of ``grid`` (broadcast arrays; invalid points are garbage). The MoE dispatcher is
-    :func:`aisize.training.estimate`'s default for the links' scale-up domain."""
+    of ``grid`` (broadcast arrays; invalid points are garbage) under :func:`search_options`."""
+    opt = search_options(eng, framework=framework, compiled=compiled, async_tp=async_tp, cp_method=cp_method,
+                         lora_rank=lora_rank, frozen_dtype_bytes=frozen_dtype_bytes)
+    return evaluate(model, eng, opt, grid.layouts(), memory=memory)
+
+
+def search_options(eng, *, framework: str, compiled: bool, async_tp=False, cp_method="all-gather", lora_rank=None,
+                   frozen_dtype_bytes=0.0) -> Options:
+    """The :class:`~aisize.training.values.Options` a search evaluates its grid with: the MoE dispatcher
+    is :func:`aisize.training.estimate`'s default for the links' scale-up domain."""
     flex = eng.links.scaleup_domain > 8
-    opt = Options(framework=framework, compiled=compiled, te=transformer_engine(framework, cp_method),
-                  async_tp=async_tp, cp_method=cp_method, dispatcher=DISPATCHERS.index("flex" if flex else "alltoall"),
-                  lora_rank=lora_rank, frozen_dtype_bytes=frozen_dtype_bytes)
-    lay = Layouts(seq_len=grid.seq_len, micro_batch=grid.micro_batch, microbatches=np.maximum(grid.microbatches, 1),
-                  accumulation=1, tp=grid.tp, pp=grid.pp, cp=grid.cp, dp=np.maximum(grid.dp, 1), ep=grid.ep,
-                  etp=grid.etp, virtual_stages=grid.virtual_stages, schedule_code=grid.schedule,
-                  recompute=grid.recompute, full_share=grid.recompute_share, sp=grid.tp > 1, stage=grid.zero_stage)
-    return evaluate(model, eng, opt, lay, memory=memory)
+    return Options(framework=framework, compiled=compiled, te=transformer_engine(framework, cp_method),
+                   async_tp=async_tp, cp_method=cp_method, dispatcher=DISPATCHERS.index("flex" if flex else "alltoall"),
+                   lora_rank=lora_rank, frozen_dtype_bytes=frozen_dtype_bytes)
 
 
 def _pick(a, multi, size):
@@ -233,12 +280,11 @@ def rank_layouts(grid: Grid, mem, step: StepTime, usable_bytes, *, top: int):
     return flat[order], seconds
 
 
-def layout_frame(model, grid: Grid, mem, step: StepTime, usable_bytes, eng, *, top: int, framework: str,
-                 compiled: bool, **options):
+def layout_frame(model, grid: Grid, mem, step: StepTime, usable_bytes, eng, opt: Options, *, top: int):
     """The ``top`` fastest layouts that fit as a DataFrame: layout, step-time parts, MFU, tokens/s, memory.
 
-    The chosen layouts are evaluated again, alone, with their memory breakdown (``options``:
-    the keywords of :func:`evaluate_grid`).
+    The chosen layouts are evaluated again, alone, with their memory breakdown (under ``opt``, the
+    options the grid was evaluated with).
     """
     import pandas as pd
 
@@ -250,8 +296,7 @@ def layout_frame(model, grid: Grid, mem, step: StepTime, usable_bytes, eng, *, t
     size = best.size
     rows = Grid(**{name: _pick(getattr(grid, name), multi, size) for name in GRID_FIELDS},
                 valid=np.ones(size, dtype=bool))
-    mem_rows, step_rows = evaluate_grid(model, rows, eng, framework=framework, compiled=compiled,
-                                        memory="breakdown", **options)
+    mem_rows, step_rows = evaluate(model, eng, opt, rows.layouts(), memory="breakdown")
     cols = {name: getattr(rows, name) for name in
             ("gpus", "seq_len", "tp", "pp", "cp", "dp", "ep", "micro_batch", "zero_stage")}
     cols["schedule"] = np.asarray(SCHEDULES)[rows.schedule]
@@ -331,22 +376,19 @@ def search_layouts(model, accelerator, gpus: int, *, global_batch: int, seq_len:
         if z not in FRAMEWORK_STAGES[framework]:
             raise ValueError(f"stages={stages!r} is not allowed: framework {framework!r} offers ZeRO stages "
                              f"{FRAMEWORK_STAGES[framework]}")
-    grid = layout_grid(n, heads=k.heads, layers=m.layers, global_batch=gb, seq_len=seq_len,
-                       scaleup_domain=links.scaleup_domain, experts=m.experts, expert_ffn=k.expert_ffn,
-                       mamba_heads=k.mamba_heads, mamba_groups=k.mamba_groups, stages=stages, recomputes=recomputes,
-                       micro_batches=micro_batches, context_parallel=context_parallel, schedules=schedules,
-                       virtual_stages=virtual_stages)
+    space = SearchSpace(stages, tuple(recomputes), micro_batches, context_parallel, tuple(schedules), virtual_stages)
+    grid = grid_of(n, k, space, global_batch=gb, seq_len=seq_len, scaleup_domain=links.scaleup_domain)
     if grid.count == 0:
         what = "the heads and Mamba-2 heads and groups" if m.mamba_layers else "the heads"
         raise ValueError(f"global_batch={gb!r} is not allowed for gpus={n!r}: no TP x PP x CP x DP layout splits it "
                          f"into whole micro-batches (DP must divide the global batch; TP must divide "
                          f"{units}, {what}; CP the sequence)")
     frozen = bytes_per_element("nf4" if qlora else "bf16") if lora_rank is not None else 0.0
-    options = dict(async_tp=async_tp, cp_method=cp_method, lora_rank=lora_rank, frozen_dtype_bytes=frozen)
-    peak, step = evaluate_grid(m, grid, eng, framework=framework, compiled=compiled, **options)
+    opt = search_options(eng, framework=framework, compiled=compiled, async_tp=async_tp, cp_method=cp_method,
+                         lora_rank=lora_rank, frozen_dtype_bytes=frozen)
+    peak, step = evaluate(m, eng, opt, grid.layouts(), memory="peak")
     usable = (acc.memory_visible_bytes or acc.memory_bytes) * (1.0 - room)
-    frame = layout_frame(m, grid, peak, step, usable, eng, top=top, framework=framework, compiled=compiled,
-                         **options)
+    frame = layout_frame(m, grid, peak, step, usable, eng, opt, top=top)
     frame.attrs.update(model=m, framework=framework)  # what chosen_layout needs to rebuild a row's layout
     return frame
 
