@@ -168,7 +168,7 @@ def step_breakdown(d: ModelDims, lay: Layouts, eng: Engine, opt: Options, *, off
     cal = eng.calibration
     dp_overlap = cal.dp_overlap if opt.dp_overlap is None else opt.dp_overlap
     recipe, gen, high_peak, low_peak = eng.recipe, eng.generation, eng.high_peak, eng.low_peak
-    hbm_bytes_per_s, links, exp_per_s = eng.hbm_bytes_per_s, eng.links, eng.exp_per_s
+    hbm_bytes_per_s, links = eng.hbm_bytes_per_s, eng.links
     seq_len, micro_batch, microbatches, accumulation = lay.seq_len, lay.micro_batch, lay.microbatches, lay.accumulation
     tp, pp, cp, dp, ep, sp, stage = lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.sp, lay.stage
     virtual_stages, schedule_code = lay.virtual_stages, lay.schedule_code
@@ -182,10 +182,8 @@ def step_breakdown(d: ModelDims, lay: Layouts, eng: Engine, opt: Options, *, off
     torch_kernels = fsdp and not te
     code = np.asarray(lay.recompute)
     tokens_mb = micro_batch * seq_len / cp
-    lt = layer_times(d, tokens=tokens_mb, micro_batch=micro_batch, seq_len=seq_len, tp=tp, sp=sp,
-                     compiled=compiled, recipe=recipe, gen=gen, high_peak=high_peak, low_peak=low_peak,
-                     hbm_bytes_per_s=hbm_bytes_per_s, attention_kernel=attn_kernel, exp_per_s=exp_per_s,
-                     cal=cal)
+    lt = layer_times(d, eng, tokens=tokens_mb, micro_batch=micro_batch, seq_len=seq_len, tp=tp, sp=sp,
+                     compiled=compiled, attention_kernel=attn_kernel)
     src = gemm_source or kernel_gemms.active()
     if src.source == "kernels":  # the layers' GEMMs from measured tables (aisize.training.kernel_gemms)
         e_high = gemm_efficiency(gen, "16", cal)
@@ -216,8 +214,7 @@ def step_breakdown(d: ModelDims, lay: Layouts, eng: Engine, opt: Options, *, off
     host = moe_share * sync * (1.0 + moe_again) if d.moe_layers else 0.0
 
     busy, last, first = pipeline_slots(L, pp, virtual_stages, opt.embed_slot, opt.loss_slot)
-    head = head_seconds(d, tokens=tokens_mb, tp=tp, fused_loss=not torch_kernels, high_peak=high_peak, gen=gen,
-                        hbm_bytes_per_s=hbm_bytes_per_s, cal=cal)
+    head = head_seconds(d, eng, tokens=tokens_mb, tp=tp, fused_loss=not torch_kernels)
     if src.source == "kernels":
         head = head + kernel_gemms.head_gemm_seconds(d, gpu=src.gpu, tokens=tokens_mb, tp=tp, high_peak=high_peak,
                                                      e_high=gemm_efficiency(gen, "16", cal),

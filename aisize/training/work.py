@@ -61,7 +61,8 @@ from aisize.training import efficiency as E
 from aisize.training.calibration import CALIBRATION as SHIPPED
 from aisize.training.calibration import TrainingCalibration
 from aisize.training.dims import ModelDims
-from aisize.training.recipes import Recipe, cast_bytes_per_element
+from aisize.training.recipes import cast_bytes_per_element
+from aisize.training.setup import Engine
 
 RMSNORM_BYTES = {"eager": 36.0, "fused": 4.0}
 LAYERNORM_BYTES = 4.0
@@ -118,16 +119,18 @@ def _linears(d: ModelDims, tp):
     return [(h, d.q_width / tp), (h, d.k_width / tp), (h, d.v_width / tp), (d.q_width / tp, h)] + mlp + [(f / tp, h)]
 
 
-def layer_times(d: ModelDims, *, tokens, micro_batch, seq_len, tp, sp, compiled: bool, recipe: Recipe, gen: str,
-                high_peak, low_peak, hbm_bytes_per_s, attention_kernel: str = "fa2", exp_per_s=None,
-                cal: TrainingCalibration = SHIPPED) -> LayerTimes:
+def layer_times(d: ModelDims, eng: Engine, *, tokens, micro_batch, seq_len, tp, sp, compiled: bool,
+                attention_kernel: str = "fa2") -> LayerTimes:
     """Forward and backward seconds of one layer for one micro-batch, outside the routed experts (vectorized).
 
     ``tokens`` = b·s/c on this GPU, ``micro_batch`` = b, ``seq_len`` = s (the attention context), ``tp`` the
     tensor-parallel degree, ``sp`` sequence parallel, ``compiled`` fused elementwise kernels,
-    ``attention_kernel`` "fa2" | "fa3" (:func:`aisize.training.efficiency.attention_kernel`),
-    ``exp_per_s`` the GPU's exponential rate (None: not limiting), ``cal`` the calibration (the Engine's).
+    ``attention_kernel`` "fa2" | "fa3" (:func:`aisize.training.efficiency.attention_kernel`); from ``eng``
+    (:class:`aisize.training.setup.Engine`) the precision recipe, the generation, the peaks, the HBM rate,
+    the GPU's exponential rate (None: not limiting) and the calibration.
     """
+    recipe, gen, high_peak, low_peak = eng.recipe, eng.generation, eng.high_peak, eng.low_peak
+    hbm_bytes_per_s, exp_per_s, cal = eng.hbm_bytes_per_s, eng.exp_per_s, eng.calibration
     impl = "fused" if compiled else "eager"
     e_high = E.gemm_efficiency(gen, "16", cal)
     e_low = E.gemm_efficiency(gen, recipe.low_bits, cal) if recipe.low_dtype else e_high
@@ -213,9 +216,10 @@ def ssd_seconds(d: ModelDims, *, tokens, tp, gen: str, high_peak, hbm_bytes_per_
                             + moved / (hbm_bytes_per_s * cal.hbm_efficiency))
 
 
-def head_seconds(d: ModelDims, *, tokens, tp, fused_loss: bool, high_peak, gen: str, hbm_bytes_per_s,
-                 cal: TrainingCalibration = SHIPPED):
-    """Output projection (16-bit in every recipe) and loss of one micro-batch on the last stage [s]."""
+def head_seconds(d: ModelDims, eng: Engine, *, tokens, tp, fused_loss: bool):
+    """Output projection (16-bit in every recipe) and loss of one micro-batch on the last stage [s] on the
+    16-bit peak, HBM rate and calibration of ``eng``."""
+    high_peak, gen, hbm_bytes_per_s, cal = eng.high_peak, eng.generation, eng.hbm_bytes_per_s, eng.calibration
     e = E.gemm_efficiency(gen, "16", cal)
     gemm = 3.0 * E.gemm_seconds(tokens, d.hidden, d.vocab / tp, high_peak, e, hbm_bytes_per_s, cal=cal)
     per_logit = FUSED_LOSS_BYTES_PER_LOGIT if fused_loss else LOSS_BYTES_PER_LOGIT
