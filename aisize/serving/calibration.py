@@ -389,4 +389,8 @@ CALIBRATION = Calibration(
             "host_seconds_per_sequence", "grace_host_factor", "request_seconds"),
     fitted_on=("serving_throughput.csv", "serving_load.csv", "serving_disagg.csv"),
     assumed=("gemm_efficiency[cdna4]", "collective_seconds"),
+    # SGLang's attention-DP exchange from NCCL's measured tables: cross-validated in sample 194/113 -> 196/114,
+    # leaving one model out 145/85 -> 146/87, one GPU out 173/103 -> 173/104 (docs/calibration.md, "SGLang's
+    # attention-DP decode")
+    gather_source="kernels",
 )
