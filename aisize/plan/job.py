@@ -25,9 +25,10 @@ from aisize.fleet.failures import failure_rates
 from aisize.plan import context as C
 from aisize.precision import peak_flops_per_s
 from aisize.storage import checkpoint as ck
-from aisize.training import (TRAINING_FLOPS_PER_FORWARD_FLOP, ResolvedThroughput, TrainingLayout, layout_grid,
-                             recipe, resolve_samples_per_s, search_layouts, transformer_memory_inputs)
+from aisize.training import (TRAINING_FLOPS_PER_FORWARD_FLOP, ResolvedThroughput, TrainingLayout, recipe,
+                             resolve_samples_per_s, search_layouts, transformer_memory_inputs)
 from aisize.training import estimate as training_estimate
+from aisize.training.layout import SearchSpace, grid_of
 from aisize.training.parallel import Degrees, ModelSizes, data_parallel, holds
 from aisize.training.schedules import SCHEDULE_CODES
 from aisize.units import DAY, HOUR, MINUTE
@@ -201,15 +202,16 @@ def layouts_exist(job: JobInputs, ctx: C.HardwareContext, gpus, gb) -> np.ndarra
     return np.array([_layout_exists(int(g), int(b), k, domain) for g, b in pairs], dtype=bool)
 
 
+# the smallest search space that finds a layout wherever one exists (see _layout_exists)
+_EXISTS = SearchSpace(stages=(0,), recomputes=("none",), micro_batches=(1,), context_parallel=(1,), schedules=("1f1b",))
+
+
 @lru_cache(maxsize=4096)
 def _layout_exists(gpus: int, gb: int, k: ModelSizes, domain: int) -> bool:
     # micro-batch 1 divides whatever a larger one divides; ZeRO stage, recompute, CP 1 and the
     # schedule do not constrain. A hybrid's Mamba-2 heads and groups constrain TP too
     # (parallel.RULES), as in the search's own grid.
-    grid = layout_grid(gpus, heads=k.heads, layers=k.layers, global_batch=gb, seq_len=1, scaleup_domain=domain,
-                       stages=(0,), recomputes=("none",), micro_batches=(1,), experts=k.experts,
-                       context_parallel=(1,), schedules=("1f1b",), mamba_heads=k.mamba_heads,
-                       mamba_groups=k.mamba_groups)
+    grid = grid_of(gpus, k, _EXISTS, global_batch=gb, seq_len=1, scaleup_domain=domain)
     return grid.count > 0
 
 
