@@ -31,7 +31,7 @@ from aisize.plan.network import NetworkPlan, PoolFabric, network_plan, pool_fabr
 from aisize.plan.placement import Placement, pack
 from aisize.plan.fleet import check_site, fleet_plan, needs_fleet
 from aisize.plan.service_day import day_candidate, fleet_of, scale_up_reads, service_day
-from aisize.plan.storage import StoragePlan, plan_storage
+from aisize.plan.storage import StoragePlan, plan_storage, storage_views
 from aisize.plan.timeline import Timeline, active_slots, build_timeline
 from aisize.plan.training import TrainingPlan
 
@@ -266,11 +266,14 @@ def _plan(scenario, cache=None) -> Plan:
             if fleet_of(w) is not None and w.name in chosen}
     reads = {n: scale_up_reads(sd) for n, sd in days.items()}
 
+    services = storage_views(inference)  # what storage reads of each service: a service move keeps its figures
+
     def storage_plan(ctx, policies):
-        return plan_storage(training, inference, dataprep, ctx, policies, servers, nics, reads)
-    # a move that leaves every workload's plan and what the storage read as they were (a price, the fabric) keeps it
+        return plan_storage(training, services, dataprep, ctx, policies, servers, nics, reads)
+    # a move that leaves every workload's plan, or what the storage reads of it, and what the storage read of the
+    # hardware and policies as they were (a price, the fabric, a service's latency) keeps it
     storage = storage_plan(primary, pol) if cache is None else cache.reuse(
-        "storage", (training, inference, dataprep, servers, nics, reads), primary, storage_plan)
+        "storage", (training, services, dataprep, servers, nics, reads), primary, storage_plan)
     # second pass: the services' KV tiers on the storage bought (sized on the first pass's demand; no cycle)
     by_name = {w.name: w for w in scenario.workloads}
     inference = tuple(on_bought_storage(i, by_name[i.name], pools[chosen[i.name]].ctx, pol, storage.record)

@@ -110,6 +110,41 @@ class StoragePlan:
     latency_elasticity: float = 0.0
 
 
+@dataclass(frozen=True)
+class KVTierStorage:
+    """What the storage plan reads of a service's KV tiers (:class:`~aisize.plan.kvtiers.KVTierPlan`)."""
+
+    storage_capacity_bytes: float
+    storage_read_bytes_per_s: float
+    storage_write_bytes_per_s: float
+    storage_io_bytes: float
+
+
+@dataclass(frozen=True)
+class ServiceStorage:
+    """What the storage plan reads of a service (:class:`~aisize.plan.inference.InferencePlan`): its weights'
+    loads and its KV tier on the storage. The plan reads these alone, so a move that leaves them as they were (a
+    service's latencies, its queue) leaves the storage as it was (:func:`storage_views`, the plan cache's key)."""
+
+    name: str
+    model: str
+    replicas: int
+    gpus: int
+    servers: int
+    weights_bytes: float
+    model_loads_per_hour: float
+    kv_tiers: KVTierStorage | None  # None: no KV tier on the storage (no prefix, or none of it kept there)
+
+
+def storage_views(inference: tuple[InferencePlan, ...]) -> tuple[ServiceStorage, ...]:
+    """Each service as the storage plan reads it (:class:`ServiceStorage`)."""
+    def kv(t):
+        return None if t is None else KVTierStorage(t.storage_capacity_bytes, t.storage_read_bytes_per_s,
+                                                    t.storage_write_bytes_per_s, t.storage_io_bytes)
+    return tuple(ServiceStorage(i.name, i.model, i.replicas, i.gpus, i.servers, i.weights_bytes,
+                                i.model_loads_per_hour, kv(i.kv_tiers)) for i in inference)
+
+
 def _blend_workloads(training, inference, dataprep, scale_ups, rates: FailureRates):
     out = []
     for t in training:
@@ -132,7 +167,7 @@ def _blend_workloads(training, inference, dataprep, scale_ups, rates: FailureRat
     return out or [workload("(no storage IO)", "mixed")]
 
 
-def model_loads(service: InferencePlan, rates: FailureRates):
+def model_loads(service: ServiceStorage, rates: FailureRates):
     """A service's weights read from the shared storage (docs/storage-demand.md).
 
     Peak: every replica loads its weights at once within MODEL_LOAD_SECONDS, as at deployment, which happens
@@ -228,13 +263,14 @@ def _knee_outstanding(station) -> int:
     return bend_concurrency(station)
 
 
-def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[InferencePlan, ...],
+def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[ServiceStorage, ...],
                  dataprep: tuple[DataPrepPlan, ...], ctx: C.HardwareContext, policies, servers: int,
                  nics: Nics, scale_ups: dict | None = None) -> StoragePlan:
     """Blend every workload, choose or size the storage bought from the blend's peaks, and queue the blend on it.
 
     ``scale_ups`` maps an autoscaled service to the storage workload of its scale-ups (its weights
-    read by each new replica), which replaces its hourly model reload."""
+    read by each new replica), which replaces its hourly model reload. ``inference``: the services as
+    :func:`storage_views` gives them."""
     b = blend(_blend_workloads(training, inference, dataprep, scale_ups, C.failure_rates_of(policies)))
     cap = _capacity(training, inference, dataprep, policies)
     ops = b.read_iops + b.write_iops
