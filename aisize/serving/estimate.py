@@ -224,10 +224,10 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
     ----------
     See the modules of :mod:`aisize.serving`; docs/DESIGN.md section 2, "Serving (one replica)".
     """
-    asked = dict(locals())
-    est = _estimate(**asked)
+    arguments = dict(locals())
+    est = _estimate(arguments)
     if est.uncalibrated and est.feasible and est.stable:
-        est = _uncalibrated_range(est, asked)
+        est = _uncalibrated_range(est, arguments)
     return est
 
 
@@ -238,7 +238,7 @@ def replica(model, accelerator, **kwargs) -> Replica:
     given). Evaluate it at a load with :func:`aisize.serving.replica.evaluate`."""
     asked = inspect.signature(estimate).bind(model, accelerator, **kwargs)
     asked.apply_defaults()
-    return _evaluated(**asked.arguments)[0]
+    return _evaluated(_asked(asked.arguments))[0]
 
 
 replica.__signature__ = inspect.signature(estimate).replace(return_annotation=Replica)
@@ -255,12 +255,12 @@ def estimate_capacity(model, accelerator, **kwargs) -> tuple[bool, float]:
                              f"requests_per_s or concurrency (call estimate for a load)")
     asked = inspect.signature(estimate).bind(model, accelerator, **kwargs)
     asked.apply_defaults()
-    _, cap, _ = _evaluated(**asked.arguments, latencies=False)
+    _, cap, _ = _evaluated(_asked(asked.arguments), latencies=False)
     fits = bool(cap.memory.fits)
     return fits, float(cap.state.requests_per_s) if fits else 0.0  # as _result reads them
 
 
-def _uncalibrated_range(est: ServingEstimate, asked: dict) -> ServingEstimate:
+def _uncalibrated_range(est: ServingEstimate, arguments: dict) -> ServingEstimate:
     """``est`` with the (low, high) its figures take under each calibrated generation's efficiencies (the
     fallback's point among them), and a note naming the spread."""
     calib = est.calibration_record
@@ -270,7 +270,7 @@ def _uncalibrated_range(est: ServingEstimate, asked: dict) -> ServingEstimate:
     for gen in calib.gemm_efficiency:
         if gen == calib.fallback_generation:
             continue
-        other = _estimate(**{**asked, "calibration": calib.with_(fallback_generation=gen)})
+        other = _estimate({**arguments, "calibration": calib.with_(fallback_generation=gen)})
         if not other.feasible:
             continue
         figures["capacity"].append(other.max_output_tokens_per_s)  # a capacity whatever the load
@@ -290,44 +290,53 @@ def _uncalibrated_range(est: ServingEstimate, asked: dict) -> ServingEstimate:
                    notes=est.notes + (note,))
 
 
-def _evaluated(model, accelerator, *, tensor_parallel, weight_precision, kv_precision, input_tokens, output_tokens,
-              requests_per_s, concurrency, pipeline_parallel, attention_dp, expert_parallel, max_batch_size,
-              max_num_tokens, length_cv, stage_link_bytes_per_s, engine, calibration, speculative_method,
-              speculative_tokens, acceptance_length, draft_model, prefix, kv_tiers,
-              length_distribution, latencies=True) -> tuple[Replica, object, ReplicaState | None]:
-    """(the replica, its capacity, its state under the load; None where it does not fit) of :func:`estimate`'s
-    arguments: the shape search picks the attention-DP and expert-parallel split at that load. ``latencies=False``
-    (:func:`estimate_capacity`): the capacity exact, the state's latencies left as the queueing model has them."""
-    m = models.resolve(model)
+@dataclass(frozen=True)
+class Asked:
+    """What :func:`estimate` was asked, checked once (:func:`_asked`): the replica at each shape the search tries,
+    the load, and the workload beyond mean lengths."""
+
+    replicas: tuple  # a Replica per candidate (attention DP, EP) split, in the search's order
+    load: Load
+    workload: object = None  # prefix reuse, KV tiers, length distribution (aisize.serving.reuse.ServingWorkload)
+
+
+def _asked(a) -> Asked:
+    """:func:`estimate`'s arguments, all of them by name (as bound), as checked values: the one place where its
+    keywords become a load and the candidate replicas (the model, GPU, engine as it runs, calibration and
+    speculation resolved once, the limits per shape)."""
+    m = models.resolve(a["model"])
+    requests_per_s, concurrency = a["requests_per_s"], a["concurrency"]
     if requests_per_s is not None and concurrency is not None:
         raise ValueError(f"requests_per_s={requests_per_s!r} and concurrency={concurrency!r} are both given: "
                          f"give a request rate (open loop) or a concurrency (closed loop), not both")
-    engine = resolve_engine(engine, flat_out=requests_per_s is None and concurrency is None)
-    calib = resolve_calibration(calibration)
-    i = int(_scalar("input_tokens", checks.integer, input_tokens, high=MAX_TOKENS))
-    o = int(_scalar("output_tokens", checks.integer, output_tokens, high=MAX_TOKENS))
-    tp = int(_scalar("tensor_parallel", checks.integer, tensor_parallel, high=4096))
-    pp = int(_scalar("pipeline_parallel", checks.integer, pipeline_parallel, high=1024))
+    engine = resolve_engine(a["engine"], flat_out=requests_per_s is None and concurrency is None)
+    calib = resolve_calibration(a["calibration"])
+    i = int(_scalar("input_tokens", checks.integer, a["input_tokens"], high=MAX_TOKENS))
+    o = int(_scalar("output_tokens", checks.integer, a["output_tokens"], high=MAX_TOKENS))
+    tp = int(_scalar("tensor_parallel", checks.integer, a["tensor_parallel"], high=4096))
+    pp = int(_scalar("pipeline_parallel", checks.integer, a["pipeline_parallel"], high=1024))
     if requests_per_s is not None:
         requests_per_s = _scalar("requests_per_s", checks.positive, requests_per_s, high=1e9)
     if concurrency is not None:
         concurrency = _scalar("concurrency", checks.positive, concurrency, high=1e8)
-    cv = _scalar("length_cv", checks.non_negative, length_cv, high=100.0)
+    cv = _scalar("length_cv", checks.non_negative, a["length_cv"], high=100.0)
+    max_batch_size, max_num_tokens = a["max_batch_size"], a["max_num_tokens"]
     if max_batch_size is not None:
         max_batch_size = _scalar("max_batch_size", checks.positive, max_batch_size, high=1e7)
     if max_num_tokens is not None:
         max_num_tokens = _scalar("max_num_tokens", checks.positive, max_num_tokens, high=1e8)
-    dev, costs, rates, spec, engine = parts(m, accelerator, weight_precision, kv_precision, calib, engine,
-                                            method=speculative_method, draft_tokens=speculative_tokens,
-                                            acceptance_length=acceptance_length, draft_model=draft_model)
-    link = stage_link_bytes_per_s
+    kv_precision = a["kv_precision"]
+    dev, costs, rates, spec, engine = parts(m, a["accelerator"], a["weight_precision"], kv_precision, calib, engine,
+                                            method=a["speculative_method"], draft_tokens=a["speculative_tokens"],
+                                            acceptance_length=a["acceptance_length"], draft_model=a["draft_model"])
+    link = a["stage_link_bytes_per_s"]
     if link is None and pp > 1 and tp * pp > dev.scaleup_domain:
         link = scaleout_bytes_per_s(dev.id)
-    dps = [attention_dp] if attention_dp is not None else attention_dp_choices(m, tp)
-    eps = [expert_parallel] if expert_parallel is not None else expert_parallel_choices(m, tp)
-    load = Load(requests_per_s, concurrency, cv)
-    extras = serving_workload(prefix, kv_tiers, length_distribution, i, o, requests_per_s, costs.kv_bytes)
-    best = None
+    dps = [a["attention_dp"]] if a["attention_dp"] is not None else attention_dp_choices(m, tp)
+    eps = [a["expert_parallel"]] if a["expert_parallel"] is not None else expert_parallel_choices(m, tp)
+    workload = serving_workload(a["prefix"], a["kv_tiers"], a["length_distribution"], i, o, requests_per_s,
+                                costs.kv_bytes)
+    replicas = []
     for dp in dps:
         for ep in eps:
             check_shape(m, tensor_parallel=tp, attention_dp=dp, pipeline_parallel=pp, expert_parallel=ep)
@@ -335,11 +344,22 @@ def _evaluated(model, accelerator, *, tensor_parallel, weight_precision, kv_prec
                            lambda: scaleout_bytes_per_s(dev.id))
             limits = engine_limits(costs, dev, engine, input_tokens=i, output_tokens=o, shape=shape,
                                    max_batch_size=max_batch_size, max_num_tokens=max_num_tokens)
-            rep = Replica(m, accelerator, dev, costs, rates, calib, engine, spec, shape, limits, kv_precision, i, o)
-            state = evaluate(rep, load)
-            score = state.score if state is not None else -1.0
-            if best is None or score > best[0]:
-                best = (score, rep, state)
+            replicas.append(Replica(m, a["accelerator"], dev, costs, rates, calib, engine, spec, shape, limits,
+                                    kv_precision, i, o))
+    return Asked(tuple(replicas), Load(requests_per_s, concurrency, cv), workload)
+
+
+def _evaluated(asked: Asked, *, latencies=True) -> tuple[Replica, object, ReplicaState | None]:
+    """(the replica, its capacity, its state under the load; None where it does not fit) of what :func:`estimate`
+    was asked: the shape search keeps the candidate with the highest score at that load. ``latencies=False``
+    (:func:`estimate_capacity`): the capacity exact, the state's latencies left as the queueing model has them."""
+    load, extras = asked.load, asked.workload
+    best = None
+    for rep in asked.replicas:
+        state = evaluate(rep, load)
+        score = state.score if state is not None else -1.0
+        if best is None or score > best[0]:
+            best = (score, rep, state)
     _, rep, state = best
     cap = rep.capacity
     if extras is not None and state is not None:  # prefix reuse, KV tiers, length distributions, on the shape chosen
@@ -351,8 +371,9 @@ def _evaluated(model, accelerator, *, tensor_parallel, weight_precision, kv_prec
     return rep, cap, state
 
 
-def _estimate(**asked) -> ServingEstimate:
-    return _result(*_evaluated(**asked))
+def _estimate(arguments) -> ServingEstimate:
+    """The estimate of :func:`estimate`'s arguments by name."""
+    return _result(*_evaluated(_asked(arguments)))
 
 
 def _result(rep: Replica, cap, state: ReplicaState | None) -> ServingEstimate:

@@ -40,9 +40,9 @@ import numpy as np
 import simpy
 
 from aisize import checks
-from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 from aisize.serving.prefix import prefill_work
+from aisize.serving.replica import Load, Replica
 
 
 @dataclass
@@ -84,51 +84,63 @@ def _lengths(rng, mean, cv, n):
     return np.maximum(np.rint(rng.gamma(shape, mean / shape, n)), 1).astype(int)
 
 
-def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s=None, concurrency=None,
-             requests=2000, max_batch_size, max_num_tokens, kv_pool_tokens, chunked_prefill, reserve_full_sequence=True,
-             block_tokens=32, shape, length_cv=0.0, warmup_share=0.2, seed=1, launch=GRAPHED, speculation=None,
-             request_seconds=0.0, stagger_seconds=0.0, lengths=None, source=None, on_kv=None,
-             cooldown_share=0.0) -> SimulationResult:
-    """Run the scheduler over ``requests`` requests and measure throughput and latencies.
+@dataclass(frozen=True)
+class Run:
+    """How one simulation runs, beyond its load (:class:`~aisize.serving.replica.Load`) [count, s]."""
+
+    requests: int = 2000  # requests simulated (a source's own count replaces it)
+    seed: int = 1  # random seed (the run is reproducible)
+    warmup_share: float = 0.2  # share of the first requests left out of the statistics
+    # share of the last requests (by arrival) left out: they meet a draining replica, which matters when a
+    # long-tailed output keeps a few requests running long after the others
+    cooldown_share: float = 0.0
+    stagger_seconds: float = 0.0  # a closed loop's first requests spread over this span
+    request_seconds: float | None = None  # a request's fixed time before the engine sees it (None: the calibration's)
+    lengths: object = None  # aisize.serving.lengths.Lengths to draw prompts and outputs from (instead of length_cv)
+    # a request source instead of the load's arrivals: ``source(env, submit)`` is a simpy process calling
+    # ``submit(prompt, output, cached=0, tag=None, arrival=None)``, which queues a request and returns it (its
+    # ``finished`` event fires at its last token); ``source.requests`` is how many it sends
+    source: object = None
+    on_kv: object = None  # called with the KV tokens the running requests hold after every change (an HBM tier)
+
+
+def simulate(rep: Replica, load: Load, run: Run = Run()) -> SimulationResult:
+    """Run the scheduler of replica ``rep`` under ``load`` and measure throughput and latencies.
 
     Parameters
     ----------
-    costs, rates, calib : the iteration model's inputs (see :func:`~aisize.serving.iteration.iteration_time`)
-    input_tokens, output_tokens : mean lengths [tokens]
-    requests_per_s : Poisson arrival rate (an open loop)
-    concurrency : a closed loop instead: this many requests in flight, a new one sent the moment one
-        finishes (the first ones spread over ``stagger_seconds``); neither: every request at t = 0
-    requests : requests simulated [count]
-    max_batch_size, max_num_tokens : the engine's limits (whole replica)
-    kv_pool_tokens : KV tokens the replica holds [tokens]
-    chunked_prefill, reserve_full_sequence, block_tokens : scheduler policy
-    shape : :class:`~aisize.serving.shapes.ReplicaShape`
-    length_cv : coefficient of variation of both lengths (gamma-distributed); 0: fixed
-    warmup_share : share of the first requests left out of the statistics
-    seed : random seed (the run is reproducible)
-    launch : CUDA graphs and host overlap (:class:`~aisize.serving.engine.Launch`); with overlap the
-        next iteration's batch is chosen when this one starts, so a request that arrives meanwhile
-        waits one more iteration
-    speculation : :class:`~aisize.serving.speculative.Speculation`: each decode step emits τ tokens
-    request_seconds : a request's fixed time before the engine sees it (counted in its TTFT) [s]
-    lengths : :class:`~aisize.serving.lengths.Lengths` to draw prompts and outputs from (instead of length_cv)
-    source : a request source instead of the arrivals above: ``source(env, submit)`` is a simpy process
-        calling ``submit(prompt, output, cached=0, tag=None, arrival=None)``, which queues a request and returns it
-        (its ``finished`` event fires at its last token); ``source.requests`` is how many it sends
-    on_kv : called with the KV tokens the running requests hold after every change (a cache's HBM tier)
-    cooldown_share : share of the last requests (by arrival) left out: they meet a draining replica, which
-        matters when a long-tailed output keeps a few requests running long after the others
+    rep : :class:`~aisize.serving.replica.Replica`: its costs, rates and calibration time the iterations; its
+        engine's policy (chunked prefill, whole-request reservation, KV block size), its limits (whole replica:
+        each attention-DP rank's times the ranks), KV pool, shape, launch and speculation drive the scheduler.
+        With the launch's host overlap the next iteration's batch is chosen when this one starts, so a request
+        that arrives meanwhile waits one more iteration; with speculation each decode step emits τ tokens
+    load : :class:`~aisize.serving.replica.Load`: ``requests_per_s`` a Poisson rate (an open loop), or
+        ``concurrency`` a closed loop (a new request sent the moment one finishes, the first ones spread over
+        ``run.stagger_seconds``), neither: every request at t = 0; ``length_cv`` the coefficient of variation of
+        both lengths (gamma-distributed around the replica's means; 0: fixed)
+    run : :class:`Run`
     """
-    n = int(checks.scalar("requests", checks.integer("requests", requests if source is None else source.requests,
+    groups = rep.groups
+    batch_limit, token_limit = int(rep.limits.max_batch_size), int(rep.limits.max_num_tokens)
+    max_batch_size, max_num_tokens = batch_limit * groups, token_limit * groups
+    kv_pool_tokens, block_tokens = rep.pool_tokens, rep.engine.block_tokens
+    chunked_prefill, reserve_full_sequence = rep.engine.chunked_prefill, rep.engine.reserve_full_sequence
+    launch, speculation, costs, rates, calib = (rep.engine.launch(batch_limit, groups), rep.speculation, rep.costs,
+                                                rep.rates, rep.calibration)
+    requests_per_s, concurrency = load.requests_per_s, load.concurrency
+    source, on_kv, stagger_seconds = run.source, run.on_kv, run.stagger_seconds
+    request_seconds = calib.request_seconds if run.request_seconds is None else run.request_seconds
+    lengths = run.lengths
+    n = int(checks.scalar("requests", checks.integer("requests", run.requests if source is None else source.requests,
                                                      low=10, high=10**7)))
     if requests_per_s is not None and concurrency is not None:
         raise ValueError("requests_per_s and concurrency are both given: give one (an open or a closed loop)")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(run.seed)
     if lengths is not None:
         prompts, outputs = lengths.input.sample(rng, n), lengths.output.sample(rng, n)
     else:
-        prompts = _lengths(rng, input_tokens, length_cv, n)
-        outputs = _lengths(rng, output_tokens, length_cv, n)
+        prompts = _lengths(rng, rep.input_tokens, load.length_cv, n)
+        outputs = _lengths(rng, rep.output_tokens, load.length_cv, n)
     gaps = (np.zeros(n) if requests_per_s is None
             else rng.exponential(1.0 / checks.positive("requests_per_s", requests_per_s), n))
     c = None if concurrency is None else int(checks.scalar("concurrency", checks.integer("concurrency", concurrency,
@@ -139,7 +151,7 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
     waiting, running, finished = deque(), [], []
     wake = [env.event()]
     stats = {"iterations": 0, "busy": 0.0, "sent": 0, "timeline": [], "last_send": None}
-    kw = shape.kwargs()
+    kw = rep.shape.kwargs()
 
     graphs = {}  # (sequences, tokens, prefill) -> launch.graphed (a few distinct keys, asked every iteration)
     version = [0]  # bumped whenever the running set changes: the decode-only look-ahead is valid within one
@@ -191,7 +203,7 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                 yield env.timeout(gaps[k])
             send(k)
 
-    def engine():
+    def scheduler():
         used_kv = 0
         seen_until = 0.0  # with overlap, this iteration's batch was chosen when the previous one started
         while len(finished) < n:
@@ -281,8 +293,8 @@ def simulate(costs, rates, calib, *, input_tokens, output_tokens, requests_per_s
                     send(stats["sent"])
 
     env.process(arrivals() if source is None else source(env, submit))
-    env.run(until=env.process(engine()))  # a source may keep sending: stop with the n-th finished request
-    return _measure(finished, warmup_share, stats, cooldown_share)
+    env.run(until=env.process(scheduler()))  # a source may keep sending: stop with the n-th finished request
+    return _measure(finished, run.warmup_share, stats, run.cooldown_share)
 
 
 class _DecodeAhead:
@@ -347,18 +359,10 @@ def simulate_replica(rep, *, requests_per_s=None, concurrency=None, requests=200
     ``request_seconds`` is a request's fixed time before the engine sees it (None: the replica's calibration's);
     the other arguments as for :func:`simulate`.
     """
-    engine, groups = rep.engine, rep.groups
-    batch_limit, token_limit = int(rep.limits.max_batch_size), int(rep.limits.max_num_tokens)
-    return simulate(rep.costs, rep.rates, rep.calibration, input_tokens=rep.input_tokens,
-                    output_tokens=rep.output_tokens, requests_per_s=requests_per_s, concurrency=concurrency,
-                    requests=requests, max_batch_size=batch_limit * groups, max_num_tokens=token_limit * groups,
-                    kv_pool_tokens=rep.pool_tokens, chunked_prefill=engine.chunked_prefill,
-                    reserve_full_sequence=engine.reserve_full_sequence, block_tokens=engine.block_tokens,
-                    shape=rep.shape, length_cv=length_cv, warmup_share=warmup_share, seed=seed,
-                    launch=engine.launch(batch_limit, groups), speculation=rep.speculation,
-                    request_seconds=rep.calibration.request_seconds if request_seconds is None else request_seconds,
-                    stagger_seconds=stagger_seconds, lengths=lengths, source=source, on_kv=on_kv,
-                    cooldown_share=cooldown_share)
+    return simulate(rep, Load(requests_per_s, concurrency, length_cv),
+                    Run(requests=requests, seed=seed, warmup_share=warmup_share, cooldown_share=cooldown_share,
+                        stagger_seconds=stagger_seconds, request_seconds=request_seconds, lengths=lengths,
+                        source=source, on_kv=on_kv))
 
 
 def simulate_estimate(est, *, requests_per_s=None, concurrency=None, requests=2000, length_cv=0.0, seed=1,
