@@ -257,10 +257,17 @@ def _knee_iops(station) -> float:
     return float(knee_load(station, C.KNEE_FACTOR).arrival_rate_per_s)
 
 
+@lru_cache(maxsize=128)  # a service move that adds replicas changes the blend, seldom the units bought
 def _knee_outstanding(station) -> int:
     """IOs in flight where the closed curve bends (queueing.bend_concurrency): the knee the Queueing tab draws is a
     property of the curve's shape (issue 49.2), not the 2x-latency point, which sits on its straight part."""
     return bend_concurrency(station)
+
+
+@lru_cache(maxsize=128)
+def _knee_factor_outstanding(station) -> int:
+    """IOs in flight where the closed curve reaches C.KNEE_FACTOR x its unloaded latency (queueing.knee_concurrency)."""
+    return int(knee_concurrency(station, C.KNEE_FACTOR))
 
 
 def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[ServiceStorage, ...],
@@ -309,7 +316,7 @@ def plan_storage(training: tuple[TrainingPlan, ...], inference: tuple[ServiceSto
         rec.write_bandwidth_bytes_per_s is None, float(q.utilisation), float(q.response_mean_seconds),
         float(q.response_p95_seconds), knee, at_knee, jobs, station=station,
         knee_concurrency=_knee_outstanding(station),
-        knee_factor_concurrency=int(knee_concurrency(station, C.KNEE_FACTOR)),
+        knee_factor_concurrency=_knee_factor_outstanding(station),
         outstanding_ios=_outstanding(ops, float(q.response_mean_seconds)), demand=need,
         headroom=float(policies.storage_headroom), minimum_units=int(policies.storage_minimum_units),
         unit_iops=float(unit_iops), named=ctx.storage.id, comparison=comparison, candidates=candidates, record=rec,

@@ -147,8 +147,16 @@ def balance_wait_iterations(launch, attention_dp, prompts_per_iteration, *, rank
 def _without_and_with(x, nd):
     """``x`` (at most ``nd`` dimensions) after zeros of its shape, along a new first axis of length 2."""
     x = np.asarray(x, dtype=float)
-    x = x.reshape((1,) * (nd - x.ndim) + x.shape)
-    return np.stack((np.zeros_like(x), x))
+    out = np.zeros((2,) + (1,) * (nd - x.ndim) + x.shape)  # as np.stack of zeros and x, without its checks
+    out[1] = x
+    return out
+
+
+def _ndim(x) -> int:
+    """``np.ndim(x)``, without numpy's dispatch for the arrays and plain numbers a steady state mostly gets."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return x.ndim
+    return 0 if isinstance(x, (float, int)) else np.ndim(x)
 
 
 def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_tokens, max_num_tokens,
@@ -178,7 +186,10 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
     o = np.asarray(output_tokens, dtype=float)
     full = np.asarray(input_tokens, dtype=float)
     ctx = full + 0.5 * o if decode_context_tokens is None else np.asarray(decode_context_tokens, dtype=float)
-    i, attention = prefill_work(full, cached_tokens)  # the prompt tokens computed, and their attention's length
+    if _ndim(cached_tokens) == 0 and not cached_tokens > 0:  # nothing cached: prefill_work's whole prompt, as is
+        i = attention = full
+    else:
+        i, attention = prefill_work(full, cached_tokens)  # the prompt tokens computed, and their attention's length
     tau = 1.0 if speculation is None else speculation.acceptance_length
     steps = 1.0 + (o - 1.0) / tau  # iterations of a request's life
     m = b / steps  # prefills completing per iteration
@@ -216,7 +227,7 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
         prefill_tokens, prompts = np.minimum(per * i, budget), per
     # the iteration without prefill work and the one with it in one call, along a new first axis
     # (numpy's cost per operation, not the arithmetic, is most of an iteration's evaluation here)
-    nd = max(np.ndim(x) for x in (decoding, ctx, i, attention, prefill_tokens, prompts, *kw.values()))
+    nd = max(_ndim(x) for x in (decoding, ctx, i, attention, prefill_tokens, prompts, *kw.values()))
     prefill_tokens, prompts = _without_and_with(prefill_tokens, nd), _without_and_with(prompts, nd)
     # without mixing, the prefill iteration carries no decoding sequences and the decode iteration follows it
     running = decoding if mixes else _without_and_with(decoding, nd)[::-1]
