@@ -252,6 +252,12 @@ class ServingEngine:
     source: str
     note: str | None
     limits_shared_by_dp: bool = False  # batch and token limits are the replica's, split among its attention-DP ranks
+    # an iteration that prefills also advances the decoding sequences (in-flight batching); a table written before
+    # the column keeps True (aisize.serving.engine.Engine.mixes_prefill)
+    mixes_prefill: bool = True
+    # attention-DP ranks gather and scatter the MoE layers' 16-bit hidden states with NCCL's all-gather and
+    # reduce-scatter (SGLang's dp_attention.py); empty: False (aisize.serving.engine.Engine.dp_gather_nccl)
+    dp_gather_nccl: bool = False
 
 
 @dataclass(frozen=True)

@@ -98,14 +98,15 @@ class Engine:
     # SGLang's --scheduler-recv-interval: new requests are taken in once every this many decode iterations
     # (1, every iteration: the default; InferenceX's DeepSeek-R1 recipes set 10 or 30) [7]
     scheduler_recv_interval: int = 1
-    # whether an iteration that prefills also advances the decoding sequences (in-flight batching [1, 3]). SGLang
-    # by default runs a prefill batch alone and the decodes wait for it (--enable-mixed-chunk off) [8], yet every
-    # catalog engine keeps True: with SGLang's False the cross-validated serving scores fell (docs/calibration.md,
-    # "Prefill alone"), so False is a deployment's choice (with_(mixes_prefill=False)), not a default
+    # whether an iteration that prefills also advances the decoding sequences (in-flight batching [1, 3]): the
+    # catalog's mixes_prefill column. SGLang by default runs a prefill batch alone and the decodes wait for it
+    # (--enable-mixed-chunk off) [8], yet its row keeps true: with SGLang's false the cross-validated serving scores
+    # fell (docs/calibration.md, "Prefill alone"), so false is a deployment's choice (a site's engine table, or
+    # with_(mixes_prefill=False))
     mixes_prefill: bool = True
     # attention-DP ranks gather every rank's 16-bit hidden states before each MoE layer with NCCL's all-gather and
     # scatter the results with its reduce-scatter, read from NCCL's measured tables under the calibration's
-    # gather_source="kernels" (SGLang: DP_GATHER_NCCL) [9]
+    # gather_source="kernels": the catalog's dp_gather_nccl column (true for SGLang) [9]
     dp_gather_nccl: bool = False
     version: str = ""
     source: str = ""
@@ -184,10 +185,6 @@ class Launch:
         return np.where(with_prefill, mixed, decode)
 
 
-#: engines whose attention-DP gather and scatter are NCCL's all_gather_into_tensor and reduce_scatter_tensor of the
-#: 16-bit hidden states, padded to the largest rank's tokens inside CUDA graphs [9]
-DP_GATHER_NCCL = frozenset({"sglang"})
-
 GRAPHED = Launch(np.inf, np.inf, True)  # every iteration from a CUDA graph, host overlapped
 
 
@@ -205,7 +202,7 @@ def engine(key: str) -> Engine:
                   overlap_with_speculation=(r.overlap_scheduler if r.overlap_with_speculation is None
                                             else r.overlap_with_speculation),
                   kv_fraction_of_total=r.kv_fraction_of_total, limits_shared_by_dp=r.limits_shared_by_dp,
-                  dp_gather_nccl=r.id in DP_GATHER_NCCL, version=r.version, source=r.source)
+                  mixes_prefill=r.mixes_prefill, dp_gather_nccl=r.dp_gather_nccl, version=r.version, source=r.source)
 
 
 class _Engines(Mapping):
