@@ -6,8 +6,9 @@ approximations, not at the roofline. The scheduler is the one the closed forms
 describe (Orca/vLLM/TensorRT-LLM iteration-level scheduling [1, 2]):
 
 - each iteration, every running sequence past its prefill decodes one token; an engine that does not mix
-  prefill into decode iterations (``mixes_prefill`` False: SGLang's own default) runs an iteration with prompt work alone, the decodes
-  waiting for it (:attr:`~aisize.serving.engine.Engine.mixes_prefill`);
+  prefill into decode iterations (``mixes_prefill`` false in its ``data/engines.csv`` row: SGLang's own
+  default) runs an iteration with prompt work alone, the decodes waiting for it
+  (:attr:`~aisize.serving.engine.Engine.mixes_prefill`);
 - then waiting requests are admitted first-come first-served while the batch limit,
   the KV pool (blocks for the whole request when the engine reserves them) and the
   token budget allow; without chunked prefill a prompt must fit the budget whole and
@@ -356,8 +357,8 @@ def simulate_replica(rep, *, requests_per_s=None, concurrency=None, requests=200
     """:func:`simulate` a :class:`~aisize.serving.replica.Replica`: its costs, rates, engine policy and limits
     (whole replica: each attention-DP rank's times the ranks), KV pool, shape, launch and speculation.
 
-    ``request_seconds`` is a request's fixed time before the engine sees it (None: the replica's calibration's);
-    the other arguments as for :func:`simulate`.
+    The keywords are the fields of :class:`~aisize.serving.replica.Load` (``requests_per_s``, ``concurrency``,
+    ``length_cv``) and of :class:`Run` (the others; ``request_seconds`` None: the replica's calibration's).
     """
     return simulate(rep, Load(requests_per_s, concurrency, length_cv),
                     Run(requests=requests, seed=seed, warmup_share=warmup_share, cooldown_share=cooldown_share,
