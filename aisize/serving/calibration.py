@@ -105,8 +105,13 @@ CONSTANTS = {
 
 GEMM_SOURCES = ("roofline", "kernels")
 #: moe_source also takes "kernel_fixed": the roofline's routed experts plus, per MoE layer, the measured operator's
-#: time at one token beyond the roofline's (aisize.serving.kernel_moe.fixed_seconds)
-MOE_SOURCES = GEMM_SOURCES + ("kernel_fixed",)
+#: time at one token beyond the roofline's (aisize.serving.kernel_moe.fixed_seconds); and "engine_kernels": the
+#: measured operator only under the engines of MOE_KERNEL_ENGINES, the roofline under the others (issue 48: each
+#: engine gains its own kernels once cross-validation says so; docs/calibration.md, 2026-12-05)
+MOE_SOURCES = GEMM_SOURCES + ("kernel_fixed", "engine_kernels")
+#: engines whose measured MoE operator is the one their published recipes ran (SGLang's ``--moe-runner-backend
+#: flashinfer_trtllm`` on Blackwell, its default Triton fused MoE on Hopper; docs/calibration.md)
+MOE_KERNEL_ENGINES = frozenset({"sglang"})
 #: the calibration's switches between the roofline and the measured kernel tables (each one of GEMM_SOURCES)
 SOURCE_SWITCHES = ("gemm_source", "moe_source", "attention_source", "allreduce_source", "gather_source")
 
@@ -146,7 +151,8 @@ class Calibration:
     gemm_source: str = "roofline"
     # where routed experts' time comes from: "roofline" (tile-padded grouped GEMMs x expert efficiencies) or
     # "kernels" (the engine's MoE operator measured on the GPU, aisize.serving.kernel_moe, else the roofline), or
-    # "kernel_fixed" (the roofline plus the operator's measured fixed time per MoE layer, kernel_moe.fixed_seconds)
+    # "kernel_fixed" (the roofline plus the operator's measured fixed time per MoE layer, kernel_moe.fixed_seconds),
+    # or "engine_kernels" ("kernels" under the engines of MOE_KERNEL_ENGINES, the roofline under the others)
     moe_source: str = "roofline"
     # where attention's time comes from: "roofline" (attention peak x attention_efficiency, KV reads at the HBM
     # share) or "kernels" (the engine's attention and MLA kernels measured on the GPU, aisize.serving.

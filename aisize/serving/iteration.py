@@ -150,11 +150,15 @@ def _gather_source(device, calib, engine):
 
 
 def _kernel_source(device, calib, engine, switch):
-    if getattr(calib, switch, "roofline") not in ("kernels", "kernel_fixed") or engine is None:
+    source = getattr(calib, switch, "roofline")
+    if source not in ("kernels", "kernel_fixed", "engine_kernels") or engine is None:
         return None
+    from aisize.serving.calibration import MOE_KERNEL_ENGINES
     from aisize.serving.kernel_gemms import ENGINE_TABLES
 
     key = getattr(engine, "key", engine)
+    if source == "engine_kernels" and key not in MOE_KERNEL_ENGINES:
+        return None
     return (device.id, key) if key in ENGINE_TABLES else None
 
 
