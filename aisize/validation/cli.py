@@ -49,7 +49,8 @@ def cross_validation_lines(by_list, evaluations: int, calibration=None, progress
                 f"{100 * s['tpot_median_abs_error']:.1f} %)")
 
     out = [f"serving calibration {cal.name} ({cal.gemm_source} GEMMs, {cal.moe_source} MoE, {cal.attention_source} "
-           f"attention, {cal.allreduce_source} all-reduce)", f"  on {', '.join(CV_SETS)}"]
+           f"attention, {cal.allreduce_source} all-reduce, {cal.gather_source} attention-DP gather)",
+           f"  on {', '.join(CV_SETS)}"]
     for by in by_list:
         cv = cross_validate(runs, cal, by=by, max_evaluations=evaluations, progress=progress)
         out += [f"leave one {by} out ({len(cv.groups)} groups, each refitted with {evaluations} solver steps "
