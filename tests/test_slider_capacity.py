@@ -50,7 +50,7 @@ def _forget() -> None:
     """Every memoised planner result, and the estimates the replica count keeps across plans (which
     ``clear_caches`` does not find: they are not lru_cache functions)."""
     clear_caches()
-    for kept in (RC._estimates, RC._capacities):
+    for kept in (RC._estimates, RC._probes, RC._capacities):
         kept._entries.clear()
 
 

@@ -16,7 +16,7 @@ from aisize.plan import context as C
 from aisize.plan.kvtiers import plan_kv_tiers, serving_extras
 from aisize.plan.slo_reason import UnmetTargets
 from aisize.serving.curves import above_threshold, latency_elasticity
-from aisize.serving.estimate import estimate_capacity
+from aisize.serving.estimate import estimate_capacity, probe
 from aisize.serving.sizing import FleetChoice
 from aisize.serving.tails import STATISTIC_SUFFIX
 
@@ -299,24 +299,26 @@ def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor
         while high[0] - low > 1:
             mid = guess if low < guess < high[0] else (low + high[0]) // 2
             guess = 0
-            kv2, est2 = _evaluate(w, ctx, policies, arch, shape, mid, one)
+            kv2, est2 = _probe(w, ctx, policies, arch, shape, mid, one)
             if est2 is not None and est2.feasible and meets_targets(w, est2, ttft_t, tpot_t):
                 high = (mid, kv2, est2)
             else:
                 low = mid
-        return high + (True,)
+        if high[0] == n:  # the screen's count, estimated in full above
+            return high + (True,)
+        return high[:1] + _evaluate(w, ctx, policies, arch, shape, high[0], one) + (True,)  # the probe completed
     replicas, last = n, est
     for _ in range(TOP_UP_STEPS):  # steps up from the screen's count until the estimate meets the targets
         more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
         if more * shape.gpus >= floor:
             break
-        kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
+        kv2, est2 = _probe(w, ctx, policies, arch, shape, more, one)
         if est2 is None or not est2.feasible or _miss(w, est2, ttft_t, tpot_t) >= \
                 _miss(w, last, ttft_t, tpot_t) * (1 - 1e-3):
             break  # more replicas no longer help: the light-load floor of this shape is above the target
         replicas, last = more, est2
         if meets_targets(w, est2, ttft_t, tpot_t):
-            return replicas, kv2, est2, True
+            return (replicas,) + _evaluate(w, ctx, policies, arch, shape, replicas, one) + (True,)
     return n, kv, est, False  # missed at any count tried: the screen's count, not replicas that buy nothing
 
 
@@ -335,16 +337,42 @@ def _evaluate(w, ctx, policies, arch, shape, replicas, one):
     the same arguments before is that one (a target's move re-plans at the same rates)."""
     if w.prefix is not None:  # reused prompts and KV tiers (aisize.plan.kvtiers)
         return plan_kv_tiers(w, ctx, policies, arch, shape, replicas, one)
-    rate = w.requests_per_s / replicas
-    key = _estimate_key(arch, ctx, shape, one)
-    at_rate = key[:2] + (key[2] + (("requests_per_s", repr(rate)),),) + key[3:]
+    key, at_rate, rate = _rate_key(w, arch, ctx, shape, replicas, one)
     est = _estimates.get(at_rate)
     if est is None:
-        est = serving.estimate(arch, ctx.accelerator, **one, requests_per_s=rate)
+        probed = _probes.get(at_rate)  # a probe of the same arguments completed: the same estimate, bit for bit
+        est = probed.estimate() if probed is not None else serving.estimate(arch, ctx.accelerator, **one,
+                                                                            requests_per_s=rate)
         _estimates.put(at_rate, est)
     if load_free(w, arch):
         _capacities.put(key, (bool(est.feasible), est.max_requests_per_s))
     return None, est
+
+
+def _probe(w, ctx, policies, arch, shape, replicas, one):
+    """(KV tiers or None, the estimate or its :class:`~aisize.serving.estimate.LatencyProbe`) of ``replicas`` of
+    ``shape``: what the search reads of a count it tries (fit, capacity, stability, latencies), the figures of
+    :func:`_evaluate`'s estimate to the bit at about half its cost (docs/speed.md); with prompt reuse, the
+    estimate (its KV tiers are planned per count)."""
+    if w.prefix is not None:
+        return _evaluate(w, ctx, policies, arch, shape, replicas, one)
+    key, at_rate, rate = _rate_key(w, arch, ctx, shape, replicas, one)
+    got = _estimates.get(at_rate)
+    if got is None:
+        got = _probes.get(at_rate)
+    if got is None:
+        got = probe(arch, ctx.accelerator, **one, requests_per_s=rate)
+        _probes.put(at_rate, got)
+    if load_free(w, arch):
+        _capacities.put(key, (bool(got.feasible), got.max_requests_per_s))
+    return None, got
+
+
+def _rate_key(w, arch, ctx, shape, replicas, one) -> tuple:
+    """(:func:`_estimate_key`, it with the rate per replica, that rate [requests/s]) of ``replicas`` of ``shape``."""
+    rate = w.requests_per_s / replicas
+    key = _estimate_key(arch, ctx, shape, one)
+    return key, key[:2] + (key[2] + (("requests_per_s", repr(rate)),),) + key[3:], rate
 
 
 def _capacity(ctx, arch, shape, one) -> tuple[bool, float]:
@@ -388,6 +416,7 @@ class _Kept:
 
 _capacities = _Kept(256)  # (fit, capacity [requests/s]) of load-free replicas
 _estimates = _Kept(64)  # estimates by their arguments and rate
+_probes = _Kept(64)  # the bisection's probes (aisize.serving.estimate.LatencyProbe), as _estimates
 
 
 # each SLO statistic's suffix in the names of the estimates' and the plan's latencies (ttft_p99_s, ttft_p99_seconds)
