@@ -26,22 +26,30 @@ def _estimate_calls(name: str) -> list:
     """(model, accelerator, keyword arguments less the load) of the first :data:`PER_PRESET` distinct estimates the
     plan of preset ``name`` makes."""
     seen, calls = set(), []
-    real = serving.estimate
+    real, real_probe = serving.estimate, RC.probe
 
-    def recording(model, accelerator, **kw):
-        rest = {k: v for k, v in kw.items() if k not in ("requests_per_s", "concurrency")}
+    def recorded(model, accelerator, kw):
+        rest = {k: v for k, v in kw.items() if k not in ("requests_per_s", "concurrency", "replicas")}
         key = (repr(model), repr(accelerator), repr(sorted(rest.items())))
         if key not in seen and len(calls) < PER_PRESET:
             seen.add(key)
             calls.append((model, accelerator, rest))
+
+    def recording(model, accelerator, **kw):
+        recorded(model, accelerator, kw)
         return real(model, accelerator, **kw)
+
+    def probing(model, accelerator, **kw):
+        recorded(model, accelerator, kw)
+        return real_probe(model, accelerator, **kw)
 
     _forget()  # memoised searches would not estimate again
     serving.estimate = recording  # the planner calls it as aisize.serving.estimate
+    RC.probe = probing  # ... and its replica-count search as aisize.serving.estimate.probe
     try:
         plan(preset(name))
     finally:
-        serving.estimate = real
+        serving.estimate, RC.probe = real, real_probe
         _forget()
     return calls
 
@@ -50,7 +58,7 @@ def _forget() -> None:
     """Every memoised planner result, and the estimates the replica count keeps across plans (which
     ``clear_caches`` does not find: they are not lru_cache functions)."""
     clear_caches()
-    for kept in (RC._estimates, RC._probes, RC._capacities):
+    for kept in (RC._estimates, RC._probes, RC._replicas, RC._capacities):
         kept._entries.clear()
 
 

@@ -52,14 +52,18 @@ def test_a_probe_reads_what_the_estimate_reads_to_the_bit(model, gpu, kw, share)
     rate = share * cap if fits else 1.0
     est = serving.estimate(model, gpu, requests_per_s=rate, **kw)
     got = E.probe(model, gpu, requests_per_s=rate, **kw)
-    for name in READ:
-        assert _same(getattr(got, name), getattr(est, name)), (name, getattr(got, name), getattr(est, name))
-    done = got.estimate()
-    for f in fields(est):
-        if f.compare:
-            assert _same(getattr(done, f.name), getattr(est, f.name)), f.name
-    assert RC.meets_targets(_W, got, 1.0, 0.05) == RC.meets_targets(_W, est, 1.0, 0.05)
-    assert RC._miss(_W, got, 1.0, 0.05) == RC._miss(_W, est, 1.0, 0.05)
+    # on the replicas of a probe at another rate (their capacities computed there): the same figures
+    again = E.probe(model, gpu, requests_per_s=rate, replicas=E.probe(model, gpu, requests_per_s=0.37 * rate,
+                                                                        **kw).replicas, **kw)
+    for probed in (got, again):
+        for name in READ:
+            assert _same(getattr(probed, name), getattr(est, name)), (name, getattr(probed, name), getattr(est, name))
+        done = probed.estimate()
+        for f in fields(est):
+            if f.compare:
+                assert _same(getattr(done, f.name), getattr(est, f.name)), f.name
+        assert RC.meets_targets(_W, probed, 1.0, 0.05) == RC.meets_targets(_W, est, 1.0, 0.05)
+        assert RC._miss(_W, probed, 1.0, 0.05) == RC._miss(_W, est, 1.0, 0.05)
 
 
 class _W:  # a service as meets_targets reads it
@@ -90,8 +94,9 @@ def test_a_plan_searched_with_probes_is_the_plan_searched_with_estimates(monkeyp
     clear_caches()
 
 
-def _full(model, accelerator, **kw):
-    """A probe that is the estimate itself (what the search read of each count before probes)."""
+def _full(model, accelerator, replicas=None, **kw):
+    """A probe that is the estimate itself, made afresh (what the search read of each count before probes)."""
     est = serving.estimate(model, accelerator, **kw)
     object.__setattr__(est, "estimate", lambda: est)
+    object.__setattr__(est, "replicas", None)
     return est

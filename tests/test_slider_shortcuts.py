@@ -159,5 +159,6 @@ def test_a_shape_ruled_out_by_its_capacity_without_a_rate_plans_what_the_loaded_
     monkeypatch.setattr(RC, "load_free", lambda w, arch: False)
     monkeypatch.setattr(RC, "_estimates", RC._Kept(0))
     monkeypatch.setattr(RC, "_probes", RC._Kept(0))
+    monkeypatch.setattr(RC, "_replicas", RC._Kept(0))
     monkeypatch.setattr(RC, "_capacities", RC._Kept(0))
     assert _cv_sweep() == fast

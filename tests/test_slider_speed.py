@@ -173,6 +173,7 @@ def test_load_free_shortcuts_plan_what_the_long_way_plans(monkeypatch, name, fie
     monkeypatch.setattr(RC, "load_free", lambda w, arch: False)
     monkeypatch.setattr(RC, "_estimates", RC._Kept(0))
     monkeypatch.setattr(RC, "_probes", RC._Kept(0))
+    monkeypatch.setattr(RC, "_replicas", RC._Kept(0))
     monkeypatch.setattr(RC, "_capacities", RC._Kept(0))
     assert _rate_sweep(name, field=field, factor=factor, **given) == fast
 

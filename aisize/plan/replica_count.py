@@ -341,8 +341,7 @@ def _evaluate(w, ctx, policies, arch, shape, replicas, one):
     est = _estimates.get(at_rate)
     if est is None:
         probed = _probes.get(at_rate)  # a probe of the same arguments completed: the same estimate, bit for bit
-        est = probed.estimate() if probed is not None else serving.estimate(arch, ctx.accelerator, **one,
-                                                                            requests_per_s=rate)
+        est = (probed if probed is not None else _probed(arch, ctx, key, one, rate)).estimate()
         _estimates.put(at_rate, est)
     if load_free(w, arch):
         _capacities.put(key, (bool(est.feasible), est.max_requests_per_s))
@@ -361,11 +360,19 @@ def _probe(w, ctx, policies, arch, shape, replicas, one):
     if got is None:
         got = _probes.get(at_rate)
     if got is None:
-        got = probe(arch, ctx.accelerator, **one, requests_per_s=rate)
+        got = _probed(arch, ctx, key, one, rate)
         _probes.put(at_rate, got)
     if load_free(w, arch):
         _capacities.put(key, (bool(got.feasible), got.max_requests_per_s))
     return None, got
+
+
+def _probed(arch, ctx, key, one, rate):
+    """The :func:`~aisize.serving.estimate.probe` of ``one`` at ``rate`` per replica, on the replicas of a probe of
+    the same arguments at another rate where one is kept (built once, their capacities computed once)."""
+    got = probe(arch, ctx.accelerator, **one, requests_per_s=rate, replicas=_replicas.get(key))
+    _replicas.put(key, got.replicas)
+    return got
 
 
 def _rate_key(w, arch, ctx, shape, replicas, one) -> tuple:
@@ -417,6 +424,7 @@ class _Kept:
 _capacities = _Kept(256)  # (fit, capacity [requests/s]) of load-free replicas
 _estimates = _Kept(64)  # estimates by their arguments and rate
 _probes = _Kept(64)  # the bisection's probes (aisize.serving.estimate.LatencyProbe), as _estimates
+_replicas = _Kept(64)  # the candidate replicas of a probe by its arguments but the rate (the same at any rate)
 
 
 # each SLO statistic's suffix in the names of the estimates' and the plan's latencies (ttft_p99_s, ttft_p99_seconds)

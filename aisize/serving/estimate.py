@@ -469,6 +469,7 @@ class LatencyProbe:
     tpot_p99_s: float
     evaluated: tuple = field(repr=False, compare=False)  # (Replica, capacity, ReplicaState) evaluated
     arguments: dict = field(repr=False, compare=False)  # estimate's arguments by name
+    replicas: tuple = field(repr=False, compare=False)  # the candidate replicas (Asked.replicas), for probe(replicas=)
 
     def estimate(self) -> ServingEstimate:
         """The :func:`estimate` of the same arguments, from the replica and state already evaluated."""
@@ -478,18 +479,34 @@ class LatencyProbe:
         return est
 
 
-def probe(model, accelerator, **kwargs) -> LatencyProbe:
-    """:func:`estimate`'s fit, capacity, stability and latencies (the same figures to the last bit: the same
-    replica, load and state, read by :func:`_latencies`), at about half its cost (default service, H100: 1.0 ms
-    against 1.9 ms). ``kwargs`` are :func:`estimate`'s."""
+def probe(model, accelerator, *, replicas: tuple | None = None, **kwargs) -> LatencyProbe:
+    """:func:`estimate`'s fit, capacity, stability and latencies, the same figures to the last bit (the same
+    replica, load and state, read by :func:`_latencies`), without the rest of the estimate. ``kwargs`` are
+    :func:`estimate`'s. ``replicas``: those of a probe of the same arguments at another request rate
+    (:attr:`LatencyProbe.replicas`): a replica is the same at any rate (:func:`_asked`), so they are not built
+    again and their capacities, computed once, are read again; ignored without a rate or with a concurrency."""
     asked = inspect.signature(estimate).bind(model, accelerator, **kwargs)
     asked.apply_defaults()
     arguments = dict(asked.arguments)
-    evaluated = _evaluated(_asked(arguments))
+    again = replicas is not None and arguments["requests_per_s"] is not None and arguments["concurrency"] is None
+    a = _asked_at_rate(arguments, replicas) if again else _asked(arguments)
+    evaluated = _evaluated(a)
     cap = evaluated[1]
     fits, stable, *figures = _latencies(cap, evaluated[2])
     return LatencyProbe(fits, stable, float(cap.state.requests_per_s) if fits else 0.0, *figures,
-                        evaluated=evaluated, arguments=arguments)
+                        evaluated=evaluated, arguments=arguments, replicas=a.replicas)
+
+
+def _asked_at_rate(a, replicas: tuple) -> Asked:
+    """:func:`_asked` of arguments that differ only in ``requests_per_s`` from those ``replicas`` were built of:
+    those replicas (what _asked builds of the rest: the engine as it runs under a load, its limits, the shapes),
+    with the load and the workload (prefix reuse, KV tiers, lengths) at this rate, checked as _asked checks them."""
+    rate = _scalar("requests_per_s", checks.positive, a["requests_per_s"], high=1e9)
+    cv = _scalar("length_cv", checks.non_negative, a["length_cv"], high=100.0)
+    rep = replicas[0]
+    workload = serving_workload(a["prefix"], a["kv_tiers"], a["length_distribution"], rep.input_tokens,
+                                rep.output_tokens, rate, rep.costs.kv_bytes)
+    return Asked(replicas, Load(rate, None, cv), workload)
 
 
 def _kv_full_rate(rep: Replica, cap) -> float:
