@@ -59,10 +59,10 @@ def test_aisize_validate_cross_validate_prints_in_sample_beside_held_out(monkeyp
     small = [r for r in runs if r.model in ("llama-3.1-8b", "llama-3.3-70b") and r.accelerator in ("h100-sxm", "h200-sxm")]
     monkeypatch.setattr("aisize.calibrate.read_table", lambda path: small if "throughput" in str(path) else [])
     lines = cli.cross_validation_lines(["gpu"], 4)
-    assert lines[0].startswith("serving calibration aisize-") and "roofline GEMMs" in lines[0]
-    assert "roofline attention" in lines[0] and lines[1].startswith("  on serving_throughput")
-    assert lines[2].startswith("leave one gpu out (2 groups")
-    assert lines[3].startswith("  in sample") and lines[4].startswith("  held out")
+    assert lines[0].startswith("serving calibration aisize-") and "roofline GEMMs" in lines[1]
+    assert "roofline attention" in lines[1] and lines[2].startswith("  on serving_throughput")
+    assert lines[3].startswith("leave one gpu out (2 groups")
+    assert lines[4].startswith("  in sample") and lines[5].startswith("  held out")
     assert all(len(x) <= 120 for x in lines)
 
 
