@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 from aisize import serving
 from aisize.plan import context as C
 from aisize.plan.kvtiers import plan_kv_tiers, serving_extras
+from aisize.plan.rate_bounds import BOUND_MARGIN, RateBounds as _Bounds  # noqa: F401 (tests read them)
 from aisize.plan.slo_reason import UnmetTargets
 from aisize.serving.curves import above_threshold, latency_elasticity
 from aisize.serving.estimate import estimate_capacity, probe
@@ -139,36 +140,43 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
     got = _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor)
     if got is None or not got[3]:
         return got
-    replicas, kv, est, _ = got
+    replicas, kv, est, _ = got  # est None: not made yet (a load-free replica's tests said it meets at `replicas`)
     free = load_free(w, arch)
-    at = est  # the estimate the knee is read from, at `replicas`
-    walk, first = (w.name, shape), replicas
+    at, base = est, replicas  # the estimate the knee is read from, at `replicas`; the count `est` is made at
+    walk = (w.name, shape)
     last = _STEPPED.pop(walk, 0)  # steps its last walk took: a long one is screened from the first count
     _STEPPED[walk] = steps = 0
     while len(_STEPPED) > _KEPT_ELASTICITIES:
         del _STEPPED[next(iter(_STEPPED))]
-    screened = (_knee_screen(w, est, shape, replicas, floor, True, last + SCREEN_AHEAD) if free and
-                last >= SCREEN_AFTER else replicas - 1)  # counts up to this one screened
+    knee = _bounds(_knee_key(ctx, arch, shape, one, w)) if free else None  # the knee by rate, as seen before
+    screened = replicas - 1  # counts up to this one screened
     for _ in range(TOP_UP_STEPS):
-        if free and steps >= SCREEN_AFTER - 1 and replicas > screened:  # a long walk: the next counts at once
-            screened = _knee_screen(w, est, shape, replicas, floor, replicas == first, 2 * SCREEN_AHEAD)
-        if below_knee(w, at):
+        said = knee.says(w.requests_per_s / replicas) if free else None
+        if said is None and at is None:  # this count's estimate: the curve of every count from here (load_free)
+            kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
+            at, base = est, replicas
+        if said is None and free and replicas > screened and (steps >= SCREEN_AFTER - 1 or
+                                                              steps == 0 and last >= SCREEN_AFTER):
+            # a long walk: the next counts at once (from its first count where the shape's last walk was long)
+            screened = _knee_screen(w, est, shape, replicas, floor, replicas == base,
+                                    2 * SCREEN_AHEAD if steps else last + SCREEN_AHEAD)
+        if said if said is not None else _below_knee_seen(w, at, knee, w.requests_per_s / replicas):
             break
         _STEPPED[walk] = steps = steps + 1
         more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
         if more * shape.gpus >= floor:
             return None  # another shape already meets the targets short of its knee with fewer GPUs
         if free:  # the fit and the curve are the same at any count (load_free): only the last count is estimated
-            replicas, at = more, _at_rate(est, w.requests_per_s / more)
+            replicas, at = more, _at_rate(est, w.requests_per_s / more) if est is not None else None
             continue
         kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
         if est2 is None or not est2.feasible:
             break
-        replicas, kv, est = more, kv2, est2
+        replicas, kv, est, base = more, kv2, est2, more
         at = est
-    if at is not est:
+    if est is None or base != replicas:
         kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
-        known = _ELASTICITIES.get((id(at), float(at.requests_per_s), w.slo_statistic))
+        known = _ELASTICITIES.get((id(at), float(at.requests_per_s), w.slo_statistic)) if at is not None else None
         if known is not None:  # the plan's figure: the same curve at the same rate
             _remember(est, at.requests_per_s, w.slo_statistic, known[1])
     return replicas, kv, est, True
@@ -223,11 +231,25 @@ def below_knee(w, est) -> bool:
     """Whether a replica's request latency (at the targets' statistic) rises at most KNEE_ELASTICITY times as fast
     as its load at the estimate's rate: a fleet sized only to meet its targets can sit at the knee (agentic-coding
     at 92 % busy: 10 % more load, 42 % more latency), meeting them on paper and missing them at the first rise."""
+    return _knee_gap(w, est) <= 0.0
+
+
+def _knee_gap(w, est) -> float:
+    """The elasticity at the estimate's rate over KNEE_ELASTICITY, less 1 (<= 0: below the knee; inf: screened
+    clearly past it, or at capacity)."""
     if not est.requests_per_s:
-        return True
+        return -1.0
     if _PAST_KNEE.get((id(est), float(est.requests_per_s), w.slo_statistic)) is est:
-        return False  # screened clearly past it (_knee_screen)
-    return elasticity_at(est, est.requests_per_s, w.slo_statistic) <= C.KNEE_ELASTICITY
+        return math.inf  # screened clearly past it (_knee_screen)
+    return elasticity_at(est, est.requests_per_s, w.slo_statistic) / C.KNEE_ELASTICITY - 1.0
+
+
+def _below_knee_seen(w, at, knee, rate: float) -> bool:
+    """:func:`below_knee` of ``at`` (at ``rate`` per replica), shown to ``knee`` (:class:`_Bounds`) if given."""
+    gap = _knee_gap(w, at)
+    if knee is not None:
+        knee.saw(rate, gap)
+    return gap <= 0.0
 
 
 _ELASTICITIES: dict = {}  # (id of the estimate, rate, statistic) -> (the estimate, its elasticity)
@@ -282,29 +304,45 @@ def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor
     """(replicas, KV tiers, estimate, met) for ``shape``: the fewest replicas the estimate says meet the targets,
     searched from the screen's ``n``; None where the shape does not fit or cannot beat ``floor`` GPUs."""
     # with a floor set, most shapes stop at their capacity: it is worked out without a rate where not yet known
+    free = load_free(w, arch)
     known = (_capacity(ctx, arch, shape, one) if floor < math.inf else
-             _capacities.get(_estimate_key(arch, ctx, shape, one))) if load_free(w, arch) else None
+             _capacities.get(_estimate_key(arch, ctx, shape, one))) if free else None
     if known is not None and (not known[0] or (_low(w, known[1]) + 1) * shape.gpus >= floor):
         return None  # as the estimate at n would say: its fit and capacity are those of any count (load_free)
-    kv, est = _evaluate(w, ctx, policies, arch, shape, n, one)
-    if est is None or not est.feasible:
-        return None
-    cap = est.max_requests_per_s
+    seen = _bounds(_targets_key(ctx, arch, shape, one, w, ttft_t, tpot_t)) if free else None
+    kv = est = None
+    if seen is not None and seen.says(w.requests_per_s / n):  # n meets them, as the rates seen before say
+        known = known or _capacity(ctx, arch, shape, one)  # the estimate's fit and capacity (load_free)
+        if not known[0]:
+            return None
+        cap, met = known[1], True
+    else:
+        kv, est = _evaluate(w, ctx, policies, arch, shape, n, one)
+        if est is None or not est.feasible:
+            return None
+        cap, met = est.max_requests_per_s, _meets_seen(w, est, ttft_t, tpot_t, seen, w.requests_per_s / n)
     low = _low(w, cap)
     if (low + 1) * shape.gpus >= floor:
         return None
-    if meets_targets(w, est, ttft_t, tpot_t):  # bisection: `low` misses (or is 0), n meets
+    if met:  # bisection: `low` misses (or is 0), n meets
         high = (n, kv, est)
         guess = math.ceil(low / GUESS_UTILISATION)  # first where busy replicas usually still meet their targets
         while high[0] - low > 1:
             mid = guess if low < guess < high[0] else (low + high[0]) // 2
             guess = 0
-            kv2, est2 = _probe(w, ctx, policies, arch, shape, mid, one)
-            if est2 is not None and est2.feasible and meets_targets(w, est2, ttft_t, tpot_t):
+            said = seen.says(w.requests_per_s / mid) if seen is not None else None
+            kv2 = est2 = None
+            if said is None:
+                kv2, est2 = _probe(w, ctx, policies, arch, shape, mid, one)
+                said = est2 is not None and est2.feasible and _meets_seen(w, est2, ttft_t, tpot_t, seen,
+                                                                          w.requests_per_s / mid)
+            if said:
                 high = (mid, kv2, est2)
             else:
                 low = mid
-        if high[0] == n:  # the screen's count, estimated in full above
+        if high[2] is not None and high[0] == n:  # the screen's count, estimated in full above
+            return high + (True,)
+        if high[2] is None:  # said to meet them (a load-free replica): estimated where the knee's walk stops
             return high + (True,)
         return high[:1] + _evaluate(w, ctx, policies, arch, shape, high[0], one) + (True,)  # the probe completed
     replicas, last = n, est
@@ -320,6 +358,34 @@ def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor
         if meets_targets(w, est2, ttft_t, tpot_t):
             return (replicas,) + _evaluate(w, ctx, policies, arch, shape, replicas, one) + (True,)
     return n, kv, est, False  # missed at any count tried: the screen's count, not replicas that buy nothing
+
+
+def _bounds(key) -> _Bounds:
+    got = _seen.get(key)
+    if got is None:
+        got = _Bounds()
+        _seen.put(key, got)
+    return got
+
+
+def _targets_key(ctx, arch, shape, one, w, ttft_t: float, tpot_t: float) -> tuple:
+    """:func:`_estimate_key` of the replica with what :func:`meets_targets` reads besides its estimate."""
+    key = _estimate_key(arch, ctx, shape, one)
+    return key[:2] + (key[2] + (("targets", repr((w.slo_statistic, ttft_t, tpot_t))),),) + key[3:]
+
+
+def _knee_key(ctx, arch, shape, one, w) -> tuple:
+    """:func:`_estimate_key` of the replica with what :func:`below_knee` reads besides its estimate."""
+    key = _estimate_key(arch, ctx, shape, one)
+    return key[:2] + (key[2] + (("knee", repr((w.slo_statistic, C.KNEE_ELASTICITY))),),) + key[3:]
+
+
+def _meets_seen(w, est, ttft_t: float, tpot_t: float, seen, rate: float) -> bool:
+    """:func:`meets_targets` of ``est`` (at ``rate`` per replica), shown to ``seen`` (:class:`_Bounds`) if given."""
+    miss = _miss(w, est, ttft_t, tpot_t)
+    if seen is not None:
+        seen.saw(rate, miss - 1.0)
+    return miss <= 1.0
 
 
 TOP_UP_STEPS = 16  # replicas added, a step at a time, until the estimate meets the targets
@@ -425,6 +491,7 @@ _capacities = _Kept(256)  # (fit, capacity [requests/s]) of load-free replicas
 _estimates = _Kept(64)  # estimates by their arguments and rate
 _probes = _Kept(64)  # the bisection's probes (aisize.serving.estimate.LatencyProbe), as _estimates
 _replicas = _Kept(64)  # the candidate replicas of a probe by its arguments but the rate (the same at any rate)
+_seen = _Kept(256)  # _Bounds of load-free replicas' tests (targets, knee) by their arguments but the rate
 
 
 # each SLO statistic's suffix in the names of the estimates' and the plan's latencies (ttft_p99_s, ttft_p99_seconds)
