@@ -32,6 +32,10 @@ class RateBounds:
             return None
         return True if rate <= self.clear_passed else False if rate >= self.clear_failed else None
 
+    def bracketed(self) -> bool:
+        """Whether a clear pass and a clear fail were seen (only the rates between them are computed)."""
+        return self.clear_passed > -math.inf and self.clear_failed < math.inf
+
     def saw(self, rate: float, gap: float) -> None:
         """The test computed at ``rate``: ``gap`` its figure over the threshold, less 1 (<= 0 passed)."""
         clear = abs(gap) > BOUND_MARGIN  # inf (unstable, at capacity) clears it; NaN does not

@@ -155,17 +155,20 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
         if said is None and at is None:  # this count's estimate: the curve of every count from here (load_free)
             kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
             at, base = est, replicas
-        if said is None and free and replicas > screened and (steps >= SCREEN_AFTER - 1 or
-                                                              steps == 0 and last >= SCREEN_AFTER):
-            # a long walk: the next counts at once (from its first count where the shape's last walk was long)
+        if said is None and free and replicas > screened and not knee.bracketed() and (
+                steps >= SCREEN_AFTER - 1 or steps == 0 and last >= SCREEN_AFTER):
+            # a long walk: the next counts at once (from its first count where the shape's last walk was long);
+            # not where the rates seen leave only a narrow band of counts to solve alone
             screened = _knee_screen(w, est, shape, replicas, floor, replicas == base,
-                                    2 * SCREEN_AHEAD if steps else last + SCREEN_AHEAD)
+                                    2 * SCREEN_AHEAD if steps else last + SCREEN_AHEAD, knee)
         if said if said is not None else _below_knee_seen(w, at, knee, w.requests_per_s / replicas):
             break
         _STEPPED[walk] = steps = steps + 1
         more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
-        if more * shape.gpus >= floor:
-            return None  # another shape already meets the targets short of its knee with fewer GPUs
+        if more * shape.gpus >= floor:  # another shape already meets the targets short of its knee with fewer GPUs
+            if said is None and free:  # the counts just above, for the next move (a rate move asks them)
+                _knee_screen(w, est, shape, more, math.inf, False, LEARN_COUNTS, knee, True)  # learn
+            return None
         if free:  # the fit and the curve are the same at any count (load_free): only the last count is estimated
             replicas, at = more, _at_rate(est, w.requests_per_s / more) if est is not None else None
             continue
@@ -186,19 +189,23 @@ SCREEN_AFTER = 3  # a walk this many steps long is screened (fewer: a screen wou
 SCREEN_AHEAD = 3  # counts screened beyond the length of the last walk, or half as many as a screen in a walk
 
 
-def _knee_screen(w, est, shape, start, floor, own, counts) -> int:
+def _knee_screen(w, est, shape, start, floor, own, counts, knee=None, learn=False) -> int:
     """Screens the next ``counts`` counts of the top-up walk from ``start`` (a load-free replica's: its curve is
     that of any count) with one batched solve (:func:`aisize.serving.curves.above_threshold`), keeping in
     :data:`_PAST_KNEE` those clearly past the knee: :func:`below_knee` answers for them without a solve each. The
     count the walk stops at, and any too near the knee to tell, are solved alone, so the plan's figure and every
     stop are those of the walk without the screen. ``own``: ``est`` is the estimate at ``start`` (the walk's first
-    count); else each count's is ``est`` at its rate (:func:`_at_rate`). Returns the last count screened."""
+    count); else each count's is ``est`` at its rate (:func:`_at_rate`). ``knee``: the replica's :class:`_Bounds`,
+    shown every verdict (and the counts it answers already are not screened); ``learn``: only shown them (counts
+    past a walk that stopped, for the next move's walk). Returns the last count screened."""
     asked, n = [], start
     while len(asked) < counts and n * shape.gpus < floor and w.requests_per_s / n > 0:
         asked.append(n)
         n += max(1, math.ceil(n * TOP_UP_SHARE))
-    if len(asked) < 2:  # one count: its solve is the figure; a screen would add one
+    if len(asked) < 2 and not learn:  # one count: its solve is the figure; a screen would add one
         return start
+    if not asked or knee is not None and all(knee.says(w.requests_per_s / c) is not None for c in asked):
+        return asked[-1] if asked else start
 
     def at(c):  # the object the walk asks about at count c
         return est if own and c == start else _at_rate(est, w.requests_per_s / c)
@@ -209,12 +216,17 @@ def _knee_screen(w, est, shape, start, floor, own, counts) -> int:
     rates = [first.requests_per_s] + [w.requests_per_s / c for c in asked[1:]]  # as the walk asks (_at_rate)
     verdicts = above_threshold(est, rates, C.KNEE_ELASTICITY, statistic=w.slo_statistic)
     for c, v in zip(asked, verdicts):
-        if v:
+        if knee is not None and v is not None:  # each as alone (above_threshold): clear of the threshold
+            knee.saw(w.requests_per_s / c, math.inf if v else -1.0)
+        if v and not learn:
             one = at(c)
             _PAST_KNEE[(id(one), float(one.requests_per_s), w.slo_statistic)] = one
     while len(_PAST_KNEE) > _KEPT_ELASTICITIES:
         del _PAST_KNEE[next(iter(_PAST_KNEE))]
     return asked[-1]
+
+
+LEARN_COUNTS = 5  # counts above the last of a walk that lost past the knee, screened for the next move's walk
 
 
 def load_free(w, arch) -> bool:
