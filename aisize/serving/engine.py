@@ -52,6 +52,10 @@ References
        to max length and then gather tokens using all_gather_into_tensor", the default inside CUDA graphs), the
        gathered buffer in the model's dtype (``init_dp_gathered_buffer``), the scatter by ``reduce_scatter_tensor``;
        docs/calibration.md ("SGLang's attention-DP decode").
+.. [10] NVIDIA/TensorRT-LLM ``tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py`` ``forward_chunk``
+       (``run_post_quant_allgather``: ``fp4_quantize``, then ``allgather(..., sizes=all_rank_num_tokens)`` of the
+       values, scale factors, expert ids and weights) and ``reducescatter_or_allreduce`` (``reducescatter`` by the
+       same sizes).
 """
 
 from __future__ import annotations
@@ -108,6 +112,12 @@ class Engine:
     # scatter the results with its reduce-scatter, read from NCCL's measured tables under the calibration's
     # gather_source="kernels": the catalog's dp_gather_nccl column (true for SGLang) [9]
     dp_gather_nccl: bool = False
+    # attention-DP ranks all-gather their own tokens by per-rank counts, NVFP4 inputs quantized first, and
+    # reduce-scatter the 16-bit results by the same counts (TensorRT-LLM's fused MoE [10]): a rank receives every
+    # rank's tokens but its own, so one rank's prompt crosses the links once, not attention_dp times
+    # (aisize.serving.iteration.exchange_by_sizes_seconds). Off in every catalog row: it lost cross-validation
+    # (docs/calibration.md, "TensorRT-LLM's attention-DP exchange"); with_(dp_exchange_by_sizes=True) turns it on
+    dp_exchange_by_sizes: bool = False
     version: str = ""
     source: str = ""
 

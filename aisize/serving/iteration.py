@@ -28,6 +28,8 @@ max(FLOPs / achieved peak, bytes / achieved bandwidth) [3]:
 - with ``calib.gather_source == "kernels"``, attention-DP groups' gather and scatter around each MoE layer
   within one server are NCCL's all-gather and reduce-scatter as measured on the GPU
   (:func:`aisize.serving.kernel_allreduce.gather_scatter_seconds`);
+- with an engine that exchanges by per-rank sizes (``Engine.dp_exchange_by_sizes``), a rank receives every rank's
+  tokens but its own, quantized to the experts' format on the way out (:func:`exchange_by_sizes_seconds`) [11];
 - with ``calib.attention_source == "kernels"``, decode and prefill attention (GQA/MHA and MLA) are read from
   the engine's attention kernels measured on the GPU where the tables cover the case
   (:mod:`aisize.serving.kernel_attention`), and the result says which share of their seconds was read;
@@ -68,6 +70,10 @@ References
        two_tier_collective_seconds` (the same form for training).
 .. [10] deepseek-ai/DeepEP README (dispatch in FP8, combine in BF16; internode kernels over RDMA, each
         token sent once per destination rank).
+.. [11] NVIDIA/TensorRT-LLM ``tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py`` (``forward_chunk``:
+        under attention DP, ``run_post_quant_allgather`` quantizes NVFP4 inputs with ``fp4_quantize`` and
+        ``allgather``s them with their scale factors, expert ids and weights by ``sizes=all_rank_num_tokens``;
+        ``reducescatter_or_allreduce`` reduce-scatters the output by the same sizes); ``Engine.dp_exchange_by_sizes``.
 """
 
 from __future__ import annotations
@@ -115,6 +121,8 @@ class Rates:
     kernel_allreduce: tuple | None = None  # (gpu, engine key): TP all-reduces from measured kernels (kernel_allreduce)
     kernel_moe_fixed_only: bool = False  # kernel_moe gives only their fixed time per MoE layer (moe_source="kernel_fixed")
     kernel_gather: str | None = None  # GPU id: attention-DP gather/scatter from NCCL's measured tables (gather_source)
+    # the attention-DP exchange moves each rank's own tokens, quantized on the way (Engine.dp_exchange_by_sizes)
+    dp_exchange_by_sizes: bool = False
 
 
 def achieved_rates(device, calib, engine=None) -> Rates:
@@ -135,7 +143,16 @@ def achieved_rates(device, calib, engine=None) -> Rates:
                  _kernel_source(device, calib, engine, "gemm_source"), _kernel_source(device, calib, engine, "moe_source"),
                  _kernel_source(device, calib, engine, "attention_source"),
                  _kernel_source(device, calib, engine, "allreduce_source"), calib.moe_source == "kernel_fixed",
-                 _gather_source(device, calib, engine))
+                 _gather_source(device, calib, engine),
+                 bool(getattr(_engine_record(engine), "dp_exchange_by_sizes", False)))
+
+
+def _engine_record(engine):
+    """The :class:`~aisize.serving.engine.Engine` of a key or record (None stays None)."""
+    if isinstance(engine, str):
+        from aisize.serving.engine import ENGINES
+        return ENGINES.get(engine)
+    return engine
 
 
 def _gather_source(device, calib, engine):
@@ -143,10 +160,7 @@ def _gather_source(device, calib, engine):
     the engine gathers with NCCL (:attr:`~aisize.serving.engine.Engine.dp_gather_nccl`), else None."""
     if calib.gather_source != "kernels" or engine is None:
         return None
-    if isinstance(engine, str):
-        from aisize.serving.engine import ENGINES
-        engine = ENGINES.get(engine)
-    return device.id if getattr(engine, "dp_gather_nccl", False) else None
+    return device.id if getattr(_engine_record(engine), "dp_gather_nccl", False) else None
 
 
 def _kernel_source(device, calib, engine, switch):
@@ -248,6 +262,32 @@ def cross_server_dispatch_seconds(tokens_per_rank, experts_per_token, expert_par
     ranks = np.minimum(float(experts_per_token), np.asarray(expert_parallel, dtype=float))
     bytes_out = tokens_per_rank * ranks * (g - d) / g * hidden * (DISPATCH_BYTES + ACTIVATION_BYTES)
     return np.where(g > d, bytes_out / scaleout_bytes_per_s + 2.0 * SCALEOUT_STEP_SECONDS, 0.0)
+
+
+def dp_gather_bytes(expert_format) -> float:
+    """Bytes per hidden element an attention-DP rank's tokens travel in to the experts under TensorRT-LLM [11]:
+    NVFP4 experts quantize them first (4-bit values and one FP8 scale per 16: 0.5625 B); other formats, DeepSeek's
+    block-scaled FP8 among them, gather the 16-bit states."""
+    return 0.5 + 1.0 / 16.0 if expert_format == "nvfp4" else ACTIVATION_BYTES
+
+
+ROUTE_BYTES_PER_EXPERT = 8.0  # each token's chosen expert ids (int32) and weights (fp32) travel with it [11]
+
+
+def exchange_by_sizes_seconds(costs, tokens, busiest_tokens, attention_dp, link_bytes_per_s, latency_seconds):
+    """One MoE layer's attention-DP exchange when each rank sends only its own tokens [11] [s].
+
+    TensorRT-LLM's fused MoE all-gathers every rank's tokens by their per-rank counts (``sizes``), quantized
+    first, and reduce-scatters the 16-bit results by the same counts: a rank receives every token but its own,
+    so the exchange is set by the tokens of all ranks (``tokens``), not by attention_dp times the busiest rank's
+    (``busiest_tokens``, the roofline's all-gather of equal shares). With equal shares both are (dp - 1) x a
+    share; when one rank carries a whole prompt the others' receive it once. The rank that receives most holds
+    the fewest: the others' mean, ``(tokens - busiest) / (dp - 1)``."""
+    dp = np.asarray(attention_dp, dtype=float)
+    own = np.maximum(tokens - busiest_tokens, 0.0) / np.maximum(dp - 1.0, 1.0)
+    per_token = (costs.hidden * (dp_gather_bytes(costs.formats.experts) + ACTIVATION_BYTES)
+                 + ROUTE_BYTES_PER_EXPERT * costs.experts_per_token)
+    return np.maximum(tokens - own, 0.0) * per_token / link_bytes_per_s + 2.0 * latency_seconds
 
 
 MIN_TILE_TOKENS = 16.0  # the smallest M tile grouped-GEMM kernels choose for few tokens per expert [7]
@@ -387,6 +427,7 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
     comm = 2.0 * costs.layers * reduce
     if costs.moe_layers:  # attention-DP groups gather their tokens for the experts and scatter them back
         gather = (dp - 1.0) * hidden_bytes / rates.link_bytes_per_s + latency
+        remote = 0.0
         if out is not None:
             # across servers engines dispatch each token to the ranks of its experts and combine it back
             # (DeepEP's all-to-all [10]: fp8 out, 16-bit back); the share bound for other servers crosses
@@ -396,6 +437,11 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
             gather = np.maximum(gather, 0.5 * remote)
         if rates.kernel_gather is not None and out is None:  # NCCL's all-gather + reduce-scatter, as measured
             exchange = kernel_gather_scatter_seconds(rates.kernel_gather, dp * hidden_bytes, dp, 2.0 * gather)
+            comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
+        elif rates.dp_exchange_by_sizes:  # each rank's own tokens, quantized out, 16-bit back [11]
+            exchange = exchange_by_sizes_seconds(costs, n, n_group, dp, rates.link_bytes_per_s, latency)
+            if out is not None:
+                exchange = np.maximum(exchange, remote)
             comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
         else:
             comm = comm + 2.0 * costs.moe_layers * np.where(dp > 1, gather, 0.0)
