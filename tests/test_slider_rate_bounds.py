@@ -6,9 +6,11 @@ here (``benchmarks/bench_sliders.py`` measures them)."""
 
 from __future__ import annotations
 
+import collections
 import math
 import random
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -134,3 +136,61 @@ def test_a_load_free_replicas_tests_are_monotone_in_its_rate(tp, lengths):
     est = probes[30].estimate()
     el = np.array([latency_elasticity(est, float(r), statistic="p95") for r in rates[::3]])
     assert np.all(np.diff(el) >= 0) and el[0] < 2.0 < el[-1]
+
+
+class _Est:
+    """What the replica count's search reads of an estimate: a replica of capacity 40 requests/s whose TTFT at p95
+    is ``latency(rate)`` [s]."""
+
+    def __init__(self, rate, latency):
+        self.feasible = self.stable = True
+        self.max_requests_per_s, self.requests_per_s = 40.0, rate
+        self.ttft_p95_s, self.tpot_p95_s = latency(rate), 0.0
+
+
+def _searches(monkeypatch, latency, totals, bounds=True) -> list:
+    """(replicas, met) of :func:`~aisize.plan.replica_count._fewest_meeting` at each total rate in turn, for a
+    load-free replica whose TTFT is ``latency`` (target 1 s), from the count at which it runs 60 % busy."""
+    shape, arch, ctx = collections.namedtuple("Shape", "gpus")(1), object(), types.SimpleNamespace(accelerator=object())
+    one, w = {"calibration": object()}, types.SimpleNamespace(slo_statistic="p95", requests_per_s=None)
+
+    def estimate(w, ctx, policies, arch, shape, n, one):
+        return None, _Est(w.requests_per_s / n, latency)
+    monkeypatch.setattr(RC, "load_free", lambda w, arch: True)
+    monkeypatch.setattr(RC, "_evaluate", estimate)
+    monkeypatch.setattr(RC, "_probe", estimate)
+    monkeypatch.setattr(RC, "_capacity", lambda ctx, arch, shape, one: (True, 40.0))
+    monkeypatch.setattr(RC, "_seen", RC._Kept(4))
+    if not bounds:
+        monkeypatch.setattr(RC._Bounds, "says", lambda self, rate: None)
+    out = []
+    for total in totals:
+        w.requests_per_s = total
+        got = RC._fewest_meeting(w, ctx, None, arch, shape, math.ceil(total / 24.0), one, 1.0, 1.0)
+        out.append((got[0], got[3]))
+    monkeypatch.undo()
+    return out
+
+
+TOTALS = [float(x) for x in np.geomspace(3.0, 900.0, 150)]
+
+
+def test_the_search_with_bounds_is_the_bisection_where_latency_rises(monkeypatch):
+    # meets below 20 requests/s per replica, at every count and its boundary (20.0 itself: total = 20 x count)
+    totals = TOTALS + TOTALS[::-1] + [20.0 * n for n in range(1, 40)] + [20.0 * n + 1e-9 for n in range(1, 40)]
+    said = _answered(monkeypatch)
+    fast = _searches(monkeypatch, lambda r: r / 20.0, totals)
+    assert len(said) > len(totals) // 2  # counts answered without an estimate
+    assert fast == _searches(monkeypatch, lambda r: r / 20.0, totals, bounds=False)
+
+
+def test_the_search_falls_back_where_latency_does_not_rise(monkeypatch):
+    # a miss between 14 and 15 requests/s per replica below passes up to 20: once a pass is seen above a miss the
+    # bounds answer nothing, and every search from there is the bisection's
+    def bumpy(r):
+        return 1.5 if 14.0 < r < 15.0 else r / 20.0
+    totals = [14.5 * 3, 14.5 * 7] + TOTALS  # the miss at 14.5, then passes above it
+    said = _answered(monkeypatch)
+    fast = _searches(monkeypatch, bumpy, totals)
+    assert fast == _searches(monkeypatch, bumpy, totals, bounds=False)
+    assert len(said) < 5  # the bounds answered nearly nothing (where latency rises: hundreds, above)

@@ -148,7 +148,9 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
     _STEPPED[walk] = steps = 0
     while len(_STEPPED) > _KEPT_ELASTICITIES:
         del _STEPPED[next(iter(_STEPPED))]
-    knee = _bounds(_knee_key(ctx, arch, shape, one, w)) if free else None  # the knee by rate, as seen before
+    knee_key = _knee_key(ctx, arch, shape, one, w) if free else None
+    again = free and _seen.get(knee_key) is not None  # this replica was walked before (a rate or target move)
+    knee = _bounds(knee_key) if free else None  # the knee by rate, as seen before
     screened = replicas - 1  # counts up to this one screened
     for _ in range(TOP_UP_STEPS):
         said = knee.says(w.requests_per_s / replicas) if free else None
@@ -166,7 +168,7 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
         _STEPPED[walk] = steps = steps + 1
         more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
         if more * shape.gpus >= floor:  # another shape already meets the targets short of its knee with fewer GPUs
-            if said is None and free:  # the counts just above, for the next move (a rate move asks them)
+            if said is None and again:  # the counts just above, for the next move (a rate move asks them)
                 _knee_screen(w, est, shape, more, math.inf, False, LEARN_COUNTS, knee, True)  # learn
             return None
         if free:  # the fit and the curve are the same at any count (load_free): only the last count is estimated
