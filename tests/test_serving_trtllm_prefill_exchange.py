@@ -25,6 +25,7 @@ HIDDEN, TOPK, MOE_LAYERS = 7168, 8, 58
 LINK = 0.8 * 900e9  # B200's NVLink per direction at the calibration's link share
 LATENCY = 10e-6
 BY_SIZES = ENGINES["trtllm"].with_(dp_exchange_by_sizes=True)
+ROOFLINE = ENGINES["trtllm"].with_(dp_exchange_by_sizes=False)  # (dp - 1) x the busiest rank's, each way
 
 
 def _replica(engine, weight="nvfp4", dp=4, tp=4):
@@ -48,7 +49,7 @@ def test_hand_worked_prompt_on_one_rank():
     assert rep.rates.link_bytes_per_s == pytest.approx(LINK) and rep.calibration.collective_seconds == LATENCY
     got = exchange_by_sizes_seconds(rep.costs, 7629.0, 7437.0, 4.0, rep.rates.link_bytes_per_s, LATENCY)
     assert float(got) == pytest.approx(by_sizes_layer, rel=1e-9)
-    roof, sized = _prefill_step(ENGINES["trtllm"]), _prefill_step(BY_SIZES)
+    roof, sized = _prefill_step(ROOFLINE), _prefill_step(BY_SIZES)
     saved = float(roof.communication_seconds - sized.communication_seconds)
     assert saved == pytest.approx(MOE_LAYERS * (roofline_layer - by_sizes_layer), rel=1e-6)
     assert saved == pytest.approx(40.3e-3, rel=1e-2)
@@ -70,12 +71,17 @@ def test_equal_shares_move_what_the_roofline_moves_but_the_quantized_gather():
     assert got16 == pytest.approx(roofline + (dp - 1) * b * 8 * TOPK / LINK, rel=1e-9)
 
 
-def test_no_attention_dp_no_change_and_the_catalog_keeps_it_off():
-    for engine in ("trtllm", "trtllm-bench", "vllm", "sglang"):
-        assert not ENGINES[engine].dp_exchange_by_sizes  # lost cross-validation: docs/calibration.md
-    one, two = (_prefill_step(e, dp=1) for e in (ENGINES["trtllm"], BY_SIZES))
+def test_no_attention_dp_no_change_and_the_catalog_states_it():
+    from aisize import catalog
+
+    for engine in ("trtllm", "trtllm-bench"):  # the catalog's column where its table has one (docs/calibration.md)
+        assert ENGINES[engine].dp_exchange_by_sizes == bool(getattr(catalog.engines[engine], "dp_exchange_by_sizes",
+                                                                    False))
+    assert not ENGINES["vllm"].dp_exchange_by_sizes and not ENGINES["sglang"].dp_exchange_by_sizes
+    one, two = (_prefill_step(e, dp=1) for e in (ROOFLINE, BY_SIZES))
     assert float(one.seconds) == float(two.seconds)
-    assert _replica(BY_SIZES).rates.dp_exchange_by_sizes and not _replica("trtllm").rates.dp_exchange_by_sizes
+    assert _replica(BY_SIZES).rates.dp_exchange_by_sizes
+    assert not _replica(ROOFLINE).rates.dp_exchange_by_sizes
 
 
 def test_the_stall_of_one_ranks_prompt_shrinks_with_the_ranks():

@@ -115,8 +115,8 @@ class Engine:
     # attention-DP ranks all-gather their own tokens by per-rank counts, NVFP4 inputs quantized first, and
     # reduce-scatter the 16-bit results by the same counts (TensorRT-LLM's fused MoE [10]): a rank receives every
     # rank's tokens but its own, so one rank's prompt crosses the links once, not attention_dp times
-    # (aisize.serving.iteration.exchange_by_sizes_seconds). Off in every catalog row: it lost cross-validation
-    # (docs/calibration.md, "TensorRT-LLM's attention-DP exchange"); with_(dp_exchange_by_sizes=True) turns it on
+    # (aisize.serving.iteration.exchange_by_sizes_seconds). The catalog's dp_exchange_by_sizes column where its
+    # table has one (docs/calibration.md, "TensorRT-LLM's attention-DP exchange"), else off; with_() states it
     dp_exchange_by_sizes: bool = False
     version: str = ""
     source: str = ""
@@ -212,7 +212,9 @@ def engine(key: str) -> Engine:
                   overlap_with_speculation=(r.overlap_scheduler if r.overlap_with_speculation is None
                                             else r.overlap_with_speculation),
                   kv_fraction_of_total=r.kv_fraction_of_total, limits_shared_by_dp=r.limits_shared_by_dp,
-                  mixes_prefill=r.mixes_prefill, dp_gather_nccl=r.dp_gather_nccl, version=r.version, source=r.source)
+                  mixes_prefill=r.mixes_prefill, dp_gather_nccl=r.dp_gather_nccl,
+                  dp_exchange_by_sizes=bool(getattr(r, "dp_exchange_by_sizes", False)), version=r.version,
+                  source=r.source)
 
 
 class _Engines(Mapping):
