@@ -245,25 +245,25 @@ def below_knee(w, est) -> bool:
     """Whether a replica's request latency (at the targets' statistic) rises at most KNEE_ELASTICITY times as fast
     as its load at the estimate's rate: a fleet sized only to meet its targets can sit at the knee (agentic-coding
     at 92 % busy: 10 % more load, 42 % more latency), meeting them on paper and missing them at the first rise."""
-    return _knee_gap(w, est) <= 0.0
-
-
-def _knee_gap(w, est) -> float:
-    """The elasticity at the estimate's rate over KNEE_ELASTICITY, less 1 (<= 0: below the knee; inf: screened
-    clearly past it, or at capacity)."""
     if not est.requests_per_s:
-        return -1.0
+        return True
     if _PAST_KNEE.get((id(est), float(est.requests_per_s), w.slo_statistic)) is est:
-        return math.inf  # screened clearly past it (_knee_screen)
-    return elasticity_at(est, est.requests_per_s, w.slo_statistic) / C.KNEE_ELASTICITY - 1.0
+        return False  # screened clearly past it (_knee_screen)
+    return elasticity_at(est, est.requests_per_s, w.slo_statistic) <= C.KNEE_ELASTICITY
 
 
 def _below_knee_seen(w, at, knee, rate: float) -> bool:
-    """:func:`below_knee` of ``at`` (at ``rate`` per replica), shown to ``knee`` (:class:`_Bounds`) if given."""
-    gap = _knee_gap(w, at)
-    if knee is not None:
-        knee.saw(rate, gap)
-    return gap <= 0.0
+    """:func:`below_knee` of ``at`` (at ``rate`` per replica), the figure it read shown to ``knee``
+    (:class:`_Bounds`) if given: the screen's verdict or the elasticity it computed, where they agree with it."""
+    below = below_knee(w, at)
+    if knee is not None and at.requests_per_s:
+        key = (id(at), float(at.requests_per_s), w.slo_statistic)
+        known = _ELASTICITIES.get(key)
+        if _PAST_KNEE.get(key) is at and not below:
+            knee.saw(rate, math.inf)
+        elif known is not None and known[0] is at and (known[1] <= C.KNEE_ELASTICITY) == below:
+            knee.saw(rate, known[1] / C.KNEE_ELASTICITY - 1.0)
+    return below
 
 
 _ELASTICITIES: dict = {}  # (id of the estimate, rate, statistic) -> (the estimate, its elasticity)
