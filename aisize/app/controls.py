@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 import altair as alt
 import ipywidgets as widgets
 import pandas as pd
+import traitlets
 
 from aisize import format as F
 
@@ -217,16 +218,32 @@ def _chart_width(spec) -> float:
     return (width if isinstance(width, (int, float)) else WIDTH) + AXIS_PX
 
 
+class PageChart(alt.JupyterChart):
+    """An ``alt.JupyterChart`` whose params the page only takes from the kernel's changesets (``_py_to_js_updates``).
+
+    Altair's page code runs the Vega view once for a ``_params`` change and again for a changeset, so a move that
+    set a marker and new rows ran it twice (issue 51: about half of a rate move's chart work in the page). Here the
+    page never holds params (``_params`` reaches it as ``{}``, and it registers no param listeners, which would
+    send each new value back to the kernel); :class:`ChartSlot` sends them as signal updates beside the rows, one
+    Vega run. ``params`` still follows in the kernel (``chart.params.<name>``).
+    """
+
+    _params = traitlets.Dict().tag(sync=True, to_json=lambda value, widget: {})
+
+    def _should_send_property(self, key, value):
+        return key != "_params" and super()._should_send_property(key, value)
+
+
 class ChartSlot:
     """One offline Altair chart on the page, rebuilt only when its structure (``key``) changes.
 
-    Between rebuilds, markers move through the chart's params and, for a chart drawn from
-    named datasets, new rows go to the drawn view as a Vega changeset (JupyterChart's
-    ``_py_to_js_updates``): no Altair construction or validation, no re-embedding.
+    Between rebuilds, markers (the chart's params) and, for a chart drawn from named datasets, new rows
+    go to the drawn view in one Vega changeset (JupyterChart's ``_py_to_js_updates``: signals, then data):
+    no Altair construction or validation, no re-embedding, one run of the view.
     """
 
     def __init__(self, width: str = "auto"):
-        self.chart: alt.JupyterChart | None = None
+        self.chart: PageChart | None = None
         self.key = None
         self.data: dict[str, list] = {}  # the rows of each named dataset now drawn
         self.box = widgets.Box(layout=widgets.Layout(width=width))
@@ -242,11 +259,8 @@ class ChartSlot:
         if self.chart is not None and key == self.key:
             if title is not None:
                 params[TITLE] = title_lines(title, self.title_px)
-            with self.chart.hold_sync():  # one message for the params and the rows
-                for name, value in params.items():
-                    if getattr(self.chart.params, name) != value:
-                        setattr(self.chart.params, name, value)
-                self._send(data or {})
+            self._send({name: value for name, value in params.items() if getattr(self.chart.params, name) != value},
+                       {name: rows for name, rows in (data or {}).items() if self.data.get(name) != rows})
             return False
         spec = build()
         if title is not None:
@@ -254,7 +268,7 @@ class ChartSlot:
             spec = spec.add_params(alt.param(name=TITLE, value=title_lines(title, self.title_px))).properties(
                 title=alt.TitleParams(text=alt.ExprRef(expr=f"split({TITLE}, '\\n')")))
         if self.chart is None:
-            self.chart = alt.JupyterChart(spec, embed_options=EMBED_OPTIONS)
+            self.chart = PageChart(spec, embed_options=EMBED_OPTIONS)
             self.box.children = (self.chart,)
         else:
             with self.chart.hold_sync():
@@ -272,19 +286,25 @@ class ChartSlot:
             self.chart.close()  # its model leaves the page and the kernel
             self.chart, self.key, self.data = None, None, {}
 
-    def _send(self, data: dict[str, list]) -> None:
-        changed = {name: rows for name, rows in data.items() if self.data.get(name) != rows}
-        if not changed:
+    def _send(self, params: dict, data: dict[str, list]) -> None:
+        """One changeset to the drawn view: the changed ``params`` as signals, then the changed ``data`` rows."""
+        if not params and not data:
             return
         datasets = self.chart.spec.get("datasets", {})
-        for name, rows in changed.items():
+        for name in data:
             if name not in datasets:
                 raise KeyError(f"chart has no dataset {name!r} (has {sorted(datasets)})")
-            # the kernel-side spec follows too (no message: the view gets the changeset below)
-            datasets[name] = rows
-        self.data.update(changed)
-        self.chart._py_to_js_updates = [{"namespace": "data", "name": name, "scope": [], "value": rows}
-                                        for name, rows in changed.items()]
+        # the kernel-side spec and params follow too (no message: the view gets the changeset below)
+        for entry in self.chart.spec.get("params", ()):
+            if entry.get("name") in params:
+                entry["value"] = params[entry["name"]]
+        for name, value in params.items():
+            setattr(self.chart.params, name, value)
+        datasets.update(data)
+        self.data.update(data)
+        self.chart._py_to_js_updates = (
+            [{"namespace": "signal", "name": name, "scope": [], "value": value} for name, value in params.items()]
+            + [{"namespace": "data", "name": name, "scope": [], "value": rows} for name, rows in data.items()])
 
 
 def frame_key(frame: pd.DataFrame) -> tuple:

@@ -1,0 +1,364 @@
+"""Where a slider move's time goes, outside and inside the kernel: the plan, the outputs, the messages, the browser.
+
+Two parts, for the Inference tab's request-rate and prompt sliders (the default preset, the rate first moved
+``--rate-moves`` steps right, as ``bench_sliders.py --rate-moves`` does, so the service is at 200 requests/s):
+
+1. The kernel, in this process. Each move is applied as the browser's comm ``update`` message is
+   (``Widget.set_state``: the echo, then the callbacks), with every widget's comm replaced by one that records
+   what it would publish. Per move it prints thread CPU time of: the state's edit (validation, the scenario's
+   names followed: ``AppState.replace`` less the rest), the plan (``aisize.plan.plan``), the scenario bar
+   (title, download link), the other built sections' control sync, the shown section's sync and its outputs
+   (``Section.update``), and the messages' serialization (``jupyter_client.session.json_packer``, as the kernel's
+   session packs them; the signing and the socket are not counted); and the messages and bytes sent, by output.
+2. The browser (``--browser``): the app served by ``aisize.app.serve.start`` (template, pool) in Debian's Chromium
+   (Playwright), the pool left to refill before the moves. The page records its websocket's frames (its own
+   update; the kernel's busy/idle and output messages, classified by their text, with the time the kernel stamped
+   in each header) and every mutation of the page. Per move, ms from the keydown: the update sent, the kernel's
+   busy, first and last output message and idle, each as the kernel sent it and as the page received it, the
+   page's last change, and the main thread's busy time (Chrome's counters, CDP ``Performance.getMetrics``; with
+   ``--trace``, a Chrome trace summed by script, style, layout and paint). A move counts as done once the page has
+   not changed for 300 ms. ``--dump FILE`` writes the page's charts (SVG) and text after the moves: run with
+   ``PYTHONPATH=<tree>`` for two trees and compare the files (what the page shows, byte for byte).
+
+    .venv/bin/python benchmarks/bench_move_split.py [--moves 10] [--rate-moves 20] [--browser [--trace]
+        [--dump FILE]] [--no-kernel]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import comm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+SLIDERS = ("Request rate [requests/s]", "Prompt [tokens]")
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def spread(values: list[float], unit: str = "ms") -> str:
+    return f"median {statistics.median(values):6.2f} {unit}, p95 {p95(values):6.2f} {unit}"
+
+
+# part 1: the kernel
+
+
+class _Sent:
+    """What the widgets' comms publish during a move: (widget's comm id, message data, buffers)."""
+
+    def __init__(self):
+        self.messages: list[tuple[str, dict, list]] = []
+
+    def __call__(self, comm_, msg_type, data=None, metadata=None, buffers=None, **keys):
+        if msg_type == "comm_msg":
+            self.messages.append((comm_.comm_id, data, list(buffers or ())))
+
+
+class _Timer:
+    """Thread CPU time of named pieces of a move, summed per move."""
+
+    def __init__(self):
+        self.now: dict[str, float] = collections.defaultdict(float)
+
+    def wrap(self, name: str, function):
+        def timed(*args, **kwargs):
+            t = time.thread_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.now[name] += (time.thread_time() - t) * 1e3
+        return timed
+
+
+def _names(app, section) -> dict[str, str]:
+    """comm id -> what the output is, for the widgets a move may update."""
+    from bench_sliders import sliders
+
+    names = {app.download: "scenario bar: download link", app.title: "scenario bar: title",
+             app.status: "scenario bar: status", section.figures: "figures (HTML cards)",
+             section.memory_note: "memory note (HTML)", section.latency_note: "latency note (HTML)",
+             section.error: "error line (HTML)"}
+    for slot, what in ((section.memory_chart, "memory chart"), (section.latency_chart, "latency chart")):
+        if slot.chart is not None:
+            names[slot.chart] = what
+    for s in sliders(section.view):
+        names[s] = f"slider: {s.description}"
+    return {w.comm.comm_id: what for w, what in names.items() if w.comm is not None}
+
+
+def kernel(moves: int, rate_moves: int) -> None:
+    from jupyter_client.session import json_packer
+
+    sent = _Sent()
+    # every widget's comm (no kernel: comm's default) records its messages
+    comm.DummyComm.publish_msg = lambda self, *args, **kwargs: sent(self, *args, **kwargs)
+    import aisize.app.state as state_module
+    from aisize.app import build_app
+    from aisize.app.sections import Section
+    from bench_sliders import sliders, step
+
+    timer = _Timer()
+    state_module.plan = timer.wrap("plan", state_module.plan)
+    app = build_app(display=False)
+    section = app.open_tab("Inference")
+    # who listens: the scenario bar first, then each section as it was built
+    app.state.listeners = [timer.wrap("shown section: sync + outputs" if getattr(f, "__self__", None) is section
+                                      else "other sections: sync" if isinstance(getattr(f, "__self__", None), Section)
+                                      else "scenario bar (title, download link)", f) for f in app.state.listeners]
+    section.update = timer.wrap("  of which outputs (Section.update)", section.update)
+    replace = timer.wrap("whole edit (state, plan, listeners)", app.state.replace)
+    app.state.replace = replace
+    shown = {s.description: s for s in sliders(section.view)}
+    for _ in range(rate_moves):
+        shown[SLIDERS[0]].set_state({"value": step(shown[SLIDERS[0]])})
+    print(f"kernel, in process: thread CPU ms per move, {moves} moves a slider, request rate "
+          f"{shown[SLIDERS[0]].value:.4g}/s first ({rate_moves} steps); messages as the kernel would send them")
+    for label in SLIDERS:
+        slider, names = shown[label], _names(app, section)
+        pieces, counts, sizes, pack_ms = collections.defaultdict(list), [], collections.defaultdict(list), []
+        for _ in range(moves):
+            sent.messages.clear()
+            timer.now.clear()
+            t = time.thread_time()
+            slider.set_state({"value": step(slider)})  # as the browser's update: echo, then callbacks
+            total = (time.thread_time() - t) * 1e3
+            t = time.thread_time()
+            packed = [(cid, len(json_packer(data)) + sum(len(b) for b in buffers))
+                      for cid, data, buffers in sent.messages]
+            pack_ms.append((time.thread_time() - t) * 1e3)
+            for name, ms in timer.now.items():
+                pieces[name].append(ms)
+            whole = timer.now["whole edit (state, plan, listeners)"]
+            pieces["state: validate, follow names"].append(whole - sum(
+                ms for name, ms in timer.now.items() if not name.startswith(("whole", "  "))))
+            pieces["move (set_state: echo + callbacks)"].append(total)
+            counts.append(len(packed))
+            per = collections.defaultdict(int)
+            names = _names(app, section)  # a chart rebuilt is a new widget
+            for cid, n in packed:
+                per[names.get(cid, "other widget")] += n
+            for what in set(names.values()) | set(per):
+                sizes[what].append(per.get(what, 0))
+        print(f"  {label}:")
+        for name in ("move (set_state: echo + callbacks)", "whole edit (state, plan, listeners)",
+                     "state: validate, follow names", "plan", "scenario bar (title, download link)",
+                     "other sections: sync", "shown section: sync + outputs", "  of which outputs (Section.update)"):
+            if pieces.get(name):
+                print(f"    {name:<40} {spread(pieces[name])}")
+        print(f"    {'serialize (json_packer)':<40} {spread(pack_ms)}")
+        print(f"    messages per move: {spread(counts, '')}; bytes per move: "
+              f"{spread([sum(s[k] for s in sizes.values()) for k in range(moves)], 'B')}")
+        for what, bytes_ in sorted(sizes.items(), key=lambda kv: -sum(kv[1])):
+            if any(bytes_):
+                print(f"      {what:<38} sent in {sum(1 for b in bytes_ if b)}/{moves} moves, "
+                      f"median {statistics.median(bytes_):7.0f} B")
+
+
+# part 2: the browser
+
+# The page's record of its websocket frames ([performance.now(), kind, bytes]) and of its mutations (the last one's
+# time): kinds are "sent" (the page's update), "busy"/"idle" (the kernel's status), "echo", "chart", "figures",
+# "download" and "update" (any other widget update), by the frame's text.
+WATCH = r"""(() => {
+  window.frames_ = []; window.lastMutation = 0;
+  const kind = x => {
+    const s = /"execution_state":\s*"(busy|idle)"/.exec(x);
+    if (s) return s[1];
+    if (!/"comm_msg"/.test(x)) return null;
+    if (/"method":\s*"echo_update"/.test(x)) return 'echo';
+    if (/"_py_to_js_updates"|"_params"|"spec"/.test(x)) return 'chart';
+    if (/aisize-download/.test(x)) return 'download';
+    if (/data-key=/.test(x)) return 'figures';
+    return 'update';
+  };
+  const text = d => typeof d === 'string' ? Promise.resolve(d)
+    : d instanceof Blob ? d.text() : Promise.resolve(new TextDecoder().decode(d));
+  const size = d => typeof d === 'string' ? d.length : (d.byteLength ?? d.size);
+  const Socket = window.WebSocket;
+  window.WebSocket = function (...args) {
+    const socket = new Socket(...args);
+    socket.addEventListener('message', event => {
+      const t = performance.now(), d = event.data;
+      text(d).then(x => {
+        const k = kind(x), sent = /"date":\s*"([^"]+)"/.exec(x);  // the header's: when the kernel sent it
+        if (k) window.frames_.push([t, k, size(d), sent ? Date.parse(sent[1]) - performance.timeOrigin : null]);
+      });
+    });
+    const send = socket.send.bind(socket);
+    socket.send = d => { window.frames_.push([performance.now(), 'sent', size(d), null]); return send(d); };
+    return socket;
+  };
+  window.WebSocket.prototype = Socket.prototype;
+  Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3});
+  new MutationObserver(() => { window.lastMutation = performance.now(); }).observe(document,
+    {subtree: true, childList: true, characterData: true, attributes: true});
+})();"""
+ARM = """() => { window.frames_ = []; window.keydown = null;
+  document.addEventListener('keydown', () => { window.keydown = performance.mark('aisize-keydown').startTime; },
+                            {once: true, capture: true}); }"""
+QUIET_MS = 300.0
+COUNTERS = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")
+
+
+def _counters(cdp) -> dict[str, float]:
+    got = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    return {name: got[name] * 1e3 for name in COUNTERS}
+
+
+def _browser_move(page, cdp) -> dict[str, float] | None:
+    """One ArrowRight on the focused slider: when each step of it happened (ms from the keydown; "sent" by the
+    kernel's own clock, "in" when the page received it) and the main thread's time over it."""
+    before = _counters(cdp)
+    page.evaluate(ARM)
+    page.keyboard.press("ArrowRight")
+    deadline = time.monotonic() + 10
+    while True:
+        page.wait_for_timeout(50)
+        t0, frames, last, now = page.evaluate(
+            "[window.keydown, window.frames_, window.lastMutation, performance.now()]")
+        if t0 is not None and any(f[1] == "idle" for f in frames) and now - last > QUIET_MS:
+            break
+        if time.monotonic() > deadline:
+            return None
+    after = _counters(cdp)
+    outputs = [f for f in frames if f[1] in ("chart", "figures", "download", "update")]
+    if not outputs:
+        return None
+    busy = next(f for f in frames if f[1] == "busy")
+    idle = next(f for f in frames if f[1] == "idle")
+    out = {"page: update sent": next(f[0] for f in frames if f[1] == "sent") - t0,
+           "kernel: busy sent": busy[3] - t0, "page: busy in": busy[0] - t0,
+           "kernel: first output sent": outputs[0][3] - t0, "page: first output in": outputs[0][0] - t0,
+           "kernel: last output sent": outputs[-1][3] - t0, "page: last output in": outputs[-1][0] - t0,
+           "kernel: idle sent": idle[3] - t0, "page: idle in": idle[0] - t0,
+           "page: last change": last - t0,
+           "page: last change after last output in": last - outputs[-1][0],
+           "received bytes": float(sum(f[2] for f in frames if f[1] != "sent")),
+           "messages sent by the page (the move's and any after)": float(sum(f[1] == "sent" for f in frames)),
+           "output messages received": float(len(outputs))}
+    out.update({f"main thread (counters): {name.replace('Duration', '')}": after[name] - before[name]
+                for name in COUNTERS})
+    out["window"] = (t0, last)
+    return out
+
+
+# the renderer main thread's traced events summed over a move, by what they are (a nested event counts in its row too)
+PAINT = "  paint (pre-paint, paint, layerize, commit)"
+TRACED = {"RunTask": "tasks (all of the main thread's work)", "v8.callFunction": "  script (JavaScript calls)",
+          "ParseHTML": "  HTML parsing", "UpdateLayoutTree": "  style", "Layout": "  layout", "PrePaint": PAINT,
+          "Paint": PAINT, "Layerize": PAINT, "Commit": PAINT, "MinorGC": "  garbage collection",
+          "MajorGC": "  garbage collection"}
+CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "blink.user_timing", "v8"]
+
+
+def traced(trace: bytes, windows: list[tuple[float, float]]) -> dict[str, list[float]]:
+    """ms of the renderer main thread's events (:data:`TRACED`) in each window (performance.now() ms), clipped."""
+    import json
+
+    events = json.loads(trace)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    main = {(e["pid"], e["tid"]) for e in events if e.get("name") == "thread_name"
+            and e.get("args", {}).get("name") == "CrRendererMain"}
+    # the page's performance.now() and the trace's clock: the keydown marks, one per window, in order
+    marks = sorted(e["ts"] / 1e3 for e in events if e.get("name") == "aisize-keydown")
+    if len(marks) < len(windows):
+        raise RuntimeError(f"{len(marks)} keydown marks traced for {len(windows)} moves")
+    offset = statistics.median(m - w[0] for m, w in zip(marks[-len(windows):], windows))
+    spans = [(a + offset, b + offset) for a, b in windows]
+    out = {what: [0.0] * len(spans) for what in dict.fromkeys(TRACED.values())}
+    for e in events:
+        what = TRACED.get(e.get("name"))
+        if what is None or e.get("ph") != "X" or (e["pid"], e["tid"]) not in main:
+            continue
+        start, end = e["ts"] / 1e3, (e["ts"] + e.get("dur", 0)) / 1e3
+        for k, (a, b) in enumerate(spans):
+            if end > a and start < b:
+                out[what][k] += min(end, b) - max(start, a)
+    return out
+
+
+# what the page shows: every drawn chart's SVG and the page's text (to compare two trees' pages after the same moves)
+SHOWN = """() => JSON.stringify({charts: [...document.querySelectorAll('.vega-embed svg')].map(e => e.outerHTML),
+                             text: document.body.innerText})"""
+
+
+def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from aisize.app import serve
+    from bench_app import CHROMIUM, CHROMIUM_ARGS, Served, app_drawn, rate_slider_ready, settle
+
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
+        app = Served("app", serve.start(Path(tmp) / "voila.log"), app_drawn)
+        browser_ = None
+        try:
+            browser_ = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            settle([app])
+            context = browser_.new_context(viewport={"width": 1100, "height": 900})
+            context.add_init_script(WATCH)
+            page = context.new_page()
+            page.goto(app.server.url)
+            app_drawn(page)
+            app.fills_expected += 1  # the pool refills after the open: not under the moves
+            settle([app])
+            cdp = context.new_cdp_session(page)
+            cdp.send("Performance.enable")
+            rate_slider_ready(page)
+            for _ in range(rate_moves):
+                _browser_move(page, cdp)
+            print(f"browser ({moves} moves a slider, after {rate_moves} rate steps): ms from the keydown ('kernel: "
+                  "... sent' by the kernel's clock, 'page: ... in' as the page received it), and the page's main "
+                  "thread's work from the keydown to the page's last change")
+            for label in SLIDERS:
+                page.locator(f".widget-inline-hbox:has(label:text-is('{label}')) .noUi-handle"
+                             " >> visible=true").first.focus()
+                if trace:
+                    browser_.start_tracing(page=page, categories=CATEGORIES)
+                rows = [r for r in (_browser_move(page, cdp) for _ in range(moves)) if r is not None]
+                windows = [r.pop("window") for r in rows]
+                print(f"  {label} ({len(rows)} moves timed):")
+                for name in rows[0] if rows else ():
+                    unit = "B" if name.endswith("bytes") else "" if name.startswith(("messages", "output")) else "ms"
+                    print(f"    {name:<52} {spread([r[name] for r in rows], unit)}")
+                if trace:
+                    for what, values in traced(browser_.stop_tracing(), windows).items():
+                        print(f"    main thread (trace): {what:<44} {spread(values)}")
+            if dump:
+                Path(dump).write_text(page.evaluate(SHOWN), encoding="utf-8")
+        finally:
+            if browser_ is not None:
+                browser_.close()
+            app.server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--moves", type=int, default=10, help="moves per slider")
+    parser.add_argument("--rate-moves", type=int, default=20, help="request-rate steps taken first (kept)")
+    parser.add_argument("--browser", action="store_true", help="also time the moves in the served page")
+    parser.add_argument("--trace", action="store_true", help="with --browser: sum the main thread's traced events")
+    parser.add_argument("--dump", help="with --browser: write the page's charts (SVG) and text after the moves here")
+    parser.add_argument("--no-kernel", action="store_true", help="skip the in-process kernel part")
+    args = parser.parse_args()
+    if args.moves < 1 or args.rate_moves < 0:
+        parser.error("--moves must be >= 1 and --rate-moves >= 0")
+    if not args.no_kernel:
+        kernel(args.moves, args.rate_moves)
+    if args.browser:
+        browser(args.moves, args.rate_moves, args.trace, args.dump)
+    print("load average (1, 5, 15 min) " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""What a slider move sends to the page (issue 51): one message per changed output, a chart's params and rows in one
+Vega changeset, no params for the page to send back, and every output's message after all are built."""
+
+from __future__ import annotations
+
+import comm
+import pytest
+
+from aisize.app import build_app
+from aisize.app import controls as K
+
+
+@pytest.fixture()
+def sent(monkeypatch):
+    """The comm messages the widgets publish: (comm id, message data)."""
+    messages: list[tuple[str, dict]] = []
+
+    def publish(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+        messages.append((self.comm_id, msg_type, data))
+    monkeypatch.setattr(comm.DummyComm, "publish_msg", publish)
+    return messages
+
+
+def updates(sent, widget) -> list[dict]:
+    return [data["state"] for cid, kind, data in sent if cid == widget.comm.comm_id and kind == "comm_msg"
+            and data.get("method") == "update"]
+
+
+def test_a_rate_move_sends_the_chart_one_changeset_of_signals_and_rows(sent):
+    app = build_app(display=False)
+    inference = app.open_tab("Inference")
+    chart = inference.latency_chart.chart
+    assert chart.get_state()["_params"] == {}  # the page holds no params: it registers no param listeners
+    sent.clear()
+    inference.rate.value = 200.0  # more replicas: a new curve (rows), marker and title
+    assert inference.latency_chart.chart is chart
+    (state,) = updates(sent, chart)  # one message for the chart
+    assert set(state) == {"_py_to_js_updates"}
+    kinds = [(u["namespace"], u["name"]) for u in state["_py_to_js_updates"]]
+    assert kinds[:2] == [("signal", "marked"), ("signal", K.TITLE)] and ("data", "serving_curve") in kinds
+    assert dict((u["name"], u["value"]) for u in state["_py_to_js_updates"])["marked"] == 200.0
+    # the kernel's params and spec follow, with no message of their own
+    assert chart.params.marked == 200.0 and chart._params["marked"] == 200.0
+    assert {p["name"]: p["value"] for p in chart.spec["params"]}["marked"] == 200.0
+    assert all("_params" not in s for cid, kind, data in sent if kind == "comm_msg" for s in [data.get("state", {})])
+
+
+def test_a_marker_move_sends_the_marker_alone(sent):
+    app = build_app(display=False)
+    inference = app.open_tab("Inference")
+    chart = inference.latency_chart.chart
+    sent.clear()
+    inference.rate.value = 22.4  # the same replicas: only the planned load moves
+    (state,) = updates(sent, chart)
+    assert state["_py_to_js_updates"] == [{"namespace": "signal", "name": "marked", "scope": [], "value": 22.4}]
+
+
+def test_a_moves_outputs_leave_together_once_all_are_built(sent):
+    app = build_app(display=False)
+    inference = app.open_tab("Inference")
+    during: list[int] = []
+    moved = inference.rate.comm.comm_id  # the slider's own value goes first, before any callback
+    app.state.subscribe(lambda plan: during.append(sum(cid != moved for cid, _, _ in sent)))  # after the others
+    sent.clear()
+    inference.rate.value = 200.0
+    assert during == [0]  # no output had left while the outputs were built
+    changed = {cid for cid, kind, data in sent if kind == "comm_msg"}
+    for output in (app.download, inference.figures, inference.latency_chart.chart):
+        assert output.comm.comm_id in changed
+        assert len(updates(sent, output)) == 1  # each once
+
+
+def test_an_unchanged_output_is_not_sent(sent):
+    app = build_app(display=False)
+    inference = app.open_tab("Inference")
+    inference.rate.value = 200.0
+    sent.clear()
+    inference.rate.value = 200.0  # no change: no plan, no message
+    assert sent == []
+    inference.ttft.value = 2100.0  # the targets move, the memory chart does not
+    assert updates(sent, inference.memory_chart.chart) == []
