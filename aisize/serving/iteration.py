@@ -85,6 +85,7 @@ from statistics import NormalDist
 import numpy as np
 
 from aisize.network.collectives import SCALEOUT_STEP_SECONDS  # one ring step across servers
+from aisize.precision import bytes_per_element
 from aisize.serving import kernel_attention
 from aisize.serving.kernel_allreduce import allreduce_seconds as kernel_allreduce_seconds
 from aisize.serving.kernel_allreduce import gather_scatter_seconds as kernel_gather_scatter_seconds
@@ -266,9 +267,9 @@ def cross_server_dispatch_seconds(tokens_per_rank, experts_per_token, expert_par
 
 def dp_gather_bytes(expert_format) -> float:
     """Bytes per hidden element an attention-DP rank's tokens travel in to the experts under TensorRT-LLM [11]:
-    NVFP4 experts quantize them first (4-bit values and one FP8 scale per 16: 0.5625 B); other formats, DeepSeek's
-    block-scaled FP8 among them, gather the 16-bit states."""
-    return 0.5 + 1.0 / 16.0 if expert_format == "nvfp4" else ACTIVATION_BYTES
+    NVFP4 experts quantize them first (4-bit values and one FP8 scale per 16: 0.5625 B, :mod:`aisize.precision`);
+    other formats, DeepSeek's block-scaled FP8 among them, gather the 16-bit states."""
+    return bytes_per_element("nvfp4") if expert_format == "nvfp4" else ACTIVATION_BYTES
 
 
 ROUTE_BYTES_PER_EXPERT = 8.0  # each token's chosen expert ids (int32) and weights (fp32) travel with it [11]
