@@ -316,7 +316,9 @@ elasticity_at.cache_clear = _clear_elasticities  # aisize.plan.clear_caches find
 
 def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=math.inf):
     """(replicas, KV tiers, estimate, met) for ``shape``: the fewest replicas the estimate says meet the targets,
-    searched from the screen's ``n``; None where the shape does not fit or cannot beat ``floor`` GPUs."""
+    searched from the screen's ``n``; None where the shape does not fit or cannot beat ``floor`` GPUs. A load-free
+    replica's tests are answered from the rates seen before where they decide them (:class:`_Bounds`); the
+    estimate is then None where none was made at the count returned (:func:`_fewest_replicas` makes it)."""
     # with a floor set, most shapes stop at their capacity: it is worked out without a rate where not yet known
     free = load_free(w, arch)
     known = (_capacity(ctx, arch, shape, one) if floor < math.inf else
@@ -354,10 +356,8 @@ def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor
                 high = (mid, kv2, est2)
             else:
                 low = mid
-        if high[2] is not None and high[0] == n:  # the screen's count, estimated in full above
-            return high + (True,)
-        if high[2] is None:  # said to meet them (a load-free replica): estimated where the knee's walk stops
-            return high + (True,)
+        if high[0] == n or high[2] is None:  # the screen's count, estimated in full above (or said to meet them,
+            return high + (True,)  # a load-free replica: estimated where the knee's walk stops)
         return high[:1] + _evaluate(w, ctx, policies, arch, shape, high[0], one) + (True,)  # the probe completed
     replicas, last = n, est
     for _ in range(TOP_UP_STEPS):  # steps up from the screen's count until the estimate meets the targets
