@@ -143,6 +143,8 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
     replicas, kv, est, _ = got  # est None: not made yet (a load-free replica's tests said it meets at `replicas`)
     free = load_free(w, arch)
     at, base = est, replicas  # the estimate the knee is read from, at `replicas`; the count `est` is made at
+    curve = est  # an estimate the knee's curve is read from: est, or (load_free) one of the replica at another rate
+    replica = _estimate_key(arch, ctx, shape, one) if free else None
     walk = (w.name, shape)
     last = _STEPPED.pop(walk, 0)  # steps its last walk took: a long one is screened from the first count
     _STEPPED[walk] = steps = 0
@@ -154,14 +156,18 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
     screened = replicas - 1  # counts up to this one screened
     for _ in range(TOP_UP_STEPS):
         said = knee.says(w.requests_per_s / replicas) if free else None
-        if said is None and at is None:  # this count's estimate: the curve of every count from here (load_free)
-            kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
-            at, base = est, replicas
+        if said is None and at is None:  # a curve to solve this count on: the replica's kept one, else its estimate
+            curve = _curves.get(replica)
+            if curve is None:
+                kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
+                at, base, curve = est, replicas, est
+            else:
+                at = _at_rate(curve, w.requests_per_s / replicas)
         if said is None and free and replicas > screened and not knee.bracketed() and (
                 steps >= SCREEN_AFTER - 1 or steps == 0 and last >= SCREEN_AFTER):
             # a long walk: the next counts at once (from its first count where the shape's last walk was long);
             # not where the rates seen leave only a narrow band of counts to solve alone
-            screened = _knee_screen(w, est, shape, replicas, floor, replicas == base,
+            screened = _knee_screen(w, curve, shape, replicas, floor, curve is est and replicas == base,
                                     2 * SCREEN_AHEAD if steps else last + SCREEN_AHEAD, knee)
         if said if said is not None else _below_knee_seen(w, at, knee, w.requests_per_s / replicas):
             break
@@ -169,21 +175,23 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
         more = replicas + max(1, math.ceil(replicas * TOP_UP_SHARE))
         if more * shape.gpus >= floor:  # another shape already meets the targets short of its knee with fewer GPUs
             if said is None and again:  # the counts just above, for the next move (a rate move asks them)
-                _knee_screen(w, est, shape, more, math.inf, False, LEARN_COUNTS, knee, True)  # learn
+                _knee_screen(w, curve, shape, replicas, math.inf, False, len(LEARN_SHARES), knee, True)  # learn
             return None
         if free:  # the fit and the curve are the same at any count (load_free): only the last count is estimated
-            replicas, at = more, _at_rate(est, w.requests_per_s / more) if est is not None else None
+            replicas, at = more, _at_rate(curve, w.requests_per_s / more) if curve is not None else None
             continue
         kv2, est2 = _evaluate(w, ctx, policies, arch, shape, more, one)
         if est2 is None or not est2.feasible:
             break
         replicas, kv, est, base = more, kv2, est2, more
-        at = est
+        at = curve = est
     if est is None or base != replicas:
         kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
         known = _ELASTICITIES.get((id(at), float(at.requests_per_s), w.slo_statistic)) if at is not None else None
         if known is not None:  # the plan's figure: the same curve at the same rate
             _remember(est, at.requests_per_s, w.slo_statistic, known[1])
+    if free:
+        _curves.put(replica, est)
     return replicas, kv, est, True
 
 
@@ -198,16 +206,24 @@ def _knee_screen(w, est, shape, start, floor, own, counts, knee=None, learn=Fals
     count the walk stops at, and any too near the knee to tell, are solved alone, so the plan's figure and every
     stop are those of the walk without the screen. ``own``: ``est`` is the estimate at ``start`` (the walk's first
     count); else each count's is ``est`` at its rate (:func:`_at_rate`). ``knee``: the replica's :class:`_Bounds`,
-    shown every verdict (and the counts it answers already are not screened); ``learn``: only shown them (counts
-    past a walk that stopped, for the next move's walk). Returns the last count screened."""
+    shown every verdict (and the counts it answers already are not screened). ``learn``: instead, ``knee`` is shown
+    the verdicts at :data:`LEARN_SHARES` of the rate at ``start``, where a walk lost past the knee (the next rate
+    move asks the walk a rate a little below). Returns the last count screened."""
+    if learn:
+        rates = [w.requests_per_s / start * share for share in LEARN_SHARES]
+        if knee.says(rates[-1]) is None:
+            for r, past in zip(rates, above_threshold(est, rates, C.KNEE_ELASTICITY, statistic=w.slo_statistic)):
+                if past is not None:  # each as alone (above_threshold): clear of the threshold
+                    knee.saw(r, math.inf if past else -1.0)
+        return start
     asked, n = [], start
     while len(asked) < counts and n * shape.gpus < floor and w.requests_per_s / n > 0:
         asked.append(n)
         n += max(1, math.ceil(n * TOP_UP_SHARE))
-    if len(asked) < 2 and not learn:  # one count: its solve is the figure; a screen would add one
+    if len(asked) < 2:  # one count: its solve is the figure; a screen would add one
         return start
-    if not asked or knee is not None and all(knee.says(w.requests_per_s / c) is not None for c in asked):
-        return asked[-1] if asked else start
+    if knee is not None and all(knee.says(w.requests_per_s / c) is not None for c in asked):
+        return asked[-1]
 
     def at(c):  # the object the walk asks about at count c
         return est if own and c == start else _at_rate(est, w.requests_per_s / c)
@@ -220,7 +236,7 @@ def _knee_screen(w, est, shape, start, floor, own, counts, knee=None, learn=Fals
     for c, v in zip(asked, verdicts):
         if knee is not None and v is not None:  # each as alone (above_threshold): clear of the threshold
             knee.saw(w.requests_per_s / c, math.inf if v else -1.0)
-        if v and not learn:
+        if v:
             one = at(c)
             _PAST_KNEE[(id(one), float(one.requests_per_s), w.slo_statistic)] = one
     while len(_PAST_KNEE) > _KEPT_ELASTICITIES:
@@ -228,7 +244,7 @@ def _knee_screen(w, est, shape, start, floor, own, counts, knee=None, learn=Fals
     return asked[-1]
 
 
-LEARN_COUNTS = 5  # counts above the last of a walk that lost past the knee, screened for the next move's walk
+LEARN_SHARES = (0.96, 0.92, 0.88, 0.84, 0.8)  # of a rate where a walk lost past the knee: screened for the next move
 
 
 def load_free(w, arch) -> bool:
@@ -506,6 +522,7 @@ _estimates = _Kept(64)  # estimates by their arguments and rate
 _probes = _Kept(64)  # the bisection's probes (aisize.serving.estimate.LatencyProbe), as _estimates
 _replicas = _Kept(64)  # the candidate replicas of a probe by its arguments but the rate (the same at any rate)
 _seen = _Kept(256)  # _Bounds of load-free replicas' tests (targets, knee) by their arguments but the rate
+_curves = _Kept(64)  # an estimate of each load-free replica the knee's walk read, at any rate (its curve's)
 
 
 # each SLO statistic's suffix in the names of the estimates' and the plan's latencies (ttft_p99_s, ttft_p99_seconds)
