@@ -258,6 +258,10 @@ class ServingEngine:
     # attention-DP ranks gather and scatter the MoE layers' 16-bit hidden states with NCCL's all-gather and
     # reduce-scatter (SGLang's dp_attention.py); empty: False (aisize.serving.engine.Engine.dp_gather_nccl)
     dp_gather_nccl: bool = False
+    # attention-DP ranks all-gather their own tokens by per-rank counts (NVFP4 inputs quantized) and reduce-scatter
+    # the results by the same counts (TensorRT-LLM's fused_moe_cutlass.py); empty: False
+    # (aisize.serving.engine.Engine.dp_exchange_by_sizes)
+    dp_exchange_by_sizes: bool = False
 
 
 @dataclass(frozen=True)
