@@ -194,3 +194,22 @@ def test_the_search_falls_back_where_latency_does_not_rise(monkeypatch):
     fast = _searches(monkeypatch, bumpy, totals)
     assert fast == _searches(monkeypatch, bumpy, totals, bounds=False)
     assert len(said) < 5  # the bounds answered nearly nothing (where latency rises: hundreds, above)
+
+
+@pytest.mark.parametrize("tp, lengths", [(1, None), (2, (0.4, 0.7))])
+def test_the_walk_reads_a_kept_estimate_of_the_replica_as_its_own(tp, lengths):
+    # the knee's walk solves a count on the replica's kept estimate at another rate (load-free: the curve is the
+    # same): each count's elasticity, and the screen's verdicts, equal those read off its own estimate
+    kw = dict(DENSE, tensor_parallel=tp, input_tokens=1024, output_tokens=256)
+    if lengths:
+        kw["length_distribution"] = L.Lengths.lognormal(1024, 256, *lengths)
+    cap = E.estimate_capacity("llama-3-8b", "h100-sxm", **kw)[1]
+    kept = E.probe("llama-3-8b", "h100-sxm", requests_per_s=0.3 * cap, **kw).estimate()
+    for share in (0.5, 0.7, 0.75, 0.9):
+        own = E.probe("llama-3-8b", "h100-sxm", requests_per_s=share * cap, **kw).estimate()
+        rate = own.requests_per_s
+        assert latency_elasticity(RC._at_rate(kept, rate), rate, statistic="p95") == \
+            latency_elasticity(own, rate, statistic="p95")
+        rates = [rate, 0.95 * rate, 0.9 * rate]
+        assert RC.above_threshold(kept, rates, 2.0, statistic="p95") == \
+            RC.above_threshold(own, rates, 2.0, statistic="p95")

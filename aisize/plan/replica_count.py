@@ -145,6 +145,8 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
     at, base = est, replicas  # the estimate the knee is read from, at `replicas`; the count `est` is made at
     curve = est  # an estimate the knee's curve is read from: est, or (load_free) one of the replica at another rate
     replica = _estimate_key(arch, ctx, shape, one) if free else None
+    if free and est is not None:
+        _curves.put(replica, est)
     walk = (w.name, shape)
     last = _STEPPED.pop(walk, 0)  # steps its last walk took: a long one is screened from the first count
     _STEPPED[walk] = steps = 0
@@ -161,6 +163,7 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
             if curve is None:
                 kv, est = _evaluate(w, ctx, policies, arch, shape, replicas, one)
                 at, base, curve = est, replicas, est
+                _curves.put(replica, est)
             else:
                 at = _at_rate(curve, w.requests_per_s / replicas)
         if said is None and free and replicas > screened and not knee.bracketed() and (
