@@ -262,6 +262,10 @@ class ServingEngine:
     # the results by the same counts (TensorRT-LLM's fused_moe_cutlass.py); empty: False
     # (aisize.serving.engine.Engine.dp_exchange_by_sizes)
     dp_exchange_by_sizes: bool = False
+    # TensorRT-LLM's attention_dp_config.enable_balance as its deployments set it: prompts wait until every
+    # attention-DP rank has one, at most this many iterations (timeout_iters); empty or 0: off
+    # (aisize.serving.engine.Engine.attention_dp_balance_iters)
+    attention_dp_balance_iters: int = 0
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,9 @@ class Engine:
     kv_fraction_of_total: bool = False  # the share bounds weights + runtime + KV together (vLLM, SGLang)
     limits_shared_by_dp: bool = False  # the batch and token limits are the replica's, split among its DP ranks
     # TensorRT-LLM's attention_dp_config.enable_balance: prompts wait until every attention-DP rank has
-    # one, at most timeout_iters iterations (this; 0: off, TensorRT-LLM's default) [6]
+    # one, at most timeout_iters iterations (this; 0: off, TensorRT-LLM's default) [6]. The catalog's
+    # attention_dp_balance_iters column: 0 in every shipped row, though aggregated deployments set 60
+    # (docs/calibration.md, "TensorRT-LLM's attention-DP exchange", says why); with_() states a run's own
     attention_dp_balance_iters: int = 0
     # SGLang's --scheduler-recv-interval: new requests are taken in once every this many decode iterations
     # (1, every iteration: the default; InferenceX's DeepSeek-R1 recipes set 10 or 30) [7]
@@ -213,7 +215,8 @@ def engine(key: str) -> Engine:
                                             else r.overlap_with_speculation),
                   kv_fraction_of_total=r.kv_fraction_of_total, limits_shared_by_dp=r.limits_shared_by_dp,
                   mixes_prefill=r.mixes_prefill, dp_gather_nccl=r.dp_gather_nccl,
-                  dp_exchange_by_sizes=bool(getattr(r, "dp_exchange_by_sizes", False)), version=r.version,
+                  dp_exchange_by_sizes=bool(getattr(r, "dp_exchange_by_sizes", False)),
+                  attention_dp_balance_iters=r.attention_dp_balance_iters, version=r.version,
                   source=r.source)
 
 
