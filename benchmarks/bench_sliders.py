@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import math
 import os
 import statistics
@@ -59,6 +60,7 @@ def count_repeats():
     for module, name in COUNTED:
         real = getattr(importlib.import_module(module), name)
 
+        @functools.wraps(real)  # aisize.serving.estimate.probe binds estimate's signature: keep it visible
         def counted(*args, _real=real, _name=name, **kwargs):
             seen[_name][_argument_key(args, kwargs)] += 1
             return _real(*args, **kwargs)
