@@ -16,11 +16,12 @@ Two parts, for the Inference tab's request-rate and prompt sliders (the default 
    in each header) and every mutation of the page. Per move, ms from the keydown: the update sent, the kernel's
    busy, first and last output message and idle, each as the kernel sent it and as the page received it, the
    page's last change, and the main thread's busy time (Chrome's counters, CDP ``Performance.getMetrics``; with
-   ``--trace``, a Chrome trace summed by script, style, layout and paint). A move counts as done once the page has
+   ``--trace``, a Chrome trace summed by script, style, layout and paint; with ``--count``, the calls of the Vega
+   view's ``runAsync`` and ``render``, exact, from V8's precise coverage). A move counts as done once the page has
    not changed for 300 ms. ``--dump FILE`` writes the page's charts (SVG) and text after the moves: run with
    ``PYTHONPATH=<tree>`` for two trees and compare the files (what the page shows, byte for byte).
 
-    .venv/bin/python benchmarks/bench_move_split.py [--moves 10] [--rate-moves 20] [--browser [--trace]
+    .venv/bin/python benchmarks/bench_move_split.py [--moves 10] [--rate-moves 20] [--browser [--trace] [--count]
         [--dump FILE]] [--no-kernel]
 """
 
@@ -293,7 +294,22 @@ SHOWN = """() => JSON.stringify({charts: [...document.querySelectorAll('.vega-em
                              text: document.body.innerText})"""
 
 
-def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None) -> None:
+# the chart code's functions whose calls say how often a move ran the Vega view (runAsync) and drew it (render)
+VEGA_CALLS = ("runAsync", "render")
+
+
+def vega_calls(coverage: dict) -> dict[str, int]:
+    """Calls of :data:`VEGA_CALLS` in the chart bundle, from a CDP ``Profiler.takePreciseCoverage`` reply."""
+    counts = dict.fromkeys(VEGA_CALLS, 0)
+    for script in coverage["result"]:
+        if "jupyter-chart" in script["url"]:
+            for function in script["functions"]:
+                if function["functionName"] in counts:
+                    counts[function["functionName"]] += function["ranges"][0]["count"]
+    return counts
+
+
+def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None, count: bool = False) -> None:
     from playwright.sync_api import sync_playwright
 
     from aisize.app import serve
@@ -325,12 +341,21 @@ def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None) -
                              " >> visible=true").first.focus()
                 if trace:
                     browser_.start_tracing(page=page, categories=CATEGORIES)
+                if count:  # call counts, exact (V8's precise coverage); reset by the first take
+                    cdp.send("Profiler.enable")
+                    cdp.send("Profiler.startPreciseCoverage", {"callCount": True, "detailed": False})
+                    cdp.send("Profiler.takePreciseCoverage")
                 rows = [r for r in (_browser_move(page, cdp) for _ in range(moves)) if r is not None]
                 windows = [r.pop("window") for r in rows]
                 print(f"  {label} ({len(rows)} moves timed):")
                 for name in rows[0] if rows else ():
                     unit = "B" if name.endswith("bytes") else "" if name.startswith(("messages", "output")) else "ms"
                     print(f"    {name:<52} {spread([r[name] for r in rows], unit)}")
+                if count:
+                    calls = vega_calls(cdp.send("Profiler.takePreciseCoverage"))
+                    cdp.send("Profiler.stopPreciseCoverage")
+                    print("    Vega calls per move: " + ", ".join(f"{name} {n / moves:.2f}"
+                                                           for name, n in calls.items()))
                 if trace:
                     for what, values in traced(browser_.stop_tracing(), windows).items():
                         print(f"    main thread (trace): {what:<44} {spread(values)}")
@@ -348,6 +373,8 @@ def main() -> None:
     parser.add_argument("--rate-moves", type=int, default=20, help="request-rate steps taken first (kept)")
     parser.add_argument("--browser", action="store_true", help="also time the moves in the served page")
     parser.add_argument("--trace", action="store_true", help="with --browser: sum the main thread's traced events")
+    parser.add_argument("--count", action="store_true",
+                        help="with --browser: count the Vega view's runs and renders per move (slows the moves)")
     parser.add_argument("--dump", help="with --browser: write the page's charts (SVG) and text after the moves here")
     parser.add_argument("--no-kernel", action="store_true", help="skip the in-process kernel part")
     args = parser.parse_args()
@@ -356,7 +383,7 @@ def main() -> None:
     if not args.no_kernel:
         kernel(args.moves, args.rate_moves)
     if args.browser:
-        browser(args.moves, args.rate_moves, args.trace, args.dump)
+        browser(args.moves, args.rate_moves, args.trace, args.dump, args.count)
     print("load average (1, 5, 15 min) " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
