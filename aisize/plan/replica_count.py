@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 from aisize import serving
 from aisize.plan import context as C
 from aisize.plan.kvtiers import plan_kv_tiers, serving_extras
-from aisize.plan.rate_bounds import BOUND_MARGIN, RateBounds as _Bounds  # noqa: F401 (tests read them)
+from aisize.plan.rate_bounds import BOUND_MARGIN, RateBounds as _Bounds, seedable, seed  # noqa: F401 (tests)
 from aisize.plan.slo_reason import UnmetTargets
 from aisize.serving.curves import above_threshold, latency_elasticity
 from aisize.serving.estimate import estimate_capacity, probe
@@ -359,6 +359,11 @@ def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor
     low = _low(w, cap)
     if (low + 1) * shape.gpus >= floor:
         return None
+    if est is not None and met and n - low >= 2 and seen is not None and not seen.bracketed() and seedable(w, est):
+        # a replica met for the first time: the counts the search may try, from one batched solve (rate_bounds.seed)
+        seed(w, est, shape.gpus, low, n, floor, TOP_UP_SHARE, seen, _bounds(_knee_key(ctx, arch, shape, one, w)),
+             ttft_t, tpot_t)
+        _curves.put(_estimate_key(arch, ctx, shape, one), est)
     if met:  # bisection: `low` misses (or is 0), n meets
         high = (n, kv, est)
         guess = math.ceil(low / GUESS_UTILISATION)  # first where busy replicas usually still meet their targets

@@ -162,18 +162,35 @@ def above_threshold(est, rates_per_s, threshold: float, *, statistic: str = "mea
     last digits: the answer is True or False only where the latency ratio of the first rise clears the
     threshold's by ``margin`` and the raised load stays short of saturation; None where it is too near to tell
     (the caller solves that rate alone). A rate at or past capacity is above it (inf, as alone)."""
-    lams = [float(checks.positive("requests_per_s", x, high=1e9)) for x in rates_per_s]
+    return screen_rates(est, (), rates_per_s, threshold, statistic=statistic, rise=rise, margin=margin)[1]
+
+
+def screen_rates(est, target_rates_per_s, knee_rates_per_s, threshold: float, *, statistic: str = "mean",
+                 rise: float = LOAD_RISE, margin: float = SCREEN_MARGIN) -> tuple:
+    """((stable, TTFT, TPOT at ``statistic`` [s]) arrays at each of ``target_rates_per_s``, :func:`above_threshold`'s
+    verdicts at each of ``knee_rates_per_s``), all from one batched solve of the estimate's replica (per-replica
+    rates): the replica count's bisection and knee walk ask both of one replica at many counts. The latencies are
+    those of each rate alone to the solver's rounding only (see :func:`above_threshold`): a caller compares them
+    with a margin, never shows them."""
+    lams = [float(checks.positive("requests_per_s", x, high=1e9)) for x in knee_rates_per_s]
+    targets = np.array([float(checks.positive("requests_per_s", x, high=1e9)) for x in target_rates_per_s])
     rises = [rise_within(lam, est.max_requests_per_s, rise) for lam in lams]
     out = [True if r <= 0 else None for r in rises]
     todo = [k for k, r in enumerate(rises) if r > 0]
-    if not todo:
-        return out
-    points = np.array([[lams[k], lams[k] * (1.0 + rises[k])] for k in todo])  # the operating point, the first rise
-    ls = _loaded(est, points.ravel())
     suffix = STATISTIC_SUFFIX[checks.choice("statistic", statistic, tuple(STATISTIC_SUFFIX))]
-    ttft, tpot = (np.asarray(getattr(ls, f"{n}{suffix}_seconds"), dtype=float).reshape(-1, 2) for n in ("ttft", "tpot"))
-    total = ttft + (est.output_tokens - 1) * tpot
-    util = np.asarray(ls.utilisation, dtype=float).reshape(-1, 2)
+    none = np.zeros(0)
+    if not todo and not targets.size:
+        return (none.astype(bool), none, none), out
+    points = np.array([[lams[k], lams[k] * (1.0 + rises[k])] for k in todo])  # the operating point, the first rise
+    ls = _loaded(est, np.concatenate([targets, points.ravel()]))
+    t = targets.size
+    ttft, tpot = (np.asarray(getattr(ls, f"{n}{suffix}_seconds"), dtype=float) for n in ("ttft", "tpot"))
+    stable = np.broadcast_to(np.asarray(ls.stable, dtype=bool), ttft.shape)
+    at_targets = (stable[:t], ttft[:t], tpot[:t])
+    if not todo:
+        return at_targets, out
+    total = (ttft[t:] + (est.output_tokens - 1) * tpot[t:]).reshape(-1, 2)
+    util = np.asarray(ls.utilisation, dtype=float)[t:].reshape(-1, 2)
     for j, k in enumerate(todo):
         now, after = total[j]
         if not (now > 0 and math.isfinite(now) and math.isfinite(after) and util[j, 1] < 1.0 - margin):
@@ -181,4 +198,4 @@ def above_threshold(est, rates_per_s, threshold: float, *, statistic: str = "mea
         gap = (after / now - 1.0) - threshold * rises[k]  # the latency ratio against the threshold's
         if abs(gap) > margin:
             out[k] = bool(gap > 0)
-    return out
+    return at_targets, out
