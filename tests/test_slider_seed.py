@@ -180,3 +180,15 @@ def test_the_seed_counts_span_the_bisection_and_the_walk_ahead():
     RB.seed(w, est, 1, 100, 400, math.inf, RC.TOP_UP_SHARE, seen, Bounds(), 1.0, 0.05)
     counts = sorted(round(200.0 / r) for r in seen.rates)
     assert len(counts) <= RB.SEED_COUNTS and counts[0] == 101 and counts[-1] == 399
+
+
+def test_a_target_move_seeds_nothing(monkeypatch):
+    # a target's move re-plans the replicas already met from their kept probes: a seed there would be new work
+    clear_caches()
+    _plans([{"requests_per_s": 200.0}])
+    seeded = _seeded(monkeypatch)
+    _plans([{"requests_per_s": 200.0, "ttft_target_ms": t} for t in (900.0, 800.0, 700.0)])
+    assert seeded == []
+    _plans([{"requests_per_s": 200.0, "prompt_tokens": 1400}])  # a new replica is seeded
+    assert seeded
+    clear_caches()

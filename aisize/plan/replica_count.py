@@ -359,8 +359,10 @@ def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor
     low = _low(w, cap)
     if (low + 1) * shape.gpus >= floor:
         return None
-    if est is not None and met and n - low >= 2 and seen is not None and not seen.bracketed() and seedable(w, est):
-        # a replica met for the first time: the counts the search may try, from one batched solve (rate_bounds.seed)
+    if (est is not None and met and n - low >= 2 and seen is not None and not seen.bracketed()
+            and seedable(w, est) and _curves.get(_estimate_key(arch, ctx, shape, one)) is None):
+        # a replica met for the first time (a target's move re-plans kept ones from kept probes): the counts the
+        # search may try, from one batched solve (rate_bounds.seed)
         seed(w, est, shape.gpus, low, n, floor, TOP_UP_SHARE, seen, _bounds(_knee_key(ctx, arch, shape, one, w)),
              ttft_t, tpot_t)
         _curves.put(_estimate_key(arch, ctx, shape, one), est)
