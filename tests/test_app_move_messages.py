@@ -1,5 +1,5 @@
 """What a slider move sends to the page (issue 51): one message per changed output, a chart's params and rows in one
-Vega changeset, no params for the page to send back, and every output's message after all are built."""
+Vega changeset, and no params for the page to send back."""
 
 from __future__ import annotations
 
@@ -53,21 +53,6 @@ def test_a_marker_move_sends_the_marker_alone(sent):
     inference.rate.value = 22.4  # the same replicas: only the planned load moves
     (state,) = updates(sent, chart)
     assert state["_py_to_js_updates"] == [{"namespace": "signal", "name": "marked", "scope": [], "value": 22.4}]
-
-
-def test_a_moves_outputs_leave_together_once_all_are_built(sent):
-    app = build_app(display=False)
-    inference = app.open_tab("Inference")
-    during: list[int] = []
-    moved = inference.rate.comm.comm_id  # the slider's own value goes first, before any callback
-    app.state.subscribe(lambda plan: during.append(sum(cid != moved for cid, _, _ in sent)))  # after the others
-    sent.clear()
-    inference.rate.value = 200.0
-    assert during == [0]  # no output had left while the outputs were built
-    changed = {cid for cid, kind, data in sent if kind == "comm_msg"}
-    for output in (app.download, inference.figures, inference.latency_chart.chart):
-        assert output.comm.comm_id in changed
-        assert len(updates(sent, output)) == 1  # each once
 
 
 def test_an_unchanged_output_is_not_sent(sent):

@@ -8,7 +8,6 @@ the others when first shown, so the page opens fast.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import html
 from dataclasses import dataclass
@@ -96,26 +95,6 @@ class App:
         """Select the tab ``title`` (as a click would) and return its section."""
         self.tabs.selected_index = TITLES.index(title)
         return self[title]
-
-
-def outputs(widget):
-    """The HTML outputs and charts under ``widget``, the page's parts a new plan may update."""
-    if isinstance(widget, (widgets.HTML, K.PageChart)):
-        yield widget
-    for child in getattr(widget, "children", ()):
-        yield from outputs(child)
-
-
-@contextlib.contextmanager
-def held(view):
-    """Hold the messages of ``view``'s outputs until the block ends, then send each output's once.
-
-    A served kernel hands each message to its IOPub thread, which then wants the GIL while the kernel still builds
-    the next output; sent together at the end, they no longer interleave with that work (issue 51)."""
-    with contextlib.ExitStack() as stack:
-        for widget in outputs(view):
-            stack.enter_context(widget.hold_sync())
-        yield
 
 
 def server_options(data: dict) -> list[tuple[str, str]]:
@@ -223,7 +202,6 @@ def build_app(display: bool = True, data: dict | None = None) -> App:
             if TITLES[change["new"]] in WORKLOAD_PICKERS:
                 follow_workload(TITLES[change["new"]])
 
-    state.hold = lambda: held(view)
     state.subscribe(show_scenario)
     show_scenario(state.plan)
     choose.observe(on_preset, names="value")

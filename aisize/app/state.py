@@ -15,11 +15,9 @@ never claim what an edit changed.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import logging
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 
 from aisize.app.controls import uploaded_text
 from aisize.app.edits import follow
@@ -88,9 +86,6 @@ class AppState:
         self.cache = PlanCache()  # a move re-plans only the workloads whose inputs it changed
         self.plan: Plan = plan(self.origin, self.cache)
         self.listeners: list[Callable[[Plan], None]] = []
-        # what the page's outputs are held in while the listeners update them (aisize.app.layout.held: their
-        # messages leave together once all are built)
-        self.hold: Callable[[], AbstractContextManager] = contextlib.nullcontext
 
     @property
     def scenario(self):
@@ -131,9 +126,8 @@ class AppState:
         self.data, self.plan = to_dict(scenario), new_plan
         if loaded:
             self.origin = scenario
-        with self.hold():
-            for listener in list(self.listeners):
-                listener(new_plan)
+        for listener in list(self.listeners):
+            listener(new_plan)
         return None
 
     def subscribe(self, listener: Callable[[Plan], None]) -> None:
