@@ -58,8 +58,10 @@ def _sized_by_estimate(w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, t
         floor = best[0] if best else math.inf
         if shape.gpus >= floor:  # one replica already needs the GPUs of the best: _fewest_replicas says None
             continue
-        got = _fewest_replicas(w, ctx, policies, arch, shape, n, _one(w, shape, kw, engine, cal), ttft_t, tpot_t,
-                               floor)
+        one = _one(w, shape, kw, engine, cal)
+        if floor < math.inf and _screened_out(w, arch, fleet, shape, one, floor):
+            continue
+        got = _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor)
         if got is None:
             continue
         replicas, kv, est, met = got
@@ -77,6 +79,17 @@ def _sized_by_estimate(w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, t
     kept = {f.name: getattr(fleet, f.name) for f in fields(FleetChoice)}
     return EstimatedFleet(**kept | dict(shape=shape, replicas=replicas, knee_requests_per_s=knee_rate),
                           unmet=unmet), kv, est
+
+
+def _screened_out(w, arch, fleet, shape, one, floor: float) -> bool:
+    """Whether the replicas carrying the rate at ``shape``'s capacity need ``floor`` GPUs or more by the screen's
+    capacity: :func:`_fewest_meeting`'s None from the estimate's, the same to the bit without speculation or length
+    spread (tests/test_slider_screen_capacity.py), read with a margin all the same, without estimate_capacity."""
+    if (fleet.capacity_of is None or not load_free(w, arch) or one.get("length_distribution") is not None
+            or one.get("speculative_method") is not None):
+        return False
+    cap = fleet.capacity_of(shape)
+    return cap > 0 and math.isfinite(cap) and math.ceil(w.requests_per_s / (cap * (1 + 1e-9))) * shape.gpus >= floor
 
 
 RESCUE_SHAPES = 2  # one-stage shapes, widest first, the estimate tries where the screen found none

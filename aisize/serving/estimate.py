@@ -355,8 +355,7 @@ def _evaluated(asked: Asked, *, latencies=True) -> tuple[Replica, object, Replic
     (:func:`estimate_capacity`): the capacity exact, the state's latencies left as the queueing model has them."""
     load, extras = asked.load, asked.workload
     if latencies and extras is not None and extras.reuse is None and len(asked.replicas) == 1:
-        # one candidate, settled without reuse: settle evaluates it anew at the lengths' decoding context and never
-        # reads the state at mean lengths (ServingWorkload.settle), so that solve is not made (a CV move's probes)
+        # one candidate settled without reuse: settle solves it anew at the lengths' context and never reads its state
         rep = asked.replicas[0]
         if not bool(rep.capacity.memory.fits):  # as evaluate says None
             return rep, rep.capacity, None

@@ -65,6 +65,9 @@ class FleetChoice:
     # SLO rate per replica [requests/s]); a plan that checks the ranking with its full estimate reads it
     ranked: tuple = ()
     knee_of: object = field(default=None, repr=False, compare=False)  # shape -> its knee [requests/s per replica]
+    # shape -> its capacity [requests/s per replica] from the screen's max-throughput state (no speculation, reuse or
+    # length spread: with none of them, the estimate's to the bit; tests/test_slider_screen_capacity.py)
+    capacity_of: object = field(default=None, repr=False, compare=False)
 
 
 def candidate_shapes(model, dev, *, scaleout_bytes_per_s, tensor_parallel="auto", pipeline_parallel="auto",
@@ -144,7 +147,8 @@ def choose_fleet(model, accelerator, *, weight_precision, kv_precision, input_to
     ranked = tuple((r.fitting[j][0], int(replicas[j]), float(slo_rate[j])) for j in order if np.isfinite(replicas[j]))
     index = {r.fitting[j][0]: int(j) for j in order}
     return FleetChoice(r.fitting[k][0], int(replicas[k]), float(slo_rate[k]), True, "", r.best_ttft, r.best_tpot,
-                       len(shapes), r.knee(k), ranked, lambda shape: r.knee(index[shape]))
+                       len(shapes), r.knee(k), ranked, lambda shape: r.knee(index[shape]),
+                       lambda shape: float(r.capacity[index[shape]]))
 
 
 def _ms(seconds) -> str:
@@ -179,6 +183,7 @@ class _ShapeRates:
     best_ttft: float
     best_tpot: float
     knee: object  # shape index -> knee of that shape [requests/s per replica] (memoised)
+    capacity: np.ndarray | None = None  # as _ShapeGrid's
 
 
 @dataclass
@@ -195,6 +200,7 @@ class _ShapeGrid:
     stable: np.ndarray
     iteration: np.ndarray  # the mean iteration at lam_grid [s]
     knee: object  # shape index -> knee of that shape [requests/s per replica] (memoised)
+    capacity: np.ndarray | None = None  # each fitting shape's max-throughput rate [requests/s per replica]
 
 
 @lru_cache(maxsize=128)
@@ -256,7 +262,7 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
         return knee(lam_k, mean)
 
     gpus = np.array([s.gpus for s, _ in fitting], dtype=float)
-    return _ShapeGrid(fitting, gpus, at, lam_grid, ttft, tpot, stable, iteration, shape_knee)
+    return _ShapeGrid(fitting, gpus, at, lam_grid, ttft, tpot, stable, iteration, shape_knee, capacity)
 
 
 @lru_cache(maxsize=128)
@@ -290,7 +296,7 @@ def _slo_rates(model, accelerator, weight_precision, kv_precision, input_tokens,
     held = np.where(good.any(axis=1), steps - 1 - np.argmax(good[:, ::-1], axis=1), 0)  # 0: none of them
     lo = np.take_along_axis(np.concatenate((lo[:, None], inner), axis=1), held[:, None], axis=1)[:, 0]
     slo_rate = np.where(last >= 0, lo, 0.0)
-    return _ShapeRates(g.fitting, g.gpus, slo_rate, g.ttft[:, 0], best_ttft, best_tpot, g.knee)
+    return _ShapeRates(g.fitting, g.gpus, slo_rate, g.ttft[:, 0], best_ttft, best_tpot, g.knee, g.capacity)
 
 
 def knee(rates_per_s, mean_latency_s, factor: float = KNEE_FACTOR) -> float:
