@@ -12,8 +12,8 @@ from aisize.app import controls as K
 
 @pytest.fixture()
 def sent(monkeypatch):
-    """The comm messages the widgets publish: (comm id, message data)."""
-    messages: list[tuple[str, dict]] = []
+    """The comm messages the widgets publish: (comm id, message type, message data)."""
+    messages: list[tuple[str, str, dict]] = []
 
     def publish(self, msg_type, data=None, metadata=None, buffers=None, **keys):
         messages.append((self.comm_id, msg_type, data))
