@@ -201,9 +201,10 @@ def _solved(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs):
 
 
 _SOLVED: OrderedDict = OrderedDict()  # value key -> ((costs, calib), (steady state, tails)), latest last
-_KEPT_SOLVES = 128  # a move re-plans a few shapes at a few rates each; the sizing grid adds one per shape
+_KEPT_SOLVES = 512  # a move re-plans a few shapes at a few rates each; the sizing grid adds one per shape: 128 let a
+# run of prompt, output and CV moves age out the solves a target move then asks again (512: about 3 MB)
 _SCANNED: OrderedDict = OrderedDict()  # (the solve's key less the rate) -> ((costs, calib), {ndim: T at the scan})
-_KEPT_SCANS = 64  # one per replica a move solves for (a shape at its lengths), at any rate
+_KEPT_SCANS = 256  # one per replica a move solves for (a shape at its lengths, a few kB), at any rate (as the solves)
 
 
 def _clear() -> None:
