@@ -15,6 +15,10 @@ the default preset's service at 200 requests/s), to time the other sliders at th
     .venv/bin/python benchmarks/bench_sliders.py [--moves 8] [--wall] [--fresh] [--preset agentic-coding] [--tab Inference]
     .venv/bin/python benchmarks/bench_sliders.py --moves 6 --rate-moves 20 --tab Inference
 
+``--rate-path N`` instead times N request-rate steps right from the preset's rate, one after another, as
+``benchmarks/bench_app.py`` moves its slider (each move at a new rate; the p95 is set by those that meet a shape
+first), and prints their median, p95 and largest.
+
 ``--repeats`` also counts, per move, the serving estimates, loaded states (a queue solved at some rates), steady
 states and iteration times the move computes, and how many of them had arguments (by value) that an earlier move
 of the run had computed already: work a cache keyed on those arguments would save. Counting slows the moves.
@@ -102,6 +106,7 @@ def main() -> None:
     parser.add_argument("--rate-moves", type=int, default=0, help="request-rate slider steps taken first (kept)")
     parser.add_argument("--repeats", action="store_true",
                         help="count the serving work each move does, and how much of it an earlier move did")
+    parser.add_argument("--rate-path", type=int, default=0, help="time this many request-rate steps in a row")
     args = parser.parse_args()
     seen = count_repeats() if args.repeats else None
     clock = time.perf_counter if args.wall else time.process_time
@@ -109,6 +114,9 @@ def main() -> None:
     if args.fresh:
         app.state.cache = None
         plan(app.state.scenario)  # the memoised functions hold this plan's results, as they did before the cache
+    if args.rate_path:
+        _rate_path(app, args.rate_path, clock)
+        return
     if args.rate_moves:
         rate = next(s for s in sliders(app.open_tab("Inference").view) if s.description.startswith("Request rate"))
         for _ in range(args.rate_moves):
@@ -132,6 +140,19 @@ def main() -> None:
                   f"max {max(times):6.1f}" + (_repeats(seen, before, args.moves) if seen is not None else ""))
     print(f"every slider: worst move {max(worst):.1f} ms; load average (1, 5, 15 min) "
           + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
+def _rate_path(app, moves: int, clock) -> None:
+    """Times ``moves`` request-rate steps in a row from the preset's rate (the path of bench_app.py's slider)."""
+    rate = next(s for s in sliders(app.open_tab("Inference").view) if s.description.startswith("Request rate"))
+    start, times = rate.value, []
+    for _ in range(moves):
+        t = clock()
+        rate.value = step(rate)
+        times.append((clock() - t) * 1e3)
+    q = statistics.quantiles(times, n=20) if len(times) > 1 else times * 19
+    print(f"{moves} request-rate moves {start:g} -> {rate.value:.0f}/s: median {statistics.median(times):.1f}, "
+          f"p95 {q[18]:.1f}, max {max(times):.1f} ms")
 
 
 def _repeats(seen, before, moves) -> str:
