@@ -56,7 +56,7 @@ def test_a_light_service_is_not_past_its_knee_and_a_saturated_one_is(monkeypatch
     assert batch.latency_elasticity <= C.KNEE_ELASTICITY  # the planner sizes short of the knee (11 replicas)
     # sized as before, only to meet its targets (8 replicas, 91 % busy): past the knee, and the plan says so
     from aisize.plan import clear_caches
-    from aisize.plan import replica_count as I
+    from aisize.plan import knee as I
     monkeypatch.setattr(I, "below_knee", lambda w, est: True)
     clear_caches()  # plans are memoised: this one must be made with the patched rule, and not kept after
     try:

@@ -4,8 +4,8 @@ where an input they read changed.
 - :func:`aisize.serving.latency._solved`: :func:`~aisize.serving.latency.loaded_state`'s Little's-law root and the
   steady states at it and at its batch quantiles, by the costs and calibration (identity) and everything else the
   solve reads (value). A prompt-CV or length-CV move changes the queues' spread, not the root.
-- :func:`aisize.plan.replica_count._at_rate`: a load-free replica's estimate at a top-up's rate is one object per
-  (kept estimate, rate), so :func:`~aisize.plan.replica_count.elasticity_at` finds the knee it computed.
+- :func:`aisize.plan.knee._at_rate`: a load-free replica's estimate at a top-up's rate is one object per
+  (kept estimate, rate), so :func:`~aisize.plan.knee.elasticity_at` finds the knee it computed.
 
 No timings are asserted (``benchmarks/bench_sliders.py --repeats`` counts the work a move repeats).
 """
@@ -20,6 +20,7 @@ import pytest
 
 from aisize import serving
 from aisize.plan import inference as PI
+from aisize.plan import knee as K
 from aisize.plan import plan
 from aisize.plan import replica_count as RC
 from aisize.present.export import to_json
@@ -131,11 +132,11 @@ def test_a_kept_state_cannot_be_written_into(replica):
 
 def test_the_estimate_at_a_rate_is_one_object_per_estimate_and_rate(replica):
     est, _ = replica
-    a = RC._at_rate(est, 3.0)
-    assert RC._at_rate(est, 3.0) is a and a.requests_per_s == 3.0 and a.replica is est.replica
-    assert RC._at_rate(est, 3.5) is not a
+    a = K._at_rate(est, 3.0)
+    assert K._at_rate(est, 3.0) is a and a.requests_per_s == 3.0 and a.replica is est.replica
+    assert K._at_rate(est, 3.5) is not a
     copy = replace(est)
-    assert RC._at_rate(copy, 3.0) is not a  # another estimate, though equal: another object
+    assert K._at_rate(copy, 3.0) is not a  # another estimate, though equal: another object
 
 
 def _sweep(field: str, values, **given) -> list[str]:
@@ -160,8 +161,9 @@ def _sweep(field: str, values, **given) -> list[str]:
 def test_moves_plan_what_a_plan_without_the_caches_plans(monkeypatch, field, values, given):
     kept = _sweep(field, values, **given)
     monkeypatch.setattr(L, "_KEPT_SOLVES", 0)  # every root solved afresh
-    monkeypatch.setattr(RC, "_KEPT_ELASTICITIES", 0)  # every knee's elasticity computed afresh
+    monkeypatch.setattr(K, "_KEPT_ELASTICITIES", 0)  # every knee's elasticity computed afresh
+    monkeypatch.setattr(RC, "_KEPT_ELASTICITIES", 0)  # ... and no walk's length kept (replica_count reads it too)
     L._SOLVED.clear()
-    RC._ELASTICITIES.clear()
-    RC._AT_RATE.clear()
+    K._ELASTICITIES.clear()
+    K._AT_RATE.clear()
     assert _sweep(field, values, **given) == kept

@@ -15,6 +15,7 @@ import numpy as np
 
 from aisize.plan import clear_caches, plan
 from aisize.plan import context as C
+from aisize.plan import knee as K
 from aisize.plan import replica_count as RC
 from aisize.present.export import to_json
 from aisize.scenario import DEFAULT_PRESET, from_dict, preset, to_dict
@@ -37,14 +38,14 @@ def _sweep(monkeypatch, screen) -> tuple[list, int]:
     """(to_json of each plan of the default preset's service swept through MOVES, counts screened past the knee)."""
     clear_caches()
     past = [0]
-    real = RC.above_threshold
+    real = K.above_threshold
 
     def counted(*args, **kwargs):
         got = real(*args, **kwargs)
         past[0] += sum(v is True for v in got)
         return got
     monkeypatch.setattr(RC, "_knee_screen", screen)
-    monkeypatch.setattr(RC, "above_threshold", counted)
+    monkeypatch.setattr(K, "above_threshold", counted)
     d, out = to_dict(preset(DEFAULT_PRESET)), []
     for field, value in MOVES:
         _service(d)[field] = value
@@ -66,7 +67,7 @@ def test_a_screen_that_skips_the_stop_changes_the_plan(monkeypatch):
     def every(*args, **kwargs):
         return [True] * len(args[1])
     monkeypatch.setattr(curves, "above_threshold", every)
-    monkeypatch.setattr(RC, "above_threshold", every)
+    monkeypatch.setattr(K, "above_threshold", every)
     clear_caches()
     d, wrong = to_dict(preset(DEFAULT_PRESET)), []
     for field, value in MOVES:

@@ -17,6 +17,7 @@ import pytest
 
 import aisize.serving.estimate  # noqa: F401 (the module, which aisize.serving's function of the same name hides)
 from aisize.plan import clear_caches, plan
+from aisize.plan import knee as K
 from aisize.plan import replica_count as RC
 from aisize.present.export import to_json
 from aisize.scenario import from_dict, preset, to_dict
@@ -208,8 +209,8 @@ def test_the_walk_reads_a_kept_estimate_of_the_replica_as_its_own(tp, lengths):
     for share in (0.5, 0.7, 0.75, 0.9):
         own = E.probe("llama-3-8b", "h100-sxm", requests_per_s=share * cap, **kw).estimate()
         rate = own.requests_per_s
-        assert latency_elasticity(RC._at_rate(kept, rate), rate, statistic="p95") == \
+        assert latency_elasticity(K._at_rate(kept, rate), rate, statistic="p95") == \
             latency_elasticity(own, rate, statistic="p95")
         rates = [rate, 0.95 * rate, 0.9 * rate]
-        assert RC.above_threshold(kept, rates, 2.0, statistic="p95") == \
-            RC.above_threshold(own, rates, 2.0, statistic="p95")
+        assert K.above_threshold(kept, rates, 2.0, statistic="p95") == \
+            K.above_threshold(own, rates, 2.0, statistic="p95")
