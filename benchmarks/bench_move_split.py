@@ -22,7 +22,7 @@ Two parts, for the Inference tab's request-rate and prompt sliders (the default 
    ``PYTHONPATH=<tree>`` for two trees and compare the files (what the page shows, byte for byte).
 
     .venv/bin/python benchmarks/bench_move_split.py [--moves 10] [--rate-moves 20] [--browser [--trace] [--count]
-        [--dump FILE]] [--no-kernel]
+        [--dump FILE] [--kernel-timer]] [--no-kernel]
 """
 
 from __future__ import annotations
@@ -309,13 +309,57 @@ def vega_calls(coverage: dict) -> dict[str, int]:
     return counts
 
 
-def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None, count: bool = False) -> None:
+KERNEL_TIMED = (("busy to idle, wall", "wall"), ("  thread CPU", "cpu"),
+                ("  process CPU (all threads)", "process_cpu"),
+                ("  waiting for a CPU (run queue)", "runqueue"),
+                ("handler (set_state), wall", "handler_wall"), ("  thread CPU", "handler_cpu"),
+                ("plan, wall", "plan_wall"), ("  thread CPU", "plan_cpu"))
+
+
+def kernel_timed(folder: Path, parts: list[tuple[str, int]]) -> None:
+    """Print what ``aisize.app.move_timer`` recorded in the page's kernel: the slider moves' messages (value
+    updates), in order, cut into ``parts``: (what, n); other messages are counted."""
+    import json
+
+    logs = [p for p in folder.glob("moves-*.jsonl") if p.stat().st_size]
+    if len(logs) != 1:
+        print(f"kernel timer: {len(logs)} kernels logged moves (want 1)")
+        return
+    records = [json.loads(line) for line in logs[0].read_text(encoding="utf-8").splitlines()]
+    moves_ = [r for r in records if r["what"].startswith(SLIDERS) and "'value'" in r["what"]]
+    others = collections.Counter(r["what"] for r in records if r not in moves_)
+    print(f"in the page's kernel (aisize.app.move_timer): ms a move; other widget messages: {dict(others)}")
+    records = moves_
+    start = 0
+    for what, n in parts:
+        rs, start = records[start:start + n], start + n
+        if not rs:
+            continue
+        print(f"  {what} ({len(rs)} moves):")
+        for label, key in KERNEL_TIMED:
+            print(f"    {label:<40} {spread([r[key] for r in rs])}")
+        print(f"    {'messages sent (session.send), wall':<40} {spread([r['send_wall'] for r in rs])}; "
+              f"{statistics.median(r['sends'] for r in rs):.0f} a move")
+        print(f"    {'  thread CPU':<40} {spread([r['send_cpu'] for r in rs])}")
+        print(f"    {'busy to idle less handler, wall':<40} {spread([r['wall'] - r['handler_wall'] for r in rs])}")
+        print(f"    {'handler less plan and sends, wall':<40} "
+              f"{spread([r['handler_wall'] - r['plan_wall'] - r['send_wall'] for r in rs])}")
+        print(f"    {'  thread CPU':<40} {spread([r['handler_cpu'] - r['plan_cpu'] - r['send_cpu'] for r in rs])}")
+        print(f"    {'garbage collector pauses':<40} {spread([sum(r['gc_ms']) for r in rs])}; collections "
+              f"by generation {[sum(r['gc_n'][g] for r in rs) for g in range(3)]}")
+
+
+def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None, count: bool = False,
+            kernel_timer: bool = False) -> None:
     from playwright.sync_api import sync_playwright
 
     from aisize.app import serve
+    from aisize.app.move_timer import ENV
     from bench_app import CHROMIUM, CHROMIUM_ARGS, Served, app_drawn, rate_slider_ready, settle
 
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
+        if kernel_timer:  # the server's kernels inherit it
+            os.environ[ENV] = tmp
         app = Served("app", serve.start(Path(tmp) / "voila.log"), app_drawn)
         browser_ = None
         try:
@@ -361,6 +405,9 @@ def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None, c
                         print(f"    main thread (trace): {what:<44} {spread(values)}")
             if dump:
                 Path(dump).write_text(page.evaluate(SHOWN), encoding="utf-8")
+            if kernel_timer:
+                kernel_timed(Path(tmp), [(f"request rate, the first {rate_moves} steps (bench_app.py's path)",
+                                          rate_moves)] + [(label, moves) for label in SLIDERS])
         finally:
             if browser_ is not None:
                 browser_.close()
@@ -376,6 +423,8 @@ def main() -> None:
     parser.add_argument("--count", action="store_true",
                         help="with --browser: count the Vega view's runs and renders per move (slows the moves)")
     parser.add_argument("--dump", help="with --browser: write the page's charts (SVG) and text after the moves here")
+    parser.add_argument("--kernel-timer", action="store_true",
+                        help="with --browser: time each move inside the page's kernel (aisize.app.move_timer)")
     parser.add_argument("--no-kernel", action="store_true", help="skip the in-process kernel part")
     args = parser.parse_args()
     if args.moves < 1 or args.rate_moves < 0:
@@ -383,7 +432,7 @@ def main() -> None:
     if not args.no_kernel:
         kernel(args.moves, args.rate_moves)
     if args.browser:
-        browser(args.moves, args.rate_moves, args.trace, args.dump, args.count)
+        browser(args.moves, args.rate_moves, args.trace, args.dump, args.count, args.kernel_timer)
     print("load average (1, 5, 15 min) " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 

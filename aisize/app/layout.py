@@ -18,6 +18,7 @@ from aisize import catalog
 from aisize.app import controls as K
 from aisize.app.chart_bundle import use_offline_charts
 from aisize.app.model_upload import ModelUpload
+from aisize.app.move_timer import install_from_env
 from aisize.app.sections import Section
 from aisize.app.sections.accuracy import AccuracySection
 from aisize.app.sections.cluster import ClusterSection
@@ -220,4 +221,5 @@ def build_app(display: bool = True, data: dict | None = None) -> App:
         # which otherwise stopped one move in about seventy for 75 ms
         gc.collect()
         gc.freeze()
+        install_from_env()  # a benchmark's timer of each widget message, only where AISIZE_MOVE_TIMER is set
     return app
