@@ -215,7 +215,7 @@ def engine(key: str) -> Engine:
                                             else r.overlap_with_speculation),
                   kv_fraction_of_total=r.kv_fraction_of_total, limits_shared_by_dp=r.limits_shared_by_dp,
                   mixes_prefill=r.mixes_prefill, dp_gather_nccl=r.dp_gather_nccl,
-                  dp_exchange_by_sizes=bool(getattr(r, "dp_exchange_by_sizes", False)),
+                  dp_exchange_by_sizes=r.dp_exchange_by_sizes,
                   attention_dp_balance_iters=r.attention_dp_balance_iters, version=r.version,
                   source=r.source)
 
