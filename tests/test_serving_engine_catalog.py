@@ -16,25 +16,14 @@ import pytest
 
 from aisize import catalog, serving
 from aisize.serving.engine import ENGINES, engine
+from engine_tables import fresh_engines, shipped_rows, site_table  # noqa: F401 (a fixture)
 
 COLUMNS = ("mixes_prefill", "dp_gather_nccl")
 SHIPPED = {"trtllm-bench": (True, False), "trtllm": (True, False), "vllm": (True, False), "sglang": (True, True)}
 
 
-@pytest.fixture
-def fresh_engines():
-    catalog.engines.__dict__.pop("_rows", None)
-    yield
-    catalog.engines.__dict__.pop("_rows", None)
-
-
-def _shipped_rows():
-    with (catalog.data_dir() / "engines.csv").open(newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
-
-
 def test_the_shipped_rows_state_both_columns_with_a_source():
-    rows = _shipped_rows()
+    rows = shipped_rows()
     assert {r["id"] for r in rows} == set(SHIPPED)
     for r in rows:
         # written in the row, not left to the record's default; the row's note cites where each comes from, as
@@ -54,25 +43,11 @@ def test_engine_reads_them_from_its_row():
         assert e.launch().mixes_prefill is mixes
 
 
-def _site_table(tmp_path, **changes):
-    """Our engines.csv with the SGLang row's columns changed, as a site's overlay folder."""
-    rows = _shipped_rows()
-    for r in rows:
-        if r["id"] == "sglang":
-            r.update(changes)
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    (tmp_path / "engines.csv").write_text(out.getvalue(), encoding="utf-8")
-    return tmp_path
-
-
 def test_a_site_table_sets_them(tmp_path, monkeypatch, fresh_engines):
     kw = dict(tensor_parallel=8, weight_precision="fp8", kv_precision="fp8", input_tokens=922, output_tokens=922,
               concurrency=64, attention_dp=8, expert_parallel=8)
     shipped = serving.estimate("deepseek-r1", "b200", engine="sglang", **kw)
-    monkeypatch.setenv("AISIZE_CATALOG", str(_site_table(tmp_path, mixes_prefill="false", dp_gather_nccl="false")))
+    monkeypatch.setenv("AISIZE_CATALOG", str(site_table(tmp_path, "sglang", mixes_prefill="false", dp_gather_nccl="false")))
     catalog.engines.__dict__.pop("_rows", None)
     site = engine("sglang")
     assert (site.mixes_prefill, site.dp_gather_nccl) == (False, False)
@@ -87,7 +62,7 @@ def test_a_site_table_sets_them(tmp_path, monkeypatch, fresh_engines):
 
 
 def test_a_table_written_before_the_columns_keeps_the_defaults(tmp_path, monkeypatch, fresh_engines):
-    rows = [{k: v for k, v in r.items() if k not in COLUMNS} for r in _shipped_rows() if r["id"] == "vllm"]
+    rows = [{k: v for k, v in r.items() if k not in COLUMNS} for r in shipped_rows() if r["id"] == "vllm"]
     rows[0]["id"] = "site-vllm"
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
@@ -100,7 +75,7 @@ def test_a_table_written_before_the_columns_keeps_the_defaults(tmp_path, monkeyp
 
 
 def test_a_bad_cell_is_named(tmp_path, monkeypatch, fresh_engines):
-    monkeypatch.setenv("AISIZE_CATALOG", str(_site_table(tmp_path, mixes_prefill="sometimes")))
+    monkeypatch.setenv("AISIZE_CATALOG", str(site_table(tmp_path, "sglang", mixes_prefill="sometimes")))
     with pytest.raises(catalog.CatalogError, match=r"engines.csv, line 5, column 'mixes_prefill': value "
                                                    r"'sometimes' is not true/false"):
         engine("sglang")

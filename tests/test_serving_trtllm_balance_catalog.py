@@ -10,47 +10,19 @@ batch limit (docs/calibration.md, "TensorRT-LLM's attention-DP exchange").
 
 from __future__ import annotations
 
-import csv
-import io
-
 import pytest
 
 from aisize import catalog, serving
 from aisize.serving.engine import ENGINES, engine
+from engine_tables import fresh_engines, shipped_rows, site_table  # noqa: F401 (a fixture)
 
 # DeepSeek-R1 on 8 x B200 with attention DP 8 at 256 in flight, 922/922: the MTP set's rows 11 and 12 without MTP
 DP8 = dict(tensor_parallel=8, expert_parallel=8, attention_dp=8, weight_precision="fp8", kv_precision="fp8",
            input_tokens=922, output_tokens=922, concurrency=256)
 
 
-@pytest.fixture
-def fresh_engines():
-    catalog.engines.__dict__.pop("_rows", None)
-    yield
-    catalog.engines.__dict__.pop("_rows", None)
-
-
-def _shipped_rows():
-    with (catalog.data_dir() / "engines.csv").open(newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
-
-
-def _site_table(tmp_path, key="trtllm", drop=(), **changes):
-    """Our engines.csv with one row's cells changed (and columns dropped), as a site's overlay folder."""
-    rows = [{k: v for k, v in r.items() if k not in drop} for r in _shipped_rows()]
-    for r in rows:
-        if r["id"] == key:
-            r.update(changes)
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    (tmp_path / "engines.csv").write_text(out.getvalue(), encoding="utf-8")
-    return tmp_path
-
-
 def test_every_shipped_row_states_zero_and_the_trtllm_notes_say_why():
-    rows = _shipped_rows()
+    rows = shipped_rows()
     assert all(r["attention_dp_balance_iters"] == "0" for r in rows)  # written in the row, not left to the default
     for r in rows:
         assert ENGINES[r["id"]].attention_dp_balance_iters == catalog.engines[r["id"]].attention_dp_balance_iters == 0
@@ -61,7 +33,7 @@ def test_every_shipped_row_states_zero_and_the_trtllm_notes_say_why():
 
 def test_a_site_table_sets_balancing_as_with_does(tmp_path, monkeypatch, fresh_engines):
     shipped = serving.estimate("deepseek-r1", "b200", engine="trtllm", **DP8)
-    monkeypatch.setenv("AISIZE_CATALOG", str(_site_table(tmp_path, attention_dp_balance_iters="60",
+    monkeypatch.setenv("AISIZE_CATALOG", str(site_table(tmp_path, "trtllm", attention_dp_balance_iters="60",
                                                          dp_exchange_by_sizes="true")))
     catalog.engines.__dict__.pop("_rows", None)
     site = engine("trtllm")
@@ -80,7 +52,7 @@ def test_a_site_table_sets_balancing_as_with_does(tmp_path, monkeypatch, fresh_e
 def test_balancing_moves_nothing_without_attention_dp(tmp_path, monkeypatch, fresh_engines):
     kw = dict(DP8, expert_parallel=1, attention_dp=1)
     shipped = serving.estimate("deepseek-r1", "b200", engine="trtllm", **kw)
-    monkeypatch.setenv("AISIZE_CATALOG", str(_site_table(tmp_path, attention_dp_balance_iters="60")))
+    monkeypatch.setenv("AISIZE_CATALOG", str(site_table(tmp_path, "trtllm", attention_dp_balance_iters="60")))
     catalog.engines.__dict__.pop("_rows", None)
     site = serving.estimate("deepseek-r1", "b200", engine="trtllm", **kw)
     assert (site.tpot_s, site.ttft_s, site.output_tokens_per_s_per_gpu) == (
@@ -88,10 +60,10 @@ def test_balancing_moves_nothing_without_attention_dp(tmp_path, monkeypatch, fre
 
 
 def test_a_table_without_the_column_or_with_an_empty_cell_is_off(tmp_path, monkeypatch, fresh_engines):
-    monkeypatch.setenv("AISIZE_CATALOG", str(_site_table(tmp_path, drop=("attention_dp_balance_iters",))))
+    monkeypatch.setenv("AISIZE_CATALOG", str(site_table(tmp_path, "trtllm", drop=("attention_dp_balance_iters",))))
     assert engine("trtllm").attention_dp_balance_iters == 0
     catalog.engines.__dict__.pop("_rows", None)
-    monkeypatch.setenv("AISIZE_CATALOG", str(_site_table(tmp_path, attention_dp_balance_iters="")))
+    monkeypatch.setenv("AISIZE_CATALOG", str(site_table(tmp_path, "trtllm", attention_dp_balance_iters="")))
     assert engine("trtllm").attention_dp_balance_iters == 0
 
 
@@ -101,6 +73,6 @@ def test_a_table_without_the_column_or_with_an_empty_cell_is_off(tmp_path, monke
     ("2000000", ValueError, r"attention_dp_balance_iters"),
 ])
 def test_a_bad_cell_is_named(tmp_path, monkeypatch, fresh_engines, cell, error, match):
-    monkeypatch.setenv("AISIZE_CATALOG", str(_site_table(tmp_path, attention_dp_balance_iters=cell)))
+    monkeypatch.setenv("AISIZE_CATALOG", str(site_table(tmp_path, "trtllm", attention_dp_balance_iters=cell)))
     with pytest.raises(error, match=match):
         engine("trtllm")

@@ -16,13 +16,12 @@ import numpy as np
 import pytest
 
 import aisize.serving.estimate  # noqa: F401 (the module, which aisize.serving's function of the same name hides)
-from aisize.plan import clear_caches, plan
+from aisize.plan import clear_caches
 from aisize.plan import knee as K
 from aisize.plan import replica_count as RC
-from aisize.present.export import to_json
-from aisize.scenario import from_dict, preset, to_dict
 from aisize.serving import lengths as L
 from aisize.serving.curves import latency_elasticity
+from preset_plans import plans_json
 
 E = sys.modules["aisize.serving.estimate"]
 
@@ -45,16 +44,8 @@ def test_bounds_answer_only_beyond_clear_verdicts():
 
 
 def _plans(steps) -> list[str]:
-    """to_json of the default preset's plan with its service at each (field, value) of ``steps`` in turn, in one
-    process (the caches a slider keeps)."""
-    out = []
-    for given in steps:
-        data = to_dict(preset("xe9680-genai"))
-        for w in data["workloads"]:
-            if w["kind"] == "inference":
-                w.update(given)
-        out.append(to_json(plan(from_dict(data))))
-    return out
+    """The default preset's plans with every inference service at each step (not only rate-given ones)."""
+    return plans_json(steps, rate_given_only=False)
 
 
 RATES = [float(x) for x in np.geomspace(1.0, 630.0, 28)]

@@ -14,13 +14,12 @@ import pytest
 
 import aisize.serving.estimate  # noqa: F401 (the module, which aisize.serving's function of the same name hides)
 from aisize import models, serving
-from aisize.plan import clear_caches, plan
+from aisize.plan import clear_caches
 from aisize.plan import inference as PI
 from aisize.plan import replica_count as RC
-from aisize.present.export import to_json
-from aisize.scenario import from_dict, preset, to_dict
 from aisize.serving.calibration import CALIBRATION
 from aisize.serving.sizing import candidate_shapes, choose_fleet
+from preset_plans import plans_json
 
 E = sys.modules["aisize.serving.estimate"]
 
@@ -45,15 +44,7 @@ def test_the_screens_capacity_is_the_estimates_to_the_bit(model, acc, i, o, eng)
         assert fits and fleet.capacity_of(shape) == cap, shape
 
 
-def _plans(steps, name="xe9680-genai") -> list[str]:
-    out = []
-    for given in steps:
-        data = to_dict(preset(name))
-        for w in data["workloads"]:
-            if w["kind"] == "inference" and w.get("requests_per_s"):
-                w.update(given)
-        out.append(to_json(plan(from_dict(data))))
-    return out
+_plans = plans_json
 
 
 SWEEPS = [

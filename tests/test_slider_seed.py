@@ -12,13 +12,12 @@ import numpy as np
 import pytest
 
 import aisize.serving.estimate  # noqa: F401 (the module, which aisize.serving's function of the same name hides)
-from aisize.plan import clear_caches, plan
+from aisize.plan import clear_caches
 from aisize.plan import rate_bounds as RB
 from aisize.plan import replica_count as RC
-from aisize.present.export import to_json
-from aisize.scenario import from_dict, preset, to_dict
 from aisize.serving import lengths as L
 from aisize.serving.curves import above_threshold, latency_elasticity, screen_rates
+from preset_plans import plans_json
 
 E = sys.modules["aisize.serving.estimate"]
 KW = dict(weight_precision="bf16", kv_precision="bf16", engine="trtllm", input_tokens=1024, output_tokens=256)
@@ -65,15 +64,7 @@ def test_the_knee_verdicts_are_each_rates_elasticity_and_the_screens():
             assert v == (latency_elasticity(est, r, statistic="p95") > 2.0), r
 
 
-def _plans(steps, name="xe9680-genai") -> list[str]:
-    out = []
-    for given in steps:
-        data = to_dict(preset(name))
-        for w in data["workloads"]:
-            if w["kind"] == "inference" and w.get("requests_per_s"):
-                w.update(given)
-        out.append(to_json(plan(from_dict(data))))
-    return out
+_plans = plans_json
 
 
 SWEEPS = [
