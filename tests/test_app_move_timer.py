@@ -45,6 +45,14 @@ def test_off_without_the_variable(kernel, monkeypatch):
     assert kernel.shell_handlers["comm_msg"] is handler
 
 
+def test_a_folder_that_is_not_there_is_named(kernel, monkeypatch, tmp_path):
+    monkeypatch.setenv(move_timer.ENV, str(tmp_path / "missing"))
+    handler = kernel.shell_handlers["comm_msg"]
+    with pytest.raises(ValueError, match=r"AISIZE_MOVE_TIMER=.*missing.*existing folder"):
+        move_timer.install_from_env()
+    assert kernel.shell_handlers["comm_msg"] is handler
+
+
 def test_one_line_a_widget_message(kernel, monkeypatch, tmp_path):
     monkeypatch.setenv(move_timer.ENV, str(tmp_path))
     assert move_timer.install_from_env() is True

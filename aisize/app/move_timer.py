@@ -37,6 +37,9 @@ def install_from_env() -> bool:
     folder = os.environ.get(ENV)
     if not folder:
         return False
+    if not Path(folder).is_dir():  # said here, not as a failed write after every move
+        raise ValueError(f"{ENV}={folder!r}: must name an existing folder for the move timer's records "
+                         "(or be unset: the timer off)")
     try:
         from IPython import get_ipython
     except ImportError:
