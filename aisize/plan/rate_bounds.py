@@ -68,7 +68,7 @@ def seedable(w, est) -> bool:
 
 
 def seed(w, est, gpus: int, low: int, n: int, floor: float, step_share: float, seen, knee, ttft_t: float,
-         tpot_t: float) -> None:
+         tpot_t: float, through: int | None = None) -> None:
     """Shows ``seen`` (the targets) and ``knee`` (:class:`RateBounds` of a load-free replica met for the first time)
     what one batched solve of ``est`` (the estimate at the screen's count ``n``, which meets the targets) says at
     the counts the bisection may try (``low`` + 1 to ``n`` - 1) and the knee's walk may ask (those, ``n`` and
@@ -76,10 +76,12 @@ def seed(w, est, gpus: int, low: int, n: int, floor: float, step_share: float, s
     lie within :data:`BOUND_MARGIN` of a threshold (a batched solve's figures are each rate's alone only to the
     solver's rounding: :func:`~aisize.serving.curves.screen_rates`), and the count the walk stops at is
     estimated, as before. A prompt or output move meets a new replica at every shape it sizes (a bisection probe
-    and a knee screen or elasticity each, 1.5 to 2.5 ms)."""
-    counts = list(range(low + 1, n))
+    and a knee screen or elasticity each, 1.5 to 2.5 ms). ``through``: the targets are seeded up to this count
+    instead of ``n`` - 1 (``n`` itself, where no probe was made at ``n``: aisize.plan.replica_count._seed_first)."""
+    top = n - 1 if through is None else through  # the highest count the targets are seeded at
+    counts = list(range(low + 1, top + 1))
     if len(counts) > SEED_COUNTS:
-        counts = sorted({round(low + 1 + (n - 2 - low) * k / (SEED_COUNTS - 1)) for k in range(SEED_COUNTS)})
+        counts = sorted({round(low + 1 + (top - 1 - low) * k / (SEED_COUNTS - 1)) for k in range(SEED_COUNTS)})
     ahead, c = counts + [n], n
     for _ in range(SEED_AHEAD):
         c += max(1, math.ceil(c * step_share))

@@ -20,7 +20,7 @@ from aisize.plan.knee import (LEARN_SHARES, SCREEN_AFTER, SCREEN_AHEAD, TOP_UP_S
 from aisize.plan.kvtiers import plan_kv_tiers, serving_extras
 from aisize.plan.rate_bounds import BOUND_MARGIN, RateBounds as _Bounds, seedable, seed  # noqa: F401 (tests)
 from aisize.plan.slo_reason import UnmetTargets
-from aisize.serving.estimate import estimate_capacity, probe
+from aisize.serving.estimate import estimate_capacity, probe, replica_estimate
 from aisize.serving.sizing import FleetChoice
 from aisize.serving.tails import STATISTIC_SUFFIX
 
@@ -231,6 +231,8 @@ def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor
     estimate is then None where none was made at the count returned (:func:`_fewest_replicas` makes it)."""
     # with a floor set, most shapes stop at their capacity: it is worked out without a rate where not yet known
     free = load_free(w, arch)
+    if free:
+        _seed_first(w, ctx, arch, shape, n, one, floor, ttft_t, tpot_t)
     known = (_capacity(ctx, arch, shape, one) if floor < math.inf else
              _capacities.get(_estimate_key(arch, ctx, shape, one))) if free else None
     if known is not None and (not known[0] or (_low(w, known[1]) + 1) * shape.gpus >= floor):
@@ -289,6 +291,31 @@ def _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor
         if meets_targets(w, est2, ttft_t, tpot_t):
             return (replicas,) + _evaluate(w, ctx, policies, arch, shape, replicas, one) + (True,)
     return n, kv, est, False  # missed at any count tried: the screen's count, not replicas that buy nothing
+
+
+def _seed_first(w, ctx, arch, shape, n, one, floor, ttft_t: float, tpot_t: float) -> None:
+    """Seeds (:func:`seed`) a load-free replica met for the first time from its replica flat out (:func:`_flat`:
+    no queue solved), the screen's count ``n`` among the counts, before any probe: where the batch clears the
+    targets at ``n``, :func:`_fewest_meeting` makes no probe there (a prompt or output move sizes two new replicas,
+    each probed at its screen count before only to be seeded). Only where the capacity does not rule the shape
+    out, and where counts are left to bisect below ``n`` or the shape's last knee walk took a step (the seed's
+    knee verdicts then spare the walk's screen or elasticities)."""
+    key = _estimate_key(arch, ctx, shape, one)
+    if one.get("length_cv") or one.get("length_distribution") is not None or _curves.get(key) is not None:
+        return  # a replica walked or seeded before, or one whose probes the seed cannot stand for (seedable)
+    tkey = _targets_key(ctx, arch, shape, one, w, ttft_t, tpot_t)
+    seen = _seen.get(tkey)
+    if seen is not None and (seen.bracketed() or seen.says(w.requests_per_s / n) is not None):
+        return  # the rates seen answer n, or leave a narrow band to solve alone
+    fits, cap = _capacity(ctx, arch, shape, one)
+    src = _flats.get(key)
+    low = _low(w, cap)
+    if (src is None or not fits or (low + 1) * shape.gpus >= floor or not seedable(w, src)
+            or n - low < 2 and not _STEPPED.get((w.name, shape))):
+        return  # nothing to bisect and the shape's last walk stopped where it started: one probe there is all
+    seed(w, src, shape.gpus, low, n, floor, TOP_UP_SHARE, _bounds(tkey), _bounds(_knee_key(ctx, arch, shape, one, w)),
+         ttft_t, tpot_t, n)  # through n
+    _curves.put(key, src)
 
 
 def _bounds(key) -> _Bounds:
@@ -377,14 +404,32 @@ def _rate_key(w, arch, ctx, shape, replicas, one) -> tuple:
 
 def _capacity(ctx, arch, shape, one) -> tuple[bool, float]:
     """(fit, capacity [requests/s]) of a load-free replica of ``shape``: kept from an estimate at any rate, else
-    the estimate's without a rate (:func:`aisize.serving.estimate.estimate_capacity`: no queue to settle and no
-    latencies, which it would compute and this never reads), which gives the same two figures (load_free)."""
+    its replica's flat out (:func:`_flat`) or, where there is none, the estimate's without a rate
+    (:func:`aisize.serving.estimate.estimate_capacity`: no queue to settle and no latencies, which it would
+    compute and this never reads): the same two figures (load_free; the same replica, the engine given as a
+    record, so resolved alike)."""
     key = _estimate_key(arch, ctx, shape, one)
     known = _capacities.get(key)
     if known is None:
-        known = estimate_capacity(arch, ctx.accelerator, **one)
+        src = _flat(arch, ctx, key, one)
+        known = (bool(src.feasible), src.max_requests_per_s) if src is not None else \
+            estimate_capacity(arch, ctx.accelerator, **one)
         _capacities.put(key, known)
     return known
+
+
+def _flat(arch, ctx, key, one):
+    """:func:`~aisize.serving.estimate.replica_estimate` of ``one`` (kept; None where there is none), on the
+    replicas a probe of it keeps: what the seed solves and the knee's walk reads the curve of, at no cost of a
+    queue solved."""
+    got = _flats.get(key)
+    if got is None:
+        got = replica_estimate(arch, ctx.accelerator, **one, replicas=_replicas.get(key))
+        if got is None:
+            return None
+        _replicas.put(key, (got.replica,))
+        _flats.put(key, got)
+    return got
 
 
 def _estimate_key(arch, ctx, shape, one) -> tuple:
@@ -420,6 +465,7 @@ _probes = _Kept(64)  # the bisection's probes (aisize.serving.estimate.LatencyPr
 _replicas = _Kept(64)  # the candidate replicas of a probe by its arguments but the rate (the same at any rate)
 _seen = _Kept(256)  # _Bounds of load-free replicas' tests (targets, knee) by their arguments but the rate
 _curves = _Kept(64)  # an estimate of each load-free replica the knee's walk read, at any rate (its curve's)
+_flats = _Kept(64)  # each load-free replica flat out (replica_estimate), for the seed before its first probe
 
 
 # each SLO statistic's suffix in the names of the estimates' and the plan's latencies (ttft_p99_s, ttft_p99_seconds)

@@ -29,7 +29,8 @@ from aisize.serving import lengths as L
 from aisize.serving.hardware import device, scaleout_bytes_per_s
 from aisize.serving.iteration import achieved_rates, iteration_time
 from aisize.serving.record import ServingEstimate, _breakdown, _latencies, _result, _sig
-from aisize.serving.replica import Load, Replica, ReplicaState, capacity, evaluate, parts, resolve_calibration
+from aisize.serving.replica import (Load, Replica, ReplicaState, capacity, evaluate, flat_out, parts,
+                                    resolve_calibration)
 from aisize.serving.reuse import serving_workload
 from aisize.serving.shapes import ReplicaShape, attention_dp_choices, check_shape, expert_parallel_choices, placed
 from aisize.serving.throughput import engine_limits
@@ -317,6 +318,32 @@ def probe(model, accelerator, *, replicas: tuple | None = None, **kwargs) -> Lat
     fits, stable, *figures = _latencies(cap, evaluated[2])
     return LatencyProbe(fits, stable, float(cap.state.requests_per_s) if fits else 0.0, *figures,
                         evaluated=evaluated, arguments=arguments, replicas=a.replicas)
+
+
+def replica_estimate(model, accelerator, *, replicas: tuple | None = None, **kwargs) -> ServingEstimate | None:
+    """The estimate of :func:`estimate`'s arguments (no rate or concurrency: ``kwargs`` are the rest) with its
+    replica as it runs under a load (the engine resolved as at a rate) and flat out: the replica, its capacity,
+    limits and speculation, all that a latency curve of an estimate reads (:mod:`.curves`), the same as the
+    estimate's at any rate, without a queue solved at one. ``replicas``: those of a :func:`probe` of the same
+    arguments (built once). None where that is not so: more than one candidate (a shape search picks one at the
+    load), or prompt reuse or a length distribution (their state at a rate enters the curve). Its latencies, rate
+    and batch are flat out's: never read them as a rate's (the queue at a rate is :func:`probe`'s)."""
+    for name in ("requests_per_s", "concurrency"):
+        if kwargs.get(name) is not None:
+            raise ValueError(f"{name}={kwargs[name]!r}: replica_estimate is the replica at no load in particular; "
+                             f"give no requests_per_s or concurrency (probe or estimate for a load)")
+    if any(kwargs.get(k) is not None for k in ("prefix", "kv_tiers", "length_distribution")):
+        return None
+    asked = inspect.signature(estimate).bind(model, accelerator, **kwargs)
+    asked.apply_defaults()
+    arguments = dict(asked.arguments)
+    arguments["engine"] = resolve_engine(arguments["engine"], flat_out=False)  # as it runs under a load
+    reps = replicas if replicas is not None else _asked(arguments).replicas
+    if len(reps) != 1:
+        return None
+    rep = reps[0]
+    cap = rep.capacity
+    return _result(rep, cap, flat_out(rep, cap) if bool(cap.memory.fits) else None)
 
 
 def _asked_at_rate(a, replicas: tuple) -> Asked:
