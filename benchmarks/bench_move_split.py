@@ -21,8 +21,12 @@ Two parts, for the Inference tab's request-rate and prompt sliders (the default 
    not changed for 300 ms. ``--dump FILE`` writes the page's charts (SVG) and text after the moves: run with
    ``PYTHONPATH=<tree>`` for two trees and compare the files (what the page shows, byte for byte).
 
-    .venv/bin/python benchmarks/bench_move_split.py [--moves 10] [--rate-moves 20] [--browser [--trace] [--count]
-        [--dump FILE] [--kernel-timer]] [--no-kernel]
+``--every N`` also moves every other shown slider of every tab N steps (after the above), and prints one line a
+slider: in process, the messages and bytes a move sends and to which outputs; with ``--browser``, in the page, the
+bytes and output messages it received and ms from the last output's arrival to the page's last change.
+
+    .venv/bin/python benchmarks/bench_move_split.py [--moves 10] [--rate-moves 20] [--every 3] [--browser [--trace]
+        [--count] [--dump FILE] [--kernel-timer]] [--no-kernel]
 """
 
 from __future__ import annotations
@@ -164,6 +168,61 @@ def kernel(moves: int, rate_moves: int) -> None:
             if any(bytes_):
                 print(f"      {what:<38} sent in {sum(1 for b in bytes_ if b)}/{moves} moves, "
                       f"median {statistics.median(bytes_):7.0f} B")
+
+
+def _outputs(app, section) -> dict[str, str]:
+    """comm id -> the name of each output a move of ``section``'s sliders may update: the scenario bar's and the
+    section's widgets and charts, by attribute name."""
+    from ipywidgets import Widget
+
+    from aisize.app.controls import ChartSlot
+
+    names = {app.download: "bar.download", app.title: "bar.title", app.status: "bar.status"}
+    for attr, value in vars(section).items():
+        if isinstance(value, Widget) and not hasattr(value, "min"):
+            names[value] = attr
+        elif isinstance(value, ChartSlot) and value.chart is not None:
+            names[value.chart] = attr
+    return {w.comm.comm_id: what for w, what in names.items() if w.comm is not None}
+
+
+def kernel_every(moves: int) -> None:
+    """Every shown slider of every tab, ``moves`` steps each, in process: messages and bytes a move sends."""
+    from jupyter_client.session import json_packer
+
+    from aisize.app import build_app
+    from aisize.app.layout import TITLES
+    from bench_sliders import sliders, step
+
+    sent = _Sent()
+    comm.DummyComm.publish_msg = lambda self, *args, **kwargs: sent(self, *args, **kwargs)
+    app = build_app(display=False)
+    print(f"kernel, in process, every slider of every tab ({moves} moves each): messages and bytes a move sends "
+          "(median), by output (bytes summed over the moves / moves; sliders' own echoes under 'controls'); "
+          "'same' counts messages that set only values the page already had (waste)")
+    last: dict[tuple[str, str], object] = {}  # (comm id, trait) -> the value last sent
+    for title in TITLES:
+        section = app.open_tab(title)
+        for slider in list(sliders(section.view)):
+            label = slider.description
+            counts, totals, per, same = [], [], collections.Counter(), 0
+            for _ in range(moves):
+                sent.messages.clear()
+                slider.set_state({"value": step(slider)})
+                names = _outputs(app, section)
+                for cid, data, _buffers in sent.messages:
+                    state = data.get("state", {}) if data.get("method") == "update" else {}
+                    same += bool(state) and all(last.get((cid, k), last) == v for k, v in state.items())
+                    last.update({(cid, k): v for k, v in state.items()})
+                sizes = [(names.get(cid, "controls"), len(json_packer(data)) + sum(len(b) for b in buffers))
+                         for cid, data, buffers in sent.messages]
+                counts.append(len(sizes))
+                totals.append(sum(n for _, n in sizes))
+                for what, n in sizes:
+                    per[what] += n
+            shown = ", ".join(f"{what} {n / moves / 1e3:.1f}" for what, n in per.most_common(4))
+            print(f"  {title}: {label:<34} {statistics.median(counts):3.0f} messages, "
+                  f"{statistics.median(totals) / 1e3:6.1f} kB a move, same {same}; kB: {shown}")
 
 
 # part 2: the browser
@@ -349,8 +408,35 @@ def kernel_timed(folder: Path, parts: list[tuple[str, int]]) -> None:
               f"by generation {[sum(r['gc_n'][g] for r in rs) for g in range(3)]}")
 
 
+def _browser_every(page, cdp, moves: int) -> None:
+    """Every enabled slider of every tab, ``moves`` ArrowRights each, in the page: one line a slider (medians)."""
+    from bench_app import SLIDER
+
+    print(f"browser, every slider of every tab ({moves} moves each; medians): bytes and output messages received, "
+          "ms from the keydown to the last output in and to the page's last change, and between the two")
+    for tab in page.locator(".lm-TabBar-tab").all_inner_texts():
+        page.click(f".lm-TabBar-tab:has-text('{tab}')")
+        page.wait_for_timeout(1500)  # the tab draws when first shown
+        handles = page.locator(SLIDER)
+        for k in range(handles.count()):
+            handle = handles.nth(k)
+            label = handle.locator("xpath=ancestor::div[contains(@class,'widget-slider')]//label").first.inner_text()
+            handle.focus()
+            rows = [r for r in (_browser_move(page, cdp) for _ in range(moves)) if r is not None]
+            if not rows:
+                print(f"  {tab}: {label:<34} no output changed")
+                continue
+
+            def med(name):
+                return statistics.median(r[name] for r in rows)
+            print(f"  {tab}: {label:<34} {med('received bytes') / 1e3:6.1f} kB, "
+                  f"{med('output messages received'):2.0f} outputs; last output in {med('page: last output in'):6.1f}"
+                  f" ms, last change {med('page: last change'):6.1f} ms, after the last output "
+                  f"{med('page: last change after last output in'):5.1f} ms")
+
+
 def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None, count: bool = False,
-            kernel_timer: bool = False) -> None:
+            kernel_timer: bool = False, every: int = 0) -> None:
     from playwright.sync_api import sync_playwright
 
     from aisize.app import serve
@@ -403,6 +489,8 @@ def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None, c
                 if trace:
                     for what, values in traced(browser_.stop_tracing(), windows).items():
                         print(f"    main thread (trace): {what:<44} {spread(values)}")
+            if every:
+                _browser_every(page, cdp, every)
             if dump:
                 Path(dump).write_text(page.evaluate(SHOWN), encoding="utf-8")
             if kernel_timer:
@@ -426,13 +514,17 @@ def main() -> None:
     parser.add_argument("--kernel-timer", action="store_true",
                         help="with --browser: time each move inside the page's kernel (aisize.app.move_timer)")
     parser.add_argument("--no-kernel", action="store_true", help="skip the in-process kernel part")
+    parser.add_argument("--every", type=int, default=0,
+                        help="then move every other slider of every tab this many steps (0: skip)")
     args = parser.parse_args()
-    if args.moves < 1 or args.rate_moves < 0:
-        parser.error("--moves must be >= 1 and --rate-moves >= 0")
+    if args.moves < 1 or args.rate_moves < 0 or args.every < 0:
+        parser.error("--moves must be >= 1, --rate-moves >= 0 and --every >= 0")
     if not args.no_kernel:
         kernel(args.moves, args.rate_moves)
+        if args.every:
+            kernel_every(args.every)
     if args.browser:
-        browser(args.moves, args.rate_moves, args.trace, args.dump, args.count, args.kernel_timer)
+        browser(args.moves, args.rate_moves, args.trace, args.dump, args.count, args.kernel_timer, args.every)
     print("load average (1, 5, 15 min) " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 

@@ -260,7 +260,8 @@ class ChartSlot:
             if title is not None:
                 params[TITLE] = title_lines(title, self.title_px)
             self._send({name: value for name, value in params.items() if getattr(self.chart.params, name) != value},
-                       {name: rows for name, rows in (data or {}).items() if self.data.get(name) != rows})
+                       {name: rows for name, rows in (data or {}).items()
+                        if self.data.get(name) is not rows and self.data.get(name) != rows})
             return False
         spec = build()
         if title is not None:

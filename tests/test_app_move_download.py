@@ -1,0 +1,25 @@
+"""The download link's YAML (0.5 ms of a move) is built only when the scenario's fields changed (issue 51)."""
+
+from __future__ import annotations
+
+import base64
+
+from aisize.app import build_app
+
+
+def test_the_download_link_is_rebuilt_only_for_a_new_scenario(monkeypatch):
+    import aisize.app.layout as layout
+
+    dumped = []
+    real = layout.dumps
+    monkeypatch.setattr(layout, "dumps", lambda scenario, **k: dumped.append(1) or real(scenario, **k))
+    app = build_app(display=False)
+    assert len(dumped) == 1
+    link = app.download.value
+    app.state.load(app.state.data)  # the same scenario again: the same text, no YAML built
+    assert len(dumped) == 1 and app.download.value == link
+    inference = app.open_tab("Inference")
+    inference.rate.value = 200.0
+    assert len(dumped) == 2 and app.download.value != link
+    assert real(app.state.plan.scenario).encode() in base64.b64decode(
+        app.download.value.split("base64,")[1].split("'")[0])
