@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -340,6 +341,13 @@ def _allen_cunneen_wait(lam, s, c, cs, ca):
     return stable, p_wait, p_wait * s / (c - a_ok) * (ca**2 + cs**2) / 2.0
 
 
+@lru_cache(maxsize=32)
+def _tails(quantiles: tuple) -> tuple:
+    """:func:`tail_probability` of each quantile, checked (a solve asks the same few quantiles every time)."""
+    return tuple(tail_probability(checks.scalar("quantiles", checks.number(
+        "quantiles", q, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False))) for q in quantiles)
+
+
 def tail_probability(q) -> float:
     """1 − q for a quantile q, rounded to 12 decimals: 0.95 gives 0.05 exactly (1 − 0.95 is 0.05 + 4e-17 in
     binary), so a tail at "p95" is the same number however it is asked for."""
@@ -369,8 +377,10 @@ def mgc_wait(arrival_rate_per_s, service_seconds, servers=1, *, service_cv=1.0, 
     c = checks.integer("servers", servers, low=1, high=MAX_SERVERS)
     cs = checks.non_negative("service_cv", service_cv, high=1e3)
     ca = checks.non_negative("arrival_cv", arrival_cv, high=1e3)
-    tails = [tail_probability(checks.scalar("quantiles", checks.number(
-        "quantiles", q, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False))) for q in quantiles]
+    try:
+        tails = _tails(tuple(quantiles))
+    except TypeError:  # an unhashable quantile (a 0-d array): checked as it comes
+        tails = _tails.__wrapped__(tuple(quantiles))
     lam, s, c, cs, ca = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (lam, s, c, cs, ca)))
     stable, p_wait, mean = _allen_cunneen_wait(lam, s, c, cs, ca)
     inf = np.full(stable.shape, math.inf)

@@ -236,6 +236,8 @@ def all_reduce_seconds(payload_bytes, n, link_bytes_per_s, latency_seconds, *, s
     :data:`SCALEOUT_STEP_SECONDS`.
     """
     n = np.asarray(n, dtype=float)
+    if n.ndim == 0 and n <= 1 and np.ndim(link_bytes_per_s) == 0 and np.ndim(latency_seconds) == 0:
+        return np.zeros(np.shape(payload_bytes))  # what the np.where below gives for one GPU, without the ring
     ring = 2.0 * (n - 1.0) / n * payload_bytes / link_bytes_per_s + latency_seconds
     if scaleup_domain is None or scaleout_bytes_per_s is None:
         return np.where(n > 1, ring, 0.0)
@@ -327,6 +329,127 @@ def _experts(costs, rates, calib, n, g, ep):
     return np.maximum(compute, memory) + routing
 
 
+class _Layout:
+    """What :func:`iteration_time` reads of a replica's shape alone (its GPUs, the model, the GPU's rates and the
+    calibration, not the batch), each by the expression it had inline, so a shape's figures are those of the
+    long way to the bit; kept per shape (:func:`_layout`) where every shape argument is a plain number."""
+
+    __slots__ = ("held", "g", "dp", "pp", "ep", "tp", "v", "mem", "attention_weight_seconds", "dense_weight_seconds",
+                 "head_weight_seconds", "elementwise_bytes_per_token", "kv_split", "ssm_state_bytes",
+                 "overhead_seconds", "eager_seconds", "link_bytes_per_s", "scaleout_bytes_per_s", "_lengths",
+                 "one_stage", "one_group", "one_token", "pipelined")
+
+    def __init__(self, costs, rates, calib, gpus, attention_dp, pipeline_parallel, expert_parallel, speculation,
+                 stage_link_bytes_per_s, scaleout_bytes_per_s):
+        self.held = (costs, rates, calib, speculation)  # a kept layout holds what its key has by id
+        g = self.g = np.asarray(gpus, dtype=float)
+        dp = self.dp = np.asarray(attention_dp, dtype=float)
+        self.pp = np.asarray(pipeline_parallel, dtype=float)
+        ep = self.ep = g if expert_parallel is None else np.asarray(expert_parallel, dtype=float)
+        tp = self.tp = g / dp
+        self.v = 1.0 if speculation is None else float(speculation.verify_tokens)
+        mem = self.mem = rates.memory_bytes_per_s
+        self.attention_weight_seconds = costs.attention_weight_bytes / tp / mem
+        self.dense_weight_seconds = costs.dense_weight_bytes / tp / mem
+        self.head_weight_seconds = costs.head_weight_bytes / g / mem
+        self.elementwise_bytes_per_token = calib.elementwise_bytes_per_token * costs.hidden * costs.layers
+        self.kv_split = np.minimum(tp, costs.kv_heads) * dp
+        self.ssm_state_bytes = costs.ssm_state_bytes(tp) if costs.mamba_layers else None
+        moe_fixed = 0.0
+        if rates.kernel_moe is not None and rates.kernel_moe_fixed_only:  # the roofline + the operator's fixed time
+            moe_fixed = kernel_fixed_seconds(costs, *rates.kernel_moe, g, ep,
+                                             lambda t: _experts(costs, rates, calib, t, g, ep))
+        self.overhead_seconds = costs.layers * rates.layer_seconds + costs.moe_layers * rates.moe_layer_seconds + moe_fixed
+        self.eager_seconds = costs.layers * calib.eager_layer_seconds
+        self.link_bytes_per_s = rates.link_bytes_per_s if stage_link_bytes_per_s is None else (
+            np.asarray(stage_link_bytes_per_s, dtype=float) * calib.link_efficiency)
+        self.scaleout_bytes_per_s = (None if scaleout_bytes_per_s is None
+                                     else float(scaleout_bytes_per_s) * calib.link_efficiency)
+        self._lengths = {}
+        # a single number 1 (one stage, one attention group, one token a step): x / 1 and x * 1 are x to the bit
+        self.one_stage, self.one_group = _is_one(self.pp), _is_one(dp)
+        self.one_token = self.v == 1.0
+        # np.where(pp > 1, send, 0.0) is zeros of the tokens' shape where pp, tp and the link are single numbers
+        # and pp is 1: the send need not be computed
+        self.pipelined = not (self.one_stage and tp.ndim == 0 and np.ndim(self.link_bytes_per_s) == 0)
+
+    def lengths(self, costs, decode_context, prompt_tokens):
+        """(KV bytes of a sequence at the decoding context, its decode FLOPs per token, a prompt's attention and
+        scan FLOPs): the model's figures at these lengths, kept per pair of plain positive lengths (a solve asks
+        the same pair at every concurrency it tries)."""
+        key = (_plain(decode_context), _plain(prompt_tokens))
+        got = self._lengths.get(key) if None not in key else None
+        if got is None:
+            got = (costs.kv_bytes(decode_context), costs.decode_attention_flops(decode_context),
+                   costs.attention_flops(prompt_tokens, prompt_tokens), costs.ssm_scan_flops_per_token * prompt_tokens)
+            if None not in key:
+                if len(self._lengths) >= _KEPT_LENGTHS:
+                    self._lengths.clear()
+                self._lengths[key] = got
+        return got
+
+
+_LAYOUTS: dict = {}  # (ids of the costs, rates, calibration and speculation, the shape's numbers) -> _Layout
+_KEPT_LAYOUTS = 1024  # a few hundred bytes each; emptied whole when full
+_KEPT_LENGTHS = 256
+
+
+def _is_one(x) -> bool:
+    """``x`` is a single number equal to 1."""
+    return np.ndim(x) == 0 and x == 1.0
+
+
+def _per(x, d, one):
+    """``x / d``; ``x`` itself where ``one`` (d is the single number 1) and ``x`` is a float64 array or scalar, which
+    dividing by 1 gives back to the bit (every IEEE value, signed zeros and NaN among them), in its type."""
+    if one and (type(x) is np.float64 or (type(x) is np.ndarray and x.dtype.char == "d")):
+        return x
+    return x / d
+
+
+def _times(x, f, one):
+    """``x * f``; ``x`` itself where ``one`` (f is the single number 1) and ``x`` is a float64 array or scalar."""
+    if one and (type(x) is np.float64 or (type(x) is np.ndarray and x.dtype.char == "d")):
+        return x
+    return x * f
+
+
+def _plain(x):
+    """``x`` as a float key where it is one positive number (an int, a float or a 0-d float array), else None
+    (zeros, which may be -0.0, NaN and arrays are not kept). Equal keys enter ``np.asarray(x, dtype=float)`` as
+    equal float64 numbers (an int by the same rounding)."""
+    t = type(x)
+    if t is float or t is np.float64 or t is int or (t is np.ndarray and x.ndim == 0 and x.dtype.kind in "fiu"):
+        v = float(x)
+        return v if v > 0 else None
+    return None
+
+
+def _layout(costs, rates, calib, gpus, attention_dp, pipeline_parallel, expert_parallel, speculation,
+            stage_link_bytes_per_s, scaleout_bytes_per_s) -> _Layout:
+    """The shape's :class:`_Layout`, kept where its numbers are plain ints or positive floats, else made for this
+    call. A key equal to a kept one holds numbers equal to its plain positive ones (an array is not hashable), and
+    each number enters as ``np.asarray(x, dtype=float)`` or ``float(x)``: the same figures whatever its type."""
+    key = (id(costs), id(rates), id(calib), id(speculation), gpus, attention_dp, pipeline_parallel, expert_parallel,
+           stage_link_bytes_per_s, scaleout_bytes_per_s)
+    try:
+        got = _LAYOUTS.get(key)
+    except TypeError:  # an array among the numbers
+        got = None
+    if got is not None and got.held[0] is costs and got.held[1] is rates and got.held[2] is calib:
+        return got
+    got = _Layout(costs, rates, calib, gpus, attention_dp, pipeline_parallel, expert_parallel, speculation,
+                  stage_link_bytes_per_s, scaleout_bytes_per_s)
+    if all(x is None or type(x) is int or (type(x) is float and x > 0) for x in key[4:]):
+        if len(_LAYOUTS) >= _KEPT_LAYOUTS:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = got
+    return got
+
+
+_layout.cache_clear = _LAYOUTS.clear  # aisize.plan.clear_caches finds it (cold-plan benchmarks)
+
+
 def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_context, prefill_tokens,
                    prefill_prompts, prompt_tokens, gpus=1, attention_dp=1, pipeline_parallel=1,
                    stage_link_bytes_per_s=None, expert_parallel=None, speculation=None, graphed=True,
@@ -365,62 +488,52 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
     -------
     :class:`IterationTime` (``seconds`` is the iteration's wall time).
     """
-    g = np.asarray(gpus, dtype=float)
-    dp = np.asarray(attention_dp, dtype=float)
-    pp = np.asarray(pipeline_parallel, dtype=float)
-    ep = g if expert_parallel is None else np.asarray(expert_parallel, dtype=float)
-    tp = g / dp
-    v = 1.0 if speculation is None else float(speculation.verify_tokens)
-    n = (decode_sequences * v + prefill_tokens) / pp  # tokens of one micro-batch through every linear layer
-    sampled = (decode_sequences * v + prefill_prompts) / pp
-    seqs = decode_sequences / pp
-    prompts = prefill_prompts / pp
+    lay = _layout(costs, rates, calib, gpus, attention_dp, pipeline_parallel, expert_parallel, speculation,
+                  stage_link_bytes_per_s, scaleout_bytes_per_s)
+    g, dp, pp, ep, tp, v, mem = lay.g, lay.dp, lay.pp, lay.ep, lay.tp, lay.v, lay.mem
+    one_pp, one_dp, one_v = lay.one_stage, lay.one_group, lay.one_token  # x / 1 and x * 1 skipped (_per, _times)
+    tokens = _times(decode_sequences, v, one_v)  # decode tokens: every decoding sequence's verify tokens
+    n = _per(tokens + prefill_tokens, pp, one_pp)  # tokens of one micro-batch through every linear layer
+    sampled = _per(tokens + prefill_prompts, pp, one_pp)
+    seqs = _per(decode_sequences, pp, one_pp)
+    prompts = _per(prefill_prompts, pp, one_pp)
     # attention-DP groups run their own sequences; prompts come whole, so the group holding the most
     # prompt tokens sets the pace (with one group, all of them)
-    per_prompt = np.where(prompts > 0, prefill_tokens / pp / np.maximum(prompts, 1e-12), 0.0)
-    busiest_prompts = np.maximum(prompts / dp, np.minimum(prompts, 1.0))
-    n_group = seqs * v / dp + busiest_prompts * per_prompt  # tokens through one group's attention and dense layers
-    mem = rates.memory_bytes_per_s
+    per_prompt = np.where(prompts > 0, _per(prefill_tokens, pp, one_pp) / np.maximum(prompts, 1e-12), 0.0)
+    busiest_prompts = np.maximum(_per(prompts, dp, one_dp), np.minimum(prompts, 1.0))
+    # tokens through one group's attention and dense layers
+    n_group = _per(_times(seqs, v, one_v), dp, one_dp) + busiest_prompts * per_prompt
     linear = (np.maximum(costs.attention_flops_per_token * n_group / tp / rates.attention_gemm_flops_per_s,
-                         costs.attention_weight_bytes / tp / mem)
+                         lay.attention_weight_seconds)
               + np.maximum(costs.dense_flops_per_token * n_group / tp / rates.dense_gemm_flops_per_s,
-                           costs.dense_weight_bytes / tp / mem))
+                           lay.dense_weight_seconds))
     if rates.kernel_gemms is not None:  # the engine's GEMMs as measured on this GPU, where tables cover them
         linear = kernel_linear_seconds(costs, *rates.kernel_gemms, n_group, tp, linear)
-    moe_fixed = 0.0
-    if rates.kernel_moe is not None and rates.kernel_moe_fixed_only:  # the roofline + the operator's fixed time
-        experts = _experts(costs, rates, calib, n, g, ep)
-        moe_fixed = kernel_fixed_seconds(costs, *rates.kernel_moe, g, ep,
-                                         lambda t: _experts(costs, rates, calib, t, g, ep))
-    elif rates.kernel_moe is not None:  # the engine's MoE operator as measured on this GPU, where tables cover it
-        experts = kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep,
+    if rates.kernel_moe is not None and not rates.kernel_moe_fixed_only:  # the engine's MoE operator as measured
+        experts = kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep,  # on this GPU, where tables cover it
                                          lambda: _experts(costs, rates, calib, n, g, ep))
-    else:
+    else:  # the roofline (+ the operator's fixed time, lay.overhead_seconds, with moe_source="kernel_fixed")
         experts = _experts(costs, rates, calib, n, g, ep)
-    head = np.maximum(costs.head_flops_per_token * sampled / g / rates.head_flops_per_s,
-                      costs.head_weight_bytes / g / mem) + sampled / g * costs.vocab * LOGIT_BYTES * 2.0 / mem
-    elementwise = calib.elementwise_bytes_per_token * costs.hidden * costs.layers * n_group / mem
-    kv_split = np.minimum(tp, costs.kv_heads) * dp
-    decode_attention = np.maximum(seqs * costs.kv_bytes(decode_context) / kv_split / mem,
-                                  seqs * v * costs.decode_attention_flops(decode_context) / g
-                                  / rates.attention_flops_per_s)
-    prefill_attention = (busiest_prompts * (costs.attention_flops(prompt_tokens, prompt_tokens)
-                                            + costs.ssm_scan_flops_per_token * prompt_tokens) / tp
-                         / rates.attention_flops_per_s)
+    head = (np.maximum(costs.head_flops_per_token * sampled / g / rates.head_flops_per_s, lay.head_weight_seconds)
+            + sampled / g * costs.vocab * LOGIT_BYTES * 2.0 / mem)
+    elementwise = lay.elementwise_bytes_per_token * n_group / mem
+    kv_bytes, decode_flops, prefill_flops, scan_flops = lay.lengths(costs, decode_context, prompt_tokens)
+    decode_attention = np.maximum(seqs * kv_bytes / lay.kv_split / mem,
+                                  _times(seqs, v, one_v) * decode_flops / g / rates.attention_flops_per_s)
+    prefill_attention = (busiest_prompts * (prefill_flops + scan_flops) / tp / rates.attention_flops_per_s)
     table_share = None
     if rates.kernel_attention is not None:  # the engine's attention kernels as measured on this GPU, where covered
         scan = busiest_prompts * costs.ssm_scan_flops_per_token * prompt_tokens / tp / rates.attention_flops_per_s
-        attention_only = (busiest_prompts * costs.attention_flops(prompt_tokens, prompt_tokens) / tp
-                          / rates.attention_flops_per_s)
+        attention_only = busiest_prompts * prefill_flops / tp / rates.attention_flops_per_s
         decode_attention, prefill_attention, table_share = _kernel_attention(
             costs, rates.kernel_attention, seqs * v / dp, decode_context, busiest_prompts, prompt_tokens, tp,
             decode_attention, attention_only)
         prefill_attention = prefill_attention + scan
     if costs.mamba_layers:  # each decoding sequence reads and writes its Mamba-2 state once per step
-        decode_attention = decode_attention + seqs / dp * 2.0 * costs.ssm_state_bytes(tp) / mem
+        decode_attention = decode_attention + seqs / dp * 2.0 * lay.ssm_state_bytes / mem
     hidden_bytes = n_group * costs.hidden * ACTIVATION_BYTES
     latency = calib.collective_seconds
-    out = None if scaleout_bytes_per_s is None else float(scaleout_bytes_per_s) * calib.link_efficiency
+    out = lay.scaleout_bytes_per_s
     reduce = all_reduce_seconds(hidden_bytes, tp, rates.link_bytes_per_s, latency, scaleup_domain=scaleup_domain,
                                 scaleout_bytes_per_s=out)
     if rates.kernel_allreduce is not None and out is None:  # one server's all-reduce as measured on the GPU
@@ -446,17 +559,19 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
             comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
         else:
             comm = comm + 2.0 * costs.moe_layers * np.where(dp > 1, gather, 0.0)
-    overhead = costs.layers * rates.layer_seconds + costs.moe_layers * rates.moe_layer_seconds + moe_fixed
-    launch = np.where(graphed, 0.0, costs.layers * calib.eager_layer_seconds)
-    host = rates.host_seconds_per_sequence * sampled * pp / dp
+    launch = np.where(graphed, 0.0, lay.eager_seconds)
+    host = _per(_times(rates.host_seconds_per_sequence * sampled, pp, one_pp), dp, one_dp)
     # a round is p stage-times; a stage runs 1/p of every per-layer term, the last one the head
-    link = rates.link_bytes_per_s if stage_link_bytes_per_s is None else (
-        np.asarray(stage_link_bytes_per_s, dtype=float) * calib.link_efficiency)
-    send = np.where(pp > 1, pp * (n_group * costs.hidden * ACTIVATION_BYTES / tp / link + latency), 0.0)
+    if lay.pipelined:
+        send = np.where(pp > 1, pp * (n_group * costs.hidden * ACTIVATION_BYTES / tp / lay.link_bytes_per_s
+                                      + latency), 0.0)
+    else:  # what np.where(pp > 1, ..., 0.0) gives for one stage
+        send = np.zeros(np.shape(n_group))
     drafts = draft_seconds(speculation, rates, calib, decode_sequences=seqs, decode_context=decode_context,
                            shape_kwargs=dict(gpus=gpus, attention_dp=attention_dp, expert_parallel=expert_parallel))
-    return IterationTime(linear, experts, head * pp, elementwise, decode_attention, prefill_attention,
-                         comm + send, overhead + drafts * pp + 0.0 * n, host, launch, overlap, table_share)
+    return IterationTime(linear, experts, _times(head, pp, one_pp), elementwise, decode_attention,
+                         prefill_attention, comm + send, lay.overhead_seconds + drafts * pp + 0.0 * n, host, launch,
+                         overlap, table_share)
 
 
 def _kernel_attention(costs, source, batch, context, prompts, prompt_tokens, tp, decode_roofline, prefill_roofline):
