@@ -20,7 +20,7 @@ from aisize.plan.knee import (LEARN_SHARES, SCREEN_AFTER, SCREEN_AHEAD, TOP_UP_S
 from aisize.plan.kvtiers import plan_kv_tiers, serving_extras
 from aisize.plan.rate_bounds import BOUND_MARGIN, RateBounds as _Bounds, seedable, seed  # noqa: F401 (tests)
 from aisize.plan.slo_reason import UnmetTargets
-from aisize.serving.estimate import estimate_capacity, probe, replica_estimate
+from aisize.serving.estimate import candidate_replicas, estimate_capacity, probe, replica_estimate
 from aisize.serving.sizing import FleetChoice
 from aisize.serving.tails import STATISTIC_SUFFIX
 
@@ -389,9 +389,27 @@ def _probe(w, ctx, policies, arch, shape, replicas, one):
 
 def _probed(arch, ctx, key, one, rate):
     """The :func:`~aisize.serving.estimate.probe` of ``one`` at ``rate`` per replica, on the replicas of a probe of
-    the same arguments at another rate where one is kept (built once, their capacities computed once)."""
-    got = probe(arch, ctx.accelerator, **one, requests_per_s=rate, replicas=_replicas.get(key))
-    _replicas.put(key, got.replicas)
+    the same arguments at another rate or lengths where one is kept (built once, their capacities computed once)."""
+    got = probe(arch, ctx.accelerator, **one, requests_per_s=rate, replicas=_replicas.get(_replica_key(key)))
+    _replicas.put(_replica_key(key), got.replicas)
+    return got
+
+
+_LOAD_AND_WORKLOAD = ("length_cv", "length_distribution")  # of one's arguments, not the replica's (a CV move's)
+
+
+def _replica_key(key) -> tuple:
+    """:func:`_estimate_key` less what the candidate replicas do not depend on (the lengths' spread: the load's and
+    the workload's, aisize.serving.estimate.candidate_replicas): a CV move probes the replicas kept."""
+    return key[:2] + (tuple(kv for kv in key[2] if kv[0] not in _LOAD_AND_WORKLOAD),) + key[3:]
+
+
+def _kept_replicas(arch, ctx, key, one) -> tuple:
+    """The candidate replicas of ``one`` (:func:`~aisize.serving.estimate.candidate_replicas`), kept."""
+    got = _replicas.get(_replica_key(key))
+    if got is None:
+        got = candidate_replicas(arch, ctx.accelerator, **one)
+        _replicas.put(_replica_key(key), got)
     return got
 
 
@@ -413,7 +431,7 @@ def _capacity(ctx, arch, shape, one) -> tuple[bool, float]:
     if known is None:
         src = _flat(arch, ctx, key, one)
         known = (bool(src.feasible), src.max_requests_per_s) if src is not None else \
-            estimate_capacity(arch, ctx.accelerator, **one)
+            estimate_capacity(arch, ctx.accelerator, **one, replicas=_kept_replicas(arch, ctx, key, one))
         _capacities.put(key, known)
     return known
 
@@ -424,10 +442,9 @@ def _flat(arch, ctx, key, one):
     queue solved."""
     got = _flats.get(key)
     if got is None:
-        got = replica_estimate(arch, ctx.accelerator, **one, replicas=_replicas.get(key))
+        got = replica_estimate(arch, ctx.accelerator, **one, replicas=_kept_replicas(arch, ctx, key, one))
         if got is None:
             return None
-        _replicas.put(key, (got.replica,))
         _flats.put(key, got)
     return got
 
@@ -462,7 +479,7 @@ class _Kept:
 _capacities = _Kept(256)  # (fit, capacity [requests/s]) of load-free replicas
 _estimates = _Kept(64)  # estimates by their arguments and rate
 _probes = _Kept(64)  # the bisection's probes (aisize.serving.estimate.LatencyProbe), as _estimates
-_replicas = _Kept(64)  # the candidate replicas of a probe by its arguments but the rate (the same at any rate)
+_replicas = _Kept(64)  # the candidate replicas by their arguments but the rate and lengths (_replica_key)
 _seen = _Kept(256)  # _Bounds of load-free replicas' tests (targets, knee) by their arguments but the rate
 _curves = _Kept(64)  # an estimate of each load-free replica the knee's walk read, at any rate (its curve's)
 _flats = _Kept(64)  # each load-free replica flat out (replica_estimate), for the seed before its first probe

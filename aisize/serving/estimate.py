@@ -135,18 +135,24 @@ def replica(model, accelerator, **kwargs) -> Replica:
 replica.__signature__ = inspect.signature(estimate).replace(return_annotation=Replica)
 
 
-def estimate_capacity(model, accelerator, **kwargs) -> tuple[bool, float]:
+def estimate_capacity(model, accelerator, *, replicas: tuple | None = None, **kwargs) -> tuple[bool, float]:
     """(``feasible``, ``max_requests_per_s``) of :func:`estimate` flat out (no rate, no concurrency), the same two
     figures to the last bit, without the latencies it would compute and a capacity search never reads (the length
     tails of :mod:`.tails`, the KV-full rate, the iteration breakdown): a third of an estimate's work with a length
-    distribution. ``kwargs`` are :func:`estimate`'s but the rate and the concurrency."""
+    distribution. ``kwargs`` are :func:`estimate`'s but the rate and the concurrency. ``replicas``: those
+    :func:`candidate_replicas` built of the same arguments (their capacities computed once), with the engine given
+    as an :class:`Engine` (a key or None resolves to another engine flat out than under a load)."""
     for name in ("requests_per_s", "concurrency"):
         if kwargs.get(name) is not None:
             raise ValueError(f"{name}={kwargs[name]!r}: estimate_capacity is the estimate flat out; give no "
                              f"requests_per_s or concurrency (call estimate for a load)")
+    if replicas is not None and not isinstance(kwargs.get("engine"), Engine):
+        raise ValueError(f"engine={kwargs.get('engine')!r} with replicas: give the engine as an Engine record (the "
+                         f"replicas' engine is the one under a load; a key or None flat out is another)")
     asked = inspect.signature(estimate).bind(model, accelerator, **kwargs)
     asked.apply_defaults()
-    _, cap, _ = _evaluated(_asked(asked.arguments), latencies=False)
+    a = _asked(asked.arguments) if replicas is None else _asked_at_rate(asked.arguments, replicas)
+    _, cap, _ = _evaluated(a, latencies=False)
     fits = bool(cap.memory.fits)
     return fits, float(cap.state.requests_per_s) if fits else 0.0  # as _result reads them
 
@@ -305,9 +311,10 @@ class LatencyProbe:
 def probe(model, accelerator, *, replicas: tuple | None = None, **kwargs) -> LatencyProbe:
     """:func:`estimate`'s fit, capacity, stability and latencies, the same figures to the last bit (the same
     replica, load and state, read by :func:`_latencies`), without the rest of the estimate. ``kwargs`` are
-    :func:`estimate`'s. ``replicas``: those of a probe of the same arguments at another request rate
-    (:attr:`LatencyProbe.replicas`): a replica is the same at any rate (:func:`_asked`), so they are not built
-    again and their capacities, computed once, are read again; ignored without a rate or with a concurrency."""
+    :func:`estimate`'s. ``replicas``: those of a probe of the same arguments at another request rate, length CV or
+    length distribution (:attr:`LatencyProbe.replicas`, :func:`candidate_replicas`): a replica is the same at any
+    (:func:`_asked`), so they are not built again and their capacities, computed once, are read again; ignored
+    without a rate or with a concurrency."""
     asked = inspect.signature(estimate).bind(model, accelerator, **kwargs)
     asked.apply_defaults()
     arguments = dict(asked.arguments)
@@ -320,11 +327,24 @@ def probe(model, accelerator, *, replicas: tuple | None = None, **kwargs) -> Lat
                         evaluated=evaluated, arguments=arguments, replicas=a.replicas)
 
 
+def candidate_replicas(model, accelerator, **kwargs) -> tuple:
+    """The candidate replicas :func:`estimate` evaluates for its arguments (``kwargs``, no rate or concurrency)
+    under a load (the engine resolved as at a rate): what :func:`probe`, :func:`estimate_capacity` and
+    :func:`replica_estimate` take as ``replicas``, built once. The same at any rate, length CV, length
+    distribution, prompt reuse or KV tiers (the load's and the workload's, not the replica's: :func:`_asked`)."""
+    asked = inspect.signature(estimate).bind(model, accelerator, **kwargs)
+    asked.apply_defaults()
+    arguments = dict(asked.arguments) | dict(requests_per_s=None, concurrency=None, prefix=None, kv_tiers=None,
+                                             length_distribution=None)
+    arguments["engine"] = resolve_engine(arguments["engine"], flat_out=False)  # as it runs under a load
+    return _asked(arguments).replicas
+
+
 def replica_estimate(model, accelerator, *, replicas: tuple | None = None, **kwargs) -> ServingEstimate | None:
     """The estimate of :func:`estimate`'s arguments (no rate or concurrency: ``kwargs`` are the rest) with its
     replica as it runs under a load (the engine resolved as at a rate) and flat out: the replica, its capacity,
     limits and speculation, all that a latency curve of an estimate reads (:mod:`.curves`), the same as the
-    estimate's at any rate, without a queue solved at one. ``replicas``: those of a :func:`probe` of the same
+    estimate's at any rate, without a queue solved at one. ``replicas``: :func:`candidate_replicas` of the same
     arguments (built once). None where that is not so: more than one candidate (a shape search picks one at the
     load), or prompt reuse or a length distribution (their state at a rate enters the curve). Its latencies, rate
     and batch are flat out's: never read them as a rate's (the queue at a rate is :func:`probe`'s)."""
@@ -334,11 +354,7 @@ def replica_estimate(model, accelerator, *, replicas: tuple | None = None, **kwa
                              f"give no requests_per_s or concurrency (probe or estimate for a load)")
     if any(kwargs.get(k) is not None for k in ("prefix", "kv_tiers", "length_distribution")):
         return None
-    asked = inspect.signature(estimate).bind(model, accelerator, **kwargs)
-    asked.apply_defaults()
-    arguments = dict(asked.arguments)
-    arguments["engine"] = resolve_engine(arguments["engine"], flat_out=False)  # as it runs under a load
-    reps = replicas if replicas is not None else _asked(arguments).replicas
+    reps = replicas if replicas is not None else candidate_replicas(model, accelerator, **kwargs)
     if len(reps) != 1:
         return None
     rep = reps[0]
@@ -347,10 +363,12 @@ def replica_estimate(model, accelerator, *, replicas: tuple | None = None, **kwa
 
 
 def _asked_at_rate(a, replicas: tuple) -> Asked:
-    """:func:`_asked` of arguments that differ only in ``requests_per_s`` from those ``replicas`` were built of:
-    those replicas (what _asked builds of the rest: the engine as it runs under a load, its limits, the shapes),
-    with the load and the workload (prefix reuse, KV tiers, lengths) at this rate, checked as _asked checks them."""
-    rate = _scalar("requests_per_s", checks.positive, a["requests_per_s"], high=1e9)
+    """:func:`_asked` of arguments that differ only in the load (the rate, None flat out, and the length CV) and
+    the workload (prefix reuse, KV tiers, lengths) from those ``replicas`` were built of: those replicas (what
+    _asked builds of the rest: the engine as it runs under a load, its limits, the shapes), with the load and the
+    workload at this rate, checked as _asked checks them."""
+    rate = a["requests_per_s"]
+    rate = _scalar("requests_per_s", checks.positive, rate, high=1e9) if rate is not None else None  # None: flat out
     cv = _scalar("length_cv", checks.non_negative, a["length_cv"], high=100.0)
     rep = replicas[0]
     workload = serving_workload(a["prefix"], a["kv_tiers"], a["length_distribution"], rep.input_tokens,

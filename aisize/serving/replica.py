@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
+
 from aisize.serving import calibration as _calibration
 from aisize.serving.calibration import CALIBRATION, Calibration
 from aisize.serving.closed import closed_loop_state
@@ -160,11 +162,33 @@ class Replica:
 
 def capacity(rep: Replica, cached_tokens=0.0, decode_context_tokens=None) -> MaxThroughput:
     """:func:`~aisize.serving.throughput.max_throughput` of the replica; a cached prompt prefix and the decoding
-    context as for :func:`~aisize.serving.steady.steady_state`."""
-    return max_throughput(rep.costs, rep.device, rep.rates, rep.calibration, rep.engine, rep.limits,
-                          input_tokens=rep.input_tokens, output_tokens=rep.output_tokens, shape=rep.shape,
-                          speculation=rep.speculation, cached_tokens=cached_tokens,
-                          decode_context_tokens=decode_context_tokens)
+    context as for :func:`~aisize.serving.steady.steady_state`. Computed once per replica and scalar arguments
+    (by type and value): a replica probed at several rates with a length distribution asks the same capacity at
+    each (aisize.serving.reuse settles every probe on it), as :attr:`Replica.capacity` is kept."""
+    key = (_scalar_key(cached_tokens), _scalar_key(decode_context_tokens))
+    kept = rep.__dict__.setdefault("_capacities", {})  # beside Replica.capacity's (a cached_property's) own entry
+    got = kept.get(key) if None not in key else None
+    if got is None:
+        got = max_throughput(rep.costs, rep.device, rep.rates, rep.calibration, rep.engine, rep.limits,
+                             input_tokens=rep.input_tokens, output_tokens=rep.output_tokens, shape=rep.shape,
+                             speculation=rep.speculation, cached_tokens=cached_tokens,
+                             decode_context_tokens=decode_context_tokens)
+        if None not in key:
+            while len(kept) >= KEPT_CAPACITIES:
+                del kept[next(iter(kept))]
+            kept[key] = got
+    return got
+
+
+KEPT_CAPACITIES = 8  # capacities kept per replica (a CV move settles each replica at one context)
+
+
+def _scalar_key(value):
+    """A plain number or None by its type and repr (1 and 1.0 are kept apart: max_throughput may compute them
+    differently); None for anything else (an array: computed each time)."""
+    if value is None or isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return (type(value).__name__, repr(value))
+    return None
 
 
 def evaluate(rep: Replica, load: Load, cap: MaxThroughput | None = None, cached_tokens=0.0,
