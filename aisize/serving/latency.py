@@ -53,7 +53,7 @@ from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 from aisize.serving.prefix import prefill_work
 from aisize.serving.shapes import ShapeGrid
-from aisize.serving.steady import balance_wait_iterations, steady_state
+from aisize.serving.steady import _ndim, _number, balance_wait_iterations, steady_state
 from aisize.serving import tails as T
 from aisize.serving.tails import QUANTILES, Z95, normal_quantile, residual_quantile
 
@@ -308,12 +308,12 @@ def _tail_states(st, slots, steady) -> dict:
     figure of ``st`` has more dimensions than the batch (its other arguments would not broadcast after that axis)."""
     points = [np.maximum(np.minimum(st.concurrency + normal_quantile(q) * np.sqrt(st.concurrency),
                                     np.maximum(slots, 1.0)), 1e-9) for q in QUANTILES]
-    nd = np.ndim(points[0])
-    if any(np.ndim(v) > nd for v in vars(st).values()):
+    nd = _ndim(points[0])
+    if any(_ndim(v) > nd for v in vars(st).values()):
         return {q: steady(b) for q, b in zip(QUANTILES, points)}
     both = steady(np.stack(points))
     fields = vars(both)
-    return {q: type(both)(**{k: v[j] if np.ndim(v) == nd + 1 else v for k, v in fields.items()})
+    return {q: type(both)(**{k: v[j] if _ndim(v) == nd + 1 else v for k, v in fields.items()})
             for j, q in enumerate(QUANTILES)}
 
 
@@ -376,6 +376,7 @@ def loaded_state(costs, rates, calib, *, requests_per_s, capacity_requests_per_s
     util = lam / cap
     stable = util < 1.0
     lam_s = np.where(stable, lam, 0.5 * cap)  # evaluate unstable points somewhere finite, then mark them
+    lam_s, o = _number(lam_s), _number(o)  # one rate: numpy scalars, the same figures (steady._number)
 
     tau = 1.0 if speculation is None else speculation.acceptance_length
     steps = 1.0 + (o - 1.0) / tau  # iterations of a request's life
@@ -530,7 +531,7 @@ def ttft_mixture_quantiles(costs, rates, calib, *, requests_per_s, concurrency, 
     rows = t.shape[0]
     weight = (v[:, :, None] * co).reshape(rows, -1)  # rates x (J, K)
     start = (shift[:, :, None] + own[:, None, :] + 0.0 * t[:, :, None]).reshape(rows, -1)
-    width = np.broadcast_to(t[:, :, None], (rows, k.size, k.size)).reshape(rows, -1)
+    width = np.repeat(t, k.size, axis=1)  # each J's width for every K: t[:, :, None] broadcast over K, flattened
     return T.uniform_mixture_quantiles(weight, start, width, quantiles)
 
 

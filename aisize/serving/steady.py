@@ -235,7 +235,7 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
         prefill_tokens, prompts = np.minimum(per * i, budget), per
     # the iteration without prefill work and the one with it in one call, along a new first axis
     # (numpy's cost per operation, not the arithmetic, is most of an iteration's evaluation here)
-    nd = max(_ndim(x) for x in (decoding, ctx, i, attention, prefill_tokens, prompts, *kw.values()))
+    nd = max(map(_ndim, (decoding, ctx, i, attention, prefill_tokens, prompts, *kw.values())))
     prefill_tokens, prompts = _without_and_with(prefill_tokens, nd), _without_and_with(prompts, nd)
     # without mixing, the prefill iteration carries no decoding sequences and the decode iteration follows it
     running = decoding if mixes else _without_and_with(decoding, nd)[::-1]
