@@ -8,6 +8,8 @@
   bracket; its helpers must give numpy's division by zero, where, clip and nan_to_num on every edge value;
 - :func:`aisize.serving.steady.steady_state` computes a plain concurrency through numpy scalars: its figures must
   equal a one-element array's;
+- :func:`aisize.serving.latency.ttft_mixture_quantiles` times a full chunk and the last in one call: iteration_time
+  must be elementwise (two iterations stacked along a new axis are each the one alone);
 - :func:`aisize.queueing.mgc_wait` keeps its quantiles' checked tails: the same waits, and a bad quantile is still
   refused every time.
 
@@ -218,6 +220,24 @@ def test_a_kept_layout_and_the_skipped_ones_give_the_long_ways_figures(name):
         for it in (cold, kept):
             assert {k: type(v) for k, v in vars(it).items()} == {k: type(v) for k, v in vars(cold).items()}
             assert _fields(it, shape) == _fields(long_way, shape), (name, step)
+
+
+@pytest.mark.parametrize("name", list(REPLICAS))
+def test_two_iterations_stacked_along_a_new_axis_are_each_alone(name):
+    """What the steady state's and the TTFT mixture's single calls rely on: iteration_time is elementwise."""
+    rep = _replica(name)
+    decoding = np.array([[3.0], [250.0]])
+    chunk = np.array([[8192.0, 8192.0, 8192.0], [7000.0, 7000.0, 7000.0]])
+    last = np.array([[100.0, 1000.0, 5000.0], [1.0, 700.0, 6999.0]])
+    prompts = np.array([[1.0, 2.0, 5.0], [1.0, 1.0, 7.0]])
+
+    def one(tokens, n):
+        return I.iteration_time(rep.costs, rep.rates, rep.calibration, decode_sequences=decoding,
+                                decode_context=1200.0, prefill_tokens=tokens, prefill_prompts=n, prompt_tokens=1000.0,
+                                graphed=rep.launch.graphed(decoding, decoding + tokens, tokens > 0),
+                                speculation=rep.speculation, **rep.shape.kwargs()).seconds
+    both = one(np.stack([chunk, last]), np.stack([1e-9 + 0.0 * prompts, prompts]))
+    assert _bits(both[0]) == _bits(one(chunk, 1e-9 + 0.0 * prompts)) and _bits(both[1]) == _bits(one(last, prompts))
 
 
 def test_a_layout_is_kept_per_replica_and_numbers_only():

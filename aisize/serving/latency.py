@@ -508,7 +508,10 @@ def ttft_mixture_quantiles(costs, rates, calib, *, requests_per_s, concurrency, 
         the budget left spans several, each a full chunk but the last, which samples [s, count]."""
         n = np.where(chunked_prefill & (tokens > room), np.ceil(tokens / room), 1.0)
         last = np.where(n > 1, tokens - (n - 1.0) * room, np.minimum(tokens, room))
-        total = (n - 1.0) * one(room + 0.0 * tokens, 1e-9 + 0.0 * prompts) + one(last, prompts)
+        # a full chunk and the last one in one call along a new first axis (iteration_time is elementwise)
+        chunk, final = one(np.stack(np.broadcast_arrays(room + 0.0 * tokens, last)),
+                           np.stack(np.broadcast_arrays(1e-9 + 0.0 * prompts, prompts)))
+        total = (n - 1.0) * chunk + final
         return total, total / n, n
 
     k = np.arange(T.MAX_COARRIVALS + 1, dtype=float)[None, :]
