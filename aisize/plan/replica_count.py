@@ -154,6 +154,8 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
     ``floor`` GPUs. The targets are bisected first; the knee (one curve per shape, not one per probe) then adds
     replicas a step at a time where the count that meets them runs past it."""
     got = _fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor)
+    if got is not None:  # above n, or not met: the screen's count missed the targets (the top-up searched)
+        _missed_at_screen(w, shape, got[0] > n or not got[3])
     if got is None or not got[3]:
         return got
     replicas, kv, est, _ = got  # est None: not made yet (a load-free replica's tests said it meets at `replicas`)
@@ -299,10 +301,12 @@ def _seed_first(w, ctx, arch, shape, n, one, floor, ttft_t: float, tpot_t: float
     targets at ``n``, :func:`_fewest_meeting` makes no probe there (a prompt or output move sizes two new replicas,
     each probed at its screen count before only to be seeded). Only where the capacity does not rule the shape
     out, and where counts are left to bisect below ``n`` or the shape's last knee walk took a step (the seed's
-    knee verdicts then spare the walk's screen or elasticities)."""
-    key = _estimate_key(arch, ctx, shape, one)
-    if one.get("length_cv") or one.get("length_distribution") is not None or _curves.get(key) is not None:
-        return  # a replica walked or seeded before, or one whose probes the seed cannot stand for (seedable)
+    knee verdicts then spare the walk's elasticities or screen: a walk of k steps solves k + 1 elasticities and
+    the estimate at its stop besides the probe at ``n``)."""
+    key, at_n, _ = _rate_key(w, arch, ctx, shape, n, one)
+    if (one.get("length_cv") or one.get("length_distribution") is not None or _curves.get(key) is not None
+            or _estimates.get(at_n) is not None or _probes.get(at_n) is not None):
+        return  # walked or seeded before, probed at n already, or its probes are not the seed's to stand for
     tkey = _targets_key(ctx, arch, shape, one, w, ttft_t, tpot_t)
     seen = _seen.get(tkey)
     if seen is not None and (seen.bracketed() or seen.says(w.requests_per_s / n) is not None):
@@ -310,12 +314,32 @@ def _seed_first(w, ctx, arch, shape, n, one, floor, ttft_t: float, tpot_t: float
     fits, cap = _capacity(ctx, arch, shape, one)
     src = _flats.get(key)
     low = _low(w, cap)
-    if (src is None or not fits or (low + 1) * shape.gpus >= floor or not seedable(w, src)
-            or n - low < 2 and not _STEPPED.get((w.name, shape))):
-        return  # nothing to bisect and the shape's last walk stopped where it started: one probe there is all
+    if src is None or not fits or (low + 1) * shape.gpus >= floor or not seedable(w, src):
+        return
+    if _MISSED.get((w.name, shape)):
+        return  # the last search missed the targets at the screen's count: the top-up probes n (a seed: a solve more)
+    if n - low < 2 and not _STEPPED.get((w.name, shape)):
+        # nothing to bisect, and the last walk stopped where it started: a probe at n and its elasticity (the
+        # plan's figure) are one solve fewer than the seed, the estimate at n and its figure
+        return
     seed(w, src, shape.gpus, low, n, floor, TOP_UP_SHARE, _bounds(tkey), _bounds(_knee_key(ctx, arch, shape, one, w)),
          ttft_t, tpot_t, n)  # through n
     _curves.put(key, src)
+
+
+_MISSED: dict = {}  # (service, shape) -> whether its last search missed the targets at the screen's count
+
+
+def _missed_at_screen(w, shape, missed: bool) -> None:
+    """Notes whether the search of ``shape`` missed the targets at the screen's count (a tight target, where the
+    screen's light model is optimistic): the next move of that service then probes there first (the top-up steps
+    from a probe there; a seed would be a solve more)."""
+    _MISSED[(w.name, shape)] = missed
+    while len(_MISSED) > _KEPT_ELASTICITIES:
+        del _MISSED[next(iter(_MISSED))]
+
+
+_missed_at_screen.cache_clear = _MISSED.clear  # aisize.plan.clear_caches finds it (cold plans seed as cold)
 
 
 def _bounds(key) -> _Bounds:
