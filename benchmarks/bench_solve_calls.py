@@ -1,0 +1,127 @@
+"""The serving solve's cost per call: the ``iteration_time``, ``steady_state`` and ``loaded_state`` calls of slider
+moves, replayed and timed, with a hash of every figure they return.
+
+Builds the app on the default preset, moves the request rate ``--rate-moves`` steps right (20: about 200
+requests/s), then records every call of the three functions while each of the Inference tab's prompt, output,
+prompt-CV, output-CV and request-rate sliders moves ``--moves`` steps. Each set of calls is then replayed (best of
+``--repeats``; every loaded state cold: the kept solves are emptied before each call) and its time per call printed,
+loaded states also by the shape of their rates. The sha256 of every field (bytes, dtype, shape and type) of every
+result lets two trees be compared: run it with ``PYTHONPATH`` on each (from outside the checkout), the same calls
+must give the same hash.
+
+    (cd /tmp; PYTHONPATH=<tree> /work/main/.venv/bin/python <tree>/benchmarks/bench_solve_calls.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import functools
+import hashlib
+import importlib
+import sys
+import time
+
+import numpy as np
+
+from aisize.app import build_app
+from aisize.scenario import DEFAULT_PRESET, preset, to_dict
+from aisize.serving import latency
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
+import bench_sliders as bs  # noqa: E402 (the benchmarks' own slider steps)
+
+TIMED = (("aisize.serving.iteration", "iteration_time"), ("aisize.serving.steady", "steady_state"),
+         ("aisize.serving.latency", "loaded_state"))
+SLIDERS = ("Prompt [", "Output [", "Prompt length", "Output length", "Request rate")
+
+
+def record(calls: dict, recording: list) -> dict:
+    """Wrap the :data:`TIMED` functions wherever an aisize module holds them; returns {name: the real function}."""
+    real = {}
+    for module, name in TIMED:
+        fn = real[name] = getattr(importlib.import_module(module), name)
+
+        @functools.wraps(fn)
+        def recorded(*args, _fn=fn, _name=name, **kwargs):
+            if recording:
+                calls[_name].append((args, kwargs))
+            return _fn(*args, **kwargs)
+        for mod in [m for n, m in list(sys.modules.items()) if n.startswith("aisize") and m is not None]:
+            if getattr(mod, name, None) is fn:
+                setattr(mod, name, recorded)
+    return real
+
+
+def feed(h, value) -> None:
+    """Every field of a result into the hash: records field by field, numbers and arrays by type, dtype, shape
+    and bytes."""
+    if dataclasses.is_dataclass(value):
+        for f in dataclasses.fields(value):
+            h.update(f.name.encode())
+            feed(h, getattr(value, f.name))
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            feed(h, v)
+    else:
+        a = np.asarray(value)
+        h.update(f"{type(value).__name__}|{a.dtype}|{a.shape}|".encode())
+        h.update(a.tobytes() if a.dtype != object else repr(value).encode())
+
+
+def replay(fn, calls, repeats: int, cold: bool) -> float:
+    """Best total seconds of the calls over ``repeats`` replays."""
+    best = float("inf")
+    for _ in range(repeats):
+        total = 0.0
+        for args, kwargs in calls:
+            if cold:
+                latency._solved.cache_clear()
+            t0 = time.perf_counter()
+            fn(*args, **kwargs)
+            total += time.perf_counter() - t0
+        best = min(best, total)
+    return best
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--moves", type=int, default=3, help="moves of each slider recorded")
+    ap.add_argument("--rate-moves", type=int, default=20, help="request-rate steps first")
+    ap.add_argument("--repeats", type=int, default=5, help="replays; the best is printed")
+    args = ap.parse_args(argv)
+    app = build_app(display=False, data=to_dict(preset(DEFAULT_PRESET)))
+    calls, recording = collections.defaultdict(list), []
+    real = record(calls, recording)
+    view = app.open_tab("Inference").view
+    rate = next(s for s in bs.sliders(view) if s.description.startswith("Request rate"))
+    for _ in range(args.rate_moves):
+        rate.value = bs.step(rate)
+    recording.append(True)
+    for which in SLIDERS:
+        slider = next(s for s in bs.sliders(view) if s.description.startswith(which))
+        for _ in range(args.moves):
+            slider.value = bs.step(slider)
+    recording.clear()
+    for _, name in TIMED:
+        cold = name == "loaded_state"
+        h = hashlib.sha256()
+        for a, k in calls[name]:
+            if cold:
+                latency._solved.cache_clear()
+            feed(h, real[name](*a, **k))
+        n = len(calls[name])
+        best = replay(real[name], calls[name], args.repeats, cold)
+        print(f"{name:15s} {n:5d} calls  {best / max(n, 1) * 1e6:8.1f} us a call  sha256 {h.hexdigest()[:16]}")
+        if cold:
+            by = collections.defaultdict(list)
+            for a, k in calls[name]:
+                by[np.shape(k["requests_per_s"])].append((a, k))
+            for shape, group in sorted(by.items(), key=lambda item: -len(item[1])):
+                t = replay(real[name], group, args.repeats, True)
+                print(f"  rates {str(shape):9s} {len(group):4d} calls  {t / len(group) * 1e6:8.1f} us a call")
+
+
+if __name__ == "__main__":
+    main()
