@@ -191,16 +191,16 @@ def test_every_figure_is_the_inline_forms_to_the_bit_and_type(name):
                 {k: (type(v), _bits(v)) for k, v in vars(inline).items()}, (name, step)
 
 
-@pytest.mark.parametrize("n", [1, 1.0, 0.5, 2, 8])
-def test_an_all_reduce_over_one_gpu_is_numpys_zeros(n):
-    payload = np.array([[0.0, 3e6], [1e9, np.inf]])
-    for domain in (None, 4):
+@pytest.mark.parametrize("n", [1, 1.0, 0.5, 2, 8, np.nan])
+def test_an_all_reduce_of_one_group_size_is_numpys_where(n):
+    for payload, domain in itertools.product((np.array([[0.0, 3e6], [1e9, np.inf]]), 3e6, np.array(5.0)), (None, 4)):
         with np.errstate(invalid="ignore"):  # inf - inf in the ring the long way computes
             got = I.all_reduce_seconds(payload, n, 4.5e11, 5e-6, scaleup_domain=domain,
                                        scaleout_bytes_per_s=5e10)
             long_way = I.all_reduce_seconds(payload, np.array([[n]]), 4.5e11, 5e-6, scaleup_domain=domain,
                                             scaleout_bytes_per_s=5e10)  # an array: the ring and np.where
-        assert type(got) is np.ndarray and _bits(got) == _bits(long_way)
+        assert type(got) is np.ndarray and np.shape(got) == np.shape(payload)
+        assert _bits(got) == _bits(long_way), (n, payload, domain)
 
 
 @pytest.mark.parametrize("name", list(REPLICAS))

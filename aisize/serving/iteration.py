@@ -236,17 +236,28 @@ def all_reduce_seconds(payload_bytes, n, link_bytes_per_s, latency_seconds, *, s
     :data:`SCALEOUT_STEP_SECONDS`.
     """
     n = np.asarray(n, dtype=float)
-    if n.ndim == 0 and n <= 1 and np.ndim(link_bytes_per_s) == 0 and np.ndim(latency_seconds) == 0:
-        return np.zeros(np.shape(payload_bytes))  # what the np.where below gives for one GPU, without the ring
-    ring = 2.0 * (n - 1.0) / n * payload_bytes / link_bytes_per_s + latency_seconds
-    if scaleup_domain is None or scaleout_bytes_per_s is None:
+    flat = scaleup_domain is None or scaleout_bytes_per_s is None
+    if n.ndim == 0 and np.ndim(link_bytes_per_s) == 0 and np.ndim(latency_seconds) == 0:
+        # one group size: what the np.where below gives, without its other branch (one GPU: zeros of the
+        # payload's shape; more in one domain: the ring, an array of the payload's, from n as a numpy scalar)
+        if n <= 1:
+            return np.zeros(np.shape(payload_bytes))
+        if n > 1 and flat and type(payload_bytes) is np.ndarray and payload_bytes.ndim:
+            return _ring(n[()], payload_bytes, link_bytes_per_s, latency_seconds)
+    ring = _ring(n, payload_bytes, link_bytes_per_s, latency_seconds)
+    if flat:
         return np.where(n > 1, ring, 0.0)
     d = np.minimum(n, float(scaleup_domain))
     o = n / d
-    inside = 2.0 * (d - 1.0) / d * payload_bytes / link_bytes_per_s + latency_seconds
+    inside = _ring(d, payload_bytes, link_bytes_per_s, latency_seconds)
     across = (2.0 * (o - 1.0) / o * payload_bytes / d / scaleout_bytes_per_s
               + 2.0 * (o - 1.0) * SCALEOUT_STEP_SECONDS)
     return np.where(n > 1, np.where(o > 1, inside + across, ring), 0.0)
+
+
+def _ring(n, payload_bytes, link_bytes_per_s, latency_seconds):
+    """A ring all-reduce over n GPUs of one link: 2(n - 1)/n of the buffer each way [4], plus the fixed latency."""
+    return 2.0 * (n - 1.0) / n * payload_bytes / link_bytes_per_s + latency_seconds
 
 
 def cross_server_dispatch_seconds(tokens_per_rank, experts_per_token, expert_parallel, gpus, scaleup_domain,
