@@ -126,3 +126,49 @@ def test_a_replica_walked_before_is_not_seeded_again(monkeypatch):
     plans_json([{"requests_per_s": 200.0, "prompt_tokens": 1700}])  # a new replica is
     assert got["first"] >= 1
     clear_caches()
+
+
+def test_a_shape_met_past_the_best_ones_gpus_is_dropped_before_its_estimate(monkeypatch):
+    # _fewest_replicas gives up on a shape whose fewest replicas meeting the targets already need more GPUs than
+    # the best shape found (the knee only adds replicas): each plan picks what sizing every screened shape with
+    # no floor picks (tests/test_slider_speed.py's long way), and the early return is taken
+    from test_slider_speed import _check_same
+    from aisize.scenario import from_dict, preset, to_dict
+    past, real = [], RC._fewest_meeting
+
+    def meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor=float("inf")):
+        got = real(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floor)
+        past.append(got is not None and got[3] and got[0] * shape.gpus > floor)
+        return got
+    monkeypatch.setattr(RC, "_fewest_meeting", meeting)
+    clear_caches()
+    for prompt in (700, 1300, 1822, 2207, 2674, 3200):
+        data = to_dict(preset("xe9680-genai"))
+        for w in data["workloads"]:
+            if w["kind"] == "inference":
+                w.update(requests_per_s=20.0, prompt_tokens=prompt)
+        assert _check_same(from_dict(data)) == 1
+    assert any(past)
+    clear_caches()
+
+
+@pytest.mark.parametrize("rate", [20.0, 200.0])
+def test_a_floor_above_the_count_met_sizes_as_no_floor(rate):
+    # the give-up is only for more GPUs than the floor: one GPU above the count the search ends at sizes as with
+    # no floor, and a floor below the count met gives up (a give-up at fewer GPUs would lose shapes that win)
+    from test_slider_speed import _sized_calls
+    from aisize.scenario import from_dict, preset, to_dict
+    data = to_dict(preset("xe9680-genai"))
+    for w in data["workloads"]:
+        if w["kind"] == "inference":
+            w.update(requests_per_s=rate, prompt_tokens=1500)
+    (w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, tpot_t), _ = _sized_calls(from_dict(data))[0]
+    for shape, n, _ in fleet.ranked[:3]:
+        one = RC._one(w, shape, kw, engine, cal)
+        free = RC._fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t)
+        met = RC._fewest_meeting(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t)
+        assert free is not None and free[3] and met[3]
+        above = RC._fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, free[0] * shape.gpus + 1)
+        assert above[0] == free[0] and above[2] == free[2]
+        assert RC._fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t,
+                                   met[0] * shape.gpus - 1) is None

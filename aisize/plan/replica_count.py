@@ -158,6 +158,8 @@ def _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t, floo
         _missed_at_screen(w, shape, got[0] > n or not got[3])
     if got is None or not got[3]:
         return got
+    if got[0] * shape.gpus > floor:  # met with more GPUs than the best shape's: the knee only adds replicas, and
+        return None  # _sized_by_estimate would drop it (a tie may still win with a smaller replica)
     replicas, kv, est, _ = got  # est None: not made yet (a load-free replica's tests said it meets at `replicas`)
     free = load_free(w, arch)
     at, base = est, replicas  # the estimate the knee is read from, at `replicas`; the count `est` is made at
