@@ -32,17 +32,23 @@ def test_a_rate_move_sends_the_chart_one_changeset_of_signals_and_rows(sent):
     chart = inference.latency_chart.chart
     assert chart.get_state()["_params"] == {}  # the page holds no params: it registers no param listeners
     sent.clear()
-    inference.rate.value = 200.0  # more replicas: a new curve (rows), marker and title
+    inference.rate.value = 200.0  # more replicas: a new marker, rate factor and title
     assert inference.latency_chart.chart is chart
     (state,) = updates(sent, chart)  # one message for the chart
     assert set(state) == {"_py_to_js_updates"}
     kinds = [(u["namespace"], u["name"]) for u in state["_py_to_js_updates"]]
-    assert kinds[:2] == [("signal", "marked"), ("signal", K.TITLE)] and ("data", "serving_curve") in kinds
+    assert kinds == [("signal", "marked"), ("signal", "rate_factor"), ("signal", K.TITLE)]
     assert dict((u["name"], u["value"]) for u in state["_py_to_js_updates"])["marked"] == 200.0
     # the kernel's params and spec follow, with no message of their own
     assert chart.params.marked == 200.0 and chart._params["marked"] == 200.0
     assert {p["name"]: p["value"] for p in chart.spec["params"]}["marked"] == 200.0
     assert all("_params" not in s for cid, kind, data in sent if kind == "comm_msg" for s in [data.get("state", {})])
+    sent.clear()
+    inference.output.value = 512  # a new curve: signals, then its rows, in the same changeset
+    (state,) = updates(sent, chart)
+    kinds = [(u["namespace"], u["name"]) for u in state["_py_to_js_updates"]]
+    assert ("data", "serving_curve") in kinds
+    assert kinds.index(("data", "serving_curve")) > max(k for k, (space, _) in enumerate(kinds) if space == "signal")
 
 
 def test_a_marker_move_sends_the_marker_alone(sent):

@@ -227,6 +227,8 @@ def test_a_marker_move_does_not_redraw_the_chart(app):
 
 
 def test_a_new_curve_swaps_the_rows_of_the_drawn_chart(app):
+    from dataclasses import replace
+
     from aisize import charts
     from aisize.app import controls as K
     from aisize.plan import latency_curve
@@ -234,14 +236,18 @@ def test_a_new_curve_swaps_the_rows_of_the_drawn_chart(app):
     inference = app.open_tab("Inference")
     slot = inference.latency_chart
     chart_before = slot.chart.chart
-    inference.rate.value = 200.0  # more replicas: a new curve and knee, the same chart
-    expected = api_plan(lambda d: d["workloads"][2].update(requests_per_s=inference.rate.value)).inference[0]
+    inference.rate.value = 200.0  # more replicas: the rates scale (the rate factor), the same chart
+    inference.prompt.value = 2048  # a longer prompt: a new curve, the same chart
+    expected = api_plan(lambda d: d["workloads"][2].update(requests_per_s=inference.rate.value,
+                                                           prompt_tokens=2048)).inference[0]
     assert expected.replicas > 1 and slot.chart.chart is chart_before
-    rows = charts.serving_latency_data(latency_curve(expected), expected.ttft_target_seconds,
+    # the rows are one replica's curve, drawn at the replica count (charts.RATE_FACTOR)
+    rows = charts.serving_latency_data(latency_curve(replace(expected, replicas=1)), expected.ttft_target_seconds,
                                        expected.tpot_target_seconds)
     sent = {u["name"]: u["value"] for u in slot.chart._py_to_js_updates}
     assert sent[charts.SERVING_CURVE] == rows[charts.SERVING_CURVE]
     assert slot.chart.spec["datasets"] == rows  # the kernel's copy of the spec follows
+    assert slot.chart.params.rate_factor == expected.replicas
     assert f"({F.serving_shape(expected)})" in getattr(slot.chart.params, K.TITLE)
     assert slot.chart.params.marked == inference.rate.value
 

@@ -16,7 +16,8 @@ from aisize.charts.latency import (CONCURRENCY_CURVE, CONCURRENCY_KNEE, LATENCY_
 from aisize.charts.memory import LIMIT_DASHES, LIMITS_DATA, MEMORY_DATA, MEMORY_ITEMS, memory_breakdown, \
     memory_breakdown_data
 from aisize.charts.network import COLLECTIVE_DATA, COLLECTIVE_MARK, collective_time, collective_time_rows
-from aisize.charts.serving import SERVING_CURVE, SERVING_TARGETS, serving_frontier, serving_latency, serving_latency_data
+from aisize.charts.serving import (FLEET_RATE, RATE_FACTOR, SERVING_CURVE, SERVING_TARGETS, serving_frontier,
+                                   serving_latency, serving_latency_data)
 from aisize.charts.storage import (BLEND_DATA, CAPACITY_DATA, CAPACITY_ITEMS, capacity_breakdown,
                                    capacity_breakdown_rows, io_blend, io_blend_rows)
 from aisize.charts.style import BLUE, GREY, HEIGHT, MARK, MARK_DAYS, MARK_GPUS, ORANGE, RED, WIDTH
@@ -29,7 +30,7 @@ __all__ = [
     "LIMIT_DASHES", "LIMITS_DATA", "LOAD_CURVE", "MEMORY_DATA", "memory_breakdown_data", "LOAD_KNEE", "LOAD_TARGET", "MARK", "MARK_DAYS", "MARK_GPUS", "MEMORY_ITEMS",
     "ORANGE", "RED", "COST_DATA", "cost_breakdown_rows", "COLLECTIVE_DATA", "COLLECTIVE_MARK",
     "collective_time_rows", "BLEND_DATA", "CAPACITY_DATA", "capacity_breakdown_rows", "io_blend_rows", "DAYS_DATA",
-    "gpus_vs_days_rows", "SERVING_CURVE", "SERVING_TARGETS", "STEP_DATA", "STEP_PARTS", "WIDTH",
+    "gpus_vs_days_rows", "FLEET_RATE", "RATE_FACTOR", "SERVING_CURVE", "SERVING_TARGETS", "STEP_DATA", "STEP_PARTS", "WIDTH",
     "capacity_breakdown", "collective_time", "comparison", "cost_breakdown", "cost_rows", "day_curve", "gpus_vs_days",
     "io_blend", "latency_vs_concurrency", "latency_vs_concurrency_data", "latency_vs_load", "latency_vs_load_data",
     "layout_label", "memory_breakdown", "packing", "packing_rows", "pool_day", "serving_frontier", "serving_latency",

@@ -5,14 +5,23 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from aisize import checks
 from aisize.charts.style import BLUE, GREY, HEIGHT, MARK, NUMBER, ORANGE, RED, WIDTH, as_frame, with_marker, tips
 
 SERVING_CURVE, SERVING_TARGETS = "serving_curve", "serving_targets"
+# The param the curve's rates are multiplied by where drawn [count]: the replicas sharing the load evenly, for a curve
+# of one replica; 1 for a curve already of the whole fleet. A move that changes only the replica count sets it and
+# sends no rows (issue 51: the rows were 21 kB of a request-rate move's 29 kB). Vega's formula transform writes its
+# field into the row in place, so the rows' rate (the curve's, ``requests_per_s``) and the drawn rate are two fields:
+# the same one would be multiplied again on every new factor.
+RATE_FACTOR = "rate_factor"
+FLEET_RATE = "fleet_requests_per_s"  # the drawn rate: the rows' times RATE_FACTOR [requests/s]
 
 
 def serving_latency_data(curve: pd.DataFrame, ttft_target_seconds: float | None = None,
                          tpot_target_seconds: float | None = None) -> dict[str, list[dict]]:
-    """The rows :func:`serving_latency` draws (long form, in ms), by dataset name."""
+    """The rows :func:`serving_latency` draws (long form, in ms), by dataset name; the rates are the curve's,
+    drawn times the chart's :data:`RATE_FACTOR`."""
     rows = [{"requests_per_s": float(r), "metric": metric, "statistic": stat, "ms": float(v) * 1e3}
             for metric, cols in (("TTFT", ("ttft_seconds", "ttft_p95_seconds")),
                                  ("TPOT", ("tpot_seconds", "tpot_p95_seconds")))
@@ -24,33 +33,38 @@ def serving_latency_data(curve: pd.DataFrame, ttft_target_seconds: float | None 
 
 def serving_latency(curve: pd.DataFrame, ttft_target_seconds: float | None = None,
                     tpot_target_seconds: float | None = None, requests_per_s: float | None = None, *,
-                    title: str = "TTFT and TPOT vs load") -> alt.HConcatChart:
+                    rate_factor: int = 1, title: str = "TTFT and TPOT vs load") -> alt.HConcatChart:
     """Time to first token and time per output token [ms], mean and p95, against request rate,
     one panel each, with the targets as red rules and the planned load as a grey rule.
 
     ``curve`` is :func:`aisize.plan.latency_curve`'s frame (``requests_per_s`` and the
-    ``ttft_*``/``tpot_*`` columns in seconds).
+    ``ttft_*``/``tpot_*`` columns in seconds), drawn at ``rate_factor`` times its rates (the :data:`RATE_FACTOR`
+    param: e.g. a curve of one replica and the replica count; Python's and Vega's products of two doubles are the
+    same double, so the drawn rates are those of the curve multiplied in the kernel).
     """
+    factor = int(checks.integer("rate_factor", rate_factor, low=1, high=10**7))
     data = serving_latency_data(curve, ttft_target_seconds, tpot_target_seconds)
     # every layer's x is this one: a differing title would be joined onto the axis's ("…, requests/s")
-    x = alt.X("requests_per_s:Q", title="request rate [requests/s]")
+    x = alt.X(f"{FLEET_RATE}:Q", title="request rate [requests/s]")
 
     def panel(metric):
         lines = alt.Chart(alt.NamedData(name=SERVING_CURVE)).transform_filter(
-            alt.datum.metric == metric).mark_line().encode(
+            alt.datum.metric == metric).transform_calculate(
+            **{FLEET_RATE: f"datum.requests_per_s * {RATE_FACTOR}"}).mark_line().encode(
             x=x, y=alt.Y("ms:Q", title=f"{metric} [ms]"),
             color=alt.Color("statistic:N", title="latency", scale=alt.Scale(range=[BLUE, ORANGE])),
-            tooltip=tips(alt.Tooltip("requests_per_s:Q", title="requests/s", format=NUMBER), "statistic:N",
+            tooltip=tips(alt.Tooltip(f"{FLEET_RATE}:Q", title="requests/s", format=NUMBER), "statistic:N",
                          alt.Tooltip("ms:Q", format=NUMBER)))
         layers = [lines, alt.Chart(alt.NamedData(name=SERVING_TARGETS)).transform_filter(
             alt.datum.metric == metric).mark_rule(color=RED, strokeDash=[6, 3]).encode(
             y=alt.Y("ms:Q"), tooltip=tips("what:N", alt.Tooltip("ms:Q", format=NUMBER)))]
         if requests_per_s is not None:
             layers.append(alt.Chart(alt.Data(values=[{"where": "planned load"}])).transform_calculate(
-                requests_per_s=MARK).mark_rule(color=GREY).encode(x=x, tooltip=tips("where:N")))
+                **{FLEET_RATE: MARK}).mark_rule(color=GREY).encode(x=x, tooltip=tips("where:N")))
         return alt.layer(*layers).properties(width=WIDTH // 2, height=HEIGHT, title=metric)
 
-    chart = alt.hconcat(panel("TTFT"), panel("TPOT")).properties(title=title, datasets=data)
+    chart = alt.hconcat(panel("TTFT"), panel("TPOT")).properties(title=title, datasets=data).add_params(
+        alt.param(name=RATE_FACTOR, value=factor))
     return with_marker(chart, requests_per_s)
 
 

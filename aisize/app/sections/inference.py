@@ -117,7 +117,8 @@ class InferenceSection(Section):
                                    else self.state.data["workloads"][self.service.value], self._change)
         self.figures, self.memory_note, self.latency_note = widgets.HTML(), widgets.HTML(), widgets.HTML()
         self.memory_chart, self.latency_chart = K.ChartSlot(), K.ChartSlot()
-        self._curve_at = (None, None)  # (inputs, frame) of the last latency curve
+        self._curve_at = (None, None)  # (inputs, frame) of the last replica's latency curve
+        self._rows_at = (None, None, None)  # (key, rows, curve) of the last chart rows
         super().__init__(state)
         w = self._path
         self.bind(self.model, lambda: None if self.model.value == OWN_MODEL else w("model")())
@@ -245,27 +246,38 @@ class InferenceSection(Section):
             self.latency_chart.clear()
             K.assign(self.latency_note, "value", "")
             return
-        # the pools bought, from the model that gives their figures (plan.latency_curve), or the replicas'
-        curve = latency_curve(i) if pools else self._curve(i)
+        # the pools bought, from the model that gives their figures (plan.latency_curve), drawn as it is (a rate
+        # factor of 1); or one replica's curve, drawn at the replica count: a move that changes only the count
+        # moves the chart's factor and sends no rows
+        curve, factor = (latency_curve(i), 1) if pools else (self._replica_curve(i), max(i.replicas, 1))
         self.latency_chart.show(
             (i.name, "serving"),
-            lambda: charts.serving_latency(curve, i.ttft_target_seconds, i.tpot_target_seconds, i.requests_per_s),
-            params={charts.MARK: float(i.requests_per_s)},
-            data=charts.serving_latency_data(curve, i.ttft_target_seconds, i.tpot_target_seconds),
+            lambda: charts.serving_latency(curve, i.ttft_target_seconds, i.tpot_target_seconds, i.requests_per_s,
+                                           rate_factor=factor),
+            params={charts.MARK: float(i.requests_per_s), charts.RATE_FACTOR: factor},
+            data=self._rows(curve, i.ttft_target_seconds, i.tpot_target_seconds),
             title=f"TTFT and TPOT vs load: {i.name} ({F.serving_shape(i)})")
-        K.assign(self.latency_note, "value", ceiling_note(curve, i.serving_mode == "disaggregated"))
+        fleet = curve if factor == 1 else curve.assign(requests_per_s=curve["requests_per_s"] * factor)
+        K.assign(self.latency_note, "value", ceiling_note(fleet, i.serving_mode == "disaggregated"))
 
-    def _curve(self, i):
-        """:func:`latency_curve` of ``i``, kept while its replica stays: a load move keeps it, and a move that only
-        changes the replica count scales its rates (the replicas share the load evenly)."""
+    def _replica_curve(self, i):
+        """:func:`latency_curve` of one replica of ``i``, kept while its replica stays: a load move keeps it (the
+        replicas share the load evenly, so the fleet's curve is its rates times the replica count)."""
         e = i.estimate
         key = (e.model, e.accelerator, e.weight_precision, e.kv_precision, e.input_tokens, e.output_tokens, e.engine,
                i.tensor_parallel, i.pipeline_parallel, i.attention_dp, e.max_requests_per_s,
                e.max_concurrency, e.speculative_method, e.speculative_tokens, e.acceptance_length)
         if self._curve_at[0] != key:
             self._curve_at = (key, latency_curve(replace(i, replicas=1)))
-        one = self._curve_at[1]
-        return one.assign(requests_per_s=one["requests_per_s"] * max(i.replicas, 1))
+        return self._curve_at[1]
+
+    def _rows(self, curve, ttft_target_seconds, tpot_target_seconds) -> dict[str, list[dict]]:
+        """The chart's rows of ``curve`` and the targets, the same lists while they stay (the slot's comparison of
+        unchanged rows is then one identity test)."""
+        key = (id(curve), ttft_target_seconds, tpot_target_seconds)
+        if self._rows_at[0] != key or self._rows_at[2] is not curve:
+            self._rows_at = (key, charts.serving_latency_data(curve, ttft_target_seconds, tpot_target_seconds), curve)
+        return self._rows_at[1]
 
     @staticmethod
     def _figures(i, knee_factor: float, steep: float) -> str:
