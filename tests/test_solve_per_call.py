@@ -1,6 +1,6 @@
 """The serving solve's per-call cuts (issue 51 item 2) give every figure of numpy's long way, to the bit.
 
-- :func:`aisize.serving.iteration.iteration_time` keeps a shape's constants (``_Layout``) and skips dividing or
+- :func:`aisize.serving.iteration.iteration_time` keeps a shape's constants (``iteration_shape._Layout``) and skips dividing or
   multiplying by a single 1: a replica given as plain numbers must equal the same replica given as one-element
   arrays (no layout kept, every division done), field by field, bit by bit;
 - :func:`aisize.serving.latency.littles_law_concurrency` steps one root in plain floats: its root must equal the
@@ -27,6 +27,7 @@ import pytest
 from aisize import serving
 from aisize.queueing import analytic as A
 from aisize.serving import iteration as I
+from aisize.serving import iteration_shape as IS
 from aisize.serving import latency as L
 from aisize.serving import steady as S
 from aisize.serving.estimate import replica_of
@@ -183,7 +184,7 @@ def test_every_figure_is_the_inline_forms_to_the_bit_and_type(name):
     for (seqs, ctx, tokens, prompts, prompt), graphed in itertools.product(STEPS, (True, False)):
         step = dict(decode_sequences=seqs, decode_context=ctx, prefill_tokens=tokens, prefill_prompts=prompts,
                     prompt_tokens=prompt, graphed=graphed, speculation=rep.speculation, **rep.shape.kwargs())
-        I._LAYOUTS.clear()
+        IS._LAYOUTS.clear()
         inline = _inline_iteration_time(rep.costs, rep.rates, rep.calibration, **step)
         for _ in range(2):  # a new layout, then the kept one
             got = I.iteration_time(rep.costs, rep.rates, rep.calibration, **step)
@@ -211,10 +212,10 @@ def test_a_kept_layout_and_the_skipped_ones_give_the_long_ways_figures(name):
     for (seqs, ctx, tokens, prompts, prompt), graphed in itertools.product(STEPS, (True, False)):
         step = dict(decode_sequences=seqs, decode_context=ctx, prefill_tokens=tokens, prefill_prompts=prompts,
                     prompt_tokens=prompt, graphed=graphed, speculation=rep.speculation)
-        I._LAYOUTS.clear()
+        IS._LAYOUTS.clear()
         cold = I.iteration_time(rep.costs, rep.rates, rep.calibration, **step, **kw)
         kept = I.iteration_time(rep.costs, rep.rates, rep.calibration, **step, **kw)  # from the kept layout
-        assert I._LAYOUTS, "a replica of plain numbers keeps its layout"
+        assert IS._LAYOUTS, "a replica of plain numbers keeps its layout"
         long_way = I.iteration_time(rep.costs, rep.rates, rep.calibration, **step, **as_arrays)
         shape = np.shape(long_way.seconds)
         for it in (cold, kept):
@@ -242,30 +243,30 @@ def test_two_iterations_stacked_along_a_new_axis_are_each_alone(name):
 
 def test_a_layout_is_kept_per_replica_and_numbers_only():
     a, b = _replica("dense 8B, TP 1"), _replica("dense 70B, TP 4, FP8")
-    I._LAYOUTS.clear()
+    IS._LAYOUTS.clear()
     step = dict(decode_sequences=8.0, decode_context=1000.0, prefill_tokens=0.0, prefill_prompts=0.0,
                 prompt_tokens=1000.0)
     for rep in (a, b):
         I.iteration_time(rep.costs, rep.rates, rep.calibration, **step, **rep.shape.kwargs())
-    assert len(I._LAYOUTS) == 2
+    assert len(IS._LAYOUTS) == 2
     I.iteration_time(a.costs, a.rates, a.calibration, **step, gpus=np.array([1, 2]))  # arrays: not kept
     I.iteration_time(a.costs, a.rates, a.calibration, **step, gpus=np.asarray(2))
-    assert len(I._LAYOUTS) == 2
+    assert len(IS._LAYOUTS) == 2
     # another GPU count is another layout, with its own figures
     one = I.iteration_time(a.costs, a.rates, a.calibration, **step, gpus=1).seconds
     two = I.iteration_time(a.costs, a.rates, a.calibration, **step, gpus=2).seconds
-    assert one != two and len(I._LAYOUTS) == 3
-    I._layout.cache_clear()
-    assert not I._LAYOUTS
+    assert one != two and len(IS._LAYOUTS) == 3
+    IS._layout.cache_clear()
+    assert not IS._LAYOUTS
 
 
 @pytest.mark.parametrize("x", [1.0, np.float64(1.0), np.array([1.0, 2.0]), -0.0, np.nan, np.inf, 3, np.array(7)])
 def test_dividing_or_multiplying_by_one_is_skipped_only_where_it_gives_x_back(x):
-    for f in (I._per, I._times):
+    for f in (IS._per, IS._times):
         got = f(x, np.asarray(1.0), True)
-        expected = x / np.asarray(1.0) if f is I._per else x * np.asarray(1.0)
+        expected = x / np.asarray(1.0) if f is IS._per else x * np.asarray(1.0)
         assert type(got) is type(expected) and _bits(got) == _bits(expected)
-        assert _bits(f(x, np.asarray(2.0), False)) == _bits(x / 2.0 if f is I._per else x * 2.0)
+        assert _bits(f(x, np.asarray(2.0), False)) == _bits(x / 2.0 if f is IS._per else x * 2.0)
 
 
 def _long_root(tokens_per_s, iteration_seconds, slots, bracket=None):
