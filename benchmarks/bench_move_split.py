@@ -375,9 +375,10 @@ KERNEL_TIMED = (("busy to idle, wall", "wall"), ("  thread CPU", "cpu"),
                 ("plan, wall", "plan_wall"), ("  thread CPU", "plan_cpu"))
 
 
-def kernel_timed(folder: Path, parts: list[tuple[str, int]]) -> None:
+def kernel_timed(folder: Path, parts: list[tuple[str, int]], every: list[str] = (), n_every: int = 0) -> None:
     """Print what ``aisize.app.move_timer`` recorded in the page's kernel: the slider moves' messages (value
-    updates), in order, cut into ``parts``: (what, n); other messages are counted."""
+    updates), in order, cut into ``parts``: (what, n); other messages are counted. Then one line for each slider
+    of ``every`` (labels as moved by :func:`_browser_every`, ``n_every`` moves each): its last moves' medians."""
     import json
 
     logs = [p for p in folder.glob("moves-*.jsonl") if p.stat().st_size]
@@ -385,6 +386,9 @@ def kernel_timed(folder: Path, parts: list[tuple[str, int]]) -> None:
         print(f"kernel timer: {len(logs)} kernels logged moves (want 1)")
         return
     records = [json.loads(line) for line in logs[0].read_text(encoding="utf-8").splitlines()]
+    by_label = collections.defaultdict(list)
+    for r in records:
+        by_label[r["what"].split(": update ['value']")[0]].append(r)
     moves_ = [r for r in records if r["what"].startswith(SLIDERS) and "'value'" in r["what"]]
     others = collections.Counter(r["what"] for r in records if r not in moves_)
     print(f"in the page's kernel (aisize.app.move_timer): ms a move; other widget messages: {dict(others)}")
@@ -406,15 +410,31 @@ def kernel_timed(folder: Path, parts: list[tuple[str, int]]) -> None:
         print(f"    {'  thread CPU':<40} {spread([r['handler_cpu'] - r['plan_cpu'] - r['send_cpu'] for r in rs])}")
         print(f"    {'garbage collector pauses':<40} {spread([sum(r['gc_ms']) for r in rs])}; collections "
               f"by generation {[sum(r['gc_n'][g] for r in rs) for g in range(3)]}")
+    if every:
+        print("  every slider (medians, ms a move): busy to idle wall, thread CPU, run queue; plan CPU; "
+              "messages sent: n, wall")
+    for label in every:
+        rs = by_label.get(label, [])[-n_every:]
+        if rs:
+            def med(key):
+                return statistics.median(r[key] for r in rs)
+            print(f"    {label:<34} {med('wall'):6.1f} {med('cpu'):6.1f} {med('runqueue'):6.1f}; "
+                  f"{med('plan_cpu'):6.1f}; {med('sends'):3.0f} {med('send_wall'):6.1f}")
 
 
-def _browser_every(page, cdp, moves: int) -> None:
-    """Every enabled slider of every tab, ``moves`` ArrowRights each, in the page: one line a slider (medians)."""
+def _browser_every(page, cdp, moves: int, tabs: list[str] | None = None) -> list[str]:
+    """Every enabled slider of every tab (or of ``tabs``), ``moves`` ArrowRights each, in the page: one line a
+    slider (medians); returns the sliders' labels in the order moved."""
     from bench_app import SLIDER
 
-    print(f"browser, every slider of every tab ({moves} moves each; medians): bytes and output messages received, "
-          "ms from the keydown to the last output in and to the page's last change, and between the two")
+    print(f"browser, every slider of {'the tabs ' + ', '.join(tabs) if tabs else 'every tab'} ({moves} moves each; "
+          "medians): bytes and output messages received, ms from the keydown to the kernel's busy and idle as "
+          "sent, to the last output in and to the page's last change, and between the two; the main thread's "
+          "busy ms from the keydown to the last change (counters: task, of which script and layout)")
+    moved = []
     for tab in page.locator(".lm-TabBar-tab").all_inner_texts():
+        if tabs and tab not in tabs:
+            continue
         page.click(f".lm-TabBar-tab:has-text('{tab}')")
         page.wait_for_timeout(1500)  # the tab draws when first shown
         handles = page.locator(SLIDER)
@@ -422,6 +442,7 @@ def _browser_every(page, cdp, moves: int) -> None:
             handle = handles.nth(k)
             label = handle.locator("xpath=ancestor::div[contains(@class,'widget-slider')]//label").first.inner_text()
             handle.focus()
+            moved.append(label)
             rows = [r for r in (_browser_move(page, cdp) for _ in range(moves)) if r is not None]
             if not rows:
                 print(f"  {tab}: {label:<34} no output changed")
@@ -430,13 +451,16 @@ def _browser_every(page, cdp, moves: int) -> None:
             def med(name):
                 return statistics.median(r[name] for r in rows)
             print(f"  {tab}: {label:<34} {med('received bytes') / 1e3:6.1f} kB, "
-                  f"{med('output messages received'):2.0f} outputs; last output in {med('page: last output in'):6.1f}"
+                  f"{med('output messages received'):2.0f} outputs; busy {med('kernel: busy sent'):5.1f}, idle "
+                  f"{med('kernel: idle sent'):5.1f}, last output in {med('page: last output in'):6.1f}"
                   f" ms, last change {med('page: last change'):6.1f} ms, after the last output "
-                  f"{med('page: last change after last output in'):5.1f} ms")
+                  f"{med('page: last change after last output in'):5.1f} ms; main thread "
+                  + ", ".join(f"{med('main thread (counters): ' + c):.1f}" for c in ("Task", "Script", "Layout")))
+    return moved
 
 
 def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None, count: bool = False,
-            kernel_timer: bool = False, every: int = 0) -> None:
+            kernel_timer: bool = False, every: int = 0, tabs: list[str] | None = None) -> None:
     from playwright.sync_api import sync_playwright
 
     from aisize.app import serve
@@ -489,13 +513,12 @@ def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None, c
                 if trace:
                     for what, values in traced(browser_.stop_tracing(), windows).items():
                         print(f"    main thread (trace): {what:<44} {spread(values)}")
-            if every:
-                _browser_every(page, cdp, every)
+            moved = _browser_every(page, cdp, every, tabs) if every else []
             if dump:
                 Path(dump).write_text(page.evaluate(SHOWN), encoding="utf-8")
             if kernel_timer:
                 kernel_timed(Path(tmp), [(f"request rate, the first {rate_moves} steps (bench_app.py's path)",
-                                          rate_moves)] + [(label, moves) for label in SLIDERS])
+                                          rate_moves)] + [(label, moves) for label in SLIDERS], moved, every)
         finally:
             if browser_ is not None:
                 browser_.close()
@@ -516,6 +539,8 @@ def main() -> None:
     parser.add_argument("--no-kernel", action="store_true", help="skip the in-process kernel part")
     parser.add_argument("--every", type=int, default=0,
                         help="then move every other slider of every tab this many steps (0: skip)")
+    parser.add_argument("--tab", action="append",
+                        help="with --browser --every: only this tab's sliders (repeat for more tabs)")
     args = parser.parse_args()
     if args.moves < 1 or args.rate_moves < 0 or args.every < 0:
         parser.error("--moves must be >= 1, --rate-moves >= 0 and --every >= 0")
@@ -524,7 +549,8 @@ def main() -> None:
         if args.every:
             kernel_every(args.every)
     if args.browser:
-        browser(args.moves, args.rate_moves, args.trace, args.dump, args.count, args.kernel_timer, args.every)
+        browser(args.moves, args.rate_moves, args.trace, args.dump, args.count, args.kernel_timer, args.every,
+                args.tab)
     print("load average (1, 5, 15 min) " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 

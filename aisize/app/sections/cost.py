@@ -43,6 +43,29 @@ def workload_costs(cost) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["workload", "what", "usd", "basis"])
 
 
+def _prices_table(c) -> str:
+    """The prices the plan used (HTML table), assumptions in bold, and where to override them."""
+    rows = pd.DataFrame(list(c.prices_used))[["id", "item", "unit", "usd", "kind", "date", "source"]]
+    return (K.table(rows, formats={"usd": lambda v: F.sig(v)},
+                    headers={"usd": "price [USD per unit]", "kind": "basis"}).replace(
+        "<td>assumption</td>", "<td><b>assumption</b></td>") + "<p class='aisize-note'>"
+        + html.escape("Override any price in the scenario file: cost: {prices: {id: value}}") + "</p>")
+
+
+class _Kept:
+    """The last value built for each kind of key: ``get((kind, *inputs), build)`` builds only when the inputs
+    differ from the last ones of that kind (compared by ==)."""
+
+    def __init__(self):
+        self._last: dict = {}
+
+    def get(self, key: tuple, build):
+        kept = self._last.get(key[0])
+        if kept is None or kept[0] != key[1:]:
+            kept = self._last[key[0]] = (key[1:], build())
+        return kept[1]
+
+
 CLOUD_CHARS = 32  # characters the cloud-rate dropdown shows uncut (255 px of select at about 7 px each)
 
 
@@ -80,6 +103,7 @@ class CostSection(Section):
                                    steps_per_decade=50, fmt=",.0f")
         self.figures, self.capital, self.workloads, self.prices = (widgets.HTML() for _ in range(4))
         self.chart = K.ChartSlot()
+        self._tables = _Kept()
         super().__init__(state)
         self.bind(self.life, lambda: ("cost", "life_years"), float)
         self.bind(self.power, lambda: ("cost", "average_power_share"), float)
@@ -137,10 +161,9 @@ class CostSection(Section):
         self.chart.show(len(lines[charts.COST_DATA]), lambda: charts.cost_breakdown(c), data=lines,
                         title=f"Cost per year ({plan.scenario_name})")
         K.assign(self.capital, "value", K.table(cost_table(plan)))
-        K.assign(self.workloads, "value", K.table(workload_costs(c), formats={"usd": _usd},
-                                                  headers={"usd": "cost"}))
-        rows = pd.DataFrame(list(c.prices_used))[["id", "item", "unit", "usd", "kind", "date", "source"]]
-        K.assign(self.prices, "value", K.table(rows, formats={"usd": lambda v: F.sig(v)},
-                                               headers={"usd": "price [USD per unit]", "kind": "basis"}).replace(
-            "<td>assumption</td>", "<td><b>assumption</b></td>") + "<p class='aisize-note'>"
-            + html.escape("Override any price in the scenario file: cost: {prices: {id: value}}") + "</p>")
+        # the two tables read a few of the plan's figures, which most moves leave: built again only when those
+        # change (a DataFrame and its HTML, 0.5 ms each)
+        K.assign(self.workloads, "value", self._tables.get(("workloads", c.training, c.inference, c.job_streams),
+                                                           lambda: K.table(workload_costs(c), formats={"usd": _usd},
+                                                                           headers={"usd": "cost"})))
+        K.assign(self.prices, "value", self._tables.get(("prices", c.prices_used), lambda: _prices_table(c)))
