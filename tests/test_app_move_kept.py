@@ -96,3 +96,14 @@ def test_cost_tables_are_built_again_only_when_their_figures_change(monkeypatch)
     pue = _sliders(section.view)["PUE"]
     pue.set_state({"value": _step(pue)})
     assert len(prices) == 1 and f"<td>{pue.value:g}</td>" in section.prices.value
+
+
+def test_cost_chart_rows_are_the_cost_tables_records():
+    from aisize import charts
+    from aisize.plan import plan
+    from aisize.scenario.presets import preset
+
+    c = plan(preset("xe9680-genai")).cost
+    rows, table = charts.cost_breakdown_rows(c)[charts.COST_DATA], charts.cost_rows(c).to_dict("records")
+    assert rows and rows == table
+    assert [type(v) for r in rows for v in r.values()] == [type(v) for r in table for v in r.values()]
