@@ -120,21 +120,35 @@ def _layout(costs, rates, calib, gpus, attention_dp, pipeline_parallel, expert_p
     """The shape's :class:`_Layout`, kept where its numbers are plain ints or positive floats, else made for this
     call. A key equal to a kept one holds numbers equal to its plain positive ones (an array is not hashable), and
     each number enters as ``np.asarray(x, dtype=float)`` or ``float(x)``: the same figures whatever its type."""
-    key = (id(costs), id(rates), id(calib), id(speculation), gpus, attention_dp, pipeline_parallel, expert_parallel,
-           stage_link_bytes_per_s, scaleout_bytes_per_s)
+    key = (id(costs), id(rates), id(calib), id(speculation)) + tuple(
+        _frozen(x) for x in (gpus, attention_dp, pipeline_parallel, expert_parallel, stage_link_bytes_per_s,
+                             scaleout_bytes_per_s))
     try:
         got = _LAYOUTS.get(key)
-    except TypeError:  # an array among the numbers
+    except TypeError:  # an array among the numbers that may still change
         got = None
     if got is not None and got.held[0] is costs and got.held[1] is rates and got.held[2] is calib:
         return got
     got = _Layout(costs, rates, calib, gpus, attention_dp, pipeline_parallel, expert_parallel, speculation,
                   stage_link_bytes_per_s, scaleout_bytes_per_s)
-    if all(x is None or type(x) is int or (type(x) is float and x > 0) for x in key[4:]):
+    if all(x is None or type(x) is int or (type(x) is float and x > 0) or type(x) is _Frozen for x in key[4:]):
         if len(_LAYOUTS) >= _KEPT_LAYOUTS:
             _LAYOUTS.clear()
         _LAYOUTS[key] = got
     return got
+
+
+class _Frozen(tuple):
+    """A read-only array's key: (dtype, shape, bytes). Equal keys are equal arrays to the bit, which enter
+    :class:`_Layout` as the same float64 numbers; read-only, the array a kept layout may alias cannot change."""
+
+
+def _frozen(x):
+    """``x`` itself, or a read-only numpy array's :class:`_Frozen` key (the sizing screen's shapes, a column of
+    shapes asked at every step of its solves); a writeable array as is (unhashable: not kept)."""
+    if type(x) is np.ndarray and not x.flags.writeable and x.dtype.kind in "fiu":
+        return _Frozen((x.dtype.str, x.shape, x.tobytes()))
+    return x
 
 
 _layout.cache_clear = _LAYOUTS.clear  # aisize.plan.clear_caches finds it (cold-plan benchmarks)

@@ -203,6 +203,16 @@ class _ShapeGrid:
     capacity: np.ndarray | None = None  # each fitting shape's max-throughput rate [requests/s per replica]
 
 
+def _read_only(grid: ShapeGrid) -> ShapeGrid:
+    """``grid`` with its arrays read-only: each step of a solve over it then reads the shapes' constants kept
+    (aisize.serving.iteration_shape keeps a layout of read-only arrays only, which cannot change under it)."""
+    for name in ("tensor_parallel", "attention_dp", "pipeline_parallel", "stage_link_bytes_per_s", "expert_parallel"):
+        x = getattr(grid, name)
+        if isinstance(x, np.ndarray):
+            x.flags.writeable = False
+    return grid
+
+
 @lru_cache(maxsize=128)
 def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens, output_tokens, stat, shapes,
                 engine, calibration_key, length_cv, cached_tokens) -> _ShapeGrid:
@@ -230,7 +240,7 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
     capacity = np.broadcast_to(cap.state.requests_per_s, column)[fits, 0].astype(float)
     slots = np.broadcast_to(cap.state.concurrency, column)[fits, 0].astype(float)
     budget = np.array([float(lim.max_num_tokens) * s.attention_dp * s.pipeline_parallel for s, lim in fitting])
-    grid_shape = ShapeGrid.of([s for s, _ in fitting], dev.link_bytes_per_s)
+    grid_shape = _read_only(ShapeGrid.of([s for s, _ in fitting], dev.link_bytes_per_s))
 
     def at(rates_per_s, near=None):
         """(TTFT statistic, TPOT statistic, stable, mean iteration) of every shape (rows) at per-replica rates
@@ -250,7 +260,7 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
     @lru_cache(maxsize=None)
     def shape_knee(k: int) -> float:
         # the knee on a fine linear grid of the chosen shape alone (the curve the app and report draw)
-        sel = ShapeGrid.of([fitting[k][0]], dev.link_bytes_per_s)
+        sel = _read_only(ShapeGrid.of([fitting[k][0]], dev.link_bytes_per_s))
         lam_k = capacity[k] * np.linspace(0.01, 0.99, KNEE_POINTS)
         j = np.searchsorted(lam_grid[k], lam_k)  # the grid's rates either side (it spans 0.1 % to 99.5 %)
         near = (lam_grid[k][j - 1], iteration[k][j - 1], lam_grid[k][j], iteration[k][j])
