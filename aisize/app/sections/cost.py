@@ -161,8 +161,8 @@ class CostSection(Section):
         self.chart.show(len(lines[charts.COST_DATA]), lambda: charts.cost_breakdown(c), data=lines,
                         title=f"Cost per year ({plan.scenario_name})")
         K.assign(self.capital, "value", K.table(cost_table(plan)))
-        # the two tables read a few of the plan's figures, which most moves leave: built again only when those
-        # change (a DataFrame and its HTML, 0.5 ms each)
+        # each table reads a few of the plan's figures and is built again only when those change (a DataFrame
+        # and its HTML, 0.5 ms each): the prices stay on a life or power move, the workloads' costs on a cloud rate
         K.assign(self.workloads, "value", self._tables.get(("workloads", c.training, c.inference, c.job_streams),
                                                            lambda: K.table(workload_costs(c), formats={"usd": _usd},
                                                                            headers={"usd": "cost"})))

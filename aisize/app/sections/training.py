@@ -254,11 +254,11 @@ class TrainingSection(Section):
             "them (beyond the engines' GPU limit, or a given layout or global batch that does not divide "
             "the GPU count).</p>"))
         candidates = layout_candidates(plan.scenario, self.job.value, 5)
-        # the search is cached (the same frame while its inputs stay): so are its table and chart rows (3 ms)
+        # the search is cached (the same frame while its inputs stay): so are its table and chart rows (1 to 2 ms)
         if self._layouts_at[0] is not candidates:
             layouts = shown_layouts(candidates)
-            self._layouts_at = (candidates, K.table(layouts, formats={LAYOUT_COLUMNS["mfu"]: lambda v: str(
-                F.pct(v))}) if len(layouts) else "", charts.step_breakdown_rows(candidates) if len(candidates) else None)
+            table = K.table(layouts, formats={LAYOUT_COLUMNS["mfu"]: lambda v: str(F.pct(v))}) if len(layouts) else ""
+            self._layouts_at = (candidates, table, charts.step_breakdown_rows(candidates) if len(candidates) else None)
         _, table, steps = self._layouts_at
         own = "" if t.throughput_rule == "step-time" or not table else (
             "<p class='aisize-note'>The layouts' step times and MFUs are the step-time model's for full training; "
