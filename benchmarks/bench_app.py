@@ -152,12 +152,11 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def every_slider(page, moves: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """ms per move of every enabled slider on every tab (``moves`` ArrowRights each), by "tab: label"; and
-    of each move, the kernel's busy to idle (:data:`SPLIT`), where its "idle" arrived within 2 s."""
-    out, kernel = {}, {}
-    tabs = page.locator(".lm-TabBar-tab").all_inner_texts()
-    for tab in tabs:
+def sliders_shown(page, tabs: list[str] | None = None):
+    """(tab, label) of every enabled slider on every tab (or on ``tabs``), shown and focused in turn."""
+    for tab in page.locator(".lm-TabBar-tab").all_inner_texts():
+        if tabs and tab not in tabs:
+            continue
         page.click(f".lm-TabBar-tab:has-text('{tab}')")
         page.wait_for_timeout(1500)  # the tab draws when first shown
         handles = page.locator(SLIDER)
@@ -165,21 +164,29 @@ def every_slider(page, moves: int) -> tuple[dict[str, list[float]], dict[str, li
             handle = handles.nth(k)
             label = handle.locator("xpath=ancestor::div[contains(@class,'widget-slider')]//label").first.inner_text()
             handle.focus()
-            times = []
-            for _ in range(moves):
-                page.evaluate(ARM_ANY)
-                page.keyboard.press("ArrowRight")
-                ms = page.evaluate("window.updated")
-                if ms is not None:
-                    times.append(ms)
-                    for _ in range(100):  # the kernel's "idle" may land after the page's last change
-                        split = page.evaluate(SPLIT)
-                        if split is not None:
-                            kernel.setdefault(f"{tab}: {label}", []).append(split[0])
-                            break
-                        page.wait_for_timeout(20)
-            if times:
-                out[f"{tab}: {label}"] = times
+            yield tab, label
+
+
+def every_slider(page, moves: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """ms per move of every enabled slider on every tab (``moves`` ArrowRights each), by "tab: label"; and
+    of each move, the kernel's busy to idle (:data:`SPLIT`), where its "idle" arrived within 2 s."""
+    out, kernel = {}, {}
+    for tab, label in sliders_shown(page):
+        times = []
+        for _ in range(moves):
+            page.evaluate(ARM_ANY)
+            page.keyboard.press("ArrowRight")
+            ms = page.evaluate("window.updated")
+            if ms is not None:
+                times.append(ms)
+                for _ in range(100):  # the kernel's "idle" may land after the page's last change
+                    split = page.evaluate(SPLIT)
+                    if split is not None:
+                        kernel.setdefault(f"{tab}: {label}", []).append(split[0])
+                        break
+                    page.wait_for_timeout(20)
+        if times:
+            out[f"{tab}: {label}"] = times
     return out, kernel
 
 

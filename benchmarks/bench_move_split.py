@@ -425,37 +425,28 @@ def kernel_timed(folder: Path, parts: list[tuple[str, int]], every: list[str] = 
 def _browser_every(page, cdp, moves: int, tabs: list[str] | None = None) -> list[str]:
     """Every enabled slider of every tab (or of ``tabs``), ``moves`` ArrowRights each, in the page: one line a
     slider (medians); returns the sliders' labels in the order moved."""
-    from bench_app import SLIDER
+    from bench_app import sliders_shown
 
     print(f"browser, every slider of {'the tabs ' + ', '.join(tabs) if tabs else 'every tab'} ({moves} moves each; "
           "medians): bytes and output messages received, ms from the keydown to the kernel's busy and idle as "
           "sent, to the last output in and to the page's last change, and between the two; the main thread's "
           "busy ms from the keydown to the last change (counters: task, of which script and layout)")
     moved = []
-    for tab in page.locator(".lm-TabBar-tab").all_inner_texts():
-        if tabs and tab not in tabs:
+    for tab, label in sliders_shown(page, tabs):
+        moved.append(label)
+        rows = [r for r in (_browser_move(page, cdp) for _ in range(moves)) if r is not None]
+        if not rows:
+            print(f"  {tab}: {label:<34} no output changed")
             continue
-        page.click(f".lm-TabBar-tab:has-text('{tab}')")
-        page.wait_for_timeout(1500)  # the tab draws when first shown
-        handles = page.locator(SLIDER)
-        for k in range(handles.count()):
-            handle = handles.nth(k)
-            label = handle.locator("xpath=ancestor::div[contains(@class,'widget-slider')]//label").first.inner_text()
-            handle.focus()
-            moved.append(label)
-            rows = [r for r in (_browser_move(page, cdp) for _ in range(moves)) if r is not None]
-            if not rows:
-                print(f"  {tab}: {label:<34} no output changed")
-                continue
 
-            def med(name):
-                return statistics.median(r[name] for r in rows)
-            print(f"  {tab}: {label:<34} {med('received bytes') / 1e3:6.1f} kB, "
-                  f"{med('output messages received'):2.0f} outputs; busy {med('kernel: busy sent'):5.1f}, idle "
-                  f"{med('kernel: idle sent'):5.1f}, last output in {med('page: last output in'):6.1f}"
-                  f" ms, last change {med('page: last change'):6.1f} ms, after the last output "
-                  f"{med('page: last change after last output in'):5.1f} ms; main thread "
-                  + ", ".join(f"{med('main thread (counters): ' + c):.1f}" for c in ("Task", "Script", "Layout")))
+        def med(name):
+            return statistics.median(r[name] for r in rows)
+        print(f"  {tab}: {label:<34} {med('received bytes') / 1e3:6.1f} kB, "
+              f"{med('output messages received'):2.0f} outputs; busy {med('kernel: busy sent'):5.1f}, idle "
+              f"{med('kernel: idle sent'):5.1f}, last output in {med('page: last output in'):6.1f}"
+              f" ms, last change {med('page: last change'):6.1f} ms, after the last output "
+              f"{med('page: last change after last output in'):5.1f} ms; main thread "
+              + ", ".join(f"{med('main thread (counters): ' + c):.1f}" for c in ("Task", "Script", "Layout")))
     return moved
 
 
