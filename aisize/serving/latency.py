@@ -42,7 +42,6 @@ References
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from dataclasses import dataclass, fields as record_fields
 
@@ -52,6 +51,7 @@ from aisize.queueing import mgc_wait
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import iteration_time
 from aisize.serving.prefix import prefill_work
+from aisize.serving.scalar_ops import divide, finite_clip, is_number, negate, where
 from aisize.serving.shapes import ShapeGrid
 from aisize.serving.steady import _ndim, _number, balance_wait_iterations, steady_state
 from aisize.serving import tails as T
@@ -122,82 +122,33 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None
         lo, h_lo, hi, h_hi = _scan(rate, scan_seconds or iteration_seconds, slots, shape)
     # one root (the hot case) steps in plain floats, where each operation below gives numpy's float64 result to
     # the bit (the helpers keep numpy's division by zero, where, clip and nan_to_num); any array steps in numpy
-    one = shape == () and all(_is_number(v) for v in (lo, h_lo, hi, h_hi))
+    one = shape == () and all(is_number(v) for v in (lo, h_lo, hi, h_hi))
     if one:
         rate, lo, h_lo, hi, h_hi = (float(v) for v in (rate, lo, h_lo, hi, h_hi))
     # the secant of the last two points lands on a kink from its flat side at once
     side = 0 if one else np.zeros(shape)
     p, h_p, b, h_b = lo, h_lo, hi, h_hi
     for _ in range(_MAX_ITERATIONS):
-        secant = b - _divide(h_b * (b - p), h_b - h_p)
-        falsi = _divide(lo * h_hi - hi * h_lo, h_hi - h_lo)
+        secant = b - divide(h_b * (b - p), h_b - h_p)
+        falsi = divide(lo * h_hi - hi * h_lo, h_hi - h_lo)
         inside = (secant > lo) & (secant < hi)
-        x = _where(h_hi >= 0, hi, _where(inside, secant, falsi))
-        x = _finite_clip(x, lo, hi)
+        x = where(h_hi >= 0, hi, where(inside, secant, falsi))
+        x = finite_clip(x, lo, hi)
         asked = np.float64(x) if one else x  # what numpy's steps gave: the root returned is the last one asked
         t = iteration_seconds(asked)
-        one = one and _is_number(t)  # an iteration time with axes of its own: numpy from here on
+        one = one and is_number(t)  # an iteration time with axes of its own: numpy from here on
         h_x = rate * (float(t) if one else t) - x
         if np.all(abs(x - b) <= _TOLERANCE * x):  # every point settled: x is the root to rounding
             return asked
         p, h_p, b, h_b = b, h_b, x, h_x
         last = asked
         right = h_x < 0  # the root is at or below x
-        hi, h_hi = _where(right, x, hi), _where(right, h_x, h_hi)
-        lo, h_lo = _where(right, lo, x), _where(right, h_lo, h_x)
-        h_lo = _where(right & (side == -1), h_lo / 2, h_lo)  # Illinois: halve the stale end
-        h_hi = _where(_negate(right) & (side == 1), h_hi / 2, h_hi)
-        side = _where(right, -1, 1)
+        hi, h_hi = where(right, x, hi), where(right, h_x, h_hi)
+        lo, h_lo = where(right, lo, x), where(right, h_lo, h_x)
+        h_lo = where(right & (side == -1), h_lo / 2, h_lo)  # Illinois: halve the stale end
+        h_hi = where(negate(right) & (side == 1), h_hi / 2, h_hi)
+        side = where(right, -1, 1)
     return last
-
-
-_NUMBERS = (float, np.float64)
-
-
-def _is_number(x) -> bool:
-    """``x`` is one float64 number (a float, a numpy float64 or a 0-d float64 array)."""
-    return type(x) in _NUMBERS or (type(x) is np.ndarray and x.ndim == 0 and x.dtype.char == "d")
-
-
-def _divide(a, b):
-    """``a / b`` as numpy divides float64 (IEEE: a zero divisor gives ±inf or NaN, never an error)."""
-    if type(a) is float and type(b) is float and b != 0.0:
-        return a / b
-    with np.errstate(invalid="ignore", divide="ignore"):  # a zero divisor's inf or NaN, bits and all, numpy's
-        return float(np.float64(a) / b) if type(a) is float and type(b) is float else a / b
-
-
-def _where(c, a, b):
-    """``np.where(c, a, b)``; for a plain condition between plain floats or ints, the one chosen, as is."""
-    if type(c) is bool and type(a) in _PLAIN and type(b) in _PLAIN:
-        return a if c else b
-    return np.where(c, a, b)
-
-
-_PLAIN = (float, int)
-
-
-def _negate(c):
-    """``~c`` of a boolean array; ``not c`` of a plain bool (whose ``~`` is an int's)."""
-    return (not c) if type(c) is bool else ~c
-
-
-def _finite_clip(x, lo, hi):
-    """``np.clip(np.nan_to_num(x, nan=1e-9), lo, hi)``; for plain floats the same steps as numpy's on one number
-    (NaN to 1e-9, ±inf to ±the largest float, then x below lo to lo and above hi to hi, a NaN bound kept)."""
-    if type(x) is float and type(lo) is float and type(hi) is float:
-        if x != x:
-            x = 1e-9
-        elif x in (math.inf, -math.inf):
-            x = math.copysign(_LARGEST, x)
-        y = x if x >= lo else lo  # numpy's clip of one number (signed zeros and NaN bounds as it keeps them)
-        return y if (y != y or y <= hi) else hi
-    # nan_to_num's replacements by where (its Python wrapper is most of its time on a few rates)
-    x = np.where(np.isnan(x), 1e-9, np.where(np.isinf(x), np.copysign(_LARGEST, x), x))
-    return np.clip(x, lo, hi)
-
-
-_LARGEST = float(np.finfo(float).max)
 
 
 def _scan(rate, iteration_seconds, slots, shape):
