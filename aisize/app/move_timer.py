@@ -101,24 +101,23 @@ class _Timer:
                     self.record["handler_wall"] += (time.perf_counter() - wall) * 1e3
                     self.record["handler_cpu"] += (time.thread_time() - cpu) * 1e3
 
-        def timed_plan(*args, **kwargs):
-            wall, cpu = time.perf_counter(), time.thread_time()
-            try:
-                return plan(*args, **kwargs)
-            finally:
-                if self.record is not None:
-                    self.record["plan_wall"] += (time.perf_counter() - wall) * 1e3
-                    self.record["plan_cpu"] += (time.thread_time() - cpu) * 1e3
+        def timed(fn, name, counted=False):
+            """``fn`` adding its wall and thread CPU ms to the move's ``{name}_wall`` and ``{name}_cpu``."""
+            def call(*args, **kwargs):
+                wall, cpu = time.perf_counter(), time.thread_time()
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    if self.record is not None:
+                        self.record[f"{name}_wall"] += (time.perf_counter() - wall) * 1e3
+                        self.record[f"{name}_cpu"] += (time.thread_time() - cpu) * 1e3
+                        if counted:
+                            self.record[f"{name}s"] += 1
+            return call
 
-        def timed_send(*args, **kwargs):  # the messages' serialization, signing and hand-off to the IOPub thread
-            wall, cpu = time.perf_counter(), time.thread_time()
-            try:
-                return send(*args, **kwargs)
-            finally:
-                if self.record is not None:
-                    self.record["send_wall"] += (time.perf_counter() - wall) * 1e3
-                    self.record["send_cpu"] += (time.thread_time() - cpu) * 1e3
-                    self.record["sends"] += 1
+        timed_plan = timed(plan, "plan")
+        # the messages' serialization, signing and hand-off to the IOPub thread
+        timed_send = timed(send, "send", counted=True)
 
         def on_gc(phase, info):
             if phase == "start":
