@@ -21,6 +21,21 @@ from aisize.app.state import AppState
 OWN_MODEL = "(the workload's own model)"  # a Model dropdown's value for a model that is no catalog id
 
 
+class Kept:
+    """The last value built for each kind of key: ``get((kind, *inputs), build)`` builds only when the inputs
+    differ from the last ones of that kind (compared by ==), so a move that leaves a table's inputs alone sends
+    nothing for it and builds no DataFrame."""
+
+    def __init__(self):
+        self._last: dict = {}
+
+    def get(self, key: tuple, build):
+        kept = self._last.get(key[0])
+        if kept is None or kept[0] != key[1:]:
+            kept = self._last[key[0]] = (key[1:], build())
+        return kept[1]
+
+
 class Section:
     """Base class: a titled box with controls, an error line, figures and charts."""
 

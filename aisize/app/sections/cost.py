@@ -17,7 +17,7 @@ import pandas as pd
 from aisize import charts
 from aisize import format as F
 from aisize.app import controls as K
-from aisize.app.sections import Section
+from aisize.app.sections import Kept, Section
 from aisize.cost import load_prices, server_price_id
 from aisize.present.cost_text import payback, verdict
 from aisize.present.export import cost_table
@@ -50,20 +50,6 @@ def _prices_table(c) -> str:
                     headers={"usd": "price [USD per unit]", "kind": "basis"}).replace(
         "<td>assumption</td>", "<td><b>assumption</b></td>") + "<p class='aisize-note'>"
         + html.escape("Override any price in the scenario file: cost: {prices: {id: value}}") + "</p>")
-
-
-class _Kept:
-    """The last value built for each kind of key: ``get((kind, *inputs), build)`` builds only when the inputs
-    differ from the last ones of that kind (compared by ==)."""
-
-    def __init__(self):
-        self._last: dict = {}
-
-    def get(self, key: tuple, build):
-        kept = self._last.get(key[0])
-        if kept is None or kept[0] != key[1:]:
-            kept = self._last[key[0]] = (key[1:], build())
-        return kept[1]
 
 
 CLOUD_CHARS = 32  # characters the cloud-rate dropdown shows uncut (255 px of select at about 7 px each)
@@ -103,7 +89,7 @@ class CostSection(Section):
                                    steps_per_decade=50, fmt=",.0f")
         self.figures, self.capital, self.workloads, self.prices = (widgets.HTML() for _ in range(4))
         self.chart = K.ChartSlot()
-        self._tables = _Kept()
+        self._tables = Kept()
         super().__init__(state)
         self.bind(self.life, lambda: ("cost", "life_years"), float)
         self.bind(self.power, lambda: ("cost", "average_power_share"), float)

@@ -15,7 +15,7 @@ import pandas as pd
 from aisize import catalog, charts
 from aisize import format as F
 from aisize.app import controls as K
-from aisize.app.sections import Section
+from aisize.app.sections import Kept, Section
 from aisize.plan.bom import storage_table
 from aisize.plan.queues import storage_queue_basis
 from aisize.present.storage_text import basis_text
@@ -52,7 +52,7 @@ class DataPathSection(Section):
                                      "Share of raw capacity left after data protection", fmt=".2f")
         self.figures, self.jobs, self.blend = widgets.HTML(), widgets.HTML(), widgets.HTML()
         self.blend_chart, self.capacity_chart = K.ChartSlot(), K.ChartSlot()
-        self._blend_at = (None, None, None, None)  # (blend inputs, rows, table HTML, chart rows) last shown
+        self._kept = Kept()  # the blend's rows, table HTML and chart rows, while its inputs stay
         super().__init__(state)
         self.bind(self.storage, lambda: ("hardware", "storage"))
         self.bind(self.dataset, lambda: None if self.job.value is None else ("workloads", self.job.value, "dataset"),
@@ -94,12 +94,11 @@ class DataPathSection(Section):
                  "<p class='aisize-note'>No training job.</p>")
         # the blend's table and chart rows read only the blend (storage_table: workloads, read share); a move
         # that leaves it (checkpoints, usable/raw) reuses them rather than building 3 DataFrames again (2-3 ms)
-        key = (s.workloads, s.read_share)
-        if self._blend_at[0] != key:
+        def blend_built():
             rows = pd.DataFrame([w for w in s.workloads if any(w[k] for k in _RATES)])
-            self._blend_at = (key, rows, None if rows.empty else K.table(_blend_table(storage_table(plan))),
-                              None if rows.empty else charts.io_blend_rows(rows))  # in GB/s, as the cards
-        _, rows, table, blend = self._blend_at
+            return (rows, None if rows.empty else K.table(_blend_table(storage_table(plan))),
+                    None if rows.empty else charts.io_blend_rows(rows))  # in GB/s, as the cards
+        rows, table, blend = self._kept.get(("blend", s.workloads, s.read_share), blend_built)
         if rows.empty:  # nothing reads or writes the storage: a sentence, not an empty chart and a zero row
             self.blend_chart.clear()
             K.assign(self.blend, "value", "<p class='aisize-note'>No workload reads or writes the shared storage: "
