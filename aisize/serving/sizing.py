@@ -45,7 +45,7 @@ RATE_GRID = 16  # per-replica rates tried per shape, geometric from 0.1 % to 99.
 SEARCH_BITS = 5
 STATISTICS = tuple(STATISTIC_SUFFIX)  # what a TTFT or TPOT target bounds
 KNEE_FACTOR = 2.0  # the knee: where mean request latency doubles over its light-load value
-KNEE_POINTS = 48  # rates of the chosen shape's curve the knee is read from (1 % to 99 % of capacity)
+KNEE_POINTS = 48  # rates of each shape's curve the knee is read from (1 % to 99 % of capacity; solved with the grid)
 
 
 @dataclass(frozen=True)
