@@ -73,3 +73,49 @@ def test_a_bracket_set_aside_for_one_point_only():
         assert _bits(got[k]) == _bits(_alone(rates[k], t, 4096.0, own))
     assert _bits(got[1]) == _bits(roots[1])  # scanned for, as with no bracket
     np.testing.assert_allclose(got, roots, rtol=1e-9)
+
+
+def test_every_shapes_knee_rides_the_grids_solve_with_the_figures_of_its_own():
+    from aisize import models, serving
+    from aisize.serving import latency as L
+    from aisize.serving import sizing
+    from aisize.serving.calibration import CALIBRATION
+
+    arch, engine = models.resolve("llama-3-70b"), serving.ENGINES["vllm"]
+    dev = serving.hardware.device("h100-sxm", "bf16", "bf16")
+    shapes = sizing.candidate_shapes(arch, dev, scaleout_bytes_per_s=50e9, gpus_per_server=8, max_servers=4,
+                                     engine=engine)
+    sizing._shape_grid.cache_clear()
+    sizing._slo_rates.cache_clear()
+    L._clear()
+    grids, solves = [], []
+    real_grid, real_loaded = sizing._shape_grid, sizing.loaded_state
+
+    def kept_grid(*a):
+        grids.append(real_grid(*a))
+        return grids[-1]
+
+    def counted(*a, **kw):
+        solves.append(np.shape(kw["requests_per_s"]))
+        return real_loaded(*a, **kw)
+    try:
+        sizing._shape_grid, sizing.loaded_state = kept_grid, counted
+        fleet = sizing.choose_fleet(arch, "h100-sxm", weight_precision="bf16", kv_precision="bf16",
+                                    input_tokens=2000, output_tokens=300, requests_per_s=100.0, ttft_target_s=0.5,
+                                    tpot_target_s=0.04, shapes=shapes, engine=engine, calibration=CALIBRATION)
+        g = grids[-1]
+        rows = len(g.fitting)
+        assert fleet.feasible and rows >= 3 and solves == [(rows, sizing.RATE_GRID + sizing.KNEE_POINTS),
+                                                           (rows, 2 ** sizing.SEARCH_BITS - 1)]
+        knees = [fleet.knee_of(s) for s, _ in g.fitting]
+        assert len(solves) == 2  # every shape's knee read from the grid's solve, none solved again
+        # each shape's knee curve solved without the grid's rates beside it: the same roots, the same knee
+        lam = g.capacity[:, None] * np.linspace(0.01, 0.99, sizing.KNEE_POINTS)[None, :]
+        ls = g.at(lam, state=True)[-1]
+        mean = np.broadcast_to(ls.ttft_seconds + (300 - 1) * ls.tpot_seconds, lam.shape)
+        alone = [sizing.knee(lam[k], mean[k]) for k in range(rows)]
+        np.testing.assert_allclose(knees, alone, rtol=1e-12)
+    finally:
+        sizing._shape_grid, sizing.loaded_state = real_grid, real_loaded
+        sizing._shape_grid.cache_clear()
+        sizing._slo_rates.cache_clear()
