@@ -97,14 +97,16 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None
     from empty settles at (B -> λ·O·T(B) rises to it), so one call first evaluates h at 0 and at slots / 2^k (k
     = 23 ... 0) and keeps the first bracket where h turns negative. Then each step takes the secant through the
     last two points evaluated where it falls inside the bracket, else the bracket's Illinois point (regula falsi
-    alone crawled for dozens of steps where h is nearly flat beyond the root, near saturation), until every
-    point has settled. The array it returns is the last one it passed to ``iteration_seconds``, so a caller may
-    keep that evaluation instead of repeating it.
+    alone crawled for dozens of steps where h is nearly flat beyond the root, near saturation). Each point stops
+    at its own settling and is asked again at that root while others step on, so a batched point's root is the
+    one it has alone (to ``iteration_seconds``'s elementwise bits), whatever is solved beside it. The array it
+    returns is the last one it passed to ``iteration_seconds``, so a caller may keep that evaluation instead of
+    repeating it.
 
     ``bracket``, when given, is ``(low, T(low), high, T(high))``: concurrencies known to hold the root
     between them (the roots of this solve at a lower and a higher rate), with their iteration times; the
     scan is then skipped. ``high`` may be ``slots`` with h(slots) >= 0, where the answer is ``slots``. A
-    bracket that does not hold the root is set aside for the scan.
+    bracket that does not hold a point's root is set aside for the scan, for that point only.
 
     ``scan_seconds``, when given, stands in for ``iteration_seconds`` at the scan's points (the same values: a
     caller that kept them from a solve at another rate, since they do not depend on it).
