@@ -97,14 +97,16 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None
     from empty settles at (B -> λ·O·T(B) rises to it), so one call first evaluates h at 0 and at slots / 2^k (k
     = 23 ... 0) and keeps the first bracket where h turns negative. Then each step takes the secant through the
     last two points evaluated where it falls inside the bracket, else the bracket's Illinois point (regula falsi
-    alone crawled for dozens of steps where h is nearly flat beyond the root, near saturation), until every
-    point has settled. The array it returns is the last one it passed to ``iteration_seconds``, so a caller may
-    keep that evaluation instead of repeating it.
+    alone crawled for dozens of steps where h is nearly flat beyond the root, near saturation). Each point stops
+    at its own settling and is asked again at that root while others step on, so a batched point's root is the
+    one it has alone (to ``iteration_seconds``'s elementwise bits), whatever is solved beside it. The array it
+    returns is the last one it passed to ``iteration_seconds``, so a caller may keep that evaluation instead of
+    repeating it.
 
     ``bracket``, when given, is ``(low, T(low), high, T(high))``: concurrencies known to hold the root
     between them (the roots of this solve at a lower and a higher rate), with their iteration times; the
     scan is then skipped. ``high`` may be ``slots`` with h(slots) >= 0, where the answer is ``slots``. A
-    bracket that does not hold the root is set aside for the scan.
+    bracket that does not hold a point's root is set aside for the scan, for that point only.
 
     ``scan_seconds``, when given, stands in for ``iteration_seconds`` at the scan's points (the same values: a
     caller that kept them from a solve at another rate, since they do not depend on it).
@@ -116,8 +118,12 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None
         h_lo, h_hi = rate * t_lo - lo, rate * t_hi - hi
         # a bracket that does not hold the root (h must fall from >= 0 to <= 0, or end at the slots) is scanned for
         slack = 1e-9 * np.maximum(hi, 1e-9)
-        if np.any(h_lo < -slack) or np.any((h_hi > slack) & (hi < np.broadcast_to(slots, shape))):
+        off = (h_lo < -slack) | ((h_hi > slack) & (hi < np.broadcast_to(slots, shape)))
+        if np.all(off):
             bracket = None
+        elif np.any(off):  # each point's own bracket, or its scan where that does not hold its root
+            found = _scan(rate, scan_seconds or iteration_seconds, slots, shape)
+            lo, h_lo, hi, h_hi = (np.where(off, s, v) for s, v in zip(found, (lo, h_lo, hi, h_hi)))
     if bracket is None:
         lo, h_lo, hi, h_hi = _scan(rate, scan_seconds or iteration_seconds, slots, shape)
     # one root (the hot case) steps in plain floats, where each operation below gives numpy's float64 result to
@@ -128,18 +134,24 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None
     # the secant of the last two points lands on a kink from its flat side at once
     side = 0 if one else np.zeros(shape)
     p, h_p, b, h_b = lo, h_lo, hi, h_hi
+    frozen = None  # of many points, those settled: each is asked again at the x it settled at (its root)
     for _ in range(_MAX_ITERATIONS):
         secant = b - divide(h_b * (b - p), h_b - h_p)
         falsi = divide(lo * h_hi - hi * h_lo, h_hi - h_lo)
         inside = (secant > lo) & (secant < hi)
         x = where(h_hi >= 0, hi, where(inside, secant, falsi))
         x = finite_clip(x, lo, hi)
+        if frozen is not None:
+            x = np.where(frozen, b, x)
         asked = np.float64(x) if one else x  # what numpy's steps gave: the root returned is the last one asked
         t = iteration_seconds(asked)
         one = one and is_number(t)  # an iteration time with axes of its own: numpy from here on
         h_x = rate * (float(t) if one else t) - x
-        if np.all(abs(x - b) <= _TOLERANCE * x):  # every point settled: x is the root to rounding
+        settled = abs(x - b) <= _TOLERANCE * x  # x is the root to rounding
+        if np.all(settled):  # every point settled
             return asked
+        if not one and np.ndim(settled):  # a point stops at its own settling, whatever else is solved beside it
+            frozen = settled if frozen is None else frozen | settled
         p, h_p, b, h_b = b, h_b, x, h_x
         last = asked
         right = h_x < 0  # the root is at or below x

@@ -45,7 +45,7 @@ RATE_GRID = 16  # per-replica rates tried per shape, geometric from 0.1 % to 99.
 SEARCH_BITS = 5
 STATISTICS = tuple(STATISTIC_SUFFIX)  # what a TTFT or TPOT target bounds
 KNEE_FACTOR = 2.0  # the knee: where mean request latency doubles over its light-load value
-KNEE_POINTS = 48  # rates of the chosen shape's curve the knee is read from (1 % to 99 % of capacity)
+KNEE_POINTS = 48  # rates of each shape's curve the knee is read from (1 % to 99 % of capacity; solved with the grid)
 
 
 @dataclass(frozen=True)
@@ -242,9 +242,9 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
     budget = np.array([float(lim.max_num_tokens) * s.attention_dp * s.pipeline_parallel for s, lim in fitting])
     grid_shape = _read_only(ShapeGrid.of([s for s, _ in fitting], dev.link_bytes_per_s))
 
-    def at(rates_per_s, near=None):
+    def at(rates_per_s, near=None, state=False):
         """(TTFT statistic, TPOT statistic, stable, mean iteration) of every shape (rows) at per-replica rates
-        (columns); ``near`` as for :func:`loaded_state`."""
+        (columns); ``near`` as for :func:`loaded_state`; with ``state``, the loaded state besides."""
         ls = loaded_state(costs, rates, calibration, requests_per_s=rates_per_s,
                           capacity_requests_per_s=capacity[:, None], slots=slots[:, None], input_tokens=input_tokens,
                           output_tokens=output_tokens, max_num_tokens=budget[:, None],
@@ -252,24 +252,20 @@ def _shape_grid(model, accelerator, weight_precision, kv_precision, input_tokens
                           cached_tokens=cached_tokens, near=near)
         suffix = STATISTIC_SUFFIX[stat]
         ttft, tpot = getattr(ls, f"ttft{suffix}_seconds"), getattr(ls, f"tpot{suffix}_seconds")
-        return ttft, tpot, ls.stable, ls.iteration_seconds
+        return (ttft, tpot, ls.stable, ls.iteration_seconds) + ((ls,) if state else ())
 
+    # the grid and every shape's knee curve (a fine linear grid: the curve the app and report draw) in one solve:
+    # each root settles on its own (littles_law_concurrency), so each rate's figures are those it has alone
     lam_grid = capacity[:, None] * np.geomspace(1e-3, 0.995, RATE_GRID)[None, :]
-    ttft, tpot, stable, iteration = at(lam_grid)
+    lam_knee = capacity[:, None] * np.linspace(0.01, 0.99, KNEE_POINTS)[None, :]
+    *got, ls = at(np.concatenate((lam_grid, lam_knee), axis=1), state=True)
+    both = (len(fitting), RATE_GRID + KNEE_POINTS)
+    ttft, tpot, stable, iteration = (np.broadcast_to(x, both)[:, :RATE_GRID] for x in got)
+    mean = np.broadcast_to(ls.ttft_seconds + (output_tokens - 1) * ls.tpot_seconds, both)[:, RATE_GRID:]
 
     @lru_cache(maxsize=None)
     def shape_knee(k: int) -> float:
-        # the knee on a fine linear grid of the chosen shape alone (the curve the app and report draw)
-        sel = _read_only(ShapeGrid.of([fitting[k][0]], dev.link_bytes_per_s))
-        lam_k = capacity[k] * np.linspace(0.01, 0.99, KNEE_POINTS)
-        j = np.searchsorted(lam_grid[k], lam_k)  # the grid's rates either side (it spans 0.1 % to 99.5 %)
-        near = (lam_grid[k][j - 1], iteration[k][j - 1], lam_grid[k][j], iteration[k][j])
-        lk = loaded_state(costs, rates, calibration, requests_per_s=lam_k[None, :],
-                          capacity_requests_per_s=capacity[k], slots=slots[k], input_tokens=input_tokens,
-                          output_tokens=output_tokens, max_num_tokens=budget[k], chunked_prefill=engine.chunked_prefill,
-                          shape=sel, length_cv=length_cv, cached_tokens=cached_tokens, near=near)
-        mean = (lk.ttft_seconds + (output_tokens - 1) * lk.tpot_seconds)[0]
-        return knee(lam_k, mean)
+        return knee(lam_knee[k], mean[k])
 
     gpus = np.array([s.gpus for s, _ in fitting], dtype=float)
     return _ShapeGrid(fitting, gpus, at, lam_grid, ttft, tpot, stable, iteration, shape_knee, capacity)
