@@ -100,3 +100,22 @@ def test_the_screen_on_kept_layouts_chooses_as_on_layouts_made_for_each_call(mon
     made = _fleet()
     assert not any(type(x) is IS._Frozen for key in IS._LAYOUTS for x in key[4:])
     assert kept == made
+
+
+def test_a_read_only_view_of_a_writeable_array_is_not_kept_and_a_broadcast_view_does_not_warn():
+    """A kept layout may alias its arrays, so a column is kept only if nothing it views can change: a read-only
+    view of a writeable array is not (its base may be written), and a view ``np.broadcast_arrays`` made of a
+    writeable array is asked nothing that makes numpy warn (its own flag is never read)."""
+    import warnings
+    base = np.array([[1.0], [2.0]])
+    view = base[:, :]
+    view.flags.writeable = False
+    assert IS._frozen(view) is view  # not a key: the base can still change
+    base.flags.writeable = False
+    assert isinstance(IS._frozen(view), IS._Frozen)
+    wide, _ = np.broadcast_arrays(np.array([1.0, 2.0]), np.zeros((3, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert IS._frozen(wide) is wide
+    column = _column(True).tensor_parallel
+    assert isinstance(IS._frozen(column), IS._Frozen)  # the screen's columns (views of their own arrays) are kept

@@ -145,10 +145,20 @@ class _Frozen(tuple):
 
 def _frozen(x):
     """``x`` itself, or a read-only numpy array's :class:`_Frozen` key (the sizing screen's shapes, a column of
-    shapes asked at every step of its solves); a writeable array as is (unhashable: not kept)."""
-    if type(x) is np.ndarray and not x.flags.writeable and x.dtype.kind in "fiu":
+    shapes asked at every step of its solves); a writeable array as is (unhashable: not kept), and so a read-only
+    view of a writeable array, which can change under a kept layout."""
+    if type(x) is np.ndarray and x.dtype.kind in "fiu" and _immutable(x):
         return _Frozen((x.dtype.str, x.shape, x.tobytes()))
     return x
+
+
+def _immutable(x) -> bool:
+    """``x`` and every array it views are read-only. The bases are asked first: a view ``np.broadcast_arrays`` made
+    of a writeable array warns when its own flag is read (numpy's FutureWarning), and is not kept anyway."""
+    base = x.base
+    if base is not None and not (type(base) is np.ndarray and _immutable(base)):
+        return False
+    return not x.flags.writeable
 
 
 _layout.cache_clear = _LAYOUTS.clear  # aisize.plan.clear_caches finds it (cold-plan benchmarks)

@@ -208,8 +208,9 @@ def _read_only(grid: ShapeGrid) -> ShapeGrid:
     (aisize.serving.iteration_shape keeps a layout of read-only arrays only, which cannot change under it)."""
     for name in ("tensor_parallel", "attention_dp", "pipeline_parallel", "stage_link_bytes_per_s", "expert_parallel"):
         x = getattr(grid, name)
-        if isinstance(x, np.ndarray):
+        while isinstance(x, np.ndarray):  # the column and the array it views (ShapeGrid.of's [:, None])
             x.flags.writeable = False
+            x = x.base
     return grid
 
 
