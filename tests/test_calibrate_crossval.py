@@ -60,9 +60,9 @@ def test_aisize_validate_cross_validate_prints_in_sample_beside_held_out(monkeyp
     monkeypatch.setattr("aisize.calibrate.read_table", lambda path: small if "throughput" in str(path) else [])
     lines = cli.cross_validation_lines(["gpu"], 4)
     assert lines[0].startswith("serving calibration aisize-") and "roofline GEMMs" in lines[1]
-    assert "roofline attention" in lines[1] and lines[2].startswith("  on serving_throughput")
-    assert lines[3].startswith("leave one gpu out (2 groups")
-    assert lines[4].startswith("  in sample") and lines[5].startswith("  held out")
+    assert "roofline attention" in lines[1] and "attention-DP gather" in lines[2]  # the sources, on two lines
+    assert lines[3].startswith("  on serving_throughput") and lines[4].startswith("leave one gpu out (2 groups")
+    assert lines[5].startswith("  in sample") and lines[6].startswith("  held out")
     assert all(len(x) <= 120 for x in lines)
 
 

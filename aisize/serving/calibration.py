@@ -113,7 +113,12 @@ MOE_SOURCES = GEMM_SOURCES + ("kernel_fixed", "engine_kernels")
 #: flashinfer_trtllm`` on Blackwell, its default Triton fused MoE on Hopper; docs/calibration.md)
 MOE_KERNEL_ENGINES = frozenset({"sglang"})
 #: the calibration's switches between the roofline and the measured kernel tables (each one of GEMM_SOURCES)
-SOURCE_SWITCHES = ("gemm_source", "moe_source", "attention_source", "allreduce_source", "gather_source")
+SOURCE_SWITCHES = ("gemm_source", "moe_source", "attention_source", "allreduce_source", "gather_source",
+                   "moe_layer_source")
+#: moe_layer_source: "fitted" (moe_layer_seconds as fitted, whatever the experts' format) or "format_kernels" (that
+#: time scaled by the measured MoE operators' small-batch time in the replica's expert format over FP8's,
+#: aisize.serving.moe_format; not shipped: docs/calibration.md, "The MoE layer's fixed time by weight format")
+MOE_LAYER_SOURCES = ("fitted", "format_kernels")
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,9 @@ class Calibration:
     # "roofline" ((dp - 1) shares over the link + collective_seconds, each) or "kernels" (NCCL's all-gather and
     # reduce-scatter measured on the GPU, aisize.serving.kernel_allreduce.gather_scatter_seconds)
     gather_source: str = "roofline"
+    # the MoE layer's fixed time: "fitted" (moe_layer_seconds as is) or "format_kernels" (scaled to the replica's
+    # expert format by the measured MoE operators, aisize.serving.moe_format)
+    moe_layer_source: str = "fitted"
     fitted: tuple = field(default=())  # names of the fitted attributes (gemm_efficiency[gen] for one generation)
     fitted_on: tuple = field(default=())  # the sets the fit used
     assumed: tuple = field(default=())  # values no public set identifies, stated as assumptions
@@ -338,7 +346,7 @@ def from_dict(d, *, where: str = "calibration") -> Calibration:
     for name in ("fitted", "fitted_on", "assumed"):
         merged[name] = _names(where, name, merged.get(name))
     for switch in SOURCE_SWITCHES:
-        allowed = MOE_SOURCES if switch == "moe_source" else GEMM_SOURCES
+        allowed = {"moe_source": MOE_SOURCES, "moe_layer_source": MOE_LAYER_SOURCES}.get(switch, GEMM_SOURCES)
         if merged[switch] not in allowed:
             raise ValueError(f"{where}: {switch}={str(merged[switch])[:40]!r} is not allowed: one of "
                              f"{', '.join(allowed)}")

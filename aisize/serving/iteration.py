@@ -124,6 +124,8 @@ class Rates:
     kernel_gather: str | None = None  # GPU id: attention-DP gather/scatter from NCCL's measured tables (gather_source)
     # the attention-DP exchange moves each rank's own tokens, quantized on the way (Engine.dp_exchange_by_sizes)
     dp_exchange_by_sizes: bool = False
+    # (gpu, engine key): moe_layer_seconds scaled to the expert format by the measured MoE operators (moe_format)
+    moe_format: tuple | None = None
 
 
 def achieved_rates(device, calib, engine=None) -> Rates:
@@ -145,7 +147,16 @@ def achieved_rates(device, calib, engine=None) -> Rates:
                  _kernel_source(device, calib, engine, "attention_source"),
                  _kernel_source(device, calib, engine, "allreduce_source"), calib.moe_source == "kernel_fixed",
                  _gather_source(device, calib, engine),
-                 bool(getattr(_engine_record(engine), "dp_exchange_by_sizes", False)))
+                 bool(getattr(_engine_record(engine), "dp_exchange_by_sizes", False)),
+                 _moe_format_source(device, calib, engine))
+
+
+def _moe_format_source(device, calib, engine):
+    """(GPU, engine key) whose measured MoE operators scale the MoE layer's fixed time to the expert format, where
+    the calibration says so (``moe_layer_source="format_kernels"``), else None."""
+    if calib.moe_layer_source != "format_kernels" or engine is None:
+        return None
+    return (device.id, getattr(engine, "key", engine))
 
 
 def _engine_record(engine):

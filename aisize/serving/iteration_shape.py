@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from aisize.serving.kernel_moe import fixed_seconds as kernel_fixed_seconds
+from aisize.serving.moe_format import scale as moe_format_scale
 
 
 class _Layout:
@@ -48,8 +49,10 @@ class _Layout:
             from aisize.serving.iteration import _experts  # the roofline at one token (iteration imports this)
             moe_fixed = kernel_fixed_seconds(costs, *rates.kernel_moe, g, ep,
                                              lambda t: _experts(costs, rates, calib, t, g, ep))
-        self.overhead_seconds = (costs.layers * rates.layer_seconds + costs.moe_layers * rates.moe_layer_seconds
-                                 + moe_fixed)
+        moe_layer = rates.moe_layer_seconds
+        if rates.moe_format is not None and costs.moe_layers:  # scaled to the expert format (moe_format)
+            moe_layer = moe_layer * moe_format_scale(costs, *rates.moe_format, g, ep)
+        self.overhead_seconds = costs.layers * rates.layer_seconds + costs.moe_layers * moe_layer + moe_fixed
         self.eager_seconds = costs.layers * calib.eager_layer_seconds
         self.link_bytes_per_s = rates.link_bytes_per_s if stage_link_bytes_per_s is None else (
             np.asarray(stage_link_bytes_per_s, dtype=float) * calib.link_efficiency)
