@@ -22,10 +22,12 @@ def serving_latency_data(curve: pd.DataFrame, ttft_target_seconds: float | None 
                          tpot_target_seconds: float | None = None) -> dict[str, list[dict]]:
     """The rows :func:`serving_latency` draws (long form, in ms), by dataset name; the rates are the curve's,
     drawn times the chart's :data:`RATE_FACTOR`."""
-    rows = [{"requests_per_s": float(r), "metric": metric, "statistic": stat, "ms": float(v) * 1e3}
+    # each column read once as Python floats (tolist: float() of each element, without a Series iteration)
+    rates = [float(r) for r in curve["requests_per_s"].tolist()]
+    rows = [{"requests_per_s": r, "metric": metric, "statistic": stat, "ms": float(v) * 1e3}
             for metric, cols in (("TTFT", ("ttft_seconds", "ttft_p95_seconds")),
                                  ("TPOT", ("tpot_seconds", "tpot_p95_seconds")))
-            for stat, col in zip(("mean", "p95"), cols) for r, v in zip(curve["requests_per_s"], curve[col])]
+            for stat, col in zip(("mean", "p95"), cols) for r, v in zip(rates, curve[col].tolist())]
     targets = [{"metric": m, "ms": float(t) * 1e3, "what": f"{m} target"}
                for m, t in (("TTFT", ttft_target_seconds), ("TPOT", tpot_target_seconds)) if t is not None]
     return {SERVING_CURVE: rows, SERVING_TARGETS: targets}
