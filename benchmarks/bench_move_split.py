@@ -349,13 +349,12 @@ def traced(trace: bytes, windows: list[tuple[float, float]]) -> dict[str, list[f
     return out
 
 
-# what the page shows: every drawn chart's SVG and the page's text (to compare two trees' pages after the same moves)
-# the charts, the text, the tables' HTML and the download links' targets as written (the scenario's YAML: not in
-# the text; a chart menu's "#" as written, not resolved against the server's port)
+# what the page shows, to compare two trees' pages after the same moves: every drawn chart's SVG, the page's text,
+# the tables' HTML and the download links' targets as written (the scenario's YAML is not in the text; a chart
+# menu's "#" as written, not resolved against the server's port)
 SHOWN = """() => JSON.stringify({charts: [...document.querySelectorAll('.vega-embed svg')].map(e => e.outerHTML),
-                             text: document.body.innerText,
-                             tables: [...document.querySelectorAll('table')].map(e => e.outerHTML),
-                             links: [...document.querySelectorAll('a[download]')].map(e => e.getAttribute('href'))})"""
+  text: document.body.innerText, tables: [...document.querySelectorAll('table')].map(e => e.outerHTML),
+  links: [...document.querySelectorAll('a[download]')].map(e => e.getAttribute('href'))})"""
 
 
 # the chart code's functions whose calls say how often a move ran the Vega view (runAsync) and drew it (render)
