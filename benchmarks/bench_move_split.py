@@ -528,8 +528,8 @@ def main() -> None:
     parser.add_argument("--trace", action="store_true", help="with --browser: sum the main thread's traced events")
     parser.add_argument("--count", action="store_true",
                         help="with --browser: count the Vega view's runs and renders per move (slows the moves)")
-    parser.add_argument("--dump", help="with --browser: write the page's charts (SVG), text, tables and download links after "
-                        "the moves here")
+    parser.add_argument("--dump", help="with --browser: write the page's charts (SVG), text, tables and download "
+                        "links after the moves here")
     parser.add_argument("--kernel-timer", action="store_true",
                         help="with --browser: time each move inside the page's kernel (aisize.app.move_timer)")
     parser.add_argument("--no-kernel", action="store_true", help="skip the in-process kernel part")
