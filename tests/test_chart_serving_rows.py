@@ -1,5 +1,5 @@
 """The latency chart's rows are one a rate with its four series, which each panel folds into its two lines (issue
-51: 7 kB a new curve where a row a point was 21 kB). Drawn, they are the chart of a row a point: the same SVG as the
+51: 8.7 kB a new curve where a row a point was 21 kB). Drawn, they are the chart of a row a point: the same SVG as the
 long-form chart (a row per rate, metric and statistic, each panel filtering its metric), for a curve of the default
 service and a made-up one; a row with another value draws another chart."""
 

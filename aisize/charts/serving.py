@@ -25,7 +25,7 @@ def serving_latency_data(curve: pd.DataFrame, ttft_target_seconds: float | None 
                          tpot_target_seconds: float | None = None) -> dict[str, list[dict]]:
     """The rows :func:`serving_latency` draws, by dataset name: one row a rate with each series in ms (``"TTFT
     mean"``, ``"TTFT p95"``, ``"TPOT mean"``, ``"TPOT p95"``), which each panel folds into its two lines (a row a
-    point: four times the rows and 21 kB a new curve, where these are 7 kB); the rates are the curve's, drawn
+    point: four times the rows and 21 kB a new curve, where these are 8.7 kB); the rates are the curve's, drawn
     times the chart's :data:`RATE_FACTOR`."""
     # each column read once as Python floats (tolist: float() of each element, without a Series iteration)
     columns = [[float(v) * 1e3 for v in curve[c].tolist()] for c in SERIES_COLUMNS.values()]
