@@ -1,8 +1,8 @@
 """The Data path tab's tables built from the plan's dicts show what the pandas path showed (issue 51 item 2: the
-IO blend's frames were 4 of a GPU-busy move's 15 ms): the IO blend table against the plan's own
+IO blend's and the tables' frames were 6 of a GPU-busy move's 15 ms): the IO blend table against the plan's own
 ``aisize.plan.bom.storage_table`` frame written out as the tab wrote it, the jobs table against its DataFrame, and
-the blend chart's rows against the DataFrame's, for every preset and a blend of many workloads (numpy sums more than
-eight values pairwise, not in order)."""
+the blend chart's rows against the DataFrame's, for every preset and each preset's blend repeated seven times (6 to 42
+rows)."""
 
 from __future__ import annotations
 

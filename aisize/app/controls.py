@@ -148,6 +148,8 @@ class _Columns:
 
 
 class _Cells(list):
+    """A column's cells, with a Series' ``tolist``."""
+
     def tolist(self) -> list:
         return list(self)
 

@@ -93,7 +93,7 @@ class DataPathSection(Section):
                  "<p class='aisize-note'>No training job.</p>")
         # the blend's table and chart rows read only the blend (workloads, read share): a move that leaves it
         # (checkpoints, usable/raw) reuses them; one that changes it (the GPU-busy target) builds them from the
-        # dicts, not through DataFrames (storage_table and its copies were 4 of the move's 15 ms)
+        # dicts, not through DataFrames (storage_table's and the tables' frames: 6 of the move's 15 ms)
         def blend_built():
             rows = [w for w in s.workloads if any(w[k] for k in _RATES)]
             return (rows, K.table(_blend_table(s.workloads, s.read_share)) if rows else None,
@@ -213,7 +213,7 @@ def _blend_table(workloads, read_share: float) -> dict[str, list[str]]:
     """The plan's IO blend table (aisize.plan.bom.storage_table: a row per workload and a total row) in GB/s, the
     unit of the blend chart, as cell texts by column. The same figures as that frame's, not through pandas: each
     rate divided by GB and multiplied back as the frame's column was, the total row numpy's sum of each column
-    (pandas' DataFrame.sum), its read share the blend's (tests/test_app_move_kept.py compares every preset)."""
+    (pandas' DataFrame.sum), its read share the blend's (tests/test_app_datapath_tables.py compares every preset)."""
     total = {"name": "total", "kind": "", "read_share": read_share}
     columns = {k: [w[k] for w in workloads] for k in ("read_iops", "write_iops")}
     for k in _RATES:
