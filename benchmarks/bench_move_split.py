@@ -18,8 +18,9 @@ Two parts, for the Inference tab's request-rate and prompt sliders (the default 
    page's last change, and the main thread's busy time (Chrome's counters, CDP ``Performance.getMetrics``; with
    ``--trace``, a Chrome trace summed by script, style, layout and paint; with ``--count``, the calls of the Vega
    view's ``runAsync`` and ``render``, exact, from V8's precise coverage). A move counts as done once the page has
-   not changed for 300 ms. ``--dump FILE`` writes the page's charts (SVG) and text after the moves: run with
-   ``PYTHONPATH=<tree>`` for two trees and compare the files (what the page shows, byte for byte).
+   not changed for 300 ms. ``--dump FILE`` writes the page's charts (SVG), text, tables and download links after
+   the moves: run with ``PYTHONPATH=<tree>`` for two trees and compare the files (what the page shows, byte for
+   byte).
 
 ``--every N`` also moves every other shown slider of every tab N steps (after the above), and prints one line a
 slider: in process, the messages and bytes a move sends and to which outputs; with ``--browser``, in the page, the
@@ -348,9 +349,12 @@ def traced(trace: bytes, windows: list[tuple[float, float]]) -> dict[str, list[f
     return out
 
 
-# what the page shows: every drawn chart's SVG and the page's text (to compare two trees' pages after the same moves)
+# what the page shows, to compare two trees' pages after the same moves: every drawn chart's SVG, the page's text,
+# the tables' HTML and the download links' targets as written (the scenario's YAML is not in the text; a chart
+# menu's "#" as written, not resolved against the server's port)
 SHOWN = """() => JSON.stringify({charts: [...document.querySelectorAll('.vega-embed svg')].map(e => e.outerHTML),
-                             text: document.body.innerText})"""
+  text: document.body.innerText, tables: [...document.querySelectorAll('table')].map(e => e.outerHTML),
+  links: [...document.querySelectorAll('a[download]')].map(e => e.getAttribute('href'))})"""
 
 
 # the chart code's functions whose calls say how often a move ran the Vega view (runAsync) and drew it (render)
@@ -524,7 +528,8 @@ def main() -> None:
     parser.add_argument("--trace", action="store_true", help="with --browser: sum the main thread's traced events")
     parser.add_argument("--count", action="store_true",
                         help="with --browser: count the Vega view's runs and renders per move (slows the moves)")
-    parser.add_argument("--dump", help="with --browser: write the page's charts (SVG) and text after the moves here")
+    parser.add_argument("--dump", help="with --browser: write the page's charts (SVG), text, tables and download "
+                        "links after the moves here")
     parser.add_argument("--kernel-timer", action="store_true",
                         help="with --browser: time each move inside the page's kernel (aisize.app.move_timer)")
     parser.add_argument("--no-kernel", action="store_true", help="skip the in-process kernel part")

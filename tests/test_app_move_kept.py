@@ -67,7 +67,7 @@ def _count(monkeypatch, module, name) -> list:
 def test_a_move_that_leaves_the_blend_builds_no_blend_table(monkeypatch):
     app = build_app(display=False)
     section = app.open_tab("Data path")
-    calls = _count(monkeypatch, datapath, "storage_table")
+    calls = _count(monkeypatch, datapath, "_blend_table")
     table = section.blend.value
     slider = _sliders(section.view)["Checkpoints kept [count]"]
     slider.set_state({"value": _step(slider)})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import altair as alt
+import pandas as pd
 
 from aisize.charts.style import BLUE, NUMBER, ORANGE, RED, WIDTH, as_frame, tips
 from aisize.units import GB, TB
@@ -18,12 +19,12 @@ BLEND_DATA, CAPACITY_DATA = "io_blend", "capacity_items"  # named datasets (swap
 
 
 def io_blend_rows(rows) -> dict[str, list[dict]]:
-    """The rows :func:`io_blend` draws (long form, in its unit), by dataset name."""
-    df = as_frame(rows)
-    unit, div = _rate_unit(list(df["read_bytes_per_s"]) + list(df["write_bytes_per_s"]))
-    return {BLEND_DATA: [{"name": n, "direction": d, "rate": float(v) / div}
-                         for n, r, w in zip(df["name"], df["read_bytes_per_s"], df["write_bytes_per_s"])
-                         for d, v in (("read", r), ("write", w))]}
+    """The rows :func:`io_blend` draws (long form, in its unit), by dataset name; ``rows`` as :func:`io_blend`
+    takes them (dicts are read as they are: no DataFrame, the same values)."""
+    records = rows.to_dict("records") if isinstance(rows, pd.DataFrame) else list(rows)
+    unit, div = _rate_unit([r["read_bytes_per_s"] for r in records] + [r["write_bytes_per_s"] for r in records])
+    return {BLEND_DATA: [{"name": r["name"], "direction": d, "rate": float(r[f"{d}_bytes_per_s"]) / div}
+                         for r in records for d in ("read", "write")]}
 
 
 def io_blend(rows, *, title: str = "Storage IO blend: average rate by workload") -> alt.Chart:

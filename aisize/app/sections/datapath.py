@@ -10,13 +10,12 @@ import html
 import math
 
 import ipywidgets as widgets
-import pandas as pd
+import numpy as np
 
 from aisize import catalog, charts
 from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Kept, Section
-from aisize.plan.bom import storage_table
 from aisize.plan.queues import storage_queue_basis
 from aisize.present.storage_text import basis_text
 from aisize.units import GB, KB, MB, PB, TB
@@ -92,20 +91,21 @@ class DataPathSection(Section):
         K.assign(self.figures, "value", self._figures(s, plan.assumptions["plan.model_load_seconds"]))
         K.assign(self.jobs, "value", K.table(self._jobs_table(plan)) if plan.training else
                  "<p class='aisize-note'>No training job.</p>")
-        # the blend's table and chart rows read only the blend (storage_table: workloads, read share); a move
-        # that leaves it (checkpoints, usable/raw) reuses them rather than building 3 DataFrames again (2-3 ms)
+        # the blend's table and chart rows read only the blend (workloads, read share): a move that leaves it
+        # (checkpoints, usable/raw) reuses them; one that changes it (the GPU-busy target) builds them from the
+        # dicts, not through DataFrames (storage_table's and the tables' frames: 6 of the move's 15 ms)
         def blend_built():
-            rows = pd.DataFrame([w for w in s.workloads if any(w[k] for k in _RATES)])
-            return (rows, None if rows.empty else K.table(_blend_table(storage_table(plan))),
-                    None if rows.empty else charts.io_blend_rows(rows))  # in GB/s, as the cards
+            rows = [w for w in s.workloads if any(w[k] for k in _RATES)]
+            return (rows, K.table(_blend_table(s.workloads, s.read_share)) if rows else None,
+                    charts.io_blend_rows(rows) if rows else None)  # in GB/s, as the cards
         rows, table, blend = self._kept.get(("blend", s.workloads, s.read_share), blend_built)
-        if rows.empty:  # nothing reads or writes the storage: a sentence, not an empty chart and a zero row
+        if not rows:  # nothing reads or writes the storage: a sentence, not an empty chart and a zero row
             self.blend_chart.clear()
             K.assign(self.blend, "value", "<p class='aisize-note'>No workload reads or writes the shared storage: "
                      "it holds the model repository and datasets only.</p>")
         else:
             K.assign(self.blend, "value", table)
-            self.blend_chart.show(tuple(rows["name"]), lambda: charts.io_blend(rows), data=blend)
+            self.blend_chart.show(tuple(w["name"] for w in rows), lambda: charts.io_blend(rows), data=blend)
         self.capacity_chart.show("capacity", lambda: charts.capacity_breakdown(s.capacity_bytes),
                                  data=charts.capacity_breakdown_rows(s.capacity_bytes),
                                  title=f"Storage capacity ({s.system})")
@@ -141,7 +141,8 @@ class DataPathSection(Section):
         ]) + f"<p class='aisize-note' data-key='storage.read_peak_note'>Read peak: {html.escape(peak)}.</p>"
 
     @staticmethod
-    def _jobs_table(plan) -> pd.DataFrame:
+    def _jobs_table(plan) -> dict[str, list[str]]:
+        """Each training job's stall and checkpoint figures as cell texts, by column (K.table)."""
         stalls = {j.name: j for j in plan.storage.jobs}
         max_stall = plan.assumptions["plan.checkpoint_max_stall"]  # the stall the planner sizes checkpoints for
         cols: dict[str, list] = {}
@@ -168,7 +169,7 @@ class DataPathSection(Section):
             else:
                 unit, texts = column(values, kinds.get(k, F.rate))
                 out[f"{k} [{unit}]"] = texts
-        return pd.DataFrame(out)
+        return out
 
 
 _RATES = ("read_bytes_per_s", "write_bytes_per_s", "read_peak_bytes_per_s", "write_peak_bytes_per_s")
@@ -208,15 +209,26 @@ def column(values, unit) -> tuple[str, list[str]]:
     return unit, [F.in_unit(None if v is None else float(v) / scale, unit) for v in values]
 
 
-def _blend_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The plan's IO blend table (aisize.plan.bom.storage_table) in GB/s, the unit of the blend chart."""
-    out = {"workload": list(table["name"]), "kind": list(table["kind"])}
-    for col, label in (("read_gb_per_s", "read"), ("write_gb_per_s", "write"), ("read_peak_gb_per_s", "read peak"),
-                       ("write_peak_gb_per_s", "write peak")):
-        unit, texts = column([v * GB for v in table[col]], "GB/s")
+def _blend_table(workloads, read_share: float) -> dict[str, list[str]]:
+    """The plan's IO blend table (aisize.plan.bom.storage_table: a row per workload and a total row) in GB/s, the
+    unit of the blend chart, as cell texts by column. The same figures as that frame's, not through pandas: each
+    rate divided by GB and multiplied back as the frame's column was, the total row numpy's sum of each column
+    (pandas' DataFrame.sum), its read share the blend's (tests/test_app_datapath_tables.py compares every preset)."""
+    total = {"name": "total", "kind": "", "read_share": read_share}
+    columns = {k: [w[k] for w in workloads] for k in ("read_iops", "write_iops")}
+    for k in _RATES:
+        columns[k] = [w[k] / GB for w in workloads]  # storage_table's column [GB/s]
+    for k, values in columns.items():
+        total[k] = float(np.sum(np.asarray(values, dtype=float)))
+        values.append(total[k])
+    out = {"workload": [w["name"] for w in workloads] + [total["name"]],
+           "kind": [w["kind"] for w in workloads] + [total["kind"]]}
+    for col, label in (("read_bytes_per_s", "read"), ("write_bytes_per_s", "write"),
+                       ("read_peak_bytes_per_s", "read peak"), ("write_peak_bytes_per_s", "write peak")):
+        unit, texts = column([v * GB for v in columns[col]], "GB/s")
         out[f"{label} [{unit}]"] = texts
     for col, label in (("read_iops", "read"), ("write_iops", "write")):
-        unit, texts = column(list(table[col]), "IO/s")
+        unit, texts = column(columns[col], "IO/s")
         out[f"{label} [{unit}]"] = texts
-    out["read share"] = [str(F.pct(v)) for v in table["read_share"]]
-    return pd.DataFrame(out)
+    out["read share"] = [str(F.pct(v)) for v in [w["read_share"] for w in workloads] + [read_share]]
+    return out
