@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from aisize import models, serving
+from aisize import serving
 from aisize.serving import iteration as I
 from aisize.serving import iteration_shape as IS
-from aisize.serving import latency as L
 from aisize.serving import sizing
-from aisize.serving.calibration import CALIBRATION
 from aisize.serving.estimate import replica_of
 from aisize.serving.shapes import ReplicaShape, ShapeGrid
+from screen_case import choose, cold_shapes
 
 STEP = dict(decode_sequences=np.array([[1.0, 40.0, 300.0]]), decode_context=1200.0,
             prefill_tokens=np.array([[0.0, 900.0, 4000.0]]), prefill_prompts=np.array([[0.0, 1.0, 4.0]]),
@@ -78,16 +77,7 @@ def test_columns_differing_in_a_number_its_type_or_its_axes_keep_layouts_of_thei
 
 
 def _fleet():
-    arch, engine = models.resolve("llama-3-70b"), serving.ENGINES["vllm"]
-    dev = serving.hardware.device("h100-sxm", "bf16", "bf16")
-    shapes = sizing.candidate_shapes(arch, dev, scaleout_bytes_per_s=50e9, gpus_per_server=8, max_servers=4,
-                                     engine=engine)
-    sizing._shape_grid.cache_clear()
-    sizing._slo_rates.cache_clear()
-    L._clear()
-    fleet = sizing.choose_fleet(arch, "h100-sxm", weight_precision="bf16", kv_precision="bf16", input_tokens=2000,
-                                output_tokens=300, requests_per_s=100.0, ttft_target_s=0.5, tpot_target_s=0.04,
-                                shapes=shapes, engine=engine, calibration=CALIBRATION)
+    fleet = choose(*cold_shapes())
     return repr(fleet)  # every figure of the choice, its ranked shapes' rates among them (floats' repr: their bits)
 
 

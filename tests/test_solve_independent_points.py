@@ -76,18 +76,10 @@ def test_a_bracket_set_aside_for_one_point_only():
 
 
 def test_every_shapes_knee_rides_the_grids_solve_with_the_figures_of_its_own():
-    from aisize import models, serving
-    from aisize.serving import latency as L
     from aisize.serving import sizing
-    from aisize.serving.calibration import CALIBRATION
+    from screen_case import choose, cold_shapes
 
-    arch, engine = models.resolve("llama-3-70b"), serving.ENGINES["vllm"]
-    dev = serving.hardware.device("h100-sxm", "bf16", "bf16")
-    shapes = sizing.candidate_shapes(arch, dev, scaleout_bytes_per_s=50e9, gpus_per_server=8, max_servers=4,
-                                     engine=engine)
-    sizing._shape_grid.cache_clear()
-    sizing._slo_rates.cache_clear()
-    L._clear()
+    arch, engine, shapes = cold_shapes()
     grids, solves = [], []
     real_grid, real_loaded = sizing._shape_grid, sizing.loaded_state
 
@@ -100,9 +92,7 @@ def test_every_shapes_knee_rides_the_grids_solve_with_the_figures_of_its_own():
         return real_loaded(*a, **kw)
     try:
         sizing._shape_grid, sizing.loaded_state = kept_grid, counted
-        fleet = sizing.choose_fleet(arch, "h100-sxm", weight_precision="bf16", kv_precision="bf16",
-                                    input_tokens=2000, output_tokens=300, requests_per_s=100.0, ttft_target_s=0.5,
-                                    tpot_target_s=0.04, shapes=shapes, engine=engine, calibration=CALIBRATION)
+        fleet = choose(arch, engine, shapes)
         g = grids[-1]
         rows = len(g.fitting)
         assert fleet.feasible and rows >= 3 and solves == [(rows, sizing.RATE_GRID + sizing.KNEE_POINTS),
