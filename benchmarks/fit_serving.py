@@ -40,7 +40,7 @@ from aisize.calibrate import cross_validate, fit, predict, read_table
 from aisize.calibrate.crossval import group_of
 from aisize.calibrate.fitting import PER_GENERATION, summary
 from aisize.serving import CALIBRATION
-from aisize.serving.calibration import GEMM_SOURCES, MOE_LAYER_SOURCES, MOE_SOURCES
+from aisize.serving.calibration import ELEMENTWISE_SOURCES, GEMM_SOURCES, MOE_LAYER_SOURCES, MOE_SOURCES
 from aisize.serving.hardware import generation
 from aisize.validation.serving import superseded_readings
 
@@ -83,13 +83,17 @@ def main(argv=None):
     ap.add_argument("--moe-layer-source", choices=MOE_LAYER_SOURCES, default=CALIBRATION.moe_layer_source,
                     help="the MoE layer's fixed time: as fitted, or scaled to the expert format by the measured MoE "
                          "operators (aisize.serving.moe_format)")
+    ap.add_argument("--elementwise-source", choices=ELEMENTWISE_SOURCES, default=CALIBRATION.elementwise_source,
+                    help="the elementwise traffic: all on every GPU of a TP group, or a counted hidden-size part on "
+                         "every GPU and the fitted rest divided over the group")
     ap.add_argument("--out", default="calibration.fitted.json", help="where --fit writes the calibration")
     a = ap.parse_args(argv)
     if a.constants and not a.generation:
         ap.error("--constants needs --generation (the constants are that generation's own)")
     runs = {s: read_table(catalog.data_dir() / "validation" / f"{s}.csv") for s in SETS}
     base = CALIBRATION.with_(gemm_source=a.gemm_source, moe_source=a.moe_source, attention_source=a.attention_source,
-                             allreduce_source=a.allreduce_source, moe_layer_source=a.moe_layer_source)
+                             allreduce_source=a.allreduce_source, moe_layer_source=a.moe_layer_source,
+                             elementwise_source=a.elementwise_source)
     cal = base
     if a.fit:
         start = time.perf_counter()

@@ -8,7 +8,7 @@ from aisize.validation.cli import cross_validation_lines
 
 LABELS = {"gemm_source": "GEMMs", "moe_source": "MoE", "attention_source": "attention",
           "allreduce_source": "all-reduce", "gather_source": "attention-DP gather",
-          "moe_layer_source": "MoE-layer time"}
+          "moe_layer_source": "MoE-layer time", "elementwise_source": "elementwise"}
 
 
 def test_the_header_names_every_source_switch():

@@ -114,11 +114,25 @@ MOE_SOURCES = GEMM_SOURCES + ("kernel_fixed", "engine_kernels")
 MOE_KERNEL_ENGINES = frozenset({"sglang"})
 #: the calibration's switches between the roofline and the measured kernel tables (each one of GEMM_SOURCES)
 SOURCE_SWITCHES = ("gemm_source", "moe_source", "attention_source", "allreduce_source", "gather_source",
-                   "moe_layer_source")
+                   "moe_layer_source", "elementwise_source")
 #: moe_layer_source: "fitted" (moe_layer_seconds as fitted, whatever the experts' format) or "format_kernels" (that
 #: time scaled by the measured MoE operators' small-batch time in the replica's expert format over FP8's,
 #: aisize.serving.moe_format; not shipped: docs/calibration.md, "The MoE layer's fixed time by weight format")
 MOE_LAYER_SOURCES = ("fitted", "format_kernels")
+#: elementwise_source: "replicated" (elementwise_bytes_per_token on every GPU of a tensor-parallel group, as fitted)
+#: or "split" (REPLICATED_ELEMENTWISE_BYTES on every GPU, elementwise_bytes_per_token divided over the group;
+#: not shipped: docs/calibration.md, "The elementwise traffic split by tensor parallelism")
+ELEMENTWISE_SOURCES = ("replicated", "split")
+#: Elementwise HBM traffic a layer does over the whole hidden vector, which tensor parallelism does not divide (the
+#: all-reduce leaves every rank the full hidden state) [B per token per layer per unit of hidden size], counted for a
+#: pre-norm block (Llama, DeepSeek-V3: an RMSNorm before attention and before the MLP/MoE, Zhang & Sennrich 2019,
+#: arXiv:1910.07467; a residual add after each) with 16-bit activations and unfused kernels:
+#: two RMSNorms, each reading the hidden vector and writing its normalized copy: 2 x (2 + 2) = 8;
+#: two residual adds, each reading the residual and the sublayer's output and writing the sum: 2 x (2 + 2 + 2) = 12;
+#: two quantizations of the normed vector to 8-bit GEMM inputs (before QKV / MLA's down-projection and before the
+#: MLP/MoE), each reading 16 bits and writing 8: 2 x (2 + 1) = 6. Engines that fuse the add into the norm and the
+#: quantization into both move less; this is the upper count.
+REPLICATED_ELEMENTWISE_BYTES = 26.0
 
 
 @dataclass(frozen=True)
@@ -173,6 +187,9 @@ class Calibration:
     # the MoE layer's fixed time: "fitted" (moe_layer_seconds as is) or "format_kernels" (scaled to the replica's
     # expert format by the measured MoE operators, aisize.serving.moe_format)
     moe_layer_source: str = "fitted"
+    # the elementwise traffic: "replicated" (elementwise_bytes_per_token on every GPU of a TP group) or "split"
+    # (REPLICATED_ELEMENTWISE_BYTES on every GPU plus elementwise_bytes_per_token divided by the TP group's size)
+    elementwise_source: str = "replicated"
     fitted: tuple = field(default=())  # names of the fitted attributes (gemm_efficiency[gen] for one generation)
     fitted_on: tuple = field(default=())  # the sets the fit used
     assumed: tuple = field(default=())  # values no public set identifies, stated as assumptions
@@ -346,7 +363,8 @@ def from_dict(d, *, where: str = "calibration") -> Calibration:
     for name in ("fitted", "fitted_on", "assumed"):
         merged[name] = _names(where, name, merged.get(name))
     for switch in SOURCE_SWITCHES:
-        allowed = {"moe_source": MOE_SOURCES, "moe_layer_source": MOE_LAYER_SOURCES}.get(switch, GEMM_SOURCES)
+        allowed = {"moe_source": MOE_SOURCES, "moe_layer_source": MOE_LAYER_SOURCES,
+                   "elementwise_source": ELEMENTWISE_SOURCES}.get(switch, GEMM_SOURCES)
         if merged[switch] not in allowed:
             raise ValueError(f"{where}: {switch}={str(merged[switch])[:40]!r} is not allowed: one of "
                              f"{', '.join(allowed)}")

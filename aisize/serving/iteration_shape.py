@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from aisize.serving.calibration import REPLICATED_ELEMENTWISE_BYTES
 from aisize.serving.kernel_moe import fixed_seconds as kernel_fixed_seconds
 from aisize.serving.moe_format import scale as moe_format_scale
 
@@ -42,6 +43,10 @@ class _Layout:
         self.dense_weight_seconds = costs.dense_weight_bytes / tp / mem
         self.head_weight_seconds = costs.head_weight_bytes / g / mem
         self.elementwise_bytes_per_token = calib.elementwise_bytes_per_token * costs.hidden * costs.layers
+        if calib.elementwise_source == "split":  # the hidden-size part on every GPU, the rest over the TP group
+            # (under attention DP a group's tokens over its tp GPUs: the MoE side's n tokens over g = dp x tp too)
+            self.elementwise_bytes_per_token = ((REPLICATED_ELEMENTWISE_BYTES + calib.elementwise_bytes_per_token / tp)
+                                                * costs.hidden * costs.layers)
         self.kv_split = np.minimum(tp, costs.kv_heads) * dp
         self.ssm_state_bytes = costs.ssm_state_bytes(tp) if costs.mamba_layers else None
         moe_fixed = 0.0

@@ -51,7 +51,8 @@ def cross_validation_lines(by_list, evaluations: int, calibration=None, progress
     out = [f"serving calibration {cal.name}",
            f"  sources: {cal.gemm_source} GEMMs, {cal.moe_source} MoE, {cal.moe_layer_source} MoE-layer time, "
            f"{cal.attention_source} attention,",
-           f"           {cal.allreduce_source} all-reduce, {cal.gather_source} attention-DP gather",
+           f"           {cal.allreduce_source} all-reduce, {cal.gather_source} attention-DP gather, "
+           f"{cal.elementwise_source} elementwise",
            f"  on {', '.join(CV_SETS)}"]
     for by in by_list:
         cv = cross_validate(runs, cal, by=by, max_evaluations=evaluations, progress=progress)
