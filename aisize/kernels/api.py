@@ -151,12 +151,27 @@ def moe_seconds(gpu: str, engine: str, dtype: str, tokens, hidden, inter, topk, 
 
     ``tokens`` before routing; ``inter`` is the expert intermediate size; ``tp`` / ``ep`` the MoE
     tensor / expert parallel sizes; ``distribution`` the routing skew (``balanced``,
-    ``power_law_1.01``, ``power_law_1.2``).
+    ``power_law_1.01``, ``power_law_1.2``). ``kernel=None`` never reads a low-latency table
+    (TensorRT-LLM's ``moe_torch_flow_min_latency`` NVFP4 sweep, which the engine runs at 128 tokens
+    and below only, :data:`aisize.serving.kernel_moe.LOW_LATENCY_MAX_TOKENS`): name it to read it.
     """
+    if kernel is None:
+        kernel = _regular_moe_kernel(table(gpu, engine, "moe"), dtype, distribution)
     return _simple(gpu, engine, "moe", dict(kernel=kernel, dtype=dtype, distribution=distribution),
                    f"moe {gpu}/{engine}/{dtype}", out_of_range,
                    _scalar_input(tokens, hidden, inter, topk, num_experts, tp, ep),
                    hidden=hidden, inter=inter, topk=topk, num_experts=num_experts, tp=tp, ep=ep, tokens=tokens)
+
+
+def _regular_moe_kernel(t, dtype: str, distribution: str) -> str | None:
+    """The kernel the table's preferences pick for (dtype, distribution) among those that are not low-latency
+    twins; None (the preferences alone) where only a low-latency one was measured or none matches."""
+    k, d, q = (t.cats.index(c) for c in ("kernel", "dtype", "distribution"))
+    regular = [i for i, v in enumerate(t.variants)
+               if v[d] == str(dtype) and v[q] == str(distribution) and "min_latency" not in v[k]]
+    if not regular or len(regular) == sum(v[d] == str(dtype) and v[q] == str(distribution) for v in t.variants):
+        return None
+    return t.variants[t.resolve_among(regular)][k]
 
 
 def _elements(message_bytes, dtype: str) -> np.ndarray:

@@ -144,6 +144,10 @@ class KernelTable:
             have = {c: sorted({v[i] for v in self.variants}) for i, c in enumerate(self.cats)}
             raise KernelDataMissing(
                 f"no {self.op} surface for {self.gpu}/{self.engine} with {want}; available: {have}")
+        return self.resolve_among(cands)
+
+    def resolve_among(self, cands) -> int:
+        """Of the variant indices ``cands``, the one the op's stated preferences pick, then the most points."""
         counts = self.points_per_variant()
 
         def rank(i: int):
