@@ -6,21 +6,17 @@ import json
 import numpy as np
 import pytest
 
-from aisize import models, serving
+from aisize import serving
 from aisize.serving import kernel_moe as KM
 from aisize.serving.calibration import from_json
-from aisize.serving.costs import model_costs, weight_formats
 from aisize.serving.hardware import device
 from aisize.serving.iteration import _experts, achieved_rates, iteration_time
 
+from moe_step import STEP, costs_of
+
 FIXED = serving.CALIBRATION.with_(moe_source="kernel_fixed")
 ROOFLINE = serving.CALIBRATION.with_(moe_source="roofline")
-STEP = dict(decode_sequences=np.array([4.0, 64.0, 256.0]), decode_context=2000.0, prefill_tokens=0.0,
-            prefill_prompts=0.0, prompt_tokens=1000.0, gpus=8.0, expert_parallel=8.0)
-
-
-def _costs(model, fmt):
-    return model_costs(models.resolve(model), weight_formats(fmt), "fp8")
+_costs = costs_of
 
 
 def test_one_token_through_deepseek_r1_on_h200_under_sglang_is_the_measured_point():

@@ -6,21 +6,17 @@ import json
 import numpy as np
 import pytest
 
-from aisize import models, serving
+from aisize import serving
 from aisize.serving import kernel_moe as KM
 from aisize.serving import moe_format as MF
 from aisize.serving.calibration import from_json
-from aisize.serving.costs import model_costs, weight_formats
 from aisize.serving.hardware import device
 from aisize.serving.iteration import achieved_rates, iteration_time
 
+from moe_step import STEP, costs_of
+
 SCALED = serving.CALIBRATION.with_(moe_layer_source="format_kernels")
-STEP = dict(decode_sequences=np.array([4.0, 64.0, 256.0]), decode_context=2000.0, prefill_tokens=0.0,
-            prefill_prompts=0.0, prompt_tokens=1000.0, gpus=8.0, expert_parallel=8.0)
-
-
-def _costs(model, fmt):
-    return model_costs(models.resolve(model), weight_formats(fmt), "fp8")
+_costs = costs_of
 
 
 def test_the_ratio_is_the_geometric_mean_of_the_measured_times_at_one_to_eight_tokens():

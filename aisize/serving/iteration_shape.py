@@ -42,11 +42,11 @@ class _Layout:
         self.attention_weight_seconds = costs.attention_weight_bytes / tp / mem
         self.dense_weight_seconds = costs.dense_weight_bytes / tp / mem
         self.head_weight_seconds = costs.head_weight_bytes / g / mem
-        self.elementwise_bytes_per_token = calib.elementwise_bytes_per_token * costs.hidden * costs.layers
+        per_hidden = calib.elementwise_bytes_per_token  # "replicated": all of it on every GPU of the TP group
         if calib.elementwise_source == "split":  # the hidden-size part on every GPU, the rest over the TP group
             # (under attention DP a group's tokens over its tp GPUs: the MoE side's n tokens over g = dp x tp too)
-            self.elementwise_bytes_per_token = ((REPLICATED_ELEMENTWISE_BYTES + calib.elementwise_bytes_per_token / tp)
-                                                * costs.hidden * costs.layers)
+            per_hidden = REPLICATED_ELEMENTWISE_BYTES + calib.elementwise_bytes_per_token / tp
+        self.elementwise_bytes_per_token = per_hidden * costs.hidden * costs.layers
         self.kv_split = np.minimum(tp, costs.kv_heads) * dp
         self.ssm_state_bytes = costs.ssm_state_bytes(tp) if costs.mamba_layers else None
         moe_fixed = 0.0
