@@ -135,12 +135,30 @@ def timeline_table(plan) -> pd.DataFrame:
     return pd.DataFrame([{k: v for k, v in r.items()} for r in plan.timeline.rows])
 
 
+#: the IO blend's rates [B/s], shown in GB/s (storage_columns' ``*_gb_per_s`` columns)
+STORAGE_RATES = ("read_bytes_per_s", "write_bytes_per_s", "read_peak_bytes_per_s", "write_peak_bytes_per_s")
+
+
+def storage_columns(workloads, read_share: float) -> dict[str, list]:
+    """The IO blend by column: one row per storage workload (``plan.storage.workloads``) and a total row, the rates
+    in GB/s [GB/s, operations/s, B]. The total row sums every numeric column (numpy's sum, as pandas' was) but the
+    read share, which is the blend's own (``plan.storage.read_share``). The one definition the plan's table
+    (:func:`storage_table`) and the app's Data path table read."""
+    first = workloads[0] if workloads else {}
+    columns = {k: [w[k] for w in workloads] for k in first if k not in STORAGE_RATES}
+    for k in STORAGE_RATES:
+        columns[k.replace("bytes_per_s", "gb_per_s")] = [w[k] / GB for w in workloads]
+    for k, values in columns.items():
+        if k in ("name", "kind"):
+            values.append("total" if k == "name" else "")
+        elif k == "read_share":
+            values.append(read_share)
+        else:
+            values.append(float(np.sum(np.asarray(values, dtype=float))))
+    return columns
+
+
 def storage_table(plan) -> pd.DataFrame:
-    """The IO blend: one row per storage workload and a total row [GB/s, operations/s]."""
-    df = pd.DataFrame(list(plan.storage.workloads))
-    for c in ("read_bytes_per_s", "write_bytes_per_s", "read_peak_bytes_per_s", "write_peak_bytes_per_s"):
-        df[c.replace("bytes_per_s", "gb_per_s")] = df.pop(c) / GB
-    total = df.select_dtypes("number").sum().to_dict() | {"name": "total", "kind": ""}
-    total["read_share"] = plan.storage.read_share
-    return pd.concat([df, pd.DataFrame([total])], ignore_index=True)
+    """The IO blend: one row per storage workload and a total row [GB/s, operations/s] (:func:`storage_columns`)."""
+    return pd.DataFrame(storage_columns(plan.storage.workloads, plan.storage.read_share))
 

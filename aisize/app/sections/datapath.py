@@ -10,12 +10,12 @@ import html
 import math
 
 import ipywidgets as widgets
-import numpy as np
 
 from aisize import catalog, charts
 from aisize import format as F
 from aisize.app import controls as K
 from aisize.app.sections import Kept, Section
+from aisize.plan.bom import STORAGE_RATES, storage_columns
 from aisize.plan.queues import storage_queue_basis
 from aisize.present.storage_text import basis_text
 from aisize.units import GB, KB, MB, PB, TB
@@ -93,7 +93,7 @@ class DataPathSection(Section):
                  "<p class='aisize-note'>No training job.</p>")
         # the blend's table and chart rows read only the blend (workloads, read share): a move that leaves it
         # (checkpoints, usable/raw) reuses them; one that changes it (the GPU-busy target) builds them from the
-        # dicts, not through DataFrames (storage_table's and the tables' frames: 6 of the move's 15 ms)
+        # columns the plan's table is built from (bom.storage_columns), not through DataFrames (6 of the move's 15 ms)
         def blend_built():
             rows = [w for w in s.workloads if any(w[k] for k in _RATES)]
             return (rows, K.table(_blend_table(s.workloads, s.read_share)) if rows else None,
@@ -172,7 +172,7 @@ class DataPathSection(Section):
         return out
 
 
-_RATES = ("read_bytes_per_s", "write_bytes_per_s", "read_peak_bytes_per_s", "write_peak_bytes_per_s")
+_RATES = STORAGE_RATES
 _LOADING = " model loading"  # the blend row of a service's weights (aisize.plan.storage.model_loads)
 
 
@@ -210,25 +210,16 @@ def column(values, unit) -> tuple[str, list[str]]:
 
 
 def _blend_table(workloads, read_share: float) -> dict[str, list[str]]:
-    """The plan's IO blend table (aisize.plan.bom.storage_table: a row per workload and a total row) in GB/s, the
-    unit of the blend chart, as cell texts by column. The same figures as that frame's, not through pandas: each
-    rate divided by GB and multiplied back as the frame's column was, the total row numpy's sum of each column
-    (pandas' DataFrame.sum), its read share the blend's (tests/test_app_datapath_tables.py compares every preset)."""
-    total = {"name": "total", "kind": "", "read_share": read_share}
-    columns = {k: [w[k] for w in workloads] for k in ("read_iops", "write_iops")}
-    for k in _RATES:
-        columns[k] = [w[k] / GB for w in workloads]  # storage_table's column [GB/s]
-    for k, values in columns.items():
-        total[k] = float(np.sum(np.asarray(values, dtype=float)))
-        values.append(total[k])
-    out = {"workload": [w["name"] for w in workloads] + [total["name"]],
-           "kind": [w["kind"] for w in workloads] + [total["kind"]]}
-    for col, label in (("read_bytes_per_s", "read"), ("write_bytes_per_s", "write"),
-                       ("read_peak_bytes_per_s", "read peak"), ("write_peak_bytes_per_s", "write peak")):
+    """The plan's IO blend (aisize.plan.bom.storage_columns: a row per workload and a total row) in GB/s, the unit
+    of the blend chart, as cell texts by column."""
+    columns = storage_columns(workloads, read_share)
+    out = {"workload": columns["name"], "kind": columns["kind"]}
+    for col, label in (("read_gb_per_s", "read"), ("write_gb_per_s", "write"), ("read_peak_gb_per_s", "read peak"),
+                       ("write_peak_gb_per_s", "write peak")):
         unit, texts = column([v * GB for v in columns[col]], "GB/s")
         out[f"{label} [{unit}]"] = texts
     for col, label in (("read_iops", "read"), ("write_iops", "write")):
         unit, texts = column(columns[col], "IO/s")
         out[f"{label} [{unit}]"] = texts
-    out["read share"] = [str(F.pct(v)) for v in [w["read_share"] for w in workloads] + [read_share]]
+    out["read share"] = [str(F.pct(v)) for v in columns["read_share"]]
     return out
