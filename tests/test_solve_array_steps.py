@@ -1,7 +1,7 @@
 """The Little's-law steps on an array of roots (aisize.serving.latency._array_steps) are the numpy loop they replace,
 to the bit: every array passed to the iteration time and the root returned (docs/speed-solve.md, issue 51 item 2).
 
-The loop below is littles_law_concurrency's steps as they were for an array (at 74c1e5e): np.where for every choice,
+The loop below is littles_law_concurrency's steps as they were for an array (at a0097d6): np.where for every choice,
 nan_to_num and np.clip on every x, an errstate per division and Illinois's halving by the side each point's last
 step fell on. The cases: settling points, a kink, saturation, a nearly flat h, a jump and a drop that make Illinois halve either end, an iteration time that is NaN or
 infinite at some concurrencies (nan_to_num's replacements), two points of equal h (a zero divisor) and a bracket
