@@ -46,7 +46,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, fields as record_fields
 
 import numpy as np
-from numpy._core.umath import clip as _clip  # np.clip's ufunc (its wrapper costs 3 x the clip)
+try:  # np.clip's ufunc (its wrapper costs 3 x the clip)
+    from numpy._core.umath import clip as _clip
+except ImportError:  # numpy 1.x
+    from numpy.core.umath import clip as _clip
 
 from aisize.queueing import mgc_wait
 from aisize.serving.engine import GRAPHED
