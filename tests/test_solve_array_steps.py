@@ -121,3 +121,14 @@ def test_littles_law_on_arrays_takes_these_steps_and_never_writes_an_x_it_asked(
     assert all(x.tobytes() == copy.tobytes() for x, copy in asked)  # a caller may keep any x it was given
     lo, h_lo, hi, h_hi = L._scan(RATES, _kinked, SLOTS, RATES.shape)
     assert got.tobytes() == _reference(RATES, _kinked, lo, h_lo, hi, h_hi).tobytes()
+
+
+def test_an_iteration_time_with_axes_of_its_own_is_stepped_as_the_loop_broadcast_it():
+    def wide(x):  # two iteration times for every concurrency, along a new first axis
+        x = np.asarray(x, dtype=float)
+        return np.stack([_curved(x), _kinked(x)]) if x.shape == RATES.shape else _curved(x)
+    lo, h_lo, hi, h_hi = L._scan(RATES, _curved, SLOTS, RATES.shape)
+    assert L._array_steps(RATES, wide, lo, h_lo, hi, h_hi) is None
+    got = L.littles_law_concurrency(RATES, wide, SLOTS, scan_seconds=_curved)
+    assert got.shape == (2,) + RATES.shape
+    assert got.tobytes() == _reference(RATES, wide, lo, h_lo, hi, h_hi).tobytes()

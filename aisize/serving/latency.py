@@ -136,7 +136,9 @@ def littles_law_concurrency(tokens_per_s, iteration_seconds, slots, bracket=None
     if one:
         rate, lo, h_lo, hi, h_hi = (float(v) for v in (rate, lo, h_lo, hi, h_hi))
     elif shape:
-        return _array_steps(rate, iteration_seconds, lo, h_lo, hi, h_hi)
+        got = _array_steps(rate, iteration_seconds, lo, h_lo, hi, h_hi)
+        if got is not None:
+            return got
     # the secant of the last two points lands on a kink from its flat side at once
     side = 0 if one else np.zeros(shape)
     p, h_p, b, h_b = lo, h_lo, hi, h_hi
@@ -174,7 +176,8 @@ def _array_steps(rate, iteration_seconds, lo, h_lo, hi, h_hi):
     array the same to the bit, with fewer numpy calls (a step's own cost is most of it on a few dozen points:
     ``np.where`` as ``np.copyto`` into the bracket's own copies, nan_to_num only where some x is not finite, the
     clip's ufunc without its wrapper, one ``errstate`` for every division, Illinois's halving where it applies).
-    Every x passed to ``iteration_seconds`` is a new array, never written after (a caller keeps it)."""
+    Every x passed to ``iteration_seconds`` is a new array, never written after (a caller keeps it). None where the
+    iteration time has axes the roots do not (the loop broadcasts them; nothing here has them)."""
     p, h_p, b, h_b = lo, h_lo, hi, h_hi
     lo, h_lo, hi, h_hi = (np.array(v, dtype=float) for v in (lo, h_lo, hi, h_hi))  # the bracket, updated in place
     frozen = was_right = was_left = last = None  # settled points; the side each point's last step fell on
@@ -190,6 +193,8 @@ def _array_steps(rate, iteration_seconds, lo, h_lo, hi, h_hi):
         if frozen is not None:
             np.copyto(x, b, where=frozen)
         h_x = rate * iteration_seconds(x) - x
+        if h_x.shape != x.shape:
+            return None  # an iteration time with axes of its own: the loop that broadcasts them, from the start
         settled = np.abs(x - b) <= _TOLERANCE * x
         if settled.all():
             return x
