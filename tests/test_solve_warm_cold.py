@@ -97,6 +97,8 @@ def test_it_fails_where_a_kept_solve_is_found_for_another_decoding_context(seven
     def blind(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs):  # an output-CV move's context left out
         return real(costs, rates, calib, tokens_per_s, slots, steps, near, dict(kwargs, decode_context_tokens=None))
     monkeypatch.setattr(L, "_solve_key", blind)
-    with pytest.raises(AssertionError):
-        _warm_against_cold(DEFAULT_PRESET)
-    clear_caches()
+    try:
+        with pytest.raises(AssertionError, match="move 4"):  # the output-CV move
+            _warm_against_cold(DEFAULT_PRESET)
+    finally:
+        clear_caches()  # the solves kept under the broken key must not serve later tests
