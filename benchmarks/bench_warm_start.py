@@ -30,6 +30,7 @@ import numpy as np
 from aisize.app import build_app
 from aisize.scenario import DEFAULT_PRESET, preset, to_dict
 from aisize.serving import latency as L
+from aisize.serving import littles_law as R
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_sliders as bs  # noqa: E402 (the benchmarks' own slider steps)
@@ -45,14 +46,14 @@ def _solve(rate, seconds, lo, hi, extra: int):
     p, h_p, b, h_b = lo, h_lo, hi, h_hi
     side, past = np.zeros(lo.shape), np.zeros(lo.shape)
     with np.errstate(invalid="ignore", divide="ignore"):
-        for _ in range(L._MAX_ITERATIONS + extra):
+        for _ in range(R._MAX_ITERATIONS + extra):
             secant = b - h_b * (b - p) / (h_b - h_p)
             falsi = (lo * h_hi - hi * h_lo) / (h_hi - h_lo)
             x = np.where(h_hi >= 0, hi, np.where((secant > lo) & (secant < hi), secant, falsi))
             x = np.clip(np.nan_to_num(x, nan=1e-9), lo, hi)
             x = np.where(past > extra, b, x)
             h_x, calls = rate * np.asarray(seconds(x)) - x, calls + 1
-            past = np.where(np.abs(x - b) <= L._TOLERANCE * x, past + 1, past)
+            past = np.where(np.abs(x - b) <= R._TOLERANCE * x, past + 1, past)
             if np.all(past > extra):
                 break
             p, h_p, b, h_b = b, h_b, x, h_x
@@ -79,7 +80,7 @@ def main() -> None:
         rate = np.broadcast_to(np.asarray(tokens_per_s, dtype=float), np.shape(got))
         top = np.broadcast_to(np.asarray(slots, dtype=float), np.shape(got))
         root = np.asarray(got, dtype=float)
-        lo, _, hi, _ = L._scan(rate, iteration_seconds, slots, rate.shape)
+        lo, _, hi, _ = R._scan(rate, iteration_seconds, slots, rate.shape)
         row = {"shape": np.shape(got), "cold": len(calls) + (bracket is None),
                "bracketed": bracket is not None,
                # the bracket's call stands for the scan's

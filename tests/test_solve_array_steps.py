@@ -1,4 +1,4 @@
-"""The Little's-law steps on an array of roots (aisize.serving.latency._array_steps) are the numpy loop they replace,
+"""The Little's-law steps on an array of roots (aisize.serving.littles_law._array_steps) are the numpy loop they replace,
 to the bit: every array passed to the iteration time and the root returned (docs/speed-solve.md, issue 51 item 2).
 
 The loop below is littles_law_concurrency's steps as they were for an array (at a0097d6): np.where for every choice,
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aisize.serving import latency as L
+from aisize.serving import littles_law as L
 
 
 def _reference(tokens_per_s, iteration_seconds, lo, h_lo, hi, h_hi):
