@@ -2,9 +2,9 @@
 ``data/engines.csv``, read by :func:`aisize.serving.engine.engine`, so a site's engine table sets them.
 
 The shipped rows keep the values the code used to set (every engine mixes prefill into decode iterations, SGLang's
-own default having lost cross-validation: docs/calibration.md, "Prefill alone"; only SGLang gathers its
-attention-DP tokens with NCCL), each row's note citing where its values come from; an overlay row that turns them
-off changes the estimate as ``Engine.with_`` does.
+own default having lost cross-validation: docs/calibration.md, "Prefill alone"; SGLang and TensorRT-LLM exchange
+their attention-DP tokens with NCCL, vLLM keeps the roofline), each row's note citing where its values come from; an
+overlay row that turns them off changes the estimate as ``Engine.with_`` does.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from aisize.serving.engine import ENGINES, engine
 from engine_tables import fresh_engines, shipped_rows, site_table  # noqa: F401 (a fixture)
 
 COLUMNS = ("mixes_prefill", "dp_gather_nccl")
-SHIPPED = {"trtllm-bench": (True, False), "trtllm": (True, False), "vllm": (True, False), "sglang": (True, True)}
+SHIPPED = {"trtllm-bench": (True, True), "trtllm": (True, True), "vllm": (True, False), "sglang": (True, True)}
 
 
 def test_the_shipped_rows_state_both_columns_with_a_source():

@@ -24,8 +24,9 @@ from aisize.serving.iteration import dp_gather_bytes, exchange_by_sizes_seconds,
 HIDDEN, TOPK, MOE_LAYERS = 7168, 8, 58
 LINK = 0.8 * 900e9  # B200's NVLink per direction at the calibration's link share
 LATENCY = 10e-6
-BY_SIZES = ENGINES["trtllm"].with_(dp_exchange_by_sizes=True)
-ROOFLINE = ENGINES["trtllm"].with_(dp_exchange_by_sizes=False)  # (dp - 1) x the busiest rank's, each way
+# the link's roofline, not NCCL's measured tables (the shipped rows read them: tests/test_serving_trtllm_nccl_exchange.py)
+BY_SIZES = ENGINES["trtllm"].with_(dp_exchange_by_sizes=True, dp_gather_nccl=False)
+ROOFLINE = ENGINES["trtllm"].with_(dp_exchange_by_sizes=False, dp_gather_nccl=False)  # (dp - 1) x the busiest's, each way
 
 
 def _replica(engine, weight="nvfp4", dp=4, tp=4):
@@ -75,8 +76,8 @@ def test_no_attention_dp_no_change_and_the_catalog_states_it():
     from aisize import catalog
 
     for engine in ("trtllm", "trtllm-bench"):  # the catalog's column where its table has one (docs/calibration.md)
-        # the catalog's column, shipped off (it loses the MTP check: docs/calibration.md)
-        assert ENGINES[engine].dp_exchange_by_sizes is catalog.engines[engine].dp_exchange_by_sizes is False
+        # shipped on, read from NCCL's tables (docs/calibration.md, "TensorRT-LLM's exchange as NCCL measures it")
+        assert ENGINES[engine].dp_exchange_by_sizes is catalog.engines[engine].dp_exchange_by_sizes is True
     assert not ENGINES["vllm"].dp_exchange_by_sizes and not ENGINES["sglang"].dp_exchange_by_sizes
     one, two = (_prefill_step(e, dp=1) for e in (ROOFLINE, BY_SIZES))
     assert float(one.seconds) == float(two.seconds)

@@ -156,7 +156,13 @@ def _inline_iteration_time(costs, rates, calib, *, decode_sequences, decode_cont
             remote = I.cross_server_dispatch_seconds(n_group, costs.experts_per_token, ep, g, scaleup_domain,
                                                    costs.hidden, out)
             gather = np.maximum(gather, 0.5 * remote)
-        if rates.kernel_gather is not None and out is None:  # NCCL's all-gather + reduce-scatter, as measured
+        if rates.kernel_gather is not None and out is None and rates.dp_exchange_by_sizes:
+            # TensorRT-LLM's NCCL broadcasts and reduces by per-rank sizes [11] [12], as NCCL measures them
+            roofline = I.exchange_by_sizes_seconds(costs, n, n_group, dp, rates.link_bytes_per_s, latency)
+            out_bytes, back_bytes = I.exchange_by_sizes_bytes(costs, n)
+            exchange = I.kernel_gather_scatter_seconds(rates.kernel_gather, out_bytes, dp, roofline, back_bytes)
+            comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
+        elif rates.kernel_gather is not None and out is None:  # NCCL's all-gather + reduce-scatter, as measured
             exchange = I.kernel_gather_scatter_seconds(rates.kernel_gather, dp * hidden_bytes, dp, 2.0 * gather)
             comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
         elif rates.dp_exchange_by_sizes:  # each rank's own tokens, quantized out, 16-bit back [11]

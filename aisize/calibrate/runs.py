@@ -171,7 +171,7 @@ def figures(run: Run, calibration=None) -> tuple:
     from aisize.serving.engine import resolve_engine
 
     engine = run.engine
-    if run.attention_dp_balance_iters:
+    if run.attention_dp_balance_iters is not None:  # 0: the run's balancing off, whatever the engine's default
         engine = resolve_engine(engine, flat_out=False).with_(
             attention_dp_balance_iters=run.attention_dp_balance_iters)
     if run.kind == "disaggregated":

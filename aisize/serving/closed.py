@@ -131,8 +131,9 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
         ok, _w, wait, _w95 = mgc_wait(np.maximum(x, 1e-12), np.maximum(service, 1e-12), servers, service_cv=0.0)
         rho = np.minimum(x * service / servers, 1.0)
         backlog = np.where(ok, np.maximum(wait - rho * service / 2.0, 0.0), 0.0)
-        # attention-DP balancing holds the prompt until every rank has one (TensorRT-LLM's enable_balance)
-        held, _ = balance_wait_iterations(launch, shape.attention_dp, b / steps, ranks_full=c >= cap)
+        # attention-DP balancing holds the prompt until every rank has one (TensorRT-LLM's enable_balance); the
+        # loop keeps the ranks' shares equal, so a new prompt goes to the rank whose request ended (steady.py [4])
+        held, _ = balance_wait_iterations(launch, shape.attention_dp, b / steps, ranks_full=True)
         polled = launch.receive_wait_iterations() * mean  # the scheduler takes requests in every N iterations
         before = calib.request_seconds + residual + scheduled + polled + backlog + held * mean  # sent, not in batch
         ttft = before + t_prefill
@@ -146,7 +147,7 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
     def at_quantile(q):
         """TTFT and TPOT q-quantiles: the running iteration's rest and the balancing wait at their q-quantiles;
         a request's iterations carry a binomial number of prefills (the batch does not fluctuate: C is fixed)."""
-        _, held_q = balance_wait_iterations(launch, shape.attention_dp, b / steps, ranks_full=c >= cap, quantile=q)
+        _, held_q = balance_wait_iterations(launch, shape.attention_dp, b / steps, ranks_full=True, quantile=q)
         polled_q = launch.receive_wait_iterations(q) * mean
         ttft_q = (calib.request_seconds + residual_quantile(q, p, t0, t1) + scheduled + polled_q + held_q * mean
                   + t_prefill)

@@ -55,7 +55,8 @@ References
 .. [10] NVIDIA/TensorRT-LLM ``tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py`` ``forward_chunk``
        (``run_post_quant_allgather``: ``fp4_quantize``, then ``allgather(..., sizes=all_rank_num_tokens)`` of the
        values, scale factors, expert ids and weights) and ``reducescatter_or_allreduce`` (``reducescatter`` by the
-       same sizes).
+       same sizes), both NCCL's (``cpp/tensorrt_llm/thop/allgatherOp.cpp``: one ``ncclBroadcast`` per root in a
+       group; ``reducescatterOp.cpp``: one ``ncclReduce`` per root).
 """
 
 from __future__ import annotations
@@ -98,8 +99,8 @@ class Engine:
     limits_shared_by_dp: bool = False  # the batch and token limits are the replica's, split among its DP ranks
     # TensorRT-LLM's attention_dp_config.enable_balance: prompts wait until every attention-DP rank has
     # one, at most timeout_iters iterations (this; 0: off, TensorRT-LLM's default) [6]. The catalog's
-    # attention_dp_balance_iters column: 0 in every shipped row, though aggregated deployments set 60
-    # (docs/calibration.md, "TensorRT-LLM's attention-DP exchange", says why); with_() states a run's own
+    # attention_dp_balance_iters column: 60 in the trtllm row, as its aggregated attention-DP deployments set it,
+    # 0 in the others (docs/calibration.md, "Long prompts under attention DP"); with_() states a run's own
     attention_dp_balance_iters: int = 0
     # SGLang's --scheduler-recv-interval: new requests are taken in once every this many decode iterations
     # (1, every iteration: the default; InferenceX's DeepSeek-R1 recipes set 10 or 30) [7]
@@ -112,13 +113,14 @@ class Engine:
     mixes_prefill: bool = True
     # attention-DP ranks gather every rank's 16-bit hidden states before each MoE layer with NCCL's all-gather and
     # scatter the results with its reduce-scatter, read from NCCL's measured tables under the calibration's
-    # gather_source="kernels": the catalog's dp_gather_nccl column (true for SGLang) [9]
+    # gather_source="kernels": the catalog's dp_gather_nccl column (true for SGLang [9] and TensorRT-LLM, whose
+    # exchange by sizes is NCCL broadcasts and reduces, read as NCCL's all-gather and reduce-scatter [10])
     dp_gather_nccl: bool = False
     # attention-DP ranks all-gather their own tokens by per-rank counts, NVFP4 inputs quantized first, and
     # reduce-scatter the 16-bit results by the same counts (TensorRT-LLM's fused MoE [10]): a rank receives every
     # rank's tokens but its own, so one rank's prompt crosses the links once, not attention_dp times
     # (aisize.serving.iteration.exchange_by_sizes_seconds). The catalog's dp_exchange_by_sizes column where its
-    # table has one (docs/calibration.md, "TensorRT-LLM's attention-DP exchange"), else off; with_() states it
+    # table has one (true for TensorRT-LLM: docs/calibration.md, "Long prompts under attention DP"), else off
     dp_exchange_by_sizes: bool = False
     version: str = ""
     source: str = ""

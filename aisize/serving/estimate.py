@@ -92,8 +92,9 @@ def estimate(model, accelerator, *, tensor_parallel, weight_precision="bf16", kv
         None: NVLink when the replica fits one scale-up domain, else the GPU's scale-out NIC
     engine : an :class:`Engine` or a key of ``data/engines.csv`` (``trtllm``, ``trtllm-bench``, ``vllm``,
         ``sglang``); None: TensorRT-LLM, trtllm-bench's scheduler flat out, trtllm-serve's under load. A
-        deployment's own flags: ``ENGINES["trtllm"].with_(attention_dp_balance_iters=60)`` (TensorRT-LLM's
-        attention-DP balancing, ``attention_dp_config: {enable_balance: true, timeout_iters: 60}``)
+        deployment's own flags: ``ENGINES["trtllm"].with_(attention_dp_balance_iters=0)`` (TensorRT-LLM's
+        attention-DP balancing off; the ``trtllm`` row balances as ``attention_dp_config: {enable_balance: true,
+        timeout_iters: 60}`` does)
     calibration : fitted constants, or a calibration file from ``aisize calibrate``; None: the default
     speculative_method : speculative decoding: ``mtp``, ``eagle3``, ``draft`` or ``ngram``; None: none
     speculative_tokens : tokens drafted per step, k (1 to 16)

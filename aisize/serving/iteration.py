@@ -25,11 +25,14 @@ max(FLOPs / achieved peak, bytes / achieved bandwidth) [3]:
 - prefill attention: causal FLOPs ``2·d_attn·s²`` per layer per prompt;
 - with ``calib.allreduce_source == "kernels"``, the all-reduces within one server are read from the engine's
   measured all-reduce kernels (:mod:`aisize.serving.kernel_allreduce`);
-- with ``calib.gather_source == "kernels"``, attention-DP groups' gather and scatter around each MoE layer
-  within one server are NCCL's all-gather and reduce-scatter as measured on the GPU
-  (:func:`aisize.serving.kernel_allreduce.gather_scatter_seconds`);
+- with ``calib.gather_source == "kernels"`` and an engine that exchanges with NCCL (``Engine.dp_gather_nccl``),
+  attention-DP groups' gather and scatter around each MoE layer within one server are NCCL's all-gather and
+  reduce-scatter as measured on the GPU (:func:`aisize.serving.kernel_allreduce.gather_scatter_seconds`): SGLang's
+  padded 16-bit buffer both ways, or, where the engine exchanges by sizes, every rank's tokens quantized out and
+  16-bit back (TensorRT-LLM's broadcasts and reduces [12]);
 - with an engine that exchanges by per-rank sizes (``Engine.dp_exchange_by_sizes``), a rank receives every rank's
-  tokens but its own, quantized to the experts' format on the way out (:func:`exchange_by_sizes_seconds`) [11];
+  tokens but its own, quantized to the experts' format on the way out (:func:`exchange_by_sizes_seconds`, the
+  link's roofline where NCCL's tables do not cover the group) [11];
 - with ``calib.attention_source == "kernels"``, decode and prefill attention (GQA/MHA and MLA) are read from
   the engine's attention kernels measured on the GPU where the tables cover the case
   (:mod:`aisize.serving.kernel_attention`), and the result says which share of their seconds was read;
@@ -74,6 +77,9 @@ References
         under attention DP, ``run_post_quant_allgather`` quantizes NVFP4 inputs with ``fp4_quantize`` and
         ``allgather``s them with their scale factors, expert ids and weights by ``sizes=all_rank_num_tokens``;
         ``reducescatter_or_allreduce`` reduce-scatters the output by the same sizes); ``Engine.dp_exchange_by_sizes``.
+.. [12] NVIDIA/TensorRT-LLM ``cpp/tensorrt_llm/thop/allgatherOp.cpp`` (with sizes, one ``ncclBroadcast`` per root
+        rank in an NCCL group; without, ``ncclAllGather``) and ``reducescatterOp.cpp`` (one ``ncclReduce`` per root,
+        or ``ncclReduceScatter``): the exchange is NCCL's, as SGLang's is (``Engine.dp_gather_nccl``).
 """
 
 from __future__ import annotations
@@ -315,6 +321,13 @@ def exchange_by_sizes_seconds(costs, tokens, busiest_tokens, attention_dp, link_
     return np.maximum(tokens - own, 0.0) * per_token / link_bytes_per_s + 2.0 * latency_seconds
 
 
+def exchange_by_sizes_bytes(costs, tokens):
+    """(gathered, reduce-scattered) buffers of one MoE layer's exchange by per-rank sizes [11] [B]: every rank's
+    tokens in the experts' gather format with their routing, and their 16-bit results."""
+    out = tokens * (costs.hidden * dp_gather_bytes(costs.formats.experts) + ROUTE_BYTES_PER_EXPERT * costs.experts_per_token)
+    return out, tokens * costs.hidden * ACTIVATION_BYTES
+
+
 MIN_TILE_TOKENS = 16.0  # the smallest M tile grouped-GEMM kernels choose for few tokens per expert [7]
 
 
@@ -450,7 +463,14 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
             remote = cross_server_dispatch_seconds(n_group, costs.experts_per_token, ep, g, scaleup_domain,
                                                    costs.hidden, out)
             gather = np.maximum(gather, 0.5 * remote)
-        if rates.kernel_gather is not None and out is None:  # NCCL's all-gather + reduce-scatter, as measured
+        if rates.kernel_gather is not None and out is None and rates.dp_exchange_by_sizes:
+            # TensorRT-LLM: NCCL broadcasts of each rank's own tokens, quantized, and reduces of the 16-bit results
+            # by the same sizes [11] [12], read as NCCL's measured all-gather and reduce-scatter of those buffers
+            roofline = exchange_by_sizes_seconds(costs, n, n_group, dp, rates.link_bytes_per_s, latency)
+            out_bytes, back_bytes = exchange_by_sizes_bytes(costs, n)
+            exchange = kernel_gather_scatter_seconds(rates.kernel_gather, out_bytes, dp, roofline, back_bytes)
+            comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
+        elif rates.kernel_gather is not None and out is None:  # NCCL's all-gather + reduce-scatter, as measured
             exchange = kernel_gather_scatter_seconds(rates.kernel_gather, dp * hidden_bytes, dp, 2.0 * gather)
             comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
         elif rates.dp_exchange_by_sizes:  # each rank's own tokens, quantized out, 16-bit back [11]

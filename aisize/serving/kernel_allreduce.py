@@ -19,7 +19,11 @@ SGLang pads each rank's tokens to the largest rank's inside CUDA graphs and runs
 and ``reduce_scatter_tensor`` over the whole gathered buffer [1]. With ``calib.gather_source="kernels"``
 :func:`gather_scatter_seconds` reads both from NCCL's measured tables (the message is the whole buffer, as
 nccl-tests size it): on B200 over 8 GPUs a 10 MB buffer gathers in 54 µs, about 160 GB/s received per GPU,
-where the roofline's 0.8 x 900 GB/s gives 22 µs (tests/test_serving_kernel_allreduce.py).
+where the roofline's 0.8 x 900 GB/s gives 22 µs (tests/test_serving_kernel_allreduce.py). TensorRT-LLM's exchange
+is NCCL's too, by each rank's own count: one broadcast per rank in an NCCL group out, one reduce per rank back [2];
+its gathered buffer holds every rank's tokens in the experts' gather format (NVFP4 quantized first) and its
+scattered one their 16-bit results, read as NCCL's all-gather and reduce-scatter of those buffers
+(``scatter_bytes``; tests/test_serving_trtllm_nccl_exchange.py).
 
 References
 ----------
@@ -27,6 +31,10 @@ References
        tokens to the largest rank's and gathers with ``all_gather_into_tensor``, the default inside CUDA graphs;
        ``SUM_LEN`` gathers with an all-reduce) and ``dp_reduce_scatter_tensor``; docs/calibration.md
        ("SGLang's attention-DP decode").
+.. [2] NVIDIA/TensorRT-LLM ``cpp/tensorrt_llm/thop/allgatherOp.cpp`` (with ``all_rank_split_size``, one
+       ``ncclBroadcast`` per root in ``ncclGroupStart``/``ncclGroupEnd``; else ``ncclAllGather``) and
+       ``reducescatterOp.cpp`` (one ``ncclReduce`` per root, else ``ncclReduceScatter``), called by its fused MoE
+       under attention DP (``fused_moe_cutlass.py``); docs/calibration.md ("Long prompts under attention DP").
 """
 
 from __future__ import annotations
@@ -77,21 +85,26 @@ def collective_curve(gpu: str, collective: str, gpus: int):
     return np.log(GRID_BYTES[start:upto]), np.log(t[start:upto])
 
 
-def gather_scatter_seconds(gpu: str, buffer_bytes, gpus, roofline):
+def gather_scatter_seconds(gpu: str, buffer_bytes, gpus, roofline, scatter_bytes=None):
     """NCCL's all-gather plus reduce-scatter of a gathered buffer of ``buffer_bytes`` (16-bit, every rank's share)
-    over ``gpus`` GPUs of one server, measured where the tables cover both, else ``roofline`` (broadcast) [s]."""
-    size, n, fallback = np.broadcast_arrays(np.asarray(buffer_bytes, dtype=float), np.asarray(gpus, dtype=float),
-                                            np.asarray(roofline, dtype=float))
+    over ``gpus`` GPUs of one server, measured where the tables cover both, else ``roofline`` (broadcast) [s].
+    ``scatter_bytes``: the reduce-scattered buffer where it differs from the gathered one (TensorRT-LLM gathers
+    NVFP4-quantized tokens and scatters 16-bit results [2]); None: the same buffer both ways."""
+    scatter_bytes = buffer_bytes if scatter_bytes is None else scatter_bytes
+    size, back, n, fallback = np.broadcast_arrays(
+        np.asarray(buffer_bytes, dtype=float), np.asarray(scatter_bytes, dtype=float), np.asarray(gpus, dtype=float),
+        np.asarray(roofline, dtype=float))
     result = np.array(fallback, dtype=float)
     x = np.log(np.maximum(size, MIN_MESSAGE_BYTES))
+    y = np.log(np.maximum(back, MIN_MESSAGE_BYTES))
     for g in np.unique(n[n > 1]):
         if g != int(g):
             continue
         gather, scatter = (collective_curve(gpu, c, int(g)) for c in ("all_gather", "reduce_scatter"))
         if gather is None or scatter is None:
             continue
-        inside = (n == g) & (x <= min(gather[0][-1], scatter[0][-1]))
-        measured = np.exp(np.interp(x, *gather)) + np.exp(np.interp(x, *scatter))
+        inside = (n == g) & (x <= gather[0][-1]) & (y <= scatter[0][-1])
+        measured = np.exp(np.interp(x, *gather)) + np.exp(np.interp(y, *scatter))
         result = np.where(inside, measured, result)
     return result
 

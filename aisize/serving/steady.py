@@ -120,11 +120,13 @@ def balance_wait_iterations(launch, attention_dp, prompts_per_iteration, *, rank
     (0 when it is off).
 
     Prompts are held until every one of the ``dp`` ranks has one, at most ``launch.balance_iters``
-    iterations [4]. ``prompts_per_iteration`` (m) arrive over the replica. With slots to spare the
-    engine hands each to a rank with the fewest active (below its share), so they go round the ranks and a
-    prompt waits for the ``dp - 1`` next: ``(dp - 1) / 2m`` on average. With every rank full (a closed
-    loop of as many requests as slots, InferenceX's ``max_batch_size = C / TP``) a new prompt can only go
-    to the rank whose request just finished: each rank gets them at ``r = m / dp``, and from one release
+    iterations [4]. ``prompts_per_iteration`` (m) arrive over the replica. The engine hands a new request
+    only to a rank below its share of the active requests (``expected_num_active_requests``, the larger of
+    ceil(active / dp) and the busiest rank's), the one with the fewest active tokens first [4]. Arriving at
+    random (an open loop) they go round the ranks and a prompt waits for the ``dp - 1`` next:
+    ``(dp - 1) / 2m`` on average. In a closed loop (``ranks_full``) the ranks hold equal shares of the C
+    requests, so the only rank below its share is the one whose request just finished, batch limit or not
+    (InferenceX's ``max_batch_size = C / TP`` fills them too): each rank gets them at ``r = m / dp``, and from one release
     the next set is complete when the last of the dp ranks has one, ``H_dp / r`` iterations on average (the
     longest of dp exponential waits [5]), at most the timeout. That cycle is taken as the mean wait: the
     published runs wait longer than its length-biased residual (E[T²] / 2E[T], 1.6 / r at dp = 8) would
