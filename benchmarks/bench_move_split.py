@@ -418,15 +418,17 @@ def kernel_timed(folder: Path, parts: list[tuple[str, int]], every: list[str] = 
     if profiled:
         _profiled(profiled)
     if every:
-        print("  every slider (medians, ms a move): busy to idle wall, thread CPU, run queue; plan CPU; "
-              "messages sent: n, wall")
+        print("  every slider (medians, ms a move): busy to idle wall, thread CPU, run queue; thread CPU of the "
+              "handler, of the plan, of the sends and of the handler less both; messages sent: n, wall")
     for label in every:
         rs = by_label.get(label, [])[-n_every:]
         if rs:
             def med(key):
                 return statistics.median(r[key] for r in rs)
+            rest = statistics.median(r["handler_cpu"] - r["plan_cpu"] - r["send_cpu"] for r in rs)
             print(f"    {label:<34} {med('wall'):6.1f} {med('cpu'):6.1f} {med('runqueue'):6.1f}; "
-                  f"{med('plan_cpu'):6.1f}; {med('sends'):3.0f} {med('send_wall'):6.1f}")
+                  f"{med('handler_cpu'):6.1f} {med('plan_cpu'):6.1f} {med('send_cpu'):6.1f} {rest:6.1f}; "
+                  f"{med('sends'):3.0f} {med('send_wall'):6.1f}")
 
 
 def _profiled(files: list[str], top: int = 40) -> None:
@@ -480,13 +482,15 @@ def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None, c
     from playwright.sync_api import sync_playwright
 
     from aisize.app import serve
-    from aisize.app.move_timer import ENV, PROFILE_ENV
+    from aisize.app.move_timer import ENV
     from bench_app import CHROMIUM, CHROMIUM_ARGS, Served, app_drawn, rate_slider_ready, settle
 
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         if kernel_timer:  # the server's kernels inherit it
             os.environ[ENV] = tmp
             if kernel_profile:
+                from aisize.app.move_timer import PROFILE_ENV
+
                 os.environ[PROFILE_ENV] = kernel_profile
         app = Served("app", serve.start(Path(tmp) / "voila.log"), app_drawn)
         browser_ = None
