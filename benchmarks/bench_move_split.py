@@ -414,16 +414,38 @@ def kernel_timed(folder: Path, parts: list[tuple[str, int]], every: list[str] = 
         print(f"    {'  thread CPU':<40} {spread([r['handler_cpu'] - r['plan_cpu'] - r['send_cpu'] for r in rs])}")
         print(f"    {'garbage collector pauses':<40} {spread([sum(r['gc_ms']) for r in rs])}; collections "
               f"by generation {[sum(r['gc_n'][g] for r in rs) for g in range(3)]}")
+    profiled = [r["profile"] for label in every for r in by_label.get(label, [])[-n_every:] if r.get("profile")]
+    if profiled:
+        _profiled(profiled)
     if every:
-        print("  every slider (medians, ms a move): busy to idle wall, thread CPU, run queue; plan CPU; "
-              "messages sent: n, wall")
+        print("  every slider (medians, ms a move): busy to idle wall, thread CPU, run queue; thread CPU of the "
+              "handler, of the plan, of the sends and of the handler less both; messages sent: n, wall")
     for label in every:
         rs = by_label.get(label, [])[-n_every:]
         if rs:
             def med(key):
                 return statistics.median(r[key] for r in rs)
+            rest = statistics.median(r["handler_cpu"] - r["plan_cpu"] - r["send_cpu"] for r in rs)
             print(f"    {label:<34} {med('wall'):6.1f} {med('cpu'):6.1f} {med('runqueue'):6.1f}; "
-                  f"{med('plan_cpu'):6.1f}; {med('sends'):3.0f} {med('send_wall'):6.1f}")
+                  f"{med('handler_cpu'):6.1f} {med('plan_cpu'):6.1f} {med('send_cpu'):6.1f} {rest:6.1f}; "
+                  f"{med('sends'):3.0f} {med('send_wall'):6.1f}")
+
+
+def _profiled(files: list[str], top: int = 40) -> None:
+    """The ``--kernel-profile`` moves' cProfile statistics merged: the functions with the most cumulative time, and
+    with the most own time, in ms a move (cProfile's clock, its overhead included: where, not how long)."""
+    import io
+    import pstats
+
+    out = io.StringIO()
+    stats = pstats.Stats(*files, stream=out)
+    n = len(files)
+    rows = [(func, cc, nc, tt, ct) for func, (cc, nc, tt, ct, _) in stats.stats.items()]
+    for title, key in (("cumulative", 4), ("own", 3)):
+        print(f"  profiled ({n} moves of the --every sliders), by {title} time: ms a move (cumulative, own), calls a move")
+        for func, _cc, nc, tt, ct in sorted(rows, key=lambda r: -r[key])[:top]:
+            where = f"{Path(func[0]).parent.name}/{Path(func[0]).name}:{func[1]}" if func[0] != "~" else ""
+            print(f"    {ct / n * 1e3:7.2f} {tt / n * 1e3:7.2f} {nc / n:8.1f}  {where} {func[2]}")
 
 
 def _browser_every(page, cdp, moves: int, tabs: list[str] | None = None) -> list[str]:
@@ -455,7 +477,8 @@ def _browser_every(page, cdp, moves: int, tabs: list[str] | None = None) -> list
 
 
 def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None, count: bool = False,
-            kernel_timer: bool = False, every: int = 0, tabs: list[str] | None = None) -> None:
+            kernel_timer: bool = False, every: int = 0, tabs: list[str] | None = None,
+            kernel_profile: str | None = None) -> None:
     from playwright.sync_api import sync_playwright
 
     from aisize.app import serve
@@ -465,6 +488,10 @@ def browser(moves: int, rate_moves: int, trace: bool, dump: str | None = None, c
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         if kernel_timer:  # the server's kernels inherit it
             os.environ[ENV] = tmp
+            if kernel_profile:
+                from aisize.app.move_timer import PROFILE_ENV
+
+                os.environ[PROFILE_ENV] = kernel_profile
         app = Served("app", serve.start(Path(tmp) / "voila.log"), app_drawn)
         browser_ = None
         try:
@@ -532,6 +559,9 @@ def main() -> None:
                         "links after the moves here")
     parser.add_argument("--kernel-timer", action="store_true",
                         help="with --browser: time each move inside the page's kernel (aisize.app.move_timer)")
+    parser.add_argument("--kernel-profile", nargs="?", const="cpu", choices=("cpu", "wall"),
+                        help="with --kernel-timer: also profile each move in the page's kernel (cProfile of the "
+                        "thread's CPU, or of wall time; slower moves) and print the --every sliders' functions by time")
     parser.add_argument("--no-kernel", action="store_true", help="skip the in-process kernel part")
     parser.add_argument("--every", type=int, default=0,
                         help="then move every other slider of every tab this many steps (0: skip)")
@@ -546,7 +576,7 @@ def main() -> None:
             kernel_every(args.every)
     if args.browser:
         browser(args.moves, args.rate_moves, args.trace, args.dump, args.count, args.kernel_timer, args.every,
-                args.tab)
+                args.tab, args.kernel_profile)
     print("load average (1, 5, 15 min) " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 

@@ -19,6 +19,10 @@ the default preset's service at 200 requests/s), to time the other sliders at th
 ``benchmarks/bench_app.py`` moves its slider (each move at a new rate; the p95 is set by those that meet a shape
 first), and prints their median, p95 and largest.
 
+``--split`` also prints, per slider, the thread CPU of a move's pieces (medians): the state's edit (validation,
+the names followed: ``AppState.replace`` less the rest), the plan, the scenario bar, the other built sections' sync,
+and the shown section's sync and ``update``.
+
 ``--repeats`` also counts, per move, the serving estimates, loaded states (a queue solved at some rates), steady
 states and iteration times the move computes, and how many of them had arguments (by value) that an earlier move
 of the run had computed already: work a cache keyed on those arguments would save. Counting slows the moves.
@@ -107,9 +111,11 @@ def main() -> None:
     parser.add_argument("--repeats", action="store_true",
                         help="count the serving work each move does, and how much of it an earlier move did")
     parser.add_argument("--rate-path", type=int, default=0, help="time this many request-rate steps in a row")
+    parser.add_argument("--split", action="store_true", help="also time a move's pieces (thread CPU, medians)")
     args = parser.parse_args()
     seen = count_repeats() if args.repeats else None
     clock = time.perf_counter if args.wall else time.process_time
+    pieces = _split() if args.split else None
     app = build_app(display=False, data=to_dict(preset(args.preset)))
     if args.fresh:
         app.state.cache = None
@@ -127,19 +133,70 @@ def main() -> None:
           + (f", request rate {rate.value:g}/s ({args.rate_moves} steps first)" if args.rate_moves else ""))
     for title in args.tab or TITLES:
         section = app.open_tab(title)
+        if pieces is not None:
+            _split_listeners(app, section, pieces)
         for slider in list(sliders(section.view)):
-            start, times = slider.value, []
+            start, times, split = slider.value, [], collections.defaultdict(list)
             before = {k: collections.Counter(v) for k, v in seen.items()} if seen is not None else None
             for _ in range(args.moves):
+                if pieces is not None:
+                    pieces.clear()
                 t = clock()
                 slider.value = step(slider)
                 times.append((clock() - t) * 1e3)
+                if pieces is not None and "whole edit" in pieces:  # (a slider at its end moves nothing)
+                    pieces["edit (validate, follow names)"] = pieces.pop("whole edit") - sum(
+                        ms for name, ms in pieces.items() if not name.startswith("  "))
+                    for name, ms in pieces.items():
+                        split[name].append(ms)
             slider.value = start
             worst.append(max(times))
             print(f"  {title:<10} {slider.description:<32} median {statistics.median(times):6.1f}  "
-                  f"max {max(times):6.1f}" + (_repeats(seen, before, args.moves) if seen is not None else ""))
+                  f"max {max(times):6.1f}" + (_repeats(seen, before, args.moves) if seen is not None else "")
+                  + ("; thread CPU: " + ", ".join(f"{name.strip()} {statistics.median(split[name]):.2f}"
+                                                   for name in SPLIT if split.get(name)) if split else ""))
     print(f"every slider: worst move {max(worst):.1f} ms; load average (1, 5, 15 min) "
           + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
+SPLIT = ("edit (validate, follow names)", "plan", "scenario bar", "other sections: sync",
+         "shown section: sync + update", "  of which update")
+
+
+def _timed(pieces: dict, name: str, function):
+    """``function`` adding its thread CPU ms to ``pieces[name]``."""
+    @functools.wraps(function)
+    def timed(*args, **kwargs):
+        t = time.thread_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            pieces[name] += (time.thread_time() - t) * 1e3
+    return timed
+
+
+def _split() -> dict:
+    """Time the plan and the state's whole edit (before the app is built): {piece: ms of this move}."""
+    import aisize.app.state as state_module
+
+    pieces: dict = collections.defaultdict(float)
+    state_module.plan = _timed(pieces, "plan", state_module.plan)
+    state_module.AppState.replace = _timed(pieces, "whole edit", state_module.AppState.replace)
+    return pieces
+
+
+def _split_listeners(app, section, pieces: dict) -> None:
+    """Time the state's listeners by who they are (the shown ``section``, the others, the scenario bar) and the shown
+    section's ``update``, once for each section shown."""
+    from aisize.app.sections import Section
+
+    def name(listener):
+        owner = getattr(listener, "__self__", None)
+        return ("shown section: sync + update" if owner is section else "other sections: sync"
+                if isinstance(owner, Section) else "scenario bar")
+    app.state.listeners = [_timed(pieces, name(f), getattr(f, "__wrapped__", f)) for f in app.state.listeners]
+    if not hasattr(section.update, "__wrapped__"):
+        section.update = _timed(pieces, "  of which update", section.update)
 
 
 def _rate_path(app, moves: int, clock) -> None:

@@ -88,14 +88,18 @@ def test_the_same_layout_search_builds_no_layouts_table(monkeypatch):
 def test_cost_tables_are_built_again_only_when_their_figures_change(monkeypatch):
     app = build_app(display=False)
     section = app.open_tab("Cost")
-    workloads = _count(monkeypatch, cost, "workload_costs")
+    workloads = _count(monkeypatch, cost, "workload_cost_rows")
     prices = _count(monkeypatch, cost, "_prices_table")
+    capital = _count(monkeypatch, cost, "cost_rows")
     life = _sliders(section.view)["Life [years]"]
-    life.set_state({"value": _step(life)})  # no price changes: the prices table is kept
-    assert not prices and len(workloads) == 1
+    life.set_state({"value": _step(life)})  # no price changes: the prices table is kept; capital and operating too
+    assert not prices and not capital and len(workloads) == 1
     pue = _sliders(section.view)["PUE"]
-    pue.set_state({"value": _step(pue)})
-    assert len(prices) == 1 and f"<td>{pue.value:g}</td>" in section.prices.value
+    pue.set_state({"value": _step(pue)})  # the energy's operating line changes
+    assert len(prices) == 1 and f"<td>{pue.value:g}</td>" in section.prices.value and len(capital) == 1
+    fresh = build_app(display=False, data=app.state.data).open_tab("Cost")
+    assert (section.capital.value, section.workloads.value, section.prices.value) == (
+        fresh.capital.value, fresh.workloads.value, fresh.prices.value)
 
 
 def test_cost_chart_rows_are_the_cost_tables_records():

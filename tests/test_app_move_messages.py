@@ -70,3 +70,21 @@ def test_an_unchanged_output_is_not_sent(sent):
     assert sent == []
     inference.ttft.value = 2100.0  # the targets move, the memory chart does not
     assert updates(sent, inference.memory_chart.chart) == []
+
+
+def test_a_value_from_the_page_comes_back_only_where_the_kernel_changed_it(sent):
+    """No echo_update of each value the page sends (one message a move: the page's widget manager drops an echo of
+    its own update anyway); a value the kernel's callbacks set otherwise still goes to the page as an update."""
+    import ipywidgets as widgets
+
+    app = build_app(display=False)
+    cost = app.open_tab("Cost")
+    sent.clear()
+    cost.life.set_state({"value": cost.life.value + cost.life.step})  # as the page's update message
+    assert sent and not [data for _, _, data in sent if data and data.get("method") == "echo_update"]
+    assert not updates(sent, cost.life)
+    clamped = widgets.IntSlider(value=1, max=10)
+    clamped.observe(lambda change: setattr(clamped, "value", 3) if change["new"] == 5 else None, names="value")
+    sent.clear()
+    clamped.set_state({"value": 5})
+    assert updates(sent, clamped) == [{"value": 3}] and clamped.value == 3

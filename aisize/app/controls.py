@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import altair as alt
 import ipywidgets as widgets
+import numpy as np
 import pandas as pd
 import traitlets
 
@@ -152,6 +153,38 @@ class _Cells(list):
 
     def tolist(self) -> list:
         return list(self)
+
+
+_MISSING = object()
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def frame_columns(rows: Sequence[dict], columns: Sequence[str] | None = None) -> dict[str, list]:
+    """The columns ``pd.DataFrame(rows, columns=columns)`` holds, each as its ``tolist()`` gives it, for
+    :func:`table`, without building the frame (0.3 to 1 ms a small table). Two kinds of column are written here as
+    pandas infers them: text (str, with NaN for a None or a key a row lacks: pandas' str dtype) and numbers (not
+    booleans, under 2**63: ints stay ints unless a float, a None or a lacking key makes the column floats, NaN for
+    the missing); a table with any other column (booleans, mixed kinds, no values) is built through the frame."""
+    names = list(dict.fromkeys(key for row in rows for key in row)) if columns is None else list(columns)
+    out = {}
+    for name in names:  # a row's keys first seen first, as pandas orders them
+        values = [row.get(name, _MISSING) for row in rows]
+        present = [v for v in values if v is not None and v is not _MISSING]
+        holes = len(present) < len(values)
+        if present and all(isinstance(v, str) for v in present):
+            out[name] = [v if isinstance(v, str) else math.nan for v in values]
+        elif present and all(_is_number(v) for v in present) and all(abs(v) < 2 ** 63 for v in present):
+            if holes or not all(isinstance(v, (int, np.integer)) for v in present):
+                out[name] = [math.nan if v is None or v is _MISSING else float(v) for v in values]
+            else:
+                out[name] = [int(v) for v in values]
+        else:  # a huge int: pandas' uint64 or object
+            frame = pd.DataFrame(list(rows), columns=columns)
+            return {c: frame[c].tolist() for c in frame.columns}
+    return out
 
 
 def table(frame: pd.DataFrame | dict[str, list], *, cls: str = "aisize-table", formats: dict | None = None,

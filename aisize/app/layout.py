@@ -105,9 +105,20 @@ def server_options(data: dict) -> list[tuple[str, str]]:
     return own + [(f"{s.id} ({s.gpus}× {s.accelerator})", s.id) for s in catalog.servers]
 
 
+def no_echo() -> None:
+    """No ``echo_update`` back to the page for each value it sends (ipywidgets 8 echoes every update for other
+    clients of the same kernel; the app's kernel has one page, and its widget manager drops an echo of its own
+    update: it applies only ``update`` messages, which the kernel still sends for a value its callbacks change). One
+    message fewer a move (the kernel's send, the server's relay, the page's task)."""
+    from ipywidgets.widgets import widget
+
+    widget.JUPYTER_WIDGETS_ECHO = False
+
+
 def build_app(display: bool = True, data: dict | None = None) -> App:
     """Build the page (on ``data``, default the built-in default scenario), wire it, and display it."""
     use_offline_charts()
+    no_echo()
     state = AppState(data)
     choose = K.dropdown("Preset", preset_names(), DEFAULT_PRESET if data is None else None,
                         "Load a built-in scenario", style={"description_width": "50px"},

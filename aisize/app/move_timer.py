@@ -10,6 +10,8 @@ the plan (``aisize.plan.plan`` as the app's state calls it), with the thread's C
 (Linux's ``/proc/thread-self/schedstat``), the messages' sends (``session.send``: serialization, signing, hand-off to
 the IOPub thread) and the garbage collector's pauses (``gc.callbacks``) by generation. Wall over CPU is time the
 kernel waited for the cores (the run queue: the machine's load) or for the GIL, a lock or a socket.
+Where ``AISIZE_MOVE_PROFILE`` is also set, each such message's busy-to-idle span runs under ``cProfile`` (timing the
+thread's CPU; ``wall``: wall time) and its statistics go to ``<folder>/profile-<pid>-<n>.prof`` (the record's ``profile``): slower moves, for where, not how long.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 from pathlib import Path
 
 ENV = "AISIZE_MOVE_TIMER"
+PROFILE_ENV = "AISIZE_MOVE_PROFILE"
 SCHEDSTAT = Path("/proc/thread-self/schedstat")  # Linux: this thread's ns on a CPU, ns waiting for one, slices
 
 
@@ -48,14 +51,16 @@ def install_from_env() -> bool:
     kernel = getattr(shell, "kernel", None)
     if kernel is None or "comm_msg" not in kernel.shell_handlers:
         return False
-    _Timer(kernel, Path(folder) / f"moves-{os.getpid()}.jsonl").install()
+    _Timer(kernel, Path(folder) / f"moves-{os.getpid()}.jsonl", os.environ.get(PROFILE_ENV, "")).install()
     return True
 
 
 class _Timer:
-    def __init__(self, kernel, path: Path):
-        self.kernel, self.path = kernel, path
+    def __init__(self, kernel, path: Path, profile: str = ""):
+        self.kernel, self.path, self.profile = kernel, path, profile
         self.record: dict | None = None
+        self.profiler = None
+        self.moves = 0
         self.gc_start = 0.0
 
     def install(self) -> None:
@@ -74,14 +79,27 @@ class _Timer:
                                "plan_wall": 0.0, "plan_cpu": 0.0, "handler_wall": 0.0, "handler_cpu": 0.0,
                                "send_wall": 0.0, "send_cpu": 0.0, "sends": 0, "gc_ms": [0.0, 0.0, 0.0],
                                "gc_n": [0, 0, 0], "comm_msg": False, "what": ""}
+                if self.profile:
+                    import cProfile
+
+                    # the thread's CPU by default; AISIZE_MOVE_PROFILE=wall: wall time (waits for the GIL, the cores)
+                    self.profiler = cProfile.Profile(time.perf_counter if self.profile == "wall" else time.thread_time)
+                    self.profiler.enable()
             result = publish(status, *args, **kwargs)
             if status == "idle" and self.record is not None:
                 r, self.record = self.record, None
+                profiler, self.profiler = self.profiler, None
+                if profiler is not None:
+                    profiler.disable()
                 r["wall"] = (time.perf_counter() - r["wall"]) * 1e3
                 r["cpu"] = (time.thread_time() - r["cpu"]) * 1e3
                 r["process_cpu"] = (time.process_time() - r["process_cpu"]) * 1e3
                 r["runqueue"] = _runqueue_ms() - r["runqueue"]
                 if r.pop("comm_msg"):
+                    if profiler is not None:
+                        self.moves += 1
+                        r["profile"] = str(self.path.with_name(f"profile-{os.getpid()}-{self.moves}.prof"))
+                        profiler.dump_stats(r["profile"])
                     with open(self.path, "a", encoding="utf-8") as out:
                         out.write(json.dumps(r) + "\n")
             return result

@@ -83,6 +83,7 @@ class AppState:
     def __init__(self, data: dict | None = None):
         self.origin = from_dict(data) if data is not None else preset(DEFAULT_PRESET)  # the scenario as loaded
         self.data: dict = to_dict(self.origin)
+        self._origin_data = (self.origin, to_dict(self.origin))  # the origin's dict, written once for each origin
         self.cache = PlanCache()  # a move re-plans only the workloads whose inputs it changed
         self.plan: Plan = plan(self.origin, self.cache)
         self.listeners: list[Callable[[Plan], None]] = []
@@ -112,10 +113,14 @@ class AppState:
         None, or why it was refused."""
         try:
             scenario = from_dict(data)
+            fields = to_dict(scenario)  # written once a move (it was three times, and the origin's each move)
             if not loaded:
-                followed = follow(self.origin, to_dict(self.origin), scenario, to_dict(scenario))
-                if followed != to_dict(scenario):
+                if self._origin_data[0] is not self.origin:
+                    self._origin_data = (self.origin, to_dict(self.origin))
+                followed = follow(self.origin, self._origin_data[1], scenario, fields)
+                if followed != fields:
                     scenario = from_dict(followed)
+                    fields = to_dict(scenario)
             new_plan = plan(scenario, self.cache)
         except INPUT_ERRORS as error:
             return message(error)
@@ -123,7 +128,7 @@ class AppState:
             logging.getLogger(__name__).error("planning ran out of memory", exc_info=True)
             return ("the plan could not be made: the server ran out of memory planning this scenario; the "
                     "last plan is kept")
-        self.data, self.plan = to_dict(scenario), new_plan
+        self.data, self.plan = fields, new_plan
         if loaded:
             self.origin = scenario
         for listener in list(self.listeners):

@@ -32,7 +32,11 @@ from aisize.units import GB, GiB
 
 def cost_table(plan) -> pd.DataFrame:
     """Capital by bill-of-materials line: quantity, unit price, total and where the price comes from [USD]."""
-    c = plan.cost
+    return pd.DataFrame(cost_rows(plan.cost))
+
+
+def cost_rows(c) -> list[dict]:
+    """:func:`cost_table`'s rows (of ``plan.cost``), for a page that writes them without a frame."""
     rows = [{"item": x.item, "quantity": x.quantity, "unit": x.unit, "unit_usd": x.unit_usd, "capital_usd": x.usd,
              "price": x.price_id, "price_kind": x.kind} for x in c.capital_lines]
     rows.append({"item": "total capital", "quantity": None, "unit": "", "unit_usd": None,
@@ -40,7 +44,7 @@ def cost_table(plan) -> pd.DataFrame:
     rows += [{"item": f"operating: {x['item']} (per year)", "quantity": None, "unit": "", "unit_usd": None,
               "capital_usd": None, "usd_per_year": x["usd_per_year"], "price": operating_basis(x), "price_kind": ""}
              for x in c.operating_lines]
-    return pd.DataFrame(rows)
+    return rows
 
 
 def workloads_table(plan) -> pd.DataFrame:
