@@ -290,7 +290,8 @@ def _plan(scenario, cache=None) -> Plan:
              inference, dataprep, int(gpus), int(servers), int(sum(x.racks for x in pool_plans)),
              int(pool_plans[0].servers_per_rack), float(sum(x.power_watts for x in pool_plans)), float(host_need),
              float(primary.server.host_memory_bytes), net, storage, pol.model_dump(mode="json"),
-             assumptions_used(pol), (), scenario, tuple(stream_plans), pool_plans, placement, timeline, None,
+             assumptions_used(pol) if cache is None else cache.reuse(  # the policies' fields it read, as they were
+                 "assumptions", (), primary, lambda ctx, policies: assumptions_used(policies)), (), scenario, tuple(stream_plans), pool_plans, placement, timeline, None,
              _peak_gpus(placement, slots.count()))
     p = dataclasses.replace(p, cost=plan_cost(p, pools))
     if needs_fleet(scenario):
