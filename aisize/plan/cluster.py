@@ -285,13 +285,14 @@ def _plan(scenario, cache=None) -> Plan:
     for p in stream_plans:
         placed[p.name] = ("job-stream", p.team, placement.assignment[p.name]["pool"], p.gpus, None, p.offered_gpus)
     gpus = sum(p.gpus for p in pool_plans)
+    assumptions = assumptions_used(pol) if cache is None else cache.reuse(  # the policies' fields it read, as they were
+        "assumptions", (), primary, lambda ctx, policies: assumptions_used(policies))
     timeline = build_timeline(scenario, {n: placed[n] for n in kinds if n in placed}, gpus)
     p = Plan(scenario.name, pools[0].ctx.server.id, pools[0].ctx.accelerator.id, primary.storage.id, training,
              inference, dataprep, int(gpus), int(servers), int(sum(x.racks for x in pool_plans)),
              int(pool_plans[0].servers_per_rack), float(sum(x.power_watts for x in pool_plans)), float(host_need),
              float(primary.server.host_memory_bytes), net, storage, pol.model_dump(mode="json"),
-             assumptions_used(pol) if cache is None else cache.reuse(  # the policies' fields it read, as they were
-                 "assumptions", (), primary, lambda ctx, policies: assumptions_used(policies)), (), scenario, tuple(stream_plans), pool_plans, placement, timeline, None,
+             assumptions, (), scenario, tuple(stream_plans), pool_plans, placement, timeline, None,
              _peak_gpus(placement, slots.count()))
     p = dataclasses.replace(p, cost=plan_cost(p, pools))
     if needs_fleet(scenario):
