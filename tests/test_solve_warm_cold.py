@@ -25,7 +25,9 @@ from aisize.serving import latency as L
 # (field, factor of the preset's value): up, further, back, as a slider goes
 MOVES = (("prompt_tokens", 1.21), ("prompt_tokens", 1.46), ("output_tokens", 1.21), ("prompt_tokens", 1.0),
          ("output_cv", 0.3), ("prompt_cv", 0.2), ("requests_per_s", 1.5), ("prompt_tokens", 1.21),
-         ("output_cv", 0.0), ("requests_per_s", 1.0), ("output_tokens", 1.0), ("prompt_tokens", 1.0))
+         ("output_cv", 0.0), ("requests_per_s", 1.0), ("output_tokens", 1.0), ("prompt_tokens", 1.0),
+         # latency targets: the demands stay, so the placement, the pools' fabrics and the network are reused
+         ("ttft_target_ms", 1.1), ("tpot_target_ms", 1.1), ("ttft_target_ms", 1.0), ("tpot_target_ms", 1.0))
 
 
 def _scenarios(name: str) -> list[dict]:

@@ -238,10 +238,7 @@ def _plan(scenario, cache=None) -> Plan:
         cache.begin(pol)
     cands = _candidates(scenario, pools, slots, pol, streams, cache)
     fill = _rest_streams(scenario, pools, cands)
-    placement, chosen, filled = pack([p.spec for p in pools], {n: [(c.pool, c.demand) for c in cs]
-                                                              for n, cs in cands.items()},
-                                     _order(scenario, cands), slots.count(), tuple(fill))
-    placement = dataclasses.replace(placement, slot_labels=slots.labels())
+    placement, chosen, filled = _packed(pools, cands, _order(scenario, cands), slots, tuple(fill), cache)
     picked = {n: next(c for c in cs if c.pool == chosen[n]) for n, cs in cands.items()}
     training = tuple(picked[w.name].plan for w in scenario.workloads if w.kind == "training")
     inference = tuple(picked[w.name].plan for w in scenario.workloads if w.kind == "inference")
@@ -255,10 +252,8 @@ def _plan(scenario, cache=None) -> Plan:
                 raise ValueError(f"workloads.{i}.gpus: 'rest' leaves no room for one {w.gpus_per_job}-GPU job in "
                                  f"pool {pools[chosen[w.name]].spec.name!r}")
             stream_plans.append(plan_job_stream(w, jobs, pools[chosen[w.name]].spec.name))
-    prices = load_prices().with_overrides(scenario.cost.prices)
-    pool_plans = tuple(_pool_plan(p, pp, scenario.hardware, placement, prices)
-                       for p, pp in zip(pools, placement.pools))
     primary = pools[0].ctx
+    pool_plans = _pool_plans(scenario, pools, placement, cache)
     servers = sum(p.servers for p in pool_plans)
     read_per_server = sum(t.read_bytes_per_s for t in training) / max(servers, 1)
     nics = compute_nics_for(primary.server, primary.scale_out_link)
@@ -278,8 +273,7 @@ def _plan(scenario, cache=None) -> Plan:
     by_name = {w.name: w for w in scenario.workloads}
     inference = tuple(on_bought_storage(i, by_name[i.name], pools[chosen[i.name]].ctx, pol, storage.record)
                       for i in inference)
-    net = network_plan(primary, scenario.hardware, pool_plans, servers, nics, read_per_server,
-                       storage.supply_read_bytes_per_s, J.scaleup(primary))
+    net = _network(scenario, primary, pool_plans, servers, nics, read_per_server, storage, cache)
     host_need = max([p.host_memory_needed_bytes for p in training + inference], default=0.0)
     kinds = {w.name: w for w in scenario.workloads}
     placed = {}
@@ -291,17 +285,61 @@ def _plan(scenario, cache=None) -> Plan:
     for p in stream_plans:
         placed[p.name] = ("job-stream", p.team, placement.assignment[p.name]["pool"], p.gpus, None, p.offered_gpus)
     gpus = sum(p.gpus for p in pool_plans)
+    assumptions = assumptions_used(pol) if cache is None else cache.reuse(  # the policies' fields it read, as they were
+        "assumptions", (), primary, lambda ctx, policies: assumptions_used(policies))
     timeline = build_timeline(scenario, {n: placed[n] for n in kinds if n in placed}, gpus)
     p = Plan(scenario.name, pools[0].ctx.server.id, pools[0].ctx.accelerator.id, primary.storage.id, training,
              inference, dataprep, int(gpus), int(servers), int(sum(x.racks for x in pool_plans)),
              int(pool_plans[0].servers_per_rack), float(sum(x.power_watts for x in pool_plans)), float(host_need),
              float(primary.server.host_memory_bytes), net, storage, pol.model_dump(mode="json"),
-             assumptions_used(pol), (), scenario, tuple(stream_plans), pool_plans, placement, timeline, None,
+             assumptions, (), scenario, tuple(stream_plans), pool_plans, placement, timeline, None,
              _peak_gpus(placement, slots.count()))
     p = dataclasses.replace(p, cost=plan_cost(p, pools))
     if needs_fleet(scenario):
         p = dataclasses.replace(p, fleet=fleet_plan(p, pools, days))
     return dataclasses.replace(p, findings=tuple(findings(p)))
+
+
+# Whole-plan steps after the workloads' plans, from ``cache`` (PlanCache.reuse) where their inputs are equal to the
+# last plan's: a move that leaves every workload's demand as it was (a service's latency target, a length CV at the
+# same replicas) keeps the placement, the pools' fabrics and the network. Each key holds every value its step reads
+# (the scenario's hardware by its JSON, the price overrides as given: the price table itself is fixed in a process).
+
+def _packed(pools, cands, order, slots, fill, cache):
+    """:func:`aisize.plan.placement.pack` of the candidates' demands, the placement labelled with the slots."""
+    specs = [p.spec for p in pools]
+    demands = {n: [(c.pool, c.demand) for c in cs] for n, cs in cands.items()}
+
+    def packed(ctx=None, policies=None):
+        placement, chosen, filled = pack(specs, demands, order, slots.count(), fill)
+        return dataclasses.replace(placement, slot_labels=slots.labels()), chosen, filled
+    if cache is None:
+        return packed()
+    return cache.reuse("placement", (specs, demands, order, slots.count(), fill, slots.labels()), pools[0].ctx,
+                       packed)
+
+
+def _pool_plans(scenario, pools, placement, cache) -> tuple:
+    """Each pool's :class:`PoolPlan` (its racks, power and compute fabric) after packing."""
+    def planned(ctx=None, policies=None):
+        prices = load_prices().with_overrides(scenario.cost.prices)
+        return tuple(_pool_plan(p, pp, scenario.hardware, placement, prices) for p, pp in zip(pools, placement.pools))
+    if cache is None:
+        return planned()
+    read = tuple((p.spec, p.ctx, p.per_rack, p.max_racks) for p in pools)  # what _pool_plan reads of a pool
+    return cache.reuse("pools", (read, placement, scenario.hardware.model_dump_json(), dict(scenario.cost.prices)),
+                       pools[0].ctx, planned)
+
+
+def _network(scenario, primary, pool_plans, servers, nics, read_per_server, storage, cache):
+    """:func:`aisize.plan.network.network_plan`: the pools' compute fabrics and the storage network."""
+    supply, scaleup = storage.supply_read_bytes_per_s, J.scaleup(primary)
+    if cache is None:
+        return network_plan(primary, scenario.hardware, pool_plans, servers, nics, read_per_server, supply, scaleup)
+    return cache.reuse("network", (pool_plans, servers, nics, read_per_server, supply, scaleup,
+                                   scenario.hardware.model_dump_json()), primary,
+                       lambda ctx, pol: network_plan(ctx, scenario.hardware, pool_plans, servers, nics,
+                                                     read_per_server, supply, scaleup))
 
 
 def _pool_plan(pool: P.Pool, placed, hardware, placement: Placement, prices) -> PoolPlan:
