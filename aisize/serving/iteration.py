@@ -436,6 +436,8 @@ def _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attentio
     alone, ring_only = one_size and bool(groups <= 1), one_size and bool(groups > 1) and (
         scaleup_domain is None or out is None)
     reduce_kernel = rates.kernel_allreduce is not None and out is None
+    # _ring's leading factor 2 (n - 1) / n, evaluated left to right before the payload: the same bits once
+    ring_share = 2.0 * (groups[()] - 1.0) / groups[()] if ring_only else None
     # draft_seconds is 0.0 without a drafter's passes: the overhead's fixed part, lay.overhead_seconds + 0.0 * pp
     drafted = not (speculation is None or speculation.draft_costs is None)
     fixed_overhead = None if drafted else lay.overhead_seconds + 0.0 * pp
@@ -486,7 +488,7 @@ def _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attentio
         if alone:  # what all_reduce_seconds gives on one GPU: zeros of the payload's shape
             reduce = np.zeros(np.shape(hidden_bytes))
         elif ring_only and type(hidden_bytes) is np.ndarray and hidden_bytes.ndim:  # ... and in one domain
-            reduce = _ring(groups[()], hidden_bytes, link, latency)
+            reduce = ring_share * hidden_bytes / link + latency  # _ring(groups[()], hidden_bytes, link, latency)
         else:
             reduce = all_reduce_seconds(hidden_bytes, tp, link, latency, scaleup_domain=scaleup_domain,
                                         scaleout_bytes_per_s=out)

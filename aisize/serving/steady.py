@@ -61,6 +61,7 @@ import numpy as np
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import prepare_iteration_time
 from aisize.serving.iteration_shape import _times
+from aisize.serving.littles_law import _clip  # np.clip's ufunc, what np.clip calls for float bounds on floats
 from aisize.serving.prefix import prefill_work
 from aisize.serving.tails import exponential_quantile_factor
 
@@ -264,7 +265,7 @@ def _prepare(costs, rates, calib, input_tokens, output_tokens, max_num_tokens, c
                     per_rank = np.maximum(np.floor(budget / dp / i), 1.0) if not chunked_prefill else fit / dp
                     # at so light a load that the timeout ends most holds, a release carries what came meanwhile
                     fewest = np.minimum(dp, np.maximum(m * balance, 1.0))
-                    per = np.where(dp > 1, np.clip(per, fewest, np.maximum(dp * per_rank, fewest)), per)
+                    per = np.where(dp > 1, _clip(per, fewest, np.maximum(dp * per_rank, fewest)), per)
             if not whole:  # (with spans all ones, np.where gives per's values in an array of per's shape)
                 per = np.where(spans > 1, 1.0 / spans, per)
             share = np.minimum(m / per, 1.0)
