@@ -7,9 +7,9 @@ prompt-CV, output-CV and request-rate sliders moves ``--moves`` steps. Each set 
 ``--repeats``; every loaded state cold: the kept solves are emptied before each call) and its time per call printed,
 loaded states also by the shape of their rates. A solve prepares its steady states and iteration times once
 (``prepare_steady_state``, ``prepare_iteration_time``): their calls are recorded as the whole calls they stand for,
-and also replayed as the solves make them, each solve prepared once (the ``prepared:`` lines). The sha256 of every field (bytes, dtype, shape and type) of every
-result lets two trees be compared: run it with ``PYTHONPATH`` on each (from outside the checkout), the same calls
-must give the same hash.
+and also replayed as the solves make them, each solve prepared once (the ``prepared:`` lines). The sha256 of every
+field (bytes, dtype, shape and type) of every result lets two trees be compared: run it with ``PYTHONPATH`` on each
+(from outside the checkout), the same calls must give the same hash.
 
     (cd /tmp; PYTHONPATH=<tree> /work/main/.venv/bin/python <tree>/benchmarks/bench_solve_calls.py)
 """
