@@ -5,9 +5,11 @@ Builds the app on the default preset, moves the request rate ``--rate-moves`` st
 requests/s), then records every call of the three functions while each of the Inference tab's prompt, output,
 prompt-CV, output-CV and request-rate sliders moves ``--moves`` steps. Each set of calls is then replayed (best of
 ``--repeats``; every loaded state cold: the kept solves are emptied before each call) and its time per call printed,
-loaded states also by the shape of their rates. The sha256 of every field (bytes, dtype, shape and type) of every
-result lets two trees be compared: run it with ``PYTHONPATH`` on each (from outside the checkout), the same calls
-must give the same hash.
+loaded states also by the shape of their rates. A solve prepares its steady states and iteration times once
+(``prepare_steady_state``, ``prepare_iteration_time``): their calls are recorded as the whole calls they stand for,
+and also replayed as the solves make them, each solve prepared once (the ``prepared:`` lines). The sha256 of every
+field (bytes, dtype, shape and type) of every result lets two trees be compared: run it with ``PYTHONPATH`` on each
+(from outside the checkout), the same calls must give the same hash.
 
     (cd /tmp; PYTHONPATH=<tree> /work/main/.venv/bin/python <tree>/benchmarks/bench_solve_calls.py)
 """
@@ -34,6 +36,10 @@ import bench_sliders as bs  # noqa: E402 (the benchmarks' own slider steps)
 
 TIMED = (("aisize.serving.iteration", "iteration_time"), ("aisize.serving.steady", "steady_state"),
          ("aisize.serving.latency", "loaded_state"))
+# a solve prepares them once and asks at many batches: (module, preparer, the call it stands for, what its calls take)
+PREPARED = (("aisize.serving.iteration", "prepare_iteration_time", "iteration_time",
+             ("decode_sequences", "prefill_tokens", "prefill_prompts", "graphed")),
+            ("aisize.serving.steady", "prepare_steady_state", "steady_state", ("concurrency",)))
 SLIDERS = ("Prompt [", "Output [", "Prompt length", "Output length", "Request rate")
 
 
@@ -48,10 +54,35 @@ def record(calls: dict, recording: list) -> dict:
             if recording:
                 calls[_name].append((args, kwargs))
             return _fn(*args, **kwargs)
-        for mod in [m for n, m in list(sys.modules.items()) if n.startswith("aisize") and m is not None]:
-            if getattr(mod, name, None) is fn:
-                setattr(mod, name, recorded)
+        _patch(fn, name, recorded)
+    for module, name, stands_for, taking in PREPARED:
+        fn = getattr(importlib.import_module(module), name, None)
+        if fn is None:  # a tree from before the prepared calls: its solves call the whole ones
+            continue
+        real[name] = fn
+
+        @functools.wraps(fn)
+        def prepared(*args, _fn=fn, _for=stands_for, _taking=taking, **kwargs):
+            at = _fn(*args, **kwargs)
+            if not recording:
+                return at
+            solve = (args, kwargs, [])
+            calls["prepared " + _for].append(solve)
+
+            def recorded(*call, **more):  # each call as the whole call it stands for
+                if recording:
+                    calls[_for].append((args, {**kwargs, **dict(zip(_taking, call))}))
+                    solve[2].append(call)
+                return at(*call, **more)
+            return recorded
+        _patch(fn, name, prepared)
     return real
+
+
+def _patch(fn, name, wrapper) -> None:
+    for mod in [m for n, m in list(sys.modules.items()) if n.startswith("aisize") and m is not None]:
+        if getattr(mod, name, None) is fn:
+            setattr(mod, name, wrapper)
 
 
 def feed(h, value) -> None:
@@ -80,6 +111,21 @@ def replay(fn, calls, repeats: int, cold: bool) -> float:
                 latency._solved.cache_clear()
             t0 = time.perf_counter()
             fn(*args, **kwargs)
+            total += time.perf_counter() - t0
+        best = min(best, total)
+    return best
+
+
+def replay_prepared(prepare, solves, repeats: int) -> float:
+    """Best total seconds of the solves over ``repeats`` replays, each solve prepared once and asked its calls."""
+    best = float("inf")
+    for _ in range(repeats):
+        total = 0.0
+        for args, kwargs, asked in solves:
+            t0 = time.perf_counter()
+            at = prepare(*args, **kwargs)
+            for call in asked:
+                at(*call)
             total += time.perf_counter() - t0
         best = min(best, total)
     return best
@@ -114,6 +160,13 @@ def main(argv=None) -> None:
         n = len(calls[name])
         best = replay(real[name], calls[name], args.repeats, cold)
         print(f"{name:15s} {n:5d} calls  {best / max(n, 1) * 1e6:8.1f} us a call  sha256 {h.hexdigest()[:16]}")
+        solves = calls.get("prepared " + name)
+        if solves:  # the calls the solves made through their prepared closures, prepared once a solve
+            prep = next(p for _, p, f, _ in PREPARED if f == name)
+            k = sum(len(asked) for *_, asked in solves)
+            t = replay_prepared(real[prep], solves, args.repeats)
+            print(f"  prepared: {k:4d} calls of {len(solves)} solves  {t / max(k, 1) * 1e6:8.1f} us a call "
+                  "(their preparation included)")
         if cold:
             by = collections.defaultdict(list)
             for a, k in calls[name]:

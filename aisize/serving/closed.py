@@ -44,9 +44,9 @@ import numpy as np
 
 from aisize.queueing import mgc_wait
 from aisize.serving.engine import GRAPHED
-from aisize.serving.iteration import iteration_time
+from aisize.serving.iteration import prepare_iteration_time
 from aisize.serving.prefix import prefill_work
-from aisize.serving.steady import balance_wait_iterations, steady_state
+from aisize.serving.steady import balance_wait_iterations, prepare_steady_state
 from aisize.serving.tails import QUANTILES, normal_quantile, residual_quantile
 
 
@@ -95,12 +95,16 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
     cap = np.maximum(np.floor(slots), 1.0)
     outside = 0.0  # share of a request's life spent before the engine takes it (in flight, not in the batch)
     e2e_prev = before_prev = 0.0
+    # what the loop's arguments fix, read once (the same figures as steady_state's and iteration_time's, to the bit)
+    steady = prepare_steady_state(costs, rates, calib, input_tokens=full, output_tokens=o,
+                                  max_num_tokens=max_num_tokens, chunked_prefill=chunked_prefill, shape=shape,
+                                  arrivals="poisson", launch=launch, speculation=speculation,
+                                  cached_tokens=cached_tokens, decode_context_tokens=decode_context_tokens)
+    own_at = prepare_iteration_time(costs, rates, calib, decode_context=ctx, prompt_tokens=attention,
+                                    overlap=launch.overlap, speculation=speculation, **shape.kwargs())
     for _ in range(4):  # the batch, its iterations and the time outside the batch depend on each other
         b = np.minimum(c * (1.0 - outside), cap)
-        st = steady_state(costs, rates, calib, concurrency=np.maximum(b, 1e-9), input_tokens=full,
-                          output_tokens=o, max_num_tokens=max_num_tokens, chunked_prefill=chunked_prefill,
-                          shape=shape, arrivals="poisson", launch=launch, speculation=speculation,
-                          cached_tokens=cached_tokens, decode_context_tokens=decode_context_tokens)
+        st = steady(np.maximum(b, 1e-9))
         mean, t0, t1, p = (st.iteration_seconds, st.decode_iteration_seconds, st.prefill_iteration_seconds,
                            st.prefill_share)
         tau = st.tokens_per_step
@@ -112,10 +116,7 @@ def closed_loop_state(costs, rates, calib, *, concurrency, slots, input_tokens, 
         # the iteration that carries this request's prompt (a longer prompt spans several full iterations)
         own_tokens = np.minimum(i, room)
         graphed = launch.graphed(riding, riding + own_tokens, True)
-        own = iteration_time(costs, rates, calib, decode_sequences=riding, decode_context=ctx,
-                             prefill_tokens=own_tokens, prefill_prompts=1.0 + 0.0 * b, prompt_tokens=attention,
-                             graphed=graphed, overlap=launch.overlap, speculation=speculation,
-                             **shape.kwargs()).seconds
+        own = own_at(riding, own_tokens, 1.0 + 0.0 * b, graphed, True)
         # the iteration that prefills (without mixing, steady_state's prefill step is it plus a decode iteration)
         t_pre = st.prompt_iteration_seconds
         t_prefill = np.where(st.prefill_iterations > 1, st.prefill_iterations * t_pre, np.maximum(own, t_pre))

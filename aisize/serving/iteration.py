@@ -402,97 +402,153 @@ def iteration_time(costs, rates: Rates, calib, *, decode_sequences, decode_conte
     -------
     :class:`IterationTime` (``seconds`` is the iteration's wall time).
     """
+    return _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attention_dp, pipeline_parallel,
+                     stage_link_bytes_per_s, expert_parallel, speculation, overlap, scaleup_domain,
+                     scaleout_bytes_per_s)(decode_sequences, prefill_tokens, prefill_prompts, graphed)
+
+
+def prepare_iteration_time(costs, rates: Rates, calib, *, decode_context, prompt_tokens, gpus=1, attention_dp=1,
+                           pipeline_parallel=1, stage_link_bytes_per_s=None, expert_parallel=None, speculation=None,
+                           overlap=True, scaleup_domain=None, scaleout_bytes_per_s=None):
+    """:func:`iteration_time` with all but the batch fixed, for a solve that asks it at many batches: returns
+    ``at(decode_sequences, prefill_tokens, prefill_prompts, graphed, seconds_only=False)``, the
+    :class:`IterationTime` ``iteration_time`` gives with these arguments (with ``seconds_only``, its ``seconds``),
+    to the bit: what depends only on the fixed arguments is read once, by the same expressions."""
+    return _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attention_dp, pipeline_parallel,
+                     stage_link_bytes_per_s, expert_parallel, speculation, overlap, scaleup_domain,
+                     scaleout_bytes_per_s)
+
+
+def _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attention_dp, pipeline_parallel,
+              stage_link_bytes_per_s, expert_parallel, speculation, overlap, scaleup_domain, scaleout_bytes_per_s):
+    """The batch's part of :func:`iteration_time` as a closure over what its other arguments fix."""
     lay = _layout(costs, rates, calib, gpus, attention_dp, pipeline_parallel, expert_parallel, speculation,
                   stage_link_bytes_per_s, scaleout_bytes_per_s)
     g, dp, pp, ep, tp, v, mem = lay.g, lay.dp, lay.pp, lay.ep, lay.tp, lay.v, lay.mem
     one_pp, one_dp, one_v = lay.one_stage, lay.one_group, lay.one_token  # x / 1 and x * 1 skipped (_per, _times)
-    tokens = _times(decode_sequences, v, one_v)  # decode tokens: every decoding sequence's verify tokens
-    n = _per(tokens + prefill_tokens, pp, one_pp)  # tokens of one micro-batch through every linear layer
-    sampled = _per(tokens + prefill_prompts, pp, one_pp)
-    seqs = _per(decode_sequences, pp, one_pp)
-    prompts = _per(prefill_prompts, pp, one_pp)
-    # attention-DP groups run their own sequences; prompts come whole, so the group holding the most
-    # prompt tokens sets the pace (with one group, all of them)
-    per_prompt = np.where(prompts > 0, _per(prefill_tokens, pp, one_pp) / np.maximum(prompts, 1e-12), 0.0)
-    busiest_prompts = np.maximum(_per(prompts, dp, one_dp), np.minimum(prompts, 1.0))
-    # tokens through one group's attention and dense layers
-    n_group = _per(_times(seqs, v, one_v), dp, one_dp) + busiest_prompts * per_prompt
-    linear = (np.maximum(costs.attention_flops_per_token * n_group / tp / rates.attention_gemm_flops_per_s,
-                         lay.attention_weight_seconds)
-              + np.maximum(costs.dense_flops_per_token * n_group / tp / rates.dense_gemm_flops_per_s,
-                           lay.dense_weight_seconds))
-    if rates.kernel_gemms is not None:  # the engine's GEMMs as measured on this GPU, where tables cover them
-        linear = kernel_linear_seconds(costs, *rates.kernel_gemms, n_group, tp, linear)
-    if rates.kernel_moe is not None and not rates.kernel_moe_fixed_only:  # the engine's MoE operator as measured
-        experts = kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep,  # on this GPU, where tables cover it
-                                         lambda: _experts(costs, rates, calib, n, g, ep))
-    else:  # the roofline (+ the operator's fixed time, lay.overhead_seconds, with moe_source="kernel_fixed")
-        experts = _experts(costs, rates, calib, n, g, ep)
-    head = (np.maximum(costs.head_flops_per_token * sampled / g / rates.head_flops_per_s, lay.head_weight_seconds)
-            + sampled / g * costs.vocab * LOGIT_BYTES * 2.0 / mem)
-    elementwise = lay.elementwise_bytes_per_token * n_group / mem
     kv_bytes, decode_flops, prefill_flops, scan_flops = lay.lengths(costs, decode_context, prompt_tokens)
-    decode_attention = np.maximum(seqs * kv_bytes / lay.kv_split / mem,
-                                  _times(seqs, v, one_v) * decode_flops / g / rates.attention_flops_per_s)
-    prefill_attention = (busiest_prompts * (prefill_flops + scan_flops) / tp / rates.attention_flops_per_s)
-    table_share = None
-    if rates.kernel_attention is not None:  # the engine's attention kernels as measured on this GPU, where covered
-        scan = busiest_prompts * costs.ssm_scan_flops_per_token * prompt_tokens / tp / rates.attention_flops_per_s
-        attention_only = busiest_prompts * prefill_flops / tp / rates.attention_flops_per_s
-        decode_attention, prefill_attention, table_share = _kernel_attention(
-            costs, rates.kernel_attention, seqs * v / dp, decode_context, busiest_prompts, prompt_tokens, tp,
-            decode_attention, attention_only)
-        prefill_attention = prefill_attention + scan
-    if costs.mamba_layers:  # each decoding sequence reads and writes its Mamba-2 state once per step
-        decode_attention = decode_attention + seqs / dp * 2.0 * lay.ssm_state_bytes / mem
-    hidden_bytes = n_group * costs.hidden * ACTIVATION_BYTES
     latency = calib.collective_seconds
     out = lay.scaleout_bytes_per_s
-    reduce = all_reduce_seconds(hidden_bytes, tp, rates.link_bytes_per_s, latency, scaleup_domain=scaleup_domain,
-                                scaleout_bytes_per_s=out)
-    if rates.kernel_allreduce is not None and out is None:  # one server's all-reduce as measured on the GPU
-        reduce = kernel_allreduce_seconds(*rates.kernel_allreduce, hidden_bytes, tp, reduce)
-    comm = 2.0 * costs.layers * reduce
-    if costs.moe_layers:  # attention-DP groups gather their tokens for the experts and scatter them back
-        gather = (dp - 1.0) * hidden_bytes / rates.link_bytes_per_s + latency
-        remote = 0.0
-        if out is not None:
-            # across servers engines dispatch each token to the ranks of its experts and combine it back
-            # (DeepEP's all-to-all [10]: fp8 out, 16-bit back); the share bound for other servers crosses
-            # the NICs, each phase once per MoE layer, and the slower of the two links sets the pace
-            remote = cross_server_dispatch_seconds(n_group, costs.experts_per_token, ep, g, scaleup_domain,
-                                                   costs.hidden, out)
-            gather = np.maximum(gather, 0.5 * remote)
-        if rates.kernel_gather is not None and out is None and rates.dp_exchange_by_sizes:
-            # TensorRT-LLM: NCCL broadcasts of each rank's own tokens, quantized, and reduces of the 16-bit results
-            # by the same sizes [11] [12], read as NCCL's measured all-gather and reduce-scatter of those buffers
-            roofline = exchange_by_sizes_seconds(costs, n, n_group, dp, rates.link_bytes_per_s, latency)
-            out_bytes, back_bytes = exchange_by_sizes_bytes(costs, n)
-            exchange = kernel_gather_scatter_seconds(rates.kernel_gather, out_bytes, dp, roofline, back_bytes)
-            comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
-        elif rates.kernel_gather is not None and out is None:  # NCCL's all-gather + reduce-scatter, as measured
-            exchange = kernel_gather_scatter_seconds(rates.kernel_gather, dp * hidden_bytes, dp, 2.0 * gather)
-            comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
-        elif rates.dp_exchange_by_sizes:  # each rank's own tokens, quantized out, 16-bit back [11]
-            exchange = exchange_by_sizes_seconds(costs, n, n_group, dp, rates.link_bytes_per_s, latency)
-            if out is not None:
-                exchange = np.maximum(exchange, remote)
-            comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
+    link = rates.link_bytes_per_s
+    # all_reduce_seconds' own tests on its fixed arguments, made once: one group size of one link in one domain
+    groups = np.asarray(tp, dtype=float)
+    one_size = groups.ndim == 0 and np.ndim(link) == 0 and np.ndim(latency) == 0
+    alone, ring_only = one_size and bool(groups <= 1), one_size and bool(groups > 1) and (
+        scaleup_domain is None or out is None)
+    reduce_kernel = rates.kernel_allreduce is not None and out is None
+    # _ring's leading factor 2 (n - 1) / n, evaluated left to right before the payload: the same bits once
+    ring_share = 2.0 * (groups[()] - 1.0) / groups[()] if ring_only else None
+    # draft_seconds is 0.0 without a drafter's passes: the overhead's fixed part, lay.overhead_seconds + 0.0 * pp
+    drafted = not (speculation is None or speculation.draft_costs is None)
+    fixed_overhead = None if drafted else lay.overhead_seconds + 0.0 * pp
+    shape_kwargs = dict(gpus=gpus, attention_dp=attention_dp, expert_parallel=expert_parallel)
+    prompt_flops = prefill_flops + scan_flops  # the leading factors of products evaluated left to right
+    reduces = 2.0 * costs.layers
+
+    def at(decode_sequences, prefill_tokens, prefill_prompts, graphed, seconds_only=False):
+        tokens = _times(decode_sequences, v, one_v)  # decode tokens: every decoding sequence's verify tokens
+        n = _per(tokens + prefill_tokens, pp, one_pp)  # tokens of one micro-batch through every linear layer
+        sampled = _per(tokens + prefill_prompts, pp, one_pp)
+        seqs = _per(decode_sequences, pp, one_pp)
+        prompts = _per(prefill_prompts, pp, one_pp)
+        # attention-DP groups run their own sequences; prompts come whole, so the group holding the most
+        # prompt tokens sets the pace (with one group, all of them)
+        per_prompt = np.where(prompts > 0, _per(prefill_tokens, pp, one_pp) / np.maximum(prompts, 1e-12), 0.0)
+        busiest_prompts = np.maximum(_per(prompts, dp, one_dp), np.minimum(prompts, 1.0))
+        # tokens through one group's attention and dense layers
+        n_group = _per(_times(seqs, v, one_v), dp, one_dp) + busiest_prompts * per_prompt
+        linear = (np.maximum(costs.attention_flops_per_token * n_group / tp / rates.attention_gemm_flops_per_s,
+                             lay.attention_weight_seconds)
+                  + np.maximum(costs.dense_flops_per_token * n_group / tp / rates.dense_gemm_flops_per_s,
+                               lay.dense_weight_seconds))
+        if rates.kernel_gemms is not None:  # the engine's GEMMs as measured on this GPU, where tables cover them
+            linear = kernel_linear_seconds(costs, *rates.kernel_gemms, n_group, tp, linear)
+        if rates.kernel_moe is not None and not rates.kernel_moe_fixed_only:  # the engine's MoE operator as
+            experts = kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep,  # measured on this GPU, where
+                                             lambda: _experts(costs, rates, calib, n, g, ep))  # tables cover it
+        else:  # the roofline (+ the operator's fixed time, lay.overhead_seconds, with moe_source="kernel_fixed")
+            experts = _experts(costs, rates, calib, n, g, ep)
+        head = (np.maximum(costs.head_flops_per_token * sampled / g / rates.head_flops_per_s, lay.head_weight_seconds)
+                + sampled / g * costs.vocab * LOGIT_BYTES * 2.0 / mem)
+        elementwise = lay.elementwise_bytes_per_token * n_group / mem
+        decode_attention = np.maximum(seqs * kv_bytes / lay.kv_split / mem,
+                                      _times(seqs, v, one_v) * decode_flops / g / rates.attention_flops_per_s)
+        prefill_attention = (busiest_prompts * prompt_flops / tp / rates.attention_flops_per_s)
+        table_share = None
+        if rates.kernel_attention is not None:  # the engine's attention kernels as measured on this GPU, where covered
+            scan = busiest_prompts * costs.ssm_scan_flops_per_token * prompt_tokens / tp / rates.attention_flops_per_s
+            attention_only = busiest_prompts * prefill_flops / tp / rates.attention_flops_per_s
+            decode_attention, prefill_attention, table_share = _kernel_attention(
+                costs, rates.kernel_attention, seqs * v / dp, decode_context, busiest_prompts, prompt_tokens, tp,
+                decode_attention, attention_only)
+            prefill_attention = prefill_attention + scan
+        if costs.mamba_layers:  # each decoding sequence reads and writes its Mamba-2 state once per step
+            decode_attention = decode_attention + seqs / dp * 2.0 * lay.ssm_state_bytes / mem
+        hidden_bytes = n_group * costs.hidden * ACTIVATION_BYTES
+        if alone:  # what all_reduce_seconds gives on one GPU: zeros of the payload's shape
+            reduce = np.zeros(np.shape(hidden_bytes))
+        elif ring_only and type(hidden_bytes) is np.ndarray and hidden_bytes.ndim:  # ... and in one domain
+            reduce = ring_share * hidden_bytes / link + latency  # _ring(groups[()], hidden_bytes, link, latency)
         else:
-            comm = comm + 2.0 * costs.moe_layers * np.where(dp > 1, gather, 0.0)
-    launch = np.where(graphed, 0.0, lay.eager_seconds)
-    host = _per(_times(rates.host_seconds_per_sequence * sampled, pp, one_pp), dp, one_dp)
-    # a round is p stage-times; a stage runs 1/p of every per-layer term, the last one the head
-    if lay.pipelined:
-        send = np.where(pp > 1, pp * (n_group * costs.hidden * ACTIVATION_BYTES / tp / lay.link_bytes_per_s
-                                      + latency), 0.0)
-    else:  # what np.where(pp > 1, ..., 0.0) gives for one stage
-        send = np.zeros(np.shape(n_group))
-    drafts = draft_seconds(speculation, rates, calib, decode_sequences=seqs, decode_context=decode_context,
-                           shape_kwargs=dict(gpus=gpus, attention_dp=attention_dp, expert_parallel=expert_parallel))
-    return IterationTime(linear, experts, _times(head, pp, one_pp), elementwise, decode_attention,
-                         prefill_attention, comm + send, lay.overhead_seconds + drafts * pp + 0.0 * n, host, launch,
-                         overlap, table_share)
+            reduce = all_reduce_seconds(hidden_bytes, tp, link, latency, scaleup_domain=scaleup_domain,
+                                        scaleout_bytes_per_s=out)
+        if reduce_kernel:  # one server's all-reduce as measured on the GPU
+            reduce = kernel_allreduce_seconds(*rates.kernel_allreduce, hidden_bytes, tp, reduce)
+        comm = reduces * reduce
+        if costs.moe_layers:  # attention-DP groups gather their tokens for the experts and scatter them back
+            comm = comm + _moe_exchange(costs, rates, n, n_group, dp, ep, g, hidden_bytes, latency, out,
+                                        scaleup_domain)
+        launch = np.where(graphed, 0.0, lay.eager_seconds)
+        host = _per(_times(rates.host_seconds_per_sequence * sampled, pp, one_pp), dp, one_dp)
+        # a round is p stage-times; a stage runs 1/p of every per-layer term, the last one the head
+        if lay.pipelined:
+            send = np.where(pp > 1, pp * (n_group * costs.hidden * ACTIVATION_BYTES / tp / lay.link_bytes_per_s
+                                          + latency), 0.0)
+        else:  # what np.where(pp > 1, ..., 0.0) gives for one stage
+            send = np.zeros(np.shape(n_group))
+        if drafted:
+            drafts = draft_seconds(speculation, rates, calib, decode_sequences=seqs, decode_context=decode_context,
+                                   shape_kwargs=shape_kwargs)
+            overhead = lay.overhead_seconds + drafts * pp + 0.0 * n
+        else:
+            overhead = fixed_overhead + 0.0 * n
+        head, comm = _times(head, pp, one_pp), comm + send
+        if seconds_only:  # IterationTime.seconds, by its properties' expressions
+            gpu = np.maximum(linear + experts + head + elementwise + decode_attention + prefill_attention + comm
+                             + overhead, launch)
+            return np.maximum(gpu, host) if overlap else gpu + host
+        return IterationTime(linear, experts, head, elementwise, decode_attention, prefill_attention, comm, overhead,
+                             host, launch, overlap, table_share)
+    return at
+
+
+def _moe_exchange(costs, rates, n, n_group, dp, ep, g, hidden_bytes, latency, out, scaleup_domain):
+    """The MoE layers' attention-DP exchange of one iteration [s]: gather and scatter around each MoE layer."""
+    gather = (dp - 1.0) * hidden_bytes / rates.link_bytes_per_s + latency
+    remote = 0.0
+    if out is not None:
+        # across servers engines dispatch each token to the ranks of its experts and combine it back
+        # (DeepEP's all-to-all [10]: fp8 out, 16-bit back); the share bound for other servers crosses
+        # the NICs, each phase once per MoE layer, and the slower of the two links sets the pace
+        remote = cross_server_dispatch_seconds(n_group, costs.experts_per_token, ep, g, scaleup_domain,
+                                               costs.hidden, out)
+        gather = np.maximum(gather, 0.5 * remote)
+    if rates.kernel_gather is not None and out is None and rates.dp_exchange_by_sizes:
+        # TensorRT-LLM: NCCL broadcasts of each rank's own tokens, quantized, and reduces of the 16-bit results
+        # by the same sizes [11] [12], read as NCCL's measured all-gather and reduce-scatter of those buffers
+        roofline = exchange_by_sizes_seconds(costs, n, n_group, dp, rates.link_bytes_per_s, latency)
+        out_bytes, back_bytes = exchange_by_sizes_bytes(costs, n)
+        exchange = kernel_gather_scatter_seconds(rates.kernel_gather, out_bytes, dp, roofline, back_bytes)
+        return costs.moe_layers * np.where(dp > 1, exchange, 0.0)
+    if rates.kernel_gather is not None and out is None:  # NCCL's all-gather + reduce-scatter, as measured
+        exchange = kernel_gather_scatter_seconds(rates.kernel_gather, dp * hidden_bytes, dp, 2.0 * gather)
+        return costs.moe_layers * np.where(dp > 1, exchange, 0.0)
+    if rates.dp_exchange_by_sizes:  # each rank's own tokens, quantized out, 16-bit back [11]
+        exchange = exchange_by_sizes_seconds(costs, n, n_group, dp, rates.link_bytes_per_s, latency)
+        if out is not None:
+            exchange = np.maximum(exchange, remote)
+        return costs.moe_layers * np.where(dp > 1, exchange, 0.0)
+    return 2.0 * costs.moe_layers * np.where(dp > 1, gather, 0.0)
 
 
 def _kernel_attention(costs, source, batch, context, prompts, prompt_tokens, tp, decode_roofline, prefill_roofline):

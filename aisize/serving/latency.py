@@ -53,7 +53,7 @@ from aisize.serving.iteration import iteration_time
 from aisize.serving.littles_law import littles_law_concurrency
 from aisize.serving.prefix import prefill_work
 from aisize.serving.shapes import ShapeGrid
-from aisize.serving.steady import _ndim, _number, balance_wait_iterations, steady_state
+from aisize.serving.steady import _ndim, _number, balance_wait_iterations, prepare_steady_state
 from aisize.serving import tails as T
 from aisize.serving.tails import QUANTILES, Z95, normal_quantile, residual_quantile
 
@@ -94,11 +94,12 @@ def _solved(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs):
         _SOLVED.move_to_end(key[0])
         return got[1]
     last = []  # (concurrency, state) of the last evaluation: the root finder ends on the root it returns
+    steady = prepare_steady_state(costs, rates, calib, **kwargs)  # what the solve's arguments fix, read once
 
     def state_at(concurrency):
         if last and last[0] is concurrency:
             return last[1]
-        st = steady_state(costs, rates, calib, concurrency=np.maximum(concurrency, 1e-9), **kwargs)
+        st = steady(np.maximum(concurrency, 1e-9))
         last[:] = [concurrency, st]
         return st
 
@@ -109,7 +110,7 @@ def _solved(costs, rates, calib, tokens_per_s, slots, steps, near, kwargs):
     scan = None if key is None else _scanned(key, lambda x: state_at(x).iteration_seconds)
     st = state_at(littles_law_concurrency(tokens_per_s, lambda x: state_at(x).iteration_seconds, slots, bracket,
                                           scan))
-    tails = _tail_states(st, slots, lambda b: steady_state(costs, rates, calib, concurrency=b, **kwargs))
+    tails = _tail_states(st, slots, steady)
     for state in (st, *tails.values()):  # shared by every later hit: a caller writing into one would change them
         for v in vars(state).values():
             if isinstance(v, np.ndarray):

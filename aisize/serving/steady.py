@@ -59,7 +59,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from aisize.serving.engine import GRAPHED
-from aisize.serving.iteration import iteration_time
+from aisize.serving.iteration import prepare_iteration_time
+from aisize.serving.iteration_shape import _times
+from aisize.serving.littles_law import _clip  # np.clip's ufunc, what np.clip calls for float bounds on floats
 from aisize.serving.prefix import prefill_work
 from aisize.serving.tails import exponential_quantile_factor
 
@@ -191,8 +193,25 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
     decode_context_tokens : mean context of the decoding sequences (None: ``I + O/2``; lengths from a
         distribution make it length-biased, :mod:`~aisize.serving.lengths`) [tokens]
     """
-    held = np.asarray(concurrency, dtype=float)  # the state's concurrency, as given
-    b = _number(held)
+    return _prepare(costs, rates, calib, input_tokens, output_tokens, max_num_tokens, chunked_prefill, shape, arrivals,
+                    launch, speculation, cached_tokens, decode_context_tokens)(concurrency)
+
+
+def prepare_steady_state(costs, rates, calib, *, input_tokens, output_tokens, max_num_tokens, chunked_prefill, shape,
+                         arrivals="burst", launch=GRAPHED, speculation=None, cached_tokens=0.0,
+                         decode_context_tokens=None):
+    """:func:`steady_state` with all but the concurrency fixed, for a solve that asks it at many: returns
+    ``state(concurrency)``, the :class:`SteadyState` ``steady_state`` gives with these arguments, to the bit. What
+    depends only on the fixed arguments (the lengths, the shape's keywords, the engine's flags and the iteration
+    time's own fixed part, :func:`~aisize.serving.iteration.prepare_iteration_time`) is read once, by the same
+    expressions."""
+    return _prepare(costs, rates, calib, input_tokens, output_tokens, max_num_tokens, chunked_prefill, shape, arrivals,
+                    launch, speculation, cached_tokens, decode_context_tokens)
+
+
+def _prepare(costs, rates, calib, input_tokens, output_tokens, max_num_tokens, chunked_prefill, shape, arrivals,
+             launch, speculation, cached_tokens, decode_context_tokens):
+    """The concurrency's part of :func:`steady_state` as a closure over what its other arguments fix."""
     o = _number(np.asarray(output_tokens, dtype=float))
     full = _number(np.asarray(input_tokens, dtype=float))
     ctx = full + 0.5 * o if decode_context_tokens is None else np.asarray(decode_context_tokens, dtype=float)
@@ -202,53 +221,67 @@ def steady_state(costs, rates, calib, *, concurrency, input_tokens, output_token
         i, attention = prefill_work(full, cached_tokens)  # the prompt tokens computed, and their attention's length
     tau = 1.0 if speculation is None else speculation.acceptance_length
     steps = 1.0 + (o - 1.0) / tau  # iterations of a request's life
-    m = b / steps  # prefills completing per iteration
-    decoding = b - m
     kw = shape.kwargs()
     verify = 1.0 if speculation is None else speculation.verify_tokens
     mixes = launch.mixes_prefill
-    # prompt tokens an iteration may still take: what decoding leaves of the budget, or all of it where a prefill
-    # iteration runs alone
-    budget = np.maximum(max_num_tokens - (decoding * verify if mixes else 0.0), 1.0)
-    if chunked_prefill and arrivals == "burst" and mixes:  # a waiting queue fills every iteration's budget
-        prefill_tokens, prompts, share = m * i, m, None
-        spans = np.ceil(i / budget)
-    elif chunked_prefill and arrivals == "burst":  # ... or runs alone in iterations of a full budget
-        share = np.minimum(m * i / budget, 1.0)
-        prefill_tokens, prompts = m * i / share, m / share
-        spans = np.ceil(i / budget)
-    else:
-        # whole prompts while they fit the budget; with chunking a longer prompt spans
-        # ceil(I / budget) iterations of a full budget each
-        fit = budget / i if chunked_prefill else np.maximum(np.floor(budget / i), 1.0)
-        spans = np.where(chunked_prefill & (i > budget), np.ceil(i / budget), 1.0)
-        if arrivals == "burst":
-            per = fit
-        else:  # a Poisson number, given at least one, capped by what fits
-            per = np.minimum(m / np.maximum(-np.expm1(-m), 1e-12), np.maximum(fit, 1.0))
-            if launch.balance_iters:  # held until every attention-DP rank has one: a set of one per rank
-                dp = np.asarray(shape.attention_dp, dtype=float)
-                per_rank = np.maximum(np.floor(budget / dp / i), 1.0) if not chunked_prefill else fit / dp
-                # at so light a load that the timeout ends most holds, a release carries what came meanwhile
-                fewest = np.minimum(dp, np.maximum(m * launch.balance_iters, 1.0))
-                per = np.where(dp > 1, np.clip(per, fewest, np.maximum(dp * per_rank, fewest)), per)
-        per = np.where(spans > 1, 1.0 / spans, per)
-        share = np.minimum(m / per, 1.0)
-        prefill_tokens, prompts = np.minimum(per * i, budget), per
-    # the iteration without prefill work and the one with it in one call, along a new first axis
-    # (numpy's cost per operation, not the arithmetic, is most of an iteration's evaluation here)
-    nd = max(map(_ndim, (decoding, ctx, i, attention, prefill_tokens, prompts, *kw.values())))
-    prefill_tokens, prompts = _without_and_with(prefill_tokens, nd), _without_and_with(prompts, nd)
-    # without mixing, the prefill iteration carries no decoding sequences and the decode iteration follows it
-    running = decoding if mixes else _without_and_with(decoding, nd)[::-1]
-    graphed = launch.graphed(running, running * verify + prefill_tokens, prompts > 0)
-    decode_only, with_prefill = iteration_time(
-        costs, rates, calib, decode_sequences=running, decode_context=ctx, prefill_tokens=prefill_tokens,
-        prefill_prompts=prompts, prompt_tokens=attention, graphed=graphed, overlap=launch.overlap,
-        speculation=speculation, **kw).seconds
-    if not mixes:  # the decoders advance once per prefill iteration and the decode iteration after it
-        with_prefill = with_prefill + decode_only
-    share = np.ones_like(with_prefill) if share is None else share
-    mean = (1.0 - share) * decode_only + share * with_prefill
-    requests = b / (steps * mean)
-    return SteadyState(held, mean, decode_only, with_prefill, share, spans, requests * o, requests, tau, mixes)
+    balance = launch.balance_iters
+    fixed_nd = max(map(_ndim, (ctx, i, attention, *kw.values())))
+    one_verify = verify == 1.0  # decoding * 1.0 is decoding to the bit (a float64 number or array): skipped
+    # whole prompts of one length (chunked_prefill a false bool, I one number): no prompt spans iterations, so
+    # spans is ones of the budget's shape (np.where's of a false condition and 1.0) and the per-prompt share stays
+    whole = type(chunked_prefill) in (bool, np.bool_) and not chunked_prefill and _ndim(i) == 0
+    iterate = prepare_iteration_time(costs, rates, calib, decode_context=ctx, prompt_tokens=attention,
+                                     overlap=launch.overlap, speculation=speculation, **kw)
+
+    def state(concurrency):
+        held = np.asarray(concurrency, dtype=float)  # the state's concurrency, as given
+        b = _number(held)
+        m = b / steps  # prefills completing per iteration
+        decoding = b - m
+        # prompt tokens an iteration may still take: what decoding leaves of the budget, or all of it where a
+        # prefill iteration runs alone
+        budget = np.maximum(max_num_tokens - (_times(decoding, verify, one_verify) if mixes else 0.0), 1.0)
+        if chunked_prefill and arrivals == "burst" and mixes:  # a waiting queue fills every iteration's budget
+            prefill_tokens, prompts, share = m * i, m, None
+            spans = np.ceil(i / budget)
+        elif chunked_prefill and arrivals == "burst":  # ... or runs alone in iterations of a full budget
+            share = np.minimum(m * i / budget, 1.0)
+            prefill_tokens, prompts = m * i / share, m / share
+            spans = np.ceil(i / budget)
+        else:
+            # whole prompts while they fit the budget; with chunking a longer prompt spans
+            # ceil(I / budget) iterations of a full budget each
+            fit = budget / i if chunked_prefill else np.maximum(np.floor(budget / i), 1.0)
+            if whole:
+                spans = np.ones(np.shape(budget))
+            else:
+                spans = np.where(chunked_prefill & (i > budget), np.ceil(i / budget), 1.0)
+            if arrivals == "burst":
+                per = fit
+            else:  # a Poisson number, given at least one, capped by what fits
+                per = np.minimum(m / np.maximum(-np.expm1(-m), 1e-12), np.maximum(fit, 1.0))
+                if balance:  # held until every attention-DP rank has one: a set of one per rank
+                    dp = np.asarray(shape.attention_dp, dtype=float)
+                    per_rank = np.maximum(np.floor(budget / dp / i), 1.0) if not chunked_prefill else fit / dp
+                    # at so light a load that the timeout ends most holds, a release carries what came meanwhile
+                    fewest = np.minimum(dp, np.maximum(m * balance, 1.0))
+                    per = np.where(dp > 1, _clip(per, fewest, np.maximum(dp * per_rank, fewest)), per)
+            if not whole:  # (with spans all ones, np.where gives per's values in an array of per's shape)
+                per = np.where(spans > 1, 1.0 / spans, per)
+            share = np.minimum(m / per, 1.0)
+            prefill_tokens, prompts = np.minimum(per * i, budget), per
+        # the iteration without prefill work and the one with it in one call, along a new first axis
+        # (numpy's cost per operation, not the arithmetic, is most of an iteration's evaluation here)
+        nd = max(_ndim(decoding), _ndim(prefill_tokens), _ndim(prompts), fixed_nd)
+        prefill_tokens, prompts = _without_and_with(prefill_tokens, nd), _without_and_with(prompts, nd)
+        # without mixing, the prefill iteration carries no decoding sequences and the decode iteration follows it
+        running = decoding if mixes else _without_and_with(decoding, nd)[::-1]
+        graphed = launch.graphed(running, _times(running, verify, one_verify) + prefill_tokens, prompts > 0)
+        decode_only, with_prefill = iterate(running, prefill_tokens, prompts, graphed, True)
+        if not mixes:  # the decoders advance once per prefill iteration and the decode iteration after it
+            with_prefill = with_prefill + decode_only
+        share = np.ones_like(with_prefill) if share is None else share
+        mean = (1.0 - share) * decode_only + share * with_prefill
+        requests = b / (steps * mean)
+        return SteadyState(held, mean, decode_only, with_prefill, share, spans, requests * o, requests, tau, mixes)
+    return state
