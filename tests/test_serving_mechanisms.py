@@ -39,7 +39,7 @@ def test_more_expert_parallel_ranks_than_experts_is_refused_with_the_numbers():
 
 
 def test_an_all_reduce_across_servers_runs_hierarchically_over_both_links():
-    from aisize.serving.iteration import SCALEOUT_STEP_SECONDS, all_reduce_seconds
+    from aisize.serving.iteration_comm import SCALEOUT_STEP_SECONDS, all_reduce_seconds
 
     s, nvlink, nic, lat = 1e6, 360e9, 40e9, 1e-5  # 1 MB; achieved NVLink and NIC rates per GPU
     inside = 2 * 7 / 8 * s / nvlink + lat  # reduce-scatter + all-gather among 8 GPUs of a server
@@ -83,7 +83,7 @@ def test_cross_server_dispatch_reproduces_deepeps_published_low_latency_kernels(
     # deepseek-ai/DeepEP README, "Low-latency kernels with pure RDMA": H800, one CX7 400 Gb/s NIC per GPU,
     # 128 tokens per batch, 7,168 hidden, top-8 experts, FP8 dispatch and BF16 combine
     from aisize.serving.calibration import CALIBRATION
-    from aisize.serving.iteration import cross_server_dispatch_seconds
+    from aisize.serving.iteration_comm import cross_server_dispatch_seconds
 
     nic = 400e9 / 8 * CALIBRATION.link_efficiency
     got = cross_server_dispatch_seconds(128.0, 8, ep, ep, 8, 7168, nic)

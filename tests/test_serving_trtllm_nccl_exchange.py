@@ -22,7 +22,8 @@ import pytest
 
 from aisize import kernels, serving
 from aisize.serving.engine import ENGINES
-from aisize.serving.iteration import exchange_by_sizes_bytes, exchange_by_sizes_seconds, iteration_time
+from aisize.serving.iteration import iteration_time
+from aisize.serving.iteration_comm import exchange_by_sizes_bytes, exchange_by_sizes_seconds
 
 MOE_LAYERS = 58
 # the MTP set's rows 19 and 21 as the check passes them: no batch or token limit, no balancing flag

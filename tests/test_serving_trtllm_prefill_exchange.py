@@ -19,7 +19,8 @@ import pytest
 
 from aisize import serving
 from aisize.serving.engine import ENGINES
-from aisize.serving.iteration import dp_gather_bytes, exchange_by_sizes_seconds, iteration_time
+from aisize.serving.iteration import iteration_time
+from aisize.serving.iteration_comm import dp_gather_bytes, exchange_by_sizes_seconds
 
 HIDDEN, TOPK, MOE_LAYERS = 7168, 8, 58
 LINK = 0.8 * 900e9  # B200's NVLink per direction at the calibration's link share

@@ -27,6 +27,7 @@ import pytest
 from aisize import serving
 from aisize.queueing import analytic as A
 from aisize.serving import iteration as I
+from aisize.serving import iteration_comm as C
 from aisize.serving import iteration_shape as IS
 from aisize.serving import latency as L
 from aisize.serving import scalar_ops as O
@@ -141,7 +142,7 @@ def _inline_iteration_time(costs, rates, calib, *, decode_sequences, decode_cont
     hidden_bytes = n_group * costs.hidden * I.ACTIVATION_BYTES
     latency = calib.collective_seconds
     out = None if scaleout_bytes_per_s is None else float(scaleout_bytes_per_s) * calib.link_efficiency
-    reduce = I.all_reduce_seconds(hidden_bytes, tp, rates.link_bytes_per_s, latency, scaleup_domain=scaleup_domain,
+    reduce = C.all_reduce_seconds(hidden_bytes, tp, rates.link_bytes_per_s, latency, scaleup_domain=scaleup_domain,
                                 scaleout_bytes_per_s=out)
     if rates.kernel_allreduce is not None and out is None:  # one server's all-reduce as measured on the GPU
         reduce = I.kernel_allreduce_seconds(*rates.kernel_allreduce, hidden_bytes, tp, reduce)
@@ -153,20 +154,20 @@ def _inline_iteration_time(costs, rates, calib, *, decode_sequences, decode_cont
             # across servers engines dispatch each token to the ranks of its experts and combine it back
             # (DeepEP's all-to-all [10]: fp8 out, 16-bit back); the share bound for other servers crosses
             # the NICs, each phase once per MoE layer, and the slower of the two links sets the pace
-            remote = I.cross_server_dispatch_seconds(n_group, costs.experts_per_token, ep, g, scaleup_domain,
+            remote = C.cross_server_dispatch_seconds(n_group, costs.experts_per_token, ep, g, scaleup_domain,
                                                    costs.hidden, out)
             gather = np.maximum(gather, 0.5 * remote)
         if rates.kernel_gather is not None and out is None and rates.dp_exchange_by_sizes:
             # TensorRT-LLM's NCCL broadcasts and reduces by per-rank sizes [11] [12], as NCCL measures them
-            roofline = I.exchange_by_sizes_seconds(costs, n, n_group, dp, rates.link_bytes_per_s, latency)
-            out_bytes, back_bytes = I.exchange_by_sizes_bytes(costs, n)
-            exchange = I.kernel_gather_scatter_seconds(rates.kernel_gather, out_bytes, dp, roofline, back_bytes)
+            roofline = C.exchange_by_sizes_seconds(costs, n, n_group, dp, rates.link_bytes_per_s, latency)
+            out_bytes, back_bytes = C.exchange_by_sizes_bytes(costs, n)
+            exchange = C.kernel_gather_scatter_seconds(rates.kernel_gather, out_bytes, dp, roofline, back_bytes)
             comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
         elif rates.kernel_gather is not None and out is None:  # NCCL's all-gather + reduce-scatter, as measured
-            exchange = I.kernel_gather_scatter_seconds(rates.kernel_gather, dp * hidden_bytes, dp, 2.0 * gather)
+            exchange = C.kernel_gather_scatter_seconds(rates.kernel_gather, dp * hidden_bytes, dp, 2.0 * gather)
             comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
         elif rates.dp_exchange_by_sizes:  # each rank's own tokens, quantized out, 16-bit back [11]
-            exchange = I.exchange_by_sizes_seconds(costs, n, n_group, dp, rates.link_bytes_per_s, latency)
+            exchange = C.exchange_by_sizes_seconds(costs, n, n_group, dp, rates.link_bytes_per_s, latency)
             if out is not None:
                 exchange = np.maximum(exchange, remote)
             comm = comm + costs.moe_layers * np.where(dp > 1, exchange, 0.0)
@@ -203,9 +204,9 @@ def test_every_figure_is_the_inline_forms_to_the_bit_and_type(name):
 def test_an_all_reduce_of_one_group_size_is_numpys_where(n):
     for payload, domain in itertools.product((np.array([[0.0, 3e6], [1e9, np.inf]]), 3e6, np.array(5.0)), (None, 4)):
         with np.errstate(invalid="ignore"):  # inf - inf in the ring the long way computes
-            got = I.all_reduce_seconds(payload, n, 4.5e11, 5e-6, scaleup_domain=domain,
+            got = C.all_reduce_seconds(payload, n, 4.5e11, 5e-6, scaleup_domain=domain,
                                        scaleout_bytes_per_s=5e10)
-            long_way = I.all_reduce_seconds(payload, np.array([[n]]), 4.5e11, 5e-6, scaleup_domain=domain,
+            long_way = C.all_reduce_seconds(payload, np.array([[n]]), 4.5e11, 5e-6, scaleup_domain=domain,
                                             scaleout_bytes_per_s=5e10)  # an array: the ring and np.where
         assert type(got) is np.ndarray and np.shape(got) == np.shape(payload)
         assert _bits(got) == _bits(long_way), (n, payload, domain)

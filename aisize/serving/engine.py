@@ -119,7 +119,7 @@ class Engine:
     # attention-DP ranks all-gather their own tokens by per-rank counts, NVFP4 inputs quantized first, and
     # reduce-scatter the 16-bit results by the same counts (TensorRT-LLM's fused MoE [10]): a rank receives every
     # rank's tokens but its own, so one rank's prompt crosses the links once, not attention_dp times
-    # (aisize.serving.iteration.exchange_by_sizes_seconds). The catalog's dp_exchange_by_sizes column where its
+    # (aisize.serving.iteration_comm.exchange_by_sizes_seconds). The catalog's dp_exchange_by_sizes column where its
     # table has one (true for TensorRT-LLM: docs/calibration.md, "Long prompts under attention DP"), else off
     dp_exchange_by_sizes: bool = False
     version: str = ""
