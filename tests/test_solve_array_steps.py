@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from aisize.serving import littles_law as L
+from test_solve_independent_points import _curved, _kinked
 
 
 def _reference(tokens_per_s, iteration_seconds, lo, h_lo, hi, h_hi):
@@ -47,16 +48,6 @@ def _reference(tokens_per_s, iteration_seconds, lo, h_lo, hi, h_hi):
         h_hi = np.where(~right & (side == 1), h_hi / 2, h_hi)
         side = np.where(right, -1, 1)
     return last
-
-
-def _kinked(x):
-    x = np.asarray(x, dtype=float)
-    return 0.01 + 1e-4 * x + 0.004 * (x > 37.0) + 0.002 * np.floor(x / 64.0)
-
-
-def _curved(x):
-    x = np.asarray(x, dtype=float)
-    return 0.011 + 2e-5 * x ** 1.3
 
 
 def _flat(x):  # h nearly flat past the root: many Illinois steps

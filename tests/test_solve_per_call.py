@@ -24,7 +24,6 @@ import math
 import numpy as np
 import pytest
 
-from aisize import serving
 from aisize.queueing import analytic as A
 from aisize.serving import iteration as I
 from aisize.serving import iteration_comm as C
@@ -32,28 +31,7 @@ from aisize.serving import iteration_shape as IS
 from aisize.serving import latency as L
 from aisize.serving import scalar_ops as O
 from aisize.serving import steady as S
-from aisize.serving.estimate import replica_of
-
-REPLICAS = {
-    "dense 8B, TP 1": dict(model="llama-3-8b", accelerator="h100-sxm", tensor_parallel=1),
-    "dense 70B, TP 4, FP8": dict(model="llama-3-70b", accelerator="h100-sxm", tensor_parallel=4,
-                                 weight_precision="fp8", kv_precision="fp8"),
-    "405B, PP 2": dict(model="llama-3.1-405b", accelerator="h100-sxm", tensor_parallel=8, pipeline_parallel=2,
-                       weight_precision="fp8", engine="vllm"),
-    "MoE, MTP, attention DP": dict(model="deepseek-v3", accelerator="h200-sxm", tensor_parallel=8, attention_dp=8,
-                                   weight_precision="fp8", speculative_method="mtp", speculative_tokens=2),
-    "MoE across servers": dict(model="deepseek-r1", accelerator="h100-sxm", tensor_parallel=16, expert_parallel=16,
-                               attention_dp=16, weight_precision="fp8", engine="sglang", concurrency=64),
-}
-
-
-def _replica(name):
-    kw = dict(REPLICAS[name])
-    kw.setdefault("input_tokens", 1000)
-    kw.setdefault("output_tokens", 300)
-    if "concurrency" not in kw:
-        kw["requests_per_s"] = 1.0
-    return replica_of(serving.estimate(kw.pop("model"), kw.pop("accelerator"), **kw))
+from solve_replicas import REPLICAS, replica
 
 
 def _bits(x):
@@ -188,7 +166,7 @@ def _inline_iteration_time(costs, rates, calib, *, decode_sequences, decode_cont
 
 @pytest.mark.parametrize("name", list(REPLICAS))
 def test_every_figure_is_the_inline_forms_to_the_bit_and_type(name):
-    rep = _replica(name)
+    rep = replica(name)
     for (seqs, ctx, tokens, prompts, prompt), graphed in itertools.product(STEPS, (True, False)):
         step = dict(decode_sequences=seqs, decode_context=ctx, prefill_tokens=tokens, prefill_prompts=prompts,
                     prompt_tokens=prompt, graphed=graphed, speculation=rep.speculation, **rep.shape.kwargs())
@@ -214,7 +192,7 @@ def test_an_all_reduce_of_one_group_size_is_numpys_where(n):
 
 @pytest.mark.parametrize("name", list(REPLICAS))
 def test_a_kept_layout_and_the_skipped_ones_give_the_long_ways_figures(name):
-    rep = _replica(name)
+    rep = replica(name)
     kw = rep.shape.kwargs()
     as_arrays = {k: (v if v is None or k.startswith("scale") else np.array([v])) for k, v in kw.items()}
     for (seqs, ctx, tokens, prompts, prompt), graphed in itertools.product(STEPS, (True, False)):
@@ -234,7 +212,7 @@ def test_a_kept_layout_and_the_skipped_ones_give_the_long_ways_figures(name):
 @pytest.mark.parametrize("name", list(REPLICAS))
 def test_two_iterations_stacked_along_a_new_axis_are_each_alone(name):
     """What the steady state's and the TTFT mixture's single calls rely on: iteration_time is elementwise."""
-    rep = _replica(name)
+    rep = replica(name)
     decoding = np.array([[3.0], [250.0]])
     chunk = np.array([[8192.0, 8192.0, 8192.0], [7000.0, 7000.0, 7000.0]])
     last = np.array([[100.0, 1000.0, 5000.0], [1.0, 700.0, 6999.0]])
@@ -250,7 +228,7 @@ def test_two_iterations_stacked_along_a_new_axis_are_each_alone(name):
 
 
 def test_a_layout_is_kept_per_replica_and_numbers_only():
-    a, b = _replica("dense 8B, TP 1"), _replica("dense 70B, TP 4, FP8")
+    a, b = replica("dense 8B, TP 1"), replica("dense 70B, TP 4, FP8")
     IS._LAYOUTS.clear()
     step = dict(decode_sequences=8.0, decode_context=1000.0, prefill_tokens=0.0, prefill_prompts=0.0,
                 prompt_tokens=1000.0)
@@ -342,7 +320,7 @@ def test_the_plain_float_helpers_are_numpys():
 @pytest.mark.parametrize("name", ["dense 8B, TP 1", "405B, PP 2", "MoE, MTP, attention DP"])
 @pytest.mark.parametrize("arrivals", ["burst", "poisson"])
 def test_a_plain_concurrency_is_computed_as_a_one_element_arrays(name, arrivals):
-    rep = _replica(name)
+    rep = replica(name)
     kw = dict(input_tokens=1000.0, output_tokens=300.0, max_num_tokens=8192.0,
               chunked_prefill=rep.engine.chunked_prefill, shape=rep.shape, arrivals=arrivals, launch=rep.launch,
               speculation=rep.speculation)

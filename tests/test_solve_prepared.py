@@ -18,28 +18,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aisize import serving
 from aisize.serving import iteration as I
 from aisize.serving import steady as S
-from aisize.serving.estimate import replica_of
+from solve_replicas import REPLICAS, replica
 
-REPLICAS = {
-    "dense 8B, TP 1": dict(model="llama-3-8b", accelerator="h100-sxm", tensor_parallel=1),
-    "dense 70B, TP 4, FP8": dict(model="llama-3-70b", accelerator="h100-sxm", tensor_parallel=4,
-                                 weight_precision="fp8", kv_precision="fp8"),
-    "405B, PP 2": dict(model="llama-3.1-405b", accelerator="h100-sxm", tensor_parallel=8, pipeline_parallel=2,
-                       weight_precision="fp8", engine="vllm"),
-    "MoE, MTP, attention DP": dict(model="deepseek-v3", accelerator="h200-sxm", tensor_parallel=8, attention_dp=8,
-                                   weight_precision="fp8", speculative_method="mtp", speculative_tokens=2),
-    "MoE across servers": dict(model="deepseek-r1", accelerator="h100-sxm", tensor_parallel=16, expert_parallel=16,
-                               attention_dp=16, weight_precision="fp8", engine="sglang"),
-}
 CONCURRENCIES = (37.5, np.array([1.0, 50.0, 400.0]), 1e-9, np.array([[2.0], [90.0]]), np.array(12.0), 37.5)
-
-
-def _replica(name):
-    kw = dict(REPLICAS[name], input_tokens=1000, output_tokens=300, requests_per_s=1.0)
-    return replica_of(serving.estimate(kw.pop("model"), kw.pop("accelerator"), **kw))
 
 
 def _fields(state):
@@ -59,7 +42,7 @@ def _kwargs(rep, **more):
 @pytest.mark.parametrize("arrivals", ["burst", "poisson"])
 @pytest.mark.parametrize("chunked", [False, True])
 def test_a_prepared_steady_state_asked_in_any_order_is_each_fresh_call(name, arrivals, chunked):
-    rep = _replica(name)
+    rep = replica(name)
     kw = _kwargs(rep, arrivals=arrivals, chunked_prefill=chunked, cached_tokens=200.0, decode_context_tokens=1400.0)
     state = S.prepare_steady_state(rep.costs, rep.rates, rep.calibration, **kw)
     for b in CONCURRENCIES:
@@ -70,7 +53,7 @@ def test_a_prepared_steady_state_asked_in_any_order_is_each_fresh_call(name, arr
 @pytest.mark.parametrize("name", list(REPLICAS))
 @pytest.mark.parametrize("arrivals", ["burst", "poisson"])
 def test_whole_prompts_skip_only_what_gives_the_same_figures(name, arrivals):
-    rep = _replica(name)
+    rep = replica(name)
     for b in CONCURRENCIES:
         figures = []
         for chunked in (False, np.False_, np.array(False)):  # the last takes the long way (not a bool)
@@ -81,7 +64,7 @@ def test_whole_prompts_skip_only_what_gives_the_same_figures(name, arrivals):
 
 @pytest.mark.parametrize("name", list(REPLICAS))
 def test_a_prepared_iteration_time_is_iteration_time(name):
-    rep = _replica(name)
+    rep = replica(name)
     fixed = dict(decode_context=1150.0, prompt_tokens=1000.0, overlap=rep.launch.overlap,
                  speculation=rep.speculation, **rep.shape.kwargs())
     at = I.prepare_iteration_time(rep.costs, rep.rates, rep.calibration, **fixed)

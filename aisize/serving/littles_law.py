@@ -13,12 +13,7 @@ References
 from __future__ import annotations
 
 import numpy as np
-try:  # np.clip's ufunc (its wrapper costs 3 x the clip)
-    from numpy._core.umath import clip as _clip
-except ImportError:  # numpy 1.x
-    from numpy.core.umath import clip as _clip
-
-from aisize.serving.scalar_ops import LARGEST, divide, finite_clip, is_number, negate, where
+from aisize.serving.scalar_ops import LARGEST, clip_ufunc as _clip, divide, finite_clip, is_number, negate, where
 
 __all__ = ["littles_law_concurrency"]
 _SCAN = 2.0 ** -np.arange(23, -1, -1)  # where h is evaluated first, as shares of the slots (ascending)

@@ -61,8 +61,8 @@ import numpy as np
 from aisize.serving.engine import GRAPHED
 from aisize.serving.iteration import prepare_iteration_time
 from aisize.serving.iteration_shape import _times
-from aisize.serving.littles_law import _clip  # np.clip's ufunc, what np.clip calls for float bounds on floats
 from aisize.serving.prefix import prefill_work
+from aisize.serving.scalar_ops import clip_ufunc as _clip
 from aisize.serving.tails import exponential_quantile_factor
 
 ARRIVALS = ("burst", "poisson")
