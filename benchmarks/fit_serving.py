@@ -37,7 +37,7 @@ import time
 
 from aisize import catalog
 from aisize.calibrate import cross_validate, fit, predict, read_table
-from aisize.calibrate.crossval import group_of
+from aisize.calibrate.crossval import fold_lines, group_of
 from aisize.calibrate.fitting import PER_GENERATION, summary
 from aisize.serving import CALIBRATION
 from aisize.serving.calibration import ELEMENTWISE_SOURCES, GEMM_SOURCES, MOE_LAYER_SOURCES, MOE_SOURCES
@@ -72,6 +72,10 @@ def main(argv=None):
     ap.add_argument("--cross-validate", nargs="+", choices=("model", "gpu"), default=(),
                     help="also print held-out scores: refit without each model (or GPU), score its runs")
     ap.add_argument("--cv-evaluations", type=int, default=5, help="solver budget per cross-validation refit")
+    ap.add_argument("--fold", nargs="+", default=None, metavar="GROUP",
+                    help="with --cross-validate: hold out only these models or GPUs (one refit each)")
+    ap.add_argument("--verbose", action="store_true",
+                    help="with --cross-validate: per fold, the constants its refit moved furthest beside the start's")
     ap.add_argument("--gemm-source", choices=GEMM_SOURCES, default=CALIBRATION.gemm_source,
                     help="where linear layers' time comes from (the start of the fit and the scores)")
     ap.add_argument("--moe-source", choices=MOE_SOURCES, default=CALIBRATION.moe_source,
@@ -129,17 +133,17 @@ def main(argv=None):
     for by in a.cross_validate:
         chosen = [r for s in a.sets for r in runs[s]]
         start = time.perf_counter()
-        cv = cross_validate(chosen, cal, by=by, max_evaluations=a.cv_evaluations,
+        # --fold names models or GPUs: each grouping holds out those of its own kind
+        only = [g for g in a.fold if g in {group_of(r, by) for r in chosen}] if a.fold else None
+        cv = cross_validate(chosen, cal, by=by, max_evaluations=a.cv_evaluations, only=only,
                             progress=lambda g, k, n: print(f"  holding out {by} {g} ({k + 1}/{n})", flush=True))
         print(f"leave one {by} out over {', '.join(a.sets)} ({len(cv.groups)} groups, "
               f"{time.perf_counter() - start:.0f} s; skipped {[g for g, _ in cv.skipped]}):")
         print(_line("  in sample", list(cv.in_sample)))
         print(_line("  held out", list(cv.held_out)))
-        for g in cv.groups:  # which fold loses what: a group's runs in sample, then predicted without them
-            pairs = [(i, h) for i, h in zip(cv.in_sample, cv.held_out) if group_of(i.run, by) == g]
-            if pairs:
-                print(_line(f"    {g[:18]}", [i for i, _ in pairs]).replace(" runs,", " in sample,", 1))
-                print(_line("      held out", [h for _, h in pairs]))
+        # which fold loses what: a group's runs within 15 % in sample and held out (and, verbose, what moved)
+        lines = fold_lines(cv, cal, most=6 if a.verbose else 0)
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ so that a whole cross-validation runs in minutes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -50,6 +51,7 @@ class CrossValidation:
     in_sample: tuple  # Prediction per run with the calibration as given
     held_out: tuple  # Prediction per run with constants refitted without its group
     skipped: tuple  # (group, why) for groups that could not be held out (too few runs left)
+    refits: tuple = ()  # (group, the calibration its runs were predicted with), in the order held out
 
     @property
     def in_sample_summary(self) -> dict:
@@ -96,8 +98,8 @@ def _unidentified_defaults(cal, constants, train: Sequence[Run], held: Sequence[
 
 
 def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_evaluations: int = 5,
-                   min_train_runs: int = 10, progress: Callable[[str, int, int], None] | None = None
-                   ) -> CrossValidation:
+                   min_train_runs: int = 10, progress: Callable[[str, int, int], None] | None = None,
+                   only: Sequence[str] | None = None) -> CrossValidation:
     """Hold each group of ``runs`` out in turn, refit on the rest, predict the held-out runs.
 
     Parameters
@@ -108,6 +110,8 @@ def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_e
     max_evaluations : the solver's budget per refit (as for :func:`~aisize.calibrate.fit`)
     min_train_runs : a group whose removal leaves fewer runs is not held out (listed in ``skipped``)
     progress : called with (group, index, count) before each refit
+    only : hold out these groups alone (None: every group); the others are neither refitted nor scored, so one
+        fold's figures cost one refit
     """
     checks.choice("by", by, GROUPINGS)
     n = int(checks.scalar("max_evaluations", checks.integer("max_evaluations", max_evaluations, low=1, high=10_000)))
@@ -123,8 +127,13 @@ def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_e
     runs = [r for r, _ in expressible]
     in_sample = tuple(p for _, p in expressible)
     groups = list(dict.fromkeys(group_of(r, by) for r in runs))
+    if only is not None:
+        unknown = sorted(set(only) - set(groups))
+        if unknown:
+            raise ValueError(f"only={unknown[:5]!r} names no {by} of the runs; they have: {', '.join(groups)}")
+        groups = [g for g in groups if g in set(only)]
     held: dict[int, Prediction] = {}
-    skipped = []
+    skipped, refits = [], []
     for k, g in enumerate(groups):
         test = [i for i, r in enumerate(runs) if group_of(r, by) == g]
         train = [r for r in runs if group_of(r, by) != g]
@@ -136,6 +145,7 @@ def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_e
         constants = fitted_constants(train, calibration)
         refit = fit(train, calibration, constants=constants, max_evaluations=n).calibration
         refit = _unidentified_defaults(refit, constants, train, [runs[i] for i in test])
+        refits.append((g, refit))
         for i in test:
             try:
                 held[i] = predict(runs[i], refit)
@@ -143,9 +153,50 @@ def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_e
                 held[i] = _missed(in_sample[i])
     order = [i for i in range(len(runs)) if i in held]
     return CrossValidation(by, tuple(groups), tuple(in_sample[i] for i in order), tuple(held[i] for i in order),
-                           tuple(skipped))
+                           tuple(skipped), tuple(refits))
 
 
 def _missed(p: Prediction) -> Prediction:
     """A held-out run the refitted model could not express: scored as a total miss (error -100 %)."""
     return Prediction(p.run, 0.0, None, None, -1.0, None if p.tpot_error is None else -1.0, p.uncalibrated)
+
+
+def moved_constants(base, refit, most: int = 6) -> list[tuple[str, float, float]]:
+    """The ``most`` constants a fold's ``refit`` moved furthest from ``base`` (by |log ratio|; a value set to or
+    from 0 first), as (label, base value, fold value); unmoved ones are left out."""
+    from aisize.serving.calibration import CONSTANTS
+
+    out = []
+    for name in CONSTANTS:
+        a, b = getattr(base, name), getattr(refit, name)
+        keyed = [set(v) for v in (a, b) if isinstance(v, MappingProxyType)]
+        gens = sorted(set().union(*keyed)) if keyed else [None]
+        for g in gens:
+            x, y = (base.value(name, g), refit.value(name, g)) if g else (a, b)
+            if x == y:
+                continue
+            far = abs(math.log(y / x)) if x > 0 and y > 0 else math.inf
+            out.append((far, f"{name}[{g}]" if g else name, x, y))
+    out.sort(key=lambda t: -t[0])
+    return [(label, x, y) for _, label, x, y in out[:most]]
+
+
+def fold_lines(cv: CrossValidation, base, most: int = 6) -> list[str]:
+    """Per held-out group: its runs within 15 % in sample and held out (tokens/s per GPU, TPOT), then the
+    constants its refit moved furthest from ``base`` (:func:`moved_constants`), each line under 120 characters."""
+    out = [f"  {'held out':18s} {'runs':>4s} {'in sample':>9s} {'held out':>8s} {'lost':>4s}   "
+           f"{'TPOT runs':>9s} {'in sample':>9s} {'held out':>8s} {'lost':>4s}"]
+    refits = dict(cv.refits)
+    for g in cv.groups:
+        pairs = [(i, h) for i, h in zip(cv.in_sample, cv.held_out) if group_of(i.run, cv.by) == g]
+        if not pairs:
+            continue
+        a, b = summary([i for i, _ in pairs]), summary([h for _, h in pairs])
+        out.append(f"  {g[:18]:18s} {a['runs']:4d} {a['within']:9d} {b['within']:8d} {a['within'] - b['within']:4d}   "
+                   f"{a['tpot_runs']:9d} {a['tpot_within']:9d} {b['tpot_within']:8d} "
+                   f"{a['tpot_within'] - b['tpot_within']:4d}")
+        if g in refits:
+            moved = [f"{label} {x:.3g} -> {y:.3g}" for label, x, y in moved_constants(base, refits[g], most)]
+            for k in range(0, len(moved), 2):
+                out.append("      " + "; ".join(moved[k:k + 2]))
+    return out
