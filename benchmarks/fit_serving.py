@@ -75,7 +75,8 @@ def main(argv=None):
     ap.add_argument("--fold", nargs="+", default=None, metavar="GROUP",
                     help="with --cross-validate: hold out only these models or GPUs (one refit each)")
     ap.add_argument("--verbose", action="store_true",
-                    help="with --cross-validate: per fold, the constants its refit moved furthest beside the start's")
+                    help="with --cross-validate: per fold, the constants its refit moved furthest beside the start's, "
+                         "its runs by GPU (or model), and its counts with each moved constant alone put back")
     ap.add_argument("--gemm-source", choices=GEMM_SOURCES, default=CALIBRATION.gemm_source,
                     help="where linear layers' time comes from (the start of the fit and the scores)")
     ap.add_argument("--moe-source", choices=MOE_SOURCES, default=CALIBRATION.moe_source,
@@ -142,7 +143,7 @@ def main(argv=None):
         print(_line("  in sample", list(cv.in_sample)))
         print(_line("  held out", list(cv.held_out)))
         # which fold loses what: a group's runs within 15 % in sample and held out (and, verbose, what moved)
-        lines = fold_lines(cv, cal, most=6 if a.verbose else 0)
+        lines = fold_lines(cv, cal, most=6 if a.verbose else 0, detail=a.verbose)
         print("\n".join(lines))
 
 

@@ -133,3 +133,28 @@ def test_one_fold_alone_is_the_same_fold_as_in_the_whole_cross_validation(dense_
                          for c, _, y in moved)
     assert lines[lines.index(row) + 1].strip().startswith(moved[0][0])
     assert moved_constants(CALIBRATION, CALIBRATION) == []
+    # in detail: the fold's runs by model, and its counts with each moved constant alone put back
+    detail = fold_lines(one, CALIBRATION, most=3, detail=True)
+    assert all(len(x) <= 120 for x in detail)
+    by = next(x for x in detail if x.strip().startswith("by model"))
+    assert "llama-3.1-8b" in by and "llama-3.3-70b" in by
+    put = "\n".join(detail[detail.index(next(x for x in detail if "put back alone" in x)):])
+    assert put.count("(") == len(moved_constants(CALIBRATION, dict(one.refits)["h100-sxm"], most=3)) + 1
+
+
+def test_a_generation_whose_moe_runs_with_tpot_are_held_out_takes_the_other_generations_moe_layer_time():
+    # held out with H200, Hopper keeps runs (H100) but none of an MoE model with a TPOT: its MoE-layer time, fitted
+    # on H200's DeepSeek-R1 runs alone, would leak them; it takes the mean of the generations the fold identifies
+    from aisize.calibrate.crossval import _unidentified_defaults
+
+    runs = [r for s in ("serving_throughput", "serving_load")
+            for r in read_table(catalog.data_dir() / "validation" / f"{s}.csv")]
+    train = [r for r in runs if r.accelerator != "h200-sxm"]
+    held = [r for r in runs if r.accelerator == "h200-sxm"]
+    constants = fitted_constants(train, CALIBRATION)
+    assert sorted(g for c, g in constants if c == "moe_layer_seconds") == ["blackwell", "cdna4"]
+    out = _unidentified_defaults(CALIBRATION, constants, train, held)
+    m = CALIBRATION.moe_layer_seconds
+    assert out.value("moe_layer_seconds", "hopper") == pytest.approx((m["blackwell"] + m["cdna4"]) / 2)
+    assert out.value("moe_layer_seconds", "hopper") != m["hopper"]
+    assert out.value("moe_layer_seconds", "blackwell") == m["blackwell"]

@@ -17,7 +17,8 @@ an optimistic bound where a constant is weakly identified by the remaining runs.
 runs do not identify at all (:data:`aisize.calibrate.fitting.DECODE_IDENTIFIED`: no MoE run with a measured
 TPOT is left, as when DeepSeek-R1 is held out) is not left at the start's value, which the held-out runs
 fitted, but set to its physical default: routed-expert weight reads at the generation's dense HBM share, no
-fixed MoE-layer time beyond a dense layer's. The number of solver steps is kept small (``max_evaluations``)
+fixed MoE-layer time beyond a dense layer's. One generation's MoE-layer time alone unidentified (its only MoE runs
+with a TPOT held out with their GPU, as H200's) takes the mean of the other generations' refitted times. The number of solver steps is kept small (``max_evaluations``)
 so that a whole cross-validation runs in minutes.
 """
 
@@ -83,11 +84,16 @@ def _fallback_generations(cal, train: Sequence[Run], held: Sequence[Run]):
 def _unidentified_defaults(cal, constants, train: Sequence[Run], held: Sequence[Run]):
     """``cal`` (a refit on ``train`` of ``constants``) with the lost generations' constants set to the fallback's
     (:func:`_fallback_generations`) and the :data:`DECODE_IDENTIFIED` constants that ``constants`` leave out
-    set to values no run fitted: no MoE-layer fixed time, expert weight reads at each generation's HBM share."""
+    set to values no held-out run fitted: a generation's MoE-layer time the mean of those the fold identifies (none
+    when it identifies none), expert weight reads at each generation's HBM share."""
     fitted = set(constants)
     v = cal.moe_layer_seconds
     if isinstance(v, MappingProxyType):
-        cal = cal.with_(moe_layer_seconds={g: x if ("moe_layer_seconds", g) in fitted else 0.0 for g, x in v.items()})
+        # a generation whose own MoE runs with a TPOT were held out takes the mean of the generations the fold still
+        # identifies, as a GPU of an uncalibrated generation takes the fallback's; zero only where none is identified
+        known = [x for g, x in v.items() if ("moe_layer_seconds", g) in fitted]
+        other = sum(known) / len(known) if known else 0.0
+        cal = cal.with_(moe_layer_seconds={g: x if ("moe_layer_seconds", g) in fitted else other for g, x in v.items()})
     elif not any(c == "moe_layer_seconds" for c, _ in fitted):
         cal = cal.with_(moe_layer_seconds=0.0)
     cal = _fallback_generations(cal, train, held)
@@ -181,12 +187,56 @@ def moved_constants(base, refit, most: int = 6) -> list[tuple[str, float, float]
     return [(label, x, y) for _, label, x, y in out[:most]]
 
 
-def fold_lines(cv: CrossValidation, base, most: int = 6) -> list[str]:
+def restored(base, refit, label: str):
+    """``refit`` with the one constant ``label`` (``name`` or ``name[generation]``) back at ``base``'s value."""
+    name, _, gen = label.partition("[")
+    gen = gen.rstrip("]")
+    if not gen:
+        return refit.with_(**{name: getattr(base, name)})
+    v = getattr(refit, name)
+    d = dict(v) if isinstance(v, MappingProxyType) else {g: v for g in base.gemm_efficiency}
+    d[gen] = base.value(name, gen)
+    return refit.with_(**{name: d})
+
+
+def _within(preds) -> tuple[int, int]:
+    s = summary(list(preds))
+    return s["within"], s["tpot_within"]
+
+
+def _score(runs, cal) -> tuple[int, int]:
+    preds = []
+    for r in runs:
+        try:
+            preds.append(predict(r, cal))
+        except ValueError:
+            continue
+    return _within(preds)
+
+
+def _wrapped(first: str, items: list[str], indent: str = "        ", width: int = 119) -> list[str]:
+    """``first`` then ``items`` joined by "; ", wrapped to lines of at most ``width`` characters."""
+    lines, line = [], first
+    for k, item in enumerate(items):
+        piece = item + (";" if k < len(items) - 1 else "")
+        if line.strip() and len(line) + 1 + len(piece) > width:
+            lines.append(line)
+            line = indent + piece
+        else:
+            line = f"{line} {piece}" if line.strip() else line + piece
+    return lines + [line]
+
+
+def fold_lines(cv: CrossValidation, base, most: int = 6, detail: bool = False) -> list[str]:
     """Per held-out group: its runs within 15 % in sample and held out (tokens/s per GPU, TPOT), then the
-    constants its refit moved furthest from ``base`` (:func:`moved_constants`), each line under 120 characters."""
+    constants its refit moved furthest from ``base`` (:func:`moved_constants`); with ``detail``, its runs by the
+    other grouping (GPU for a model, model for a GPU: in sample -> held out) and the held-out counts with each
+    moved constant alone put back at ``base``'s value (which constant's move costs the runs; putting it back
+    leaks the held-out runs, so this attributes the loss, it is no score). Every line is under 120 characters."""
     out = [f"  {'held out':18s} {'runs':>4s} {'in sample':>9s} {'held out':>8s} {'lost':>4s}   "
            f"{'TPOT runs':>9s} {'in sample':>9s} {'held out':>8s} {'lost':>4s}"]
     refits = dict(cv.refits)
+    other = "gpu" if cv.by == "model" else "model"
     for g in cv.groups:
         pairs = [(i, h) for i, h in zip(cv.in_sample, cv.held_out) if group_of(i.run, cv.by) == g]
         if not pairs:
@@ -195,8 +245,20 @@ def fold_lines(cv: CrossValidation, base, most: int = 6) -> list[str]:
         out.append(f"  {g[:18]:18s} {a['runs']:4d} {a['within']:9d} {b['within']:8d} {a['within'] - b['within']:4d}   "
                    f"{a['tpot_runs']:9d} {a['tpot_within']:9d} {b['tpot_within']:8d} "
                    f"{a['tpot_within'] - b['tpot_within']:4d}")
+        moved = moved_constants(base, refits[g], most) if g in refits else []
+        if moved:
+            out += _wrapped("      ", [f"{label} {x:.3g} -> {y:.3g}" for label, x, y in moved], "      ")
+        if not detail:
+            continue
+        parts = []
+        for o in dict.fromkeys(group_of(i.run, other) for i, _ in pairs):
+            sub = [(i, h) for i, h in pairs if group_of(i.run, other) == o]
+            (w0, t0), (w1, t1) = _within(i for i, _ in sub), _within(h for _, h in sub)
+            parts.append(f"{o[:14]} {len(sub)}: {w0}->{w1}" + (f" ({t0}->{t1})" if any(
+                i.tpot_error is not None for i, _ in sub) else ""))
+        out += _wrapped(f"      by {other} (runs: tokens/s within, (TPOT)):", parts)
         if g in refits:
-            moved = [f"{label} {x:.3g} -> {y:.3g}" for label, x, y in moved_constants(base, refits[g], most)]
-            for k in range(0, len(moved), 2):
-                out.append("      " + "; ".join(moved[k:k + 2]))
+            runs = [i.run for i, _ in pairs]
+            put = [f"{label} {_score(runs, restored(base, refits[g], label))}" for label, _, _ in moved]
+            out += _wrapped("      put back alone (tokens/s, TPOT within):", put)
     return out
