@@ -13,6 +13,9 @@ Usage (from the project root):
     .venv/bin/python benchmarks/fit_serving.py --cross-validate model gpu
                                                           # leave one model out, leave one GPU out: each
                                                           # group refitted without its runs, then scored
+    .venv/bin/python benchmarks/fit_serving.py --cross-validate model --fold deepseek-r1 --verbose
+                                                          # one fold alone; per fold the constants its refit
+                                                          # moved, its runs by GPU, each move put back alone
     .venv/bin/python benchmarks/fit_serving.py --moe-source kernels --fit --max-evaluations 20 \
         --cross-validate model gpu --out calibration.kernels.json
                                                           # the same from the measured MoE kernels
@@ -142,9 +145,13 @@ def main(argv=None):
               f"{time.perf_counter() - start:.0f} s; skipped {[g for g, _ in cv.skipped]}):")
         print(_line("  in sample", list(cv.in_sample)))
         print(_line("  held out", list(cv.held_out)))
-        # which fold loses what: a group's runs within 15 % in sample and held out (and, verbose, what moved)
-        lines = fold_lines(cv, cal, most=6 if a.verbose else 0, detail=a.verbose)
-        print("\n".join(lines))
+        for g in cv.groups:  # which fold loses what: a group's runs in sample, then predicted without them
+            pairs = [(i, h) for i, h in zip(cv.in_sample, cv.held_out) if group_of(i.run, by) == g]
+            if pairs:
+                print(_line(f"    {g[:18]}", [i for i, _ in pairs]).replace(" runs,", " in sample,", 1))
+                print(_line("      held out", [h for _, h in pairs]))
+        if a.verbose:  # per fold: runs lost, the constants moved, the runs by GPU (model), each move put back
+            print("\n".join(fold_lines(cv, cal, most=6, detail=True)))
 
 
 if __name__ == "__main__":
