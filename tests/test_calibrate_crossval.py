@@ -112,7 +112,8 @@ def test_a_fold_that_cannot_identify_the_decode_moe_constants_does_not_keep_the_
 
 def test_one_fold_alone_is_the_same_fold_as_in_the_whole_cross_validation(dense_hopper_runs):
     # only= holds out the named groups alone: one refit, the same held-out figures as that fold of the whole run
-    from aisize.calibrate.crossval import fold_lines, moved_constants
+    from aisize.calibrate.crossval import fold_lines, moved_constants, restored
+    from aisize.calibrate.fitting import summary
 
     whole = cross_validate(dense_hopper_runs, CALIBRATION, by="gpu", max_evaluations=4)
     one = cross_validate(dense_hopper_runs, CALIBRATION, by="gpu", max_evaluations=4, only=["h100-sxm"])
@@ -139,7 +140,13 @@ def test_one_fold_alone_is_the_same_fold_as_in_the_whole_cross_validation(dense_
     by = next(x for x in detail if x.strip().startswith("by model"))
     assert "llama-3.1-8b" in by and "llama-3.3-70b" in by
     put = "\n".join(detail[detail.index(next(x for x in detail if "put back alone" in x)):])
-    assert put.count("(") == len(moved_constants(CALIBRATION, dict(one.refits)["h100-sxm"], most=3)) + 1
+    refit = dict(one.refits)["h100-sxm"]
+    held = summary(list(one.held_out))
+    for label, _, _ in moved_constants(CALIBRATION, refit, most=1000):  # listed exactly where the counts change
+        back = [predict(p.run, restored(CALIBRATION, refit, label)) for p in one.held_out]
+        s = summary(back)
+        assert (f"{label} ({s['within']}, {s['tpot_within']})" in put) == (
+            (s["within"], s["tpot_within"]) != (held["within"], held["tpot_within"]))
 
 
 def test_a_generation_whose_moe_runs_with_tpot_are_held_out_takes_the_other_generations_moe_layer_time():

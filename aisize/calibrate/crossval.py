@@ -231,8 +231,8 @@ def fold_lines(cv: CrossValidation, base, most: int = 6, detail: bool = False) -
     """Per held-out group: its runs within 15 % in sample and held out (tokens/s per GPU, TPOT), then the
     constants its refit moved furthest from ``base`` (:func:`moved_constants`); with ``detail``, its runs by the
     other grouping (GPU for a model, model for a GPU: in sample -> held out) and the held-out counts with each
-    moved constant alone put back at ``base``'s value (which constant's move costs the runs; putting it back
-    leaks the held-out runs, so this attributes the loss, it is no score). Every line is under 120 characters."""
+    moved constant alone put back at ``base``'s value, those that change them (which constant's move costs the
+    runs; putting it back leaks the held-out runs, so this attributes the loss, it is no score). Every line is under 120 characters."""
     out = [f"  {'held out':18s} {'runs':>4s} {'in sample':>9s} {'held out':>8s} {'lost':>4s}   "
            f"{'TPOT runs':>9s} {'in sample':>9s} {'held out':>8s} {'lost':>4s}"]
     refits = dict(cv.refits)
@@ -257,8 +257,11 @@ def fold_lines(cv: CrossValidation, base, most: int = 6, detail: bool = False) -
             parts.append(f"{o[:14]} {len(sub)}: {w0}->{w1}" + (f" ({t0}->{t1})" if any(
                 i.tpot_error is not None for i, _ in sub) else ""))
         out += _wrapped(f"      by {other} (runs: tokens/s within, (TPOT)):", parts)
-        if g in refits:
-            runs = [i.run for i, _ in pairs]
-            put = [f"{label} {_score(runs, restored(base, refits[g], label))}" for label, _, _ in moved]
-            out += _wrapped("      put back alone (tokens/s, TPOT within):", put)
+        if g in refits:  # every moved constant, not only the furthest: those whose return changes the counts
+            runs, now = [i.run for i, _ in pairs], (b["within"], b["tpot_within"])
+            back = [(label, _score(runs, restored(base, refits[g], label)))
+                    for label, _, _ in moved_constants(base, refits[g], most=1000)]
+            back = sorted([x for x in back if x[1] != now], key=lambda x: -(x[1][0] + x[1][1]))
+            out += _wrapped("      put back alone (tokens/s, TPOT within; the others change nothing):",
+                            [f"{label} {w}" for label, w in back] or ["none"])
     return out
