@@ -18,8 +18,9 @@ runs do not identify at all (:data:`aisize.calibrate.fitting.DECODE_IDENTIFIED`:
 TPOT is left, as when DeepSeek-R1 is held out) is not left at the start's value, which the held-out runs
 fitted, but set to its physical default: routed-expert weight reads at the generation's dense HBM share, no
 fixed MoE-layer time beyond a dense layer's. One generation's MoE-layer time alone unidentified (its only MoE runs
-with a TPOT held out with their GPU, as H200's) takes the mean of the other generations' refitted times. The number of solver steps is kept small (``max_evaluations``)
-so that a whole cross-validation runs in minutes.
+with a TPOT held out with their GPU, as H200's) takes the mean of the other generations' refitted times, as a GPU
+of an uncalibrated generation takes the fallback's. The number of solver steps is kept small
+(``max_evaluations``) so that a whole cross-validation runs in minutes.
 """
 
 from __future__ import annotations
