@@ -233,7 +233,8 @@ def fold_lines(cv: CrossValidation, base, most: int = 6, detail: bool = False) -
     constants its refit moved furthest from ``base`` (:func:`moved_constants`); with ``detail``, its runs by the
     other grouping (GPU for a model, model for a GPU: in sample -> held out) and the held-out counts with each
     moved constant alone put back at ``base``'s value, those that change them (which constant's move costs the
-    runs; putting it back leaks the held-out runs, so this attributes the loss, it is no score). Every line is under 120 characters."""
+    runs; putting it back leaks the held-out runs, so this attributes the loss, it is no score). Every line is
+    under 120 characters."""
     out = [f"  {'held out':18s} {'runs':>4s} {'in sample':>9s} {'held out':>8s} {'lost':>4s}   "
            f"{'TPOT runs':>9s} {'in sample':>9s} {'held out':>8s} {'lost':>4s}"]
     refits = dict(cv.refits)
