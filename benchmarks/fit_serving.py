@@ -13,6 +13,9 @@ Usage (from the project root):
     .venv/bin/python benchmarks/fit_serving.py --cross-validate model gpu
                                                           # leave one model out, leave one GPU out: each
                                                           # group refitted without its runs, then scored
+    .venv/bin/python benchmarks/fit_serving.py --cross-validate model --fold deepseek-r1 --verbose
+                                                          # one fold alone; per fold the constants its refit
+                                                          # moved, its runs by GPU, each move put back alone
     .venv/bin/python benchmarks/fit_serving.py --moe-source kernels --fit --max-evaluations 20 \
         --cross-validate model gpu --out calibration.kernels.json
                                                           # the same from the measured MoE kernels
@@ -37,7 +40,7 @@ import time
 
 from aisize import catalog
 from aisize.calibrate import cross_validate, fit, predict, read_table
-from aisize.calibrate.crossval import group_of
+from aisize.calibrate.crossval import fold_lines, group_of
 from aisize.calibrate.fitting import PER_GENERATION, summary
 from aisize.serving import CALIBRATION
 from aisize.serving.calibration import ELEMENTWISE_SOURCES, GEMM_SOURCES, MOE_LAYER_SOURCES, MOE_SOURCES
@@ -72,6 +75,11 @@ def main(argv=None):
     ap.add_argument("--cross-validate", nargs="+", choices=("model", "gpu"), default=(),
                     help="also print held-out scores: refit without each model (or GPU), score its runs")
     ap.add_argument("--cv-evaluations", type=int, default=5, help="solver budget per cross-validation refit")
+    ap.add_argument("--fold", nargs="+", default=None, metavar="GROUP",
+                    help="with --cross-validate: hold out only these models or GPUs (one refit each)")
+    ap.add_argument("--verbose", action="store_true",
+                    help="with --cross-validate: per fold, the constants its refit moved furthest beside the start's, "
+                         "its runs by GPU (or model), and its counts with each moved constant alone put back")
     ap.add_argument("--gemm-source", choices=GEMM_SOURCES, default=CALIBRATION.gemm_source,
                     help="where linear layers' time comes from (the start of the fit and the scores)")
     ap.add_argument("--moe-source", choices=MOE_SOURCES, default=CALIBRATION.moe_source,
@@ -129,7 +137,9 @@ def main(argv=None):
     for by in a.cross_validate:
         chosen = [r for s in a.sets for r in runs[s]]
         start = time.perf_counter()
-        cv = cross_validate(chosen, cal, by=by, max_evaluations=a.cv_evaluations,
+        # --fold names models or GPUs: each grouping holds out those of its own kind
+        only = [g for g in a.fold if g in {group_of(r, by) for r in chosen}] if a.fold else None
+        cv = cross_validate(chosen, cal, by=by, max_evaluations=a.cv_evaluations, only=only,
                             progress=lambda g, k, n: print(f"  holding out {by} {g} ({k + 1}/{n})", flush=True))
         print(f"leave one {by} out over {', '.join(a.sets)} ({len(cv.groups)} groups, "
               f"{time.perf_counter() - start:.0f} s; skipped {[g for g, _ in cv.skipped]}):")
@@ -140,6 +150,8 @@ def main(argv=None):
             if pairs:
                 print(_line(f"    {g[:18]}", [i for i, _ in pairs]).replace(" runs,", " in sample,", 1))
                 print(_line("      held out", [h for _, h in pairs]))
+        if a.verbose:  # per fold: runs lost, the constants moved, the runs by GPU (model), each move put back
+            print("\n".join(fold_lines(cv, cal, most=6, detail=True)))
 
 
 if __name__ == "__main__":

@@ -108,3 +108,60 @@ def test_a_fold_that_cannot_identify_the_decode_moe_constants_does_not_keep_the_
     assert out.value("expert_memory_efficiency", "cdna4") == CALIBRATION.value("memory_efficiency", "hopper")
     # with R1 in, every constant is identified and nothing changes
     assert _unidentified_defaults(CALIBRATION, fitted_constants(runs, CALIBRATION), runs, held) == CALIBRATION
+
+
+def test_one_fold_alone_is_the_same_fold_as_in_the_whole_cross_validation(dense_hopper_runs):
+    # only= holds out the named groups alone: one refit, the same held-out figures as that fold of the whole run
+    from aisize.calibrate.crossval import fold_lines, moved_constants, restored
+    from aisize.calibrate.fitting import summary
+
+    whole = cross_validate(dense_hopper_runs, CALIBRATION, by="gpu", max_evaluations=4)
+    one = cross_validate(dense_hopper_runs, CALIBRATION, by="gpu", max_evaluations=4, only=["h100-sxm"])
+    assert one.groups == ("h100-sxm",) and [g for g, _ in one.refits] == ["h100-sxm"]
+    assert {p.run.accelerator for p in one.held_out} == {"h100-sxm"}
+    mine = {p.run.id: p.tokens_per_s_per_gpu for p in whole.held_out if p.run.accelerator == "h100-sxm"}
+    assert {p.run.id: p.tokens_per_s_per_gpu for p in one.held_out} == mine
+    with pytest.raises(ValueError, match="only=.*b200.*names no gpu"):
+        cross_validate(dense_hopper_runs, CALIBRATION, by="gpu", only=["b200"])
+    # the per-fold table: the fold's runs within 15 % in sample and held out, then the constants its refit moved
+    lines = fold_lines(whole, CALIBRATION)
+    n = sum(p.run.accelerator == "h100-sxm" for p in whole.in_sample)
+    row = next(x for x in lines if x.split()[0] == "h100-sxm")
+    assert int(row.split()[1]) == n and all(len(x) <= 120 for x in lines)
+    refit = dict(whole.refits)["h100-sxm"]
+    moved = moved_constants(CALIBRATION, refit, most=3)
+    assert moved and all(refit.value(c.split("[")[0], c[c.find("[") + 1:-1] if "[" in c else None) == y
+                         for c, _, y in moved)
+    assert lines[lines.index(row) + 1].strip().startswith(moved[0][0])
+    assert moved_constants(CALIBRATION, CALIBRATION) == []
+    # in detail: the fold's runs by model, and its counts with each moved constant alone put back
+    detail = fold_lines(one, CALIBRATION, most=3, detail=True)
+    assert all(len(x) <= 120 for x in detail)
+    by = next(x for x in detail if x.strip().startswith("by model"))
+    assert "llama-3.1-8b" in by and "llama-3.3-70b" in by
+    put = "\n".join(detail[detail.index(next(x for x in detail if "put back alone" in x)):])
+    refit = dict(one.refits)["h100-sxm"]
+    held = summary(list(one.held_out))
+    for label, _, _ in moved_constants(CALIBRATION, refit, most=1000):  # listed exactly where the counts change
+        back = [predict(p.run, restored(CALIBRATION, refit, label)) for p in one.held_out]
+        s = summary(back)
+        assert (f"{label} ({s['within']}, {s['tpot_within']})" in put) == (
+            (s["within"], s["tpot_within"]) != (held["within"], held["tpot_within"]))
+
+
+def test_a_generation_whose_moe_runs_with_tpot_are_held_out_takes_the_other_generations_moe_layer_time():
+    # held out with H200, Hopper keeps runs (H100) but none of an MoE model with a TPOT: its MoE-layer time, fitted
+    # on H200's DeepSeek-R1 runs alone, would leak them; it takes the mean of the generations the fold identifies
+    from aisize.calibrate.crossval import _unidentified_defaults
+
+    runs = [r for s in ("serving_throughput", "serving_load")
+            for r in read_table(catalog.data_dir() / "validation" / f"{s}.csv")]
+    train = [r for r in runs if r.accelerator != "h200-sxm"]
+    held = [r for r in runs if r.accelerator == "h200-sxm"]
+    constants = fitted_constants(train, CALIBRATION)
+    assert sorted(g for c, g in constants if c == "moe_layer_seconds") == ["blackwell", "cdna4"]
+    out = _unidentified_defaults(CALIBRATION, constants, train, held)
+    m = CALIBRATION.moe_layer_seconds
+    assert out.value("moe_layer_seconds", "hopper") == pytest.approx((m["blackwell"] + m["cdna4"]) / 2)
+    assert out.value("moe_layer_seconds", "hopper") != m["hopper"]
+    assert out.value("moe_layer_seconds", "blackwell") == m["blackwell"]

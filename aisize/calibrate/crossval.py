@@ -17,12 +17,15 @@ an optimistic bound where a constant is weakly identified by the remaining runs.
 runs do not identify at all (:data:`aisize.calibrate.fitting.DECODE_IDENTIFIED`: no MoE run with a measured
 TPOT is left, as when DeepSeek-R1 is held out) is not left at the start's value, which the held-out runs
 fitted, but set to its physical default: routed-expert weight reads at the generation's dense HBM share, no
-fixed MoE-layer time beyond a dense layer's. The number of solver steps is kept small (``max_evaluations``)
-so that a whole cross-validation runs in minutes.
+fixed MoE-layer time beyond a dense layer's. One generation's MoE-layer time alone unidentified (its only MoE runs
+with a TPOT held out with their GPU, as H200's) takes the mean of the other generations' refitted times, as a GPU
+of an uncalibrated generation takes the fallback's. The number of solver steps is kept small
+(``max_evaluations``) so that a whole cross-validation runs in minutes.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -50,6 +53,7 @@ class CrossValidation:
     in_sample: tuple  # Prediction per run with the calibration as given
     held_out: tuple  # Prediction per run with constants refitted without its group
     skipped: tuple  # (group, why) for groups that could not be held out (too few runs left)
+    refits: tuple = ()  # (group, the calibration its runs were predicted with), in the order held out
 
     @property
     def in_sample_summary(self) -> dict:
@@ -81,11 +85,16 @@ def _fallback_generations(cal, train: Sequence[Run], held: Sequence[Run]):
 def _unidentified_defaults(cal, constants, train: Sequence[Run], held: Sequence[Run]):
     """``cal`` (a refit on ``train`` of ``constants``) with the lost generations' constants set to the fallback's
     (:func:`_fallback_generations`) and the :data:`DECODE_IDENTIFIED` constants that ``constants`` leave out
-    set to values no run fitted: no MoE-layer fixed time, expert weight reads at each generation's HBM share."""
+    set to values no held-out run fitted: a generation's MoE-layer time the mean of those the fold identifies (none
+    when it identifies none), expert weight reads at each generation's HBM share."""
     fitted = set(constants)
     v = cal.moe_layer_seconds
     if isinstance(v, MappingProxyType):
-        cal = cal.with_(moe_layer_seconds={g: x if ("moe_layer_seconds", g) in fitted else 0.0 for g, x in v.items()})
+        # a generation whose own MoE runs with a TPOT were held out takes the mean of the generations the fold still
+        # identifies, as a GPU of an uncalibrated generation takes the fallback's; zero only where none is identified
+        known = [x for g, x in v.items() if ("moe_layer_seconds", g) in fitted]
+        other = sum(known) / len(known) if known else 0.0
+        cal = cal.with_(moe_layer_seconds={g: x if ("moe_layer_seconds", g) in fitted else other for g, x in v.items()})
     elif not any(c == "moe_layer_seconds" for c, _ in fitted):
         cal = cal.with_(moe_layer_seconds=0.0)
     cal = _fallback_generations(cal, train, held)
@@ -96,8 +105,8 @@ def _unidentified_defaults(cal, constants, train: Sequence[Run], held: Sequence[
 
 
 def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_evaluations: int = 5,
-                   min_train_runs: int = 10, progress: Callable[[str, int, int], None] | None = None
-                   ) -> CrossValidation:
+                   min_train_runs: int = 10, progress: Callable[[str, int, int], None] | None = None,
+                   only: Sequence[str] | None = None) -> CrossValidation:
     """Hold each group of ``runs`` out in turn, refit on the rest, predict the held-out runs.
 
     Parameters
@@ -108,6 +117,8 @@ def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_e
     max_evaluations : the solver's budget per refit (as for :func:`~aisize.calibrate.fit`)
     min_train_runs : a group whose removal leaves fewer runs is not held out (listed in ``skipped``)
     progress : called with (group, index, count) before each refit
+    only : hold out these groups alone (None: every group); the others are neither refitted nor scored, so one
+        fold's figures cost one refit
     """
     checks.choice("by", by, GROUPINGS)
     n = int(checks.scalar("max_evaluations", checks.integer("max_evaluations", max_evaluations, low=1, high=10_000)))
@@ -123,8 +134,13 @@ def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_e
     runs = [r for r, _ in expressible]
     in_sample = tuple(p for _, p in expressible)
     groups = list(dict.fromkeys(group_of(r, by) for r in runs))
+    if only is not None:
+        unknown = sorted(set(only) - set(groups))
+        if unknown:
+            raise ValueError(f"only={unknown[:5]!r} names no {by} of the runs; they have: {', '.join(groups)}")
+        groups = [g for g in groups if g in set(only)]
     held: dict[int, Prediction] = {}
-    skipped = []
+    skipped, refits = [], []
     for k, g in enumerate(groups):
         test = [i for i, r in enumerate(runs) if group_of(r, by) == g]
         train = [r for r in runs if group_of(r, by) != g]
@@ -136,6 +152,7 @@ def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_e
         constants = fitted_constants(train, calibration)
         refit = fit(train, calibration, constants=constants, max_evaluations=n).calibration
         refit = _unidentified_defaults(refit, constants, train, [runs[i] for i in test])
+        refits.append((g, refit))
         for i in test:
             try:
                 held[i] = predict(runs[i], refit)
@@ -143,9 +160,110 @@ def cross_validate(runs: Sequence[Run], calibration, *, by: str = "model", max_e
                 held[i] = _missed(in_sample[i])
     order = [i for i in range(len(runs)) if i in held]
     return CrossValidation(by, tuple(groups), tuple(in_sample[i] for i in order), tuple(held[i] for i in order),
-                           tuple(skipped))
+                           tuple(skipped), tuple(refits))
 
 
 def _missed(p: Prediction) -> Prediction:
     """A held-out run the refitted model could not express: scored as a total miss (error -100 %)."""
     return Prediction(p.run, 0.0, None, None, -1.0, None if p.tpot_error is None else -1.0, p.uncalibrated)
+
+
+def moved_constants(base, refit, most: int = 6) -> list[tuple[str, float, float]]:
+    """The ``most`` constants a fold's ``refit`` moved furthest from ``base`` (by |log ratio|; a value set to or
+    from 0 first), as (label, base value, fold value); unmoved ones are left out."""
+    from aisize.serving.calibration import CONSTANTS
+
+    out = []
+    for name in CONSTANTS:
+        a, b = getattr(base, name), getattr(refit, name)
+        keyed = [set(v) for v in (a, b) if isinstance(v, MappingProxyType)]
+        gens = sorted(set().union(*keyed)) if keyed else [None]
+        for g in gens:
+            x, y = (base.value(name, g), refit.value(name, g)) if g else (a, b)
+            if x == y:
+                continue
+            far = abs(math.log(y / x)) if x > 0 and y > 0 else math.inf
+            out.append((far, f"{name}[{g}]" if g else name, x, y))
+    out.sort(key=lambda t: -t[0])
+    return [(label, x, y) for _, label, x, y in out[:most]]
+
+
+def restored(base, refit, label: str):
+    """``refit`` with the one constant ``label`` (``name`` or ``name[generation]``) back at ``base``'s value."""
+    name, _, gen = label.partition("[")
+    gen = gen.rstrip("]")
+    if not gen:
+        return refit.with_(**{name: getattr(base, name)})
+    v = getattr(refit, name)
+    d = dict(v) if isinstance(v, MappingProxyType) else {g: v for g in base.gemm_efficiency}
+    d[gen] = base.value(name, gen)
+    return refit.with_(**{name: d})
+
+
+def _within(preds) -> tuple[int, int]:
+    s = summary(list(preds))
+    return s["within"], s["tpot_within"]
+
+
+def _score(runs, cal) -> tuple[int, int]:
+    preds = []
+    for r in runs:
+        try:
+            preds.append(predict(r, cal))
+        except ValueError:
+            continue
+    return _within(preds)
+
+
+def _wrapped(first: str, items: list[str], indent: str = "        ", width: int = 119) -> list[str]:
+    """``first`` then ``items`` joined by "; ", wrapped to lines of at most ``width`` characters."""
+    lines, line = [], first
+    for k, item in enumerate(items):
+        piece = item + (";" if k < len(items) - 1 else "")
+        if line.strip() and len(line) + 1 + len(piece) > width:
+            lines.append(line)
+            line = indent + piece
+        else:
+            line = f"{line} {piece}" if line.strip() else line + piece
+    return lines + [line]
+
+
+def fold_lines(cv: CrossValidation, base, most: int = 6, detail: bool = False) -> list[str]:
+    """Per held-out group: its runs within 15 % in sample and held out (tokens/s per GPU, TPOT), then the
+    constants its refit moved furthest from ``base`` (:func:`moved_constants`); with ``detail``, its runs by the
+    other grouping (GPU for a model, model for a GPU: in sample -> held out) and the held-out counts with each
+    moved constant alone put back at ``base``'s value, those that change them (which constant's move costs the
+    runs; putting it back leaks the held-out runs, so this attributes the loss, it is no score). Every line is
+    under 120 characters."""
+    out = [f"  {'held out':18s} {'runs':>4s} {'in sample':>9s} {'held out':>8s} {'lost':>4s}   "
+           f"{'TPOT runs':>9s} {'in sample':>9s} {'held out':>8s} {'lost':>4s}"]
+    refits = dict(cv.refits)
+    other = "gpu" if cv.by == "model" else "model"
+    for g in cv.groups:
+        pairs = [(i, h) for i, h in zip(cv.in_sample, cv.held_out) if group_of(i.run, cv.by) == g]
+        if not pairs:
+            continue
+        a, b = summary([i for i, _ in pairs]), summary([h for _, h in pairs])
+        out.append(f"  {g[:18]:18s} {a['runs']:4d} {a['within']:9d} {b['within']:8d} {a['within'] - b['within']:4d}   "
+                   f"{a['tpot_runs']:9d} {a['tpot_within']:9d} {b['tpot_within']:8d} "
+                   f"{a['tpot_within'] - b['tpot_within']:4d}")
+        moved = moved_constants(base, refits[g], most) if g in refits else []
+        if moved:
+            out += _wrapped("      ", [f"{label} {x:.3g} -> {y:.3g}" for label, x, y in moved], "      ")
+        if not detail:
+            continue
+        parts = []
+        for o in dict.fromkeys(group_of(i.run, other) for i, _ in pairs):
+            sub = [(i, h) for i, h in pairs if group_of(i.run, other) == o]
+            (w0, t0), (w1, t1) = _within(i for i, _ in sub), _within(h for _, h in sub)
+            parts.append(f"{o[:14]} {len(sub)}: {w0}->{w1}" + (f" ({t0}->{t1})" if any(
+                i.tpot_error is not None for i, _ in sub) else ""))
+        out += _wrapped(f"      by {other} (runs: tokens/s within, (TPOT)):", parts)
+        if g in refits:  # every moved constant, not only the furthest: those whose return changes the counts
+            runs, now = [i.run for i, _ in pairs], (b["within"], b["tpot_within"])
+            back = [(label, _score(runs, restored(base, refits[g], label)))
+                    for label, _, _ in moved_constants(base, refits[g], most=1000)]
+            back = sorted([x for x in back if x[1] != now], key=lambda x: -(x[1][0] + x[1][1]))
+            out += _wrapped("      put back alone (tokens/s, TPOT within; the others change nothing):",
+                            [f"{label} {w}" for label, w in back] or ["none"])
+    return out
