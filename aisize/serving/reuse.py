@@ -199,7 +199,7 @@ class ServingWorkload:
             q=T.QUANTILES)
         sigma = T.iteration_sigma(prefill_share=p, seconds=seconds, others=(new, attention, weight))
         # each in place of the queueing model's figure at mean lengths, which it reads
-        tpot95, tpot99 = (self._tpot_tail(state, sigma, mean_it, p, o, tau, q) for q in T.QUANTILES)
+        tpot95, tpot99 = self._tpot_tails(state, sigma, mean_it, p, o, tau, T.QUANTILES)
         state = replace(state, ttft=Latency(ttft, ttft95, ttft99),
                         tpot=Latency(state.tpot.mean_seconds, tpot95, tpot99))
         if rt is not None:  # each class's mean over its rows (one per prompt length)
@@ -218,18 +218,22 @@ class ServingWorkload:
                 float(self.lengths.output.quantile(0.95))))
         return state
 
-    def _tpot_tail(self, state, sigma, mean_it, p, o, tau, q):
-        """TPOT q-quantile over the output lengths, with the spread ``sigma`` of one iteration over the prompts it
-        carries (:mod:`.tails`), plus the queueing model's allowance at q for the batch's own fluctuation (its
-        q-quantile beyond the mean and the binomial spread of prefills, ``state.tpot``'s p95 or p99 as
-        :func:`~aisize.serving.latency.loaded_state` gave them)."""
+    def _tpot_tails(self, state, sigma, mean_it, p, o, tau, qs):
+        """TPOT q-quantiles (one per q of ``qs``, bisected together) over the output lengths, with the spread
+        ``sigma`` of one iteration over the prompts it carries (:mod:`.tails`), plus the queueing model's allowance
+        at q for the batch's own fluctuation (its q-quantile beyond the mean and the binomial spread of prefills,
+        ``state.tpot``'s p95 or p99 as :func:`~aisize.serving.latency.loaded_state` gave them)."""
         t0, t1 = state.decode_iteration_seconds, state.prefill_iteration_seconds
         n_mean = max((o - 1.0) / tau, 1.0)
-        binomial = T.normal_quantile(q) * (t1 - t0) * np.sqrt(p * (1.0 - p)) / tau / np.sqrt(n_mean)
-        at_q = {0.95: state.tpot.p95_seconds, 0.99: state.tpot.p99_seconds}[q]
-        batch_part = max(at_q - state.tpot.mean_seconds - binomial, 0.0)
         ox, ow = self.lengths.output.points() if self.lengths else (np.array([float(o)]), np.ones(1))
-        return T.tpot_quantile(mean_it / tau, sigma / tau, (ox - 1.0) / tau, ow, q) + batch_part
+        tails = T.tpot_quantile(mean_it / tau, sigma / tau, (ox - 1.0) / tau, ow, tuple(qs))
+        out = []
+        for q, tail in zip(qs, tails):
+            binomial = T.normal_quantile(q) * (t1 - t0) * np.sqrt(p * (1.0 - p)) / tau / np.sqrt(n_mean)
+            at_q = {0.95: state.tpot.p95_seconds, 0.99: state.tpot.p99_seconds}[q]
+            batch_part = max(at_q - state.tpot.mean_seconds - binomial, 0.0)
+            out.append(tail + batch_part)
+        return tuple(out)
 
 
 def serving_workload(prefix, kv_tiers, length_distribution, input_tokens, output_tokens, requests_per_s,
