@@ -64,12 +64,15 @@ def test_the_mixture_quantiles_are_those_of_np_unique_to_the_bit():
 
 
 @pytest.mark.parametrize("values", [[], [1.0], [2.0, 1.0, 2.0, 2.0], [3.0, np.nan, 1.0, np.nan, 1.0],
-                                    [np.nan, np.nan], [0.5, -1.0, 0.5, 7.0, -1.0]])
+                                    [np.nan, np.nan], [0.5, -1.0, 0.5, 7.0, -1.0],
+                                    [1.0, 2.0, np.nan, 0.5, np.nan, 2.0]])
 def test_the_merged_breakpoints_are_np_unique(values):
     x = np.asarray(values, dtype=float)
     half = x.size // 2
-    got = T._sorted_unique(np.sort(x[:half]), np.sort(x[half:]))
-    assert _bits(got) == _bits(np.unique(x))
+    a, b = np.sort(x[:half]), np.sort(x[half:])
+    xs, below_a, below_b = T._merged_breakpoints(a, b)
+    assert _bits(xs) == _bits(np.unique(x))
+    assert np.array_equal(below_a, np.searchsorted(a, xs)) and np.array_equal(below_b, np.searchsorted(b, xs))
 
 
 def test_the_tpot_quantiles_together_are_each_alone():

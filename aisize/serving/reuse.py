@@ -28,7 +28,7 @@ import numpy as np
 
 from aisize.serving import lengths as L
 from aisize.serving import tails as T
-from aisize.serving.iteration import iteration_time
+from aisize.serving.iteration import prepare_iteration_time
 from aisize.serving.prefix import Reuse, cache_load, prefill_work, session_tokens
 from aisize.serving.replica import Latency, Replica, ReplicaState, capacity, evaluate
 from aisize.serving.tiers import KVTier, ReuseTiers, check_tiers, reuse_tiers
@@ -138,19 +138,22 @@ class ServingWorkload:
         launch = rep.launch
         context = i + 0.5 * o if ctx is None else ctx
 
-        def one(tokens, prompts, attention):
-            return iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=context,
-                                  prefill_tokens=tokens, prefill_prompts=prompts, prompt_tokens=attention,
-                                  graphed=launch.graphed(decoding, decoding * verify + tokens, tokens > 0),
-                                  overlap=launch.overlap, speculation=spec, **shape.kwargs()).seconds
+        kw = shape.kwargs()
 
         def seconds(tokens, prompts, attention, spans=False):
-            # chunks of a full budget, then the last chunk, which samples and pays the prompt's attention
+            # chunks of a full budget, then the last chunk, which samples and pays the prompt's attention: the
+            # iteration time at this attention prepared once for both (iteration_time's seconds, to the bit)
+            at = prepare_iteration_time(costs, rates, calib, decode_context=context, prompt_tokens=attention,
+                                        overlap=launch.overlap, speculation=spec, **kw)
+
+            def one(tokens, prompts):
+                return at(decoding, tokens, prompts, launch.graphed(decoding, decoding * verify + tokens, tokens > 0),
+                          True)
             tokens, prompts = np.asarray(tokens, dtype=float), np.asarray(prompts, dtype=float)
             n = np.where(engine.chunked_prefill & (tokens > room), np.ceil(tokens / room), 1.0)
             last = np.where(n > 1, tokens - (n - 1.0) * room, np.minimum(tokens, room))
-            chunk = one(room + 0.0 * tokens, _CHUNK_ONLY + 0.0 * prompts, attention)  # no prompt completes in it
-            total = (n - 1.0) * chunk + one(last, prompts, attention)
+            chunk = one(room + 0.0 * tokens, _CHUNK_ONLY + 0.0 * prompts)  # no prompt completes in it
+            total = (n - 1.0) * chunk + one(last, prompts)
             return (total / n, n) if spans else total
         return seconds
 

@@ -209,17 +209,25 @@ def _cumsum0(x):
     return out
 
 
-def _sorted_unique(a_sorted, b_sorted):
-    """``np.unique(np.concatenate([a, b]))`` of two sorted 1-D arrays: the same values, by a merge (a stable sort
-    of two sorted runs is one linear merge) where np.unique sorts them afresh (NaNs, last, kept once as it does)."""
+def _merged_breakpoints(a_sorted, b_sorted):
+    """(``xs = np.unique(np.concatenate([a, b]))``, and at each x the counts of a and of b below it, which
+    ``np.searchsorted(a_sorted, xs)`` and ``np.searchsorted(b_sorted, xs)`` give) of two sorted 1-D arrays, by a
+    merge (a stable sort of two sorted runs is one linear merge) where np.unique sorts afresh: the same values and
+    counts (NaNs sort last and are kept once, as np.unique keeps them)."""
     m = np.concatenate([a_sorted, b_sorted])
-    m.sort(kind="stable")
-    keep = np.empty(m.size, dtype=bool)
-    keep[:1] = True
-    np.not_equal(m[1:], m[:-1], out=keep[1:])
-    if m.size and m[-1] != m[-1]:  # NaNs sort last: np.unique keeps the first of them
-        keep[np.searchsorted(m, np.nan, side="left") + 1:] = False
-    return m[keep]
+    order = np.argsort(m, kind="stable")
+    merged = m[order]
+    first = np.empty(m.size, dtype=bool)  # the first of each value: every element before it is below it
+    first[:1] = True
+    np.not_equal(merged[1:], merged[:-1], out=first[1:])
+    if m.size and merged[-1] != merged[-1]:
+        first[np.searchsorted(merged, np.nan, side="left") + 1:] = False
+    from_a = np.empty(m.size + 1, dtype=np.intp)  # a's among the first n merged
+    from_a[0] = 0
+    np.cumsum(order < a_sorted.size, out=from_a[1:])
+    at = np.flatnonzero(first)
+    below_a = from_a[at]
+    return merged[at], below_a, at - below_a
 
 
 def _uniform_mixture_quantile(w, a, t, qs):
@@ -235,14 +243,8 @@ def _uniform_mixture_quantile(w, a, t, qs):
     intercept, slope = w * (1.0 + a / t), w / t  # each component's tail w(1 + a/t) - x w/t while it runs
     wa, wb, wd = _cumsum0(w[oa]), _cumsum0(intercept[oa]), _cumsum0(slope[oa])
     eb, ed = _cumsum0(intercept[oe]), _cumsum0(slope[oe])
-
-    def tail(x):  # vectorized over x
-        na = np.searchsorted(a_s, x, side="left")  # a_i < x
-        ne = np.searchsorted(e_s, x, side="left")  # e_i < x (done)
-        return (1.0 - wa[na]) + (wb[na] - eb[ne]) - x * (wd[na] - ed[ne])
-
-    xs = _sorted_unique(a_s, e_s)
-    f = tail(xs)
+    xs, na, ne = _merged_breakpoints(a_s, e_s)  # at each breakpoint x: na components started (a_i < x), ne done
+    f = (1.0 - wa[na]) + (wb[na] - eb[ne]) - xs * (wd[na] - ed[ne])
 
     def at(q):
         level = 1.0 - q
