@@ -1,6 +1,6 @@
-"""The TTFT mixture's quantiles with its breakpoints merged, not sorted again, and the TPOT tail's p95 and p99
-bisected together (issue 51 item 2: a length-CV move's tails): the same figures, to the bit, as the forms they
-replace (copied here), on mixtures with ties, zero widths and NaNs, and on quantiles asked alone."""
+"""The TTFT mixture's quantiles with its breakpoints merged, not sorted again, its rows indexed directly, and
+the TPOT tail's p95 and p99 bisected together (issue 51 item 2: a move's tails): the same figures, to the bit, as
+the forms they replace (copied here), on mixtures with ties, zero widths and NaNs, and on quantiles asked alone."""
 
 from __future__ import annotations
 
@@ -87,3 +87,44 @@ def test_the_tpot_quantiles_together_are_each_alone():
         alone = [T.tpot_quantile(mean, sigma, steps, weights / weights.sum(), q) for q in qs]
         assert _bits(together) == _bits(alone)
     assert T.tpot_quantile(0.01, 0.0, [10.0], [1.0], (0.95, 0.99)) == (0.01, 0.01)
+
+
+def _rows_as_they_were(w, a, t, qs):
+    """uniform_mixture_quantiles before this change: np.take_along_axis and np.diff."""
+    w = np.asarray(w, dtype=float)
+    w = w / w.sum(axis=-1, keepdims=True)
+    a, t = np.asarray(a, dtype=float), np.maximum(np.asarray(t, dtype=float), 1e-15)
+    events = np.concatenate([a, a + t], axis=-1)
+    order = np.argsort(events, axis=-1)
+    xs = np.take_along_axis(events, order, -1)
+    slope = np.cumsum(np.take_along_axis(np.concatenate([-w / t, w / t], axis=-1), order, -1), axis=-1)
+    f = np.minimum(1.0 + np.concatenate([np.zeros_like(xs[:, :1]), np.cumsum(slope[:, :-1] * np.diff(xs, axis=-1),
+                                                                             axis=-1)], axis=-1), 1.0)
+    rows, out = np.arange(xs.shape[0]), []
+    for q in qs:
+        level = 1.0 - q
+        k = np.minimum(np.argmax(f <= level, axis=1), xs.shape[1] - 1)
+        j = np.maximum(k - 1, 0)
+        x0, x1, f0, f1 = xs[rows, j], xs[rows, k], f[rows, j], f[rows, k]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            inside = np.where(f0 > f1, x0 + (f0 - level) / (f0 - f1) * (x1 - x0), x1)
+        out.append(np.where(k > 0, inside, xs[:, 0]))
+    return tuple(out)
+
+
+def test_the_mixture_rows_are_those_of_take_along_axis_to_the_bit():
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        rows, n = int(rng.integers(1, 60)), int(rng.integers(1, 50))
+        w, a = rng.uniform(0.0, 1.0, (rows, n)), np.round(rng.uniform(0.0, 2.0, (rows, n)), 2)
+        t = rng.choice([0.0, 0.1, 0.5], (rows, n))
+        qs = (0.95, 0.99)
+        assert _bits(T.uniform_mixture_quantiles(w, a, t, qs)) == _bits(_rows_as_they_were(w, a, t, qs))
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0], [np.inf, 1.0], [np.nan, -np.inf, 3.0], [-0.0, 5.0]])
+def test_finite_is_nan_to_num(values):
+    from aisize.serving.latency import _finite
+
+    x = np.asarray(values, dtype=float)
+    assert _bits(_finite(x)) == _bits(np.nan_to_num(x, posinf=0.0))

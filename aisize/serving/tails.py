@@ -268,11 +268,13 @@ def uniform_mixture_quantiles(w, a, t, qs):
     a, t = np.asarray(a, dtype=float), np.maximum(np.asarray(t, dtype=float), 1e-15)
     events = np.concatenate([a, a + t], axis=-1)
     order = np.argsort(events, axis=-1)
-    xs = np.take_along_axis(events, order, -1)
-    slope = np.cumsum(np.take_along_axis(np.concatenate([-w / t, w / t], axis=-1), order, -1), axis=-1)
-    f = np.minimum(1.0 + np.concatenate([np.zeros_like(xs[:, :1]), np.cumsum(slope[:, :-1] * np.diff(xs, axis=-1),
-                                                                             axis=-1)], axis=-1), 1.0)
-    rows = np.arange(xs.shape[0])
+    rows = np.arange(events.shape[0])
+    sorted_at = (rows[:, None], order)  # np.take_along_axis(x, order, -1) of a 2-D x, without its index checks
+    xs = events[sorted_at]
+    slope = np.cumsum(np.concatenate([-w / t, w / t], axis=-1)[sorted_at], axis=-1)
+    gaps = xs[:, 1:] - xs[:, :-1]  # np.diff's
+    f = np.minimum(1.0 + np.concatenate([np.zeros_like(xs[:, :1]), np.cumsum(slope[:, :-1] * gaps, axis=-1)], axis=-1),
+                   1.0)
     out = []
     for q in qs:
         level = 1.0 - q
