@@ -185,7 +185,7 @@ class ServingWorkload:
             classes.append((first, rt.hit_new_tokens, t.shared_tokens + t.new_tokens_per_turn, rt.miss_reload_s))
             classes.append((1.0 - rt.hit_share - first, rt.hit_new_tokens + rt.hit_input_tokens
                             - t.shared_tokens - t.new_tokens_per_turn, rt.hit_input_tokens, rt.miss_reload_s))
-        xs, ws = self.lengths.input.points() if self.lengths else (np.array([float(i)]), np.ones(1))
+        xs, ws = _points(self.lengths.input) if self.lengths else (np.array([float(i)]), np.ones(1))
         scale = xs / float(i)
         new = np.concatenate([n * scale for _, n, _, _ in classes])
         prompt = np.concatenate([p * scale for _, _, p, _ in classes])
@@ -217,8 +217,8 @@ class ServingWorkload:
         if self.lengths is not None:
             state = replace(state, lengths=LengthEffects(
                 self.lengths, float(L.decode_context_tokens(self.lengths)), float(held),
-                state.batch * float(costs.kv_bytes(held)), float(self.lengths.input.quantile(0.95)),
-                float(self.lengths.output.quantile(0.95))))
+                state.batch * float(costs.kv_bytes(held)), _p95(self.lengths.input),
+                _p95(self.lengths.output)))
         return state
 
     def _tpot_tails(self, state, sigma, mean_it, p, o, tau, qs):
@@ -228,7 +228,7 @@ class ServingWorkload:
         ``state.tpot``'s p95 or p99 as :func:`~aisize.serving.latency.loaded_state` gave them)."""
         t0, t1 = state.decode_iteration_seconds, state.prefill_iteration_seconds
         n_mean = max((o - 1.0) / tau, 1.0)
-        ox, ow = self.lengths.output.points() if self.lengths else (np.array([float(o)]), np.ones(1))
+        ox, ow = _points(self.lengths.output) if self.lengths else (np.array([float(o)]), np.ones(1))
         tails = T.tpot_quantile(mean_it / tau, sigma / tau, (ox - 1.0) / tau, ow, tuple(qs))
         out = []
         for q, tail in zip(qs, tails):
@@ -237,6 +237,40 @@ class ServingWorkload:
             batch_part = max(at_q - state.tpot.mean_seconds - binomial, 0.0)
             out.append(tail + batch_part)
         return tuple(out)
+
+
+_POINTS: dict = {}  # length distribution -> (its points, their weights), read-only; (its p95,) under ("p95", it)
+_KEPT_POINTS = 64  # a few distributions a move (a CV slider's, the other length's); emptied whole when full
+
+
+def _points(dist):
+    """``dist.points()``, kept by the distribution's value (a frozen record): every probe of a length-CV move asks
+    them of the same two distributions (16 inverse and 15 normal CDFs each in plain Python)."""
+    got = _POINTS.get(dist)
+    if got is None:
+        got = tuple(np.asarray(x, dtype=float) for x in dist.points())
+        for x in got:
+            x.flags.writeable = False
+        _keep(dist, got)
+    return got
+
+
+def _p95(dist) -> float:
+    """``float(dist.quantile(0.95))``, kept as :func:`_points`."""
+    got = _POINTS.get(("p95", dist))
+    if got is None:
+        got = (float(dist.quantile(0.95)),)
+        _keep(("p95", dist), got)
+    return got[0]
+
+
+def _keep(key, value) -> None:
+    if len(_POINTS) >= _KEPT_POINTS:
+        _POINTS.clear()
+    _POINTS[key] = value
+
+
+_points.cache_clear = _POINTS.clear  # aisize.plan.clear_caches finds it (cold-plan benchmarks)
 
 
 def serving_workload(prefix, kv_tiers, length_distribution, input_tokens, output_tokens, requests_per_s,
