@@ -31,8 +31,8 @@ from aisize.plan import context as C
 from aisize.plan.dataprep import DataPrepPlan, dataprep_workload
 from aisize.plan.inference import InferencePlan
 from aisize.plan.training import TrainingPlan
-from aisize.queueing import (Station, bend_concurrency, knee_concurrency, knee_load, latency_vs_load, outstanding_ios,
-                             storage_station)
+from aisize.queueing import (Station, StorageStation, bend_concurrency, knee_concurrency, knee_load, latency_vs_load,
+                             mgc_wait, outstanding_ios, storage_station)
 from aisize.serving.curves import LOAD_RISE, elasticity, rise_within
 from aisize.storage.blender import (blend, checkpoint_bursts, inference_model_loading, kv_cache_tier, training_reads,
                                     workload)
@@ -332,7 +332,18 @@ def _elasticity(station, ops: float, latency_seconds: float) -> float:
     rise = rise_within(ops, station.capacity_per_s, LOAD_RISE)
     if rise <= 0:
         return math.inf
-    return elasticity(latency_seconds, float(latency_vs_load(station, ops * (1.0 + rise)).response_mean_seconds), rise)
+    return elasticity(latency_seconds, _mean_response(station, ops * (1.0 + rise)), rise)
+
+
+def _mean_response(station, ops: float) -> float:
+    """``float(latency_vs_load(station, ops).response_mean_seconds)`` without its percentiles, which the elasticity
+    does not read: the same Allen-Cunneen wait (:func:`aisize.queueing.mgc_wait` is :func:`~aisize.queueing.ggc`'s
+    mean) at the fitted queue's rate, plus the service time, to the bit."""
+    if type(station) is not StorageStation:
+        return float(latency_vs_load(station, ops).response_mean_seconds)
+    c, s = station.effective_servers, station.service_seconds
+    _, _, wait = mgc_wait(ops * (c / s) / station.saturation_per_s, s, c, service_cv=station.service_cv, quantiles=())
+    return float(wait + s)
 
 
 def _outstanding(ops: float, latency_seconds: float) -> float:

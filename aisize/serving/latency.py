@@ -351,7 +351,7 @@ def ttft_mixture_quantiles(costs, rates, calib, *, requests_per_s, concurrency, 
     tau = 1.0 if speculation is None else speculation.acceptance_length
     verify = 1.0 if speculation is None else speculation.verify_tokens
     steps = 1.0 + (output_tokens - 1.0) / tau
-    batch = np.nan_to_num(np.atleast_1d(np.asarray(concurrency, dtype=float)), posinf=0.0)[:, None]
+    batch = _finite(np.atleast_1d(np.asarray(concurrency, dtype=float)))[:, None]
     decoding = batch * (steps - 1.0) / steps
     room = np.maximum(max_num_tokens - decoding * verify, 1.0)
     i = float(input_tokens)
@@ -391,12 +391,18 @@ def ttft_mixture_quantiles(costs, rates, calib, *, requests_per_s, concurrency, 
     v = mass * t / (mass * t).sum(axis=1, keepdims=True)  # landed in by length
     co = T.poisson((lam * t).ravel()).reshape(t.shape + (m,))  # co-arrivals while waiting out type J
     mean_ttft = np.atleast_1d(np.asarray(ttft_seconds, dtype=float))[:, None]
-    shift = np.maximum(np.nan_to_num(mean_ttft - core, posinf=0.0), 0.0)  # a wait, never a credit
+    shift = np.maximum(_finite(mean_ttft - core), 0.0)  # a wait, never a credit
     rows = t.shape[0]
     weight = (v[:, :, None] * co).reshape(rows, -1)  # rates x (J, K)
     start = (shift[:, :, None] + own[:, None, :] + 0.0 * t[:, :, None]).reshape(rows, -1)
     width = np.repeat(t, k.size, axis=1)  # each J's width for every K: t[:, :, None] broadcast over K, flattened
     return T.uniform_mixture_quantiles(weight, start, width, quantiles)
+
+
+def _finite(x: np.ndarray) -> np.ndarray:
+    """``np.nan_to_num(x, posinf=0.0)`` of a float array (only read after): ``x`` itself where every value is
+    finite, which nan_to_num copies unchanged (a test of a few microseconds where nan_to_num takes twenty)."""
+    return x if np.isfinite(x).all() else np.nan_to_num(x, posinf=0.0)
 
 
 def replica_ttft_quantiles(rep, *, requests_per_s, concurrency, iteration_seconds, decode_iteration_seconds,

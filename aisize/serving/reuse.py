@@ -28,7 +28,7 @@ import numpy as np
 
 from aisize.serving import lengths as L
 from aisize.serving import tails as T
-from aisize.serving.iteration import iteration_time
+from aisize.serving.iteration import prepare_iteration_time
 from aisize.serving.prefix import Reuse, cache_load, prefill_work, session_tokens
 from aisize.serving.replica import Latency, Replica, ReplicaState, capacity, evaluate
 from aisize.serving.tiers import KVTier, ReuseTiers, check_tiers, reuse_tiers
@@ -138,19 +138,22 @@ class ServingWorkload:
         launch = rep.launch
         context = i + 0.5 * o if ctx is None else ctx
 
-        def one(tokens, prompts, attention):
-            return iteration_time(costs, rates, calib, decode_sequences=decoding, decode_context=context,
-                                  prefill_tokens=tokens, prefill_prompts=prompts, prompt_tokens=attention,
-                                  graphed=launch.graphed(decoding, decoding * verify + tokens, tokens > 0),
-                                  overlap=launch.overlap, speculation=spec, **shape.kwargs()).seconds
+        kw = shape.kwargs()
 
         def seconds(tokens, prompts, attention, spans=False):
-            # chunks of a full budget, then the last chunk, which samples and pays the prompt's attention
+            # chunks of a full budget, then the last chunk, which samples and pays the prompt's attention: the
+            # iteration time at this attention prepared once for both (iteration_time's seconds, to the bit)
+            at = prepare_iteration_time(costs, rates, calib, decode_context=context, prompt_tokens=attention,
+                                        overlap=launch.overlap, speculation=spec, **kw)
+
+            def one(tokens, prompts):
+                return at(decoding, tokens, prompts, launch.graphed(decoding, decoding * verify + tokens, tokens > 0),
+                          True)
             tokens, prompts = np.asarray(tokens, dtype=float), np.asarray(prompts, dtype=float)
             n = np.where(engine.chunked_prefill & (tokens > room), np.ceil(tokens / room), 1.0)
             last = np.where(n > 1, tokens - (n - 1.0) * room, np.minimum(tokens, room))
-            chunk = one(room + 0.0 * tokens, _CHUNK_ONLY + 0.0 * prompts, attention)  # no prompt completes in it
-            total = (n - 1.0) * chunk + one(last, prompts, attention)
+            chunk = one(room + 0.0 * tokens, _CHUNK_ONLY + 0.0 * prompts)  # no prompt completes in it
+            total = (n - 1.0) * chunk + one(last, prompts)
             return (total / n, n) if spans else total
         return seconds
 
@@ -182,7 +185,7 @@ class ServingWorkload:
             classes.append((first, rt.hit_new_tokens, t.shared_tokens + t.new_tokens_per_turn, rt.miss_reload_s))
             classes.append((1.0 - rt.hit_share - first, rt.hit_new_tokens + rt.hit_input_tokens
                             - t.shared_tokens - t.new_tokens_per_turn, rt.hit_input_tokens, rt.miss_reload_s))
-        xs, ws = self.lengths.input.points() if self.lengths else (np.array([float(i)]), np.ones(1))
+        xs, ws = _points(self.lengths.input) if self.lengths else (np.array([float(i)]), np.ones(1))
         scale = xs / float(i)
         new = np.concatenate([n * scale for _, n, _, _ in classes])
         prompt = np.concatenate([p * scale for _, _, p, _ in classes])
@@ -199,7 +202,7 @@ class ServingWorkload:
             q=T.QUANTILES)
         sigma = T.iteration_sigma(prefill_share=p, seconds=seconds, others=(new, attention, weight))
         # each in place of the queueing model's figure at mean lengths, which it reads
-        tpot95, tpot99 = (self._tpot_tail(state, sigma, mean_it, p, o, tau, q) for q in T.QUANTILES)
+        tpot95, tpot99 = self._tpot_tails(state, sigma, mean_it, p, o, tau, T.QUANTILES)
         state = replace(state, ttft=Latency(ttft, ttft95, ttft99),
                         tpot=Latency(state.tpot.mean_seconds, tpot95, tpot99))
         if rt is not None:  # each class's mean over its rows (one per prompt length)
@@ -214,22 +217,60 @@ class ServingWorkload:
         if self.lengths is not None:
             state = replace(state, lengths=LengthEffects(
                 self.lengths, float(L.decode_context_tokens(self.lengths)), float(held),
-                state.batch * float(costs.kv_bytes(held)), float(self.lengths.input.quantile(0.95)),
-                float(self.lengths.output.quantile(0.95))))
+                state.batch * float(costs.kv_bytes(held)), _p95(self.lengths.input),
+                _p95(self.lengths.output)))
         return state
 
-    def _tpot_tail(self, state, sigma, mean_it, p, o, tau, q):
-        """TPOT q-quantile over the output lengths, with the spread ``sigma`` of one iteration over the prompts it
-        carries (:mod:`.tails`), plus the queueing model's allowance at q for the batch's own fluctuation (its
-        q-quantile beyond the mean and the binomial spread of prefills, ``state.tpot``'s p95 or p99 as
-        :func:`~aisize.serving.latency.loaded_state` gave them)."""
+    def _tpot_tails(self, state, sigma, mean_it, p, o, tau, qs):
+        """TPOT q-quantiles (one per q of ``qs``, bisected together) over the output lengths, with the spread
+        ``sigma`` of one iteration over the prompts it carries (:mod:`.tails`), plus the queueing model's allowance
+        at q for the batch's own fluctuation (its q-quantile beyond the mean and the binomial spread of prefills,
+        ``state.tpot``'s p95 or p99 as :func:`~aisize.serving.latency.loaded_state` gave them)."""
         t0, t1 = state.decode_iteration_seconds, state.prefill_iteration_seconds
         n_mean = max((o - 1.0) / tau, 1.0)
-        binomial = T.normal_quantile(q) * (t1 - t0) * np.sqrt(p * (1.0 - p)) / tau / np.sqrt(n_mean)
-        at_q = {0.95: state.tpot.p95_seconds, 0.99: state.tpot.p99_seconds}[q]
-        batch_part = max(at_q - state.tpot.mean_seconds - binomial, 0.0)
-        ox, ow = self.lengths.output.points() if self.lengths else (np.array([float(o)]), np.ones(1))
-        return T.tpot_quantile(mean_it / tau, sigma / tau, (ox - 1.0) / tau, ow, q) + batch_part
+        ox, ow = _points(self.lengths.output) if self.lengths else (np.array([float(o)]), np.ones(1))
+        tails = T.tpot_quantile(mean_it / tau, sigma / tau, (ox - 1.0) / tau, ow, tuple(qs))
+        out = []
+        for q, tail in zip(qs, tails):
+            binomial = T.normal_quantile(q) * (t1 - t0) * np.sqrt(p * (1.0 - p)) / tau / np.sqrt(n_mean)
+            at_q = {0.95: state.tpot.p95_seconds, 0.99: state.tpot.p99_seconds}[q]
+            batch_part = max(at_q - state.tpot.mean_seconds - binomial, 0.0)
+            out.append(tail + batch_part)
+        return tuple(out)
+
+
+_POINTS: dict = {}  # length distribution -> (its points, their weights), read-only; (its p95,) under ("p95", it)
+_KEPT_POINTS = 64  # a few distributions a move (a CV slider's, the other length's); emptied whole when full
+
+
+def _points(dist):
+    """``dist.points()``, kept by the distribution's value (a frozen record): every probe of a length-CV move asks
+    them of the same two distributions (16 inverse and 15 normal CDFs each in plain Python)."""
+    got = _POINTS.get(dist)
+    if got is None:
+        got = tuple(np.asarray(x, dtype=float) for x in dist.points())
+        for x in got:
+            x.flags.writeable = False
+        _keep(dist, got)
+    return got
+
+
+def _p95(dist) -> float:
+    """``float(dist.quantile(0.95))``, kept as :func:`_points`."""
+    got = _POINTS.get(("p95", dist))
+    if got is None:
+        got = (float(dist.quantile(0.95)),)
+        _keep(("p95", dist), got)
+    return got[0]
+
+
+def _keep(key, value) -> None:
+    if len(_POINTS) >= _KEPT_POINTS:
+        _POINTS.clear()
+    _POINTS[key] = value
+
+
+_points.cache_clear = _POINTS.clear  # aisize.plan.clear_caches finds it (cold-plan benchmarks)
 
 
 def serving_workload(prefix, kv_tiers, length_distribution, input_tokens, output_tokens, requests_per_s,

@@ -106,26 +106,35 @@ _TREE_LEVELS = 5  # bisection steps decided per (vectorized) call of the tail: 1
 
 
 def _quantile(exceed, lo, hi, q):
-    """The bisection root of ``exceed(x) = 1 - q`` on (lo, hi), ``_BISECTIONS`` halvings.
+    """The bisection root of ``exceed(x) = 1 - q`` on (lo, hi), ``_BISECTIONS`` halvings; a tuple ``q`` gives a
+    tuple of roots, one per quantile, each the one it has alone.
 
-    ``exceed`` takes a 1-D array of x. Each call evaluates every midpoint the next ``_TREE_LEVELS`` halvings
-    could visit (a binary tree, node i's children 2i+1 and 2i+2), then walks it: the same midpoints, the same
-    decisions and so the same root as one halving per call, in a fifth of the calls."""
-    level = 1.0 - q
+    ``exceed`` takes a 1-D array of x, elementwise (each x's value is the one it has alone). Each call evaluates
+    every midpoint the next ``_TREE_LEVELS`` halvings could visit (a binary tree, node i's children 2i+1 and 2i+2)
+    for every quantile, then walks each tree: the same midpoints, the same decisions and so the same root as one
+    halving per call, in a fifth of the calls (a tenth for two quantiles)."""
+    qs = q if isinstance(q, tuple) else (q,)
+    ends = [(lo, hi)] * len(qs)
     for start in range(0, _BISECTIONS, _TREE_LEVELS):
         levels = min(_TREE_LEVELS, _BISECTIONS - start)
-        bounds, mids = [(lo, hi)], []
-        for i in range(2 ** levels - 1):  # heap order: a node's bounds are known before its children's
-            a, b = bounds[i]
-            mid = 0.5 * (a + b)
-            mids.append(mid)
-            bounds += [(a, mid), (mid, b)]
-        above = np.asarray(exceed(np.asarray(mids))) > level
-        i = 0
-        for _ in range(levels):
-            lo, hi = (mids[i], hi) if above[i] else (lo, mids[i])
-            i = 2 * i + (2 if above[i] else 1)
-    return hi
+        trees = []
+        for a0, b0 in ends:
+            bounds, mids = [(a0, b0)], []
+            for i in range(2 ** levels - 1):  # heap order: a node's bounds are known before its children's
+                a, b = bounds[i]
+                mid = 0.5 * (a + b)
+                mids.append(mid)
+                bounds += [(a, mid), (mid, b)]
+            trees.append(mids)
+        above_all = np.asarray(exceed(np.asarray([m for mids in trees for m in mids])))
+        for j, (mids, qj) in enumerate(zip(trees, qs)):
+            above = above_all[j * len(mids):(j + 1) * len(mids)] > 1.0 - qj
+            (lo_j, hi_j), i = ends[j], 0
+            for _ in range(levels):
+                lo_j, hi_j = (mids[i], hi_j) if above[i] else (lo_j, mids[i])
+                i = 2 * i + (2 if above[i] else 1)
+            ends[j] = (lo_j, hi_j)
+    return tuple(b for _, b in ends) if isinstance(q, tuple) else ends[0][1]
 
 
 def ttft_tail(*, requests_per_s, t0, t1, prefill_share, seconds, others, own, mean_ttft, q=0.95):
@@ -192,6 +201,35 @@ def _coarse(xn, xa, xw):
     return n, a, w[keep]
 
 
+def _cumsum0(x):
+    """``np.cumsum(x)`` after a leading 0.0: the same running sums, to the bit."""
+    out = np.empty(x.size + 1)
+    out[0] = 0.0
+    np.cumsum(x, out=out[1:])
+    return out
+
+
+def _merged_breakpoints(a_sorted, b_sorted):
+    """(``xs = np.unique(np.concatenate([a, b]))``, and at each x the counts of a and of b below it, which
+    ``np.searchsorted(a_sorted, xs)`` and ``np.searchsorted(b_sorted, xs)`` give) of two sorted 1-D arrays, by a
+    merge (a stable sort of two sorted runs is one linear merge) where np.unique sorts afresh: the same values and
+    counts (NaNs sort last and are kept once, as np.unique keeps them)."""
+    m = np.concatenate([a_sorted, b_sorted])
+    order = np.argsort(m, kind="stable")
+    merged = m[order]
+    first = np.empty(m.size, dtype=bool)  # the first of each value: every element before it is below it
+    first[:1] = True
+    np.not_equal(merged[1:], merged[:-1], out=first[1:])
+    if m.size and merged[-1] != merged[-1]:
+        first[np.searchsorted(merged, np.nan, side="left") + 1:] = False
+    from_a = np.empty(m.size + 1, dtype=np.intp)  # a's among the first n merged
+    from_a[0] = 0
+    np.cumsum(order < a_sorted.size, out=from_a[1:])
+    at = np.flatnonzero(first)
+    below_a = from_a[at]
+    return merged[at], below_a, at - below_a
+
+
 def _uniform_mixture_quantile(w, a, t, qs):
     """The q-quantiles (a tuple, one per q of ``qs``) of ``a_i + U(0, t_i)`` drawn with probabilities ``w_i``,
     exactly: its tail ``P(X > x) = Σ w_i min(1, max(0, 1 - (x - a_i)/t_i))`` is piecewise linear between the a_i
@@ -201,19 +239,12 @@ def _uniform_mixture_quantile(w, a, t, qs):
     e = a + t
     oa, oe = np.argsort(a), np.argsort(e)
     a_s, e_s = a[oa], e[oe]
-    wa, wb, wd = np.cumsum(w[oa]), np.cumsum((w * (1.0 + a / t))[oa]), np.cumsum((w / t)[oa])
-    eb, ed = np.cumsum((w * (1.0 + a / t))[oe]), np.cumsum((w / t)[oe])
-
-    def tail(x):  # vectorized over x
-        na = np.searchsorted(a_s, x, side="left")  # a_i < x
-        ne = np.searchsorted(e_s, x, side="left")  # e_i < x (done)
-        started = np.where(na > 0, wa[np.maximum(na - 1, 0)], 0.0)
-        b = np.where(na > 0, wb[np.maximum(na - 1, 0)], 0.0) - np.where(ne > 0, eb[np.maximum(ne - 1, 0)], 0.0)
-        d = np.where(na > 0, wd[np.maximum(na - 1, 0)], 0.0) - np.where(ne > 0, ed[np.maximum(ne - 1, 0)], 0.0)
-        return (1.0 - started) + b - x * d
-
-    xs = np.unique(np.concatenate([a, e]))
-    f = tail(xs)
+    # each running sum after a leading 0.0: entry n is the sum over the n smallest, 0.0 where none (np.where's)
+    intercept, slope = w * (1.0 + a / t), w / t  # each component's tail w(1 + a/t) - x w/t while it runs
+    wa, wb, wd = _cumsum0(w[oa]), _cumsum0(intercept[oa]), _cumsum0(slope[oa])
+    eb, ed = _cumsum0(intercept[oe]), _cumsum0(slope[oe])
+    xs, na, ne = _merged_breakpoints(a_s, e_s)  # at each breakpoint x: na components started (a_i < x), ne done
+    f = (1.0 - wa[na]) + (wb[na] - eb[ne]) - xs * (wd[na] - ed[ne])
 
     def at(q):
         level = 1.0 - q
@@ -237,11 +268,13 @@ def uniform_mixture_quantiles(w, a, t, qs):
     a, t = np.asarray(a, dtype=float), np.maximum(np.asarray(t, dtype=float), 1e-15)
     events = np.concatenate([a, a + t], axis=-1)
     order = np.argsort(events, axis=-1)
-    xs = np.take_along_axis(events, order, -1)
-    slope = np.cumsum(np.take_along_axis(np.concatenate([-w / t, w / t], axis=-1), order, -1), axis=-1)
-    f = np.minimum(1.0 + np.concatenate([np.zeros_like(xs[:, :1]), np.cumsum(slope[:, :-1] * np.diff(xs, axis=-1),
-                                                                             axis=-1)], axis=-1), 1.0)
-    rows = np.arange(xs.shape[0])
+    rows = np.arange(events.shape[0])
+    sorted_at = (rows[:, None], order)  # np.take_along_axis(x, order, -1) of a 2-D x, without its index checks
+    xs = events[sorted_at]
+    slope = np.cumsum(np.concatenate([-w / t, w / t], axis=-1)[sorted_at], axis=-1)
+    gaps = xs[:, 1:] - xs[:, :-1]  # np.diff's
+    f = np.minimum(1.0 + np.concatenate([np.zeros_like(xs[:, :1]), np.cumsum(slope[:, :-1] * gaps, axis=-1)], axis=-1),
+                   1.0)
     out = []
     for q in qs:
         level = 1.0 - q
@@ -275,7 +308,8 @@ def iteration_sigma(*, prefill_share, seconds, others):
 
 
 def tpot_quantile(mean_seconds, sigma_seconds, steps, weights, q=0.95):
-    """The q-quantile of a request's TPOT over the output lengths (module docstring) [s].
+    """The q-quantile of a request's TPOT over the output lengths (module docstring) [s]; a tuple ``q`` gives a
+    tuple, one per quantile (one bisection of them all, each root the one it has alone).
 
     Parameters
     ----------
@@ -287,7 +321,7 @@ def tpot_quantile(mean_seconds, sigma_seconds, steps, weights, q=0.95):
     n = np.maximum(np.asarray(steps, dtype=float), 1.0)
     w = np.asarray(weights, dtype=float)
     if sigma_seconds <= 0:
-        return float(mean_seconds)
+        return (float(mean_seconds),) * len(q) if isinstance(q, tuple) else float(mean_seconds)
     root_n = np.sqrt(n)
     # each row x: the same elementwise terms and row sum as the scalar x's, so the same root to the last bit
     return _quantile(lambda x: (w * normal_tail((x[:, None] - mean_seconds) * root_n / sigma_seconds)).sum(axis=1),
