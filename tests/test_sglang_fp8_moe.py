@@ -76,3 +76,20 @@ def test_mixed_splits_take_the_table_only_where_ep_exceeds_one():
     ep = np.array([8.0, 1.0, 8.0])
     got = KM.engine_experts_seconds(R1_FP8, "b200", "sglang", ("fp8",), TOKENS, 8.0, ep, _roofline)
     assert got[1] == -1.0 and got[0] > 0 and got[2] > 0
+
+
+def test_an_engine_that_names_fp8_times_its_ep8_prefill_from_its_table_and_only_then():
+    """The step reads the column (iteration.achieved_rates -> Rates.kernel_moe_engine): a DeepSeek-R1 FP8 replica
+    on B200 under SGLang at EP 8 takes its MoE at prefill sizes from SGLang's measured operator, 2.0 to 2.3 times
+    aisize's roofline there (docs/calibration-sglang-fp8.md), so its max throughput falls; at EP 1 nothing moves."""
+    from aisize import serving
+
+    named = ENGINES["sglang"].with_(measured_ep_moe_formats=("fp8",))
+
+    def tokens_per_s(engine, ep):
+        return serving.estimate("deepseek-r1", "b200", tensor_parallel=8, expert_parallel=ep, weight_precision="fp8",
+                                kv_precision="fp8", input_tokens=7373, output_tokens=922,
+                                engine=engine).output_tokens_per_s
+
+    assert tokens_per_s(named, 8) < 0.97 * tokens_per_s(ENGINES["sglang"], 8)
+    assert tokens_per_s(named, 1) == tokens_per_s(ENGINES["sglang"], 1)
