@@ -266,6 +266,10 @@ class ServingEngine:
     # attention-DP rank has one, at most this many iterations (timeout_iters); empty or 0: off
     # (aisize.serving.engine.Engine.attention_dp_balance_iters)
     attention_dp_balance_iters: int = 0
+    # expert weight formats (space-separated, e.g. "fp8") whose routed experts, spread by expert parallelism (EP > 1),
+    # are timed from the engine's own measured MoE operator (aisize.serving.engine.Engine.measured_ep_moe_formats);
+    # empty: the roofline, as the calibration says
+    measured_ep_moe_formats: str | None = None
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,14 @@ class Engine:
     # (aisize.serving.iteration_comm.exchange_by_sizes_seconds). The catalog's dp_exchange_by_sizes column where its
     # table has one (true for TensorRT-LLM: docs/calibration.md, "Long prompts under attention DP"), else off
     dp_exchange_by_sizes: bool = False
+    # expert formats whose routed experts, where expert parallelism spreads them (EP > 1), are timed from this
+    # engine's own measured MoE operator (aisize.serving.kernel_moe.engine_experts_seconds), the roofline elsewhere
+    # and where no table covers the shape: the catalog's measured_ep_moe_formats column (empty in every catalog row).
+    # SGLang's "fp8" was judged: its flashinfer_trtllm FP8 block-scaled operator, the one its B200 recipes run, takes
+    # 2.7 to 9.2 times TensorRT-LLM's DeepGEMM MoE time at EP 8 and 4,096 to 16,384 tokens (DeepSeek-R1) and runs
+    # 10 to 27 % faster at EP 1; read at EP > 1 it held every public check but lost runs leaving a model and a GPU
+    # out, so it is a deployment's choice (with_(), a site's engine table) (docs/calibration-sglang-fp8.md)
+    measured_ep_moe_formats: tuple = ()
     version: str = ""
     source: str = ""
 
@@ -218,7 +226,8 @@ def engine(key: str) -> Engine:
                   kv_fraction_of_total=r.kv_fraction_of_total, limits_shared_by_dp=r.limits_shared_by_dp,
                   mixes_prefill=r.mixes_prefill, dp_gather_nccl=r.dp_gather_nccl,
                   dp_exchange_by_sizes=r.dp_exchange_by_sizes,
-                  attention_dp_balance_iters=r.attention_dp_balance_iters, version=r.version,
+                  attention_dp_balance_iters=r.attention_dp_balance_iters,
+                  measured_ep_moe_formats=tuple((r.measured_ep_moe_formats or "").split()), version=r.version,
                   source=r.source)
 
 

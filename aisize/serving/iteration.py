@@ -95,6 +95,7 @@ from aisize.serving.iteration_comm import ACTIVATION_BYTES, _moe_exchange, all_r
 from aisize.serving.iteration_shape import _layout, _per, _times
 from aisize.serving.kernel_allreduce import allreduce_seconds as kernel_allreduce_seconds
 from aisize.serving.kernel_gemms import linear_seconds as kernel_linear_seconds
+from aisize.serving.kernel_moe import engine_experts_seconds as kernel_engine_experts_seconds
 from aisize.serving.kernel_moe import experts_seconds as kernel_experts_seconds
 from aisize.serving.shapes import expert_slots
 from aisize.serving.speculative import draft_seconds
@@ -128,6 +129,9 @@ class Rates:
     dp_exchange_by_sizes: bool = False
     # (gpu, engine key): moe_layer_seconds scaled to the expert format by the measured MoE operators (moe_format)
     moe_format: tuple | None = None
+    # (gpu, engine key, expert formats): the engine's own measured MoE operator under EP > 1
+    # (Engine.measured_ep_moe_formats, kernel_moe.engine_experts_seconds)
+    kernel_moe_engine: tuple | None = None
 
 
 def achieved_rates(device, calib, engine=None) -> Rates:
@@ -150,7 +154,19 @@ def achieved_rates(device, calib, engine=None) -> Rates:
                  _kernel_source(device, calib, engine, "allreduce_source"), calib.moe_source == "kernel_fixed",
                  _gather_source(device, calib, engine),
                  bool(getattr(_engine_record(engine), "dp_exchange_by_sizes", False)),
-                 _moe_format_source(device, calib, engine))
+                 _moe_format_source(device, calib, engine), _engine_moe_source(device, engine))
+
+
+def _engine_moe_source(device, engine):
+    """(GPU, engine key, expert formats) whose routed experts under EP > 1 the engine's own measured MoE operator
+    times (:attr:`~aisize.serving.engine.Engine.measured_ep_moe_formats`), else None."""
+    record = _engine_record(engine)
+    formats = tuple(getattr(record, "measured_ep_moe_formats", ()) or ())
+    if not formats:
+        return None
+    from aisize.serving.kernel_gemms import ENGINE_TABLES
+
+    return (device.id, record.key, formats) if record.key in ENGINE_TABLES else None
 
 
 def _moe_format_source(device, calib, engine):
@@ -376,6 +392,9 @@ def _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attentio
         if rates.kernel_moe is not None and not rates.kernel_moe_fixed_only:  # the engine's MoE operator as
             experts = kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep,  # measured on this GPU, where
                                              lambda: _experts(costs, rates, calib, n, g, ep))  # tables cover it
+        elif rates.kernel_moe_engine is not None:  # the engine's own operator under EP > 1 (measured_ep_moe_formats)
+            experts = kernel_engine_experts_seconds(costs, *rates.kernel_moe_engine, n, g, ep,
+                                                    lambda: _experts(costs, rates, calib, n, g, ep))
         else:  # the roofline (+ the operator's fixed time, lay.overhead_seconds, with moe_source="kernel_fixed")
             experts = _experts(costs, rates, calib, n, g, ep)
         head = (np.maximum(costs.head_flops_per_token * sampled / g / rates.head_flops_per_s, lay.head_weight_seconds)

@@ -203,3 +203,31 @@ def coverage(costs, gpu: str, engine_key: str, gpus: int, ep: int) -> str:
         return f"measured MoE kernels ({gpu}, {ENGINE_TABLES[engine_key]}, data/kernels)"
     return (f"roofline (no measured {costs.formats.experts} MoE kernel for {gpu} under {engine_key} at hidden "
             f"{shape[0]}, expert size {shape[1]}, top-{shape[2]} of {shape[3]}, TP {gpus // max(ep, 1)} x EP {ep})")
+
+
+def engine_experts_seconds(costs, gpu: str, engine_key: str, formats: tuple, tokens, gpus, ep, roofline):
+    """The routed-expert time of an engine whose own measured MoE operator times its ``formats`` under expert
+    parallelism (:attr:`aisize.serving.engine.Engine.measured_ep_moe_formats`): :func:`experts_seconds` where the
+    experts are spread over ``ep > 1`` GPUs, ``roofline()`` at EP 1, for other formats and where no table covers the
+    shape (broadcast) [s].
+
+    Why EP > 1 only: for DeepSeek-R1 on B200 at EP 1, SGLang's FP8 block-scaled operator
+    (``sglang_flashinfer_trtllm_moe``) runs 10 to 27 % faster than TensorRT-LLM's (``deepgemm``) at 1,024 to 16,384
+    tokens, where the roofline with its fitted constants stands for both engines; at EP 8 it takes 2.7 to 9.2 times TensorRT-LLM's time at 4,096 to
+    16,384 tokens, an engine difference the shared roofline cannot carry (docs/calibration-sglang-fp8.md)."""
+    if costs.formats.experts not in formats or moe_shape(costs.model) is None or not costs.moe_layers:
+        return roofline()
+    e = np.asarray(ep, dtype=float)
+    if not np.any(e > 1):
+        return roofline()
+    measured = experts_seconds(costs, gpu, engine_key, tokens, gpus, ep, roofline)
+    return measured if np.all(e > 1) else np.where(e > 1, measured, roofline())
+
+
+def engine_coverage(costs, gpu: str, engine_key: str, formats: tuple, gpus: int, ep: int) -> str:
+    """Where :func:`engine_experts_seconds` takes a replica's routed-expert time from, in words."""
+    if costs.formats.experts not in formats:
+        return f"roofline ({engine_key} times only {'/'.join(formats) or 'no'} experts from its measured MoE operator)"
+    if ep <= 1:
+        return f"roofline (experts not spread by expert parallelism: EP {ep})"
+    return coverage(costs, gpu, engine_key, gpus, ep)
