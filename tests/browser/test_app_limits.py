@@ -75,6 +75,12 @@ def kernel_alive(app, kernel_id: bytes) -> bool:
 
 def test_past_the_cap_a_busy_page_then_unconnected_kernels_are_culled(small_app):
     websocket = pytest.importorskip("websocket")
+    # the first page must take the preheated kernel, so that its refill is the one a page admits: wait for voila's
+    # pool to be rendered (run alone, this test's first request came before it and got a kernel of its own)
+    deadline = time.monotonic() + 120
+    while "is filled with 1 kernel(s)" not in small_app.log() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "is filled with 1 kernel(s)" in small_app.log()
     opened = []
     status, _, body = get(small_app.url)
     assert status == 200
