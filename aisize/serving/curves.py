@@ -70,13 +70,17 @@ def latency_curve(est, points: int = 50, *, replicas: int = 1) -> pd.DataFrame:
     n = int(checks.integer("points", points, low=2, high=10**5))
     r = int(checks.integer("replicas", replicas, high=10**7))
     per = np.linspace(0.01, 0.99, n) * est.max_requests_per_s
-    ls = _loaded(est, per)
+    own = _passes_through(est)
+    # the estimate's own rate solved beside the curve's (one root for both): each point's root is its own alone
+    # (littles_law_concurrency), so the curve's figures and the one it is scaled to are those of separate solves
+    ls = _loaded(est, np.append(per, est.requests_per_s) if own else per)
     o = est.output_tokens
-    cols = {"ttft_seconds": ls.ttft_seconds, "ttft_p95_seconds": ls.ttft_p95_seconds,
-            "ttft_p99_seconds": ls.ttft_p99_seconds, "tpot_seconds": ls.tpot_seconds,
-            "tpot_p95_seconds": ls.tpot_p95_seconds, "tpot_p99_seconds": ls.tpot_p99_seconds}
-    cols = _through_the_estimate(est, cols)
-    out = {"requests_per_s": per * r, "utilisation": ls.utilisation, **cols}
+    cols = {k: getattr(ls, k) for k in _OWN}
+    if own:
+        cols = _through_the_estimate(est, {k: np.asarray(v)[:n] for k, v in cols.items()},
+                                     {k: np.asarray(v)[n:] for k, v in cols.items()})
+    out = {"requests_per_s": per * r, "utilisation": np.asarray(ls.utilisation)[:n] if own else ls.utilisation,
+           **cols}
     for stat, suffix in (("mean", "_seconds"), ("p95", "_p95_seconds"), ("p99", "_p99_seconds")):
         out[f"latency_{stat}_seconds"] = out[f"ttft{suffix}"] + (o - 1) * out[f"tpot{suffix}"]
     keys = ("requests_per_s", "utilisation", "ttft_seconds", "ttft_p95_seconds", "tpot_seconds", "tpot_p95_seconds",
@@ -85,19 +89,30 @@ def latency_curve(est, points: int = 50, *, replicas: int = 1) -> pd.DataFrame:
     return pd.DataFrame({k: out[k] for k in keys})
 
 
-def _through_the_estimate(est, cols: dict) -> dict:
+_OWN = {"ttft_seconds": "ttft_s", "ttft_p95_seconds": "ttft_p95_s", "ttft_p99_seconds": "ttft_p99_s",
+        "tpot_seconds": "tpot_s", "tpot_p95_seconds": "tpot_p95_s", "tpot_p99_seconds": "tpot_p99_s"}  # est's names
+
+
+def _passes_through(est) -> bool:
+    """Whether the curve is scaled through the estimate's own figures (:func:`_through_the_estimate`)."""
+    return (est.kv_reuse is not None or est.lengths is not None) and bool(est.stable) and est.requests_per_s > 0
+
+
+def _through_the_estimate(est, cols: dict, at: dict | None = None) -> dict:
     """With prompt reuse or a length distribution the estimate's latencies mix classes of requests (hits and
     misses, short and long prompts: :mod:`aisize.serving.reuse`), which the curve's single class of request does
     not; each latency column is scaled so that the curve passes through the estimate's own figure at its rate
-    (one figure on the card and the chart), keeping the curve's shape in load [s]."""
-    if (est.kv_reuse is None and est.lengths is None) or not est.stable or not est.requests_per_s > 0:
+    (one figure on the card and the chart), keeping the curve's shape in load [s]. ``at``: the columns at the
+    estimate's rate where the caller solved them already ({column: 1-element array}), else solved here."""
+    if not _passes_through(est):
         return cols
-    at = _loaded(est, np.array([est.requests_per_s]))
-    own = {"ttft_seconds": est.ttft_s, "ttft_p95_seconds": est.ttft_p95_s, "ttft_p99_seconds": est.ttft_p99_s,
-           "tpot_seconds": est.tpot_s, "tpot_p95_seconds": est.tpot_p95_s, "tpot_p99_seconds": est.tpot_p99_s}
+    if at is None:
+        ls = _loaded(est, np.array([est.requests_per_s]))
+        at = {k: getattr(ls, k) for k in _OWN}
     out = dict(cols)
-    for k, figure in own.items():
-        base = float(np.ravel(getattr(at, k))[0])
+    for k, name in _OWN.items():
+        figure = getattr(est, name)
+        base = float(np.ravel(at[k])[0])
         if np.isfinite(figure) and np.isfinite(base) and base > 0:
             out[k] = np.asarray(cols[k], dtype=float) * (figure / base)
     return out
