@@ -103,6 +103,18 @@ def _passes_through(est) -> bool:
     return (est.kv_reuse is not None or est.lengths is not None) and bool(est.stable) and est.requests_per_s > 0
 
 
+def curve_reads(est) -> tuple:
+    """What :func:`latency_curve` reads of ``est`` beyond its replica's model, GPU, formats, engine, shape,
+    lengths' means, capacity, slots and speculation (a caller keeping a curve keys on those): the reused prompt
+    tokens, the decoding context and the prompts' spread its solve reads, and where the curve passes through
+    the estimate (:func:`_through_the_estimate`) the rate and the figures it is scaled to."""
+    own = (est.requests_per_s,) + tuple(getattr(est, name) for name in _OWN.values()) if _passes_through(est) else ()
+    return (float(est.kv_reuse.tiers.cached_tokens) if est.kv_reuse is not None else 0.0,
+            float(est.lengths.decode_context_tokens) if est.lengths is not None else None,
+            float(est.lengths.lengths.input.cv) if est.lengths is not None else 0.0,
+            est.max_num_tokens, est.max_batch_size) + own
+
+
 def _through_the_estimate(est, cols: dict, at: dict | None = None) -> dict:
     """With prompt reuse or a length distribution the estimate's latencies mix classes of requests (hits and
     misses, short and long prompts: :mod:`aisize.serving.reuse`), which the curve's single class of request does
