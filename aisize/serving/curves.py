@@ -11,6 +11,7 @@ an operating point; :func:`slo_requests_per_s` the highest rate at which a TTFT 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import replace
 
 import numpy as np
@@ -70,34 +71,65 @@ def latency_curve(est, points: int = 50, *, replicas: int = 1) -> pd.DataFrame:
     n = int(checks.integer("points", points, low=2, high=10**5))
     r = int(checks.integer("replicas", replicas, high=10**7))
     per = np.linspace(0.01, 0.99, n) * est.max_requests_per_s
-    ls = _loaded(est, per)
+    own = _passes_through(est)
+    shared = _shared(est) if n == CURVE_POINTS else None
+    # the estimate's own rate solved beside the curve's (one root for both): each point's root is its own alone
+    # (littles_law_concurrency), so the curve's figures and the one it is scaled to are those of separate solves;
+    # at the default points, the solve the elasticity at the estimate's rate made of both (_shared)
+    if shared is not None:
+        ls, curve, at = shared[1], slice(len(_RISES) + 1, None), slice(0, 1)  # the rate itself comes first
+    else:
+        ls, curve, at = _loaded(est, np.append(per, est.requests_per_s) if own else per), slice(0, n), slice(n, None)
     o = est.output_tokens
-    cols = {"ttft_seconds": ls.ttft_seconds, "ttft_p95_seconds": ls.ttft_p95_seconds,
-            "ttft_p99_seconds": ls.ttft_p99_seconds, "tpot_seconds": ls.tpot_seconds,
-            "tpot_p95_seconds": ls.tpot_p95_seconds, "tpot_p99_seconds": ls.tpot_p99_seconds}
-    cols = _through_the_estimate(est, cols)
-    out = {"requests_per_s": per * r, "utilisation": ls.utilisation, **cols}
+    cols = {k: np.broadcast_to(getattr(ls, k), ls.requests_per_s.shape) for k in _OWN}
+    cols = _through_the_estimate(est, {k: v[curve] for k, v in cols.items()}, {k: v[at] for k, v in cols.items()}
+                                 if own else None)
+    out = {"requests_per_s": per * r, "utilisation": np.broadcast_to(ls.utilisation, ls.requests_per_s.shape)[curve],
+           **cols}
     for stat, suffix in (("mean", "_seconds"), ("p95", "_p95_seconds"), ("p99", "_p99_seconds")):
         out[f"latency_{stat}_seconds"] = out[f"ttft{suffix}"] + (o - 1) * out[f"tpot{suffix}"]
     keys = ("requests_per_s", "utilisation", "ttft_seconds", "ttft_p95_seconds", "tpot_seconds", "tpot_p95_seconds",
             "latency_mean_seconds", "latency_p95_seconds", "ttft_p99_seconds", "tpot_p99_seconds",
             "latency_p99_seconds")
-    return pd.DataFrame({k: out[k] for k in keys})
+    return pd.DataFrame({k: np.array(out[k], dtype=float) for k in keys})  # copies: a kept solve's are shared
 
 
-def _through_the_estimate(est, cols: dict) -> dict:
+_OWN = {"ttft_seconds": "ttft_s", "ttft_p95_seconds": "ttft_p95_s", "ttft_p99_seconds": "ttft_p99_s",
+        "tpot_seconds": "tpot_s", "tpot_p95_seconds": "tpot_p95_s", "tpot_p99_seconds": "tpot_p99_s"}  # est's names
+
+
+def _passes_through(est) -> bool:
+    """Whether the curve is scaled through the estimate's own figures (:func:`_through_the_estimate`)."""
+    return (est.kv_reuse is not None or est.lengths is not None) and bool(est.stable) and est.requests_per_s > 0
+
+
+def curve_reads(est) -> tuple:
+    """What :func:`latency_curve` reads of ``est`` beyond its replica's model, GPU, formats, engine, shape,
+    lengths' means, capacity, slots and speculation (a caller keeping a curve keys on those): the reused prompt
+    tokens, the decoding context and the prompts' spread its solve reads, and where the curve passes through
+    the estimate (:func:`_through_the_estimate`) the rate and the figures it is scaled to."""
+    own = (est.requests_per_s,) + tuple(getattr(est, name) for name in _OWN.values()) if _passes_through(est) else ()
+    return (float(est.kv_reuse.tiers.cached_tokens) if est.kv_reuse is not None else 0.0,
+            float(est.lengths.decode_context_tokens) if est.lengths is not None else None,
+            float(est.lengths.lengths.input.cv) if est.lengths is not None else 0.0,
+            est.max_num_tokens, est.max_batch_size) + own
+
+
+def _through_the_estimate(est, cols: dict, at: dict | None = None) -> dict:
     """With prompt reuse or a length distribution the estimate's latencies mix classes of requests (hits and
     misses, short and long prompts: :mod:`aisize.serving.reuse`), which the curve's single class of request does
     not; each latency column is scaled so that the curve passes through the estimate's own figure at its rate
-    (one figure on the card and the chart), keeping the curve's shape in load [s]."""
-    if (est.kv_reuse is None and est.lengths is None) or not est.stable or not est.requests_per_s > 0:
+    (one figure on the card and the chart), keeping the curve's shape in load [s]. ``at``: the columns at the
+    estimate's rate where the caller solved them already ({column: 1-element array}), else solved here."""
+    if not _passes_through(est):
         return cols
-    at = _loaded(est, np.array([est.requests_per_s]))
-    own = {"ttft_seconds": est.ttft_s, "ttft_p95_seconds": est.ttft_p95_s, "ttft_p99_seconds": est.ttft_p99_s,
-           "tpot_seconds": est.tpot_s, "tpot_p95_seconds": est.tpot_p95_s, "tpot_p99_seconds": est.tpot_p99_s}
+    if at is None:
+        ls = _loaded(est, np.array([est.requests_per_s]))
+        at = {k: getattr(ls, k) for k in _OWN}
     out = dict(cols)
-    for k, figure in own.items():
-        base = float(np.ravel(getattr(at, k))[0])
+    for k, name in _OWN.items():
+        figure = getattr(est, name)
+        base = float(np.ravel(at[k])[0])
         if np.isfinite(figure) and np.isfinite(base) and base > 0:
             out[k] = np.asarray(cols[k], dtype=float) * (figure / base)
     return out
@@ -134,19 +166,58 @@ def latency_elasticity(est, requests_per_s, *, rise: float = LOAD_RISE, statisti
     """:func:`elasticity` of the request latency (``statistic``: "mean", "p95" or "p99") of the estimate's replica
     at ``requests_per_s`` (per replica) against ``rise`` more load: the knee as a property of the operating point."""
     lam = float(checks.positive("requests_per_s", requests_per_s, high=1e9))
-    rise = rise_within(lam, est.max_requests_per_s, rise)
+    asked, rise = rise, rise_within(lam, est.max_requests_per_s, rise)
     if rise <= 0:
         return math.inf  # at or past capacity already
-    rises = rise * np.array([1.0, 1 / 4, 1 / 16, 1 / 64])  # nearer, where a limit below the capacity binds first
-    ls = _loaded(est, lam * np.concatenate([[1.0], 1.0 + rises]))
+    rises = rise * _RISES
+    shared = _shared(est) if asked == LOAD_RISE and lam == _own_rate(est) else None
+    ls = shared[1] if shared is not None else _loaded(est, lam * np.concatenate([[1.0], 1.0 + rises]))
     o = est.output_tokens
     suffix = STATISTIC_SUFFIX[checks.choice("statistic", statistic, tuple(STATISTIC_SUFFIX))]
     ttft, tpot = getattr(ls, f"ttft{suffix}_seconds"), getattr(ls, f"tpot{suffix}_seconds")
     total = np.asarray(ttft, dtype=float) + (o - 1) * np.asarray(tpot, dtype=float)
-    for after, r in zip(total[1:], rises):
+    for after, r in zip(total[1:len(rises) + 1], rises):
         if math.isfinite(after):
             return elasticity(float(total[0]), float(after), float(r))
     return math.inf
+
+
+_RISES = np.array([1.0, 1 / 4, 1 / 16, 1 / 64])  # an elasticity's rises, as shares of its rise: nearer ones where a
+# limit below the capacity binds first
+CURVE_POINTS = 50  # the app's and plan.latency_curve's points
+_SHARED: OrderedDict = OrderedDict()  # id(est) -> (est, (rates, LoadedState)), latest last
+_KEPT_SHARED = 8  # a move plans a few services; the app draws the shown one's curve after its plan
+
+
+def _own_rate(est) -> float:
+    r = getattr(est, "requests_per_s", None)
+    return float(r) if isinstance(r, (int, float, np.number)) and r > 0 else math.nan
+
+
+def _shared(est):
+    """(rates, :func:`_loaded` at them) for the estimate's own rate λ: λ and its elasticity's rises
+    (:func:`latency_elasticity` at λ), then the :data:`CURVE_POINTS` rates of its :func:`latency_curve`, in one
+    solve (each point's root is the one it has alone: littles_law_concurrency), so that a move's elasticity and
+    the app's curve of the same replica are one root; None where λ has no rise within capacity (the elasticity
+    is inf and solves nothing). The same rates whoever asks first, so the figures do not depend on the order.
+    Kept by the estimate's identity (the entry holds it)."""
+    got = _SHARED.get(id(est))
+    if got is not None and got[0] is est:
+        _SHARED.move_to_end(id(est))
+        return got[1]
+    lam = _own_rate(est)
+    rise = rise_within(lam, est.max_requests_per_s) if lam > 0 else 0.0
+    if not rise > 0:
+        return None
+    rates = np.concatenate([lam * np.concatenate([[1.0], 1.0 + rise * _RISES]),
+                            np.linspace(0.01, 0.99, CURVE_POINTS) * est.max_requests_per_s])
+    _SHARED[id(est)] = (est, (rates, _loaded(est, rates)))
+    while len(_SHARED) > _KEPT_SHARED:
+        _SHARED.popitem(last=False)
+    return _SHARED[id(est)][1]
+
+
+_shared.cache_clear = _SHARED.clear  # aisize.plan.clear_caches finds it (cold-plan benchmarks)
 
 
 SCREEN_MARGIN = 1e-3  # latency ratio a screened elasticity must clear the threshold by: 1000 x the root's tolerance

@@ -26,7 +26,7 @@ from aisize.app.state import set_path
 from aisize.present.slo_text import slo_reason_text
 from aisize.plan import latency_curve
 from aisize.scenario.model import WEIGHT_PRECISIONS
-from aisize.serving.curves import LOAD_RISE
+from aisize.serving.curves import LOAD_RISE, curve_reads
 
 MODELS = catalog.transformers.ids()
 TP_CHOICES = [("auto (fewest GPUs)", "auto")] + [(str(t), t) for t in (1, 2, 4, 8, 16, 32, 64, 72)]
@@ -262,11 +262,13 @@ class InferenceSection(Section):
 
     def _replica_curve(self, i):
         """:func:`latency_curve` of one replica of ``i``, kept while its replica stays: a load move keeps it (the
-        replicas share the load evenly, so the fleet's curve is its rates times the replica count)."""
+        replicas share the load evenly, so the fleet's curve is its rates times the replica count), unless the
+        curve passes through the estimate's own figures, and a move of the prompts' spread or reuse does not
+        (``curve_reads``: the curve read them, and was kept stale before)."""
         e = i.estimate
         key = (e.model, e.accelerator, e.weight_precision, e.kv_precision, e.input_tokens, e.output_tokens, e.engine,
                i.tensor_parallel, i.pipeline_parallel, i.attention_dp, e.max_requests_per_s,
-               e.max_concurrency, e.speculative_method, e.speculative_tokens, e.acceptance_length)
+               e.max_concurrency, e.speculative_method, e.speculative_tokens, e.acceptance_length, curve_reads(e))
         if self._curve_at[0] != key:
             self._curve_at = (key, latency_curve(replace(i, replicas=1)))
         return self._curve_at[1]
