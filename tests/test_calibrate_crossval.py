@@ -90,13 +90,18 @@ def test_every_shipped_fitted_constant_is_identified_by_the_three_fitted_sets():
     assert labels == set(CALIBRATION.fitted) - {"request_seconds"}
 
 
+def _aggregated_runs():
+    """The max-throughput and fixed-concurrency validation runs (the fit's aggregated sets)."""
+    return [r for s in ("serving_throughput", "serving_load")
+            for r in read_table(catalog.data_dir() / "validation" / f"{s}.csv")]
+
+
 def test_a_fold_that_cannot_identify_the_decode_moe_constants_does_not_keep_the_values_its_held_out_runs_fitted():
     # held out with DeepSeek-R1, no MoE run with a TPOT is left: the shipped MoE-layer times and expert HBM share
     # (fitted on R1's decode) would leak R1 into its own prediction, so they take values no run fitted
     from aisize.calibrate.crossval import _unidentified_defaults
 
-    runs = [r for s in ("serving_throughput", "serving_load")
-            for r in read_table(catalog.data_dir() / "validation" / f"{s}.csv")]
+    runs = _aggregated_runs()
     train = [r for r in runs if r.model != "deepseek-r1"]
     held = [r for r in runs if r.model == "deepseek-r1"]
     constants = fitted_constants(train, CALIBRATION)
@@ -154,8 +159,7 @@ def test_a_generation_whose_moe_runs_with_tpot_are_held_out_takes_the_other_gene
     # on H200's DeepSeek-R1 runs alone, would leak them; it takes the mean of the generations the fold identifies
     from aisize.calibrate.crossval import _unidentified_defaults
 
-    runs = [r for s in ("serving_throughput", "serving_load")
-            for r in read_table(catalog.data_dir() / "validation" / f"{s}.csv")]
+    runs = _aggregated_runs()
     train = [r for r in runs if r.accelerator != "h200-sxm"]
     held = [r for r in runs if r.accelerator == "h200-sxm"]
     constants = fitted_constants(train, CALIBRATION)
