@@ -213,8 +213,9 @@ def engine_experts_seconds(costs, gpu: str, engine_key: str, formats: tuple, tok
 
     Why EP > 1 only: for DeepSeek-R1 on B200 at EP 1, SGLang's FP8 block-scaled operator
     (``sglang_flashinfer_trtllm_moe``) runs 10 to 27 % faster than TensorRT-LLM's (``deepgemm``) at 1,024 to 16,384
-    tokens, where the roofline with its fitted constants stands for both engines; at EP 8 it takes 2.7 to 9.2 times TensorRT-LLM's time at 4,096 to
-    16,384 tokens, an engine difference the shared roofline cannot carry (docs/calibration-sglang-fp8.md)."""
+    tokens, where the roofline with its fitted constants stands for both engines; at EP 8 it takes 2.7 to 9.2 times
+    TensorRT-LLM's time at 4,096 to 16,384 tokens, an engine difference the shared roofline cannot carry
+    (docs/calibration-sglang-fp8.md)."""
     if costs.formats.experts not in formats or moe_shape(costs.model) is None or not costs.moe_layers:
         return roofline()
     e = np.asarray(ep, dtype=float)
