@@ -93,3 +93,9 @@ def test_an_engine_that_names_fp8_times_its_ep8_prefill_from_its_table_and_only_
 
     assert tokens_per_s(named, 8) < 0.97 * tokens_per_s(ENGINES["sglang"], 8)
     assert tokens_per_s(named, 1) == tokens_per_s(ENGINES["sglang"], 1)
+
+
+@pytest.mark.parametrize("formats", [("fp9",), "fp8"])
+def test_a_misspelt_or_bare_format_is_refused_where_the_engine_is_made(formats):
+    with pytest.raises(ValueError, match="measured_ep_moe_formats"):
+        ENGINES["sglang"].with_(measured_ep_moe_formats=formats)

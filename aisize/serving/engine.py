@@ -67,7 +67,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from aisize import checks
-from aisize.precision import bytes_per_element
+from aisize.precision import BITS_PER_ELEMENT, bytes_per_element
 from aisize.units import GiB
 
 
@@ -136,6 +136,11 @@ class Engine:
     def __post_init__(self):
         checks.integer("attention_dp_balance_iters", self.attention_dp_balance_iters, low=0, high=1_000_000)
         checks.integer("scheduler_recv_interval", self.scheduler_recv_interval, low=1, high=100_000)
+        if not isinstance(self.measured_ep_moe_formats, tuple):
+            raise ValueError(f"measured_ep_moe_formats={self.measured_ep_moe_formats!r}: give a tuple of expert "
+                             f"formats, e.g. ('fp8',)")
+        for f in self.measured_ep_moe_formats:  # a misspelt format would silently keep the roofline
+            checks.choice("measured_ep_moe_formats", f, BITS_PER_ELEMENT)
         if self.scheduler_recv_interval > 1 and self.key != "sglang":
             raise ValueError(f"scheduler_recv_interval={self.scheduler_recv_interval} is SGLang's "
                              f"--scheduler-recv-interval; engine {self.key!r} takes requests in every iteration (1)")

@@ -68,11 +68,8 @@ References
        from 16 to 128, chosen per token count by the autotuner).
 .. [8] Blom 1958, "Statistical Estimates and Transformed Beta-Variables": the expected
        maximum of n standard normals is about Φ⁻¹((n - 0.375) / (n + 0.25)).
-.. [9] Thakur, Rabenseifner & Gropp 2005, "Optimization of Collective Communication Operations in
-       MPICH", IJHPCA 19(1), sec. 4 (hierarchical composition); :func:`aisize.network.collectives.
-       two_tier_collective_seconds` (the same form for training).
-.. [10] deepseek-ai/DeepEP README (dispatch in FP8, combine in BF16; internode kernels over RDMA, each
-        token sent once per destination rank).
+(References [9] and [10], the hierarchical collectives and DeepEP's dispatch, are cited where the collectives
+are: :mod:`aisize.serving.iteration_comm`.)
 .. [11] NVIDIA/TensorRT-LLM ``tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py`` (``forward_chunk``:
         under attention DP, ``run_post_quant_allgather`` quantizes NVFP4 inputs with ``fp4_quantize`` and
         ``allgather``s them with their scale factors, expert ids and weights by ``sizes=all_rank_num_tokens``;
