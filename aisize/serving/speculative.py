@@ -20,8 +20,9 @@ just verified, so the drafter's cache and hidden states follow the accepted ones
 worker, ``forward_draft_extend_after_decode``, over ``num_draft_tokens`` a sequence [5];
 TensorRT-LLM's one-model MTP Eagle, whose first draft forward takes
 ``accepted_tokens[:, :draft_len + 1]`` and gathers the last accepted one for the head [6]);
-the k - 1 passes after it run one token a sequence. Its logits are taken at one token a sequence. The drafter's weights (an MTP module or EAGLE head, a draft
-model) stay resident beside the target's.
+the k - 1 passes after it run one token a sequence, and every pass takes its logits at one token
+a sequence. The drafter's weights (an MTP module or EAGLE head, a draft model) stay resident
+beside the target's.
 
 References
 ----------
