@@ -15,8 +15,14 @@ Each decode step of a sequence (Leviathan et al. 2023 [1]; Chen et al. 2023 [2])
   Without a measured curve, α gives ``(1 - α^(k+1)) / (1 - α)`` [1].
 
 So TPOT is (verify pass + k draft passes) / τ, and a request needs ``(O - 1) / τ`` decode
-steps after its first token. The drafter's weights (an MTP module or EAGLE head, a draft
-model) stay resident beside the target's.
+steps after its first token. The first draft pass of a step runs over the k + 1 tokens the target
+just verified, so the drafter's cache and hidden states follow the accepted ones (SGLang's EAGLE
+worker, ``forward_draft_extend_after_decode``, over ``num_draft_tokens`` a sequence [5];
+TensorRT-LLM's one-model MTP Eagle, whose first draft forward takes
+``accepted_tokens[:, :draft_len + 1]`` and gathers the last accepted one for the head [6]);
+the k - 1 passes after it run one token a sequence, and every pass takes its logits at one token
+a sequence. The drafter's weights (an MTP module or EAGLE head, a draft model) stay resident
+beside the target's.
 
 References
 ----------
@@ -30,11 +36,19 @@ References
        a transformer block and a projection, sharing the embedding and output head).
 .. [4] Li et al. 2025, "EAGLE-3", arXiv:2503.01840 (a one-layer draft head fed by the
        target's hidden states).
+.. [5] sgl-project/sglang ``python/sglang/srt/speculative/eagle_worker.py``: ``draft`` runs
+       ``speculative_num_steps - 1`` draft forwards of one token a sequence, ``verify`` the target over
+       ``num_draft_tokens``, then ``forward_draft_extend_after_decode`` the draft over the verified tokens.
+.. [6] NVIDIA/TensorRT-LLM ``tensorrt_llm/_torch/speculative/eagle3.py`` ``Eagle3OneModelWorker``
+       (MTP Eagle mode): ``prepare_drafter_inputs`` feeds ``accepted_tokens[num_contexts:, :runtime_draft_len
+       + 1]`` to the first draft forward and ``gather_ids`` picks the last accepted token's hidden state for
+       the shared head; later forwards run one token a sequence. (Earlier builds' ``MTPEagleWorker`` in
+       ``mtp.py`` fed one token a sequence to every pass.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -56,6 +70,9 @@ class Speculation:
     acceptance_source: str  # where τ comes from (given, or the table row)
     draft_costs: object  # ModelCosts of one draft pass (None: an n-gram lookup, no GPU work)
     draft_weights_bytes: float  # resident draft weights beyond the target's (whole replica) [B]
+    # the same speculation without a drafter: the shape (k + 1 tokens a sequence) of the first draft pass [6];
+    # kept on the record so the iteration's layout cache (keyed by id) sees one object per speculation
+    first_pass: object = field(default=None, repr=False, compare=False)
 
     @property
     def verify_tokens(self) -> int:
@@ -146,18 +163,24 @@ def speculation(model, formats, kv_precision: str, *, method, draft_tokens, acce
         extra = costs.weights_bytes - costs.head_bytes + costs.head_weight_bytes
     else:
         extra = costs.weights_bytes
-    return Speculation(m, k, tau, source, costs, float(extra))
+    return Speculation(m, k, tau, source, costs, float(extra), first_pass=Speculation(m, k, tau, source, None, 0.0))
 
 
 def draft_seconds(spec: Speculation | None, rates, calib, *, decode_sequences, decode_context, shape_kwargs):
     """Time of the k draft passes over ``decode_sequences`` sequences [s]: each the drafter's layers
-    (graph-replayed) plus the calibration's fixed ``draft_step_seconds`` (its sampling and input preparation)."""
+    (graph-replayed) plus the calibration's fixed ``draft_step_seconds`` (its sampling and input preparation).
+    The first pass runs the k + 1 verified tokens of each sequence through the drafter's layers and its head
+    over one of them [5, 6]; the k - 1 others one token a sequence."""
     if spec is None or spec.draft_costs is None:
         return 0.0
     from aisize.serving.iteration import iteration_time
 
     seqs = np.asarray(decode_sequences, dtype=float)
     kw = {k: v for k, v in shape_kwargs.items() if k != "pipeline_parallel"}
-    it = iteration_time(spec.draft_costs, rates, calib, decode_sequences=seqs, decode_context=decode_context,
-                        prefill_tokens=0.0 * seqs, prefill_prompts=0.0 * seqs, prompt_tokens=1.0, **kw)
-    return spec.draft_tokens * np.where(seqs > 0, it.gpu_seconds + calib.draft_step_seconds, 0.0)
+    common = dict(decode_sequences=seqs, decode_context=decode_context, prefill_tokens=0.0 * seqs,
+                  prefill_prompts=0.0 * seqs, prompt_tokens=1.0, **kw)
+    one = iteration_time(spec.draft_costs, rates, calib, **common)
+    first = iteration_time(spec.draft_costs, rates, calib, speculation=spec.first_pass, **common)
+    first_seconds = first.gpu_seconds - first.head_seconds + one.head_seconds  # logits of one token a sequence
+    passes = first_seconds + (spec.draft_tokens - 1) * one.gpu_seconds + spec.draft_tokens * calib.draft_step_seconds
+    return np.where(seqs > 0, passes, 0.0)
