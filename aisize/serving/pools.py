@@ -365,7 +365,7 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
         if prompts is not None:  # the benchmark's run of these pools, its start and end included
             run = benchmark_run(pair, p_pool.replicas, d_pool.replicas, max(round(c_eff), 1), prompts,
                                 range_ratio=ratio)
-            x, wait = run.requests_per_s, 0.0
+            x, wait = run.output_tokens_per_s / o, 0.0  # output tokens/s: its tokens over its duration
             state.update(ttft=run.ttft_s, tpot=run.tpot_s, batch=run.decode_batch,
                          **{f"ttft{q * 100:.0f}": v for q, v in zip(QUANTILES, run.ttft_quantile_s)},
                          **{f"tpot{q * 100:.0f}": v for q, v in zip(QUANTILES, run.tpot_quantile_s)})
