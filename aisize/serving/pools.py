@@ -249,7 +249,8 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
                          f"(a closed-loop concurrency or an open-loop request rate)")
     if prompts is not None:
         if concurrency is None:
-            raise ValueError(f"prompts={prompts!r} is not allowed without concurrency: a benchmark run is a closed loop")
+            raise ValueError(f"prompts={prompts!r} is not allowed without concurrency: a benchmark run is a "
+                             f"closed loop")
         prompts = int(checks.scalar("prompts", checks.integer("prompts", prompts, high=MAX_PROMPTS)))
         ratio = float(checks.scalar("output_range_ratio", checks.fraction("output_range_ratio", output_range_ratio)))
     eng = resolve_engine(engine, flat_out=False)
