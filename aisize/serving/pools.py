@@ -38,6 +38,7 @@ import numpy as np
 
 from aisize import checks, models
 from aisize.serving.pool_pair import PoolPair, pools_state
+from aisize.serving.pools_run import MAX_PROMPTS, benchmark_run
 from aisize.serving.engine import resolve_engine
 from aisize.serving.estimate import MAX_TOKENS, parts, resolve_calibration
 from aisize.serving.replica import Replica
@@ -45,6 +46,7 @@ from aisize.serving.hardware import scaleout_bytes_per_s
 from aisize.serving.iteration import iteration_time
 from aisize.serving.memory import replica_memory
 from aisize.serving.shapes import ReplicaShape, check_shape, placed
+from aisize.serving.tails import QUANTILES
 from aisize.serving.throughput import DEFAULT_TOKENS, EngineLimits
 from aisize.units import GiB as GIB
 
@@ -200,7 +202,8 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
                            speculative_method=None, speculative_tokens=None, acceptance_length=None,
                            draft_model=None, max_num_tokens=None, max_batch_size=None,
                            kv_link_bytes_per_s=None, calibration=None,
-                           if_infeasible: str = "raise") -> DisaggregatedEstimate:
+                           if_infeasible: str = "raise", prompts=None,
+                           output_range_ratio=1.0) -> DisaggregatedEstimate:
     """Throughput and latencies of given prefill and decode pools, at a concurrency or a request rate.
 
     Parameters
@@ -227,6 +230,11 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     if_infeasible : ``"raise"`` (default): pools that cannot hold the model and one request's KV cache
         raise :class:`PoolsDoNotFit` naming the pool, its weights and memory per GPU; ``"result"``: return
         an estimate with ``feasible=False`` and that ``reason`` (a sizing search screening shapes)
+    prompts : with ``concurrency``, the requests of a benchmark run that sends them all at once behind ``C`` in
+        flight (InferenceX's ``10·C``): throughput, TTFT, TPOT and decode batch are then that run's, its start
+        and end included (:func:`aisize.serving.pools_run.benchmark_run`); None (default): the steady state
+    output_range_ratio : that run's output lengths, uniform in ``[r·L, L]`` around ``output_tokens`` (the
+        client's ``--random-range-ratio``; 1: every request ``output_tokens`` long)
 
     Raises
     ------
@@ -239,6 +247,12 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     if (concurrency is None) == (requests_per_s is None):
         raise ValueError(f"concurrency={concurrency!r} and requests_per_s={requests_per_s!r}: give exactly one "
                          f"(a closed-loop concurrency or an open-loop request rate)")
+    if prompts is not None:
+        if concurrency is None:
+            raise ValueError(f"prompts={prompts!r} is not allowed without concurrency: a benchmark run is a "
+                             f"closed loop")
+        prompts = int(checks.scalar("prompts", checks.integer("prompts", prompts, high=MAX_PROMPTS)))
+        ratio = float(checks.scalar("output_range_ratio", checks.fraction("output_range_ratio", output_range_ratio)))
     eng = resolve_engine(engine, flat_out=False)
     calib = resolve_calibration(calibration)
     i = int(checks.scalar("input_tokens", checks.integer("input_tokens", input_tokens, high=MAX_TOKENS)))
@@ -349,6 +363,15 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
         if wait == 0.0:
             limited = ""
         state = scalar(state)
+        if prompts is not None:  # the benchmark's run of these pools, its start and end included
+            run = benchmark_run(pair, p_pool.replicas, d_pool.replicas, max(round(c_eff), 1), prompts,
+                                range_ratio=ratio)
+            x, wait = run.output_tokens_per_s / o, 0.0  # output tokens/s: its tokens over its duration
+            state.update(ttft=run.ttft_s, tpot=run.tpot_s, batch=run.decode_batch,
+                         **{f"ttft{q * 100:.0f}": v for q, v in zip(QUANTILES, run.ttft_quantile_s)},
+                         **{f"tpot{q * 100:.0f}": v for q, v in zip(QUANTILES, run.tpot_quantile_s)})
+            notes.append(f"a benchmark run of {prompts} prompts, {max(round(c_eff), 1)} in flight, all sent at "
+                         f"once: its means over {run.duration_s:.4g} s, start and end included")
     link_load = x * kv_req
     if spec is not None:
         notes.append(f"speculative decoding ({spec.method}, {spec.draft_tokens} draft tokens): "
