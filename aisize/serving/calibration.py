@@ -108,7 +108,9 @@ GEMM_SOURCES = ("roofline", "kernels")
 #: time at one token beyond the roofline's (aisize.serving.kernel_moe.fixed_seconds); and "engine_kernels": the
 #: measured operator only under the engines of MOE_KERNEL_ENGINES, the roofline under the others (issue 48: each
 #: engine gains its own kernels once cross-validation says so; docs/calibration.md, 2026-12-05)
-MOE_SOURCES = GEMM_SOURCES + ("kernel_fixed", "engine_kernels")
+#: "kernel_cap": the roofline's routed experts, on a one-GPU replica with FP8 or BF16 experts never longer than the
+#: engine's measured operator for the same GPU and shape (aisize.serving.moe_cap; docs/calibration-mixtral-mlperf.md)
+MOE_SOURCES = GEMM_SOURCES + ("kernel_fixed", "engine_kernels", "kernel_cap")
 #: engines whose measured MoE operator is the one their published recipes ran (SGLang's ``--moe-runner-backend
 #: flashinfer_trtllm`` on Blackwell, its default Triton fused MoE on Hopper; docs/calibration.md)
 MOE_KERNEL_ENGINES = frozenset({"sglang"})
@@ -171,7 +173,8 @@ class Calibration:
     # where routed experts' time comes from: "roofline" (tile-padded grouped GEMMs x expert efficiencies) or
     # "kernels" (the engine's MoE operator measured on the GPU, aisize.serving.kernel_moe, else the roofline), or
     # "kernel_fixed" (the roofline plus the operator's measured fixed time per MoE layer, kernel_moe.fixed_seconds),
-    # or "engine_kernels" ("kernels" under the engines of MOE_KERNEL_ENGINES, the roofline under the others)
+    # or "engine_kernels" ("kernels" under the engines of MOE_KERNEL_ENGINES, the roofline under the others), or
+    # "kernel_cap" (the roofline, on a one-GPU replica never above the measured operator, aisize.serving.moe_cap)
     moe_source: str = "roofline"
     # where attention's time comes from: "roofline" (attention peak x attention_efficiency, KV reads at the HBM
     # share) or "kernels" (the engine's attention and MLA kernels measured on the GPU, aisize.serving.
@@ -414,6 +417,10 @@ CALIBRATION = Calibration(
     host_seconds_per_sequence=2.552e-05,
     grace_host_factor=1.794,
     request_seconds=0.1486,
+    # a one-GPU replica's FP8/BF16 routed experts never above the engine's measured MoE operator (aisize.serving.
+    # moe_cap): no public row moves, cross-validation as before; NVIDIA's MLPerf Mixtral 8x7B results read 0.36-0.65x
+    # without it (docs/calibration-mixtral-mlperf.md)
+    moe_source="kernel_cap",
     fitted=("gemm_efficiency[blackwell]", "gemm_efficiency[hopper]", "memory_efficiency[blackwell]",
             "memory_efficiency[cdna4]", "memory_efficiency[hopper]", "expert_memory_efficiency",
             "expert_gemm_efficiency", "elementwise_bytes_per_token", "expert_bytes_per_token", "layer_seconds",

@@ -94,6 +94,7 @@ from aisize.serving.kernel_allreduce import allreduce_seconds as kernel_allreduc
 from aisize.serving.kernel_gemms import linear_seconds as kernel_linear_seconds
 from aisize.serving.kernel_moe import engine_experts_seconds as kernel_engine_experts_seconds
 from aisize.serving.kernel_moe import experts_seconds as kernel_experts_seconds
+from aisize.serving.moe_cap import capped_roofline
 from aisize.serving.shapes import expert_slots
 from aisize.serving.speculative import draft_seconds
 
@@ -129,6 +130,7 @@ class Rates:
     # (gpu, engine key, expert formats): the engine's own measured MoE operator under EP > 1
     # (Engine.measured_ep_moe_formats, kernel_moe.engine_experts_seconds)
     kernel_moe_engine: tuple | None = None
+    kernel_moe_cap: bool = False  # kernel_moe caps the roofline's routed experts (moe_source="kernel_cap", moe_cap)
 
 
 def achieved_rates(device, calib, engine=None) -> Rates:
@@ -151,7 +153,8 @@ def achieved_rates(device, calib, engine=None) -> Rates:
                  _kernel_source(device, calib, engine, "allreduce_source"), calib.moe_source == "kernel_fixed",
                  _gather_source(device, calib, engine),
                  bool(getattr(_engine_record(engine), "dp_exchange_by_sizes", False)),
-                 _moe_format_source(device, calib, engine), _engine_moe_source(device, engine))
+                 _moe_format_source(device, calib, engine), _engine_moe_source(device, engine),
+                 calib.moe_source == "kernel_cap")
 
 
 def _engine_moe_source(device, engine):
@@ -192,7 +195,7 @@ def _gather_source(device, calib, engine):
 
 def _kernel_source(device, calib, engine, switch):
     source = getattr(calib, switch, "roofline")
-    if source not in ("kernels", "kernel_fixed", "engine_kernels") or engine is None:
+    if source not in ("kernels", "kernel_fixed", "engine_kernels", "kernel_cap") or engine is None:
         return None
     from aisize.serving.calibration import MOE_KERNEL_ENGINES
     from aisize.serving.kernel_gemms import ENGINE_TABLES
@@ -386,14 +389,14 @@ def _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attentio
                                lay.dense_weight_seconds))
         if rates.kernel_gemms is not None:  # the engine's GEMMs as measured on this GPU, where tables cover them
             linear = kernel_linear_seconds(costs, *rates.kernel_gemms, n_group, tp, linear)
-        if rates.kernel_moe is not None and not rates.kernel_moe_fixed_only:  # the engine's MoE operator as
-            experts = kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep,  # measured on this GPU, where
-                                             lambda: _experts(costs, rates, calib, n, g, ep))  # tables cover it
+        roof = capped_roofline(costs, rates, n, g, ep, lambda: _experts(costs, rates, calib, n, g, ep))  # moe_cap
+        if rates.kernel_moe is not None and not (rates.kernel_moe_fixed_only or rates.kernel_moe_cap):  # the engine's
+            experts = kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep,  # MoE operator as measured on this
+                                             roof)  # GPU, where tables cover it
         elif rates.kernel_moe_engine is not None:  # the engine's own operator under EP > 1 (measured_ep_moe_formats)
-            experts = kernel_engine_experts_seconds(costs, *rates.kernel_moe_engine, n, g, ep,
-                                                    lambda: _experts(costs, rates, calib, n, g, ep))
+            experts = kernel_engine_experts_seconds(costs, *rates.kernel_moe_engine, n, g, ep, roof)
         else:  # the roofline (+ the operator's fixed time, lay.overhead_seconds, with moe_source="kernel_fixed")
-            experts = _experts(costs, rates, calib, n, g, ep)
+            experts = roof()
         head = (np.maximum(costs.head_flops_per_token * sampled / g / rates.head_flops_per_s, lay.head_weight_seconds)
                 + sampled / g * costs.vocab * LOGIT_BYTES * 2.0 / mem)
         elementwise = lay.elementwise_bytes_per_token * n_group / mem
