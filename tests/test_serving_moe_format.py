@@ -1,6 +1,7 @@
 """moe_layer_source="format_kernels": the fitted MoE-layer fixed time scaled to the expert format by the measured
-MoE operators' small-batch time (aisize.serving.moe_format) at every batch; not shipped (the shipped calibration
-scales it only where TensorRT-LLM's low-latency NVFP4 kernels run: tests/test_serving_nvfp4_low_latency.py)."""
+MoE operators' small-batch time (aisize.serving.moe_format) at every batch; off in the shipped calibration (so is
+"low_latency_kernels", the same only where TensorRT-LLM's low-latency NVFP4 kernels run:
+tests/test_serving_nvfp4_low_latency.py)."""
 
 import json
 
@@ -64,7 +65,7 @@ def test_the_switch_scales_only_the_moe_layer_fixed_time():
 
 
 def test_the_shipped_calibration_keeps_it_off_and_a_file_may_name_it():
-    assert serving.CALIBRATION.moe_layer_source == "low_latency_kernels"
+    assert serving.CALIBRATION.moe_layer_source == "fitted"
     assert from_json(json.dumps({"moe_layer_source": "format_kernels"})).moe_layer_source == "format_kernels"
     with pytest.raises(ValueError, match="moe_layer_source='kernels' is not allowed: one of fitted, format_kernels, "
                                          "low_latency_kernels"):

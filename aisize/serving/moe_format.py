@@ -15,11 +15,11 @@ the fitted value stands for. No new constant is fitted. Where the replica's engi
 another engine's table on the same GPU serves (:data:`FALLBACK_ENGINES`); where none does (another GPU, a shape
 or split outside the sweeps, a format without a measured kernel) the ratio is 1.
 
-With ``moe_layer_source == "low_latency_kernels"`` (shipped) the ratio applies only where a low-latency kernel runs:
+With ``moe_layer_source == "low_latency_kernels"`` (not shipped) the ratio applies only where a low-latency kernel runs:
 under :data:`LOW_LATENCY_ENGINES`, for experts in :data:`LOW_LATENCY_FORMATS`, in iterations whose MoE layers take at
 most :data:`~aisize.serving.kernel_moe.LOW_LATENCY_MAX_TOKENS` tokens [2]; elsewhere the fitted time stands as it is
-(docs/calibration-nvfp4.md: applied at every batch and engine it lost the max-throughput check and SGLang's 2025
-NVFP4 runs).
+(docs/calibration-nvfp4.md: applied at every batch it loses the max-throughput check, with SGLang too SGLang's 2025
+NVFP4 runs; so limited it holds every public check line but loses runs leaving one model out).
 
 References
 ----------
