@@ -1,5 +1,7 @@
 """moe_layer_source="format_kernels": the fitted MoE-layer fixed time scaled to the expert format by the measured
-MoE operators' small-batch time (aisize.serving.moe_format); off in the shipped calibration."""
+MoE operators' small-batch time (aisize.serving.moe_format) at every batch; off in the shipped calibration (so is
+"low_latency_kernels", the same only where TensorRT-LLM's low-latency NVFP4 kernels run:
+tests/test_serving_nvfp4_low_latency.py)."""
 
 import json
 
@@ -16,6 +18,7 @@ from aisize.serving.iteration import achieved_rates, iteration_time
 from moe_step import STEP, costs_of
 
 SCALED = serving.CALIBRATION.with_(moe_layer_source="format_kernels")
+FITTED = serving.CALIBRATION.with_(moe_layer_source="fitted")
 _costs = costs_of
 
 
@@ -48,7 +51,7 @@ def test_the_switch_scales_only_the_moe_layer_fixed_time():
     costs = _costs("deepseek-r1", "nvfp4")
     dev = device("b200", "nvfp4", "fp8")
     on = iteration_time(costs, achieved_rates(dev, SCALED, "trtllm"), SCALED, **STEP)
-    base = serving.CALIBRATION
+    base = FITTED
     off = iteration_time(costs, achieved_rates(dev, base, "trtllm"), base, **STEP)
     r = MF.ratio("b200", "trtllm", "nvfp4", KM.moe_shape(costs.model), 1, 8)
     want = costs.moe_layers * base.value("moe_layer_seconds", "blackwell") * (r - 1.0)
@@ -64,5 +67,6 @@ def test_the_switch_scales_only_the_moe_layer_fixed_time():
 def test_the_shipped_calibration_keeps_it_off_and_a_file_may_name_it():
     assert serving.CALIBRATION.moe_layer_source == "fitted"
     assert from_json(json.dumps({"moe_layer_source": "format_kernels"})).moe_layer_source == "format_kernels"
-    with pytest.raises(ValueError, match="moe_layer_source='kernels' is not allowed: one of fitted, format_kernels"):
+    with pytest.raises(ValueError, match="moe_layer_source='kernels' is not allowed: one of fitted, format_kernels, "
+                                         "low_latency_kernels"):
         from_json(json.dumps({"moe_layer_source": "kernels"}))

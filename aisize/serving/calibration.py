@@ -120,7 +120,10 @@ SOURCE_SWITCHES = ("gemm_source", "moe_source", "attention_source", "allreduce_s
 #: moe_layer_source: "fitted" (moe_layer_seconds as fitted, whatever the experts' format) or "format_kernels" (that
 #: time scaled by the measured MoE operators' small-batch time in the replica's expert format over FP8's,
 #: aisize.serving.moe_format; not shipped: docs/calibration.md, "The MoE layer's fixed time by weight format")
-MOE_LAYER_SOURCES = ("fitted", "format_kernels")
+#: "low_latency_kernels": that scaling only where the engine's low-latency NVFP4 MoE kernels run (TensorRT-LLM, at most
+#: 128 tokens through a MoE layer; aisize.serving.moe_format.LOW_LATENCY_ENGINES); not shipped: every public check
+#: line holds, but leaving one model out loses 8 runs (docs/calibration-nvfp4.md)
+MOE_LAYER_SOURCES = ("fitted", "format_kernels", "low_latency_kernels")
 #: elementwise_source: "replicated" (elementwise_bytes_per_token on every GPU of a tensor-parallel group, as fitted)
 #: or "split" (REPLICATED_ELEMENTWISE_BYTES on every GPU, elementwise_bytes_per_token divided over the group;
 #: not shipped: docs/calibration.md, "The elementwise traffic split by tensor parallelism")
@@ -187,8 +190,9 @@ class Calibration:
     # "roofline" ((dp - 1) shares over the link + collective_seconds, each) or "kernels" (NCCL's all-gather and
     # reduce-scatter measured on the GPU, aisize.serving.kernel_allreduce.gather_scatter_seconds)
     gather_source: str = "roofline"
-    # the MoE layer's fixed time: "fitted" (moe_layer_seconds as is) or "format_kernels" (scaled to the replica's
-    # expert format by the measured MoE operators, aisize.serving.moe_format)
+    # the MoE layer's fixed time: "fitted" (moe_layer_seconds as is), "format_kernels" (scaled to the replica's
+    # expert format by the measured MoE operators, aisize.serving.moe_format) or "low_latency_kernels" (so scaled only
+    # where the engine's low-latency NVFP4 MoE kernels run)
     moe_layer_source: str = "fitted"
     # the elementwise traffic: "replicated" (elementwise_bytes_per_token on every GPU of a TP group) or "split"
     # (REPLICATED_ELEMENTWISE_BYTES on every GPU plus elementwise_bytes_per_token divided by the TP group's size)

@@ -127,6 +127,9 @@ class Rates:
     dp_exchange_by_sizes: bool = False
     # (gpu, engine key): moe_layer_seconds scaled to the expert format by the measured MoE operators (moe_format)
     moe_format: tuple | None = None
+    # ... only in iterations whose MoE layers take at most this many tokens (moe_layer_source="low_latency_kernels":
+    # the engine's low-latency NVFP4 MoE kernels, moe_format.LOW_LATENCY_MAX_TOKENS); inf: at every batch
+    moe_format_max_tokens: float = float("inf")
     # (gpu, engine key, expert formats): the engine's own measured MoE operator under EP > 1
     # (Engine.measured_ep_moe_formats, kernel_moe.engine_experts_seconds)
     kernel_moe_engine: tuple | None = None
@@ -153,7 +156,7 @@ def achieved_rates(device, calib, engine=None) -> Rates:
                  _kernel_source(device, calib, engine, "allreduce_source"), calib.moe_source == "kernel_fixed",
                  _gather_source(device, calib, engine),
                  bool(getattr(_engine_record(engine), "dp_exchange_by_sizes", False)),
-                 _moe_format_source(device, calib, engine), _engine_moe_source(device, engine),
+                 *_moe_format_source(device, calib, engine), _engine_moe_source(device, engine),
                  calib.moe_source == "kernel_cap")
 
 
@@ -170,11 +173,19 @@ def _engine_moe_source(device, engine):
 
 
 def _moe_format_source(device, calib, engine):
-    """(GPU, engine key) whose measured MoE operators scale the MoE layer's fixed time to the expert format, where
-    the calibration says so (``moe_layer_source="format_kernels"``), else None."""
-    if calib.moe_layer_source != "format_kernels" or engine is None:
-        return None
-    return (device.id, getattr(engine, "key", engine))
+    """((GPU, engine key), most tokens): whose measured MoE operators scale the MoE layer's fixed time to the expert
+    format, and in iterations of up to how many tokens through a MoE layer: at every batch with
+    ``moe_layer_source="format_kernels"``; with ``"low_latency_kernels"`` only under the engines whose NVFP4 MoE runs
+    low-latency kernels at small batches (:data:`aisize.serving.moe_format.LOW_LATENCY_ENGINES`), up to their token
+    limit; else (None, inf)."""
+    from aisize.serving.moe_format import LOW_LATENCY_ENGINES, LOW_LATENCY_MAX_TOKENS
+
+    key = getattr(engine, "key", engine)
+    if engine is None or calib.moe_layer_source == "fitted":
+        return None, float("inf")
+    if calib.moe_layer_source == "format_kernels":
+        return (device.id, key), float("inf")
+    return ((device.id, key), LOW_LATENCY_MAX_TOKENS) if key in LOW_LATENCY_ENGINES else (None, float("inf"))
 
 
 def _engine_record(engine):
@@ -370,6 +381,7 @@ def _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attentio
     shape_kwargs = dict(gpus=gpus, attention_dp=attention_dp, expert_parallel=expert_parallel)
     prompt_flops = prefill_flops + scan_flops  # the leading factors of products evaluated left to right
     reduces = 2.0 * costs.layers
+    low_latency = bool(np.any(lay.moe_format_delta))
 
     def at(decode_sequences, prefill_tokens, prefill_prompts, graphed, seconds_only=False):
         tokens = _times(decode_sequences, v, one_v)  # decode tokens: every decoding sequence's verify tokens
@@ -441,6 +453,8 @@ def _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attentio
             overhead = lay.overhead_seconds + drafts * pp + 0.0 * n
         else:
             overhead = fixed_overhead + 0.0 * n
+        if low_latency:  # the engine's low-latency MoE kernels run where few tokens go through a MoE layer
+            overhead = overhead + np.where(n <= lay.moe_format_max_tokens, lay.moe_format_delta, 0.0)
         head, comm = _times(head, pp, one_pp), comm + send
         if seconds_only:  # IterationTime.seconds, by its properties' expressions
             gpu = np.maximum(linear + experts + head + elementwise + decode_attention + prefill_attention + comm

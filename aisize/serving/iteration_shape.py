@@ -15,6 +15,7 @@ import numpy as np
 
 from aisize.serving.calibration import REPLICATED_ELEMENTWISE_BYTES
 from aisize.serving.kernel_moe import fixed_seconds as kernel_fixed_seconds
+from aisize.serving.moe_format import low_latency_scale as moe_format_low_latency_scale
 from aisize.serving.moe_format import scale as moe_format_scale
 
 
@@ -26,7 +27,8 @@ class _Layout:
 
     __slots__ = ("held", "g", "dp", "pp", "ep", "tp", "v", "mem", "attention_weight_seconds", "dense_weight_seconds",
                  "head_weight_seconds", "elementwise_bytes_per_token", "kv_split", "ssm_state_bytes",
-                 "overhead_seconds", "eager_seconds", "link_bytes_per_s", "scaleout_bytes_per_s", "_lengths",
+                 "overhead_seconds", "moe_format_delta", "moe_format_max_tokens", "eager_seconds", "link_bytes_per_s",
+                 "scaleout_bytes_per_s", "_lengths",
                  "one_stage", "one_group", "one_token", "pipelined")
 
     def __init__(self, costs, rates, calib, gpus, attention_dp, pipeline_parallel, expert_parallel, speculation,
@@ -55,8 +57,15 @@ class _Layout:
             moe_fixed = kernel_fixed_seconds(costs, *rates.kernel_moe, g, ep,
                                              lambda t: _experts(costs, rates, calib, t, g, ep))
         moe_layer = rates.moe_layer_seconds
+        # what the low-latency MoE kernels change of the MoE layers' fixed time, in iterations of at most
+        # moe_format_max_tokens tokens through a MoE layer (moe_layer_source="low_latency_kernels"; 0: none)
+        self.moe_format_delta, self.moe_format_max_tokens = 0.0, rates.moe_format_max_tokens
         if rates.moe_format is not None and costs.moe_layers:  # scaled to the expert format (moe_format)
-            moe_layer = moe_layer * moe_format_scale(costs, *rates.moe_format, g, ep)
+            if np.isfinite(rates.moe_format_max_tokens):
+                self.moe_format_delta = costs.moe_layers * moe_layer * (
+                    moe_format_low_latency_scale(costs, *rates.moe_format, g, ep) - 1.0)
+            else:
+                moe_layer = moe_layer * moe_format_scale(costs, *rates.moe_format, g, ep)
         self.overhead_seconds = costs.layers * rates.layer_seconds + costs.moe_layers * moe_layer + moe_fixed
         self.eager_seconds = costs.layers * calib.eager_layer_seconds
         self.link_bytes_per_s = rates.link_bytes_per_s if stage_link_bytes_per_s is None else (

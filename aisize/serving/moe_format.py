@@ -15,11 +15,19 @@ the fitted value stands for. No new constant is fitted. Where the replica's engi
 another engine's table on the same GPU serves (:data:`FALLBACK_ENGINES`); where none does (another GPU, a shape
 or split outside the sweeps, a format without a measured kernel) the ratio is 1.
 
+With ``moe_layer_source == "low_latency_kernels"`` (not shipped) the ratio applies only where a low-latency kernel runs:
+under :data:`LOW_LATENCY_ENGINES`, for experts in :data:`LOW_LATENCY_FORMATS`, in iterations whose MoE layers take at
+most :data:`~aisize.serving.kernel_moe.LOW_LATENCY_MAX_TOKENS` tokens [2]; elsewhere the fitted time stands as it is
+(docs/calibration-nvfp4.md: applied at every batch it loses the max-throughput check, with SGLang too SGLang's 2025
+NVFP4 runs; so limited it holds every public check line but loses runs leaving one model out).
+
 References
 ----------
 .. [1] ``aiconfigurator-core`` 0.12.0 (Apache-2.0), ``systems/data/<gpu>/moe/<engine>/<version>/moe_perf.parquet``,
        distilled into ``data/kernels/<gpu>/<engine>/moe.npz`` (docs/kernels.md); read by
        :func:`aisize.serving.kernel_moe.curve`.
+.. [2] ``aiconfigurator-core`` 0.12.0, ``sdk/operations/moe.py`` (the ``moe_torch_flow_min_latency`` rows, selected
+       by token count up to 128); :data:`aisize.serving.kernel_moe.LOW_LATENCY_MAX_TOKENS`.
 """
 
 from __future__ import annotations
@@ -28,13 +36,20 @@ from functools import lru_cache
 
 import numpy as np
 
-from aisize.serving.kernel_moe import curve, moe_shape
+from aisize.serving.kernel_moe import LOW_LATENCY_MAX_TOKENS, curve, moe_shape
 
 #: the format the fitted ``moe_layer_seconds`` stands for: every Hopper MoE run with a TPOT is FP8
 #: (DeepSeek-R1 on H200), and FP8 is the format whose Blackwell decode steps the shipped value meets
 #: (docs/calibration.md, 2026-12-05)
 REFERENCE_FORMAT = "fp8"
 SMALL_TOKENS = 4  # the first points of kernel_moe.TOKEN_GRID: 1, 2, 4 and 8 tokens
+#: ``moe_layer_source="low_latency_kernels"``: the engines whose NVFP4 MoE runs low-latency kernels at small batches
+#: and the formats that have them: TensorRT-LLM's NVFP4 operator is measured twice [1], the regular sweep and a
+#: low-latency twin (TRTLLM-Gen, ``moe_torch_flow_min_latency``) that AIConfigurator's TensorRT-LLM model reads up to
+#: LOW_LATENCY_MAX_TOKENS tokens [2]; no other format and no other engine has such a twin
+#: (docs/calibration-nvfp4.md)
+LOW_LATENCY_ENGINES = frozenset({"trtllm", "trtllm-bench"})
+LOW_LATENCY_FORMATS = frozenset({"nvfp4"})
 #: engine key -> the others whose tables stand in on the same GPU, in order
 FALLBACK_ENGINES = {"trtllm": ("sglang", "vllm"), "trtllm-bench": ("sglang", "vllm"),
                     "sglang": ("trtllm", "vllm"), "vllm": ("sglang", "trtllm")}
@@ -69,6 +84,14 @@ def scale(costs, gpu: str, engine_key: str, gpus, ep):
         out = np.where((g == gi) & (e == ei), _split_ratio(gpu, engine_key, costs.formats.experts, shape, gi, ei),
                        out)
     return out
+
+
+def low_latency_scale(costs, gpu: str, engine_key: str, gpus, ep):
+    """:func:`scale` where the replica's experts are in a :data:`LOW_LATENCY_FORMATS` format, else 1: the MoE layer's
+    fixed time in the iterations the engine's low-latency kernels run (``moe_layer_source="low_latency_kernels"``)."""
+    if costs.formats.experts not in LOW_LATENCY_FORMATS:
+        return 1.0
+    return scale(costs, gpu, engine_key, gpus, ep)
 
 
 def _split_ratio(gpu, engine_key, expert_format, shape, g: float, e: float) -> float:
