@@ -91,9 +91,11 @@ def _inline_iteration_time(costs, rates, calib, *, decode_sequences, decode_cont
         experts = I._experts(costs, rates, calib, n, g, ep)
         moe_fixed = I.kernel_fixed_seconds(costs, *rates.kernel_moe, g, ep,
                                          lambda t: I._experts(costs, rates, calib, t, g, ep))
-    elif rates.kernel_moe is not None:  # the engine's MoE operator as measured on this GPU, where tables cover it
-        experts = I.kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep,
+    elif rates.kernel_moe is not None and not rates.kernel_moe_cap:  # the engine's MoE operator as measured
+        experts = I.kernel_experts_seconds(costs, *rates.kernel_moe, n, g, ep,  # on this GPU, where tables cover it
                                          lambda: I._experts(costs, rates, calib, n, g, ep))
+    elif rates.kernel_moe is not None and costs.moe_layers:  # the roofline, capped by the measured operator on one GPU
+        experts = I.capped_roofline(costs, rates, n, g, ep, lambda: I._experts(costs, rates, calib, n, g, ep))()
     else:
         experts = I._experts(costs, rates, calib, n, g, ep)
     head = np.maximum(costs.head_flops_per_token * sampled / g / rates.head_flops_per_s,

@@ -128,8 +128,8 @@ class Rates:
     # (gpu, engine key): moe_layer_seconds scaled to the expert format by the measured MoE operators (moe_format)
     moe_format: tuple | None = None
     # ... only in iterations whose MoE layers take at most this many tokens (moe_layer_source="low_latency_kernels":
-    # the engine's low-latency NVFP4 MoE kernels, moe_format.LOW_LATENCY_MAX_TOKENS); inf: at every batch
-    moe_format_max_tokens: float = float("inf")
+    # the engine's low-latency NVFP4 MoE kernels, moe_format.LOW_LATENCY_MAX_TOKENS); None: at every batch
+    moe_format_max_tokens: float | None = None
     # (gpu, engine key, expert formats): the engine's own measured MoE operator under EP > 1
     # (Engine.measured_ep_moe_formats, kernel_moe.engine_experts_seconds)
     kernel_moe_engine: tuple | None = None
@@ -177,15 +177,15 @@ def _moe_format_source(device, calib, engine):
     format, and in iterations of up to how many tokens through a MoE layer: at every batch with
     ``moe_layer_source="format_kernels"``; with ``"low_latency_kernels"`` only under the engines whose NVFP4 MoE runs
     low-latency kernels at small batches (:data:`aisize.serving.moe_format.LOW_LATENCY_ENGINES`), up to their token
-    limit; else (None, inf)."""
+    limit (None: every batch); else (None, None)."""
     from aisize.serving.moe_format import LOW_LATENCY_ENGINES, LOW_LATENCY_MAX_TOKENS
 
     key = getattr(engine, "key", engine)
     if engine is None or calib.moe_layer_source == "fitted":
-        return None, float("inf")
+        return None, None
     if calib.moe_layer_source == "format_kernels":
-        return (device.id, key), float("inf")
-    return ((device.id, key), LOW_LATENCY_MAX_TOKENS) if key in LOW_LATENCY_ENGINES else (None, float("inf"))
+        return (device.id, key), None
+    return ((device.id, key), LOW_LATENCY_MAX_TOKENS) if key in LOW_LATENCY_ENGINES else (None, None)
 
 
 def _engine_record(engine):

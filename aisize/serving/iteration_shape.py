@@ -61,7 +61,7 @@ class _Layout:
         # moe_format_max_tokens tokens through a MoE layer (moe_layer_source="low_latency_kernels"; 0: none)
         self.moe_format_delta, self.moe_format_max_tokens = 0.0, rates.moe_format_max_tokens
         if rates.moe_format is not None and costs.moe_layers:  # scaled to the expert format (moe_format)
-            if np.isfinite(rates.moe_format_max_tokens):
+            if rates.moe_format_max_tokens is not None:
                 self.moe_format_delta = costs.moe_layers * moe_layer * (
                     moe_format_low_latency_scale(costs, *rates.moe_format, g, ep) - 1.0)
             else:

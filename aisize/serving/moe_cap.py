@@ -50,6 +50,6 @@ def capped_experts_seconds(costs, gpu: str, engine_key: str, tokens, gpus, ep, r
 def capped_roofline(costs, rates, tokens, gpus, ep, roofline):
     """``roofline`` (a callable of no arguments, the roofline's routed-expert time), capped by
     :func:`capped_experts_seconds` where the rates say so (``rates.kernel_moe_cap``), else ``roofline`` itself."""
-    if not rates.kernel_moe_cap or rates.kernel_moe is None:
+    if not rates.kernel_moe_cap or rates.kernel_moe is None or not costs.moe_layers:  # (a dense model's 0.0 as is)
         return roofline
     return lambda: capped_experts_seconds(costs, *rates.kernel_moe, tokens, gpus, ep, roofline())

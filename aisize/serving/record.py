@@ -81,7 +81,8 @@ class ServingEstimate:
     iteration_breakdown: dict  # a decode iteration at the batch, per kind of work [s]
     within_context: bool  # input + output fit the model's context window
     uncalibrated: bool  # the GPU's generation has no fitted efficiency
-    concurrency: float = float("nan")  # requests in flight: given (closed loop) or Little's law at the rate
+    concurrency: float = float("inf")  # requests in flight: given (closed loop) or Little's law at the rate (inf:
+    # the replica does not fit, so nothing is served and arrivals only queue)
     calibration: str = ""  # the calibration's name
     speculative_method: str | None = None
     speculative_tokens: int = 0  # k drafted per step
@@ -152,7 +153,7 @@ def _result(rep: Replica, cap, state: ReplicaState | None) -> ServingEstimate:
                          f"{_sig(capacity_rps)} requests/s: the queue grows without bound")
             served = capacity_rps
     else:
-        served, batch, util, queue, in_flight = 0.0, slots, inf, 0.0, float("nan")
+        served, batch, util, queue, in_flight = 0.0, slots, inf, 0.0, inf  # nothing served: the queue never drains
     occupancy, preempt = 0.0, 0.0
     if fits and np.isfinite(batch):
         occupancy = min(batch / max(float(cap.memory.sequences), 1.0), 1.0)
