@@ -17,6 +17,14 @@ for its busiest rank and its exchange, which one GPU's table does not measure, a
 runs (DeepSeek-R1 at EP 8, Llama 4 Scout FP8 at TP 4: docs/calibration-mixtral-mlperf.md), so the roofline stays.
 Where no table covers the case the roofline stands alone. No constant is fitted.
 
+With ``calib.moe_source == "kernel_cap_split"`` TensorRT-LLM's NVFP4 routed experts are capped on every split as
+well, by the engine's operator measured at the replica's own split (``moe_tp x moe_ep``, the tokens of the whole
+expert-parallel group; :data:`SPLIT_CAPPED`). The roofline's 0.2822 share was fitted mostly on FP8 runs and carries
+NVFP4 by the datasheet's 2x FP4 peak alone; at DeepSeek-R1's prefill iterations on GB200 and GB300 (16,384 tokens a
+rank, EP 4 or 2) NVIDIA's measured CUTLASS NVFP4 operator takes 0.62 to 0.65 of it, and the disaggregated prefill
+pools carried 1.13 to 1.30 of the roofline's capacity (docs/calibration-nvfp4-prefill.md). FP8 at EP > 1 stays
+on the roofline (capping it loses public runs, as above).
+
 References
 ----------
 .. [1] ``aiconfigurator-core`` 0.12.0 (Apache-2.0), ``systems/data/<gpu>/moe/<engine>/<version>/moe_perf.parquet``,
@@ -34,12 +42,18 @@ from aisize.serving.kernel_moe import experts_seconds
 #: kernels the tables do not measure, and its one-GPU NVFP4 sweeps on B200 and GB200 differ from each other by
 #: more than the public runs do (docs/calibration-history.md, 2026-12-05)
 CAPPED_FORMATS = ("fp8", "bf16")
+#: expert format -> engine keys whose measured operator caps the roofline on every split (moe_source
+#: "kernel_cap_split"): TensorRT-LLM's NVFP4 MoE, its low-latency twin up to 128 tokens and CUTLASS above (kernel_moe)
+SPLIT_CAPPED = {"nvfp4": ("trtllm", "trtllm-bench")}
 
 
-def capped_experts_seconds(costs, gpu: str, engine_key: str, tokens, gpus, ep, roofline_seconds):
+def capped_experts_seconds(costs, gpu: str, engine_key: str, tokens, gpus, ep, roofline_seconds, split=False):
     """``roofline_seconds`` (the roofline's routed-expert time of ``tokens`` on a replica of ``gpus`` GPUs with its
     experts over ``ep`` of them), never above the engine's measured operator on a replica of one GPU, where a table
-    covers the model's shape; unchanged on several GPUs (see the module docstring) (broadcast) [s]."""
+    covers the model's shape; unchanged on several GPUs (see the module docstring); with ``split``, the formats and
+    engines of :data:`SPLIT_CAPPED` never above the operator measured at the replica's own split (broadcast) [s]."""
+    if split and engine_key in SPLIT_CAPPED.get(costs.formats.experts, ()):
+        return np.minimum(roofline_seconds, experts_seconds(costs, gpu, engine_key, tokens, gpus, ep, lambda: np.inf))
     alone = np.asarray(gpus) == 1
     if costs.formats.experts not in CAPPED_FORMATS or not np.any(alone):
         return roofline_seconds
@@ -52,4 +66,5 @@ def capped_roofline(costs, rates, tokens, gpus, ep, roofline):
     :func:`capped_experts_seconds` where the rates say so (``rates.kernel_moe_cap``), else ``roofline`` itself."""
     if not rates.kernel_moe_cap or rates.kernel_moe is None:
         return roofline
-    return lambda: capped_experts_seconds(costs, *rates.kernel_moe, tokens, gpus, ep, roofline())
+    return lambda: capped_experts_seconds(costs, *rates.kernel_moe, tokens, gpus, ep, roofline(),
+                                          rates.kernel_moe_cap_split)
