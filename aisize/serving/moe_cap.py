@@ -18,12 +18,13 @@ runs (DeepSeek-R1 at EP 8, Llama 4 Scout FP8 at TP 4: docs/calibration-mixtral-m
 Where no table covers the case the roofline stands alone. No constant is fitted.
 
 With ``calib.moe_source == "kernel_cap_split"`` TensorRT-LLM's NVFP4 routed experts are capped on every split as
-well, by the engine's operator measured at the replica's own split (``moe_tp x moe_ep``, the tokens of the whole
-expert-parallel group; :data:`SPLIT_CAPPED`). The roofline's 0.2822 share was fitted mostly on FP8 runs and carries
-NVFP4 by the datasheet's 2x FP4 peak alone; at DeepSeek-R1's prefill iterations on GB200 and GB300 (16,384 tokens a
-rank, EP 4 or 2) NVIDIA's measured CUTLASS NVFP4 operator takes 0.62 to 0.65 of it, and the disaggregated prefill
-pools carried 1.13 to 1.30 of the roofline's capacity (docs/calibration-nvfp4-prefill.md). FP8 at EP > 1 stays
-on the roofline (capping it loses public runs, as above).
+well, where more than 128 tokens go through a MoE layer (its CUTLASS kernel), by the engine's operator measured at
+the replica's own split (``moe_tp x moe_ep``, the tokens of the whole expert-parallel group; :data:`SPLIT_CAPPED`).
+The roofline's one share for every format reaches NVFP4 through the datasheet's 2x FP4 peak alone; at DeepSeek-R1's
+prefill iterations on GB200 and GB300 (16,384 tokens a rank, EP 4 or 2) the measured NVFP4 operator takes 0.62 to
+0.65 of the roofline, and the disaggregated prefill pools carried 1.13 to 1.30 of the roofline's capacity. Not
+shipped: leaving one GPU out loses 3 TPOT runs (docs/calibration-nvfp4-prefill.md). FP8 on splits stays on the
+roofline (capping it loses public runs, as above).
 
 References
 ----------
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aisize.serving.kernel_moe import experts_seconds
+from aisize.serving.kernel_moe import LOW_LATENCY_MAX_TOKENS, experts_seconds
 
 #: expert formats whose measured operator is one kernel at every token count (TensorRT-LLM's CUTLASS grouped GEMM,
 #: ``moe_torch_flow_cutlass``); its NVFP4 MoE switches to a low-latency twin up to 128 tokens and has TRTLLM-Gen
@@ -45,6 +46,9 @@ CAPPED_FORMATS = ("fp8", "bf16")
 #: expert format -> engine keys whose measured operator caps the roofline on every split (moe_source
 #: "kernel_cap_split"): TensorRT-LLM's NVFP4 MoE, its low-latency twin up to 128 tokens and CUTLASS above (kernel_moe)
 SPLIT_CAPPED = {"nvfp4": ("trtllm", "trtllm-bench")}
+#: ... only where more tokens than this go through a MoE layer: the CUTLASS kernel, not its low-latency twin (capping
+#: the twin as well loses 9 runs leaving one model out: docs/calibration-nvfp4-prefill.md)
+SPLIT_CAP_ABOVE_TOKENS = LOW_LATENCY_MAX_TOKENS
 
 
 def capped_experts_seconds(costs, gpu: str, engine_key: str, tokens, gpus, ep, roofline_seconds, split=False):
@@ -53,7 +57,9 @@ def capped_experts_seconds(costs, gpu: str, engine_key: str, tokens, gpus, ep, r
     covers the model's shape; unchanged on several GPUs (see the module docstring); with ``split``, the formats and
     engines of :data:`SPLIT_CAPPED` never above the operator measured at the replica's own split (broadcast) [s]."""
     if split and engine_key in SPLIT_CAPPED.get(costs.formats.experts, ()):
-        return np.minimum(roofline_seconds, experts_seconds(costs, gpu, engine_key, tokens, gpus, ep, lambda: np.inf))
+        measured = experts_seconds(costs, gpu, engine_key, tokens, gpus, ep, lambda: np.inf)
+        return np.where(np.asarray(tokens) > SPLIT_CAP_ABOVE_TOKENS, np.minimum(roofline_seconds, measured),
+                        roofline_seconds)
     alone = np.asarray(gpus) == 1
     if costs.formats.experts not in CAPPED_FORMATS or not np.any(alone):
         return roofline_seconds
