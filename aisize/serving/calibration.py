@@ -110,7 +110,9 @@ GEMM_SOURCES = ("roofline", "kernels")
 #: engine gains its own kernels once cross-validation says so; docs/calibration.md, 2026-12-05)
 #: "kernel_cap": the roofline's routed experts, on a one-GPU replica with FP8 or BF16 experts never longer than the
 #: engine's measured operator for the same GPU and shape (aisize.serving.moe_cap; docs/calibration-mixtral-mlperf.md)
-MOE_SOURCES = GEMM_SOURCES + ("kernel_fixed", "engine_kernels", "kernel_cap")
+#: "kernel_cap_split": "kernel_cap", and TensorRT-LLM's NVFP4 experts on every split never longer than the operator
+#: measured at that split (moe_cap.SPLIT_CAPPED; docs/calibration-nvfp4-prefill.md)
+MOE_SOURCES = GEMM_SOURCES + ("kernel_fixed", "engine_kernels", "kernel_cap", "kernel_cap_split")
 #: engines whose measured MoE operator is the one their published recipes ran (SGLang's ``--moe-runner-backend
 #: flashinfer_trtllm`` on Blackwell, its default Triton fused MoE on Hopper; docs/calibration.md)
 MOE_KERNEL_ENGINES = frozenset({"sglang"})
@@ -424,6 +426,8 @@ CALIBRATION = Calibration(
     # a one-GPU replica's FP8/BF16 routed experts never above the engine's measured MoE operator (aisize.serving.
     # moe_cap): no public row moves, cross-validation as before; NVIDIA's MLPerf Mixtral 8x7B results read 0.36-0.65x
     # without it (docs/calibration-mixtral-mlperf.md)
+    # (moe_source="kernel_cap_split", TensorRT-LLM's NVFP4 experts capped on splits as well, holds every public check
+    # line but leaving one GPU out loses 3 runs on TPOT: not shipped, docs/calibration-nvfp4-prefill.md)
     moe_source="kernel_cap",
     fitted=("gemm_efficiency[blackwell]", "gemm_efficiency[hopper]", "memory_efficiency[blackwell]",
             "memory_efficiency[cdna4]", "memory_efficiency[hopper]", "expert_memory_efficiency",

@@ -134,6 +134,7 @@ class Rates:
     # (Engine.measured_ep_moe_formats, kernel_moe.engine_experts_seconds)
     kernel_moe_engine: tuple | None = None
     kernel_moe_cap: bool = False  # kernel_moe caps the roofline's routed experts (moe_source="kernel_cap", moe_cap)
+    kernel_moe_cap_split: bool = False  # ... on every split for moe_cap.SPLIT_CAPPED (moe_source="kernel_cap_split")
 
 
 def achieved_rates(device, calib, engine=None) -> Rates:
@@ -157,7 +158,7 @@ def achieved_rates(device, calib, engine=None) -> Rates:
                  _gather_source(device, calib, engine),
                  bool(getattr(_engine_record(engine), "dp_exchange_by_sizes", False)),
                  *_moe_format_source(device, calib, engine), _engine_moe_source(device, engine),
-                 calib.moe_source == "kernel_cap")
+                 calib.moe_source in ("kernel_cap", "kernel_cap_split"), calib.moe_source == "kernel_cap_split")
 
 
 def _engine_moe_source(device, engine):
@@ -206,7 +207,7 @@ def _gather_source(device, calib, engine):
 
 def _kernel_source(device, calib, engine, switch):
     source = getattr(calib, switch, "roofline")
-    if source not in ("kernels", "kernel_fixed", "engine_kernels", "kernel_cap") or engine is None:
+    if source not in ("kernels", "kernel_fixed", "engine_kernels", "kernel_cap", "kernel_cap_split") or engine is None:
         return None
     from aisize.serving.calibration import MOE_KERNEL_ENGINES
     from aisize.serving.kernel_gemms import ENGINE_TABLES

@@ -17,6 +17,15 @@ for its busiest rank and its exchange, which one GPU's table does not measure, a
 runs (DeepSeek-R1 at EP 8, Llama 4 Scout FP8 at TP 4: docs/calibration-mixtral-mlperf.md), so the roofline stays.
 Where no table covers the case the roofline stands alone. No constant is fitted.
 
+With ``calib.moe_source == "kernel_cap_split"`` TensorRT-LLM's NVFP4 routed experts are capped on every split as
+well, where more than 128 tokens go through a MoE layer (its CUTLASS kernel), by the engine's operator measured at
+the replica's own split (``moe_tp x moe_ep``, the tokens of the whole expert-parallel group; :data:`SPLIT_CAPPED`).
+The roofline's one share for every format reaches NVFP4 through the datasheet's 2x FP4 peak alone; at DeepSeek-R1's
+prefill iterations on GB200 and GB300 (16,384 tokens a rank, EP 4 or 2) the measured NVFP4 operator takes 0.62 to
+0.65 of the roofline, and the disaggregated prefill pools carried 1.13 to 1.30 of the roofline's capacity. Not
+shipped: leaving one GPU out loses 3 TPOT runs (docs/calibration-nvfp4-prefill.md). FP8 on splits stays on the
+roofline (capping it loses public runs, as above).
+
 References
 ----------
 .. [1] ``aiconfigurator-core`` 0.12.0 (Apache-2.0), ``systems/data/<gpu>/moe/<engine>/<version>/moe_perf.parquet``,
@@ -27,19 +36,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from aisize.serving.kernel_moe import experts_seconds
+from aisize.serving.kernel_moe import LOW_LATENCY_MAX_TOKENS, experts_seconds
 
 #: expert formats whose measured operator is one kernel at every token count (TensorRT-LLM's CUTLASS grouped GEMM,
 #: ``moe_torch_flow_cutlass``); its NVFP4 MoE switches to a low-latency twin up to 128 tokens and has TRTLLM-Gen
 #: kernels the tables do not measure, and its one-GPU NVFP4 sweeps on B200 and GB200 differ from each other by
 #: more than the public runs do (docs/calibration-history.md, 2026-12-05)
 CAPPED_FORMATS = ("fp8", "bf16")
+#: expert format -> engine keys whose measured operator caps the roofline on every split (moe_source
+#: "kernel_cap_split"): TensorRT-LLM's NVFP4 MoE, its low-latency twin up to 128 tokens and CUTLASS above (kernel_moe)
+SPLIT_CAPPED = {"nvfp4": ("trtllm", "trtllm-bench")}
+#: ... only where more tokens than this go through a MoE layer: the CUTLASS kernel, not its low-latency twin (capping
+#: the twin as well loses 9 runs leaving one model out: docs/calibration-nvfp4-prefill.md)
+SPLIT_CAP_ABOVE_TOKENS = LOW_LATENCY_MAX_TOKENS
 
 
-def capped_experts_seconds(costs, gpu: str, engine_key: str, tokens, gpus, ep, roofline_seconds):
+def capped_experts_seconds(costs, gpu: str, engine_key: str, tokens, gpus, ep, roofline_seconds, split=False):
     """``roofline_seconds`` (the roofline's routed-expert time of ``tokens`` on a replica of ``gpus`` GPUs with its
     experts over ``ep`` of them), never above the engine's measured operator on a replica of one GPU, where a table
-    covers the model's shape; unchanged on several GPUs (see the module docstring) (broadcast) [s]."""
+    covers the model's shape; unchanged on several GPUs (see the module docstring); with ``split``, the formats and
+    engines of :data:`SPLIT_CAPPED` never above the operator measured at the replica's own split (broadcast) [s]."""
+    if split and engine_key in SPLIT_CAPPED.get(costs.formats.experts, ()):
+        measured = experts_seconds(costs, gpu, engine_key, tokens, gpus, ep, lambda: np.inf)
+        return np.where(np.asarray(tokens) > SPLIT_CAP_ABOVE_TOKENS, np.minimum(roofline_seconds, measured),
+                        roofline_seconds)
     alone = np.asarray(gpus) == 1
     if costs.formats.experts not in CAPPED_FORMATS or not np.any(alone):
         return roofline_seconds
@@ -52,4 +72,5 @@ def capped_roofline(costs, rates, tokens, gpus, ep, roofline):
     :func:`capped_experts_seconds` where the rates say so (``rates.kernel_moe_cap``), else ``roofline`` itself."""
     if not rates.kernel_moe_cap or rates.kernel_moe is None or not costs.moe_layers:  # (a dense model's 0.0 as is)
         return roofline
-    return lambda: capped_experts_seconds(costs, *rates.kernel_moe, tokens, gpus, ep, roofline())
+    return lambda: capped_experts_seconds(costs, *rates.kernel_moe, tokens, gpus, ep, roofline(),
+                                          rates.kernel_moe_cap_split)
