@@ -179,7 +179,8 @@ def _moe_format_source(device, calib, engine):
     ``moe_layer_source="format_kernels"``; with ``"low_latency_kernels"`` only under the engines whose NVFP4 MoE runs
     low-latency kernels at small batches (:data:`aisize.serving.moe_format.LOW_LATENCY_ENGINES`), up to their token
     limit (None: every batch); else (None, None)."""
-    from aisize.serving.moe_format import LOW_LATENCY_ENGINES, LOW_LATENCY_MAX_TOKENS
+    from aisize.serving.kernel_moe import LOW_LATENCY_MAX_TOKENS
+    from aisize.serving.moe_format import LOW_LATENCY_ENGINES
 
     key = getattr(engine, "key", engine)
     if engine is None or calib.moe_layer_source == "fitted":

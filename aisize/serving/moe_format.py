@@ -36,7 +36,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from aisize.serving.kernel_moe import LOW_LATENCY_MAX_TOKENS, curve, moe_shape
+from aisize.serving.kernel_moe import curve, moe_shape
 
 #: the format the fitted ``moe_layer_seconds`` stands for: every Hopper MoE run with a TPOT is FP8
 #: (DeepSeek-R1 on H200), and FP8 is the format whose Blackwell decode steps the shipped value meets
