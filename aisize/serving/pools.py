@@ -253,6 +253,9 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
                              f"closed loop")
         prompts = int(checks.scalar("prompts", checks.integer("prompts", prompts, high=MAX_PROMPTS)))
         ratio = float(checks.scalar("output_range_ratio", checks.fraction("output_range_ratio", output_range_ratio)))
+    elif output_range_ratio != 1.0:  # the steady state has no run whose lengths it could spread: say so, not ignore it
+        raise ValueError(f"output_range_ratio={output_range_ratio!r} is not allowed without prompts: it spreads the "
+                         f"output lengths of a benchmark run (prompts=N); the steady state takes output_tokens")
     eng = resolve_engine(engine, flat_out=False)
     calib = resolve_calibration(calibration)
     i = int(checks.scalar("input_tokens", checks.integer("input_tokens", input_tokens, high=MAX_TOKENS)))
