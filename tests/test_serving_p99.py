@@ -76,17 +76,19 @@ def test_the_quantile_constants():
 # since a rate-driven TTFT p95 is the larger of that and the iteration mixture's, latency.replica_ttft_quantiles;
 # the balance and disagg cases since TensorRT-LLM's attention-DP exchange is read from NCCL's tables by per-rank
 # sizes and a closed loop's prompt goes to the rank that freed a slot: docs/calibration.md, "Long prompts under
-# attention DP")
+# attention DP"; the balance and disagg cases since TensorRT-LLM's NVFP4 experts are capped on splits by the measured
+# operator, moe_source="kernel_cap_split"; the disagg TTFT p95 since a prefill iteration's prompts are Poisson at
+# their quantile, pool_pair.pools_state)
 BEFORE = {
     ("open", "vllm", 10.0): (0.17368889957879177, 0.1881920841203938, 0.006291520106496145, 0.007066003467118423),
     ("open", "trtllm", 20.0): (0.18728885446125618, 0.2124644896102696, 0.008271923958751471, 0.009304284841865674),
     ("closed", "vllm", 128): (0.19195043748955637, 0.20876775676125153, 0.019250465524380297, 0.02023315390621238),
     ("closed", "trtllm", 1024): (7.30844462355807, 7.348723536616525, 0.08593620541335305, 0.08710257116059787),
     ("lengths", "vllm", 10.0): (0.175827784204233, 0.21853186965936122, 0.006361210287115819, 0.0075636814384136),
-    ("balance", "closed", 256): (2.7929069758253973, 4.898381445652612, 0.0623110102339874, 0.06862345340701223),
+    ("balance", "closed", 256): (2.6831877661476717, 4.7112434545322435, 0.06023676006854622, 0.06612876708571419),
     ("balance", "open", 0.5): (0.8705949356823242, 1.4316919104364465, 0.01404999276888135, 0.017124218789804656),
-    ("disagg", "closed", 2048): (12.35521409262149, 35.95605610584363, 0.016306989382049306, 0.01651615692800667),
-    ("disagg", "open", 2.0): (0.20351034369173368, 0.20351034369173368, 0.010829109872007383, 0.011312366414454413),
+    ("disagg", "closed", 2048): (4.586595732832083, 12.851228951792274, 0.01811381057332462, 0.018363345490240136),
+    ("disagg", "open", 2.0): (0.19810217496355104, 0.21021006390011182, 0.010829109872007383, 0.011312366414454413),
 }
 
 
@@ -141,6 +143,9 @@ def test_p99_beyond_p95_of_disaggregated_pools_over_loads():
     assert np.all(curve["ttft_p99_seconds"] >= curve["ttft_p95_seconds"])
     assert np.all(curve["tpot_p99_seconds"] >= curve["tpot_p95_seconds"])
     assert np.all(curve["tpot_p95_seconds"] >= curve["tpot_seconds"])
+    # where fewer than 5 % of prompts queue the p95 wait is 0 while the mean holds their share: the prompts a
+    # prefill iteration carries spread the p95 beyond it (pool_pair.pools_state)
+    assert np.all(curve["ttft_p95_seconds"] > curve["ttft_seconds"])
     assert curve["ttft_p99_seconds"][-1] > curve["ttft_p95_seconds"][-1]  # the prefill queue's tail near capacity
     assert np.all(curve["latency_p99_seconds"] >= curve["latency_p95_seconds"])
     over = serving.estimate_disaggregated("deepseek-r1", "gb200", **POOLS, requests_per_s=2 * e.max_requests_per_s)
