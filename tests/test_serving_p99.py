@@ -21,6 +21,7 @@ from aisize.serving import lengths as L
 from aisize.serving.engine import ENGINES
 from aisize.serving.estimate import replica_of
 from aisize.serving.latency import loaded_state
+from aisize.serving.pool_pair import pools_state
 from aisize.serving.steady import balance_wait_iterations, steady_state
 from aisize.serving.tails import Z95, Z99, exponential_quantile_factor, normal_quantile
 
@@ -77,8 +78,7 @@ def test_the_quantile_constants():
 # the balance and disagg cases since TensorRT-LLM's attention-DP exchange is read from NCCL's tables by per-rank
 # sizes and a closed loop's prompt goes to the rank that freed a slot: docs/calibration.md, "Long prompts under
 # attention DP"; the balance and disagg cases since TensorRT-LLM's NVFP4 experts are capped on splits by the measured
-# operator, moe_source="kernel_cap_split"; the disagg TTFT p95 since a prefill iteration's prompts are Poisson at
-# their quantile, pool_pair.pools_state)
+# operator, moe_source="kernel_cap_split")
 BEFORE = {
     ("open", "vllm", 10.0): (0.17368889957879177, 0.1881920841203938, 0.006291520106496145, 0.007066003467118423),
     ("open", "trtllm", 20.0): (0.18728885446125618, 0.2124644896102696, 0.008271923958751471, 0.009304284841865674),
@@ -87,8 +87,8 @@ BEFORE = {
     ("lengths", "vllm", 10.0): (0.175827784204233, 0.21853186965936122, 0.006361210287115819, 0.0075636814384136),
     ("balance", "closed", 256): (2.6831877661476717, 4.7112434545322435, 0.06023676006854622, 0.06612876708571419),
     ("balance", "open", 0.5): (0.8705949356823242, 1.4316919104364465, 0.01404999276888135, 0.017124218789804656),
-    ("disagg", "closed", 2048): (4.586595732832083, 12.851228951792274, 0.01811381057332462, 0.018363345490240136),
-    ("disagg", "open", 2.0): (0.19810217496355104, 0.21021006390011182, 0.010829109872007383, 0.011312366414454413),
+    ("disagg", "closed", 2048): (4.586595732832083, 12.850866616163447, 0.01811381057332462, 0.018363345490240136),
+    ("disagg", "open", 2.0): (0.19810217496355104, 0.19810217496355104, 0.010829109872007383, 0.011312366414454413),
 }
 
 
@@ -137,15 +137,18 @@ def test_p99_beyond_p95_beyond_the_mean_over_loads(engine):
 def test_p99_beyond_p95_of_disaggregated_pools_over_loads():
     for c in (1, 16, 64, 256, 1024, 2048, 8192):
         e = serving.estimate_disaggregated("deepseek-r1", "gb200", **POOLS, concurrency=c)
-        assert _ordered(e.ttft_s, e.ttft_p95_s, e.ttft_p99_s), c
+        s = pools_state(e.pair, 1, 1, np.array([e.requests_per_s]), slot_wait=False)
+        assert s["ttft"][0] == pytest.approx(e.ttft_s, rel=1e-9) and s["ttft95"][0] == e.ttft_p95_s, c
+        waits = e.ttft_s - (e.pair.head_seconds + s["t_pre"][0])  # the prefill queue's, mean
+        # where fewer than 5 % of prompts queue the p95 wait is 0 while the mean holds their share (a discrete-event
+        # simulation of a prefill pool shows it too: docs/serving-replica.md, "Disaggregated pools"), so the TTFT
+        # p95 lies at or above the mean less that share, not above the mean itself (C = 1,024: 0.3975 s, 0.3983 s)
+        assert e.ttft_p99_s >= e.ttft_p95_s >= e.ttft_s - waits * (1 + 1e-9) and waits >= 0.0, c
         assert _ordered(e.tpot_s, e.tpot_p95_s, e.tpot_p99_s), c
     curve = serving.disaggregated_curve(e, 48)  # open loop, 1 % to 99 % of the pools' capacity
     assert np.all(curve["ttft_p99_seconds"] >= curve["ttft_p95_seconds"])
     assert np.all(curve["tpot_p99_seconds"] >= curve["tpot_p95_seconds"])
     assert np.all(curve["tpot_p95_seconds"] >= curve["tpot_seconds"])
-    # where fewer than 5 % of prompts queue the p95 wait is 0 while the mean holds their share: the prompts a
-    # prefill iteration carries spread the p95 beyond it (pool_pair.pools_state)
-    assert np.all(curve["ttft_p95_seconds"] > curve["ttft_seconds"])
     assert curve["ttft_p99_seconds"][-1] > curve["ttft_p95_seconds"][-1]  # the prefill queue's tail near capacity
     assert np.all(curve["latency_p99_seconds"] >= curve["latency_p95_seconds"])
     over = serving.estimate_disaggregated("deepseek-r1", "gb200", **POOLS, requests_per_s=2 * e.max_requests_per_s)

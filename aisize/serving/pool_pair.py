@@ -118,17 +118,11 @@ def pools_state(pair: PoolPair, prefill_replicas: int, decode_replicas: int, req
                                       max(np.floor(slots), 1.0), service_cv=0.0, quantiles=QUANTILES)
         ok = ok & ok_d
     out = dict(ok=ok, ttft=head + wq + wd, tpot=t_dec / tau, batch=b, rho=rho, t_pre=t_pre)
-    in_service = rho * pair.prefill_prompts  # prompts a replica's iteration carries, mean (Poisson) [count]
     for q, wait_q, wait_dq in zip(QUANTILES, wq_q, wd_q):
-        # the prefill queue's and the decode slots' waits at their q-quantiles (summed: a bound); the prompts a
-        # prefill iteration carries and the decode batch, Poisson, at n + z·sqrt(n), at most a full iteration and
-        # the slots (the rest wait). Without the iteration's spread the TTFT would have none where fewer than
-        # 1 - q of requests queue, and its q-quantile would lie below the mean, which holds their share
-        z = normal_quantile(q)
-        n_q = np.minimum(in_service + z * np.sqrt(in_service), pair.prefill_prompts)
-        b_q = np.minimum(b + z * np.sqrt(np.maximum(b, 0.0)), slots)
-        out[f"ttft{q * 100:.0f}"] = head + (t_full - t_one) * (n_q - in_service) / pair.prefill_prompts \
-            + wait_q + wait_dq
+        # the prefill queue's and the decode slots' waits at their q-quantiles (summed: a bound); the decode batch,
+        # Poisson, at B + z·sqrt(B), at most the slots (the rest wait for one)
+        b_q = np.minimum(b + normal_quantile(q) * np.sqrt(np.maximum(b, 0.0)), slots)
+        out[f"ttft{q * 100:.0f}"] = head + wait_q + wait_dq
         out[f"tpot{q * 100:.0f}"] = pair.decode_seconds(np.maximum(b_q, 1e-9)) / tau
     return out
 
