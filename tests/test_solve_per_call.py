@@ -113,9 +113,10 @@ def _inline_iteration_time(costs, rates, calib, *, decode_sequences, decode_cont
         scan = busiest_prompts * costs.ssm_scan_flops_per_token * prompt_tokens / tp / rates.attention_flops_per_s
         attention_only = (busiest_prompts * costs.attention_flops(prompt_tokens, prompt_tokens) / tp
                           / rates.attention_flops_per_s)
+        verify_batch, verify_tp = I.verify_attention_lookup(costs.model, seqs / dp, v, tp)
         decode_attention, prefill_attention, table_share = I._kernel_attention(
-            costs, rates.kernel_attention, seqs * v / dp, decode_context, busiest_prompts, prompt_tokens, tp,
-            decode_attention, attention_only)
+            costs, rates.kernel_attention, verify_batch, decode_context, busiest_prompts, prompt_tokens, tp,
+            decode_attention, attention_only, verify_tp)
         prefill_attention = prefill_attention + scan
     if costs.mamba_layers:  # each decoding sequence reads and writes its Mamba-2 state once per step
         decode_attention = decode_attention + seqs / dp * 2.0 * costs.ssm_state_bytes(tp) / mem

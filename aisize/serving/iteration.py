@@ -96,7 +96,7 @@ from aisize.serving.kernel_moe import engine_experts_seconds as kernel_engine_ex
 from aisize.serving.kernel_moe import experts_seconds as kernel_experts_seconds
 from aisize.serving.moe_cap import capped_roofline
 from aisize.serving.shapes import expert_slots
-from aisize.serving.speculative import draft_seconds
+from aisize.serving.speculative import draft_seconds, verify_attention_lookup
 
 LOGIT_BYTES = 4.0  # fp32 logits, written by the head and read by the sampler
 
@@ -421,9 +421,10 @@ def _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attentio
         if rates.kernel_attention is not None:  # the engine's attention kernels as measured on this GPU, where covered
             scan = busiest_prompts * costs.ssm_scan_flops_per_token * prompt_tokens / tp / rates.attention_flops_per_s
             attention_only = busiest_prompts * prefill_flops / tp / rates.attention_flops_per_s
+            verify_batch, verify_tp = verify_attention_lookup(costs.model, seqs / dp, v, tp)  # MLA: KV read once
             decode_attention, prefill_attention, table_share = _kernel_attention(
-                costs, rates.kernel_attention, seqs * v / dp, decode_context, busiest_prompts, prompt_tokens, tp,
-                decode_attention, attention_only)
+                costs, rates.kernel_attention, verify_batch, decode_context, busiest_prompts, prompt_tokens, tp,
+                decode_attention, attention_only, verify_tp)
             prefill_attention = prefill_attention + scan
         if costs.mamba_layers:  # each decoding sequence reads and writes its Mamba-2 state once per step
             decode_attention = decode_attention + seqs / dp * 2.0 * lay.ssm_state_bytes / mem
@@ -467,10 +468,11 @@ def _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attentio
     return at
 
 
-def _kernel_attention(costs, source, batch, context, prompts, prompt_tokens, tp, decode_roofline, prefill_roofline):
+def _kernel_attention(costs, source, batch, context, prompts, prompt_tokens, tp, decode_roofline, prefill_roofline,
+                      decode_tp):
     """Decode and prefill attention from the measured kernels where covered (kernel_attention), and the share
-    of their seconds the tables gave."""
-    decode, dec_ok = kernel_attention.decode_seconds(costs, *source, batch, context, tp, decode_roofline)
+    of their seconds the tables gave; decode read at ``batch`` on ``decode_tp`` GPUs (verify_attention_lookup)."""
+    decode, dec_ok = kernel_attention.decode_seconds(costs, *source, batch, context, decode_tp, decode_roofline)
     prefill, pre_ok = kernel_attention.prefill_seconds(costs, *source, prompts, prompt_tokens, tp, prefill_roofline)
     total = decode + prefill
     measured = np.where(dec_ok, decode, 0.0) + np.where(pre_ok, prefill, 0.0)

@@ -11,7 +11,9 @@ heads ``max(kv_heads / tp, 1)`` per GPU, KV heads replicated when fewer than the
 
 - decode: every attention layer runs the generation kernel once for the group's decoding sequences at
   their mean KV length; a speculative step verifies ``k + 1`` tokens per sequence, which AIConfigurator
-  queries as a batch of ``batch x (k + 1)`` [3]. Sliding-window and chunked layers read the keys their
+  queries as a batch of ``batch x (k + 1)`` [3], kept for GQA and MHA; MLA reads each latent cache once, at the
+  sequences' batch with ``k + 1`` times the query heads (the caller passes that ``tp``:
+  :func:`aisize.serving.speculative.verify_attention_lookup`). Sliding-window and chunked layers read the keys their
   query sees (the window, or the chunk's mean);
 - prefill: every attention layer runs the context kernel over the prompts that finish this iteration
   (``b`` prompts of ``s`` tokens read at batch ``b``; a fraction of a prompt costs its share of one);

@@ -24,6 +24,18 @@ the k - 1 passes after it run one token a sequence, and every pass takes its log
 a sequence. The drafter's weights (an MTP module or EAGLE head, a draft model) stay resident
 beside the target's.
 
+Where decode attention is read from measured kernels (``attention_source="kernels"``), the verify
+pass of an MLA model reads each sequence's latent KV cache once for its k + 1 query tokens: MLA
+decode kernels pack a sequence's query tokens with its query heads against the one shared latent
+head (FlashMLA's ``get_mla_metadata(cache_seqlens, s_q * h_q // h_kv, h_kv)`` [7]), so the verify
+is the generation-MLA table at the sequences' batch with ``(k + 1) x`` the query heads per GPU
+(:func:`verify_attention_lookup`), as the roofline already reads the cache once. AIConfigurator
+queries the tables at a batch of ``batch x (k + 1)`` instead [8], which reads every cache k + 1
+times; the published DeepSeek-R1 runs on H200 under TensorRT-LLM with and without MTP (same MoE
+backend and EP) say the cache is read once (docs/calibration-mtp.md, "The verify step by GPU and
+engine"). GQA and MHA layers keep AIConfigurator's form (their tables' KV heads follow the query
+heads' split).
+
 References
 ----------
 .. [1] Leviathan, Kalman, Matias 2023, "Fast Inference from Transformers via Speculative
@@ -44,6 +56,11 @@ References
        + 1]`` to the first draft forward and ``gather_ids`` picks the last accepted token's hidden state for
        the shared head; later forwards run one token a sequence. (Earlier builds' ``MTPEagleWorker`` in
        ``mtp.py`` fed one token a sequence to every pass.)
+.. [7] deepseek-ai/FlashMLA ``README.md`` (Usage: ``get_mla_metadata(cache_seqlens, s_q * h_q // h_kv, h_kv)``;
+       ``flash_mla/flash_mla_interface.py``: ``num_heads_per_head_k`` "Equals to seq_len_q * num_heads_q //
+       num_heads_k").
+.. [8] ``aiconfigurator-core`` 0.12.0, ``sdk/models/kimi_k3.py`` ("Backend queries generation ops at batch *
+       (nextn + 1)"); ``aic-core/rust/aiconfigurator-core/src/engine/runtime.rs`` (``bs = batch_size * (nextn + 1)``).
 """
 
 from __future__ import annotations
@@ -184,3 +201,16 @@ def draft_seconds(spec: Speculation | None, rates, calib, *, decode_sequences, d
     first_seconds = first.gpu_seconds - first.head_seconds + one.head_seconds  # logits of one token a sequence
     passes = first_seconds + (spec.draft_tokens - 1) * one.gpu_seconds + spec.draft_tokens * calib.draft_step_seconds
     return np.where(seqs > 0, passes, 0.0)
+
+
+def verify_attention_lookup(model, sequences, verify_tokens, tp):
+    """(batch, tensor-parallel size) at which a decode step's attention is read from the measured generation
+    kernels (:func:`aisize.serving.kernel_attention.decode_seconds`) for ``sequences`` decoding sequences of one
+    attention group, each verifying ``verify_tokens`` (k + 1; 1 without speculation) on ``tp`` GPUs.
+
+    MLA: the sequences' batch at ``tp / verify_tokens``, i.e. ``verify_tokens`` times the query heads per GPU over
+    each sequence's latent cache read once [7]. Other attention forms: AIConfigurator's batch of
+    ``sequences x verify_tokens`` at ``tp`` [8]."""
+    if verify_tokens > 1 and model.attention == "mla":
+        return sequences, tp / verify_tokens
+    return sequences * verify_tokens, tp
