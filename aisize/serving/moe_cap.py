@@ -22,9 +22,10 @@ well, where more than 128 tokens go through a MoE layer (its CUTLASS kernel), by
 the replica's own split (``moe_tp x moe_ep``, the tokens of the whole expert-parallel group; :data:`SPLIT_CAPPED`).
 The roofline's one share for every format reaches NVFP4 through the datasheet's 2x FP4 peak alone; at DeepSeek-R1's
 prefill iterations on GB200 and GB300 (16,384 tokens a rank, EP 4 or 2) the measured NVFP4 operator takes 0.62 to
-0.65 of the roofline, and the disaggregated prefill pools carried 1.13 to 1.30 of the roofline's capacity. Not
-shipped: leaving one GPU out loses 3 TPOT runs (docs/calibration-nvfp4-prefill.md). FP8 on splits stays on the
-roofline (capping it loses public runs, as above).
+0.65 of the roofline, and the disaggregated prefill pools carried 1.13 to 1.30 of the roofline's capacity. The
+default since 2026-12-06: every public check line holds or improves, and held out it gains 13 and 12 tokens/s runs
+and 7 TPOT runs leaving a model out, losing 3 TPOT runs leaving a GPU out (docs/calibration-nvfp4-prefill.md). FP8
+on splits stays on the roofline (capping it loses public runs, as above).
 
 References
 ----------
