@@ -144,6 +144,8 @@ def test_p99_beyond_p95_of_disaggregated_pools_over_loads():
         # simulation of a prefill pool shows it too: docs/serving-replica.md, "Disaggregated pools"), so the TTFT
         # p95 lies at or above the mean less that share, not above the mean itself (C = 1,024: 0.3975 s, 0.3983 s)
         assert e.ttft_p99_s >= e.ttft_p95_s >= e.ttft_s - waits * (1 + 1e-9) and waits >= 0.0, c
+        if s["rho"][0] > 0.9:  # most prompts queue: the tail lies beyond the mean
+            assert e.ttft_p95_s > e.ttft_s, c
         assert _ordered(e.tpot_s, e.tpot_p95_s, e.tpot_p99_s), c
     curve = serving.disaggregated_curve(e, 48)  # open loop, 1 % to 99 % of the pools' capacity
     assert np.all(curve["ttft_p99_seconds"] >= curve["ttft_p95_seconds"])
