@@ -71,6 +71,7 @@ def test_spread_output_lengths_keep_their_mean():
     (dict(concurrency=64, prompts=0), "prompts"),
     (dict(concurrency=64, prompts=640, output_range_ratio=1.5), "output_range_ratio"),
     (dict(concurrency=64, output_range_ratio=0.8), "without prompts"),
+    (dict(concurrency=64, output_range_ratio=[0.5, 0.8]), "single number"),  # checked before it is compared
 ])
 def test_a_run_needs_a_closed_loop_and_sound_arguments(extra, match):
     with pytest.raises(ValueError, match=match):

@@ -179,7 +179,8 @@ class Calibration:
     # "kernels" (the engine's MoE operator measured on the GPU, aisize.serving.kernel_moe, else the roofline), or
     # "kernel_fixed" (the roofline plus the operator's measured fixed time per MoE layer, kernel_moe.fixed_seconds),
     # or "engine_kernels" ("kernels" under the engines of MOE_KERNEL_ENGINES, the roofline under the others), or
-    # "kernel_cap" (the roofline, on a one-GPU replica never above the measured operator, aisize.serving.moe_cap)
+    # "kernel_cap" (the roofline, on a one-GPU replica never above the measured operator, aisize.serving.moe_cap), or
+    # "kernel_cap_split" ("kernel_cap", and TensorRT-LLM's NVFP4 experts on every split above 128 tokens too)
     moe_source: str = "roofline"
     # where attention's time comes from: "roofline" (attention peak x attention_efficiency, KV reads at the HBM
     # share) or "kernels" (the engine's attention and MLA kernels measured on the GPU, aisize.serving.

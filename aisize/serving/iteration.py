@@ -94,7 +94,9 @@ from aisize.serving.kernel_allreduce import allreduce_seconds as kernel_allreduc
 from aisize.serving.kernel_gemms import linear_seconds as kernel_linear_seconds
 from aisize.serving.kernel_moe import engine_experts_seconds as kernel_engine_experts_seconds
 from aisize.serving.kernel_moe import experts_seconds as kernel_experts_seconds
+from aisize.serving.kernel_moe import LOW_LATENCY_MAX_TOKENS
 from aisize.serving.moe_cap import capped_roofline
+from aisize.serving.moe_format import LOW_LATENCY_ENGINES
 from aisize.serving.shapes import expert_slots
 from aisize.serving.speculative import draft_seconds, verify_attention_lookup
 
@@ -179,9 +181,6 @@ def _moe_format_source(device, calib, engine):
     ``moe_layer_source="format_kernels"``; with ``"low_latency_kernels"`` only under the engines whose NVFP4 MoE runs
     low-latency kernels at small batches (:data:`aisize.serving.moe_format.LOW_LATENCY_ENGINES`), up to their token
     limit (None: every batch); else (None, None)."""
-    from aisize.serving.kernel_moe import LOW_LATENCY_MAX_TOKENS
-    from aisize.serving.moe_format import LOW_LATENCY_ENGINES
-
     key = getattr(engine, "key", engine)
     if engine is None or calib.moe_layer_source == "fitted":
         return None, None

@@ -247,13 +247,13 @@ def estimate_disaggregated(model, accelerator, *, prefill, decode, weight_precis
     if (concurrency is None) == (requests_per_s is None):
         raise ValueError(f"concurrency={concurrency!r} and requests_per_s={requests_per_s!r}: give exactly one "
                          f"(a closed-loop concurrency or an open-loop request rate)")
+    ratio = float(checks.scalar("output_range_ratio", checks.fraction("output_range_ratio", output_range_ratio)))
     if prompts is not None:
         if concurrency is None:
             raise ValueError(f"prompts={prompts!r} is not allowed without concurrency: a benchmark run is a "
                              f"closed loop")
         prompts = int(checks.scalar("prompts", checks.integer("prompts", prompts, high=MAX_PROMPTS)))
-        ratio = float(checks.scalar("output_range_ratio", checks.fraction("output_range_ratio", output_range_ratio)))
-    elif output_range_ratio != 1.0:  # the steady state has no run whose lengths it could spread: say so, not ignore it
+    elif ratio != 1.0:  # the steady state has no run whose lengths it could spread: say so, not ignore it
         raise ValueError(f"output_range_ratio={output_range_ratio!r} is not allowed without prompts: it spreads the "
                          f"output lengths of a benchmark run (prompts=N); the steady state takes output_tokens")
     eng = resolve_engine(engine, flat_out=False)
