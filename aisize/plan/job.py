@@ -365,15 +365,41 @@ def _next_splittable(job: JobInputs, w, ctx: C.HardwareContext, gpus, per: int, 
     if not isinstance(job.model, catalog.Transformer) or not w.global_batch or not isinstance(w.layout, str):
         return gpus  # a derived batch is a multiple of the GPUs: always splittable
     out = np.array(gpus, dtype=float)
+    k, domain = ModelSizes.of(job.model), ctx.accelerator.scaleup_domain
     for i, g in np.ndenumerate(out):
-        for step in range(FEASIBLE_SEARCH_SERVERS + 1):
-            candidate = int(g) + step * per
-            if max_gpus is not None and candidate > max_gpus:
-                break
-            if layouts_exist(job, ctx, np.asarray([candidate]), w.global_batch)[0]:
-                out[i] = candidate
-                break
+        tried = FEASIBLE_SEARCH_SERVERS + 1  # the count and the servers added to it, within max_gpus
+        if max_gpus is not None:
+            tried = min(tried, (int(max_gpus) - int(g)) // per + 1) if max_gpus >= int(g) else 0
+        found = _first_splittable(int(g), per, tried, int(w.global_batch), k, domain)
+        if found is not None:
+            out[i] = found
     return out
+
+
+_SPLITTABLE_CHUNK = 16  # counts asked at once after the first (doubling): most counts split at once or soon
+
+
+@lru_cache(maxsize=4096)
+def _first_splittable(gpus: int, per: int, tried: int, gb: int, k: ModelSizes, domain: int) -> int | None:
+    """The first of ``gpus``, ``gpus + per``, ... (``tried`` counts) that some layout splits ``gb`` sequences over,
+    or None: :func:`_layout_exists` at the first, then the rest a chunk at a time in one grid (its "gpus" rule
+    keeps each count's own layouts: a divisor of another count fails it), the same answers as one by one."""
+    if tried <= 0:
+        return None
+    if _layout_exists(gpus, gb, k, domain):
+        return gpus
+    step, size = 1, _SPLITTABLE_CHUNK
+    while step < tried:
+        end = min(step + size, tried, (MAX_GPUS - gpus) // per + 1)
+        if end <= step:  # past the engines' limit: refused as one count alone is
+            _layout_exists(gpus + per * step, gb, k, domain)
+        counts = gpus + per * np.arange(step, end)
+        grid = grid_of(counts, k, _EXISTS, global_batch=gb, seq_len=1, scaleup_domain=domain)
+        hit = np.flatnonzero(np.reshape(grid.valid, (len(counts), -1)).any(axis=1))
+        if hit.size:
+            return int(counts[hit[0]])
+        step, size = step + size, 2 * size
+    return None
 
 
 def size(job: JobInputs, w, ctx: C.HardwareContext, policies, target_seconds=None, max_gpus=None) -> Sizing:

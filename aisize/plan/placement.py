@@ -80,6 +80,9 @@ class _Server:
     host_free: dict = field(default_factory=dict)
     nics_free: dict = field(default_factory=dict)
     items: list = field(default_factory=list)  # (workload, gpus, slots)
+    # servers opened alike in one run of equal items and unchanged since share this token (_place_items's copies):
+    # _result summarises their contents once
+    alike: object = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,13 @@ def _new_server(spec: PoolSpec, index: int) -> _Server:
     return _Server(spec.name, index, sizes, spec.host_bytes - spec.os_bytes, float(spec.nics))
 
 
+def _copy(server: _Server, index: int, alike: object) -> _Server:
+    """A server at ``index`` holding what ``server`` holds (the copies of a run of equal items, :func:`_place_items`)."""
+    return _Server(server.pool, index, list(server.sizes), server.host, server.nics,
+                   {t: list(free) for t, free in server.free.items()}, dict(server.host_free),
+                   dict(server.nics_free), list(server.items), alike)
+
+
 def _domains_for(server: _Server, gpus: int, slots, domain: int) -> list[int] | None:
     """Domain indices an item of ``gpus`` takes on ``server`` in all ``slots``, or None."""
     frees = [server.free.get(t, server.sizes) for t in slots]
@@ -167,6 +177,7 @@ def _take(server: _Server, domains: list[int], gpus: int, d: Demand, spec: PoolS
         server.host_free[t] = server.host_free.get(t, server.host) - d.host_bytes_per_gpu * gpus
         server.nics_free[t] = server.nics_free.get(t, server.nics) - d.nics_per_gpu * gpus
     server.items.append((d.workload, gpus, tuple(sorted(slots))))
+    server.alike = None  # no longer like the servers opened with it
 
 
 def _full(server: _Server, slot_count: int) -> bool:
@@ -183,19 +194,27 @@ def _place_items(servers: list[_Server], spec: PoolSpec, d: Demand, all_slots, o
     Servers full in every slot are skipped from the front (they never free up while packing), and an
     item of the same size and slots as an earlier one starts where that one went (packing only takes room,
     so a server that could not hold it then cannot now): a job of a thousand whole servers, or one busy in
-    some slots only, costs linear, not quadratic, time. ``memo`` carries where to start over calls that place
-    the same Demand again (a job stream taking the rest); ``touched`` collects a copy of each server as it was
-    before this call changed it, so that a failed call can be undone without copying the whole pool first.
+    some slots only, costs linear, not quadratic, time. Where a run of equal items has filled a server it
+    opened and the next one finds no room, every later one of the run would open and fill a server the same
+    way (no earlier server holds one, and each new one starts empty): those servers are copied from it, as
+    many as the run fills and the limits allow, and the rest go one by one (a 32,768-GPU job is 4,096 copies,
+    not 4,096 searches). ``memo`` carries where to start over calls that place the same Demand again (a job
+    stream taking the rest); ``touched`` collects a copy of each server that was there before this call, as
+    it was before this call changed it, so that a failed call can be undone without copying the whole pool
+    first (the servers it opened are dropped).
     """
     memo = {} if memo is None else memo
     used, start, since = [], memo.get("start", 0), memo.setdefault("since", {})
     pieces = sorted(d.pieces(), key=lambda p: (-p[0], -len(p[1])))
-    for i, (gpus, slots) in enumerate(pieces):
+    before, run = len(servers), None  # run: [(GPUs, slots), the server its first item opened, items it holds]
+    i = 0
+    while i < len(pieces):
+        gpus, slots = pieces[i]
         if gpus > spec.gpus_per_server:
             return None
         while start < len(servers) and _full(servers[start], len(all_slots)):
             start += 1
-        spot = None
+        spot, opened = None, False
         for j in range(max(start, since.get((gpus, slots), 0)), len(servers)):
             domains = _fits(servers[j], spec, gpus, d, slots)
             if domains is not None:
@@ -203,9 +222,20 @@ def _place_items(servers: list[_Server], spec: PoolSpec, d: Demand, all_slots, o
                 break
         if spot is None:
             cap = spec.fixed if spec.fixed is not None else spec.limit
+            most = min(checks.MAX_SERVERS, checks.MAX_SERVER_SLOTS // len(all_slots))
+            if run is not None and run[0] == (gpus, slots) and run[1] == len(servers) - 1:
+                copies = _run_copies(pieces, i, run[2], len(servers), cap, most - others)
+                if copies:
+                    template, alike = servers[run[1]], object()
+                    template.alike = alike
+                    for _ in range(copies):
+                        servers.append(_copy(template, len(servers), alike))
+                        used.extend([len(servers) - 1] * run[2])
+                    since[gpus, slots] = len(servers) - 1
+                    i += copies * run[2]
+                    continue
             if cap is not None and len(servers) >= cap:
                 return None
-            most = min(checks.MAX_SERVERS, checks.MAX_SERVER_SLOTS // len(all_slots))
             if others + len(servers) >= most:
                 left = sum(g for g, _ in pieces[i:])
                 slots_said = (f"; the plan cuts time into {len(all_slots):,} slots (phases x pieces of the day) and "
@@ -219,14 +249,32 @@ def _place_items(servers: list[_Server], spec: PoolSpec, d: Demand, all_slots, o
             domains = _fits(s, spec, gpus, d, slots)
             if domains is None:
                 return None  # one item needs more host RAM or NICs than a whole server has
-            spot = (s, domains)
-        if touched is not None and spot[0].index not in touched:
+            spot, opened = (s, domains), True
+        if touched is not None and spot[0].index < before and spot[0].index not in touched:
             touched[spot[0].index] = copy.deepcopy(spot[0])
         _take(spot[0], spot[1], gpus, d, spec, slots)
         since[gpus, slots] = spot[0].index
         used.append(spot[0].index)
+        if opened:
+            run = [(gpus, slots), spot[0].index, 1]
+        elif run is not None and run[0] == (gpus, slots) and run[1] == spot[0].index:
+            run[2] += 1
+        else:
+            run = None
+        i += 1
     memo["start"] = start
     return used
+
+
+def _run_copies(pieces, i: int, per_server: int, servers: int, cap, most: int) -> int:
+    """Servers to open as copies of a run's full one for the equal items from ``pieces[i]`` on, ``per_server`` to
+    a server: every whole server's worth of them, within the pool's ``cap`` and the ``most`` servers allowed
+    (the next one past a limit is then opened one by one, and refused as it was)."""
+    same = 0
+    while i + same < len(pieces) and pieces[i + same] == pieces[i]:
+        same += 1
+    room = min(cap - servers if cap is not None else same, most - servers)
+    return max(min(same // per_server, room), 0)
 
 
 def pack(specs: list[PoolSpec], demands: dict[str, list[tuple[int, Demand]]], order: list[str],
@@ -246,10 +294,9 @@ def pack(specs: list[PoolSpec], demands: dict[str, list[tuple[int, Demand]]], or
     for name in order:
         tried = []
         for pool, d in demands[name]:
-            trial = copy.deepcopy(state[pool])
-            used = _place_items(trial, specs[pool], d, all_slots, _others(state, pool))
+            used = _tried(state[pool], specs[pool], d, all_slots, _others(state, pool))
             if used is not None:
-                state[pool], chosen[name] = trial, pool
+                chosen[name] = pool
                 assignment[name] = {"pool": specs[pool].name, "servers": sorted(set(used)), "items": list(d.items)}
                 break
             tried.append((pool, d))
@@ -260,13 +307,8 @@ def pack(specs: list[PoolSpec], demands: dict[str, list[tuple[int, Demand]]], or
     for name, pool, one in fill:  # one job at a time on the pool itself; the one that finds no room is undone
         jobs, used, memo, servers = 0, [], {}, state[pool]
         while True:
-            opened, touched = len(servers), {}
-            got = _place_items(servers, specs[pool], one, all_slots, _others(state, pool), memo, touched)
+            got = _tried(servers, specs[pool], one, all_slots, _others(state, pool), memo)
             if got is None:
-                for k, before in touched.items():
-                    if k < opened:
-                        servers[k] = before
-                del servers[opened:]
                 break
             jobs, used = jobs + 1, used + got
         filled[name], chosen[name] = jobs, pool
@@ -275,6 +317,19 @@ def pack(specs: list[PoolSpec], demands: dict[str, list[tuple[int, Demand]]], or
         demands[name] = [(pool, whole)]
         assignment[name] = {"pool": specs[pool].name, "servers": sorted(set(used)), "items": list(whole.items)}
     return _result(specs, state, assignment, demands, chosen, slot_count), chosen, filled
+
+
+def _tried(servers: list[_Server], spec: PoolSpec, d: Demand, all_slots, others: int, memo=None) -> list[int] | None:
+    """:func:`_place_items` on ``servers``, undone where it finds no room: the servers it changed put back as they
+    were, the ones it opened dropped (the pool is not copied first: a workload beside a job of thousands of
+    servers touches a few)."""
+    opened, touched = len(servers), {}
+    used = _place_items(servers, spec, d, all_slots, others, memo, touched)
+    if used is None:
+        for k, before in touched.items():
+            servers[k] = before
+        del servers[opened:]
+    return used
 
 
 def _others(state: dict, pool: int) -> int:
@@ -299,21 +354,33 @@ def _no_room(specs, tried, name) -> str:
             + (f" (pools tried: {names})" if len(tried) > 1 else "") + "; allow more servers or use 'auto'")
 
 
+def _summary(spec: PoolSpec, s: _Server) -> tuple:
+    """(workloads, peak GPUs, peak host RAM [bytes], peak NIC ports) of a packed server, as :class:`ServerUse`
+    holds them: the busiest of the slots it is used in (an unused slot uses nothing beyond the OS share)."""
+    peak = max((spec.gpus_per_server - sum(free) for free in s.free.values()), default=0)
+    host = max([spec.host_bytes - left for left in s.host_free.values()] + [spec.os_bytes])
+    nics = max([spec.nics - left for left in s.nics_free.values()] + [0.0])
+    merged = {}  # one entry per workload and set of slots (a service's night replicas differ)
+    for w, g, slots in s.items:
+        entry = merged.setdefault((w, slots), {"workload": w, "gpus": 0, "slots": slots})
+        entry["gpus"] += g
+    return tuple(merged.values()), int(peak), float(host), float(nics)
+
+
 def _result(specs, state, assignment, demands, chosen, slot_count) -> Placement:
     uses, pools = [], []
     for i, spec in enumerate(specs):
         servers = state[i]
+        alike = {}  # a run's copies, as summarised once (their token: _Server.alike)
         for s in servers:
-            # the busiest of the slots it is used in (an unused slot uses nothing beyond the OS share)
-            peak = max((spec.gpus_per_server - sum(free) for free in s.free.values()), default=0)
-            host = max([spec.host_bytes - left for left in s.host_free.values()] + [spec.os_bytes])
-            nics = max([spec.nics - left for left in s.nics_free.values()] + [0.0])
-            merged = {}  # one entry per workload and set of slots (a service's night replicas differ)
-            for w, g, slots in s.items:
-                entry = merged.setdefault((w, slots), {"workload": w, "gpus": 0, "slots": slots})
-                entry["gpus"] += g
-            uses.append(ServerUse(spec.name, s.index, spec.gpus_per_server, tuple(merged.values()), int(peak),
-                                  float(host), float(nics), float(spec.host_bytes), int(spec.nics)))
+            got = alike.get(s.alike) if s.alike is not None else None
+            if got is None:
+                got = _summary(spec, s)
+                if s.alike is not None:
+                    alike[s.alike] = got
+            workloads, peak, host, nics = got
+            uses.append(ServerUse(spec.name, s.index, spec.gpus_per_server, tuple(dict(w) for w in workloads), peak,
+                                  host, nics, float(spec.host_bytes), int(spec.nics)))
         gpus_in = {}  # GPUs active per set of slots (few distinct sets), then per slot
         for w, pairs in demands.items():
             for p, d in pairs if chosen.get(w) == i else ():

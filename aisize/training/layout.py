@@ -25,7 +25,9 @@ References
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -51,9 +53,15 @@ DEFAULT_VIRTUAL_STAGES = (2, 4)
 MAX_CONTEXT_PARALLEL = 64  # CP beyond 64 ranks is not used in published runs (Llama 3: 16)
 
 
+@lru_cache(maxsize=1024)
 def _divisors(n: int) -> np.ndarray:
-    k = np.arange(1, n + 1)
-    return k[n % k == 0]
+    """The divisors of ``n`` in ascending order (read-only): each d <= sqrt(n) with its pair n // d, so a count of
+    32,768 GPUs takes 181 trials, not 32,768 (a days curve asks hundreds of counts a move)."""
+    k = np.arange(1, math.isqrt(n) + 1)
+    low = k[n % k == 0]
+    out = np.unique(np.concatenate((low, n // low)))
+    out.flags.writeable = False
+    return out
 
 
 @dataclass(frozen=True)
