@@ -31,6 +31,7 @@ from aisize.plan.placement import Demand
 from aisize.plan.service_notes import ServiceNote
 from aisize.queueing import inference_station, knee_concurrency
 from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
+from aisize.serving.estimate import probe
 from aisize.units import HOUR
 
 SLO_BISECTION_STEPS = 14  # the SLO rate to 1/16,000 of the replica's capacity
@@ -151,10 +152,13 @@ def slo_rate(w, i: InferencePlan, ctx: C.HardwareContext, capacity: float, polic
     """The highest rate one replica takes within the service's TTFT and TPOT targets [1/s] (0: none)."""
     arch = models.resolve(w.model)
     kw = _estimate_kw(w, i, ctx, policies)
-    lo, hi = 0.0, capacity
+    lo, hi, replicas = 0.0, capacity, None
     for _ in range(SLO_BISECTION_STEPS):
         mid = 0.5 * (lo + hi)
-        if mid > 0 and _meets(w, serving.estimate(arch, ctx.accelerator, requests_per_s=mid, **kw)):
+        # the estimate's stability and latencies to the bit (serving.estimate.probe), its replicas built once
+        got = probe(arch, ctx.accelerator, requests_per_s=mid, replicas=replicas, **kw) if mid > 0 else None
+        replicas = got.replicas if got is not None else replicas
+        if got is not None and _meets(w, got):
             lo = mid
         else:
             hi = mid
