@@ -28,33 +28,50 @@ def workload_colours(names) -> alt.Scale:
     return alt.Scale(domain=domain, range=[WORKLOAD_PALETTE[k % len(WORKLOAD_PALETTE)] for k in range(len(domain))])
 
 
+TIMELINE_DATA, TIMELINE_PHASES = "timeline_rows", "timeline_phases"  # named datasets (swapped as a Vega changeset)
+
+
+def timeline_rows(rows, phases) -> dict[str, list[dict]]:
+    """The rows :func:`timeline` draws, by dataset name: a bar per workload, a band per phase."""
+    bars = [{**r, "label": f"{r['workload']} ({plural(r['gpus'], 'GPU')}, {r['hours']})"} for r in rows]
+    bands = [{"phase": p["name"] + (" (ongoing)" if p["ongoing"] else ""), "start": p["start_day"],
+              "end": p["start_day"] + p["days"]} for p in phases]
+    return {TIMELINE_DATA: bars, TIMELINE_PHASES: bands}
+
+
+def timeline_key(rows, phases) -> tuple:
+    """What :func:`timeline` draws besides its rows (the workloads, in order, and the phases): equal keys, the same
+    chart with other rows (an app move swaps them in, :class:`aisize.app.controls.ChartSlot`)."""
+    data = timeline_rows(rows, phases)
+    return tuple(r["workload"] for r in data[TIMELINE_DATA]), tuple(b["phase"] for b in data[TIMELINE_PHASES])
+
+
 def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerChart:
     """Gantt chart: one bar per workload from its start to its end day, coloured by workload as :func:`packing`
     (:func:`workload_colours`; the team is in the tooltip); phases shaded.
 
     ``rows`` and ``phases`` are ``Plan.timeline.rows`` / ``.phases``; an open-ended phase is drawn
-    ``aisize.plan.timeline.ONGOING_DISPLAY_DAYS`` long and labelled "ongoing".
+    ``aisize.plan.timeline.ONGOING_DISPLAY_DAYS`` long and labelled "ongoing". The rows live in the named datasets
+    of :func:`timeline_rows`.
     """
     # Vega-Lite joins the differing titles of a shared axis ("day, day, end [day]"): every layer's x (and
     # x2, which would add its own) says the one title
-    data = pd.DataFrame([{**r, "label": f"{r['workload']} ({plural(r['gpus'], 'GPU')}, {r['hours']})"}
-                         for r in rows])
-    bands = pd.DataFrame([{"phase": p["name"] + (" (ongoing)" if p["ongoing"] else ""), "start": p["start_day"],
-                           "end": p["start_day"] + p["days"]} for p in phases])
-    shade = alt.Chart(bands).mark_rect(opacity=0.12).encode(
+    data = timeline_rows(rows, phases)
+    workloads, phase_names = timeline_key(rows, phases)
+    shade = alt.Chart(alt.NamedData(name=TIMELINE_PHASES)).mark_rect(opacity=0.12).encode(
         x=alt.X("start:Q", title=DAY), x2=alt.X2("end:Q"),
-        color=alt.Color("phase:N", title="phase", sort=list(bands["phase"]),
+        color=alt.Color("phase:N", title="phase", sort=list(phase_names),
                         scale=alt.Scale(range=["#bab0ac", "#ffffff", "#9d755d", "#eeeeee"])),
         tooltip=tips("phase:N", "start:Q", "end:Q"))
-    bars = alt.Chart(data).mark_bar(height=14).encode(
+    bars = alt.Chart(alt.NamedData(name=TIMELINE_DATA)).mark_bar(height=14).encode(
         x=alt.X("start_day:Q", title=DAY), x2=alt.X2("end_day:Q"),
         y=alt.Y("label:N", title=None, sort=None),
-        color=alt.Color("workload:N", title="workload", scale=workload_colours(data["workload"])),
+        color=alt.Color("workload:N", title="workload", scale=workload_colours(workloads)),
         tooltip=tips("workload:N", "kind:N", "team:N", "phase:N", "pool:N", "hours:N", "gpus:Q",
                      alt.Tooltip("start_day:Q", title="start [day]", format=",.2f"),
                      alt.Tooltip("end_day:Q", title="end [day]", format=",.2f")))
     return (shade + bars).resolve_scale(color="independent").properties(
-        width=WIDTH, height=max(60, 24 * len(data)), title=title)
+        width=WIDTH, height=max(60, 24 * len(workloads)), title=title, datasets=data)
 
 
 def packing_rows(placement, slot_labels) -> pd.DataFrame:
@@ -84,36 +101,50 @@ def packing(placement, slot_labels, *, title: str = "GPUs in use on each server"
         column=alt.Column("slot:N", title=None, sort=list(dict.fromkeys(slot_labels)))).properties(title=title)
 
 
+WAIT_CURVE, WAIT_PLANNED, WAIT_TARGET = "wait_curve", "wait_planned", "wait_target"  # named datasets
+_WAIT_FLOOR_HOURS = 1e-3  # waits below 3.6 s are drawn at the axis floor (a log axis has no zero)
+
+
+def wait_vs_gpus_rows(curve: pd.DataFrame, planned_gpus: int, target_hours: float | None = None) -> dict:
+    """The rows :func:`wait_vs_gpus` draws, by dataset name: the stable sizes' mean, then p95, waits; the planned
+    size; the target, where one is given."""
+    stable = curve[curve["stable"]]
+    lines = [{"gpus": int(g), "utilisation": float(u), "statistic": label, "hours": max(float(h), _WAIT_FLOOR_HOURS)}
+             for column, label in (("wait_mean_hours", "mean wait"), ("wait_p95_hours", "p95 wait"))
+             for g, u, h in zip(stable["gpus"], stable["utilisation"], stable[column])]
+    rows = {WAIT_CURVE: lines, WAIT_PLANNED: [{"gpus": int(planned_gpus), "what": "planned"}]}
+    if target_hours is not None and math.isfinite(target_hours):
+        rows[WAIT_TARGET] = [{"hours": float(target_hours), "what": "target"}]
+    return rows
+
+
 def wait_vs_gpus(curve: pd.DataFrame, planned_gpus: int, target_hours: float | None = None,
                  simulated: pd.DataFrame | None = None, *, title: str = "Job wait vs GPUs") -> alt.LayerChart:
     """Mean and p95 wait [h] against the partition's GPUs (log wait axis), the planned size marked.
 
     ``curve`` is :func:`aisize.plan.job_wait_curve`; unstable sizes (infinite waits) are left out.
-    ``simulated`` (columns gpus, wait_mean_hours) adds simulation points; ``target_hours`` a rule.
+    ``simulated`` (columns gpus, wait_mean_hours) adds simulation points; ``target_hours`` a rule. The curve, the
+    planned size and the target live in the named datasets of :func:`wait_vs_gpus_rows`.
     """
-    stable = curve[curve["stable"]]
-    long = stable.melt(id_vars=["gpus", "utilisation"], value_vars=["wait_mean_hours", "wait_p95_hours"],
-                       var_name="statistic", value_name="hours")
-    long["statistic"] = long["statistic"].map({"wait_mean_hours": "mean wait", "wait_p95_hours": "p95 wait"})
-    floor = 1e-3  # waits below 3.6 s are drawn at the axis floor (a log axis has no zero)
-    long["hours"] = long["hours"].clip(lower=floor)
-    lines = alt.Chart(long).mark_line(point=True).encode(
+    data = wait_vs_gpus_rows(curve, planned_gpus, target_hours)
+    lines = alt.Chart(alt.NamedData(name=WAIT_CURVE)).mark_line(point=True).encode(
         x=alt.X("gpus:Q", title="GPUs in the partition"),
         y=alt.Y("hours:Q", title="wait [h]", scale=alt.Scale(type="log")),
         color=alt.Color("statistic:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE])),
         tooltip=tips("gpus:Q", "statistic:N", alt.Tooltip("hours:Q", format=NUMBER),
                      alt.Tooltip("utilisation:Q", format=".0%")))
-    layers = [lines, alt.Chart(pd.DataFrame({"gpus": [planned_gpus], "what": ["planned"]})).mark_rule(
+    layers = [lines, alt.Chart(alt.NamedData(name=WAIT_PLANNED)).mark_rule(
         color=RED, strokeDash=[4, 3]).encode(x=alt.X("gpus:Q"), tooltip=tips("what:N", "gpus:Q"))]
-    if target_hours is not None and math.isfinite(target_hours):
-        layers.append(alt.Chart(pd.DataFrame({"hours": [target_hours], "what": ["target"]})).mark_rule(
+    if WAIT_TARGET in data:
+        layers.append(alt.Chart(alt.NamedData(name=WAIT_TARGET)).mark_rule(
             color=GREY, strokeDash=[2, 2]).encode(y=alt.Y("hours:Q"), tooltip=tips("what:N", "hours:Q")))
     if simulated is not None and len(simulated):
-        sim = simulated.assign(hours=simulated["wait_mean_hours"].clip(lower=floor), statistic="simulated mean")
+        sim = simulated.assign(hours=simulated["wait_mean_hours"].clip(lower=_WAIT_FLOOR_HOURS),
+                               statistic="simulated mean")
         layers.append(alt.Chart(sim).mark_point(shape="diamond", size=70, color="black", filled=True).encode(
             x=alt.X("gpus:Q"), y=alt.Y("hours:Q"),
             tooltip=tips("gpus:Q", alt.Tooltip("hours:Q", format=NUMBER), "statistic:N")))
-    return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=title)
+    return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=title, datasets=data)
 
 
 def _cost_records(cost) -> list[dict]:

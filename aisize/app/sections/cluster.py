@@ -86,7 +86,9 @@ class ClusterSection(Section):
         labels = plan.placement.slot_labels
         self.packing.show((id(plan.placement),), lambda: charts.packing(plan.placement, labels))
         K.assign(self.table, "value", K.table(placement_table(plan)))
-        self.gantt.show((id(plan.timeline),), lambda: charts.timeline(plan.timeline.rows, plan.timeline.phases))
+        t = plan.timeline  # the same workloads and phases: the new rows swapped into the drawn chart
+        self.gantt.show(charts.timeline_key(t.rows, t.phases), lambda: charts.timeline(t.rows, t.phases),
+                        data=charts.timeline_rows(t.rows, t.phases))
         K.assign(self.timeline_table, "value", K.table(timeline_table(plan)))
         self._queue(plan)
 
@@ -109,5 +111,6 @@ class ClusterSection(Section):
                    state="good" if s.target_met else "bad")]))
         curve = job_wait_curve(s)
         target = stream_target_hours(plan.scenario, name)
-        self.waits.show((name, tuple(curve["gpus"]), tuple(curve["wait_mean_hours"]), s.gpus),
-                        lambda: charts.wait_vs_gpus(curve, s.gpus, target, title=f"Wait vs GPUs: {name}"))
+        rows = charts.wait_vs_gpus_rows(curve, s.gpus, target)  # a move swaps the rows into the drawn chart
+        self.waits.show((name, charts.WAIT_TARGET in rows),
+                        lambda: charts.wait_vs_gpus(curve, s.gpus, target, title=f"Wait vs GPUs: {name}"), data=rows)
