@@ -59,3 +59,21 @@ def test_fleet_tables_name_the_statistic_of_each_latency(app):
     assert "<th>TTFT p95 [ms]</th>" in tab.tables.value and "<th>TPOT p95 [ms]</th>" in tab.tables.value
     assert "<th>TTFT mean [ms]</th>" in tab.tables.value  # the tenants' TTFT
     assert "<th>TPOT [ms]</th>" not in tab.tables.value and "<th>TTFT [ms]</th>" not in tab.tables.value
+
+
+def test_a_fleet_move_swaps_the_rows_of_the_drawn_day_and_pool_charts(app):
+    """A minimum-replicas move keeps the Fleet tab's day and pool charts and swaps in their new rows (issue 51: each
+    rebuild was an Altair construction and validation, about half of a 51-55 ms move): what is drawn is what charts
+    built from the new plan hold."""
+    from aisize import charts
+
+    app.preset.value = "fleet-over-the-day"
+    tab = app.open_tab("Fleet")
+    drawn = tab.day_chart.chart, tab.pool_chart.chart
+    before = dict(tab.day_chart.data)
+    tab.least.value = tab.least.value + 2
+    sf = app.state.plan.fleet.service("Chat 70B")
+    pool = next(p for p in app.state.plan.fleet.pools if p.pool == sf.pool)
+    assert (tab.day_chart.chart, tab.pool_chart.chart) == drawn  # not built again
+    assert tab.day_chart.data == charts.day_curve(sf).to_dict()["datasets"] != before
+    assert tab.pool_chart.data == charts.pool_day(pool).to_dict()["datasets"]

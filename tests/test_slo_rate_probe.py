@@ -48,6 +48,26 @@ def test_the_slo_rate_on_probes_is_the_rate_on_estimates(monkeypatch, variant):
         return got
     monkeypatch.setattr(SD, "slo_rate", both)
     SD.service_day.cache_clear()
+    SD._SLO_RATES.clear()  # bisected here, not read from an earlier plan
     plan(from_dict(d))
     assert seen and all(a == b for a, b in seen), seen
     assert any(a > 0 for a, _ in seen)  # a rate met the targets: the bisection ran, not its fallback
+
+
+def test_a_fleet_setting_move_reads_the_kept_slo_rate_and_a_target_move_does_not(monkeypatch):
+    """The SLO rate is kept by what it reads: an engine-start move (the day's, not the replica's) plans the same day
+    from the kept rate without bisecting again; a TTFT-target move bisects again."""
+    bisected = []
+    real = SD._bisected
+    monkeypatch.setattr(SD, "_bisected", lambda *a: bisected.append(a[4]) or real(*a))
+    d = to_dict(preset("fleet-over-the-day"))
+    SD._SLO_RATES.clear()
+    first = plan(from_dict(d))
+    assert len(bisected) == 1
+    d["workloads"][0]["fleet"]["autoscaling"]["engine_start_seconds"] = 240.0
+    again = plan(from_dict(d))
+    rate = first.fleet.services[0].day.requests_per_s_per_replica
+    assert len(bisected) == 1 and again.fleet.services[0].day.requests_per_s_per_replica == rate
+    d["workloads"][0]["ttft_target_ms"] = 1500
+    plan(from_dict(d))
+    assert len(bisected) == 2

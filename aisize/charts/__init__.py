@@ -10,7 +10,8 @@ these functions only convert units for display and draw. The app renders them wi
 from aisize.charts.cluster import (COST_DATA, TIMELINE_DATA, TIMELINE_PHASES, WAIT_CURVE, WAIT_PLANNED, WAIT_TARGET,
                                    comparison, cost_breakdown, cost_breakdown_rows, cost_rows, packing, packing_rows,
                                    timeline, timeline_key, timeline_rows, wait_vs_gpus, wait_vs_gpus_rows)
-from aisize.charts.fleet import day_curve, pool_day
+from aisize.charts.fleet import (DAY_LOAD, DAY_REPLICAS, POOL_GPUS, day_curve, day_curve_rows, pool_day, pool_day_key,
+                                 pool_day_rows)
 from aisize.charts.latency import (CONCURRENCY_CURVE, CONCURRENCY_KNEE, LATENCY_UNITS, LOAD_CURVE, LOAD_KNEE,
                                    LOAD_TARGET, latency_vs_concurrency, latency_vs_concurrency_data, latency_vs_load,
                                    latency_vs_load_data)
@@ -37,5 +38,6 @@ __all__ = [
     "layout_label", "memory_breakdown", "packing", "packing_rows", "pool_day", "serving_frontier", "serving_latency",
     "serving_latency_data", "serving_validation", "step_breakdown", "step_breakdown_data", "step_breakdown_rows",
     "timeline", "validation_errors", "wait_vs_gpus", "TIMELINE_DATA", "TIMELINE_PHASES", "timeline_key",
-    "timeline_rows", "WAIT_CURVE", "WAIT_PLANNED", "WAIT_TARGET", "wait_vs_gpus_rows",
+    "timeline_rows", "DAY_LOAD", "DAY_REPLICAS", "POOL_GPUS", "day_curve_rows", "pool_day_key", "pool_day_rows",
+    "WAIT_CURVE", "WAIT_PLANNED", "WAIT_TARGET", "wait_vs_gpus_rows",
 ]

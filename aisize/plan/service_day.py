@@ -17,6 +17,7 @@ deployment's GPUs divided by its replicas.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -149,9 +150,35 @@ def _meets(w, est) -> bool:
 
 
 def slo_rate(w, i: InferencePlan, ctx: C.HardwareContext, capacity: float, policies) -> float:
-    """The highest rate one replica takes within the service's TTFT and TPOT targets [1/s] (0: none)."""
+    """The highest rate one replica takes within the service's TTFT and TPOT targets [1/s] (0: none). Kept by what
+    it reads (:data:`_SLO_RATES`): a move of the fleet's own settings (engine start, minimum replicas, the load
+    profile) re-plans the day, not this bisection."""
     arch = models.resolve(w.model)
     kw = _estimate_kw(w, i, ctx, policies)
+    objects = (arch, ctx.accelerator, kw["calibration"])  # by identity, held by the entry
+    key = (tuple(map(id, objects)), tuple((k, v) for k, v in kw.items() if k != "calibration"), float(capacity),
+           float(w.ttft_target_ms), float(w.tpot_target_ms), w.slo_statistic)
+    try:
+        got = _SLO_RATES.get(key)
+    except TypeError:  # an argument held by reference (a custom engine's record): solved, not kept
+        return _bisected(w, arch, ctx, kw, capacity)
+    if got is not None and all(a is b for a, b in zip(got[0], objects)):
+        _SLO_RATES.move_to_end(key)
+        return got[1]
+    rate = _bisected(w, arch, ctx, kw, capacity)
+    _SLO_RATES[key] = (objects, rate)
+    while len(_SLO_RATES) > _KEPT_SLO_RATES:
+        _SLO_RATES.popitem(last=False)
+    return rate
+
+
+_SLO_RATES: OrderedDict = OrderedDict()  # slo_rate's arguments as it reads them -> ((model, GPU, calibration), rate)
+_KEPT_SLO_RATES = 64
+slo_rate.cache_clear = _SLO_RATES.clear  # aisize.plan.clear_caches finds it (cold-plan benchmarks)
+
+
+def _bisected(w, arch, ctx: C.HardwareContext, kw: dict, capacity: float) -> float:
+    """:func:`slo_rate`'s bisection on [0, capacity]."""
     lo, hi, replicas = 0.0, capacity, None
     for _ in range(SLO_BISECTION_STEPS):
         mid = 0.5 * (lo + hi)

@@ -128,10 +128,9 @@ class FleetSection(Section):
                                 f"{plan.fleet.envelope[0].servers_fit:,} servers fit",
                                 state="good" if plan.fleet.site_fits else "bad"))
         K.assign(self.figures, "value", K.cards(cards))
-        key = (name, tuple(day.provisioned.tolist()), tuple(day.rate_per_s.tolist()[::40]))
-        self.day_chart.show(key, lambda: charts.day_curve(sf))
-        self.pool_chart.show((pool.pool, tuple(pool.busy_gpus.tolist()), tuple(pool.by_workload)),
-                             lambda: charts.pool_day(pool))
+        # the same service and pool: a move swaps the new rows into the drawn charts
+        self.day_chart.show(name, lambda: charts.day_curve(sf), data=charts.day_curve_rows(sf))
+        self.pool_chart.show(charts.pool_day_key(pool), lambda: charts.pool_day(pool), data=charts.pool_day_rows(pool))
         K.assign(self.tables, "value", self._tables(sf))
 
     @staticmethod
