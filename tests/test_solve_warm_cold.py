@@ -104,3 +104,23 @@ def test_it_fails_where_a_kept_solve_is_found_for_another_decoding_context(seven
             _warm_against_cold(DEFAULT_PRESET)
     finally:
         clear_caches()  # the solves kept under the broken key must not serve later tests
+
+
+# a service with prompt reuse keeps (KV tiers, estimate) by count (aisize.plan.replica_count._tiered): a move of the
+# reuse, the tiers or the host RAM after a warm plan finds none kept for the old ones
+TIER_EDITS = (("prefix", "turns", 20), ("prefix", "think_time_s", 300), ("prefix", "shared_tokens", 10000),
+              ("kv_tiers", "target_hit_rate", 0.8), ("kv_tiers", "local_nvme", False), ("policies", "host_ram_ratio", 4))
+
+
+@pytest.mark.parametrize("edit", TIER_EDITS, ids=lambda e: f"{e[0]}.{e[1]}")
+def test_a_reuse_or_tier_move_after_a_warm_plan_is_the_cold_plan_to_the_bit(edit, seventeen_digits):
+    base = scenario_dict(preset("agentic-coding"))
+    j = next(i for i, w in enumerate(base["workloads"]) if w["kind"] == "inference")
+    moved = copy.deepcopy(base)
+    section, field, value = edit
+    (moved["policies"] if section == "policies" else moved["workloads"][j][section])[field] = value
+    clear_caches()
+    cold = _figures(moved)
+    clear_caches()
+    _figures(base)  # every cache warm with the preset's reuse and tiers
+    _same(_figures(moved), cold, f"{section}.{field}")

@@ -382,7 +382,7 @@ def _evaluate(w, ctx, policies, arch, shape, replicas, one):
     """(KV tiers or None, estimate) of ``replicas`` of ``shape`` sharing the service's rate. An estimate made for
     the same arguments before is that one (a target's move re-plans at the same rates)."""
     if w.prefix is not None:  # reused prompts and KV tiers (aisize.plan.kvtiers)
-        return plan_kv_tiers(w, ctx, policies, arch, shape, replicas, one)
+        return _tiered(w, ctx, policies, arch, shape, replicas, one)
     key, at_rate, rate = _rate_key(w, arch, ctx, shape, replicas, one)
     est = _estimates.get(at_rate)
     if est is None:
@@ -392,6 +392,20 @@ def _evaluate(w, ctx, policies, arch, shape, replicas, one):
     if load_free(w, arch):
         _capacities.put(key, (bool(est.feasible), est.max_requests_per_s))
     return None, est
+
+
+def _tiered(w, ctx, policies, arch, shape, replicas, one):
+    """:func:`aisize.plan.kvtiers.plan_kv_tiers` of ``replicas`` of ``shape``, kept by what it reads (the estimate's
+    arguments and rate, the service's reuse and tiers, the server, storage and host-RAM ratio): a target's move
+    re-plans at the same counts, each a reuse fixed point of ~20 ms on agentic-coding."""
+    _, at_rate, _ = _rate_key(w, arch, ctx, shape, replicas, one)
+    read = ("tiers", repr((w.prefix, w.kv_tiers, ctx.server, ctx.storage, policies.host_ram_ratio)))
+    key = at_rate[:2] + (at_rate[2] + (read,),) + at_rate[3:]
+    got = _tiers.get(key)
+    if got is None:
+        got = plan_kv_tiers(w, ctx, policies, arch, shape, replicas, one)
+        _tiers.put(key, got)
+    return got
 
 
 def _probe(w, ctx, policies, arch, shape, replicas, one):
@@ -504,6 +518,7 @@ class _Kept:
 
 _capacities = _Kept(256)  # (fit, capacity [requests/s]) of load-free replicas
 _estimates = _Kept(64)  # estimates by their arguments and rate
+_tiers = _Kept(64)  # (KV tiers, estimate) of services with prompt reuse, as _estimates
 _probes = _Kept(64)  # the bisection's probes (aisize.serving.estimate.LatencyProbe), as _estimates
 _replicas = _Kept(64)  # the candidate replicas by their arguments but the rate and lengths (_replica_key)
 _seen = _Kept(256)  # _Bounds of load-free replicas' tests (targets, knee) by their arguments but the rate
