@@ -191,14 +191,23 @@ class CacheLoad:
 
     def occupancy_bytes(self, characteristic_s):
         """Bytes an LRU cache of characteristic time T holds (module docstring) (vectorized over T)."""
-        t = np.asarray(characteristic_s, dtype=float)
-        sessions = self.requests_per_s / self.turns * (
-            self.history_bytes[:-1].sum() * self._think_held(t) + self.history_bytes[-1] * t)
-        out = self.shared_bytes * -np.expm1(-self.requests_per_s * t) + sessions
-        if self.chunk_requests_per_s.size:
-            out = out + self.chunk_bytes * (self._counts * -np.expm1(-np.multiply.outer(t, self.chunk_requests_per_s))
-                                            ).sum(axis=-1)
-        return out
+        return self._occupancy()(characteristic_s)
+
+    def _occupancy(self):
+        """:meth:`occupancy_bytes` as a function of T, what does not depend on T read once (the same bits: the
+        same expressions in the same order), for a search that asks it at many T."""
+        lam, turns, shared, chunk, rates = (self.requests_per_s, self.turns, self.shared_bytes, self.chunk_bytes,
+                                            self.chunk_requests_per_s)
+        past, last = self.history_bytes[:-1].sum(), self.history_bytes[-1]
+        counts = self._counts if rates.size else None
+
+        def occupancy(characteristic_s):
+            t = np.asarray(characteristic_s, dtype=float)
+            out = shared * -np.expm1(-lam * t) + lam / turns * (past * self._think_held(t) + last * t)
+            if counts is not None:
+                out = out + chunk * (counts * -np.expm1(-np.multiply.outer(t, rates))).sum(axis=-1)
+            return out
+        return occupancy
 
     def history_hit(self, characteristic_s):
         """P(a session's history is still cached when its next turn arrives) = P(Z < T)."""
@@ -220,10 +229,14 @@ class CacheLoad:
         """Che's T for an LRU cache of ``capacity_bytes`` (vectorized; 0 for an empty cache) [s]."""
         c = np.asarray(capacity_bytes, dtype=float)
         lo, hi = np.full(c.shape, np.log(_T_RANGE[0])), np.full(c.shape, np.log(_T_RANGE[1]))
+        occupancy = self._occupancy()
         for _ in range(_BISECTIONS):
             mid = 0.5 * (lo + hi)
-            over = self.occupancy_bytes(np.exp(mid)) > c
-            lo, hi = np.where(over, lo, mid), np.where(over, mid, hi)
+            over = occupancy(np.exp(mid)) > c
+            low, high = np.where(over, lo, mid), np.where(over, mid, hi)
+            if np.array_equal(low, lo) and np.array_equal(high, hi):
+                break  # ends a float apart: every step left would be this one (the bits of all _BISECTIONS)
+            lo, hi = low, high
         return np.where(c > 0, np.exp(0.5 * (lo + hi)), 0.0)
 
     def seconds_for_history_hit(self, hit_rate):
