@@ -66,6 +66,9 @@ MAX_CHUNKS = 10**7
 _BISECTIONS = 80  # on log T between 1 µs and 10^12 s: far below 0.1 % relative error
 _CHUNK_GROUPS = 256  # chunks of neighbouring popularity ranks summed as one group beyond this many chunks
 _T_RANGE = (1e-6, 1e12)
+# no two ends of the log range 41.4 wide are a float apart before 52 halvings (|log T| <= 27.6): the search
+# looks for that from here on (looking earlier would find nothing and cost a comparison a step)
+_APART_FROM = 50
 
 
 @dataclass(frozen=True)
@@ -230,11 +233,11 @@ class CacheLoad:
         c = np.asarray(capacity_bytes, dtype=float)
         lo, hi = np.full(c.shape, np.log(_T_RANGE[0])), np.full(c.shape, np.log(_T_RANGE[1]))
         occupancy = self._occupancy()
-        for _ in range(_BISECTIONS):
+        for k in range(_BISECTIONS):
             mid = 0.5 * (lo + hi)
             over = occupancy(np.exp(mid)) > c
             low, high = np.where(over, lo, mid), np.where(over, mid, hi)
-            if np.array_equal(low, lo) and np.array_equal(high, hi):
+            if k >= _APART_FROM and (low == lo).all() and (high == hi).all():
                 break  # ends a float apart: every step left would be this one (the bits of all _BISECTIONS)
             lo, hi = low, high
         return np.where(c > 0, np.exp(0.5 * (lo + hi)), 0.0)
