@@ -98,7 +98,7 @@ from aisize.serving.kernel_moe import LOW_LATENCY_MAX_TOKENS
 from aisize.serving.moe_cap import capped_roofline
 from aisize.serving.moe_format import LOW_LATENCY_ENGINES
 from aisize.serving.shapes import expert_slots
-from aisize.serving.speculative import draft_seconds, verify_attention_lookup
+from aisize.serving.speculative import prepare_draft_seconds, verify_attention_lookup
 
 LOGIT_BYTES = 4.0  # fp32 logits, written by the head and read by the sampler
 
@@ -380,6 +380,8 @@ def _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attentio
     drafted = not (speculation is None or speculation.draft_costs is None)
     fixed_overhead = None if drafted else lay.overhead_seconds + 0.0 * pp
     shape_kwargs = dict(gpus=gpus, attention_dp=attention_dp, expert_parallel=expert_parallel)
+    draft = prepare_draft_seconds(speculation, rates, calib, decode_context=decode_context,
+                                  shape_kwargs=shape_kwargs) if drafted else None  # the drafter's passes
     prompt_flops = prefill_flops + scan_flops  # the leading factors of products evaluated left to right
     reduces = 2.0 * costs.layers
     low_latency = bool(np.any(lay.moe_format_delta))
@@ -450,8 +452,7 @@ def _prepared(costs, rates, calib, decode_context, prompt_tokens, gpus, attentio
         else:  # what np.where(pp > 1, ..., 0.0) gives for one stage
             send = np.zeros(np.shape(n_group))
         if drafted:
-            drafts = draft_seconds(speculation, rates, calib, decode_sequences=seqs, decode_context=decode_context,
-                                   shape_kwargs=shape_kwargs)
+            drafts = draft(seqs)
             overhead = lay.overhead_seconds + drafts * pp + 0.0 * n
         else:
             overhead = fixed_overhead + 0.0 * n

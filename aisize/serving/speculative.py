@@ -188,19 +188,31 @@ def draft_seconds(spec: Speculation | None, rates, calib, *, decode_sequences, d
     (graph-replayed) plus the calibration's fixed ``draft_step_seconds`` (its sampling and input preparation).
     The first pass runs the k + 1 verified tokens of each sequence through the drafter's layers and its head
     over one of them [5, 6]; the k - 1 others one token a sequence."""
-    if spec is None or spec.draft_costs is None:
-        return 0.0
-    from aisize.serving.iteration import iteration_time
+    return prepare_draft_seconds(spec, rates, calib, decode_context=decode_context,
+                                 shape_kwargs=shape_kwargs)(decode_sequences)
 
-    seqs = np.asarray(decode_sequences, dtype=float)
+
+def prepare_draft_seconds(spec: Speculation | None, rates, calib, *, decode_context, shape_kwargs):
+    """:func:`draft_seconds` with all but the sequences fixed: ``seconds(decode_sequences)``, the same bits (the
+    drafter's two iteration times prepared once, :func:`aisize.serving.iteration.prepare_iteration_time`), for an
+    iteration asked at many batches."""
+    if spec is None or spec.draft_costs is None:
+        return lambda decode_sequences: 0.0
+    from aisize.serving.iteration import prepare_iteration_time
+
     kw = {k: v for k, v in shape_kwargs.items() if k != "pipeline_parallel"}
-    common = dict(decode_sequences=seqs, decode_context=decode_context, prefill_tokens=0.0 * seqs,
-                  prefill_prompts=0.0 * seqs, prompt_tokens=1.0, **kw)
-    one = iteration_time(spec.draft_costs, rates, calib, **common)
-    first = iteration_time(spec.draft_costs, rates, calib, speculation=spec.first_pass, **common)
-    first_seconds = first.gpu_seconds - first.head_seconds + one.head_seconds  # logits of one token a sequence
-    passes = first_seconds + (spec.draft_tokens - 1) * one.gpu_seconds + spec.draft_tokens * calib.draft_step_seconds
-    return np.where(seqs > 0, passes, 0.0)
+    one = prepare_iteration_time(spec.draft_costs, rates, calib, decode_context=decode_context, prompt_tokens=1.0,
+                                 **kw)
+    first = prepare_iteration_time(spec.draft_costs, rates, calib, decode_context=decode_context, prompt_tokens=1.0,
+                                   speculation=spec.first_pass, **kw)
+
+    def seconds(decode_sequences):
+        seqs = np.asarray(decode_sequences, dtype=float)
+        a, b = one(seqs, 0.0 * seqs, 0.0 * seqs, True), first(seqs, 0.0 * seqs, 0.0 * seqs, True)
+        first_seconds = b.gpu_seconds - b.head_seconds + a.head_seconds  # logits of one token a sequence
+        passes = first_seconds + (spec.draft_tokens - 1) * a.gpu_seconds + spec.draft_tokens * calib.draft_step_seconds
+        return np.where(seqs > 0, passes, 0.0)
+    return seconds
 
 
 def verify_attention_lookup(model, sequences, verify_tokens, tp):
