@@ -161,10 +161,25 @@ def _inline_iteration_time(costs, rates, calib, *, decode_sequences, decode_cont
     link = rates.link_bytes_per_s if stage_link_bytes_per_s is None else (
         np.asarray(stage_link_bytes_per_s, dtype=float) * calib.link_efficiency)
     send = np.where(pp > 1, pp * (n_group * costs.hidden * I.ACTIVATION_BYTES / tp / link + latency), 0.0)
-    drafts = I.draft_seconds(speculation, rates, calib, decode_sequences=seqs, decode_context=decode_context,
-                           shape_kwargs=dict(gpus=gpus, attention_dp=attention_dp, expert_parallel=expert_parallel))
+    drafts = _inline_draft_seconds(speculation, rates, calib, seqs, decode_context,
+                                   dict(gpus=gpus, attention_dp=attention_dp, expert_parallel=expert_parallel))
     return I.IterationTime(linear, experts, head * pp, elementwise, decode_attention, prefill_attention,
                          comm + send, overhead + drafts * pp + 0.0 * n, host, launch, overlap, table_share)
+
+
+def _inline_draft_seconds(spec, rates, calib, seqs, decode_context, shape_kwargs):
+    """The drafter's k passes as aisize.serving.speculative.draft_seconds wrote them before the iteration prepared them
+    once (speculative.prepare_draft_seconds): two iteration times asked whole at every batch."""
+    if spec is None or spec.draft_costs is None:
+        return 0.0
+    seqs = np.asarray(seqs, dtype=float)
+    common = dict(decode_sequences=seqs, decode_context=decode_context, prefill_tokens=0.0 * seqs,
+                  prefill_prompts=0.0 * seqs, prompt_tokens=1.0, **shape_kwargs)
+    one = I.iteration_time(spec.draft_costs, rates, calib, **common)
+    first = I.iteration_time(spec.draft_costs, rates, calib, speculation=spec.first_pass, **common)
+    first_seconds = first.gpu_seconds - first.head_seconds + one.head_seconds
+    passes = first_seconds + (spec.draft_tokens - 1) * one.gpu_seconds + spec.draft_tokens * calib.draft_step_seconds
+    return np.where(seqs > 0, passes, 0.0)
 
 
 @pytest.mark.parametrize("name", list(REPLICAS))
