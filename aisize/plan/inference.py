@@ -23,8 +23,9 @@ from aisize.plan import context as C
 from aisize.plan.kvtiers import planned_cached_tokens
 from aisize.plan.service_notes import ModelSource, ServiceNote
 from aisize.plan.slo_reason import SloReason
-from aisize.plan.replica_count import (FALLBACK_UTILISATION, _SUFFIX, _evaluate, _one, _rescued,
-                                       _sized_by_estimate, _statistic, elasticity_at)
+from aisize.plan.replica_count import (FALLBACK_UTILISATION, _SUFFIX, _evaluate, _one, _sized_by_estimate,
+                                       _statistic, elasticity_at)
+from aisize.plan.rescue import _rescued
 from aisize.queueing import Station, inference_station, knee_concurrency
 from aisize.queueing.analytic import MAX_SERVERS as QUEUE_SERVERS
 from aisize.serving.costs import model_costs

@@ -10,9 +10,8 @@ miss.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
-from aisize import serving
 from aisize.plan import context as C
 from aisize.plan.knee import (LEARN_SHARES, SCREEN_AFTER, SCREEN_AHEAD, TOP_UP_SHARE, TOP_UP_STEPS, _ELASTICITIES,
                               _KEPT_ELASTICITIES, _STEPPED, _at_rate, _below_knee_seen, _knee_screen, _remember,
@@ -57,8 +56,10 @@ def _sized_by_estimate(w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, t
     meets the targets with the estimate, the screen's choice is kept at the replicas that come nearest, and the
     plan states by how much it misses (:class:`UnmetTargets`)."""
     best, nearest = None, None
-    for shape, n, _ in fleet.ranked[:REFINE_SHAPES]:
-        floor = best[0] if best else math.inf
+    ranked = fleet.ranked[:REFINE_SHAPES]
+    cut = _likely_first(w, ctx, policies, arch, ranked, kw, engine, cal, ttft_t, tpot_t)
+    for shape, n, _ in ranked:
+        floor = min(best[0] if best else math.inf, cut)
         if shape.gpus >= floor:  # one replica already needs the GPUs of the best: _fewest_replicas says None
             continue
         one = _one(w, shape, kw, engine, cal)
@@ -77,11 +78,41 @@ def _sized_by_estimate(w, ctx, policies, arch, fleet, kw, engine, cal, ttft_t, t
         one = _one(w, fleet.shape, kw, engine, cal)
         nearest = (fleet.shape, fleet.replicas) + _evaluate(w, ctx, policies, arch, fleet.shape, fleet.replicas, one)
     shape, replicas, kv, est = best[2:] if best else nearest
+    _remember_winner(w, shape if best else None)
     knee_rate = fleet.knee_of(shape) if fleet.knee_of else fleet.knee_requests_per_s
     unmet = None if best else _missed(w, fleet, shape, replicas, est, ttft_t, tpot_t)
     kept = {f.name: getattr(fleet, f.name) for f in fields(FleetChoice)}
     return EstimatedFleet(**kept | dict(shape=shape, replicas=replicas, knee_requests_per_s=knee_rate),
                           unmet=unmet), kv, est
+
+
+_WINNERS: dict = {}  # service -> the shape its last sizing chose (None: none met the targets)
+
+
+def _remember_winner(w, shape) -> None:
+    _WINNERS[w.name] = shape
+    while len(_WINNERS) > _KEPT_ELASTICITIES:
+        del _WINNERS[next(iter(_WINNERS))]
+
+
+_remember_winner.cache_clear = _WINNERS.clear  # aisize.plan.clear_caches finds it (cold plans size as cold)
+
+
+def _likely_first(w, ctx, policies, arch, ranked, kw, engine, cal, ttft_t, tpot_t) -> float:
+    """GPUs below which the search of every shape runs as it would (a floor, :func:`_sized_by_estimate`): the last
+    winner's sizing + 1, where that shape is among ``ranked`` but not first (else math.inf). A search's floor
+    changes nothing of a shape whose result is below it (its probes, walks and limits stop at its result), and a
+    shape that cannot get under it cannot win, so the ranked order and its ties are kept, while the shapes ranked
+    before the likely winner stop at its GPUs instead of walking up from their screen counts (agentic-coding: TP 8
+    with attention DP 8 from 21 to 33 replicas, seven reuse fixed points, before TP 8 wins at 15)."""
+    likely = _WINNERS.get(w.name)
+    if likely is None or not ranked or ranked[0][0] == likely:
+        return math.inf
+    n = next((n for shape, n, _ in ranked if shape == likely), None)
+    if n is None:
+        return math.inf
+    got = _fewest_replicas(w, ctx, policies, arch, likely, n, _one(w, likely, kw, engine, cal), ttft_t, tpot_t)
+    return got[0] * likely.gpus + 1 if got is not None and got[3] else math.inf
 
 
 def _screened_out(w, arch, fleet, shape, one, floor: float) -> bool:
@@ -93,46 +124,6 @@ def _screened_out(w, arch, fleet, shape, one, floor: float) -> bool:
         return False
     cap = fleet.capacity_of(shape)
     return cap > 0 and math.isfinite(cap) and math.ceil(w.requests_per_s / (cap * (1 + 1e-9))) * shape.gpus >= floor
-
-
-RESCUE_SHAPES = 2  # one-stage shapes, widest first, the estimate tries where the screen found none
-RESCUE_DOUBLINGS = 3  # ... from 70 % busy to 1/8 of that
-
-
-def _rescued(w, ctx, policies, arch, shapes, fleet, kw, engine, cal, ttft_t, tpot_t):
-    """(fleet, KV tiers, estimate) meeting the targets that the screen judged out of reach, or None.
-
-    The screen leaves out speculation, the spread of lengths and prompt reuse; a service that has them may meet a
-    target the screen's light-load latency misses (agentic-coding's MTP: TPOT p95 5.3 ms at light load, the
-    screen's best 6.8 ms). The widest one-stage shapes are estimated at 70 % busy, then at twice, four and eight
-    times the replicas; the first count that meets the targets is bisected down (:func:`_fewest_replicas`)."""
-    if fleet.shape is not None or not (w.speculative_method or w.output_cv or w.prompt_cv or w.prefix):
-        return None
-    one_stage = [s for s in shapes if s.pipeline_parallel == 1] or list(shapes)
-    best = None
-    for shape in sorted(one_stage, key=lambda s: -s.gpus)[:RESCUE_SHAPES]:
-        one = _one(w, shape, kw, engine, cal)
-        cap = serving.estimate(arch, ctx.accelerator, **one)
-        if not cap.feasible:
-            continue
-        n = max(math.ceil(w.requests_per_s / (cap.max_requests_per_s * FALLBACK_UTILISATION)), 1)
-        _, est = _evaluate(w, ctx, policies, arch, shape, n, one)
-        for _ in range(RESCUE_DOUBLINGS):
-            if est is None or not est.feasible or meets_targets(w, est, ttft_t, tpot_t):
-                break
-            _, more = _evaluate(w, ctx, policies, arch, shape, 2 * n, one)
-            if more is None or not more.feasible or _miss(w, more, ttft_t, tpot_t) >= _miss(w, est, ttft_t, tpot_t):
-                break
-            n, est = 2 * n, more
-        if est is None or not est.feasible or not meets_targets(w, est, ttft_t, tpot_t):
-            continue
-        got = _fewest_replicas(w, ctx, policies, arch, shape, n, one, ttft_t, tpot_t,
-                               best[0].replicas * best[0].shape.gpus if best else math.inf)
-        if got is not None and got[3] and (best is None or got[0] * shape.gpus < best[0].replicas * best[0].shape.gpus):
-            knee_rate = serving.curves.knee_requests_per_s(got[2], C.KNEE_FACTOR)
-            best = (replace(fleet, shape=shape, replicas=got[0], feasible=True, reason="",
-                            knee_requests_per_s=knee_rate), got[1], got[2])
-    return best
 
 
 def _missed(w, fleet, shape, replicas, est, ttft_t, tpot_t) -> UnmetTargets | None:
