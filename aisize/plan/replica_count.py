@@ -106,8 +106,8 @@ def _likely_first(w, ctx, policies, arch, ranked, kw, engine, cal, ttft_t, tpot_
     before the likely winner stop at its GPUs instead of walking up from their screen counts (agentic-coding: TP 8
     with attention DP 8 from 21 to 33 replicas, seven reuse fixed points, before TP 8 wins at 15)."""
     likely = _WINNERS.get(w.name)
-    if likely is None or not ranked or ranked[0][0] == likely:
-        return math.inf
+    if likely is None or not ranked or ranked[0][0] == likely or load_free(w, arch):
+        return math.inf  # a load-free replica's counts are answered from its bounds and seeds: cheap, left as is
     n = next((n for shape, n, _ in ranked if shape == likely), None)
     if n is None:
         return math.inf
