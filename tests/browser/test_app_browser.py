@@ -306,6 +306,29 @@ def test_more_replicas_redraw_the_latency_curve_in_place(served_app, page, reque
     assert_clean(page, requests_made)
 
 
+def test_a_job_stream_move_redraws_the_waits_and_timeline_in_place(served_app, page, requests_made):
+    """The Cluster tab's waits and timeline charts take a jobs-per-day move's rows as a changeset (issue 51): the same
+    drawn views, connected, with new marks; no chart is embedded again."""
+    open_app(page, served_app.url)
+    control(page, "Preset", "select").select_option("shared-cluster")
+    open_tab(page, "Cluster")
+    page.wait_for_selector("[data-key='cluster.queue_wait_mean'] >> visible=true", timeout=RENDER_MS)
+    shown = "[...document.querySelectorAll('.vega-embed svg.marks')].filter(e => e.getBoundingClientRect().width > 0)"
+    find = {"waits": f"{shown}.find(e => e.textContent.includes('wait [h]'))",
+            "timeline": f"{shown}.find(e => e.textContent.includes('time from the start [days]'))"}
+    for name, js in find.items():
+        page.wait_for_function(f"() => !!({js})", timeout=RENDER_MS)
+        page.evaluate(f"() => {{ window.__{name} = {js}; window.__{name}_marks = window.__{name}.innerHTML; }}")
+    old = figure(page, "cluster.queue_wait_mean")
+    control(page, "Jobs per day", ".noUi-handle").focus()
+    page.keyboard.press("ArrowRight")
+    wait_for_change(page, "cluster.queue_wait_mean", old)
+    for name in find:  # the same element, still on the page, drawn anew from the rows sent
+        page.wait_for_function(f"() => window.__{name}.isConnected && window.__{name}.innerHTML !== window.__{name}_marks",
+                               timeout=UPDATE_MS)
+    assert_clean(page, requests_made)
+
+
 def test_cost_tab_shows_the_plans_cost_and_follows_the_life(served_app, page, requests_made, tmp_path):
     open_app(page, served_app.url)
     open_tab(page, "Cost")
