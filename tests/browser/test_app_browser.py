@@ -329,6 +329,30 @@ def test_a_job_stream_move_redraws_the_waits_and_timeline_in_place(served_app, p
     assert_clean(page, requests_made)
 
 
+def test_a_fleet_move_redraws_the_day_and_pool_charts_in_place(served_app, page, requests_made):
+    """The Fleet tab's day and pool charts take a minimum-replicas move's rows as a changeset (issue 51)."""
+    open_app(page, served_app.url)
+    control(page, "Preset", "select").select_option("fleet-over-the-day")
+    open_tab(page, "Fleet")
+    page.wait_for_selector("[data-key='fleet.gpu_hours'] >> visible=true", timeout=RENDER_MS)
+    shown = "[...document.querySelectorAll('.vega-embed svg.marks')].filter(e => e.getBoundingClientRect().width > 0)"
+    find = {"day": f"{shown}.find(e => e.textContent.includes('offered load [requests/s]'))",
+            "pool": f"{shown}.find(e => e.textContent.includes('GPUs') && e.textContent.includes('hour of the day')"
+                    " && !e.textContent.includes('offered load'))"}
+    for name, js in find.items():
+        page.wait_for_function(f"() => !!({js})", timeout=RENDER_MS)
+        page.evaluate(f"() => {{ window.__{name} = {js}; window.__{name}_marks = window.__{name}.innerHTML; }}")
+    old = figure(page, "fleet.gpu_hours")
+    control(page, "Min replicas", ".noUi-handle").focus()
+    for _ in range(4):  # 2 -> 6: more replicas through the night
+        page.keyboard.press("ArrowRight")
+    wait_for_change(page, "fleet.gpu_hours", old)
+    for name in find:
+        page.wait_for_function(f"() => window.__{name}.isConnected && window.__{name}.innerHTML !== window.__{name}_marks",
+                               timeout=UPDATE_MS)
+    assert_clean(page, requests_made)
+
+
 def test_cost_tab_shows_the_plans_cost_and_follows_the_life(served_app, page, requests_made, tmp_path):
     open_app(page, served_app.url)
     open_tab(page, "Cost")
