@@ -34,16 +34,16 @@ TIMELINE_DATA, TIMELINE_PHASES = "timeline_rows", "timeline_phases"  # named dat
 def timeline_rows(rows, phases) -> dict[str, list[dict]]:
     """The rows :func:`timeline` draws, by dataset name: a bar per workload, a band per phase."""
     bars = [{**r, "label": f"{r['workload']} ({plural(r['gpus'], 'GPU')}, {r['hours']})"} for r in rows]
-    bands = [{"phase": p["name"] + (" (ongoing)" if p["ongoing"] else ""), "start": p["start_day"],
-              "end": p["start_day"] + p["days"]} for p in phases]
+    names = timeline_key(rows, phases)[1]
+    bands = [{"phase": name, "start": p["start_day"], "end": p["start_day"] + p["days"]} for name, p in zip(names, phases)]
     return {TIMELINE_DATA: bars, TIMELINE_PHASES: bands}
 
 
 def timeline_key(rows, phases) -> tuple:
     """What :func:`timeline` draws besides its rows (the workloads, in order, and the phases): equal keys, the same
     chart with other rows (an app move swaps them in, :class:`aisize.app.controls.ChartSlot`)."""
-    data = timeline_rows(rows, phases)
-    return tuple(r["workload"] for r in data[TIMELINE_DATA]), tuple(b["phase"] for b in data[TIMELINE_PHASES])
+    return (tuple(r["workload"] for r in rows),
+            tuple(p["name"] + (" (ongoing)" if p["ongoing"] else "") for p in phases))
 
 
 def timeline(rows, phases, *, title: str = "When workloads run") -> alt.LayerChart:

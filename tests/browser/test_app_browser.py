@@ -306,50 +306,40 @@ def test_more_replicas_redraw_the_latency_curve_in_place(served_app, page, reque
     assert_clean(page, requests_made)
 
 
-def test_a_job_stream_move_redraws_the_waits_and_timeline_in_place(served_app, page, requests_made):
-    """The Cluster tab's waits and timeline charts take a jobs-per-day move's rows as a changeset (issue 51): the same
-    drawn views, connected, with new marks; no chart is embedded again."""
-    open_app(page, served_app.url)
-    control(page, "Preset", "select").select_option("shared-cluster")
-    open_tab(page, "Cluster")
-    page.wait_for_selector("[data-key='cluster.queue_wait_mean'] >> visible=true", timeout=RENDER_MS)
-    shown = "[...document.querySelectorAll('.vega-embed svg.marks')].filter(e => e.getBoundingClientRect().width > 0)"
-    find = {"waits": f"{shown}.find(e => e.textContent.includes('wait [h]'))",
-            "timeline": f"{shown}.find(e => e.textContent.includes('time from the start [days]'))"}
-    for name, js in find.items():
-        page.wait_for_function(f"() => !!({js})", timeout=RENDER_MS)
-        page.evaluate(f"() => {{ window.__{name} = {js}; window.__{name}_marks = window.__{name}.innerHTML; }}")
-    old = figure(page, "cluster.queue_wait_mean")
-    control(page, "Jobs per day", ".noUi-handle").focus()
-    page.keyboard.press("ArrowRight")
-    wait_for_change(page, "cluster.queue_wait_mean", old)
-    for name in find:  # the same element, still on the page, drawn anew from the rows sent
-        page.wait_for_function(f"() => window.__{name}.isConnected && window.__{name}.innerHTML !== window.__{name}_marks",
-                               timeout=UPDATE_MS)
-    assert_clean(page, requests_made)
+SHOWN_CHARTS = "[...document.querySelectorAll('.vega-embed svg.marks')].filter(e => e.getBoundingClientRect().width > 0)"
+# (preset, tab, the figure a move changes, the slider, its steps, {chart: text only that drawn chart holds})
+IN_PLACE = {
+    "cluster": ("shared-cluster", "Cluster", "cluster.queue_wait_mean", "Jobs per day", 1,
+                {"waits": "e.textContent.includes('wait [h]')",
+                 "timeline": "e.textContent.includes('time from the start [days]')"}),
+    "fleet": ("fleet-over-the-day", "Fleet", "fleet.gpu_hours", "Min replicas", 4,  # 2 -> 6 replicas at night
+              {"day": "e.textContent.includes('offered load [requests/s]')",
+               "pool": "e.textContent.includes('hour of the day') && !e.textContent.includes('offered load')"}),
+}
 
 
-def test_a_fleet_move_redraws_the_day_and_pool_charts_in_place(served_app, page, requests_made):
-    """The Fleet tab's day and pool charts take a minimum-replicas move's rows as a changeset (issue 51)."""
+@pytest.mark.parametrize("case", list(IN_PLACE))
+def test_a_move_redraws_the_cluster_and_fleet_charts_in_place(served_app, page, requests_made, case):
+    """The Cluster tab's waits and timeline charts and the Fleet tab's day and pool charts take a move's rows as a
+    changeset (issue 51): the same drawn views, still on the page, with new marks; no chart is embedded again (on
+    5beb575, which built them anew, this times out)."""
+    name, tab, key, slider, steps, charts = IN_PLACE[case]
     open_app(page, served_app.url)
-    control(page, "Preset", "select").select_option("fleet-over-the-day")
-    open_tab(page, "Fleet")
-    page.wait_for_selector("[data-key='fleet.gpu_hours'] >> visible=true", timeout=RENDER_MS)
-    shown = "[...document.querySelectorAll('.vega-embed svg.marks')].filter(e => e.getBoundingClientRect().width > 0)"
-    find = {"day": f"{shown}.find(e => e.textContent.includes('offered load [requests/s]'))",
-            "pool": f"{shown}.find(e => e.textContent.includes('GPUs') && e.textContent.includes('hour of the day')"
-                    " && !e.textContent.includes('offered load'))"}
-    for name, js in find.items():
+    control(page, "Preset", "select").select_option(name)
+    open_tab(page, tab)
+    page.wait_for_selector(f"[data-key='{key}'] >> visible=true", timeout=RENDER_MS)
+    for chart, test in charts.items():
+        js = f"{SHOWN_CHARTS}.find(e => {test})"
         page.wait_for_function(f"() => !!({js})", timeout=RENDER_MS)
-        page.evaluate(f"() => {{ window.__{name} = {js}; window.__{name}_marks = window.__{name}.innerHTML; }}")
-    old = figure(page, "fleet.gpu_hours")
-    control(page, "Min replicas", ".noUi-handle").focus()
-    for _ in range(4):  # 2 -> 6: more replicas through the night
+        page.evaluate(f"() => {{ window.__{chart} = {js}; window.__{chart}_marks = window.__{chart}.innerHTML; }}")
+    old = figure(page, key)
+    control(page, slider, ".noUi-handle").focus()
+    for _ in range(steps):
         page.keyboard.press("ArrowRight")
-    wait_for_change(page, "fleet.gpu_hours", old)
-    for name in find:
-        page.wait_for_function(f"() => window.__{name}.isConnected && window.__{name}.innerHTML !== window.__{name}_marks",
-                               timeout=UPDATE_MS)
+    wait_for_change(page, key, old)
+    for chart in charts:
+        page.wait_for_function(f"() => window.__{chart}.isConnected && window.__{chart}.innerHTML !== "
+                               f"window.__{chart}_marks", timeout=UPDATE_MS)
     assert_clean(page, requests_made)
 
 
