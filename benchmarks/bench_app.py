@@ -343,7 +343,10 @@ def bench(opens: int, moves: int, every: int = 0, reloads: int = 3, floor: bool 
         print(f"  {name} ({len(times)} moves): p50 {percentile(times, 50):.0f} ms, p95 {percentile(times, 95):.0f} ms"
               + (f" ({percentile(times, 95) - floor_p95:+.0f} ms over the floor's p95)" if floor else "")
               + (f"; kernel busy->idle p50 {percentile(others_kernel[name], 50):.0f} ms, p95 "
-                 f"{percentile(others_kernel[name], 95):.0f} ms" if others_kernel.get(name) else ""))
+                 f"{percentile(others_kernel[name], 95):.0f} ms" if others_kernel.get(name) else "")
+              # the slider's first step is planned cold; a further step the same way may have been planned ahead
+              + (f"; first step {times[0]:.0f} ms, the next p95 {percentile(times[1:], 95):.0f} ms"
+                 if len(times) > 1 else ""))
     if others:
         every_ms = [t for times in others.values() for t in times]
         print(f"every other slider ({len(others)} sliders, {len(every_ms)} moves): p50 {percentile(every_ms, 50):.0f} "

@@ -272,6 +272,8 @@ def kernel_timed(folder: Path, parts: list[tuple[str, int]], every: list[str] = 
         print(f"    {'  thread CPU':<40} {spread([r['handler_cpu'] - r['plan_cpu'] - r['send_cpu'] for r in rs])}")
         print(f"    {'garbage collector pauses':<40} {spread([sum(r['gc_ms']) for r in rs])}; collections "
               f"by generation {[sum(r['gc_n'][g] for r in rs) for g in range(3)]}")
+        print(f"    {'planned ahead (aisize.app.ahead)':<40} shown {sum(r.get('ahead_used', 0) for r in rs)} of "
+              f"{len(rs)} moves; planned within a move's span {sum(r.get('ahead_planned', 0) for r in rs)}")
     profiled = [r["profile"] for label in every for r in by_label.get(label, [])[-n_every:] if r.get("profile")]
     if profiled:
         _profiled(profiled)

@@ -65,6 +65,7 @@ class _Timer:
 
     def install(self) -> None:
         import aisize.app.state as state_module
+        from aisize.app import ahead
 
         kernel = self.kernel
         from ipywidgets.widgets.widget import _instances  # Widget.widgets, without its deprecation warning
@@ -78,7 +79,8 @@ class _Timer:
                                "process_cpu": time.process_time(), "runqueue": _runqueue_ms(),
                                "plan_wall": 0.0, "plan_cpu": 0.0, "handler_wall": 0.0, "handler_cpu": 0.0,
                                "send_wall": 0.0, "send_cpu": 0.0, "sends": 0, "gc_ms": [0.0, 0.0, 0.0],
-                               "gc_n": [0, 0, 0], "comm_msg": False, "what": ""}
+                               "gc_n": [0, 0, 0], "comm_msg": False, "what": "",
+                               "ahead_used": ahead.TOTALS["used"], "ahead_planned": ahead.TOTALS["planned"]}
                 if self.profile:
                     import cProfile
 
@@ -95,6 +97,8 @@ class _Timer:
                 r["cpu"] = (time.thread_time() - r["cpu"]) * 1e3
                 r["process_cpu"] = (time.process_time() - r["process_cpu"]) * 1e3
                 r["runqueue"] = _runqueue_ms() - r["runqueue"]
+                r["ahead_used"] = ahead.TOTALS["used"] - r["ahead_used"]  # 1: the move showed a plan made ahead
+                r["ahead_planned"] = ahead.TOTALS["planned"] - r["ahead_planned"]  # planned ahead within the span
                 if r.pop("comm_msg"):
                     if profiler is not None:
                         self.moves += 1

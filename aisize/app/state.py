@@ -19,6 +19,7 @@ import copy
 import logging
 from collections.abc import Callable
 
+from aisize.app.ahead import PlanAhead
 from aisize.app.controls import uploaded_text
 from aisize.app.edits import follow
 from aisize.plan import Plan, plan
@@ -87,6 +88,7 @@ class AppState:
         self.cache = PlanCache()  # a move re-plans only the workloads whose inputs it changed
         self.plan: Plan = plan(self.origin, self.cache)
         self.listeners: list[Callable[[Plan], None]] = []
+        self.ahead = PlanAhead(self)  # the next slider step, planned while the page waits
 
     @property
     def scenario(self):
@@ -108,20 +110,34 @@ class AppState:
         """Take a whole scenario dict as loaded (preset, upload, reset): its names are as written."""
         return self.replace(data, loaded=True)
 
+    def _scenario(self, data, loaded: bool):
+        """(scenario, its dict) of ``data`` as an edit (the origin's names followed) or as loaded."""
+        scenario = from_dict(data)
+        fields = to_dict(scenario)  # written once a move (it was three times, and the origin's each move)
+        if not loaded:
+            if self._origin_data[0] is not self.origin:
+                self._origin_data = (self.origin, to_dict(self.origin))
+            followed = follow(self.origin, self._origin_data[1], scenario, fields)
+            if followed != fields:
+                scenario = from_dict(followed)
+                fields = to_dict(scenario)
+        return scenario, fields
+
+    def plan_for(self, path: tuple, value) -> tuple[dict, Plan]:
+        """(fields, plan) of the scenario with one field set, as :meth:`set` would make them, leaving the state as
+        it is (:class:`~aisize.app.ahead.PlanAhead` plans the next slider step with it). Raises what they raise."""
+        scenario, fields = self._scenario(set_path(self.data, path, value), loaded=False)
+        return fields, plan(scenario, self.cache)
+
     def replace(self, data, loaded: bool = False) -> str | None:
         """Take a whole scenario dict: an edit of several fields, or (``loaded``) a new scenario. Returns
         None, or why it was refused."""
+        self.ahead.cancel()
         try:
-            scenario = from_dict(data)
-            fields = to_dict(scenario)  # written once a move (it was three times, and the origin's each move)
-            if not loaded:
-                if self._origin_data[0] is not self.origin:
-                    self._origin_data = (self.origin, to_dict(self.origin))
-                followed = follow(self.origin, self._origin_data[1], scenario, fields)
-                if followed != fields:
-                    scenario = from_dict(followed)
-                    fields = to_dict(scenario)
-            new_plan = plan(scenario, self.cache)
+            scenario, fields = self._scenario(data, loaded)
+            new_plan = self.ahead.take(fields, loaded)  # the plan of this scenario made ahead, if it was
+            if new_plan is None:
+                new_plan = plan(scenario, self.cache)
         except INPUT_ERRORS as error:
             return message(error)
         except MemoryError:  # a widget callback's exception shows nothing: the page says so (issue 46.4)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import ipywidgets as widgets
 
 from aisize.app import controls as K
+from aisize.app.ahead import SLIDERS, next_value
 from aisize.app.edits import model_label
 from aisize.app.state import AppState
 
@@ -68,8 +69,20 @@ class Section:
             refused = self.state.set(where, value)
             if refused:
                 K.assign(self.error, "value", K.error_html(refused))
+            elif isinstance(widget, SLIDERS) and change["old"] != change["new"]:  # the next key step, while idle
+                self._plan_ahead(widget, where, convert, 1 if change["new"] > change["old"] else -1)
 
         widget.observe(changed, names="value")
+
+    def _plan_ahead(self, widget, where: tuple, convert: Callable, direction: int) -> None:
+        step = next_value(widget, direction)
+        if step is None:
+            return
+        try:
+            value = convert(step)
+        except (TypeError, ValueError):
+            return
+        self.state.ahead.schedule(where, value)
 
     def quietly(self, assignments: Callable[[], None]) -> None:
         """Run control assignments without sending them back to the state."""
