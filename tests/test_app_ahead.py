@@ -101,10 +101,11 @@ def test_a_step_planned_ahead_shows_the_plan_the_move_would_make(tab, label):
     assert _figures(shown) == _figures(cold)
 
 
-def test_a_move_before_the_plan_ahead_runs_cancels_it_and_nothing_runs_outside_an_event_loop():
+def test_a_move_before_the_plan_ahead_runs_cancels_it_and_nothing_runs_outside_an_event_loop(monkeypatch):
     app = _app()
     slider = _slider(app, "Inference", "Prompt [")
-    planned, used = _moves(app, slider, [1, 1, 1], pause_s=0)  # a held key: each move comes first
+    monkeypatch.setattr(ahead, "DELAY_S", 60.0)  # however slow this machine: each next move comes first
+    planned, used = _moves(app, slider, [1, 1, 1], pause_s=0.05)  # a held key
     assert (planned, used) == (0, 0)
     slider.value = next_value(slider, 1)  # no loop running (a script, the report): nothing is scheduled
     assert app.state.ahead.pending is None and app.state.ahead.kept is None
