@@ -2,7 +2,7 @@
 
 A move that lands on the step planned ahead shows that plan: it must be the plan the move would have made, figure for
 figure. A move anywhere else plans as before. The browser's own arithmetic for a key step (noUiSlider's) is checked
-against Chromium in tests/browser/test_app_ahead.py; here, what it must give on the sliders' grids.
+against Chromium in tests/browser/test_browser_ahead.py; here, what it must give on the sliders' grids.
 """
 
 from __future__ import annotations
