@@ -16,6 +16,7 @@ import pytest
 from aisize.app import ahead, build_app
 from aisize.app.ahead import next_value
 from aisize.app.controls import float_slider, int_slider, log_slider
+from aisize.app.state import set_path
 from aisize.plan import clear_caches, plan
 from aisize.scenario import DEFAULT_PRESET, from_dict, preset, to_dict
 
@@ -53,8 +54,8 @@ def test_a_float_slider_steps_by_its_step_and_an_int_slider_by_whole_steps():
     assert next_value(widgets.Dropdown(options=["a"]), 1) is None
 
 
-def _app():
-    return build_app(display=False, data=to_dict(preset(DEFAULT_PRESET)))
+def _app(name: str = DEFAULT_PRESET):
+    return build_app(display=False, data=to_dict(preset(name)))
 
 
 def _slider(app, tab: str, label: str):
@@ -101,6 +102,20 @@ def test_a_step_planned_ahead_shows_the_plan_the_move_would_make(tab, label):
     assert _figures(shown) == _figures(cold)
 
 
+@pytest.mark.parametrize("name,label,way", [("agentic-coding", "Turns per session", 1),
+                                            ("rag-service", "RAG chunks", -1)])  # more chunks: past its prompt
+def test_a_slider_that_edits_several_fields_is_planned_ahead_too(name, label, way):
+    """The turns slider sets the think time with the turns, the chunks slider the chunks' size and corpus: their
+    next steps are planned as the same edits (aisize.app.sections.inference_reuse)."""
+    app = _app(name)
+    slider = _slider(app, "Inference", label)
+    planned, used = _moves(app, slider, [way] * 3)
+    assert planned == 3 and used == 2
+    shown = app.state.plan
+    clear_caches()
+    assert _figures(shown) == _figures(plan(from_dict(app.state.data)))
+
+
 def test_a_move_before_the_plan_ahead_runs_cancels_it_and_nothing_runs_outside_an_event_loop(monkeypatch):
     app = _app()
     slider = _slider(app, "Inference", "Prompt [")
@@ -119,7 +134,7 @@ def test_off_by_the_environment_and_a_refused_step_is_not_kept(monkeypatch):
     monkeypatch.delenv(ahead.ENV)
     state = app.state
     path = ("workloads", 2, "prompt_tokens")
-    state.ahead.run(path, -5)  # what validation refuses is not planned ahead: the move itself says why
+    state.ahead.run(lambda data: set_path(data, path, -5))  # refused: not planned ahead (the move says why)
     assert state.ahead.kept is None and state.ahead.planned == 0
     assert state.set(path, -5) is not None
 
@@ -129,17 +144,17 @@ def test_a_kept_plan_serves_only_its_own_scenario():
     state = app.state
     path = ("workloads", 2, "prompt_tokens")
     base = state.data["workloads"][2]["prompt_tokens"]
-    state.ahead.run(path, base + 64)
+    state.ahead.run(lambda data: set_path(data, path, base + 64))
     assert state.ahead.kept is not None and state.ahead.planned == 1
     assert state.set(path, base + 32) is None  # another value: planned as before, the kept plan dropped
     assert state.ahead.used == 0 and state.ahead.kept is None
     assert state.data["workloads"][2]["prompt_tokens"] == base + 32
-    state.ahead.run(path, base + 64)
+    state.ahead.run(lambda data: set_path(data, path, base + 64))
     kept = state.ahead.kept[1]
     assert state.set(path, base + 64) is None
     assert state.ahead.used == 1 and state.plan is kept
     # a scenario loaded (a preset, a file) never takes a plan made for an edit
-    state.ahead.run(path, base)
+    state.ahead.run(lambda data: set_path(data, path, base))
     data = to_dict(from_dict(state.data))
     data["workloads"][2]["prompt_tokens"] = base
     assert state.load(data) is None and state.ahead.used == 1

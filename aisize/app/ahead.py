@@ -122,27 +122,27 @@ class PlanAhead:
             self.pending.cancel()
             self.pending = None
 
-    def schedule(self, path: tuple, value) -> bool:
-        """Plan the scenario with ``path`` set to ``value`` once the kernel is idle; False where nothing waits (no
-        running event loop) or it is off."""
+    def schedule(self, edit) -> bool:
+        """Plan the scenario ``edit(data)`` makes of the state's data (the moved slider's next step; None: none)
+        once the kernel is idle; False where nothing waits (no running event loop) or it is off."""
         self.cancel()
-        if value is None or not self.enabled():
+        if edit is None or not self.enabled():
             return False
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return False
-        self.pending = loop.call_later(DELAY_S, self.run, path, value)
+        self.pending = loop.call_later(DELAY_S, self.run, edit)
         return True
 
-    def run(self, path: tuple, value) -> None:
+    def run(self, edit) -> None:
         """Plan ahead now (the scheduled call; tests call it directly). A scenario the state would refuse is not
         kept: the move to it is refused as before."""
         self.pending = None
         try:
-            self.kept = self.state.plan_for(path, value)
+            self.kept = self.state.plan_edited(edit)
         except Exception:  # noqa: BLE001 (a plan ahead must never break the page; the real move says what is wrong)
-            logging.getLogger(__name__).debug("no plan ahead for %s = %r", path, value, exc_info=True)
+            logging.getLogger(__name__).debug("no plan ahead", exc_info=True)
             self.kept = None
             return
         self.planned += 1

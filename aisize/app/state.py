@@ -123,10 +123,11 @@ class AppState:
                 fields = to_dict(scenario)
         return scenario, fields
 
-    def plan_for(self, path: tuple, value) -> tuple[dict, Plan]:
-        """(fields, plan) of the scenario with one field set, as :meth:`set` would make them, leaving the state as
-        it is (:class:`~aisize.app.ahead.PlanAhead` plans the next slider step with it). Raises what they raise."""
-        scenario, fields = self._scenario(set_path(self.data, path, value), loaded=False)
+    def plan_edited(self, edit: Callable[[dict], dict]) -> tuple[dict, Plan]:
+        """(fields, plan) of the scenario ``edit`` makes of the data (a copy: :func:`set_path`), as :meth:`replace`
+        would make them, leaving the state as it is (:class:`~aisize.app.ahead.PlanAhead` plans the next slider
+        step with it). Raises what they raise."""
+        scenario, fields = self._scenario(edit(self.data), loaded=False)
         return fields, plan(scenario, self.cache)
 
     def replace(self, data, loaded: bool = False) -> str | None:

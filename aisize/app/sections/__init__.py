@@ -17,7 +17,7 @@ import ipywidgets as widgets
 from aisize.app import controls as K
 from aisize.app.ahead import SLIDERS, next_value
 from aisize.app.edits import model_label
-from aisize.app.state import AppState
+from aisize.app.state import AppState, set_path
 
 OWN_MODEL = "(the workload's own model)"  # a Model dropdown's value for a model that is no catalog id
 
@@ -82,7 +82,7 @@ class Section:
             value = convert(step)
         except (TypeError, ValueError):
             return
-        self.state.ahead.schedule(where, value)
+        self.state.ahead.schedule(lambda data: set_path(data, where, value))
 
     def quietly(self, assignments: Callable[[], None]) -> None:
         """Run control assignments without sending them back to the state."""

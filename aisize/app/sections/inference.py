@@ -114,7 +114,8 @@ class InferenceSection(Section):
                                       "A drafter proposes tokens the model verifies in one pass")
         self.draft_tokens = K.int_slider("Draft tokens per step", 1, 1, 16, 1, "Tokens drafted per decode step (k)")
         self.reuse = ReuseControls(lambda: None if self._syncing or self.service.value is None
-                                   else self.state.data["workloads"][self.service.value], self._change)
+                                   else self.state.data["workloads"][self.service.value], self._change,
+                                   self._change_ahead)
         self.figures, self.memory_note, self.latency_note = widgets.HTML(), widgets.HTML(), widgets.HTML()
         self.memory_chart, self.latency_chart = K.ChartSlot(), K.ChartSlot()
         self._curve_at = (None, None)  # (inputs, frame) of the last replica's latency curve
@@ -166,13 +167,17 @@ class InferenceSection(Section):
         puts the controls back to the scenario."""
         if self._syncing or self.service.value is None:
             return
-        data = self.state.data
-        for keys, value in updates.items():
-            data = set_path(data, ("workloads", self.service.value) + keys, value)
-        refused = self.state.replace(data)
+        refused = self.state.replace(_updated(self.state.data, self.service.value, updates))
         if refused:
             self.quietly(self.sync)
             K.assign(self.error, "value", K.error_html(refused))
+
+    def _change_ahead(self, updates: dict) -> None:
+        """Plan ahead the scenario ``updates`` would make of the selected service (a multi-field slider's next
+        step: :class:`aisize.app.ahead.PlanAhead`)."""
+        if self.service.value is not None:
+            i = self.service.value
+            self.state.ahead.schedule(lambda data: _updated(data, i, updates))
 
     def _on_load(self, change) -> None:
         """Switch between a rate and users in flight, keeping the load the plan found: by Little's law, users
@@ -392,3 +397,10 @@ class InferenceSection(Section):
             items.append(K.card("inference.calibration", "Serving calibration", e.calibration, "",
                                 "Efficiencies fitted on public runs of this GPU's generation"))
         return items
+
+
+def _updated(data: dict, index: int, updates: dict) -> dict:
+    """A copy of ``data`` with ``updates`` (a path under workload ``index`` -> its value) set."""
+    for keys, value in updates.items():
+        data = set_path(data, ("workloads", index) + keys, value)
+    return data

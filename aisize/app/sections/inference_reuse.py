@@ -13,6 +13,7 @@ import ipywidgets as widgets
 
 from aisize import format as F
 from aisize.app import controls as K
+from aisize.app.ahead import next_value
 from aisize.present.kvtiers import kv_notes_text
 
 TIER_NAMES = {"hbm": "HBM", "dram": "host DRAM", "nvme": "local NVMe", "storage": "shared storage"}
@@ -22,10 +23,10 @@ PREFIX_FIELDS = ("shared_tokens", "turns", "think_time_s", "rag_chunks", "rag_ch
 class ReuseControls:
     """The controls of one service's ``prefix`` and ``kv_tiers``. ``service()`` is the selected service's dict
     (None while the section syncs its controls); ``change(updates)`` applies several updates at once (a path
-    under the service -> its value)."""
+    under the service -> its value); ``ahead(updates)`` plans them ahead (a slider's next key step)."""
 
-    def __init__(self, service, change):
-        self._service, self._change = service, change
+    def __init__(self, service, change, ahead=lambda updates: None):
+        self._service, self._change, self._ahead = service, change, ahead
         self._kept: dict = {}  # (service name, field) -> the prefix or kv_tiers last switched off
         self.on = K.checkbox("Prompt reuse", False, "Requests repeat a shared prefix, a session's history or "
                                                     "retrieved chunks, which a prefix cache can keep")
@@ -103,21 +104,39 @@ class ReuseControls:
         w = self._service()
         if w is None or w["prefix"] is None:
             return
-        updates = {("prefix", "rag_chunks"): int(change["new"])}
-        if change["new"] and not (w["prefix"]["rag_chunk_tokens"] and w["prefix"]["rag_corpus_chunks"]):
+        self._change(self._chunks(change["new"], w))
+        self._next_step(self.chunks, change, self._chunks)
+
+    def _chunks(self, value, w) -> dict:
+        updates = {("prefix", "rag_chunks"): int(value)}
+        if value and not (w["prefix"]["rag_chunk_tokens"] and w["prefix"]["rag_corpus_chunks"]):
             # chunks need a size and a corpus: the sliders' values
             updates[("prefix", "rag_chunk_tokens")] = int(round(self.chunk_tokens.value))
             updates[("prefix", "rag_corpus_chunks")] = int(round(self.corpus.value))
-        self._change(updates)
+        return updates
 
     def _on_turns(self, change) -> None:
         w = self._service()
         if w is None or w["prefix"] is None:
             return
-        updates = {("prefix", "turns"): int(round(change["new"]))}
+        self._change(self._turns(change["new"], w))
+        self._next_step(self.turns, change, self._turns)
+
+    def _turns(self, value, w) -> dict:
+        updates = {("prefix", "turns"): int(round(value))}
         if updates[("prefix", "turns")] > 1 and not w["prefix"]["think_time_s"]:  # sessions wait between turns
             updates[("prefix", "think_time_s")] = float(self.think.value)
-        self._change(updates)
+        return updates
+
+    def _next_step(self, slider, change, updates_of) -> None:
+        """Plan ahead ``slider``'s next key step the same way (``updates_of(value, service)``: its edit), from the
+        service as the move left it."""
+        w = self._service()
+        if change["new"] == change["old"] or w is None or w["prefix"] is None:
+            return
+        step = next_value(slider, 1 if change["new"] > change["old"] else -1)
+        if step is not None:
+            self._ahead(updates_of(step, w))
 
     def _on_tier(self, key: str, on: bool) -> None:
         # through change(): a refused switch (no tier left) is put back, not left showing what is not planned
