@@ -120,8 +120,17 @@ def test_a_move_before_the_plan_ahead_runs_cancels_it_and_nothing_runs_outside_a
     app = _app()
     slider = _slider(app, "Inference", "Prompt [")
     monkeypatch.setattr(ahead, "DELAY_S", 60.0)  # however slow this machine: each next move comes first
-    planned, used = _moves(app, slider, [1, 1, 1], pause_s=0.05)  # a held key
-    assert (planned, used) == (0, 0)
+    handles = []
+
+    async def held_key():
+        for _ in range(3):
+            slider.value = next_value(slider, 1)
+            handles.append(app.state.ahead.pending)
+            await asyncio.sleep(0.01)
+    asyncio.run(held_key())
+    assert all(h is not None for h in handles) and len(set(map(id, handles))) == 3
+    assert [h.cancelled() for h in handles[:-1]] == [True, True]  # each move cancelled the one before it
+    assert (app.state.ahead.planned, app.state.ahead.used) == (0, 0)
     slider.value = next_value(slider, 1)  # no loop running (a script, the report): nothing is scheduled
     assert app.state.ahead.pending is None and app.state.ahead.kept is None
 
@@ -153,8 +162,8 @@ def test_a_kept_plan_serves_only_its_own_scenario():
     kept = state.ahead.kept[1]
     assert state.set(path, base + 64) is None
     assert state.ahead.used == 1 and state.plan is kept
-    # a scenario loaded (a preset, a file) never takes a plan made for an edit
+    # a scenario loaded (a preset, a file) never takes a plan made for an edit, even one of the same fields
     state.ahead.run(lambda data: set_path(data, path, base))
-    data = to_dict(from_dict(state.data))
-    data["workloads"][2]["prompt_tokens"] = base
-    assert state.load(data) is None and state.ahead.used == 1
+    fields, made = state.ahead.kept
+    assert state.load(to_dict(from_dict(fields))) is None
+    assert state.ahead.used == 1 and state.plan is not made

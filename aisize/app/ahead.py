@@ -10,8 +10,9 @@ tests), so a page shows the same figures either way.
 
 What the browser sends on an ArrowRight is not ``value + step``: ipywidgets' sliders run noUiSlider 15, which steps
 the handle in its own units (the exponent, on a log slider), snaps it to its step grid in percent of the range and
-maps it back (:func:`next_value` repeats that arithmetic, operation for operation). A value the browser computes
-otherwise (its ``Math.pow`` a bit from Python's) only misses: the move plans as before.
+maps it back (:func:`next_value` repeats that arithmetic, operation for operation: noUiSlider 15's ``Spectrum`` and
+keydown handler as ipywidgets 8.1 bundles them, read in voila's ``labextensions/widgets-manager8/static``). A value
+the browser computes otherwise (its ``Math.pow`` a bit from Python's) only misses: the move plans as before.
 
 ``AISIZE_PLAN_AHEAD=0`` in the kernel's environment turns it off (a team server short of CPU: each step plans twice).
 Outside a running event loop (tests, scripts, the report) nothing is planned ahead.
