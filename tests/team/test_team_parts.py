@@ -185,6 +185,23 @@ def test_people_share_the_team_cache_not_one_each(tmp_path, monkeypatch):
 
 
 @needs_hub
+@pytest.mark.parametrize("setting", ["0", "1", None])
+def test_the_admins_plan_ahead_setting_reaches_each_persons_server(tmp_path, monkeypatch, setting):
+    """JupyterHub keeps only Spawner.env_keep's names of its own environment; the admin's AISIZE_PLAN_AHEAD
+    (aisize.app.ahead: plan a moved slider's next step in the pause) must reach each person's kernels as set."""
+    from aisize.app import ahead
+    from aisize.app.team_hub import AppSpawner
+
+    monkeypatch.setenv("AISIZE_TEAM_STATE", str(tmp_path))
+    if setting is None:
+        monkeypatch.delenv(ahead.ENV, raising=False)
+    else:
+        monkeypatch.setenv(ahead.ENV, setting)
+    person = AppSpawner(user=SimpleNamespace(name="alice", admin=False, url="/user/alice/")).user_env({})
+    assert person.get(ahead.ENV) == setting
+
+
+@needs_hub
 def test_the_spawner_refuses_a_name_outside_the_rule_at_once(tmp_path, monkeypatch):
     from tornado import web
 
