@@ -89,6 +89,19 @@ def test_a_step_timed_jobs_curve_is_sized_at_its_plans_mfu_and_passes_through_th
     assert frame["gpus"].is_monotonic_decreasing
 
 
+def test_a_step_timed_jobs_own_row_is_its_plan_to_the_bit(plans):
+    """Each step-timed job's curve holds its own plan at its own target in every column, its time range included
+    (the range the MFU curve gives there differs in the last bits for the LoRA 70B job)."""
+    p = plans["xe9680-genai"]
+    timed = [t for t in p.training if t.throughput_rule == "step-time"]
+    assert len(timed) >= 2
+    for t in timed:
+        frame = gpus_vs_days(p.scenario, t.name, [0.5, t.target_days, 40.0])
+        own = frame.loc[frame["target_days"] == t.target_days].iloc[0]
+        assert (own.gpus, own.servers, own.goodput, own.training_days, own.days_low, own.days_high, own.plannable) \
+            == (t.gpus, t.servers, t.goodput, t.training_days, t.days_low, t.days_high, True), t.name
+
+
 QLORA = "xe9680-genai with its LoRA 70B as QLoRA"  # a transformer the MFU policy times (LoRA is step-timed)
 
 

@@ -125,15 +125,15 @@ def gpus_vs_days(scenario, workload, days, *, memory: bool = False) -> pd.DataFr
     ranges = [days_range(float(d), basis, int(g), job.throughput, step_time=stepped)[:2]
               for d, g in zip(planned_days, gpus)]
     low, high = (np.array(r, dtype=float).reshape(gpus.shape) for r in zip(*ranges))
-    out = pd.DataFrame({"target_days": target_days, "gpus": gpus, "servers": sz.servers.astype(np.int64),
-                        "goodput": sz.goodput, "training_days": planned_days, "days_low": low,
-                        "days_high": high, "plannable": ok})
-    if stepped:  # the job's own plan, exactly
+    servers, goodput, plannable = sz.servers.astype(np.int64), np.array(sz.goodput, dtype=float), ok.copy()
+    if stepped:  # the job's own plan, exactly (set in the arrays: pandas' .loc took 2 ms of a Tokens move's 10)
         own_target = own.target_days if own.gpus is None else mine.training_days
-        for row in np.flatnonzero(target_days == own_target):
-            out.loc[row, ["gpus", "servers"]] = (mine.gpus, mine.servers)
-            out.loc[row, ["goodput", "training_days", "days_low", "days_high", "plannable"]] = (
-                mine.goodput, mine.training_days, mine.days_low, mine.days_high, True)
+        rows = np.flatnonzero(target_days == own_target)
+        gpus[rows], servers[rows], goodput[rows], planned_days[rows] = (mine.gpus, mine.servers, mine.goodput,
+                                                                        mine.training_days)
+        low[rows], high[rows], plannable[rows] = mine.days_low, mine.days_high, True
+    out = pd.DataFrame({"target_days": target_days, "gpus": gpus, "servers": servers, "goodput": goodput,
+                        "training_days": planned_days, "days_low": low, "days_high": high, "plannable": plannable})
     plans = [_plan_or_none(w.model_copy(update={"target_days": float(d)}), ctx, pol) if k and memory else None
              for d, k in zip(target_days, ok)]
     if memory:
