@@ -36,7 +36,6 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import Float, Integer, Unicode, default
 
 from aisize.app import memory_watch
-from aisize.app.ahead import ENV as PLAN_AHEAD_ENV
 from aisize.app.guard import GuardedKernelManager
 from aisize.app.team_limits import client_address, username_problem
 from aisize.cache import ENV as CACHE_ENV
@@ -83,8 +82,10 @@ class AppSpawner(LocalProcessSpawner):
         if self.person_mem_limit:
             env[memory_watch.ENV] = str(self.person_mem_limit)
         # the team's cache, not one per person (team.team_cache); the admin's choice of planning the next slider
-        # step ahead (aisize.app.ahead; off, a move plans once instead of up to twice: a team short of cores), which JupyterHub
-        # would otherwise drop (it keeps only Spawner.env_keep's names)
+        # step ahead (aisize.app.ahead; off, a move plans once, not up to twice: a team short of cores), which
+        # JupyterHub would drop (it keeps only Spawner.env_keep's names). Imported here: the module imports
+        # ipywidgets, which the hub and the people's servers (they import this module) otherwise never load.
+        from aisize.app.ahead import ENV as PLAN_AHEAD_ENV
         for name in (CACHE_ENV, VALIDATION_CACHE_ENV, PLAN_AHEAD_ENV):
             if os.environ.get(name):
                 env[name] = os.environ[name]
