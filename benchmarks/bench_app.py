@@ -265,18 +265,27 @@ def rate_slider_ready(page) -> None:
     page.locator(RATE_HANDLE).first.focus()
 
 
-def move(s: Served, arm: str, state: str) -> None:
-    """One ArrowRight on ``s``'s focused slider, timed to its outputs changed (``arm``, ``state``: ARM, STATE),
-    and split into the kernel's part and the browser's (:data:`SPLIT`)."""
-    s.page.evaluate(arm, s.page.evaluate(state))
-    s.page.keyboard.press("ArrowRight")
-    s.update_ms.append(s.page.evaluate("window.updated"))
-    split = None
+def timed_move(page, arm: str, state: str, split: bool = True) -> tuple[float, list[float] | None]:
+    """One ArrowRight on ``page``'s focused slider: ms to its outputs changed (``arm``, ``state``: ARM, STATE), and
+    its split into the kernel's part and the browser's (:data:`SPLIT`, on a page opened with :data:`KERNEL_WATCH`;
+    None where the kernel's "idle" never came or ``split`` is false)."""
+    page.evaluate(arm, page.evaluate(state))
+    page.keyboard.press("ArrowRight")
+    ms = page.evaluate("window.updated")
+    if not split:
+        return ms, None
     for _ in range(100):  # the kernel's "idle" may land after the page is drawn
-        split = s.page.evaluate(SPLIT)
-        if split is not None:
-            break
-        s.page.wait_for_timeout(10)
+        parts = page.evaluate(SPLIT)
+        if parts is not None:
+            return ms, parts
+        page.wait_for_timeout(10)
+    return ms, None
+
+
+def move(s: Served, arm: str, state: str) -> None:
+    """:func:`timed_move` on ``s``'s page, its figures kept in ``s``."""
+    ms, split = timed_move(s.page, arm, state)
+    s.update_ms.append(ms)
     if split is not None:
         s.kernel_ms.append(split[0])
         s.browser_ms.append(split[1])

@@ -270,10 +270,11 @@ def bench_floor(args) -> None:
             for k in range(args.moves):
                 for kind in order[k]:
                     if kind == "app":
-                        kinds[kind]["slider"].append(bench_app.move(app_page, bench_app.ARM, bench_app.STATE))
+                        ms, _ = bench_app.timed_move(app_page, bench_app.ARM, bench_app.STATE, split=False)
                     else:
-                        kinds[kind]["slider"].append(bench_app.move(floor_page, bench_app.FLOOR_ARM,
-                                                                    bench_app.FLOOR_STATE))
+                        ms, _ = bench_app.timed_move(floor_page, bench_app.FLOOR_ARM, bench_app.FLOOR_STATE,
+                                                      split=False)
+                    kinds[kind]["slider"].append(ms)
         finally:
             browser.close()
             left = hub.stop()
